@@ -1,0 +1,32 @@
+"""smtrain: SageMaker PyTorch training jobs from strict YAML specs.
+
+The notebook API is imported lazily, so `import orchestrator` (and the CLI's fast commands) never pay for
+pydantic, boto3 or the SageMaker SDK until they are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API = {
+    "load_spec": "orchestrator.loader",
+    "JobSpec": "orchestrator.spec",
+    "plan": "orchestrator.plan",
+    "Plan": "orchestrator.plan",
+    "build_estimator": "orchestrator.estimator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

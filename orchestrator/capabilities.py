@@ -1,0 +1,364 @@
+"""Checks a spec against the capability matrix: mode x instance family x framework version x count.
+
+The rules' lists, texts, sources and severities are data (`data/capabilities.yaml`); this module holds one
+predicate per rule id. Checking is pure and fast: it reads the SDK's image list from the installed package's
+JSON file without importing `sagemaker`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from orchestrator._yaml import load_data_file
+from orchestrator.catalog import InstanceType, lookup
+from orchestrator.spec import JobSpec, Mode
+from orchestrator.topology import processes_per_host
+
+Severity = Literal["error", "unverified", "notice"]
+_SMDDP_MODES = (Mode.smddp, Mode.pytorchddp)
+_SHELL_UNSAFE = re.compile(r"[\s*?\[\]$`'\"\\;&|<>(){}]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule's verdict on a spec, pointing at the field to change."""
+
+    rule: str
+    severity: Severity
+    field: str
+    message: str
+    fix: str
+    source: str
+
+    def blocks(self, allow_unverified: bool) -> bool:
+        return self.severity == "error" or (self.severity == "unverified" and not allow_unverified)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    id: str
+    severity: Severity
+    source: str
+    checked: str
+    message: str
+    fix: str
+
+
+@lru_cache(maxsize=1)
+def _matrix() -> tuple[dict[str, _Rule], dict[str, Any]]:
+    data = load_data_file("capabilities.yaml")
+    rules = {row["id"]: _Rule(**row) for row in data["rules"]}
+    return rules, data["lists"]
+
+
+def rules() -> dict[str, _Rule]:
+    return _matrix()[0]
+
+
+def lists() -> dict[str, Any]:
+    return _matrix()[1]
+
+
+@lru_cache(maxsize=1)
+def sdk_image_versions() -> dict[str, Any]:
+    """The `training` section of the installed SDK's `image_uri_config/pytorch.json`, without importing it."""
+    found = importlib.util.find_spec("sagemaker")
+    if found is None or not found.submodule_search_locations:
+        return {}
+    path = Path(next(iter(found.submodule_search_locations))) / "image_uri_config" / "pytorch.json"
+    return json.loads(path.read_text(encoding="utf-8"))["training"]
+
+
+def default_py_version(framework_version: str) -> str | None:
+    """The newest Python the SDK's image list has for this PyTorch version, or None if it has none."""
+    config = sdk_image_versions()
+    version = config.get("version_aliases", {}).get(framework_version, framework_version)
+    entry = config.get("versions", {}).get(version)
+    return entry["py_versions"][-1] if entry else None
+
+
+def resolved_py_version(spec: JobSpec) -> str | None:
+    if spec.py_version or spec.framework_version is None:
+        return spec.py_version
+    return default_py_version(spec.framework_version)
+
+
+class _Context:
+    """What the predicates need, computed once per check."""
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.mode = spec.distribution.mode
+        self.instance: InstanceType = lookup(spec.instance.type)
+        self.trainer = spec.hyperparameters.get("trainer")
+        self.custom_image = spec.image_uri is not None
+        self.py_version = resolved_py_version(spec)
+
+    def facts(self) -> dict[str, Any]:
+        spec, instance = self.spec, self.instance
+        return {
+            "mode": self.mode.value,
+            "instance_type": instance.name,
+            "family": instance.family,
+            "count": spec.instance.count,
+            "framework_version": spec.framework_version,
+            "py_version": self.py_version,
+            "processes_per_host": spec.distribution.processes_per_host or processes_per_host(spec, instance),
+            "gpus": instance.gpus,
+            "vcpus": instance.vcpus,
+            "trainer": self.trainer,
+            "max_run": spec.max_run_seconds,
+            "max_wait": spec.spot.max_wait_seconds,
+            "keep_alive": spec.keep_alive_seconds,
+        }
+
+
+# A predicate yields (field, extra format values) for each place the rule is broken.
+_Hit = tuple[str, dict[str, Any]]
+_Predicate = Callable[[_Context], Iterator[_Hit]]
+_PREDICATES: dict[str, _Predicate] = {}
+
+
+def _rule(rule_id: str) -> Callable[[_Predicate], _Predicate]:
+    def register(predicate: _Predicate) -> _Predicate:
+        _PREDICATES[rule_id] = predicate
+        return predicate
+
+    return register
+
+
+def _versions_text(versions: list[str]) -> str:
+    return ", ".join(versions)
+
+
+@_rule("image-exists")
+def _image_exists(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.custom_image or ctx.instance.accelerator == "trainium" or not sdk_image_versions():
+        return
+    config = sdk_image_versions()
+    version = config["version_aliases"].get(ctx.spec.framework_version, ctx.spec.framework_version)
+    entry = config["versions"].get(version)
+    if entry is None or ctx.py_version not in entry["py_versions"]:
+        offered = [f"{v} ({'/'.join(e['py_versions'])})" for v, e in config["versions"].items()
+                   if v.startswith("2.")]
+        field = "framework_version" if entry is None else "py_version"
+        yield field, {"versions": ", ".join(offered)}
+
+
+@_rule("torch-distributed-needs-accelerator")
+def _torch_distributed_cpu(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.mode is Mode.torch_distributed and not ctx.custom_image and ctx.instance.accelerator == "cpu":
+        yield "distribution.mode", {}
+
+
+@_rule("torch-distributed-gpu-versions")
+def _torch_distributed_gpu_versions(ctx: _Context) -> Iterator[_Hit]:
+    versions = lists()["torch_distributed_gpu_versions"]
+    if (ctx.mode is Mode.torch_distributed and not ctx.custom_image and ctx.instance.accelerator == "gpu"
+            and ctx.spec.framework_version not in versions):
+        yield "framework_version", {"versions": _versions_text(versions)}
+
+
+@_rule("torch-distributed-trainium-versions")
+def _torch_distributed_trainium_versions(ctx: _Context) -> Iterator[_Hit]:
+    versions = lists()["trainium_torch_distributed_versions"]
+    if (ctx.mode is Mode.torch_distributed and not ctx.custom_image and ctx.instance.accelerator == "trainium"
+            and ctx.spec.framework_version not in versions):
+        yield "framework_version", {"versions": _versions_text(versions)}
+
+
+@_rule("trainium-only-torch-distributed")
+def _trainium_strategy(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.instance.accelerator == "trainium" and ctx.mode in (Mode.mpi, *_SMDDP_MODES):
+        yield "distribution.mode", {}
+
+
+@_rule("smddp-versions")
+def _smddp_versions(ctx: _Context) -> Iterator[_Hit]:
+    versions = lists()["smdataparallel_versions"]
+    if ctx.mode in _SMDDP_MODES and not ctx.custom_image and ctx.spec.framework_version not in versions:
+        yield "framework_version", {"versions": _versions_text(versions)}
+
+
+@_rule("smddp-p5")
+def _smddp_p5(ctx: _Context) -> Iterator[_Hit]:
+    # The SDK's test is a substring match, so p5e/p5en pass it; they fall to smddp-instance-list instead.
+    if ctx.mode in _SMDDP_MODES and "p5.48xlarge" in ctx.instance.name:
+        yield "instance.type", {}
+
+
+@_rule("smddp-needs-gpu")
+def _smddp_needs_gpu(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.mode in _SMDDP_MODES and ctx.instance.accelerator == "cpu":
+        yield "instance.type", {}
+
+
+@_rule("smddp-instance-list")
+def _smddp_instance_list(ctx: _Context) -> Iterator[_Hit]:
+    supported = lists()["smdataparallel_instance_types"]
+    if (ctx.mode in _SMDDP_MODES and ctx.instance.accelerator == "gpu" and ctx.instance.name not in supported
+            and "p5.48xlarge" not in ctx.instance.name):
+        yield "instance.type", {"versions": _versions_text(supported)}
+
+
+@_rule("pytorchddp-is-smddp")
+def _pytorchddp_rewrite(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.mode is Mode.pytorchddp:
+        yield "distribution.mode", {}
+
+
+@_rule("processes-per-host-not-sent")
+def _processes_not_sent(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.distribution.processes_per_host and ctx.mode in (Mode.torch_distributed, *_SMDDP_MODES):
+        yield "distribution.processes_per_host", {"processes_per_host": ctx.spec.distribution.processes_per_host}
+
+
+@_rule("mode-none-one-process")
+def _mode_none_one_process(ctx: _Context) -> Iterator[_Hit]:
+    requested = ctx.spec.distribution.processes_per_host
+    if ctx.mode is Mode.none and requested is not None and requested != 1:
+        yield "distribution.processes_per_host", {"processes_per_host": requested}
+
+
+@_rule("custom-mpi-options-mpi-only")
+def _custom_mpi_options(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.distribution.custom_mpi_options and ctx.mode not in (Mode.mpi, Mode.smddp):
+        yield "distribution.custom_mpi_options", {}
+
+
+@_rule("dp-single-host")
+def _dp_single_host(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.trainer == "dp" and ctx.spec.instance.count > 1:
+        yield "hyperparameters.trainer", {}
+
+
+@_rule("dp-without-gpus")
+def _dp_without_gpus(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.trainer == "dp" and ctx.instance.accelerator != "gpu":
+        yield "hyperparameters.trainer", {}
+
+
+@_rule("nccl-needs-gpu")
+def _nccl_needs_gpu(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.trainer == "ddp" and ctx.instance.accelerator != "gpu":
+        yield "hyperparameters.trainer", {}
+
+
+@_rule("gloo-on-gpu")
+def _gloo_on_gpu(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.trainer == "gloo" and ctx.instance.gpus:
+        yield "hyperparameters.trainer", {}
+
+
+@_rule("mode-none-idle-gpus")
+def _mode_none_idle_gpus(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.mode is Mode.none and ctx.instance.gpus > 1 and ctx.trainer not in ("dp", "gloo"):
+        yield "distribution.mode", {}
+
+
+@_rule("processes-exceed-gpus")
+def _processes_exceed_gpus(ctx: _Context) -> Iterator[_Hit]:
+    requested = ctx.spec.distribution.processes_per_host
+    if (ctx.mode is Mode.mpi and requested and ctx.instance.gpus and requested > ctx.instance.gpus
+            and ctx.trainer in ("ddp", "auto", None)):
+        yield "distribution.processes_per_host", {"processes_per_host": requested}
+
+
+@_rule("processes-exceed-vcpus")
+def _processes_exceed_vcpus(ctx: _Context) -> Iterator[_Hit]:
+    requested = ctx.spec.distribution.processes_per_host
+    if ctx.mode is Mode.mpi and requested and ctx.instance.vcpus and requested > ctx.instance.vcpus:
+        yield "distribution.processes_per_host", {"processes_per_host": requested}
+
+
+@_rule("spot-max-wait")
+def _spot_max_wait(ctx: _Context) -> Iterator[_Hit]:
+    spot = ctx.spec.spot
+    if spot.enabled and (spot.max_wait_seconds or 0) < ctx.spec.max_run_seconds:
+        yield "spot.max_wait_seconds", {"max_wait": spot.max_wait_seconds or 0}
+
+
+@_rule("spot-needs-checkpoint")
+def _spot_needs_checkpoint(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.spot.enabled and ctx.spec.checkpoint is None:
+        yield "spot.enabled", {}
+
+
+@_rule("spot-no-warm-pool")
+def _spot_no_warm_pool(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.spot.enabled and ctx.spec.keep_alive_seconds:
+        yield "keep_alive_seconds", {}
+
+
+@_rule("max-run-limit")
+def _max_run_limit(ctx: _Context) -> Iterator[_Hit]:
+    limit = lists()["max_runtime_seconds"]
+    if ctx.spec.max_run_seconds > limit:
+        yield "max_run_seconds", {"value": limit}
+
+
+@_rule("unknown-instance-type")
+def _unknown_instance(ctx: _Context) -> Iterator[_Hit]:
+    if not ctx.instance.known:
+        yield "instance.type", {}
+
+
+@_rule("hyperparameter-shell-split")
+def _shell_split(ctx: _Context) -> Iterator[_Hit]:
+    for key, value in ctx.spec.hyperparameters.items():
+        if value is None or isinstance(value, (list, dict)) or (
+                isinstance(value, str) and (value == "" or _SHELL_UNSAFE.search(value))):
+            yield f"hyperparameters.{key}", {"key": key, "value": value}
+
+
+@_rule("vpc-needs-both")
+def _vpc_needs_both(ctx: _Context) -> Iterator[_Hit]:
+    network = ctx.spec.network
+    if bool(network.subnets) != bool(network.security_group_ids):
+        yield "network.subnets" if not network.subnets else "network.security_group_ids", {}
+
+
+@_rule("encryption-single-host")
+def _encryption_single_host(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.network.encrypt_inter_container_traffic and ctx.spec.instance.count == 1:
+        yield "network.encrypt_inter_container_traffic", {}
+
+
+@_rule("multi-node-without-efa")
+def _multi_node_without_efa(ctx: _Context) -> Iterator[_Hit]:
+    if (ctx.spec.instance.count > 1 and ctx.instance.gpus and ctx.instance.known and not ctx.instance.efa
+            and ctx.mode is not Mode.none):
+        yield "instance.type", {}
+
+
+@_rule("entry-point-py")
+def _entry_point_py(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.mode is Mode.torch_distributed and not ctx.spec.entry_point.endswith(".py"):
+        yield "entry_point", {"value": ctx.spec.entry_point}
+
+
+def check(spec: JobSpec) -> list[Finding]:
+    """Every finding for this spec, errors first."""
+    ctx = _Context(spec)
+    facts = ctx.facts()
+    findings = []
+    for rule_id, rule in rules().items():
+        for field, extra in _PREDICATES[rule_id](ctx):
+            values = {**facts, **extra}
+            findings.append(Finding(rule=rule_id, severity=rule.severity, field=field,
+                                    message=rule.message.format(**values), fix=rule.fix.format(**values),
+                                    source=f"{rule.source} (checked {rule.checked})"))
+    order = {"error": 0, "unverified": 1, "notice": 2}
+    return sorted(findings, key=lambda finding: order[finding.severity])
+
+
+def predicate_ids() -> set[str]:
+    """Rule ids that have a predicate (the tests check this equals the data file's ids)."""
+    return set(_PREDICATES)

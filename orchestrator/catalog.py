@@ -1,0 +1,84 @@
+"""The instance catalog: hardware and on-demand prices of SageMaker training instances, from data/instances.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from orchestrator._yaml import load_data_file
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One SageMaker training instance type."""
+
+    name: str
+    vcpus: int
+    memory_gib: float
+    accelerator: str
+    """`cpu`, `gpu` or `trainium`."""
+    accelerators: int = 0
+    accelerator_model: str | None = None
+    accelerator_memory_gib: float | None = None
+    neuron_cores: int = 0
+    efa: bool = False
+    price_per_hour: float | None = None
+    known: bool = True
+    """False for a type missing from the catalog, whose accelerator is guessed from its family."""
+
+    @property
+    def family(self) -> str:
+        return family_of(self.name)
+
+    @property
+    def gpus(self) -> int:
+        return self.accelerators if self.accelerator == "gpu" else 0
+
+    @property
+    def devices_per_host(self) -> int:
+        """What the toolkit starts per host when nothing else says: GPUs, else NeuronCores, else 1."""
+        return self.gpus or self.neuron_cores or 1
+
+
+@dataclass(frozen=True)
+class Catalog:
+    region: str
+    currency: str
+    source: str
+    checked: str
+    instances: dict[str, InstanceType]
+
+
+def family_of(instance_type: str) -> str:
+    """`ml.p4d.24xlarge` -> `p4d`."""
+    parts = instance_type.split(".")
+    return parts[1] if len(parts) == 3 else instance_type
+
+
+@lru_cache(maxsize=1)
+def catalog() -> Catalog:
+    data = load_data_file("instances.yaml")
+    instances = {name: InstanceType(name=name, **fields) for name, fields in data["instances"].items()}
+    return Catalog(
+        region=data["region"],
+        currency=data["currency"],
+        source=data["source"],
+        checked=str(data["checked"]),
+        instances=instances,
+    )
+
+
+def lookup(instance_type: str) -> InstanceType:
+    """The catalog entry, or a guess marked `known=False` (the SDK's own rule: p* and g* families are GPU)."""
+    entry = catalog().instances.get(instance_type)
+    if entry is not None:
+        return entry
+    family = family_of(instance_type)
+    if family.startswith(("p", "g")):
+        accelerator, count = "gpu", 1
+    elif family.startswith("trn"):
+        accelerator, count = "trainium", 1
+    else:
+        accelerator, count = "cpu", 0
+    return InstanceType(name=instance_type, vcpus=0, memory_gib=0, accelerator=accelerator, accelerators=count,
+                        known=False)

@@ -1,0 +1,165 @@
+"""The `smtrain` command line. Thin: each command calls library functions and prints their results.
+
+Only click is imported at start-up; every command imports what it needs when it runs, so `smtrain --help` and
+`smtrain validate` never load sagemaker, boto3 or torch. Exit codes: 0 ok, 1 the job (or an AWS call) failed,
+2 bad input (nothing was sent), 3 the job was stopped, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from orchestrator import __version__
+
+SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax: 3, true, \"2.3.0\", [a, b]). "
+            "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
+
+
+class _Group(click.Group):
+    """Prints user errors as one clear message (no traceback) with their exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from orchestrator.errors import SmtrainError
+
+        try:
+            return super().invoke(ctx)
+        except SmtrainError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.secho("interrupted", fg="yellow", err=True)
+            ctx.exit(130)
+
+
+def _set_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
+
+
+def _output_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                        help="json: machine-readable output on stdout for scripts and CI.")(function)
+
+
+def _echo_json(document: Any) -> None:
+    click.echo(json.dumps(document, indent=2, default=str))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="smtrain")
+def main() -> None:
+    """Describe a PyTorch training job in YAML; validate it, see the exact SageMaker request, run it locally
+    without docker, or submit it to SageMaker.
+
+    \b
+    Typical flow:
+      smtrain validate job.yaml          check the spec (fast, offline)
+      smtrain plan job.yaml              the exact CreateTrainingJob request, rank table and worst-case cost
+      smtrain local job.yaml             run it here, every host emulated, no AWS account needed
+      smtrain submit job.yaml --wait     send it to SageMaker and follow it
+
+    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README.
+    """
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_set_option
+@_output_option
+def validate(files: tuple[str, ...], overrides: tuple[str, ...], output: str) -> None:
+    """Check spec FILES against the schema and the capability matrix. Offline and fast: no AWS call.
+
+    Exits 2 if any file has a problem; warnings (unverified combinations, notices) do not fail validation.
+    """
+    from orchestrator.errors import SmtrainError
+    from orchestrator.loader import InvalidSpec, load
+    from orchestrator.render import findings_text, summary_line
+
+    results, failed = [], False
+    for file in files:
+        try:
+            loaded = load(file, overrides)
+        except SmtrainError as exc:
+            failed = True
+            problems = [str(problem) for problem in exc.problems] if isinstance(exc, InvalidSpec) else [str(exc)]
+            results.append({"file": file, "valid": False, "problems": problems, "warnings": []})
+            if output == "text":
+                click.secho(f"✗ {file}", fg="red", bold=True)
+                click.echo(str(exc) if isinstance(exc, InvalidSpec) else f"  {exc}")
+            continue
+        warnings = [finding.__dict__ | {"where": loaded.where(finding.field)} for finding in loaded.findings]
+        results.append({"file": file, "valid": True, "problems": [], "warnings": warnings})
+        if output == "text":
+            click.secho(f"✓ {file}: {summary_line(loaded.spec)}", fg="green")
+            text = findings_text(loaded)
+            if text:
+                click.echo(text)
+    if output == "json":
+        _echo_json(results)
+    sys.exit(2 if failed else 0)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@_set_option
+@_output_option
+@click.option("--job-name", help="Exact job name to plan for (default: the spec's name plus a timestamp).")
+@click.option("--max-source-mb", type=float, default=100, show_default=True,
+              help="Refuse a source_dir that packs larger than this.")
+def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float) -> None:
+    """Show what submitting FILE would send, before anything is sent.
+
+    Prints the resolved spec, the rank table (host, local rank, global rank, world size, master), the
+    estimator arguments, the exact CreateTrainingJob request built by the real SageMaker SDK v2 (captured with
+    zero network traffic) and the worst-case cost. Secret-looking values are masked.
+    """
+    from orchestrator.loader import load
+    from orchestrator.plan import plan as make_plan
+
+    job_plan = make_plan(load(file, overrides), job_name=job_name, max_source_bytes=int(max_source_mb * 1e6))
+    if output == "json":
+        _echo_json(job_plan.to_dict())
+    else:
+        from orchestrator.render import print_plan
+
+        print_plan(job_plan)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
+    from orchestrator.spec import JobSpec
+
+    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
+    _echo_json(document)
+
+
+@main.command()
+@click.option("--family", help="Only this family, e.g. g5 or p4d.")
+@click.option("--accelerator", type=click.Choice(["cpu", "gpu", "trainium"]), help="Only this kind.")
+@_output_option
+def instances(family: str | None, accelerator: str | None, output: str) -> None:
+    """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour."""
+    from orchestrator.catalog import catalog
+
+    rows = [entry for entry in catalog().instances.values()
+            if (family is None or entry.family == family) and (accelerator is None or entry.accelerator == accelerator)]
+    if output == "json":
+        _echo_json([entry.__dict__ for entry in rows])
+        return
+    from orchestrator.render import print_instances
+
+    print_instances(rows, catalog())
+
+
+def _add_command_groups() -> None:
+    from orchestrator.cli_infra import infra
+
+    main.add_command(infra)
+
+
+_add_command_groups()

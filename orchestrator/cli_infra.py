@@ -1,0 +1,144 @@
+"""`smtrain infra`: deploy the stack that holds the execution role and bucket, and show its outputs."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator import infra as infra_lib
+from orchestrator.errors import SmtrainError
+
+_stack_name_option = click.option(
+    "--stack-name",
+    metavar="NAME",
+    help=f"CloudFormation stack [default: ${infra_lib.STACK_NAME_ENV} or '{infra_lib.DEFAULT_STACK_NAME}'].",
+)
+_output_option = click.option(
+    "--output",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the stack's outputs on stdout (progress goes to stderr).",
+)
+
+
+def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Print an SmtrainError as its message and fix, without a traceback, and exit with its code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except SmtrainError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from exc
+
+    return wrapper
+
+
+def _parse_parameters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    parameters = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"'{item}' is not KEY=VALUE", ctx=ctx, param=param)
+        parameters[key] = value
+    return parameters
+
+
+@click.group("infra")
+def infra() -> None:
+    """The SageMaker execution role and S3 bucket that jobs need, as a CloudFormation stack."""
+
+
+@infra.command()
+@_stack_name_option
+@click.option(
+    "--parameter",
+    "-p",
+    "parameters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_parse_parameters,
+    help="Template parameter, repeatable (e.g. EnableVpcAccess=true); unset ones keep the stack's values.",
+)
+@click.option(
+    "--template-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=infra_lib.TEMPLATE_PATH,
+    show_default="infra/smtrain.yaml of this smtrain checkout",
+    help="CloudFormation template to deploy.",
+)
+@click.option(
+    "--yes", "-y", is_flag=True, help="Execute the change set without asking (needed without a terminal)."
+)
+@_output_option
+@_user_errors
+def deploy(
+    stack_name: str | None, parameters: dict[str, str], template_file: Path, yes: bool, output_format: str
+) -> None:
+    """Create or update the stack through a change set: preview the changes, confirm, execute, wait.
+
+    Prints the outputs at the end; `smtrain infra show` prints them again later.
+    """
+    if not yes and not _can_ask():
+        raise click.UsageError("no terminal to confirm the change set on: pass --yes to execute it unseen")
+    outputs = infra_lib.deploy(
+        stack_name,
+        parameters,
+        on_event=_print_event,
+        confirm=None if yes else _ask_to_execute,
+        template_path=template_file,
+    )
+    if outputs is None:
+        click.echo("Cancelled: the change set was deleted and nothing changed.", err=True)
+        raise click.exceptions.Exit(1)
+    _print_outputs(outputs, output_format)
+
+
+@infra.command()
+@_stack_name_option
+@_output_option
+@_user_errors
+def show(stack_name: str | None, output_format: str) -> None:
+    """Print the stack's outputs: role ARN, bucket, output path, checkpoint and code prefixes."""
+    _print_outputs(infra_lib.stack_outputs(stack_name), output_format)
+
+
+def _print_event(event: infra_lib.DeployEvent) -> None:
+    click.echo(event.message, err=True)
+    if event.stage is infra_lib.DeployStage.PREVIEW:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("Action", "Logical ID", "Type", "Replacement")
+        for change in event.changes:
+            table.add_row(change["action"], change["logical_id"], change["type"], change["replacement"])
+        Console(stderr=True).print(table)
+
+
+def _can_ask() -> bool:
+    """Only a terminal can answer the confirmation; piped or CI input must say --yes explicitly."""
+    return sys.stdin.isatty()
+
+
+def _ask_to_execute(changes: list[dict[str, str]]) -> bool:
+    return click.confirm(f"Execute these {len(changes)} change(s)?", default=False, err=True)
+
+
+def _print_outputs(outputs: infra_lib.StackOutputs, output_format: str) -> None:
+    fields = dataclasses.asdict(outputs)
+    if output_format == "json":
+        click.echo(json.dumps(fields, indent=2))
+        return
+    width = max(map(len, fields))
+    for key, value in fields.items():
+        click.echo(f"{key:<{width}}  {value}")

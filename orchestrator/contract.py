@@ -1,0 +1,82 @@
+"""Every name that crosses from smtrain into the training container, defined once.
+
+The entrypoints (`entrypoints/`, the SageMaker ``source_dir``) cannot import this package: they run inside
+SageMaker's PyTorch images. They define the same names on their side, and ``tests/contract`` checks both sides
+agree, so a rename on one side fails the suite instead of a job.
+"""
+
+from __future__ import annotations
+
+# Paths inside the container. The toolkit roots every path at /opt/ml, or at $SAGEMAKER_BASE_DIR when set;
+# the local emulator sets it to the emulated host's directory.
+OPT_ML = "/opt/ml"
+SAGEMAKER_BASE_DIR = "SAGEMAKER_BASE_DIR"
+DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
+
+# Variables the SageMaker training toolkit sets (sagemaker-contract.md §4).
+SM_HOSTS = "SM_HOSTS"
+SM_CURRENT_HOST = "SM_CURRENT_HOST"
+SM_MODEL_DIR = "SM_MODEL_DIR"
+SM_OUTPUT_DIR = "SM_OUTPUT_DIR"
+SM_OUTPUT_DATA_DIR = "SM_OUTPUT_DATA_DIR"
+SM_CHANNEL_PREFIX = "SM_CHANNEL_"
+SM_NUM_GPUS = "SM_NUM_GPUS"
+SM_RESOURCE_CONFIG = "SM_RESOURCE_CONFIG"
+SM_TRAINING_ENV = "SM_TRAINING_ENV"
+
+# Rendezvous: set by the PyTorch toolkit (MASTER_*) and by torchrun (the rest).
+MASTER_ADDR = "MASTER_ADDR"
+MASTER_PORT = "MASTER_PORT"
+DEFAULT_MASTER_PORT = 7777
+TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+
+# Open MPI's per-rank variables (mpi, pytorchddp and smddp modes launch through mpirun).
+OMPI_VARS = (
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+)
+
+# smtrain's own variable: the backend a trainer may use when the one it needs (nccl, smddp) does not exist
+# where it runs. Only the local emulator sets it; on SageMaker a missing backend is an error.
+SMTRAIN_SUBSTITUTE_BACKEND = "SMTRAIN_SUBSTITUTE_BACKEND"
+
+# Hyperparameters of the shared entry point `entrypoints/train.py` (passed as `--key value`).
+HYPERPARAMETERS = frozenset(
+    {
+        "trainer",
+        "model",
+        "mlp-hidden",
+        "mlp-layers",
+        "epochs",
+        "batch-size",
+        "lr",
+        "optimizer",
+        "seed",
+        "num-samples",
+        "grad-accum",
+        "precision",
+        "num-workers",
+        "checkpoint-dir",
+        "checkpoint-every",
+        "log-every",
+        "simulate-step-seconds",
+    }
+)
+TRAINERS = ("auto", "dp", "ddp", "gloo")
+MODELS = ("linear", "regression", "convnet", "mlp")
+
+# The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`.
+# SageMaker applies these regexes to the job's log (sagemaker-contract.md §11), so they must not be anchored:
+# MPI prefixes every line with `[1,mpirank:0,algo-1]<stdout>:`.
+DEFAULT_METRIC_DEFINITIONS = (
+    {"Name": "train:loss", "Regex": r"train_loss=([-+0-9.eE]+)"},
+    {"Name": "train:samples_per_sec", "Regex": r"samples_per_sec=([0-9.eE+]+)"},
+    {"Name": "train:epoch", "Regex": r"epoch=([0-9]+) step="},
+)
+METRICS_JSONL = "metrics.jsonl"
+MODEL_STATE_FILE = "model.pt"
+MODEL_METADATA_FILE = "model.json"
+FAILURE_FILE = "failure"
+SUCCESS_FILE = "success"

@@ -1,0 +1,40 @@
+"""User-facing errors. Each says what is wrong and how to fix it; the CLI prints them without a traceback."""
+
+from __future__ import annotations
+
+
+class SmtrainError(Exception):
+    """Base of every error meant for a user rather than a developer.
+
+    Attributes:
+        exit_code: the CLI's exit status for this error (2: the input is wrong and nothing was sent).
+        fix: one sentence saying what to do about it, printed after the message.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return self.message if not self.fix else f"{self.message}\n  To fix: {self.fix}"
+
+
+class SpecError(SmtrainError):
+    """The spec file or an override is malformed or invalid; no AWS call was made."""
+
+
+class CapabilityError(SpecError):
+    """The spec is well-formed but would certainly fail on SageMaker (mode x instance x version)."""
+
+
+class EnvironmentProblem(SmtrainError):
+    """This machine lacks something a command needs (mpirun, torch, credentials, a role)."""
+
+
+class AwsError(SmtrainError):
+    """An AWS call failed in a way the user can act on (unknown job, name clash, access denied)."""
+
+    exit_code = 1

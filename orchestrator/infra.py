@@ -1,0 +1,479 @@
+"""The smtrain CloudFormation stack: deploy `infra/smtrain.yaml` through a change set and read its outputs.
+
+A change set rather than CreateStack/UpdateStack so that the caller sees what would change (an IAM role
+among it) before anything does. boto3 and the YAML parser are imported inside the functions that need
+them, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
+
+if TYPE_CHECKING:
+    import boto3
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STACK_NAME = "smtrain"
+STACK_NAME_ENV = "SMTRAIN_STACK"
+TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "infra" / "smtrain.yaml"
+# The template creates IAM resources but names none of them, so CAPABILITY_NAMED_IAM is not needed.
+CAPABILITIES = ("CAPABILITY_IAM",)
+DEFAULT_POLL_SECONDS = 5.0
+DEFAULT_TIMEOUT_SECONDS = 30 * 60.0
+
+# StackOutputs field -> the template's output key.
+_OUTPUT_KEYS = {
+    "role_arn": "RoleArn",
+    "bucket": "BucketName",
+    "output_path": "OutputPath",
+    "checkpoint_prefix": "CheckpointPrefix",
+    "code_prefix": "CodePrefix",
+}
+_STACK_NAME_PATTERN = re.compile(r"[a-zA-Z][-a-zA-Z0-9]{0,127}")
+# How CloudFormation says a change set is empty (the AWS CLI's `deploy` checks for the same two phrases).
+_NO_CHANGES_PHRASES = ("didn't contain changes", "No updates are to be performed")
+_SUCCESS_STATUSES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
+_ACCESS_DENIED_FIX = (
+    "use credentials allowed the CloudFormation change-set and Describe actions, and the IAM and S3 "
+    "actions that create the role and bucket"
+)
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    """What training jobs take from the stack: the spec's `role` and `output_path`, and the S3 prefixes."""
+
+    stack_name: str
+    region: str
+    role_arn: str
+    bucket: str
+    output_path: str
+    checkpoint_prefix: str
+    code_prefix: str
+
+
+class DeployStage(str, Enum):
+    """The moments `deploy` reports through its `on_event` callback."""
+
+    PREVIEW = "preview"
+    NO_CHANGES = "no-changes"
+    STACK_EVENT = "stack-event"
+
+
+@dataclass(frozen=True)
+class DeployEvent:
+    """One report from `deploy`. `changes` is filled for PREVIEW only.
+
+    Each change is a dict with keys `action` (Add, Modify, Remove, ...), `logical_id`, `type` and
+    `replacement` (True, False or Conditional for Modify; empty otherwise).
+    """
+
+    stage: DeployStage
+    message: str
+    changes: tuple[dict[str, str], ...] = ()
+
+
+def resolve_stack_name(stack_name: str | None = None) -> str:
+    """The stack to use: the argument, else $SMTRAIN_STACK, else "smtrain".
+
+    Raises:
+        SmtrainError: the name is not a valid CloudFormation stack name.
+    """
+    name = stack_name or os.environ.get(STACK_NAME_ENV) or DEFAULT_STACK_NAME
+    if not _STACK_NAME_PATTERN.fullmatch(name):
+        raise SmtrainError(
+            f"'{name}' is not a valid CloudFormation stack name",
+            fix="use a letter followed by up to 127 letters, digits or hyphens",
+        )
+    return name
+
+
+def stack_outputs(stack_name: str | None = None, session: boto3.Session | None = None) -> StackOutputs:
+    """Read the role ARN and S3 locations from the deployed stack.
+
+    Raises:
+        EnvironmentProblem: the stack does not exist or lacks smtrain's outputs.
+        AwsError: CloudFormation refused the call.
+    """
+    name = resolve_stack_name(stack_name)
+    with _aws_errors():
+        cfn = _cloudformation(session)
+        stack = _describe_stack(cfn, name)
+    region = cfn.meta.region_name
+    if stack is None:
+        raise EnvironmentProblem(
+            f"CloudFormation stack '{name}' does not exist in {region}",
+            fix="run `smtrain infra deploy` to create it (--stack-name or $SMTRAIN_STACK for another name), "
+            "or set `role:` and `output_path:` in the spec (the role also through $SMTRAIN_ROLE)",
+        )
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
+    missing = [key for key in _OUTPUT_KEYS.values() if key not in outputs]
+    if missing:
+        raise EnvironmentProblem(
+            f"stack '{name}' in {region} ({stack['StackStatus']}) lacks the outputs {', '.join(missing)}",
+            fix="deploy smtrain's template to it with `smtrain infra deploy`, or name smtrain's stack "
+            "with --stack-name or $SMTRAIN_STACK",
+        )
+    return StackOutputs(
+        stack_name=name, region=region, **{attr: outputs[key] for attr, key in _OUTPUT_KEYS.items()}
+    )
+
+
+def deploy(
+    stack_name: str | None = None,
+    parameters: Mapping[str, str] | None = None,
+    *,
+    session: boto3.Session | None = None,
+    on_event: Callable[[DeployEvent], None] | None = None,
+    confirm: Callable[[list[dict[str, str]]], bool] | None = None,
+    template_path: Path = TEMPLATE_PATH,
+    poll_seconds: float = DEFAULT_POLL_SECONDS,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+) -> StackOutputs | None:
+    """Create or update the stack from the template through a change set, then return its outputs.
+
+    Template parameters not given keep the stack's current values on an update (template defaults on a
+    create), like `aws cloudformation deploy`, so changing one setting never resets the others.
+
+    Args:
+        stack_name: see `resolve_stack_name`.
+        parameters: template parameter overrides, e.g. {"EnableVpcAccess": "true"}.
+        session: boto3 session; default `boto3.Session()` (credentials, region and AWS_ENDPOINT_URL from
+            the environment).
+        on_event: receives the change preview, "no changes", and the stack's events while it deploys.
+        confirm: called with the changes before anything is executed; False deletes the change set.
+        template_path: the CloudFormation template to deploy.
+        poll_seconds: pause between DescribeChangeSet/DescribeStacks polls.
+        timeout_seconds: the longest the whole deployment may take.
+
+    Returns:
+        The stack's outputs, or None when `confirm` declined (then nothing changed).
+
+    Raises:
+        SmtrainError: a parameter the template does not declare, or a bad stack name.
+        EnvironmentProblem: the template file, AWS credentials or region are missing.
+        AwsError: CloudFormation refused the change set, the stack rolled back, or the timeout passed.
+    """
+    name = resolve_stack_name(stack_name)
+    template_body = _read_template(template_path)
+    overrides = dict(parameters or {})
+    declared = _declared_parameters(template_body, template_path)
+    unknown = sorted(set(overrides) - set(declared))
+    if unknown:
+        raise SmtrainError(
+            f"{template_path.name} has no parameter {', '.join(unknown)}",
+            fix=f"use one of {', '.join(declared)}",
+        )
+    notify = on_event or (lambda event: None)
+    poller = _Poller(poll_seconds, timeout_seconds)
+    with _aws_errors():
+        cfn = _cloudformation(session)
+        existing = _describe_stack(cfn, name)
+        if existing is not None and existing["StackStatus"] == "ROLLBACK_COMPLETE":
+            raise AwsError(
+                f"stack {name} is ROLLBACK_COMPLETE: its creation failed", fix=_delete_failed_stack_fix(name)
+            )
+        # REVIEW_IN_PROGRESS: no resources yet (a deploy stopped before executing), so create into it.
+        creating = existing is None or existing["StackStatus"] == "REVIEW_IN_PROGRESS"
+        previous = set() if creating else _parameter_keys(existing)
+        change_set = _create_change_set(
+            cfn, name, template_body, _parameter_list(declared, overrides, previous), creating, poller
+        )
+        if change_set is None:
+            notify(DeployEvent(DeployStage.NO_CHANGES, f"stack {name} is up to date: no changes"))
+        else:
+            changes = _resource_changes(change_set)
+            notify(
+                DeployEvent(
+                    DeployStage.PREVIEW,
+                    f"change set {change_set['ChangeSetName']} for stack {name}: {len(changes)} change(s)",
+                    tuple(changes),
+                )
+            )
+            if confirm is not None and not confirm(changes):
+                _discard(cfn, name, change_set["ChangeSetId"], creating)
+                return None
+            seen_events = _latest_event_ids(cfn, name)
+            cfn.execute_change_set(ChangeSetName=change_set["ChangeSetId"])
+            _wait_for_stack(cfn, name, seen_events, notify, poller)
+    return stack_outputs(name, session)
+
+
+@dataclass
+class _Poller:
+    """Spaces out polls and enforces one deadline across all the waits of a deployment."""
+
+    poll_seconds: float
+    timeout_seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def pause(self, waiting_for: str) -> None:
+        if time.monotonic() + self.poll_seconds - self.started > self.timeout_seconds:
+            raise AwsError(
+                f"gave up after {self.timeout_seconds:.0f} s waiting for {waiting_for}",
+                fix="follow it with `aws cloudformation describe-stack-events`, then `smtrain infra show`",
+            )
+        time.sleep(self.poll_seconds)
+
+
+def _read_template(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"cannot read the CloudFormation template {path}: {exc.strerror}",
+            fix="run from a checkout of smtrain, or pass the template with --template-file",
+        ) from exc
+
+
+def _load_template(template_body: str, path: Path) -> Any:
+    """The template as data; CloudFormation's short-form tags (!Ref, !Sub, !If ...) become {"Fn::X": value}."""
+    import yaml
+
+    class _TemplateLoader(yaml.SafeLoader):
+        pass
+
+    def intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
+        name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
+        if isinstance(node, yaml.ScalarNode):
+            value: Any = loader.construct_scalar(node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:
+            value = loader.construct_mapping(node, deep=True)
+        return {name: value}
+
+    _TemplateLoader.add_multi_constructor("!", intrinsic)
+    try:
+        return yaml.load(template_body, Loader=_TemplateLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        raise EnvironmentProblem(f"{path} is not valid YAML: {exc}", fix="run cfn-lint on it") from exc
+
+
+def _declared_parameters(template_body: str, path: Path) -> list[str]:
+    """Parameter names in template order."""
+    return list((_load_template(template_body, path) or {}).get("Parameters") or {})
+
+
+def _parameter_keys(stack: dict[str, Any] | None) -> set[str]:
+    return {parameter["ParameterKey"] for parameter in (stack or {}).get("Parameters", [])}
+
+
+def _parameter_list(
+    declared: list[str], overrides: dict[str, str], previous: set[str]
+) -> list[dict[str, Any]]:
+    parameters: list[dict[str, Any]] = []
+    for key in declared:
+        if key in overrides:
+            parameters.append({"ParameterKey": key, "ParameterValue": overrides[key]})
+        elif key in previous:
+            parameters.append({"ParameterKey": key, "UsePreviousValue": True})
+    return parameters
+
+
+def _cloudformation(session: boto3.Session | None) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return (session or boto3.Session()).client("cloudformation", config=Config(retries={"mode": "standard"}))
+
+
+@contextmanager
+def _aws_errors() -> Iterator[None]:
+    """Turn botocore's exceptions into user errors that say what to do."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        yield
+    except NoCredentialsError as exc:
+        raise EnvironmentProblem(
+            "no AWS credentials found", fix="run `aws configure` or `aws sso login`, or set AWS_PROFILE"
+        ) from exc
+    except NoRegionError as exc:
+        raise EnvironmentProblem(
+            "no AWS region configured",
+            fix="set AWS_DEFAULT_REGION, or run `aws configure set region <region>`",
+        ) from exc
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        denied = error.get("Code") in ("AccessDenied", "AccessDeniedException")
+        raise AwsError(
+            f"CloudFormation {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}",
+            fix=_ACCESS_DENIED_FIX if denied else None,
+        ) from exc
+    except BotoCoreError as exc:
+        raise AwsError(str(exc), fix="check the network, the region and AWS_ENDPOINT_URL") from exc
+
+
+def _describe_stack(cfn: Any, name: str) -> dict[str, Any] | None:
+    from botocore.exceptions import ClientError
+
+    try:
+        return cfn.describe_stacks(StackName=name)["Stacks"][0]
+    except ClientError as exc:
+        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
+            return None
+        raise
+
+
+def _means_no_changes(reason: str) -> bool:
+    return any(phrase in reason for phrase in _NO_CHANGES_PHRASES)
+
+
+def _create_change_set(
+    cfn: Any,
+    name: str,
+    template_body: str,
+    parameters: list[dict[str, Any]],
+    creating: bool,
+    poller: _Poller,
+) -> dict[str, Any] | None:
+    """Create the change set and wait until it is ready; None when it would change nothing."""
+    from botocore.exceptions import ClientError
+
+    try:
+        created = cfn.create_change_set(
+            StackName=name,
+            ChangeSetName=f"smtrain-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}",
+            ChangeSetType="CREATE" if creating else "UPDATE",
+            TemplateBody=template_body,
+            Parameters=parameters,
+            Capabilities=list(CAPABILITIES),
+            Description="smtrain infra deploy",
+        )
+    except ClientError as exc:
+        # CloudFormation reports an empty change set as FAILED (below); moto 5.2.5 refuses to create it.
+        if _means_no_changes(exc.response.get("Error", {}).get("Message", "")):
+            return None
+        raise
+    while True:
+        change_set = _describe_change_set(cfn, created["Id"])
+        if change_set["Status"] == "CREATE_COMPLETE":
+            return change_set
+        if change_set["Status"] == "FAILED":
+            reason = change_set.get("StatusReason", "")
+            if _means_no_changes(reason):
+                cfn.delete_change_set(ChangeSetName=created["Id"])
+                return None
+            raise AwsError(
+                f"CloudFormation could not create a change set for stack {name}: {reason}",
+                fix="fix the template or the parameters named above, then deploy again",
+            )
+        poller.pause(f"change set {change_set['ChangeSetName']}")
+
+
+def _describe_change_set(cfn: Any, change_set_id: str) -> dict[str, Any]:
+    """DescribeChangeSet with every page of changes gathered into the first page's response."""
+    described = cfn.describe_change_set(ChangeSetName=change_set_id)
+    next_token = described.get("NextToken")
+    while next_token:
+        page = cfn.describe_change_set(ChangeSetName=change_set_id, NextToken=next_token)
+        described["Changes"].extend(page.get("Changes", []))
+        next_token = page.get("NextToken")
+    return described
+
+
+def _resource_changes(change_set: dict[str, Any]) -> list[dict[str, str]]:
+    return [
+        {
+            "action": change["ResourceChange"]["Action"],
+            "logical_id": change["ResourceChange"]["LogicalResourceId"],
+            "type": change["ResourceChange"]["ResourceType"],
+            "replacement": change["ResourceChange"].get("Replacement", ""),
+        }
+        for change in change_set.get("Changes", [])
+        if change.get("Type") == "Resource"
+    ]
+
+
+def _discard(cfn: Any, name: str, change_set_id: str, creating: bool) -> None:
+    """Delete a declined change set, and the empty stack (REVIEW_IN_PROGRESS) that a create left behind."""
+    cfn.delete_change_set(ChangeSetName=change_set_id)
+    if creating:
+        cfn.delete_stack(StackName=name)
+    logger.info("declined: deleted change set %s", change_set_id)
+
+
+def _latest_event_ids(cfn: Any, name: str) -> set[str]:
+    """Ids of the newest page of events: history that predates this deployment and is not reported."""
+    return {event["EventId"] for event in cfn.describe_stack_events(StackName=name)["StackEvents"]}
+
+
+def _new_events(cfn: Any, name: str, seen: set[str]) -> list[dict[str, Any]]:
+    """Events not in `seen`, oldest first; reads pages (newest first) only until it meets a seen one."""
+    fresh: list[dict[str, Any]] = []
+    for page in cfn.get_paginator("describe_stack_events").paginate(StackName=name):
+        for event in page["StackEvents"]:
+            if event["EventId"] in seen:
+                return fresh[::-1]
+            fresh.append(event)
+    return fresh[::-1]
+
+
+def _describe_event(event: dict[str, Any]) -> str:
+    reason = event.get("ResourceStatusReason")
+    line = f"{event['LogicalResourceId']} ({event['ResourceType']}) {event['ResourceStatus']}"
+    return f"{line}: {reason}" if reason else line
+
+
+def _wait_for_stack(
+    cfn: Any,
+    name: str,
+    seen: set[str],
+    notify: Callable[[DeployEvent], None],
+    poller: _Poller,
+) -> None:
+    """Poll until the stack settles, reporting its events; a rollback or failure raises AwsError."""
+    failures: list[dict[str, Any]] = []
+    while True:
+        stack = _describe_stack(cfn, name)
+        if stack is None:
+            raise AwsError(
+                f"stack {name} disappeared while deploying", fix="check the stack's events in the console"
+            )
+        for event in _new_events(cfn, name, seen):
+            seen.add(event["EventId"])
+            notify(DeployEvent(DeployStage.STACK_EVENT, _describe_event(event)))
+            if event["ResourceStatus"].endswith("_FAILED"):
+                failures.append(event)
+        status = stack["StackStatus"]
+        if status in _SUCCESS_STATUSES:
+            return
+        if not status.endswith("_IN_PROGRESS"):
+            raise _deployment_failed(name, status, stack.get("StackStatusReason"), failures)
+        poller.pause(f"stack {name} ({status})")
+
+
+def _deployment_failed(
+    name: str, status: str, stack_reason: str | None, failures: list[dict[str, Any]]
+) -> AwsError:
+    """Name the first resource that failed: later failures are usually CloudFormation cancelling the rest."""
+    cause = _describe_event(failures[0]) if failures else stack_reason or "CloudFormation gave no reason"
+    if status == "ROLLBACK_COMPLETE":
+        fix = _delete_failed_stack_fix(name)
+    elif status == "UPDATE_ROLLBACK_COMPLETE":
+        fix = "the stack is back to its previous state; fix the cause and deploy again"
+    else:
+        fix = f"see `aws cloudformation describe-stack-events --stack-name {name}`; the stack may need repair"
+    return AwsError(f"stack {name} ended in {status}: {cause}", fix=fix)
+
+
+def _delete_failed_stack_fix(name: str) -> str:
+    return (
+        "fix the cause, then delete the empty stack "
+        f"(`aws cloudformation delete-stack --stack-name {name}`) and deploy again: "
+        "a stack whose creation rolled back cannot be updated"
+    )

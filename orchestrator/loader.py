@@ -1,0 +1,347 @@
+"""Reads a spec file and `--set` overrides into a checked JobSpec: the only reader of spec files.
+
+Every problem is reported against where the user wrote it (file:line:col, or the `--set` that introduced it),
+with the field path and a fix; all problems are collected before raising, so one run shows them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.capabilities import Finding, check
+from orchestrator.errors import SpecError
+from orchestrator.spec import JobSpec
+
+Loc = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec, located."""
+
+    where: str
+    field: str
+    message: str
+    fix: str | None = None
+    order: tuple[int, int] = (0, 0)
+    """(line, column) for sorting; overrides sort after the file."""
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.field}: {self.message}" if self.field else f"{self.where}: {self.message}"
+        return f"{text}\n    fix: {self.fix}" if self.fix else text
+
+
+class InvalidSpec(SpecError):
+    """A spec with one or more problems; nothing was sent anywhere."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        header = f"{count} problem{'s' if count != 1 else ''} in the job spec:"
+        super().__init__("\n".join([header, *(f"  {problem}" for problem in self.problems)]))
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A valid spec with the non-blocking findings about it and where each field came from."""
+
+    spec: JobSpec
+    findings: list[Finding]
+    path: Path | None
+    _positions: dict[Loc, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _overrides: dict[Loc, str] = field(default_factory=dict, repr=False)
+
+    def where(self, dotted: str) -> str:
+        return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
+
+
+def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None) -> LoadedSpec:
+    """Reads, validates and capability-checks a spec file.
+
+    Args:
+        path: the YAML file; relative `source_dir` and local input paths are resolved against its folder.
+        overrides: `key.path=value` strings (values are YAML: `3`, `true`, `[a, b]`, `"2.3.0"`).
+        allow_unverified: when not None, replaces the spec's `allow_unverified`.
+
+    Raises:
+        InvalidSpec: listing every problem found, each with its location and a fix.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    raw, positions = _parse_yaml(text, path)
+    overridden = _apply_overrides(raw, overrides)
+    if allow_unverified is not None:
+        raw["allow_unverified"] = allow_unverified
+    _resolve_paths(raw, path.parent)
+    return _validate(raw, path, positions, overridden)
+
+
+def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> JobSpec:
+    """The notebook entry point: a checked JobSpec from a YAML file (see `load`)."""
+    return load(path, overrides).spec
+
+
+def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedSpec:
+    """Validates a spec given as a dict (notebooks), resolving relative paths against `base_dir`."""
+    raw = _plain(data)
+    _resolve_paths(raw, Path(base_dir))
+    return _validate(raw, None, {}, {})
+
+
+def _validate(raw: Any, path: Path | None, positions: dict[Loc, tuple[int, int]],
+              overrides: dict[Loc, str]) -> LoadedSpec:
+    if not isinstance(raw, dict):
+        raise InvalidSpec([Problem(_where(path, positions, overrides, ()), "",
+                                   "the spec must be a mapping of keys to values", "start with `name: my-job`")])
+    try:
+        spec = JobSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = [_problem_from_pydantic(error, path, positions, overrides)
+                    for error in exc.errors(include_url=False)]
+        raise InvalidSpec(sorted(problems, key=lambda problem: problem.order)) from None
+    problems = _missing_files(spec, path, positions, overrides)
+    findings = check(spec)
+    problems += [
+        Problem(_where(path, positions, overrides, _loc_of(finding.field)), finding.field, finding.message,
+                finding.fix)
+        for finding in findings
+        if finding.severity == "error"
+    ]
+    if problems:
+        raise InvalidSpec(problems)
+    return LoadedSpec(spec=spec, findings=findings, path=path, _positions=positions, _overrides=overrides)
+
+
+def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
+    """Parses with PyYAML's libyaml composer, whose nodes carry the line and column of every key."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InvalidSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `name: my-job`")])
+        positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
+        _collect_positions(node, (), positions, path)
+        document = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise InvalidSpec([Problem(where, "", f"YAML: {exc.problem or exc.context or 'invalid YAML'}",
+                                   "check indentation and quoting")]) from None
+    finally:
+        loader.dispose()
+    return _plain(document), positions
+
+
+def _collect_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path) -> None:
+    """Maps every key path to the 1-based line and column where its key (or list item) is written.
+
+    Also rejects duplicate keys, which YAML parsers otherwise resolve silently to the last one.
+    """
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, tuple[int, int]] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if key in seen:
+                raise InvalidSpec([Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key))),
+                                           f"duplicate key (first written at line {seen[key][0]})",
+                                           "remove or rename one of the two")])
+            seen[key] = where
+            positions[(*loc, key)] = where
+            _collect_positions(value_node, (*loc, key), positions, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            _collect_positions(item, (*loc, index), positions, path)
+
+
+def _plain(node: Any) -> Any:
+    """Plain Python containers and scalars (keys as strings), so strict validation sees what the user wrote."""
+    if isinstance(node, Mapping):
+        return {str(key): _plain(value) for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_plain(value) for value in node]
+    if isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def parse_override(text: str) -> tuple[Loc, Any]:
+    """`instance.count=3` -> (('instance', 'count'), 3). The value is read as YAML."""
+    import yaml
+
+    dotted, sep, value_text = text.partition("=")
+    if not sep or not dotted.strip():
+        raise SpecError(f"--set {text!r}: expected key.path=value", fix="for example --set instance.count=2")
+    try:
+        value = yaml.safe_load(value_text) if value_text.strip() else ""
+    except yaml.YAMLError:
+        value = value_text
+    return tuple(dotted.strip().split(".")), _plain(value)
+
+
+def _apply_overrides(raw: Any, overrides: Iterable[str]) -> dict[Loc, str]:
+    applied: dict[Loc, str] = {}
+    for text in overrides:
+        loc, value = parse_override(text)
+        target = raw
+        for key in loc[:-1]:
+            if not isinstance(target, dict):
+                break
+            target = target.setdefault(key, {})
+        if not isinstance(target, dict):
+            raise SpecError(f"--set {text}: {'.'.join(loc[:-1])} is not a mapping", fix="set a key inside a mapping")
+        target[loc[-1]] = value
+        applied[loc] = text
+    return applied
+
+
+def _resolve_paths(raw: Any, base: Path) -> None:
+    """Relative source_dir and local input paths are relative to the spec file, as users write them."""
+    if not isinstance(raw, dict):
+        return
+    source_dir = raw.get("source_dir", ".")
+    if isinstance(source_dir, str) and "://" not in source_dir:
+        raw["source_dir"] = str((base / source_dir).resolve())
+    inputs = raw.get("inputs")
+    if isinstance(inputs, dict):
+        for name, location in inputs.items():
+            if isinstance(location, str) and "://" not in location:
+                inputs[name] = str((base / location).resolve())
+
+
+def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[int, int]],
+                   overrides: dict[Loc, str]) -> list[Problem]:
+    source_dir = Path(spec.source_dir)
+    if not source_dir.is_dir():
+        return [Problem(_where(path, positions, overrides, ("source_dir",)), "source_dir",
+                        f"{source_dir} is not a directory", "source_dir is relative to the spec file's folder")]
+    problems = []
+    if not (source_dir / spec.entry_point).is_file():
+        problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
+                                f"{spec.entry_point} is not in {source_dir}",
+                                "entry_point is relative to source_dir"))
+    for name, location in spec.inputs.items():
+        if "://" not in location and not Path(location).exists():
+            problems.append(Problem(_where(path, positions, overrides, ("inputs", name)), f"inputs.{name}",
+                                    f"local path {location} does not exist",
+                                    "give an s3:// prefix, or a local path relative to the spec file"))
+    return problems
+
+
+def _loc_of(dotted: str) -> Loc:
+    return tuple(int(part) if part.isdigit() else part for part in dotted.split(".")) if dotted else ()
+
+
+def _order(positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str], loc: Loc) -> tuple[int, int]:
+    if any(loc[:depth] in overrides for depth in range(len(loc), 0, -1)):
+        return (1 << 30, 0)
+    return next((positions[loc[:depth]] for depth in range(len(loc), -1, -1) if loc[:depth] in positions), (0, 0))
+
+
+def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str], loc: Loc) -> str:
+    """The closest place the user wrote: an override of this field or a parent, else the deepest known key."""
+    for depth in range(len(loc), 0, -1):
+        if loc[:depth] in overrides:
+            return f"--set {overrides[loc[:depth]]}"
+    label = str(path) if path else "<spec>"
+    for depth in range(len(loc), -1, -1):
+        if loc[:depth] in positions:
+            line, col = positions[loc[:depth]]
+            return f"{label}:{line}:{col}"
+    return label
+
+
+def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
+                           positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str]) -> Problem:
+    loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[")))
+    dotted = ".".join(str(part) for part in loc)
+    kind = error["type"]
+    message = error["msg"]
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    return Problem(_where(path, positions, overrides, loc), dotted, message,
+                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}),
+                   order=_order(positions, overrides, loc))
+
+
+def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any]) -> str | None:
+    name = str(loc[-1]) if loc else ""
+    if kind == "extra_forbidden":
+        known = sorted(_fields_at(loc[:-1]))
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:
+            return f"did you mean `{close[0]}`?"
+        return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
+    if kind == "missing":
+        return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
+    if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'write it in quotes: {name}: "{value}"'
+    if kind in ("int_type", "int_parsing") and isinstance(value, str):
+        return f"write a whole number without quotes, e.g. {name}: 2"
+    if kind == "bool_type":
+        return f"use true or false, e.g. {name}: true"
+    if kind == "enum":
+        choices = [choice.strip(" '") for choice in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
+        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+        return f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(choices)}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()), None)
+        words = {"greater_than_equal": "at least", "greater_than": "more than",
+                 "less_than_equal": "at most", "less_than": "less than"}
+        return f"use a value {words[kind]} {bound}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"{name} is a mapping: write `key: value` pairs under it"
+    if kind == "list_type":
+        return f"{name} is a list, e.g. {name}: [a, b]"
+    if kind == "string_pattern_mismatch":
+        return f"the value must match {ctx.get('pattern')}"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length')} entries or characters are allowed"
+    return None
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = JobSpec
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return None
+        annotation = model.model_fields[part].annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return model
+
+
+def _fields_at(loc: Loc) -> set[str]:
+    model = _model_at(loc)
+    return set(model.model_fields) if model else set()
+
+
+def _describe(loc: Loc) -> str:
+    model = _model_at(loc[:-1])
+    if model is None or loc[-1] not in model.model_fields:
+        return ""
+    description = model.model_fields[str(loc[-1])].description or ""
+    return re.split(r"(?<!e\.g)\.\s", description)[0].rstrip(".")

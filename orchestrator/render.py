@@ -1,0 +1,123 @@
+"""Human-readable output: findings, plans and tables. Plain text for `validate` (no rich import on the fast
+path), rich for the rest."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from orchestrator.catalog import lookup
+from orchestrator.spec import JobSpec
+from orchestrator.topology import topology
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from orchestrator.catalog import Catalog, InstanceType
+    from orchestrator.loader import LoadedSpec
+    from orchestrator.plan import Plan
+
+_SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
+                   "notice": "notice"}
+_ROWS_SHOWN = 16
+
+
+def summary_line(spec: JobSpec) -> str:
+    """`mode none, 2 x ml.c5.2xlarge, 1 process per host -> world size 2`."""
+    topo = topology(spec, lookup(spec.instance.type))
+    per_host = f"{topo.processes_per_host} process{'es' if topo.processes_per_host != 1 else ''} per host"
+    return (f"{spec.name}: mode {spec.distribution.mode.value}, {spec.instance.count} x {spec.instance.type}, "
+            f"{per_host} ({topo.launcher}) -> world size {topo.world_size}")
+
+
+def findings_text(loaded: LoadedSpec) -> str:
+    lines = []
+    for finding in loaded.findings:
+        allowed = finding.severity == "unverified" and loaded.spec.allow_unverified
+        label = "unverified (allowed by allow_unverified)" if allowed else _SEVERITY_LABEL[finding.severity]
+        lines.append(f"  {label}: {loaded.where(finding.field)}: {finding.field}: {finding.message}")
+        lines.append(f"      fix: {finding.fix}")
+        lines.append(f"      source: {finding.source}")
+    return "\n".join(lines)
+
+
+def console() -> Console:
+    """A rich console; when output is piped or captured, wide enough that tables and ids are not cut."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def print_plan(plan: Plan) -> None:
+    from rich.syntax import Syntax
+    from rich.table import Table
+
+    out = console()
+    document = plan.to_dict()
+    out.rule(f"[bold]plan for {plan.job_name}")
+    out.print(f"[bold]{summary_line(plan.spec)}")
+    out.print(f"region {plan.target.region} · role {plan.target.role} · output {plan.target.output_path}")
+    out.print(f"source {plan.source.directory}: {len(plan.source.files)} files, "
+                  f"{plan.source.size_bytes / 1024:.1f} KiB packed, sha256 {plan.source.sha256[:12]}… -> "
+                  f"{plan.source_uri}")
+
+    out.rule("resolved spec")
+    out.print(Syntax(json.dumps(document["spec"], indent=2), "json", word_wrap=True))
+
+    for finding in plan.findings:
+        colour = {"error": "red", "unverified": "yellow", "notice": "cyan"}[finding.severity]
+        out.print(f"[{colour}]{finding.severity}[/] {finding.field}: {finding.message}\n    fix: {finding.fix}")
+
+    out.rule("ranks")
+    table = Table("host", "local rank", "rank", "world size", "master", box=None, header_style="bold")
+    rows = document["ranks"]
+    shown = rows if len(rows) <= _ROWS_SHOWN else rows[: _ROWS_SHOWN // 2] + rows[-_ROWS_SHOWN // 2:]
+    for row in shown:
+        table.add_row(row["host"], str(row["local_rank"]), str(row["rank"]), str(row["world_size"]), row["master"])
+    out.print(table)
+    if len(rows) > len(shown):
+        out.print(f"… {len(rows) - len(shown)} more ranks (all of them in --output json)")
+    out.print(f"launcher: {plan.topology.launcher}; {_master_note(plan)}")
+
+    out.rule("estimator arguments (sagemaker.pytorch.PyTorch)")
+    out.print(Syntax(json.dumps(document["estimator_kwargs"], indent=2), "json", word_wrap=True))
+    out.rule("CreateTrainingJob request")
+    out.print(Syntax(json.dumps(document["create_training_job_request"], indent=2), "json", word_wrap=True))
+
+    out.rule("worst-case cost")
+    cost = plan.cost
+    if cost.max_total is None:
+        out.print(f"no price on record for {plan.spec.instance.type}")
+    else:
+        out.print(f"[bold]{cost.currency} {cost.max_total:,.2f}[/] = {cost.price_per_instance_hour} /h x "
+                      f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
+        out.print(f"[dim]prices: {cost.price_source}")
+
+
+def _master_note(plan: Plan) -> str:
+    topo = plan.topology
+    if topo.mode.value == "none":
+        return "each host runs the script once; rank = index of SM_CURRENT_HOST in SM_HOSTS"
+    if topo.master_addr == "127.0.0.1":
+        return "single node: torchrun's own rendezvous on 127.0.0.1:29500"
+    return ("the master is the first host of the instance group SageMaker writes in resourceconfig.json: "
+            "usually algo-1, not guaranteed (sagemaker-contract.md §6)")
+
+
+def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
+    from rich.table import Table
+
+    table = Table("type", "vCPUs", "memory GiB", "accelerators", "accel. memory GiB", "EFA",
+                  f"{prices.currency}/h", header_style="bold",
+                  caption=f"On-demand training prices, {prices.region}: {prices.source}, transcribed {prices.checked}")
+    for entry in rows:
+        accel = "-" if entry.accelerator == "cpu" else f"{entry.accelerators} x {entry.accelerator_model}"
+        if entry.neuron_cores:
+            accel += f" ({entry.neuron_cores} cores)"
+        table.add_row(entry.name, str(entry.vcpus), f"{entry.memory_gib:g}", accel,
+                      "-" if entry.accelerator_memory_gib is None else f"{entry.accelerator_memory_gib:g}",
+                      "yes" if entry.efa else "no",
+                      "-" if entry.price_per_hour is None else f"{entry.price_per_hour:.4g}")
+    console().print(table)

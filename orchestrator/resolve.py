@@ -1,0 +1,100 @@
+"""Where a job goes: region, execution role, output and code locations.
+
+Each comes from the spec first, then the environment, then the infra stack's outputs (one read-only
+CloudFormation call, made only when something is missing), then SageMaker Studio's execution role.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import EnvironmentProblem
+from orchestrator.spec import JobSpec
+
+ROLE_ENV = "SMTRAIN_ROLE"
+OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"
+FALLBACK_REGION = "us-east-1"
+# Present inside SageMaker Studio and notebook instances (the SDK's get_execution_role reads it too).
+STUDIO_METADATA = Path("/opt/ml/metadata/resource-metadata.json")
+
+
+@dataclass(frozen=True)
+class Target:
+    region: str
+    role: str
+    output_path: str
+    code_location: str
+    region_is_fallback: bool = False
+
+    @property
+    def bucket(self) -> str:
+        return bucket_of(self.output_path)
+
+
+def bucket_of(s3_uri: str) -> str:
+    return s3_uri.removeprefix("s3://").split("/", 1)[0]
+
+
+def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
+    """The spec's region, else boto3's chain; us-east-1 (flagged as a fallback) when nothing names one."""
+    if spec.region:
+        return spec.region, False
+    if boto is None:
+        from orchestrator.sdk import boto_session
+
+        boto = boto_session()
+    return (boto.region_name, False) if boto.region_name else (FALLBACK_REGION, True)
+
+
+def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
+    """Fills in what the spec leaves out.
+
+    Raises:
+        EnvironmentProblem: no role or output path can be found; the message lists every place to set one.
+    """
+    region, fallback = resolve_region(spec, boto)
+    role = spec.role or os.environ.get(ROLE_ENV)
+    output_path = spec.output_path or os.environ.get(OUTPUT_PATH_ENV)
+    if not role or not output_path:
+        stack = _stack_outputs_or_none(boto, region)
+        role = role or (stack.role_arn if stack else None) or _studio_role()
+        output_path = output_path or (stack.output_path if stack else None)
+    if not role:
+        raise EnvironmentProblem(
+            "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, no smtrain infra stack "
+            "was found, and this is not SageMaker Studio",
+            fix="set `role: arn:aws:iam::<account>:role/<name>` in the spec, export SMTRAIN_ROLE, "
+            "or create one with `smtrain infra deploy`",
+        )
+    if not output_path:
+        raise EnvironmentProblem(
+            "no output_path: the spec has none, $SMTRAIN_OUTPUT_PATH is unset and no smtrain infra stack was found",
+            fix="set `output_path: s3://<bucket>/outputs/` in the spec, or create a bucket with `smtrain infra deploy`",
+        )
+    if not output_path.startswith("s3://"):
+        raise EnvironmentProblem(f"output_path {output_path!r} is not an s3:// URI",
+                                 fix="use s3://<bucket>/<prefix>/")
+    code_location = spec.code_location or f"s3://{bucket_of(output_path)}/code"
+    return Target(region=region, role=role, output_path=output_path, code_location=code_location,
+                  region_is_fallback=fallback)
+
+
+def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:
+    from orchestrator.infra import stack_outputs
+    from orchestrator.sdk import boto_session
+
+    try:
+        return stack_outputs(session=boto or boto_session(region))
+    except EnvironmentProblem:
+        return None
+
+
+def _studio_role() -> str | None:
+    if not STUDIO_METADATA.exists():
+        return None
+    from orchestrator.sdk import import_sagemaker
+
+    return import_sagemaker().get_execution_role()

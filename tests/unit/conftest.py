@@ -1,0 +1,26 @@
+"""Fixtures for the fast tests: spec files in a temporary folder beside a train.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+
+@pytest.fixture
+def spec_dir(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    return tmp_path
+
+
+@pytest.fixture
+def write_spec(spec_dir: Path):
+    """Writes spec text into spec.yaml next to a train.py; returns the path."""
+
+    def write(text: str) -> Path:
+        path = spec_dir / "spec.yaml"
+        path.write_text(text)
+        return path
+
+    return write

@@ -1,0 +1,116 @@
+"""The capability matrix: its data agrees with the installed SDK, every rule has a predicate, and the rules
+that warn or inform do fire."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator import capabilities
+from orchestrator.catalog import catalog, lookup
+from orchestrator.loader import from_mapping
+from orchestrator.sdk import import_sagemaker
+
+
+def _spec(**changes):
+    data = {
+        "name": "demo", "entry_point": "train.py", "framework_version": "2.3.0",
+        "instance": {"type": "ml.c5.2xlarge", "count": 2}, "distribution": {"mode": "none"},
+        "hyperparameters": {"trainer": "gloo"},
+    }
+    for dotted, value in changes.items():
+        target = data
+        *parents, last = dotted.split("__")
+        for key in parents:
+            target = target.setdefault(key, {})
+        target[last] = value
+    return data
+
+
+def _rules_fired(spec_dir, **changes) -> dict[str, str]:
+    loaded = from_mapping(_spec(**changes), base_dir=spec_dir)
+    return {finding.rule: finding.severity for finding in loaded.findings}
+
+
+def test_capability_every_rule_has_a_predicate_and_provenance():
+    assert capabilities.predicate_ids() == set(capabilities.rules())
+    for rule in capabilities.rules().values():
+        assert rule.source and rule.checked and rule.message and rule.fix, rule.id
+        assert rule.severity in ("error", "unverified", "notice")
+
+
+def test_capability_lists_match_the_installed_sdk():
+    import_sagemaker()
+    from sagemaker import fw_utils
+
+    lists = capabilities.lists()
+    assert lists["torch_distributed_gpu_versions"] == fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS
+    assert lists["trainium_torch_distributed_versions"] == \
+        fw_utils.TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS
+    assert lists["smdataparallel_versions"] == fw_utils.SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS["pytorch"]
+    assert set(lists["smdataparallel_instance_types"]) == \
+        set(fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES) - {"local_gpu"}
+
+
+def test_catalog_types_are_real_sagemaker_training_types():
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    valid = set(model.shape_for("TrainingInstanceType").enum)
+    unknown = set(catalog().instances) - valid
+    assert not unknown, f"not SageMaker training instance types: {unknown}"
+
+
+def test_catalog_covers_required_families():
+    families = {entry.family for entry in catalog().instances.values()}
+    assert {"c5", "m5", "g4dn", "g5", "g6", "p3", "p4d", "p4de", "p5", "trn1"} <= families
+
+
+def test_catalog_lookup_guesses_unknown_types_like_the_sdk():
+    guess = lookup("ml.g7.xlarge")
+    assert not guess.known and guess.accelerator == "gpu"
+    assert lookup("ml.r5.large").accelerator == "cpu"
+
+
+def test_default_py_version_comes_from_the_sdk_image_list():
+    assert capabilities.default_py_version("2.3.0") == "py311"
+    assert capabilities.default_py_version("2.2.0") == "py310"
+    assert capabilities.default_py_version("9.9.9") is None
+
+
+@pytest.mark.parametrize(("changes", "rule", "severity"), [
+    ({"distribution__mode": "pytorchddp", "instance__type": "ml.p4d.24xlarge", "framework_version": "2.2.0",
+      "hyperparameters__trainer": "ddp"}, "pytorchddp-is-smddp", "notice"),
+    ({"distribution__mode": "smddp", "instance__type": "ml.g5.48xlarge", "framework_version": "2.2.0",
+      "hyperparameters__trainer": "ddp"}, "smddp-instance-list", "unverified"),
+    ({"distribution__mode": "smddp", "instance__type": "ml.p5e.48xlarge", "framework_version": "2.2.0",
+      "hyperparameters__trainer": "ddp"}, "smddp-instance-list", "unverified"),
+    ({"instance__type": "ml.c6i.xlarge"}, "unknown-instance-type", "unverified"),
+    ({"instance__type": "ml.g5.12xlarge", "instance__count": 1, "hyperparameters__trainer": "auto"},
+     "mode-none-idle-gpus", "notice"),
+    ({"instance__type": "ml.g5.12xlarge"}, "gloo-on-gpu", "notice"),
+    ({"instance__count": 1, "hyperparameters__trainer": "dp"}, "dp-without-gpus", "notice"),
+    ({"hyperparameters__note": "two words"}, "hyperparameter-shell-split", "notice"),
+    ({"hyperparameters__layers": [64, 32]}, "hyperparameter-shell-split", "notice"),
+    ({"network__encrypt_inter_container_traffic": True, "instance__count": 1}, "encryption-single-host", "notice"),
+    ({"distribution__mode": "torch_distributed", "instance__type": "ml.g5.2xlarge",
+      "hyperparameters__trainer": "ddp"}, "multi-node-without-efa", "notice"),
+    ({"distribution__mode": "mpi", "distribution__processes_per_host": 16}, "processes-exceed-vcpus", "notice"),
+    ({"spot__enabled": True, "spot__max_wait_seconds": 90000, "keep_alive_seconds": 60,
+      "checkpoint": {"s3_uri": "s3://b/c/"}}, "spot-no-warm-pool", "unverified"),
+])
+def test_capability_warning_rules_fire(spec_dir, changes, rule, severity):
+    assert _rules_fired(spec_dir, **changes).get(rule) == severity
+
+
+def test_capability_custom_image_skips_sdk_version_rules(spec_dir):
+    fired = _rules_fired(spec_dir, framework_version=None,
+                         image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1",
+                         distribution__mode="torch_distributed")
+    assert "torch-distributed-needs-accelerator" not in fired
+    assert "image-exists" not in fired
+
+
+def test_capability_unverified_blocks_only_without_override():
+    finding = capabilities.Finding(rule="r", severity="unverified", field="f", message="m", fix="x", source="s")
+    assert finding.blocks(allow_unverified=False)
+    assert not finding.blocks(allow_unverified=True)

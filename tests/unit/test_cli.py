@@ -1,0 +1,67 @@
+"""The small commands and the fast path: `--help` and `validate` never import the SDK, boto3 or torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from orchestrator.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
+
+
+def test_validate_accepts_every_example_and_shows_world_size():
+    result = CliRunner().invoke(main, ["validate", *map(str, sorted((REPO / "job_specs").glob("*.yaml")))])
+    assert result.exit_code == 0, result.output
+    assert "mode mpi, 3 x ml.c5.2xlarge, 2 processes per host (mpirun) -> world size 6" in result.output
+    assert "unverified (allowed by allow_unverified)" in result.output
+
+
+def test_validate_override_changes_the_spec():
+    result = CliRunner().invoke(main, ["validate", str(EXAMPLE), "--set", "instance.count=4"])
+    assert result.exit_code == 0
+    assert "4 x ml.c5.2xlarge" in result.output and "world size 4" in result.output
+
+
+def test_schema_is_json_schema_with_field_descriptions():
+    result = CliRunner().invoke(main, ["schema"])
+    document = json.loads(result.stdout)
+    assert document["additionalProperties"] is False
+    assert "Base job name" in document["properties"]["name"]["description"]
+    assert document["$defs"]["Instance"]["properties"]["count"]["description"]
+
+
+def test_instances_table_and_filters():
+    result = CliRunner().invoke(main, ["instances", "--family", "p4d", "-o", "json"])
+    [entry] = json.loads(result.stdout)
+    assert entry["name"] == "ml.p4d.24xlarge" and entry["accelerators"] == 8 and entry["efa"] is True
+    text = CliRunner().invoke(main, ["instances", "--accelerator", "trainium"]).output
+    assert "ml.trn1.32xlarge" in text and "32 cores" in text and "ml.c5" not in text
+
+
+def _modules_loaded_by(*args: str) -> set[str]:
+    script = ("import sys\nfrom orchestrator.cli import main\n"
+              "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+              "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60)
+    return set(done.stderr.split())
+
+
+def test_help_and_validate_never_import_heavy_libraries():
+    heavy = {"sagemaker", "boto3", "botocore", "torch", "rich"}
+    assert not heavy & _modules_loaded_by("--help")
+    assert not heavy & _modules_loaded_by("validate", str(EXAMPLE))
+    assert not heavy & _modules_loaded_by("validate", str(EXAMPLE), "--set", "instance.count=0")
+
+
+def test_user_errors_have_no_traceback():
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "plan", str(EXAMPLE), "--set", "role=null"],
+                          capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "no SageMaker execution role" in done.stderr and "To fix:" in done.stderr

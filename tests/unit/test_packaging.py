@@ -1,0 +1,82 @@
+"""The source tarball: deterministic bytes, no secrets or caches, .smtrainignore honoured, size limited."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+
+import pytest
+
+from orchestrator.errors import SpecError
+from orchestrator.packaging import package
+
+
+def _tree(root):
+    files = {
+        "train.py": "print('train')\n",
+        "lib/util.py": "X = 1\n",
+        ".git/config": "[core]\n",
+        ".env": "AWS_SECRET_ACCESS_KEY=oops\n",
+        ".aws/credentials": "[default]\n",
+        "keys/deploy.pem": "-----BEGIN-----\n",
+        "lib/__pycache__/util.cpython-311.pyc": "x",
+        "venv/lib/site.py": "x",
+        "data/big.bin": "0" * 10,
+        "notes.md": "hi\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (root / ".smtrainignore").write_text("data/\n*.md\n")
+    return root
+
+
+def _members(data: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return tar.getnames()
+
+
+def test_packaging_excludes_secrets_caches_and_ignored_files(tmp_path):
+    pkg = package(_tree(tmp_path))
+    assert _members(pkg.data) == ["lib/util.py", "train.py"]
+    assert pkg.files == ("lib/util.py", "train.py")
+
+
+def test_packaging_is_deterministic_and_content_addressed(tmp_path):
+    first = package(_tree(tmp_path))
+    os.utime(tmp_path / "train.py", (1, 1))
+    second = package(tmp_path)
+    assert first.data == second.data and first.sha256 == second.sha256
+    (tmp_path / "train.py").write_text("print('changed')\n")
+    assert package(tmp_path).sha256 != first.sha256
+    assert first.s3_uri("s3://b/code/") == f"s3://b/code/{first.sha256}/sourcedir.tar.gz"
+
+
+def test_packaging_keeps_executable_bits_and_nothing_else(tmp_path):
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "run.sh").chmod(0o775)
+    (tmp_path / "train.py").write_text("x\n")
+    with tarfile.open(fileobj=io.BytesIO(package(tmp_path).data), mode="r:gz") as tar:
+        modes = {member.name: (member.mode, member.mtime, member.uid, member.uname) for member in tar}
+    assert modes == {"run.sh": (0o755, 0, 0, ""), "train.py": (0o644, 0, 0, "")}
+
+
+def test_packaging_does_not_follow_symlinks_out_of_the_tree(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "credentials").write_text("secret")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("x\n")
+    (source / "creds").symlink_to(outside / "credentials")
+    (source / "alias.py").symlink_to(source / "train.py")
+    assert package(source).files == ("alias.py", "train.py")
+
+
+def test_packaging_refuses_an_oversized_tree(tmp_path):
+    (tmp_path / "weights.bin").write_bytes(os.urandom(200_000))
+    with pytest.raises(SpecError, match="over the 0 MB limit"):
+        package(tmp_path, max_bytes=100_000)

@@ -1,0 +1,141 @@
+"""`plan`: the exact CreateTrainingJob request from the real SDK v2 estimator, captured with zero network.
+
+Golden files (tests/golden/<spec>.request.json) hold the request for each example spec. They were reviewed by
+hand against sdk-facts.md §3: the distribution hyperparameters are the ones the SDK injects for each mode
+(mpi: sagemaker_mpi_*; pytorchddp rewritten to sagemaker_distributed_dataparallel_*; torch_distributed:
+sagemaker_torch_distributed_enabled + sagemaker_instance_type; none: no distribution keys). Regenerate with
+SMTRAIN_UPDATE_GOLDEN=1 and review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import main
+from orchestrator.errors import CapabilityError, EnvironmentProblem
+from orchestrator.loader import load
+from orchestrator.plan import plan
+
+REPO = Path(__file__).resolve().parents[2]
+SPECS = sorted((REPO / "job_specs").glob("*.yaml"))
+GOLDEN = REPO / "tests" / "golden"
+SHA = re.compile(r"[0-9a-f]{64}")
+
+
+@pytest.fixture(autouse=True)
+def _region(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+
+def _normalised(request: dict) -> dict:
+    """The source tarball's hash changes with every edit of entrypoints/; the rest must not change."""
+    return json.loads(SHA.sub("<sha256>", json.dumps(request)))
+
+
+@pytest.mark.parametrize("spec_file", SPECS, ids=[path.stem for path in SPECS])
+def test_plan_request_matches_golden_file(spec_file):
+    request = _normalised(plan(load(spec_file), job_name="golden-job").create_training_job_request)
+    golden = GOLDEN / f"{spec_file.stem}.request.json"
+    if os.environ.get("SMTRAIN_UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
+    assert request == json.loads(golden.read_text())
+
+
+@pytest.mark.parametrize(("spec_file", "injected"), [
+    ("mpi-demo-mpi-3x-c5.2xlarge.yaml", {"sagemaker_mpi_enabled": "true",
+                                        "sagemaker_mpi_num_of_processes_per_host": "2",
+                                        "sagemaker_mpi_custom_mpi_options": '"-x NCCL_DEBUG=WARN"'}),
+    ("mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml", {"sagemaker_distributed_dataparallel_enabled": "true",
+                                               "sagemaker_instance_type": '"ml.g5.12xlarge"',
+                                               "sagemaker_distributed_dataparallel_custom_mpi_options": '""'}),
+    ("mlp-ddp-smddp-2x-p4d.24xlarge.yaml", {"sagemaker_distributed_dataparallel_enabled": "true",
+                                           "sagemaker_instance_type": '"ml.p4d.24xlarge"',
+                                           "sagemaker_distributed_dataparallel_custom_mpi_options": '"-verbose"'}),
+    ("mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml", {"sagemaker_torch_distributed_enabled": "true",
+                                                      "sagemaker_instance_type": '"ml.g5.12xlarge"'}),
+    ("mlp-gloo-none-2x-c5.2xlarge.yaml", {}),
+])
+def test_plan_carries_the_distribution_hyperparameters_the_sdk_injects(spec_file, injected):
+    hyperparameters = plan(load(REPO / "job_specs" / spec_file)).create_training_job_request["HyperParameters"]
+    sdk_keys = {key: value for key, value in hyperparameters.items()
+                if key.startswith("sagemaker_") and key not in _BASE_KEYS}
+    assert sdk_keys == injected
+    assert "sagemaker_pytorch_ddp_enabled" not in hyperparameters
+
+
+_BASE_KEYS = {"sagemaker_submit_directory", "sagemaker_program", "sagemaker_container_log_level",
+              "sagemaker_job_name", "sagemaker_region"}
+
+
+def test_plan_request_uses_the_content_addressed_source_and_spot_settings():
+    job = plan(load(REPO / "job_specs" / "mlp-ddp-smddp-2x-p4d.24xlarge.yaml"), job_name="x")
+    request = job.create_training_job_request
+    assert request["HyperParameters"]["sagemaker_submit_directory"] == json.dumps(job.source_uri)
+    assert job.source_uri == f"s3://my-bucket/code/{job.source.sha256}/sourcedir.tar.gz"
+    assert request["EnableManagedSpotTraining"] is True
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 7200, "MaxWaitTimeInSeconds": 14400}
+    assert request["AlgorithmSpecification"]["TrainingImage"].endswith("pytorch-training:2.2.0-gpu-py310")
+
+
+def test_plan_cost_is_price_times_count_times_max_run():
+    job = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"))
+    assert job.cost.max_total == pytest.approx(0.408 * 2 * 1.0)
+    spot = plan(load(REPO / "job_specs" / "mlp-ddp-smddp-2x-p4d.24xlarge.yaml"))
+    assert spot.cost.max_total == pytest.approx(37.688 * 2 * 4.0)
+    assert "max_wait" in spot.cost.basis
+
+
+def test_plan_default_job_name_is_timestamped():
+    name = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml")).job_name
+    assert re.fullmatch(r"mlp-gloo-cpu-\d{4}(-\d{2}){5}-\d{3}", name)
+
+
+def test_plan_refuses_local_inputs(tmp_path):
+    (tmp_path / "data").mkdir()
+    with pytest.raises(CapabilityError, match="smtrain local"):
+        plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", [f"inputs.train={tmp_path / 'data'}"]))
+
+
+def test_plan_without_a_role_says_where_to_set_one():
+    with pytest.raises(EnvironmentProblem, match="SMTRAIN_ROLE"):
+        plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", ["role=null"]))
+
+
+def test_plan_role_from_environment(monkeypatch):
+    monkeypatch.setenv("SMTRAIN_ROLE", "arn:aws:iam::111122223333:role/FromEnv")
+    job = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", ["role=null"]))
+    assert job.create_training_job_request["RoleArn"] == "arn:aws:iam::111122223333:role/FromEnv"
+
+
+def test_plan_masks_secret_environment_values():
+    job = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml",
+                    ["environment.WANDB_API_KEY=hunter2"]))
+    assert job.create_training_job_request["Environment"]["WANDB_API_KEY"] == "hunter2"
+    printed = CliRunner().invoke(main, ["plan", str(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"),
+                                        "--set", "environment.WANDB_API_KEY=hunter2"])
+    assert printed.exit_code == 0, printed.output
+    assert "hunter2" not in printed.output
+
+
+def test_plan_json_has_the_documented_keys():
+    result = CliRunner().invoke(main, ["plan", str(REPO / "job_specs" / "mpi-demo-mpi-3x-c5.2xlarge.yaml"),
+                                       "-o", "json", "--job-name", "j"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert {"spec", "ranks", "estimator_kwargs", "create_training_job_request", "cost", "warnings"} <= set(document)
+    assert len(document["ranks"]) == 6
+    assert document["create_training_job_request"]["TrainingJobName"] == "j"
+
+
+def test_plan_text_shows_rank_table_request_and_cost():
+    result = CliRunner().invoke(main, ["plan", str(REPO / "job_specs" / "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml")])
+    assert result.exit_code == 0, result.output
+    for expected in ("ranks", "CreateTrainingJob request", "worst-case cost", "rewritten by the SDK into SMDDP",
+                     "sagemaker_distributed_dataparallel_enabled", "USD 7.09"):
+        assert expected in result.output
