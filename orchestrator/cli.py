@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -130,6 +131,76 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 
 
 @main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@_set_option
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+              help="Local data for channel NAME (overrides the spec's inputs.NAME; repeatable).")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the emulated hosts live (default runs/<job-name>/). Reusing one resumes from its "
+                   "checkpoints.")
+@click.option("--processes-per-host", type=click.IntRange(min=1),
+              help="Start this many processes per host instead of the instance's GPU count (to fit a GPU job "
+                   "on this machine).")
+@click.option("--simulate-spot-interruption", type=click.FloatRange(min=0), metavar="AFTER_SECONDS",
+              help="Interrupt the job after this many seconds as a spot reclaim would, restore the checkpoints "
+                   "on fresh instances and run it to the end.")
+@click.option("--master-host", metavar="algo-N",
+              help="Put this host first in the instance group, as SageMaker sometimes does: it becomes the "
+                   "master in distributed modes (catches scripts that assume algo-1).")
+@click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
+@click.option("--quiet", "-q", is_flag=True, help="Only progress and the result, not every log line.")
+@_output_option
+def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_dir: Path | None,
+          processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
+          link_inputs: bool, quiet: bool, output: str) -> None:
+    """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
+
+    Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
+    run directory, the SM_* environment the training toolkit sets, and the launcher of the spec's mode
+    (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Logs are prefixed
+    [algo-N]; model.tar.gz and output.tar.gz are merged across hosts at the end. Exit code: 0 Completed,
+    1 Failed (the reason names the host and rank), 3 Stopped at max_run_seconds, 130 interrupted.
+    """
+    from orchestrator.emulator.runner import Options, run_local
+    from orchestrator.loader import load
+    from orchestrator.render import LocalConsole
+
+    loaded = load(file, overrides)
+    options = Options(run_dir=run_dir, inputs=_parse_inputs(inputs), processes_per_host=processes_per_host,
+                      simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
+                      link_inputs=link_inputs)
+    with LocalConsole(quiet=quiet or output == "json") as console:
+        result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
+        console.result(result)
+    if output == "json":
+        _echo_json(result.__dict__)
+    sys.exit(result.exit_code)
+
+
+def _parse_inputs(values: tuple[str, ...]) -> dict[str, Path]:
+    from orchestrator.errors import SpecError
+
+    parsed = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise SpecError(f"--input {value!r}: expected NAME=PATH", fix="for example --input train=./data")
+        parsed[name] = Path(path)
+    return parsed
+
+
+def _forward_signals(supervisor: Any) -> None:
+    """Ctrl-C and SIGTERM reach every training process as a spot interruption would; checkpoints stay."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        supervisor.interrupt()
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
     from orchestrator.spec import JobSpec
@@ -158,8 +229,11 @@ def instances(family: str | None, accelerator: str | None, output: str) -> None:
 
 def _add_command_groups() -> None:
     from orchestrator.cli_infra import infra
+    from orchestrator.cli_jobs import JOB_COMMANDS
 
     main.add_command(infra)
+    for command in JOB_COMMANDS:
+        main.add_command(command)
 
 
 _add_command_groups()

@@ -20,7 +20,7 @@ from orchestrator.loader import LoadedSpec, load
 from orchestrator.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
 from orchestrator.redact import redact
 from orchestrator.resolve import Target, resolve_target
-from orchestrator.spec import JobSpec
+from orchestrator.spec import JobSpec, timestamped_job_name
 from orchestrator.topology import Topology, topology
 
 
@@ -148,7 +148,7 @@ def plan(spec: JobSpec | LoadedSpec | str | Path, *, job_name: str | None = None
     instance = lookup(job_spec.instance.type)
     source = package(job_spec.source_dir, max_source_bytes)
     kwargs = estimator_kwargs(job_spec, target, source.s3_uri(target.code_location))
-    name = job_name or _timestamped(job_spec.name)
+    name = job_name or timestamped_job_name(job_spec.name)
     request = capture_create_training_job(kwargs, name, dict(job_spec.inputs), target.region, target.bucket)
     return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
                 source=source, estimator_kwargs=kwargs, create_training_job_request=request,
@@ -162,9 +162,3 @@ def _require_s3_inputs(spec: JobSpec) -> None:
             f"inputs {', '.join(local)} point at local paths; a SageMaker job reads channels from S3",
             fix="upload the data and give its s3:// prefix, or run the job here with `smtrain local`",
         )
-
-
-def _timestamped(base: str) -> str:
-    from orchestrator.sdk import import_sagemaker
-
-    return import_sagemaker().utils.name_from_base(base)

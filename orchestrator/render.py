@@ -4,7 +4,9 @@ path), rich for the rest."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.catalog import lookup
 from orchestrator.spec import JobSpec
@@ -43,8 +45,6 @@ def findings_text(loaded: LoadedSpec) -> str:
 
 def console() -> Console:
     """A rich console; when output is piped or captured, wide enough that tables and ids are not cut."""
-    import sys
-
     from rich.console import Console
 
     return Console(width=None if sys.stdout.isatty() else 160)
@@ -121,3 +121,73 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
                       "yes" if entry.efa else "no",
                       "-" if entry.price_per_hour is None else f"{entry.price_per_hour:.4g}")
     console().print(table)
+
+
+class LocalConsole:
+    """Draws a local run: notices once, host logs prefixed [algo-N], a progress bar from the metric lines,
+    then the result. Logs go to stderr so `--output json` keeps stdout clean."""
+
+    _HOST_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red")
+
+    def __init__(self, quiet: bool = False) -> None:
+        from rich.console import Console
+
+        self._quiet = quiet
+        self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> LocalConsole:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                  TextColumn("step {task.completed}/{task.total}"), TextColumn("{task.fields[metrics]}"),
+                                  TimeElapsedColumn(), console=self._console, transient=True)
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def notice(self, text: str) -> None:
+        self._progress.console.print(f"[dim]note: {text}", highlight=False)
+
+    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        self._progress.console.print(f"[bold]{job_name}[/]: {hosts} host(s), world size {world_size}; run directory "
+                                     f"{run_dir}", highlight=False)
+        self._task = self._progress.add_task("training", total=None, metrics="")
+
+    def line(self, host: str, text: str) -> None:
+        if not self._quiet:
+            style = self._HOST_STYLES[(int(host.rsplit("-", 1)[-1]) - 1) % len(self._HOST_STYLES)]
+            self._progress.console.print(f"[{style}]{escape(f'[{host}]')}[/] {escape(text)}", highlight=False,
+                                         soft_wrap=True)
+
+    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+        shown = "  ".join(f"{name}={value:.4g}" for name, value in metrics.items())
+        self._progress.update(self._task, completed=step, total=total, metrics=shown)
+
+    def attempt(self, number: int, reason: str) -> None:
+        self._progress.console.print(f"[yellow]{reason}; attempt {number}", highlight=False)
+
+    def result(self, run: Any) -> None:
+        colour = {"Completed": "green", "Failed": "red"}.get(run.status, "yellow")
+        console = self._progress.console
+        console.print(f"[bold {colour}]{run.status}[/] in {run.seconds:.1f} s, world size {run.world_size}"
+                      f"{f', {run.attempts} attempts' if run.attempts > 1 else ''}", highlight=False)
+        loss = run.final_metrics.get("train:loss")
+        if loss is not None:
+            console.print(f"final train:loss = [bold]{loss:.6g}", highlight=False)
+        for name, value in run.final_metrics.items():
+            if name != "train:loss":
+                console.print(f"  {name} = {value:.6g}", highlight=False)
+        if run.failure_reason:
+            console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False)
+        console.print(f"logs: {run.run_dir / 'logs'}  model: {run.model_artifact}  output: {run.output_artifact}",
+                      highlight=False)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)

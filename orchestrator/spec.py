@@ -8,6 +8,7 @@ field table. Cross-field rules that depend on instance types or framework versio
 from __future__ import annotations
 
 import re
+import time
 from enum import Enum
 from typing import Union
 
@@ -23,6 +24,13 @@ _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
 # `name_from_base` appends "-YYYY-MM-DD-HH-MM-SS-mmm" (24 characters) and trims the base to fit 63.
 JOB_NAME_SUFFIX_LENGTH = 24
 MAX_BASE_NAME_LENGTH = 63 - JOB_NAME_SUFFIX_LENGTH
+
+
+def timestamped_job_name(base: str) -> str:
+    """`base-YYYY-MM-DD-HH-MM-SS-mmm`, the SDK's `name_from_base` format (UTC, milliseconds), without the SDK."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(now))
+    return f"{base[:MAX_BASE_NAME_LENGTH]}-{stamp}-{int(now * 1000) % 1000:03d}"
 
 
 class Mode(str, Enum):

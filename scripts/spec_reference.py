@@ -1,0 +1,60 @@
+"""Prints the job-spec field reference (Markdown) from the Pydantic models: the README's table comes from here,
+and tests/unit/test_docs.py fails when the two disagree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from orchestrator.spec import JobSpec
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) or str(annotation)
+    text = text.replace("typing.", "").replace("orchestrator.spec.", "").replace("NoneType", "null")
+    return text.replace(" | ", " or ")
+
+
+def _nested(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model inside an annotation (`Model`, `Model | None`, `list[Model] | None`) and whether it is a list."""
+    for arg in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, False
+        inner = getattr(arg, "__args__", ())
+        if getattr(arg, "__origin__", None) is list and inner and issubclass(inner[0], BaseModel):
+            return inner[0], True
+    return None, False
+
+
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "**required**"
+    if field.default_factory is not None:
+        value = field.default_factory()
+        return f"`{json.dumps(value.model_dump(mode='json') if isinstance(value, BaseModel) else value)}`"
+    value = field.default
+    return f"`{json.dumps(getattr(value, 'value', value))}`"
+
+
+def rows(model: type[BaseModel], prefix: str = "") -> list[str]:
+    lines = []
+    for name, field in model.model_fields.items():
+        nested, is_list = _nested(field.annotation)
+        description = " ".join((field.description or "").split()).replace("|", "\\|")
+        kind = f"list of {nested.__name__}" if is_list else (nested.__name__ if nested else _type_name(field.annotation))
+        default = "see below" if nested and not field.is_required() and field.default is not None else _default(field)
+        lines.append(f"| `{prefix}{name}` | {kind} | {default} | {description} |")
+        if nested:
+            lines += rows(nested, f"{prefix}{name}{'[]' if is_list else ''}.")
+    return lines
+
+
+def reference() -> str:
+    header = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    return "\n".join(header + rows(JobSpec)) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference(), end="")

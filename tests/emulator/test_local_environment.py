@@ -1,0 +1,117 @@
+"""What each emulated process really sees: environment, argv, cwd and config files, per mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.loader import load
+
+pytestmark = pytest.mark.slow
+
+HYPERPARAMETERS = {"epochs": 1, "backend": "gloo", "learning-rate": 0.001, "use-cuda": True, "layers": [64, 32]}
+
+
+def _shell_keeps_hyphenated_names() -> bool:
+    probe = subprocess.run(["/bin/sh", "-c", "env"], env={"SM_HP_A-B": "1", "PATH": os.environ["PATH"]},
+                           capture_output=True, text=True, check=True)
+    return "SM_HP_A-B=1" in probe.stdout
+
+
+def _seen(run_dir: Path) -> dict[str, dict]:
+    return {path.stem.removeprefix("seen-"): json.loads(path.read_text())
+            for path in run_dir.glob("algo-*/output/data/seen-*.json")}
+
+
+def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-0.csv").write_text("1,2,3\n")
+    spec = make_spec("env_dump.py", hyperparameters=HYPERPARAMETERS, inputs={"training": str(data)})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    seen = _seen(result.run_dir)
+    assert sorted(seen) == ["algo-1-0", "algo-2-0"]
+    for name in ("algo-1", "algo-2"):
+        host = result.run_dir / name
+        env, argv, cwd = seen[f"{name}-0"]["env"], seen[f"{name}-0"]["argv"], seen[f"{name}-0"]["cwd"]
+        assert env["SM_HOSTS"] == '["algo-1","algo-2"]'
+        assert env["SM_CURRENT_HOST"] == name and env["CURRENT_HOST"] == name
+        assert env["SM_CHANNELS"] == '["training"]'
+        assert env["SM_CHANNEL_TRAINING"] == str(host / "input" / "data" / "training")
+        assert (host / "input" / "data" / "training" / "part-0.csv").read_text() == "1,2,3\n"
+        assert env["SM_MODEL_DIR"] == str(host / "model")
+        assert env["SM_OUTPUT_DIR"] == str(host / "output")
+        assert env["SM_HPS"] == '{"backend":"gloo","epochs":1,"layers":[64,32],"learning-rate":0.001,"use-cuda":true}'
+        assert env["SM_HP_EPOCHS"] == "1" and env["SM_HP_LAYERS"] == "[64,32]"
+        # The toolkit starts the script through /bin/sh, and dash (Debian's and Ubuntu's sh) drops variables
+        # whose names are not identifiers: SM_HP_LEARNING-RATE reaches the script only if this sh keeps it.
+        expected = "0.001" if _shell_keeps_hyphenated_names() else None
+        assert env.get("SM_HP_LEARNING-RATE") == expected
+        assert env["SM_FRAMEWORK_PARAMS"] == "{}" and env["SM_DISTRIBUTION_INSTANCE_GROUPS"] == "[]"
+        assert env["SM_CURRENT_INSTANCE_TYPE"] == "ml.c5.2xlarge" and env["SM_NUM_GPUS"] == "0"
+        assert env["SM_USER_ENTRY_POINT"] == "env_dump.py" and env["SM_MODULE_NAME"] == "env_dump"
+        assert env["TRAINING_JOB_NAME"] == result.job_name
+        assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"].isdigit()
+        assert env["SAGEMAKER_BASE_DIR"] == str(host)
+        assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-1"
+        assert cwd == str(host / "code")
+        # The toolkit's shell join splits the list value, exactly as on SageMaker (contract §5).
+        assert argv == ["--backend", "gloo", "--epochs", "1", "--layers", "[64,", "32]", "--learning-rate", "0.001",
+                        "--use-cuda", "True"]
+        config = host / "input" / "config"
+        assert json.loads((config / "resourceconfig.json").read_text()) == {
+            "current_host": name, "current_instance_type": "ml.c5.2xlarge", "current_group_name": "homogeneousCluster",
+            "hosts": ["algo-1", "algo-2"], "network_interface_name": "eth0",
+            "instance_groups": [{"instance_group_name": "homogeneousCluster", "instance_type": "ml.c5.2xlarge",
+                                 "hosts": ["algo-1", "algo-2"]}]}
+        assert json.loads((config / "inputdataconfig.json").read_text()) == {
+            "training": {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated",
+                         "RecordWrapperType": "None"}}
+        hyperparameters = json.loads((config / "hyperparameters.json").read_text())
+        assert hyperparameters["layers"] == "[64, 32]" and hyperparameters["backend"] == '"gloo"'
+        assert hyperparameters["sagemaker_program"] == '"env_dump.py"'
+        assert (host / "output" / "success").exists()
+
+
+def test_mpi_mode_ranks_see_the_masters_current_host(make_spec, tmp_path):
+    spec = make_spec("env_dump.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 2})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", master_host="algo-2"))
+    assert result.status == "Completed", result.failure_reason
+    seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(result.run_dir).values()}
+    assert sorted(seen) == [0, 1, 2, 3]
+    for rank, item in seen.items():
+        env = item["env"]
+        # mpirun exports every SM_* variable from the master (algo-2 here), as the toolkit does.
+        assert env["SM_CURRENT_HOST"] == "algo-2"
+        assert env["OMPI_COMM_WORLD_SIZE"] == "4" and env["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
+        assert env["OMPI_COMM_WORLD_LOCAL_RANK"] == str(rank % 2)
+        # Each rank runs on its own emulated host: that host's agent environment, not the master's.
+        assert env["CURRENT_HOST"] == ("algo-2" if rank < 2 else "algo-1")
+        framework = json.loads(env["SM_FRAMEWORK_PARAMS"])
+        assert framework["sagemaker_mpi_enabled"] is True and framework["sagemaker_mpi_num_of_processes_per_host"] == 2
+        assert env["SM_DISTRIBUTION_INSTANCE_GROUPS"] == '["homogeneousCluster"]'
+        assert env["SM_CURRENT_INSTANCE_GROUP_HOSTS"] == '["algo-2","algo-1"]'
+        assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-2"
+        assert "RANK" not in env and "WORLD_SIZE" not in env
+
+
+def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
+    spec = make_spec("env_dump.py", mode="torch_distributed", instance="ml.g5.2xlarge")
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    seen = _seen(result.run_dir)
+    assert sorted(seen) == ["algo-1-0", "algo-2-1"]
+    for key, item in seen.items():
+        env = item["env"]
+        host, rank = key.rsplit("-", 1)
+        assert env["RANK"] == rank and env["WORLD_SIZE"] == "2" and env["LOCAL_RANK"] == "0"
+        assert env["GROUP_RANK"] == rank and env["SM_CURRENT_HOST"] == host
+        assert env["SMTRAIN_SUBSTITUTE_BACKEND"] == "gloo"
+        assert json.loads(env["SM_FRAMEWORK_PARAMS"]) == {"sagemaker_instance_type": "ml.g5.2xlarge",
+                                                          "sagemaker_torch_distributed_enabled": True}

@@ -1,0 +1,126 @@
+"""Faults: a rank that dies stops the whole job fast; interruptions reach every process and keep checkpoints;
+a simulated spot reclaim resumes to the same model; environment mistakes fail before anything starts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.errors import EnvironmentProblem
+from orchestrator.loader import load
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+GLOO_EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
+SLOW_TRAINING = ["hyperparameters.epochs=2", "hyperparameters.num-samples=512", "hyperparameters.batch-size=32",
+                 "hyperparameters.mlp-hidden=32", "hyperparameters.log-every=1",
+                 "hyperparameters.simulate-step-seconds=0.25"]
+
+
+def _processes_of(run_dir: Path) -> list[int]:
+    """Live processes whose environment names this run directory."""
+    marker = f"SMTRAIN_RUN_DIR={run_dir}".encode() + b"\0"
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize(("mode", "extra", "fail_rank", "where"), [
+    ("none", {}, 1, "algo-2 (rank 1)"),
+    ("mpi", {"distribution": {"mode": "mpi", "processes_per_host": 2}}, 3, "algo-1 (rank 3)"),
+    ("torch_distributed", {"instance": "ml.g5.2xlarge"}, 1, "algo-2 (rank 1)"),
+])
+def test_a_dying_rank_stops_every_process_and_is_named(make_spec, tmp_path, mode, extra, fail_rank, where):
+    spec = make_spec("fail_script.py", mode=mode, hyperparameters={"fail-rank": fail_rank}, **extra)
+    started = time.monotonic()
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert time.monotonic() - started < 60, "the surviving ranks sleep 300 s: they must have been stopped"
+    assert result.status == "Failed" and result.exit_code == 1
+    assert result.failure_reason.startswith(f"{where} exited with code"), result.failure_reason
+    assert "boom on purpose" in result.failure_reason
+    assert _processes_of(result.run_dir) == []
+    assert "boom on purpose" in (result.run_dir / "algo-1" / "output" / "failure").read_text()
+
+
+def test_ctrl_c_reaches_every_rank_and_keeps_the_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "orchestrator", "local", str(GLOO_EXAMPLE), "--run-dir", str(run_dir), "-q",
+               *(item for override in SLOW_TRAINING for item in ("--set", override))]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not list(run_dir.glob("algo-1/output/data/metrics.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output
+    assert "Interrupted" in output
+    assert list((run_dir / "algo-1" / "checkpoints").glob("*.pt")), output
+    log = (run_dir / "logs" / "algo-1.log").read_text()
+    assert "interrupted: checkpoint saved at step" in log
+    assert _processes_of(run_dir) == []
+
+
+def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path):
+    # 24 steps of 0.5 s: the interruption at 10 s falls inside training once the processes have started.
+    loaded = load(GLOO_EXAMPLE, [*SLOW_TRAINING, "hyperparameters.epochs=3", "hyperparameters.simulate-step-seconds=0.5"])
+    reference = run_local(loaded, Options(run_dir=tmp_path / "reference"))
+    interrupted = run_local(loaded, Options(run_dir=tmp_path / "spot", simulate_spot_interruption=10))
+    assert reference.status == interrupted.status == "Completed", interrupted.failure_reason
+    assert interrupted.attempts == 2
+    log = (tmp_path / "spot" / "logs" / "algo-1.log").read_text()
+    assert "interrupted: checkpoint saved at step" in log and "resuming from" in log, log
+    expected = torch.load(tmp_path / "reference" / "algo-1" / "model" / "model.pt")
+    resumed = torch.load(tmp_path / "spot" / "algo-1" / "model" / "model.pt")
+    assert expected.keys() == resumed.keys()
+    assert all(torch.equal(expected[key], resumed[key]) for key in expected)
+
+
+def test_max_run_seconds_stops_the_job(make_spec, tmp_path):
+    spec = make_spec("fail_script.py", hyperparameters={"fail-rank": 9}, max_run_seconds=3)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", stop_grace_seconds=2))
+    assert result.status == "Stopped" and result.exit_code == 3
+    assert "MaxRuntimeExceeded" in result.failure_reason
+    assert _processes_of(result.run_dir) == []
+
+
+def test_missing_mpirun_is_reported_before_anything_starts(make_spec, tmp_path, monkeypatch):
+    python_dir = tmp_path / "bin"
+    python_dir.mkdir()
+    (python_dir / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    spec = make_spec("mpi4py_script.py", mode="mpi")
+    with pytest.raises(EnvironmentProblem, match="needs mpirun"):
+        run_local(load(spec), Options(run_dir=tmp_path / "run", python=str(python_dir / "python")))
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_torch_is_reported_before_anything_starts(make_spec, tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    spec = make_spec("sagemaker_hosts_script.py")
+    with pytest.raises(EnvironmentProblem, match="cannot import torch"):
+        run_local(load(spec), Options(run_dir=tmp_path / "run", python=str(bare / "bin" / "python")))
+    assert not (tmp_path / "run").exists()
+
+
+def test_s3_channel_without_credentials_suggests_a_local_copy(make_spec, tmp_path):
+    spec = make_spec("env_dump.py", inputs={"train": "s3://some-bucket/data/"})
+    with pytest.raises(EnvironmentProblem, match="--input train=") as error:
+        run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert "no AWS credentials" in str(error.value)
