@@ -16,6 +16,8 @@ _API = {
     "plan": "orchestrator.plan",
     "Plan": "orchestrator.plan",
     "build_estimator": "orchestrator.estimator",
+    "submit": "orchestrator.submission",
+    "Job": "orchestrator.jobs",
 }
 
 

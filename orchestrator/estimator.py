@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from orchestrator.capabilities import resolved_py_version
@@ -89,7 +90,8 @@ def build(kwargs: dict[str, Any], sagemaker_session: Any) -> Any:
 
     sagemaker = import_sagemaker()
     try:
-        return sagemaker.pytorch.PyTorch(**kwargs, sagemaker_session=sagemaker_session)
+        # A copy: the SDK writes its own sagemaker_* keys into the hyperparameters dict it is given.
+        return sagemaker.pytorch.PyTorch(**copy.deepcopy(kwargs), sagemaker_session=sagemaker_session)
     except ValueError as exc:
         raise CapabilityError(f"the SageMaker SDK refused this job: {exc}",
                               fix="change the spec as the SDK says; smtrain's capability rules missed this one") from None
@@ -102,7 +104,7 @@ def build_estimator(spec: JobSpec, sagemaker_session: Any | None = None, upload_
     tarball is uploaded now unless already there, so `estimator.fit()` works as usual.
     """
     from orchestrator.plan import plan
-    from orchestrator.submit import ensure_source_uploaded
+    from orchestrator.submission import ensure_source_uploaded
 
     job_plan = plan(spec)
     session = sagemaker_session or job_plan.sagemaker_session()

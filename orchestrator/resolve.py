@@ -39,7 +39,7 @@ def bucket_of(s3_uri: str) -> str:
 
 
 def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
-    """The spec's region, else boto3's chain; us-east-1 (flagged as a fallback) when nothing names one."""
+    """The spec's region, else the session's; us-east-1 (flagged as a fallback) when nothing names one."""
     if spec.region:
         return spec.region, False
     if boto is None:

@@ -8,6 +8,7 @@ session gets a default bucket so the SDK never needs STS to find one.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -15,7 +16,8 @@ from typing import Any
 
 TELEMETRY_OPT_OUT = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 # botocore's standard retry mode: exponential backoff with jitter on throttling and transient errors.
-RETRY_CONFIG = {"retries": {"mode": "standard", "max_attempts": 5}}
+MAX_ATTEMPTS = 5
+RETRY_CONFIG = {"retries": {"mode": "standard", "max_attempts": MAX_ATTEMPTS}}
 
 
 def import_sagemaker() -> Any:
@@ -29,7 +31,7 @@ def import_sagemaker() -> Any:
     if not root.handlers:
         root.addHandler(logging.NullHandler())
     import sagemaker
-    import sagemaker.pytorch  # noqa: F401  (the estimator smtrain builds)
+    import sagemaker.pytorch  # the estimator smtrain builds
 
     _validate_config_once(sagemaker)
     return sagemaker
@@ -40,7 +42,8 @@ def _validate_config_once(sagemaker: Any) -> None:
 
     `sagemaker.utils.get_sagemaker_config_value` re-runs `jsonschema.validate` (meta-schema check included,
     ~0.13 s) on each of the ~23 config lookups of one estimator build and fit: 3 s of every plan for the same
-    four-key telemetry opt-out. A document that passed once passes again; a different one is still validated.
+    four-key telemetry opt-out, plus one more at each `Session(sagemaker_config=...)`, which calls its own
+    imported reference. A document that passed once passes again; a different one is still validated.
     """
     utils = sagemaker.utils
     validate = utils.validate_sagemaker_config
@@ -56,27 +59,50 @@ def _validate_config_once(sagemaker: Any) -> None:
 
     validate_once.smtrain_memoized = True  # type: ignore[attr-defined]
     utils.validate_sagemaker_config = validate_once
+    sagemaker.session.validate_sagemaker_config = validate_once
 
 
 def boto_session(region: str | None = None, **credentials: str) -> Any:
-    """A boto3 session on the usual credential chain (AWS_ENDPOINT_URL is honoured by every client it makes)."""
+    """A boto3 session on the usual credential chain (AWS_ENDPOINT_URL is honoured by every client it makes).
+
+    The region: the one given, else $AWS_REGION (which the AWS CLI v2 and SageMaker's own containers set, but
+    boto3 does not read), else boto3's chain (AWS_DEFAULT_REGION, the profile).
+    """
     import boto3
+    import botocore.session
 
-    return boto3.Session(region_name=region, **credentials)
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _shared_data_loader())
+    return boto3.Session(botocore_session=core, region_name=region or os.environ.get("AWS_REGION") or None,
+                         **credentials)
 
 
-def client(session: Any, service: str) -> Any:
+@functools.lru_cache(maxsize=1)
+def _shared_data_loader() -> Any:
+    """One botocore loader per process: each new session otherwise re-parses the service models (~0.3 s for
+    SageMaker's), once per plan and again per submit. Sessions still get their own event hooks."""
+    import botocore.session
+
+    return botocore.session.get_session().get_component("data_loader")
+
+
+def client(session: Any, service: str, max_attempts: int = MAX_ATTEMPTS) -> Any:
+    """A client in standard retry mode.
+
+    `max_attempts` has botocore's meaning, retries after the first attempt: 0 for a call that must not be
+    repeated blindly.
+    """
     from botocore.config import Config
 
-    return session.client(service, config=Config(**RETRY_CONFIG))
+    return session.client(service, config=Config(retries={**RETRY_CONFIG["retries"], "max_attempts": max_attempts}))
 
 
-def sagemaker_session(boto: Any, default_bucket: str) -> Any:
+def sagemaker_session(boto: Any, default_bucket: str, sagemaker_client: Any | None = None) -> Any:
     """A SageMaker v2 Session that never calls STS or ListBuckets to find its bucket and sends no telemetry."""
     sagemaker = import_sagemaker()
     return sagemaker.session.Session(
         boto_session=boto,
-        sagemaker_client=client(boto, "sagemaker"),
+        sagemaker_client=sagemaker_client or client(boto, "sagemaker"),
         default_bucket=default_bucket,
         sagemaker_config=TELEMETRY_OPT_OUT,
     )

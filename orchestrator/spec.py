@@ -166,7 +166,7 @@ class JobSpec(_Spec):
     """IAM execution role ARN. Default: $SMTRAIN_ROLE, the infra stack's output, or the Studio role."""
 
     region: str | None = None
-    """AWS region. Default: boto3's usual chain (AWS_REGION, profile)."""
+    """AWS region. Default: $AWS_REGION, then boto3's chain (AWS_DEFAULT_REGION, the profile)."""
 
     instance: Instance
     """The training cluster."""

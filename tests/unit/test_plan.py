@@ -4,7 +4,7 @@ Golden files (tests/golden/<spec>.request.json) hold the request for each exampl
 hand against sdk-facts.md §3: the distribution hyperparameters are the ones the SDK injects for each mode
 (mpi: sagemaker_mpi_*; pytorchddp rewritten to sagemaker_distributed_dataparallel_*; torch_distributed:
 sagemaker_torch_distributed_enabled + sagemaker_instance_type; none: no distribution keys). Regenerate with
-SMTRAIN_UPDATE_GOLDEN=1 and review the diff before committing.
+UPDATE_GOLDEN=1 and review the diff before committing.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _normalised(request: dict) -> dict:
 def test_plan_request_matches_golden_file(spec_file):
     request = _normalised(plan(load(spec_file), job_name="golden-job").create_training_job_request)
     golden = GOLDEN / f"{spec_file.stem}.request.json"
-    if os.environ.get("SMTRAIN_UPDATE_GOLDEN"):
+    if os.environ.get("UPDATE_GOLDEN"):
         golden.write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
     assert request == json.loads(golden.read_text())
 

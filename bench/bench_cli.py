@@ -1,0 +1,41 @@
+"""`smtrain validate` and `smtrain plan` against the bare SDK, side by side in one run.
+
+Baselines: `python -c "from sagemaker.pytorch import PyTorch"` (what any SDK script pays first) and
+`baseline_sdk_estimator.py` (import + Session + PyTorch estimator construction). Goal from the issue:
+validate <= 0.15x the SDK import. Run: .venv/bin/python bench/bench_cli.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from _timing import alternate, report
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = "job_specs/mlp-gloo-none-2x-c5.2xlarge.yaml"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    smtrain = str(Path(sys.executable).parent / "smtrain")
+    env = {**os.environ, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+           "AWS_EC2_METADATA_DISABLED": "true", "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
+    timings = alternate({
+        "smtrain validate": [smtrain, "validate", SPEC],
+        "sdk: import sagemaker.pytorch": [sys.executable, "-c", "from sagemaker.pytorch import PyTorch"],
+        "smtrain plan -o json": [smtrain, "plan", SPEC, "-o", "json", "--job-name", "bench"],
+        "sdk: import + build estimator": [sys.executable, "bench/baseline_sdk_estimator.py"],
+    }, repeats=args.repeats, env=env, cwd=REPO)
+    report("cli", timings, {
+        "validate / sdk import": ("smtrain validate", "sdk: import sagemaker.pytorch", 0.15),
+        "plan / sdk import + estimator": ("smtrain plan -o json", "sdk: import + build estimator", None),
+    })
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""`smtrain local` against the same script started by hand with torchrun and the same environment.
+
+Both train the 2-host CPU gloo example (job_specs/mlp-gloo-none-2x-c5.2xlarge.yaml, its hyperparameters) with
+2 processes of 1 thread each: smtrain emulates 2 hosts (mode none: one python per host, SM_* environment, run
+directory, tarball, artifacts); the baseline is `torchrun --nproc-per-node 2 entrypoints/train.py <same args>`.
+Goal from the issue: <= 1.25x wall time. Run: .venv/bin/python bench/bench_local.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from _timing import alternate, report
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
+
+
+def _hyperparameter_args() -> list[str]:
+    sys.path.insert(0, str(REPO))
+    from orchestrator.emulator.container import user_args
+    from orchestrator.loader import load
+
+    return user_args(load(SPEC).spec.hyperparameters)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="smtrain-bench-"))
+    for name in ("model", "output", "checkpoints"):
+        (work / "baseline" / name).mkdir(parents=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SM_MODEL_DIR": str(work / "baseline" / "model"),
+           "SM_OUTPUT_DIR": str(work / "baseline" / "output"),
+           "SM_OUTPUT_DATA_DIR": str(work / "baseline" / "output"), "SAGEMAKER_BASE_DIR": str(work / "baseline")}
+    bin_dir = Path(sys.executable).parent
+    # Each smtrain run starts fresh (a reused run directory would resume from its checkpoints); so does the
+    # baseline, whose checkpoint directory is emptied by the shell line before torchrun.
+    smtrain_run = ["sh", "-c", f"rm -rf {work}/runs && exec {bin_dir}/smtrain local {SPEC} -q --run-dir {work}/runs"]
+    baseline = ["sh", "-c", f"rm -rf {work}/baseline/checkpoints/* && exec {bin_dir}/torchrun --nproc-per-node 2 "
+                            f"--master-port 29871 {REPO}/entrypoints/train.py {' '.join(_hyperparameter_args())}"]
+    try:
+        timings = alternate({"smtrain local (2 emulated hosts)": smtrain_run,
+                             "bare torchrun, same script": baseline}, repeats=args.repeats, env=env, cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report("local", timings, {"smtrain local / torchrun": ("smtrain local (2 emulated hosts)",
+                                                           "bare torchrun, same script", 1.25)})
+
+
+if __name__ == "__main__":
+    main()

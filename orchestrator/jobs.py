@@ -1,0 +1,339 @@
+"""Training jobs on SageMaker, by name: status, logs, wait, stop, and the list of recent jobs.
+
+`Job` is what `submit` returns and what `Job.attach(name)` rebuilds later (another process, a restarted
+notebook). It holds a name and a boto3 session, nothing else that could go stale: each method asks SageMaker
+or CloudWatch. The last status read is remembered only for `repr`, which never makes a call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.errors import SmtrainError
+from orchestrator.logs import LogLine, LogReader
+
+if TYPE_CHECKING:
+    from orchestrator.submission import Submission
+
+TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
+
+
+class JobNotFound(SmtrainError):
+    """No training job of that name in the region: the name given is wrong, so exit 2 like other bad input."""
+
+
+def console_url(region: str, job_name: str) -> str:
+    return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/jobs/{job_name}"
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One entry of SecondaryStatusTransitions: Starting, Downloading, Training, Uploading, ..."""
+
+    status: str
+    message: str
+    start: datetime | None
+    end: datetime | None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What DescribeTrainingJob says about a job, reduced to what a person or a script acts on."""
+
+    name: str
+    region: str
+    status: str
+    secondary_status: str | None
+    transitions: tuple[Transition, ...]
+    instance_type: str | None
+    instance_count: int | None
+    billable_seconds: int | None
+    failure_reason: str | None
+    model_artifact: str | None
+    created: datetime | None
+    ended: datetime | None
+
+    @classmethod
+    def from_description(cls, described: dict[str, Any], region: str) -> JobStatus:
+        resources = described.get("ResourceConfig", {})
+        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        reason = described.get("FailureReason")
+        return cls(
+            name=described["TrainingJobName"],
+            region=region,
+            status=described["TrainingJobStatus"],
+            secondary_status=described.get("SecondaryStatus"),
+            transitions=tuple(
+                Transition(
+                    item["Status"], item.get("StatusMessage", ""), item.get("StartTime"), item.get("EndTime")
+                )
+                for item in described.get("SecondaryStatusTransitions", [])
+            ),
+            instance_type=resources.get("InstanceType"),
+            instance_count=resources.get("InstanceCount"),
+            billable_seconds=described.get("BillableTimeInSeconds"),
+            failure_reason=mask_secrets(reason, secrets) if reason else None,
+            model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
+            created=described.get("CreationTime"),
+            ended=described.get("TrainingEndTime"),
+        )
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def console_url(self) -> str:
+        return console_url(self.region, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_name": self.name,
+            "region": self.region,
+            "status": self.status,
+            "secondary_status": self.secondary_status,
+            "history": [
+                {
+                    "status": item.status,
+                    "message": item.message,
+                    "start": _iso(item.start),
+                    "end": _iso(item.end),
+                }
+                for item in self.transitions
+            ],
+            "instance_type": self.instance_type,
+            "instance_count": self.instance_count,
+            "billable_seconds": self.billable_seconds,
+            "failure_reason": self.failure_reason,
+            "model_artifact": self.model_artifact,
+            "created": _iso(self.created),
+            "ended": _iso(self.ended),
+            "console_url": self.console_url,
+        }
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One row of ListTrainingJobs."""
+
+    name: str
+    status: str
+    secondary_status: str | None
+    created: datetime | None
+    ended: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_name": self.name,
+            "status": self.status,
+            "secondary_status": self.secondary_status,
+            "created": _iso(self.created),
+            "ended": _iso(self.ended),
+        }
+
+
+class Job:
+    """A handle on one training job. `orchestrator.submit(...)` returns one; `Job.attach(name)` finds one."""
+
+    def __init__(self, name: str, boto: Any, submission: Submission | None = None) -> None:
+        from orchestrator.sdk import client
+
+        self.name = name
+        self.submission = submission
+        self._boto = boto
+        with aws_errors(f"connecting to SageMaker for job {name}"):
+            self._sagemaker = client(boto, "sagemaker")
+        self._last_status: JobStatus | None = None
+
+    @classmethod
+    def attach(cls, name: str, *, region: str | None = None, boto: Any | None = None) -> Job:
+        """The job called `name` in `region` (default: boto3's chain).
+
+        Raises:
+            JobNotFound: there is no such job there.
+        """
+        from orchestrator.sdk import boto_session
+
+        job = cls(name, boto or boto_session(region))
+        job.status()
+        return job
+
+    @property
+    def last_status(self) -> JobStatus | None:
+        """The status read by the latest call that read one; None before any. Makes no call."""
+        return self._last_status
+
+    @property
+    def region(self) -> str:
+        return self._boto.region_name
+
+    @property
+    def console_url(self) -> str:
+        return console_url(self.region, self.name)
+
+    def describe(self) -> dict[str, Any]:
+        """The raw DescribeTrainingJob response.
+
+        Raises:
+            JobNotFound: no job of this name in this region.
+        """
+        from botocore.exceptions import ClientError
+
+        with aws_errors(f"reading job {self.name}"):
+            try:
+                return self._sagemaker.describe_training_job(TrainingJobName=self.name)
+            except ClientError as exc:
+                if is_not_found(exc):
+                    raise JobNotFound(
+                        f"no training job named {self.name} in {self.region}",
+                        fix="check the name with `smtrain list`, and the region (--region or AWS_REGION)",
+                    ) from None
+                raise
+
+    def status(self) -> JobStatus:
+        self._last_status = JobStatus.from_description(self.describe(), self.region)
+        return self._last_status
+
+    def wait(
+        self,
+        poll_seconds: float = 30.0,
+        on_status: Callable[[JobStatus], None] | None = None,
+        on_log: Callable[[LogLine], None] | None = None,
+    ) -> JobStatus:
+        """Polls until the job is Completed, Failed or Stopped; returns that final status.
+
+        Args:
+            on_status: called with the status whenever its status or secondary status changes.
+            on_log: when given, called with every host's new log lines after each poll.
+        """
+        reader = self._log_reader() if on_log else None
+        seen: tuple[str, str | None] | None = None
+        while True:
+            current = self.status()
+            if on_status and (current.status, current.secondary_status) != seen:
+                seen = (current.status, current.secondary_status)
+                on_status(current)
+            if reader and on_log:
+                for line in reader.read_new():
+                    on_log(line)
+            if current.is_terminal:
+                return current
+            time.sleep(poll_seconds)
+
+    def logs(self, follow: bool = False, poll_seconds: float = 10.0) -> Iterator[LogLine]:
+        """Every host's log lines merged in time order, values of secret-looking variables masked.
+
+        With `follow`, keeps polling until the job has ended and its last lines are read.
+        """
+        reader = self._log_reader()
+        while True:
+            # Status first, logs second: the read after a terminal status still gets the final lines.
+            ended = not follow or self.status().is_terminal
+            yield from reader.read_new()
+            if ended:
+                return
+            time.sleep(poll_seconds)
+
+    def stop(self) -> bool:
+        """Asks SageMaker to stop the job if it is running.
+
+        Returns:
+            True when a stop was requested; False when the job was not InProgress (already stopping, stopped,
+            completed or failed), which is not an error.
+        """
+        from orchestrator.errors import AwsError
+
+        if self.status().status != "InProgress":
+            return False
+        try:
+            with aws_errors(f"stopping job {self.name}"):
+                self._sagemaker.stop_training_job(TrainingJobName=self.name)
+        except AwsError:
+            # SageMaker refuses to stop a job that ended between our DescribeTrainingJob and the stop.
+            if self.status().status != "InProgress":
+                return False
+            raise
+        return True
+
+    def _log_reader(self) -> LogReader:
+        from orchestrator.sdk import client
+
+        described = self.describe()
+        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        with aws_errors("connecting to CloudWatch Logs"):
+            logs_client = client(self._boto, "logs")
+        return LogReader(logs_client, self.name, mask=lambda text: mask_secrets(text, secrets))
+
+    def __repr__(self) -> str:
+        status = self._last_status.status if self._last_status else "not read yet"
+        return f"Job({self.name!r}, region={self.region!r}, status={status!r})"
+
+    def _repr_markdown_(self) -> str:
+        """A notebook's view: a link to the console and what is known without a call."""
+        rows = [("region", self.region)]
+        if self._last_status:
+            current = self._last_status
+            rows.append(("status", f"{current.status} / {current.secondary_status or '-'}"))
+            rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
+        else:
+            rows.append(("status", "not read yet: `job.status()`"))
+        if self.submission:
+            rows += self.submission.summary_rows()
+        table = "\n".join(f"| {key} | {value} |" for key, value in rows)
+        return f"**Training job [`{self.name}`]({self.console_url})**\n\n| | |\n|---|---|\n{table}\n"
+
+
+def list_jobs(
+    *,
+    boto: Any | None = None,
+    region: str | None = None,
+    status: str | None = None,
+    name_contains: str | None = None,
+    max_results: int = 20,
+) -> list[JobSummary]:
+    """The most recent training jobs, newest first, filtered by status and a substring of the name."""
+    from orchestrator.sdk import boto_session, client
+
+    filters: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
+    if status:
+        filters["StatusEquals"] = status
+    if name_contains:
+        filters["NameContains"] = name_contains
+    summaries: list[JobSummary] = []
+    with aws_errors("listing training jobs"):
+        sagemaker = client(boto or boto_session(region), "sagemaker")
+        for page in sagemaker.get_paginator("list_training_jobs").paginate(
+            **filters, PaginationConfig={"PageSize": min(max_results, 100)}
+        ):
+            summaries += [
+                JobSummary(
+                    item["TrainingJobName"],
+                    item["TrainingJobStatus"],
+                    item.get("SecondaryStatus"),
+                    item.get("CreationTime"),
+                    item.get("TrainingEndTime"),
+                )
+                for item in page["TrainingJobSummaries"]
+            ]
+            if len(summaries) >= max_results:
+                break
+    return summaries[:max_results]
+
+
+def is_not_found(exc: Any) -> bool:
+    """SageMaker answers DescribeTrainingJob for an unknown name with a ValidationException, not a 404."""
+    error = exc.response.get("Error", {})
+    message = error.get("Message", "").lower()
+    return error.get("Code") in ("ValidationException", "ResourceNotFound") and (
+        "not found" in message or "could not find" in message
+    )
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None

@@ -1,0 +1,110 @@
+"""A training job's CloudWatch logs: every host's stream merged in time order, each line tagged with its host.
+
+SageMaker writes one stream per host into the log group `/aws/sagemaker/TrainingJobs`, named
+`<job>/algo-<N>-<epoch seconds>`. A `LogReader` remembers how far it has read each stream, so the same reader
+serves a one-off dump (one `read_new()`) and a follow loop (`read_new()` after each poll).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from orchestrator.aws_errors import aws_errors
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+_STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One log event of one host."""
+
+    host: str
+    timestamp_ms: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.host}] {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        time = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=timezone.utc)
+        return {"host": self.host, "time": time.isoformat(), "message": self.message}
+
+
+def host_of(stream_name: str, job_name: str) -> str:
+    """`job/algo-2-1700000000` -> `algo-2`."""
+    rest = stream_name.removeprefix(f"{job_name}/")
+    match = _STREAM_SUFFIX.fullmatch(rest)
+    return match["host"] if match else rest
+
+
+class LogReader:
+    """Reads the events of a job's streams not read before, including streams that appeared since."""
+
+    def __init__(self, logs_client: Any, job_name: str, mask: Callable[[str], str] = str) -> None:
+        self._client = logs_client
+        self._job_name = job_name
+        self._mask = mask
+        self._tokens: dict[str, str | None] = {}
+
+    def read_new(self) -> list[LogLine]:
+        """Every host's new events, merged by timestamp (hosts in algo-N order on ties)."""
+        with aws_errors(f"reading the logs of {self._job_name}"):
+            for stream in self._stream_names():
+                self._tokens.setdefault(stream, None)
+            streams = sorted(self._tokens, key=self._host_order)
+            return list(
+                heapq.merge(
+                    *(self._read_stream(stream) for stream in streams), key=lambda line: line.timestamp_ms
+                )
+            )
+
+    def _stream_names(self) -> list[str]:
+        from botocore.exceptions import ClientError
+
+        paginator = self._client.get_paginator("describe_log_streams")
+        try:
+            return [
+                stream["logStreamName"]
+                for page in paginator.paginate(
+                    logGroupName=LOG_GROUP, logStreamNamePrefix=f"{self._job_name}/"
+                )
+                for stream in page["logStreams"]
+            ]
+        except ClientError as exc:
+            # The log group only exists once some job in the region has logged; until then there is nothing.
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return []
+            raise
+
+    def _read_stream(self, stream: str) -> list[LogLine]:
+        """Pages forward from the remembered token; CloudWatch returns the same token once at the end."""
+        host = host_of(stream, self._job_name)
+        token = self._tokens[stream]
+        lines = []
+        while True:
+            page = self._client.get_log_events(
+                logGroupName=LOG_GROUP,
+                logStreamName=stream,
+                startFromHead=True,
+                **({"nextToken": token} if token else {}),
+            )
+            lines += [
+                LogLine(host, event["timestamp"], self._mask(event["message"].rstrip("\n")))
+                for event in page["events"]
+            ]
+            if page["nextForwardToken"] == token:
+                break
+            token = page["nextForwardToken"]
+        self._tokens[stream] = token
+        return lines
+
+    def _host_order(self, stream: str) -> tuple[int, str]:
+        host = host_of(stream, self._job_name)
+        number = host.rsplit("-", 1)[-1]
+        return (int(number) if number.isdigit() else 0, stream)

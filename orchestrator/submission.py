@@ -1,0 +1,314 @@
+"""Submitting a plan: upload the source once, then create exactly the job `smtrain plan` showed, exactly once.
+
+* The request is the plan's. The real SDK v2 estimator is built from `plan.estimator_kwargs` with a session
+  for `plan.target` and `fit()` with the plan's job name, as the dry run did. A `before-parameter-build`
+  handler compares the parameters the SDK is about to send with `plan.create_training_job_request` and raises
+  `RequestMismatch` (a bug in smtrain, never a user error) before anything is sent if they differ.
+* One submit creates at most one job. CreateTrainingJob goes out with botocore's automatic retries off:
+  after a lost response (read timeout, connection closed) botocore would resend it, and the resend's
+  ResourceInUse would hide that the first call worked. Instead, after any failure that may be transient, the
+  job is looked up by name before another attempt, and adopted when its request is the plan's. ResourceInUse
+  on a call that no earlier attempt could have answered is a genuine name clash.
+* The source tarball is content-addressed (packaging.py): HeadObject first, PutObject only when it is absent.
+
+This module is `submission`, not `submit`: importing a submodule `orchestrator.submit` would bind that name on
+the package and hide the `orchestrator.submit()` function of the notebook API.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
+from orchestrator.jobs import Job, console_url, is_not_found
+from orchestrator.loader import LoadedSpec
+from orchestrator.plan import Plan, plan
+from orchestrator.redact import redact
+from orchestrator.spec import JobSpec
+
+logger = logging.getLogger(__name__)
+
+CREATE_ATTEMPTS = 5
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 8.0
+_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
+_NAME_TAKEN = "ResourceInUse"
+
+
+class RequestMismatch(RuntimeError):
+    """The SDK was about to send other than the plan's request: a bug in smtrain, never a user error."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a submit did, besides creating the job: the plan it sent and whether the source was uploaded."""
+
+    plan: Plan
+    source_uploaded: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        job_plan = self.plan
+        return {
+            "job_name": job_plan.job_name,
+            "region": job_plan.target.region,
+            "console_url": console_url(job_plan.target.region, job_plan.job_name),
+            "world_size": job_plan.topology.world_size,
+            "instance_type": job_plan.spec.instance.type,
+            "instance_count": job_plan.spec.instance.count,
+            "cost": job_plan.cost.to_dict(),
+            "source": {
+                "s3_uri": job_plan.source_uri,
+                "size_bytes": job_plan.source.size_bytes,
+                "sha256": job_plan.source.sha256,
+                "uploaded": self.source_uploaded,
+            },
+        }
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        cost = self.plan.cost
+        worst = "no price on record" if cost.max_total is None else f"{cost.currency} {cost.max_total:,.2f}"
+        source = "uploaded" if self.source_uploaded else "reused (already in S3)"
+        return [
+            ("world size", str(self.plan.topology.world_size)),
+            ("worst-case cost", worst),
+            ("source", f"{self.plan.source.size_bytes / 1024:.1f} KiB, {source}"),
+        ]
+
+
+def submit(
+    spec_or_plan: Plan | JobSpec | LoadedSpec | str | Path,
+    *,
+    boto: Any | None = None,
+    job_name: str | None = None,
+) -> Job:
+    """The notebook API and `smtrain submit`: plans (unless given a Plan), uploads the source, creates a job.
+
+    Args:
+        spec_or_plan: a Plan from `orchestrator.plan`, or anything `plan` takes (a spec file, a JobSpec).
+        boto: the boto3 session to use; its region must be the plan's. Default: boto3's chain in that region.
+        job_name: the exact job name, when planning here (a Plan already has one).
+
+    Returns:
+        A handle on the created job, with `.submission` saying what was sent.
+
+    Raises:
+        CapabilityError: the plan has blocking findings; nothing was sent.
+        EnvironmentProblem: no region was configured (the plan fell back to one); nothing was sent.
+        AwsError: an AWS call failed; the message says whether the job may exist.
+    """
+    from orchestrator.sdk import boto_session
+
+    job_plan = (
+        spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
+    )
+    refuse_blocking_findings(job_plan)
+    region = job_plan.target.region
+    if job_plan.target.region_is_fallback:
+        # A plan may assume a region to show a request; a billable job goes only where someone said.
+        raise EnvironmentProblem(
+            f"no AWS region configured: the plan assumed {region}",
+            fix="set `region:` in the spec, or AWS_REGION / a profile region",
+        )
+    if boto is not None and boto.region_name != region:
+        raise SmtrainError(
+            f"the boto3 session is for {boto.region_name} but the plan targets {region}",
+            fix=f"pass a session for {region}, or plan with this session",
+        )
+    boto = boto or boto_session(region)
+    uploaded = ensure_source_uploaded(job_plan, boto)
+    _create_training_job_once(job_plan, boto)
+    return Job(job_plan.job_name, boto, Submission(job_plan, uploaded))
+
+
+def refuse_blocking_findings(job_plan: Plan) -> None:
+    """CapabilityError (exit 2) when a finding blocks: an error, or `unverified` without allow_unverified."""
+    blocking = job_plan.blocking_findings()
+    if blocking:
+        raise CapabilityError(
+            "not submitted: "
+            + "; ".join(f"{finding.severity}: {finding.field}: {finding.message}" for finding in blocking),
+            fix="change the spec as each finding says, or, for unverified combinations you know work, set "
+            "`allow_unverified: true` in the spec (or pass --allow-unverified)",
+        )
+
+
+def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
+    """Puts the plan's source tarball at `plan.source_uri` unless an object is already there.
+
+    The key holds the SHA-256 of the tarball, so an object at that key has these bytes (S3 PutObject is
+    atomic: no partial object is ever visible).
+
+    Returns:
+        True when uploaded now, False when reused.
+    """
+    from orchestrator.sdk import client
+
+    bucket, key = job_plan.source_uri.removeprefix("s3://").split("/", 1)
+    with aws_errors(f"uploading the source to {job_plan.source_uri}"):
+        s3 = client(boto, "s3")
+        if _object_exists(s3, bucket, key):
+            return False
+        s3.put_object(Bucket=bucket, Key=key, Body=job_plan.source.data, ContentType="application/gzip")
+    return True
+
+
+def _object_exists(s3: Any, bucket: str, key: str) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+    return True
+
+
+def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
+    """`fit(wait=False)` on the real estimator, retried by hand so that a lost response never makes 2 jobs."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    estimator = _estimator_sending_only(job_plan, boto)
+    request = job_plan.create_training_job_request
+    secrets = secret_values(request.get("Environment", {}), request.get("HyperParameters", {}))
+    name = job_plan.job_name
+    may_exist = False  # could an earlier attempt have created the job?
+    with aws_errors(f"creating training job {name}", secrets):
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            try:
+                estimator.fit(job_plan.inputs or None, job_name=name, wait=False, logs=False)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == _NAME_TAKEN:
+                    _adopt_or_refuse(job_plan, boto, may_exist)
+                    return
+                if not _is_transient(exc):
+                    raise
+                failure: Exception = exc
+            except (BotoConnectionError, HTTPClientError) as exc:
+                failure = exc
+            may_exist = True
+            if _existing_job_adopted(job_plan, boto):
+                logger.warning(
+                    "CreateTrainingJob %s failed (%s) after creating the job: adopted it", name, failure
+                )
+                return
+            if attempt == CREATE_ATTEMPTS:
+                raise AwsError(
+                    mask_secrets(
+                        f"creating training job {name} failed {attempt} times, last: {failure}", secrets
+                    ),
+                    fix="check the network and AWS_ENDPOINT_URL; no job of that name was found "
+                    "afterwards, so submitting again is safe",
+                )
+            pause = random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
+            logger.warning(
+                "CreateTrainingJob %s failed (%s) and no such job exists: retrying in %.1f s",
+                name,
+                failure,
+                pause,
+            )
+            time.sleep(pause)
+
+
+def _estimator_sending_only(job_plan: Plan, boto: Any) -> Any:
+    """The plan's estimator on a session whose CreateTrainingJob is sent once per call and only as planned."""
+    from orchestrator.estimator import build
+    from orchestrator.sdk import client, sagemaker_session
+
+    single_attempt = client(boto, "sagemaker", max_attempts=0)
+    single_attempt.meta.events.register(
+        "before-parameter-build.sagemaker.CreateTrainingJob",
+        _refuse_other_requests(job_plan.create_training_job_request),
+    )
+    # A copy: the SDK writes its own keys into the hyperparameters dict it is given.
+    return build(
+        copy.deepcopy(job_plan.estimator_kwargs),
+        sagemaker_session(boto, job_plan.target.bucket, sagemaker_client=single_attempt),
+    )
+
+
+def _is_transient(exc: Any) -> bool:
+    error = exc.response.get("Error", {})
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return error.get("Code") in _THROTTLING_CODES or status >= 500
+
+
+def _refuse_other_requests(expected: dict[str, Any]) -> Any:
+    def compare(params: dict[str, Any], **_: Any) -> None:
+        if params != expected:
+            differing = sorted(
+                key for key in expected.keys() | params.keys() if expected.get(key) != params.get(key)
+            )
+            raise RequestMismatch(
+                f"the SDK was about to send a CreateTrainingJob request that differs from the plan in "
+                f"{', '.join(differing)}: planned {redact({key: expected.get(key) for key in differing})}, "
+                f"about to send {redact({key: params.get(key) for key in differing})}. Nothing was sent."
+            )
+
+    return compare
+
+
+def _existing_job_adopted(job_plan: Plan, boto: Any) -> bool:
+    """Looks the job up by name (with ordinary retries). True: it exists and is this plan's job.
+
+    Raises:
+        AwsError: a job of that name exists with another request (a genuine name clash).
+    """
+    described = _describe_or_none(job_plan, boto)
+    if described is None:
+        return False
+    if not _is_this_plans_job(described, job_plan):
+        raise _name_clash(job_plan)
+    return True
+
+
+def _adopt_or_refuse(job_plan: Plan, boto: Any, may_exist: bool) -> None:
+    """After ResourceInUse: adopt the job only if an earlier attempt of ours may have created it."""
+    described = _describe_or_none(job_plan, boto) if may_exist else None
+    if described is None or not _is_this_plans_job(described, job_plan):
+        raise _name_clash(job_plan)
+    logger.warning(
+        "CreateTrainingJob %s: ResourceInUse after a lost response; adopted our job", job_plan.job_name
+    )
+
+
+def _describe_or_none(job_plan: Plan, boto: Any) -> dict[str, Any] | None:
+    from botocore.exceptions import ClientError
+
+    from orchestrator.sdk import client
+
+    with aws_errors(f"looking for job {job_plan.job_name} after a failed CreateTrainingJob"):
+        try:
+            return client(boto, "sagemaker").describe_training_job(TrainingJobName=job_plan.job_name)
+        except ClientError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+
+def _is_this_plans_job(described: dict[str, Any], job_plan: Plan) -> bool:
+    """Same hyperparameters (they carry the job name, the source's SHA-256 and the region), image and role."""
+    request = job_plan.create_training_job_request
+    return (
+        described.get("HyperParameters") == request.get("HyperParameters")
+        and described.get("AlgorithmSpecification", {}).get("TrainingImage")
+        == request["AlgorithmSpecification"].get("TrainingImage")
+        and described.get("RoleArn") == request.get("RoleArn")
+    )
+
+
+def _name_clash(job_plan: Plan) -> AwsError:
+    return AwsError(
+        f"a training job named {job_plan.job_name} already exists in {job_plan.target.region}",
+        fix="submit under another name (leave out --job-name for a timestamped one); "
+        f"`smtrain status {job_plan.job_name}` shows the existing job",
+    )

@@ -1,0 +1,222 @@
+"""`smtrain submit | status | logs | stop | list` through click's CliRunner: output shapes, exit codes, and
+user errors printed without a traceback. moto's server where it can answer; a Stubber for running jobs."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from click.testing import CliRunner
+from job_fakes import NOW, SECRET, create_jobs, described, seed_logs
+
+from orchestrator.cli import main
+
+
+def smtrain(*args: str, obj=None):
+    return CliRunner().invoke(main, list(args), obj=obj)
+
+
+def assert_user_error(result, exit_code: int, message: str) -> None:
+    assert result.exit_code == exit_code, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+
+
+def test_submit_prints_name_link_world_cost_and_source_then_reuses_the_source(write_spec, bucket):
+    spec = str(write_spec())
+
+    first = smtrain("submit", spec, "--output", "json")
+    again = smtrain("submit", spec)
+
+    assert first.exit_code == 0, first.output
+    printed = json.loads(first.stdout)
+    assert set(printed) == {
+        "job_name",
+        "region",
+        "console_url",
+        "world_size",
+        "instance_type",
+        "instance_count",
+        "cost",
+        "source",
+    }
+    assert printed["console_url"] == (
+        "https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1"
+        f"#/jobs/{printed['job_name']}"
+    )
+    assert printed["world_size"] == 2 and printed["cost"]["max_total"] > 0
+    assert printed["source"]["uploaded"] is True and printed["source"]["s3_uri"].endswith("/sourcedir.tar.gz")
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith("submitted tiny-")
+    assert "world    2 = 2 x ml.c5.2xlarge x 1 per host" in again.stdout
+    assert "cost     at most USD " in again.stdout
+    assert f"unchanged since an earlier submit, reused {printed['source']['s3_uri']}" in again.stdout
+    assert SECRET not in first.output + again.output
+
+
+def test_submit_dry_run_is_plan_and_needs_no_aws(write_spec):
+    spec = str(write_spec())
+
+    dry = smtrain("submit", spec, "--dry-run", "--job-name", "tiny-1", "-o", "json")
+    planned = smtrain("plan", spec, "--job-name", "tiny-1", "-o", "json")
+
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.stdout) == json.loads(planned.stdout)
+    assert SECRET not in dry.stdout
+
+
+def test_submit_refuses_blocking_findings_unless_allowed(write_spec, bucket):
+    spec = str(
+        write_spec(
+            name="smddp-g5",
+            framework_version="2.2.0",
+            py_version="py310",
+            instance={"type": "ml.g5.12xlarge", "count": 1},
+            distribution={"mode": "pytorchddp"},
+        )
+    )
+
+    refused = smtrain("submit", spec)
+    allowed = smtrain("submit", spec, "--allow-unverified", "-o", "json")
+
+    assert_user_error(refused, 2, "not submitted: unverified: instance.type")
+    assert "--allow-unverified" in refused.stderr
+    assert (
+        boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"][0]["TrainingJobName"]
+        == (json.loads(allowed.stdout)["job_name"])
+    )
+
+
+def test_submit_without_a_role_is_a_clean_error(write_spec, aws):
+    spec = write_spec()
+    text = spec.read_text().replace("role: arn:aws:iam::123456789012:role/SageMakerExecution\n", "")
+    spec.write_text(text)
+
+    assert_user_error(smtrain("submit", str(spec)), 2, "no SageMaker execution role")
+
+
+@pytest.mark.parametrize("command", [["status"], ["logs"], ["logs", "--follow"], ["stop"]])
+def test_commands_on_an_unknown_job_are_clean_errors(aws, command):
+    assert_user_error(smtrain(*command, "nope"), 2, "no training job named nope in us-east-1")
+
+
+def test_submit_without_a_region_sends_nothing(write_spec):
+    # No region anywhere (the suite's environment has none): the plan assumes one, submit does not.
+    assert_user_error(
+        smtrain("submit", str(write_spec())), 2, "no AWS region configured: the plan assumed us-east-1"
+    )
+
+
+def test_without_credentials_commands_say_so():
+    assert_user_error(smtrain("status", "tiny-a"), 2, "no AWS region configured")
+    assert_user_error(smtrain("list", "--region", "us-east-1"), 2, "no AWS credentials found")
+
+
+def test_list_status_and_logs_print_json_for_scripts(tiny_plan, aws):
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-a", "tiny-b", "other-c"])
+    seed_logs("tiny-a", {"algo-1": [(0, "one")], "algo-2": [(1, "two")]})
+
+    listed = smtrain("list", "--name-contains", "tiny", "--status", "Completed", "-o", "json")
+    limited = smtrain("list", "--max", "1", "-o", "json")
+    current = smtrain("status", "tiny-a", "-o", "json")
+    lines = smtrain("logs", "tiny-a", "--follow", "--poll-seconds", "0", "-o", "json")
+
+    assert {row["job_name"] for row in json.loads(listed.stdout)} == {"tiny-a", "tiny-b"}
+    assert len(json.loads(limited.stdout)) == 1
+    document = json.loads(current.stdout)
+    assert document["status"] == "Completed" and document["instance_count"] == 2
+    assert document["history"][0]["status"] == "Starting" and document["model_artifact"].endswith(
+        "model.tar.gz"
+    )
+    assert [json.loads(line)["message"] for line in lines.stdout.splitlines()] == ["one", "two"]
+
+
+def test_status_and_logs_text(tiny_plan, aws):
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-a"])
+    seed_logs("tiny-a", {"algo-2": [(1, "later")], "algo-1": [(0, "first")]})
+
+    current = smtrain("status", "tiny-a")
+    lines = smtrain("logs", "tiny-a")
+
+    assert current.stdout.startswith("tiny-a: Completed\n")
+    assert "  instances  2 x ml.c5.2xlarge\n" in current.stdout
+    assert "Starting  Preparing the instances for training" in current.stdout
+    assert lines.stdout == "[algo-1] first\n[algo-2] later\n"
+
+
+def test_submit_wait_logs_streams_the_logs_until_the_job_ends(write_spec, bucket):
+    seed_logs("tiny-w", {"algo-1": [(0, "epoch 1")], "algo-2": [(5, "epoch 1 (host 2)")]})
+
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-w", "--logs", "--poll-seconds", "0")
+
+    assert result.exit_code == 0, result.output
+    assert "Completed\n[algo-1] epoch 1\n[algo-2] epoch 1 (host 2)\n" in result.stdout
+    assert result.stdout.rstrip().endswith("model:   s3://smtrain-test/outputs/tiny-w/output/model.tar.gz")
+
+
+@pytest.mark.parametrize("final, exit_code", [("Completed", 0), ("Failed", 1), ("Stopped", 3)])
+def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, final, exit_code):
+    name = "tiny-stub"
+    sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_object", {})
+    sagemaker.add_response(
+        "create_training_job",
+        {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"},
+    )
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Starting"))
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
+    sagemaker.add_response(
+        "describe_training_job",
+        described(
+            name,
+            final,
+            final,
+            BillableTimeInSeconds=60,
+            TrainingEndTime=NOW,
+            Environment={"WANDB_API_KEY": SECRET},
+            **({"FailureReason": f"AlgorithmError: ExitCode 1, key {SECRET}"} if final == "Failed" else {}),
+        ),
+    )
+
+    result = smtrain(
+        "submit",
+        str(write_spec()),
+        "--job-name",
+        name,
+        "--wait",
+        "--poll-seconds",
+        "0",
+        "-o",
+        "json",
+        obj=stubbed,
+    )
+
+    assert result.exit_code == exit_code, result.output
+    assert [line.split("  ", 1)[1] for line in result.stderr.splitlines()] == [
+        "InProgress (Starting)",
+        "InProgress (Training)",
+        final,
+    ]
+    printed = json.loads(result.stdout)
+    assert printed["job_name"] == name and printed["final_status"]["status"] == final
+    if final == "Failed":
+        assert printed["final_status"]["failure_reason"] == "AlgorithmError: ExitCode 1, key ****"
+    assert SECRET not in result.output
+
+
+def test_stop_asks_only_a_running_job_to_stop(stubbed):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("tiny-run", "InProgress", "Training"))
+    sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": "tiny-run"})
+    sagemaker.add_response("describe_training_job", described("tiny-done", "Completed", "Completed"))
+
+    running = smtrain("stop", "tiny-run", "-o", "json", obj=stubbed)
+    done = smtrain("stop", "tiny-done", obj=stubbed)
+
+    assert json.loads(running.stdout) == {
+        "job_name": "tiny-run",
+        "stop_requested": True,
+        "status": "InProgress",
+    }
+    assert done.exit_code == 0 and done.stdout == "tiny-done is already Completed: nothing to stop\n"

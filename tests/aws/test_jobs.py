@@ -1,0 +1,200 @@
+"""orchestrator.jobs: list, status and logs against moto's server; wait, follow and stop on a Stubber, since
+moto creates every job Completed and lacks StopTrainingJob (HTTP 500, NotImplementedError)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from job_fakes import BUCKET, EPOCH, NOW, SECRET, T0, create_jobs, described, seed_logs
+
+from orchestrator.jobs import Job, JobNotFound, list_jobs
+from orchestrator.logs import LOG_GROUP
+
+
+@pytest.fixture
+def three_jobs(tiny_plan, aws):
+    """Three jobs on moto: tiny-a, tiny-b and other-c (all Completed, as moto makes them)."""
+    names = ["tiny-a", "tiny-b", "other-c"]
+    create_jobs(tiny_plan.create_training_job_request, names)
+    return names
+
+
+def test_list_jobs_filters_by_status_and_name_and_stops_at_max(three_jobs):
+    assert {job.name for job in list_jobs()} == set(three_jobs)
+    assert {job.name for job in list_jobs(name_contains="tiny")} == {"tiny-a", "tiny-b"}
+    assert {job.name for job in list_jobs(status="Completed", name_contains="other")} == {"other-c"}
+    assert list_jobs(status="Failed") == []
+    assert len(list_jobs(max_results=2)) == 2
+    row = list_jobs(name_contains="other")[0].to_dict()
+    assert row["status"] == "Completed" and row["created"].startswith("20")
+
+
+def test_status_reads_what_describe_training_job_says(three_jobs):
+    current = Job.attach("tiny-a").status()
+
+    assert (current.status, current.secondary_status) == ("Completed", "Completed")
+    assert (current.instance_type, current.instance_count) == ("ml.c5.2xlarge", 2)
+    assert [item.status for item in current.transitions] == ["Starting"]
+    assert current.model_artifact == f"s3://{BUCKET}/outputs/tiny-a/output/model.tar.gz"
+    assert current.is_terminal and current.failure_reason is None
+    assert current.console_url.endswith("#/jobs/tiny-a")
+
+
+def test_attach_to_an_unknown_job_raises_job_not_found(aws):
+    with pytest.raises(JobNotFound, match="no training job named nope in us-east-1") as raised:
+        Job.attach("nope")
+    assert raised.value.exit_code == 2
+
+
+def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
+    seed_logs(
+        "tiny-a",
+        {
+            "algo-1": [(0, "a: start"), (20, f"a: token={SECRET}"), (40, "a: done")],
+            "algo-2": [(10, "b: start"), (30, "b: done")],
+        },
+    )
+    # A job whose name starts with the same letters must not leak into tiny-a's logs.
+    seed_logs("tiny-ab", {"algo-1": [(5, "someone else")]})
+
+    lines = list(Job.attach("tiny-a").logs())
+
+    assert [str(line) for line in lines] == [
+        "[algo-1] a: start",
+        "[algo-2] b: start",
+        "[algo-1] a: token=****",
+        "[algo-2] b: done",
+        "[algo-1] a: done",
+    ]
+    started = datetime.fromtimestamp(EPOCH, tz=timezone.utc).isoformat()
+    assert lines[0].to_dict() == {"host": "algo-1", "time": started, "message": "a: start"}
+
+
+def test_logs_of_a_job_that_has_not_logged_yet_are_empty(three_jobs):
+    assert list(Job.attach("tiny-b").logs()) == []
+
+
+def test_follow_reads_until_the_job_ends_and_then_the_last_lines(stubbed):
+    name = "tiny-follow"
+    sagemaker, logs = stubbed.stubbers["sagemaker"], stubbed.stubbers["logs"]
+    stream = {"logStreamName": f"{name}/algo-1-{EPOCH}"}
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))  # secrets
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
+    logs.add_response("describe_log_streams", {"logStreams": [stream]})
+    logs.add_response(
+        "get_log_events",
+        {
+            "events": [{"timestamp": T0, "message": "epoch 1"}],
+            "nextForwardToken": "f/1",
+            "nextBackwardToken": "b/0",
+        },
+    )
+    logs.add_response(
+        "get_log_events",
+        {"events": [], "nextForwardToken": "f/1", "nextBackwardToken": "b/1"},
+        {
+            "logGroupName": LOG_GROUP,
+            "logStreamName": stream["logStreamName"],
+            "startFromHead": True,
+            "nextToken": "f/1",
+        },
+    )
+    sagemaker.add_response("describe_training_job", described(name, "Completed", "Completed"))
+    logs.add_response("describe_log_streams", {"logStreams": [stream]})
+    logs.add_response(
+        "get_log_events",
+        {
+            "events": [{"timestamp": T0 + 1, "message": "saved model"}],
+            "nextForwardToken": "f/2",
+            "nextBackwardToken": "b/1",
+        },
+    )
+    logs.add_response("get_log_events", {"events": [], "nextForwardToken": "f/2", "nextBackwardToken": "b/2"})
+
+    lines = [str(line) for line in Job(name, stubbed).logs(follow=True, poll_seconds=0)]
+
+    assert lines == ["[algo-1] epoch 1", "[algo-1] saved model"]
+
+
+def test_wait_reports_each_status_change_once_and_returns_the_final_status(stubbed):
+    name = "tiny-wait"
+    sagemaker = stubbed.stubbers["sagemaker"]
+    for status, secondary in [
+        ("InProgress", "Starting"),
+        ("InProgress", "Starting"),
+        ("InProgress", "Training"),
+    ]:
+        sagemaker.add_response("describe_training_job", described(name, status, secondary))
+    sagemaker.add_response(
+        "describe_training_job",
+        described(
+            name,
+            "Failed",
+            "Failed",
+            FailureReason=f"AlgorithmError: bad token {SECRET}",
+            Environment={"WANDB_API_KEY": SECRET},
+            BillableTimeInSeconds=42,
+            TrainingEndTime=NOW,
+        ),
+    )
+    seen = []
+
+    final = Job(name, stubbed).wait(poll_seconds=0, on_status=seen.append)
+
+    assert [(item.status, item.secondary_status) for item in seen] == [
+        ("InProgress", "Starting"),
+        ("InProgress", "Training"),
+        ("Failed", "Failed"),
+    ]
+    assert final.status == "Failed" and final.billable_seconds == 42
+    assert final.failure_reason == "AlgorithmError: bad token ****"
+
+
+@pytest.mark.parametrize("status", ["Stopping", "Stopped", "Completed", "Failed"])
+def test_stop_leaves_a_job_that_is_not_running_alone(stubbed, status):
+    # moto has no StopTrainingJob: the Stubber would fail the test on any call not queued here.
+    stubbed.stubbers["sagemaker"].add_response(
+        "describe_training_job", described("tiny-done", status, status)
+    )
+
+    assert Job("tiny-done", stubbed).stop() is False
+
+
+def test_stop_of_a_running_job_calls_stop_training_job(stubbed):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("tiny-run", "InProgress", "Training"))
+    sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": "tiny-run"})
+
+    job = Job("tiny-run", stubbed)
+
+    assert job.stop() is True
+    assert job.last_status.status == "InProgress"
+
+
+def test_stop_of_a_job_that_ended_meanwhile_is_not_an_error(stubbed):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("tiny-race", "InProgress", "Uploading"))
+    sagemaker.add_client_error(
+        "stop_training_job",
+        "ValidationException",
+        "The request was rejected because the training job is in status Completed.",
+    )
+    sagemaker.add_response("describe_training_job", described("tiny-race", "Completed", "Completed"))
+
+    assert Job("tiny-race", stubbed).stop() is False
+
+
+def test_job_repr_shows_what_is_known_without_a_call(stubbed):
+    stubbed.stubbers["sagemaker"].add_response(
+        "describe_training_job", described("tiny-r", "InProgress", "Training")
+    )
+    job = Job("tiny-r", stubbed)
+
+    assert repr(job) == "Job('tiny-r', region='us-east-1', status='not read yet')"
+    job.status()
+    assert repr(job) == "Job('tiny-r', region='us-east-1', status='InProgress')"
+    assert "| status | InProgress / Training |" in job._repr_markdown_()
+    assert "(https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/tiny-r)" in (
+        job._repr_markdown_()
+    )

@@ -1,0 +1,61 @@
+"""The example notebook, executed by a real Jupyter kernel (the venv's python) against moto's server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import boto3
+import nbformat
+from job_fakes import seed_logs
+from nbclient import NotebookClient
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KERNEL = "smtrain-venv"
+
+
+def _stdout(cell) -> str:
+    return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+
+
+def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
+    # The kernel inherits this process's environment (moto's endpoint, fake credentials); a kernelspec of our
+    # own pins it to this interpreter, whatever python3 kernel the machine has.
+    spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": KERNEL,
+                "language": "python",
+            }
+        )
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    boto3.client("s3").create_bucket(Bucket="my-bucket")  # the example spec's output bucket
+    notebook = nbformat.read(EXAMPLES / "submit_from_notebook.ipynb", as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
+    client = NotebookClient(
+        notebook, kernel_name=KERNEL, timeout=120, resources={"metadata": {"path": str(EXAMPLES)}}
+    )
+
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            if cell.source.startswith("for line in job.logs()"):
+                [job] = boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]
+                name = job["TrainingJobName"]
+                seed_logs(name, {"algo-1": [(0, "hello from 1")], "algo-2": [(1, "hello from 2")]})
+            client.execute_cell(cell, index)
+
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert _stdout(code[0]).strip() == sys.executable
+    assert name.startswith("mlp-gloo-cpu-")
+    assert '"TrainingJobName": "' + name in _stdout(code[2])
+    shown = code[3].outputs[0]["data"]
+    assert name in shown["text/plain"] and f"#/jobs/{name})" in shown["text/markdown"]
+    assert _stdout(code[5]).startswith("Completed Completed\nCompleted s3://my-bucket/outputs/")
+    assert _stdout(code[6]) == "[algo-1] hello from 1\n[algo-2] hello from 2\n"
+    assert code[7].outputs[0]["data"]["text/plain"] == "'Completed'"
