@@ -58,10 +58,14 @@ def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
     region, fallback = resolve_region(spec, boto)
     role = spec.role or os.environ.get(ROLE_ENV)
     output_path = spec.output_path or os.environ.get(OUTPUT_PATH_ENV)
+    code_location = spec.code_location
     if not role or not output_path:
         stack = _stack_outputs_or_none(boto, region)
-        role = role or (stack.role_arn if stack else None) or _studio_role()
-        output_path = output_path or (stack.output_path if stack else None)
+        if stack is not None:
+            role = role or stack.role_arn
+            if not output_path:
+                output_path, code_location = stack.output_path, code_location or stack.code_prefix
+        role = role or _studio_role()
     if not role:
         raise EnvironmentProblem(
             "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, no smtrain infra stack "
@@ -77,7 +81,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
     if not output_path.startswith("s3://"):
         raise EnvironmentProblem(f"output_path {output_path!r} is not an s3:// URI",
                                  fix="use s3://<bucket>/<prefix>/")
-    code_location = spec.code_location or f"s3://{bucket_of(output_path)}/code"
+    code_location = code_location or f"s3://{bucket_of(output_path)}/code"
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
                   region_is_fallback=fallback)
 

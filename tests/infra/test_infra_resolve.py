@@ -1,0 +1,42 @@
+"""A spec that leaves `role` and `output_path` out takes them from the deployed stack (moto server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from orchestrator import infra
+from orchestrator.cli import main
+from orchestrator.loader import load
+from orchestrator.plan import plan
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
+
+
+def test_spec_without_role_or_output_path_uses_the_stack(moto_session, all_features):
+    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    job = plan(load(EXAMPLE, ["role=null", "output_path=null", "checkpoint=null"]), boto=moto_session,
+               job_name="from-stack")
+    request = job.create_training_job_request
+    assert request["RoleArn"] == outputs.role_arn
+    assert request["OutputDataConfig"]["S3OutputPath"] == outputs.output_path
+    assert job.source_uri == f"{outputs.code_prefix.rstrip('/')}/{job.source.sha256}/sourcedir.tar.gz"
+
+
+def test_spec_values_win_over_the_stack(moto_session, all_features):
+    infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    job = plan(load(EXAMPLE), boto=moto_session)
+    assert job.create_training_job_request["RoleArn"] == "arn:aws:iam::123456789012:role/SageMakerExecution"
+
+
+def test_infra_show_and_plan_agree(moto_session, all_features, monkeypatch):
+    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    shown = json.loads(CliRunner().invoke(main, ["infra", "show", "--output", "json"]).stdout)
+    assert shown["role_arn"] == outputs.role_arn and shown["output_path"] == outputs.output_path
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--set", "role=null", "--set", "output_path=null",
+                                       "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["create_training_job_request"]["RoleArn"] == outputs.role_arn
