@@ -18,6 +18,7 @@ _API = {
     "build_estimator": "orchestrator.estimator",
     "submit": "orchestrator.submission",
     "Job": "orchestrator.jobs",
+    "run_local": "orchestrator.emulator.runner",
 }
 
 
