@@ -23,6 +23,11 @@ SM_CHANNEL_PREFIX = "SM_CHANNEL_"
 SM_NUM_GPUS = "SM_NUM_GPUS"
 SM_RESOURCE_CONFIG = "SM_RESOURCE_CONFIG"
 SM_TRAINING_ENV = "SM_TRAINING_ENV"
+SM_FRAMEWORK_PARAMS = "SM_FRAMEWORK_PARAMS"
+# The hyperparameter flag the SDK sends for smddp (and pytorchddp, which it rewrites into smddp).
+SMDDP_ENABLED_FLAG = "sagemaker_distributed_dataparallel_enabled"
+# The channel the shared trainer reads real data from (SM_CHANNEL_TRAIN).
+TRAIN_CHANNEL = "train"
 
 # Rendezvous: set by the PyTorch toolkit (MASTER_*) and by torchrun (the rest).
 MASTER_ADDR = "MASTER_ADDR"

@@ -76,3 +76,22 @@ def aws(moto_server, monkeypatch):
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return moto_server
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason."""
+    gpu_tests = [item for item in items if "gpu" in item.keywords]
+    if gpu_tests and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
+        for item in gpu_tests:
+            item.add_marker(skip)
+
+
+def _cuda_available() -> bool:
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import DEFAULT_MASTER_PORT
+from orchestrator.contract import DEFAULT_MASTER_PORT, SMDDP_ENABLED_FLAG
 from orchestrator.spec import JobSpec, Mode
 
 GROUP_NAME = "homogeneousCluster"
@@ -27,7 +27,7 @@ CORE_HYPERPARAMETERS = frozenset({
 })
 # The flags that make the toolkit treat the current instance group as a distribution group (§6).
 DISTRIBUTION_FLAGS = (
-    "sagemaker_mpi_enabled", "sagemaker_parameter_server_enabled", "sagemaker_distributed_dataparallel_enabled",
+    "sagemaker_mpi_enabled", "sagemaker_parameter_server_enabled", SMDDP_ENABLED_FLAG,
     "sagemaker_pytorch_ddp_enabled", "sagemaker_pytorch_xla_multi_worker_enabled",
     "sagemaker_multi_worker_mirrored_strategy_enabled", "sagemaker_torch_distributed_enabled",
 )
@@ -43,7 +43,7 @@ def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
         flags["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
         return flags
     if dist.mode in (Mode.pytorchddp, Mode.smddp):
-        return {"sagemaker_distributed_dataparallel_enabled": True, "sagemaker_instance_type": spec.instance.type,
+        return {SMDDP_ENABLED_FLAG: True, "sagemaker_instance_type": spec.instance.type,
                 "sagemaker_distributed_dataparallel_custom_mpi_options": dist.custom_mpi_options}
     if dist.mode is Mode.torch_distributed:
         return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": spec.instance.type}

@@ -19,7 +19,8 @@ SHARED_NAMES = [
     "OPT_ML", "SAGEMAKER_BASE_DIR", "DEFAULT_CHECKPOINT_DIR", "SM_HOSTS", "SM_CURRENT_HOST", "SM_MODEL_DIR",
     "SM_OUTPUT_DIR", "SM_OUTPUT_DATA_DIR", "SM_CHANNEL_PREFIX", "SM_NUM_GPUS", "SM_RESOURCE_CONFIG", "SM_TRAINING_ENV",
     "MASTER_ADDR", "MASTER_PORT", "DEFAULT_MASTER_PORT", "TORCHRUN_VARS", "OMPI_VARS", "SMTRAIN_SUBSTITUTE_BACKEND",
-    "METRICS_JSONL", "MODEL_STATE_FILE", "MODEL_METADATA_FILE", "FAILURE_FILE",
+    "METRICS_JSONL", "MODEL_STATE_FILE", "MODEL_METADATA_FILE", "FAILURE_FILE", "SM_FRAMEWORK_PARAMS",
+    "SMDDP_ENABLED_FLAG",
 ]
 
 
@@ -29,10 +30,11 @@ def entrypoints():
     sys.path.insert(0, str(REPO / "entrypoints"))
     try:
         import config
+        import data
         import dist_env
         import metrics
 
-        yield {"config": config, "dist_env": dist_env, "metrics": metrics}
+        yield {"config": config, "data": data, "dist_env": dist_env, "metrics": metrics}
     finally:
         sys.path.remove(str(REPO / "entrypoints"))
 
@@ -62,9 +64,13 @@ def test_contract_metric_regexes_read_the_line_train_py_prints(entrypoints):
     assert values == {"train:loss": 0.123456, "train:samples_per_sec": 1520.3, "train:epoch": 3.0}
 
 
-def test_contract_smddp_flag_is_what_the_sdk_sends(entrypoints):
+def test_contract_smddp_flag_is_what_the_sdk_sends():
     spec = load(REPO / "job_specs" / "mlp-ddp-smddp-2x-p4d.24xlarge.yaml").spec
-    assert entrypoints["dist_env"].SMDDP_ENABLED_FLAG in distribution_hyperparameters(spec)
+    assert contract.SMDDP_ENABLED_FLAG in distribution_hyperparameters(spec)
+
+
+def test_contract_train_channel(entrypoints):
+    assert entrypoints["data"].TRAIN_CHANNEL == contract.TRAIN_CHANNEL.upper()
 
 
 def test_contract_example_hyperparameters_are_known_to_train_py():

@@ -1,0 +1,75 @@
+"""Checkpoint files: atomic writes, pruning, and skipping corrupt or partial files on resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import checkpoint
+from checkpoint import CheckpointDir
+
+
+def _state(step: int) -> dict:
+    return {"format": checkpoint.CHECKPOINT_FORMAT, "global_step": step, "model": {"w": torch.full((2,), step)},
+            "optimizer": {}, "scaler": {}, "rng": [], "progress": {}, "settings": {}}
+
+
+def test_save_writes_the_named_file_and_no_temporary(tmp_path):
+    directory = CheckpointDir(tmp_path / "ckpt")
+    path = directory.save(_state(120))
+    assert path.name == "ckpt-000120.pt"
+    assert [entry.name for entry in path.parent.iterdir()] == ["ckpt-000120.pt"]
+    assert torch.equal(directory.load(120)["model"]["w"], torch.full((2,), 120))
+
+
+def test_save_keeps_only_the_newest_checkpoints(tmp_path):
+    directory = CheckpointDir(tmp_path, keep=3)
+    for step in (5, 10, 15, 20, 1000000):
+        directory.save(_state(step))
+    assert directory.steps() == [1000000, 20, 15]
+
+
+def test_newest_valid_skips_corrupt_and_partial_files_with_a_warning(tmp_path):
+    directory = CheckpointDir(tmp_path)
+    directory.save(_state(10))
+    complete = directory.path(10).read_bytes()
+    directory.path(20).write_bytes(complete[: len(complete) // 2])  # a partial copy
+    directory.path(30).write_bytes(b"\x00garbage")
+    torch.save(_state(99), directory.path(40))  # a file whose content disagrees with its name
+    (tmp_path / ".ckpt-000050.pt.tmp-123").write_bytes(b"half")  # an interrupted write, never a candidate
+    warnings: list[str] = []
+    step, state = directory.newest_valid(warnings.append)
+    assert step == 10 and state["global_step"] == 10
+    assert len(warnings) == 3
+    for warning, skipped_step in zip(warnings, (40, 30, 20)):
+        assert warning.startswith(f"skipping checkpoint: {directory.path(skipped_step)} ")
+
+
+def test_checkpoint_missing_keys_is_invalid(tmp_path):
+    directory = CheckpointDir(tmp_path)
+    torch.save({"format": checkpoint.CHECKPOINT_FORMAT, "global_step": 7}, directory.path(7))
+    warnings: list[str] = []
+    assert directory.newest_valid(warnings.append) is None
+    assert "lacks checkpoint keys ['model', 'optimizer'" in warnings[0]
+
+
+def test_no_directory_means_no_checkpoint(tmp_path):
+    assert CheckpointDir(tmp_path / "absent").newest_valid(lambda warning: None) is None
+
+
+def test_background_save_writes_the_state_as_it_was_when_called(tmp_path):
+    directory = CheckpointDir(tmp_path)
+    state = _state(3)
+    assert directory.save_in_background(state) == tmp_path / "ckpt-000003.pt"
+    state["model"]["w"].add_(100)  # training goes on changing the weights
+    directory.wait()
+    assert torch.equal(directory.load(3)["model"]["w"], torch.full((2,), 3))
+
+
+def test_background_save_failure_is_raised_by_wait(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    directory = CheckpointDir(blocker / "checkpoints")
+    directory.save_in_background(_state(1))
+    with pytest.raises(OSError):
+        directory.wait()

@@ -1,0 +1,43 @@
+"""The failure file: what a failed run leaves for SageMaker's FailureReason, and the exit status."""
+
+from __future__ import annotations
+
+import pytest
+
+import train
+
+# An exception type and message come first: SageMaker shows the first 1024 characters.
+FAILURE_PREFIX_LENGTH = 1024
+
+
+def test_unknown_hyperparameter_writes_the_failure_file_and_exits_2(tmp_path, capsys):
+    assert train.main(["--lrr", "0.1"], {"SAGEMAKER_BASE_DIR": str(tmp_path)}) == 2
+    reason = (tmp_path / "output" / "failure").read_text()
+    assert reason.startswith("HyperparameterError: unrecognized arguments: --lrr 0.1; train.py takes --trainer")
+    assert "train.py: error: unrecognized arguments: --lrr 0.1" in capsys.readouterr().err
+
+
+def test_failure_file_keeps_the_first_writer(tmp_path):
+    train.write_failure(tmp_path, ValueError("rank 1 failed first"))
+    train.write_failure(tmp_path, RuntimeError("rank 0 failed later"))
+    assert (tmp_path / "failure").read_text().startswith("ValueError: rank 1 failed first\n")
+
+
+def test_unwritable_output_dir_does_not_hide_the_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    train.write_failure(blocker / "output", ValueError("the real error"))
+    assert f"could not write {blocker / 'output' / 'failure'}" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bad_channel_file_fails_the_run_with_its_name_in_the_failure_file(launcher, tmp_path):
+    channel = tmp_path / "train"
+    channel.mkdir()
+    (channel / "bad.csv").write_text("1,2,3,4,5,0\n1,2,three,4,5,1\n")
+    failed = launcher.single("bad-channel", ["--model", "linear"], SM_CHANNEL_TRAIN=str(channel))
+    assert failed.returncode == 1, failed.output
+    reason = (failed.base_dir / "output" / "failure").read_text()
+    assert reason[:FAILURE_PREFIX_LENGTH].startswith(
+        f"DataError: {channel / 'bad.csv'}: line 2: could not convert string to float: 'three'")
+    assert "Traceback" in failed.output

@@ -1,0 +1,142 @@
+"""Real training launches on the CPU: torchrun, emulated SageMaker hosts, mpirun, and SIGTERM then resume.
+
+Reference runs are module fixtures shared by the tests that compare against them: every torch process costs
+seconds to start on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+
+import pytest
+import torch
+
+import metrics
+from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--model", "mlp", "--num-samples", "256", "--epochs", "2", "--log-every", "4", "--lr", "0.05"]
+# Long enough epochs (32 steps of 8 samples per rank) to interrupt one in the middle.
+RESUMABLE = ["--model", "mlp", "--num-samples", "512", "--epochs", "2", "--batch-size", "8", "--log-every", "2",
+             "--checkpoint-every", "5", "--optimizer", "adam", "--lr", "0.01"]
+RESUMABLE_STEPS_PER_EPOCH = 512 // 2 // 8
+METRIC_LINE = re.compile(r"^epoch=\d+ step=\d+/\d+ train_loss=\d+\.\d{6} samples_per_sec=\d+\.\d$")
+SMDDP_MODE = json.dumps({"sagemaker_distributed_dataparallel_enabled": True})
+
+
+@pytest.fixture(scope="module")
+def two_ranks(launcher):
+    """torchrun, 2 processes of batch 8."""
+    return launcher.torchrun("torchrun-2", 2, [*SMALL, "--batch-size", "8"]).assert_ok()
+
+
+@pytest.fixture(scope="module")
+def one_rank_double_batch(launcher):
+    """One process of batch 16, as the local emulator runs smddp mode: trainer ddp, gloo substituted."""
+    return launcher.single("one-rank", [*SMALL, "--batch-size", "16", "--trainer", "ddp"],
+                           SMTRAIN_SUBSTITUTE_BACKEND="gloo", SM_FRAMEWORK_PARAMS=SMDDP_MODE).assert_ok()
+
+
+@pytest.fixture(scope="module")
+def two_hosts(launcher):
+    """SageMaker mode none on two emulated hosts, uninterrupted: the reference for the resume test."""
+    checkpoints = launcher.root / "two-hosts" / "checkpoints"
+    return [run.assert_ok() for run in launcher.hosts("two-hosts", [*RESUMABLE, "--checkpoint-dir", str(checkpoints)])]
+
+
+def assert_identical_replicas(run, launcher_name: str, world_size: int, dataset_size: int) -> None:
+    """Every rank ended with the weights rank 0 saved, and each epoch saw the dataset exactly once."""
+    metadata = run.model_json()
+    assert (metadata["launcher"], metadata["world_size"]) == (launcher_name, world_size)
+    assert len(metadata["replica_checksums"]) == world_size
+    assert set(metadata["replica_checksums"]) == {metrics.state_checksum(run.state_dict())}
+    assert metadata["replicas_in_sync"] is True
+    assert metadata["samples_seen_per_epoch"] == [dataset_size, dataset_size]
+    assert [event["samples_seen"] for event in run.metric_events("epoch")] == [dataset_size, dataset_size]
+
+
+def assert_same_weights(first: dict, second: dict, tolerance: float) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], atol=tolerance, rtol=0)
+
+
+def test_torchrun_two_processes_end_with_identical_replicas(two_ranks):
+    assert_identical_replicas(two_ranks, "torchrun", world_size=2, dataset_size=256)
+    assert "replicas in sync: 1 distinct checksum(s) over 2 rank(s)" in two_ranks.output
+
+
+def test_metric_lines_have_the_documented_format_and_match_the_metric_definitions(two_ranks):
+    lines = [line for line in two_ranks.output.splitlines() if line.startswith("epoch=")]
+    assert [line.split()[1] for line in lines] == ["step=4/32", "step=8/32", "step=12/32", "step=16/32",
+                                                   "step=20/32", "step=24/32", "step=28/32", "step=32/32"]
+    assert all(METRIC_LINE.match(line) for line in lines), lines
+    for definition in DEFAULT_METRIC_DEFINITIONS:
+        values = [float(match.group(1)) for line in lines if (match := re.search(definition["Regex"], line))]
+        assert len(values) == len(lines), definition
+    final_loss = two_ranks.model_json()["final_loss"]
+    assert f"final train_loss={final_loss:.6f}" in two_ranks.output
+
+
+def test_one_rank_with_double_batch_matches_two_ranks(two_ranks, one_rank_double_batch):
+    assert_same_weights(one_rank_double_batch.state_dict(), two_ranks.state_dict(), tolerance=1e-6)
+
+
+def test_emulated_smddp_run_says_it_substitutes_gloo(one_rank_double_batch):
+    metadata = one_rank_double_batch.model_json()
+    assert (metadata["trainer"], metadata["backend"]) == ("ddp", "gloo")
+    assert one_rank_double_batch.output.count("trainer ddp needs the smddp backend") == 1
+
+
+def test_dp_with_gradient_accumulation_matches_the_larger_batch(launcher, one_rank_double_batch):
+    accumulated = launcher.single("dp-accumulated", [*SMALL, "--batch-size", "8", "--grad-accum", "2",
+                                                     "--trainer", "dp"]).assert_ok()
+    assert accumulated.output.count("trainer dp: no CUDA device") == 1
+    assert accumulated.model_json()["steps"] == one_rank_double_batch.model_json()["steps"] == 32
+    assert_same_weights(accumulated.state_dict(), one_rank_double_batch.state_dict(), tolerance=1e-6)
+
+
+def test_mpirun_four_processes_end_with_identical_replicas(launcher, two_ranks):
+    four_ranks = launcher.mpirun("mpirun-4", 4, "train.py", [*SMALL, "--batch-size", "4"]).assert_ok()
+    assert_identical_replicas(four_ranks, "mpirun", world_size=4, dataset_size=256)
+    assert_same_weights(four_ranks.state_dict(), two_ranks.state_dict(), tolerance=1e-6)  # same global batch
+
+
+def test_two_sagemaker_hosts_end_with_identical_replicas(two_hosts):
+    first, second = two_hosts
+    assert_identical_replicas(first, "sagemaker", world_size=2, dataset_size=512)
+    assert not second.model_dir.exists()  # only rank 0 writes the model
+
+
+def test_sigterm_mid_epoch_then_resume_is_bit_identical(launcher, two_hosts):
+    checkpoints = launcher.root / "resume" / "checkpoints"
+    args = [*RESUMABLE, "--checkpoint-dir", str(checkpoints)]
+    hosts = launcher.start_hosts("resume/interrupted", [*args, "--simulate-step-seconds", "0.05"])
+    deadline = time.monotonic() + 120
+    while "step=4/" not in hosts[0].output():
+        assert time.monotonic() < deadline and all(host.process.poll() is None for host in hosts), hosts[0].output()
+        time.sleep(0.05)
+    for host in hosts:
+        host.process.send_signal(signal.SIGTERM)
+    interrupted = [host.wait() for host in hosts]
+    assert [run.returncode for run in interrupted] == [0, 0], interrupted[0].output + interrupted[1].output
+    saved = re.search(r"interrupted: checkpoint saved at step (\d+)", interrupted[0].output)
+    assert saved, interrupted[0].output
+    step = int(saved.group(1))
+    assert step % RESUMABLE_STEPS_PER_EPOCH != 0 and step < 2 * RESUMABLE_STEPS_PER_EPOCH  # mid-epoch
+    assert not interrupted[0].model_dir.exists()
+    corrupt = checkpoints / f"ckpt-{step + 1:06d}.pt"
+    corrupt.write_bytes(b"a partial upload")
+
+    first, second = [run.assert_ok() for run in launcher.hosts("resume/restarted", args)]
+    assert f"skipping checkpoint: {corrupt} is not a readable checkpoint" in first.output
+    epoch = step // RESUMABLE_STEPS_PER_EPOCH + 1
+    assert f"resuming from {checkpoints / f'ckpt-{step:06d}.pt'}: epoch {epoch}, step {step}/64" in first.output
+    reference, resumed = two_hosts[0].state_dict(), first.state_dict()
+    assert reference.keys() == resumed.keys()
+    assert all(torch.equal(reference[name], resumed[name]) for name in reference)
+    assert first.model_json()["samples_seen_per_epoch"] == [512, 512]
