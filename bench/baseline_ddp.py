@@ -13,6 +13,7 @@ rank 0 writes the samples trained (all ranks) and the wall and CPU seconds of it
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -60,6 +61,8 @@ def main() -> None:
         samples = len(sampler) * world_size * config.epochs
         own.result.write_text(json.dumps({"samples": samples, "train_seconds": train_seconds,
                                           "train_cpu_seconds": train_cpu_seconds}))
+    del model  # release the DDP model and its tensors before the group goes (see entrypoints/trainers.py)
+    gc.collect()
     dist.destroy_process_group()
 
 

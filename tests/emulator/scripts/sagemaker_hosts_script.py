@@ -3,6 +3,7 @@ come from SM_HOSTS / SM_CURRENT_HOST as argparse defaults, the rank is the host'
 MASTER_PORT come from the PyTorch toolkit. Nothing here knows about smtrain."""
 
 import argparse
+import gc
 import json
 import os
 
@@ -21,6 +22,12 @@ def main():
 
     host_rank = args.hosts.index(args.current_host)
     dist.init_process_group(backend=args.backend, rank=host_rank, world_size=len(args.hosts))
+    train(args, host_rank)
+    gc.collect()  # release every tensor a collective touched before the group goes (see entrypoints/trainers.py)
+    dist.destroy_process_group()
+
+
+def train(args, host_rank):
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -40,7 +47,6 @@ def main():
     if host_rank == 0:
         torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pth"))
     print(f"host {args.current_host} rank {host_rank}/{len(args.hosts)} done", flush=True)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """A torchrun-style DDP script that reads only RANK, LOCAL_RANK and WORLD_SIZE (the PyTorch tutorial shape)."""
 
+import gc
 import json
 import os
 
@@ -11,6 +12,12 @@ from torch.nn.parallel import DistributedDataParallel
 def main():
     rank, local_rank, world_size = (int(os.environ[name]) for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
     dist.init_process_group("gloo")
+    train(rank, local_rank, world_size)
+    gc.collect()  # release every tensor a collective touched before the group goes (see entrypoints/trainers.py)
+    dist.destroy_process_group()
+
+
+def train(rank, local_rank, world_size):
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(4, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -24,7 +31,6 @@ def main():
     out = os.environ.get("SM_OUTPUT_DATA_DIR", ".")
     with open(os.path.join(out, f"weights-rank{rank}.json"), "w") as handle:
         json.dump({"rank": rank, "local_rank": local_rank, "world_size": world_size, "weights": weights}, handle)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
