@@ -1,9 +1,11 @@
 """`smtrain local` against the same script started by hand with torchrun and the same environment.
 
-Both train the 2-host CPU gloo example (job_specs/mlp-gloo-none-2x-c5.2xlarge.yaml, its hyperparameters) with
+All train the 2-host CPU gloo example (job_specs/mlp-gloo-none-2x-c5.2xlarge.yaml, its hyperparameters) with
 2 processes of 1 thread each: smtrain emulates 2 hosts (mode none: one python per host, SM_* environment, run
-directory, tarball, artifacts); the baseline is `torchrun --nproc-per-node 2 entrypoints/train.py <same args>`.
-Goal from the issue: <= 1.25x wall time. Run: .venv/bin/python bench/bench_local.py [--repeats N]
+directory, tarball, artifacts). Baselines: `torchrun --nproc-per-node 2 entrypoints/train.py <same args>` (the
+issue's), and the two `python train.py` processes smtrain starts, started by hand with SM_HOSTS/SM_CURRENT_HOST
+(what is left is smtrain's own overhead). Goal from the issue: <= 1.25x wall time against torchrun.
+Run: .venv/bin/python bench/bench_local.py [--repeats N]
 """
 
 from __future__ import annotations
@@ -45,13 +47,22 @@ def main() -> None:
     smtrain_run = ["sh", "-c", f"rm -rf {work}/runs && exec {bin_dir}/smtrain local {SPEC} -q --run-dir {work}/runs"]
     baseline = ["sh", "-c", f"rm -rf {work}/baseline/checkpoints/* && exec {bin_dir}/torchrun --nproc-per-node 2 "
                             f"--master-port 29871 {REPO}/entrypoints/train.py {' '.join(_hyperparameter_args())}"]
+    train = f"{sys.executable} {REPO}/entrypoints/train.py {' '.join(_hyperparameter_args())}"
+    by_hand = ["sh", "-c", " & ".join(
+        f"SM_HOSTS='[\"algo-1\",\"algo-2\"]' SM_CURRENT_HOST={host} MASTER_ADDR=127.0.0.1 MASTER_PORT=29872 "
+        f"SAGEMAKER_BASE_DIR={work}/{host} SM_MODEL_DIR={work}/{host}/model SM_OUTPUT_DIR={work}/{host}/output "
+        f"SM_OUTPUT_DATA_DIR={work}/{host}/output {train}" for host in ("algo-1", "algo-2")) + "; wait"]
+    by_hand[2] = f"rm -rf {work}/algo-*; mkdir -p {work}/algo-1/model {work}/algo-2/model; " + by_hand[2]
     try:
         timings = alternate({"smtrain local (2 emulated hosts)": smtrain_run,
-                             "bare torchrun, same script": baseline}, repeats=args.repeats, env=env, cwd=work)
+                             "bare torchrun, same script": baseline,
+                             "2 processes by hand, SM_HOSTS": by_hand}, repeats=args.repeats, env=env, cwd=work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report("local", timings, {"smtrain local / torchrun": ("smtrain local (2 emulated hosts)",
-                                                           "bare torchrun, same script", 1.25)})
+    report("local", timings, {
+        "smtrain local / torchrun": ("smtrain local (2 emulated hosts)", "bare torchrun, same script", 1.25),
+        "smtrain local / by hand": ("smtrain local (2 emulated hosts)", "2 processes by hand, SM_HOSTS", None),
+    })
 
 
 if __name__ == "__main__":
