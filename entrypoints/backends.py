@@ -17,13 +17,12 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 
+import dist_env
 import torch
 import torch.distributed as dist
+from dist_env import DistEnv
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-
-import dist_env
-from dist_env import DistEnv
 
 SMDDP_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
 

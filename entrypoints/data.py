@@ -21,11 +21,10 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-import torch
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
-
 import dist_env
+import torch
 from models import Task
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 TRAIN_CHANNEL = "TRAIN"
 DATA_SUFFIXES = (".csv", ".pt")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
-
 from config import TrainConfig
+from torch import nn
 
 
 @dataclass(frozen=True)

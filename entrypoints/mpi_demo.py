@@ -12,9 +12,8 @@ import json
 import os
 import sys
 
-from mpi4py import MPI
-
 import dist_env
+from mpi4py import MPI
 
 SUMMARY_FILE = "mpi_demo.json"
 

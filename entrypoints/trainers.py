@@ -17,20 +17,19 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.distributed as dist
-from torch import nn
-
 import backends
 import checkpoint
 import data
 import dist_env
 import metrics
+import torch
+import torch.distributed as dist
 from backends import Runtime
 from config import TrainConfig
 from dist_env import ContainerPaths, DistEnv
 from models import TASKS, build_model
 from spot import StopAgreement
+from torch import nn
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -6,17 +6,17 @@ loader took 200 ms, most of `smtrain validate`'s time.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 DATA_DIR = Path(__file__).parent / "data"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_data_file(name: str) -> Any:
     """Parses `orchestrator/data/<name>` once per process."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load((DATA_DIR / name).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (safe loader)
+    return yaml.load((DATA_DIR / name).read_text(encoding="utf-8"), Loader=loader)

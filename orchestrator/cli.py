@@ -7,50 +7,17 @@ Only click is imported at start-up; every command imports what it needs when it 
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from orchestrator import __version__
-
-SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax: 3, true, \"2.3.0\", [a, b]). "
-            "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
+from orchestrator.cli_options import UserErrorGroup, echo_json, output_option, set_option
 
 
-class _Group(click.Group):
-    """Prints user errors as one clear message (no traceback) with their exit code."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from orchestrator.errors import SmtrainError
-
-        try:
-            return super().invoke(ctx)
-        except SmtrainError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
-            ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.secho("interrupted", fg="yellow", err=True)
-            ctx.exit(130)
-
-
-def _set_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
-
-
-def _output_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-                        help="json: machine-readable output on stdout for scripts and CI.")(function)
-
-
-def _echo_json(document: Any) -> None:
-    click.echo(json.dumps(document, indent=2, default=str))
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="smtrain")
 def main() -> None:
     """Describe a PyTorch training job in YAML; validate it, see the exact SageMaker request, run it locally
@@ -69,8 +36,8 @@ def main() -> None:
 
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@_set_option
-@_output_option
+@set_option
+@output_option
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], output: str) -> None:
     """Check spec FILES against the schema and the capability matrix. Offline and fast: no AWS call.
 
@@ -100,14 +67,14 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], output: str) ->
             if text:
                 click.echo(text)
     if output == "json":
-        _echo_json(results)
+        echo_json(results)
     sys.exit(2 if failed else 0)
 
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@_set_option
-@_output_option
+@set_option
+@output_option
 @click.option("--job-name", help="Exact job name to plan for (default: the spec's name plus a timestamp).")
 @click.option("--max-source-mb", type=float, default=100, show_default=True,
               help="Refuse a source_dir that packs larger than this.")
@@ -123,7 +90,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 
     job_plan = make_plan(load(file, overrides), job_name=job_name, max_source_bytes=int(max_source_mb * 1e6))
     if output == "json":
-        _echo_json(job_plan.to_dict())
+        echo_json(job_plan.to_dict())
     else:
         from orchestrator.render import print_plan
 
@@ -132,7 +99,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@_set_option
+@set_option
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
               help="Local data for channel NAME (overrides the spec's inputs.NAME; repeatable).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -149,7 +116,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
                    "master in distributed modes (catches scripts that assume algo-1).")
 @click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
 @click.option("--quiet", "-q", is_flag=True, help="Only progress and the result, not every log line.")
-@_output_option
+@output_option
 def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           link_inputs: bool, quiet: bool, output: str) -> None:
@@ -173,7 +140,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_di
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     if output == "json":
-        _echo_json(result.__dict__)
+        echo_json(result.__dict__)
     sys.exit(result.exit_code)
 
 
@@ -206,13 +173,13 @@ def schema() -> None:
     from orchestrator.spec import JobSpec
 
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
-    _echo_json(document)
+    echo_json(document)
 
 
 @main.command()
 @click.option("--family", help="Only this family, e.g. g5 or p4d.")
 @click.option("--accelerator", type=click.Choice(["cpu", "gpu", "trainium"]), help="Only this kind.")
-@_output_option
+@output_option
 def instances(family: str | None, accelerator: str | None, output: str) -> None:
     """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour."""
     from orchestrator.catalog import catalog
@@ -220,7 +187,7 @@ def instances(family: str | None, accelerator: str | None, output: str) -> None:
     rows = [entry for entry in catalog().instances.values()
             if (family is None or entry.family == family) and (accelerator is None or entry.accelerator == accelerator)]
     if output == "json":
-        _echo_json([entry.__dict__ for entry in rows])
+        echo_json([entry.__dict__ for entry in rows])
         return
     from orchestrator.render import print_instances
 

@@ -3,47 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from orchestrator import infra as infra_lib
-from orchestrator.errors import SmtrainError
+from orchestrator.cli_options import UserErrorGroup, echo_json, output_option
 
 _stack_name_option = click.option(
     "--stack-name",
     metavar="NAME",
     help=f"CloudFormation stack [default: ${infra_lib.STACK_NAME_ENV} or '{infra_lib.DEFAULT_STACK_NAME}'].",
 )
-_output_option = click.option(
-    "--output",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the stack's outputs on stdout (progress goes to stderr).",
-)
-
-
-def _user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Print an SmtrainError as its message and fix, without a traceback, and exit with its code."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except SmtrainError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            raise click.exceptions.Exit(exc.exit_code) from exc
-
-    return wrapper
-
-
 def _parse_parameters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
     parameters = {}
     for item in values:
@@ -54,7 +26,7 @@ def _parse_parameters(ctx: click.Context, param: click.Parameter, values: tuple[
     return parameters
 
 
-@click.group("infra")
+@click.group("infra", cls=UserErrorGroup)
 def infra() -> None:
     """The SageMaker execution role and S3 bucket that jobs need, as a CloudFormation stack."""
 
@@ -80,10 +52,9 @@ def infra() -> None:
 @click.option(
     "--yes", "-y", is_flag=True, help="Execute the change set without asking (needed without a terminal)."
 )
-@_output_option
-@_user_errors
+@output_option
 def deploy(
-    stack_name: str | None, parameters: dict[str, str], template_file: Path, yes: bool, output_format: str
+    stack_name: str | None, parameters: dict[str, str], template_file: Path, yes: bool, output: str
 ) -> None:
     """Create or update the stack through a change set: preview the changes, confirm, execute, wait.
 
@@ -101,16 +72,15 @@ def deploy(
     if outputs is None:
         click.echo("Cancelled: the change set was deleted and nothing changed.", err=True)
         raise click.exceptions.Exit(1)
-    _print_outputs(outputs, output_format)
+    _print_outputs(outputs, output)
 
 
 @infra.command()
 @_stack_name_option
-@_output_option
-@_user_errors
-def show(stack_name: str | None, output_format: str) -> None:
+@output_option
+def show(stack_name: str | None, output: str) -> None:
     """Print the stack's outputs: role ARN, bucket, output path, checkpoint and code prefixes."""
-    _print_outputs(infra_lib.stack_outputs(stack_name), output_format)
+    _print_outputs(infra_lib.stack_outputs(stack_name), output)
 
 
 def _print_event(event: infra_lib.DeployEvent) -> None:
@@ -134,10 +104,10 @@ def _ask_to_execute(changes: list[dict[str, str]]) -> bool:
     return click.confirm(f"Execute these {len(changes)} change(s)?", default=False, err=True)
 
 
-def _print_outputs(outputs: infra_lib.StackOutputs, output_format: str) -> None:
+def _print_outputs(outputs: infra_lib.StackOutputs, output: str) -> None:
     fields = dataclasses.asdict(outputs)
-    if output_format == "json":
-        click.echo(json.dumps(fields, indent=2))
+    if output == "json":
+        echo_json(fields)
         return
     width = max(map(len, fields))
     for key, value in fields.items():

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from orchestrator.cli_options import echo_json, output_option, set_option
 from orchestrator.jobs import STATUSES, Job, JobStatus, console_url, list_jobs
 from orchestrator.logs import LogLine
 
@@ -28,17 +29,6 @@ if TYPE_CHECKING:
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
 POLL_SECONDS = 15.0
-
-
-def _output_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--output",
-        "-o",
-        type=click.Choice(["text", "json"]),
-        default="text",
-        show_default=True,
-        help="json: machine-readable output on stdout for scripts and CI.",
-    )(function)
 
 
 def _region_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -63,20 +53,10 @@ def _job(ctx: click.Context, name: str, region: str | None) -> Job:
     return Job(name, ctx.obj or boto_session(region))
 
 
-def _echo_json(document: Any) -> None:
-    click.echo(json.dumps(document, indent=2, default=str))
-
-
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY.PATH=VALUE",
-    help="Overrides that value of the spec file, as in `smtrain plan --set`. Repeatable.",
-)
-@_output_option
+@set_option
+@output_option
 @click.option("--job-name", help="Exact job name (default: the spec's name plus a timestamp).")
 @click.option(
     "--max-source-mb",
@@ -145,7 +125,7 @@ def submit(
         _print_submission(job.submission)
     if not (wait or stream_logs):
         if output == "json":
-            _echo_json(job.submission.to_dict())
+            echo_json(job.submission.to_dict())
         return
     try:
         final = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json")
@@ -155,7 +135,7 @@ def submit(
         )
         raise
     if output == "json":
-        _echo_json({**job.submission.to_dict(), "final_status": final.to_dict()})
+        echo_json({**job.submission.to_dict(), "final_status": final.to_dict()})
     else:
         _print_final(final)
     ctx.exit(EXIT_CODES[final.status])
@@ -164,14 +144,14 @@ def submit(
 @click.command()
 @click.argument("job_name")
 @_region_option
-@_output_option
+@output_option
 @click.pass_context
 def status(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
     """Status of JOB_NAME: status, secondary status and its history, billable seconds, instances, failure
     reason and model artifact."""
     current = _job(ctx, job_name, region).status()
     if output == "json":
-        _echo_json(current.to_dict())
+        echo_json(current.to_dict())
         return
     click.echo(f"{current.name}: {_status_words(current)}")
     rows = [
@@ -196,7 +176,7 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
 @click.argument("job_name")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job has ended.")
 @_region_option
-@_output_option
+@output_option
 @_poll_option
 @click.pass_context
 def logs(
@@ -215,7 +195,7 @@ def logs(
 @click.command()
 @click.argument("job_name")
 @_region_option
-@_output_option
+@output_option
 @click.pass_context
 def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
     """Ask SageMaker to stop JOB_NAME. A job that is already stopping, stopped, completed or failed is left as
@@ -225,7 +205,7 @@ def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> 
     assert job.last_status is not None
     was = job.last_status.status
     if output == "json":
-        _echo_json({"job_name": job_name, "stop_requested": requested, "status": was})
+        echo_json({"job_name": job_name, "stop_requested": requested, "status": was})
     elif requested:
         click.echo(f"stop requested for {job_name} (it was {was}; it goes Stopping, then Stopped)")
     else:
@@ -244,7 +224,7 @@ def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> 
     help="At most this many jobs, newest first.",
 )
 @_region_option
-@_output_option
+@output_option
 @click.pass_context
 def list_command(
     ctx: click.Context,
@@ -263,7 +243,7 @@ def list_command(
         max_results=max_results,
     )
     if output == "json":
-        _echo_json([row.to_dict() for row in rows])
+        echo_json([row.to_dict() for row in rows])
         return
     if not rows:
         click.echo("no training jobs match", err=True)

@@ -258,7 +258,7 @@ def _load_template(template_body: str, path: Path) -> Any:
 
     _TemplateLoader.add_multi_constructor("!", intrinsic)
     try:
-        return yaml.load(template_body, Loader=_TemplateLoader)  # noqa: S506 (a SafeLoader subclass)
+        return yaml.load(template_body, Loader=_TemplateLoader)
     except yaml.YAMLError as exc:
         raise EnvironmentProblem(f"{path} is not valid YAML: {exc}", fix="run cfn-lint on it") from exc
 

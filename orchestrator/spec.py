@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 from enum import Enum
-from typing import Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -81,7 +80,7 @@ class Distribution(_Spec):
     """Extra mpirun options, for modes `mpi` and `smddp`, e.g. `-x NCCL_DEBUG=INFO`."""
 
 
-HyperparameterValue = Union[str, bool, int, float, None, list, dict]
+HyperparameterValue = str | bool | int | float | None | list | dict
 
 
 class Checkpoint(_Spec):

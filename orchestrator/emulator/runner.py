@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from orchestrator.catalog import lookup
 from orchestrator.contract import OPT_ML
@@ -54,8 +54,8 @@ _MPI_FAILURE = re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|^(\[[^]]*\]<std\w+>:\s*)?[\w.]*(Error|Exception)\b")
 
 
-class Observer:
-    """What a run tells its caller as it goes; the CLI draws it, tests and the API ignore it."""
+class Observer(Protocol):
+    """What a run tells its caller as it goes; the CLI draws it (render.LocalConsole)."""
 
     def notice(self, text: str) -> None: ...
 
@@ -66,6 +66,25 @@ class Observer:
     def progress(self, step: int, total: int, metrics: dict[str, float]) -> None: ...
 
     def attempt(self, number: int, reason: str) -> None: ...
+
+
+class _Quiet:
+    """The observer of the API and the tests: the logs are in the run directory."""
+
+    def notice(self, text: str) -> None:
+        pass
+
+    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        pass
+
+    def line(self, host: str, text: str) -> None:
+        pass
+
+    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def attempt(self, number: int, reason: str) -> None:
+        pass
 
 
 @dataclass
@@ -127,7 +146,7 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
         SpecError, EnvironmentProblem: before anything starts (missing input, mpirun or torch).
     """
     spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
-    observer = observer or Observer()
+    observer = observer or _Quiet()
     instance = lookup(spec.instance.type)
     topo = topology(spec, instance, options.processes_per_host)
     _preflight(spec, topo, options.python)

@@ -67,14 +67,14 @@ class Supervisor:
     def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float) -> Outcome:
         processes = [self._start(launch) for launch in self._launches]
         readers = [threading.Thread(target=self._pump, args=(launch.host, process.stdout), daemon=True)
-                   for launch, process in zip(self._launches, processes)]
+                   for launch, process in zip(self._launches, processes, strict=True)]
         for reader in readers:
             reader.start()
         started = time.monotonic()
         status, first_failure = "completed", None
         while True:
             codes = [process.poll() for process in processes]
-            failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes) if code not in (None, 0)]
+            failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True) if code not in (None, 0)]
             elapsed = time.monotonic() - started
             if failed:
                 status, first_failure = "failed", failed[0]
@@ -93,7 +93,7 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
         for reader in readers:
             reader.join(timeout=5)
-        exits = [Exit(launch.host, process.wait()) for launch, process in zip(self._launches, processes)]
+        exits = [Exit(launch.host, process.wait()) for launch, process in zip(self._launches, processes, strict=True)]
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
                        leftover=self.run_processes())
 

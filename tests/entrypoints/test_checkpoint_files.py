@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import checkpoint
 import pytest
 import torch
-
-import checkpoint
 from checkpoint import CheckpointDir
 
 

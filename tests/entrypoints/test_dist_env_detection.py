@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 import dist_env
+import pytest
 from dist_env import DistEnv, DistEnvError
 
 TORCHRUN = {"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",

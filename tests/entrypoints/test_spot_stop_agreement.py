@@ -6,9 +6,8 @@ import os
 import signal
 
 import pytest
-import torch.distributed as dist
-
 import spot
+import torch.distributed as dist
 
 
 @pytest.fixture

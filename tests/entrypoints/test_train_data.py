@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from data import DataError, ResumableDistributedSampler, synthetic_dataset, training_dataset
 from models import TASKS
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import train
 
 # An exception type and message come first: SageMaker shows the first 1024 characters.

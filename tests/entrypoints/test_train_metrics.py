@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+import metrics
 import torch
 
-import metrics
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import backends
 import pytest
 import torch
-
-import backends
 from backends import TrainerUnavailable
 from dist_env import DistEnv
 

@@ -11,10 +11,10 @@ import re
 import signal
 import time
 
+import metrics
 import pytest
 import torch
 
-import metrics
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 
 pytestmark = pytest.mark.slow

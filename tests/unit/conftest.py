@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 
-
 @pytest.fixture
 def spec_dir(tmp_path: Path) -> Path:
     (tmp_path / "train.py").write_text("print('hello')\n")
