@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from orchestrator import __version__
-from orchestrator.cli_options import UserErrorGroup, echo_json, output_option, set_option
+from orchestrator.cli_options import UserErrorGroup, echo_json, key_value_pairs, output_option, set_option
 
 
 @click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -100,7 +100,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
-@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH", callback=key_value_pairs,
               help="Local data for channel NAME (overrides the spec's inputs.NAME; repeatable).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the emulated hosts live (default runs/<job-name>/). Reusing one resumes from its "
@@ -117,7 +117,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
 @click.option("--quiet", "-q", is_flag=True, help="Only progress and the result, not every log line.")
 @output_option
-def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_dir: Path | None,
+def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           link_inputs: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
@@ -133,7 +133,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_di
     from orchestrator.render import LocalConsole
 
     loaded = load(file, overrides)
-    options = Options(run_dir=run_dir, inputs=_parse_inputs(inputs), processes_per_host=processes_per_host,
+    options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       link_inputs=link_inputs)
     with LocalConsole(quiet=quiet or output == "json") as console:
@@ -144,16 +144,13 @@ def local(file: str, overrides: tuple[str, ...], inputs: tuple[str, ...], run_di
     sys.exit(result.exit_code)
 
 
-def _parse_inputs(values: tuple[str, ...]) -> dict[str, Path]:
-    from orchestrator.errors import SpecError
-
-    parsed = {}
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise SpecError(f"--input {value!r}: expected NAME=PATH", fix="for example --input train=./data")
-        parsed[name] = Path(path)
-    return parsed
+def _input_paths(inputs: dict[str, str]) -> dict[str, Path]:
+    """--input values as paths; an empty one would silently mean the current directory."""
+    empty = [name for name, path in inputs.items() if not path]
+    if empty:
+        raise click.BadParameter(f"'{empty[0]}=' has no path, e.g. --input {empty[0]}=./data",
+                                 param_hint="'--input'")
+    return {name: Path(path) for name, path in inputs.items()}
 
 
 def _forward_signals(supervisor: Any) -> None:

@@ -9,23 +9,13 @@ from pathlib import Path
 import click
 
 from orchestrator import infra as infra_lib
-from orchestrator.cli_options import UserErrorGroup, echo_json, output_option
+from orchestrator.cli_options import UserErrorGroup, echo_json, key_value_pairs, output_option
 
 _stack_name_option = click.option(
     "--stack-name",
     metavar="NAME",
     help=f"CloudFormation stack [default: ${infra_lib.STACK_NAME_ENV} or '{infra_lib.DEFAULT_STACK_NAME}'].",
 )
-def _parse_parameters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
-    parameters = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"'{item}' is not KEY=VALUE", ctx=ctx, param=param)
-        parameters[key] = value
-    return parameters
-
-
 @click.group("infra", cls=UserErrorGroup)
 def infra() -> None:
     """The SageMaker execution role and S3 bucket that jobs need, as a CloudFormation stack."""
@@ -39,7 +29,7 @@ def infra() -> None:
     "parameters",
     multiple=True,
     metavar="KEY=VALUE",
-    callback=_parse_parameters,
+    callback=key_value_pairs,
     help="Template parameter, repeatable (e.g. EnableVpcAccess=true); unset ones keep the stack's values.",
 )
 @click.option(

@@ -38,5 +38,17 @@ def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
                              "stderr).")(function)
 
 
+def key_value_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """Click callback for repeatable `KEY=VALUE` options (`--input`, `--parameter`); a malformed one is a usage
+    error (exit 2) naming the option's own form."""
+    pairs = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"'{item}' is not {param.metavar}", ctx=ctx, param=param)
+        pairs[key] = value
+    return pairs
+
+
 def echo_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, default=str))

@@ -17,7 +17,6 @@ the package and hide the `orchestrator.submit()` function of the notebook API.
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import time
@@ -229,9 +228,8 @@ def _estimator_sending_only(job_plan: Plan, boto: Any) -> Any:
         "before-parameter-build.sagemaker.CreateTrainingJob",
         _refuse_other_requests(job_plan.create_training_job_request),
     )
-    # A copy: the SDK writes its own keys into the hyperparameters dict it is given.
     return build(
-        copy.deepcopy(job_plan.estimator_kwargs),
+        job_plan.estimator_kwargs,
         sagemaker_session(boto, job_plan.target.bucket, sagemaker_client=single_attempt),
     )
 

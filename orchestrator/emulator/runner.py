@@ -44,6 +44,7 @@ from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.estimator import metric_definitions
 from orchestrator.loader import LoadedSpec
 from orchestrator.packaging import package
+from orchestrator.resolve import FALLBACK_REGION
 from orchestrator.spec import JobSpec, Mode, timestamped_job_name
 from orchestrator.topology import Topology, topology
 
@@ -153,7 +154,7 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
     channels = _resolve_channels(spec, options.inputs)
     job_name = timestamped_job_name(spec.name)
     run_dir = (options.run_dir or Path("runs") / job_name).resolve()
-    region = spec.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    region = spec.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or FALLBACK_REGION
     source = package(spec.source_dir)
     group_hosts = _group_order(spec, options.master_host)
     local_gpus = _local_gpu_count()
