@@ -56,10 +56,10 @@ def main() -> None:
 def _run(jobs: int) -> dict[str, list[dict[str, float]]]:
     import boto3
 
-    from orchestrator.loader import load_spec
-    from orchestrator.plan import plan
-    from orchestrator.sdk import TELEMETRY_OPT_OUT, import_sagemaker
-    from orchestrator.submission import submit
+    from orchestrator.spec.loader import load_spec
+    from orchestrator.api import plan
+    from orchestrator.cloud.sdk import TELEMETRY_OPT_OUT, import_sagemaker
+    from orchestrator.cloud.submission import submit
 
     sagemaker = import_sagemaker()  # first, so that the SDK's import-time chatter stays off
     spec = load_spec(SPEC)

@@ -11,13 +11,13 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = {
-    "load_spec": "orchestrator.loader",
-    "JobSpec": "orchestrator.spec",
-    "plan": "orchestrator.plan",
-    "Plan": "orchestrator.plan",
-    "build_estimator": "orchestrator.estimator",
-    "submit": "orchestrator.submission",
-    "Job": "orchestrator.jobs",
+    "load_spec": "orchestrator.api",
+    "JobSpec": "orchestrator.spec.model",
+    "plan": "orchestrator.api",
+    "Plan": "orchestrator.api",
+    "build_estimator": "orchestrator.api",
+    "submit": "orchestrator.api",
+    "Job": "orchestrator.api",
     "run_local": "orchestrator.emulator.runner",
 }
 

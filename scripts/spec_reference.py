@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from orchestrator.spec import JobSpec
+from orchestrator.spec.model import JobSpec
 
 
 def _type_name(annotation: Any) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import DEFAULT_MASTER_PORT, SMDDP_ENABLED_FLAG
-from orchestrator.spec import JobSpec, Mode
+from orchestrator.spec.model import JobSpec, Mode
 
 GROUP_NAME = "homogeneousCluster"
 NETWORK_INTERFACE = "eth0"

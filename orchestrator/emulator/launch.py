@@ -25,8 +25,8 @@ from pathlib import Path
 
 from orchestrator.contract import SAGEMAKER_BASE_DIR, SMTRAIN_SUBSTITUTE_BACKEND
 from orchestrator.emulator.container import Host
-from orchestrator.spec import Mode
-from orchestrator.topology import Topology
+from orchestrator.spec.model import Mode
+from orchestrator.spec.topology import Topology
 
 AGENT = Path(__file__).with_name("agent.sh")
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"

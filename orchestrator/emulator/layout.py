@@ -20,8 +20,8 @@ from pathlib import Path
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, SUCCESS_FILE
 from orchestrator.emulator.container import Host, input_data_config, resource_config
-from orchestrator.packaging import SourcePackage
-from orchestrator.spec import JobSpec
+from orchestrator.planning.packaging import SourcePackage
+from orchestrator.spec.model import JobSpec
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from orchestrator.catalog import lookup
+from orchestrator.spec.catalog import lookup
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
 from orchestrator.emulator.container import (
@@ -41,12 +41,12 @@ from orchestrator.emulator.launch import (
 )
 from orchestrator.emulator.supervisor import Outcome, Supervisor
 from orchestrator.errors import EnvironmentProblem, SpecError
-from orchestrator.estimator import metric_definitions
-from orchestrator.loader import LoadedSpec
-from orchestrator.packaging import package
-from orchestrator.resolve import FALLBACK_REGION
-from orchestrator.spec import JobSpec, Mode, timestamped_job_name
-from orchestrator.topology import Topology, topology
+from orchestrator.planning.request import metric_definitions
+from orchestrator.spec.loader import LoadedSpec
+from orchestrator.planning.packaging import package
+from orchestrator.planning.target import FALLBACK_REGION
+from orchestrator.spec.model import JobSpec, Mode, timestamped_job_name
+from orchestrator.spec.topology import Topology, topology
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
 _PROGRESS = re.compile(r"step=(\d+)/(\d+)")
@@ -297,7 +297,7 @@ def _resolve_channels(spec: JobSpec, overrides: dict[str, Path]) -> dict[str, Pa
 
 def _download_channel(name: str, uri: str) -> Path:
     """SageMaker downloads S3 channels before the container starts; so does the emulator, with your credentials."""
-    from orchestrator.sdk import boto_session
+    from orchestrator.cloud.sdk import boto_session
 
     session = boto_session()
     if session.get_credentials() is None:

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from job_fakes import BUCKET, StubbedSession, shared_loader_session, write_spec_file
 
-from orchestrator.plan import Plan, plan
+from orchestrator.api import Plan, plan
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import botocore.session
 import yaml
 from botocore.stub import Stubber
 
-from orchestrator.logs import LOG_GROUP
+from orchestrator.cloud.logs import LOG_GROUP
 
 BUCKET = "smtrain-test"
 SECRET = "hunter2-not-for-logs"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import NOW, SECRET, create_jobs, described, seed_logs
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 
 
 def smtrain(*args: str, obj=None):

@@ -1,4 +1,4 @@
-"""orchestrator.jobs: list, status and logs against moto's server; wait, follow and stop on a Stubber, since
+"""orchestrator.cloud.jobs: list, status and logs against moto's server; wait, follow and stop on a Stubber, since
 moto creates every job Completed and lacks StopTrainingJob (HTTP 500, NotImplementedError)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 from job_fakes import BUCKET, EPOCH, NOW, SECRET, T0, create_jobs, described, seed_logs
 
-from orchestrator.jobs import Job, JobNotFound, list_jobs
-from orchestrator.logs import LOG_GROUP
+from orchestrator.cloud.jobs import Job, JobNotFound, list_jobs
+from orchestrator.cloud.logs import LOG_GROUP
 
 
 @pytest.fixture

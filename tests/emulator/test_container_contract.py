@@ -16,8 +16,8 @@ from orchestrator.emulator.container import (
     training_env,
     user_args,
 )
-from orchestrator.loader import load
-from orchestrator.plan import plan
+from orchestrator.spec.loader import load
+from orchestrator.api import plan
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "job_specs").glob("*.yaml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.emulator.runner import Options, run_local
-from orchestrator.loader import load
+from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow
 

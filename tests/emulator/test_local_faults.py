@@ -15,7 +15,7 @@ import torch
 
 from orchestrator.emulator.runner import Options, run_local
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.loader import load
+from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import tarfile
 import pytest
 
 from orchestrator.emulator.runner import Options, run_local
-from orchestrator.loader import load
+from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow
 

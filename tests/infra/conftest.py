@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from orchestrator.infra import CAPABILITIES
+from orchestrator.cloud.infra import CAPABILITIES
 
 
 @pytest.fixture

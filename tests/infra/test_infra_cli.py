@@ -9,8 +9,8 @@ import boto3
 import pytest
 from click.testing import CliRunner
 
-from orchestrator import infra
-from orchestrator.cli_infra import infra as infra_group
+from orchestrator.cloud import infra
+from orchestrator.cli.infra import infra as infra_group
 
 
 def _run(*args: str):
@@ -34,7 +34,7 @@ def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session,
 
 def test_infra_deploy_answered_no_changes_nothing(moto_session, all_features, monkeypatch):
     monkeypatch.setattr(boto3, "Session", lambda: moto_session)
-    monkeypatch.setattr("orchestrator.cli_infra._can_ask", lambda: True)
+    monkeypatch.setattr("orchestrator.cli.infra._can_ask", lambda: True)
     options = [arg for key, value in all_features.items() for arg in ("-p", f"{key}={value}")]
 
     result = CliRunner().invoke(infra_group, ["deploy", *options], input="n\n")

@@ -1,4 +1,4 @@
-"""orchestrator.infra: deploy and read the stack against moto's server, and the paths moto cannot take
+"""orchestrator.cloud.infra: deploy and read the stack against moto's server, and the paths moto cannot take
 (rollback, a FAILED empty change set, the deadline) against a Stubber."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import ANY
 
-from orchestrator import infra
+from orchestrator.cloud import infra
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 
 STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/smtrain/1"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from orchestrator import infra
-from orchestrator.cli import main
-from orchestrator.loader import load
-from orchestrator.plan import plan
+from orchestrator.cloud import infra
+from orchestrator.cli.main import main
+from orchestrator.spec.loader import load
+from orchestrator.api import plan
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"

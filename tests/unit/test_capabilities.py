@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import capabilities
-from orchestrator.catalog import catalog, lookup
-from orchestrator.loader import from_mapping
-from orchestrator.sdk import import_sagemaker
+from orchestrator.spec import capabilities, images
+from orchestrator.spec.catalog import catalog, lookup
+from orchestrator.spec.loader import from_mapping
+from orchestrator.cloud.sdk import import_sagemaker
 
 
 def _spec(**changes):
@@ -43,10 +43,8 @@ def test_capability_lists_match_the_installed_sdk():
     from sagemaker import fw_utils
 
     lists = capabilities.lists()
-    assert lists["torch_distributed_gpu_versions"] == fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS
     assert lists["trainium_torch_distributed_versions"] == \
         fw_utils.TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS
-    assert lists["smdataparallel_versions"] == fw_utils.SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS["pytorch"]
     assert set(lists["smdataparallel_instance_types"]) == \
         set(fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES) - {"local_gpu"}
 
@@ -71,10 +69,29 @@ def test_catalog_lookup_guesses_unknown_types_like_the_sdk():
     assert lookup("ml.r5.large").accelerator == "cpu"
 
 
-def test_default_py_version_comes_from_the_sdk_image_list():
-    assert capabilities.default_py_version("2.3.0") == "py311"
-    assert capabilities.default_py_version("2.2.0") == "py310"
-    assert capabilities.default_py_version("9.9.9") is None
+def test_image_table_agrees_with_the_sdk_v2_table_where_both_have_a_version():
+    """Up to 2.8.0 the table is the SDK's (same Python, same registries); it goes on where the SDK stops."""
+    import json
+    from pathlib import Path
+
+    sagemaker = import_sagemaker()
+    sdk = json.loads((Path(sagemaker.__file__).parent / "image_uri_config" / "pytorch.json").read_text())["training"]
+    ours = images.versions()
+    shared = [version for version in sdk["versions"] if version in ours]
+    assert "2.8.0" in shared and "2.3.0" in shared
+    for version in shared:
+        assert list(ours[version].python) == sdk["versions"][version]["py_versions"], version
+        for region, account in sdk["versions"][version]["registries"].items():
+            if not region.startswith("us-iso"):
+                assert images.registry_account(region) == account, (version, region)
+    assert {"2.9.0", "2.10.0", "2.13.0"} <= set(ours) - set(sdk["versions"])
+
+
+def test_image_default_python_is_the_newest_of_the_version():
+    assert images.default_python("2.3.0") == "py311"
+    assert images.default_python("2.10.0") == "py313"
+    assert images.default_python("2.10") == "py313"
+    assert images.default_python("9.9.9") is None
 
 
 @pytest.mark.parametrize(("changes", "rule", "severity"), [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
@@ -45,7 +45,7 @@ def test_instances_table_and_filters():
 
 
 def _modules_loaded_by(*args: str) -> set[str]:
-    script = ("import sys\nfrom orchestrator.cli import main\n"
+    script = ("import sys\nfrom orchestrator.cli.main import main\n"
               "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
               "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60)

@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from orchestrator.errors import SpecError
-from orchestrator.packaging import package
+from orchestrator.planning.packaging import package
 
 
 def _tree(root):

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.errors import CapabilityError, EnvironmentProblem
-from orchestrator.loader import load
-from orchestrator.plan import plan
+from orchestrator.spec.loader import load
+from orchestrator.api import plan
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "job_specs").glob("*.yaml"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 
 BASE_SPEC = """\
 name: demo
@@ -59,11 +59,11 @@ CASES = [
      "distribution.mode", "only for GPU and Trainium instances"),
     ("torch-distributed-version", _replace("instance: {type: ml.c5.2xlarge, count: 2}", GPU).replace(
         "mode: none", "mode: torch_distributed").replace("trainer: gloo", "trainer: ddp"),
-     ["framework_version=2.4.0"], "--set framework_version=2.4.0", "framework_version",
-     "not accepted by the SDK for torch_distributed"),
+     ["framework_version=2.4.1"], "--set framework_version=2.4.1", "framework_version",
+     "no SageMaker PyTorch training image for framework_version '2.4.1'"),
     ("smddp-version", _replace("instance: {type: ml.c5.2xlarge, count: 2}", P4D).replace(
-        "mode: none", "mode: smddp").replace("trainer: gloo", "trainer: ddp"), [], "spec.yaml:4:1",
-     "framework_version", "SMDDP ends at 2.2.0"),
+        "mode: none", "mode: smddp").replace("trainer: gloo", "trainer: ddp"), ["framework_version=2.10.0"],
+     "spec.yaml:7:16", "distribution.mode", "SMDDP is in no SageMaker PyTorch image after 2.5"),
     ("smddp-p5", _replace("instance: {type: ml.c5.2xlarge, count: 2}", "instance: {type: ml.p5.48xlarge, count: 2}")
      .replace("mode: none", "mode: smddp").replace("trainer: gloo", "trainer: ddp")
      .replace('"2.3.0"', '"2.2.0"'), [], "spec.yaml:6", "instance.type", "does not support p5"),

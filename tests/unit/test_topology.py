@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.catalog import lookup
-from orchestrator.loader import load
-from orchestrator.topology import topology
+from orchestrator.spec.catalog import lookup
+from orchestrator.spec.loader import load
+from orchestrator.spec.topology import topology
 
 SPECS = Path(__file__).resolve().parents[2] / "job_specs"
 
@@ -45,6 +45,7 @@ def test_topology_override_shrinks_processes_per_host():
 
 def test_topology_trainium_runs_one_process_per_neuron_core(tmp_path):
     spec = load(SPECS / "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml",
-                ["instance.type=ml.trn1.32xlarge", "framework_version=2.0.0", "py_version=py310",
+                ["instance.type=ml.trn1.32xlarge", "framework_version=null", "py_version=null",
+                 "image_uri=763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.1.2-neuronx-py310",
                  "hyperparameters.trainer=auto"]).spec
     assert topology(spec, lookup(spec.instance.type)).processes_per_host == 32

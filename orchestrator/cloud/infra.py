@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STACK_NAME = "smtrain"
 STACK_NAME_ENV = "SMTRAIN_STACK"
-TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "infra" / "smtrain.yaml"
+TEMPLATE_PATH = Path(__file__).with_name("smtrain.yaml")  # infra/smtrain.yaml links here
 # The template creates IAM resources but names none of them, so CAPABILITY_NAMED_IAM is not needed.
 CAPABILITIES = ("CAPABILITY_IAM",)
 DEFAULT_POLL_SECONDS = 5.0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from orchestrator import infra as infra_lib
-from orchestrator.cli_options import UserErrorGroup, echo_json, key_value_pairs, output_option
+from orchestrator.cloud import infra as infra_lib
+from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option
 
 _stack_name_option = click.option(
     "--stack-name",

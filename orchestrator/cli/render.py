@@ -8,16 +8,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.catalog import lookup
-from orchestrator.spec import JobSpec
-from orchestrator.topology import topology
+from orchestrator.spec.catalog import lookup
+from orchestrator.spec.model import JobSpec
+from orchestrator.spec.topology import topology
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from orchestrator.catalog import Catalog, InstanceType
-    from orchestrator.loader import LoadedSpec
-    from orchestrator.plan import Plan
+    from orchestrator.spec.catalog import Catalog, InstanceType
+    from orchestrator.spec.loader import LoadedSpec
+    from orchestrator.planning.plan import Plan
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "notice": "notice"}
@@ -191,3 +191,17 @@ def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
+
+
+def emit_plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,
+              boto: Any | None = None) -> None:
+    """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it as text or JSON."""
+    from orchestrator.api import plan
+    from orchestrator.cli.options import echo_json
+    from orchestrator.spec.loader import load
+
+    job_plan = plan(load(file, overrides), job_name=job_name, boto=boto, max_source_bytes=int(max_source_mb * 1e6))
+    if output == "json":
+        echo_json(job_plan.to_dict())
+    else:
+        print_plan(job_plan)

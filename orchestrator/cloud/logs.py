@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from orchestrator.aws_errors import aws_errors
+from orchestrator.cloud.aws_errors import aws_errors
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")

@@ -1,6 +1,6 @@
 """`smtrain submit | status | logs | stop | list`: a job's life on SageMaker.
 
-Thin: each command calls `orchestrator.submission` or `orchestrator.jobs` and prints the result. With
+Thin: each command calls `orchestrator.cloud.submission` or `orchestrator.cloud.jobs` and prints the result. With
 `--output json` stdout holds one JSON document (one per line for `logs`) and progress goes to stderr.
 
 Exit codes: 0 ok (with `--wait`: Completed); 1 the job Failed, or an AWS call failed; 2 bad input, nothing
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from orchestrator.cli_options import echo_json, output_option, set_option
-from orchestrator.jobs import STATUSES, Job, JobStatus, console_url, list_jobs
-from orchestrator.logs import LogLine
+from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, console_url, list_jobs
+from orchestrator.cloud.logs import LogLine
 
 if TYPE_CHECKING:
-    from orchestrator.submission import Submission
+    from orchestrator.cloud.submission import Submission
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
 POLL_SECONDS = 15.0
@@ -48,7 +48,7 @@ def _poll_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _job(ctx: click.Context, name: str, region: str | None) -> Job:
-    from orchestrator.sdk import boto_session
+    from orchestrator.cloud.sdk import boto_session
 
     return Job(name, ctx.obj or boto_session(region))
 
@@ -94,27 +94,20 @@ def submit(
 ) -> None:
     """Create the training job that `smtrain plan FILE` shows, exactly that request.
 
-    Uploads the source tarball unless S3 already has it (content-addressed), creates the job through the
-    SageMaker SDK v2 estimator, and prints its name, console link, world size, worst-case cost and whether the
+    Uploads the source tarball unless S3 already has it (content-addressed), creates the job with boto3
+    (no SageMaker SDK needed), and prints its name, console link, world size, worst-case cost and whether the
     source was uploaded or reused. Refuses (exit 2, nothing sent) a plan with blocking findings.
     """
     if allow_unverified:
         overrides = (*overrides, "allow_unverified=true")
     if dry_run:
-        from orchestrator.cli import plan as plan_command
+        from orchestrator.cli.render import emit_plan
 
-        ctx.invoke(
-            plan_command,
-            file=file,
-            overrides=overrides,
-            output=output,
-            job_name=job_name,
-            max_source_mb=max_source_mb,
-        )
+        emit_plan(file, overrides, output, job_name, max_source_mb, boto=ctx.obj)
         return
-    from orchestrator.loader import load
-    from orchestrator.plan import plan
-    from orchestrator.submission import submit as submit_plan
+    from orchestrator.api import plan
+    from orchestrator.cloud.submission import submit as submit_plan
+    from orchestrator.spec.loader import load
 
     job_plan = plan(
         load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)

@@ -1,18 +1,18 @@
-"""Spec -> keyword arguments of the SDK v2 `sagemaker.pytorch.PyTorch` estimator, and the estimator itself.
+"""Spec -> keyword arguments of the SDK v2 `sagemaker.pytorch.PyTorch` estimator that sends the plan's request.
 
-`estimator_kwargs` is pure: the plan prints exactly what the estimator is built from. The orchestrator owns
-`source_dir` (the content-addressed tarball), `distribution` (from the spec's mode) and `base_job_name`.
+Pure, and no SDK needed: the plan carries these for the notebook's `build_estimator` and for the test that
+holds smtrain's own request against the one v2 builds from them. The orchestrator owns `source_dir` (the
+content-addressed tarball), `distribution` (from the spec's mode) and `base_job_name`.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from orchestrator.capabilities import resolved_py_version
-from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.resolve import Target
-from orchestrator.spec import JobSpec, Mode
+from orchestrator.spec.capabilities import resolved_py_version
+from orchestrator.planning.request import metric_definitions
+from orchestrator.planning.target import Target
+from orchestrator.spec.model import JobSpec, Mode
 
 
 def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
@@ -30,12 +30,6 @@ def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
     if dist.mode is Mode.torch_distributed:
         return {"torch_distributed": {"enabled": True}}
     return {"smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}}}
-
-
-def metric_definitions(spec: JobSpec) -> list[dict[str, str]]:
-    if spec.metrics is None:
-        return [dict(definition) for definition in DEFAULT_METRIC_DEFINITIONS]
-    return [{"Name": metric.name, "Regex": metric.regex} for metric in spec.metrics]
 
 
 def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str, Any]:
@@ -77,37 +71,3 @@ def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str
         kwargs["subnets"] = list(spec.network.subnets)
         kwargs["security_group_ids"] = list(spec.network.security_group_ids)
     return {key: value for key, value in kwargs.items() if value is not None}
-
-
-def build(kwargs: dict[str, Any], sagemaker_session: Any) -> Any:
-    """The real SDK v2 PyTorch estimator from `estimator_kwargs` output.
-
-    Raises:
-        CapabilityError: the SDK's constructor refused the combination (a rule smtrain's matrix lacks).
-    """
-    from orchestrator.errors import CapabilityError
-    from orchestrator.sdk import import_sagemaker
-
-    sagemaker = import_sagemaker()
-    try:
-        # A copy: the SDK writes its own sagemaker_* keys into the hyperparameters dict it is given.
-        return sagemaker.pytorch.PyTorch(**copy.deepcopy(kwargs), sagemaker_session=sagemaker_session)
-    except ValueError as exc:
-        raise CapabilityError(f"the SageMaker SDK refused this job: {exc}",
-                              fix="change the spec as the SDK says; smtrain's capability rules missed this one") from None
-
-
-def build_estimator(spec: JobSpec, sagemaker_session: Any | None = None, upload_source: bool = True) -> Any:
-    """The notebook API: the real `sagemaker.pytorch.PyTorch` estimator for a spec, configured as `plan` shows.
-
-    Its `source_dir` is smtrain's content-addressed tarball in S3. With `upload_source` (the default) the
-    tarball is uploaded now unless already there, so `estimator.fit()` works as usual.
-    """
-    from orchestrator.plan import plan
-    from orchestrator.submission import ensure_source_uploaded
-
-    job_plan = plan(spec)
-    session = sagemaker_session or job_plan.sagemaker_session()
-    if upload_source:
-        ensure_source_uploaded(job_plan, session.boto_session)
-    return build(job_plan.estimator_kwargs, session)

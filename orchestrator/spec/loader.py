@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.capabilities import Finding, check
+from orchestrator.spec.capabilities import Finding, check
 from orchestrator.errors import SpecError
-from orchestrator.spec import JobSpec
+from orchestrator.spec.model import JobSpec
 
 Loc = tuple[Any, ...]
 

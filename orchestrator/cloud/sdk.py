@@ -21,7 +21,11 @@ RETRY_CONFIG = {"retries": {"mode": "standard", "max_attempts": MAX_ATTEMPTS}}
 
 
 def import_sagemaker() -> Any:
-    """Imports `sagemaker` (v2) with its import-time noise off; returns the module."""
+    """Imports `sagemaker` (v2) with its import-time noise off; returns the module.
+
+    Raises:
+        EnvironmentProblem: SDK v2 is not installed (SDK v3 has no `sagemaker.pytorch.PyTorch`).
+    """
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     for name in ("sagemaker", "sagemaker.config", "sagemaker.telemetry"):
         logger = logging.getLogger(name)
@@ -30,8 +34,17 @@ def import_sagemaker() -> Any:
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.NullHandler())
-    import sagemaker
-    import sagemaker.pytorch  # the estimator smtrain builds
+    try:
+        import sagemaker
+        import sagemaker.pytorch  # the estimator smtrain builds
+    except ImportError:
+        from orchestrator.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(
+            "the SageMaker Python SDK v2 is not installed here (SDK v3 has no sagemaker.pytorch.PyTorch)",
+            fix="pip install 'smtrain[sdk]' (SDK v2) in an environment without SDK v3; plan, submit, status and "
+            "logs work without it",
+        ) from None
 
     _validate_config_once(sagemaker)
     return sagemaker

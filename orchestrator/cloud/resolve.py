@@ -7,35 +7,17 @@ CloudFormation call, made only when something is missing), then SageMaker Studio
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.spec import JobSpec
+from orchestrator.planning.target import FALLBACK_REGION, Target, bucket_of
+from orchestrator.spec.model import JobSpec
 
 ROLE_ENV = "SMTRAIN_ROLE"
 OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"
-FALLBACK_REGION = "us-east-1"
 # Present inside SageMaker Studio and notebook instances (the SDK's get_execution_role reads it too).
 STUDIO_METADATA = Path("/opt/ml/metadata/resource-metadata.json")
-
-
-@dataclass(frozen=True)
-class Target:
-    region: str
-    role: str
-    output_path: str
-    code_location: str
-    region_is_fallback: bool = False
-
-    @property
-    def bucket(self) -> str:
-        return bucket_of(self.output_path)
-
-
-def bucket_of(s3_uri: str) -> str:
-    return s3_uri.removeprefix("s3://").split("/", 1)[0]
 
 
 def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
@@ -43,7 +25,7 @@ def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
     if spec.region:
         return spec.region, False
     if boto is None:
-        from orchestrator.sdk import boto_session
+        from orchestrator.cloud.sdk import boto_session
 
         boto = boto_session()
     return (boto.region_name, False) if boto.region_name else (FALLBACK_REGION, True)
@@ -87,8 +69,8 @@ def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
 
 
 def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:
-    from orchestrator.infra import stack_outputs
-    from orchestrator.sdk import boto_session
+    from orchestrator.cloud.infra import stack_outputs
+    from orchestrator.cloud.sdk import boto_session
 
     try:
         return stack_outputs(session=boto or boto_session(region))
@@ -99,6 +81,6 @@ def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:
 def _studio_role() -> str | None:
     if not STUDIO_METADATA.exists():
         return None
-    from orchestrator.sdk import import_sagemaker
+    from orchestrator.cloud.sdk import import_sagemaker
 
     return import_sagemaker().get_execution_role()

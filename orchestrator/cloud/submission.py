@@ -1,18 +1,12 @@
 """Submitting a plan: upload the source once, then create exactly the job `smtrain plan` showed, exactly once.
 
-* The request is the plan's. The real SDK v2 estimator is built from `plan.estimator_kwargs` with a session
-  for `plan.target` and `fit()` with the plan's job name, as the dry run did. A `before-parameter-build`
-  handler compares the parameters the SDK is about to send with `plan.create_training_job_request` and raises
-  `RequestMismatch` (a bug in smtrain, never a user error) before anything is sent if they differ.
+* The request is the plan's: `plan.create_training_job_request` goes to boto3's `create_training_job` as is.
 * One submit creates at most one job. CreateTrainingJob goes out with botocore's automatic retries off:
   after a lost response (read timeout, connection closed) botocore would resend it, and the resend's
   ResourceInUse would hide that the first call worked. Instead, after any failure that may be transient, the
   job is looked up by name before another attempt, and adopted when its request is the plan's. ResourceInUse
   on a call that no earlier attempt could have answered is a genuine name clash.
 * The source tarball is content-addressed (packaging.py): HeadObject first, PutObject only when it is absent.
-
-This module is `submission`, not `submit`: importing a submodule `orchestrator.submit` would bind that name on
-the package and hide the `orchestrator.submit()` function of the notebook API.
 """
 
 from __future__ import annotations
@@ -21,16 +15,12 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from orchestrator.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
-from orchestrator.jobs import Job, console_url, is_not_found
-from orchestrator.loader import LoadedSpec
-from orchestrator.plan import Plan, plan
-from orchestrator.redact import redact
-from orchestrator.spec import JobSpec
+from orchestrator.cloud.jobs import Job, console_url, is_not_found
+from orchestrator.planning.plan import Plan
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +29,6 @@ BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 8.0
 _THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 _NAME_TAKEN = "ResourceInUse"
-
-
-class RequestMismatch(RuntimeError):
-    """The SDK was about to send other than the plan's request: a bug in smtrain, never a user error."""
 
 
 @dataclass(frozen=True)
@@ -81,18 +67,12 @@ class Submission:
         ]
 
 
-def submit(
-    spec_or_plan: Plan | JobSpec | LoadedSpec | str | Path,
-    *,
-    boto: Any | None = None,
-    job_name: str | None = None,
-) -> Job:
-    """The notebook API and `smtrain submit`: plans (unless given a Plan), uploads the source, creates a job.
+def submit(job_plan: Plan, *, boto: Any | None = None) -> Job:
+    """Uploads the plan's source (once) and creates exactly its job, exactly once.
 
     Args:
-        spec_or_plan: a Plan from `orchestrator.plan`, or anything `plan` takes (a spec file, a JobSpec).
+        job_plan: the plan to send (`orchestrator.plan(...)`).
         boto: the boto3 session to use; its region must be the plan's. Default: boto3's chain in that region.
-        job_name: the exact job name, when planning here (a Plan already has one).
 
     Returns:
         A handle on the created job, with `.submission` saying what was sent.
@@ -102,11 +82,8 @@ def submit(
         EnvironmentProblem: no region was configured (the plan fell back to one); nothing was sent.
         AwsError: an AWS call failed; the message says whether the job may exist.
     """
-    from orchestrator.sdk import boto_session
+    from orchestrator.cloud.sdk import boto_session
 
-    job_plan = (
-        spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
-    )
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
     if job_plan.target.region_is_fallback:
@@ -121,9 +98,27 @@ def submit(
             fix=f"pass a session for {region}, or plan with this session",
         )
     boto = boto or boto_session(region)
+    job_plan = _with_role_arn(job_plan, boto)
     uploaded = ensure_source_uploaded(job_plan, boto)
     _create_training_job_once(job_plan, boto)
     return Job(job_plan.job_name, boto, Submission(job_plan, uploaded))
+
+
+def _with_role_arn(job_plan: Plan, boto: Any) -> Plan:
+    """A role given by name becomes its ARN through IAM GetRole, as the SDK's `expand_role` does."""
+    import dataclasses
+
+    from orchestrator.cloud.sdk import client
+
+    role = job_plan.create_training_job_request["RoleArn"]
+    if role.startswith("arn:"):
+        return job_plan
+    with aws_errors(f"looking up the ARN of the execution role {role!r} (iam:GetRole)"):
+        arn = client(boto, "iam").get_role(RoleName=role.rsplit("/", 1)[-1])["Role"]["Arn"]
+    request = {**job_plan.create_training_job_request, "RoleArn": arn}
+    return dataclasses.replace(job_plan, create_training_job_request=request,
+                               target=dataclasses.replace(job_plan.target, role=arn),
+                               estimator_kwargs={**job_plan.estimator_kwargs, "role": arn})
 
 
 def refuse_blocking_findings(job_plan: Plan) -> None:
@@ -147,7 +142,7 @@ def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
     Returns:
         True when uploaded now, False when reused.
     """
-    from orchestrator.sdk import client
+    from orchestrator.cloud.sdk import client
 
     bucket, key = job_plan.source_uri.removeprefix("s3://").split("/", 1)
     with aws_errors(f"uploading the source to {job_plan.source_uri}"):
@@ -171,11 +166,13 @@ def _object_exists(s3: Any, bucket: str, key: str) -> bool:
 
 
 def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
-    """`fit(wait=False)` on the real estimator, retried by hand so that a lost response never makes 2 jobs."""
+    """CreateTrainingJob with the plan's request, retried by hand so that a lost response never makes 2 jobs."""
     from botocore.exceptions import ClientError, HTTPClientError
     from botocore.exceptions import ConnectionError as BotoConnectionError
 
-    estimator = _estimator_sending_only(job_plan, boto)
+    from orchestrator.cloud.sdk import client
+
+    single_attempt = client(boto, "sagemaker", max_attempts=0)
     request = job_plan.create_training_job_request
     secrets = secret_values(request.get("Environment", {}), request.get("HyperParameters", {}))
     name = job_plan.job_name
@@ -183,7 +180,7 @@ def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
     with aws_errors(f"creating training job {name}", secrets):
         for attempt in range(1, CREATE_ATTEMPTS + 1):
             try:
-                estimator.fit(job_plan.inputs or None, job_name=name, wait=False, logs=False)
+                single_attempt.create_training_job(**request)
                 return
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") == _NAME_TAKEN:
@@ -218,41 +215,10 @@ def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
             time.sleep(pause)
 
 
-def _estimator_sending_only(job_plan: Plan, boto: Any) -> Any:
-    """The plan's estimator on a session whose CreateTrainingJob is sent once per call and only as planned."""
-    from orchestrator.estimator import build
-    from orchestrator.sdk import client, sagemaker_session
-
-    single_attempt = client(boto, "sagemaker", max_attempts=0)
-    single_attempt.meta.events.register(
-        "before-parameter-build.sagemaker.CreateTrainingJob",
-        _refuse_other_requests(job_plan.create_training_job_request),
-    )
-    return build(
-        job_plan.estimator_kwargs,
-        sagemaker_session(boto, job_plan.target.bucket, sagemaker_client=single_attempt),
-    )
-
-
 def _is_transient(exc: Any) -> bool:
     error = exc.response.get("Error", {})
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
     return error.get("Code") in _THROTTLING_CODES or status >= 500
-
-
-def _refuse_other_requests(expected: dict[str, Any]) -> Any:
-    def compare(params: dict[str, Any], **_: Any) -> None:
-        if params != expected:
-            differing = sorted(
-                key for key in expected.keys() | params.keys() if expected.get(key) != params.get(key)
-            )
-            raise RequestMismatch(
-                f"the SDK was about to send a CreateTrainingJob request that differs from the plan in "
-                f"{', '.join(differing)}: planned {redact({key: expected.get(key) for key in differing})}, "
-                f"about to send {redact({key: params.get(key) for key in differing})}. Nothing was sent."
-            )
-
-    return compare
 
 
 def _existing_job_adopted(job_plan: Plan, boto: Any) -> bool:
@@ -282,7 +248,7 @@ def _adopt_or_refuse(job_plan: Plan, boto: Any, may_exist: bool) -> None:
 def _describe_or_none(job_plan: Plan, boto: Any) -> dict[str, Any] | None:
     from botocore.exceptions import ClientError
 
-    from orchestrator.sdk import client
+    from orchestrator.cloud.sdk import client
 
     with aws_errors(f"looking for job {job_plan.job_name} after a failed CreateTrainingJob"):
         try:

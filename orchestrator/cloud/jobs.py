@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
 from orchestrator.errors import SmtrainError
-from orchestrator.logs import LogLine, LogReader
+from orchestrator.cloud.logs import LogLine, LogReader
 
 if TYPE_CHECKING:
-    from orchestrator.submission import Submission
+    from orchestrator.cloud.submission import Submission
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
@@ -142,7 +142,7 @@ class Job:
     """A handle on one training job. `orchestrator.submit(...)` returns one; `Job.attach(name)` finds one."""
 
     def __init__(self, name: str, boto: Any, submission: Submission | None = None) -> None:
-        from orchestrator.sdk import client
+        from orchestrator.cloud.sdk import client
 
         self.name = name
         self.submission = submission
@@ -158,7 +158,7 @@ class Job:
         Raises:
             JobNotFound: there is no such job there.
         """
-        from orchestrator.sdk import boto_session
+        from orchestrator.cloud.sdk import boto_session
 
         job = cls(name, boto or boto_session(region))
         job.status()
@@ -262,7 +262,7 @@ class Job:
         return True
 
     def _log_reader(self) -> LogReader:
-        from orchestrator.sdk import client
+        from orchestrator.cloud.sdk import client
 
         described = self.describe()
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
@@ -298,7 +298,7 @@ def list_jobs(
     max_results: int = 20,
 ) -> list[JobSummary]:
     """The most recent training jobs, newest first, filtered by status and a substring of the name."""
-    from orchestrator.sdk import boto_session, client
+    from orchestrator.cloud.sdk import boto_session, client
 
     filters: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
     if status:

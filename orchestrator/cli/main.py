@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from orchestrator import __version__
-from orchestrator.cli_options import UserErrorGroup, echo_json, key_value_pairs, output_option, set_option
+from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option, set_option
 
 
 @click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -44,8 +44,8 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], output: str) ->
     Exits 2 if any file has a problem; warnings (unverified combinations, notices) do not fail validation.
     """
     from orchestrator.errors import SmtrainError
-    from orchestrator.loader import InvalidSpec, load
-    from orchestrator.render import findings_text, summary_line
+    from orchestrator.spec.loader import InvalidSpec, load
+    from orchestrator.cli.render import findings_text, summary_line
 
     results, failed = [], False
     for file in files:
@@ -82,19 +82,13 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     """Show what submitting FILE would send, before anything is sent.
 
     Prints the resolved spec, the rank table (host, local rank, global rank, world size, master), the
-    estimator arguments, the exact CreateTrainingJob request built by the real SageMaker SDK v2 (captured with
-    zero network traffic) and the worst-case cost. Secret-looking values are masked.
+    exact CreateTrainingJob request (built by smtrain, key for key what SageMaker SDK v2 would send; no SDK
+    needed), the SDK v2 estimator arguments that produce it, and the worst-case cost. Nothing is sent; only
+    a missing role or output path is read from the infra stack. Secret-looking values are masked.
     """
-    from orchestrator.loader import load
-    from orchestrator.plan import plan as make_plan
+    from orchestrator.cli.render import emit_plan
 
-    job_plan = make_plan(load(file, overrides), job_name=job_name, max_source_bytes=int(max_source_mb * 1e6))
-    if output == "json":
-        echo_json(job_plan.to_dict())
-    else:
-        from orchestrator.render import print_plan
-
-        print_plan(job_plan)
+    emit_plan(file, overrides, output, job_name, max_source_mb)
 
 
 @main.command()
@@ -129,8 +123,8 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     1 Failed (the reason names the host and rank), 3 Stopped at max_run_seconds, 130 interrupted.
     """
     from orchestrator.emulator.runner import Options, run_local
-    from orchestrator.loader import load
-    from orchestrator.render import LocalConsole
+    from orchestrator.spec.loader import load
+    from orchestrator.cli.render import LocalConsole
 
     loaded = load(file, overrides)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
@@ -167,7 +161,7 @@ def _forward_signals(supervisor: Any) -> None:
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
-    from orchestrator.spec import JobSpec
+    from orchestrator.spec.model import JobSpec
 
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
     echo_json(document)
@@ -179,21 +173,21 @@ def schema() -> None:
 @output_option
 def instances(family: str | None, accelerator: str | None, output: str) -> None:
     """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour."""
-    from orchestrator.catalog import catalog
+    from orchestrator.spec.catalog import catalog
 
     rows = [entry for entry in catalog().instances.values()
             if (family is None or entry.family == family) and (accelerator is None or entry.accelerator == accelerator)]
     if output == "json":
         echo_json([entry.__dict__ for entry in rows])
         return
-    from orchestrator.render import print_instances
+    from orchestrator.cli.render import print_instances
 
     print_instances(rows, catalog())
 
 
 def _add_command_groups() -> None:
-    from orchestrator.cli_infra import infra
-    from orchestrator.cli_jobs import JOB_COMMANDS
+    from orchestrator.cli.infra import infra
+    from orchestrator.cli.jobs import JOB_COMMANDS
 
     main.add_command(infra)
     for command in JOB_COMMANDS:

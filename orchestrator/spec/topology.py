@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.catalog import InstanceType
+from orchestrator.spec.catalog import InstanceType
 from orchestrator.contract import DEFAULT_MASTER_PORT
-from orchestrator.spec import JobSpec, Mode
+from orchestrator.spec.model import JobSpec, Mode
 
 LAUNCHERS = {
     Mode.none: "python",

@@ -1,27 +1,28 @@
 """The plan: everything a submit would send, computed before anything is sent.
 
-`plan(spec)` is pure with respect to AWS (zero network unless the role or output path must be read from the
-infra stack): it packs the source to learn its content address, builds the real SDK v2 estimator, captures the
-exact CreateTrainingJob request, and prices the worst case. `submit` consumes a Plan and adds nothing to it.
+`build_plan(spec, target)` is pure: it packs the source to learn its content address, builds the exact
+CreateTrainingJob request (`request.py`, no SDK), the rank table and the worst-case cost. `submit` sends the
+plan's request and adds nothing to it; `smtrain local` runs it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from orchestrator.capabilities import Finding, check
-from orchestrator.catalog import InstanceType, catalog, lookup
-from orchestrator.dryrun import capture_create_training_job
+from orchestrator.spec.capabilities import Finding, check
+from orchestrator.spec.catalog import InstanceType, catalog, lookup
 from orchestrator.errors import CapabilityError
-from orchestrator.estimator import estimator_kwargs
-from orchestrator.loader import LoadedSpec, load
-from orchestrator.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
+from orchestrator.planning.estimator import estimator_kwargs
+from orchestrator.spec.loader import LoadedSpec
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
 from orchestrator.redact import redact
-from orchestrator.resolve import Target, resolve_target
-from orchestrator.spec import JobSpec, timestamped_job_name
-from orchestrator.topology import Topology, topology
+from orchestrator.planning.request import RequestContext, create_training_job_request
+from orchestrator.planning.target import Target
+from orchestrator.spec import images
+from orchestrator.spec.model import JobSpec, timestamped_job_name
+from orchestrator.spec.topology import Topology, topology
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Plan:
 
     @property
     def source_uri(self) -> str:
-        return self.estimator_kwargs["source_dir"]
+        return json.loads(self.create_training_job_request["HyperParameters"]["sagemaker_submit_directory"])
 
     @property
     def inputs(self) -> dict[str, str]:
@@ -96,12 +97,6 @@ class Plan:
 
     def blocking_findings(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.blocks(self.spec.allow_unverified)]
-
-    def sagemaker_session(self, boto: Any | None = None) -> Any:
-        """A SageMaker session for this plan's region and bucket (real credentials, real network)."""
-        from orchestrator.sdk import boto_session, sagemaker_session
-
-        return sagemaker_session(boto or boto_session(self.target.region), self.target.bucket)
 
     def to_dict(self) -> dict[str, Any]:
         """The printable plan (`smtrain plan --output json`), with secret-looking values masked."""
@@ -119,40 +114,45 @@ class Plan:
         })
 
 
-def plan(spec: JobSpec | LoadedSpec | str | Path, *, job_name: str | None = None, boto: Any | None = None,
-         max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
-    """Plans a job: the notebook API and `smtrain plan`.
+def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | None = None,
+               max_source_bytes: int = DEFAULT_MAX_BYTES, local_inputs: bool = False) -> Plan:
+    """The plan for a spec going to `target`. Pure: no AWS call, no SDK.
 
     Args:
-        spec: a JobSpec, a LoadedSpec, or the path of a spec file.
-        job_name: the exact job name; default: the spec's name plus the SDK's timestamp suffix.
-        boto: the boto3 session used to resolve the region (and, when the spec lacks them, the role and
-            output path from the infra stack).
+        job_name: the exact job name; default: the spec's name plus a unique timestamp suffix.
+        local_inputs: channels may be local paths (the emulator's plans); a SageMaker job reads only S3.
 
     Raises:
-        SpecError / CapabilityError: the spec cannot be submitted; nothing was sent.
+        SpecError / CapabilityError: the spec cannot be planned; nothing was sent.
     """
-    loaded = load(spec) if isinstance(spec, (str, Path)) else spec
-    job_spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
-    findings = loaded.findings if isinstance(loaded, LoadedSpec) else check(job_spec)
+    job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
+    findings = spec.findings if isinstance(spec, LoadedSpec) else check(job_spec)
     errors = [finding for finding in findings if finding.severity == "error"]
     if errors:
         raise CapabilityError("\n".join(f"{finding.field}: {finding.message}" for finding in errors),
                               fix="; ".join(finding.fix for finding in errors))
-    _require_s3_inputs(job_spec)
-    target = resolve_target(job_spec, boto)
+    if not local_inputs:
+        _require_s3_inputs(job_spec)
     if target.region_is_fallback:
         findings = [*findings, Finding(rule="region-fallback", severity="notice", field="region",
                                        message=f"no AWS region configured; planned for {target.region}",
                                        fix="set region: in the spec or AWS_REGION", source="boto3 region chain")]
+    _require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance.type)
     source = package(job_spec.source_dir, max_source_bytes)
-    kwargs = estimator_kwargs(job_spec, target, source.s3_uri(target.code_location))
+    source_uri = source.s3_uri(target.code_location)
     name = job_name or timestamped_job_name(job_spec.name)
-    request = capture_create_training_job(kwargs, name, dict(job_spec.inputs), target.region, target.bucket)
+    request = create_training_job_request(RequestContext(spec=job_spec, target=target, instance=instance,
+                                                         job_name=name, source_uri=source_uri))
     return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
-                source=source, estimator_kwargs=kwargs, create_training_job_request=request,
-                cost=worst_case_cost(job_spec, instance), findings=findings)
+                source=source, estimator_kwargs=estimator_kwargs(job_spec, target, source_uri),
+                create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings)
+
+
+def _require_image_in_region(spec: JobSpec, region: str) -> None:
+    if spec.image_uri is None and images.registry_account(region) is None:
+        raise CapabilityError(f"no SageMaker PyTorch training images are published in region {region!r}",
+                              fix="pick another region, or give image_uri (an image in your own ECR)")
 
 
 def _require_s3_inputs(spec: JobSpec) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from orchestrator.sdk import boto_session, sagemaker_session
+from orchestrator.cloud.sdk import boto_session, sagemaker_session
 
 _FAKE_RESPONSES = {
     "sagemaker.CreateTrainingJob": {
@@ -37,7 +37,7 @@ def capture_create_training_job(kwargs: dict[str, Any], job_name: str, inputs: d
     """
     from botocore.awsrequest import AWSResponse
 
-    from orchestrator.estimator import build
+    from orchestrator.planning.estimator import build
 
     captured: dict[str, Any] = {}
     # Fixed fake credentials: no credential lookup, nothing of the user's is read or needed.

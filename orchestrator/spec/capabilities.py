@@ -7,19 +7,18 @@ JSON file without importing `sagemaker`.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
-from orchestrator._yaml import load_data_file
-from orchestrator.catalog import InstanceType, lookup
-from orchestrator.spec import JobSpec, Mode
-from orchestrator.topology import processes_per_host
+from orchestrator.spec.datafiles import load_data_file
+from orchestrator.spec import images
+from orchestrator.spec.catalog import InstanceType, lookup
+from orchestrator.spec.model import JobSpec, Mode
+from orchestrator.spec.topology import processes_per_host
 
 Severity = Literal["error", "unverified", "notice"]
 _SMDDP_MODES = (Mode.smddp, Mode.pytorchddp)
@@ -66,28 +65,11 @@ def lists() -> dict[str, Any]:
     return _matrix()[1]
 
 
-@lru_cache(maxsize=1)
-def sdk_image_versions() -> dict[str, Any]:
-    """The `training` section of the installed SDK's `image_uri_config/pytorch.json`, without importing it."""
-    found = importlib.util.find_spec("sagemaker")
-    if found is None or not found.submodule_search_locations:
-        return {}
-    path = Path(next(iter(found.submodule_search_locations))) / "image_uri_config" / "pytorch.json"
-    return json.loads(path.read_text(encoding="utf-8"))["training"]
-
-
-def default_py_version(framework_version: str) -> str | None:
-    """The newest Python the SDK's image list has for this PyTorch version, or None if it has none."""
-    config = sdk_image_versions()
-    version = config.get("version_aliases", {}).get(framework_version, framework_version)
-    entry = config.get("versions", {}).get(version)
-    return entry["py_versions"][-1] if entry else None
-
-
 def resolved_py_version(spec: JobSpec) -> str | None:
+    """The spec's py_version, else the newest Python of its framework version's image."""
     if spec.py_version or spec.framework_version is None:
         return spec.py_version
-    return default_py_version(spec.framework_version)
+    return images.default_python(spec.framework_version)
 
 
 class _Context:
@@ -100,6 +82,7 @@ class _Context:
         self.trainer = spec.hyperparameters.get("trainer")
         self.custom_image = spec.image_uri is not None
         self.py_version = resolved_py_version(spec)
+        self.image = images.lookup(spec.framework_version) if spec.framework_version else None
 
     def facts(self) -> dict[str, Any]:
         spec, instance = self.spec, self.instance
@@ -138,32 +121,45 @@ def _versions_text(versions: list[str]) -> str:
     return ", ".join(versions)
 
 
+def _offered_versions() -> str:
+    return ", ".join(f"{version} ({'/'.join(image.python)})" for version, image in images.versions().items())
+
+
 @_rule("image-exists")
 def _image_exists(ctx: _Context) -> Iterator[_Hit]:
-    if ctx.custom_image or ctx.instance.accelerator == "trainium" or not sdk_image_versions():
+    if ctx.custom_image:
         return
-    config = sdk_image_versions()
-    version = config["version_aliases"].get(ctx.spec.framework_version, ctx.spec.framework_version)
-    entry = config["versions"].get(version)
-    if entry is None or ctx.py_version not in entry["py_versions"]:
-        offered = [f"{v} ({'/'.join(e['py_versions'])})" for v, e in config["versions"].items()
-                   if v.startswith("2.")]
-        field = "framework_version" if entry is None else "py_version"
-        yield field, {"versions": ", ".join(offered)}
+    if ctx.instance.accelerator == "trainium":
+        yield "image_uri", {"versions": _offered_versions()}
+    elif ctx.image is None or ctx.py_version not in ctx.image.python:
+        field = "framework_version" if ctx.image is None else "py_version"
+        yield field, {"versions": _offered_versions()}
+
+
+@_rule("image-end-of-patch")
+def _image_end_of_patch(ctx: _Context) -> Iterator[_Hit]:
+    image = ctx.image
+    if ctx.custom_image or image is None or ctx.instance.accelerator == "trainium":
+        return
+    patched = [version for version, other in images.versions().items()
+               if other.eop and other.eop >= date.today() and not other.unverified]
+    if image.eop is not None and image.eop < date.today():
+        yield "framework_version", {"value": image.eop.isoformat(), "versions": ", ".join(patched)}
+    elif image.eop is None and not image.unverified:
+        yield "framework_version", {"value": "before 2026 (no date in the DLC release data)",
+                                    "versions": ", ".join(patched)}
+
+
+@_rule("image-unconfirmed")
+def _image_unconfirmed(ctx: _Context) -> Iterator[_Hit]:
+    if not ctx.custom_image and ctx.image is not None and ctx.image.unverified:
+        yield "framework_version", {"value": ctx.image.repository}
 
 
 @_rule("torch-distributed-needs-accelerator")
 def _torch_distributed_cpu(ctx: _Context) -> Iterator[_Hit]:
     if ctx.mode is Mode.torch_distributed and not ctx.custom_image and ctx.instance.accelerator == "cpu":
         yield "distribution.mode", {}
-
-
-@_rule("torch-distributed-gpu-versions")
-def _torch_distributed_gpu_versions(ctx: _Context) -> Iterator[_Hit]:
-    versions = lists()["torch_distributed_gpu_versions"]
-    if (ctx.mode is Mode.torch_distributed and not ctx.custom_image and ctx.instance.accelerator == "gpu"
-            and ctx.spec.framework_version not in versions):
-        yield "framework_version", {"versions": _versions_text(versions)}
 
 
 @_rule("torch-distributed-trainium-versions")
@@ -182,9 +178,9 @@ def _trainium_strategy(ctx: _Context) -> Iterator[_Hit]:
 
 @_rule("smddp-versions")
 def _smddp_versions(ctx: _Context) -> Iterator[_Hit]:
-    versions = lists()["smdataparallel_versions"]
-    if ctx.mode in _SMDDP_MODES and not ctx.custom_image and ctx.spec.framework_version not in versions:
-        yield "framework_version", {"versions": _versions_text(versions)}
+    if ctx.mode in _SMDDP_MODES and not ctx.custom_image and ctx.image is not None and not ctx.image.smddp:
+        with_smddp = [version for version, image in images.versions().items() if image.smddp]
+        yield "distribution.mode", {"versions": _versions_text(with_smddp)}
 
 
 @_rule("smddp-p5")

@@ -1,0 +1,58 @@
+"""The notebook API: the same steps as the command line, as functions.
+
+    spec = orchestrator.load_spec("job.yaml")
+    plan = orchestrator.plan(spec)        # resolves role, region, output path; builds the request
+    job = orchestrator.submit(plan)       # or submit("job.yaml")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.resolve import resolve_target
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+from orchestrator.planning.plan import Plan, build_plan
+from orchestrator.spec.loader import LoadedSpec, load, load_spec
+from orchestrator.spec.model import JobSpec
+
+SpecLike = JobSpec | LoadedSpec | str | Path
+__all__ = ["Job", "Plan", "build_estimator", "load_spec", "plan", "submit"]
+
+
+def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
+         max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
+    """Plans a job: resolves where it goes (spec, environment, infra stack), then builds the plan.
+
+    Raises:
+        SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path.
+    """
+    loaded = load(spec) if isinstance(spec, (str, Path)) else spec
+    job_spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
+    return build_plan(loaded, resolve_target(job_spec, boto), job_name=job_name, max_source_bytes=max_source_bytes)
+
+
+def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
+    """Plans (unless given a Plan), uploads the source once, creates the job once; returns its handle."""
+    from orchestrator.cloud.submission import submit as submit_plan
+
+    job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
+    return submit_plan(job_plan, boto=boto)
+
+
+def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None, upload_source: bool = True) -> Any:
+    """The real SDK v2 `sagemaker.pytorch.PyTorch` for a spec, configured as `plan` shows (needs `smtrain[sdk]`).
+
+    Its `source_dir` is smtrain's content-addressed tarball in S3; with `upload_source` it is uploaded now
+    unless already there, so `estimator.fit()` works as usual.
+    """
+    from orchestrator.cloud.estimator import estimator_for
+    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.cloud.submission import ensure_source_uploaded
+
+    job_plan = spec if isinstance(spec, Plan) else plan(spec)
+    if upload_source:
+        boto = sagemaker_session.boto_session if sagemaker_session else boto_session(job_plan.target.region)
+        ensure_source_uploaded(job_plan, boto)
+    return estimator_for(job_plan, sagemaker_session)

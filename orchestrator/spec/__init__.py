@@ -1,0 +1,2 @@
+"""What a job spec is and what it may be: the models, the one reader of spec files, the capability rules, the
+instance catalog and the image table (both data), the rank topology."""
