@@ -11,14 +11,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
 from orchestrator.errors import SmtrainError
 from orchestrator.cloud.logs import LogLine, LogReader
 
-if TYPE_CHECKING:
-    from orchestrator.cloud.submission import Submission
+
+
+class SubmissionSummary(Protocol):
+    """What a job created by this process remembers of its submit (cloud.submission.Submission)."""
+
+    def summary_rows(self) -> list[tuple[str, str]]: ...
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
 STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
@@ -141,7 +145,7 @@ class JobSummary:
 class Job:
     """A handle on one training job. `orchestrator.submit(...)` returns one; `Job.attach(name)` finds one."""
 
-    def __init__(self, name: str, boto: Any, submission: Submission | None = None) -> None:
+    def __init__(self, name: str, boto: Any, submission: SubmissionSummary | None = None) -> None:
         from orchestrator.cloud.sdk import client
 
         self.name = name
