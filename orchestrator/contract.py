@@ -85,3 +85,7 @@ MODEL_STATE_FILE = "model.pt"
 MODEL_METADATA_FILE = "model.json"
 FAILURE_FILE = "failure"
 SUCCESS_FILE = "success"
+
+# The file `smtrain local` writes at the root of every run directory. A directory holding it is never packed into
+# a source tarball: a run directory often sits inside source_dir and holds logs, outputs and per-host files.
+RUN_MARKER_FILE = ".smtrain-run"
