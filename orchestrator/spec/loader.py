@@ -276,7 +276,7 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
 
 def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
                            positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str]) -> Problem:
-    loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[")))
+    loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]")))
     dotted = ".".join(str(part) for part in loc)
     kind = error["type"]
     message = error["msg"]
@@ -289,6 +289,8 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
 
 def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any]) -> str | None:
     name = str(loc[-1]) if loc else ""
+    if "fix" in ctx:  # the model's own errors carry their fix
+        return str(ctx["fix"])
     if kind == "extra_forbidden":
         known = sorted(_fields_at(loc[:-1]))
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
@@ -318,7 +320,7 @@ def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any]) -> str | N
         return f"{name} is a list, e.g. {name}: [a, b]"
     if kind == "string_pattern_mismatch":
         return f"the value must match {ctx.get('pattern')}"
-    if kind == "too_long":
+    if kind in ("too_long", "string_too_long"):
         return f"at most {ctx.get('max_length')} entries or characters are allowed"
     return None
 
