@@ -1,4 +1,4 @@
-"""`smtrain submit | status | logs | stop | list`: a job's life on SageMaker.
+"""`smtrain submit | status | logs | metrics | stop | list`: a job's life on SageMaker.
 
 Thin: each command calls `orchestrator.cloud.submission` or `orchestrator.cloud.jobs` and prints the result. With
 `--output json` stdout holds one JSON document (one per line for `logs`) and progress goes to stderr.
@@ -16,15 +16,27 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
-from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, console_url, list_jobs
+from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, Transition, console_url, list_jobs
 from orchestrator.cloud.logs import LogLine
+from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
+from orchestrator.planning.metric_series import (
+    METRICS_FILE,
+    MetricPoint,
+    format_duration,
+    loss_metrics,
+    read_points,
+    summarize,
+    to_csv,
+)
 
 if TYPE_CHECKING:
+    from orchestrator.cloud.progress import JobProgress
     from orchestrator.cloud.submission import Submission
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
@@ -140,29 +152,49 @@ def submit(
 @output_option
 @click.pass_context
 def status(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
-    """Status of JOB_NAME: status, secondary status and its history, billable seconds, instances, failure
-    reason and model artifact."""
-    current = _job(ctx, job_name, region).status()
+    """Status of JOB_NAME: status and secondary status with their history, progress (step and epoch of the
+    total, from the log lines), rate and ETA, the latest loss, billable seconds and cost so far at the
+    catalog's on-demand price, instances, and for a failed job the reason and the failing host's last lines."""
+    from orchestrator.errors import AwsError
+
+    job = _job(ctx, job_name, region)
+    current = job.status()
+    try:
+        progress: JobProgress | None = job.progress()
+        unread = None
+    except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status itself is still worth showing
+        progress, unread = None, exc.message
+    now = datetime.now(timezone.utc)
     if output == "json":
-        echo_json(current.to_dict())
+        document = current.to_dict()
+        document.update(progress.to_dict(now) if progress else {"progress": None, "logs_unreadable": unread})
+        echo_json(document)
         return
     click.echo(f"{current.name}: {_status_words(current)}")
-    rows = [
-        ("instances", f"{current.instance_count} x {current.instance_type}"),
-        ("billable", "-" if current.billable_seconds is None else f"{current.billable_seconds} s"),
+    rows = [("instances", f"{current.instance_count} x {current.instance_type}")]
+    rows += _progress_rows(progress, unread, current, now)
+    rows += [
+        ("billable", _billable_words(current)),
+        ("cost", _cost_words(current)),
         ("created", _time(current.created)),
+        ("started", _time(current.started)),
         ("ended", _time(current.ended)),
         ("failure", current.failure_reason or "-"),
         ("model", current.model_artifact or "-"),
         ("console", current.console_url),
     ]
+    width = max(10, *(len(key) for key, _ in rows))
     for key, value in rows:
-        click.echo(f"  {key:<10} {value}")
+        click.echo(f"  {key:<{width}} {value}")
     if current.transitions:
         click.echo("  history")
         width = max(len(item.status) for item in current.transitions)
         for item in current.transitions:
-            click.echo(f"    {_time(item.start)}  {item.status:<{width}}  {item.message}")
+            click.echo(f"    {_time(item.start)}  {item.status:<{width}}  {item.message}{_took(item, now)}")
+    if progress and progress.failing_host:
+        click.echo(f"  last lines of {progress.failing_host} (the host that failed first)")
+        for line in progress.failing_lines:
+            click.echo(f"    {line}")
 
 
 @click.command()
@@ -183,6 +215,76 @@ def logs(
         printed += 1
     if not printed:
         click.echo(f"no log lines for {job_name} yet", err=True)
+
+
+@click.command()
+@click.argument("target", metavar="JOB_NAME|RUN_DIR")
+@click.option("--metric", "names", multiple=True, metavar="NAME",
+              help="Only this metric, e.g. train:loss (repeatable). Default: every metric of the job.")
+@click.option("--output", "-o", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True,
+              help="text: a summary table and a chart in the terminal; json and csv: every point, one per row "
+                   "(metric, value, timestamp, step, host).")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
+              help="Also draw every selected metric into this image (needs matplotlib: pip install 'smtrain[plot]').")
+@click.option("--period", "period_seconds", type=click.IntRange(min=1), default=DEFAULT_PERIOD_SECONDS,
+              show_default=True, help="SageMaker jobs: seconds per CloudWatch datapoint (each is the average "
+                                      "of the values logged in its period).")
+@_region_option
+@click.pass_context
+def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str, plot_file: Path | None,
+            period_seconds: int, region: str | None) -> None:
+    """The metric series of a SageMaker job (JOB_NAME: from CloudWatch, namespace /aws/sagemaker/TrainingJobs)
+    or of a local run (RUN_DIR: the directory `smtrain local` wrote, default runs/<job-name>/). Both come from
+    the job's metric definitions applied to its log lines, so the same lines give the same values."""
+    if Path(target).is_dir():
+        points, source = _local_points(Path(target), names), f"local run {target}"
+    else:
+        job = _job(ctx, target, region)
+        points = job.metric_points(list(names) or None, period_seconds)
+        source = f"CloudWatch {NAMESPACE}, {period_seconds} s averages"
+    if plot_file is not None:
+        from orchestrator.planning.metric_charts import figure
+
+        figure(points, list(names) or None, title=Path(target).name).savefig(plot_file, dpi=100)
+        click.echo(f"plot written to {plot_file}", err=True)
+    if output == "json":
+        echo_json([point.to_dict() for point in points])
+    elif output == "csv":
+        click.echo(to_csv(points), nl=False)
+    elif not points:
+        click.echo(f"no metric data for {target} yet ({source}); SageMaker publishes values a few minutes after "
+                   "the lines are logged", err=True)
+    else:
+        _print_metrics(Path(target).name, points, source, list(names))
+
+
+def _local_points(run_dir: Path, names: tuple[str, ...]) -> list[MetricPoint]:
+    from orchestrator.errors import SmtrainError
+
+    path = run_dir / METRICS_FILE
+    if not path.is_file():
+        raise SmtrainError(f"{run_dir} has no {METRICS_FILE}: it is not a run directory of `smtrain local`",
+                           fix="give the run directory of a local run (default runs/<job-name>/), or a "
+                               "SageMaker job name")
+    points = read_points(path)
+    return [point for point in points if point.metric in names] if names else points
+
+
+def _print_metrics(title: str, points: list[MetricPoint], source: str, names: list[str]) -> None:
+    from orchestrator.planning.metric_charts import text_chart
+
+    summaries = summarize(points)
+    click.echo(f"{title}: {len(points)} points of {len(summaries)} metric(s) ({source})")
+    width = max(6, *(len(item.metric) for item in summaries))
+    click.echo(f"  {'metric':<{width}}  {'points':>6}  {'first':>10}  {'min':>10}  {'max':>10}  {'last':>10}")
+    for item in summaries:
+        click.echo(f"  {item.metric:<{width}}  {item.points:>6}  {item.first:>10.4g}  {item.minimum:>10.4g}  "
+                   f"{item.maximum:>10.4g}  {item.last:>10.4g}")
+    for name in names or loss_metrics([item.metric for item in summaries]):
+        series = [point for point in points if point.metric == name]
+        if series:
+            click.echo(f"\n{name}")
+            click.echo(text_chart(series))
 
 
 @click.command()
@@ -247,7 +349,7 @@ def list_command(
         click.echo(f"{row.name:<{width}}  {row.status:<10}  {_time(row.created)}")
 
 
-JOB_COMMANDS = (submit, status, logs, stop, list_command)
+JOB_COMMANDS = (submit, status, logs, metrics, stop, list_command)
 
 
 def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool) -> JobStatus:
@@ -298,6 +400,59 @@ def _print_final(final: JobStatus) -> None:
         click.echo(f"  failure: {final.failure_reason}")
     if final.status == "Completed" and final.model_artifact:
         click.echo(f"  model:   {final.model_artifact}")
+
+
+def _progress_rows(
+    progress: JobProgress | None, unread: str | None, current: JobStatus, now: datetime
+) -> list[tuple[str, str]]:
+    """progress / rate / eta / latest loss rows; nothing where the logs say nothing."""
+    if progress is None:
+        return [("progress", f"unknown: the logs could not be read ({unread})")]
+    estimate = progress.estimate
+    if estimate is None:
+        return [("progress", "no progress line (`step=N/TOTAL`) in the logs yet")]
+    text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
+    if estimate.epoch is not None:
+        text += f", epoch {estimate.epoch}" + (f" of {estimate.epochs}" if estimate.epochs else "")
+    rows = [("progress", text + f" at {_time(estimate.at)}")]
+    if estimate.steps_per_second:
+        rows.append(("rate", f"{estimate.steps_per_second:.3g} steps/s"))
+    finish = estimate.finish_time()
+    if not current.is_terminal and finish is not None and estimate.step < estimate.total:
+        eta = estimate.eta_seconds(now) or 0.0
+        late = " (overdue: no progress line since)" if finish < now else ""
+        rows.append(("eta", f"{format_duration(eta)}, about {_time(finish)}{late}"))
+    for name in loss_metrics(list(progress.latest)):
+        rows.append((name, f"{progress.latest[name]:.6g} (latest logged)"))
+    return rows
+
+
+def _billable_words(current: JobStatus) -> str:
+    cost = current.cost
+    if cost is None:
+        return "-" if current.billable_seconds is None else f"{current.billable_seconds} s"
+    if cost.estimated:
+        return f"about {cost.billable_seconds} s per instance (since TrainingStartTime; not reported yet)"
+    return f"{cost.billable_seconds} s per instance"
+
+
+def _cost_words(current: JobStatus) -> str:
+    cost = current.cost
+    if cost is None:
+        return "nothing billed yet" if not current.is_terminal else "-"
+    if cost.total is None:
+        return f"no price on record for {current.instance_type}"
+    about = "about " if cost.estimated else ""
+    return (f"{about}{cost.currency} {cost.total:,.2f} so far = {cost.billable_seconds} s x {cost.instance_count} x "
+            f"{cost.currency} {cost.price_per_instance_hour}/h (on-demand)")
+
+
+def _took(item: Transition, now: datetime) -> str:
+    if item.start is None:
+        return ""
+    if item.end is None:
+        return f"  (for {format_duration((now - item.start).total_seconds())} so far)"
+    return f"  ({format_duration((item.end - item.start).total_seconds())})"
 
 
 def _status_words(current: JobStatus) -> str:

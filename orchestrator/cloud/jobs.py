@@ -2,7 +2,8 @@
 
 `Job` is what `submit` returns and what `Job.attach(name)` rebuilds later (another process, a restarted
 notebook). It holds a name and a boto3 session, nothing else that could go stale: each method asks SageMaker
-or CloudWatch. The last status read is remembered only for `repr`, which never makes a call.
+or CloudWatch. What the latest calls read (status, progress, metric values) is remembered only for `repr`,
+which never makes a call.
 """
 
 from __future__ import annotations
@@ -10,13 +11,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Protocol
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.logs import LogLine, LogReader, tail
+from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
+from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.errors import SmtrainError
-from orchestrator.cloud.logs import LogLine, LogReader
+from orchestrator.planning.metric_series import MetricPoint, format_duration, loss_metrics, to_frame
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class SubmissionSummary(Protocol):
@@ -62,6 +68,10 @@ class JobStatus:
     model_artifact: str | None
     created: datetime | None
     ended: datetime | None
+    started: datetime | None = None
+    """TrainingStartTime: when the instances were ready and billing began."""
+    cost: CostSoFar | None = None
+    """Billed so far at on-demand prices, as of this read."""
 
     @classmethod
     def from_description(cls, described: dict[str, Any], region: str) -> JobStatus:
@@ -86,6 +96,8 @@ class JobStatus:
             model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
             created=described.get("CreationTime"),
             ended=described.get("TrainingEndTime"),
+            started=described.get("TrainingStartTime"),
+            cost=cost_so_far(described),
         )
 
     @property
@@ -117,7 +129,9 @@ class JobStatus:
             "failure_reason": self.failure_reason,
             "model_artifact": self.model_artifact,
             "created": _iso(self.created),
+            "started": _iso(self.started),
             "ended": _iso(self.ended),
+            "cost_so_far": self.cost.to_dict() if self.cost else None,
             "console_url": self.console_url,
         }
 
@@ -154,6 +168,9 @@ class Job:
         with aws_errors(f"connecting to SageMaker for job {name}"):
             self._sagemaker = client(boto, "sagemaker")
         self._last_status: JobStatus | None = None
+        self._last_progress: JobProgress | None = None
+        self._latest_metrics: dict[str, float] = {}
+        self._described: dict[str, Any] | None = None
 
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, boto: Any | None = None) -> Job:
@@ -201,8 +218,60 @@ class Job:
                 raise
 
     def status(self) -> JobStatus:
-        self._last_status = JobStatus.from_description(self.describe(), self.region)
+        self._described = self.describe()
+        self._last_status = JobStatus.from_description(self._described, self.region)
         return self._last_status
+
+    def progress(self, tail_lines: int = 200) -> JobProgress:
+        """Position, rate and ETA from the progress lines in the last `tail_lines` lines of each host's log,
+        the latest value of each metric there, and for a failed job the failing host's last lines.
+
+        Uses the status read last (metric definitions, hyperparameters, failure reason), reading it if none was.
+        """
+        from orchestrator.cloud.sdk import client
+
+        described = self._described or self._read_status_description()
+        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        with aws_errors("connecting to CloudWatch Logs"):
+            logs_client = client(self._boto, "logs")
+        tails = tail(logs_client, self.name, tail_lines, mask=lambda text: mask_secrets(text, secrets))
+        self._last_progress = job_progress(described, tails)
+        self._latest_metrics.update(self._last_progress.latest)
+        return self._last_progress
+
+    def metric_points(
+        self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS
+    ) -> list[MetricPoint]:
+        """The job's metric series from CloudWatch (`/aws/sagemaker/TrainingJobs`), one average per period.
+
+        Args:
+            names: only these metrics; default: the job's metric definitions and whatever else CloudWatch has.
+        """
+        from orchestrator.cloud.sdk import client
+
+        described = self._read_status_description()
+        with aws_errors("connecting to CloudWatch"):
+            cloudwatch = client(self._boto, "cloudwatch")
+        points = cloudwatch_points(cloudwatch, described, names, period_seconds)
+        self._latest_metrics.update((point.metric, point.value) for point in points)
+        return points
+
+    def metrics(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Any:
+        """The series of `metric_points` as a pandas DataFrame (columns metric, value, timestamp, step, host),
+        or as a list of dicts where pandas is not installed."""
+        return to_frame(self.metric_points(names, period_seconds))
+
+    def plot(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Figure:
+        """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
+        from orchestrator.planning.metric_charts import figure
+
+        points = self.metric_points(names, period_seconds)
+        return figure(points, names, title=self.name)
+
+    def _read_status_description(self) -> dict[str, Any]:
+        self.status()
+        assert self._described is not None
+        return self._described
 
     def wait(
         self,
@@ -276,7 +345,26 @@ class Job:
 
     def __repr__(self) -> str:
         status = self._last_status.status if self._last_status else "not read yet"
-        return f"Job({self.name!r}, region={self.region!r}, status={status!r})"
+        known = "".join(f", {key}={value!r}" for key, value in self._known_progress())
+        return f"Job({self.name!r}, region={self.region!r}, status={status!r}{known})"
+
+    def _known_progress(self) -> list[tuple[str, str]]:
+        """Progress and the latest loss, as far as calls made earlier have read them."""
+        rows = []
+        estimate = self._last_progress.estimate if self._last_progress else None
+        if estimate:
+            text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
+            if estimate.epoch is not None:
+                text += f", epoch {estimate.epoch}" + (f"/{estimate.epochs}" if estimate.epochs else "")
+            if estimate.steps_per_second:
+                text += f", {estimate.steps_per_second:.3g} steps/s"
+            remaining = estimate.remaining_seconds
+            if remaining is not None and estimate.step < estimate.total:
+                text += f", about {format_duration(remaining)} to go after {_clock(estimate.at)}"
+            rows.append(("progress", text))
+        for name in loss_metrics(list(self._latest_metrics)):
+            rows.append((name, f"{self._latest_metrics[name]:.6g}"))
+        return rows
 
     def _repr_markdown_(self) -> str:
         """A notebook's view: a link to the console and what is known without a call."""
@@ -285,6 +373,10 @@ class Job:
             current = self._last_status
             rows.append(("status", f"{current.status} / {current.secondary_status or '-'}"))
             rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
+            if current.cost and current.cost.total is not None:
+                about = "about " if current.cost.estimated else ""
+                rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
+            rows += self._known_progress()
         else:
             rows.append(("status", "not read yet: `job.status()`"))
         if self.submission:
@@ -341,3 +433,7 @@ def is_not_found(exc: Any) -> bool:
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
+
+
+def _clock(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%H:%M:%S UTC")

@@ -55,7 +55,7 @@ class LogReader:
     def read_new(self) -> list[LogLine]:
         """Every host's new events, merged by timestamp (hosts in algo-N order on ties)."""
         with aws_errors(f"reading the logs of {self._job_name}"):
-            for stream in self._stream_names():
+            for stream in stream_names(self._client, self._job_name):
                 self._tokens.setdefault(stream, None)
             streams = sorted(self._tokens, key=self._host_order)
             return list(
@@ -63,24 +63,6 @@ class LogReader:
                     *(self._read_stream(stream) for stream in streams), key=lambda line: line.timestamp_ms
                 )
             )
-
-    def _stream_names(self) -> list[str]:
-        from botocore.exceptions import ClientError
-
-        paginator = self._client.get_paginator("describe_log_streams")
-        try:
-            return [
-                stream["logStreamName"]
-                for page in paginator.paginate(
-                    logGroupName=LOG_GROUP, logStreamNamePrefix=f"{self._job_name}/"
-                )
-                for stream in page["logStreams"]
-            ]
-        except ClientError as exc:
-            # The log group only exists once some job in the region has logged; until then there is nothing.
-            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-                return []
-            raise
 
     def _read_stream(self, stream: str) -> list[LogLine]:
         """Pages forward from the remembered token; CloudWatch returns the same token once at the end."""
@@ -105,6 +87,49 @@ class LogReader:
         return lines
 
     def _host_order(self, stream: str) -> tuple[int, str]:
-        host = host_of(stream, self._job_name)
-        number = host.rsplit("-", 1)[-1]
-        return (int(number) if number.isdigit() else 0, stream)
+        return host_order(host_of(stream, self._job_name)), stream
+
+
+def stream_names(logs_client: Any, job_name: str) -> list[str]:
+    """The job's streams, one per host and start (a restarted spot job gets new ones)."""
+    from botocore.exceptions import ClientError
+
+    paginator = logs_client.get_paginator("describe_log_streams")
+    try:
+        return [
+            stream["logStreamName"]
+            for page in paginator.paginate(logGroupName=LOG_GROUP, logStreamNamePrefix=f"{job_name}/")
+            for stream in page["logStreams"]
+        ]
+    except ClientError as exc:
+        # The log group only exists once some job in the region has logged; until then there is nothing.
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
+
+
+def tail(
+    logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str], str] = str
+) -> dict[str, list[LogLine]]:
+    """The last `lines` log lines of each host, oldest first, hosts in algo-N order: one GetLogEvents call per
+    stream, read from the end, however long the job has run."""
+    by_host: dict[str, list[LogLine]] = {}
+    with aws_errors(f"reading the logs of {job_name}"):
+        for stream in stream_names(logs_client, job_name):
+            host = host_of(stream, job_name)
+            page = logs_client.get_log_events(
+                logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=False, limit=lines
+            )
+            by_host.setdefault(host, []).extend(
+                LogLine(host, event["timestamp"], mask(event["message"].rstrip("\n"))) for event in page["events"]
+            )
+    return {
+        host: sorted(by_host[host], key=lambda line: line.timestamp_ms)[-lines:]
+        for host in sorted(by_host, key=host_order)
+    }
+
+
+def host_order(host: str) -> int:
+    """`algo-12` -> 12, so that hosts sort as numbers."""
+    number = host.rsplit("-", 1)[-1]
+    return int(number) if number.isdigit() else 0

@@ -1,0 +1,154 @@
+"""How far a SageMaker job is and what it has cost so far, from DescribeTrainingJob and the tail of its logs.
+
+Progress comes from the last progress line in the logs (`epoch=1 step=40/96 ...`): the rate is measured over
+the progress lines of the tail, by their CloudWatch timestamps. Cost so far is billable seconds x instance count
+x the catalog's on-demand price: SageMaker's BillableTimeInSeconds once it reports it (spot discount included),
+before that the time since TrainingStartTime, which is when billing starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from orchestrator.cloud.logs import LogLine
+from orchestrator.planning.metric_series import (
+    ProgressEstimate,
+    compile_definitions,
+    estimate_progress,
+    extract,
+    step_mark,
+)
+from orchestrator.spec.catalog import catalog, lookup
+
+_HOST = re.compile(r"\balgo-\d+\b")
+_ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b")
+FAILURE_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class CostSoFar:
+    """Instance time billed (or, while SageMaker has not reported it yet, elapsed) at on-demand prices."""
+
+    billable_seconds: int
+    instance_count: int
+    price_per_instance_hour: float | None
+    currency: str
+    estimated: bool
+    """True while BillableTimeInSeconds is not reported: the time since TrainingStartTime stands in for it
+    (for spot, an upper bound: spot bills less)."""
+    price_source: str
+
+    @property
+    def total(self) -> float | None:
+        if self.price_per_instance_hour is None:
+            return None
+        return self.price_per_instance_hour * self.instance_count * self.billable_seconds / 3600
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "currency": self.currency,
+            "billable_seconds": self.billable_seconds,
+            "instance_count": self.instance_count,
+            "price_per_instance_hour": self.price_per_instance_hour,
+            "estimated": self.estimated,
+            "price_source": self.price_source,
+        }
+
+
+def cost_so_far(described: Mapping[str, Any], now: datetime | None = None) -> CostSoFar | None:
+    """None before the instances start (nothing is billed yet)."""
+    resources = described.get("ResourceConfig", {})
+    instance_type, count = resources.get("InstanceType"), resources.get("InstanceCount") or 0
+    billable = described.get("BillableTimeInSeconds")
+    started = described.get("TrainingStartTime")
+    if (billable is None and started is None) or not instance_type:
+        return None
+    if billable is None:
+        until = described.get("TrainingEndTime") or now or datetime.now(timezone.utc)
+        billable = max(0, int((until - started).total_seconds()))
+        estimated = True
+    else:
+        estimated = False
+    prices = catalog()
+    return CostSoFar(
+        billable_seconds=billable,
+        instance_count=count,
+        price_per_instance_hour=lookup(instance_type).price_per_hour,
+        currency=prices.currency,
+        estimated=estimated,
+        price_source=f"{prices.source}, {prices.region}, transcribed {prices.checked}",
+    )
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """What the tail of a job's logs says: the position and rate, the latest value of each metric, and for a
+    failed job the host that failed first with its last lines."""
+
+    estimate: ProgressEstimate | None
+    latest: dict[str, float] = field(default_factory=dict)
+    failing_host: str | None = None
+    failing_lines: tuple[LogLine, ...] = ()
+
+    def to_dict(self, now: datetime) -> dict[str, Any]:
+        return {
+            "progress": self.estimate.to_dict(now) if self.estimate else None,
+            "latest_metrics": dict(self.latest),
+            "failing_host": self.failing_host,
+            "failing_host_last_lines": [line.message for line in self.failing_lines],
+        }
+
+
+def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]]) -> JobProgress:
+    """Reads progress and metrics from every host's tail with the job's own metric definitions."""
+    definitions = compile_definitions(described.get("AlgorithmSpecification", {}).get("MetricDefinitions", []))
+    lines = sorted((line for host_lines in tails.values() for line in host_lines), key=lambda line: line.timestamp_ms)
+    marks, latest = [], {}
+    for line in lines:
+        mark = step_mark(line.message)
+        if mark:
+            marks.append((datetime.fromtimestamp(line.timestamp_ms / 1000, tz=timezone.utc), mark))
+        latest.update(extract(definitions, line.message))
+    estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})))
+    if described.get("TrainingJobStatus") != "Failed":
+        return JobProgress(estimate, latest)
+    host = failing_host(described.get("FailureReason") or "", tails)
+    failing = tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
+    return JobProgress(estimate, latest, host, failing)
+
+
+def failing_host(failure_reason: str, tails: Mapping[str, Sequence[LogLine]]) -> str | None:
+    """The host the failure reason names; else the one whose log shows an error first (the others usually
+    fail after it, when their collectives lose it); else, with one host, that one."""
+    named = _HOST.search(failure_reason)
+    if named and named.group(0) in tails:
+        return named.group(0)
+    first_errors = {
+        host: next((line.timestamp_ms for line in lines if _ERROR_LINE.search(line.message)), None)
+        for host, lines in tails.items()
+    }
+    erring = {host: stamp for host, stamp in first_errors.items() if stamp is not None}
+    if erring:
+        return min(erring, key=lambda host: erring[host])
+    return next(iter(tails)) if len(tails) == 1 else None
+
+
+def _epochs(hyperparameters: Mapping[str, str]) -> int | None:
+    """The `epochs` hyperparameter of the shared entrypoints (SageMaker keeps values as JSON strings)."""
+    raw = hyperparameters.get("epochs")
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,280 @@
+"""A job's metric series, read from its log lines by SageMaker's rules, and its progress.
+
+SageMaker applies each metric definition's regex to every line a training job logs: searched, not anchored,
+group 1 read as a number, every definition on every line, and publishes the values to CloudWatch. The local
+emulator applies the same definitions here, line by line, so that `smtrain metrics RUN_DIR` and
+`smtrain metrics JOB` show the same values for the same lines. The progress line of the shared entrypoints,
+`epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`, also gives the step, the total and the
+epoch, from which `estimate_progress` derives a rate and an ETA (for the live bar of `smtrain local` and for
+`smtrain status`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+"""Where `smtrain local` keeps a run's series: one point per line, in the run directory."""
+_STEP = re.compile(r"\bstep=(\d+)/(\d+)")
+_EPOCH = re.compile(r"\bepoch=(\d+)\b")
+_LOSS_WORD = "loss"
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    """One `{Name, Regex}` of the request's MetricDefinitions, compiled."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+
+def compile_definitions(definitions: Iterable[Mapping[str, str]]) -> tuple[MetricDefinition, ...]:
+    return tuple(MetricDefinition(item["Name"], re.compile(item["Regex"])) for item in definitions)
+
+
+def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, float]:
+    """The values the line carries, by SageMaker's rule: first match of each regex anywhere in the line,
+    group 1 as a float. Values that are not finite numbers are dropped: CloudWatch cannot store them."""
+    values: dict[str, float] = {}
+    for definition in definitions:
+        match = definition.pattern.search(line)
+        if not match:
+            continue
+        try:
+            value = float(match.group(1))
+        except (IndexError, TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            values[definition.name] = value
+    return values
+
+
+@dataclass(frozen=True)
+class StepMark:
+    """Where a progress line says the job is: step of total (global optimizer steps), and the epoch."""
+
+    step: int
+    total: int
+    epoch: int | None
+
+
+def step_mark(line: str) -> StepMark | None:
+    match = _STEP.search(line)
+    if not match:
+        return None
+    epoch = _EPOCH.search(line)
+    return StepMark(int(match.group(1)), int(match.group(2)), int(epoch.group(1)) if epoch else None)
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One value of one metric: when it was logged (CloudWatch: the datapoint's time), and, from a local run's
+    log line, the step and the host that wrote it."""
+
+    metric: str
+    value: float
+    time: datetime | None
+    step: int | None = None
+    host: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "value": self.value,
+            "timestamp": self.time.isoformat() if self.time else None,
+            "step": self.step,
+            "host": self.host,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> MetricPoint:
+        stamp = document.get("timestamp")
+        return cls(
+            metric=document["metric"],
+            value=float(document["value"]),
+            time=datetime.fromisoformat(stamp) if stamp else None,
+            step=document.get("step"),
+            host=document.get("host"),
+        )
+
+
+def points_from_line(
+    definitions: Sequence[MetricDefinition], line: str, time: datetime | None, host: str | None = None
+) -> list[MetricPoint]:
+    values = extract(definitions, line)
+    if not values:
+        return []
+    mark = step_mark(line)
+    step = mark.step if mark else None
+    return [MetricPoint(name, value, time, step, host) for name, value in values.items()]
+
+
+class MetricRecorder:
+    """Applies the definitions to a local run's lines as they arrive and appends each point to the run's
+    metrics file at once, so that `smtrain metrics RUN_DIR` also works while the run goes on."""
+
+    def __init__(self, definitions: Iterable[Mapping[str, str]], path: Path) -> None:
+        self._definitions = compile_definitions(definitions)
+        self.path = path
+        self.latest: dict[str, float] = {}
+        path.write_text("")
+
+    def feed(self, host: str, line: str, time: datetime | None = None) -> list[MetricPoint]:
+        points = points_from_line(self._definitions, line, time or datetime.now(timezone.utc), host)
+        if points:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)
+            self.latest.update((point.metric, point.value) for point in points)
+        return points
+
+
+def read_points(path: Path) -> list[MetricPoint]:
+    """The points a MetricRecorder wrote; a last line cut short by a run still writing is skipped."""
+    points = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            points.append(MetricPoint.from_dict(json.loads(line)))
+        except (ValueError, KeyError):
+            continue
+    return points
+
+
+def metric_names(points: Iterable[MetricPoint]) -> list[str]:
+    """Names in order of first appearance."""
+    return list(dict.fromkeys(point.metric for point in points))
+
+
+def loss_metrics(names: Sequence[str]) -> list[str]:
+    """The metrics worth a chart by default: those named like a loss, else the first one."""
+    losses = [name for name in names if _LOSS_WORD in name.lower()]
+    return losses or list(names[:1])
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    metric: str
+    points: int
+    first: float
+    minimum: float
+    maximum: float
+    last: float
+
+
+def summarize(points: Sequence[MetricPoint]) -> list[MetricSummary]:
+    summaries = []
+    for name in metric_names(points):
+        values = [point.value for point in points if point.metric == name]
+        summaries.append(MetricSummary(name, len(values), values[0], min(values), max(values), values[-1]))
+    return summaries
+
+
+def to_csv(points: Iterable[MetricPoint]) -> str:
+    """Long format, one point per row: metric, value, timestamp, step, host."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, ["metric", "value", "timestamp", "step", "host"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(point.to_dict() for point in points)
+    return buffer.getvalue()
+
+
+def to_frame(points: Iterable[MetricPoint]) -> Any:
+    """A pandas DataFrame (columns metric, value, timestamp, step, host) when pandas is installed, else the
+    same rows as a list of dicts: pandas is no dependency of smtrain."""
+    rows = [
+        {"metric": point.metric, "value": point.value, "timestamp": point.time, "step": point.step,
+         "host": point.host}
+        for point in points
+    ]
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows, columns=["metric", "value", "timestamp", "step", "host"])
+
+
+@dataclass(frozen=True)
+class ProgressEstimate:
+    """How far a job is, from its progress lines: the latest step of the total, the rate over the lines seen
+    since the latest restart, and what that rate leaves to go."""
+
+    step: int
+    total: int
+    epoch: int | None
+    epochs: int | None
+    steps_per_second: float | None
+    at: datetime
+    """When the latest progress line was written."""
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.step / self.total) if self.total else 0.0
+
+    @property
+    def remaining_seconds(self) -> float | None:
+        """Seconds from the latest progress line to the last step, at the measured rate."""
+        if not self.steps_per_second:
+            return None
+        return max(0, self.total - self.step) / self.steps_per_second
+
+    def finish_time(self) -> datetime | None:
+        remaining = self.remaining_seconds
+        return None if remaining is None else self.at + timedelta(seconds=remaining)
+
+    def eta_seconds(self, now: datetime) -> float | None:
+        """Seconds from `now` to the estimated finish (0 when it is overdue)."""
+        finish = self.finish_time()
+        return None if finish is None else max(0.0, (finish - now).total_seconds())
+
+    def to_dict(self, now: datetime) -> dict[str, Any]:
+        finish = self.finish_time()
+        return {
+            "step": self.step,
+            "total_steps": self.total,
+            "epoch": self.epoch,
+            "epochs": self.epochs,
+            "percent": round(100 * self.fraction, 1),
+            "steps_per_second": self.steps_per_second,
+            "eta_seconds": self.eta_seconds(now),
+            "estimated_finish": finish.isoformat() if finish else None,
+            "last_progress_line": self.at.isoformat(),
+        }
+
+
+def estimate_progress(
+    marks: Sequence[tuple[datetime, StepMark]], epochs: int | None = None
+) -> ProgressEstimate | None:
+    """Rate and position from timed progress lines, oldest first.
+
+    A step lower than the one before starts the count again: the job restarted from a checkpoint (spot),
+    and time before the restart says nothing about the rate after it.
+    """
+    if not marks:
+        return None
+    start = 0
+    for index in range(1, len(marks)):
+        if marks[index][1].step < marks[index - 1][1].step:
+            start = index
+    window = marks[start:]
+    (first_time, first), (last_time, last) = window[0], window[-1]
+    elapsed = (last_time - first_time).total_seconds()
+    rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
+    return ProgressEstimate(last.step, last.total, last.epoch, epochs, rate, last_time)
+
+
+def format_duration(seconds: float) -> str:
+    """`42 s`, `6 min 5 s`, `2 h 03 min`."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
