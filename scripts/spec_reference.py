@@ -23,7 +23,8 @@ def _nested(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
         if isinstance(arg, type) and issubclass(arg, BaseModel):
             return arg, False
         inner = getattr(arg, "__args__", ())
-        if getattr(arg, "__origin__", None) is list and inner and issubclass(inner[0], BaseModel):
+        if getattr(arg, "__origin__", None) is list and inner and isinstance(inner[0], type) \
+                and issubclass(inner[0], BaseModel):
             return inner[0], True
     return None, False
 

@@ -37,20 +37,31 @@ def main() -> None:
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @set_option
+@click.option("--allow-unverified", is_flag=True,
+              help="Pass unverified combinations, as submit --allow-unverified does (overrides allow_unverified "
+                   "in the spec).")
 @output_option
-def validate(files: tuple[str, ...], overrides: tuple[str, ...], output: str) -> None:
-    """Check spec FILES against the schema and the capability matrix. Offline and fast: no AWS call.
+def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
+    """Check spec FILES against the schema, SageMaker's API limits and the capability matrix. Offline and fast.
 
-    Exits 2 if any file has a problem; warnings (unverified combinations, notices) do not fail validation.
+    It is submit's gate: exits 2 whenever `submit` would refuse a file, which includes an unverified combination
+    without `allow_unverified: true` (or --allow-unverified) and a channel given as a local path (fine for
+    `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass.
     """
     from orchestrator.errors import SmtrainError
-    from orchestrator.spec.loader import InvalidSpec, load
+    from orchestrator.spec.capabilities import submit_refusals
+    from orchestrator.spec.loader import InvalidSpec, Problem, load
     from orchestrator.cli.render import findings_text, summary_line
 
     results, failed = [], False
     for file in files:
         try:
-            loaded = load(file, overrides)
+            loaded = load(file, overrides, allow_unverified=True if allow_unverified else None)
+            refusals = submit_refusals(loaded.spec, loaded.findings)
+            if refusals:
+                raise InvalidSpec([Problem(loaded.where(finding.field), finding.field,
+                                           f"{finding.severity}: {finding.message}", finding.fix)
+                                   for finding in refusals])
         except SmtrainError as exc:
             failed = True
             problems = [str(problem) for problem in exc.problems] if isinstance(exc, InvalidSpec) else [str(exc)]

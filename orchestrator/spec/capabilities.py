@@ -8,12 +8,13 @@ JSON file without importing `sagemaker`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from typing import Any, Literal
 
+from orchestrator.redact import MASK, is_secret_name
 from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
@@ -210,10 +211,27 @@ def _pytorchddp_rewrite(ctx: _Context) -> Iterator[_Hit]:
         yield "distribution.mode", {}
 
 
+def _processes_per_host_unsent(ctx: _Context) -> tuple[int, int] | None:
+    """(what the spec asks, what the container starts) where the SDK does not send processes_per_host."""
+    requested = ctx.spec.distribution.processes_per_host
+    if requested and ctx.mode in (Mode.torch_distributed, *_SMDDP_MODES):
+        return requested, processes_per_host(ctx.spec, ctx.instance)
+    return None
+
+
 @_rule("processes-per-host-not-sent")
 def _processes_not_sent(ctx: _Context) -> Iterator[_Hit]:
-    if ctx.spec.distribution.processes_per_host and ctx.mode in (Mode.torch_distributed, *_SMDDP_MODES):
-        yield "distribution.processes_per_host", {"processes_per_host": ctx.spec.distribution.processes_per_host}
+    unsent = _processes_per_host_unsent(ctx)
+    # On a type outside the catalog the device count is a guess, so only a known match is harmless.
+    if unsent and not (ctx.instance.known and unsent[0] == unsent[1]):
+        yield "distribution.processes_per_host", {"processes_per_host": unsent[0]}
+
+
+@_rule("processes-per-host-as-default")
+def _processes_as_default(ctx: _Context) -> Iterator[_Hit]:
+    unsent = _processes_per_host_unsent(ctx)
+    if unsent and ctx.instance.known and unsent[0] == unsent[1]:
+        yield "distribution.processes_per_host", {"processes_per_host": unsent[0], "value": unsent[1]}
 
 
 @_rule("mode-none-one-process")
@@ -293,13 +311,6 @@ def _spot_no_warm_pool(ctx: _Context) -> Iterator[_Hit]:
         yield "keep_alive_seconds", {}
 
 
-@_rule("max-run-limit")
-def _max_run_limit(ctx: _Context) -> Iterator[_Hit]:
-    limit = lists()["max_runtime_seconds"]
-    if ctx.spec.max_run_seconds > limit:
-        yield "max_run_seconds", {"value": limit}
-
-
 @_rule("unknown-instance-type")
 def _unknown_instance(ctx: _Context) -> Iterator[_Hit]:
     if not ctx.instance.known:
@@ -311,7 +322,7 @@ def _shell_split(ctx: _Context) -> Iterator[_Hit]:
     for key, value in ctx.spec.hyperparameters.items():
         if value is None or isinstance(value, (list, dict)) or (
                 isinstance(value, str) and (value == "" or _SHELL_UNSAFE.search(value))):
-            yield f"hyperparameters.{key}", {"key": key, "value": value}
+            yield f"hyperparameters.{key}", {"key": key, "value": MASK if is_secret_name(key) else value}
 
 
 @_rule("vpc-needs-both")
@@ -353,6 +364,30 @@ def check(spec: JobSpec) -> list[Finding]:
                                     source=f"{rule.source} (checked {rule.checked})"))
     order = {"error": 0, "unverified": 1, "notice": 2}
     return sorted(findings, key=lambda finding: order[finding.severity])
+
+
+def submit_refusals(spec: JobSpec, findings: Iterable[Finding]) -> list[Finding]:
+    """What `plan`/`submit` refuse in a spec that loads, so that `validate` refuses it too.
+
+    That is a finding that blocks (`unverified` without allow_unverified; errors never load) and a channel given
+    as a local path, which only `smtrain local` reads.
+    """
+    allow = "set `allow_unverified: true` in the spec (or pass --allow-unverified)"
+    refusals = [
+        finding if "allow_unverified" in finding.fix else replace(finding, fix=f"{finding.fix}; or, if you know it "
+                                                                               f"works, {allow}")
+        for finding in findings if finding.blocks(spec.allow_unverified)
+    ]
+    for name, location in spec.inputs.items():
+        if not location.startswith("s3://"):
+            refusals.append(Finding(
+                rule="inputs-local-path", severity="error", field=f"inputs.{name}",
+                message=f"{location} is a local path: a SageMaker job reads its channels from S3, so plan and "
+                        "submit refuse it (smtrain local reads it)",
+                fix="upload the data and give its s3:// prefix (smtrain local runs the spec with the local path, "
+                    f"or with --input {name}=PATH)",
+                source="CreateTrainingJob InputDataConfig: S3 data sources"))
+    return refusals
 
 
 def predicate_ids() -> set[str]:

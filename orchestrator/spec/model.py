@@ -7,22 +7,138 @@ field table. Cross-field rules that depend on instance types or framework versio
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 import time
 from enum import Enum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
+from orchestrator.spec.catalog import catalog
+from orchestrator.spec.datafiles import load_data_file
 
-# CreateTrainingJob limits (botocore service model; sagemaker-contract.md §12).
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
-_ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_CHANNEL_NAME = re.compile(r"^[A-Za-z0-9.\-_]+$")
-_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
-# `name_from_base` appends "-YYYY-MM-DD-HH-MM-SS-mmm" (24 characters) and trims the base to fit 63.
+# CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
+# by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
+_API_LIMITS = load_data_file("api_limits.yaml")
+_REQUEST_LIMITS: dict[str, dict[str, Any]] = _API_LIMITS["CreateTrainingJob"]
+TRAINING_INSTANCE_TYPES: frozenset[str] = frozenset(_API_LIMITS["TrainingInstanceType"])
+
+
+def api_limit(member: str, trait: str) -> Any:
+    """A CreateTrainingJob member's limit, e.g. `api_limit("Tags", "max")` -> 50."""
+    return _REQUEST_LIMITS[member][trait]
+
+
+def _api_pattern(member: str) -> re.Pattern[str]:
+    """The member's pattern, to be matched whole; \\d and \\w are ASCII as in the service's Java regexes."""
+    return re.compile(_REQUEST_LIMITS[member]["pattern"], re.ASCII)
+
+
+_JOB_NAME = _api_pattern("TrainingJobName")
+_ENV_KEY = _api_pattern("Environment{key}")
+_CHANNEL_NAME = _api_pattern("InputDataConfig[].ChannelName")
+_ROLE_ARN = _api_pattern("RoleArn")
+_ROLE_NAME_LIMITS: dict[str, Any] = _API_LIMITS["GetRole"]["RoleName"]
+_ROLE_NAME = re.compile(_ROLE_NAME_LIMITS["pattern"], re.ASCII)
+# `name_from_base` appends "-YYYY-MM-DD-HH-MM-SS-mmm" (24 characters) and trims the base to fit the API's 63.
 JOB_NAME_SUFFIX_LENGTH = 24
-MAX_BASE_NAME_LENGTH = 63 - JOB_NAME_SUFFIX_LENGTH
+MAX_BASE_NAME_LENGTH = api_limit("TrainingJobName", "max") - JOB_NAME_SUFFIX_LENGTH
+
+
+def _invalid(message: str, fix: str) -> PydanticCustomError:
+    """A validation error whose fix the loader prints on its own `fix:` line."""
+    return PydanticCustomError("spec_value", "{message}", {"message": message, "fix": fix})
+
+
+def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
+    """An S3 location as the API's pattern for `member` takes it; `s3_only` where smtrain itself needs the bucket."""
+    if (s3_only and not value.startswith("s3://")) or not _api_pattern(member).fullmatch(value):
+        kind = "an s3:// URI" if s3_only else "an S3 URI (s3://bucket/prefix or an https:// S3 URL)"
+        raise _invalid(f"{value!r} is not {kind}", f"write it as {example}")
+    limit = api_limit(member, "max")
+    if len(value) > limit:
+        raise _invalid(f"the URI is {len(value)} characters; SageMaker allows {limit}", "use a shorter prefix")
+    return value
+
+
+def _environment_name(name: str) -> str:
+    limit = api_limit("Environment{key}", "max")
+    if not _ENV_KEY.fullmatch(name) or len(name) > limit:
+        raise _invalid(f"{name!r} is not an environment variable name SageMaker accepts",
+                       f"use letters, digits and underscores, not starting with a digit (at most {limit}), "
+                       f"e.g. {re.sub(r'[^a-zA-Z0-9_]', '_', name).lstrip('0123456789') or 'MY_VARIABLE'}")
+    return name
+
+
+def _environment_value(value: str) -> str:
+    limit = api_limit("Environment{value}", "max")
+    if len(value) > limit:  # the value itself may be a secret: never echoed
+        raise _invalid(f"the value is {len(value)} characters; SageMaker allows {limit}",
+                       "pass long values as a file in source_dir or an input channel")
+    return value
+
+
+def _hyperparameter_name(name: str) -> str:
+    limit = api_limit("HyperParameters{key}", "max")
+    if len(name) > limit:
+        raise _invalid(f"hyperparameter name {name[:40]!r}... is {len(name)} characters; SageMaker allows {limit}",
+                       "use a shorter name")
+    if name.startswith("sagemaker_"):
+        raise _invalid(f"{name!r}: names starting with sagemaker_ are reserved for the SDK",
+                       "rename it; smtrain sends the sagemaker_* keys itself")
+    return name
+
+
+def _hyperparameter_value(value: Any) -> Any:
+    # The request carries each value JSON-encoded (a string gains its quotes), and the limit is on that text.
+    encoded = len(json.dumps(value))
+    limit = api_limit("HyperParameters{value}", "max")
+    if encoded > limit:
+        raise _invalid(f"the value is {encoded} characters once JSON-encoded for the request; SageMaker allows "
+                       f"{limit}", "pass long values as a file in source_dir or an input channel")
+    return value
+
+
+def _channel_name(name: str) -> str:
+    limit = api_limit("InputDataConfig[].ChannelName", "max")
+    if not _CHANNEL_NAME.fullmatch(name) or len(name) > limit:
+        raise _invalid(f"{name!r} is not a channel name SageMaker accepts",
+                       f"use letters, digits, '.', '-' and '_' (at most {limit}), e.g. "
+                       f"{re.sub(r'[^A-Za-z0-9._-]', '_', name) or 'train'}")
+    return name
+
+
+def _channel_location(location: str) -> str:
+    # Local paths are for `smtrain local` (plan and submit refuse them); a URI must be one the job can read.
+    if "://" in location:
+        _uri(location, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "s3://<bucket>/<prefix>/", s3_only=True)
+    return location
+
+
+def _vpc_id(member: str, example: str) -> AfterValidator:
+    pattern, limit = _api_pattern(member), api_limit(member, "max")
+
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value) or len(value) > limit:
+            raise _invalid(f"{value!r} is not a VPC resource id", f"write the id, e.g. {example}")
+        return value
+
+    return AfterValidator(check)
+
+
+EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
+EnvironmentValue = Annotated[str, AfterValidator(_environment_value)]
+HyperparameterName = Annotated[str, AfterValidator(_hyperparameter_name)]
+ChannelName = Annotated[str, AfterValidator(_channel_name)]
+ChannelLocation = Annotated[str, AfterValidator(_channel_location)]
+SubnetId = Annotated[str, _vpc_id("VpcConfig.Subnets[]", "subnet-0abc123")]
+SecurityGroupId = Annotated[str, _vpc_id("VpcConfig.SecurityGroupIds[]", "sg-0abc123")]
+TagKey = Annotated[str, Field(min_length=api_limit("Tags[].Key", "min"), max_length=api_limit("Tags[].Key", "max"))]
+TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max"))]
 
 
 def timestamped_job_name(base: str) -> str:
@@ -52,18 +168,24 @@ class Instance(_Spec):
     type: str
     """SageMaker training instance type, e.g. `ml.g5.12xlarge` (`smtrain instances` lists the known ones)."""
 
-    count: int = Field(default=1, ge=1, le=512)
+    # The API's floor for both is 0 and it states no maximum (account quotas decide); a job needs a host and
+    # a volume for /opt/ml, so smtrain's floor is 1.
+    count: int = Field(default=1, ge=1)
     """Number of instances (hosts `algo-1` ... `algo-N`)."""
 
-    volume_size_gb: int = Field(default=30, ge=1, le=16384)
+    volume_size_gb: int = Field(default=30, ge=1)
     """EBS volume per instance for `/opt/ml` (input data, checkpoints, model), in GB."""
 
     @field_validator("type")
     @classmethod
-    def _instance_type_shape(cls, value: str) -> str:
-        if not _INSTANCE_TYPE.match(value):
-            raise ValueError(f"{value!r} is not a SageMaker instance type (expected the form ml.<family>.<size>)")
-        return value
+    def _known_instance_type(cls, value: str) -> str:
+        known = TRAINING_INSTANCE_TYPES | catalog().instances.keys()
+        if value in known:
+            return value
+        close = difflib.get_close_matches(value, sorted(known), n=1)
+        raise _invalid(f"{value!r} is not a SageMaker training instance type",
+                       f"did you mean `{close[0]}`?" if close else
+                       "`smtrain instances` lists the types smtrain knows, e.g. ml.g5.12xlarge")
 
 
 class Distribution(_Spec):
@@ -81,16 +203,22 @@ class Distribution(_Spec):
 
 
 HyperparameterValue = str | bool | int | float | None | list | dict
+HyperparameterEntry = Annotated[HyperparameterValue, AfterValidator(_hyperparameter_value)]
 
 
 class Checkpoint(_Spec):
     """Checkpoint sync: SageMaker copies `local_path` to and from `s3_uri` on every instance."""
 
-    s3_uri: str = Field(pattern=r"^(s3|https)://", max_length=1024)
+    s3_uri: str
     """Where checkpoints are kept between runs and spot interruptions, e.g. `s3://bucket/checkpoints/job/`."""
 
-    local_path: str = Field(default=DEFAULT_CHECKPOINT_DIR, max_length=4096)
+    local_path: str = Field(default=DEFAULT_CHECKPOINT_DIR, max_length=api_limit("CheckpointConfig.LocalPath", "max"))
     """Directory inside the container that SageMaker syncs with `s3_uri`."""
+
+    @field_validator("s3_uri")
+    @classmethod
+    def _s3_uri(cls, value: str) -> str:
+        return _uri(value, "CheckpointConfig.S3Uri", "s3://<bucket>/checkpoints/<job>/", s3_only=False)
 
 
 class Spot(_Spec):
@@ -99,17 +227,19 @@ class Spot(_Spec):
     enabled: bool = False
     """Run on spot capacity (cheaper; may be interrupted and resumed from the checkpoint)."""
 
-    max_wait_seconds: int | None = Field(default=None, ge=1)
+    max_wait_seconds: int | None = Field(default=None, ge=api_limit("StoppingCondition.MaxWaitTimeInSeconds", "min"))
     """Longest time to wait for capacity plus training; must be at least `max_run_seconds`."""
 
 
 class Metric(_Spec):
     """A metric SageMaker extracts from the job's log with a regular expression (group 1, a number)."""
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=api_limit("AlgorithmSpecification.MetricDefinitions[].Name", "min"),
+                      max_length=api_limit("AlgorithmSpecification.MetricDefinitions[].Name", "max"))
     """Metric name, e.g. `train:loss`."""
 
-    regex: str = Field(min_length=1, max_length=500)
+    regex: str = Field(min_length=api_limit("AlgorithmSpecification.MetricDefinitions[].Regex", "min"),
+                       max_length=api_limit("AlgorithmSpecification.MetricDefinitions[].Regex", "max"))
     """Regular expression applied to every log line; group 1 is the value."""
 
     @field_validator("regex")
@@ -127,10 +257,11 @@ class Metric(_Spec):
 class Network(_Spec):
     """VPC and isolation settings."""
 
-    subnets: list[str] = Field(default_factory=list, max_length=16)
+    subnets: list[SubnetId] = Field(default_factory=list, max_length=api_limit("VpcConfig.Subnets", "max"))
     """VPC subnet ids for the training instances (give security_group_ids too)."""
 
-    security_group_ids: list[str] = Field(default_factory=list, max_length=5)
+    security_group_ids: list[SecurityGroupId] = Field(default_factory=list,
+                                                      max_length=api_limit("VpcConfig.SecurityGroupIds", "max"))
     """Security group ids for the training instances (give subnets too)."""
 
     enable_network_isolation: bool = False
@@ -158,11 +289,12 @@ class JobSpec(_Spec):
     py_version: str | None = None
     """Python of the image, e.g. `py311`. Default: the one the SDK's image list has for framework_version."""
 
-    image_uri: str | None = None
+    image_uri: str | None = Field(default=None, max_length=api_limit("AlgorithmSpecification.TrainingImage", "max"))
     """A custom training image; replaces framework_version/py_version and skips the SDK's version checks."""
 
     role: str | None = None
-    """IAM execution role ARN. Default: $SMTRAIN_ROLE, the infra stack's output, or the Studio role."""
+    """IAM execution role: its ARN, or its name (submit looks up the ARN). Default: $SMTRAIN_ROLE, the infra
+    stack's output, or the Studio role."""
 
     region: str | None = None
     """AWS region. Default: $AWS_REGION, then boto3's chain (AWS_DEFAULT_REGION, the profile)."""
@@ -173,13 +305,16 @@ class JobSpec(_Spec):
     distribution: Distribution = Field(default_factory=Distribution)
     """Distribution mode and its options."""
 
-    hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict, max_length=100)
+    hyperparameters: dict[HyperparameterName, HyperparameterEntry] = Field(default_factory=dict,
+                                                                           max_length=api_limit("HyperParameters", "max"))
     """Passed to the entry point as `--key value` arguments (and SM_HP_* variables)."""
 
-    environment: dict[str, str] = Field(default_factory=dict, max_length=100)
+    environment: dict[EnvironmentName, EnvironmentValue] = Field(default_factory=dict,
+                                                                 max_length=api_limit("Environment", "max"))
     """Environment variables for the training container. Values of secret-looking names are never printed."""
 
-    inputs: dict[str, str] = Field(default_factory=dict, max_length=20)
+    inputs: dict[ChannelName, ChannelLocation] = Field(default_factory=dict,
+                                                       max_length=api_limit("InputDataConfig", "max"))
     """Data channels: name -> `s3://` prefix, mounted at /opt/ml/input/data/<name>. `smtrain local` also takes
     local paths."""
 
@@ -195,17 +330,20 @@ class JobSpec(_Spec):
     spot: Spot = Field(default_factory=Spot)
     """Managed spot training."""
 
-    max_run_seconds: int = Field(default=86400, ge=1)
+    max_run_seconds: int = Field(default=86400, ge=api_limit("StoppingCondition.MaxRuntimeInSeconds", "min"),
+                                 le=api_limit("StoppingCondition.MaxRuntimeInSeconds", "documented_max"))
     """Stop the job after this much training time (SageMaker's limit is 28 days)."""
 
-    keep_alive_seconds: int = Field(default=0, ge=0, le=21600)
+    keep_alive_seconds: int = Field(default=0, ge=api_limit("ResourceConfig.KeepAlivePeriodInSeconds", "min"),
+                                    le=api_limit("ResourceConfig.KeepAlivePeriodInSeconds", "max"))
     """Keep instances warm this long after the job for the next one (warm pool; billed)."""
 
-    metrics: list[Metric] | None = Field(default=None, max_length=40)
+    metrics: list[Metric] | None = Field(default=None,
+                                         max_length=api_limit("AlgorithmSpecification.MetricDefinitions", "max"))
     """Metric definitions. Default: train:loss, train:samples_per_sec and train:epoch from the shared
     entrypoints' log line; `[]` for none."""
 
-    tags: dict[str, str] = Field(default_factory=dict, max_length=50)
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict, max_length=api_limit("Tags", "max"))
     """Tags on the training job."""
 
     network: Network = Field(default_factory=Network)
@@ -218,9 +356,41 @@ class JobSpec(_Spec):
     @field_validator("name")
     @classmethod
     def _job_name_shape(cls, value: str) -> str:
-        if not _JOB_NAME.match(value):
+        if not _JOB_NAME.fullmatch(value):
             raise ValueError(f"{value!r} is not a valid job name: use letters, digits and single hyphens")
         return value
+
+    @field_validator("role")
+    @classmethod
+    def _role_arn_or_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        fix = "give the execution role's ARN, e.g. arn:aws:iam::123456789012:role/SageMakerExecution, or its name"
+        if value.startswith("arn:"):
+            if _ROLE_ARN.fullmatch(value) and api_limit("RoleArn", "min") <= len(value) <= api_limit("RoleArn", "max"):
+                return value
+            service = value.split(":")[2] if value.count(":") >= 2 else ""
+            if service == "s3":
+                fix += "; an S3 location goes in output_path as s3://<bucket>/<prefix>/"
+            raise _invalid(f"{value!r} is not an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)", fix)
+        if not _ROLE_NAME.fullmatch(value) or len(value) > _ROLE_NAME_LIMITS["max"]:
+            raise _invalid(f"{value!r} is neither an IAM role ARN nor a role name (letters, digits and +=,.@_-, "
+                           f"at most {_ROLE_NAME_LIMITS['max']})", fix)
+        return value
+
+    @field_validator("output_path")
+    @classmethod
+    def _output_path(cls, value: str | None) -> str | None:
+        # smtrain puts the source tarball in this bucket, so it needs the s3:// form (the API also takes https).
+        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/outputs/",
+                                                s3_only=True)
+
+    @field_validator("code_location")
+    @classmethod
+    def _code_location(cls, value: str | None) -> str | None:
+        # Uploaded with S3 PutObject and sent as sagemaker_submit_directory: an s3:// prefix.
+        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/code/",
+                                                s3_only=True)
 
     @field_validator("framework_version")
     @classmethod
@@ -234,34 +404,6 @@ class JobSpec(_Spec):
     def _py_version_shape(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"py3\d+", value):
             raise ValueError(f"{value!r} is not a Python tag such as py311")
-        return value
-
-    @field_validator("environment")
-    @classmethod
-    def _environment_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if not _ENV_KEY.match(key) or len(key) > 512:
-                raise ValueError(f"{key!r} is not a valid environment variable name")
-            if len(item) > 512:
-                raise ValueError(f"the value of {key} is {len(item)} characters; SageMaker allows 512")
-        return value
-
-    @field_validator("hyperparameters")
-    @classmethod
-    def _hyperparameter_sizes(cls, value: dict[str, HyperparameterValue]) -> dict[str, HyperparameterValue]:
-        for key in value:
-            if len(key) > 256:
-                raise ValueError(f"hyperparameter name {key[:40]!r}... is longer than SageMaker's 256")
-            if key.startswith("sagemaker_"):
-                raise ValueError(f"{key!r}: names starting with sagemaker_ are reserved for the SDK")
-        return value
-
-    @field_validator("inputs")
-    @classmethod
-    def _channel_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not _CHANNEL_NAME.match(name) or len(name) > 64:
-                raise ValueError(f"{name!r} is not a valid channel name (letters, digits, '.', '-', '_')")
         return value
 
     @model_validator(mode="after")

@@ -3,9 +3,13 @@ that warn or inform do fire."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from orchestrator.spec import capabilities, images
+from orchestrator.spec.model import TRAINING_INSTANCE_TYPES
 from orchestrator.spec.catalog import catalog, lookup
 from orchestrator.spec.loader import from_mapping
 from orchestrator.cloud.sdk import import_sagemaker
@@ -56,6 +60,38 @@ def test_catalog_types_are_real_sagemaker_training_types():
     valid = set(model.shape_for("TrainingInstanceType").enum)
     unknown = set(catalog().instances) - valid
     assert not unknown, f"not SageMaker training instance types: {unknown}"
+
+
+def _refresh_script():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "refresh_api_limits.py"
+    module_spec = importlib.util.spec_from_file_location("refresh_api_limits", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def test_api_limits_file_is_what_the_installed_botocore_says():
+    """Regenerated in memory from botocore's service models: a botocore that moved a limit fails here."""
+    import botocore.session
+
+    script = _refresh_script()
+    assert script.TARGET.read_text(encoding="utf-8") == script.render(botocore.session.get_session()), \
+        "orchestrator/spec/data/api_limits.yaml is stale: run `python scripts/refresh_api_limits.py`"
+
+
+def test_api_limits_extract_refuses_a_documented_maximum_that_is_gone():
+    import botocore.session
+
+    script = _refresh_script()
+    script.DOCUMENTED_MAXIMA = {"StoppingCondition.MaxRuntimeInSeconds": re.compile(r"The maximum value is (\d+) weeks\.")}
+    with pytest.raises(SystemExit, match="documented maximum"):
+        script.extract(botocore.session.get_session())
+
+
+def test_catalog_types_are_in_the_generated_instance_type_list():
+    assert set(catalog().instances) <= TRAINING_INSTANCE_TYPES
 
 
 def test_catalog_covers_required_families():
@@ -112,6 +148,10 @@ def test_image_default_python_is_the_newest_of_the_version():
     ({"distribution__mode": "torch_distributed", "instance__type": "ml.g5.2xlarge",
       "hyperparameters__trainer": "ddp"}, "multi-node-without-efa", "notice"),
     ({"distribution__mode": "mpi", "distribution__processes_per_host": 16}, "processes-exceed-vcpus", "notice"),
+    ({"distribution__mode": "torch_distributed", "distribution__processes_per_host": 4,
+      "instance__type": "ml.g5.12xlarge", "hyperparameters__trainer": "ddp"}, "processes-per-host-as-default", "notice"),
+    ({"distribution__mode": "smddp", "distribution__processes_per_host": 8, "instance__type": "ml.p4d.24xlarge",
+      "framework_version": "2.2.0", "hyperparameters__trainer": "ddp"}, "processes-per-host-as-default", "notice"),
     ({"spot__enabled": True, "spot__max_wait_seconds": 90000, "keep_alive_seconds": 60,
       "checkpoint": {"s3_uri": "s3://b/c/"}}, "spot-no-warm-pool", "unverified"),
 ])
@@ -125,6 +165,15 @@ def test_capability_custom_image_skips_sdk_version_rules(spec_dir):
                          distribution__mode="torch_distributed")
     assert "torch-distributed-needs-accelerator" not in fired
     assert "image-exists" not in fired
+
+
+def test_capability_processes_per_host_on_a_type_outside_the_catalog_stays_an_error(spec_dir):
+    """The device count of an uncatalogued type is a guess, so an equal value is not known to be harmless."""
+    from orchestrator.spec.loader import InvalidSpec
+
+    with pytest.raises(InvalidSpec, match="has no effect in mode torch_distributed"):
+        _rules_fired(spec_dir, distribution__mode="torch_distributed", distribution__processes_per_host=1,
+                     instance__type="ml.g6e.xlarge", hyperparameters__trainer="ddp")
 
 
 def test_capability_unverified_blocks_only_without_override():
