@@ -1,9 +1,15 @@
-"""The source tarball: deterministic, content-addressed, and free of secrets and caches.
+"""The source tarball: deterministic, content-addressed, and free of secrets, caches and run directories.
 
 The SDK's own packer tars the whole source_dir (`.git`, `.env` and all) and uploads it under the job name, so a
 re-submit uploads again. smtrain packs the tree itself: sorted members with fixed metadata (the same content
-gives the same bytes), the exclusions below plus `.smtrainignore` (gitignore syntax), and an S3 key derived from
-the SHA-256 of the bytes, so an unchanged tree is uploaded once.
+gives the same bytes), without what `NEVER_SHIPPED` lists, `smtrain local`'s run directories and whatever
+`.smtrainignore` (gitignore syntax) adds, and under an S3 key derived from the SHA-256 of the bytes, so an
+unchanged tree is uploaded once.
+
+`.smtrainignore` can only take more out: it cannot re-include what is never shipped (`!.env`, `!/pkg/` over a
+`pkg/.aws/`). A symlink is packed as the file it points at, so one that leads outside source_dir, to something
+never shipped, or nowhere (a loop, a missing target) is refused rather than skipped: the job would miss a file,
+or ship a secret under a harmless name. Listing such a link in `.smtrainignore` leaves it out.
 """
 
 from __future__ import annotations
@@ -15,17 +21,24 @@ import os
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import SpecError
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
-# Never shipped, whatever .smtrainignore says: VCS data, credentials and keys, caches, virtual environments.
-ALWAYS_EXCLUDED = (
-    ".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", "*.pyo", ".env", ".env.*", ".envrc", ".aws/", ".ssh/",
-    "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*", "id_ecdsa*", ".netrc", ".pypirc",
-    ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
-    ".ipynb_checkpoints/", "*.egg-info/", ".DS_Store", "node_modules/", IGNORE_FILE,
+# Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
+NEVER_SHIPPED = (
+    # version control
+    ".git/", ".hg/", ".svn/",
+    # credentials and keys
+    ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
+    "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
+    "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    # caches, virtual environments, smtrain's own file
+    "__pycache__/", "*.pyc", "*.pyo", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",
+    ".ruff_cache/", ".ipynb_checkpoints/", "*.egg-info/", ".DS_Store", "node_modules/", IGNORE_FILE,
 )
 
 
@@ -51,20 +64,24 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Sourc
 
     Raises:
         SpecError: the packed tree is larger than `max_bytes` (a dataset or checkpoint left in source_dir is the
-            usual cause).
+            usual cause); a file cannot be read; a symlink leads outside the tree, to something never shipped or
+            nowhere; `.smtrainignore` is not valid.
     """
     directory = Path(source_dir).resolve()
-    files = tuple(_included_files(directory))
+    files = tuple(_Selection(directory).files())
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for relative in files:
             path = directory / relative
-            info = tarfile.TarInfo(relative)
-            info.size = path.stat().st_size
-            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
-            info.mtime = 0
-            with path.open("rb") as handle:
-                tar.addfile(info, handle)
+            try:
+                with path.open("rb") as handle:
+                    info = tarfile.TarInfo(relative)
+                    info.size = os.fstat(handle.fileno()).st_size
+                    info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+                    info.mtime = 0
+                    tar.addfile(info, handle)
+            except OSError as exc:
+                raise _unreadable(directory, relative, exc) from None
     data = gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
     if len(data) > max_bytes:
         raise SpecError(
@@ -75,25 +92,98 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Sourc
     return SourcePackage(directory=directory, files=files, sha256=hashlib.sha256(data).hexdigest(), data=data)
 
 
-def _included_files(directory: Path) -> list[str]:
+def _unreadable(directory: Path, relative: str, exc: OSError) -> SpecError:
+    return SpecError(f"source_dir {directory}: cannot read {relative}: {exc.strerror or exc}",
+                     fix=f"make it readable, or list it in {IGNORE_FILE}")
+
+
+def _is_run_directory(path: Path) -> bool:
+    """A run directory of `smtrain local`: its marker, or algo-1's SageMaker config (runs written before the
+    marker existed)."""
+    return ((path / RUN_MARKER_FILE).is_file()
+            or (path / "algo-1" / "input" / "config" / "resourceconfig.json").is_file())
+
+
+class _Selection:
+    """Which files of a tree are packed: the never-shipped list wins over `.smtrainignore`."""
+
+    def __init__(self, directory: Path) -> None:
+        import pathspec
+
+        self._directory = directory
+        self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
+        self._ignored = _ignore_file_spec(directory)
+
+    def files(self) -> list[str]:
+        included = []
+        for root, dirs, names in os.walk(self._directory, onerror=self._walk_error):
+            root_path = Path(root)
+            dirs[:] = [name for name in sorted(dirs) if self._keeps_directory(root_path / name)]
+            for name in sorted(names):
+                path = root_path / name
+                relative = self._relative(path)
+                if self._never_shipped(relative) or self._ignored.match_file(relative):
+                    continue
+                if path.is_symlink():
+                    self._check_link(path, relative)
+                if path.is_file():  # not a socket, FIFO or device
+                    included.append(relative)
+        return sorted(included)
+
+    def _keeps_directory(self, path: Path) -> bool:
+        relative = self._relative(path) + "/"
+        if self._never_shipped(relative) or self._ignored.match_file(relative):
+            return False
+        if path.is_symlink():  # checked, never descended: what it points at inside the tree is packed there
+            self._check_link(path, relative.rstrip("/"))
+            return False
+        # A virtualenv, whatever its name; a run directory of `smtrain local` (logs, outputs, per-host files).
+        return not (path / "pyvenv.cfg").exists() and not _is_run_directory(path)
+
+    def _check_link(self, path: Path, relative: str) -> None:
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop, before Python 3.13
+            raise SpecError(f"source_dir {self._directory}: {relative} is a symlink that leads nowhere (a loop or "
+                            "a missing target)", fix=f"remove it, or list it in {IGNORE_FILE}") from None
+        if not target.is_relative_to(self._directory):
+            raise SpecError(f"source_dir {self._directory}: {relative} is a symlink to {target}, outside "
+                            "source_dir", fix=f"copy what the job needs into source_dir, or list {relative} in "
+                            f"{IGNORE_FILE}")
+        inner = self._relative(target) + ("/" if target.is_dir() else "")
+        if self._never_shipped(inner) or any(_is_run_directory(parent) for parent in target.parents
+                                             if parent.is_relative_to(self._directory)):
+            raise SpecError(f"source_dir {self._directory}: {relative} is a symlink to {inner.rstrip('/')}, "
+                            "which is never shipped (credentials, keys, version control, caches or a run "
+                            "directory)", fix=f"remove the link, or list it in {IGNORE_FILE}")
+
+    def _never_shipped(self, relative: str) -> bool:
+        return self._never.match_file(relative.lower())
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self._directory).as_posix()
+
+    def _walk_error(self, error: OSError) -> None:
+        relative = self._relative(Path(error.filename)) if error.filename else "."
+        raise _unreadable(self._directory, relative, error)
+
+
+def _ignore_file_spec(directory: Path) -> Any:
+    """`.smtrainignore` as a gitignore spec; a line pathspec cannot read is named with its number."""
     import pathspec
 
-    patterns = list(ALWAYS_EXCLUDED)
     ignore_file = directory / IGNORE_FILE
-    if ignore_file.is_file():
-        patterns += ignore_file.read_text(encoding="utf-8").splitlines()
-    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
-    included = []
-    for root, dirs, names in os.walk(directory):
-        root_path = Path(root)
-        # A directory holding pyvenv.cfg is a virtualenv, whatever its name.
-        dirs[:] = sorted(d for d in dirs if not (root_path / d / "pyvenv.cfg").exists()
-                         and not spec.match_file(f"{(root_path / d).relative_to(directory).as_posix()}/"))
-        for name in sorted(names):
-            path = root_path / name
-            relative = path.relative_to(directory).as_posix()
-            # A symlink is followed only when it stays inside the tree: one to ~/.aws/credentials is not shipped.
-            inside = not path.is_symlink() or path.resolve().is_relative_to(directory)
-            if path.is_file() and inside and not spec.match_file(relative):
-                included.append(relative)
-    return sorted(included)
+    if not ignore_file.is_file():
+        return pathspec.GitIgnoreSpec.from_lines([])
+    try:
+        lines = ignore_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{ignore_file}: cannot read as UTF-8 text: {getattr(exc, 'strerror', None) or exc}",
+                        fix="save it as UTF-8 text with one gitignore pattern per line") from None
+    for number, line in enumerate(lines, start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError as exc:
+            raise SpecError(f"{ignore_file}:{number}: not a gitignore pattern: {line!r} ({exc})",
+                            fix="fix or remove the line (a trailing \\ escapes nothing)") from None
+    return pathspec.GitIgnoreSpec.from_lines(lines)

@@ -2,12 +2,20 @@
 
 Every problem is reported against where the user wrote it (file:line:col, or the `--set` that introduced it),
 with the field path and a fix; all problems are collected before raising, so one run shows them all.
+
+A spec is untrusted input: it is read as a regular UTF-8 file of bounded size, and its YAML event stream is
+checked for depth and alias expansion before any tree is built, so a hostile file gets one message instead of
+a segfault, a RecursionError or gigabytes of memory. Values of secret-looking names never appear in a message.
 """
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import difflib
 import re
+import stat
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +25,17 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.spec.capabilities import Finding, check
 from orchestrator.errors import SpecError
+from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.spec.model import JobSpec
 
 Loc = tuple[Any, ...]
+
+# Bounds on what a spec may be. Real specs are a few hundred bytes, 5 levels deep and a few hundred nodes.
+MAX_SPEC_BYTES = 1024 * 1024
+MAX_NESTING = 32
+MAX_NODES = 10_000
+"""Nodes once every alias is expanded: what the parsed spec would hold in memory."""
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 @dataclass(frozen=True)
@@ -74,13 +90,7 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
         InvalidSpec: listing every problem found, each with its location and a fix.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    raw, positions = _parse_yaml(text, path)
+    raw, positions = _parse_yaml(_read_text(path), path)
     overridden = _apply_overrides(raw, overrides)
     if allow_unverified is not None:
         raw["allow_unverified"] = allow_unverified
@@ -100,17 +110,48 @@ def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedS
     return _validate(raw, None, {}, {})
 
 
+def _read_text(path: Path) -> str:
+    """The spec's text: a regular file (not /dev/zero or a FIFO) of at most MAX_SPEC_BYTES, UTF-8 without NULs."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no job spec is",
+                        fix="check the path; keep data and long lists out of the spec")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise SpecError(f"{path}: UTF-16 (or UTF-32) text; job specs are read as UTF-8",
+                        fix="save the file as UTF-8")
+    if b"\0" in data:
+        raise SpecError(f"{path}: NUL byte at offset {data.index(0)}: not a text file",
+                        fix="give the path of a YAML spec file saved as UTF-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                        fix="save the file as UTF-8") from None
+
+
 def _validate(raw: Any, path: Path | None, positions: dict[Loc, tuple[int, int]],
               overrides: dict[Loc, str]) -> LoadedSpec:
     if not isinstance(raw, dict):
         raise InvalidSpec([Problem(_where(path, positions, overrides, ()), "",
                                    "the spec must be a mapping of keys to values", "start with `name: my-job`")])
+    secrets = secret_values(*(raw[name] for name in ("environment", "hyperparameters", "tags")
+                              if isinstance(raw.get(name), dict)))
     try:
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
         problems = [_problem_from_pydantic(error, path, positions, overrides)
                     for error in exc.errors(include_url=False)]
-        raise InvalidSpec(sorted(problems, key=lambda problem: problem.order)) from None
+        raise InvalidSpec([_masked(problem, secrets)
+                           for problem in sorted(problems, key=lambda problem: problem.order)]) from None
     problems = _missing_files(spec, path, positions, overrides)
     findings = check(spec)
     problems += [
@@ -120,30 +161,124 @@ def _validate(raw: Any, path: Path | None, positions: dict[Loc, tuple[int, int]]
         if finding.severity == "error"
     ]
     if problems:
-        raise InvalidSpec(problems)
+        raise InvalidSpec([_masked(problem, secrets) for problem in problems])
     return LoadedSpec(spec=spec, findings=findings, path=path, _positions=positions, _overrides=overrides)
+
+
+def _masked(problem: Problem, secrets: frozenset[str]) -> Problem:
+    return dataclasses.replace(problem, where=mask_text(problem.where, secrets),
+                               message=mask_text(problem.message, secrets),
+                               fix=mask_text(problem.fix, secrets) if problem.fix else problem.fix)
+
+
+def _yaml_loader_class() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
     """Parses with PyYAML's libyaml composer, whose nodes carry the line and column of every key."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader = _yaml_loader_class()(text)
     try:
+        _check_shape(text, lambda mark: f"{path}:{mark.line + 1}:{mark.column + 1}")
         node = loader.get_single_node()
         if node is None:
             raise InvalidSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `name: my-job`")])
         positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
         _collect_positions(node, (), positions, path)
         document = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise InvalidSpec([Problem(where, "", f"YAML: {exc.problem or exc.context or 'invalid YAML'}",
+    except yaml.YAMLError as exc:
+        marked = isinstance(exc, yaml.MarkedYAMLError)
+        message = (exc.problem or exc.context) if marked else None
+        raise InvalidSpec([Problem(_yaml_error_place(exc, path, text), "",
+                                   f"YAML: {message or str(exc).splitlines()[0]}",
                                    "check indentation and quoting")]) from None
     finally:
         loader.dispose()
     return _plain(document), positions
+
+
+def _yaml_error_place(exc: Exception, path: Path, text: str) -> str:
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character, with a character offset and no mark
+        line = text.count("\n", 0, exc.position) + 1
+        return f"{path}:{line}:{exc.position - (text.rfind(chr(10), 0, exc.position) + 1) + 1}"
+    return str(path)
+
+
+@dataclass
+class _OpenCollection:
+    anchor: str | None
+    nodes: int = 1
+    height: int = 1
+
+
+def _check_shape(text: str, place: Any) -> None:
+    """Walks the YAML event stream (no tree, no recursion) and refuses, before anything is built, what would
+    exhaust the stack or memory: nesting deeper than MAX_NESTING, more than MAX_NODES once aliases are expanded
+    (an alias bomb), an alias inside its own anchor (`&a {x: *a}`), an integer longer than Python reads.
+
+    Args:
+        place: mark -> the location to report (`file:line:col`, or the `--set` it came from).
+    """
+    import yaml
+
+    int_digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    resolver = yaml.resolver.Resolver()
+    open_collections: list[_OpenCollection] = []
+    anchors: dict[str, tuple[int, int]] = {}
+    total = 0
+
+    def refuse(event: Any, message: str, fix: str) -> None:
+        raise InvalidSpec([Problem(place(event.start_mark), "", message, fix)])
+
+    for event in yaml.parse(text, Loader=_yaml_loader_class()):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_collections) >= MAX_NESTING:
+                refuse(event, f"nested more than {MAX_NESTING} levels deep", "a job spec is a few levels deep")
+            open_collections.append(_OpenCollection(event.anchor))
+            total += 1
+            size = height = 0
+        elif isinstance(event, yaml.CollectionEndEvent):
+            closed = open_collections.pop()
+            if closed.anchor:
+                anchors[closed.anchor] = (closed.nodes, closed.height)
+            size, height = closed.nodes, closed.height
+        elif isinstance(event, yaml.ScalarEvent):
+            size, height = 1, 0
+            total += 1
+            if event.anchor:
+                anchors[event.anchor] = (size, height)
+            if int_digits and len(event.value) > int_digits and (
+                    event.tag == _INT_TAG or (event.implicit[0] and event.tag is None
+                                              and resolver.resolve(yaml.ScalarNode, event.value, (True, False))
+                                              == _INT_TAG)):
+                refuse(event, f"a number with more than {int_digits} digits", "write it in quotes if it is text")
+        elif isinstance(event, yaml.AliasEvent):
+            if any(collection.anchor == event.anchor for collection in open_collections):
+                refuse(event, f"alias *{event.anchor} is inside its own anchor &{event.anchor} (a recursive "
+                              "structure)", "write the value out instead of the alias")
+            size, height = anchors.get(event.anchor, (1, 0))  # an undefined alias: the composer reports it
+            total += size
+            if len(open_collections) + height > MAX_NESTING:
+                refuse(event, f"alias *{event.anchor} nests the spec more than {MAX_NESTING} levels deep",
+                       "write the value out instead of the alias")
+        else:
+            continue
+        if total > MAX_NODES:
+            refuse(event, f"more than {MAX_NODES} values once aliases are expanded (an alias bomb?)",
+                   "write the values out; a job spec has a few hundred")
+        if open_collections and size:
+            parent = open_collections[-1]
+            parent.nodes += size
+            parent.height = max(parent.height, height + 1)
 
 
 def _collect_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path) -> None:
@@ -195,11 +330,20 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     dotted, sep, value_text = text.partition("=")
     if not sep or not dotted.strip():
         raise SpecError(f"--set {text!r}: expected key.path=value", fix="for example --set instance.count=2")
+    loc = tuple(dotted.strip().split("."))
+    if not value_text.strip():
+        return loc, ""
+    shown = f"--set {dotted}={MASK if is_secret_name(dotted) else _shortened(value_text)}"
     try:
-        value = yaml.safe_load(value_text) if value_text.strip() else ""
+        _check_shape(value_text, lambda mark: shown)
+        value = yaml.load(value_text, Loader=_yaml_loader_class())
     except yaml.YAMLError:
         value = value_text
-    return tuple(dotted.strip().split(".")), _plain(value)
+    return loc, _plain(value)
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _apply_overrides(raw: Any, overrides: Iterable[str]) -> dict[Loc, str]:
@@ -212,7 +356,8 @@ def _apply_overrides(raw: Any, overrides: Iterable[str]) -> dict[Loc, str]:
                 break
             target = target.setdefault(key, {})
         if not isinstance(target, dict):
-            raise SpecError(f"--set {text}: {'.'.join(loc[:-1])} is not a mapping", fix="set a key inside a mapping")
+            raise SpecError(f"--set {mask_text(text)}: {'.'.join(loc[:-1])} is not a mapping",
+                            fix="set a key inside a mapping")
         target[loc[-1]] = value
         applied[loc] = text
     return applied
@@ -239,10 +384,16 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
         return [Problem(_where(path, positions, overrides, ("source_dir",)), "source_dir",
                         f"{source_dir} is not a directory", "source_dir is relative to the spec file's folder")]
     problems = []
-    if not (source_dir / spec.entry_point).is_file():
+    entry_point = source_dir / spec.entry_point
+    if not entry_point.is_file():
         problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
                                 f"{spec.entry_point} is not in {source_dir}",
                                 "entry_point is relative to source_dir"))
+    elif not entry_point.resolve().is_relative_to(source_dir.resolve()):
+        # Only source_dir is packed: the job would start without its script.
+        problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
+                                f"{spec.entry_point} leads outside source_dir (to {entry_point.resolve()}), so it "
+                                "would not be shipped", "copy the script into source_dir"))
     for name, location in spec.inputs.items():
         if "://" not in location and not Path(location).exists():
             problems.append(Problem(_where(path, positions, overrides, ("inputs", name)), f"inputs.{name}",
@@ -282,12 +433,14 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
     message = error["msg"]
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
+    secret = any(is_secret_name(str(part)) for part in loc)
     return Problem(_where(path, positions, overrides, loc), dotted, message,
-                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}),
+                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret),
                    order=_order(positions, overrides, loc))
 
 
-def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any]) -> str | None:
+def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bool = False) -> str | None:
+    """The fix hint for one pydantic error; `secret`: the value is shown masked."""
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
@@ -300,7 +453,7 @@ def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any]) -> str | N
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
     if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f'write it in quotes: {name}: "{value}"'
+        return f'write it in quotes: {name}: "{MASK if secret else value}"'
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":

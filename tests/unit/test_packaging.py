@@ -64,16 +64,18 @@ def test_packaging_keeps_executable_bits_and_nothing_else(tmp_path):
     assert modes == {"run.sh": (0o755, 0, 0, ""), "train.py": (0o644, 0, 0, "")}
 
 
-def test_packaging_does_not_follow_symlinks_out_of_the_tree(tmp_path):
+def test_packaging_refuses_symlinks_out_of_the_tree_and_follows_those_inside(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "credentials").write_text("secret")
+    (outside / "settings.txt").write_text("secret")
     source = tmp_path / "src"
     source.mkdir()
     (source / "train.py").write_text("x\n")
-    (source / "creds").symlink_to(outside / "credentials")
     (source / "alias.py").symlink_to(source / "train.py")
     assert package(source).files == ("alias.py", "train.py")
+    (source / "settings.txt").symlink_to(outside / "settings.txt")
+    with pytest.raises(SpecError, match="settings.txt is a symlink to .*, outside source_dir"):
+        package(source)
 
 
 def test_packaging_refuses_an_oversized_tree(tmp_path):

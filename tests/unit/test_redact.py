@@ -1,4 +1,4 @@
-from orchestrator.redact import MASK, redact
+from orchestrator.redact import MASK, mask_text, redact, secret_values
 
 
 def test_redact_masks_secret_looking_entries_of_user_maps():
@@ -20,3 +20,24 @@ def test_redact_leaves_api_field_names_alone():
     request = {"OutputDataConfig": {"KmsKeyId": "arn:aws:kms:us-east-1:1:key/abc", "S3OutputPath": "s3://b/"},
                "ResourceConfig": {"VolumeKmsKeyId": "k"}}
     assert redact(request) == request
+
+
+def test_secret_values_are_the_values_of_secret_looking_names_as_text():
+    values = secret_values({"api_key": "hunter22", "DB_PASSWORD": 31415926535, "use_token": True, "token": None,
+                            "epochs": 3, "aws-keys": ["a", "b"]}, {"HF_TOKEN": "hf_abc"})
+    assert values == {"hunter22", "31415926535", '["a", "b"]', "hf_abc"}
+
+
+def test_mask_text_masks_known_values_and_secret_flags():
+    secrets = secret_values({"api_key": "hunter22", "pin_secret": "42"})
+    reason = ('algo-1 exited with code 1: ValueError: bad key hunter22\nCommand "/usr/bin/python train.py '
+              '--api_key hunter22 --pin_secret 42 --epochs 3 --db-password=pw HF_TOKEN=t0k"')
+    assert mask_text(reason, secrets) == (
+        f'algo-1 exited with code 1: ValueError: bad key {MASK}\nCommand "/usr/bin/python train.py '
+        f'--api_key {MASK} --pin_secret {MASK} --epochs 3 --db-password={MASK} HF_TOKEN={MASK}"')
+
+
+def test_mask_text_leaves_prose_and_short_values_elsewhere_alone():
+    secrets = secret_values({"pin_secret": "42"})
+    text = "KeyError: 'the key was not found' after 42 steps; --monkey-flag --epochs 3"
+    assert mask_text(text, secrets) == text
