@@ -2,7 +2,8 @@
 
 Only click is imported at start-up; every command imports what it needs when it runs, so `smtrain --help` and
 `smtrain validate` never load sagemaker, boto3 or torch. Exit codes: 0 ok, 1 the job (or an AWS call) failed,
-2 bad input (nothing was sent), 3 the job was stopped, 130 interrupted.
+2 bad input (nothing was sent), 3 the job was stopped, 4 a local run hung (stopped by --stall-timeout),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -120,18 +121,26 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
               help="Put this host first in the instance group, as SageMaker sometimes does: it becomes the "
                    "master in distributed modes (catches scripts that assume algo-1).")
 @click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
-@click.option("--quiet", "-q", is_flag=True, help="Only progress and the result, not every log line.")
+@click.option("--stall-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
+              help="When no rank writes a line (or advances a step) for this long, print every rank's Python "
+                   "stack, name the ranks waiting in a collective and the one they wait for, and stop (exit 4). "
+                   "0: never.")
+@click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
+                                                    "progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="No notices: only the progress bar and the result.")
 @output_option
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
-          link_inputs: bool, quiet: bool, output: str) -> None:
+          link_inputs: bool, stall_timeout: float, verbose: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
     Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
     run directory, the SM_* environment the training toolkit sets, and the launcher of the spec's mode
     (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Logs are prefixed
-    [algo-N]; model.tar.gz and output.tar.gz are merged across hosts at the end. Exit code: 0 Completed,
-    1 Failed (the reason names the host and rank), 3 Stopped at max_run_seconds, 130 interrupted.
+    [algo-N] in the logs (printed with --verbose; otherwise a progress bar with steps/s, ETA and loss, and the
+    loss curve at the end); model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
+    kept in metrics.jsonl (`smtrain metrics RUN_DIR`). Exit code: 0 Completed, 1 Failed (the reason names the
+    host and rank), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted.
     """
     from orchestrator.emulator.runner import Options, run_local
     from orchestrator.spec.loader import load
@@ -140,8 +149,8 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     loaded = load(file, overrides)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
-                      link_inputs=link_inputs)
-    with LocalConsole(quiet=quiet or output == "json") as console:
+                      link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None)
+    with LocalConsole(verbose=verbose and output == "text", quiet=quiet) as console:
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     if output == "json":

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import deque
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.planning.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.model import JobSpec
 from orchestrator.spec.topology import topology
@@ -124,24 +127,30 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
 
 
 class LocalConsole:
-    """Draws a local run: notices once, host logs prefixed [algo-N], a progress bar from the metric lines,
-    then the result. Logs go to stderr so `--output json` keeps stdout clean."""
+    """Draws a local run on stderr (so `--output json` keeps stdout clean): notices once, a live progress bar
+    from the progress lines (step of total, steps/s, ETA, latest loss), the host logs prefixed [algo-N] only
+    when verbose, then the result with the loss curve, and for a hung run every rank's stack."""
 
     _HOST_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red")
+    _RATE_WINDOW = 20
+    """Progress lines the rate is measured over: recent enough to follow a change of pace."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, verbose: bool = False, quiet: bool = False) -> None:
         from rich.console import Console
 
+        self._verbose = verbose
         self._quiet = quiet
         self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
         self._progress: Any = None
         self._task: Any = None
+        self._marks: deque[tuple[datetime, StepMark]] = deque(maxlen=self._RATE_WINDOW)
 
     def __enter__(self) -> LocalConsole:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                  TextColumn("step {task.completed}/{task.total}"), TextColumn("{task.fields[metrics]}"),
+                                  TextColumn("step {task.completed}/{task.total}"), TextColumn("{task.fields[rate]}"),
+                                  TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[loss]}"),
                                   TimeElapsedColumn(), console=self._console, transient=True)
         self._progress.start()
         return self
@@ -150,41 +159,72 @@ class LocalConsole:
         self._progress.stop()
 
     def notice(self, text: str) -> None:
-        self._progress.console.print(f"[dim]note: {text}", highlight=False)
+        if not self._quiet:
+            self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False)
 
     def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
         self._progress.console.print(f"[bold]{job_name}[/]: {hosts} host(s), world size {world_size}; run directory "
                                      f"{run_dir}", highlight=False)
-        self._task = self._progress.add_task("training", total=None, metrics="")
+        self._task = self._progress.add_task("training", total=None, rate="", eta="", loss="")
 
     def line(self, host: str, text: str) -> None:
-        if not self._quiet:
+        if self._verbose:
             style = self._HOST_STYLES[(int(host.rsplit("-", 1)[-1]) - 1) % len(self._HOST_STYLES)]
             self._progress.console.print(f"[{style}]{escape(f'[{host}]')}[/] {escape(text)}", highlight=False,
                                          soft_wrap=True)
 
     def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
-        shown = "  ".join(f"{name}={value:.4g}" for name, value in metrics.items())
-        self._progress.update(self._task, completed=step, total=total, metrics=shown)
+        now = datetime.now(timezone.utc)
+        self._marks.append((now, StepMark(step, total, None)))
+        estimate = estimate_progress(list(self._marks))
+        rate = eta = loss = ""
+        if estimate and estimate.steps_per_second:
+            rate = f"{estimate.steps_per_second:.3g} steps/s"
+            remaining = estimate.eta_seconds(now)
+            if remaining is not None:
+                eta = f"ETA {format_duration(remaining)}"
+        losses = loss_metrics([name for name in metrics])
+        if losses and losses[0] in metrics:
+            loss = f"{losses[0]}={metrics[losses[0]]:.4g}"
+        self._progress.update(self._task, completed=step, total=total, rate=rate, eta=eta, loss=loss)
 
     def attempt(self, number: int, reason: str) -> None:
         self._progress.console.print(f"[yellow]{reason}; attempt {number}", highlight=False)
 
     def result(self, run: Any) -> None:
-        colour = {"Completed": "green", "Failed": "red"}.get(run.status, "yellow")
+        from orchestrator.emulator.stall import STACKS_FILE
+        from orchestrator.planning.metric_series import METRICS_FILE, read_points
+
+        colour = {"Completed": "green", "Failed": "red", "Hung": "red"}.get(run.status, "yellow")
         console = self._progress.console
         console.print(f"[bold {colour}]{run.status}[/] in {run.seconds:.1f} s, world size {run.world_size}"
                       f"{f', {run.attempts} attempts' if run.attempts > 1 else ''}", highlight=False)
+        points = read_points(run.run_dir / METRICS_FILE) if (run.run_dir / METRICS_FILE).is_file() else []
+        self._print_loss_curve(points)
         loss = run.final_metrics.get("train:loss")
         if loss is not None:
             console.print(f"final train:loss = [bold]{loss:.6g}", highlight=False)
         for name, value in run.final_metrics.items():
             if name != "train:loss":
                 console.print(f"  {name} = {value:.6g}", highlight=False)
-        if run.failure_reason:
+        stacks = run.run_dir / STACKS_FILE
+        if run.status == "Hung" and stacks.is_file():
+            console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
+        elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False)
         console.print(f"logs: {run.run_dir / 'logs'}  model: {run.model_artifact}  output: {run.output_artifact}",
                       highlight=False)
+        if points:
+            console.print(f"metrics: {run.run_dir / METRICS_FILE} (`smtrain metrics {run.run_dir}`)", highlight=False)
+
+    def _print_loss_curve(self, points: list[Any]) -> None:
+        from orchestrator.planning.metric_charts import text_chart
+        from orchestrator.planning.metric_series import metric_names
+
+        for name in loss_metrics(metric_names(points)):
+            series = [point for point in points if point.metric == name]
+            if len(series) > 1:
+                self._progress.console.print(f"{name}\n{text_chart(series)}", highlight=False, markup=False)
 
 
 def escape(text: str) -> str:

@@ -39,8 +39,18 @@ from orchestrator.emulator.launch import (
     local_environment,
     write_host_environment,
 )
+from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
+from orchestrator.emulator.stall import (
+    DEFAULT_STALL_TIMEOUT_SECONDS,
+    EXIT_HUNG,
+    STACKS_FILE,
+    HangReport,
+    StallWatchdog,
+    diagnose,
+)
 from orchestrator.emulator.supervisor import Outcome, Supervisor
 from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, step_mark
 from orchestrator.planning.request import metric_definitions
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.planning.packaging import package
@@ -49,7 +59,6 @@ from orchestrator.spec.model import JobSpec, Mode, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
-_PROGRESS = re.compile(r"step=(\d+)/(\d+)")
 _TORCHRUN_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
 _MPI_FAILURE = re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|^(\[[^]]*\]<std\w+>:\s*)?[\w.]*(Error|Exception)\b")
@@ -95,7 +104,8 @@ class LocalRun:
     job_name: str
     run_dir: Path
     status: str
-    """Completed, Failed, Stopped (max_run_seconds reached) or Interrupted (Ctrl-C / SIGTERM)."""
+    """Completed, Failed, Stopped (max_run_seconds reached), Interrupted (Ctrl-C / SIGTERM) or Hung (no rank
+    wrote a line for `stall_timeout_seconds`)."""
     exit_code: int
     world_size: int
     attempts: int
@@ -116,23 +126,8 @@ class Options:
     link_inputs: bool = False
     stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
     python: str = sys.executable
-
-
-class _MetricTracker:
-    """Applies the spec's metric regexes to every log line, as SageMaker does (unanchored, group 1, float)."""
-
-    def __init__(self, definitions: list[dict[str, str]]) -> None:
-        self._definitions = [(item["Name"], re.compile(item["Regex"])) for item in definitions]
-        self.latest: dict[str, float] = {}
-
-    def feed(self, line: str) -> None:
-        for name, pattern in self._definitions:
-            match = pattern.search(line)
-            if match:
-                try:
-                    self.latest[name] = float(match.group(1))
-                except (IndexError, ValueError):
-                    continue
+    stall_timeout_seconds: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
+    """Stop the run, with every rank's stack, when no rank writes a line for this long; None: never."""
 
 
 def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observer: Observer | None = None,
@@ -169,7 +164,9 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
     (run_dir / "spec.json").write_text(json.dumps(spec.model_dump(mode="json"), indent=2) + "\n")
     observer.started(job_name, run_dir, topo.world_size, len(layout.hosts))
 
-    tracker = _MetricTracker(metric_definitions(spec))
+    tracker = MetricRecorder(metric_definitions(spec), run_dir / METRICS_FILE)
+    watchdog = StallWatchdog(options.stall_timeout_seconds)
+    hangs: list[HangReport] = []
     started = time.monotonic()
     attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
     while True:
@@ -178,17 +175,26 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
                                                 substitute, local_gpus, options.python, group_hosts)
 
         def on_line(host: str, text: str) -> None:
-            tracker.feed(text)
+            watchdog.activity()
+            tracker.feed(host, text)
             observer.line(host, text)
-            match = _PROGRESS.search(text)
-            if match:
-                observer.progress(int(match.group(1)), int(match.group(2)), dict(tracker.latest))
+            mark = step_mark(text)
+            if mark:
+                observer.progress(mark.step, mark.total, dict(tracker.latest))
+
+        def hung(run_id: str = run_id) -> bool:
+            if not watchdog.stalled():
+                return False
+            observer.notice(f"no rank wrote a line for {watchdog.idle_seconds():.0f} s: reading every rank's stack")
+            hangs.append(diagnose(run_id, layout.root, layout.logs_dir, watchdog.idle_seconds()))
+            return True
 
         supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line)
         if supervisor_hook:
             supervisor_hook(supervisor)
         remaining = spec.max_run_seconds - (time.monotonic() - started)
-        outcome = supervisor.run(remaining, interrupt_after, options.stop_grace_seconds)
+        watchdog.activity()
+        outcome = supervisor.run(remaining, interrupt_after, options.stop_grace_seconds, hung=hung)
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
                                           "replaced, checkpoints restored, job restarted")
@@ -198,7 +204,7 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
         break
     run_layout.upload_checkpoints(layout)
     return _finish(spec, layout, outcome, tracker, job_name, topo, attempt, time.monotonic() - started,
-                   run_launches)
+                   run_launches, hangs[-1] if hangs else None)
 
 
 def _prepare_attempt(spec: JobSpec, topo: Topology, layout: run_layout.RunLayout, hyperparameters: dict[str, str],
@@ -226,6 +232,8 @@ def _prepare_attempt(spec: JobSpec, topo: Topology, layout: run_layout.RunLayout
             container, host, run_id=run_id, run_dir=layout.root, master_port=port, threads_per_process=threads,
             substitute_backend=substitute, platform_env=_rewrite_environment(spec.environment, layout, host),
             python=python)
+        for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
+            envs[host.name].setdefault(key, value)
         write_host_environment(host, envs[host.name])
     args = {host.name: user_args(json.loads(envs[host.name]["SM_HPS"])) for host in layout.hosts}
     return run_id, launches(spec.distribution.mode, topo, layout.hosts, group_hosts, envs, spec.entry_point, args,
@@ -352,8 +360,9 @@ def _substitute_backend(spec: JobSpec, instance_gpus: int, local_gpus: int, obse
     return None
 
 
-def _finish(spec: JobSpec, layout: run_layout.RunLayout, outcome: Outcome, tracker: _MetricTracker, job_name: str,
-            topo: Topology, attempts: int, seconds: float, run_launches: list[Launch]) -> LocalRun:
+def _finish(spec: JobSpec, layout: run_layout.RunLayout, outcome: Outcome, tracker: MetricRecorder, job_name: str,
+            topo: Topology, attempts: int, seconds: float, run_launches: list[Launch],
+            hang: HangReport | None = None) -> LocalRun:
     status, exit_code, reason = {
         "completed": ("Completed", 0, None),
         "timeout": ("Stopped", 3, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
@@ -361,6 +370,8 @@ def _finish(spec: JobSpec, layout: run_layout.RunLayout, outcome: Outcome, track
         "interrupted": ("Interrupted", 130, "interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
                                             f"are kept in {layout.root}"),
         "failed": ("Failed", 1, None),
+        "hung": ("Hung", EXIT_HUNG, f"{hang.summary() if hang else 'Hung'}; every rank's stack: "
+                                    f"{layout.root / STACKS_FILE}"),
     }[outcome.status]
     if outcome.status == "failed":
         reason = _failure_reason(spec, layout, outcome, topo, run_launches)

@@ -37,7 +37,8 @@ class Outcome:
     """How one attempt ended."""
 
     status: str
-    """`completed`, `failed`, `interrupted` (SIGTERM or Ctrl-C, or a simulated spot interruption) or `timeout`."""
+    """`completed`, `failed`, `interrupted` (SIGTERM or Ctrl-C, or a simulated spot interruption), `timeout` or
+    `hung` (the `hung` check said so)."""
     exits: list[Exit]
     first_failure: Exit | None = None
     tails: dict[str, list[str]] = field(default_factory=dict)
@@ -64,7 +65,14 @@ class Supervisor:
         """Called from a signal handler (Ctrl-C, SIGTERM) or the spot-interruption timer."""
         self._interrupt.set()
 
-    def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float) -> Outcome:
+    def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float,
+            hung: Callable[[], bool] | None = None) -> Outcome:
+        """Starts the launches and waits for their end.
+
+        Args:
+            hung: asked at every poll; True stops the run at once with SIGKILL (ranks blocked in a collective
+                cannot act on SIGTERM), after it has taken what it needs from the processes (their stacks).
+        """
         processes = [self._start(launch) for launch in self._launches]
         readers = [threading.Thread(target=self._pump, args=(launch.host, process.stdout), daemon=True)
                    for launch, process in zip(self._launches, processes, strict=True)]
@@ -89,6 +97,10 @@ class Supervisor:
             if elapsed >= timeout_seconds:
                 status = "timeout"
                 self._stop(processes, signal.SIGTERM, stop_grace_seconds, workers_only=True)
+                break
+            if hung is not None and hung():
+                status = "hung"
+                self._stop(processes, signal.SIGKILL, FAILURE_GRACE_SECONDS, workers_only=False)
                 break
             time.sleep(POLL_SECONDS)
         for reader in readers:

@@ -1,0 +1,238 @@
+"""Every rank's Python stack, from outside: which rank waits in a collective, and which one it waits for.
+
+`py-spy dump --pid` reads a live process's stack without stopping it. Where py-spy is missing or may not attach
+(ptrace restricted for a user who is not root), the ranks' own faulthandler speaks instead: the emulator starts
+them with PYTHONFAULTHANDLER=1, so SIGABRT makes each write every thread's stack to its stderr, which is the
+host's log, before it dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.emulator.launch import RUN_ID_VARIABLE
+
+FAULTHANDLER_ENVIRONMENT = {"PYTHONFAULTHANDLER": "1"}
+PY_SPY_TIMEOUT_SECONDS = 10.0
+FAULTHANDLER_WAIT_SECONDS = 3.0
+# Frames of these files mean the rank is inside a collective (or DDP's gradient sync), waiting for the others.
+_COLLECTIVE_FILES = ("torch/distributed/", "torch/nn/parallel/distributed.py")
+_C10D_API = "distributed_c10d.py"
+_LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python3", "<frozen")
+# py-spy shortens an installed package's path to the package (`torch/distributed/...`).
+_LIBRARY_PACKAGES = re.compile(r"(^|/)(torch|mpi4py|numpy)/")
+# py-spy: `    all_reduce (torch/distributed/distributed_c10d.py:2834)`
+_PY_SPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()]+):(?P<line>\d+)\)")
+# faulthandler: `  File "/.../distributed_c10d.py", line 2834 in all_reduce`
+_FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+# mpirun --tag-output: `[1,3]<stderr>: ...`
+_MPI_TAG = re.compile(r"^\[\d+,(?P<rank>\d+)\]<std\w+>:\s?")
+_FAULTHANDLER_START = "Fatal Python error"
+_TORCH_RANK, _MPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
+
+
+@dataclass(frozen=True)
+class RankProcess:
+    pid: int
+    host: str
+    rank: int | None
+
+    @property
+    def name(self) -> str:
+        return f"rank {self.rank} ({self.host})" if self.rank is not None else f"{self.host} (pid {self.pid})"
+
+
+@dataclass(frozen=True)
+class Frame:
+    function: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.function} ({Path(self.file).name}:{self.line})"
+
+    @property
+    def in_library(self) -> bool:
+        return any(part in self.file for part in _LIBRARY_PATHS) or bool(_LIBRARY_PACKAGES.search(self.file))
+
+
+@dataclass(frozen=True)
+class RankStack:
+    """One rank's stack as a dumper printed it, innermost frame first."""
+
+    process: RankProcess
+    text: str
+    source: str
+    """`py-spy`, `faulthandler`, or `none` when neither could read it."""
+
+    @property
+    def frames(self) -> list[Frame]:
+        frames = []
+        for line in self.text.splitlines():
+            match = _PY_SPY_FRAME.match(line) or _FAULTHANDLER_FRAME.search(line)
+            if match:
+                frames.append(Frame(match["function"], match["file"], int(match["line"])))
+        return frames
+
+    @property
+    def collective(self) -> str | None:
+        """The torch.distributed call it waits in (`all_reduce`), when it waits in one."""
+        frames = [frame for frame in self.frames if any(part in frame.file for part in _COLLECTIVE_FILES)]
+        if not frames:
+            return None
+        api = [frame for frame in frames if frame.file.endswith(_C10D_API)]
+        # Innermost first: the last torch.distributed frame is the call the script made.
+        return (api or frames)[-1].function
+
+    @property
+    def where(self) -> str:
+        """The innermost frame of the script itself (not of a library), else the innermost frame."""
+        frames = self.frames
+        own = [frame for frame in frames if not frame.in_library]
+        return str((own or frames)[0]) if frames else "no Python frame could be read"
+
+
+def rank_processes(run_id: str) -> list[RankProcess]:
+    """The training processes of a run: tagged with its id, Python, neither a launcher (torchrun) nor the child
+    of another rank (DataLoader workers)."""
+    import psutil
+
+    candidates: dict[int, tuple[int, Mapping[str, str]]] = {}
+    for process in psutil.process_iter(["pid", "ppid", "cmdline", "environ"]):
+        env = process.info["environ"] or {}
+        command = process.info["cmdline"] or []
+        if env.get(RUN_ID_VARIABLE) != run_id or not command:
+            continue
+        if not Path(command[0]).name.startswith("python") or _is_launcher(command):
+            continue
+        candidates[process.info["pid"]] = (process.info["ppid"], env)
+    return sorted(
+        (RankProcess(pid, _host(env), _rank(env)) for pid, (parent, env) in candidates.items()
+         if parent not in candidates),
+        key=lambda item: (item.rank if item.rank is not None else 1 << 30, item.host, item.pid),
+    )
+
+
+def find_py_spy() -> str | None:
+    """py-spy next to this interpreter (installed into the venv), else on PATH."""
+    sibling = Path(sys.executable).parent / "py-spy"
+    return str(sibling) if sibling.exists() else shutil.which("py-spy")
+
+
+def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | None) -> list[RankStack]:
+    """Each rank's stack: py-spy for every rank it can read, faulthandler (which ends the rank) for the rest."""
+    stacks: dict[int, RankStack] = {}
+    if py_spy:
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(processes)))) as pool:
+            dumps = pool.map(lambda process: _py_spy_dump(py_spy, process.pid), processes)
+            for process, text in zip(processes, dumps, strict=True):
+                if text:
+                    stacks[process.pid] = RankStack(process, text, "py-spy")
+    unread = [process for process in processes if process.pid not in stacks]
+    if unread:
+        for process, text in _faulthandler_dumps(unread, logs_dir).items():
+            stacks[process.pid] = RankStack(process, text, "faulthandler" if text else "none")
+    return [stacks[process.pid] for process in processes]
+
+
+def _py_spy_dump(py_spy: str, pid: int) -> str | None:
+    try:
+        done = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
+                              timeout=PY_SPY_TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+
+
+def _faulthandler_dumps(processes: Sequence[RankProcess], logs_dir: Path) -> dict[RankProcess, str]:
+    """SIGABRT to each rank, then the stacks their faulthandler appended to the hosts' logs."""
+    hosts = sorted({process.host for process in processes})
+    sizes = {host: _size(logs_dir / f"{host}.log") for host in hosts}
+    for process in processes:
+        try:
+            os.kill(process.pid, signal.SIGABRT)
+        except (ProcessLookupError, PermissionError):
+            continue
+    deadline = time.monotonic() + FAULTHANDLER_WAIT_SECONDS
+    while time.monotonic() < deadline and any(_alive(process.pid) for process in processes):
+        time.sleep(0.1)
+    time.sleep(0.5)  # the supervisor's readers copy the last lines into the logs
+    written = {host: _read_from(logs_dir / f"{host}.log", sizes[host]) for host in hosts}
+    return {process: _stack_of(process, written[process.host]) for process in processes}
+
+
+def _stack_of(process: RankProcess, text: str) -> str:
+    """The faulthandler lines of this rank: its own, when mpirun tagged each line with the rank; otherwise
+    the host's (one rank per host in modes none; with torchrun the ranks of a host share the text)."""
+    own, untagged = [], []
+    for line in text.splitlines():
+        tag = _MPI_TAG.match(line)
+        if tag:
+            if int(tag["rank"]) == process.rank:
+                own.append(line[tag.end():])
+        else:
+            untagged.append(line)
+    lines = own or untagged
+    start = next((index for index, line in enumerate(lines) if _FAULTHANDLER_START in line), None)
+    return "\n".join(lines[start:]) if start is not None else ""
+
+
+def _is_launcher(command: Sequence[str]) -> bool:
+    """torchrun's agent: `python .../torchrun ...` or `python -m torch.distributed.run ...`."""
+    arguments = command[1:3]
+    return any(Path(argument).name == "torchrun" for argument in arguments) or "torch.distributed.run" in arguments
+
+
+def _rank(env: Mapping[str, str]) -> int | None:
+    for name in (_TORCH_RANK, _MPI_RANK):
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    try:
+        return json.loads(env.get(SM_HOSTS, "[]")).index(env.get(SM_CURRENT_HOST))
+    except ValueError:
+        return None
+
+
+def _host(env: Mapping[str, str]) -> str:
+    """The emulated host: the name of its /opt/ml directory (SM_CURRENT_HOST is the master's on remote MPI
+    ranks)."""
+    base = env.get(SAGEMAKER_BASE_DIR)
+    return Path(base).name if base else env.get(SM_CURRENT_HOST, "?")
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie that merely waits for its parent to reap it."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
