@@ -20,7 +20,7 @@ from orchestrator.redact import redact
 from orchestrator.planning.request import RequestContext, create_training_job_request
 from orchestrator.planning.target import Target
 from orchestrator.spec import images
-from orchestrator.spec.model import JobSpec, timestamped_job_name
+from orchestrator.spec.model import JobSpec, api_limit, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
 
 
@@ -144,9 +144,22 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     name = job_name or timestamped_job_name(job_spec.name)
     request = create_training_job_request(RequestContext(spec=job_spec, target=target, instance=instance,
                                                          job_name=name, source_uri=source_uri))
+    _require_hyperparameter_room(request)
     return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
                 source=source, estimator_kwargs=estimator_kwargs(job_spec, target, source_uri),
                 create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings)
+
+
+def _require_hyperparameter_room(request: dict[str, Any]) -> None:
+    """The API's count limit covers the sagemaker_* keys too, so it is known only once the request is built."""
+    limit = api_limit("HyperParameters", "max")
+    sent = request["HyperParameters"]
+    if len(sent) > limit:
+        own = sum(1 for key in sent if key.startswith("sagemaker_"))
+        raise CapabilityError(
+            f"hyperparameters: {len(sent) - own} of yours plus {own} sagemaker_* keys the mode needs make "
+            f"{len(sent)}; CreateTrainingJob accepts at most {limit}",
+            fix=f"drop {len(sent) - limit} hyperparameters, or pass them in a config file in source_dir")
 
 
 def _require_image_in_region(spec: JobSpec, region: str) -> None:

@@ -93,7 +93,7 @@ def test_plan_cost_is_price_times_count_times_max_run():
 
 def test_plan_default_job_name_is_timestamped():
     name = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml")).job_name
-    assert re.fullmatch(r"mlp-gloo-cpu-\d{4}(-\d{2}){5}-\d{3}", name)
+    assert re.fullmatch(r"mlp-gloo-cpu-\d{4}(-\d{2}){5}-\d{3}-[0-9a-z]{4}", name)
 
 
 def test_plan_refuses_local_inputs(tmp_path):
@@ -139,3 +139,23 @@ def test_plan_text_shows_rank_table_request_and_cost():
     for expected in ("ranks", "CreateTrainingJob request", "worst-case cost", "rewritten by the SDK into SMDDP",
                      "sagemaker_distributed_dataparallel_enabled", "USD 7.09"):
         assert expected in result.output
+
+
+def test_plan_refuses_more_hyperparameters_than_the_api_takes_counting_the_sdk_keys(tmp_path):
+    """93 of the user's own pass the spec's limit of 100, but the mode's sagemaker_* keys push the request over."""
+    from orchestrator.errors import CapabilityError
+    from orchestrator.planning.plan import build_plan
+    from orchestrator.planning.target import Target
+    from orchestrator.spec.loader import load
+
+    spec_file = tmp_path / "spec.yaml"
+    hyperparameters = ", ".join(f"h{index}: {index}" for index in range(96))
+    spec_file.write_text(
+        "name: many\nentry_point: train.py\nframework_version: \"2.10.0\"\n"
+        "instance: {type: ml.g5.12xlarge, count: 2}\ndistribution: {mode: torch_distributed}\n"
+        f"hyperparameters: {{{hyperparameters}}}\n")
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    target = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/R", output_path="s3://b/o",
+                    code_location="s3://b/code")
+    with pytest.raises(CapabilityError, match="96 of yours plus 7 sagemaker_\\* keys the mode needs make 103"):
+        build_plan(load(spec_file), target)
