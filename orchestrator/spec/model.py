@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import secrets
+import threading
 import time
 from enum import Enum
 from typing import Annotated, Any
@@ -141,11 +143,43 @@ TagKey = Annotated[str, Field(min_length=api_limit("Tags[].Key", "min"), max_len
 TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max"))]
 
 
+class _NameTags:
+    """Random tags for job names, never the same twice for one timestamp within this process."""
+
+    ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+    LENGTH = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stamp = ""
+        self._used: set[str] = set()
+
+    def draw(self, stamp: str) -> str:
+        with self._lock:
+            if stamp != self._stamp:
+                self._stamp, self._used = stamp, set()
+            while True:
+                tag = "".join(secrets.choice(self.ALPHABET) for _ in range(self.LENGTH))
+                if tag not in self._used:
+                    self._used.add(tag)
+                    return tag
+
+
+_NAME_TAGS = _NameTags()
+
+
 def timestamped_job_name(base: str) -> str:
-    """`base-YYYY-MM-DD-HH-MM-SS-mmm`, the SDK's `name_from_base` format (UTC, milliseconds), without the SDK."""
+    """`base-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`: the SDK's `name_from_base` stamp (UTC, milliseconds) and a random tag.
+
+    The SDK's stamp alone repeats when two jobs are named in the same millisecond, and CreateTrainingJob then
+    refuses the second. The tag differs for every name made in this process, and across processes two names of
+    the same millisecond collide once in 36**4 (1.7 million). The base is trimmed, as the SDK trims it, to keep
+    the name within SageMaker's limit.
+    """
     now = time.time()
-    stamp = time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(now))
-    return f"{base[:MAX_BASE_NAME_LENGTH]}-{stamp}-{int(now * 1000) % 1000:03d}"
+    stamp = f"{time.strftime('%Y-%m-%d-%H-%M-%S', time.gmtime(now))}-{int(now * 1000) % 1000:03d}"
+    suffix = f"-{stamp}-{_NAME_TAGS.draw(stamp)}"
+    return f"{base[:api_limit('TrainingJobName', 'max') - len(suffix)]}{suffix}"
 
 
 class Mode(str, Enum):
@@ -275,7 +309,7 @@ class JobSpec(_Spec):
     """One SageMaker PyTorch training job."""
 
     name: str = Field(min_length=1, max_length=MAX_BASE_NAME_LENGTH)
-    """Base job name; submit appends a timestamp (`name-YYYY-MM-DD-HH-MM-SS-mmm`)."""
+    """Base job name; submit appends a timestamp and a random tag (`name-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`)."""
 
     entry_point: str = Field(min_length=1)
     """The script SageMaker runs, relative to `source_dir`, e.g. `train.py`."""
