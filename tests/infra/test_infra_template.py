@@ -185,3 +185,16 @@ def test_template_bucket_is_private_encrypted_and_tls_only(template):
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert deny["Resource"] == [{"Fn::GetAtt": ["Bucket", "Arn"]}, {"Fn::Sub": "${Bucket.Arn}/*"}]
     assert resources["BucketPolicy"]["Properties"]["Bucket"] == {"Ref": "Bucket"}
+
+
+def test_role_deletes_objects_only_under_the_checkpoint_prefix(template):
+    """SageMaker's checkpoint sync deletes in S3 what the script deletes locally; nothing else a job does needs
+    a delete, so outputs, code and data stay out of its reach."""
+    deleting = [(statement.get("Sid"), list(_branches(statement["Resource"])))
+                for _, statement in _statements(template)
+                if statement["Effect"] == "Allow"
+                and any(str(action).startswith(("s3:Delete", "s3:*")) or action == "*"
+                        for action in _branches(statement.get("Action", [])))]
+    assert deleting == [("DeleteCheckpoints", [{"Fn::Sub": "${Bucket.Arn}/checkpoints/*"}])]
+    outputs = template["Outputs"]
+    assert outputs["CheckpointPrefix"]["Value"] == {"Fn::Sub": "s3://${Bucket}/checkpoints/"}
