@@ -190,7 +190,7 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
         click.echo("  history")
         width = max(len(item.status) for item in current.transitions)
         for item in current.transitions:
-            click.echo(f"    {_time(item.start)}  {item.status:<{width}}  {item.message}{_took(item, now)}")
+            click.echo(f"    {_time(item.start)}  {item.status:<{width}}  {item.message}{_took(item, current, now)}")
     if progress and progress.failing_host:
         click.echo(f"  last lines of {progress.failing_host} (the host that failed first)")
         for line in progress.failing_lines:
@@ -246,7 +246,6 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
         from orchestrator.planning.metric_charts import figure
 
         figure(points, list(names) or None, title=Path(target).name).savefig(plot_file, dpi=100)
-        click.echo(f"plot written to {plot_file}", err=True)
     if output == "json":
         echo_json([point.to_dict() for point in points])
     elif output == "csv":
@@ -256,6 +255,8 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
                    "the lines are logged", err=True)
     else:
         _print_metrics(Path(target).name, points, source, list(names))
+    if plot_file is not None:
+        click.echo(f"plot written to {plot_file}", err=True)
 
 
 def _local_points(run_dir: Path, names: tuple[str, ...]) -> list[MetricPoint]:
@@ -443,16 +444,19 @@ def _cost_words(current: JobStatus) -> str:
     if cost.total is None:
         return f"no price on record for {current.instance_type}"
     about = "about " if cost.estimated else ""
-    return (f"{about}{cost.currency} {cost.total:,.2f} so far = {cost.billable_seconds} s x {cost.instance_count} x "
+    so_far = "" if current.is_terminal else " so far"
+    return (f"{about}{cost.currency} {cost.total:,.2f}{so_far} = {cost.billable_seconds} s x {cost.instance_count} x "
             f"{cost.currency} {cost.price_per_instance_hour}/h (on-demand)")
 
 
-def _took(item: Transition, now: datetime) -> str:
+def _took(item: Transition, current: JobStatus, now: datetime) -> str:
+    """How long a secondary status lasted; the last one of a running job is still going."""
     if item.start is None:
         return ""
-    if item.end is None:
+    end = item.end or current.ended
+    if end is None:
         return f"  (for {format_duration((now - item.start).total_seconds())} so far)"
-    return f"  ({format_duration((item.end - item.start).total_seconds())})"
+    return f"  ({format_duration((end - item.start).total_seconds())})"
 
 
 def _status_words(current: JobStatus) -> str:
