@@ -1,0 +1,101 @@
+"""A local run where one rank blocks forever in a collective: `smtrain local` stops it within the stall timeout
+plus 10 s with exit code 4, prints every rank's stack (py-spy, or faulthandler without it), names the rank that
+waits and the one it waits for, and leaves nothing running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+import orchestrator.emulator.stall as stall
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.stacks import find_py_spy
+from orchestrator.spec.loader import load
+
+pytestmark = pytest.mark.slow
+
+STALL_SECONDS = 8.0
+BLOCKING = "about to block"
+
+
+def processes_of(run_dir: Path) -> list[int]:
+    """Live processes of the run (tagged with its directory), zombies aside."""
+    marker = str(run_dir)
+    left = []
+    for process in psutil.process_iter(["pid", "environ", "status"]):
+        env = process.info["environ"] or {}
+        if env.get("SMTRAIN_RUN_DIR") == marker and process.info["status"] != psutil.STATUS_ZOMBIE:
+            left.append(process.info["pid"])
+    return left
+
+
+class BlockWatch(threading.Thread):
+    """Notes when rank 0 announced it is about to block (the last line anyone writes)."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__(daemon=True)
+        self.log, self.seen_at = log, None
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 120
+        while self.seen_at is None and time.monotonic() < deadline:
+            if self.log.exists() and BLOCKING in self.log.read_text(errors="replace"):
+                self.seen_at = time.monotonic()
+            time.sleep(0.05)
+
+
+def py_spy_can_attach() -> bool:
+    return find_py_spy() is not None and os.geteuid() == 0
+
+
+def test_smtrain_local_stops_a_hung_collective_with_every_stack_and_exit_4(hang_spec, tmp_path):
+    run_dir = tmp_path / "run"
+    watch = BlockWatch(run_dir / "logs" / "algo-1.log")
+    watch.start()
+
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(hang_spec), "--run-dir", str(run_dir),
+                           "--stall-timeout", str(STALL_SECONDS)], capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path)
+    stopped_at = time.monotonic()
+
+    output = done.stdout + done.stderr
+    assert done.returncode == 4, output
+    assert watch.seen_at is not None, output
+    assert stopped_at - watch.seen_at <= STALL_SECONDS + 10, "stopped within the stall timeout plus 10 s"
+    assert "Hung in " in output
+    assert "waiting in a collective: rank 0 (algo-1) in all_reduce called at main (hang_script.py:" in output
+    assert "(the ranks above wait for it): rank 1 (algo-2) at load_next_batch_forever (hang_script.py:" in output
+    source = "py-spy" if py_spy_can_attach() else "faulthandler"
+    assert f"--- rank 0 (algo-1), pid " in output and f"stack from {source} ---" in output
+    assert "distributed_c10d.py" in output  # the blocked rank's own stack, down to the collective
+    assert processes_of(run_dir) == []
+    assert (run_dir / "stacks.txt").read_text() in output.replace("\n\n\n", "\n\n")
+    assert '"status": "Hung"' in (run_dir / "result.json").read_text()
+
+
+def test_without_py_spy_the_ranks_faulthandler_gives_the_stacks(hang_spec, tmp_path, monkeypatch):
+    monkeypatch.setattr(stall, "find_py_spy", lambda: None)
+    run_dir = tmp_path / "run"
+    watch = BlockWatch(run_dir / "logs" / "algo-1.log")
+    watch.start()
+
+    result = run_local(load(hang_spec), Options(run_dir=run_dir, stall_timeout_seconds=STALL_SECONDS))
+    stopped_at = time.monotonic()
+
+    assert (result.status, result.exit_code) == ("Hung", 4)
+    assert stopped_at - watch.seen_at <= STALL_SECONDS + 10
+    stacks = (run_dir / "stacks.txt").read_text()
+    assert "--- rank 0 (algo-1)" in stacks and "stack from faulthandler ---" in stacks
+    assert 'hang_script.py", line' in stacks and "in load_next_batch_forever" in stacks
+    assert "distributed_c10d.py" in stacks and " in all_reduce" in stacks
+    assert result.failure_reason.startswith("Hung: no rank wrote a line or advanced a step for 8 s; waiting in a "
+                                            "collective: rank 0 (algo-1) in all_reduce called at main")
+    assert result.failure_reason.endswith(f"every rank's stack: {run_dir.resolve() / 'stacks.txt'}")
+    assert processes_of(run_dir.resolve()) == []

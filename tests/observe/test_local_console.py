@@ -1,0 +1,84 @@
+"""What `smtrain local` draws: a progress bar with steps/s, ETA and the loss instead of log lines (unless
+verbose), the loss curve and, for a hung run, the stacks at the end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrator.cli.render import LocalConsole
+from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder
+
+
+@dataclass
+class Finished:
+    """The fields of runner.LocalRun that the console reads."""
+
+    run_dir: Path
+    status: str = "Completed"
+    seconds: float = 12.0
+    world_size: int = 2
+    attempts: int = 1
+    failure_reason: str | None = None
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    model_artifact: Path | None = None
+    output_artifact: Path | None = None
+
+
+def test_progress_bar_shows_rate_eta_and_loss_and_hides_log_lines(capsys):
+    with LocalConsole() as console:
+        console.started("job-1", Path("runs/job-1"), 2, 2)
+        console.line("algo-1", "a log line nobody asked to see")
+        console.progress(10, 100, {"train:loss": 0.5, "train:epoch": 1.0})
+        time.sleep(0.2)
+        console.progress(20, 100, {"train:loss": 0.25, "train:epoch": 1.0})
+        task = console._progress.tasks[0]
+        fields = task.fields
+
+    assert (task.completed, task.total) == (20, 100)
+    assert fields["rate"].endswith(" steps/s") and 20 <= float(fields["rate"].split()[0]) <= 50
+    assert fields["eta"].startswith("ETA ") and fields["eta"].endswith(" s")
+    assert fields["loss"] == "train:loss=0.25"
+    assert "a log line nobody asked to see" not in capsys.readouterr().err
+
+
+def test_verbose_prints_the_log_lines_prefixed_with_the_host(capsys):
+    with LocalConsole(verbose=True) as console:
+        console.started("job-1", Path("runs/job-1"), 2, 2)
+        console.line("algo-2", "hello [not markup]")
+
+    assert "[algo-2] hello [not markup]" in capsys.readouterr().err
+
+
+def test_result_draws_the_loss_curve_from_the_saved_series(tmp_path, capsys):
+    recorder = MetricRecorder(DEFAULT_METRIC_DEFINITIONS, tmp_path / METRICS_FILE)
+    for step, loss in enumerate([0.9, 0.6, 0.4, 0.3], start=1):
+        recorder.feed("algo-1", f"epoch=1 step={step}/4 train_loss={loss} samples_per_sec=10.0",
+                      datetime.now(timezone.utc))
+
+    with LocalConsole(quiet=True) as console:
+        console.notice("hidden by quiet")
+        console.result(Finished(tmp_path, final_metrics=dict(recorder.latest)))
+
+    shown = capsys.readouterr().err
+    assert "Completed in 12.0 s, world size 2" in shown and "hidden by quiet" not in shown
+    chart = shown.split("train:loss\n", 1)[1].splitlines()
+    assert chart[0].lstrip().startswith("0.9 ┤") and chart[7].lstrip().startswith("0.3 ┤")
+    assert chart[9].split() == ["1", "4", "step"]
+    assert "final train:loss = 0.3" in shown and f"metrics: {tmp_path / METRICS_FILE}" in shown
+
+
+def test_result_of_a_hung_run_prints_the_stacks(tmp_path, capsys):
+    (tmp_path / "stacks.txt").write_text("Hung: no rank wrote a line\n\n--- rank 0 (algo-1), pid 7 ---\n"
+                                         "    all_reduce (torch/distributed/distributed_c10d.py:3252)\n")
+
+    with LocalConsole() as console:
+        console.result(Finished(tmp_path, status="Hung", failure_reason="Hung: no rank wrote a line"))
+
+    shown = capsys.readouterr().err
+    assert "Hung in 12.0 s" in shown
+    assert "all_reduce (torch/distributed/distributed_c10d.py:3252)" in shown
+    assert "failure reason" not in shown  # the stacks say it, with more
