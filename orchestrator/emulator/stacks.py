@@ -150,7 +150,7 @@ def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | 
 def _py_spy_dump(py_spy: str, pid: int) -> str | None:
     try:
         done = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
-                              timeout=PY_SPY_TIMEOUT_SECONDS)
+                              timeout=PY_SPY_TIMEOUT_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 and done.stdout.strip() else None

@@ -6,6 +6,7 @@ time (CloudWatch's datapoints have no step), otherwise the order of the points.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,8 @@ def x_axis(points: Sequence[MetricPoint]) -> tuple[list[float], str]:
     times = [point.time for point in points]
     if points and all(time is not None for time in times):
         start = min(times)  # type: ignore[type-var]
-        return [(time - start).total_seconds() for time in times], "seconds"  # type: ignore[operator]
+        elapsed = [(time - start).total_seconds() for time in times]  # type: ignore[operator]
+        return elapsed, "seconds from the first point"
     return [float(index) for index in range(len(points))], "point"
 
 
@@ -73,14 +75,8 @@ def figure(points: Sequence[MetricPoint], names: Sequence[str] | None = None, ti
     Raises:
         EnvironmentProblem: matplotlib is not installed.
     """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise EnvironmentProblem(
-            "plotting needs matplotlib, which is not installed", fix="pip install 'smtrain[plot]' (or matplotlib)"
-        ) from None
     names = list(names or metric_names(points))
-    drawn = Figure(figsize=(8, 2.6 * max(1, len(names))), layout="constrained")
+    drawn = _figure_class()(figsize=(8, 2.6 * max(1, len(names))), layout="constrained")
     axes = drawn.subplots(max(1, len(names)), 1, sharex=True, squeeze=False)[:, 0]
     label = "step"
     for axis, name in zip(axes, names or [""], strict=True):
@@ -96,6 +92,24 @@ def figure(points: Sequence[MetricPoint], names: Sequence[str] | None = None, ti
     if title:
         drawn.suptitle(title)
     return drawn
+
+
+def _figure_class() -> type[Figure]:
+    """matplotlib's Figure, shown as a PNG by Jupyter even without `%matplotlib inline` (pyplot is not used)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise EnvironmentProblem(
+            "plotting needs matplotlib, which is not installed", fix="pip install 'smtrain[plot]' (or matplotlib)"
+        ) from None
+
+    class MetricsFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=100)
+            return buffer.getvalue()
+
+    return MetricsFigure
 
 
 def _segment(start: tuple[int, int], end: tuple[int, int]) -> list[tuple[int, int]]:

@@ -272,7 +272,7 @@ def estimate_progress(
 
 def format_duration(seconds: float) -> str:
     """`42 s`, `6 min 5 s`, `2 h 03 min`."""
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:

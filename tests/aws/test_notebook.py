@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import boto3
@@ -48,6 +49,10 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
                 [job] = boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]
                 name = job["TrainingJobName"]
                 seed_logs(name, {"algo-1": [(0, "hello from 1")], "algo-2": [(1, "hello from 2")]})
+            if cell.source.startswith("again.plot()"):  # what SageMaker publishes from the loss lines
+                boto3.client("cloudwatch").put_metric_data(Namespace="/aws/sagemaker/TrainingJobs", MetricData=[
+                    {"MetricName": "train:loss", "Dimensions": [{"Name": "TrainingJobName", "Value": name}],
+                     "Timestamp": time.time() - 30 + 5 * index, "Value": 1.0 / (index + 1)} for index in range(6)])
             client.execute_cell(cell, index)
 
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -59,3 +64,4 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     assert _stdout(code[5]).startswith("Completed Completed\nCompleted s3://my-bucket/outputs/")
     assert _stdout(code[6]) == "[algo-1] hello from 1\n[algo-2] hello from 2\n"
     assert code[7].outputs[0]["data"]["text/plain"] == "'Completed'"
+    assert code[8].outputs[0]["data"]["image/png"]  # the figure of Job.plot()

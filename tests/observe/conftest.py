@@ -14,9 +14,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "aws"))
 
-from job_fakes import StubbedSession, shared_loader_session, write_spec_file  # noqa: E402
+from job_fakes import StubbedSession, shared_loader_session, write_spec_file
 
-from orchestrator.api import Plan, plan  # noqa: E402
+from orchestrator.api import Plan, plan
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

@@ -64,7 +64,7 @@ def job_with_metrics(aws, tiny_request, tmp_path):
 
 
 def test_metrics_of_a_job_and_of_its_local_run_agree(job_with_metrics):
-    run_dir, points = job_with_metrics
+    run_dir, _ = job_with_metrics
 
     cloud = smtrain("metrics", "tiny-m", "--period", "1", "-o", "json")
     local = smtrain("metrics", str(run_dir), "-o", "json")

@@ -77,7 +77,7 @@ def test_status_of_a_running_job_shows_progress_rate_eta_loss_and_cost_so_far(st
     shown = smtrain("status", "tiny-run", obj=stubbed_sagemaker)
 
     assert shown.exit_code == 0, shown.output
-    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.M))
+    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.MULTILINE))
     assert shown.stdout.startswith("tiny-run: InProgress (Training)\n")
     assert rows["progress"].startswith("step 40/400 (10%), epoch 1 of 2 at 20")
     assert rows["rate"] == "1 steps/s"
@@ -122,7 +122,7 @@ def test_status_of_a_failed_job_shows_the_host_that_failed_first_and_its_last_li
     shown = smtrain("status", "tiny-fail", obj=stubbed_sagemaker)
 
     assert shown.exit_code == 0, shown.output
-    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.M))
+    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.MULTILINE))
     assert rows["billable"] == "420 s per instance"
     assert rows["cost"] == f"USD {420 * 2 * PRICE / 3600:,.2f} = 420 s x 2 x USD {PRICE}/h (on-demand)"
     assert "eta" not in rows
@@ -143,7 +143,7 @@ def test_status_of_a_completed_job_on_moto_reads_progress_from_the_seeded_logs(a
     job.progress()
 
     assert shown.exit_code == 0, shown.output
-    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.M))
+    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.MULTILINE))
     assert rows["progress"].startswith("step 60/60 (100%), epoch 1 of 1 at ")
     assert rows["rate"] == "1.5 steps/s" and "eta" not in rows
     # moto: TrainingStartTime == TrainingEndTime and no BillableTimeInSeconds: 0 s, estimated.

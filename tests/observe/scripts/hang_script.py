@@ -7,8 +7,8 @@ import time
 
 print("starting", flush=True)  # a sign of life before the slow torch import
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+import torch
+import torch.distributed as dist
 
 
 def load_next_batch_forever() -> None:
