@@ -16,6 +16,7 @@ import dataclasses
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 
 import dist_env
 import torch
@@ -105,18 +106,44 @@ def resolve_runtime(requested: str, env: DistEnv, environ: Mapping[str, str],
         f"trainer on the CPU over gloo.")
 
 
-def init_process_group(runtime: Runtime, env: DistEnv) -> Runtime:
-    """Creates the default process group (a world of one needs no rendezvous) and the control group."""
+def init_process_group(runtime: Runtime, env: DistEnv, timeout_seconds: float = 1800) -> Runtime:
+    """Creates the default process group (a world of one needs no rendezvous) and the control group.
+
+    Args:
+        timeout_seconds: how long a collective of either group waits for the other ranks: then gloo raises,
+            and NCCL (with `nccl_error_handling`) tears the process down, so a hung job fails with a reason.
+    """
     if runtime.device.type == "cuda":
         torch.cuda.set_device(runtime.device)
+    if runtime.backend == "nccl":
+        os.environ.update(nccl_error_handling(os.environ, torch.__version__))
+    timeout = timedelta(seconds=timeout_seconds)
     if env.world_size == 1:
-        dist.init_process_group(runtime.backend, store=dist.HashStore(), rank=0, world_size=1)
+        dist.init_process_group(runtime.backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     else:
         dist_env.export_torch_env(env, os.environ)
-        dist.init_process_group(runtime.backend, init_method="env://")
+        dist.init_process_group(runtime.backend, init_method="env://", timeout=timeout)
     if runtime.backend == "gloo":
         return runtime
-    return dataclasses.replace(runtime, control_group=dist.new_group(backend="gloo"))
+    return dataclasses.replace(runtime, control_group=dist.new_group(backend="gloo", timeout=timeout))
+
+
+def nccl_error_handling(environ: Mapping[str, str], torch_version: str) -> dict[str, str]:
+    """The variable that makes NCCL's watchdog end a process whose collective ran past the timeout, unless the
+    environment already chose (either spelling, or blocking wait).
+
+    torch 2.2 renamed NCCL_ASYNC_ERROR_HANDLING to TORCH_NCCL_ASYNC_ERROR_HANDLING and made 3 (tear down
+    without aborting the communicator, which can itself hang) its default; before, 1 (abort, then tear down).
+    TORCH_NCCL_BLOCKING_WAIT, the other way to get an error, is left alone: it makes every wait block the CPU.
+    """
+    chosen = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
+              "NCCL_BLOCKING_WAIT")
+    if any(name in environ for name in chosen):
+        return {}
+    major, minor = (int(part) for part in torch_version.split(".")[:2])
+    if (major, minor) >= (2, 2):
+        return {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}
+    return {"NCCL_ASYNC_ERROR_HANDLING": "1"}
 
 
 def wrap_model(model: nn.Module, runtime: Runtime) -> nn.Module:

@@ -50,6 +50,9 @@ class TrainConfig:
     checkpoint_every: int = _option(0, "steps between checkpoints; 0 = at each epoch end only", minimum=0)
     log_every: int = _option(50, "steps between metric lines", minimum=1)
     simulate_step_seconds: float = _option(0.0, "sleep per step, to emulate heavier compute", minimum=0.0)
+    collective_timeout_seconds: int = _option(1800, "seconds a collective waits for the other ranks before the job "
+                                                    "fails with an error, instead of hanging until max_run",
+                                              minimum=1)
 
     def __post_init__(self) -> None:
         for spec in fields(self):

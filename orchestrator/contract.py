@@ -67,6 +67,7 @@ HYPERPARAMETERS = frozenset(
         "checkpoint-every",
         "log-every",
         "simulate-step-seconds",
+        "collective-timeout-seconds",
     }
 )
 TRAINERS = ("auto", "dp", "ddp", "gloo")
