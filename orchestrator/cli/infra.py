@@ -4,18 +4,36 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from orchestrator.cloud import infra as infra_lib
 from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option
+from orchestrator.cloud import infra as infra_lib
 
 _stack_name_option = click.option(
     "--stack-name",
     metavar="NAME",
     help=f"CloudFormation stack [default: ${infra_lib.STACK_NAME_ENV} or '{infra_lib.DEFAULT_STACK_NAME}'].",
 )
+
+
+def _region_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--region", help="AWS region of the stack [default: $AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, "
+        "profile]."
+    )(function)
+
+
+def _session(ctx: click.Context, region: str | None) -> Any:
+    """The boto3 session to use: the one a caller put in ctx.obj (tests), else boto3's chain for `region`."""
+    from orchestrator.cloud.sdk import boto_session
+
+    return ctx.obj or boto_session(region)
+
+
 @click.group("infra", cls=UserErrorGroup)
 def infra() -> None:
     """The SageMaker execution role and S3 bucket that jobs need, as a CloudFormation stack."""
@@ -23,6 +41,7 @@ def infra() -> None:
 
 @infra.command()
 @_stack_name_option
+@_region_option
 @click.option(
     "--parameter",
     "-p",
@@ -36,15 +55,17 @@ def infra() -> None:
     "--template-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=infra_lib.TEMPLATE_PATH,
-    show_default="infra/smtrain.yaml of this smtrain checkout",
+    show_default="the template shipped with smtrain (infra/smtrain.yaml)",
     help="CloudFormation template to deploy.",
 )
 @click.option(
     "--yes", "-y", is_flag=True, help="Execute the change set without asking (needed without a terminal)."
 )
 @output_option
+@click.pass_context
 def deploy(
-    stack_name: str | None, parameters: dict[str, str], template_file: Path, yes: bool, output: str
+    ctx: click.Context, stack_name: str | None, region: str | None, parameters: dict[str, str],
+    template_file: Path, yes: bool, output: str,
 ) -> None:
     """Create or update the stack through a change set: preview the changes, confirm, execute, wait.
 
@@ -55,6 +76,7 @@ def deploy(
     outputs = infra_lib.deploy(
         stack_name,
         parameters,
+        session=_session(ctx, region),
         on_event=_print_event,
         confirm=None if yes else _ask_to_execute,
         template_path=template_file,
@@ -67,10 +89,12 @@ def deploy(
 
 @infra.command()
 @_stack_name_option
+@_region_option
 @output_option
-def show(stack_name: str | None, output: str) -> None:
+@click.pass_context
+def show(ctx: click.Context, stack_name: str | None, region: str | None, output: str) -> None:
     """Print the stack's outputs: role ARN, bucket, output path, checkpoint and code prefixes."""
-    _print_outputs(infra_lib.stack_outputs(stack_name), output)
+    _print_outputs(infra_lib.stack_outputs(stack_name, _session(ctx, region)), output)
 
 
 def _print_event(event: infra_lib.DeployEvent) -> None:

@@ -1,6 +1,7 @@
 """botocore failures as user errors that say what to do, with secret values masked out of every message.
 
-AWS error messages can quote what was sent (a validation error on `Environment` quotes the value), so each
+The one translation for every AWS call smtrain makes (jobs, logs, submit, the infra stack), so the same
+failure always gets the same advice. AWS error messages can quote what was sent (a validation error on `Environment` quotes the value), so each
 message passes through `mask_secrets` before it is raised or printed.
 """
 
@@ -17,16 +18,25 @@ from orchestrator.redact import MASK, is_secret_name
 # secret that short protects nothing anyway.
 MIN_MASKED_LENGTH = 4
 
-_ACCESS_FIX = "your credentials need the sagemaker:, s3: and logs: permissions listed in the README"
+# AWS's AccessDenied message names the action that was refused, so one advice fits every call.
+_ACCESS_FIX = ("allow your credentials the action named above: the README's permissions section lists every "
+               "action smtrain calls, `smtrain infra deploy`'s included")
+_EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
 _FIXES = {
     "AccessDenied": _ACCESS_FIX,
     "AccessDeniedException": _ACCESS_FIX,
+    "UnauthorizedOperation": _ACCESS_FIX,
     "NoSuchBucket": "create the bucket, point output_path/code_location at an existing one, "
     "or run `smtrain infra deploy`",
+    "NoSuchEntity": "check the role's name, give its full ARN (arn:aws:iam::<account>:role/<name>), "
+    "or create one with `smtrain infra deploy`",
     "ResourceLimitExceeded": "request a SageMaker quota increase for this instance type, or use another type",
-    "ExpiredToken": "refresh your credentials (`aws sso login`)",
-    "ExpiredTokenException": "refresh your credentials (`aws sso login`)",
+    "ExpiredToken": _EXPIRED_FIX,
+    "ExpiredTokenException": _EXPIRED_FIX,
 }
+_NO_CREDENTIALS_FIX = "run `aws configure` or `aws sso login`, or set AWS_PROFILE"
+_NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or a profile region "
+                 "(`aws configure set region <region>`)")
 
 
 def secret_values(*mappings: Mapping[str, str]) -> set[str]:
@@ -64,13 +74,9 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     try:
         yield
     except NoCredentialsError:
-        raise EnvironmentProblem(
-            "no AWS credentials found", fix="run `aws configure` or `aws sso login`, or set AWS_PROFILE"
-        ) from None
+        raise EnvironmentProblem("no AWS credentials found", fix=_NO_CREDENTIALS_FIX) from None
     except NoRegionError:
-        raise EnvironmentProblem(
-            "no AWS region configured", fix="set AWS_REGION (or pass --region), or `region:` in the spec"
-        ) from None
+        raise EnvironmentProblem("no AWS region configured", fix=_NO_REGION_FIX) from None
     except ClientError as exc:
         error = exc.response.get("Error", {})
         code = error.get("Code", "")

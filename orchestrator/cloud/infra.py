@@ -12,13 +12,13 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ _STACK_NAME_PATTERN = re.compile(r"[a-zA-Z][-a-zA-Z0-9]{0,127}")
 # How CloudFormation says a change set is empty (the AWS CLI's `deploy` checks for the same two phrases).
 _NO_CHANGES_PHRASES = ("didn't contain changes", "No updates are to be performed")
 _SUCCESS_STATUSES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
-_ACCESS_DENIED_FIX = (
-    "use credentials allowed the CloudFormation change-set and Describe actions, and the IAM and S3 "
-    "actions that create the role and bucket"
-)
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,7 @@ def stack_outputs(stack_name: str | None = None, session: boto3.Session | None =
         AwsError: CloudFormation refused the call.
     """
     name = resolve_stack_name(stack_name)
-    with _aws_errors():
+    with aws_errors(f"reading CloudFormation stack {name}"):
         cfn = _cloudformation(session)
         stack = _describe_stack(cfn, name)
     region = cfn.meta.region_name
@@ -151,8 +147,7 @@ def deploy(
     Args:
         stack_name: see `resolve_stack_name`.
         parameters: template parameter overrides, e.g. {"EnableVpcAccess": "true"}.
-        session: boto3 session; default `boto3.Session()` (credentials, region and AWS_ENDPOINT_URL from
-            the environment).
+        session: boto3 session; default: boto3's chain, with $AWS_REGION honoured (`cloud.sdk.boto_session`).
         on_event: receives the change preview, "no changes", and the stack's events while it deploys.
         confirm: called with the changes before anything is executed; False deletes the change set.
         template_path: the CloudFormation template to deploy.
@@ -179,7 +174,7 @@ def deploy(
         )
     notify = on_event or (lambda event: None)
     poller = _Poller(poll_seconds, timeout_seconds)
-    with _aws_errors():
+    with aws_errors(f"deploying CloudFormation stack {name}"):
         cfn = _cloudformation(session)
         existing = _describe_stack(cfn, name)
         if existing is not None and existing["StackStatus"] == "ROLLBACK_COMPLETE":
@@ -235,7 +230,8 @@ def _read_template(path: Path) -> str:
     except OSError as exc:
         raise EnvironmentProblem(
             f"cannot read the CloudFormation template {path}: {exc.strerror}",
-            fix="run from a checkout of smtrain, or pass the template with --template-file",
+            fix="pass an existing template with --template-file (the default one ships inside the smtrain "
+            "package)",
         ) from exc
 
 
@@ -285,37 +281,9 @@ def _parameter_list(
 
 
 def _cloudformation(session: boto3.Session | None) -> Any:
-    import boto3
-    from botocore.config import Config
+    from orchestrator.cloud.sdk import boto_session, client
 
-    return (session or boto3.Session()).client("cloudformation", config=Config(retries={"mode": "standard"}))
-
-
-@contextmanager
-def _aws_errors() -> Iterator[None]:
-    """Turn botocore's exceptions into user errors that say what to do."""
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
-
-    try:
-        yield
-    except NoCredentialsError as exc:
-        raise EnvironmentProblem(
-            "no AWS credentials found", fix="run `aws configure` or `aws sso login`, or set AWS_PROFILE"
-        ) from exc
-    except NoRegionError as exc:
-        raise EnvironmentProblem(
-            "no AWS region configured",
-            fix="set AWS_DEFAULT_REGION, or run `aws configure set region <region>`",
-        ) from exc
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        denied = error.get("Code") in ("AccessDenied", "AccessDeniedException")
-        raise AwsError(
-            f"CloudFormation {exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}",
-            fix=_ACCESS_DENIED_FIX if denied else None,
-        ) from exc
-    except BotoCoreError as exc:
-        raise AwsError(str(exc), fix="check the network, the region and AWS_ENDPOINT_URL") from exc
+    return client(session or boto_session(), "cloudformation")
 
 
 def _describe_stack(cfn: Any, name: str) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
@@ -35,7 +35,17 @@ def moto_session(aws) -> boto3.Session:
     this asks moto for an UpdateStack of every stack (the tests make one) with its current template and
     parameters, which builds the outputs from the template as CloudFormation would. Nothing is faked.
     """
-    session = boto3.Session()
+    return with_moto_outputs(boto3.Session())
+
+
+@pytest.fixture
+def moto_outputs(aws) -> Callable[[boto3.Session], boto3.Session]:
+    """moto_session's nudge, for sessions the code under test makes itself: `moto_outputs(session)`."""
+    return with_moto_outputs
+
+
+def with_moto_outputs(session: boto3.Session) -> boto3.Session:
+    """Registers moto_session's outputs nudge on `session`; returns it."""
 
     def build_outputs(**_):
         cfn = session.client("cloudformation")

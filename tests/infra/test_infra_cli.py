@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import boto3
 import pytest
 from click.testing import CliRunner
 
@@ -13,16 +12,15 @@ from orchestrator.cloud import infra
 from orchestrator.cli.infra import infra as infra_group
 
 
-def _run(*args: str):
-    return CliRunner().invoke(infra_group, list(args))
+def _run(*args: str, session=None):
+    return CliRunner().invoke(infra_group, list(args), obj=session)
 
 
-def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session, all_features, monkeypatch):
-    # The command builds its own boto3.Session(); hand it the one that fills moto's outputs gap.
-    monkeypatch.setattr(boto3, "Session", lambda: moto_session)
+def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session, all_features):
     options = [arg for key, value in all_features.items() for arg in ("--parameter", f"{key}={value}")]
 
-    result = _run("deploy", "--yes", "--output", "json", *options)
+    # The session that fills moto's outputs gap, handed in as the job commands' tests do.
+    result = _run("deploy", "--yes", "--output", "json", *options, session=moto_session)
 
     assert result.exit_code == 0, result.output
     assert "4 change(s)" in result.stderr
@@ -33,11 +31,10 @@ def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session,
 
 
 def test_infra_deploy_answered_no_changes_nothing(moto_session, all_features, monkeypatch):
-    monkeypatch.setattr(boto3, "Session", lambda: moto_session)
     monkeypatch.setattr("orchestrator.cli.infra._can_ask", lambda: True)
     options = [arg for key, value in all_features.items() for arg in ("-p", f"{key}={value}")]
 
-    result = CliRunner().invoke(infra_group, ["deploy", *options], input="n\n")
+    result = CliRunner().invoke(infra_group, ["deploy", *options], input="n\n", obj=moto_session)
 
     assert result.exit_code == 1, result.output
     assert "Execute these 4 change(s)? [y/N]" in result.stderr

@@ -1,0 +1,47 @@
+"""`smtrain infra show|deploy` go to the region the job commands use: --region, else $AWS_REGION (which the AWS
+CLI v2 and SageMaker's containers set but boto3 ignores), else boto3's chain. Against moto's server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import boto3
+from click.testing import CliRunner
+
+from orchestrator.cli.infra import infra as infra_group
+from orchestrator.cloud import infra, sdk
+
+
+def _run(*args: str):
+    return CliRunner().invoke(infra_group, list(args))
+
+
+def test_infra_show_reads_the_stack_in_aws_region_over_the_default_region(moto_session, all_features, monkeypatch):
+    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)  # in us-east-1
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+
+    elsewhere = _run("show")
+    named = _run("show", "--region", "us-east-1", "-o", "json")
+
+    assert elsewhere.exit_code == 2, elsewhere.output
+    assert "CloudFormation stack 'smtrain' does not exist in eu-west-1" in elsewhere.stderr
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout) == dataclasses.asdict(outputs)
+
+
+def test_infra_deploy_creates_the_stack_in_aws_region(all_features, moto_outputs, monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    made = sdk.boto_session
+    monkeypatch.setattr(sdk, "boto_session", lambda region=None, **kw: moto_outputs(made(region, **kw)))
+    options = [arg for key, value in all_features.items() for arg in ("-p", f"{key}={value}")]
+
+    result = _run("deploy", "--yes", "-o", "json", *options)
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["region"] == "eu-west-1"
+    [stack] = boto3.client("cloudformation", region_name="eu-west-1").describe_stacks()["Stacks"]
+    assert stack["StackName"] == "smtrain"
+    assert boto3.client("cloudformation", region_name="us-east-1").describe_stacks()["Stacks"] == []
