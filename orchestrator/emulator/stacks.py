@@ -37,8 +37,8 @@ _LIBRARY_PACKAGES = re.compile(r"(^|/)(torch|mpi4py|numpy)/")
 _PY_SPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()]+):(?P<line>\d+)\)")
 # faulthandler: `  File "/.../distributed_c10d.py", line 2834 in all_reduce`
 _FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
-# mpirun --tag-output: `[1,3]<stderr>: ...`
-_MPI_TAG = re.compile(r"^\[\d+,(?P<rank>\d+)\]<std\w+>:\s?")
+# mpirun --tag-output: `[1,3]<stderr>: ...`, or as the toolkit relabels it, `[1,mpirank:3,algo-2]<stderr>: ...`
+_MPI_TAG = re.compile(r"^\[\d+,(?:mpirank:)?(?P<rank>\d+)(?:,[^\]]*)?\]<std\w+>:")
 _FAULTHANDLER_START = "Fatal Python error"
 _TORCH_RANK, _MPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
 
