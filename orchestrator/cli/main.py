@@ -205,6 +205,23 @@ def instances(family: str | None, accelerator: str | None, output: str) -> None:
     print_instances(rows, catalog())
 
 
+@main.command()
+@output_option
+def images(output: str) -> None:
+    """SageMaker's PyTorch training images smtrain plans with: Python, tags, release and end of patch, SMDDP.
+
+    A framework_version outside this table needs image_uri. Unverified images are configured in AWS's build
+    repository but not confirmed in ECR (submit needs allow_unverified: true).
+    """
+    from orchestrator.cli.render import image_rows, print_images
+
+    rows = image_rows()
+    if output == "json":
+        echo_json(rows)
+        return
+    print_images(rows)
+
+
 def _add_command_groups() -> None:
     from orchestrator.cli.infra import infra
     from orchestrator.cli.jobs import JOB_COMMANDS

@@ -126,6 +126,58 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
     console().print(table)
 
 
+def image_rows() -> list[dict[str, Any]]:
+    """`smtrain images`: one row per framework version of smtrain's image table, as JSON-ready values.
+
+    `patched`: AWS still patches the image (True), no longer does (False; the versions before 2.6 carry no date
+    in the release data and ended before 2026), or unknown (None: an unverified build without dates).
+    """
+    from datetime import date
+
+    from orchestrator.spec import images
+
+    rows = []
+    for version, image in images.versions().items():
+        python = image.python[-1]
+        if image.eop is not None:
+            patched: bool | None = image.eop >= date.today()
+        else:
+            patched = None if image.unverified else False
+        rows.append({
+            "framework_version": version,
+            "python": list(image.python),
+            "repository": image.repository,
+            "tags": {processor: image.tag(version, processor, python) for processor in ("cpu", "gpu")},
+            "ga": image.ga.isoformat() if image.ga else None,
+            "end_of_patch": image.eop.isoformat() if image.eop else None,
+            "patched": patched,
+            "smddp": image.smddp,
+            "unverified": image.unverified,
+        })
+    return rows
+
+
+def print_images(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    from orchestrator.spec import images
+
+    table = Table("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP", "status",
+                  box=None, collapse_padding=True, header_style="bold",
+                  caption=f"smtrain's image table (aws/deep-learning-containers release data; registries as in SDK "
+                          f"v2), checked {images.checked()}. ✗: past its end of patch, no more security fixes.")
+    for column in table.columns[3:5]:
+        column.overflow = "fold"
+    for row in rows:
+        eop = row["end_of_patch"] or ("before 2026" if row["patched"] is False else "-")
+        if row["patched"] is False:
+            eop = f"[red]{eop} ✗[/]"
+        table.add_row(row["framework_version"], "/".join(row["python"]), row["repository"], row["tags"]["cpu"],
+                      row["tags"]["gpu"], row["ga"] or "-", eop, "yes" if row["smddp"] else "no",
+                      "[yellow]unverified[/]" if row["unverified"] else "")
+    console().print(table)
+
+
 class LocalConsole:
     """Draws a local run on stderr (so `--output json` keeps stdout clean): notices once, a live progress bar
     from the progress lines (step of total, steps/s, ETA, latest loss), the host logs prefixed [algo-N] only

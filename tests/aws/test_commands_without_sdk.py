@@ -44,11 +44,12 @@ smtrain("logs", name)
 smtrain("stop", name)
 smtrain("list")
 smtrain("infra", "show", "--stack-name", "smtrain-probe")
+smtrain("images")
 print(sorted(module for module in sys.modules if module.split(".")[0] in ("sagemaker", "torch")))
 """
 
 
-def test_validate_plan_submit_status_logs_stop_list_infra_never_import_the_sdk(write_spec, bucket, tmp_path):
+def test_validate_plan_submit_status_logs_stop_list_infra_images_never_import_the_sdk(write_spec, bucket, tmp_path):
     # A role by name: submit's IAM GetRole runs too. infra show reads a stack deployed here (its outputs are
     # written by hand: moto's ExecuteChangeSet builds none, see tests/infra/conftest.py).
     boto3.client("iam").create_role(RoleName="Trainer", AssumeRolePolicyDocument="{}")

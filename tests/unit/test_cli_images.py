@@ -1,0 +1,61 @@
+"""`smtrain images`: the image table smtrain plans from, as text and JSON (click's CliRunner)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.spec import images
+
+
+class _Nov22(datetime.date):
+    """The day the table was checked: 2.9's patches have ended, 2.10's have not."""
+
+    @classmethod
+    def today(cls) -> datetime.date:
+        return cls(2026, 11, 22)
+
+
+@pytest.fixture(autouse=True)
+def _today(monkeypatch):
+    monkeypatch.setattr(datetime, "date", _Nov22)
+
+
+def _rows() -> dict[str, dict]:
+    result = CliRunner().invoke(main, ["images", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    return {row["framework_version"]: row for row in json.loads(result.stdout)}
+
+
+def test_images_json_lists_current_past_and_unverified_images():
+    rows = _rows()
+
+    assert rows["2.10.0"] == {
+        "framework_version": "2.10.0", "python": ["py313"], "repository": "pytorch-training",
+        "tags": {"cpu": "2.10.0-cpu-py313-ubuntu22.04-sagemaker", "gpu": "2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker"},
+        "ga": "2026-01-21", "end_of_patch": "2027-01-21", "patched": True, "smddp": False, "unverified": False,
+    }
+    assert (rows["2.9.0"]["end_of_patch"], rows["2.9.0"]["patched"]) == ("2026-10-15", False)
+    assert rows["2.13.0"]["repository"] == "pytorch" and rows["2.13.0"]["unverified"] is True
+    assert rows["2.13.0"]["tags"]["gpu"] == "2.13-cu133-amzn2023-sagemaker" and rows["2.13.0"]["patched"] is None
+    assert rows["2.3.0"]["tags"] == {"cpu": "2.3.0-cpu-py311", "gpu": "2.3.0-gpu-py311"}
+    assert [version for version, row in rows.items() if row["smddp"]][-1] == "2.5.1"  # no SMDDP after 2.5
+    assert next(iter(rows)) == "1.13.1" and list(rows)[-1] == "2.13.0"
+
+
+def test_images_text_marks_past_end_of_patch_smddp_and_unverified():
+    result = CliRunner().invoke(main, ["images"])
+
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()[:1].isdigit()}
+    assert "2026-10-15 ✗" in lines["2.9.0"]
+    assert "2027-01-21" in lines["2.10.0"] and "✗" not in lines["2.10.0"]
+    assert "2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker" in lines["2.10.0"]
+    assert "before 2026 ✗" in lines["2.5.1"] and " yes " in lines["2.5.1"]
+    assert " no " in lines["2.6.0"]
+    assert lines["2.13.0"].rstrip().endswith("unverified") and "unverified" not in lines["2.10.0"]
+    assert f"checked {images.checked()}" in result.stdout
