@@ -160,7 +160,7 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
     job = _job(ctx, job_name, region)
     current = job.status()
     try:
-        progress: JobProgress | None = job.progress()
+        progress: JobProgress | None = job.progress(refresh_status=False)
         unread = None
     except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status itself is still worth showing
         progress, unread = None, exc.message

@@ -222,15 +222,17 @@ class Job:
         self._last_status = JobStatus.from_description(self._described, self.region)
         return self._last_status
 
-    def progress(self, tail_lines: int = 200) -> JobProgress:
+    def progress(self, tail_lines: int = 200, refresh_status: bool = True) -> JobProgress:
         """Position, rate and ETA from the progress lines in the last `tail_lines` lines of each host's log,
         the latest value of each metric there, and for a failed job the failing host's last lines.
 
-        Uses the status read last (metric definitions, hyperparameters, failure reason), reading it if none was.
+        Args:
+            refresh_status: read the status first (metric definitions, hyperparameters, failure); False reuses
+                the one read last, when the caller has just read it.
         """
         from orchestrator.cloud.sdk import client
 
-        described = self._described or self._read_status_description()
+        described = self._read_status_description() if refresh_status or not self._described else self._described
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
