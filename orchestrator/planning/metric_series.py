@@ -108,28 +108,36 @@ class MetricPoint:
 
 
 def points_from_line(
-    definitions: Sequence[MetricDefinition], line: str, time: datetime | None, host: str | None = None
+    definitions: Sequence[MetricDefinition], line: str, time: datetime | None, host: str | None = None,
+    step: int | None = None,
 ) -> list[MetricPoint]:
+    """The line's points, at the line's own `step=` or else at `step`."""
     values = extract(definitions, line)
     if not values:
         return []
     mark = step_mark(line)
-    step = mark.step if mark else None
-    return [MetricPoint(name, value, time, step, host) for name, value in values.items()]
+    return [MetricPoint(name, value, time, mark.step if mark else step, host) for name, value in values.items()]
 
 
 class MetricRecorder:
     """Applies the definitions to a local run's lines as they arrive and appends each point to the run's
-    metrics file at once, so that `smtrain metrics RUN_DIR` also works while the run goes on."""
+    metrics file at once, so that `smtrain metrics RUN_DIR` also works while the run goes on.
+
+    A point from a line without `step=` (the entrypoints' closing `final train_loss=...`, which SageMaker reads
+    too) is placed at the latest step logged before it.
+    """
 
     def __init__(self, definitions: Iterable[Mapping[str, str]], path: Path) -> None:
         self._definitions = compile_definitions(definitions)
         self.path = path
         self.latest: dict[str, float] = {}
+        self._step: int | None = None
         path.write_text("")
 
     def feed(self, host: str, line: str, time: datetime | None = None) -> list[MetricPoint]:
-        points = points_from_line(self._definitions, line, time or datetime.now(timezone.utc), host)
+        mark = step_mark(line)
+        self._step = mark.step if mark else self._step
+        points = points_from_line(self._definitions, line, time or datetime.now(timezone.utc), host, self._step)
         if points:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)

@@ -85,16 +85,18 @@ def test_recorder_saves_each_point_with_step_host_and_time_and_reads_back(tmp_pa
     recorder.feed("algo-1", "epoch=1 step=1/4 train_loss=0.9 samples_per_sec=100.0", T0)
     recorder.feed("algo-2", "a line without metrics", T0)
     recorder.feed("algo-1", "epoch=1 step=2/4 train_loss=0.5 samples_per_sec=110.0", T0 + timedelta(seconds=1))
+    recorder.feed("algo-1", "smtrain: final train_loss=0.45 steps=2", T0 + timedelta(seconds=2))
     with path.open("a") as handle:
         handle.write('{"metric": "train:loss", "val')  # a run killed in mid-write
 
     points = read_points(path)
-    assert recorder.latest == {"train:loss": 0.5, "train:samples_per_sec": 110.0, "train:epoch": 1.0}
+    assert recorder.latest == {"train:loss": 0.45, "train:samples_per_sec": 110.0, "train:epoch": 1.0}
+    # SageMaker's rule reads the closing line too; it sits at the step logged last.
     assert [(point.metric, point.value, point.step) for point in points if point.metric == "train:loss"] == [
-        ("train:loss", 0.9, 1), ("train:loss", 0.5, 2)]
+        ("train:loss", 0.9, 1), ("train:loss", 0.5, 2), ("train:loss", 0.45, 2)]
     assert points[0] == MetricPoint("train:loss", 0.9, T0, 1, "algo-1")
     summary = {item.metric: item for item in summarize(points)}
-    assert (summary["train:loss"].points, summary["train:loss"].first, summary["train:loss"].last) == (2, 0.9, 0.5)
+    assert (summary["train:loss"].points, summary["train:loss"].first, summary["train:loss"].last) == (3, 0.9, 0.45)
     assert to_csv(points).splitlines()[:2] == ["metric,value,timestamp,step,host",
                                                "train:loss,0.9,2026-01-01T00:00:00+00:00,1,algo-1"]
 
