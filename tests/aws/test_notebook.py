@@ -1,8 +1,10 @@
-"""The example notebook, executed by a real Jupyter kernel (the venv's python) against moto's server."""
+"""The example notebook, executed by a real Jupyter kernel (the venv's python) against moto's server: plan,
+submit, status, wait, logs, attach and plot with smtrain's own API, then the optional SDK v2 estimator."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,9 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     boto3.client("s3").create_bucket(Bucket="my-bucket")  # the example spec's output bucket
+    for override in ("SAGEMAKER_USER_CONFIG_OVERRIDE", "SAGEMAKER_ADMIN_CONFIG_OVERRIDE"):
+        # SDK v2 reads them at import (its JumpStart default session) and complains on stdout when missing.
+        Path(os.environ[override]).write_text("SchemaVersion: '1.0'\n")
     notebook = nbformat.read(EXAMPLES / "submit_from_notebook.ipynb", as_version=4)
     notebook.cells.insert(0, nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
     client = NotebookClient(
@@ -65,3 +70,6 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     assert _stdout(code[6]) == "[algo-1] hello from 1\n[algo-2] hello from 2\n"
     assert code[7].outputs[0]["data"]["text/plain"] == "'Completed'"
     assert code[8].outputs[0]["data"]["image/png"]  # the figure of Job.plot()
+    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
+    assert _stdout(code[9]) == f"PyTorch {image}\n"  # the SDK v2 estimator, built only when asked for
+    assert len(boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]) == 1
