@@ -1,8 +1,10 @@
 """What the SageMaker training container gives a script, as pure functions (sagemaker-contract.md §3-6).
 
-Two halves: what the SDK v2 sends (`sdk_hyperparameters`, the JSON-encoded HyperParameters of the request,
-checked against the real SDK's captured request by the test suite) and what the training toolkit derives from
-it on each host (`resource_config`, `training_env`, `toolkit_environment`, `user_args`).
+Two halves: what the platform hands every instance, read from the plan's CreateTrainingJob request
+(`ContainerJob`: hyperparameters, channels, environment, checkpoint path, stopping condition), and what the
+training toolkit derives from it on each host (`resource_config`, `training_env`, `sm_variables`, `user_args`)
+plus what the PyTorch toolkit and the DLC add (`framework_variables`). `tests/referee` runs the real toolkit on
+the files written from these and compares every variable.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import DEFAULT_MASTER_PORT, SMDDP_ENABLED_FLAG
-from orchestrator.spec.model import JobSpec, Mode
 
 GROUP_NAME = "homogeneousCluster"
 NETWORK_INTERFACE = "eth0"
 PYTORCH_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
-CONTAINER_LOG_LEVEL = 20
 # Hyperparameters the toolkit keeps for itself; every other sagemaker_* key is a framework parameter (§5).
 CORE_HYPERPARAMETERS = frozenset({
     "sagemaker_program", "sagemaker_submit_directory", "sagemaker_enable_cloudwatch_metrics", "sagemaker_region",
@@ -31,37 +31,74 @@ DISTRIBUTION_FLAGS = (
     "sagemaker_pytorch_ddp_enabled", "sagemaker_pytorch_xla_multi_worker_enabled",
     "sagemaker_multi_worker_mirrored_strategy_enabled", "sagemaker_torch_distributed_enabled",
 )
+# The toolkit's log level when the hyperparameter is missing (logging.INFO).
+DEFAULT_LOG_LEVEL = 20
 
 
-def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
-    """The mode flags the SDK v2 injects, decoded (sdk-facts.md §3; pytorchddp is rewritten into SMDDP, §4)."""
-    dist = spec.distribution
-    if dist.mode is Mode.mpi:
-        flags: dict[str, Any] = {"sagemaker_mpi_enabled": True}
-        if dist.processes_per_host:
-            flags["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
-        flags["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
-        return flags
-    if dist.mode in (Mode.pytorchddp, Mode.smddp):
-        return {SMDDP_ENABLED_FLAG: True, "sagemaker_instance_type": spec.instance.type,
-                "sagemaker_distributed_dataparallel_custom_mpi_options": dist.custom_mpi_options}
-    if dist.mode is Mode.torch_distributed:
-        return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": spec.instance.type}
-    return {}
+@dataclass(frozen=True)
+class Channel:
+    name: str
+    source: str
+    """The channel's S3Uri in the request; a local path or file:// URI in the emulator's plans."""
+    config: dict[str, str]
+    """Its entry in inputdataconfig.json."""
 
 
-def sdk_hyperparameters(spec: JobSpec, job_name: str, region: str, submit_directory: str) -> dict[str, str]:
-    """The request's HyperParameters: every value JSON-encoded, as SDK v2 sends them (contract §3.2)."""
-    decoded: dict[str, Any] = dict(spec.hyperparameters)
-    decoded.update({
-        "sagemaker_submit_directory": submit_directory,
-        "sagemaker_program": spec.entry_point,
-        "sagemaker_container_log_level": CONTAINER_LOG_LEVEL,
-        "sagemaker_job_name": job_name,
-        "sagemaker_region": region,
+@dataclass(frozen=True)
+class ContainerJob:
+    """What SageMaker hands every instance of a job, read from its CreateTrainingJob request."""
+
+    job_name: str
+    instance_type: str
+    instance_count: int
+    hyperparameters: dict[str, str]
+    """HyperParameters as sent: every value JSON-encoded (hyperparameters.json)."""
+    environment: dict[str, str]
+    channels: tuple[Channel, ...]
+    checkpoint_local_path: str | None
+    checkpoint_s3_uri: str | None
+    max_run_seconds: int
+
+    @classmethod
+    def from_request(cls, request: dict[str, Any]) -> ContainerJob:
+        algorithm_mode = request["AlgorithmSpecification"]["TrainingInputMode"]
+        channels = tuple(
+            Channel(name=item["ChannelName"], source=item["DataSource"]["S3DataSource"]["S3Uri"],
+                    config=_channel_config(item, algorithm_mode))
+            for item in request.get("InputDataConfig", []))
+        checkpoint = request.get("CheckpointConfig") or {}
+        return cls(job_name=request["TrainingJobName"], instance_type=request["ResourceConfig"]["InstanceType"],
+                   instance_count=request["ResourceConfig"]["InstanceCount"],
+                   hyperparameters=dict(request["HyperParameters"]), environment=dict(request.get("Environment", {})),
+                   channels=channels, checkpoint_local_path=checkpoint.get("LocalPath"),
+                   checkpoint_s3_uri=checkpoint.get("S3Uri"),
+                   max_run_seconds=request["StoppingCondition"]["MaxRuntimeInSeconds"])
+
+    @property
+    def decoded_hyperparameters(self) -> dict[str, Any]:
+        return decode_hyperparameters(self.hyperparameters)
+
+    @property
+    def region(self) -> str:
+        return str(self.decoded_hyperparameters["sagemaker_region"])
+
+    def input_data_config(self) -> dict[str, dict[str, str]]:
+        """inputdataconfig.json."""
+        return {channel.name: channel.config for channel in self.channels}
+
+
+def _channel_config(channel: dict[str, Any], algorithm_mode: str) -> dict[str, str]:
+    """A channel as the platform describes it to the container (contract §3.3)."""
+    config = {}
+    if "ContentType" in channel:
+        config["ContentType"] = channel["ContentType"]
+    config.update({
+        "TrainingInputMode": channel.get("InputMode", algorithm_mode),
+        "S3DistributionType": channel["DataSource"]["S3DataSource"].get("S3DataDistributionType",
+                                                                       "FullyReplicated"),
+        "RecordWrapperType": channel.get("RecordWrapperType", "None"),
     })
-    decoded.update(distribution_hyperparameters(spec))
-    return {key: json.dumps(value) for key, value in decoded.items()}
+    return config
 
 
 def decode_hyperparameters(encoded: dict[str, str]) -> dict[str, Any]:
@@ -87,11 +124,6 @@ def resource_config(host: str, hosts: list[str], group_hosts: list[str], instanc
                              "hosts": list(group_hosts)}],
         "network_interface_name": NETWORK_INTERFACE,
     }
-
-
-def input_data_config(channels: list[str]) -> dict[str, dict[str, str]]:
-    return {name: {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated", "RecordWrapperType": "None"}
-            for name in channels}
 
 
 def user_args(hyperparameters: dict[str, Any]) -> list[str]:
@@ -154,8 +186,10 @@ class Host:
 
 
 def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str, str],
-                 channels: dict[str, Any], job_name: str, num_gpus: int, num_cpus: int) -> dict[str, Any]:
-    """The toolkit's Environment as SM_TRAINING_ENV shows it (the 36 keys of a 2023-2024 job log)."""
+                 channels: dict[str, Any], job_name: str, num_gpus: int, num_cpus: int,
+                 num_neurons: int = 0) -> dict[str, Any]:
+    """The toolkit's Environment as SM_TRAINING_ENV shows it: every public property (37 in 5.1, `topology`
+    included), from this host's config files. `num_gpus` and `num_neurons` are the instance's."""
     decoded = decode_hyperparameters(hyperparameters)
     user_hps = {k: v for k, v in decoded.items() if not k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
     framework = {k: v for k, v in decoded.items() if k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
@@ -163,7 +197,7 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
     distributed = any(framework.get(flag) for flag in DISTRIBUTION_FLAGS)
     distribution_groups = framework.get("sagemaker_distribution_instance_groups",
                                         [resource["current_group_name"]] if distributed else [])
-    distribution_hosts = list(group["hosts"]) if distribution_groups else []
+    distribution_hosts = list(group["hosts"]) if group["instance_group_name"] in distribution_groups else []
     master = (distribution_hosts or resource["hosts"])[0]
     program = decoded.get("sagemaker_program")
     return {
@@ -189,25 +223,26 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
         "is_smddpmprun_installed": False,
         "is_smddprun_installed": False,
         "job_name": job_name,
-        "log_level": decoded.get("sagemaker_container_log_level", CONTAINER_LOG_LEVEL),
+        "log_level": decoded.get("sagemaker_container_log_level", DEFAULT_LOG_LEVEL),
         "master_hostname": master,
         "model_dir": str(host.model_dir),
-        "module_dir": decoded.get("sagemaker_submit_directory"),
-        "module_name": program[:-3] if isinstance(program, str) and program.endswith(".py") else program,
+        "module_dir": str(decoded.get("sagemaker_submit_directory", host.code_dir)),
+        "module_name": program[:-3] if isinstance(program, str) and program.endswith(".py") else str(program),
         "network_interface_name": resource["network_interface_name"],
         "num_cpus": num_cpus,
         "num_gpus": num_gpus,
-        "num_neurons": 0,
+        "num_neurons": num_neurons,
         "output_data_dir": str(host.output_dir / "data"),
         "output_dir": str(host.output_dir),
         "output_intermediate_dir": str(host.output_dir / "intermediate"),
         "resource_config": resource,
+        "topology": resource.get("topology", []),
         "user_entry_point": program,
     }
 
 
-def toolkit_environment(env: dict[str, Any], region: str, torch_version: str | None) -> dict[str, str]:
-    """Every variable the training toolkit and the PyTorch toolkit set for the user process (contract §4)."""
+def sm_variables(env: dict[str, Any]) -> dict[str, str]:
+    """`Environment.to_env_vars()`: the SM_* variables, in the toolkit's order (mpirun exports them in it)."""
     variables: dict[str, Any] = {
         "hosts": env["hosts"],
         "network_interface_name": env["network_interface_name"],
@@ -241,21 +276,27 @@ def toolkit_environment(env: dict[str, Any], region: str, torch_version: str | N
         "user_args": user_args(env["hyperparameters"]),
         "output_intermediate_dir": env["output_intermediate_dir"],
     }
+    if env["topology"]:
+        variables["topology"] = env["topology"]
     variables.update({f"channel_{name}": path for name, path in env["channel_input_dirs"].items()})
     variables.update({f"hp_{name}": value for name, value in env["hyperparameters"].items()})
-    result = {f"SM_{key.upper()}": env_value(value) for key, value in variables.items()}
-    result.update({
+    return {f"SM_{key.upper()}": env_value(value) for key, value in variables.items()}
+
+
+def framework_variables(env: dict[str, Any], region: str, torch_version: str | None) -> dict[str, str]:
+    """What the toolkit (CURRENT_HOST, SAGEMAKER_*), the PyTorch toolkit (MASTER_*, NCCL_*, the torch version)
+    and the DLC (SAGEMAKER_TRAINING_MODULE) put into the environment before the launcher starts."""
+    variables = {
         "CURRENT_HOST": env["current_host"],
         "SAGEMAKER_JOB_NAME": env["job_name"],
         "SAGEMAKER_REGION": region,
         "SAGEMAKER_TRAINING_MODULE": PYTORCH_TRAINING_MODULE,
-        "TRAINING_JOB_NAME": env["job_name"],
         "MASTER_ADDR": env["master_hostname"],
         "MASTER_PORT": str(DEFAULT_MASTER_PORT),
         "NCCL_SOCKET_IFNAME": env["network_interface_name"],
         "NCCL_IB_DISABLE": "1",
         "NCCL_DEBUG": "WARN",
-    })
+    }
     if torch_version:
-        result["SM_DLC_TORCH_VERSION"] = torch_version
-    return result
+        variables["SM_DLC_TORCH_VERSION"] = torch_version
+    return variables

@@ -1,27 +1,42 @@
 """The run directory: one /opt/ml tree per emulated host, plus what SageMaker keeps outside the instances.
 
     runs/<job>/
+      .smtrain-run                  marks a run directory: packaging never ships it, a reuse may clear it
       algo-1/ ... algo-N/           each host's /opt/ml: input/{config,data}, code, model, output, checkpoints
+      container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host
       logs/algo-N.log               each host's log (what CloudWatch would hold)
+      source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
-      sourcedir.tar.gz              the code tarball submit would upload (extracted into every code/)
+      request.json                  the CreateTrainingJob request the run emulates (secrets masked)
       model.tar.gz, output.tar.gz   merged across hosts at the end, as SageMaker uploads them
       result.json                   status, failure reason, final metrics
+
+Every path the emulator writes lies inside the run directory. A directory is reused only when it carries the
+marker: the hosts start afresh (new instances), the checkpoint prefix stays.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import posixpath
 import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from orchestrator.contract import FAILURE_FILE, OPT_ML, SUCCESS_FILE
-from orchestrator.emulator.container import Host, input_data_config, resource_config
+from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
+from orchestrator.emulator.container import ContainerJob, Host, resource_config
+from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import SourcePackage
-from orchestrator.spec.model import JobSpec
+
+SOURCE_DIR = "source"
+CONTAINER_PATHS = "container-paths"
+# What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
+_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, "request.json", "spec.json", "result.json", "model.tar.gz",
+            "output.tar.gz")
 
 
 @dataclass(frozen=True)
@@ -29,7 +44,7 @@ class RunLayout:
     root: Path
     hosts: tuple[Host, ...]
     checkpoint_path: str | None
-    """The container path SageMaker syncs with the checkpoint S3 prefix, when the spec has one."""
+    """The container path SageMaker syncs with the checkpoint S3 prefix, when the job has one."""
 
     @property
     def logs_dir(self) -> Path:
@@ -40,33 +55,105 @@ class RunLayout:
         return self.root / "checkpoints-s3"
 
     def host_path(self, host: Host, container_path: str) -> Path:
-        """Where a path inside the container lives on this machine (only /opt/ml is emulated per host)."""
+        """Where a container path lives on this machine: /opt/ml is the host's folder, any other path (only a
+        checkpoint path can be one) a folder under container-paths/<host>/."""
         if container_path == OPT_ML or container_path.startswith(OPT_ML + "/"):
             return host.root / container_path[len(OPT_ML):].lstrip("/")
-        return Path(container_path)
+        return self.root / CONTAINER_PATHS / host.name / container_path.lstrip("/")
+
+    def emulated_prefixes(self) -> tuple[str, ...]:
+        """The container paths that have a place per host: /opt/ml and the checkpoint path."""
+        return (OPT_ML, *([self.checkpoint_path] if self.checkpoint_path else []))
+
+    def rewrite(self, host: Host, value: str) -> str:
+        """`value` with a leading container path replaced by where it lives for `host` (hyperparameters and
+        environment values that name /opt/ml/... or the checkpoint path)."""
+        for prefix in sorted(self.emulated_prefixes(), key=len, reverse=True):
+            if value == prefix or value.startswith(prefix.rstrip("/") + "/"):
+                return str(self.host_path(host, prefix)) + value[len(prefix.rstrip("/")):]
+        return value
 
 
-def prepare(root: Path, spec: JobSpec, source: SourcePackage, channels: dict[str, Path], hyperparameters: dict[str, str],
-            group_hosts: list[str], link_inputs: bool) -> RunLayout:
-    """Creates every host's tree, as SageMaker prepares instances before the container starts."""
+def checkpoint_container_path(local_path: str | None) -> str | None:
+    """The checkpoint LocalPath, normalised; a path the emulator cannot place inside the run is refused.
+
+    Raises:
+        SpecError: a relative path, or one that climbs out of / with `..`.
+    """
+    if local_path is None:
+        return None
+    if not local_path.startswith("/"):
+        raise SpecError(f"checkpoint.local_path {local_path!r} is not an absolute path inside the container",
+                        fix="use an absolute container path such as /opt/ml/checkpoints")
+    normal = posixpath.normpath(local_path)
+    if normal == "/" or ".." in normal.split("/"):
+        raise SpecError(f"checkpoint.local_path {local_path!r} is not a directory the emulator can place",
+                        fix="use a directory such as /opt/ml/checkpoints")
+    return normal
+
+
+def open_run_directory(root: Path) -> None:
+    """Creates the run directory, or clears a reused one for a new run; refuses anything else.
+
+    Raises:
+        SpecError: the path is a file, a non-empty directory smtrain did not make, or not writable.
+    """
+    try:
+        if root.exists() and not root.is_dir():
+            raise SpecError(f"--run-dir {root} is a file", fix="give a directory path for --run-dir")
+        if root.is_dir() and any(root.iterdir()) and not (root / RUN_MARKER_FILE).is_file():
+            raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
+                            fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
+        root.mkdir(parents=True, exist_ok=True)
+        (root / RUN_MARKER_FILE).write_text("smtrain local run directory: never packaged, cleared on reuse\n")
+        for entry in root.iterdir():
+            if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        (root / "logs").mkdir()
+    except OSError as error:
+        raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
+                        fix="pass a writable --run-dir") from None
+
+
+def new_layout(root: Path, job: ContainerJob) -> RunLayout:
+    """Where the job's hosts live under `root` (nothing is written yet)."""
     hosts = tuple(Host(name=f"algo-{index + 1}", root=root / f"algo-{index + 1}")
-                  for index in range(spec.instance.count))
-    layout = RunLayout(root=root, hosts=hosts,
-                       checkpoint_path=(spec.checkpoint.local_path if spec.checkpoint else None))
-    layout.logs_dir.mkdir(parents=True, exist_ok=True)
-    (root / "sourcedir.tar.gz").write_bytes(source.data)
-    for host in hosts:
+                  for index in range(job.instance_count))
+    return RunLayout(root=root, hosts=hosts, checkpoint_path=checkpoint_container_path(job.checkpoint_local_path))
+
+
+def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_path: Path,
+            channel_paths: dict[str, Path], group_hosts: list[str], link_inputs: bool,
+            host_hyperparameters: dict[str, dict[str, str]]) -> None:
+    """Creates every host's tree from the job's request, as SageMaker prepares instances before the container
+    starts: config files, channels, code (extracted only into an empty code directory, as the toolkit does),
+    and the checkpoint prefix restored into the checkpoint path.
+
+    Args:
+        source_path: where the tarball goes (the file SM_MODULE_DIR names).
+        host_hyperparameters: each host's hyperparameters.json (the request's, with container paths placed).
+    """
+    source_path.parent.mkdir(parents=True, exist_ok=True)
+    source_path.write_bytes(source.data)
+    input_data_config = job.input_data_config()
+    names = [host.name for host in layout.hosts]
+    for host in layout.hosts:
         for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir, host.output_dir / "data",
                           host.checkpoint_dir):
             directory.mkdir(parents=True, exist_ok=True)
-        _extract(source.data, host.code_dir)
-        _write_json(host.config_dir / "hyperparameters.json", hyperparameters)
+        if not any(host.code_dir.iterdir()):
+            _extract(source.data, host.code_dir)
+        _write_json(host.config_dir / "hyperparameters.json", host_hyperparameters[host.name])
         _write_json(host.config_dir / "resourceconfig.json",
-                    resource_config(host.name, [h.name for h in hosts], group_hosts, spec.instance.type))
-        _write_json(host.config_dir / "inputdataconfig.json", input_data_config(sorted(channels)))
-        for name, source_path in channels.items():
-            _place_channel(source_path, host.data_dir / name, link_inputs)
-    return layout
+                    resource_config(host.name, names, group_hosts, job.instance_type))
+        _write_json(host.config_dir / "inputdataconfig.json", input_data_config)
+        for name, source_dir in channel_paths.items():
+            _place_channel(source_dir, host.data_dir / name, link_inputs)
+    restore_checkpoints(layout)
+
+
+def write_request(root: Path, masked_request: dict[str, Any]) -> None:
+    _write_json(root / "request.json", masked_request)
 
 
 def _extract(data: bytes, target: Path) -> None:
@@ -115,28 +202,33 @@ def restore_checkpoints(layout: RunLayout) -> None:
 
 def replace_instances(layout: RunLayout) -> None:
     """After a spot interruption the job restarts on fresh instances: model, output and checkpoint directories
-    start empty, then the checkpoint prefix is restored."""
+    start empty, then the checkpoint prefix is restored. Only folders inside the run directory are touched."""
     upload_checkpoints(layout)
     for host in layout.hosts:
         for directory in (host.model_dir, host.output_dir, *checkpoint_dirs(layout)):
-            shutil.rmtree(directory, ignore_errors=True)
+            if directory.is_relative_to(layout.root):
+                shutil.rmtree(directory, ignore_errors=True)
         host.model_dir.mkdir(parents=True)
         (host.output_dir / "data").mkdir(parents=True)
     restore_checkpoints(layout)
 
 
-def write_status_files(layout: RunLayout, failure: str | None) -> None:
-    """`success` on every host, or the failure reason where no script wrote one first (first writer wins)."""
+def write_status_files(layout: RunLayout, failures: dict[str, str | None]) -> None:
+    """Each host's toolkit result: `success`, or its failure message unless the script wrote one first."""
     for host in layout.hosts:
+        failure = failures.get(host.name)
         if failure is None:
             (host.output_dir / SUCCESS_FILE).touch()
         elif not (host.output_dir / FAILURE_FILE).exists():
             (host.output_dir / FAILURE_FILE).write_text(failure)
 
 
-def script_failure_reason(layout: RunLayout) -> str | None:
-    """The first failure file a script wrote (its first 1024 characters, as FailureReason keeps)."""
+def script_failure_reason(layout: RunLayout, host_name: str | None = None) -> str | None:
+    """The failure file a script wrote (its first 1024 characters, as FailureReason keeps), on `host_name` or
+    on the first host that has one."""
     for host in layout.hosts:
+        if host_name is not None and host.name != host_name:
+            continue
         path = host.output_dir / FAILURE_FILE
         if path.is_file() and path.stat().st_size:
             return path.read_text(errors="replace")[:1024]
@@ -144,7 +236,11 @@ def script_failure_reason(layout: RunLayout) -> str | None:
 
 
 def merge_artifacts(layout: RunLayout) -> tuple[Path, Path]:
-    """model.tar.gz and output.tar.gz: every host's directory merged, a later host overwriting a clash."""
+    """model.tar.gz and output.tar.gz: every host's directory merged, a later host overwriting a clash.
+
+    Raises:
+        OSError: writing failed (ENOSPC: the disk is full); the previous file, if any, is left whole.
+    """
     model = _merged_tar(layout.root / "model.tar.gz", [host.model_dir for host in layout.hosts])
     output = _merged_tar(layout.root / "output.tar.gz", [host.output_dir / "data" for host in layout.hosts])
     return model, output
@@ -157,9 +253,23 @@ def _merged_tar(target: Path, directories: list[Path]) -> Path:
             for path in sorted(directory.rglob("*")):
                 if path.is_file():
                     members[path.relative_to(directory).as_posix()] = path
-    with tarfile.open(target, "w:gz") as tar:
-        for name in sorted(members):
-            tar.add(members[name], arcname=name)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with open(partial, "wb") as handle:
+            with tarfile.open(fileobj=handle, mode="w:gz") as tar:
+                for name in sorted(members):
+                    tar.add(members[name], arcname=name)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return target
 
 
+def write_result(root: Path, document: dict[str, Any]) -> None:
+    """result.json, written whole or not at all."""
+    partial = root / ".result.json.partial"
+    partial.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    os.replace(partial, root / "result.json")

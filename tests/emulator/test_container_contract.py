@@ -1,35 +1,20 @@
-"""The emulated container against the contract (sagemaker-contract.md) and the real SDK, value by value."""
+"""The emulated container against the contract (sagemaker-contract.md), value by value."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from orchestrator.emulator.container import (
     Host,
     env_value,
+    framework_variables,
     resource_config,
-    sdk_hyperparameters,
-    toolkit_environment,
+    sm_variables,
     training_env,
     user_args,
 )
-from orchestrator.spec.loader import load
-from orchestrator.api import plan
-
-REPO = Path(__file__).resolve().parents[2]
-SPECS = sorted((REPO / "job_specs").glob("*.yaml"))
-
-
-@pytest.mark.parametrize("spec_file", SPECS, ids=[path.stem for path in SPECS])
-def test_emulator_hyperparameters_equal_what_the_real_sdk_sends(spec_file, monkeypatch):
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    job = plan(load(spec_file), job_name="contract-job")
-    sent = job.create_training_job_request["HyperParameters"]
-    emulated = sdk_hyperparameters(job.spec, "contract-job", "us-east-1", job.source_uri)
-    assert emulated == sent
 
 
 # The worked example of sagemaker-contract.md §3.2 and §5.
@@ -56,8 +41,8 @@ def _environment(tmp_path, hyperparameters, group_hosts, current="algo-2"):
     resource = resource_config(current, ["algo-1", "algo-2"], group_hosts, "ml.p4d.24xlarge")
     encoded = {key: json.dumps(value) for key, value in hyperparameters.items()}
     channels = {"training": {"TrainingInputMode": "File"}, "testing": {"TrainingInputMode": "File"}}
-    env = training_env(host, resource, encoded, channels, "job-1", num_gpus=0, num_cpus=2)
-    return host, env, toolkit_environment(env, "us-west-2", "2.3.0")
+    env = training_env(host, resource, encoded, channels, "job-1", num_gpus=8, num_cpus=2)
+    return host, env, {**sm_variables(env), **framework_variables(env, "us-west-2", "2.3.0")}
 
 
 def test_sm_variables_match_the_contract_table(tmp_path):
@@ -96,7 +81,7 @@ def test_sm_variables_match_the_contract_table(tmp_path):
         "SM_OUTPUT_DATA_DIR": str(host.root / "output" / "data"),
         "SM_OUTPUT_INTERMEDIATE_DIR": str(host.root / "output" / "intermediate"),
         "SM_INPUT_CONFIG_DIR": str(host.root / "input" / "config"),
-        "SM_NUM_GPUS": "0",
+        "SM_NUM_GPUS": "8",
         "SM_NUM_CPUS": "2",
         "SM_NUM_NEURONS": "0",
         "MASTER_ADDR": "algo-2",
@@ -104,14 +89,14 @@ def test_sm_variables_match_the_contract_table(tmp_path):
         "CURRENT_HOST": "algo-2",
         "SAGEMAKER_JOB_NAME": "job-1",
         "SAGEMAKER_REGION": "us-west-2",
-        "TRAINING_JOB_NAME": "job-1",
         "NCCL_IB_DISABLE": "1",
         "SM_DLC_TORCH_VERSION": "2.3.0",
     }
     assert {key: variables.get(key) for key in expected} == expected
     assert json.loads(variables["SM_USER_ARGS"]) == user_args(CONTRACT_HYPERPARAMETERS)
     assert json.loads(variables["SM_TRAINING_ENV"]) == env
-    assert len(env) == 36 and env["master_hostname"] == "algo-2" and env["is_master"] is True
+    assert len(env) == 37 and env["topology"] == [] and "SM_TOPOLOGY" not in variables
+    assert env["master_hostname"] == "algo-2" and env["is_master"] is True
 
 
 def test_master_is_hosts0_without_a_distribution_flag(tmp_path):

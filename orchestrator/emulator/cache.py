@@ -1,0 +1,51 @@
+"""smtrain's cache on this machine: what it builds or installs for local runs, kept by content and reused.
+
+An entry is built in place under a lock and marked complete at the end, so a run never uses a half-built one
+(what a killed build leaves is rebuilt) and two runs needing the same entry build it once. In place, because
+what pip installs records its own path (console scripts' `#!` lines).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+CACHE_VARIABLE = "SMTRAIN_CACHE_DIR"
+_COMPLETE = ".complete"
+
+
+def cache_root() -> Path:
+    """$SMTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/smtrain, else ~/.cache/smtrain."""
+    explicit = os.environ.get(CACHE_VARIABLE)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "smtrain"
+
+
+def cached_directory(kind: str, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
+    """The cache entry `<root>/<kind>/<key>` and whether it was built just now (by `build(directory)`).
+
+    Raises:
+        whatever `build` raises; the half-built entry is removed.
+    """
+    target = cache_root() / kind / key
+    if (target / _COMPLETE).is_file():
+        return target, False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _COMPLETE).is_file():
+            return target, False
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir()
+        try:
+            build(target)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        (target / _COMPLETE).touch()
+    return target, True

@@ -1,0 +1,35 @@
+"""What `smtrain local` does differently from SageMaker's training container, and why: the one list.
+
+A run prints it once at its start (`notices`); the README shows the same text. Everything else a script can
+observe (config files, SM_* variables, launcher command lines, rank placement, host names, failure files) follows
+the container and is checked against the training toolkit itself by `tests/referee`.
+"""
+
+from __future__ import annotations
+
+DEVIATIONS = (
+    "host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
+    "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
+    "and gethostname() keep algo-N)",
+    "/opt/ml is each host's folder under the run directory (SAGEMAKER_BASE_DIR, the toolkit's own hook), and a "
+    "checkpoint path outside /opt/ml a folder under container-paths/; hyperparameter and environment values "
+    "naming those paths are rewritten to them, hyperparameters.json included",
+    "Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
+    "smtrain's hooks stand in for ssh and start each rank on its own host",
+    "SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
+    "(--processes-per-host overrides the process count)",
+    "requirements.txt and setup.py are installed once per run into a cached overlay on PYTHONPATH, not per host "
+    "into the interpreter",
+    "the processes inherit this shell's environment (PATH, credentials) beneath the container's variables",
+    "command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
+    "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit",
+)
+NO_HOSTNAME_SHIM = "gethostname() returns this machine's name, not algo-N: {why}"
+
+
+def notices(hostname_unavailable_because: str | None) -> list[str]:
+    """The deviations of this run, as printed once at its start."""
+    found = list(DEVIATIONS)
+    if hostname_unavailable_because:
+        found.append(NO_HOSTNAME_SHIM.format(why=hostname_unavailable_because))
+    return found

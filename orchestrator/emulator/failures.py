@@ -1,0 +1,153 @@
+"""Why a local run failed: first where it started, then what SageMaker's toolkit would report.
+
+The root cause leads: the host and rank of the process that failed first, and its exception as the last line of
+its traceback says it (`algo-2 (rank 1) failed: ValueError: bad shape`), however long the traceback and whatever
+the other ranks printed while they were stopped. Each host's failure file then holds the toolkit's own message
+(`process.check_error`, `errors._CalledProcessError`): `ExecuteUserScriptError:`, `ExitCode`, `ErrorMessage`
+(the output from the first line naming a known error), `ExtraInfo` for a process killed with SIGKILL (137), and
+`Command`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# sagemaker_training/__init__.py (5.1.4) _PYTHON_ERRORS_ + _MPI_ERRORS_, plus the error classes the runners add
+# (ExecuteUserScriptError when neither smdebug nor TensorFlow is installed): a line containing any of them
+# starts the ErrorMessage.
+TOOLKIT_ERROR_NAMES = (
+    "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "BlockingIOError",
+    "BrokenPipeError", "BufferError", "ChildProcessError", "ConnectionAbortedError", "ConnectionError",
+    "ConnectionRefusedError", "ConnectionResetError", "EOFError", "EnvironmentError", "FileExistsError",
+    "FileNotFoundError", "FloatingPointError", "IOError", "ImportError", "IndentationError", "IndexError",
+    "InterruptedError", "IsADirectoryError", "KeyError", "LookupError", "MemoryError", "ModuleNotFoundError",
+    "NameError", "NotADirectoryError", "NotImplementedError", "OSError", "OverflowError", "PermissionError",
+    "ProcessLookupError", "RecursionError", "ReferenceError", "RuntimeError", "SyntaxError", "SystemError",
+    "TabError", "TimeoutError", "TypeError", "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError",
+    "UnicodeError", "UnicodeTranslateError", "ValueError", "ZeroDivisionError", "Invalid requirement",
+    "ResourceExhaustedError", "OutOfRangeError", "InvalidArgumentError", "mpirun.real", "ORTE",
+    "ExecuteUserScriptError",
+)
+OUT_OF_MEMORY = "OutOfMemory: Process killed by SIGKILL (signal 9)"
+FAILURE_REASON_LIMIT = 1024
+
+_RELABELLED = re.compile(r"\[(\d),mpirank:(\d+),[^\]]*\]<(std\w+)>")
+_MPI_TAG = re.compile(r"^\[\d,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std\w+>:\s?(.*)$")
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)\b.*$")
+_TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.S)
+_TORCHRUN_RANK = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
+_MPI_RANK = (re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]"), re.compile(r"process rank (\d+)"))
+
+
+@dataclass(frozen=True)
+class RootCause:
+    host: str
+    rank: int | None
+    exception: str | None
+    """The last line of the failing process's traceback (or the error line it printed), if it printed one."""
+    exit_code: int
+
+    def headline(self) -> str:
+        where = self.host + (f" (rank {self.rank})" if self.rank is not None else "")
+        if self.exception:
+            return f"{where} failed: {self.exception}"
+        return f"{where} exited with code {self.exit_code}"
+
+
+def toolkit_error_message(lines: Sequence[str]) -> str:
+    """The toolkit's ErrorMessage: from the first line that names a known error on (`process.watch`), each line
+    trimmed of its MPI tag and of ` :`, then duplicate lines dropped (`check_error`)."""
+    output: list[str] = []
+    started = False
+    for line in lines:
+        raw = _RELABELLED.sub(r"[\1,\2]<\3>", line)  # the toolkit matches the line as mpirun printed it
+        err_line = re.sub(r"\[(\d),(\d)\]<stdout>", "", re.sub(r"\[(\d),(\d)\]<stderr>", "", raw))
+        if started:
+            if err_line not in output:
+                output.append(err_line.strip(" :\n") + "\n")
+        elif any(name in err_line for name in TOOLKIT_ERROR_NAMES):
+            started = True
+            output.append(err_line.strip(" :\n") + "\n")
+    joined = " ".join(output)
+    return "\n".join(dict.fromkeys(joined.split("\n"))).strip()
+
+
+def toolkit_failure(return_code: int, command: str, lines: Sequence[str],
+                    error_class: str = "ExecuteUserScriptError") -> str:
+    """The failure file the toolkit writes when the launcher exits non-zero."""
+    message = toolkit_error_message(lines)
+    code = 128 - return_code if return_code < 0 else return_code  # a shell reports a signal as 128 + n
+    extra = f'\nExtraInfo "{OUT_OF_MEMORY}"' if code == 137 else ""
+    return f'{error_class}:\nExitCode {code}\nErrorMessage "{message}"{extra}\nCommand "{command}"'.strip()
+
+
+def root_cause(host: str, exit_code: int, lines: Sequence[str], *, mpi: bool, torchrun: bool,
+               host_rank: int | None, group_hosts: Sequence[str], per_host: int) -> RootCause:
+    """Where a failure started, from the output of the launcher that failed on `host`.
+
+    Args:
+        mpi: the output is mpirun's (lines tagged with ranks, which run on group_hosts in slots of per_host).
+        torchrun: the output is torchrun's (its summary names the failed rank).
+        host_rank: the rank of the one process of `host` (mode none).
+    """
+    text = "\n".join(lines)
+    if mpi:
+        streams: dict[int | None, list[tuple[int, str]]] = {}
+        for position, line in enumerate(lines):
+            match = _MPI_TAG.match(line)
+            key, content = (int(match[1]), match[2]) if match else (None, line)
+            streams.setdefault(key, []).append((position, content))
+        found = _first_exception(streams)
+        rank = found[0] if found and found[0] is not None else _first_match(_MPI_RANK, text)
+        if rank is not None and 0 <= rank // max(per_host, 1) < len(group_hosts):
+            host = group_hosts[rank // per_host]
+        return RootCause(host, rank, found[1] if found else None, exit_code)
+    found = _first_exception({None: list(enumerate(lines))})
+    rank = host_rank
+    if torchrun:
+        root = _TORCHRUN_ROOT.search(text) or _TORCHRUN_RANK.search(text)
+        rank = int(root[1]) if root else None
+    return RootCause(host, rank, found[1] if found else None, exit_code)
+
+
+def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return int(match[1])
+    return None
+
+
+def _first_exception(streams: dict[int | None, list[tuple[int, str]]]) -> tuple[int | None, str] | None:
+    """The stream (rank) that reported an error first, and the error: the last line of a traceback (a chained
+    exception's final one), or an error line printed without one (`SystemExit("ValueError: ...")`)."""
+    best: tuple[int, int | None, str] | None = None
+    for key, lines in streams.items():
+        found = _first_error(lines)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = (found[0], key, found[1])
+    return (best[1], best[2]) if best else None
+
+
+def _first_error(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """(where it began, text) of the first error one stream reports: ranks are ordered by when they began
+    reporting, since a traceback takes many lines and the ranks stopped after it may interleave theirs."""
+    began: int | None = None
+    for index, (position, line) in enumerate(lines):
+        stripped = line.strip()
+        if stripped == _TRACEBACK:
+            began = position if began is None else began
+        elif stripped in _CHAINED:
+            continue
+        elif began is not None and line and not line[0].isspace():
+            following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
+            if following not in _CHAINED:
+                return began, stripped
+        elif began is None and _EXCEPTION_LINE.match(stripped):
+            return position, stripped
+    return None

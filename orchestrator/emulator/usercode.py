@@ -1,0 +1,110 @@
+"""requirements.txt and setup.py in the source dir, installed as the toolkit installs them, never into smtrain's
+own environment.
+
+The toolkit (`entry_point.install`, `modules.py`) runs `pip install -r requirements.txt` before a Python script,
+and with a setup.py `pip install . [-r requirements.txt]`, into the container's Python; a failure is an
+InstallRequirementsError (InstallModuleError for a package) and the job fails. Here pip installs into an
+overlay instead: a virtual environment that also sees the interpreter's own packages (a `.pth` file), so pip
+counts what the interpreter has as satisfied, as in the DLC, and leaves it alone (pip never uninstalls outside
+its own environment); the run's processes get the overlay first on PYTHONPATH and its `bin` on PATH. Overlays
+are cached by what they install: a requirements.txt by its text, a package by the whole source tarball.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.emulator.cache import cached_directory
+from orchestrator.emulator.runners import EntryPointType
+
+REQUIREMENTS_FILE = "requirements.txt"
+_PIP_TIMEOUT_SECONDS = 1800
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Where an install went: `site_packages` goes first on PYTHONPATH, `bin` on PATH."""
+
+    root: Path
+    site_packages: Path
+    freshly_installed: bool
+    pip_output: str = ""
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+
+class InstallFailed(Exception):
+    """pip failed: the toolkit would raise `error_class` and the job would fail."""
+
+    def __init__(self, error_class: str, command: str, return_code: int, output: str) -> None:
+        super().__init__(f"{error_class}: {command} exited with {return_code}")
+        self.error_class = error_class
+        self.command = command
+        self.return_code = return_code
+        self.output = output
+
+
+def install_command(kind: EntryPointType, code_dir: Path) -> tuple[list[str], str] | None:
+    """The toolkit's pip arguments for this source dir and the error class of their failure; None: nothing to
+    install (a shell entry point, or a script without requirements.txt)."""
+    has_requirements = (code_dir / REQUIREMENTS_FILE).is_file()
+    if kind is EntryPointType.python_package:
+        return ["install", ".", *(["-r", REQUIREMENTS_FILE] if has_requirements else [])], "InstallModuleError"
+    if kind is EntryPointType.python_program and has_requirements:
+        return ["install", "-r", REQUIREMENTS_FILE], "InstallRequirementsError"
+    return None
+
+
+def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_sha256: str) -> Overlay | None:
+    """Installs what the toolkit would install before the entry point (once per content), or None.
+
+    Raises:
+        InstallFailed: pip exited non-zero; its output is kept for the failure reason.
+    """
+    command = install_command(kind, code_dir)
+    if command is None:
+        return None
+    pip_args, error_class = command
+    content = (code_dir / REQUIREMENTS_FILE).read_bytes() if kind is EntryPointType.python_program \
+        else source_sha256.encode()
+    key = hashlib.sha256(b"\0".join([os.path.realpath(python).encode(), json.dumps(pip_args).encode(),
+                                     content])).hexdigest()[:24]
+    output: list[str] = []
+
+    def build(directory: Path) -> None:
+        subprocess.run([python, "-m", "venv", "--without-pip", str(directory)], check=True, capture_output=True,
+                       timeout=120)
+        _see_base_packages(python, _site_packages(directory))
+        result = subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install",
+                                 "--disable-pip-version-check", "--no-input", *pip_args[1:]],
+                                cwd=code_dir, capture_output=True, text=True, timeout=_PIP_TIMEOUT_SECONDS)
+        output.append(result.stdout + result.stderr)
+        if result.returncode != 0:
+            raise InstallFailed(error_class, f"{python} -m pip {' '.join(pip_args)}", result.returncode,
+                                result.stdout + result.stderr)
+
+    root, fresh = cached_directory("overlays", key, build)
+    return Overlay(root=root, site_packages=_site_packages(root), freshly_installed=fresh,
+                   pip_output="".join(output))
+
+
+def _site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python*/site-packages"))
+    if not found:
+        raise OSError(f"{venv} has no lib/python*/site-packages")
+    return found[0]
+
+
+def _see_base_packages(python: str, site_packages: Path) -> None:
+    """The overlay sees every import path of `python` (its venv's site-packages included), after its own."""
+    probe = subprocess.run([python, "-c", "import json, os, sys; "
+                                          "print(json.dumps([p for p in sys.path if p and os.path.isdir(p)]))"],
+                           check=True, capture_output=True, text=True, timeout=60)
+    (site_packages / "_smtrain_base_packages.pth").write_text("\n".join(json.loads(probe.stdout)) + "\n")
