@@ -7,7 +7,12 @@
   with an error, unless ``SMTRAIN_SUBSTITUTE_BACKEND`` names a backend to use on the CPU instead (the local
   emulator sets it to gloo).
 * ``gloo``: ``DistributedDataParallel`` on the CPU over gloo, any number of processes and hosts.
-* ``auto``: ``dp`` for one process with several GPUs, ``ddp`` with CUDA (or in smddp mode), else ``gloo``.
+* ``fsdp``: FSDP2 (sharded.py), one process per GPU over NCCL (or smddp) as for ``ddp``; on a host without CUDA,
+  one or more processes on the CPU over gloo.
+* ``model_parallel``: one process per host whose model spans the host's GPUs (model_parallel.py), DDP between
+  hosts over NCCL (or smddp); on a host without CUDA, the stages all sit on the CPU and the hosts talk over gloo.
+* ``auto``: ``dp`` for one process with several GPUs, ``ddp`` with CUDA (or in smddp mode), else ``gloo``; it
+  never picks ``fsdp`` or ``model_parallel``, which change how the model is laid out.
 """
 
 from __future__ import annotations
@@ -68,6 +73,11 @@ def choose_trainer(requested: str, env: DistEnv, num_gpus: int) -> tuple[str, st
         raise TrainerUnavailable(
             f"trainer dp runs one process per host, but {env.launcher} started world_size={env.world_size}. "
             f"To fix: use trainer ddp (GPU) or gloo (CPU) for several processes, or launch one process per host.")
+    if trainer == "model_parallel" and env.local_world_size > 1:
+        raise TrainerUnavailable(
+            f"trainer model_parallel runs one process per host (its stages use all of the host's devices), but "
+            f"{env.launcher} started {env.local_world_size} on this host. To fix: launch one process per host "
+            f"(mode none, or processes_per_host: 1), or use trainer ddp or fsdp for one process per GPU.")
     return trainer, reason
 
 
@@ -77,9 +87,9 @@ def resolve_runtime(requested: str, env: DistEnv, environ: Mapping[str, str],
     num_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     trainer, reason = choose_trainer(requested, env, num_gpus)
     cpu = torch.device("cpu")
-    if trainer == "gloo":
+    if trainer == "gloo" or (trainer in ("fsdp", "model_parallel") and num_gpus == 0):
         if env.backend_hint == "smddp":
-            notify("trainer gloo ignores SageMaker's smddp mode and trains on the CPU over gloo")
+            notify(f"trainer {trainer} ignores SageMaker's smddp mode and trains on the CPU over gloo")
         return Runtime(trainer, reason, "gloo", cpu)
     if trainer == "dp":
         if num_gpus == 0:
@@ -96,11 +106,11 @@ def resolve_runtime(requested: str, env: DistEnv, environ: Mapping[str, str],
         return Runtime(trainer, reason, wanted, torch.device("cuda", env.local_rank))
     substitute = environ.get(dist_env.SMTRAIN_SUBSTITUTE_BACKEND)
     if substitute:
-        notify(f"trainer ddp needs the {wanted} backend, but {missing}; using {substitute} on the CPU instead "
-               f"because {dist_env.SMTRAIN_SUBSTITUTE_BACKEND}={substitute}")
+        notify(f"trainer {trainer} needs the {wanted} backend, but {missing}; using {substitute} on the CPU "
+               f"instead because {dist_env.SMTRAIN_SUBSTITUTE_BACKEND}={substitute}")
         return Runtime(trainer, reason, substitute, cpu)
     raise TrainerUnavailable(
-        f"trainer ddp needs the {wanted} backend, but {missing}. To fix: run on a GPU instance"
+        f"trainer {trainer} needs the {wanted} backend, but {missing}. To fix: run on a GPU instance"
         f"{' with the SMDDP library (SageMaker PyTorch GPU image, ml.p4d/p4de)' if wanted == 'smddp' else ''}, "
         f"use trainer gloo for CPU training, or set {dist_env.SMTRAIN_SUBSTITUTE_BACKEND}=gloo to run this "
         f"trainer on the CPU over gloo.")

@@ -5,12 +5,18 @@ names are unique even though every SageMaker instance syncs the same S3 prefix. 
 hidden temporary name in the same directory, fsynced, then renamed over the final name: a reader (or the S3
 sync) sees a whole checkpoint or none. Training does not wait for the disk: `CheckpointDir.save_in_background`
 copies the state to CPU memory and a writer thread does the rest.
+
+Sharded checkpoints (trainer fsdp) add a directory ``ckpt-<step>.dcp/`` to which every rank writes its shards
+with ``torch.distributed.checkpoint``; the ``.pt`` file, written after all of them, names it under ``shards`` and
+is what makes it a checkpoint. On SageMaker each host writes its ranks' shards to its own disk, so every rank
+also deletes the shard directories it no longer needs.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +28,13 @@ CHECKPOINT_FORMAT = 1
 KEEP_LAST = 3
 REQUIRED_KEYS = frozenset({"format", "global_step", "model", "optimizer", "scaler", "rng", "progress", "settings"})
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
+_SHARDS_NAME = re.compile(r"^ckpt-(\d+)\.dcp$")
+# The file torch.distributed.checkpoint writes last, once every rank's shards are written.
+DCP_METADATA = ".metadata"
+
+
+class CheckpointMismatch(ValueError):
+    """The checkpoint to resume was written by a run whose data order, step boundaries or layout differ."""
 
 
 def checkpoint_name(step: int) -> str:
@@ -58,6 +71,18 @@ class CheckpointDir:
 
     def path(self, step: int) -> Path:
         return self.directory / checkpoint_name(step)
+
+    def shards_path(self, step: int) -> Path:
+        return self.directory / f"ckpt-{step:06d}.dcp"
+
+    def prune_shards(self, step: int) -> None:
+        """Deletes the shard directories older than the newest `keep` up to `step` (newer ones are leftovers of
+        an interrupted run, which this run will overwrite)."""
+        matches = (_SHARDS_NAME.match(entry.name) for entry in self.directory.iterdir())
+        steps = sorted((int(match.group(1)) for match in matches if match and int(match.group(1)) <= step),
+                       reverse=True)
+        for old_step in steps[self.keep:]:
+            shutil.rmtree(self.shards_path(old_step), ignore_errors=True)  # another rank of this host may race us
 
     def steps(self) -> list[int]:
         """Steps that have a checkpoint file, newest first."""
@@ -104,6 +129,10 @@ class CheckpointDir:
         if state["format"] != CHECKPOINT_FORMAT or state["global_step"] != step:
             raise ValueError(f"{path} holds format {state['format']} step {state['global_step']}, "
                              f"expected format {CHECKPOINT_FORMAT} step {step}")
+        shards = state.get("shards")
+        if shards is not None and not (self.directory / shards / DCP_METADATA).is_file():
+            raise ValueError(f"{path} names shards {self.directory / shards} that are missing or incomplete "
+                             f"(no {DCP_METADATA})")
         return state
 
     def newest_valid(self, warn: Callable[[str], None]) -> tuple[int, dict[str, Any]] | None:

@@ -12,17 +12,18 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import dist_env
 
-TRAINERS = ("auto", "dp", "ddp", "gloo")
+TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
 MODELS = ("linear", "regression", "convnet", "mlp")
 OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("fp32", "bf16", "fp16")
+ZERO_STAGES = (0, 1)
 
 
 class HyperparameterError(ValueError):
     """A hyperparameter is unknown or has an invalid value."""
 
 
-def _option(default, help: str, *, choices: Sequence[str] | None = None, minimum: float | None = None):
+def _option(default, help: str, *, choices: Sequence[str | int] | None = None, minimum: float | None = None):
     return field(default=default, metadata={"help": help, "choices": choices, "minimum": minimum})
 
 
@@ -30,8 +31,8 @@ def _option(default, help: str, *, choices: Sequence[str] | None = None, minimum
 class TrainConfig:
     """One training run's settings; `build_parser` turns each field into a ``--key`` option."""
 
-    trainer: str = _option("auto", "dp | ddp | gloo, or auto to pick from the devices and the launcher",
-                           choices=TRAINERS)
+    trainer: str = _option("auto", "dp | ddp | gloo | fsdp | model_parallel, or auto to pick from the devices "
+                                   "and the launcher", choices=TRAINERS)
     model: str = _option("mlp", "linear (5->2), regression (20->1), convnet (1x28x28, 10 classes), mlp",
                          choices=MODELS)
     mlp_hidden: int = _option(64, "width of each hidden layer of the mlp model", minimum=1)
@@ -43,7 +44,14 @@ class TrainConfig:
     seed: int = _option(0, "seed for the synthetic data, initial weights and data order", minimum=0)
     num_samples: int = _option(2048, "size of the synthetic dataset (ignored with a train channel)", minimum=1)
     grad_accum: int = _option(1, "micro-batches accumulated into each optimizer step", minimum=1)
-    precision: str = _option("fp32", "fp32, or bf16/fp16 autocast (GPU only)", choices=PRECISIONS)
+    precision: str = _option("fp32", "fp32, or bf16/fp16 autocast (GPU only; fsdp: a mixed-precision policy)",
+                             choices=PRECISIONS)
+    zero_stage: int = _option(0, "1 shards the optimizer state of trainers ddp and gloo over the ranks (ZeRO-1)",
+                              choices=ZERO_STAGES)
+    num_stages: int = _option(0, "model_parallel stages per host; 0 = one per GPU of the host (2 on a CPU host)",
+                              minimum=0)
+    prefetch: int = _option(0, "batches a background thread loads ahead (copied on a side CUDA stream on GPUs); "
+                               "0 = none", minimum=0)
     num_workers: int = _option(0, "DataLoader worker processes per rank", minimum=0)
     checkpoint_dir: str = _option(MISSING, "checkpoint directory; default $SAGEMAKER_BASE_DIR/checkpoints, "
                                            "else /opt/ml/checkpoints")

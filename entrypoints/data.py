@@ -104,15 +104,18 @@ def make_loader(dataset: TensorDataset, sampler: ResumableDistributedSampler, ba
                       generator=torch.Generator().manual_seed(seed))
 
 
-def batches_on(loader: DataLoader, device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """The loader's batches on `device`; on a GPU the next batch's copy is issued before this one is used."""
-    if device.type == "cpu":
+def batches_on(loader: DataLoader, feature_device: torch.device,
+               target_device: torch.device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The loader's features on `feature_device` and targets on `target_device` (the first and last stage's, for
+    model parallelism); on a GPU the batch's copy is issued before the next batch is loaded."""
+    if feature_device.type == target_device.type == "cpu":
         yield from loader
         return
     batches = iter(loader)
     upcoming = next(batches, None)
     while upcoming is not None:
-        current = tuple(tensor.to(device, non_blocking=True) for tensor in upcoming)
+        features, targets = upcoming
+        current = (features.to(feature_device, non_blocking=True), targets.to(target_device, non_blocking=True))
         upcoming = next(batches, None)
         yield current
 

@@ -10,6 +10,11 @@ Launch lines (hyperparameters as ``--key value``; see config.py for all of them)
     torchrun --nnodes 2 --nproc-per-node 8 --node-rank 0 --master-addr algo-1 --master-port 7777 train.py
     # Open MPI, 4 processes (add --allow-run-as-root as root, --oversubscribe for more ranks than cores)
     mpirun -np 4 python -m mpi4py train.py --trainer gloo
+    # sharded: FSDP2 over 4 processes (GPUs, or CPUs over gloo); ZeRO-1 for the DDP trainers
+    torchrun --nproc-per-node 4 train.py --trainer fsdp
+    torchrun --nproc-per-node 4 train.py --trainer ddp --zero-stage 1
+    # model parallel: one process per host, the model split over its GPUs (every stage on the CPU without CUDA)
+    python train.py --trainer model_parallel --num-stages 2
 
 How the SageMaker distribution modes map to them (sagemaker-contract.md §7):
 

@@ -1,8 +1,9 @@
 """The training loop every trainer shares: data order, steps, metrics, checkpoints, SIGTERM and final outputs.
 
-Per step (the hot path) nothing waits on another rank or on the device beyond DDP's own gradient all-reduce:
-losses are summed on the device and read, with one small CPU all-reduce, only on log, checkpoint and epoch-end
-steps; the SIGTERM flag is compared about twice a second (see spot.py).
+Per step (the hot path) nothing waits on another rank or on the device beyond the trainer's own gradient
+collectives: losses are summed on the device and read, with one small CPU all-reduce, only on log, checkpoint and
+epoch-end steps; the SIGTERM flag is compared about twice a second (see spot.py). How the model and optimizer are
+laid out over ranks and devices is the strategy's business (strategy.py); the loop only calls it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import gc
 import math
 import random
 import time
-from collections.abc import Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import backends
@@ -22,20 +24,22 @@ import checkpoint
 import data
 import dist_env
 import metrics
+import model_parallel
+import replicated
 import torch
 import torch.distributed as dist
 from backends import Runtime
+from checkpoint import CheckpointMismatch
 from config import TrainConfig
 from dist_env import ContainerPaths, DistEnv
 from models import TASKS, build_model
+from prefetch import Prefetcher
 from spot import StopAgreement
-from torch import nn
+from strategy import OptimizerChoice, Strategy
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-class CheckpointMismatch(ValueError):
-    """The checkpoint to resume was written by a run whose data order or step boundaries differ."""
+ZERO_TRAINERS = ("ddp", "gloo")
+_RESHARD_HINT = " (or, for trainer fsdp, the same world_size x batch_size and a dataset that divides alike)"
 
 
 @dataclasses.dataclass
@@ -104,13 +108,12 @@ class Trainer:
                  reporter: metrics.Reporter, environ: Mapping[str, str]) -> None:
         self.config, self.env, self.runtime, self.paths, self.reporter = config, env, runtime, paths, reporter
         self.group = runtime.control_group
-        self.device = runtime.device
-        on_gpu = self.device.type == "cuda"
+        on_gpu = runtime.device.type == "cuda"
         reporter.notice(f"launcher={env.launcher} world_size={env.world_size} trainer={runtime.trainer} "
-                        f"({runtime.reason}) backend={runtime.backend} device={self.device} model={config.model}")
+                        f"({runtime.reason}) backend={runtime.backend} device={runtime.device} model={config.model}")
         if config.precision != "fp32" and not on_gpu:
             reporter.notice(f"precision {config.precision} applies on GPUs only (autocast); training in fp32")
-        self.autocast_dtype = AUTOCAST_DTYPES.get(config.precision) if on_gpu else None
+        compute_dtype = AUTOCAST_DTYPES.get(config.precision) if on_gpu else None
 
         task = TASKS[config.model]
         dataset = data.training_dataset(task, config.num_samples, config.seed, environ, reporter.notice)
@@ -122,17 +125,13 @@ class Trainer:
         self.total_steps = math.ceil(self.batches_per_epoch / config.grad_accum) * config.epochs
 
         torch.manual_seed(config.seed)  # identical initial weights on every rank
-        self.model = build_model(config).to(self.device)
+        self.strategy = build_strategy(config, env, runtime, compute_dtype, reporter.notice)
         self.loss_function = task.loss_function()
-        self.optimizer = _optimizer(config, self.model)
-        self.scaler = _grad_scaler(enabled=self.autocast_dtype is torch.float16)
+        self.scaler = _grad_scaler(enabled=compute_dtype is torch.float16)
         self.checkpoints = checkpoint.CheckpointDir(Path(config.checkpoint_dir))
         self.progress = Progress()
         if not self._resume():
-            torch.manual_seed(config.seed + env.rank)
-            random.seed(config.seed + env.rank)
-        self.wrapped = backends.wrap_model(self.model, runtime)
-        self.no_sync = getattr(self.wrapped, "no_sync", nullcontext)
+            self._seed_rank()
         self.stop = StopAgreement(self.group, self.progress.global_step)
 
     def run(self) -> None:
@@ -152,23 +151,30 @@ class Trainer:
         progress, config = self.progress, self.config
         self.sampler.set_epoch(progress.epoch)
         self.sampler.start_index = progress.batches_done * config.batch_size
-        window = _Window(self.device)
+        window = _Window(self.strategy.output_device)
         epoch_start = (window.started, progress.epoch_samples)
-        for batch_index, (features, targets) in enumerate(data.batches_on(self.loader, self.device),
-                                                          start=progress.batches_done):
-            group_start = batch_index - batch_index % config.grad_accum
-            group_size = min(config.grad_accum, self.batches_per_epoch - group_start)
-            closes_group = batch_index + 1 == group_start + group_size
-            with nullcontext() if closes_group else self.no_sync():
-                loss = self._forward_backward(features, targets, group_size)
-            window.add(loss, targets.shape[0])
-            if closes_group:
-                self._optimizer_step()
-                progress.global_step += 1
-                progress.batches_done = batch_index + 1
-                if not self._after_step(window, epoch_start):
-                    return False
+        with self._batches() as batches:
+            for batch_index, (features, targets) in enumerate(batches, start=progress.batches_done):
+                group_start = batch_index - batch_index % config.grad_accum
+                group_size = min(config.grad_accum, self.batches_per_epoch - group_start)
+                closes_group = batch_index + 1 == group_start + group_size
+                with nullcontext() if closes_group else self.strategy.no_sync():
+                    loss = self._forward_backward(features, targets, group_size)
+                window.add(loss, targets.shape[0])
+                if closes_group:
+                    self._optimizer_step()
+                    progress.global_step += 1
+                    progress.batches_done = batch_index + 1
+                    if not self._after_step(window, epoch_start):
+                        return False
         return True
+
+    def _batches(self) -> AbstractContextManager[Iterator[tuple[torch.Tensor, torch.Tensor]]]:
+        """This epoch's batches on their devices, loaded ahead on a thread with --prefetch; closing stops it."""
+        devices = (self.strategy.input_device, self.strategy.output_device)
+        if self.config.prefetch:
+            return closing(Prefetcher(self.loader, devices, self.config.prefetch))
+        return closing(data.batches_on(self.loader, *devices))
 
     def _after_step(self, window: _Window, epoch_start: tuple[float, int]) -> bool:
         """Reports, checkpoints and acts on SIGTERM at a step boundary; False when the run must stop."""
@@ -196,17 +202,16 @@ class Trainer:
         return True
 
     def _forward_backward(self, features: torch.Tensor, targets: torch.Tensor, group_size: int) -> torch.Tensor:
-        autocast = (torch.autocast("cuda", dtype=self.autocast_dtype) if self.autocast_dtype is not None
-                    else nullcontext())
-        with autocast:
-            loss = self.loss_function(self.wrapped(features), targets)
+        dtype = self.strategy.autocast_dtype
+        with torch.autocast("cuda", dtype=dtype) if dtype is not None else nullcontext():
+            loss = self.loss_function(self.strategy.module(features), targets)
         self.scaler.scale(loss if group_size == 1 else loss / group_size).backward()
         return loss
 
     def _optimizer_step(self) -> None:
-        self.scaler.step(self.optimizer)
+        self.scaler.step(self.strategy.optimizer)
         self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.strategy.optimizer.zero_grad(set_to_none=True)
 
     def _flush(self, window: _Window) -> tuple[float, int]:
         """Moves the window, summed over all ranks, into the epoch totals; returns its mean loss and samples."""
@@ -233,16 +238,17 @@ class Trainer:
         self._save_checkpoint()
 
     def _save_checkpoint(self) -> None:
-        """Collective, after a flush: every rank contributes its RNG state; rank 0 writes the file."""
+        """Collective, after a flush: every rank contributes its RNG state (and its shards, for fsdp); rank 0
+        writes the file."""
         rng_states: list[Any] | None = [None] * self.env.world_size if self.env.rank == 0 else None
         dist.gather_object(_rng_state(), rng_states, dst=0, group=self.group)
+        model_state = self.strategy.checkpoint_state(self.checkpoints, self.progress.global_step)
         if rng_states is None:
             return
         path = self.checkpoints.save_in_background({
             "format": checkpoint.CHECKPOINT_FORMAT,
             "global_step": self.progress.global_step,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            **model_state,
             "scaler": self.scaler.state_dict(),
             "rng": rng_states,
             "progress": dataclasses.asdict(self.progress),
@@ -261,36 +267,58 @@ class Trainer:
             return False
         state = found[1] if found else self.checkpoints.load(step)
         path = self.checkpoints.path(step)
-        ours, theirs = self._settings(), state["settings"]
-        differing = [key for key in ours if theirs.get(key) != ours[key]]
-        if differing:
-            raise CheckpointMismatch(
-                f"{path} was written by a run with {', '.join(f'{key}={theirs.get(key)}' for key in differing)}; "
-                f"this run has {', '.join(f'{key}={ours[key]}' for key in differing)}. To fix: resume with the "
-                f"same settings, or point --checkpoint-dir at an empty directory.")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self._check_settings(path, state["settings"])
+        self.strategy.load_checkpoint_state(state, self.checkpoints)
         self.scaler.load_state_dict(state["scaler"])
         self.progress = Progress(**state["progress"])
-        _set_rng_state(state["rng"][self.env.rank])
         self.reporter.notice(f"resuming from {path}: epoch {self.progress.epoch + 1}, "
                              f"step {self.progress.global_step}/{self.total_steps}")
+        if len(state["rng"]) == self.env.world_size:
+            _set_rng_state(state["rng"][self.env.rank])
+        else:
+            self.reporter.notice(f"resharded from world_size {len(state['rng'])} to {self.env.world_size}: the "
+                                 f"ranks' random generators start afresh (the data order does not use them)")
+            self._seed_rank()
         return True
+
+    def _seed_rank(self) -> None:
+        """Per-rank seeds for anything random after the (identical) initial weights."""
+        torch.manual_seed(self.config.seed + self.env.rank)
+        random.seed(self.config.seed + self.env.rank)
 
     def _settings(self) -> dict[str, Any]:
         """What fixes the data order and the step boundaries; a resumed run must match them."""
         return {"model": self.config.model, "world_size": self.env.world_size, "batch_size": self.config.batch_size,
                 "grad_accum": self.config.grad_accum, "dataset_size": self.dataset_size, "seed": self.config.seed}
 
+    def _check_settings(self, path: Path, theirs: dict[str, Any]) -> None:
+        """Raises CheckpointMismatch unless the checkpoint's run trained the same samples at every step.
+
+        A sharded checkpoint may come from another world size: DistributedSampler deals the epoch's shuffled
+        (and padded) indices round-robin, so step s trains the same samples whenever the global batch and the
+        padded epoch length are the same.
+        """
+        ours = self._settings()
+        differing = [key for key in ours if theirs.get(key) != ours[key]]
+        if (self.strategy.reshardable and set(differing) <= {"world_size", "batch_size"}
+                and _samples_per_step(theirs) == _samples_per_step(ours)):
+            return
+        if differing:
+            raise CheckpointMismatch(
+                f"{path} was written by a run with {', '.join(f'{key}={theirs.get(key)}' for key in differing)}; "
+                f"this run has {', '.join(f'{key}={ours[key]}' for key in differing)}. To fix: resume with the "
+                f"same settings{_RESHARD_HINT if self.strategy.reshardable else ''}, or point --checkpoint-dir at "
+                f"an empty directory.")
+
     def _write_model(self, train_seconds: float, train_cpu_seconds: float) -> None:
         """Compares the replicas, then rank 0 writes model.pt and model.json and prints the summary."""
-        checksums: list[Any] = [None] * self.env.world_size
-        dist.all_gather_object(checksums, metrics.state_checksum(self.model.state_dict()), group=self.group)
-        if self.env.rank != 0:
+        final = self.strategy.final_model()
+        if final is None:
             return
+        state, checksums = final
         in_sync = len(set(checksums)) == 1
         model_dir = self.paths.model_dir
-        checkpoint.atomic_save(self.model.state_dict(), model_dir / dist_env.MODEL_STATE_FILE)
+        checkpoint.atomic_save(state, model_dir / dist_env.MODEL_STATE_FILE)
         final_loss = self.progress.loss_per_epoch[-1]
         metrics.write_json(model_dir / dist_env.MODEL_METADATA_FILE, {
             "model": self.config.model,
@@ -313,15 +341,56 @@ class Trainer:
         })
         self.reporter.notice(
             f"replicas {'in sync' if in_sync else 'NOT in sync'}: {len(set(checksums))} distinct checksum(s) "
-            f"over {len(checksums)} rank(s)")
+            f"over {len(checksums)} replica(s)")
         self.reporter.notice(f"final train_loss={final_loss:.6f} steps={self.progress.global_step} "
                              f"model={model_dir / dist_env.MODEL_STATE_FILE}")
 
 
-def _optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimizer:
+def build_strategy(config: TrainConfig, env: DistEnv, runtime: Runtime, compute_dtype: torch.dtype | None,
+                   notify: Callable[[str], None]) -> Strategy:
+    """A freshly built model, laid out as the trainer says; seed the global RNG first, for identical weights.
+
+    Args:
+        compute_dtype: bf16 or fp16 on GPUs when --precision asks for it, else None.
+    """
+    model, optimizer = build_model(config), _optimizer(config)
+    if config.zero_stage and runtime.trainer not in ZERO_TRAINERS:
+        notify(f"zero-stage {config.zero_stage} applies to trainers {' and '.join(ZERO_TRAINERS)}; "
+               f"trainer {runtime.trainer} ignores it")
+    if config.num_stages and runtime.trainer != "model_parallel":
+        notify(f"num-stages applies to trainer model_parallel; trainer {runtime.trainer} ignores it")
+    if runtime.trainer == "fsdp":
+        return _sharded_module().Sharded(model, runtime, env.world_size, optimizer, compute_dtype)
+    if runtime.trainer == "model_parallel":
+        return model_parallel.build(model, runtime, env.world_size, config.num_stages, optimizer, compute_dtype,
+                                    notify)
+    zero_stage = config.zero_stage if runtime.trainer in ZERO_TRAINERS else 0
+    return replicated.data_parallel(model, runtime, optimizer, zero_stage, compute_dtype)
+
+
+def _sharded_module() -> ModuleType:
+    """sharded.py, imported only for trainer fsdp: FSDP and DCP take about 1 s to import, and FSDP2's
+    ``fully_shard`` exists only from torch 2.6 on."""
+    try:
+        import sharded
+    except ImportError as error:
+        raise backends.TrainerUnavailable(
+            f"trainer fsdp needs FSDP2 (torch.distributed.fsdp.fully_shard, torch >= 2.6), but torch "
+            f"{torch.__version__} cannot provide it: {error}. To fix: set framework_version to 2.6.0 or newer."
+        ) from error
+    return sharded
+
+
+def _optimizer(config: TrainConfig) -> OptimizerChoice:
     if config.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=config.lr)
-    return torch.optim.SGD(model.parameters(), lr=config.lr)
+        return OptimizerChoice(torch.optim.Adam, {"lr": config.lr})
+    return OptimizerChoice(torch.optim.SGD, {"lr": config.lr})
+
+
+def _samples_per_step(settings: dict[str, Any]) -> tuple[int, int]:
+    """The global batch and DistributedSampler's padded epoch length: what fixes each step's samples."""
+    world_size, dataset_size = settings["world_size"], settings["dataset_size"]
+    return world_size * settings["batch_size"], math.ceil(dataset_size / world_size) * world_size
 
 
 def _grad_scaler(enabled: bool) -> Any:

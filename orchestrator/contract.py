@@ -68,9 +68,12 @@ HYPERPARAMETERS = frozenset(
         "log-every",
         "simulate-step-seconds",
         "collective-timeout-seconds",
+        "zero-stage",
+        "num-stages",
+        "prefetch",
     }
 )
-TRAINERS = ("auto", "dp", "ddp", "gloo")
+TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
 MODELS = ("linear", "regression", "convnet", "mlp")
 
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`.

@@ -1,11 +1,12 @@
-"""Checkpoint files: atomic writes, pruning, and skipping corrupt or partial files on resume."""
+"""Checkpoint files: atomic writes, pruning, skipping corrupt or partial files on resume, and fsdp's shards."""
 
 from __future__ import annotations
 
 import checkpoint
 import pytest
 import torch
-from checkpoint import CheckpointDir
+from checkpoint import CheckpointDir, CheckpointMismatch
+from replicated import Replicated
 
 
 def _state(step: int) -> dict:
@@ -72,3 +73,32 @@ def test_background_save_failure_is_raised_by_wait(tmp_path):
     directory.save_in_background(_state(1))
     with pytest.raises(OSError):
         directory.wait()
+
+
+def test_sharded_checkpoint_is_invalid_without_its_shards_metadata(tmp_path):
+    directory = CheckpointDir(tmp_path)
+    directory.save({**_state(5), "shards": directory.shards_path(5).name})
+    directory.shards_path(5).mkdir()
+    (directory.shards_path(5) / "__0_0.distcp").write_bytes(b"shards, but no .metadata: the save was cut short")
+    warnings: list[str] = []
+    assert directory.newest_valid(warnings.append) is None
+    assert f"names shards {directory.shards_path(5)} that are missing or incomplete" in warnings[0]
+    (directory.shards_path(5) / checkpoint.DCP_METADATA).write_bytes(b"")
+    assert directory.load(5)["shards"] == "ckpt-000005.dcp"
+
+
+def test_prune_shards_keeps_the_newest_up_to_the_step_and_later_leftovers(tmp_path):
+    directory = CheckpointDir(tmp_path, keep=2)
+    for step in (5, 10, 15, 20, 99):
+        directory.shards_path(step).mkdir()
+    directory.prune_shards(20)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ckpt-000015.dcp", "ckpt-000020.dcp",
+                                                                "ckpt-000099.dcp"]
+
+
+def test_replicated_trainer_refuses_a_sharded_checkpoint(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    cpu = torch.device("cpu")
+    layout = Replicated(model, model, torch.optim.SGD(model.parameters(), lr=0.1), (cpu, cpu), None, None)
+    with pytest.raises(CheckpointMismatch, match="ckpt-000005.pt is a sharded checkpoint of trainer fsdp"):
+        layout.load_checkpoint_state({"global_step": 5, "shards": "ckpt-000005.dcp"}, CheckpointDir(tmp_path))

@@ -8,11 +8,12 @@ from config import HyperparameterError, parse_config
 
 def test_parse_config_reads_toolkit_argv():
     argv = ["--batch-size", "8", "--epochs", "1", "--grad-accum", "2", "--lr", "0.001", "--model", "convnet",
-            "--optimizer", "adam", "--precision", "bf16", "--simulate-step-seconds", "0.25", "--trainer", "gloo"]
+            "--num-stages", "3", "--optimizer", "adam", "--precision", "bf16", "--prefetch", "2",
+            "--simulate-step-seconds", "0.25", "--trainer", "gloo", "--zero-stage", "1"]
     config = parse_config(argv, {})
-    assert (config.batch_size, config.epochs, config.grad_accum, config.lr, config.model, config.optimizer,
-            config.precision, config.simulate_step_seconds, config.trainer) == (
-        8, 1, 2, 0.001, "convnet", "adam", "bf16", 0.25, "gloo")
+    assert (config.batch_size, config.epochs, config.grad_accum, config.lr, config.model, config.num_stages,
+            config.optimizer, config.precision, config.prefetch, config.simulate_step_seconds, config.trainer,
+            config.zero_stage) == (8, 1, 2, 0.001, "convnet", 3, "adam", "bf16", 2, 0.25, "gloo", 1)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,8 @@ def test_hyperparameters_are_keyed_by_option_name():
         (["--epochs", "1.5"], "argument --epochs: invalid int value: '1.5'"),
         (["--trainer", "horovod"], "argument --trainer: invalid choice: 'horovod'"),
         (["--simulate-step-seconds", "-1"], "--simulate-step-seconds must be at least 0.0, got -1.0"),
+        (["--zero-stage", "2"], "argument --zero-stage: invalid choice: 2 (choose from 0, 1)"),
+        (["--prefetch", "-1"], "--prefetch must be at least 0, got -1"),
     ],
 )
 def test_parse_config_rejects_bad_hyperparameters(argv, message):

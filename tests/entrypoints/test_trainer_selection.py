@@ -73,3 +73,17 @@ def test_gloo_in_smddp_mode_says_the_mode_is_ignored():
     runtime = backends.resolve_runtime("gloo", SMDDP_RANK, {}, notices.append)
     assert (runtime.backend, runtime.device) == ("gloo", torch.device("cpu"))
     assert notices == ["trainer gloo ignores SageMaker's smddp mode and trains on the CPU over gloo"]
+
+
+def test_model_parallel_refuses_several_processes_on_a_host():
+    with pytest.raises(TrainerUnavailable, match="trainer model_parallel runs one process per host .* but torchrun "
+                                                 "started 2 on this host"):
+        backends.choose_trainer("model_parallel", TWO_RANKS, 8)
+
+
+@needs_no_cuda
+@pytest.mark.parametrize("trainer", ["fsdp", "model_parallel"])
+def test_sharded_and_model_parallel_trainers_use_gloo_on_a_cpu_host(trainer):
+    env = TWO_RANKS if trainer == "fsdp" else SINGLE
+    runtime = backends.resolve_runtime(trainer, env, {}, print)
+    assert (runtime.trainer, runtime.backend, runtime.device) == (trainer, "gloo", torch.device("cpu"))

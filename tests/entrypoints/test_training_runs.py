@@ -67,7 +67,7 @@ def assert_same_weights(first: dict, second: dict, tolerance: float) -> None:
 
 def test_torchrun_two_processes_end_with_identical_replicas(two_ranks):
     assert_identical_replicas(two_ranks, "torchrun", world_size=2, dataset_size=256)
-    assert "replicas in sync: 1 distinct checksum(s) over 2 rank(s)" in two_ranks.output
+    assert "replicas in sync: 1 distinct checksum(s) over 2 replica(s)" in two_ranks.output
 
 
 def test_metric_lines_have_the_documented_format_and_match_the_metric_definitions(two_ranks):

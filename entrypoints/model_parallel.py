@@ -1,0 +1,115 @@
+"""Trainer model_parallel: the model's layers split into stages over this host's devices; DDP between hosts.
+
+The stages are contiguous runs of an ``nn.Sequential``'s layers, balanced by parameter count, on ``cuda:0`` ..
+``cuda:<num_stages - 1>``. The forward pass hands each stage's activation to the next stage's device, and
+autograd sends the gradients back the same way. The split model keeps the layer names, so its state dict,
+checkpoints and model.pt are those of the unsplit model. With several hosts (one process each) DDP averages the
+gradients of the host replicas. On a host without CUDA every stage sits on the CPU: the splitting, the hand-off
+and the numbers are the same, only the devices are not.
+
+The stages run one after another (no micro-batch pipelining): the point is a model larger than one device.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import torch
+from backends import Runtime, TrainerUnavailable
+from config import HyperparameterError
+from replicated import Replicated
+from strategy import OptimizerChoice
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+class StagedSequential(nn.Sequential):
+    """An ``nn.Sequential`` whose layers sit on several devices, one contiguous stage per device."""
+
+    def __init__(self, layers: nn.Sequential, starts: list[int], devices: list[torch.device]) -> None:
+        """
+        Args:
+            starts: index of each stage's first layer, ascending from 0.
+            devices: each stage's device.
+        """
+        super().__init__(OrderedDict(layers.named_children()))  # the same names, so the same state-dict keys
+        self.entry_devices = dict(zip(starts, devices, strict=True))
+        ends = [*starts[1:], len(self)]
+        for start, end, device in zip(starts, ends, devices, strict=True):
+            for index in range(start, end):
+                self[index].to(device)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        activation = features
+        for index, layer in enumerate(self):
+            device = self.entry_devices.get(index)
+            if device is not None:
+                activation = activation.to(device)  # a no-op within a device
+            activation = layer(activation)
+        return activation
+
+
+def stage_devices(num_stages: int, num_gpus: int) -> list[torch.device]:
+    """Each stage's device: one GPU per stage (``num_stages`` 0: as many stages as GPUs); all CPU without CUDA.
+
+    Raises:
+        HyperparameterError: fewer than 2 stages requested.
+        TrainerUnavailable: fewer GPUs than stages.
+    """
+    if num_stages == 1:
+        raise HyperparameterError("--num-stages must be 0 (one per GPU) or at least 2 for trainer model_parallel, "
+                                  "got 1. To fix: use trainer ddp or gloo to train on one device.")
+    if num_gpus == 0:
+        return [torch.device("cpu")] * (num_stages or 2)
+    wanted = num_stages or num_gpus
+    if wanted > num_gpus or wanted < 2:
+        raise TrainerUnavailable(
+            f"trainer model_parallel needs one GPU per stage: {wanted} stage(s), {num_gpus} GPU(s) on this host. "
+            f"To fix: set --num-stages between 2 and {num_gpus}, or use trainer ddp."
+            if num_gpus > 1 else
+            f"trainer model_parallel needs at least 2 GPUs on the host, this one has {num_gpus}. "
+            f"To fix: use trainer ddp, or an instance type with several GPUs.")
+    return [torch.device("cuda", index) for index in range(wanted)]
+
+
+def stage_starts(layer_sizes: list[int], num_stages: int) -> list[int]:
+    """Cuts the layers into `num_stages` contiguous, non-empty stages of about equal parameter counts.
+
+    Returns:
+        The index of each stage's first layer.
+    """
+    total = sum(layer_sizes)
+    starts = [0]
+    cumulative = 0
+    for index, size in enumerate(layer_sizes):
+        cumulative += size
+        stage = len(starts)
+        if stage == num_stages:
+            break
+        layers_left, stages_left = len(layer_sizes) - index - 1, num_stages - stage
+        if cumulative >= total * stage / num_stages or layers_left == stages_left:
+            starts.append(index + 1)
+    return starts
+
+
+def build(model: nn.Module, runtime: Runtime, world_size: int, num_stages: int, optimizer: OptimizerChoice,
+          autocast_dtype: torch.dtype | None, notify: Callable[[str], None]) -> Replicated:
+    """Splits `model` over this host's devices; wraps it in DDP when there are several hosts."""
+    num_gpus = torch.cuda.device_count() if runtime.device.type == "cuda" else 0
+    devices = stage_devices(num_stages, num_gpus)
+    layers = list(model.children()) if isinstance(model, nn.Sequential) else [model]
+    if len(layers) < len(devices):
+        raise HyperparameterError(
+            f"trainer model_parallel splits the model's layers into {len(devices)} stages, but model "
+            f"{type(model).__name__} has {len(layers)} layer(s). To fix: use model mlp or convnet"
+            f"{f', or at most {len(layers)} --num-stages' if len(layers) >= 2 else ''}.")
+    sizes = [sum(parameter.numel() for parameter in layer.parameters()) for layer in layers]
+    starts = stage_starts(sizes, len(devices))
+    staged = StagedSequential(model, starts, devices)
+    notify(f"model_parallel: {len(devices)} stages, " + ", ".join(
+        f"layers {start}-{end - 1} on {device} ({sum(sizes[start:end]):,} parameters)"
+        for start, end, device in zip(starts, [*starts[1:], len(layers)], devices, strict=True)))
+    module = DistributedDataParallel(staged) if world_size > 1 else staged  # device_ids=None: several devices
+    return Replicated(staged, module, optimizer.build(staged.parameters()), (devices[0], devices[-1]),
+                      autocast_dtype, runtime.control_group)
