@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # sagemaker_training/__init__.py (5.1.4) _PYTHON_ERRORS_ + _MPI_ERRORS_, plus the error classes the runners add
 # (ExecuteUserScriptError when neither smdebug nor TensorFlow is installed): a line containing any of them
@@ -34,7 +35,7 @@ OUT_OF_MEMORY = "OutOfMemory: Process killed by SIGKILL (signal 9)"
 FAILURE_REASON_LIMIT = 1024
 
 _RELABELLED = re.compile(r"\[(\d),mpirank:(\d+),[^\]]*\]<(std\w+)>")
-_MPI_TAG = re.compile(r"^\[\d,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std\w+>:\s?(.*)$")
+_MPI_TAG = re.compile(r"^\[\d,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<(std\w+)>:\s?(.*)$")
 _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
@@ -97,13 +98,14 @@ def root_cause(host: str, exit_code: int, lines: Sequence[str], *, mpi: bool, to
     """
     text = "\n".join(lines)
     if mpi:
-        streams: dict[int | None, list[tuple[int, str]]] = {}
+        # mpirun forwards each rank's stdout and stderr separately, so lines of one may land inside the other's
+        streams: dict[tuple[int, str] | None, list[tuple[int, str]]] = {}
         for position, line in enumerate(lines):
             match = _MPI_TAG.match(line)
-            key, content = (int(match[1]), match[2]) if match else (None, line)
+            key, content = ((int(match[1]), match[2]), match[3]) if match else (None, line)
             streams.setdefault(key, []).append((position, content))
         found = _first_exception(streams)
-        rank = found[0] if found and found[0] is not None else _first_match(_MPI_RANK, text)
+        rank = found[0][0] if found and found[0] is not None else _first_match(_MPI_RANK, text)
         if rank is not None and 0 <= rank // max(per_host, 1) < len(group_hosts):
             host = group_hosts[rank // per_host]
         return RootCause(host, rank, found[1] if found else None, exit_code)
@@ -123,10 +125,10 @@ def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
     return None
 
 
-def _first_exception(streams: dict[int | None, list[tuple[int, str]]]) -> tuple[int | None, str] | None:
-    """The stream (rank) that reported an error first, and the error: the last line of a traceback (a chained
+def _first_exception(streams: dict[Any, list[tuple[int, str]]]) -> tuple[Any, str] | None:
+    """The stream (a rank's stdout or stderr) that reported an error first, and the error: the last line of a traceback (a chained
     exception's final one), or an error line printed without one (`SystemExit("ValueError: ...")`)."""
-    best: tuple[int, int | None, str] | None = None
+    best: tuple[int, Any, str] | None = None
     for key, lines in streams.items():
         found = _first_error(lines)
         if found is not None and (best is None or found[0] < best[0]):

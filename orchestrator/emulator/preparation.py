@@ -33,6 +33,7 @@ from orchestrator.emulator.container import (
 from orchestrator.emulator.hostname import HostnameShim, hostname_shim
 from orchestrator.emulator.launch import HostProcess, Launch, find_tool, host_environment, launches
 from orchestrator.emulator.runners import (
+    EntryPointType,
     RunnerType,
     ToolkitRefusal,
     check_entry_point,
@@ -142,6 +143,9 @@ class PreparedRun:
             usercode.InstallFailed: pip failed (the toolkit's InstallRequirementsError / InstallModuleError).
         """
         kind = entry_point_type(self.code_files, self.plan.spec.entry_point)
+        if kind is EntryPointType.command:
+            for host in self.layout.hosts:  # the toolkit makes it executable (0o777; here not world-writable)
+                (host.code_dir / self.plan.spec.entry_point).chmod(0o755)
         self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
 
 

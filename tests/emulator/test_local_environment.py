@@ -28,7 +28,8 @@ def _seen(run_dir: Path) -> dict[str, dict]:
             for path in run_dir.glob("algo-*/output/data/seen-*.json")}
 
 
-def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path):
+def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     data = tmp_path / "data"
     data.mkdir()
     (data / "part-0.csv").write_text("1,2,3\n")
@@ -41,7 +42,9 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path):
         host = result.run_dir / name
         env, argv, cwd = seen[f"{name}-0"]["env"], seen[f"{name}-0"]["argv"], seen[f"{name}-0"]["cwd"]
         assert env["SM_HOSTS"] == '["algo-1","algo-2"]'
-        assert env["SM_CURRENT_HOST"] == name and env["CURRENT_HOST"] == name
+        assert env["SM_CURRENT_HOST"] == name and env["CURRENT_HOST"] == name and seen[f"{name}-0"]["hostname"] == name
+        assert "OMP_NUM_THREADS" not in env  # the toolkit sets none; only torchrun does, for its workers
+        assert json.loads(env["SM_TRAINING_ENV"])["topology"] == []
         assert env["SM_CHANNELS"] == '["training"]'
         assert env["SM_CHANNEL_TRAINING"] == str(host / "input" / "data" / "training")
         assert (host / "input" / "data" / "training" / "part-0.csv").read_text() == "1,2,3\n"
@@ -79,26 +82,52 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path):
         assert (host / "output" / "success").exists()
 
 
-def test_mpi_mode_ranks_see_the_masters_current_host(make_spec, tmp_path):
+def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
+    """2 hosts x 2 ranks, algo-2 first in the group: every rank sees its own host's name, /opt/ml folders and code
+    directory, and (as on SageMaker) the master's SM_CURRENT_HOST."""
     spec = make_spec("env_dump.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 2})
     result = run_local(load(spec), Options(run_dir=tmp_path / "run", master_host="algo-2"))
     assert result.status == "Completed", result.failure_reason
     seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(result.run_dir).values()}
     assert sorted(seen) == [0, 1, 2, 3]
     for rank, item in seen.items():
-        env = item["env"]
+        env, host = item["env"], ("algo-2" if rank < 2 else "algo-1")
+        root = result.run_dir / host
+        assert item["hostname"] == host and env["CURRENT_HOST"] == host
+        assert (root / "output" / "data" / f"seen-{host}-{rank}.json").is_file()
+        assert env["SM_MODEL_DIR"] == str(root / "model") and env["SM_OUTPUT_DATA_DIR"] == str(root / "output/data")
+        assert item["cwd"] == str(root / "code")
+        assert env["PYTHONPATH"].split(os.pathsep)[0] == str(root / "code")
+        assert json.loads(env["SM_TRAINING_ENV"])["model_dir"] == str(root / "model")
         # mpirun exports every SM_* variable from the master (algo-2 here), as the toolkit does.
         assert env["SM_CURRENT_HOST"] == "algo-2"
         assert env["OMPI_COMM_WORLD_SIZE"] == "4" and env["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
         assert env["OMPI_COMM_WORLD_LOCAL_RANK"] == str(rank % 2)
-        # Each rank runs on its own emulated host: that host's agent environment, not the master's.
-        assert env["CURRENT_HOST"] == ("algo-2" if rank < 2 else "algo-1")
         framework = json.loads(env["SM_FRAMEWORK_PARAMS"])
         assert framework["sagemaker_mpi_enabled"] is True and framework["sagemaker_mpi_num_of_processes_per_host"] == 2
         assert env["SM_DISTRIBUTION_INSTANCE_GROUPS"] == '["homogeneousCluster"]'
         assert env["SM_CURRENT_INSTANCE_GROUP_HOSTS"] == '["algo-2","algo-1"]'
         assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-2"
         assert "RANK" not in env and "WORLD_SIZE" not in env
+        assert not any(name.startswith("SMTRAIN_HOST_ENV_") for name in env)
+
+
+@pytest.mark.parametrize(("mode", "hosts"), [("pytorchddp", 2), ("smddp", 3)])
+def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, mode, hosts):
+    """SMDataParallel's mpirun with the DLC's slot mapping: ranks 2k and 2k+1 on algo-(k+1), local ranks 0 and 1,
+    and a run on 3 hosts finishes (plm_rsh_num_concurrent is the host count)."""
+    spec = make_spec("env_dump.py", mode=mode, count=hosts, instance="ml.p4d.24xlarge")
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", processes_per_host=2))
+    assert result.status == "Completed", result.failure_reason
+    seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(result.run_dir).values()}
+    assert sorted(seen) == list(range(2 * hosts))
+    for rank, item in seen.items():
+        host = f"algo-{rank // 2 + 1}"
+        assert item["hostname"] == host and item["env"]["SM_CURRENT_HOST"] == host
+        assert item["env"]["OMPI_COMM_WORLD_LOCAL_RANK"] == str(rank % 2)
+        assert item["env"]["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
+        assert item["env"]["SM_NUM_GPUS"] == "8"  # the instance's, not this machine's
+        assert item["cwd"] == str(result.run_dir / host / "code")
 
 
 def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):

@@ -126,3 +126,33 @@ def test_s3_channel_without_credentials_suggests_a_local_copy(make_spec, tmp_pat
     with pytest.raises(EnvironmentProblem, match="--input train=") as error:
         run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert "no AWS credentials" in str(error.value)
+
+
+def test_the_reason_leads_with_the_failing_ranks_exception(make_spec, tmp_path):
+    """Rank 1 (on algo-2) fails 50 frames deep while rank 0 waits in a barrier: its exception line comes first,
+    and a secret-looking argument never shows (the command line is in the toolkit's message)."""
+    spec = make_spec("deep_failure.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 1},
+                     hyperparameters={"api_key": "sk-live-0123456789"})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    lines = result.failure_reason.splitlines()
+    assert lines[0] == "algo-2 (rank 1) failed: ValueError: shape mismatch in layer 7: (32, 64) vs (32, 48)"
+    assert lines[1] == "ExecuteUserScriptError:"
+    written = [result.failure_reason, (result.run_dir / "result.json").read_text(),
+               (result.run_dir / "algo-1" / "output" / "failure").read_text()]
+    assert all("sk-live-0123456789" not in text for text in written)
+    assert "--api_key ****" in written[2]
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    assert "[1,mpirank:1,algo-2]<stdout>: rank 1 building the model" in log
+
+
+def test_a_process_killed_by_sigkill_is_reported_as_out_of_memory(make_spec, tmp_path):
+    source = tmp_path / "src"
+    spec = make_spec("env_dump.py", count=1)
+    (source / "env_dump.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    failure = (result.run_dir / "algo-1" / "output" / "failure").read_text()
+    assert failure.startswith("ExecuteUserScriptError:\nExitCode 137\n")
+    assert 'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"' in failure
+    assert "OutOfMemory" in result.failure_reason

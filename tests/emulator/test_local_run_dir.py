@@ -1,0 +1,108 @@
+"""Everything a local run writes stays inside its run directory, whole, and free of secrets; a bad run directory
+is refused with one message."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.errors import SpecError
+from orchestrator.spec.loader import load
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, tmp_path):
+    """The container path is the host path of nothing: a spot restart restores the checkpoint inside the run
+    directory, and the directory of that name on this machine keeps every inode."""
+    outside = tmp_path / "host-ckpt"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the emulator's\n")
+    before = {path.name: path.stat().st_ino for path in [outside, *outside.iterdir()]}
+    spec = make_spec("checkpoint_script.py", count=1, hyperparameters={"checkpoint-dir": str(outside)},
+                     checkpoint={"s3_uri": "s3://bucket/ckpt/", "local_path": str(outside)})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", simulate_spot_interruption=4))
+    assert result.status == "Completed" and result.attempts == 2, result.failure_reason
+    assert {path.name: path.stat().st_ino for path in [outside, *outside.iterdir()]} == before
+    emulated = result.run_dir / "container-paths" / "algo-1" / str(outside).lstrip("/")
+    assert (emulated / "ckpt-algo-1.txt").read_text() == "step 1\n"
+    assert (result.run_dir / "checkpoints-s3" / "ckpt-algo-1.txt").is_file()
+    assert "resumed from " + str(emulated / "ckpt-algo-1.txt") in (result.run_dir / "logs" / "algo-1.log").read_text()
+
+
+def test_a_relative_checkpoint_path_is_refused(make_spec, tmp_path):
+    spec = make_spec("env_dump.py", count=1, checkpoint={"s3_uri": "s3://bucket/ckpt/", "local_path": "ckpt"})
+    with pytest.raises(SpecError, match="not an absolute path inside the container"):
+        run_local(load(spec), Options(run_dir=tmp_path / "run"))
+
+
+def test_a_full_disk_fails_the_run_whole_and_says_so(make_spec, tmp_path):
+    spec = make_spec("env_dump.py", count=1)
+    first = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert first.status == "Completed" and first.model_artifact.is_file()
+    # The next archive is written through a file whose every write the kernel refuses with ENOSPC.
+    (tmp_path / "run" / ".model.tar.gz.partial").symlink_to("/dev/full")
+    second = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert second.status == "Failed" and second.exit_code == 1
+    assert "the disk is full (ENOSPC)" in second.failure_reason
+    assert not (tmp_path / "run" / "model.tar.gz").exists(), "no truncated or stale archive may be left"
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["status"] == "Failed"
+
+
+def test_a_run_directory_is_reused_with_its_inputs_and_checkpoints(make_spec, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-0.csv").write_text("1,2\n")
+    spec = make_spec("env_dump.py", inputs={"train": str(data)})
+    for _ in range(2):
+        result = run_local(load(spec), Options(run_dir=tmp_path / "run", inputs={"train": data}))
+        assert result.status == "Completed", result.failure_reason
+    assert (tmp_path / "run" / RUN_MARKER_FILE).is_file()
+    assert (tmp_path / "run" / "algo-2" / "input" / "data" / "train" / "part-0.csv").read_text() == "1,2\n"
+
+
+def _under_a_file(path: Path) -> Path:
+    path.write_text("a file, not a directory\n")
+    return path / "run"
+
+
+def _someone_elses_directory(path: Path) -> Path:
+    path.mkdir()
+    (path / "notes.txt").write_text("mine\n")
+    return path
+
+
+@pytest.mark.parametrize(("prepare", "message"), [
+    (_under_a_file, "cannot use"),
+    (_someone_elses_directory, "is not empty and is not a run directory"),
+])
+def test_a_run_directory_that_cannot_be_used_is_one_message(make_spec, tmp_path, prepare, message):
+    run_dir = prepare(tmp_path / "wanted")
+    result = CliRunner().invoke(main, ["local", str(make_spec("env_dump.py")), "--run-dir", str(run_dir)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    if run_dir.parent.is_dir():
+        assert sorted(path.name for path in run_dir.iterdir()) == ["notes.txt"]
+
+
+def test_no_file_of_the_run_holds_a_secret(make_spec, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
+    spec = make_spec("quiet.py", environment={"DB_PASSWORD": "hunter2-db-secret", "PLAIN": "x"})
+    (tmp_path / "src" / "quiet.py").write_text("import os\nopen(os.environ['SM_MODEL_DIR'] + '/model.txt', 'w')\n")
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    files = [path for path in result.run_dir.rglob("*") if path.is_file() and not path.is_symlink()]
+    assert files and not [path for path in files if path.name == ".smtrain-environment"]
+    for path in files:
+        content = path.read_bytes()
+        assert b"wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY" not in content and b"hunter2-db-secret" not in content, path
+    request = json.loads((result.run_dir / "request.json").read_text())
+    assert request["Environment"] == {"DB_PASSWORD": "****", "PLAIN": "x"}
+    assert os.stat(result.run_dir / "request.json").st_size > 0 and Path(result.run_dir / RUN_MARKER_FILE).is_file()

@@ -1,0 +1,156 @@
+"""The source dir handled as the training toolkit handles it: requirements.txt and setup.py installed before the
+entry point (never into smtrain's own environment), shell entry points run as `./run.sh` with quoted arguments,
+and the toolkit's refusals before anything starts."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.errors import SpecError
+from orchestrator.spec.loader import load
+
+pytestmark = pytest.mark.slow
+
+PROBE = "smtrain_probe_pkg"
+
+
+@pytest.fixture(autouse=True)
+def hermetic_pip(tmp_path, monkeypatch):
+    """pip works offline (local wheels, setuptools from the environment), into a cache of this test's own."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")
+
+
+def _wheel(directory: Path, name: str, version: str, module_source: str) -> Path:
+    """A minimal pure-Python wheel, built by hand (no network, no build backend)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": module_source,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: smtrain-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [f"{file},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+              f"{len(text.encode())}" for file, text in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for file, text in files.items():
+            archive.writestr(file, text)
+    return path
+
+
+def _spec(tmp_path: Path, source: Path, entry_point: str, **extra) -> Path:
+    spec = {"name": "user-code", "entry_point": entry_point, "source_dir": str(source), "framework_version": "2.3.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 1}, "metrics": [], "max_run_seconds": 300, **extra}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _smtrains_python_lacks(module: str) -> bool:
+    probe = subprocess.run([sys.executable, "-c", f"import importlib.util as u; print(u.find_spec('{module}'))"],
+                           capture_output=True, text=True, check=True)
+    return probe.stdout.strip() == "None"
+
+
+def test_requirements_are_installed_for_the_script_only(tmp_path):
+    source = tmp_path / "src"
+    _wheel(source / "wheels", PROBE, "1.0", "GREETING = 'installed from requirements.txt'\n")
+    (source / "requirements.txt").write_text(f"./wheels/{PROBE}-1.0-py3-none-any.whl\n")
+    (source / "train.py").write_text(
+        f"import json, os, {PROBE}\n"
+        "json.dump({'greeting': " + PROBE + ".GREETING, 'module': " + PROBE + ".__file__},\n"
+        "          open(os.path.join(os.environ['SM_MODEL_DIR'], 'probe.json'), 'w'))\n")
+    assert _smtrains_python_lacks(PROBE)
+    first = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    assert first.status == "Completed", first.failure_reason
+    report = json.loads((first.run_dir / "algo-1" / "model" / "probe.json").read_text())
+    assert report["greeting"] == "installed from requirements.txt"
+    assert report["module"].startswith(str(tmp_path / "cache" / "overlays"))
+    assert _smtrains_python_lacks(PROBE), "the install went into smtrain's own environment"
+    # The same requirements.txt again: the cached overlay, not a second install.
+    second = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    assert second.status == "Completed", second.failure_reason
+    assert len(list((tmp_path / "cache" / "overlays").iterdir())) == 2  # the overlay and its lock file
+
+
+def test_a_failed_install_fails_the_job_with_pips_message(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "requirements.txt").write_text("./wheels/not_there-1.0-py3-none-any.whl\n")
+    (source / "train.py").write_text("print('never runs')\n")
+    result = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed" and result.exit_code == 1
+    headline = result.failure_reason.splitlines()[0]
+    assert headline.startswith("every host: InstallRequirementsError: pip could not install"), headline
+    assert "not_there-1.0-py3-none-any.whl" in headline
+    failure = (result.run_dir / "algo-1" / "output" / "failure").read_text()
+    assert failure.startswith("InstallRequirementsError:\nExitCode 1\nErrorMessage")
+    assert json.loads((result.run_dir / "result.json").read_text())["status"] == "Failed"
+    assert not list((tmp_path / "cache" / "overlays").glob("*/.complete"))
+
+
+def test_setup_py_installs_the_package_and_runs_the_entry_point_as_a_module(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "setup.py").write_text("from setuptools import setup\nsetup(name='trainer-pkg', version='1.0', "
+                                     "py_modules=['train', 'helpers'])\n")
+    (source / "helpers.py").write_text("ANSWER = 42\n")
+    (source / "train.py").write_text(
+        "import json, os, sys, helpers\n"
+        "json.dump({'name': __name__, 'spec': __spec__.name, 'argv': sys.argv[1:], 'answer': helpers.ANSWER},\n"
+        "          open(os.path.join(os.environ['SM_MODEL_DIR'], 'module.json'), 'w'))\n")
+    result = run_local(load(_spec(tmp_path, source, "train.py", hyperparameters={"epochs": 2})),
+                       Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    report = json.loads((result.run_dir / "algo-1" / "model" / "module.json").read_text())
+    assert report == {"name": "__main__", "spec": "train", "argv": ["--epochs", "2"], "answer": 42}
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    assert " -m train --epochs 2" in log
+
+
+@pytest.mark.parametrize(("mode", "count", "extra"), [
+    ("none", 1, {}),
+    ("mpi", 2, {"distribution": {"mode": "mpi", "processes_per_host": 1}}),
+])
+def test_a_shell_entry_point_runs_with_its_shebang_and_quoted_arguments(tmp_path, mode, count, extra):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "run.sh").write_text((Path(__file__).parent / "scripts" / "run.sh").read_text())
+    spec = _spec(tmp_path, source, "run.sh", hyperparameters={"msg": "hello world"},
+                 instance={"type": "ml.c5.2xlarge", "count": count}, **({"distribution": {"mode": mode}} | extra))
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    for index in range(count):
+        host = f"algo-{index + 1}"
+        seen = json.loads((result.run_dir / host / "output" / "data" / f"args-{host}-{index}.json").read_text())
+        assert seen == {"argv": ["--msg", "hello world"], "cwd": str(result.run_dir / host / "code")}
+
+
+@pytest.mark.parametrize(("files", "entry_point", "message"), [
+    ({"setup.py": "", "train.py": ""}, "train.py", "Python packages are not supported for torch_distributed"),
+    ({"train v2.py": ""}, "train v2.py", "cannot be used because it contains the character"),
+])
+def test_the_toolkits_refusals_come_before_anything_starts(tmp_path, files, entry_point, message):
+    source = tmp_path / "src"
+    source.mkdir()
+    for name, text in files.items():
+        (source / name).write_text(text)
+    spec = _spec(tmp_path, source, entry_point, instance={"type": "ml.g5.2xlarge", "count": 1},
+                 distribution={"mode": "torch_distributed"})
+    with pytest.raises(SpecError, match=message) as refused:
+        run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert refused.value.exit_code == 2 and "ClientError" in refused.value.message
+    assert not (tmp_path / "run").exists()
