@@ -235,7 +235,7 @@ class LocalConsole:
             remaining = estimate.eta_seconds(now)
             if remaining is not None:
                 eta = f"ETA {format_duration(remaining)}"
-        losses = loss_metrics([name for name in metrics])
+        losses = loss_metrics(list(metrics))
         if losses and losses[0] in metrics:
             loss = f"{losses[0]}={metrics[losses[0]]:.4g}"
         self._progress.update(self._task, completed=step, total=total, rate=rate, eta=eta, loss=loss)

@@ -74,8 +74,8 @@ def test_faulthandler_lines_of_one_mpi_rank_are_picked_from_the_tagged_log():
         "[1,mpirank:1,algo-1]<stderr>:Fatal Python error: Aborted",
         "[1,mpirank:0,algo-1]<stderr>:Fatal Python error: Aborted",
         "[1,mpirank:1,algo-1]<stderr>:  File \"/c/train.py\", line 5 in wait_for_data",
-        "[1,mpirank:0,algo-1]<stderr>:  File \"/v/site-packages/torch/distributed/distributed_c10d.py\", line 9 in "
-        "barrier",
+        ("[1,mpirank:0,algo-1]<stderr>:  File \"/v/site-packages/torch/distributed/distributed_c10d.py\", line 9 in "
+         "barrier"),
         "[1,0]<stderr>:  File \"/c/train.py\", line 7 in main",
     ])
 
