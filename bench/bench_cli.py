@@ -1,8 +1,10 @@
-"""`smtrain validate` and `smtrain plan` against the bare SDK, side by side in one run.
+"""`smtrain validate` and `smtrain plan` against the bare SDK v2, side by side in one run.
 
-Baselines: `python -c "from sagemaker.pytorch import PyTorch"` (what any SDK script pays first) and
-`baseline_sdk_estimator.py` (import + Session + PyTorch estimator construction). Goal from the issue:
-validate <= 0.15x the SDK import. Run: .venv/bin/python bench/bench_cli.py [--repeats N]
+Each contender is a fresh process, run in turn (A B C D A B C D ...) so machine noise hits all alike; medians.
+Baselines: `python -c "import sagemaker.pytorch"` (what any SDK v2 script pays before it does anything) and
+`baseline_sdk_estimator.py` (import + Session + PyTorch estimator construction). Goals from the issues:
+validate <= 0.15x and plan <= 0.35x the SDK import. `plan` reads nothing from AWS here (the spec names its role,
+output path and region), as for any spec that does. Run: .venv/bin/python bench/bench_cli.py [--repeats N]
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from _timing import alternate, report
@@ -23,16 +26,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     smtrain = str(Path(sys.executable).parent / "smtrain")
-    env = {**os.environ, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+    home = tempfile.mkdtemp(prefix="smtrain-bench-")  # no developer config (AWS or SageMaker) is read
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "AWS_REGION": "us-east-1",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
            "AWS_EC2_METADATA_DISABLED": "true", "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
     timings = alternate({
         "smtrain validate": [smtrain, "validate", SPEC],
-        "sdk: import sagemaker.pytorch": [sys.executable, "-c", "from sagemaker.pytorch import PyTorch"],
+        "sdk: import sagemaker.pytorch": [sys.executable, "-c", "import sagemaker.pytorch"],
         "smtrain plan -o json": [smtrain, "plan", SPEC, "-o", "json", "--job-name", "bench"],
         "sdk: import + build estimator": [sys.executable, "bench/baseline_sdk_estimator.py"],
     }, repeats=args.repeats, env=env, cwd=REPO)
     report("cli", timings, {
         "validate / sdk import": ("smtrain validate", "sdk: import sagemaker.pytorch", 0.15),
+        "plan / sdk import": ("smtrain plan -o json", "sdk: import sagemaker.pytorch", 0.35),
         "plan / sdk import + estimator": ("smtrain plan -o json", "sdk: import + build estimator", None),
     })
 
