@@ -93,11 +93,11 @@ def _create_bucket(env: dict[str, str]) -> None:
 
 def _uploads(env: dict[str, str]) -> dict[str, dict[str, int]]:
     """Tarballs in the bucket: smtrain's under code/<sha256>/, the SDK's under <job>/source/."""
-    listing = subprocess.run(
-        [sys.executable, "-c", "import boto3, json; pages = boto3.client('s3').get_paginator('list_objects_v2')"
-         f".paginate(Bucket={BUCKET!r}); print(json.dumps([[o['Key'], o['Size']] for p in pages "
-         "for o in p.get('Contents', [])]))"],
-        env=env, check=True, capture_output=True, text=True).stdout
+    script = ("import boto3, json; pages = boto3.client('s3').get_paginator('list_objects_v2')"
+              f".paginate(Bucket={BUCKET!r}); print(json.dumps([[o['Key'], o['Size']] for p in pages "
+              "for o in p.get('Contents', [])]))")
+    listing = subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True,
+                             text=True).stdout
     counted = {"smtrain submit": {"objects": 0, "bytes": 0}, "bare sdk v2 script": {"objects": 0, "bytes": 0}}
     for key, size in json.loads(listing):
         path = "smtrain submit" if key.startswith("code/") else "bare sdk v2 script"
