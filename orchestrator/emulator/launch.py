@@ -76,6 +76,8 @@ class HostProcess:
     env: dict[str, str]
     container_env: dict[str, str]
     """The part of `env` the emulator sets (what a worker's daemon needs on top of mpirun's environment)."""
+    toolkit_env: dict[str, str]
+    """What the toolkits set, as they set it in the container (before the local deviations)."""
 
 
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],

@@ -38,6 +38,7 @@ from orchestrator.emulator.runners import (
     ToolkitRefusal,
     check_entry_point,
     entry_point_type,
+    parse_custom_mpi_options,
     processes_per_host,
     runner_type,
     toolkit_command,
@@ -115,12 +116,13 @@ class PreparedRun:
             env = training_env(host, resource, hyperparameters, channels, self.job.job_name, self.instance.gpus,
                                os.cpu_count() or 1, self.instance.neuron_cores)
             sm = sm_variables(env)
+            toolkit_env = {**sm, **framework_variables(env, self.job.region, torch_version)}
             platform = {key: self.layout.rewrite(host, value) for key, value in self.job.environment.items()}
             platform.update({"TRAINING_JOB_NAME": self.job.job_name,
                              "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
                                                  f"{self.job.job_name}"})
             full, own = host_environment(
-                inherited, platform, {**sm, **framework_variables(env, self.job.region, torch_version)}, host,
+                inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
                 python_paths=python_paths, bin_paths=bin_paths, hostname_library=self.hostname.library,
                 substitute_backend=self.substitute_backend)
@@ -129,7 +131,7 @@ class PreparedRun:
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
                                       environ=full, smddprun=find_tool("smddprun", self.python) is not None,
                                       processes_override=self.processes_override)
-            result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own))
+            result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own, toolkit_env=toolkit_env))
         return result
 
     def launches(self, processes: list[HostProcess], master_port: int) -> list[Launch]:
@@ -225,6 +227,7 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
     try:
         check_entry_point(spec.entry_point, entry_point_type(code_files, spec.entry_point), runner)
+        parse_custom_mpi_options(spec.distribution.custom_mpi_options)
     except ToolkitRefusal as refusal:
         raise SpecError(f"the SageMaker training toolkit refuses this job before it starts: ClientError: {refusal}",
                         fix="make the entry point a .py script (and drop setup.py) for torch_distributed"

@@ -10,6 +10,8 @@ toolkit's own, built on the same config files.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -140,10 +142,19 @@ def processes_per_host(framework_params: Mapping[str, Any], num_gpus: int, num_n
 
 def parse_custom_mpi_options(options: str) -> tuple[str, list[str]]:
     """`mpi._parse_custom_mpi_options`: argparse takes `--NCCL_DEBUG X` (or `=X`, or a prefix of the flag) out
-    of the string and leaves the rest, in order, to be appended verbatim."""
-    parser = argparse.ArgumentParser(add_help=False)
+    of the string and leaves the rest, in order, to be appended verbatim.
+
+    Raises:
+        ToolkitRefusal: where the toolkit's argparse would stop the job (`--NCCL_DEBUG` without a value, `-h`).
+    """
+    parser = argparse.ArgumentParser(exit_on_error=False)
     parser.add_argument("--NCCL_DEBUG", default="INFO", type=str)
-    known, rest = parser.parse_known_args(options.split())
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            known, rest = parser.parse_known_args(options.split())
+    except (argparse.ArgumentError, SystemExit) as error:
+        raise ToolkitRefusal(f"custom_mpi_options {options!r} stop the toolkit's option parser"
+                             + (f": {error}" if isinstance(error, argparse.ArgumentError) else "")) from None
     return known.NCCL_DEBUG, rest
 
 
