@@ -120,6 +120,10 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @click.option("--master-host", metavar="algo-N",
               help="Put this host first in the instance group, as SageMaker sometimes does: it becomes the "
                    "master in distributed modes (catches scripts that assume algo-1).")
+@click.option("--host-order", metavar="algo-N,...",
+              help="The instance group's host order, which SageMaker does not promise (e.g. algo-3,algo-1,algo-2): "
+                   "the first is the master in distributed modes, MPI ranks are placed in this order; hosts not "
+                   "named follow.")
 @click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="When no rank writes a line (or advances a step) for this long, print every rank's Python "
@@ -131,7 +135,8 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @output_option
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
-          link_inputs: bool, stall_timeout: float, verbose: bool, quiet: bool, output: str) -> None:
+          host_order: str | None, link_inputs: bool, stall_timeout: float, verbose: bool, quiet: bool,
+          output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
     Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
@@ -149,6 +154,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     loaded = load(file, overrides)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
+                      host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None)
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet) as console:
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
