@@ -47,7 +47,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
             role = role or stack.role_arn
             if not output_path:
                 output_path, code_location = stack.output_path, code_location or stack.code_prefix
-        role = role or _studio_role()
+        role = role or _studio_role(boto, region)
     if not role:
         raise EnvironmentProblem(
             "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, no smtrain infra stack "
@@ -78,9 +78,25 @@ def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:
         return None
 
 
-def _studio_role() -> str | None:
+def _studio_role(boto: Any | None, region: str) -> str | None:
+    """The execution role of the Studio user or notebook instance this runs in, found as SDK v2's
+    `get_execution_role` finds it (Session.get_caller_identity_arn), with boto3 alone: SageMaker's own images
+    ship SDK v3, which has no v2 Session."""
     if not STUDIO_METADATA.exists():
         return None
-    from orchestrator.cloud.sdk import import_sagemaker
+    import json
 
-    return import_sagemaker().get_execution_role()
+    from orchestrator.cloud.aws_errors import aws_errors
+    from orchestrator.cloud.sdk import boto_session, client
+
+    metadata = json.loads(STUDIO_METADATA.read_text())
+    if metadata.get("ExecutionRoleArn"):
+        return metadata["ExecutionRoleArn"]
+    with aws_errors("looking up the execution role of this SageMaker Studio or notebook instance"):
+        sagemaker = client(boto or boto_session(region), "sagemaker")
+        domain = metadata.get("DomainId")
+        if domain is None:
+            return sagemaker.describe_notebook_instance(NotebookInstanceName=metadata["ResourceName"])["RoleArn"]
+        profile = sagemaker.describe_user_profile(DomainId=domain, UserProfileName=metadata["UserProfileName"])
+        return (profile.get("UserSettings", {}).get("ExecutionRole")
+                or sagemaker.describe_domain(DomainId=domain)["DefaultUserSettings"]["ExecutionRole"])
