@@ -77,9 +77,10 @@ SETUPS: dict[str, dict[str, Any]] = {
                         "py_version": "py310", "custom_mpi_options": "-verbose"},
     "smddp-gpu-2.4.0": {"mode": "smddp", "type": "ml.p4de.24xlarge", "framework_version": "2.4.0"},
 }
-# v2's image table ends at 2.8.0; v2 refuses SMDDP past 2.2.0 (sdk-facts.md §0, §5).
-V2_LACKS = {"none-gpu-2.9.0", "none-cpu-2.13.0", "mpi-cpu-2.10.0", "torch_distributed-gpu-2.10.0",
-            "smddp-gpu-2.4.0"}
+# v2's image table ends at 2.8.0; v2 refuses SMDDP past 2.2.0, though the 2.3-2.5 images carry it
+# (sdk-facts.md §0, §5).
+V2_HAS_NO_IMAGE = {version for version, _ in CURRENT_IMAGES}
+V2_REFUSES_SMDDP = {"2.3.0", "2.4.0", "2.5.1"}
 
 FACTORS: dict[str, list[Any]] = {
     "setup": list(SETUPS),
@@ -183,8 +184,7 @@ def _referee(job_plan: Plan) -> dict[str, Any]:
 def test_example_spec_request_equals_what_sdk_v2_sends(spec_file, monkeypatch):
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     job_plan = plan(load(spec_file), job_name="referee-1")
-    assert "image_uri" not in sdk_kwargs(job_plan), "the examples use images v2 picks itself"
-    assert job_plan.create_training_job_request == _referee(job_plan)
+    _compare_with_sdk_v2(job_plan)
 
 
 def test_matrix_is_pairwise_over_every_setting():
@@ -198,21 +198,29 @@ def test_matrix_is_pairwise_over_every_setting():
 
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(case) for case in CASES])
 def test_matrix_request_equals_what_sdk_v2_sends(case, source_dir):
-    job_plan = build_plan(_spec(case, source_dir), _target(case["region"]), job_name="referee-1")
+    _compare_with_sdk_v2(build_plan(_spec(case, source_dir), _target(case["region"]), job_name="referee-1"))
+
+
+def _compare_with_sdk_v2(job_plan: Plan) -> None:
+    """Key for key; where v2 is handed the plan's image, that image is checked on its own."""
+    spec = job_plan.spec
+    smddp = spec.distribution.mode.value in ("smddp", "pytorchddp")
+    v2_cannot_pick = spec.framework_version in V2_HAS_NO_IMAGE or (smddp and spec.framework_version in
+                                                                   V2_REFUSES_SMDDP)
     given_image = "image_uri" in sdk_kwargs(job_plan) and "image_uri" not in job_plan.estimator_kwargs
-    assert given_image == (case["setup"] in V2_LACKS)
+    assert given_image == v2_cannot_pick
 
     assert job_plan.create_training_job_request == _referee(job_plan)
 
     if given_image:
-        _assert_image_from_the_release_data(job_plan, case)
+        _assert_image_from_the_release_data(job_plan)
 
 
-def _assert_image_from_the_release_data(job_plan: Plan, case: dict[str, Any]) -> None:
+def _assert_image_from_the_release_data(job_plan: Plan) -> None:
     """The image v2 was handed: v2's registry for the region; repository:tag from AWS's release data, or, for
     SMDDP on 2.3-2.5, exactly the image v2's own table has for that version."""
     sagemaker = import_sagemaker()
-    spec, region = job_plan.spec, case["region"]
+    spec, region = job_plan.spec, job_plan.target.region
     image = job_plan.create_training_job_request["AlgorithmSpecification"]["TrainingImage"]
     processor = "gpu" if spec.instance.type.split(".")[1][0] in "gp" else "cpu"
     version = spec.framework_version
