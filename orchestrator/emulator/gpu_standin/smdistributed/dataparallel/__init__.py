@@ -1,0 +1,1 @@
+"""Stand-in for SMDDP (``smdistributed.dataparallel``): its PyTorch APIs, over torch.distributed and gloo."""

@@ -1,0 +1,58 @@
+"""CUDA mixed precision becomes CPU mixed precision in bfloat16.
+
+``torch.autocast("cuda", dtype=torch.float16)`` (also ``torch.cuda.amp.autocast``) runs as CPU autocast in
+bfloat16: the script's reduced-precision path is exercised (casts, dtypes of activations, autocast-aware code), and
+bfloat16's float32-sized exponent cannot overflow where fp16 would need the GradScaler, so losses stay sane. fp16
+numerics themselves are not checked. A requested bfloat16 stays bfloat16. ``torch.is_autocast_enabled()`` and
+``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast. ``GradScaler("cuda")`` scales on the CPU and
+keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.amp.autocast_mode
+import torch.amp.grad_scaler
+
+from . import torchscript
+
+
+def install() -> None:
+    autocast = torch.amp.autocast_mode.autocast
+    autocast.__init__ = _autocast_init(autocast.__init__)
+    scaler = torch.amp.grad_scaler.GradScaler
+    scaler.__init__ = _scaler_init(scaler.__init__)
+    for name in ("is_autocast_enabled", "get_autocast_dtype"):
+        original = getattr(torch, name)
+        setattr(torch, name, torchscript.same_operator(_cuda_means_cpu(original), original))
+
+
+def _autocast_init(init):
+    @functools.wraps(init)
+    def on_cpu(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None) -> None:
+        if device_type == "cuda":
+            device_type = "cpu"
+            dtype = torch.bfloat16 if dtype in (None, torch.float16) else dtype
+        init(self, device_type, dtype, enabled, cache_enabled)
+
+    return on_cpu
+
+
+def _scaler_init(init):
+    @functools.wraps(init)
+    def on_cpu(self, device: str = "cuda", *args, **kwargs) -> None:
+        init(self, "cpu" if device == "cuda" else device, *args, **kwargs)
+
+    return on_cpu
+
+
+def _cuda_means_cpu(query):
+    """``torch.is_autocast_enabled()`` without a device means CUDA; so does "cuda"."""
+
+    @functools.wraps(query)
+    def for_cpu(device_type: str | None = None):
+        return query("cpu" if device_type in (None, "cuda") else device_type)
+
+    return for_cpu

@@ -1,0 +1,92 @@
+"""NCCL process groups run over gloo; DistributedDataParallel and DataParallel accept the emulated GPUs.
+
+* ``init_process_group`` and ``new_group``: ``"nccl"``, ``"cuda:nccl"`` or ``"cpu:gloo,cuda:nccl"`` become
+  ``"gloo"`` (every tensor is on the CPU, which gloo serves); a CUDA ``device_id`` is checked and dropped.
+  No backend means gloo, as torch picks it on a CPU-only build. ``dist.get_backend()`` therefore says ``"gloo"``
+  (or ``"smddp"``): torch's own code asks it to pick devices for collectives, so it must tell the truth.
+* ``dist.is_nccl_available()`` is True, so scripts choose NCCL as they do on the instance.
+* ``DistributedDataParallel(model, device_ids=[local_rank], output_device=...)``: torch refuses device ids for a
+  module on the CPU, so they are checked against the emulated GPUs and dropped.
+* ``nn.DataParallel(model)`` is built over the emulated GPUs as on the instance (``device_ids`` lists them) and
+  runs the whole batch through the module on the CPU: the same math as scattering it, except that BatchNorm
+  computes its batch statistics over the whole batch instead of per GPU.
+* ``nn.SyncBatchNorm`` normalises with each process's own batch statistics, like BatchNorm (torch has no CPU
+  kernels for the synchronised ones); a warning says so once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+import torch
+import torch.distributed
+import torch.distributed.distributed_c10d as c10d
+from torch.nn.modules.batchnorm import SyncBatchNorm, _BatchNorm
+from torch.nn.parallel import DataParallel, DistributedDataParallel
+
+from . import devices
+
+
+def install() -> None:
+    torch.distributed.init_process_group = c10d.init_process_group = _on_gloo(c10d.init_process_group)
+    torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
+    # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
+    torch.distributed.is_nccl_available = _nccl_available
+    DistributedDataParallel.__init__ = _ddp_init(DistributedDataParallel.__init__)
+    DataParallel.forward = _data_parallel_forward
+    SyncBatchNorm.forward = _sync_batch_norm_forward
+
+
+def _nccl_available() -> bool:
+    return True
+
+
+def gloo_for(backend: str | None) -> str | None:
+    """The backend that runs `backend` here: gloo for any NCCL backend string, others unchanged."""
+    if backend is not None and "nccl" in str(backend).lower():
+        return "gloo"
+    return backend
+
+
+def _on_gloo(create):
+    signature = inspect.signature(create)
+
+    @functools.wraps(create)
+    def create_on_gloo(*args, **kwargs):
+        call = signature.bind(*args, **kwargs)
+        if "backend" in call.arguments:
+            call.arguments["backend"] = gloo_for(call.arguments["backend"])
+        if call.arguments.get("device_id") is not None and devices.is_gpu(call.arguments["device_id"]):
+            call.arguments["device_id"] = None
+        return create(*call.args, **call.kwargs)
+
+    return create_on_gloo
+
+
+def _ddp_init(init):
+    @functools.wraps(init)
+    def without_device_ids(self, module, device_ids=None, output_device=None, *args, **kwargs) -> None:
+        for device in [*(device_ids or []), *([] if output_device is None else [output_device])]:
+            devices.placement(device)  # checks the index
+        init(self, module, None, None, *args, **kwargs)
+
+    return without_device_ids
+
+
+def _data_parallel_forward(self, *inputs, **kwargs):
+    with torch.autograd.profiler.record_function("DataParallel.forward"):
+        return self.module(*inputs, **kwargs)
+
+
+def _sync_batch_norm_forward(self, input):
+    if self.training and _world_size(self.process_group) > 1:
+        warnings.warn("smtrain CPU stand-in: SyncBatchNorm uses each process's own batch statistics here (no CPU "
+                      "kernels for synchronised ones); the instance's GPUs would share them across processes.",
+                      stacklevel=2)
+    return _BatchNorm.forward(self, input)
+
+
+def _world_size(group) -> int:
+    return torch.distributed.get_world_size(group) if torch.distributed.is_initialized() else 1

@@ -1,0 +1,19 @@
+"""Applies every patch of the stand-in, once, right after torch has been imported."""
+
+from __future__ import annotations
+
+from . import accelerator, amp, cuda_api, devices, distributed, placement, streams, unsupported
+from .env import Settings
+
+
+def apply(settings: Settings) -> None:
+    """Makes this process see ``settings.num_gpus`` GPUs of model ``settings.gpu_name``, all standing in on the
+    CPU. The order matters: ``torch.accelerator`` reuses the patched ``torch.cuda`` functions."""
+    devices.configure(settings.num_gpus)
+    cuda_api.install(settings)
+    streams.install()
+    accelerator.install()
+    placement.install()
+    amp.install()
+    distributed.install()
+    unsupported.install()

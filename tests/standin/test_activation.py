@@ -1,0 +1,69 @@
+"""How the stand-in is switched on and off: by the environment alone, through sitecustomize, chaining to the
+sitecustomize it shadows, never importing torch itself; and the torch-free modules the emulator reads."""
+
+from __future__ import annotations
+
+import json
+
+REPORT = ("import json, sys, torch; print(json.dumps({'cuda': torch.cuda.is_available(), "
+          "'patched': 'smtrain_gpu_standin.patches' in sys.modules, 'tensor_to': type(torch.Tensor.to).__name__}))")
+# Without importing torch: whether the stand-in waits for it, and whether a user's sitecustomize ran.
+ARMED = ("import os, sys; print(any(type(f).__name__ == '_PostImportFinder' for f in sys.meta_path), "
+         "os.environ.get('USER_SITECUSTOMIZE'))")
+
+
+def _report(output: str) -> dict:
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def test_sitecustomize_without_variable_changes_nothing(standin):
+    result = standin.python("-c", REPORT, num_gpus=None)
+    assert _report(result.stdout) == {"cuda": False, "patched": False, "tensor_to": "method_descriptor"}
+    assert result.stderr == ""
+
+
+def test_sitecustomize_zero_gpus_means_off(standin):
+    assert standin.python("-c", ARMED, num_gpus=0).stdout.split() == ["False", "None"]
+
+
+def test_sitecustomize_with_variable_patches_torch_when_imported(standin):
+    result = standin.python("-c", REPORT, num_gpus=2)
+    assert _report(result.stdout) == {"cuda": True, "patched": True, "tensor_to": "function"}
+
+
+def test_sitecustomize_never_imports_torch_itself(standin):
+    result = standin.python("-c", "import sys; print('torch' in sys.modules)", num_gpus=4)
+    assert result.stdout.strip() == "False"
+
+
+def test_sitecustomize_runs_the_one_it_shadows(standin, tmp_path):
+    user_dir = tmp_path / "user"
+    user_dir.mkdir()
+    (user_dir / "sitecustomize.py").write_text("import os\nos.environ['USER_SITECUSTOMIZE'] = 'ran'\n")
+    for num_gpus, armed in ((None, "False"), (4, "True")):
+        result = standin.python("-c", ARMED, num_gpus=num_gpus, pythonpath=str(user_dir))
+        assert result.stdout.split() == [armed, "ran"]
+
+
+def test_sitecustomize_malformed_count_stops_with_the_fix(standin):
+    env = standin.environment(num_gpus=None, **{standin.env_module.NUM_GPUS: "four"})
+    result = standin.run(["python", "-c", "print('started')"], env, check=False)
+    assert result.returncode != 0
+    assert "started" not in result.stdout
+    assert "SMTRAIN_GPU_STANDIN='four' is not a positive number. To fix:" in result.stderr
+
+
+def test_env_read_parses_the_variables(standin):
+    env = standin.env_module
+    settings = env.read({env.NUM_GPUS: "8", env.GPU_NAME: "A100", env.GPU_MEMORY_GIB: "80"})
+    assert (settings.num_gpus, settings.gpu_name, settings.memory_gib) == (8, "A100", 80.0)
+    assert env.read({}) is None
+    assert env.read({env.NUM_GPUS: "1"}).gpu_name == "GPU"
+
+
+def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):
+    notice = standin.torch_free_module("notice").start_of_run_notice(4, "NVIDIA A10G")
+    assert "4 x NVIDIA A10G per host" in notice
+    for unchecked in ("custom CUDA and Triton kernels", "NCCL/EFA behaviour", "GPU memory limits",
+                      "fp16 numerics", "speed"):
+        assert unchecked in notice

@@ -1,0 +1,91 @@
+"""Unmodified GPU scripts (scripts/) on this CPU-only machine, started by the real launchers with the stand-in
+switched on only through the environment. The instance emulated is an ml.g5.12xlarge: 4 x A10G per host."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+DATASET_SIZE = 64  # scripts/ddp_torchrun.py
+
+
+def _assert_one_model(lines: list[dict], world_size: int, keys: tuple[str, ...]) -> None:
+    """Every rank printed, ranks are 0..world_size-1, and they agree on `keys` (losses, weight checksums)."""
+    assert sorted(line["rank"] for line in lines) == list(range(world_size))
+    assert {line["world_size"] for line in lines} == {world_size}
+    for key in keys:
+        assert len({line[key] for line in lines}) == 1, f"ranks disagree on {key}: {lines}"
+
+
+def _assert_shards_partition_the_dataset(lines: list[dict]) -> None:
+    shards = [set(line["shard"]) for line in lines]
+    assert sum(len(shard) for shard in shards) == DATASET_SIZE
+    assert set().union(*shards) == set(range(DATASET_SIZE))
+
+
+@pytest.mark.slow
+def test_ddp_torchrun_two_nodes_over_nccl(standin):
+    env = standin.environment(num_gpus=4)
+    nodes = [standin.start(standin.torchrun(
+        "--nnodes", "2", "--nproc-per-node", "2", "--node-rank", str(node), "--master-addr", env["MASTER_ADDR"],
+        "--master-port", env["MASTER_PORT"], str(standin.scripts / "ddp_torchrun.py")), env) for node in (0, 1)]
+    lines = [line for node in nodes for line in standin.json_lines(standin.finish(node).stdout)]
+    _assert_one_model(lines, world_size=4, keys=("final_loss", "checksum", "device_count"))
+    _assert_shards_partition_the_dataset(lines)
+    assert {line["rank"]: line["device"] for line in lines} == {0: 0, 1: 1, 2: 0, 3: 1}  # set_device(LOCAL_RANK)
+    assert lines[0]["device_count"] == 4
+
+
+@pytest.mark.slow
+def test_ddp_torchrun_one_node_one_process_per_gpu(standin):
+    env = standin.environment(num_gpus=4)
+    result = standin.run(standin.torchrun("--nproc-per-node", "gpu", "--master-port", env["MASTER_PORT"],
+                                          str(standin.scripts / "ddp_torchrun.py")), env)
+    lines = standin.json_lines(result.stdout)
+    _assert_one_model(lines, world_size=4, keys=("final_loss", "checksum"))
+    _assert_shards_partition_the_dataset(lines)
+    assert {line["rank"]: line["device"] for line in lines} == {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+@pytest.mark.slow
+def test_spawn_one_process_per_gpu(standin):
+    result = standin.python(str(standin.scripts / "spawn_per_gpu.py"), num_gpus=4)
+    for rank in range(4):
+        assert f"Finished running basic DDP example on rank {rank} of 4." in result.stdout
+
+
+@pytest.mark.slow
+def test_smddp_backend_under_mpirun(standin):
+    result = standin.run(standin.mpirun(4, standin.scripts / "smddp_backend.py"), standin.environment(num_gpus=4))
+    lines = standin.json_lines(result.stdout)
+    _assert_one_model(lines, world_size=4, keys=("mean_last_loss", "checksum", "backend"))
+    assert lines[0]["backend"] == "smddp"
+    assert sorted(line["local_rank"] for line in lines) == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_smddp_legacy_api_under_mpirun(standin):
+    result = standin.run(standin.mpirun(2, standin.scripts / "smddp_legacy.py"), standin.environment(num_gpus=4))
+    lines = standin.json_lines(result.stdout)
+    _assert_one_model(lines, world_size=2, keys=("average_rank", "checksum"))  # DDP broadcast rank 0's weights
+    assert lines[0]["average_rank"] == 0.5
+    assert sorted(line["local_rank"] for line in lines) == [0, 1]
+
+
+def test_model_parallel_matches_the_unsplit_model(standin):
+    result = standin.python(str(standin.scripts / "model_parallel.py"), num_gpus=4)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["split_losses"] == outcome["whole_losses"]
+    assert outcome["max_weight_difference"] == 0.0
+
+
+def test_prefetch_thread_streams_and_amp_train_to_the_end(standin):
+    result = standin.run([sys.executable, "-W", "error::UserWarning", str(standin.scripts / "prefetch_amp.py")],
+                         standin.environment(num_gpus=4))
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["finite"] is True
+    assert (outcome["epochs"], outcome["steps"]) == (3, 8)
+    assert outcome["autocast_dtype"] == "torch.bfloat16"
+    assert outcome["elapsed_ms"] > 0
