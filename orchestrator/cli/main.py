@@ -145,7 +145,9 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     [algo-N] in the logs (printed with --verbose; otherwise a progress bar with steps/s, ETA and loss, and the
     loss curve at the end); model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
     kept in metrics.jsonl (`smtrain metrics RUN_DIR`). Exit code: 0 Completed, 1 Failed (the reason names the
-    host and rank), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted.
+    host and rank), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted. Ctrl-C (or
+    SIGTERM, SIGHUP) gives the ranks up to 10 s to checkpoint, then kills them; a second Ctrl-C kills at once.
+    Nothing the run starts outlives it.
     """
     from orchestrator.emulator.runner import Options, run_local
     from orchestrator.spec.loader import load
@@ -174,14 +176,18 @@ def _input_paths(inputs: dict[str, str]) -> dict[str, Path]:
 
 
 def _forward_signals(supervisor: Any) -> None:
-    """Ctrl-C and SIGTERM reach every training process as a spot interruption would; checkpoints stay."""
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop the run as a spot interruption would: SIGTERM to
+    every training process, a bounded grace to checkpoint, then SIGKILL; a second one kills at once. Once the
+    run's processes have ended (merging artifacts, between attempts), they interrupt smtrain itself."""
     import signal
 
     def interrupt(signum: int, frame: Any) -> None:
+        if supervisor.finished:
+            raise KeyboardInterrupt
         supervisor.interrupt()
 
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
 
 
 @main.command()

@@ -1,29 +1,59 @@
-"""Runs a job's processes: streams their output, stops everything when one fails, forwards interruptions.
+"""Runs a job's processes: streams their output, stops everything when one fails, forwards interruptions, and
+leaves no process behind.
 
-Every process of a run carries SMTRAIN_RUN_ID in its environment. Open MPI's daemons start their own sessions
-and torchrun its own workers, so process groups do not reach everything; the tag does: on Linux the supervisor
-finds the run's processes through /proc, signals them, and checks that none is left when it returns.
+smtrain is the reaper of everything a run starts. On Linux it becomes a child subreaper
+(`prctl(PR_SET_CHILD_SUBREAPER)`) before launching, so a process whose parent exits (an Open MPI daemon, a
+torchrun worker, a script's `setsid` + `env -i` helper) is re-parented to smtrain instead of init, and stays in
+smtrain's process tree. Every path (completion, failure, Ctrl-C, SIGTERM, SIGHUP, timeout, hang) ends the same
+way: whatever of that tree still runs gets SIGTERM, a bounded grace, then SIGKILL, and is waited for.
+
+A user's interruption gives the training processes at most `INTERRUPT_GRACE_SECONDS` to checkpoint (SageMaker
+gives 120 s, but here someone is waiting at the terminal); after a second the console says which processes it is
+waiting for, and a second Ctrl-C kills them at once.
+
+Output is read in chunks, so memory stays bounded whatever a process prints: the raw bytes go to the host's log
+file as they come (the log is complete), and lines go to the console and the failure tails, a line longer than
+`MAX_LINE_BYTES` in pieces (said once per host).
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
+import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from orchestrator.emulator.launch import RUN_ID_VARIABLE, Launch
+import psutil
+
+from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.emulator.launch import Launch
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own.
 _LAUNCHER_NAMES = {"sh", "dash", "bash", "mpirun", "prterun", "prted", "orterun", "orted"}
 FAILURE_GRACE_SECONDS = 10.0
+INTERRUPT_GRACE_SECONDS = 10.0
+STRAY_GRACE_SECONDS = 2.0
+"""For processes still running when every launcher has exited (SageMaker ends the container at that point)."""
+ANNOUNCE_AFTER_SECONDS = 1.0
+KILL_WAIT_SECONDS = 5.0
 POLL_SECONDS = 0.1
+MAX_LINE_BYTES = 64 * 1024
+TAIL_LINE_CHARACTERS = 4096
+"""A failure reason shows at most 1024 characters: the tails keep no more of each line than that needs."""
+_READ_BYTES = 64 * 1024
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,8 +67,8 @@ class Outcome:
     """How one attempt ended."""
 
     status: str
-    """`completed`, `failed`, `interrupted` (SIGTERM or Ctrl-C, or a simulated spot interruption), `timeout` or
-    `hung` (the `hung` check said so)."""
+    """`completed`, `failed`, `interrupted` (SIGTERM, SIGHUP or Ctrl-C, or a simulated spot interruption),
+    `timeout` or `hung` (the `hung` check said so)."""
     exits: list[Exit]
     first_failure: Exit | None = None
     tails: dict[str, list[str]] = field(default_factory=dict)
@@ -48,32 +78,58 @@ class Outcome:
 
 
 class Supervisor:
-    """Starts the launches of one attempt and sees them to their end."""
+    """Starts the launches of one attempt and sees them, and everything they start, to their end."""
 
     def __init__(self, launches: list[Launch], run_id: str, logs_dir: Path,
-                 on_line: Callable[[str, str], None], tail_lines: int = 200) -> None:
+                 on_line: Callable[[str, str], None], tail_lines: int = 200,
+                 on_notice: Callable[[str], None] | None = None) -> None:
         self._launches = launches
         self._run_id = run_id
         self._logs_dir = logs_dir
         self._on_line = on_line
+        self._on_notice = on_notice or _log.warning
         self._tail_lines = tail_lines
         self._interrupt = threading.Event()
+        self._kill_now = threading.Event()
+        self._finished = threading.Event()
         self._tails: dict[str, list[str]] = {launch.host: [] for launch in launches}
         self._lock = threading.Lock()
 
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
     def interrupt(self) -> None:
-        """Called from a signal handler (Ctrl-C, SIGTERM) or the spot-interruption timer."""
+        """Called from a signal handler (Ctrl-C, SIGTERM, SIGHUP): the first call stops the run gracefully, the
+        next one kills what is left at once."""
+        if self._interrupt.is_set():
+            self._kill_now.set()
         self._interrupt.set()
 
     def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float,
             hung: Callable[[], bool] | None = None) -> Outcome:
-        """Starts the launches and waits for their end.
+        """Starts the launches and waits for their end, and for the end of every process they started.
 
         Args:
+            stop_grace_seconds: how long the processes may take to exit after SIGTERM at max_run_seconds or a
+                simulated spot interruption; a user's interruption gets at most INTERRUPT_GRACE_SECONDS.
             hung: asked at every poll; True stops the run at once with SIGKILL (ranks blocked in a collective
                 cannot act on SIGTERM), after it has taken what it needs from the processes (their stacks).
         """
+        tree = _ProcessTree()
+        try:
+            return self._run(tree, timeout_seconds, interrupt_after, stop_grace_seconds, hung)
+        except BaseException:  # a notebook's KeyboardInterrupt, or a bug: still, nothing outlives the run
+            self._kill(tree, tree.alive())
+            raise
+        finally:
+            tree.close()
+            self._finished.set()
+
+    def _run(self, tree: _ProcessTree, timeout_seconds: float, interrupt_after: float | None,
+             stop_grace_seconds: float, hung: Callable[[], bool] | None) -> Outcome:
         processes = [self._start(launch) for launch in self._launches]
+        tree.own(processes)
         readers = [threading.Thread(target=self._pump, args=(launch.host, process.stdout), daemon=True)
                    for launch, process in zip(self._launches, processes, strict=True)]
         for reader in readers:
@@ -82,32 +138,50 @@ class Supervisor:
         status, first_failure = "completed", None
         while True:
             codes = [process.poll() for process in processes]
-            failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True) if code not in (None, 0)]
+            failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True)
+                      if code not in (None, 0)]
             elapsed = time.monotonic() - started
             if failed:
                 status, first_failure = "failed", failed[0]
-                self._stop(processes, signal.SIGTERM, FAILURE_GRACE_SECONDS, workers_only=False)
+                self._stop(tree, signal.SIGTERM, FAILURE_GRACE_SECONDS, workers_only=False,
+                           why=f"{failed[0].host} failed")
                 break
             if all(code == 0 for code in codes):
+                if tree.alive():
+                    self._stop(tree, signal.SIGTERM, STRAY_GRACE_SECONDS, workers_only=False,
+                               why="the job ended with processes still running")
                 break
-            if self._interrupt.is_set() or (interrupt_after is not None and elapsed >= interrupt_after):
+            if self._interrupt.is_set():
                 status = "interrupted"
-                self._stop(processes, signal.SIGTERM, stop_grace_seconds, workers_only=True)
+                self._stop(tree, signal.SIGTERM, min(stop_grace_seconds, INTERRUPT_GRACE_SECONDS),
+                           workers_only=True, why="interrupted", hint="; Ctrl-C again kills them now")
+                break
+            if interrupt_after is not None and elapsed >= interrupt_after:
+                status = "interrupted"
+                self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True,
+                           why="simulated spot interruption")
                 break
             if elapsed >= timeout_seconds:
                 status = "timeout"
-                self._stop(processes, signal.SIGTERM, stop_grace_seconds, workers_only=True)
+                self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="max_run_seconds")
                 break
             if hung is not None and hung():
                 status = "hung"
-                self._stop(processes, signal.SIGKILL, FAILURE_GRACE_SECONDS, workers_only=False)
+                self._stop(tree, signal.SIGKILL, FAILURE_GRACE_SECONDS, workers_only=False, why="hung")
                 break
             time.sleep(POLL_SECONDS)
-        for reader in readers:
-            reader.join(timeout=5)
+        self._kill(tree, tree.alive())  # whatever a launcher left behind while it exited
+        for launch, reader in zip(self._launches, readers, strict=True):
+            # Every writer of the pipe is gone now, so the reader is at its end of file unless a process outside
+            # this tree (another user's, say) holds the pipe.
+            reader.join(timeout=30)
+            if reader.is_alive():
+                self._notice(f"{launch.host}'s output is still open after its processes ended: its log may be "
+                             "incomplete")
         exits = [Exit(launch.host, process.wait()) for launch, process in zip(self._launches, processes, strict=True)]
+        tree.reap()
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
-                       leftover=self.run_processes())
+                       leftover=[process.pid for process in tree.alive()])
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         with (self._logs_dir / f"{launch.host}.log").open("a", encoding="utf-8") as log:
@@ -117,82 +191,211 @@ class Supervisor:
                                 start_new_session=True)
 
     def _pump(self, host: str, stream: IO[bytes] | None) -> None:
-        """Copies a host's output to its log file and the console callback, line by line."""
+        """Copies a host's output to its log file as it comes, and hands it on line by line; a line longer
+        than MAX_LINE_BYTES is handed on in pieces, so memory stays bounded whatever the process prints."""
         assert stream is not None
-        with (self._logs_dir / f"{host}.log").open("a", encoding="utf-8") as log:
-            for raw in iter(stream.readline, b""):
-                line = raw.decode("utf-8", errors="replace").rstrip("\n")
-                log.write(line + "\n")
+        pending = b""
+        split_said = False
+        with (self._logs_dir / f"{host}.log").open("ab") as log:
+            while chunk := stream.read1(_READ_BYTES):  # type: ignore[attr-defined]
+                log.write(chunk)
                 log.flush()
-                with self._lock:
-                    tail = self._tails[host]
-                    tail.append(line)
-                    del tail[:-self._tail_lines]
-                self._on_line(host, line)
+                pending += chunk
+                start = 0
+                while True:
+                    newline = pending.find(b"\n", start, start + MAX_LINE_BYTES + 1)
+                    if newline >= 0:
+                        self._hand_on(host, pending[start:newline])
+                        start = newline + 1
+                    elif len(pending) - start > MAX_LINE_BYTES:
+                        end = _character_boundary(pending, start + MAX_LINE_BYTES)
+                        if not split_said:
+                            split_said = True
+                            self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
+                                         f"shown in pieces; {self._logs_dir / (host + '.log')} has it whole")
+                        self._hand_on(host, pending[start:end])
+                        start = end
+                    else:
+                        break
+                pending = pending[start:]
+        if pending:
+            self._hand_on(host, pending)
 
-    def run_processes(self) -> list[int]:
-        """Every live process tagged with this run's id (Linux /proc; elsewhere, an empty list)."""
-        marker = f"{RUN_ID_VARIABLE}={self._run_id}".encode() + b"\0"
-        found = []
+    def _hand_on(self, host: str, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        with self._lock:
+            tail = self._tails[host]
+            tail.append(line[:TAIL_LINE_CHARACTERS])
+            del tail[:-self._tail_lines]
         try:
-            entries = os.listdir("/proc")
+            self._on_line(host, line)
+        except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
+            pass
+
+    def _notice(self, text: str) -> None:
+        try:
+            self._on_notice(text)
         except OSError:
-            return []
-        for entry in entries:
-            if not entry.isdigit() or int(entry) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as handle:
-                    if marker in handle.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-        return found
+            pass
 
-    def _signal(self, processes: list[subprocess.Popen[bytes]], sig: int, workers_only: bool) -> None:
-        for pid in self.run_processes():
-            if workers_only and _process_name(pid) in _LAUNCHER_NAMES:
-                continue
-            _send(pid, sig)
-        if not workers_only:
-            for process in processes:
-                _send_group(process.pid, sig)
-
-    def _stop(self, processes: list[subprocess.Popen[bytes]], sig: int, grace_seconds: float,
-              workers_only: bool) -> None:
-        """Signals the run, waits up to `grace_seconds` for it to end, then kills what is left."""
-        self._signal(processes, sig, workers_only)
+    def _stop(self, tree: _ProcessTree, sig: int, grace_seconds: float, workers_only: bool, why: str,
+              hint: str = "") -> None:
+        """Signals the run's processes (only the training processes when `workers_only`: their launchers then
+        exit on their own), waits up to `grace_seconds` for all of them to end, says what it waits for after a
+        second, then kills what is left. A second interruption cuts the wait short."""
+        for process in tree.alive():
+            if not (workers_only and _name(process) in _LAUNCHER_NAMES):
+                _send(process, sig)
         deadline = time.monotonic() + grace_seconds
-        while time.monotonic() < deadline:
-            if all(process.poll() is not None for process in processes) and not self.run_processes():
+        announce_at = time.monotonic() + ANNOUNCE_AFTER_SECONDS
+        while time.monotonic() < deadline and not self._kill_now.is_set():
+            tree.reap()
+            waiting = tree.alive()
+            if not waiting:
                 return
+            if announce_at is not None and time.monotonic() >= announce_at and sig != signal.SIGKILL:
+                announce_at = None
+                self._notice(f"{why}: waiting up to {grace_seconds:g} s for {_described(waiting)} to exit after "
+                             f"{signal.Signals(sig).name}{hint}")
             time.sleep(POLL_SECONDS)
+        waiting = tree.alive()
+        if waiting and sig != signal.SIGKILL:
+            cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
+            self._notice(f"killing {_described(waiting)} {cause}")
+        self._kill(tree, waiting)
+
+    @staticmethod
+    def _kill(tree: _ProcessTree, processes: list[psutil.Process]) -> None:
         for process in processes:
-            _send_group(process.pid, signal.SIGKILL)
-        for pid in self.run_processes():
-            _send(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while self.run_processes() and time.monotonic() < deadline:
+            _send(process, signal.SIGKILL)
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
+        while tree.alive() and time.monotonic() < deadline:
+            tree.reap()
             time.sleep(POLL_SECONDS)
 
 
-def _process_name(pid: int) -> str:
+class _ProcessTree:
+    """Every process a run started: the descendants of smtrain's process that it did not have before the run,
+    with the orphans re-parented to it as a child subreaper."""
+
+    def __init__(self) -> None:
+        self._me = psutil.Process()
+        self._before = {_identity(child) for child in self._me.children()}
+        self._owned: set[int] = set()
+        self._was_subreaper = _child_subreaper()
+        _set_child_subreaper(True)
+
+    def own(self, processes: Iterable[subprocess.Popen[bytes]]) -> None:
+        """Processes whose exit status their Popen reads: never reaped here."""
+        self._owned.update(process.pid for process in processes)
+
+    def alive(self) -> list[psutil.Process]:
+        found: dict[int, psutil.Process] = {}
+        for child in self._new_children():
+            try:
+                family = [child, *child.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+            for process in family:
+                try:
+                    if process.status() != psutil.STATUS_ZOMBIE:
+                        found[process.pid] = process
+                except psutil.NoSuchProcess:
+                    continue
+        return list(found.values())
+
+    def reap(self) -> None:
+        """Waits for the orphans that have exited, so none stays a zombie of smtrain's."""
+        for child in self._new_children():
+            if child.pid not in self._owned:
+                try:
+                    os.waitpid(child.pid, os.WNOHANG)
+                except ChildProcessError:
+                    continue
+
+    def close(self) -> None:
+        if not self._was_subreaper:
+            _set_child_subreaper(False)
+
+    def _new_children(self) -> list[psutil.Process]:
+        children = []
+        for child in self._me.children():
+            try:
+                if _identity(child) not in self._before:
+                    children.append(child)
+            except psutil.NoSuchProcess:
+                continue
+        return children
+
+
+def _identity(process: psutil.Process) -> tuple[int, float]:
+    return process.pid, process.create_time()
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+
+
+def _child_subreaper() -> bool:
+    prctl = _prctl()
+    if prctl is None:
+        return False
+    flag = ctypes.c_int(0)
+    return prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
+
+
+def _set_child_subreaper(on: bool) -> None:
+    """Where the kernel has no subreapers (not Linux), orphans go to init and only attached descendants are
+    found: a documented limit of the emulator there."""
+    prctl = _prctl()
+    if prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        _log.warning("cannot become a child subreaper: %s", os.strerror(ctypes.get_errno()))
+
+
+def _character_boundary(data: bytes, end: int) -> int:
+    """`end`, moved back to the start of a UTF-8 character it would cut (at most 3 bytes)."""
+    for cut in range(end, max(end - 3, 1), -1):
+        if data[cut] & 0xC0 != 0x80:
+            return cut
+    return end
+
+
+def _name(process: psutil.Process) -> str:
     try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
-            return handle.read().strip()
-    except OSError:
+        return process.name()
+    except psutil.Error:
         return ""
 
 
-def _send(pid: int, sig: int) -> None:
+def _send(process: psutil.Process, sig: int) -> None:
     try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
+        process.send_signal(sig)
+    except psutil.Error:
         pass
 
 
-def _send_group(pgid: int, sig: int) -> None:
+def _described(processes: list[psutil.Process], shown: int = 6) -> str:
+    """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`. Launchers only wait for their children,
+    so they are named only when nothing else is left."""
+    processes = [process for process in processes if _name(process) not in _LAUNCHER_NAMES] or processes
+    names = [_describe(process) for process in processes[:shown]]
+    more = f", and {len(processes) - shown} more" if len(processes) > shown else ""
+    return f"{len(processes)} process{'es' if len(processes) != 1 else ''}: {', '.join(names)}{more}"
+
+
+def _describe(process: psutil.Process) -> str:
+    """Host and rank from the process's environment where it still has it (SAGEMAKER_BASE_DIR is the emulated
+    host's directory; RANK or Open MPI's rank), and always its pid and name."""
     try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        env = process.environ()
+    except psutil.Error:
+        env = {}
+    host = Path(env[SAGEMAKER_BASE_DIR]).name if env.get(SAGEMAKER_BASE_DIR) else None
+    rank = env.get(TORCHRUN_VARS[0]) or env.get(OMPI_VARS[0])
+    if rank is None and host and env.get(SM_HOSTS):  # mode none: one process per host, ranked by host
+        hosts = json.loads(env[SM_HOSTS])
+        rank = str(hosts.index(host)) if host in hosts else None
+    where = " ".join(part for part in (host, f"rank {rank}" if rank else None) if part)
+    return f"{where + ' ' if where else ''}(pid {process.pid} {_name(process) or '?'})"
