@@ -48,6 +48,21 @@ def test_packaging_leaves_out_run_directories(tmp_path):
     assert _shipped(tmp_path) == {"train.py", "results/notes.txt"}
 
 
+@pytest.mark.slow
+def test_a_real_local_run_inside_source_dir_is_not_packed(tmp_path):
+    """`smtrain local` with the default layout: the spec's folder is source_dir and the run lands in it."""
+    from orchestrator.emulator.runner import Options, run_local
+    from orchestrator.spec.loader import load
+
+    _write(tmp_path, {"train.py": "print('trained')\n",
+                      "spec.yaml": "name: packed\nentry_point: train.py\nframework_version: '2.3.0'\n"
+                                   "instance: {type: ml.c5.2xlarge, count: 2}\nmetrics: []\n"
+                                   "environment: {DB_PASSWORD: hunter22}\n"})
+    result = run_local(load(tmp_path / "spec.yaml"), Options(run_dir=tmp_path / "runs" / "packed-1"))
+    assert result.status == "Completed", result.failure_reason
+    assert _shipped(tmp_path) == {"train.py", "spec.yaml"}
+
+
 def test_ignore_file_cannot_reinclude_what_is_never_shipped(tmp_path):
     _write(tmp_path, {
         "train.py": "x\n", ".env": SECRET, ".aws/credentials": SECRET, "id_rsa": SECRET, ".git/config": "[core]",
