@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import contract
-from orchestrator.emulator.container import distribution_hyperparameters
+from orchestrator.planning.request import distribution_hyperparameters
 from orchestrator.spec.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
