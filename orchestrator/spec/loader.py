@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.spec.capabilities import Finding, check
 from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
+from orchestrator.spec.capabilities import Finding, check
 from orchestrator.spec.model import JobSpec
 
 Loc = tuple[Any, ...]

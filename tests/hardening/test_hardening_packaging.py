@@ -144,14 +144,15 @@ def test_unreadable_file_is_one_message(tmp_path):
     """Packs as a process that permissions apply to: root without its capabilities (setpriv), else this user."""
     source = _write(tmp_path / "src", {"train.py": "x\n", "secret.bin": "x"})
     (source / "secret.bin").chmod(0)
-    command = [sys.executable, "-c", "from orchestrator.errors import SpecError\n"
-               "from orchestrator.planning.packaging import package\n"
-               f"try:\n    package({str(source)!r})\nexcept SpecError as exc:\n    print(exc)\n"]
+    script = ("from orchestrator.errors import SpecError\nfrom orchestrator.planning.packaging import package\n"
+              f"try:\n    package({str(source)!r})\nexcept SpecError as exc:\n    print(exc)\n")
+    command = [sys.executable, "-c", script]
     if os.geteuid() == 0:
         if not shutil.which("setpriv"):
             pytest.skip("root reads every file, and setpriv is not here to drop that capability")
         command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", *command]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2])
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2],
+                            check=False)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert "cannot read secret.bin: Permission denied" in result.stdout
 

@@ -113,7 +113,7 @@ def test_ctrl_c_with_a_process_ignoring_sigterm_is_announced_and_bounded(spawner
     assert INTERRUPT_GRACE_SECONDS <= seconds < INTERRUPT_GRACE_SECONDS + 15, (seconds, output)
     assert f"interrupted: waiting up to {INTERRUPT_GRACE_SECONDS:g} s for 1 process: algo-1 rank 0 (pid " in output
     assert "Ctrl-C again kills them now" in output
-    assert f"killing 1 process: algo-1 rank 0 (pid" in output and f"after {INTERRUPT_GRACE_SECONDS:g} s" in output
+    assert "killing 1 process: algo-1 rank 0 (pid" in output and f"after {INTERRUPT_GRACE_SECONDS:g} s" in output
     assert _tagged(tag) == []
     print(f"Ctrl-C to exit with a process ignoring SIGTERM: {seconds:.1f} s")
 
