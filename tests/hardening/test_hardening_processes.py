@@ -51,10 +51,11 @@ def spawner_spec(tmp_path):
     shutil.copytree(SCRIPTS, source)
     tag = f"smtrain-test-{uuid.uuid4().hex[:12]}"
 
-    def make(then: str, mode: str = "none", count: int = 2, instance: str = "ml.c5.2xlarge") -> tuple[Path, str]:
+    def make(then: str, mode: str = "none", count: int = 2, instance: str = "ml.c5.2xlarge",
+             max_run_seconds: int = 600) -> tuple[Path, str]:
         spec = {"name": "leftovers", "entry_point": "spawner.py", "source_dir": "src", "framework_version": "2.3.0",
                 "instance": {"type": instance, "count": count}, "distribution": {"mode": mode}, "metrics": [],
-                "max_run_seconds": 600, "hyperparameters": {"tag": tag, "then": then}}
+                "max_run_seconds": max_run_seconds, "hyperparameters": {"tag": tag, "then": then}}
         path = tmp_path / "spec.yaml"
         path.write_text(yaml.safe_dump(spec))
         return path, tag
@@ -64,9 +65,10 @@ def spawner_spec(tmp_path):
         process.kill()
 
 
-@pytest.mark.parametrize(("then", "status"), [("complete", "Completed"), ("fail", "Failed")])
-def test_run_ends_with_no_process_left(spawner_spec, tmp_path, then, status):
-    spec, tag = spawner_spec(then)
+@pytest.mark.parametrize(("then", "max_run_seconds", "status"),
+                         [("complete", 600, "Completed"), ("fail", 600, "Failed"), ("wait", 4, "Stopped")])
+def test_run_ends_with_no_process_left(spawner_spec, tmp_path, then, max_run_seconds, status):
+    spec, tag = spawner_spec(then, max_run_seconds=max_run_seconds)
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert result.status == status, result.failure_reason
     assert _tagged(tag) == []
