@@ -345,6 +345,12 @@ def _multi_node_without_efa(ctx: _Context) -> Iterator[_Hit]:
         yield "instance.type", {}
 
 
+@_rule("isolation-code-channel")
+def _isolation_code_channel(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.network.enable_network_isolation and "code" in ctx.spec.inputs:
+        yield "inputs.code", {}
+
+
 @_rule("entry-point-py")
 def _entry_point_py(ctx: _Context) -> Iterator[_Hit]:
     if ctx.mode is Mode.torch_distributed and not ctx.spec.entry_point.endswith(".py"):

@@ -116,6 +116,8 @@ CASES = [
     ("checkpoint-uri", BASE_SPEC + "checkpoint: {s3_uri: /tmp/ckpt}\n", [], "spec.yaml:10:14", "checkpoint.s3_uri",
      "is not an S3 URI"),
     ("boolean", BASE_SPEC + "spot: {enabled: maybe}\n", [], "spec.yaml:10:8", "spot.enabled", "use true or false"),
+    ("isolation-code-channel", BASE_SPEC + "inputs: {code: s3://b/c/}\nnetwork: {enable_network_isolation: true}\n",
+     [], "spec.yaml:10:10", "inputs.code", "source code travels as an input channel named `code`"),
 ]
 
 
