@@ -8,21 +8,21 @@ the container and is checked against the training toolkit itself by `tests/refer
 from __future__ import annotations
 
 DEVIATIONS = (
-    "host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
-    "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
-    "and gethostname() keep algo-N)",
-    "/opt/ml is each host's folder under the run directory (SAGEMAKER_BASE_DIR, the toolkit's own hook), and a "
-    "checkpoint path outside /opt/ml a folder under container-paths/; hyperparameter and environment values "
-    "naming those paths are rewritten to them, hyperparameters.json included",
-    "Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
-    "smtrain's hooks stand in for ssh and start each rank on its own host",
-    "SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
-    "(--processes-per-host overrides the process count)",
-    "requirements.txt and setup.py are installed once per run into a cached overlay on PYTHONPATH, not per host "
-    "into the interpreter",
-    "the processes inherit this shell's environment (PATH, credentials) beneath the container's variables",
-    "command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
-    "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit",
+    ("host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
+     "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
+     "and gethostname() keep algo-N)"),
+    ("/opt/ml is each host's folder under the run directory (SAGEMAKER_BASE_DIR, the toolkit's own hook), and a "
+     "checkpoint path outside /opt/ml a folder under container-paths/; hyperparameter and environment values "
+     "naming those paths are rewritten to them, hyperparameters.json included"),
+    ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
+     "smtrain's hooks stand in for ssh and start each rank on its own host"),
+    ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
+     "(--processes-per-host overrides the process count)"),
+    ("requirements.txt and setup.py are installed once per run into a cached overlay on PYTHONPATH, not per host "
+     "into the interpreter"),
+    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
+    ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
+     "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
 )
 NO_HOSTNAME_SHIM = "gethostname() returns this machine's name, not algo-N: {why}"
 

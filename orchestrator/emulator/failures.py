@@ -40,7 +40,7 @@ _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)\b.*$")
-_TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.S)
+_TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.DOTALL)
 _TORCHRUN_RANK = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 _MPI_RANK = (re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]"), re.compile(r"process rank (\d+)"))
 
@@ -126,8 +126,9 @@ def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
 
 
 def _first_exception(streams: dict[Any, list[tuple[int, str]]]) -> tuple[Any, str] | None:
-    """The stream (a rank's stdout or stderr) that reported an error first, and the error: the last line of a traceback (a chained
-    exception's final one), or an error line printed without one (`SystemExit("ValueError: ...")`)."""
+    """The stream (a rank's stdout or stderr) that reported an error first, and the error: the last line of a
+    traceback (a chained exception's final one), or an error line printed without one
+    (`SystemExit("ValueError: ...")`)."""
     best: tuple[int, Any, str] | None = None
     for key, lines in streams.items():
         found = _first_error(lines)

@@ -177,7 +177,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
         arg = launcher[index]
         if arg in ("-mca", "--mca") and index + 2 < len(launcher):
             name, value = launcher[index + 1], launcher[index + 2]
-            value = _MCA_VALUES[name] if name in _MCA_VALUES else value
+            value = _MCA_VALUES.get(name, value)
             if value is not None:
                 words += ["--mca", name, value]
             index += 3
@@ -202,7 +202,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
 
 def _exported(item: str, env: Mapping[str, str], hostname_library: Path | None) -> list[str]:
     """One `-x` of the toolkit, as exported here (no value means mpirun's own environment's)."""
-    name, has_value, value = item.partition("=")
+    name, has_value, _ = item.partition("=")
     if name == "LD_PRELOAD":
         return ["-x", shlex.quote(f"LD_PRELOAD={hostname_library}")] if hostname_library else []
     if name == "NCCL_SOCKET_IFNAME":

@@ -29,14 +29,16 @@ from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
 from orchestrator.emulator.container import ContainerJob, Host, resource_config
+from orchestrator.emulator.stall import STACKS_FILE
 from orchestrator.errors import SpecError
+from orchestrator.planning.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
 
 SOURCE_DIR = "source"
 CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
 _PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, "request.json", "spec.json", "result.json", "model.tar.gz",
-            "output.tar.gz")
+            "output.tar.gz", METRICS_FILE, STACKS_FILE)
 
 
 @dataclass(frozen=True)

@@ -72,11 +72,11 @@ def _on_own_host(value: str, master: str, own: str) -> str:
 def relabel(argv: list[str]) -> int:
     """`relabel <processes per host> <shell command>`: runs the command, relabelling its output lines."""
     per_host, command = int(argv[0]), argv[1]
-    # The supervisor signals the training processes; mpirun ends when they do, and so does this process.
+    process = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # The supervisor signals the training processes; mpirun ends when they do, and so does this process (which
+    # ignores the signals only once mpirun has started, so mpirun does not inherit that).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    process = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               preexec_fn=_default_signals)
     assert process.stdout is not None
     out = sys.stdout.buffer
     for raw in iter(lambda: process.stdout.readline(_MAX_LINE), b""):
@@ -86,11 +86,6 @@ def relabel(argv: list[str]) -> int:
         out.flush()
     code = process.wait()
     return 128 - code if code < 0 else code
-
-
-def _default_signals() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def main() -> None:

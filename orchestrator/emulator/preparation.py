@@ -1,10 +1,10 @@
 """A local run prepared from the plan: the request submit would send, turned into emulated instances.
 
 `prepare_run` builds the plan for a local target (`local_target`: file:// stand-ins for S3 inside the run
-directory, a placeholder role), checks before anything starts that this machine and the toolkit can run it,
-writes every host's /opt/ml tree from the plan's CreateTrainingJob request, and installs requirements.txt /
-setup.py. `PreparedRun.host_processes` then gives each host's environment and the toolkit's command, and
-`launches` what the emulator starts, fresh for every attempt.
+directory, a placeholder role), checks before anything starts that this machine and the toolkit can run it, and
+writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
+installs requirements.txt / setup.py as the toolkit does; `host_processes` gives each host's environment and the
+toolkit's command, and `launches` what the emulator starts, fresh for every attempt.
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ class PreparedRun:
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
                                       environ=full, smddprun=find_tool("smddprun", self.python) is not None,
                                       processes_override=self.processes_override)
-            result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own, toolkit_env=toolkit_env))
+            result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own,
+                                      toolkit_env=toolkit_env))
         return result
 
     def launches(self, processes: list[HostProcess], master_port: int) -> list[Launch]:
@@ -253,14 +254,15 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
 
 def _imports_torch(entry_point: Path) -> bool:
     try:
-        return re.search(r"^\s*(import|from)\s+torch\b", entry_point.read_text(errors="replace"), re.M) is not None
+        source = entry_point.read_text(errors="replace")
+        return re.search(r"^\s*(import|from)\s+torch\b", source, re.MULTILINE) is not None
     except OSError:
         return False
 
 
 def _require_module(python: str, module: str, why: str) -> None:
-    probe = subprocess.run([python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec('{module}') "
-                                          "is None)"], capture_output=True, timeout=60)
+    check = f"import importlib.util, sys; sys.exit(importlib.util.find_spec('{module}') is None)"
+    probe = subprocess.run([python, "-c", check], capture_output=True, timeout=60, check=False)
     if probe.returncode != 0:
         install = "pip install torch==2.13.0" if module == "torch" else f"pip install {module}"
         raise EnvironmentProblem(f"{why}, but {python} cannot import {module}",

@@ -8,6 +8,7 @@ result.json, and a failure reason that leads with the failing rank's host, rank 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 import subprocess
@@ -129,8 +130,9 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
     spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
     observer = observer or _Quiet()
     host_order = options.host_order or ((options.master_host,) if options.master_host else None)
-    settings = LocalSettings(run_dir=options.run_dir, inputs=options.inputs, processes_per_host=options.processes_per_host,
-                             host_order=host_order, link_inputs=options.link_inputs, python=options.python)
+    settings = LocalSettings(run_dir=options.run_dir, inputs=options.inputs,
+                             processes_per_host=options.processes_per_host, host_order=host_order,
+                             link_inputs=options.link_inputs, python=options.python)
     substitute = _substitute_backend(spec, lookup(spec.instance.type).gpus, _local_gpu_count(), observer)
     prepared = prepare_run(loaded, settings, substitute)
     layout = prepared.layout
@@ -139,6 +141,19 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(spec), layout.root / METRICS_FILE)
+    try:
+        return _run(prepared, options, observer, supervisor_hook, tracker, started)
+    except BaseException as error:  # a notebook's KeyboardInterrupt, or a bug: the run directory still says so
+        with contextlib.suppress(OSError):
+            _result(prepared, "Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}", tracker, 1,
+                    time.monotonic() - started)
+        raise
+
+
+def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor_hook: Any,
+         tracker: MetricRecorder, started: float) -> LocalRun:
+    """Installs the user's code, runs the attempts (a simulated spot interruption restarts the job), reports."""
+    layout = prepared.layout
     try:
         prepared.install_user_code()
     except InstallFailed as failure:
@@ -196,7 +211,8 @@ def _local_gpu_count() -> int:
     if not shutil.which("nvidia-smi"):
         return 0
     try:
-        listing = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=30).stdout
+        listing = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=30,
+                                 check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return 0
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
@@ -224,13 +240,13 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     layout, job = prepared.layout, prepared.job
     status, exit_code, reason = {
         "completed": ("Completed", 0, None),
-        "timeout": ("Stopped", 3, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
-                                  f"{job.max_run_seconds}"),
-        "interrupted": ("Interrupted", 130, "interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
-                                            f"are kept in {layout.root}"),
+        "timeout": ("Stopped", 3, (f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
+                                   f"{job.max_run_seconds}")),
+        "interrupted": ("Interrupted", 130, ("interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
+                                             f"are kept in {layout.root}")),
         "failed": ("Failed", 1, None),
-        "hung": ("Hung", EXIT_HUNG, f"{hang.summary() if hang else 'Hung'}; every rank's stack: "
-                                    f"{layout.root / STACKS_FILE}"),
+        "hung": ("Hung", EXIT_HUNG, (f"{hang.summary() if hang else 'Hung'}; every rank's stack: "
+                                     f"{layout.root / STACKS_FILE}")),
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
     run_layout.write_status_files(layout, failures)
@@ -290,7 +306,8 @@ def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome:
             failures[item.host.name] = None
         else:
             command = prepared.mask(" ".join(item.toolkit.argv))
-            failures[item.host.name] = prepared.mask(toolkit_failure(code, command, outcome.tails.get(item.host.name, [])))
+            tail = outcome.tails.get(item.host.name, [])
+            failures[item.host.name] = prepared.mask(toolkit_failure(code, command, tail))
     return failures
 
 

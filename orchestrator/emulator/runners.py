@@ -225,7 +225,8 @@ def smddp_command(*, hosts: list[str], per_host: int, master: str, custom_mpi_op
     if instance_type in EFA_RDMA_INSTANCES:
         command += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
     if multi_node:
-        command += ["-x", f"SMDATAPARALLEL_SERVER_ADDR={master}", "-x", f"SMDATAPARALLEL_SERVER_PORT={SMDDP_SERVER_PORT}",
+        command += ["-x", f"SMDATAPARALLEL_SERVER_ADDR={master}",
+                    "-x", f"SMDATAPARALLEL_SERVER_PORT={SMDDP_SERVER_PORT}",
                     "-x", f"SAGEMAKER_INSTANCE_TYPE={instance_type}"]
     if smddprun:
         command.append("smddprun")

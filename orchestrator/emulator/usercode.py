@@ -84,7 +84,8 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
         _see_base_packages(python, _site_packages(directory))
         result = subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install",
                                  "--disable-pip-version-check", "--no-input", *pip_args[1:]],
-                                cwd=code_dir, capture_output=True, text=True, timeout=_PIP_TIMEOUT_SECONDS)
+                                cwd=code_dir, capture_output=True, text=True, timeout=_PIP_TIMEOUT_SECONDS,
+                                check=False)
         output.append(result.stdout + result.stderr)
         if result.returncode != 0:
             raise InstallFailed(error_class, f"{python} -m pip {' '.join(pip_args)}", result.returncode,
@@ -104,7 +105,6 @@ def _site_packages(venv: Path) -> Path:
 
 def _see_base_packages(python: str, site_packages: Path) -> None:
     """The overlay sees every import path of `python` (its venv's site-packages included), after its own."""
-    probe = subprocess.run([python, "-c", "import json, os, sys; "
-                                          "print(json.dumps([p for p in sys.path if p and os.path.isdir(p)]))"],
-                           check=True, capture_output=True, text=True, timeout=60)
+    paths = "import json, os, sys; print(json.dumps([p for p in sys.path if p and os.path.isdir(p)]))"
+    probe = subprocess.run([python, "-c", paths], check=True, capture_output=True, text=True, timeout=60)
     (site_packages / "_smtrain_base_packages.pth").write_text("\n".join(json.loads(probe.stdout)) + "\n")

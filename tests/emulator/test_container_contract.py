@@ -16,7 +16,6 @@ from orchestrator.emulator.container import (
     user_args,
 )
 
-
 # The worked example of sagemaker-contract.md §3.2 and §5.
 CONTRACT_HYPERPARAMETERS = {"b": 7, "backend": "gloo", "learning-rate": 0.001, "use-cuda": True,
                             "layers": [64, 32], "opt": {"beta1": 0.9, "name": "adam"}, "note": None}

@@ -144,3 +144,21 @@ def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
         assert env["SMTRAIN_SUBSTITUTE_BACKEND"] == "gloo"
         assert json.loads(env["SM_FRAMEWORK_PARAMS"]) == {"sagemaker_instance_type": "ml.g5.2xlarge",
                                                           "sagemaker_torch_distributed_enabled": True}
+
+
+def test_host_order_places_the_master_and_the_ranks(make_spec, tmp_path):
+    """SageMaker does not promise algo-1 first: with the group ordered algo-3, algo-1, algo-2 the master (rank 0)
+    is algo-3 and ranks follow the group order, as the toolkit's mpirun --host list says."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    spec = make_spec("env_dump.py", mode="mpi", count=3, distribution={"mode": "mpi", "processes_per_host": 1})
+    run_dir = tmp_path / "run"
+    outcome = CliRunner().invoke(main, ["local", str(spec), "--run-dir", str(run_dir), "--host-order", "algo-3,algo-1",
+                                        "-q"])
+    assert outcome.exit_code == 0, outcome.output
+    seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(run_dir).values()}
+    assert {rank: item["hostname"] for rank, item in seen.items()} == {0: "algo-3", 1: "algo-1", 2: "algo-2"}
+    assert all(item["env"]["SM_CURRENT_INSTANCE_GROUP_HOSTS"] == '["algo-3","algo-1","algo-2"]'
+               and json.loads(item["env"]["SM_TRAINING_ENV"])["master_hostname"] == "algo-3" for item in seen.values())

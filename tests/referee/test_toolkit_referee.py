@@ -151,3 +151,39 @@ def test_the_efa_lists_are_the_toolkits():
 
     assert EFA_NCCL_INSTANCES == set(sagemaker_training.SM_EFA_NCCL_INSTANCES)
     assert EFA_RDMA_INSTANCES == set(sagemaker_training.SM_EFA_RDMA_INSTANCES)
+
+
+FAILING_OUTPUT = [
+    "epoch=1 step=3/10 train_loss=0.5",
+    "[1,1]<stderr>: Traceback (most recent call last):",
+    '[1,1]<stderr>:   File "train.py", line 9, in <module>',
+    '[1,1]<stderr>:     raise ValueError("boom: bad hyperparameter")',
+    "[1,1]<stderr>: ValueError: boom: bad hyperparameter",
+    "[1,0]<stderr>: RuntimeError: Connection closed by peer",
+    "[1,0]<stderr>: RuntimeError: Connection closed by peer",
+    "prterun detected that one or more processes exited with non-zero status",
+]
+
+
+def test_the_failure_message_is_the_toolkits():
+    """ErrorMessage as `process.watch` collects it and `check_error` joins it (one stream: the emulator reads
+    stdout and stderr merged)."""
+    import asyncio
+
+    import sagemaker_training
+    from sagemaker_training import process as toolkit_process
+
+    from orchestrator.emulator.failures import TOOLKIT_ERROR_NAMES, toolkit_error_message
+
+    async def watched() -> str:
+        reader = asyncio.StreamReader()
+        reader.feed_data(("\n".join(FAILING_OUTPUT) + "\n").encode())
+        reader.feed_eof()
+        return await toolkit_process.watch(reader, 1, ["ExecuteUserScriptError"])
+
+    joined = " ".join(["", asyncio.run(watched())])  # check_error: the (empty) other stream, then this one
+    expected = "\n".join(dict.fromkeys(joined.split("\n"))).strip()
+    assert toolkit_error_message(FAILING_OUTPUT) == expected
+    assert expected.startswith('raise ValueError("boom: bad hyperparameter")')
+    names = [*sagemaker_training._PYTHON_ERRORS_, *sagemaker_training._MPI_ERRORS_, "ExecuteUserScriptError"]
+    assert list(TOOLKIT_ERROR_NAMES) == names

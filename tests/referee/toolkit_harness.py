@@ -20,10 +20,10 @@ torch_stand_in = types.ModuleType("torch")
 torch_stand_in.__version__ = metadata.version("torch")
 sys.modules.setdefault("torch", torch_stand_in)
 
-import gethostname  # noqa: E402
-from sagemaker_pytorch_container import training  # noqa: E402
-from sagemaker_training import environment, process, runner  # noqa: E402
-from sagemaker_training.runner import RunnerType  # noqa: E402
+import gethostname
+from sagemaker_pytorch_container import training
+from sagemaker_training import environment, process, runner
+from sagemaker_training.runner import RunnerType
 
 GETHOSTNAME_LIBRARY = "<gethostname library>"
 
