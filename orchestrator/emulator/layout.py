@@ -77,10 +77,11 @@ class RunLayout:
 
 
 def checkpoint_container_path(local_path: str | None) -> str | None:
-    """The checkpoint LocalPath, normalised; a path the emulator cannot place inside the run is refused.
+    """The checkpoint LocalPath, normalised (`..` cannot climb above the container's /); a path the emulator
+    cannot place inside the run is refused.
 
     Raises:
-        SpecError: a relative path, or one that climbs out of / with `..`.
+        SpecError: a relative path, or / itself.
     """
     if local_path is None:
         return None
@@ -88,7 +89,7 @@ def checkpoint_container_path(local_path: str | None) -> str | None:
         raise SpecError(f"checkpoint.local_path {local_path!r} is not an absolute path inside the container",
                         fix="use an absolute container path such as /opt/ml/checkpoints")
     normal = posixpath.normpath(local_path)
-    if normal == "/" or ".." in normal.split("/"):
+    if normal == "/":
         raise SpecError(f"checkpoint.local_path {local_path!r} is not a directory the emulator can place",
                         fix="use a directory such as /opt/ml/checkpoints")
     return normal

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.emulator.deviations import DEVIATIONS
 from orchestrator.emulator.runner import Options, run_local
 from orchestrator.spec.loader import load
 
@@ -23,6 +24,28 @@ def _shell_keeps_hyphenated_names() -> bool:
     return "SM_HP_A-B=1" in probe.stdout
 
 
+class _Notices:
+    """An observer that keeps the notices a run prints."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    def started(self, *args) -> None:
+        pass
+
+    def line(self, *args) -> None:
+        pass
+
+    def progress(self, *args) -> None:
+        pass
+
+    def attempt(self, *args) -> None:
+        pass
+
+
 def _seen(run_dir: Path) -> dict[str, dict]:
     return {path.stem.removeprefix("seen-"): json.loads(path.read_text())
             for path in run_dir.glob("algo-*/output/data/seen-*.json")}
@@ -34,8 +57,10 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
     data.mkdir()
     (data / "part-0.csv").write_text("1,2,3\n")
     spec = make_spec("env_dump.py", hyperparameters=HYPERPARAMETERS, inputs={"training": str(data)})
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    observer = _Notices()
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"), observer)
     assert result.status == "Completed", result.failure_reason
+    assert [text for text in observer.notices if text in DEVIATIONS] == list(DEVIATIONS)  # each once, in order
     seen = _seen(result.run_dir)
     assert sorted(seen) == ["algo-1-0", "algo-2-0"]
     for name in ("algo-1", "algo-2"):

@@ -30,6 +30,8 @@ EDGE_HYPERPARAMETERS = {"b": 7, "backend": "gloo", "learning-rate": 0.001, "use-
 CASES = [
     ("none-2-hosts", {"instance": {"type": "ml.c5.2xlarge", "count": 2}, "hyperparameters": EDGE_HYPERPARAMETERS,
                       "environment": {"OUT": "/opt/ml/output/data/x", "PLAIN": "1"}}, {}, "train.py", None),
+    ("none-network-isolation", {"instance": {"type": "ml.c5.2xlarge", "count": 1},
+                                "network": {"enable_network_isolation": True}}, {}, "train.py", None),
     ("none-gpu-setup-py", {"instance": {"type": "ml.g5.12xlarge", "count": 1}},
      {"setup.py": "from setuptools import setup\nsetup(name='t', py_modules=['train'])\n"}, "train.py", None),
     ("mpi-3-hosts-reordered", {"instance": {"type": "ml.c5.2xlarge", "count": 3},
@@ -123,11 +125,16 @@ def test_the_toolkit_derives_what_the_emulator_exported_and_runs(tmp_path, name,
             assert item.toolkit.processes_per_host == seen["processes_per_host"], host
             assert item.toolkit.argv == seen["command"], host
             assert {**expected, **item.toolkit.environment} == seen["launcher_environment"], host
-        # hyperparameters.json is the request's, with container paths placed on this host.
+        # hyperparameters.json is the request's, with container paths placed on this host; every channel of the
+        # request is there (under network isolation the source tarball arrives as the channel `code`).
         written = json.loads((item.host.config_dir / "hyperparameters.json").read_text())
         request = prepared.plan.create_training_job_request["HyperParameters"]
         assert written.keys() == request.keys()
-        assert {key for key in request if written[key] != request[key]} <= {"save-to"}
+        assert {key for key in request if written[key] != request[key]} <= {"save-to", "sagemaker_submit_directory"}
+        channels = [channel["ChannelName"] for channel in prepared.plan.create_training_job_request["InputDataConfig"]]
+        assert all(any((item.host.data_dir / name).iterdir()) for name in channels)
+        module_dir = json.loads(seen["sm_variables"]["SM_TRAINING_ENV"])["module_dir"]
+        assert Path(module_dir.removeprefix("file://")).is_file(), module_dir  # the tarball is where it says
 
 
 @pytest.mark.parametrize("options", ["", "--NCCL_DEBUG WARN", "--NCCL_DEBUG=TRACE -x A=1", "-x B=2 --NCCL_DEB INFO",

@@ -1,0 +1,67 @@
+"""The run directory's rules, without running anything: container paths placed per host, code extracted only into
+an empty code directory (as the toolkit does), artifacts written whole."""
+
+from __future__ import annotations
+
+import tarfile
+
+import pytest
+
+from orchestrator.emulator.container import ContainerJob, Host
+from orchestrator.emulator.layout import RunLayout, checkpoint_container_path, merge_artifacts, new_layout, prepare
+from orchestrator.errors import SpecError
+from orchestrator.planning.packaging import package
+
+REQUEST = {
+    "TrainingJobName": "layout-job", "AlgorithmSpecification": {"TrainingInputMode": "File"},
+    "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 2},
+    "HyperParameters": {"sagemaker_program": '"train.py"'}, "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+    "CheckpointConfig": {"S3Uri": "s3://b/c/", "LocalPath": "/checkpoints/run"},
+}
+
+
+def test_container_paths_are_placed_inside_the_run(tmp_path):
+    layout = new_layout(tmp_path / "run", ContainerJob.from_request(REQUEST))
+    host = layout.hosts[1]
+    assert layout.rewrite(host, "/opt/ml/model/best") == str(tmp_path / "run/algo-2/model/best")
+    assert layout.rewrite(host, "/checkpoints/run/epoch-3") == str(tmp_path / "run/container-paths/algo-2/checkpoints/"
+                                                                              "run/epoch-3")
+    assert layout.rewrite(host, "/opt/mlx") == "/opt/mlx" and layout.rewrite(host, "/checkpoints/runs") == "/checkpoints/runs"
+
+
+@pytest.mark.parametrize("path", ["checkpoints", "/", "/a/../.."])
+def test_checkpoint_paths_the_emulator_cannot_place_are_refused(path):
+    with pytest.raises(SpecError):
+        checkpoint_container_path(path)
+
+
+def test_a_checkpoint_path_cannot_climb_out_of_the_container():
+    assert checkpoint_container_path("/a/../../etc/ckpt/") == "/etc/ckpt"
+
+
+def test_code_is_extracted_only_into_an_empty_code_directory(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("print('from the tarball')\n")
+    job = ContainerJob.from_request(REQUEST)
+    layout = new_layout(tmp_path / "run", job)
+    (layout.hosts[0].code_dir).mkdir(parents=True)
+    (layout.hosts[0].code_dir / "baked.py").write_text("print('already in the image')\n")
+    prepare(layout, job, package(source), tmp_path / "run/source/x/sourcedir.tar.gz", {}, ["algo-1", "algo-2"], False,
+            {host.name: job.hyperparameters for host in layout.hosts})
+    assert sorted(path.name for path in layout.hosts[0].code_dir.iterdir()) == ["baked.py"]
+    assert sorted(path.name for path in layout.hosts[1].code_dir.iterdir()) == ["train.py"]
+
+
+def test_artifacts_merge_hosts_and_replace_the_old_archive_whole(tmp_path):
+    hosts = tuple(Host(f"algo-{index}", tmp_path / f"algo-{index}") for index in (1, 2))
+    for index, host in enumerate(hosts):
+        host.model_dir.mkdir(parents=True)
+        (host.model_dir / "shared.txt").write_text(f"from {host.name}\n")
+        (host.model_dir / f"only-{index}.txt").write_text("x")
+    (tmp_path / "model.tar.gz").write_bytes(b"an older archive")
+    model, _ = merge_artifacts(RunLayout(tmp_path, hosts, None))
+    with tarfile.open(model) as tar:
+        assert sorted(tar.getnames()) == ["only-0.txt", "only-1.txt", "shared.txt"]
+        assert tar.extractfile("shared.txt").read() == b"from algo-2\n"  # a later host overwrites a clash
+    assert not list(tmp_path.glob(".*.partial"))
