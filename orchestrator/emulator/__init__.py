@@ -1,8 +1,15 @@
 """`smtrain local`: SageMaker's training container emulated on this machine, without docker.
 
-container.py  what the SDK sends and the toolkit derives (hyperparameters, resourceconfig, SM_* variables)
-layout.py     the run directory: one /opt/ml tree per host, checkpoint sync, merged artifacts
-launch.py     each mode's launcher command line, and the few local deviations
-supervisor.py starts, streams, stops and signals the processes of one attempt
-runner.py     the whole run: preflight, attempts (spot restarts), result
+preparation.py the plan (the request submit sends) turned into emulated instances; checks before anything runs
+container.py   what the platform hands each instance and the toolkit derives (hyperparameters, resourceconfig, SM_*)
+runners.py     the toolkit's launchers, argument for argument (python, mpirun, SMDataParallel, torchrun)
+launch.py      those launchers adapted to one machine, rule by rule; each host's environment
+mpi_hooks.py   Open MPI's remote shell, per-rank start and output relabelling for emulated hosts
+usercode.py    requirements.txt / setup.py installed as the toolkit does, into a cached overlay
+hostname.py    gethostname() answers algo-N (an LD_PRELOAD shim, gethostname.c, built once)
+layout.py      the run directory: one /opt/ml tree per host, checkpoint sync, status files, merged artifacts
+failures.py    the failure reason: the failing rank's exception first, then the toolkit's message
+deviations.py  what differs from SageMaker, said once per run
+supervisor.py  starts, streams, stops and signals the processes of one attempt
+runner.py      the whole run: attempts (spot restarts), result
 """
