@@ -166,6 +166,7 @@ def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
         host, rank = key.rsplit("-", 1)
         assert env["RANK"] == rank and env["WORLD_SIZE"] == "2" and env["LOCAL_RANK"] == "0"
         assert env["GROUP_RANK"] == rank and env["SM_CURRENT_HOST"] == host
+        assert item["hostname"] == host and item["cwd"] == str(result.run_dir / host / "code")
         assert env["SMTRAIN_SUBSTITUTE_BACKEND"] == "gloo"
         assert json.loads(env["SM_FRAMEWORK_PARAMS"]) == {"sagemaker_instance_type": "ml.g5.2xlarge",
                                                           "sagemaker_torch_distributed_enabled": True}
