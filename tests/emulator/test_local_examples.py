@@ -23,6 +23,11 @@ EXAMPLES = [
     ("mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml", [], 2, (1, 2)),
     ("mlp-ddp-smddp-2x-p4d.24xlarge.yaml", [], 1, (2, 1)),
     ("mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml", ["inputs={}"], 1, (2, 1)),
+    ("mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml", ["hyperparameters.checkpoint-every=0"], 2, (1, 2)),
+    ("mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml", ["hyperparameters.checkpoint-every=0",
+                                                        "hyperparameters.prefetch=0"], 1, (2, 1)),
+    ("mlp-model_parallel-none-1x-g5.12xlarge.yaml", ["hyperparameters.mlp-layers=4", "hyperparameters.prefetch=0"],
+     None, (1, 1)),
 ]
 
 
