@@ -1,12 +1,12 @@
 """Bare training loops for FSDP, ZeRO-1 and model parallelism: what bench_sharded.py measures train.py against.
 
 Each trains the same model on the same synthetic data, in the same order, with the same batch and optimizer as
-train.py with the trainer in brackets, written by hand with torch only, and does nothing else: no metric lines,
-checkpoints, checksums or SIGTERM handling.
+train.py with the trainer in brackets (only the model and data builders come from entrypoints/, the rest is
+written by hand with torch), and does nothing else: no metric lines, checkpoints, checksums or SIGTERM handling.
 
-    torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout fsdp --result out.json   # [--trainer fsdp]
-    torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout zero1 --result out.json  # [--trainer gloo --zero-stage 1]
-    python bench/baseline_sharded.py --layout model_parallel --result out.json              # [--trainer model_parallel]
+    torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout fsdp --result out.json  # [--trainer fsdp]
+    torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout zero1 --result out.json # [gloo --zero-stage 1]
+    python bench/baseline_sharded.py --layout model_parallel --result out.json             # [model_parallel]
 
 Takes train.py's options (only the model, data, batch, epoch, optimizer and learning-rate ones matter) plus
 ``--layout`` and ``--result``, where rank 0 writes the samples trained (all ranks) and the wall and CPU seconds of

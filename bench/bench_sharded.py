@@ -1,8 +1,8 @@
 """The fsdp, ZeRO-1 and model_parallel trainers: throughput against bare loops, and memory per rank.
 
-    .venv/bin/python bench/bench_sharded.py            # throughput: 5 repetitions of each, about 10 minutes on 2 cores
+    .venv/bin/python bench/bench_sharded.py            # throughput: 5 repetitions of each, 10-15 minutes on 2 cores
     .venv/bin/python bench/bench_sharded.py --quick    # 2 repetitions on an eighth of the data, about 2 minutes
-    .venv/bin/python bench/bench_sharded.py --memory   # bytes held per rank under DDP, ZeRO-1 and FSDP, 2 and 4 ranks
+    .venv/bin/python bench/bench_sharded.py --memory   # bytes per rank under DDP, ZeRO-1 and FSDP, 2 and 4 ranks
 
 Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp and ZeRO-1 with 2
 torchrun processes, model_parallel with one process and two stages on the CPU), same model, data, batch and Adam,
@@ -10,7 +10,7 @@ alternating, so that a busy moment of the machine hits both alike. Each reports,
 (all ranks) and the wall and CPU seconds of its training loop; train.py's loop includes its metric lines,
 metrics.jsonl, epoch-end checkpoints (sharded, through DCP, for fsdp) and SIGTERM checks. The wall-clock ratio of
 the medians is the goal; the CPU-time ratio and the ratio of the fastest runs move less when other work shares
-the machine.
+the machine, and so does the median of the ratios of each back-to-back pair.
 
 Memory: each rank builds the model exactly as train.py does (trainers.build_strategy), trains one step, and adds up
 the bytes of the storage behind its parameters, gradients and optimizer state (what a rank holds between steps;
@@ -98,12 +98,15 @@ def _throughput(repetitions: int, quick: bool) -> None:
     ratios = {}
     print(f"\nratio smtrain/bare (goal >= {GOAL_RATIO} wall clock of the medians)")
     for trainer in TRAINERS:
+        pairs = zip(rates[trainer, "smtrain", "wall"], rates[trainer, "bare", "wall"], strict=True)
         ratios[trainer] = {
             **{clock: medians[trainer, "smtrain", clock] / medians[trainer, "bare", clock] for clock in CLOCKS},
             "fastest_wall": max(rates[trainer, "smtrain", "wall"]) / max(rates[trainer, "bare", "wall"]),
+            "paired_wall": statistics.median(smtrain / bare for smtrain, bare in pairs),
         }
         print(f"  {trainer:14s} {ratios[trainer]['wall']:.3f} wall, {ratios[trainer]['cpu']:.3f} CPU, "
-              f"{ratios[trainer]['fastest_wall']:.3f} of the fastest runs")
+              f"{ratios[trainer]['fastest_wall']:.3f} of the fastest runs, "
+              f"{ratios[trainer]['paired_wall']:.3f} median of the pairs' wall ratios")
     _write_result("bench_sharded", {
         "workload": workload, "repetitions": repetitions,
         "samples_per_sec": {"/".join(key): values for key, values in rates.items()},
