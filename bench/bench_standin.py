@@ -70,15 +70,31 @@ def main() -> None:
     if options.train:
         train()
         return
+    with tempfile.TemporaryDirectory(prefix="bench-standin-pycache-") as pycache:
+        timings = _alternate(options.rounds, pycache)
+    ratios = {f"{workload}: stand-in / plain, {clock}": (
+        f"{workload}, stand-in, {clock}", f"{workload}, plain, {clock}",
+        GOAL_RATIO if (workload, clock) == ("train", "wall") else None)
+        for workload in WORKLOADS for clock in ("wall", "cpu")}
+    medians = report("standin", timings, ratios)["medians_s"]
+    for workload in WORKLOADS:
+        for clock in ("wall", "cpu"):
+            fastest = min(timings[f"{workload}, stand-in, {clock}"]) / min(timings[f"{workload}, plain, {clock}"])
+            added = (medians[f"{workload}, stand-in, {clock}"] - medians[f"{workload}, plain, {clock}"]) * 1000
+            print(f"  {workload}, {clock}: fastest runs {fastest:.3f}x; stand-in adds {added:.1f} ms (medians)")
+
+
+def _alternate(rounds: int, pycache: str) -> dict[str, list[float]]:
+    """Every workload with and without the stand-in, alternating, `rounds` times; wall and CPU seconds."""
     ignored = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
     env = {name: value for name, value in os.environ.items() if not name.startswith("SMTRAIN_") and name not in ignored}
     # Bytecode is cached, as in normal use, under a scratch prefix so that the tree stays clean.
-    env.update(OMP_NUM_THREADS="1", PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="bench-standin-pycache-"))
+    env.update(OMP_NUM_THREADS="1", PYTHONPYCACHEPREFIX=pycache)
     for args, _ in WORKLOADS.values():  # fill the bytecode and file caches
         for prefix in ([], STANDIN_VARIABLES):
             _run_once(["env", *prefix, sys.executable, *args], env)
     timings: dict[str, list[float]] = {}
-    for _ in range(options.rounds):
+    for _ in range(rounds):
         for workload, (args, runs_per_round) in WORKLOADS.items():
             for _ in range(runs_per_round):
                 for contender, prefix in (("plain", []), ("stand-in", STANDIN_VARIABLES)):
@@ -86,15 +102,7 @@ def main() -> None:
                     wall, cpu = _run_once(["env", *prefix, sys.executable, *args], env)
                     timings.setdefault(f"{workload}, {contender}, wall", []).append(wall)
                     timings.setdefault(f"{workload}, {contender}, cpu", []).append(cpu)
-    ratios = {f"{workload}: stand-in / plain, {clock}": (
-        f"{workload}, stand-in, {clock}", f"{workload}, plain, {clock}",
-        GOAL_RATIO if (workload, clock) == ("train", "wall") else None)
-        for workload in WORKLOADS for clock in ("wall", "cpu")}
-    medians = report("standin", timings, ratios)["medians_s"]
-    for workload in ("import torch", "python -c pass"):
-        for clock in ("wall", "cpu"):
-            added = (medians[f"{workload}, stand-in, {clock}"] - medians[f"{workload}, plain, {clock}"]) * 1000
-            print(f"  {workload}: added by the stand-in, {clock:<4} {added:8.1f} ms (difference of medians)")
+    return timings
 
 
 def _run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
