@@ -4,8 +4,8 @@
   none. A gloo group of one still carries the loop's bookkeeping collectives.
 * ``ddp``: ``DistributedDataParallel``, one process per GPU (``device_ids=[local_rank]``) over NCCL, or over
   ``smddp`` when SageMaker's smddp mode launched the job. When that backend does not exist here, the run stops
-  with an error, unless ``SMTRAIN_SUBSTITUTE_BACKEND`` names a backend to use on the CPU instead (the local
-  emulator sets it to gloo).
+  with an error. (``smtrain local`` on a machine without the instance's GPUs loads its CPU stand-in for CUDA,
+  so this trainer takes its GPU path there, nccl and smddp running over gloo.)
 * ``gloo``: ``DistributedDataParallel`` on the CPU over gloo, any number of processes and hosts.
 * ``fsdp``: FSDP2 (sharded.py), one process per GPU over NCCL (or smddp) as for ``ddp``; on a host without CUDA,
   one or more processes on the CPU over gloo.
@@ -81,8 +81,7 @@ def choose_trainer(requested: str, env: DistEnv, num_gpus: int) -> tuple[str, st
     return trainer, reason
 
 
-def resolve_runtime(requested: str, env: DistEnv, environ: Mapping[str, str],
-                    notify: Callable[[str], None]) -> Runtime:
+def resolve_runtime(requested: str, env: DistEnv, notify: Callable[[str], None]) -> Runtime:
     """Picks the trainer, backend and device, importing the smddp backend when it is the one needed."""
     num_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     trainer, reason = choose_trainer(requested, env, num_gpus)
@@ -104,16 +103,11 @@ def resolve_runtime(requested: str, env: DistEnv, environ: Mapping[str, str],
                 f"LOCAL_RANK {env.local_rank} needs GPU {env.local_rank}, but {num_gpus} are visible. "
                 f"To fix: launch at most {num_gpus} processes per host.")
         return Runtime(trainer, reason, wanted, torch.device("cuda", env.local_rank))
-    substitute = environ.get(dist_env.SMTRAIN_SUBSTITUTE_BACKEND)
-    if substitute:
-        notify(f"trainer {trainer} needs the {wanted} backend, but {missing}; using {substitute} on the CPU "
-               f"instead because {dist_env.SMTRAIN_SUBSTITUTE_BACKEND}={substitute}")
-        return Runtime(trainer, reason, substitute, cpu)
     raise TrainerUnavailable(
         f"trainer {trainer} needs the {wanted} backend, but {missing}. To fix: run on a GPU instance"
         f"{' with the SMDDP library (SageMaker PyTorch GPU image, ml.p4d/p4de)' if wanted == 'smddp' else ''}, "
-        f"use trainer gloo for CPU training, or set {dist_env.SMTRAIN_SUBSTITUTE_BACKEND}=gloo to run this "
-        f"trainer on the CPU over gloo.")
+        f"use trainer gloo for CPU training, or run the job with `smtrain local`, which gives a GPU instance's "
+        f"processes its CPU stand-in for CUDA on a machine without the GPUs.")
 
 
 def init_process_group(runtime: Runtime, env: DistEnv, timeout_seconds: float = 1800) -> Runtime:

@@ -65,9 +65,6 @@ OMPI_VARS = (
 )
 OMPI_RANK, OMPI_SIZE, OMPI_LOCAL_RANK, OMPI_LOCAL_SIZE = OMPI_VARS
 
-# smtrain's own: the backend a trainer may use when the one it needs (nccl, smddp) does not exist here.
-SMTRAIN_SUBSTITUTE_BACKEND = "SMTRAIN_SUBSTITUTE_BACKEND"
-
 # Files the entrypoints write.
 METRICS_JSONL = "metrics.jsonl"
 MODEL_STATE_FILE = "model.pt"

@@ -82,7 +82,7 @@ def run_training(config: TrainConfig, environ: Mapping[str, str]) -> None:
     paths = dist_env.container_paths(environ)
     metrics_path = paths.output_data_dir / dist_env.METRICS_JSONL if paths.output_data_dir else None
     reporter = metrics.Reporter(env.rank, metrics_path)
-    runtime = backends.resolve_runtime(config.trainer, env, environ, reporter.notice)
+    runtime = backends.resolve_runtime(config.trainer, env, reporter.notice)
     runtime = backends.init_process_group(runtime, env, config.collective_timeout_seconds)
     try:
         _train(config, env, runtime, paths, reporter, environ)

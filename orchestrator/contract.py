@@ -43,10 +43,6 @@ OMPI_VARS = (
     "OMPI_COMM_WORLD_LOCAL_SIZE",
 )
 
-# smtrain's own variable: the backend a trainer may use when the one it needs (nccl, smddp) does not exist
-# where it runs. Only the local emulator sets it; on SageMaker a missing backend is an error.
-SMTRAIN_SUBSTITUTE_BACKEND = "SMTRAIN_SUBSTITUTE_BACKEND"
-
 # Hyperparameters of the shared entry point `entrypoints/train.py` (passed as `--key value`).
 HYPERPARAMETERS = frozenset(
     {

@@ -125,6 +125,18 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
                    "the first is the master in distributed modes, MPI ranks are placed in this order; hosts not "
                    "named follow.")
 @click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
+@click.option("--smoke", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="A bounded run for CI: the real-sized job (every host, every rank) for at most SECONDS, then "
+                   "stopped as StopTrainingJob stops it (SIGTERM to every rank, the grace period, checkpoints "
+                   "kept). Exit 0 when every rank started and none failed before the deadline (or the job "
+                   "completed sooner); a rank has started once a process of its host runs it (torchrun's worker "
+                   "with its RANK, mpirun's rank with its OMPI_COMM_WORLD_RANK, the entry point on each host in "
+                   "mode none). Prints the ranks started, the steps reached and the last loss.")
+@click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,
+              help="Run a GPU instance's processes as this machine is. By default, where this machine has fewer "
+                   "GPUs per host than the instance (or none), every training process gets smtrain's CPU stand-in "
+                   "for CUDA (torch.cuda answers as on the instance, nccl runs over gloo, smdistributed is "
+                   "importable); with enough GPUs it is off anyway and real NCCL runs.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="When no rank writes a line (or advances a step) for this long, print every rank's Python "
                    "stack, name the ranks waiting in a collective and the one they wait for, and stop (exit 4). "
@@ -135,8 +147,8 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @output_option
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
-          host_order: str | None, link_inputs: bool, stall_timeout: float, verbose: bool, quiet: bool,
-          output: str) -> None:
+          host_order: str | None, link_inputs: bool, smoke: float | None, no_gpu_standin: bool, stall_timeout: float,
+          verbose: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
     Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
@@ -144,26 +156,45 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Logs are prefixed
     [algo-N] in the logs (printed with --verbose; otherwise a progress bar with steps/s, ETA and loss, and the
     loss curve at the end); model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
-    kept in metrics.jsonl (`smtrain metrics RUN_DIR`). Exit code: 0 Completed, 1 Failed (the reason names the
-    host and rank), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted. Ctrl-C (or
-    SIGTERM, SIGHUP) gives the ranks up to 10 s to checkpoint, then kills them; a second Ctrl-C kills at once.
-    Nothing the run starts outlives it.
+    kept in metrics.jsonl (`smtrain metrics RUN_DIR`). A GPU instance's script runs unchanged on a machine
+    without its GPUs, on smtrain's CPU stand-in for CUDA (see --no-gpu-standin). Exit code: 0 Completed (or
+    passed --smoke), 1 Failed (the reason names the host and rank; with --smoke also a rank that never
+    started), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted. Ctrl-C (or SIGTERM,
+    SIGHUP) gives the ranks up to 10 s to checkpoint, then kills them; a second Ctrl-C kills at once. Nothing the
+    run starts outlives it.
     """
+    from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.runner import Options, run_local
     from orchestrator.spec.loader import load
-    from orchestrator.cli.render import LocalConsole
 
     loaded = load(file, overrides)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
-                      link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None)
+                      link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
+                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke)
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet) as console:
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
+    if result.smoke is not None and output == "text":
+        click.echo(_smoke_line(result), err=True)
     if output == "json":
-        echo_json(result.__dict__)
+        from dataclasses import asdict
+
+        echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _smoke_line(result: Any) -> str:
+    """`smoke passed: 16 of 16 ranks started, step 12 reached, last loss 0.4321, stopped at the 60 s deadline`."""
+    smoke = result.smoke
+    verdict = "passed" if result.exit_code == 0 else "FAILED"
+    ending = ("stopped at the deadline of " if result.status == "Stopped" and result.exit_code == 0
+              else f"{result.status.lower()} within ") + f"{smoke.deadline_seconds:g} s"
+    steps = f"step {smoke.steps_reached} reached" if smoke.steps_reached is not None else "no step=N/M line printed"
+    loss = f", last loss {smoke.last_loss:.6g}" if smoke.last_loss is not None else ""
+    return (f"smoke {verdict}: {smoke.ranks_started} of {smoke.ranks_expected} ranks started, {steps}{loss}, "
+            f"{ending}")
 
 
 def _input_paths(inputs: dict[str, str]) -> dict[str, Path]:

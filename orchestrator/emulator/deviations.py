@@ -17,7 +17,9 @@ DEVIATIONS = (
     ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
      "smtrain's hooks stand in for ssh and start each rank on its own host"),
     ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
-     "(--processes-per-host overrides the process count)"),
+     "(--processes-per-host overrides the process count); a GPU instance's training processes get smtrain's CPU "
+     "stand-in for CUDA where this machine has fewer GPUs per host, and a stand-in over gloo for SageMaker's SMDDP "
+     "library (only in its GPU images); --no-gpu-standin leaves both out"),
     ("requirements.txt and setup.py are installed once per run into a cached overlay on PYTHONPATH, not per host "
      "into the interpreter"),
     ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
@@ -27,9 +29,12 @@ DEVIATIONS = (
 NO_HOSTNAME_SHIM = "gethostname() returns this machine's name, not algo-N: {why}"
 
 
-def notices(hostname_unavailable_because: str | None) -> list[str]:
-    """The deviations of this run, as printed once at its start."""
+def notices(hostname_unavailable_because: str | None, accelerators: str | None = None) -> list[str]:
+    """The deviations of this run, as printed once at its start; `accelerators`: what the training processes see
+    of the instance's GPUs (standin.py: the CPU stand-in's notice, or this machine's GPUs)."""
     found = list(DEVIATIONS)
     if hostname_unavailable_because:
         found.append(NO_HOSTNAME_SHIM.format(why=hostname_unavailable_because))
+    if accelerators:
+        found.append(accelerators)
     return found

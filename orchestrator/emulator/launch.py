@@ -21,11 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.contract import SAGEMAKER_BASE_DIR, SMTRAIN_SUBSTITUTE_BACKEND
+from orchestrator.contract import SAGEMAKER_BASE_DIR
 from orchestrator.emulator.container import Host
 from orchestrator.emulator.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.mpi_hooks import host_environment_variable
 from orchestrator.emulator.runners import RunnerType, ToolkitCommand
+from orchestrator.emulator.standin import Accelerators
 
 HOOKS = Path(__file__).with_name("mpi_hooks.py")
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
@@ -83,13 +84,13 @@ class HostProcess:
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
                      host: Host, *, run_id: str, run_dir: Path, master_port: int, python: str,
                      python_paths: list[Path], bin_paths: list[Path], hostname_library: Path | None,
-                     substitute_backend: str | None) -> tuple[dict[str, str], dict[str, str]]:
+                     accelerators: Accelerators) -> tuple[dict[str, str], dict[str, str]]:
     """A host's process environment, and the part of it the emulator sets.
 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
     container's variables), the platform's (the request's Environment), the toolkits' on top, then the local
     deviations (loopback rendezvous, SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the
-    installed requirements).
+    installed requirements, the CPU stand-in for CUDA first on it with its variables).
     """
     own: dict[str, str] = {**platform, **toolkit}
     own.update({
@@ -98,7 +99,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         "GLOO_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         SAGEMAKER_BASE_DIR: str(host.root),
-        "PYTHONPATH": os.pathsep.join([*(str(path) for path in [host.code_dir, *python_paths]),
+        "PYTHONPATH": os.pathsep.join([*(str(path) for path in [*accelerators.python_path, host.code_dir,
+                                                                *python_paths]),
                                        *filter(None, [inherited.get("PYTHONPATH")])]),
         "PATH": os.pathsep.join([str(Path(python).parent), *(str(path) for path in bin_paths),
                                  inherited.get("PATH", "")]),
@@ -109,8 +111,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     })
     if hostname_library is not None:
         own["LD_PRELOAD"] = str(hostname_library)
-    if substitute_backend:
-        own[SMTRAIN_SUBSTITUTE_BACKEND] = substitute_backend
+    own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)}
     return {**outside, **own}, own
 

@@ -44,6 +44,7 @@ from orchestrator.emulator.runners import (
     toolkit_command,
 )
 from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
+from orchestrator.emulator.standin import Accelerators, accelerators
 from orchestrator.emulator.usercode import Overlay, install_user_code
 from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.planning.plan import Plan, build_plan
@@ -51,11 +52,13 @@ from orchestrator.planning.target import FALLBACK_REGION, Target
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, timestamped_job_name
+from orchestrator.spec.model import JobSpec, Mode, timestamped_job_name
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
 MAX_WORLD_SIZE = 64
+# The modes whose launcher runs SageMaker's SMDDP library (the SDK rewrites pytorchddp to smddp).
+SMDDP_LIBRARY_MODES = (Mode.smddp, Mode.pytorchddp)
 
 
 def local_target(spec: JobSpec, run_dir: Path) -> Target:
@@ -76,6 +79,8 @@ class LocalSettings:
     host_order: tuple[str, ...] | None = None
     link_inputs: bool = False
     python: str = sys.executable
+    gpu_standin: bool = True
+    """Load the CPU stand-in for CUDA where the instance has more GPUs per host than this machine."""
 
 
 @dataclass
@@ -87,7 +92,7 @@ class PreparedRun:
     code_files: frozenset[str]
     world_size: int
     hostname: HostnameShim
-    substitute_backend: str | None
+    accelerators: Accelerators
     python: str
     processes_override: int | None
     overlay: Overlay | None = None
@@ -125,7 +130,7 @@ class PreparedRun:
                 inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
                 python_paths=python_paths, bin_paths=bin_paths, hostname_library=self.hostname.library,
-                substitute_backend=self.substitute_backend)
+                accelerators=self.accelerators)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
@@ -152,8 +157,12 @@ class PreparedRun:
         self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
 
 
-def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, substitute_backend: str | None) -> PreparedRun:
+def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
     """Plans the job for this machine, checks it can run here, and writes every host's /opt/ml tree.
+
+    Args:
+        local_gpus: this machine's GPUs; with fewer than the instance has per host, the training processes get
+            the CPU stand-in for CUDA (unless `settings.gpu_standin` is off).
 
     Raises:
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (exit 2).
@@ -179,16 +188,19 @@ def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, substitut
     run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
                        {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
     return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, code_files=code_files,
-                       world_size=world, hostname=hostname_shim(), substitute_backend=substitute_backend,
+                       world_size=world, hostname=hostname_shim(),
+                       accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,
+                                                 local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
                        secrets=secret_values(spec.environment, spec.hyperparameters))
 
 
 def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
-    """The spec with `--input NAME=PATH` in place of (or added to) its channels."""
-    if not overrides:
+    """The spec with its `local_inputs`, then `--input NAME=PATH`, in place of (or added to) its channels."""
+    if not overrides and not spec.local_inputs:
         return spec
-    inputs = {**spec.inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
+    inputs = {**spec.inputs, **spec.local_inputs,
+              **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
     return spec.model_copy(update={"inputs": inputs})
 
 

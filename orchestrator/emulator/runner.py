@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -25,6 +23,7 @@ from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root
 from orchestrator.emulator.launch import HostProcess, free_port
 from orchestrator.emulator.preparation import LocalSettings, PreparedRun, prepare_run
 from orchestrator.emulator.runners import RunnerType
+from orchestrator.emulator.smoke import RankCensus, SmokeReport
 from orchestrator.emulator.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
     EXIT_HUNG,
@@ -33,13 +32,13 @@ from orchestrator.emulator.stall import (
     StallWatchdog,
     diagnose,
 )
+from orchestrator.emulator.standin import local_gpu_count
 from orchestrator.emulator.supervisor import Outcome, Supervisor
 from orchestrator.emulator.usercode import InstallFailed
-from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, step_mark
+from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, Mode
+from orchestrator.spec.model import JobSpec
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
 # Lines kept per launcher for the failure reason: enough for a deep traceback among other ranks' output.
@@ -86,8 +85,8 @@ class LocalRun:
     job_name: str
     run_dir: Path
     status: str
-    """Completed, Failed, Stopped (max_run_seconds reached), Interrupted (Ctrl-C / SIGTERM) or Hung (no rank
-    wrote a line for `stall_timeout_seconds`)."""
+    """Completed, Failed, Stopped (max_run_seconds reached, or the smoke deadline), Interrupted (Ctrl-C /
+    SIGTERM) or Hung (no rank wrote a line for `stall_timeout_seconds`)."""
     exit_code: int
     world_size: int
     attempts: int
@@ -96,6 +95,7 @@ class LocalRun:
     final_metrics: dict[str, float] = field(default_factory=dict)
     model_artifact: Path | None = None
     output_artifact: Path | None = None
+    smoke: SmokeReport | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,11 @@ class Options:
     python: str = sys.executable
     stall_timeout_seconds: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
     """Stop the run, with every rank's stack, when no rank writes a line for this long; None: never."""
+    gpu_standin: bool = True
+    """Load the CPU stand-in for CUDA where the instance has more GPUs per host than this machine."""
+    smoke_seconds: float | None = None
+    """Stop the job after this long as StopTrainingJob would; it passes (exit 0) when every rank started and
+    none failed before (see smoke.py)."""
 
 
 def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observer: Observer | None = None,
@@ -132,11 +137,10 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
     host_order = options.host_order or ((options.master_host,) if options.master_host else None)
     settings = LocalSettings(run_dir=options.run_dir, inputs=options.inputs,
                              processes_per_host=options.processes_per_host, host_order=host_order,
-                             link_inputs=options.link_inputs, python=options.python)
-    substitute = _substitute_backend(spec, lookup(spec.instance.type).gpus, _local_gpu_count(), observer)
-    prepared = prepare_run(loaded, settings, substitute)
+                             link_inputs=options.link_inputs, python=options.python, gpu_standin=options.gpu_standin)
+    prepared = prepare_run(loaded, settings, local_gpu_count())
     layout = prepared.layout
-    for deviation in notices(prepared.hostname.unavailable_because):
+    for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice):
         observer.notice(deviation)
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
@@ -164,6 +168,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
 
     watchdog = StallWatchdog(options.stall_timeout_seconds)
     hangs: list[HangReport] = []
+    steps: list[int] = []
     attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
     while True:
         attempt += 1
@@ -171,6 +176,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         run_id, port = uuid.uuid4().hex, free_port()
         processes = prepared.host_processes(run_id, port)
         run_launches = prepared.launches(processes, port)
+        census = RankCensus(processes, prepared.group_hosts, prepared.plan.spec.entry_point)
 
         def on_line(host: str, text: str) -> None:
             watchdog.activity()
@@ -178,6 +184,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
             observer.line(host, text)
             mark = step_mark(text)
             if mark:
+                steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
 
         def hung(run_id: str = run_id) -> bool:
@@ -191,9 +198,12 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
                                 on_notice=observer.notice)
         if supervisor_hook:
             supervisor_hook(supervisor)
-        remaining = prepared.job.max_run_seconds - (time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        smoke_left = None if options.smoke_seconds is None else max(options.smoke_seconds - elapsed, 0.0)
         watchdog.activity()
-        outcome = supervisor.run(remaining, interrupt_after, options.stop_grace_seconds, hung=hung)
+        outcome = supervisor.run(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
+                                 hung=hung, stop_after=smoke_left,
+                                 watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
                                           "replaced, checkpoints restored, job restarted")
@@ -202,39 +212,25 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
             continue
         break
     run_layout.upload_checkpoints(layout)
+    smoke = None
+    if options.smoke_seconds is not None:
+        for item in outcome.exits:
+            if item.returncode == 0:
+                census.launcher_succeeded(item.host)
+        smoke = _smoke_report(options.smoke_seconds, census, steps, tracker)
     return _finish(prepared, processes, outcome, tracker, attempt, time.monotonic() - started,
-                   hangs[-1] if hangs else None)
+                   hangs[-1] if hangs else None, smoke)
 
 
-def _local_gpu_count() -> int:
-    """As the toolkit counts them: `GPU ` lines of `nvidia-smi --list-gpus`."""
-    if not shutil.which("nvidia-smi"):
-        return 0
-    try:
-        listing = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=30,
-                                 check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
-
-
-def _substitute_backend(spec: JobSpec, instance_gpus: int, local_gpus: int, observer: Observer) -> str | None:
-    """The backend trainers may use instead of the one SageMaker would give them, said once."""
-    if spec.distribution.mode in (Mode.smddp, Mode.pytorchddp):
-        backend = "nccl" if local_gpus else "gloo"
-        observer.notice(f"the SMDDP library exists only in SageMaker's GPU images: trainers use {backend} instead "
-                        f"(SMTRAIN_SUBSTITUTE_BACKEND={backend})")
-        return backend
-    if instance_gpus and not local_gpus:
-        observer.notice(f"{spec.instance.type} has {instance_gpus} GPU(s), this machine none: NCCL trainers run "
-                        "DDP over gloo on CPU (SMTRAIN_SUBSTITUTE_BACKEND=gloo); shrink the process count with "
-                        "--processes-per-host")
-        return "gloo"
-    return None
+def _smoke_report(deadline: float, census: RankCensus, steps: list[int], tracker: MetricRecorder) -> SmokeReport:
+    losses = loss_metrics(list(tracker.latest))
+    return SmokeReport(deadline_seconds=deadline, ranks_expected=census.expected, ranks_started=census.started,
+                       missing=census.missing(), steps_reached=max(steps) if steps else None,
+                       last_loss=tracker.latest[losses[0]] if losses else None)
 
 
 def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome, tracker: MetricRecorder,
-            attempts: int, seconds: float, hang: HangReport | None = None) -> LocalRun:
+            attempts: int, seconds: float, hang: HangReport | None = None, smoke: SmokeReport | None = None) -> LocalRun:
     """Each host's status file, the merged artifacts and result.json (always, also when writing an artifact
     fails), as a finished job reports."""
     layout, job = prepared.layout, prepared.job
@@ -242,6 +238,7 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
         "completed": ("Completed", 0, None),
         "timeout": ("Stopped", 3, (f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
                                    f"{job.max_run_seconds}")),
+        "stopped": ("Stopped", 0, None),
         "interrupted": ("Interrupted", 130, ("interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
                                              f"are kept in {layout.root}")),
         "failed": ("Failed", 1, None),
@@ -252,6 +249,10 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     run_layout.write_status_files(layout, failures)
     if outcome.status == "failed":
         reason = _failure_reason(prepared, processes, outcome, failures)
+    if smoke is not None and outcome.status == "stopped" and smoke.missing:
+        status, exit_code = "Failed", 1
+        reason = (f"smoke: {', '.join(smoke.missing)} never started within {smoke.deadline_seconds:g} s "
+                  f"({smoke.ranks_started} of {smoke.ranks_expected} ranks started)")
     if outcome.leftover:
         reason = (reason or "") + f"\n{len(outcome.leftover)} process(es) could not be stopped: {outcome.leftover}"
     model = output = None
@@ -260,15 +261,16 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     except OSError as error:
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _artifact_failure(layout.root, error)
-    return _result(prepared, status, exit_code, reason, tracker, attempts, seconds, model, output)
+    return _result(prepared, status, exit_code, reason, tracker, attempts, seconds, model, output, smoke)
 
 
 def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | None, tracker: MetricRecorder,
-            attempts: int, seconds: float, model: Path | None = None, output: Path | None = None) -> LocalRun:
+            attempts: int, seconds: float, model: Path | None = None, output: Path | None = None,
+            smoke: SmokeReport | None = None) -> LocalRun:
     result = LocalRun(job_name=prepared.job.job_name, run_dir=prepared.layout.root, status=status,
                       exit_code=exit_code, world_size=prepared.world_size, attempts=attempts,
                       seconds=round(seconds, 2), failure_reason=prepared.mask(reason) if reason else None,
-                      final_metrics=dict(tracker.latest), model_artifact=model, output_artifact=output)
+                      final_metrics=dict(tracker.latest), model_artifact=model, output_artifact=output, smoke=smoke)
     run_layout.write_result(prepared.layout.root, asdict(result))
     return result
 

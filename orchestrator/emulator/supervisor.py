@@ -47,6 +47,7 @@ STRAY_GRACE_SECONDS = 2.0
 ANNOUNCE_AFTER_SECONDS = 1.0
 KILL_WAIT_SECONDS = 5.0
 POLL_SECONDS = 0.1
+WATCH_SECONDS = 0.5
 MAX_LINE_BYTES = 64 * 1024
 TAIL_LINE_CHARACTERS = 4096
 """A failure reason shows at most 1024 characters: the tails keep no more of each line than that needs."""
@@ -68,7 +69,7 @@ class Outcome:
 
     status: str
     """`completed`, `failed`, `interrupted` (SIGTERM, SIGHUP or Ctrl-C, or a simulated spot interruption),
-    `timeout` or `hung` (the `hung` check said so)."""
+    `timeout`, `stopped` (`stop_after`, as StopTrainingJob) or `hung` (the `hung` check said so)."""
     exits: list[Exit]
     first_failure: Exit | None = None
     tails: dict[str, list[str]] = field(default_factory=dict)
@@ -107,18 +108,22 @@ class Supervisor:
         self._interrupt.set()
 
     def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float,
-            hung: Callable[[], bool] | None = None) -> Outcome:
+            hung: Callable[[], bool] | None = None, stop_after: float | None = None,
+            watch: Callable[[list[psutil.Process]], None] | None = None) -> Outcome:
         """Starts the launches and waits for their end, and for the end of every process they started.
 
         Args:
-            stop_grace_seconds: how long the processes may take to exit after SIGTERM at max_run_seconds or a
-                simulated spot interruption; a user's interruption gets at most INTERRUPT_GRACE_SECONDS.
+            stop_grace_seconds: how long the processes may take to exit after SIGTERM at max_run_seconds, a
+                simulated spot interruption or `stop_after`; a user's interruption gets at most
+                INTERRUPT_GRACE_SECONDS.
             hung: asked at every poll; True stops the run at once with SIGKILL (ranks blocked in a collective
                 cannot act on SIGTERM), after it has taken what it needs from the processes (their stacks).
+            stop_after: stop the job after this many seconds as StopTrainingJob does (status `stopped`).
+            watch: shown the run's live processes every WATCH_SECONDS, and once more right before a stop.
         """
         tree = _ProcessTree()
         try:
-            return self._run(tree, timeout_seconds, interrupt_after, stop_grace_seconds, hung)
+            return self._run(tree, timeout_seconds, interrupt_after, stop_grace_seconds, hung, stop_after, watch)
         except BaseException:  # a notebook's KeyboardInterrupt, or a bug: still, nothing outlives the run
             self._kill(tree, tree.alive())
             raise
@@ -127,7 +132,8 @@ class Supervisor:
             self._finished.set()
 
     def _run(self, tree: _ProcessTree, timeout_seconds: float, interrupt_after: float | None,
-             stop_grace_seconds: float, hung: Callable[[], bool] | None) -> Outcome:
+             stop_grace_seconds: float, hung: Callable[[], bool] | None, stop_after: float | None,
+             watch: Callable[[list[psutil.Process]], None] | None) -> Outcome:
         processes = [self._start(launch) for launch in self._launches]
         tree.own(processes)
         readers = [threading.Thread(target=self._pump, args=(launch.host, process.stdout), daemon=True)
@@ -136,7 +142,11 @@ class Supervisor:
             reader.start()
         started = time.monotonic()
         status, first_failure = "completed", None
+        watched_at = started
         while True:
+            if watch is not None and time.monotonic() - watched_at >= WATCH_SECONDS:
+                watched_at = time.monotonic()
+                watch(tree.alive())
             codes = [process.poll() for process in processes]
             failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True)
                       if code not in (None, 0)]
@@ -160,6 +170,12 @@ class Supervisor:
                 status = "interrupted"
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True,
                            why="simulated spot interruption")
+                break
+            if stop_after is not None and elapsed >= stop_after and elapsed < timeout_seconds:
+                if watch is not None:
+                    watch(tree.alive())
+                status = "stopped"
+                self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="StopTrainingJob")
                 break
             if elapsed >= timeout_seconds:
                 status = "timeout"

@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.emulator.deviations import DEVIATIONS
 from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.standin import STANDIN_DIR
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow
@@ -167,7 +168,9 @@ def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
         assert env["RANK"] == rank and env["WORLD_SIZE"] == "2" and env["LOCAL_RANK"] == "0"
         assert env["GROUP_RANK"] == rank and env["SM_CURRENT_HOST"] == host
         assert item["hostname"] == host and item["cwd"] == str(result.run_dir / host / "code")
-        assert env["SMTRAIN_SUBSTITUTE_BACKEND"] == "gloo"
+        # ml.g5.2xlarge has 1 A10G, this machine none: the CPU stand-in for CUDA, first on the path.
+        assert (env["SMTRAIN_GPU_STANDIN"], env["SMTRAIN_GPU_STANDIN_NAME"]) == ("1", "A10G")
+        assert env["PYTHONPATH"].split(os.pathsep)[:2] == [str(STANDIN_DIR), item["cwd"]]
         assert json.loads(env["SM_FRAMEWORK_PARAMS"]) == {"sagemaker_instance_type": "ml.g5.2xlarge",
                                                           "sagemaker_torch_distributed_enabled": True}
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import backends
 import pytest
 import torch
 from backends import TrainerUnavailable
 from dist_env import DistEnv
+
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
+from orchestrator.emulator.standin import STANDIN_DIR
+
+ENTRYPOINTS = Path(backends.__file__).parent
 
 SINGLE = DistEnv(0, 0, 1, 1, 0, "127.0.0.1", 7777, "single")
 TWO_RANKS = DistEnv(1, 1, 2, 2, 0, "127.0.0.1", 7777, "torchrun")
@@ -45,24 +56,38 @@ def test_dp_refuses_several_processes():
 )
 def test_ddp_without_its_backend_says_what_is_missing_and_how_to_fix(env, missing):
     with pytest.raises(TrainerUnavailable) as raised:
-        backends.resolve_runtime("ddp", env, {}, print)
+        backends.resolve_runtime("ddp", env, print)
     assert missing in str(raised.value)
-    assert "To fix:" in str(raised.value) and "SMTRAIN_SUBSTITUTE_BACKEND=gloo" in str(raised.value)
+    assert "To fix:" in str(raised.value) and "smtrain local" in str(raised.value)
 
 
-@needs_no_cuda
-def test_ddp_uses_the_substitute_backend_on_the_cpu_with_one_notice():
-    notices: list[str] = []
-    runtime = backends.resolve_runtime("ddp", SMDDP_RANK, {"SMTRAIN_SUBSTITUTE_BACKEND": "gloo"}, notices.append)
-    assert (runtime.trainer, runtime.backend, runtime.device) == ("ddp", "gloo", torch.device("cpu"))
-    assert notices == ["trainer ddp needs the smddp backend, but no CUDA device is visible; using gloo on the CPU "
-                       "instead because SMTRAIN_SUBSTITUTE_BACKEND=gloo"]
+RESOLVE_ON_THE_STANDIN = """
+import backends, json
+from dist_env import DistEnv
+for env in (DistEnv(1, 1, 2, 2, 0, "127.0.0.1", 7777, "torchrun"),
+            DistEnv(0, 0, 2, 2, 0, "algo-1", 7777, "mpirun", "smddp")):
+    runtime = backends.resolve_runtime("ddp", env, print)
+    print(json.dumps([runtime.trainer, runtime.backend, str(runtime.device)]))
+"""
+
+
+def test_ddp_takes_its_gpu_path_on_the_cpu_standin_for_cuda():
+    """What `smtrain local` gives a GPU instance's processes here: CUDA answers, so ddp picks nccl (run over
+    gloo by the stand-in) and, in smddp mode, imports the stand-in's smdistributed."""
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
+           "PYTHONPATH": os.pathsep.join([str(STANDIN_DIR), str(ENTRYPOINTS)]),
+           standin_env.NUM_GPUS: "4", standin_env.GPU_NAME: "A10G"}
+    result = subprocess.run([sys.executable, "-c", RESOLVE_ON_THE_STANDIN], env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [["ddp", "nccl", "cuda:1"],
+                                                                         ["ddp", "smddp", "cuda:0"]]
 
 
 @needs_no_cuda
 def test_dp_on_a_cpu_trains_the_bare_model_with_one_notice():
     notices: list[str] = []
-    runtime = backends.resolve_runtime("dp", SINGLE, {}, notices.append)
+    runtime = backends.resolve_runtime("dp", SINGLE, notices.append)
     model = torch.nn.Linear(2, 2)
     assert backends.wrap_model(model, runtime) is model
     assert notices == ["trainer dp: no CUDA device, so no DataParallel; training on one CPU device"]
@@ -70,7 +95,7 @@ def test_dp_on_a_cpu_trains_the_bare_model_with_one_notice():
 
 def test_gloo_in_smddp_mode_says_the_mode_is_ignored():
     notices: list[str] = []
-    runtime = backends.resolve_runtime("gloo", SMDDP_RANK, {}, notices.append)
+    runtime = backends.resolve_runtime("gloo", SMDDP_RANK, notices.append)
     assert (runtime.backend, runtime.device) == ("gloo", torch.device("cpu"))
     assert notices == ["trainer gloo ignores SageMaker's smddp mode and trains on the CPU over gloo"]
 
@@ -85,5 +110,5 @@ def test_model_parallel_refuses_several_processes_on_a_host():
 @pytest.mark.parametrize("trainer", ["fsdp", "model_parallel"])
 def test_sharded_and_model_parallel_trainers_use_gloo_on_a_cpu_host(trainer):
     env = TWO_RANKS if trainer == "fsdp" else SINGLE
-    runtime = backends.resolve_runtime(trainer, env, {}, print)
+    runtime = backends.resolve_runtime(trainer, env, print)
     assert (runtime.trainer, runtime.backend, runtime.device) == (trainer, "gloo", torch.device("cpu"))

@@ -16,6 +16,8 @@ import pytest
 import torch
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
+from orchestrator.emulator.standin import STANDIN_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +28,8 @@ RESUMABLE = ["--model", "mlp", "--num-samples", "512", "--epochs", "2", "--batch
 RESUMABLE_STEPS_PER_EPOCH = 512 // 2 // 8
 METRIC_LINE = re.compile(r"^epoch=\d+ step=\d+/\d+ train_loss=\d+\.\d{6} samples_per_sec=\d+\.\d$")
 SMDDP_MODE = json.dumps({"sagemaker_distributed_dataparallel_enabled": True})
+# What `smtrain local` gives an ml.p4d.24xlarge's processes on this machine: the CPU stand-in for CUDA.
+P4D_STANDIN = {"PYTHONPATH": str(STANDIN_DIR), standin_env.NUM_GPUS: "8", standin_env.GPU_NAME: "A100"}
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +40,10 @@ def two_ranks(launcher):
 
 @pytest.fixture(scope="module")
 def one_rank_double_batch(launcher):
-    """One process of batch 16, as the local emulator runs smddp mode: trainer ddp, gloo substituted."""
-    return launcher.single("one-rank", [*SMALL, "--batch-size", "16", "--trainer", "ddp"],
-                           SMTRAIN_SUBSTITUTE_BACKEND="gloo", SM_FRAMEWORK_PARAMS=SMDDP_MODE).assert_ok()
+    """One process of batch 16 in smddp mode on a p4d, as `smtrain local` runs it here: trainer ddp on the CPU
+    stand-in for CUDA, whose smdistributed stand-in runs the smddp backend over gloo."""
+    return launcher.single("one-rank", [*SMALL, "--batch-size", "16", "--trainer", "ddp"], **P4D_STANDIN,
+                           SM_FRAMEWORK_PARAMS=SMDDP_MODE).assert_ok()
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +91,10 @@ def test_one_rank_with_double_batch_matches_two_ranks(two_ranks, one_rank_double
     assert_same_weights(one_rank_double_batch.state_dict(), two_ranks.state_dict(), tolerance=1e-6)
 
 
-def test_emulated_smddp_run_says_it_substitutes_gloo(one_rank_double_batch):
+def test_emulated_smddp_run_takes_the_gpu_path_on_the_standin(one_rank_double_batch):
     metadata = one_rank_double_batch.model_json()
-    assert (metadata["trainer"], metadata["backend"]) == ("ddp", "gloo")
-    assert one_rank_double_batch.output.count("trainer ddp needs the smddp backend") == 1
+    assert (metadata["trainer"], metadata["backend"]) == ("ddp", "smddp")
+    assert "trainer=ddp (requested) backend=smddp device=cuda:0" in one_rank_double_batch.output
 
 
 def test_dp_with_gradient_accumulation_matches_the_larger_batch(launcher, one_rank_double_batch):

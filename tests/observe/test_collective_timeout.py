@@ -25,7 +25,7 @@ RANK_SCRIPT = textwrap.dedent("""
     import torch, torch.distributed as dist
     import backends, dist_env
     env = dist_env.detect(__import__("os").environ)
-    runtime = backends.resolve_runtime("gloo", env, {}, print)
+    runtime = backends.resolve_runtime("gloo", env, print)
     backends.init_process_group(runtime, env, float(sys.argv[1]))
     if env.rank == 1:
         time.sleep(60)

@@ -1,0 +1,112 @@
+"""`smtrain local --smoke SECONDS`: the real-sized job for a bounded time, then stopped as StopTrainingJob stops it.
+
+The verdict needs to know that every rank the launchers were asked for really started, which their output cannot
+say (most scripts print on rank 0 only). `RankCensus` looks at the run's process tree while it runs, as `ps`
+would: a rank has started once a process of its host runs it, that is, for torchrun a worker with its `RANK`, for
+mpirun a process with its `OMPI_COMM_WORLD_RANK` (set by the rank's own host daemon), for the toolkit's one
+process per host a process of that host running the entry point. A launcher that exited 0 ran all its ranks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, TORCHRUN_VARS
+from orchestrator.emulator.launch import HostProcess
+from orchestrator.emulator.runners import RunnerType
+
+_RANK, _OMPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    """How a smoke run went, in result.json and on the console."""
+
+    deadline_seconds: float
+    ranks_expected: int
+    ranks_started: int
+    missing: list[str]
+    """`rank 9 (algo-2)` for each rank no process was seen for."""
+    steps_reached: int | None
+    """The highest `step=N/M` a progress line showed; None when the script prints none."""
+    last_loss: float | None
+
+
+class RankCensus:
+    """Which of the ranks a run's launchers start have been seen running."""
+
+    def __init__(self, processes: list[HostProcess], group_hosts: list[str], entry_point: str) -> None:
+        self._commands = [item for item in processes if item.toolkit is not None]
+        first = self._commands[0].toolkit if self._commands else None
+        self._runner = first.runner if first else RunnerType.process
+        self._entry_point = entry_point
+        self._module = entry_point.removesuffix(".py")
+        self._expected: dict[int, str] = {}
+        if self._runner is RunnerType.process:
+            hosts = [item.host.name for item in processes]
+            self._expected = {hosts.index(item.host.name): item.host.name for item in self._commands}
+        elif first is not None:
+            per_host = first.processes_per_host
+            count = (_mpi_process_count(first.argv) if self._runner is not RunnerType.torch_distributed
+                     else per_host * len(self._commands))
+            self._expected = {rank: group_hosts[min(rank // per_host, len(group_hosts) - 1)] for rank in range(count)}
+        self._seen: set[int] = set()
+
+    @property
+    def expected(self) -> int:
+        return len(self._expected)
+
+    @property
+    def started(self) -> int:
+        return len(self._seen & self._expected.keys())
+
+    def observe(self, processes: Iterable[psutil.Process]) -> None:
+        """Counts the ranks among `processes` (the run's live process tree)."""
+        for process in processes:
+            rank = self._rank_of(process)
+            if rank is not None:
+                self._seen.add(rank)
+
+    def launcher_succeeded(self, host: str) -> None:
+        """A launcher that exited 0 ran all of its ranks, however briefly each lived."""
+        if self._runner in (RunnerType.mpi, RunnerType.smdataparallel):
+            self._seen.update(self._expected)
+        else:
+            self._seen.update(rank for rank, where in self._expected.items() if where == host)
+
+    def missing(self) -> list[str]:
+        return [f"rank {rank} ({host})" for rank, host in sorted(self._expected.items()) if rank not in self._seen]
+
+    def _rank_of(self, process: psutil.Process) -> int | None:
+        try:
+            env = process.environ()
+            base = env.get(SAGEMAKER_BASE_DIR)
+            if not base:
+                return None
+            if self._runner is RunnerType.torch_distributed:
+                return _number(env.get(_RANK))
+            if self._runner is not RunnerType.process:
+                return _number(env.get(_OMPI_RANK))
+            host = Path(base).name
+            command = " ".join(process.cmdline())
+        except (psutil.Error, OSError):
+            return None
+        if self._entry_point not in command and f"-m {self._module}" not in command:
+            return None
+        return next((rank for rank, name in self._expected.items() if name == host), None)
+
+
+def _number(value: str | None) -> int | None:
+    with contextlib.suppress(TypeError, ValueError):
+        return int(value)  # type: ignore[arg-type]
+    return None
+
+
+def _mpi_process_count(argv: list[str]) -> int:
+    """mpirun's `-np N`."""
+    return int(argv[argv.index("-np") + 1])

@@ -1,0 +1,84 @@
+"""Which GPUs a local run's training processes see: this machine's, or smtrain's CPU stand-in for CUDA.
+
+A GPU instance's script takes its GPU branches (`nccl`, `.to(local_rank)`, `device_count()` processes) only where
+CUDA answers. When this machine has fewer GPUs per host than the instance (or none), every training process gets
+the stand-in (`gpu_standin/`): its directory first on PYTHONPATH, never in the source dir or the tarball, and
+its variables naming the instance's GPUs. With enough GPUs here, real CUDA and NCCL run; only in the modes that
+launch SageMaker's SMDDP library (which ships only in SageMaker's GPU images) is the directory put on PYTHONPATH,
+for its `smdistributed` stand-in, with the CUDA stand-in itself off.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import start_of_run_notice
+from orchestrator.spec.catalog import InstanceType
+
+STANDIN_DIR = Path(__file__).resolve().with_name("gpu_standin")
+NO_STANDIN_FLAG = "--no-gpu-standin"
+
+
+@dataclass(frozen=True)
+class Accelerators:
+    """What a run adds to every training process's environment for the instance's GPUs, and says once."""
+
+    python_path: tuple[Path, ...] = ()
+    """Goes first on PYTHONPATH."""
+    environment: dict[str, str] = field(default_factory=dict)
+    notice: str | None = None
+
+    @property
+    def standin_gpus(self) -> int:
+        """GPUs per host the CPU stand-in emulates; 0 when it is off."""
+        return int(self.environment.get(standin_env.NUM_GPUS, "0"))
+
+
+def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, standin_allowed: bool) -> Accelerators:
+    """The stand-in's part of a run of `instance` on a machine with `local_gpus` GPUs.
+
+    Args:
+        smddp_library: the mode launches SageMaker's SMDDP library (smddp, and pytorchddp which the SDK rewrites
+            to it), which no machine but SageMaker's GPU images has.
+        standin_allowed: False with --no-gpu-standin: the processes see this machine as it is.
+    """
+    if instance.gpus == 0:
+        return Accelerators()
+    if not standin_allowed:
+        return Accelerators(notice=f"{NO_STANDIN_FLAG}: the training processes see this machine's {local_gpus} "
+                                   f"GPU(s), not the {instance.gpus} x {_model(instance)} of {instance.name}")
+    if local_gpus >= instance.gpus:
+        if not smddp_library:
+            return Accelerators(notice=f"this machine has {local_gpus} GPUs: real CUDA and NCCL run (each emulated "
+                                       f"host sees all of them)")
+        return Accelerators(python_path=(STANDIN_DIR,),
+                            notice=f"this machine has {local_gpus} GPUs: real CUDA runs; the SMDDP library exists "
+                                   "only in SageMaker's GPU images, so smtrain's stand-in for it (smdistributed."
+                                   "dataparallel) runs its collectives over gloo")
+    environment = {standin_env.NUM_GPUS: str(instance.gpus), standin_env.GPU_NAME: _model(instance)}
+    if instance.accelerator_memory_gib:
+        environment[standin_env.GPU_MEMORY_GIB] = f"{instance.accelerator_memory_gib:g}"
+    fewer = f" This machine has {local_gpus} GPU(s), fewer than the instance." if local_gpus else ""
+    return Accelerators(python_path=(STANDIN_DIR,), environment=environment,
+                        notice=f"{start_of_run_notice(instance.gpus, _model(instance))}{fewer} Turn it off with "
+                               f"{NO_STANDIN_FLAG}.")
+
+
+def _model(instance: InstanceType) -> str:
+    return instance.accelerator_model or "GPU"
+
+
+def local_gpu_count() -> int:
+    """As the toolkit counts them: `GPU ` lines of `nvidia-smi --list-gpus`."""
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        listing = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=30,
+                                 check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
