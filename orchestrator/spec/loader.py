@@ -370,11 +370,11 @@ def _resolve_paths(raw: Any, base: Path) -> None:
     source_dir = raw.get("source_dir", ".")
     if isinstance(source_dir, str) and "://" not in source_dir:
         raw["source_dir"] = str((base / source_dir).resolve())
-    inputs = raw.get("inputs")
-    if isinstance(inputs, dict):
-        for name, location in inputs.items():
-            if isinstance(location, str) and "://" not in location:
-                inputs[name] = str((base / location).resolve())
+    for channels in (raw.get("inputs"), raw.get("local_inputs")):
+        if isinstance(channels, dict):
+            for name, location in channels.items():
+                if isinstance(location, str) and "://" not in location:
+                    channels[name] = str((base / location).resolve())
 
 
 def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[int, int]],
@@ -399,6 +399,11 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
             problems.append(Problem(_where(path, positions, overrides, ("inputs", name)), f"inputs.{name}",
                                     f"local path {location} does not exist",
                                     "give an s3:// prefix, or a local path relative to the spec file"))
+    for name, location in spec.local_inputs.items():
+        if not Path(location).is_dir():
+            problems.append(Problem(_where(path, positions, overrides, ("local_inputs", name)),
+                                    f"local_inputs.{name}", f"{location} is not a directory",
+                                    "local_inputs are relative to the spec file"))
     return problems
 
 

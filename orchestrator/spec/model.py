@@ -352,6 +352,10 @@ class JobSpec(_Spec):
     """Data channels: name -> `s3://` prefix, mounted at /opt/ml/input/data/<name>. `smtrain local` also takes
     local paths."""
 
+    local_inputs: dict[ChannelName, str] = Field(default_factory=dict)
+    """Local directories `smtrain local` uses for channels of `inputs` instead of downloading their S3 prefix,
+    relative to the spec file, e.g. `{train: data/train}`; submit and plan ignore them, `--input` overrides them."""
+
     output_path: str | None = None
     """S3 prefix for model.tar.gz and output.tar.gz. Default: the infra stack's output path."""
 
@@ -439,6 +443,20 @@ class JobSpec(_Spec):
         if value is not None and not re.fullmatch(r"py3\d+", value):
             raise ValueError(f"{value!r} is not a Python tag such as py311")
         return value
+
+    @model_validator(mode="after")
+    def _local_inputs_mirror_channels(self) -> JobSpec:
+        unknown = sorted(set(self.local_inputs) - set(self.inputs))
+        if unknown:
+            channels = ", ".join(self.inputs) or "none"
+            raise _invalid(f"local_inputs {', '.join(unknown)}: no such channel in inputs ({channels})",
+                           "local_inputs name local copies of the channels in inputs; add the channel to inputs, "
+                           "or use --input NAME=PATH with smtrain local")
+        remote = sorted(name for name, path in self.local_inputs.items() if "://" in path)
+        if remote:
+            raise _invalid(f"local_inputs {', '.join(remote)}: a local directory is needed, not a URI",
+                           "give a path relative to the spec file, e.g. data/train")
+        return self
 
     @model_validator(mode="after")
     def _image_or_version(self) -> JobSpec:
