@@ -58,7 +58,8 @@ class Prefetcher:
                 return
             if isinstance(item, _Failed):
                 raise item.error
-            yield tuple(_when_copied(tensor, event) for tensor, event in item)
+            yield tuple(_when_copied(tensor, device, event)
+                        for (tensor, event), device in zip(item, self._devices, strict=True))
 
     def close(self) -> None:
         """Stops the thread: it finishes the batch it is loading, if any, and loads no more."""
@@ -103,12 +104,12 @@ class Prefetcher:
         return copy, copied
 
 
-def _when_copied(tensor: torch.Tensor, copied: torch.cuda.Event | None) -> torch.Tensor:
-    """`tensor`, usable on the current stream: that stream waits for the side stream's copy, and the caching
-    allocator keeps the copy's memory until the current stream is done with it."""
+def _when_copied(tensor: torch.Tensor, device: torch.device, copied: torch.cuda.Event | None) -> torch.Tensor:
+    """`tensor`, usable on `device`'s current stream: that stream waits for the side stream's copy, and the
+    caching allocator keeps the copy's memory until the current stream is done with it."""
     if copied is None:
         return tensor
-    stream = torch.cuda.current_stream(tensor.device)
+    stream = torch.cuda.current_stream(device)
     stream.wait_event(copied)
     tensor.record_stream(stream)
     return tensor

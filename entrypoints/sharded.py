@@ -49,10 +49,12 @@ class Sharded:
             compute_dtype: bf16 or fp16 to compute in on GPUs, None for fp32.
         """
         device = runtime.device
-        mesh = init_device_mesh(device.type, (world_size,))
+        model.to(device)
+        # fully_shard wants the mesh on the parameters' device type: runtime.device's, except where a CUDA
+        # stand-in (smtrain local without GPUs) keeps "cuda" tensors on the CPU.
+        mesh = init_device_mesh(next(model.parameters()).device.type, (world_size,))
         policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32,
                                       output_dtype=torch.float32)
-        model.to(device)
         for block in _blocks(model):
             fully_shard(block, mesh=mesh, mp_policy=policy)
         self.model: FSDPModule = fully_shard(model, mesh=mesh, mp_policy=policy)
