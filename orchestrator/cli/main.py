@@ -176,7 +176,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet) as console:
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
-    if result.smoke is not None and output == "text":
+    if result.smoke is not None:
         click.echo(_smoke_line(result), err=True)
     if output == "json":
         from dataclasses import asdict

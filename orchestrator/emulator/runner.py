@@ -23,7 +23,7 @@ from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root
 from orchestrator.emulator.launch import HostProcess, free_port
 from orchestrator.emulator.preparation import LocalSettings, PreparedRun, prepare_run
 from orchestrator.emulator.runners import RunnerType
-from orchestrator.emulator.smoke import RankCensus, SmokeReport
+from orchestrator.emulator.smoke import RankCensus, SmokeReport, killed_in_grace
 from orchestrator.emulator.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
     EXIT_HUNG,
@@ -217,16 +217,18 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         for item in outcome.exits:
             if item.returncode == 0:
                 census.launcher_succeeded(item.host)
-        smoke = _smoke_report(options.smoke_seconds, census, steps, tracker)
+        smoke = _smoke_report(options.smoke_seconds, census, steps, tracker,
+                              killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(prepared, processes, outcome, tracker, attempt, time.monotonic() - started,
                    hangs[-1] if hangs else None, smoke)
 
 
-def _smoke_report(deadline: float, census: RankCensus, steps: list[int], tracker: MetricRecorder) -> SmokeReport:
+def _smoke_report(deadline: float, census: RankCensus, steps: list[int], tracker: MetricRecorder,
+                  killed: list[str]) -> SmokeReport:
     losses = loss_metrics(list(tracker.latest))
     return SmokeReport(deadline_seconds=deadline, ranks_expected=census.expected, ranks_started=census.started,
                        missing=census.missing(), steps_reached=max(steps) if steps else None,
-                       last_loss=tracker.latest[losses[0]] if losses else None)
+                       last_loss=tracker.latest[losses[0]] if losses else None, killed_after_deadline=killed)
 
 
 def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome, tracker: MetricRecorder,
@@ -249,10 +251,8 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     run_layout.write_status_files(layout, failures)
     if outcome.status == "failed":
         reason = _failure_reason(prepared, processes, outcome, failures)
-    if smoke is not None and outcome.status == "stopped" and smoke.missing:
-        status, exit_code = "Failed", 1
-        reason = (f"smoke: {', '.join(smoke.missing)} never started within {smoke.deadline_seconds:g} s "
-                  f"({smoke.ranks_started} of {smoke.ranks_expected} ranks started)")
+    if smoke is not None and outcome.status == "stopped" and smoke.failure():
+        status, exit_code, reason = "Failed", 1, smoke.failure()
     if outcome.leftover:
         reason = (reason or "") + f"\n{len(outcome.leftover)} process(es) could not be stopped: {outcome.leftover}"
     model = output = None

@@ -5,6 +5,12 @@ say (most scripts print on rank 0 only). `RankCensus` looks at the run's process
 would: a rank has started once a process of its host runs it, that is, for torchrun a worker with its `RANK`, for
 mpirun a process with its `OMPI_COMM_WORLD_RANK` (set by the rank's own host daemon), for the toolkit's one
 process per host a process of that host running the entry point. A launcher that exited 0 ran all its ranks.
+
+What ends after the deadline ends as a stopped job's does (SIGTERM, exits, SageMaker's status Stopped), with one
+exception: a training process killed by a SIGKILL that smtrain did not send during the grace period (the kernel's
+out-of-memory killer) kept no checkpoint, so the smoke fails. That is seen only where the launcher is the training
+process (one process per host); torchrun and mpirun kill their own workers that outlast their graces, so a SIGKILL
+under them says nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import psutil
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, TORCHRUN_VARS
 from orchestrator.emulator.launch import HostProcess
 from orchestrator.emulator.runners import RunnerType
+from orchestrator.emulator.supervisor import Outcome
 
 _RANK, _OMPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
 
@@ -35,6 +42,20 @@ class SmokeReport:
     steps_reached: int | None
     """The highest `step=N/M` a progress line showed; None when the script prints none."""
     last_loss: float | None
+    killed_after_deadline: list[str]
+    """Hosts whose training process the out-of-memory killer ended during the grace period."""
+
+    def failure(self) -> str | None:
+        """Why the smoke failed although no rank failed before the deadline, or None."""
+        reasons = []
+        if self.missing:
+            reasons.append(f"smoke: {', '.join(self.missing)} never started within {self.deadline_seconds:g} s "
+                           f"({self.ranks_started} of {self.ranks_expected} ranks started)")
+        if self.killed_after_deadline:
+            reasons.append(f"smoke: {', '.join(self.killed_after_deadline)}: killed by SIGKILL after the deadline, "
+                           "during StopTrainingJob's grace period, and not by smtrain: OutOfMemory (this machine's "
+                           "memory also holds what the instance keeps in GPU memory); no checkpoint was saved")
+        return "\n".join(reasons) or None
 
 
 class RankCensus:
@@ -99,6 +120,14 @@ class RankCensus:
         if self._entry_point not in command and f"-m {self._module}" not in command:
             return None
         return next((rank for rank, name in self._expected.items() if name == host), None)
+
+
+def killed_in_grace(outcome: Outcome, processes: list[HostProcess]) -> list[str]:
+    """The hosts whose training process, its own launcher, died by a SIGKILL smtrain did not send."""
+    if outcome.sent_sigkill:
+        return []
+    own = {item.host.name for item in processes if item.toolkit and item.toolkit.runner is RunnerType.process}
+    return [item.host for item in outcome.exits if item.host in own and item.returncode in (-9, 128 + 9)]
 
 
 def _number(value: str | None) -> int | None:

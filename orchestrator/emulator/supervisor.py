@@ -76,6 +76,9 @@ class Outcome:
     """The last lines each host printed, for failure reasons."""
     leftover: list[int] = field(default_factory=list)
     """Processes that survived SIGKILL (should always be empty)."""
+    sent_sigkill: bool = False
+    """smtrain killed some process of the run (after a grace period, or what a launcher left behind): a SIGKILL
+    it did not send came from elsewhere, such as the kernel's out-of-memory killer."""
 
 
 class Supervisor:
@@ -95,6 +98,7 @@ class Supervisor:
         self._finished = threading.Event()
         self._tails: dict[str, list[str]] = {launch.host: [] for launch in launches}
         self._lock = threading.Lock()
+        self._sent_sigkill = False
 
     @property
     def finished(self) -> bool:
@@ -186,7 +190,7 @@ class Supervisor:
                 self._stop(tree, signal.SIGKILL, FAILURE_GRACE_SECONDS, workers_only=False, why="hung")
                 break
             time.sleep(POLL_SECONDS)
-        self._kill(tree, tree.alive())  # whatever a launcher left behind while it exited
+        self._kill_all(tree, tree.alive())  # whatever a launcher left behind while it exited
         for launch, reader in zip(self._launches, readers, strict=True):
             # Every writer of the pipe is gone now, so the reader is at its end of file unless a process outside
             # this tree (another user's, say) holds the pipe.
@@ -197,7 +201,7 @@ class Supervisor:
         exits = [Exit(launch.host, process.wait()) for launch, process in zip(self._launches, processes, strict=True)]
         tree.reap()
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
-                       leftover=[process.pid for process in tree.alive()])
+                       leftover=[process.pid for process in tree.alive()], sent_sigkill=self._sent_sigkill)
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         with (self._logs_dir / f"{launch.host}.log").open("a", encoding="utf-8") as log:
@@ -262,6 +266,7 @@ class Supervisor:
         for process in tree.alive():
             if not (workers_only and _name(process) in _LAUNCHER_NAMES):
                 _send(process, sig)
+                self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
         deadline = time.monotonic() + grace_seconds
         announce_at = time.monotonic() + ANNOUNCE_AFTER_SECONDS
         while time.monotonic() < deadline and not self._kill_now.is_set():
@@ -278,7 +283,11 @@ class Supervisor:
         if waiting and sig != signal.SIGKILL:
             cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
             self._notice(f"killing {_described(waiting)} {cause}")
-        self._kill(tree, waiting)
+        self._kill_all(tree, waiting)
+
+    def _kill_all(self, tree: _ProcessTree, processes: list[psutil.Process]) -> None:
+        self._sent_sigkill = self._sent_sigkill or bool(processes)
+        self._kill(tree, processes)
 
     @staticmethod
     def _kill(tree: _ProcessTree, processes: list[psutil.Process]) -> None:

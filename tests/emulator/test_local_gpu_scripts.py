@@ -1,0 +1,125 @@
+"""Unmodified GPU-shaped scripts (gpu_scripts/src/) run by `smtrain local` on this CPU-only machine: every
+training process gets the emulator's CPU stand-in for CUDA (the instance's GPUs, nccl and smddp over gloo), under
+python, torchrun and mpirun, and the launches, ranks, shards and collectives are really exercised."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from orchestrator.emulator.standin import local_gpu_count
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(local_gpu_count() > 0, reason="checks the CPU stand-in; with GPUs here real CUDA runs"),
+]
+
+SPECS = Path(__file__).parent / "gpu_scripts"
+SMTRAIN = Path(sys.executable).with_name("smtrain")
+SOURCE_FILES = sorted(path.name for path in (SPECS / "src").glob("*.py"))
+STANDIN_NOTICE = "This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in for CUDA"
+
+
+def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
+    """`smtrain local SPEC -o json`, as a user types it: the result, and what it printed on stderr."""
+    command = [str(SMTRAIN), "local", str(SPECS / spec), "--run-dir", str(run_dir), "-o", "json", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.stdout, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def _json_lines(run_dir: Path) -> dict[str, list[dict]]:
+    """The JSON objects each host's log holds, one per line (mpirun's `[1,mpirank:N,algo-K]<stdout>:` tags
+    stripped)."""
+    found = {}
+    for log in sorted((run_dir / "logs").glob("algo-*.log")):
+        lines = [line[line.index("{"):] for line in log.read_text().splitlines()
+                 if "{" in line and line.rstrip().endswith("}")]
+        found[log.stem] = [json.loads(line) for line in lines]
+    return found
+
+
+def _assert_one_world(lines: list[dict], world_size: int, dataset_size: int, agreed: tuple[str, ...]) -> None:
+    """Every rank printed once, they know the world size, their sampler shards partition the dataset, and they
+    agree on `agreed` (losses, weight checksums)."""
+    assert sorted(line["rank"] for line in lines) == list(range(world_size))
+    assert {line["world_size"] for line in lines} == {world_size}
+    shards = [set(line["shard"]) for line in lines]
+    assert sum(len(shard) for shard in shards) == dataset_size
+    assert set().union(*shards) == set(range(dataset_size))
+    for key in agreed:
+        assert len({line[key] for line in lines}) == 1, f"ranks disagree on {key}: {lines}"
+
+
+def test_torchrun_ddp_over_nccl_on_two_g5_hosts(tmp_path):
+    result, printed = _local("ddp-torch_distributed-2x-g5.12xlarge.yaml", tmp_path / "run")
+    assert (result["status"], result["exit_code"], result["world_size"]) == ("Completed", 0, 8), result
+    assert printed.count(STANDIN_NOTICE) == 1
+    assert "emulating 4 x A10G per host" in printed
+    hosts = _json_lines(tmp_path / "run")
+    assert sorted(line["rank"] for line in hosts["algo-1"]) == [0, 1, 2, 3]
+    assert sorted(line["rank"] for line in hosts["algo-2"]) == [4, 5, 6, 7]
+    lines = hosts["algo-1"] + hosts["algo-2"]
+    _assert_one_world(lines, world_size=8, dataset_size=64, agreed=("final_loss", "checksum", "device_count"))
+    assert {line["rank"]: line["device"] for line in lines} == {rank: rank % 4 for rank in range(8)}
+    assert lines[0]["device_count"] == 4
+
+
+def test_spawn_one_process_per_gpu_with_a_localhost_master(tmp_path):
+    result, _ = _local("spawn-none-1x-g5.12xlarge.yaml", tmp_path / "run")
+    assert (result["status"], result["exit_code"]) == ("Completed", 0), result
+    lines = _json_lines(tmp_path / "run")["algo-1"]
+    _assert_one_world(lines, world_size=4, dataset_size=40, agreed=("checksum", "device"))
+    assert lines[0]["device"] == "A10G (smtrain CPU stand-in)"
+    log = (tmp_path / "run" / "logs" / "algo-1.log").read_text()
+    assert all(f"Finished running basic DDP example on rank {rank} of 4." in log for rank in range(4))
+
+
+def test_smddp_backend_on_two_p4d_hosts(tmp_path):
+    """16 ranks of SMDDP's mpirun, 8 per host by slot, over the stand-in's smddp backend."""
+    result, printed = _local("smddp-2x-p4d.24xlarge.yaml", tmp_path / "run")
+    assert (result["status"], result["exit_code"], result["world_size"]) == ("Completed", 0, 16), result
+    assert "emulating 8 x A100 per host" in printed
+    lines = _json_lines(tmp_path / "run")["algo-1"]  # mpirun runs on the master and prints every rank
+    _assert_one_world(lines, world_size=16, dataset_size=64, agreed=("mean_last_loss", "checksum", "backend"))
+    assert {line["rank"]: (line["host"], line["local_rank"]) for line in lines} == {
+        rank: (f"algo-{rank // 8 + 1}", rank % 8) for rank in range(16)}
+    assert {(line["backend"], line["device_count"]) for line in lines} == {("smddp", 8)}
+
+
+def test_model_parallel_layers_on_cuda0_and_cuda1(tmp_path):
+    result, _ = _local("model_parallel-none-1x-g5.12xlarge.yaml", tmp_path / "run")
+    assert (result["status"], result["exit_code"]) == ("Completed", 0), result
+    [outcome] = _json_lines(tmp_path / "run")["algo-1"]
+    assert outcome["split_losses"] == outcome["whole_losses"]
+    assert outcome["max_weight_difference"] == 0.0
+    # The stand-in is on PYTHONPATH only: neither the uploaded tarball nor the code directory holds it.
+    [tarball] = (tmp_path / "run").rglob("sourcedir.tar.gz")
+    with tarfile.open(tarball) as archive:
+        assert sorted(archive.getnames()) == SOURCE_FILES
+    assert sorted(path.name for path in (tmp_path / "run" / "algo-1" / "code").iterdir()) == SOURCE_FILES
+
+
+def test_prefetch_thread_side_stream_autocast_and_grad_scaler(tmp_path):
+    result, _ = _local("prefetch_amp-none-1x-g5.12xlarge.yaml", tmp_path / "run")
+    assert (result["status"], result["exit_code"]) == ("Completed", 0), result
+    [outcome] = _json_lines(tmp_path / "run")["algo-1"]
+    assert outcome["finite"] is True
+    assert (outcome["epochs"], outcome["steps"]) == (3, 8)
+    assert outcome["autocast_dtype"] == "torch.bfloat16"
+
+
+def test_without_the_standin_nccl_fails_with_torchs_own_error(tmp_path):
+    """--no-gpu-standin: the script meets this machine as it is (one host, one rank keeps it short)."""
+    result, printed = _local("ddp-torch_distributed-2x-g5.12xlarge.yaml", tmp_path / "run", "--no-gpu-standin",
+                             "--set", "instance.count=1", "--processes-per-host", "1")
+    assert (result["status"], result["exit_code"]) == ("Failed", 1), result
+    assert result["failure_reason"].startswith(
+        "algo-1 (rank 0) failed: RuntimeError: Distributed package doesn't have NCCL built in"), result
+    assert STANDIN_NOTICE not in printed
+    assert "--no-gpu-standin: the training processes see this machine's 0 GPU(s)" in printed

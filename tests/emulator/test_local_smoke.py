@@ -1,0 +1,66 @@
+"""`smtrain local --smoke SECONDS`: the real-sized job for a bounded time, stopped as StopTrainingJob stops it;
+it passes only when every rank started and none failed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.spec.loader import load
+
+pytestmark = pytest.mark.slow
+
+SMTRAIN = Path(sys.executable).with_name("smtrain")
+CHECKPOINTED = {"checkpoint-dir": "/opt/ml/checkpoints"}
+# A torchrun agent that never starts its workers on algo-2: its rendezvous then never completes either.
+AGENT_HANGS_ON_ALGO_2 = """
+import os, sys, time
+if os.path.basename(sys.argv[0]) == "torchrun" and os.environ.get("CURRENT_HOST") == "algo-2":
+    time.sleep(3600)
+"""
+
+
+def test_smoke_stops_at_the_deadline_keeps_checkpoints_and_passes(make_spec, tmp_path):
+    spec = make_spec("smoke_script.py", count=2, hyperparameters=CHECKPOINTED, metrics=None,
+                     checkpoint={"s3_uri": "s3://bucket/checkpoints/"})
+    run_dir = tmp_path / "run"
+    started = time.monotonic()
+    done = subprocess.run([str(SMTRAIN), "local", str(spec), "--run-dir", str(run_dir), "--smoke", "4", "-o", "json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 30
+    result = json.loads(done.stdout)
+    assert result["status"] == "Stopped" and result["failure_reason"] is None
+    smoke = result["smoke"]
+    assert (smoke["ranks_started"], smoke["ranks_expected"], smoke["missing"]) == (2, 2, [])
+    assert smoke["steps_reached"] > 5
+    assert smoke["last_loss"] == pytest.approx(1 / smoke["steps_reached"], rel=1e-3)
+    for host in ("algo-1", "algo-2"):  # each saved at SIGTERM, and the checkpoint prefix has it
+        assert (run_dir / host / "checkpoints" / f"ckpt-{host}.txt").read_text().startswith("step ")
+        assert (run_dir / "checkpoints-s3" / f"ckpt-{host}.txt").exists()
+    assert "smoke passed: 2 of 2 ranks started" in done.stderr
+
+
+def test_smoke_fails_naming_the_ranks_that_never_started(make_spec, tmp_path):
+    spec = make_spec("torchrun_ddp_script.py", mode="torch_distributed", instance="ml.g5.2xlarge", count=2)
+    (spec.parent / "src" / "sitecustomize.py").write_text(AGENT_HANGS_ON_ALGO_2)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", smoke_seconds=8))
+    assert (result.status, result.exit_code) == ("Failed", 1)
+    assert result.failure_reason == "smoke: rank 0 (algo-1), rank 1 (algo-2) never started within 8 s (0 of 2 ranks " \
+                                    "started)"
+    assert result.smoke.missing == ["rank 0 (algo-1)", "rank 1 (algo-2)"]
+
+
+def test_smoke_fails_when_a_process_is_killed_out_of_memory_in_the_grace_period(make_spec, tmp_path):
+    spec = make_spec("smoke_script.py", count=1, hyperparameters={**CHECKPOINTED, "on-sigterm": "sigkill"})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", smoke_seconds=3))
+    assert (result.status, result.exit_code) == ("Failed", 1)
+    assert result.smoke.killed_after_deadline == ["algo-1"]
+    assert "algo-1: killed by SIGKILL after the deadline" in result.failure_reason
+    assert "OutOfMemory" in result.failure_reason
