@@ -273,7 +273,7 @@ def _gloo_on_gpu(ctx: _Context) -> Iterator[_Hit]:
 
 @_rule("mode-none-idle-gpus")
 def _mode_none_idle_gpus(ctx: _Context) -> Iterator[_Hit]:
-    if ctx.mode is Mode.none and ctx.instance.gpus > 1 and ctx.trainer not in ("dp", "gloo"):
+    if ctx.mode is Mode.none and ctx.instance.gpus > 1 and ctx.trainer not in ("dp", "gloo", "model_parallel"):
         yield "distribution.mode", {}
 
 
@@ -343,6 +343,19 @@ def _multi_node_without_efa(ctx: _Context) -> Iterator[_Hit]:
     if (ctx.spec.instance.count > 1 and ctx.instance.gpus and ctx.instance.known and not ctx.instance.efa
             and ctx.mode is not Mode.none):
         yield "instance.type", {}
+
+
+@_rule("fsdp-needs-2.6")
+def _fsdp_needs_26(ctx: _Context) -> Iterator[_Hit]:
+    version = ctx.image.version if ctx.image else None
+    if ctx.trainer == "fsdp" and version and tuple(int(part) for part in version.split(".")[:2]) < (2, 6):
+        yield "framework_version", {}
+
+
+@_rule("model-parallel-one-process-per-host")
+def _model_parallel_one_process(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.trainer == "model_parallel" and processes_per_host(ctx.spec, ctx.instance) > 1:
+        yield "hyperparameters.trainer", {}
 
 
 @_rule("isolation-code-channel")

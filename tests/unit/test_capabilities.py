@@ -180,3 +180,23 @@ def test_capability_unverified_blocks_only_without_override():
     finding = capabilities.Finding(rule="r", severity="unverified", field="f", message="m", fix="x", source="s")
     assert finding.blocks(allow_unverified=False)
     assert not finding.blocks(allow_unverified=True)
+
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"framework_version": "2.5.1", "hyperparameters__trainer": "fsdp", "instance__type": "ml.g5.12xlarge",
+      "distribution__mode": "torch_distributed"}, "trainer fsdp uses FSDP2"),
+    ({"framework_version": "2.10.0", "hyperparameters__trainer": "model_parallel", "instance__type": "ml.g5.12xlarge",
+      "instance__count": 1, "distribution__mode": "torch_distributed"}, "trainer model_parallel runs one process"),
+])
+def test_capability_trainer_rules_refuse(spec_dir, changes, message):
+    from orchestrator.spec.loader import InvalidSpec
+
+    with pytest.raises(InvalidSpec, match=message):
+        _rules_fired(spec_dir, **changes)
+
+
+def test_capability_model_parallel_on_one_process_per_host_is_not_idle_gpus(spec_dir):
+    fired = _rules_fired(spec_dir, framework_version="2.10.0", hyperparameters__trainer="model_parallel",
+                         instance__type="ml.g5.12xlarge", instance__count=1)
+    assert "mode-none-idle-gpus" not in fired
