@@ -145,9 +145,9 @@ def _image_end_of_patch(ctx: _Context) -> Iterator[_Hit]:
     patched = [version for version, other in images.versions().items()
                if other.eop and other.eop >= date.today() and not other.unverified]
     if image.eop is not None and image.eop < date.today():
-        yield "framework_version", {"value": image.eop.isoformat(), "versions": ", ".join(patched)}
+        yield "framework_version", {"value": f"on {image.eop.isoformat()}", "versions": ", ".join(patched)}
     elif image.eop is None and not image.unverified:
-        yield "framework_version", {"value": "before 2026 (no date in the DLC release data)",
+        yield "framework_version", {"value": "before 2026 (the DLC release data starts at 2.6)",
                                     "versions": ", ".join(patched)}
 
 
