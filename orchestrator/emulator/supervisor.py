@@ -38,8 +38,11 @@ from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCH
 from orchestrator.emulator.launch import Launch
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
-# checkpoint and exit, and the launchers then finish on their own.
+# checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
+# workers itself and SIGKILL those still running 30 s later, mid-step, before they could checkpoint.)
 _LAUNCHER_NAMES = {"sh", "dash", "bash", "mpirun", "prterun", "prted", "orterun", "orted"}
+_LAUNCHER_SCRIPTS = {"torchrun", "torch.distributed.run"}
+"""Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`)."""
 FAILURE_GRACE_SECONDS = 10.0
 INTERRUPT_GRACE_SECONDS = 10.0
 STRAY_GRACE_SECONDS = 2.0
@@ -264,7 +267,7 @@ class Supervisor:
         exit on their own), waits up to `grace_seconds` for all of them to end, says what it waits for after a
         second, then kills what is left. A second interruption cuts the wait short."""
         for process in tree.alive():
-            if not (workers_only and _name(process) in _LAUNCHER_NAMES):
+            if not (workers_only and _is_launcher(process)):
                 _send(process, sig)
                 self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
         deadline = time.monotonic() + grace_seconds
@@ -387,6 +390,16 @@ def _character_boundary(data: bytes, end: int) -> int:
     return end
 
 
+def _is_launcher(process: psutil.Process) -> bool:
+    if _name(process) in _LAUNCHER_NAMES:
+        return True
+    try:
+        command = process.cmdline()
+    except psutil.Error:
+        return False
+    return any(Path(word).name in _LAUNCHER_SCRIPTS for word in command[1:3])
+
+
 def _name(process: psutil.Process) -> str:
     try:
         return process.name()
@@ -404,7 +417,7 @@ def _send(process: psutil.Process, sig: int) -> None:
 def _described(processes: list[psutil.Process], shown: int = 6) -> str:
     """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`. Launchers only wait for their children,
     so they are named only when nothing else is left."""
-    processes = [process for process in processes if _name(process) not in _LAUNCHER_NAMES] or processes
+    processes = [process for process in processes if not _is_launcher(process)] or processes
     names = [_describe(process) for process in processes[:shown]]
     more = f", and {len(processes) - shown} more" if len(processes) > shown else ""
     return f"{len(processes)} process{'es' if len(processes) != 1 else ''}: {', '.join(names)}{more}"

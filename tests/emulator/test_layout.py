@@ -8,7 +8,13 @@ import tarfile
 import pytest
 
 from orchestrator.emulator.container import ContainerJob, Host
-from orchestrator.emulator.layout import RunLayout, checkpoint_container_path, merge_artifacts, new_layout, prepare
+from orchestrator.emulator.layout import (
+    RunLayout,
+    checkpoint_container_path,
+    merge_artifacts,
+    new_layout,
+    prepare,
+)
 from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import package
 

@@ -22,7 +22,7 @@ EXAMPLES = [
     ("convnet-dp-none-1x-g5.12xlarge.yaml", [], None, (1, 1)),
     ("mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml", [], 2, (1, 2)),
     ("mlp-ddp-smddp-2x-p4d.24xlarge.yaml", [], 1, (2, 1)),
-    ("mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml", ["inputs={}"], 1, (2, 1)),
+    ("mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml", [], 1, (2, 1)),  # its train channel: the local mirror
     ("mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml", ["hyperparameters.checkpoint-every=0"], 2, (1, 2)),
     ("mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml", ["hyperparameters.checkpoint-every=0",
                                                         "hyperparameters.prefetch=0"], 1, (2, 1)),
@@ -50,3 +50,5 @@ def test_example_runs_locally(spec_file, overrides, per_host, shape, tmp_path):
         assert metadata["world_size"] == result.world_size
         assert len(set(metadata["replica_checksums"])) == 1
         assert result.final_metrics["train:loss"] > 0
+        if loaded.spec.local_inputs:  # trained on the mirror of its S3 channel (1024 rows), not synthetic data
+            assert metadata["samples_seen_per_epoch"] == [1024]
