@@ -76,7 +76,7 @@ def _prepare(tmp_path: Path, fields: dict[str, Any], files: dict[str, str], entr
     spec["inputs"] = {"training": str(data), **{name: str(data) for name in spec.get("inputs", {})}}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    return prepare_run(load(path), LocalSettings(run_dir=tmp_path / "run", host_order=host_order), None)
+    return prepare_run(load(path), LocalSettings(run_dir=tmp_path / "run", host_order=host_order))
 
 
 def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]:
