@@ -264,10 +264,11 @@ class Supervisor:
     def _stop(self, tree: _ProcessTree, sig: int, grace_seconds: float, workers_only: bool, why: str,
               hint: str = "") -> None:
         """Signals the run's processes (only the training processes when `workers_only`: their launchers then
-        exit on their own), waits up to `grace_seconds` for all of them to end, says what it waits for after a
+        exit on their own, except those with no process to wait for, such as a torchrun agent still waiting for
+        its rendezvous), waits up to `grace_seconds` for all of them to end, says what it waits for after a
         second, then kills what is left. A second interruption cuts the wait short."""
         for process in tree.alive():
-            if not (workers_only and _is_launcher(process)):
+            if not (workers_only and _is_launcher(process) and _has_children(process)):
                 _send(process, sig)
                 self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
         deadline = time.monotonic() + grace_seconds
@@ -398,6 +399,13 @@ def _is_launcher(process: psutil.Process) -> bool:
     except psutil.Error:
         return False
     return any(Path(word).name in _LAUNCHER_SCRIPTS for word in command[1:3])
+
+
+def _has_children(process: psutil.Process) -> bool:
+    try:
+        return bool(process.children())
+    except psutil.Error:
+        return False
 
 
 def _name(process: psutil.Process) -> str:

@@ -34,13 +34,18 @@ def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
 
 
 def _json_lines(run_dir: Path) -> dict[str, list[dict]]:
-    """The JSON objects each host's log holds, one per line (mpirun's `[1,mpirank:N,algo-K]<stdout>:` tags
-    stripped)."""
-    found = {}
+    """The JSON objects each host's log holds (after mpirun's `[1,mpirank:N,algo-K]<stdout>:` tags). Unbuffered
+    ranks sharing a host's output write a line and its newline separately, so two may share a line."""
+    decoder = json.JSONDecoder()
+    found: dict[str, list[dict]] = {}
     for log in sorted((run_dir / "logs").glob("algo-*.log")):
-        lines = [line[line.index("{"):] for line in log.read_text().splitlines()
-                 if "{" in line and line.rstrip().endswith("}")]
-        found[log.stem] = [json.loads(line) for line in lines]
+        found[log.stem] = []
+        for line in log.read_text().splitlines():
+            start = line.find('{"')
+            while start >= 0:
+                item, end = decoder.raw_decode(line, start)
+                found[log.stem].append(item)
+                start = line.find('{"', end)
     return found
 
 
