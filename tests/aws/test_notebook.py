@@ -70,6 +70,6 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     assert _stdout(code[6]) == "[algo-1] hello from 1\n[algo-2] hello from 2\n"
     assert code[7].outputs[0]["data"]["text/plain"] == "'Completed'"
     assert code[8].outputs[0]["data"]["image/png"]  # the figure of Job.plot()
-    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
+    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-cpu-py313-ubuntu22.04-sagemaker"
     assert _stdout(code[9]) == f"PyTorch {image}\n"  # the SDK v2 estimator, built only when asked for
     assert len(boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]) == 1
