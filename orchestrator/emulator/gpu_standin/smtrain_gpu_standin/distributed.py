@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
 import warnings
@@ -30,13 +31,32 @@ from . import devices
 
 
 def install() -> None:
-    torch.distributed.init_process_group = c10d.init_process_group = _on_gloo(c10d.init_process_group)
+    init = _destroyed_at_exit(_on_gloo(c10d.init_process_group))
+    torch.distributed.init_process_group = c10d.init_process_group = init
     torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
     torch.distributed.is_nccl_available = _nccl_available
     DistributedDataParallel.__init__ = _ddp_init(DistributedDataParallel.__init__)
     DataParallel.forward = _data_parallel_forward
     SyncBatchNorm.forward = _sync_batch_norm_forward
+
+
+def _destroyed_at_exit(init):
+    """Gloo, standing in for NCCL, can abort the process (SIGABRT) when its threads are torn down during
+    interpreter finalization; scripts written for NCCL rarely destroy the group. Destroy it at exit instead."""
+
+    @functools.wraps(init)
+    def init_then_register(*args, **kwargs):
+        result = init(*args, **kwargs)
+        atexit.register(_destroy_if_initialized)
+        return result
+
+    return init_then_register
+
+
+def _destroy_if_initialized() -> None:
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _nccl_available() -> bool:
