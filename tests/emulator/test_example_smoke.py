@@ -2,17 +2,20 @@
 on this machine, without AWS credentials: every rank starts, none fails before the deadline, and the examples
 that train reach a step.
 
-The smokes are the suite's longest runs (most examples are sized for GPU instances and hit the deadline, and a
-stopped rank finishes its step before it checkpoints), so they run two at a time, longest first: together about
-half their sum on 2 cores. `smtrain local` stops a smoke as soon as its job completes.
+The smokes are the suite's longest runs: most examples are sized for GPU instances and hit the deadline, and a
+stopped rank finishes its step (and its checkpoint) in the grace period. So they run three at a time, at most two
+of the three largest together (their memory), longest first: about 3.5 minutes on 2 cores, against 8 one after
+the other and 6 two at a time. `smtrain local` ends a smoke as soon as its job completes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,23 +28,26 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 SMTRAIN = Path(sys.executable).with_name("smtrain")
 SMOKE_SECONDS = "60"
-AT_ONCE = 2
-# How each example shows its training within 60 s here (2 cores), measured: `logged` prints step=N/M lines;
-# `checkpointed` is sized for GPUs, logs every 50 steps and so prints none, but the step it reached is in the
-# checkpoint it saves when stopped; None shows no step: the MPI demo does not train, and the SMDDP example's 16
-# ranks of an 84-million-parameter MLP take about the whole minute to start and set up on 2 cores (run alone, its
-# first step ends in the grace period, at about 90 s). Ordered longest first (seconds, run alone).
+AT_ONCE = 3
+# Whether each example shows a step here: in its step=N/M progress lines, or (sized for GPUs, it logs every 50
+# steps) in the checkpoint its ranks save when stopped. The MPI demo does not train; the SMDDP example's 16 ranks
+# of an 84-million-parameter MLP take about the whole minute to start and set up on 2 cores (alone, its first
+# step ends in the grace period, at about 90 s). Longest first, with what each took alone, then three at a time.
 EXAMPLES = {
-    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": "checkpointed",  # 92 s: ZeRO-1, 4 ranks
-    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": None,  # 91 s: 16 ranks
-    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": "checkpointed",  # 77 s: 8 ranks
-    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": "logged",  # 61 s
-    "convnet-dp-none-1x-g5.12xlarge.yaml": "logged",  # 30 s, completes
-    "mlp-gloo-none-2x-c5.2xlarge.yaml": "logged",  # 26 s, completes
-    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": "logged",  # 23 s, completes (its local_inputs mirror)
-    "mpi-demo-mpi-3x-c5.2xlarge.yaml": None,  # 3 s, completes
-    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": "checkpointed",  # 83 s: 400 M parameters, 9.4 GB peak RSS
+    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": True,  # ZeRO-1, 4 ranks: 92 s, 140 s
+    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": True,  # 400 M parameters: 83 s, 89 s
+    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": False,  # 16 ranks: 91 s, 61 s (stopped before its first step)
+    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": True,  # 8 ranks: 77 s, 82 s
+    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": True,  # 61 s, 81 s
+    "convnet-dp-none-1x-g5.12xlarge.yaml": True,  # completes in 30 s alone; 63 s
+    "mlp-gloo-none-2x-c5.2xlarge.yaml": True,  # completes: 26 s, 41 s
+    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": True,  # completes on its local_inputs mirror: 23 s, 26 s
+    "mpi-demo-mpi-3x-c5.2xlarge.yaml": False,  # completes: 3 s, 4 s
 }
+# ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each here: three at once would not fit 24 GB.
+LARGEST = {"mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml", "mlp-model_parallel-none-1x-g5.12xlarge.yaml",
+           "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml"}
+LARGEST_AT_ONCE = threading.Semaphore(2)
 
 
 @dataclass
@@ -60,10 +66,11 @@ def _no_aws_environment(home: Path) -> dict[str, str]:
 
 
 def _smoke(spec: str, root: Path, env: dict[str, str]) -> Smoke:
-    started = time.monotonic()
-    done = subprocess.run([str(SMTRAIN), "local", str(REPO / "job_specs" / spec), "--smoke", SMOKE_SECONDS,
-                           "--run-dir", str(root / spec.removesuffix(".yaml")), "-o", "json"],
-                          capture_output=True, text=True, env=env, cwd=root, timeout=600, check=False)
+    with LARGEST_AT_ONCE if spec in LARGEST else contextlib.nullcontext():
+        started = time.monotonic()
+        done = subprocess.run([str(SMTRAIN), "local", str(REPO / "job_specs" / spec), "--smoke", SMOKE_SECONDS,
+                               "--run-dir", str(root / spec.removesuffix(".yaml")), "-o", "json"],
+                              capture_output=True, text=True, env=env, cwd=root, timeout=600, check=False)
     result = json.loads(done.stdout) if done.stdout.startswith("{") else {"exit_code": done.returncode}
     return Smoke(result, done.stderr, time.monotonic() - started)
 
@@ -95,11 +102,7 @@ def test_example_passes_its_smoke_as_is_without_aws(spec, smokes):
     assert report["ranks_started"] == report["ranks_expected"] == result["world_size"], report
     assert report["missing"] == [] and report["killed_after_deadline"] == [], report
     assert "smoke passed" in smoke.printed
-    shows = EXAMPLES[spec]
-    if shows == "logged":
-        assert report["steps_reached"] > 0 and report["last_loss"] > 0, report
-    elif shows == "checkpointed":
-        assert result["status"] == "Stopped", result
-        run_dir = Path(result["run_dir"])
-        steps = [int(path.stem.removeprefix("ckpt-")) for path in run_dir.glob("algo-1/checkpoints/ckpt-*")]
-        assert steps and max(steps) > 0, f"no checkpoint saved at the stop: {sorted(run_dir.rglob('ckpt-*'))}"
+    if EXAMPLES[spec]:
+        checkpoints = Path(result["run_dir"]).glob("algo-1/checkpoints/ckpt-*")
+        checkpointed = max((int(path.stem.removeprefix("ckpt-")) for path in checkpoints), default=0)
+        assert (report["steps_reached"] or 0) > 0 or checkpointed > 0, f"no step logged or checkpointed: {report}"
