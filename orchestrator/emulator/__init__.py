@@ -14,5 +14,7 @@ deviations.py  what differs from SageMaker, said once per run
 supervisor.py  starts, streams, stops and signals the processes of one attempt
 stall.py, stacks.py   the hang watchdog and every rank's stack
 gpu_standin/   the CPU stand-in for CUDA, loaded into the training processes
+standin.py     whether a run's processes get it (the instance's GPUs against this machine's), and its variables
+smoke.py       `--smoke`: which ranks were seen started, and the verdict
 runner.py      the whole run: attempts (spot restarts), result
 """
