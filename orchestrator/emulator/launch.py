@@ -17,8 +17,8 @@ import shlex
 import shutil
 import socket
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import SAGEMAKER_BASE_DIR
@@ -54,6 +54,7 @@ class Launch:
     command: str
     env: dict[str, str]
     cwd: Path
+    shown: str  # the command as logs show it: the spec's secret values masked
 
 
 def free_port() -> int:
@@ -123,8 +124,8 @@ def _belongs_to_a_container(name: str) -> bool:
         "TRAINING_JOB_NAME", "TRAINING_JOB_ARN", "CURRENT_HOST")
 
 
-def launches(processes: list[HostProcess], *, python: str, master_port: int,
-             hostname_library: Path | None) -> list[Launch]:
+def launches(processes: list[HostProcess], *, python: str, master_port: int, hostname_library: Path | None,
+             mask: Callable[[str], str]) -> list[Launch]:
     """The processes the emulator starts: each host's launcher, or on MPI modes the master's mpirun alone."""
     result = []
     for item in processes:
@@ -132,12 +133,12 @@ def launches(processes: list[HostProcess], *, python: str, master_port: int,
         if command is None:
             continue
         if command.runner is RunnerType.process:
-            result.append(Launch(item.host.name, _shell_words(command.argv, python), item.env, item.host.code_dir))
+            result.append(Launch(item.host.name, _shell_words(command.argv, python), item.env, item.host.code_dir, ""))
         elif command.runner is RunnerType.torch_distributed:
             result.append(_torchrun(item, python, master_port))
         else:
             result.append(_mpirun(item, processes, python, hostname_library))
-    return result
+    return [replace(launch, shown=mask(launch.command)) for launch in result]
 
 
 def _shell_words(argv: list[str], *local_paths: str) -> str:
@@ -161,7 +162,7 @@ def _torchrun(item: HostProcess, python: str, master_port: int) -> Launch:
     env = {**item.env, **item.toolkit.environment, "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE}
     if "--master_port" not in argv:
         env["PET_MASTER_PORT"] = str(master_port)
-    return Launch(item.host.name, _shell_words(argv, python, torchrun or python), env, item.host.code_dir)
+    return Launch(item.host.name, _shell_words(argv, python, torchrun or python), env, item.host.code_dir, "")
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
@@ -198,7 +199,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
         env[host_environment_variable(item.host.name)] = json.dumps(item.container_env)
     relabel = " ".join([shlex.quote(sys.executable), "-I", "-S", shlex.quote(str(HOOKS)), "relabel",
                         str(toolkit.processes_per_host), shlex.quote(command)])
-    return Launch(master.host.name, relabel, env, master.host.code_dir)
+    return Launch(master.host.name, relabel, env, master.host.code_dir, "")
 
 
 def _exported(item: str, env: Mapping[str, str], hostname_library: Path | None) -> list[str]:

@@ -142,7 +142,7 @@ class PreparedRun:
 
     def launches(self, processes: list[HostProcess], master_port: int) -> list[Launch]:
         return launches(processes, python=self.python, master_port=master_port,
-                        hostname_library=self.hostname.library)
+                        hostname_library=self.hostname.library, mask=self.mask)
 
     def install_user_code(self) -> None:
         """requirements.txt / setup.py, as the toolkit installs them before the entry point.

@@ -144,6 +144,7 @@ def test_the_reason_leads_with_the_failing_ranks_exception(make_spec, tmp_path):
     assert "--api_key ****" in written[2]
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
     assert "[1,mpirank:1,algo-2]<stdout>: rank 1 building the model" in log
+    assert "sk-live-0123456789" not in log and "--api_key ****" in log.split("\n\n")[1]  # the mpirun line shown
 
 
 def test_a_process_killed_by_sigkill_is_reported_as_out_of_memory(make_spec, tmp_path):

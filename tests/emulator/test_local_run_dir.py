@@ -94,7 +94,8 @@ def test_a_run_directory_that_cannot_be_used_is_one_message(make_spec, tmp_path,
 
 def test_no_file_of_the_run_holds_a_secret(make_spec, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
-    spec = make_spec("quiet.py", environment={"DB_PASSWORD": "hunter2-db-secret", "PLAIN": "x"})
+    spec = make_spec("quiet.py", environment={"DB_PASSWORD": "hunter2-db-secret", "PLAIN": "x"},
+                     hyperparameters={"api_token": "tok-9f8e7d6c5b4a"})
     (tmp_path / "src" / "quiet.py").write_text("import os\nopen(os.environ['SM_MODEL_DIR'] + '/model.txt', 'w')\n")
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert result.status == "Completed", result.failure_reason
@@ -103,6 +104,10 @@ def test_no_file_of_the_run_holds_a_secret(make_spec, tmp_path, monkeypatch):
     for path in files:
         content = path.read_bytes()
         assert b"wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY" not in content and b"hunter2-db-secret" not in content, path
+        # A hyperparameter reaches the script through the container's config file, as on SageMaker, and only there:
+        # the host logs open with the command line, which shows it masked.
+        assert (b"tok-9f8e7d6c5b4a" in content) == (path.name == "hyperparameters.json"), path
+    assert "--api_token ****" in (result.run_dir / "logs" / "algo-1.log").read_text()
     request = json.loads((result.run_dir / "request.json").read_text())
     assert request["Environment"] == {"DB_PASSWORD": "****", "PLAIN": "x"}
     assert os.stat(result.run_dir / "request.json").st_size > 0 and Path(result.run_dir / RUN_MARKER_FILE).is_file()

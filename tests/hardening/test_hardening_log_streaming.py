@@ -56,7 +56,8 @@ def test_a_huge_line_keeps_memory_bounded_and_the_log_whole(tmp_path):
     def on_line(host: str, text: str) -> None:
         lines.append((len(text), text if len(text) < 100 else text[-3:]))
 
-    launch = Launch("algo-1", f"{sys.executable} -c '{SCRIPT}'", dict(os.environ), tmp_path)
+    command = f"{sys.executable} -c '{SCRIPT}'"
+    launch = Launch("algo-1", command, dict(os.environ), tmp_path, command)
     supervisor = Supervisor([launch], "run-id", logs, on_line, on_notice=notices.append)
     outcomes = []
     growth = _peak_rss_growth(lambda: outcomes.append(supervisor.run(120, None, 5)))
