@@ -13,7 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 import dist_env
 
 TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
-MODELS = ("linear", "regression", "convnet", "mlp")
+MODELS = ("linear", "regression", "convnet", "mlp", "resnet50")
 OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("fp32", "bf16", "fp16")
 ZERO_STAGES = (0, 1)
@@ -33,8 +33,8 @@ class TrainConfig:
 
     trainer: str = _option("auto", "dp | ddp | gloo | fsdp | model_parallel, or auto to pick from the devices "
                                    "and the launcher", choices=TRAINERS)
-    model: str = _option("mlp", "linear (5->2), regression (20->1), convnet (1x28x28, 10 classes), mlp",
-                         choices=MODELS)
+    model: str = _option("mlp", "linear (5->2), regression (20->1), convnet (1x28x28, 10 classes), mlp, "
+                                "resnet50 (3x32x32, 10 classes)", choices=MODELS)
     mlp_hidden: int = _option(64, "width of each hidden layer of the mlp model", minimum=1)
     mlp_layers: int = _option(2, "number of hidden layers of the mlp model", minimum=1)
     epochs: int = _option(2, "passes over the dataset", minimum=1)
@@ -50,6 +50,9 @@ class TrainConfig:
                               choices=ZERO_STAGES)
     num_stages: int = _option(0, "model_parallel stages per host; 0 = one per GPU of the host (2 on a CPU host)",
                               minimum=0)
+    pipeline_chunks: int = _option(1, "model_parallel: micro-batches each batch is cut into, so that every stage "
+                                      "works on one of them at once (GPipe); 1 = stages one after another",
+                                   minimum=1)
     prefetch: int = _option(0, "batches a background thread loads ahead (copied on a side CUDA stream on GPUs); "
                                "0 = none", minimum=0)
     num_workers: int = _option(0, "DataLoader worker processes per rank", minimum=0)

@@ -7,7 +7,7 @@ Channel data: when ``SM_CHANNEL_TRAIN`` names a directory with files, every ``.c
 (sorted by path, subdirectories included) is loaded and concatenated; other files are skipped with a notice.
 
 * ``.csv``: one sample per row, numbers only; the last column is the target, the others the features (784 for
-  convnet, reshaped to 1x28x28). A first row that is not numeric is taken as a header.
+  convnet, reshaped to 1x28x28; 3072 for resnet50, reshaped to 3x32x32). A first row that is not numeric is taken as a header.
 * ``.pt``: ``torch.save`` of ``{"x": features, "y": targets}`` or of a tuple ``(features, targets)``.
 
 Targets are class indices for the classifiers and values for the regression. A malformed file raises
@@ -70,7 +70,7 @@ def training_dataset(task: Task, num_samples: int, seed: int, environ: Mapping[s
 def synthetic_dataset(task: Task, num_samples: int, seed: int) -> TensorDataset:
     """Learnable data from a fixed random teacher; depends only on the task, the size and the seed."""
     generator = torch.Generator().manual_seed(seed)
-    if task.input_shape == (1, 28, 28):
+    if len(task.input_shape) == 3:
         # Images: one random prototype per class plus noise.
         prototypes = torch.randn(task.num_outputs, *task.input_shape, generator=generator)
         targets = torch.randint(task.num_outputs, (num_samples,), generator=generator)

@@ -57,7 +57,7 @@ class Reporter:
 
 
 def state_checksum(state_dict: Mapping[str, torch.Tensor]) -> str:
-    """sha256 over the names, dtypes, shapes and bytes of a state dict: equal iff the replicas are equal."""
+    """sha256 over the names, dtypes, shapes and bytes of named tensors: equal iff the tensors are equal."""
     digest = hashlib.sha256()
     for name, tensor in state_dict.items():
         flat = tensor.detach().to("cpu").contiguous()

@@ -7,13 +7,20 @@ checkpoints and model.pt are those of the unsplit model. With several hosts (one
 gradients of the host replicas. On a host without CUDA every stage sits on the CPU: the splitting, the hand-off
 and the numbers are the same, only the devices are not.
 
-The stages run one after another (no micro-batch pipelining): the point is a model larger than one device.
+With ``--pipeline-chunks N`` each batch is cut into N micro-batches that flow through the stages as a wavefront
+(GPipe's schedule, Huang et al. 2019): at each tick every stage takes the next micro-batch, the last stage first,
+so that on GPUs, where kernels queue asynchronously, the devices compute at the same time instead of waiting for
+each other. The outputs are joined again before the loss, so the loss and the gradients are those of the whole
+batch, save for batch norm, which sees each micro-batch's statistics (as in GPipe). Without CUDA the stages take
+turns on the CPU: the schedule and the numbers are the same, the overlap is not.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from backends import Runtime, TrainerUnavailable
@@ -24,29 +31,50 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 
+@dataclass(frozen=True)
+class Pipeline:
+    """How a host's replica is split: stages (0: one per GPU) and micro-batches per batch."""
+
+    num_stages: int = 0
+    chunks: int = 1
+
+
 class StagedSequential(nn.Sequential):
     """An ``nn.Sequential`` whose layers sit on several devices, one contiguous stage per device."""
 
-    def __init__(self, layers: nn.Sequential, starts: list[int], devices: list[torch.device]) -> None:
+    def __init__(self, layers: nn.Sequential, starts: list[int], devices: list[torch.device], chunks: int = 1) -> None:
         """
         Args:
             starts: index of each stage's first layer, ascending from 0.
             devices: each stage's device.
+            chunks: micro-batches each batch is cut into (1: none).
         """
         super().__init__(OrderedDict(layers.named_children()))  # the same names, so the same state-dict keys
-        self.entry_devices = dict(zip(starts, devices, strict=True))
-        ends = [*starts[1:], len(self)]
-        for start, end, device in zip(starts, ends, devices, strict=True):
+        self.stages = list(zip(starts, [*starts[1:], len(self)], devices, strict=True))
+        self.chunks = chunks
+        for start, end, device in self.stages:
             for index in range(start, end):
                 self[index].to(device)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        activation = features
-        for index, layer in enumerate(self):
-            device = self.entry_devices.get(index)
-            if device is not None:
-                activation = activation.to(device)  # a no-op within a device
-            activation = layer(activation)
+        if self.chunks == 1:
+            activation = features
+            for stage in range(len(self.stages)):
+                activation = self._run_stage(stage, activation)
+            return activation
+        pieces = list(features.split(math.ceil(features.shape[0] / self.chunks)))
+        for tick in range(len(pieces) + len(self.stages) - 1):
+            for stage in reversed(range(len(self.stages))):  # the last stage first: it waits on nobody this tick
+                chunk = tick - stage
+                if 0 <= chunk < len(pieces):
+                    pieces[chunk] = self._run_stage(stage, pieces[chunk])
+        return torch.cat(pieces)
+
+    def _run_stage(self, stage: int, activation: torch.Tensor) -> torch.Tensor:
+        start, end, device = self.stages[stage]
+        activation = activation.to(device)  # the hand-off; a no-op within a device
+        for index in range(start, end):
+            activation = self[index](activation)
         return activation
 
 
@@ -93,23 +121,24 @@ def stage_starts(layer_sizes: list[int], num_stages: int) -> list[int]:
     return starts
 
 
-def build(model: nn.Module, runtime: Runtime, world_size: int, num_stages: int, optimizer: OptimizerChoice,
+def build(model: nn.Module, runtime: Runtime, world_size: int, pipeline: Pipeline, optimizer: OptimizerChoice,
           autocast_dtype: torch.dtype | None, notify: Callable[[str], None]) -> Replicated:
     """Splits `model` over this host's devices; wraps it in DDP when there are several hosts."""
     num_gpus = torch.cuda.device_count() if runtime.device.type == "cuda" else 0
-    devices = stage_devices(num_stages, num_gpus)
+    devices = stage_devices(pipeline.num_stages, num_gpus)
     layers = list(model.children()) if isinstance(model, nn.Sequential) else [model]
     if len(layers) < len(devices):
         raise HyperparameterError(
             f"trainer model_parallel splits the model's layers into {len(devices)} stages, but model "
-            f"{type(model).__name__} has {len(layers)} layer(s). To fix: use model mlp or convnet"
+            f"{type(model).__name__} has {len(layers)} layer(s). To fix: use model mlp, convnet or resnet50"
             f"{f', or at most {len(layers)} --num-stages' if len(layers) >= 2 else ''}.")
     sizes = [sum(parameter.numel() for parameter in layer.parameters()) for layer in layers]
     starts = stage_starts(sizes, len(devices))
-    staged = StagedSequential(model, starts, devices)
+    staged = StagedSequential(model, starts, devices, pipeline.chunks)
     notify(f"model_parallel: {len(devices)} stages, " + ", ".join(
         f"layers {start}-{end - 1} on {device} ({sum(sizes[start:end]):,} parameters)"
-        for start, end, device in zip(starts, [*starts[1:], len(layers)], devices, strict=True)))
+        for start, end, device in staged.stages)
+        + (f"; {pipeline.chunks} micro-batches per batch" if pipeline.chunks > 1 else ""))
     module = DistributedDataParallel(staged) if world_size > 1 else staged  # device_ids=None: several devices
     return Replicated(staged, module, optimizer.build(staged.parameters()), (devices[0], devices[-1]),
                       autocast_dtype, runtime.control_group)

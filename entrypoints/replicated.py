@@ -65,7 +65,10 @@ class Replicated:
 
     def final_model(self) -> tuple[dict[str, torch.Tensor], list[str]] | None:
         checksums: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(checksums, metrics.state_checksum(self.model.state_dict()), group=self._group)
+        # The parameters: DDP makes them equal. Buffers need not be: each replica's batch norm keeps running
+        # statistics of its own batches, which DDP replaces with rank 0's at the next forward pass.
+        parameters = {name: parameter.detach() for name, parameter in self.model.named_parameters()}
+        dist.all_gather_object(checksums, metrics.state_checksum(parameters), group=self._group)
         return (self.model.state_dict(), checksums) if dist.get_rank() == 0 else None
 
 

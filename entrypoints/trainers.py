@@ -357,13 +357,14 @@ def build_strategy(config: TrainConfig, env: DistEnv, runtime: Runtime, compute_
     if config.zero_stage and runtime.trainer not in ZERO_TRAINERS:
         notify(f"zero-stage {config.zero_stage} applies to trainers {' and '.join(ZERO_TRAINERS)}; "
                f"trainer {runtime.trainer} ignores it")
-    if config.num_stages and runtime.trainer != "model_parallel":
-        notify(f"num-stages applies to trainer model_parallel; trainer {runtime.trainer} ignores it")
+    for name, value, default in (("num-stages", config.num_stages, 0), ("pipeline-chunks", config.pipeline_chunks, 1)):
+        if value != default and runtime.trainer != "model_parallel":
+            notify(f"{name} applies to trainer model_parallel; trainer {runtime.trainer} ignores it")
     if runtime.trainer == "fsdp":
         return _sharded_module().Sharded(model, runtime, env.world_size, optimizer, compute_dtype)
     if runtime.trainer == "model_parallel":
-        return model_parallel.build(model, runtime, env.world_size, config.num_stages, optimizer, compute_dtype,
-                                    notify)
+        return model_parallel.build(model, runtime, env.world_size, model_parallel.Pipeline(
+            config.num_stages, config.pipeline_chunks), optimizer, compute_dtype, notify)
     zero_stage = config.zero_stage if runtime.trainer in ZERO_TRAINERS else 0
     return replicated.data_parallel(model, runtime, optimizer, zero_stage, compute_dtype)
 

@@ -66,11 +66,12 @@ HYPERPARAMETERS = frozenset(
         "collective-timeout-seconds",
         "zero-stage",
         "num-stages",
+        "pipeline-chunks",
         "prefetch",
     }
 )
 TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
-MODELS = ("linear", "regression", "convnet", "mlp")
+MODELS = ("linear", "regression", "convnet", "mlp", "resnet50")
 
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`.
 # SageMaker applies these regexes to the job's log (sagemaker-contract.md §11), so they must not be anchored:

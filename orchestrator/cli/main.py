@@ -49,10 +49,10 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     without `allow_unverified: true` (or --allow-unverified) and a channel given as a local path (fine for
     `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass.
     """
+    from orchestrator.cli.render import findings_text, summary_line
     from orchestrator.errors import SmtrainError
     from orchestrator.spec.capabilities import submit_refusals
     from orchestrator.spec.loader import InvalidSpec, Problem, load
-    from orchestrator.cli.render import findings_text, summary_line
 
     results, failed = [], False
     for file in files:

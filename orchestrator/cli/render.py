@@ -18,9 +18,9 @@ from orchestrator.spec.topology import topology
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from orchestrator.planning.plan import Plan
     from orchestrator.spec.catalog import Catalog, InstanceType
     from orchestrator.spec.loader import LoadedSpec
-    from orchestrator.planning.plan import Plan
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "notice": "notice"}

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
-from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.cloud.jobs import Job, console_url, is_not_found
+from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
 
 logger = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.spec.capabilities import resolved_py_version
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.target import Target
+from orchestrator.spec.capabilities import resolved_py_version
 from orchestrator.spec.model import JobSpec, Mode
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.spec.capabilities import Finding, check
-from orchestrator.spec.catalog import InstanceType, catalog, lookup
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.estimator import estimator_kwargs
-from orchestrator.spec.loader import LoadedSpec
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
-from orchestrator.redact import redact
 from orchestrator.planning.request import RequestContext, create_training_job_request
 from orchestrator.planning.target import Target
+from orchestrator.redact import redact
 from orchestrator.spec import images
+from orchestrator.spec.capabilities import Finding, check
+from orchestrator.spec.catalog import InstanceType, catalog, lookup
+from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec, api_limit, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
 

@@ -15,9 +15,9 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from orchestrator.redact import MASK, is_secret_name
-from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
+from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec.model import JobSpec, Mode
 from orchestrator.spec.topology import processes_per_host
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.spec.catalog import InstanceType
 from orchestrator.contract import DEFAULT_MASTER_PORT
+from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.model import JobSpec, Mode
 
 LAUNCHERS = {

@@ -97,6 +97,31 @@ def test_model_parallel_gives_the_unsplit_model_numbers(launcher, one_device):
     assert_equal_weights(split.state_dict(), one_device.state_dict())
 
 
+def test_pipelined_model_parallel_gives_the_unsplit_model_numbers(launcher, one_device):
+    piped = _single(launcher, "pipelined", ["--trainer", "model_parallel", "--num-stages", "3",
+                                            "--pipeline-chunks", "4"])
+    assert "; 4 micro-batches per batch" in piped.output
+    assert step_losses(piped) == pytest.approx(step_losses(one_device), abs=TOLERANCE, rel=0)
+    assert_close_weights(piped.state_dict(), one_device.state_dict(), TOLERANCE)
+
+
+def test_resnet50_trains_in_two_pipelined_stages_on_two_hosts(launcher):
+    """The seeds' ResNet-50 split in two stages on each of two hosts, DDP between them, 2 micro-batches per batch."""
+    args = ["--model", "resnet50", "--num-samples", "48", "--batch-size", "8", "--epochs", "1", "--log-every", "1",
+            "--optimizer", "adam", "--lr", "0.001", "--trainer", "model_parallel", "--pipeline-chunks", "2",
+            "--checkpoint-dir", str(launcher.root / "resnet50" / "checkpoints")]
+    first, _ = [run.assert_ok() for run in launcher.hosts("resnet50", args)]
+    assert "model_parallel: 2 stages, layers 0-17 on cpu (14,582,848 parameters), layers 18-22 on cpu " \
+           "(8,945,674 parameters); 2 micro-batches per batch" in first.output
+    metadata = first.model_json()
+    assert (metadata["trainer"], metadata["world_size"], metadata["replicas_in_sync"]) == ("model_parallel", 2, True)
+    state = first.state_dict()
+    assert sum(tensor.numel() for name, tensor in state.items() if "running" not in name
+               and "num_batches_tracked" not in name) == 23_528_522
+    losses = [event["train_loss"] for event in [*first.metric_events("log"), *first.metric_events("epoch")]]
+    assert metadata["steps"] == len(losses) == 3 and all(0 < loss < 50 for loss in losses)  # finite: not NaN
+
+
 def test_model_parallel_on_two_hosts_gives_the_ddp_numbers(launcher, ddp):
     split = _hosts(launcher, "model-parallel-hosts", ["--trainer", "model_parallel", "--num-stages", "3"])
     assert step_losses(split) == pytest.approx(step_losses(ddp), abs=TOLERANCE, rel=0)
