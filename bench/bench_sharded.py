@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_sharded.py            # throughput: 5 repetitions of each, 10-15 minutes on 2 cores
     .venv/bin/python bench/bench_sharded.py --quick    # 2 repetitions on an eighth of the data, about 2 minutes
     .venv/bin/python bench/bench_sharded.py --memory   # bytes per rank under DDP, ZeRO-1 and FSDP, 2 and 4 ranks
+    .venv/bin/python bench/bench_sharded.py --trainer model_parallel   # one trainer only
 
 Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp and ZeRO-1 with 2
 torchrun processes, model_parallel with one process and two stages on the CPU), same model, data, batch and Adam,
@@ -65,6 +66,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 repetitions on an eighth of the data")
     parser.add_argument("--repetitions", type=int, help="runs of each loop (default 5, or 2 with --quick)")
     parser.add_argument("--memory", action="store_true", help="measure memory per rank instead of throughput")
+    parser.add_argument("--trainer", action="append", choices=TRAINERS, dest="trainers",
+                        help="measure only this trainer (repeatable; default: all)")
     parser.add_argument("--memory-worker", type=Path, help=argparse.SUPPRESS)  # one torchrun rank of --memory
     options, train_args = parser.parse_known_args()
     if options.memory_worker:
@@ -72,16 +75,17 @@ def main() -> None:
     elif options.memory:
         _memory()
     else:
-        _throughput(options.repetitions or (2 if options.quick else 5), options.quick)
+        repetitions = options.repetitions or (2 if options.quick else 5)
+        _throughput(repetitions, options.quick, options.trainers or list(TRAINERS))
 
 
-def _throughput(repetitions: int, quick: bool) -> None:
+def _throughput(repetitions: int, quick: bool, trainers: list[str]) -> None:
     workload = ["--model", "mlp", "--mlp-hidden", "128", "--mlp-layers", "2", "--batch-size", "64",
                 "--num-samples", "8192" if quick else "65536", "--epochs", "2", "--optimizer", "adam", "--lr", "0.01"]
-    rates = {(trainer, loop, clock): [] for trainer in TRAINERS for loop in LOOPS for clock in CLOCKS}
+    rates = {(trainer, loop, clock): [] for trainer in trainers for loop in LOOPS for clock in CLOCKS}
     with tempfile.TemporaryDirectory(prefix="bench-sharded-") as scratch:
         for repetition in range(repetitions):
-            for trainer in TRAINERS:
+            for trainer in trainers:
                 for loop in LOOPS if repetition % 2 == 0 else LOOPS[::-1]:  # neither always goes first
                     run_dir = Path(scratch) / f"{trainer}-{loop}-{repetition}"
                     samples, wall, cpu = (_run_bare if loop == "bare" else _run_smtrain)(trainer, workload, run_dir)
@@ -97,7 +101,7 @@ def _throughput(repetitions: int, quick: bool) -> None:
               f"{max(values):9.1f}")
     ratios = {}
     print(f"\nratio smtrain/bare (goal >= {GOAL_RATIO} wall clock of the medians)")
-    for trainer in TRAINERS:
+    for trainer in trainers:
         pairs = zip(rates[trainer, "smtrain", "wall"], rates[trainer, "bare", "wall"], strict=True)
         ratios[trainer] = {
             **{clock: medians[trainer, "smtrain", clock] / medians[trainer, "bare", clock] for clock in CLOCKS},
