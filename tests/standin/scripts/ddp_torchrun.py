@@ -7,6 +7,7 @@ Prints, per rank, one JSON line: its sampler shard, world size, final loss and a
 
 import json
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -67,10 +68,12 @@ def main():
         source, targets = dataset.tensors
         final_loss = F.mse_loss(trainer.model(source.to(trainer.local_rank)), targets.to(trainer.local_rank)).item()
     checksum = sum(parameter.double().sum().item() for parameter in trainer.model.parameters())
-    print(json.dumps({"rank": trainer.global_rank, "world_size": get_world_size(), "shard": list(sampler),
-                      "last_batch_loss": trainer.loss, "final_loss": final_loss, "checksum": checksum,
-                      "device_count": torch.cuda.device_count(), "device": torch.cuda.current_device()}),
-          flush=True)
+    # One write per record: the ranks share stdout, and under PYTHONUNBUFFERED (as SageMaker sets it) print's
+    # separate write of the newline lets another rank's line land in between.
+    sys.stdout.write(json.dumps({"rank": trainer.global_rank, "world_size": get_world_size(), "shard": list(sampler),
+                                "last_batch_loss": trainer.loss, "final_loss": final_loss, "checksum": checksum,
+                                "device_count": torch.cuda.device_count(), "device": torch.cuda.current_device()}) + "\n")
+    sys.stdout.flush()
     destroy_process_group()
 
 

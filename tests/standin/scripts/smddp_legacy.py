@@ -6,6 +6,7 @@ Prints, per rank, one JSON line with its ranks, an averaged value and a checksum
 """
 
 import json
+import sys
 
 import smdistributed.dataparallel.torch.distributed as dist
 import torch
@@ -30,8 +31,11 @@ def main():
     dist.all_reduce(value, op=dist.ReduceOp.AVERAGE)
     dist.barrier()
     checksum = sum(parameter.double().sum().item() for parameter in model.parameters())
-    print(json.dumps({"rank": dist.get_rank(), "world_size": dist.get_world_size(), "local_rank": local_rank,
-                      "average_rank": value.item(), "checksum": checksum}), flush=True)
+    # One write per record: the ranks share stdout, and under PYTHONUNBUFFERED (as SageMaker sets it) print's
+    # separate write of the newline lets another rank's line land in between.
+    sys.stdout.write(json.dumps({"rank": dist.get_rank(), "world_size": dist.get_world_size(), "local_rank": local_rank,
+                                "average_rank": value.item(), "checksum": checksum}) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -2,16 +2,23 @@
 
     python spawn_per_gpu.py
 
-The master is hard-coded to this machine, as in the tutorial; the port may be overridden with MASTER_PORT.
+The master is hard-coded to this machine, as in the tutorial (the port may come from MASTER_PORT). Each process
+also prints one JSON line: its rank, the world size and its DistributedSampler shard of a 40-sample dataset.
 """
 
+import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn, optim
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+DATASET_SIZE = 40
 
 
 def setup(rank, world_size):
@@ -38,15 +45,25 @@ class ToyModel(nn.Module):
 def demo_basic(rank, world_size):
     print(f"Running basic DDP example on rank {rank}.", flush=True)
     setup(rank, world_size)
+    torch.manual_seed(0)
+    dataset = TensorDataset(torch.randn(DATASET_SIZE, 10), torch.randn(DATASET_SIZE, 5))
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
+    shard = list(sampler)
     model = ToyModel().to(rank)
     ddp_model = DDP(model, device_ids=[rank])
     loss_fn = nn.MSELoss()
     optimizer = optim.SGD(ddp_model.parameters(), lr=0.001)
     optimizer.zero_grad()
-    outputs = ddp_model(torch.randn(20, 10))
-    labels = torch.randn(20, 5).to(rank)
-    loss_fn(outputs, labels).backward()
+    inputs, labels = dataset[shard]
+    outputs = ddp_model(inputs.to(rank))
+    loss_fn(outputs, labels.to(rank)).backward()
     optimizer.step()
+    checksum = sum(parameter.double().sum().item() for parameter in ddp_model.parameters())
+    # One write per record: the ranks share stdout, and under PYTHONUNBUFFERED (as SageMaker sets it) print's
+    # separate write of the newline lets another rank's line land in between.
+    sys.stdout.write(json.dumps({"rank": rank, "world_size": dist.get_world_size(), "shard": shard, "checksum": checksum,
+                                "device": torch.cuda.get_device_name(rank)}) + "\n")
+    sys.stdout.flush()
     print(f"Finished running basic DDP example on rank {rank} of {dist.get_world_size()}.", flush=True)
     cleanup()
 
