@@ -16,7 +16,7 @@ TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
 MODELS = ("linear", "regression", "convnet", "mlp", "resnet50")
 OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("fp32", "bf16", "fp16")
-ZERO_STAGES = (0, 1)
+ZERO_STAGES = (0, 1, 2, 3)
 
 
 class HyperparameterError(ValueError):
@@ -46,8 +46,10 @@ class TrainConfig:
     grad_accum: int = _option(1, "micro-batches accumulated into each optimizer step", minimum=1)
     precision: str = _option("fp32", "fp32, or bf16/fp16 autocast (GPU only; fsdp: a mixed-precision policy)",
                              choices=PRECISIONS)
-    zero_stage: int = _option(0, "1 shards the optimizer state of trainers ddp and gloo over the ranks (ZeRO-1)",
-                              choices=ZERO_STAGES)
+    zero_stage: int = _option(0, "ZeRO stage. 1: trainers ddp and gloo shard the optimizer state over the ranks; "
+                                 "2 and 3: trainer fsdp, which shards everything and by default (3) frees each "
+                                 "block's gathered parameters after its forward pass, while 2 keeps them until its "
+                                 "backward pass (fewer all-gathers, more memory during the step)", choices=ZERO_STAGES)
     num_stages: int = _option(0, "model_parallel stages per host; 0 = one per GPU of the host (2 on a CPU host)",
                               minimum=0)
     pipeline_chunks: int = _option(1, "model_parallel: micro-batches each batch is cut into, so that every stage "

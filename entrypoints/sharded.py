@@ -1,7 +1,8 @@
 """Trainer fsdp: FSDP2 (``fully_shard``) on every block of the model, checkpoints through DCP.
 
 Each rank holds about 1/world of the parameters, gradients and optimizer state (bench/bench_sharded.py --memory
-measures it). A block's parameters are all-gathered just before it runs and freed after it; its gradients are
+measures it). A block's parameters are all-gathered just before it runs and freed after it (ZeRO-3; with
+``--zero-stage 2`` they stay gathered from its forward pass to its backward pass); its gradients are
 reduce-scattered, averaged over the ranks as DDP averages them. On GPUs the mixed-precision policy replaces
 autocast: parameters are cast to bf16/fp16 for the forward and backward passes, gradients are reduced and the
 optimizer steps in fp32.
@@ -43,10 +44,13 @@ class Sharded:
     autocast_dtype = None  # the mixed-precision policy casts the parameters
 
     def __init__(self, model: nn.Module, runtime: Runtime, world_size: int, optimizer: OptimizerChoice,
-                 compute_dtype: torch.dtype | None) -> None:
+                 compute_dtype: torch.dtype | None, reshard_after_forward: bool = True) -> None:
         """
         Args:
             compute_dtype: bf16 or fp16 to compute in on GPUs, None for fp32.
+            reshard_after_forward: free each block's gathered parameters after its forward pass and gather them
+                again for the backward pass (ZeRO-3); False keeps them from one to the other (ZeRO-2, which
+                PyTorch calls SHARD_GRAD_OP): one all-gather per block and step instead of two.
         """
         device = runtime.device
         model.to(device)
@@ -56,8 +60,9 @@ class Sharded:
         policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32,
                                       output_dtype=torch.float32)
         for block in _blocks(model):
-            fully_shard(block, mesh=mesh, mp_policy=policy)
-        self.model: FSDPModule = fully_shard(model, mesh=mesh, mp_policy=policy)
+            fully_shard(block, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+        self.model: FSDPModule = fully_shard(model, mesh=mesh, mp_policy=policy,
+                                             reshard_after_forward=reshard_after_forward)
         self.module = model
         self.optimizer = optimizer.build(model.parameters())
         self.input_device = self.output_device = device

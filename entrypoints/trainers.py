@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 from backends import Runtime
 from checkpoint import CheckpointMismatch
-from config import TrainConfig
+from config import HyperparameterError, TrainConfig
 from dist_env import ContainerPaths, DistEnv
 from models import TASKS, build_model
 from prefetch import Prefetcher
@@ -38,7 +38,9 @@ from spot import StopAgreement
 from strategy import OptimizerChoice, Strategy
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-ZERO_TRAINERS = ("ddp", "gloo")
+# The trainers that offer each ZeRO stage (Rajbhandari et al. 2020): 1 shards the optimizer state over the ranks,
+# 2 the gradients too, 3 the parameters too. `smtrain validate` refuses other pairings (orchestrator/contract.py).
+ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 _RESHARD_HINT = " (or, for trainer fsdp, the same world_size x batch_size and a dataset that divides alike)"
 
 
@@ -354,19 +356,21 @@ def build_strategy(config: TrainConfig, env: DistEnv, runtime: Runtime, compute_
         compute_dtype: bf16 or fp16 on GPUs when --precision asks for it, else None.
     """
     model, optimizer = build_model(config), _optimizer(config)
-    if config.zero_stage and runtime.trainer not in ZERO_TRAINERS:
-        notify(f"zero-stage {config.zero_stage} applies to trainers {' and '.join(ZERO_TRAINERS)}; "
-               f"trainer {runtime.trainer} ignores it")
+    zero_trainers = ZERO_STAGE_TRAINERS.get(config.zero_stage, ())
+    if config.zero_stage and runtime.trainer not in zero_trainers:
+        raise HyperparameterError(
+            f"--zero-stage {config.zero_stage} needs trainer {' or '.join(zero_trainers)}; this run's trainer is "
+            f"{runtime.trainer} ({runtime.reason}). To fix: set --trainer {zero_trainers[-1]}, or --zero-stage 0.")
     for name, value, default in (("num-stages", config.num_stages, 0), ("pipeline-chunks", config.pipeline_chunks, 1)):
         if value != default and runtime.trainer != "model_parallel":
             notify(f"{name} applies to trainer model_parallel; trainer {runtime.trainer} ignores it")
     if runtime.trainer == "fsdp":
-        return _sharded_module().Sharded(model, runtime, env.world_size, optimizer, compute_dtype)
+        return _sharded_module().Sharded(model, runtime, env.world_size, optimizer, compute_dtype,
+                                         reshard_after_forward=config.zero_stage != 2)
     if runtime.trainer == "model_parallel":
         return model_parallel.build(model, runtime, env.world_size, model_parallel.Pipeline(
             config.num_stages, config.pipeline_chunks), optimizer, compute_dtype, notify)
-    zero_stage = config.zero_stage if runtime.trainer in ZERO_TRAINERS else 0
-    return replicated.data_parallel(model, runtime, optimizer, zero_stage, compute_dtype)
+    return replicated.data_parallel(model, runtime, optimizer, config.zero_stage, compute_dtype)
 
 
 def _sharded_module() -> ModuleType:

@@ -72,6 +72,8 @@ HYPERPARAMETERS = frozenset(
 )
 TRAINERS = ("auto", "dp", "ddp", "gloo", "fsdp", "model_parallel")
 MODELS = ("linear", "regression", "convnet", "mlp", "resnet50")
+# The trainers that offer each ZeRO stage (`zero-stage`); train.py exits 2 on any other pairing.
+ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`.
 # SageMaker applies these regexes to the job's log (sagemaker-contract.md §11), so they must not be anchored:

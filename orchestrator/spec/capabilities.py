@@ -14,6 +14,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Literal
 
+from orchestrator.contract import ZERO_STAGE_TRAINERS
 from orchestrator.redact import MASK, is_secret_name
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
@@ -356,6 +357,17 @@ def _fsdp_needs_26(ctx: _Context) -> Iterator[_Hit]:
 def _model_parallel_one_process(ctx: _Context) -> Iterator[_Hit]:
     if ctx.trainer == "model_parallel" and processes_per_host(ctx.spec, ctx.instance) > 1:
         yield "hyperparameters.trainer", {}
+
+
+@_rule("zero-stage-trainer")
+def _zero_stage_trainer(ctx: _Context) -> Iterator[_Hit]:
+    stage = str(ctx.spec.hyperparameters.get("zero-stage", "0"))
+    trainers = ZERO_STAGE_TRAINERS.get(int(stage)) if stage.isdigit() else None
+    trainer = ctx.trainer or "auto"
+    # trainer auto picks dp, ddp or gloo from the devices: certain to miss only a stage that needs fsdp
+    if trainers and trainer not in trainers and (trainer != "auto" or "fsdp" in trainers):
+        yield "hyperparameters.zero-stage", {"stage": stage, "trainer": trainer, "trainers": " or ".join(trainers),
+                                             "fix_trainer": trainers[-1]}
 
 
 @_rule("isolation-code-channel")

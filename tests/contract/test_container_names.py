@@ -32,8 +32,9 @@ def entrypoints():
         import data
         import dist_env
         import metrics
+        import trainers
 
-        yield {"config": config, "data": data, "dist_env": dist_env, "metrics": metrics}
+        yield {"config": config, "data": data, "dist_env": dist_env, "metrics": metrics, "trainers": trainers}
     finally:
         sys.path.remove(str(REPO / "entrypoints"))
 
@@ -50,6 +51,8 @@ def test_contract_hyperparameters_are_train_py_options(entrypoints):
     assert options == contract.HYPERPARAMETERS
     assert entrypoints["config"].TRAINERS == contract.TRAINERS
     assert entrypoints["config"].MODELS == contract.MODELS
+    assert entrypoints["trainers"].ZERO_STAGE_TRAINERS == contract.ZERO_STAGE_TRAINERS
+    assert tuple(sorted([0, *contract.ZERO_STAGE_TRAINERS])) == entrypoints["config"].ZERO_STAGES
 
 
 def test_contract_metric_regexes_read_the_line_train_py_prints(entrypoints):

@@ -47,6 +47,11 @@ def fsdp(launcher):
 
 
 @pytest.fixture(scope="module")
+def zero2(launcher):
+    return _hosts(launcher, "zero2", ["--trainer", "fsdp", "--zero-stage", "2"])
+
+
+@pytest.fixture(scope="module")
 def zero1(launcher):
     return _hosts(launcher, "zero1", ["--trainer", "gloo", "--zero-stage", "1"])
 
@@ -81,6 +86,13 @@ def test_fsdp_gives_the_ddp_losses_and_weights(ddp, fsdp):
     metadata = fsdp.model_json()
     assert (metadata["trainer"], metadata["world_size"], metadata["samples_seen_per_epoch"]) == ("fsdp", 2, [512, 512])
     assert len(metadata["replica_checksums"]) == 1  # one replica, sharded
+
+
+def test_fsdp_zero2_gives_the_ddp_losses_and_weights(ddp, zero2):
+    """Parameters kept gathered from forward to backward: the same numbers, only fewer all-gathers."""
+    assert step_losses(zero2) == pytest.approx(step_losses(ddp), abs=TOLERANCE, rel=0)
+    assert_close_weights(zero2.state_dict(), ddp.state_dict(), TOLERANCE)
+    assert zero2.model_json()["hyperparameters"]["zero-stage"] == 2
 
 
 def test_zero1_gives_the_ddp_losses_and_weights(ddp, zero1):

@@ -30,6 +30,21 @@ def test_unwritable_output_dir_does_not_hide_the_error(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("trainer", "stage", "message"), [
+    ("gloo", "3", "--zero-stage 3 needs trainer fsdp; this run's trainer is gloo (requested). To fix: set --trainer "
+                  "fsdp, or --zero-stage 0."),
+    ("fsdp", "1", "--zero-stage 1 needs trainer ddp or gloo; this run's trainer is fsdp (requested). To fix: set "
+                  "--trainer gloo, or --zero-stage 0."),
+])
+def test_a_zero_stage_the_trainer_does_not_offer_fails_before_training(launcher, trainer, stage, message):
+    """Asking for sharding a trainer cannot give is an error, not a run that silently holds everything."""
+    failed = launcher.single(f"zero-{trainer}-{stage}", ["--trainer", trainer, "--zero-stage", stage])
+    assert failed.returncode == 2, failed.output
+    assert f"train.py: error: {message}" in failed.output
+    assert (failed.base_dir / "output" / "failure").read_text().startswith(f"HyperparameterError: {message}")
+
+
+@pytest.mark.slow
 def test_bad_channel_file_fails_the_run_with_its_name_in_the_failure_file(launcher, tmp_path):
     channel = tmp_path / "train"
     channel.mkdir()

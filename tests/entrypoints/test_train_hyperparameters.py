@@ -41,7 +41,7 @@ def test_hyperparameters_are_keyed_by_option_name():
         (["--epochs", "1.5"], "argument --epochs: invalid int value: '1.5'"),
         (["--trainer", "horovod"], "argument --trainer: invalid choice: 'horovod'"),
         (["--simulate-step-seconds", "-1"], "--simulate-step-seconds must be at least 0.0, got -1.0"),
-        (["--zero-stage", "2"], "argument --zero-stage: invalid choice: 2 (choose from 0, 1)"),
+        (["--zero-stage", "4"], "argument --zero-stage: invalid choice: 4 (choose from 0, 1, 2, 3)"),
         (["--prefetch", "-1"], "--prefetch must be at least 0, got -1"),
     ],
 )

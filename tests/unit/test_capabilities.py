@@ -188,12 +188,25 @@ def test_capability_unverified_blocks_only_without_override():
       "distribution__mode": "torch_distributed"}, "trainer fsdp uses FSDP2"),
     ({"framework_version": "2.10.0", "hyperparameters__trainer": "model_parallel", "instance__type": "ml.g5.12xlarge",
       "instance__count": 1, "distribution__mode": "torch_distributed"}, "trainer model_parallel runs one process"),
+    ({"hyperparameters__zero-stage": 3}, "zero-stage 3 is offered by trainer fsdp, and this job's trainer is gloo"),
+    ({"hyperparameters__zero-stage": "2", "hyperparameters__trainer": "auto"},
+     "zero-stage 2 is offered by trainer fsdp, and this job's trainer is auto"),
+    ({"framework_version": "2.10.0", "hyperparameters__trainer": "fsdp", "hyperparameters__zero-stage": 1},
+     "zero-stage 1 is offered by trainer ddp or gloo, and this job's trainer is fsdp"),
 ])
 def test_capability_trainer_rules_refuse(spec_dir, changes, message):
     from orchestrator.spec.loader import InvalidSpec
 
     with pytest.raises(InvalidSpec, match=message):
         _rules_fired(spec_dir, **changes)
+
+
+@pytest.mark.parametrize(("trainer", "stage"), [("gloo", 1), ("fsdp", 2), ("fsdp", "3"), ("auto", 1), ("gloo", 0)])
+def test_capability_zero_stage_the_trainer_offers_passes(spec_dir, trainer, stage):
+    # trainer auto may pick ddp or gloo, which offer stage 1: train.py decides on the instance
+    fired = _rules_fired(spec_dir, framework_version="2.10.0", hyperparameters__trainer=trainer,
+                         **{"hyperparameters__zero-stage": stage})
+    assert "zero-stage-trainer" not in fired
 
 
 def test_capability_model_parallel_on_one_process_per_host_is_not_idle_gpus(spec_dir):
