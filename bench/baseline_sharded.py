@@ -5,6 +5,7 @@ train.py with the trainer in brackets (only the model and data builders come fro
 written by hand with torch), and does nothing else: no metric lines, checkpoints, checksums or SIGTERM handling.
 
     torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout fsdp --result out.json  # [--trainer fsdp]
+    torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout fsdp_zero2 ...          # [fsdp --zero-stage 2]
     torchrun --nproc-per-node 2 bench/baseline_sharded.py --layout zero1 --result out.json # [gloo --zero-stage 1]
     python bench/baseline_sharded.py --layout model_parallel --result out.json             # [model_parallel]
 
@@ -36,7 +37,7 @@ from config import parse_config  # noqa: E402
 from data import synthetic_dataset  # noqa: E402
 from models import TASKS, build_model  # noqa: E402
 
-LAYOUTS = ("fsdp", "zero1", "model_parallel")
+LAYOUTS = ("fsdp", "fsdp_zero2", "zero1", "model_parallel")
 # Where train.py's parameter balance cuts the benchmark's mlp (20-128-128-10: layers 0-2 hold 19,200 of its 20,490
 # parameters); the stages are both on the CPU, as on a host without CUDA.
 MODEL_PARALLEL_CUT = 3
@@ -70,12 +71,13 @@ def main() -> None:
     torch.manual_seed(config.seed)
     model = build_model(config)
     optimizer_class = torch.optim.Adam if config.optimizer == "adam" else torch.optim.SGD
-    if own.layout == "fsdp":
+    if own.layout in ("fsdp", "fsdp_zero2"):
         mesh = init_device_mesh("cpu", (world_size,))
+        reshard = own.layout == "fsdp"
         for layer in model:
             if any(True for _ in layer.parameters()):
-                fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+                fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
         optimizer = optimizer_class(model.parameters(), lr=config.lr)
     elif own.layout == "zero1":
         optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=optimizer_class, lr=config.lr)

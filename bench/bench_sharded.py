@@ -5,9 +5,9 @@
     .venv/bin/python bench/bench_sharded.py --memory   # bytes per rank under DDP, ZeRO-1 and FSDP, 2 and 4 ranks
     .venv/bin/python bench/bench_sharded.py --trainer model_parallel   # one trainer only
 
-Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp and ZeRO-1 with 2
-torchrun processes, model_parallel with one process and two stages on the CPU), same model, data, batch and Adam,
-alternating, so that a busy moment of the machine hits both alike. Each reports, from rank 0, the samples trained
+Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp as ZeRO-3 and
+ZeRO-2, and ZeRO-1, with 2 torchrun processes; model_parallel with one process and two stages on the CPU), same
+model, data, batch and Adam, alternating, so that a busy moment of the machine hits both alike. Each reports, from rank 0, the samples trained
 (all ranks) and the wall and CPU seconds of its training loop; train.py's loop includes its metric lines,
 metrics.jsonl, epoch-end checkpoints (sharded, through DCP, for fsdp) and SIGTERM checks. The wall-clock ratio of
 the medians is the goal; the CPU-time ratio and the ratio of the fastest runs move less when other work shares
@@ -50,6 +50,7 @@ CLOCKS = ("wall", "cpu")
 # trainer: (train.py options, baseline_sharded.py layout, processes)
 TRAINERS = {
     "fsdp": (["--trainer", "fsdp"], "fsdp", 2),
+    "fsdp_zero2": (["--trainer", "fsdp", "--zero-stage", "2"], "fsdp_zero2", 2),
     "zero1": (["--trainer", "gloo", "--zero-stage", "1"], "zero1", 2),
     "model_parallel": (["--trainer", "model_parallel"], "model_parallel", 1),
 }
