@@ -7,11 +7,11 @@
 
 Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp as ZeRO-3 and
 ZeRO-2, and ZeRO-1, with 2 torchrun processes; model_parallel with one process and two stages on the CPU), same
-model, data, batch and Adam, alternating, so that a busy moment of the machine hits both alike. Each reports, from rank 0, the samples trained
-(all ranks) and the wall and CPU seconds of its training loop; train.py's loop includes its metric lines,
-metrics.jsonl, epoch-end checkpoints (sharded, through DCP, for fsdp) and SIGTERM checks. The wall-clock ratio of
-the medians is the goal; the CPU-time ratio and the ratio of the fastest runs move less when other work shares
-the machine, and so does the median of the ratios of each back-to-back pair.
+model, data, batch and Adam, alternating, so that a busy moment of the machine hits both alike. Each reports, from
+rank 0, the samples trained (all ranks) and the wall and CPU seconds of its training loop; train.py's loop includes
+its metric lines, metrics.jsonl, epoch-end checkpoints (sharded, through DCP, for fsdp) and SIGTERM checks. The
+wall-clock ratio of the medians is the goal; the CPU-time ratio and the ratio of the fastest runs move less when
+other work shares the machine, and so does the median of the ratios of each back-to-back pair.
 
 Memory: each rank builds the model exactly as train.py does (trainers.build_strategy), trains one step, and adds up
 the bytes of the storage behind its parameters, gradients and optimizer state (what a rank holds between steps;

@@ -57,8 +57,9 @@ class Sharded:
         # fully_shard wants the mesh on the parameters' device type: runtime.device's, except where a CUDA
         # stand-in (smtrain local without GPUs) keeps "cuda" tensors on the CPU.
         mesh = init_device_mesh(next(model.parameters()).device.type, (world_size,))
+        # In fp32 the default policy: no casts, and no hook on every block's output to make them.
         policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32,
-                                      output_dtype=torch.float32)
+                                      output_dtype=torch.float32) if compute_dtype else MixedPrecisionPolicy()
         for block in _blocks(model):
             fully_shard(block, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
         self.model: FSDPModule = fully_shard(model, mesh=mesh, mp_policy=policy,
