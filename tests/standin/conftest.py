@@ -7,9 +7,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -71,22 +74,40 @@ class Standin:
         return env
 
     def start(self, command: list[str], env: dict[str, str]) -> subprocess.Popen:
+        # Its own process group: a launcher that times out is killed with the ranks it started.
         return subprocess.Popen(command, env=env, cwd=self.work_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, start_new_session=True)
+
+    @classmethod
+    def finish(cls, process: subprocess.Popen, check: bool = True) -> subprocess.CompletedProcess:
+        return cls.finish_all([process], check)[0]
 
     @staticmethod
-    def finish(process: subprocess.Popen, check: bool = True) -> subprocess.CompletedProcess:
-        """Waits for `process`; fails the test, with its output, when it does not end in time or (`check`) exits
-        non-zero."""
-        try:
-            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
-            pytest.fail(f"{process.args} did not finish within {TIMEOUT_S} s:\n{stdout}\n{stderr}")
+    def finish_all(processes: list[subprocess.Popen], check: bool = True) -> list[subprocess.CompletedProcess]:
+        """Waits for processes that wait on each other (the nodes of one job), reading every output at once, so
+        that none blocks on a full pipe; fails the test with every output when one does not end in time (all are
+        killed, ranks included) or (`check`) exits non-zero."""
+        outputs: dict[int, tuple[str, str]] = {}
+        readers = [threading.Thread(target=lambda index=index, process=process: outputs.__setitem__(
+            index, process.communicate()), daemon=True) for index, process in enumerate(processes)]
+        for reader in readers:
+            reader.start()
+        deadline = time.monotonic() + TIMEOUT_S
+        for reader in readers:
+            reader.join(max(deadline - time.monotonic(), 0))
+        late = [process for process in processes if process.poll() is None]
+        for process in late:
+            os.killpg(process.pid, signal.SIGKILL)
+        for reader in readers:
+            reader.join()
+        report = "\n".join(f"{process.args} (exit {process.returncode}):\n{outputs[index][0]}\n{outputs[index][1]}"
+                           for index, process in enumerate(processes))
+        if late:
+            pytest.fail(f"{len(late)} of {len(processes)} process(es) did not finish within {TIMEOUT_S} s:\n{report}")
         if check:
-            assert process.returncode == 0, f"{process.args} exited {process.returncode}:\n{stdout}\n{stderr}"
-        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+            assert all(process.returncode == 0 for process in processes), report
+        return [subprocess.CompletedProcess(process.args, process.returncode, *outputs[index])
+                for index, process in enumerate(processes)]
 
     def run(self, command: list[str], env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
         return self.finish(self.start(command, env), check)

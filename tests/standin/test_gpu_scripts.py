@@ -31,7 +31,7 @@ def test_ddp_torchrun_two_nodes_over_nccl(standin):
     nodes = [standin.start(standin.torchrun(
         "--nnodes", "2", "--nproc-per-node", "2", "--node-rank", str(node), "--master-addr", env["MASTER_ADDR"],
         "--master-port", env["MASTER_PORT"], str(standin.scripts / "ddp_torchrun.py")), env) for node in (0, 1)]
-    lines = [line for node in nodes for line in standin.json_lines(standin.finish(node).stdout)]
+    lines = [line for node in standin.finish_all(nodes) for line in standin.json_lines(node.stdout)]
     _assert_one_model(lines, world_size=4, keys=("final_loss", "checksum", "device_count"))
     _assert_shards_partition_the_dataset(lines)
     assert {line["rank"]: line["device"] for line in lines} == {0: 0, 1: 1, 2: 0, 3: 1}  # set_device(LOCAL_RANK)
