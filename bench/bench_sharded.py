@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_sharded.py            # throughput: 5 repetitions of each, 10-15 minutes on 2 cores
     .venv/bin/python bench/bench_sharded.py --quick    # 2 repetitions on an eighth of the data, about 2 minutes
     .venv/bin/python bench/bench_sharded.py --memory   # bytes per rank under DDP, ZeRO-1 and FSDP, 2 and 4 ranks
-    .venv/bin/python bench/bench_sharded.py --trainer model_parallel   # one trainer only
+    .venv/bin/python bench/bench_sharded.py --only model_parallel      # one trainer only
 
 Throughput: train.py against the hand-written loop of baseline_sharded.py for each trainer (fsdp as ZeRO-3 and
 ZeRO-2, and ZeRO-1, with 2 torchrun processes; model_parallel with one process and two stages on the CPU), same
@@ -67,8 +67,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 repetitions on an eighth of the data")
     parser.add_argument("--repetitions", type=int, help="runs of each loop (default 5, or 2 with --quick)")
     parser.add_argument("--memory", action="store_true", help="measure memory per rank instead of throughput")
-    parser.add_argument("--trainer", action="append", choices=TRAINERS, dest="trainers",
-                        help="measure only this trainer (repeatable; default: all)")
+    # Not --trainer: the memory workers pass train.py's own --trainer through.
+    parser.add_argument("--only", action="append", choices=TRAINERS, dest="trainers",
+                        help="measure only this trainer's throughput (repeatable; default: all)")
     parser.add_argument("--memory-worker", type=Path, help=argparse.SUPPRESS)  # one torchrun rank of --memory
     options, train_args = parser.parse_known_args()
     if options.memory_worker:
@@ -172,7 +173,7 @@ def _memory_worker(result: Path, train_args: list[str]) -> None:
 
     config = parse_config(train_args, {})
     env = dist_env.detect(os.environ)
-    runtime = backends.init_process_group(backends.resolve_runtime(config.trainer, env, os.environ, print), env)
+    runtime = backends.init_process_group(backends.resolve_runtime(config.trainer, env, print), env)
     torch.manual_seed(config.seed)
     strategy = trainers.build_strategy(config, env, runtime, None, print)
     task = TASKS[config.model]
