@@ -78,7 +78,7 @@ def leave(code: int) -> None:
 
     Gloo's threads can outlive destroy_process_group, and a C++ object of theirs destroyed during finalization
     aborts the process ("terminate called without an active exception", then exit 134 or 139): a rank that had
-    finished its work failed the 2-host gloo example in 1 of 4 full suite runs, despite run_training's collection.
+    finished its work failed the 2-host gloo example in 1 of 5 full suite runs, despite run_training's collection.
     """
     mpi = sys.modules.get("mpi4py.MPI")  # under `python -m mpi4py`: what its exit handler would have done
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
