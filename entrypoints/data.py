@@ -7,7 +7,8 @@ Channel data: when ``SM_CHANNEL_TRAIN`` names a directory with files, every ``.c
 (sorted by path, subdirectories included) is loaded and concatenated; other files are skipped with a notice.
 
 * ``.csv``: one sample per row, numbers only; the last column is the target, the others the features (784 for
-  convnet, reshaped to 1x28x28; 3072 for resnet50, reshaped to 3x32x32). A first row that is not numeric is taken as a header.
+  convnet, reshaped to 1x28x28; 3072 for resnet50, reshaped to 3x32x32). A first row that is not numeric is taken
+  as a header.
 * ``.pt``: ``torch.save`` of ``{"x": features, "y": targets}`` or of a tuple ``(features, targets)``.
 
 Targets are class indices for the classifiers and values for the regression. A malformed file raises

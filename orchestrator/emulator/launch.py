@@ -18,7 +18,7 @@ import shutil
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import SAGEMAKER_BASE_DIR
@@ -129,16 +129,17 @@ def launches(processes: list[HostProcess], *, python: str, master_port: int, hos
     """The processes the emulator starts: each host's launcher, or on MPI modes the master's mpirun alone."""
     result = []
     for item in processes:
-        command = item.toolkit
-        if command is None:
+        toolkit = item.toolkit
+        if toolkit is None:
             continue
-        if command.runner is RunnerType.process:
-            result.append(Launch(item.host.name, _shell_words(command.argv, python), item.env, item.host.code_dir, ""))
-        elif command.runner is RunnerType.torch_distributed:
-            result.append(_torchrun(item, python, master_port))
+        if toolkit.runner is RunnerType.process:
+            command, env = _shell_words(toolkit.argv, python), item.env
+        elif toolkit.runner is RunnerType.torch_distributed:
+            command, env = _torchrun(item, python, master_port)
         else:
-            result.append(_mpirun(item, processes, python, hostname_library))
-    return [replace(launch, shown=mask(launch.command)) for launch in result]
+            command, env = _mpirun(item, processes, python, hostname_library)
+        result.append(Launch(item.host.name, command, env, item.host.code_dir, mask(command)))
+    return result
 
 
 def _shell_words(argv: list[str], *local_paths: str) -> str:
@@ -149,9 +150,10 @@ def _shell_words(argv: list[str], *local_paths: str) -> str:
     return " ".join(words)
 
 
-def _torchrun(item: HostProcess, python: str, master_port: int) -> Launch:
+def _torchrun(item: HostProcess, python: str, master_port: int) -> tuple[str, dict[str, str]]:
     """torchrun from the interpreter's environment; the master's name and port 7777 become loopback and a free
-    port (on one node the toolkit passes neither, and torchrun's default port 29500 moves to the same free port)."""
+    port (on one node the toolkit passes neither, and torchrun's default port 29500 moves to the same free port).
+    Returns the command line and its environment."""
     assert item.toolkit is not None
     argv = list(item.toolkit.argv)
     torchrun = find_tool("torchrun", python)
@@ -162,13 +164,14 @@ def _torchrun(item: HostProcess, python: str, master_port: int) -> Launch:
     env = {**item.env, **item.toolkit.environment, "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE}
     if "--master_port" not in argv:
         env["PET_MASTER_PORT"] = str(master_port)
-    return Launch(item.host.name, _shell_words(argv, python, torchrun or python), env, item.host.code_dir, "")
+    return _shell_words(argv, python, torchrun or python), env
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
-            hostname_library: Path | None) -> Launch:
+            hostname_library: Path | None) -> tuple[str, dict[str, str]]:
     """The toolkit's mpirun with Open MPI 5's spellings on loopback, the hooks for hosts and ranks, and the DLC's
-    `rmaps_base_mapping_policy = slot` (openmpi-mca-params.conf) as `--map-by slot`; run through `relabel`."""
+    `rmaps_base_mapping_policy = slot` (openmpi-mca-params.conf) as `--map-by slot`; run through `relabel`.
+    Returns the command line and its environment."""
     assert master.toolkit is not None
     toolkit = master.toolkit
     launcher, script = toolkit.argv[:toolkit.script_index], toolkit.argv[toolkit.script_index:]
@@ -199,7 +202,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
         env[host_environment_variable(item.host.name)] = json.dumps(item.container_env)
     relabel = " ".join([shlex.quote(sys.executable), "-I", "-S", shlex.quote(str(HOOKS)), "relabel",
                         str(toolkit.processes_per_host), shlex.quote(command)])
-    return Launch(master.host.name, relabel, env, master.host.code_dir, "")
+    return relabel, env
 
 
 def _exported(item: str, env: Mapping[str, str], hostname_library: Path | None) -> list[str]:
