@@ -19,11 +19,13 @@ sys.path.insert(0, str(ENTRYPOINTS))
 import backends  # noqa: E402
 from config import HyperparameterError, parse_config  # noqa: E402
 
-# Rank 0 waits in an all_reduce that rank 1, asleep, never joins.
+# Rank 0 waits in an all_reduce that rank 1, asleep, never joins, and leaves as train.py does: a plain
+# sys.exit with gloo's timed-out receive still pending aborts in finalization (exit -6, 1 CI run in ~10).
 RANK_SCRIPT = textwrap.dedent("""
     import sys, time
     import torch, torch.distributed as dist
     import backends, dist_env
+    from train import leave
     env = dist_env.detect(__import__("os").environ)
     runtime = backends.resolve_runtime("gloo", env, print)
     backends.init_process_group(runtime, env, float(sys.argv[1]))
@@ -34,7 +36,7 @@ RANK_SCRIPT = textwrap.dedent("""
         dist.all_reduce(torch.ones(1))
     except RuntimeError as error:
         print(f"failed after {time.monotonic() - started:.1f} s: {error}", flush=True)
-        sys.exit(1)
+        leave(1)
 """)
 
 
