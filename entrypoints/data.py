@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -103,6 +104,23 @@ def make_loader(dataset: TensorDataset, sampler: ResumableDistributedSampler, ba
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
                       pin_memory=pin_memory, persistent_workers=num_workers > 0,
                       generator=torch.Generator().manual_seed(seed))
+
+
+def batch_sizes(shard_size: int, batch_size: int) -> set[int]:
+    """The sizes of the batches a rank's shard of `shard_size` samples is cut into each epoch."""
+    sizes = {batch_size} if shard_size >= batch_size else set()
+    if shard_size % batch_size:
+        sizes.add(shard_size % batch_size)
+    return sizes
+
+
+def smallest_piece(shard_size: int, batch_size: int, pieces: int) -> int:
+    """The fewest samples the layers see at once in an epoch, each batch cut into `pieces` as ``Tensor.split``
+    and DataParallel's scatter cut it: pieces of ceil(size / pieces) samples, the last one what is left."""
+    def last_piece(size: int) -> int:
+        piece = math.ceil(size / pieces)
+        return size - piece * (math.ceil(size / piece) - 1)
+    return min(last_piece(size) for size in batch_sizes(shard_size, batch_size))
 
 
 def batches_on(loader: DataLoader, feature_device: torch.device,

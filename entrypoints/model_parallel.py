@@ -145,4 +145,4 @@ def build(model: nn.Module, runtime: Runtime, world_size: int, pipeline: Pipelin
         + (f"; {pipeline.chunks} micro-batches per batch" if pipeline.chunks > 1 else ""))
     module = DistributedDataParallel(staged) if world_size > 1 else staged  # device_ids=None: several devices
     return Replicated(staged, module, optimizer.build(staged.parameters()), (devices[0], devices[-1]),
-                      autocast_dtype, runtime.control_group)
+                      autocast_dtype, runtime.control_group, pipeline.chunks)

@@ -29,18 +29,20 @@ class Replicated:
 
     def __init__(self, model: nn.Module, module: nn.Module, optimizer: torch.optim.Optimizer,
                  devices: tuple[torch.device, torch.device], autocast_dtype: torch.dtype | None,
-                 group: dist.ProcessGroup | None) -> None:
+                 group: dist.ProcessGroup | None, batch_pieces: int) -> None:
         """
         Args:
             model: the unwrapped model, whose state dict is checkpointed and saved.
             module: `model` wrapped (DDP, DataParallel), or `model` itself.
             devices: where the features go and where the loss is computed.
             group: gloo group for comparing the replicas (None: the default group).
+            batch_pieces: see `strategy.Strategy`.
         """
         self.model, self.module, self.optimizer = model, module, optimizer
         self.input_device, self.output_device = devices
         self.autocast_dtype = autocast_dtype
         self._group = group
+        self.batch_pieces = batch_pieces
 
     def no_sync(self) -> AbstractContextManager[Any]:
         no_sync = getattr(self.module, "no_sync", None)
@@ -87,5 +89,6 @@ def data_parallel(model: nn.Module, runtime: Runtime, optimizer: OptimizerChoice
     else:
         built = optimizer.build(model.parameters())
     module = backends.wrap_model(model, runtime)
+    scattered_over = len(module.device_ids) if isinstance(module, nn.DataParallel) else 1
     return Replicated(model, module, built, (runtime.device, runtime.device), autocast_dtype,
-                      runtime.control_group)
+                      runtime.control_group, scattered_over)

@@ -41,6 +41,7 @@ class Sharded:
     """The model and optimizer state sharded over all ranks."""
 
     reshardable = True
+    batch_pieces = 1
     autocast_dtype = None  # the mixed-precision policy casts the parameters
 
     def __init__(self, model: nn.Module, runtime: Runtime, world_size: int, optimizer: OptimizerChoice,

@@ -40,6 +40,8 @@ class Strategy(Protocol):
         autocast_dtype: the dtype the loop autocasts the forward pass to; None for fp32, and for fsdp, whose
             mixed-precision policy casts the parameters itself.
         reshardable: its checkpoints resume on another world size (when the global batch stays the same).
+        batch_pieces: how many pieces each batch is cut into before the layers see it (DataParallel's GPUs, the
+            pipeline's micro-batches); 1 when they see it whole.
     """
 
     module: nn.Module
@@ -48,6 +50,7 @@ class Strategy(Protocol):
     output_device: torch.device
     autocast_dtype: torch.dtype | None
     reshardable: bool
+    batch_pieces: int
 
     def no_sync(self) -> AbstractContextManager[Any]:
         """Skips the gradient synchronisation of a micro-batch that does not close its accumulation group."""

@@ -36,8 +36,10 @@ from models import TASKS, build_model
 from prefetch import Prefetcher
 from spot import StopAgreement
 from strategy import OptimizerChoice, Strategy
+from torch import nn
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 # The trainers that offer each ZeRO stage (Rajbhandari et al. 2020): 1 shards the optimizer state over the ranks,
 # 2 the gradients too, 3 the parameters too. `smtrain validate` refuses other pairings (orchestrator/contract.py).
 ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
@@ -128,6 +130,7 @@ class Trainer:
 
         torch.manual_seed(config.seed)  # identical initial weights on every rank
         self.strategy = build_strategy(config, env, runtime, compute_dtype, reporter.notice)
+        require_batch_norm_samples(self.strategy, self.sampler, config)
         self.loss_function = task.loss_function()
         self.scaler = _grad_scaler(enabled=compute_dtype is torch.float16)
         self.checkpoints = checkpoint.CheckpointDir(Path(config.checkpoint_dir))
@@ -371,6 +374,35 @@ def build_strategy(config: TrainConfig, env: DistEnv, runtime: Runtime, compute_
         return model_parallel.build(model, runtime, env.world_size, model_parallel.Pipeline(
             config.num_stages, config.pipeline_chunks), optimizer, compute_dtype, notify)
     return replicated.data_parallel(model, runtime, optimizer, config.zero_stage, compute_dtype)
+
+
+def require_batch_norm_samples(strategy: Strategy, sampler: data.ResumableDistributedSampler,
+                               config: TrainConfig) -> None:
+    """Refuses, before the first step, a run in which a batch norm layer would train on one sample: it raises
+    at that batch ("Expected more than 1 value per channel"), which may be the last of the first epoch."""
+    if not any(isinstance(layer, BATCH_NORMS) for layer in strategy.module.modules()):
+        return
+    pieces, shard_size = strategy.batch_pieces, sampler.num_samples
+    smallest = data.smallest_piece(shard_size, config.batch_size, pieces)
+    if smallest >= 2:
+        return
+    workable = next((size for size in _nearest_first(config.batch_size, shard_size)
+                     if data.smallest_piece(shard_size, size, pieces) >= 2), None)
+    fix = (f"set --batch-size {workable}" if workable is not None else
+           f"train on {2 * pieces * sampler.num_replicas} samples or more (--num-samples, for synthetic data)")
+    cut = f", each cut into {pieces} pieces, leave a piece" if pieces > 1 else " leave a batch"
+    raise HyperparameterError(
+        f"model {config.model} has batch norm, which trains on 2 samples or more at once; each rank's "
+        f"{shard_size} of the {len(sampler.dataset)} samples, in batches of {config.batch_size}{cut} of "
+        f"{smallest} sample. To fix: {fix}.")
+
+
+def _nearest_first(size: int, largest: int) -> Iterator[int]:
+    """1..largest ordered by distance from `size`, the larger first on a tie."""
+    for distance in range(1, max(size, largest)):
+        for candidate in (size + distance, size - distance):
+            if 1 <= candidate <= largest:
+                yield candidate
 
 
 def _sharded_module() -> ModuleType:

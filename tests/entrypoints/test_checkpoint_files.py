@@ -99,6 +99,6 @@ def test_prune_shards_keeps_the_newest_up_to_the_step_and_later_leftovers(tmp_pa
 def test_replicated_trainer_refuses_a_sharded_checkpoint(tmp_path):
     model = torch.nn.Linear(2, 2)
     cpu = torch.device("cpu")
-    layout = Replicated(model, model, torch.optim.SGD(model.parameters(), lr=0.1), (cpu, cpu), None, None)
+    layout = Replicated(model, model, torch.optim.SGD(model.parameters(), lr=0.1), (cpu, cpu), None, None, 1)
     with pytest.raises(CheckpointMismatch, match="ckpt-000005.pt is a sharded checkpoint of trainer fsdp"):
         layout.load_checkpoint_state({"global_step": 5, "shards": "ckpt-000005.dcp"}, CheckpointDir(tmp_path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from data import DataError, ResumableDistributedSampler, synthetic_dataset, training_dataset
+from data import DataError, ResumableDistributedSampler, smallest_piece, synthetic_dataset, training_dataset
 from models import TASKS
 
 
@@ -87,3 +87,14 @@ def test_sampler_started_part_way_yields_the_rest_of_the_epoch(world_size):
         sampler.start_index = 4
         assert list(sampler) == whole_epoch[4:]
         assert len(sampler) == len(whole_epoch) - 4
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 3, 4])
+def test_smallest_piece_is_what_the_loader_and_the_split_give(pieces):
+    """The sizes the batch-norm check reasons about are those the layers really see: the loader's batches of one
+    rank's shard, each cut as ``Tensor.chunk`` (DataParallel's scatter) and ``split`` (the pipeline) cut them."""
+    for shard_size in range(1, 30):
+        for batch_size in range(1, 12):
+            batches = torch.arange(shard_size).split(batch_size)
+            seen = [len(piece) for batch in batches for piece in batch.chunk(pieces)]
+            assert smallest_piece(shard_size, batch_size, pieces) == min(seen), (shard_size, batch_size)

@@ -55,3 +55,16 @@ def test_bad_channel_file_fails_the_run_with_its_name_in_the_failure_file(launch
     assert reason[:FAILURE_PREFIX_LENGTH].startswith(
         f"DataError: {channel / 'bad.csv'}: line 2: could not convert string to float: 'three'")
     assert "Traceback" in failed.output
+
+
+@pytest.mark.slow
+def test_a_batch_norm_batch_of_one_sample_fails_before_training_naming_a_batch_size(launcher):
+    """ResNet-50's batch norm cannot train on one sample; a shard that leaves one (9 samples in batches of 4)
+    would fail at the end of the first epoch with torch's "Expected more than 1 value per channel"."""
+    failed = launcher.single("bn-one-sample", ["--model", "resnet50", "--num-samples", "9", "--batch-size", "4"])
+    message = ("model resnet50 has batch norm, which trains on 2 samples or more at once; each rank's 9 of the 9 "
+               "samples, in batches of 4 leave a batch of 1 sample. To fix: set --batch-size 5.")
+    assert failed.returncode == 2, failed.output
+    assert f"train.py: error: {message}" in failed.output
+    assert "train_loss" not in failed.output  # refused before the first step
+    assert (failed.base_dir / "output" / "failure").read_text().startswith(f"HyperparameterError: {message}")

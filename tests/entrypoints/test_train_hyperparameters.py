@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+import torch
 from config import HyperparameterError, parse_config
+from data import ResumableDistributedSampler
+from torch import nn
+from torch.utils.data import TensorDataset
+from trainers import require_batch_norm_samples
 
 
 def test_parse_config_reads_toolkit_argv():
@@ -54,3 +61,32 @@ def test_parse_config_rejects_bad_hyperparameters(argv, message):
 def test_unknown_option_error_lists_the_valid_ones():
     with pytest.raises(HyperparameterError, match="train.py takes --trainer, --model, --mlp-hidden"):
         parse_config(["--modle", "mlp"], {})
+
+
+def _batch_norm_check(model, batch_pieces, num_samples, batch_size, world_size=1):
+    sampler = ResumableDistributedSampler(TensorDataset(torch.zeros(num_samples)), world_size, 0, seed=0)
+    config = parse_config(["--model", "resnet50", "--batch-size", str(batch_size)], {})
+    require_batch_norm_samples(SimpleNamespace(module=model, batch_pieces=batch_pieces), sampler, config)
+
+
+@pytest.mark.parametrize(("pieces", "num_samples", "batch_size", "world_size", "message"), [
+    (1, 9, 4, 1, "each rank's 9 of the 9 samples, in batches of 4 leave a batch of 1 sample. To fix: set "
+                 "--batch-size 5."),
+    (3, 14, 7, 1, "each rank's 14 of the 14 samples, in batches of 7, each cut into 3 pieces, leave a piece of 1 "
+                  "sample. To fix: set --batch-size 8."),
+    (1, 17, 8, 2, "each rank's 9 of the 17 samples, in batches of 8 leave a batch of 1 sample. To fix: set "
+                  "--batch-size 9."),
+    (2, 3, 4, 2, "each rank's 2 of the 3 samples, in batches of 4, each cut into 2 pieces, leave a piece of 1 "
+                 "sample. To fix: train on 8 samples or more (--num-samples, for synthetic data)."),
+])
+def test_batch_norm_refuses_a_batch_or_piece_of_one_sample(pieces, num_samples, batch_size, world_size, message):
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    with pytest.raises(HyperparameterError) as refused:
+        _batch_norm_check(model, pieces, num_samples, batch_size, world_size)
+    assert str(refused.value) == ("model resnet50 has batch norm, which trains on 2 samples or more at once; "
+                                  + message)
+    # Taking the fix's batch size passes, and a model without batch norm trains on single samples.
+    suggested = message.rsplit("--batch-size ", 1)[-1].rstrip(".")
+    if suggested.isdigit():
+        _batch_norm_check(model, pieces, num_samples, int(suggested), world_size)
+    _batch_norm_check(nn.Sequential(nn.Linear(3, 3)), pieces, num_samples, batch_size, world_size)
