@@ -13,6 +13,7 @@ import re
 import secrets
 import threading
 import time
+import unicodedata
 from enum import Enum
 from typing import Annotated, Any
 
@@ -114,6 +115,35 @@ def _channel_name(name: str) -> str:
     return name
 
 
+# Tags[].Key and Tags[].Value's pattern, whose \p{..} classes Python's re lacks: Unicode letters (L), separators (Z)
+# and numbers (N), and these characters. A test compares it with the pattern in api_limits.yaml.
+TAG_PATTERN = r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+
+def _tag_refuses(char: str) -> bool:
+    return char not in _TAG_PUNCTUATION and unicodedata.category(char)[0] not in "LZN"
+
+
+def _tag_key(key: str) -> str:
+    allowed = "use letters, digits, spaces and _ . : / = + - @"
+    if any(_tag_refuses(char) for char in key):
+        example = "".join("_" if _tag_refuses(char) else char for char in key)
+        raise _invalid(f"{key!r} is not a tag key SageMaker accepts", f"{allowed}, e.g. {example}")
+    if key[:4].lower() == "aws:":
+        raise _invalid(f"tag key {key!r} begins with 'aws:', which AWS keeps for its own tags",
+                       f"drop the prefix, e.g. {key[4:] or 'team'}")
+    return key
+
+
+def _tag_value(value: str) -> str:
+    refused = next((char for char in value if _tag_refuses(char)), None)
+    if refused is not None:  # the value itself may be a secret: only the refused character is shown
+        raise _invalid(f"the tag value has {refused!r}, a character SageMaker refuses in tags",
+                       "use letters, digits, spaces and _ . : / = + - @")
+    return value
+
+
 def _channel_location(location: str) -> str:
     # Local paths are for `smtrain local` (plan and submit refuse them); a URI must be one the job can read.
     if "://" in location:
@@ -139,8 +169,9 @@ ChannelName = Annotated[str, AfterValidator(_channel_name)]
 ChannelLocation = Annotated[str, AfterValidator(_channel_location)]
 SubnetId = Annotated[str, _vpc_id("VpcConfig.Subnets[]", "subnet-0abc123")]
 SecurityGroupId = Annotated[str, _vpc_id("VpcConfig.SecurityGroupIds[]", "sg-0abc123")]
-TagKey = Annotated[str, Field(min_length=api_limit("Tags[].Key", "min"), max_length=api_limit("Tags[].Key", "max"))]
-TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max"))]
+TagKey = Annotated[str, Field(min_length=api_limit("Tags[].Key", "min"), max_length=api_limit("Tags[].Key", "max")),
+                   AfterValidator(_tag_key)]
+TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max")), AfterValidator(_tag_value)]
 
 
 class _NameTags:
@@ -382,7 +413,7 @@ class JobSpec(_Spec):
     entrypoints' log line; `[]` for none."""
 
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, max_length=api_limit("Tags", "max"))
-    """Tags on the training job."""
+    """Tags on the training job: letters, digits, spaces and _ . : / = + - @ (any script); keys not starting with aws:."""
 
     network: Network = Field(default_factory=Network)
     """VPC and isolation settings."""

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.model import api_limit
+from orchestrator.spec.model import TAG_PATTERN, api_limit
 
 BASE_SPEC = """\
 name: demo
@@ -190,6 +190,12 @@ API_CASES = [
      "at most 128 characters", "at most 128"),
     ("tag-value-length", BASE_SPEC + f"tags: {{team: {'v' * 257}}}\n", [], "spec.yaml:10:8", "tags.team",
      "at most 256 characters", "at most 256"),
+    ("tag-key-comma", BASE_SPEC + "tags: {'cost,center': ml}\n", [], "spec.yaml:10:8", "tags.cost,center",
+     "'cost,center' is not a tag key SageMaker accepts", "e.g. cost_center"),
+    ("tag-key-aws-prefix", BASE_SPEC + "tags: {'AWS:team': ml}\n", [], "spec.yaml:10:8", "tags.AWS:team",
+     "begins with 'aws:', which AWS keeps for its own tags", "e.g. team"),
+    ("tag-value-character", BASE_SPEC + "tags: {team: 'ml;rm -rf'}\n", [], "spec.yaml:10:8", "tags.team",
+     "the tag value has ';', a character SageMaker refuses in tags", "use letters, digits, spaces"),
     ("environment-count", BASE_SPEC + "environment: " + _flow_map(_over("Environment"), "K{}") + "\n", [],
      "spec.yaml:10:1", "environment", "at most 100 items", "at most 100 entries"),
     ("environment-name-digit", BASE_SPEC + "environment: {1ST_RUN: x}\n", [], "spec.yaml:10:15",
@@ -247,6 +253,7 @@ def test_validate_never_echoes_an_environment_value(write_spec):
     "role=SageMakerExecution", "role=service.role+x=y,z@w_-", "role=arn:aws-cn:iam::123456789012:role/Demo",
     "role=arn:aws-us-gov:iam::123456789012:role/service-role/Demo", "checkpoint.s3_uri=https://b.s3.amazonaws.com/c/",
     "keep_alive_seconds=21600", "max_run_seconds=2419200", "hyperparameters.note=" + "x" * 2498,
+    "tags.Équipe café=Zürich 2 + ½ @ml:vision/α=β_γ-δ.",  # letters, separators and numbers of any script
 ])
 def test_validate_accepts_values_at_the_api_limits(write_spec, override):
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC)), "--set", override])
@@ -260,6 +267,12 @@ def test_api_limits_are_the_ones_the_issue_names():
             api_limit("StoppingCondition.MaxRuntimeInSeconds", "documented_max"),
             api_limit("AlgorithmSpecification.MetricDefinitions", "max"),
             api_limit("Environment{key}", "pattern")) == (21600, 50, 2500, 256, 28 * 86400, 40, "[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def test_tag_pattern_implemented_is_the_apis():
+    """Python's re has no \\p{..}: model.py checks the tag pattern by Unicode category, which holds while botocore's
+    pattern is the one it was written for."""
+    assert api_limit("Tags[].Key", "pattern") == api_limit("Tags[].Value", "pattern") == TAG_PATTERN
 
 
 # validate is submit's gate: what submit refuses, validate refuses (exit 2), unless allowed the way submit allows it.
