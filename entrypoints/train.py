@@ -76,9 +76,10 @@ def write_failure(output_dir: Path, error: BaseException) -> None:
 def leave(code: int) -> None:
     """Ends the process without interpreter finalization, once everything the run writes is closed and on disk.
 
-    Gloo's threads can outlive destroy_process_group, and a C++ object of theirs destroyed during finalization
-    aborts the process ("terminate called without an active exception", then exit 134 or 139): a rank that had
-    finished its work failed the 2-host gloo example in 1 of 5 full suite runs, despite run_training's collection.
+    Gloo's worker threads release a finished collective's tensors after it returns, which takes the GIL; one that
+    asks for it once finalization has begun is ended inside a C++ frame and aborts the process ("terminate called
+    without an active exception", exit 134 or 139; seen with gdb). A rank that had finished its work failed the
+    2-host gloo example so in 1 of 5 full suite runs, despite run_training's collection.
     """
     mpi = sys.modules.get("mpi4py.MPI")  # under `python -m mpi4py`: what its exit handler would have done
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():

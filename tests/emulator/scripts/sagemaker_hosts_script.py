@@ -6,6 +6,7 @@ import argparse
 import gc
 import json
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -25,6 +26,9 @@ def main():
     train(args, host_rank)
     gc.collect()  # release every tensor a collective touched before the group goes (see entrypoints/trainers.py)
     dist.destroy_process_group()
+    # Gloo's threads release the last collective's tensors after it returns; one still waiting for the GIL when
+    # finalization begins aborts the process (bench/bench_exit_aborts.py). Yield it to them.
+    time.sleep(0.05)
 
 
 def train(args, host_rank):

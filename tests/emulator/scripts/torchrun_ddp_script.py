@@ -3,6 +3,7 @@
 import gc
 import json
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -15,6 +16,9 @@ def main():
     train(rank, local_rank, world_size)
     gc.collect()  # release every tensor a collective touched before the group goes (see entrypoints/trainers.py)
     dist.destroy_process_group()
+    # Gloo's threads release the last collective's tensors after it returns; one still waiting for the GIL when
+    # finalization begins aborts the process (bench/bench_exit_aborts.py). Yield it to them.
+    time.sleep(0.05)
 
 
 def train(rank, local_rank, world_size):
