@@ -64,6 +64,7 @@ def main() -> None:
     del model  # release the DDP model and its tensors before the group goes (see entrypoints/trainers.py)
     gc.collect()
     dist.destroy_process_group()
+    time.sleep(0.05)  # yields the GIL to gloo's threads releasing the last collective (bench_exit_aborts.py)
 
 
 if __name__ == "__main__":

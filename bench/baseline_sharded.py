@@ -105,6 +105,7 @@ def main() -> None:
         del model, optimizer  # release what holds the group before it goes (see entrypoints/trainers.py)
         gc.collect()
         dist.destroy_process_group()
+        time.sleep(0.05)  # yields the GIL to gloo's threads releasing the last collective (bench_exit_aborts.py)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,7 @@ def _memory_worker(result: Path, train_args: list[str]) -> None:
     import backends
     import dist_env
     import torch.distributed as dist
+    import train
     import trainers
     from config import parse_config
     from data import synthetic_dataset
@@ -195,6 +196,7 @@ def _memory_worker(result: Path, train_args: list[str]) -> None:
     del strategy, parameters, optimizers  # release what holds the group before it goes (see entrypoints/trainers.py)
     gc.collect()
     dist.destroy_process_group()
+    train.leave(0)  # as train.py ends: no interpreter finalization for gloo's threads to abort in
 
 
 def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
