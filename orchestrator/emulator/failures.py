@@ -40,6 +40,9 @@ _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failure)\b.*$")
+# A C++ std::terminate: an exception nothing caught (its what() on the next line), or a thread ended while joinable,
+# as when gloo's worker threads meet interpreter finalization. The process aborts without a Python traceback.
+_CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .*|without an active exception)$")
 _TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.DOTALL)
 _TORCHRUN_RANK = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 _MPI_RANK = (re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]"), re.compile(r"process rank (\d+)"))
@@ -153,4 +156,8 @@ def _first_error(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
                 return began, stripped
         elif began is None and _EXCEPTION_LINE.match(stripped):
             return position, stripped
+        elif began is None and _CPP_TERMINATE.match(stripped):
+            what = next((text.strip() for _, text in lines[index + 1:index + 2] if text.strip().startswith("what():")),
+                        "")
+            return position, f"{stripped} ({' '.join(what.split())})" if what else stripped
     return None

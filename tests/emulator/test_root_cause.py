@@ -1,0 +1,55 @@
+"""The root cause a failed run leads with, read from a launcher's output: here, processes that end in C++'s
+std::terminate, which prints no Python traceback."""
+
+from __future__ import annotations
+
+from orchestrator.emulator.failures import root_cause
+
+# What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
+TORCHRUN_ABORT = """\
+{"rank": 2, "world_size": 4, "final_loss": 4.3167924880981445}
+terminate called without an active exception
+W1122 21:05:14.093000 30668 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 30674 closing signal SIGTERM
+E1122 21:05:14.105000 30668 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -6) local_rank: 0 (pid: 30672) of binary: /usr/bin/python
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+=========================================================
+train.py FAILED
+---------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_21:05:14
+  host      : algo-2
+  rank      : 2 (local_rank: 0)
+  exitcode  : -6 (pid: 30672)
+""".splitlines()
+
+NCCL_WATCHDOG = """\
+step 12 loss 0.41
+terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [Rank 1] Watchdog caught collective operation timeout:  WorkNCCL(SeqNum=7, OpType=ALLREDUCE)
+""".splitlines()
+
+
+def test_a_torchrun_rank_aborted_by_terminate_is_named_with_the_terminate_line():
+    cause = root_cause("algo-2", 1, TORCHRUN_ABORT, mpi=False, torchrun=True, host_rank=None,
+                       group_hosts=["algo-1", "algo-2"], per_host=2)
+    assert cause.headline() == "algo-2 (rank 2) failed: terminate called without an active exception"
+
+
+def test_an_uncaught_cpp_exception_is_named_with_its_what():
+    cause = root_cause("algo-2", 134, NCCL_WATCHDOG, mpi=False, torchrun=False, host_rank=1,
+                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    assert cause.headline() == ("algo-2 (rank 1) failed: terminate called after throwing an instance of "
+                                "'c10::DistBackendError' (what(): [Rank 1] Watchdog caught collective operation "
+                                "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE))")
+
+
+def test_a_python_traceback_printed_first_still_leads():
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+             "ValueError: bad shape", "terminate called without an active exception"]
+    cause = root_cause("algo-1", 1, lines, mpi=False, torchrun=False, host_rank=0, group_hosts=["algo-1"],
+                       per_host=1)
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
