@@ -28,14 +28,18 @@ from orchestrator.errors import SpecError
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+# Credentials and keys: never shipped, and named in the plan (a package directory called credentials/ or a
+# .env.example is left out too: safer than shipping a secret, and the user is told).
+SECRETS = (
+    ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
+    "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
+    "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+)
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
 NEVER_SHIPPED = (
     # version control
     ".git/", ".hg/", ".svn/",
-    # credentials and keys
-    ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
-    "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
-    "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    *SECRETS,
     # caches, virtual environments, smtrain's own file
     "__pycache__/", "*.pyc", "*.pyo", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",
     ".ruff_cache/", ".ipynb_checkpoints/", "*.egg-info/", ".DS_Store", "node_modules/", IGNORE_FILE,
@@ -50,6 +54,8 @@ class SourcePackage:
     files: tuple[str, ...]
     sha256: str
     data: bytes = field(repr=False)
+    withheld: tuple[str, ...] = ()
+    """What matched `SECRETS` and was left out (a directory once, with its trailing slash)."""
 
     @property
     def size_bytes(self) -> int:
@@ -68,7 +74,8 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Sourc
             nowhere; `.smtrainignore` is not valid.
     """
     directory = Path(source_dir).resolve()
-    files = tuple(_Selection(directory).files())
+    selection = _Selection(directory)
+    files = tuple(selection.files())
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for relative in files:
@@ -89,7 +96,8 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Sourc
             fix=f"move data out of source_dir (use inputs:), list large files in {IGNORE_FILE}, "
             "or raise the limit with --max-source-mb",
         )
-    return SourcePackage(directory=directory, files=files, sha256=hashlib.sha256(data).hexdigest(), data=data)
+    return SourcePackage(directory=directory, files=files, sha256=hashlib.sha256(data).hexdigest(), data=data,
+                         withheld=tuple(sorted(selection.withheld)))
 
 
 def _unreadable(directory: Path, relative: str, exc: OSError) -> SpecError:
@@ -112,7 +120,9 @@ class _Selection:
 
         self._directory = directory
         self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
+        self._secrets = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in SECRETS)
         self._ignored = _ignore_file_spec(directory)
+        self.withheld: list[str] = []
 
     def files(self) -> list[str]:
         included = []
@@ -122,7 +132,7 @@ class _Selection:
             for name in sorted(names):
                 path = root_path / name
                 relative = self._relative(path)
-                if self._never_shipped(relative) or self._ignored.match_file(relative):
+                if self._left_out(relative):
                     continue
                 if path.is_symlink():
                     self._check_link(path, relative)
@@ -132,7 +142,7 @@ class _Selection:
 
     def _keeps_directory(self, path: Path) -> bool:
         relative = self._relative(path) + "/"
-        if self._never_shipped(relative) or self._ignored.match_file(relative):
+        if self._left_out(relative):
             return False
         if path.is_symlink():  # checked, never descended: what it points at inside the tree is packed there
             self._check_link(path, relative.rstrip("/"))
@@ -159,6 +169,14 @@ class _Selection:
 
     def _never_shipped(self, relative: str) -> bool:
         return self._never.match_file(relative.lower())
+
+    def _left_out(self, relative: str) -> bool:
+        """Whether `relative` is not packed; a secret left out is remembered for the plan."""
+        if self._never_shipped(relative):
+            if self._secrets.match_file(relative.lower()):
+                self.withheld.append(relative)
+            return True
+        return bool(self._ignored.match_file(relative))
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self._directory).as_posix()

@@ -23,6 +23,8 @@ from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec, api_limit, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
 
+WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -140,6 +142,14 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     _require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance.type)
     source = package(job_spec.source_dir, max_source_bytes)
+    if source.withheld:
+        shown = ", ".join(source.withheld[:WITHHELD_SHOWN]) + (
+            f" and {len(source.withheld) - WITHHELD_SHOWN} more" if len(source.withheld) > WITHHELD_SHOWN else "")
+        findings = [*findings, Finding(
+            rule="source-secrets-left-out", severity="notice", field="source_dir",
+            message=f"left out of the source package, as credentials or keys are: {shown}",
+            fix="pass secrets through environment: or an input channel; rename a file the job needs (e.g. a "
+                "package named credentials/)", source="packaging.SECRETS")]
     source_uri = source.s3_uri(target.code_location)
     name = job_name or timestamped_job_name(job_spec.name)
     request = create_training_job_request(RequestContext(spec=job_spec, target=target, instance=instance,

@@ -43,6 +43,8 @@ def test_packaging_excludes_secrets_caches_and_ignored_files(tmp_path):
     pkg = package(_tree(tmp_path))
     assert _members(pkg.data) == ["lib/util.py", "train.py"]
     assert pkg.files == ("lib/util.py", "train.py")
+    # Secrets are named for the plan (a directory once); version control, caches and ignored files are not.
+    assert pkg.withheld == (".aws/", ".env", "keys/deploy.pem")
 
 
 def test_packaging_is_deterministic_and_content_addressed(tmp_path):

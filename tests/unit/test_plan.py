@@ -159,3 +159,27 @@ def test_plan_refuses_more_hyperparameters_than_the_api_takes_counting_the_sdk_k
                     code_location="s3://b/code")
     with pytest.raises(CapabilityError, match="96 of yours plus 7 sagemaker_\\* keys the mode needs make 103"):
         build_plan(load(spec_file), target)
+
+
+def test_plan_names_what_it_left_out_as_secrets(tmp_path):
+    """A package directory named credentials/ is never shipped; the plan says so, so a job that imports it is not a
+    surprise on SageMaker."""
+    from orchestrator.planning.plan import build_plan
+    from orchestrator.planning.target import Target
+    from orchestrator.spec.loader import load
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text("name: pkg\nentry_point: train.py\nframework_version: \"2.10.0\"\n"
+                         "instance: {type: ml.c5.2xlarge, count: 1}\n")
+    (tmp_path / "train.py").write_text("import credentials\n")
+    (tmp_path / "credentials").mkdir()
+    (tmp_path / "credentials" / "__init__.py").write_text("")
+    (tmp_path / ".env.example").write_text("TOKEN=\n")
+    target = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/R", output_path="s3://b/o",
+                    code_location="s3://b/code")
+    plan = build_plan(load(spec_file), target)
+    assert plan.source.files == ("spec.yaml", "train.py")
+    [finding] = [finding for finding in plan.findings if finding.field == "source_dir"]
+    assert (finding.severity, finding.message) == (
+        "notice", "left out of the source package, as credentials or keys are: .env.example, credentials/")
+    assert "rename a file the job needs" in finding.fix
