@@ -1,6 +1,6 @@
 """How often a finished 2-rank DDP script aborts at exit: plain gloo against gloo under the CPU stand-in.
 
-    .venv/bin/python bench/bench_exit_aborts.py               # 60 runs of each, about 8 minutes on 2 cores
+    .venv/bin/python bench/bench_exit_aborts.py               # 60 runs of each, about 6 minutes on 2 cores
     .venv/bin/python bench/bench_exit_aborts.py --runs 20
 
 The same script (DDP, 20 steps, a last all_reduce, destroy_process_group, a normal end) runs as a GPU script would

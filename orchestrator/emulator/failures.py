@@ -157,7 +157,8 @@ def _first_error(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
         elif began is None and _EXCEPTION_LINE.match(stripped):
             return position, stripped
         elif began is None and _CPP_TERMINATE.match(stripped):
-            what = next((text.strip() for _, text in lines[index + 1:index + 2] if text.strip().startswith("what():")),
-                        "")
-            return position, f"{stripped} ({' '.join(what.split())})" if what else stripped
+            following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
+            if following.startswith("what():"):
+                return position, f"{stripped} ({' '.join(following.split())})"
+            return position, stripped
     return None

@@ -119,6 +119,7 @@ def _channel_name(name: str) -> str:
 # and numbers (N), and these characters. A test compares it with the pattern in api_limits.yaml.
 TAG_PATTERN = r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"
 _TAG_PUNCTUATION = frozenset("_.:/=+-@")
+_TAG_FIX = "use letters, digits, spaces and _ . : / = + - @"
 
 
 def _tag_refuses(char: str) -> bool:
@@ -126,10 +127,9 @@ def _tag_refuses(char: str) -> bool:
 
 
 def _tag_key(key: str) -> str:
-    allowed = "use letters, digits, spaces and _ . : / = + - @"
     if any(_tag_refuses(char) for char in key):
         example = "".join("_" if _tag_refuses(char) else char for char in key)
-        raise _invalid(f"{key!r} is not a tag key SageMaker accepts", f"{allowed}, e.g. {example}")
+        raise _invalid(f"{key!r} is not a tag key SageMaker accepts", f"{_TAG_FIX}, e.g. {example}")
     if key[:4].lower() == "aws:":
         raise _invalid(f"tag key {key!r} begins with 'aws:', which AWS keeps for its own tags",
                        f"drop the prefix, e.g. {key[4:] or 'team'}")
@@ -139,8 +139,7 @@ def _tag_key(key: str) -> str:
 def _tag_value(value: str) -> str:
     refused = next((char for char in value if _tag_refuses(char)), None)
     if refused is not None:  # the value itself may be a secret: only the refused character is shown
-        raise _invalid(f"the tag value has {refused!r}, a character SageMaker refuses in tags",
-                       "use letters, digits, spaces and _ . : / = + - @")
+        raise _invalid(f"the tag value has {refused!r}, a character SageMaker refuses in tags", _TAG_FIX)
     return value
 
 

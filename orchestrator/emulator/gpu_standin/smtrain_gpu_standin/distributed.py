@@ -32,7 +32,7 @@ from . import devices
 
 
 def install() -> None:
-    init = _destroyed_at_exit(_on_gloo(c10d.init_process_group))
+    init = _settled_at_exit(_on_gloo(c10d.init_process_group))
     torch.distributed.init_process_group = c10d.init_process_group = init
     torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
@@ -42,7 +42,7 @@ def install() -> None:
     SyncBatchNorm.forward = _sync_batch_norm_forward
 
 
-def _destroyed_at_exit(init):
+def _settled_at_exit(init):
     """Gloo, standing in for NCCL, can abort the process (SIGABRT, "terminate called without an active
     exception") at exit, which NCCL would not: its worker threads release each finished collective's tensors after
     the collective returns, and one still waiting for the GIL when interpreter finalization begins is ended inside
