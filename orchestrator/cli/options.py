@@ -12,20 +12,70 @@ SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax:
             "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
 
 
+_OUTPUT_KEY = "smtrain.output"
+"""ctx.meta key under which the eager --output option records its choice, for the error handler."""
+_WORDS_KEY = "smtrain.words"
+"""ctx.meta key of the command line's words as the group received them (click consumes them as it goes)."""
+
+
 class UserErrorGroup(click.Group):
-    """Prints user errors as one clear message (no traceback) with their exit code."""
+    """Prints user errors as one clear message (no traceback) with their exit code; under `--output json`, as
+    one JSON object on stdout (`{"error": {...}}`, see error_document) with the same exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from orchestrator.errors import SmtrainError
 
+        ctx.meta.setdefault(_WORDS_KEY, [*getattr(ctx, "_protected_args", ()), *ctx.args])
         try:
             return super().invoke(ctx)
         except SmtrainError as exc:
-            click.secho(f"Error: {exc}", fg="red", err=True)
+            if _wants_json(ctx):
+                echo_json(error_document(exc))
+            else:
+                click.secho(f"Error: {exc}", fg="red", err=True)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            if not _wants_json(ctx):
+                raise
+            command = exc.ctx.command_path if exc.ctx else "smtrain"
+            echo_json({"error": {"type": "UsageError", "message": exc.format_message(),
+                                 "fix": f"see `{command} --help`", "file": None, "line": None, "field": None}})
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.secho("interrupted", fg="yellow", err=True)
+            if _wants_json(ctx):
+                echo_json({"error": {"type": "Interrupted", "message": "interrupted", "fix": None, "file": None,
+                                     "line": None, "field": None}})
+            else:
+                click.secho("interrupted", fg="yellow", err=True)
             ctx.exit(130)
+
+
+def _wants_json(ctx: click.Context) -> bool:
+    """--output json was given: recorded by the option (eager, so before other options fail), else read from
+    the raw arguments (an unknown option fails before any option is processed)."""
+    if ctx.meta.get(_OUTPUT_KEY):
+        return ctx.meta[_OUTPUT_KEY] == "json"
+    words = ctx.meta.get(_WORDS_KEY, [])
+    pairs = zip(words, words[1:])
+    return any(word in ("--output=json", "-ojson") for word in words) or any(
+        flag in ("--output", "-o") and value == "json" for flag, value in pairs)
+
+
+def error_document(exc: Exception) -> dict[str, Any]:
+    """`{"error": {"type", "message", "fix", "file", "line", "column", "field"}}`; a spec with several problems
+    also lists each of them under "problems" (the first one fills the top-level place)."""
+    from orchestrator.spec.loader import InvalidSpec
+
+    problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
+    place = problems[0] if problems else {"file": None, "line": None, "column": None, "field": None}
+    message, fix = getattr(exc, "message", str(exc)), getattr(exc, "fix", None)
+    if problems:  # "2 problems in the job spec: <the first one's message>", and the first one's fix
+        message, fix = f"{message.splitlines()[0]} {problems[0]['message']}", problems[0]["fix"]
+    error = {"type": type(exc).__name__, "message": message, "fix": fix,
+             **{key: place[key] for key in ("file", "line", "column", "field")}}
+    if problems:
+        error["problems"] = problems
+    return {"error": error}
 
 
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -34,8 +84,14 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                        is_eager=True, callback=_record_output,
                         help="json: machine-readable output on stdout for scripts and CI (progress goes to "
-                             "stderr).")(function)
+                             "stderr), errors too: {\"error\": {...}}.")(function)
+
+
+def _record_output(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    ctx.meta[_OUTPUT_KEY] = value
+    return value
 
 
 def key_value_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:

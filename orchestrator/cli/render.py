@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.spec.loader import LoadedSpec
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
-                   "notice": "notice"}
+                   "warning": "WARNING", "notice": "notice"}
 _ROWS_SHOWN = 16
 
 
@@ -36,11 +36,15 @@ def summary_line(spec: JobSpec) -> str:
 
 
 def findings_text(loaded: LoadedSpec) -> str:
+    """Each finding with its place, fix and source; warnings in yellow (click drops the colour when piped)."""
+    import click
+
     lines = []
     for finding in loaded.findings:
         allowed = finding.severity == "unverified" and loaded.spec.allow_unverified
         label = "unverified (allowed by allow_unverified)" if allowed else _SEVERITY_LABEL[finding.severity]
-        lines.append(f"  {label}: {loaded.where(finding.field)}: {finding.field}: {finding.message}")
+        headline = f"  {label}: {loaded.where(finding.field)}: {finding.field}: {finding.message}"
+        lines.append(click.style(headline, fg="yellow", bold=True) if finding.severity == "warning" else headline)
         lines.append(f"      fix: {finding.fix}")
         lines.append(f"      source: {finding.source}")
     return "\n".join(lines)
@@ -70,7 +74,7 @@ def print_plan(plan: Plan) -> None:
     out.print(Syntax(json.dumps(document["spec"], indent=2), "json", word_wrap=True))
 
     for finding in plan.findings:
-        colour = {"error": "red", "unverified": "yellow", "notice": "cyan"}[finding.severity]
+        colour = {"error": "red", "unverified": "yellow", "warning": "bold yellow", "notice": "cyan"}[finding.severity]
         out.print(f"[{colour}]{finding.severity}[/] {finding.field}: {finding.message}\n    fix: {finding.fix}")
 
     out.rule("ranks")
@@ -109,12 +113,20 @@ def _master_note(plan: Plan) -> str:
             "usually algo-1, not guaranteed (sagemaker-contract.md §6)")
 
 
-def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
+def _listing(*columns: str, caption: str) -> Any:
+    """The one table style of `smtrain images` and `smtrain instances`: no box, bold header, a caption with the
+    data's source and date."""
     from rich.table import Table
 
-    table = Table("type", "vCPUs", "memory GiB", "accelerators", "accel. memory GiB", "EFA",
-                  f"{prices.currency}/h", header_style="bold",
-                  caption=f"On-demand training prices, {prices.region}: {prices.source}, transcribed {prices.checked}")
+    return Table(*columns, box=None, collapse_padding=True, header_style="bold", caption=caption,
+                 caption_justify="left")
+
+
+def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
+    table = _listing("type", "vCPUs", "memory GiB", "accelerators", "accel. memory GiB", "EFA",
+                     f"{prices.currency}/h",
+                     caption=f"On-demand training prices, {prices.region}: {prices.source}, transcribed "
+                             f"{prices.checked}.")
     for entry in rows:
         accel = "-" if entry.accelerator == "cpu" else f"{entry.accelerators} x {entry.accelerator_model}"
         if entry.neuron_cores:
@@ -158,14 +170,11 @@ def image_rows() -> list[dict[str, Any]]:
 
 
 def print_images(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     from orchestrator.spec import images
 
-    table = Table("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP", "status",
-                  box=None, collapse_padding=True, header_style="bold",
-                  caption=f"smtrain's image table (aws/deep-learning-containers release data; registries as in SDK "
-                          f"v2), checked {images.checked()}. ✗: past its end of patch, no more security fixes.")
+    table = _listing("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP", "status",
+                     caption=f"smtrain's image table (aws/deep-learning-containers release data; registries as in SDK "
+                             f"v2), checked {images.checked()}. ✗: past its end of patch, no more security fixes.")
     for column in table.columns[3:5]:
         column.overflow = "fold"
     for row in rows:

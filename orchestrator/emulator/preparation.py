@@ -276,7 +276,9 @@ def _require_module(python: str, module: str, why: str) -> None:
     check = f"import importlib.util, sys; sys.exit(importlib.util.find_spec('{module}') is None)"
     probe = subprocess.run([python, "-c", check], capture_output=True, timeout=60, check=False)
     if probe.returncode != 0:
-        install = "pip install torch==2.13.0" if module == "torch" else f"pip install {module}"
+        install = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu (the CPU build; a bare "
+                   "`pip install torch` on Linux pulls the CUDA one, several GB)" if module == "torch"
+                   else f"pip install {module}")
         raise EnvironmentProblem(f"{why}, but {python} cannot import {module}",
                                  fix=f"{install} (or run `bash scripts/bootstrap.sh` and use .venv/bin/smtrain)")
 

@@ -22,7 +22,7 @@ from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec.model import JobSpec, Mode
 from orchestrator.spec.topology import processes_per_host
 
-Severity = Literal["error", "unverified", "notice"]
+Severity = Literal["error", "unverified", "warning", "notice"]
 _SMDDP_MODES = (Mode.smddp, Mode.pytorchddp)
 _SHELL_UNSAFE = re.compile(r"[\s*?\[\]$`'\"\\;&|<>(){}]")
 
@@ -393,7 +393,7 @@ def check(spec: JobSpec) -> list[Finding]:
             findings.append(Finding(rule=rule_id, severity=rule.severity, field=field,
                                     message=rule.message.format(**values), fix=rule.fix.format(**values),
                                     source=f"{rule.source} (checked {rule.checked})"))
-    order = {"error": 0, "unverified": 1, "notice": 2}
+    order = {"error": 0, "unverified": 1, "warning": 2, "notice": 3}
     return sorted(findings, key=lambda finding: order[finding.severity])
 
 

@@ -53,6 +53,16 @@ class Problem:
         text = f"{self.where}: {self.field}: {self.message}" if self.field else f"{self.where}: {self.message}"
         return f"{text}\n    fix: {self.fix}" if self.fix else text
 
+    def to_dict(self) -> dict[str, Any]:
+        """For `--output json`: the place split into file, line and column (None for a `--set`, which is named in
+        `override`), the field, the message and the fix."""
+        place = re.fullmatch(r"(.*?):(\d+)(?::(\d+))?", self.where)
+        override = self.where.removeprefix("--set ") if self.where.startswith("--set ") else None
+        file = None if override else (place.group(1) if place else self.where)
+        return {"file": file, "line": int(place.group(2)) if place and not override else None,
+                "column": int(place.group(3)) if place and place.group(3) and not override else None,
+                "override": override, "field": self.field or None, "message": self.message, "fix": self.fix}
+
 
 class InvalidSpec(SpecError):
     """A spec with one or more problems; nothing was sent anywhere."""
@@ -90,12 +100,12 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
         InvalidSpec: listing every problem found, each with its location and a fix.
     """
     path = Path(path)
-    raw, positions = _parse_yaml(_read_text(path), path)
+    raw, places = _parse_yaml(_read_text(path), path)
     overridden = _apply_overrides(raw, overrides)
     if allow_unverified is not None:
         raw["allow_unverified"] = allow_unverified
     _resolve_paths(raw, path.parent)
-    return _validate(raw, path, positions, overridden)
+    return _validate(raw, path, places, overridden)
 
 
 def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> JobSpec:
@@ -107,7 +117,7 @@ def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedS
     """Validates a spec given as a dict (notebooks), resolving relative paths against `base_dir`."""
     raw = _plain(data)
     _resolve_paths(raw, Path(base_dir))
-    return _validate(raw, None, {}, {})
+    return _validate(raw, None, _Places(), {})
 
 
 def _read_text(path: Path) -> str:
@@ -138,8 +148,8 @@ def _read_text(path: Path) -> str:
                         fix="save the file as UTF-8") from None
 
 
-def _validate(raw: Any, path: Path | None, positions: dict[Loc, tuple[int, int]],
-              overrides: dict[Loc, str]) -> LoadedSpec:
+def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc, str]) -> LoadedSpec:
+    positions = places.positions
     if not isinstance(raw, dict):
         raise InvalidSpec([Problem(_where(path, positions, overrides, ()), "",
                                    "the spec must be a mapping of keys to values", "start with `name: my-job`")])
@@ -148,7 +158,7 @@ def _validate(raw: Any, path: Path | None, positions: dict[Loc, tuple[int, int]]
     try:
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [_problem_from_pydantic(error, path, positions, overrides)
+        problems = [_problem_from_pydantic(error, path, places, overrides)
                     for error in exc.errors(include_url=False)]
         raise InvalidSpec([_masked(problem, secrets)
                            for problem in sorted(problems, key=lambda problem: problem.order)]) from None
@@ -177,7 +187,16 @@ def _yaml_loader_class() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
+@dataclass
+class _Places:
+    """Where each key path is written (1-based line, column) and the text of each scalar as written: a fix
+    quotes `2.10`, not the float 2.1 YAML made of it."""
+
+    positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
+    texts: dict[Loc, str] = field(default_factory=dict)
+
+
+def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
     """Parses with PyYAML's libyaml composer, whose nodes carry the line and column of every key."""
     import yaml
 
@@ -187,8 +206,8 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]
         node = loader.get_single_node()
         if node is None:
             raise InvalidSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `name: my-job`")])
-        positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
-        _collect_positions(node, (), positions, path)
+        places = _Places(positions={(): (1, 1)})
+        _collect_positions(node, (), places, path)
         document = loader.construct_document(node)
     except yaml.YAMLError as exc:
         marked = isinstance(exc, yaml.MarkedYAMLError)
@@ -198,7 +217,7 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]
                                    "check indentation and quoting")]) from None
     finally:
         loader.dispose()
-    return _plain(document), positions
+    return _plain(document), places
 
 
 def _yaml_error_place(exc: Exception, path: Path, text: str) -> str:
@@ -281,13 +300,17 @@ def _check_shape(text: str, place: Any) -> None:
             parent.height = max(parent.height, height + 1)
 
 
-def _collect_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path) -> None:
-    """Maps every key path to the 1-based line and column where its key (or list item) is written.
+def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None:
+    """Maps every key path to the 1-based line and column where its key (or list item) is written, and every
+    scalar to its text as written.
 
     Also rejects duplicate keys, which YAML parsers otherwise resolve silently to the last one.
     """
     import yaml
 
+    positions = places.positions
+    if isinstance(node, yaml.ScalarNode):
+        places.texts[loc] = node.value
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, tuple[int, int]] = {}
         for key_node, value_node in node.value:
@@ -299,11 +322,11 @@ def _collect_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]
                                            "remove or rename one of the two")])
             seen[key] = where
             positions[(*loc, key)] = where
-            _collect_positions(value_node, (*loc, key), positions, path)
+            _collect_positions(value_node, (*loc, key), places, path)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _collect_positions(item, (*loc, index), positions, path)
+            _collect_positions(item, (*loc, index), places, path)
 
 
 def _plain(node: Any) -> Any:
@@ -387,8 +410,7 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
     entry_point = source_dir / spec.entry_point
     if not entry_point.is_file():
         problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
-                                f"{spec.entry_point} is not in {source_dir}",
-                                "entry_point is relative to source_dir"))
+                                f"{spec.entry_point} is not in {source_dir}", _entry_point_fix(spec, source_dir)))
     elif not entry_point.resolve().is_relative_to(source_dir.resolve()):
         # Only source_dir is packed: the job would start without its script.
         problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
@@ -407,12 +429,23 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
     return problems
 
 
+def _entry_point_fix(spec: JobSpec, source_dir: Path) -> str:
+    """Did you mean the closest script in source_dir (its top two levels, so a large folder costs nothing)?"""
+    scripts = sorted(str(candidate.relative_to(source_dir)) for pattern in ("*.py", "*/*.py", "*.sh")
+                     for candidate in source_dir.glob(pattern) if candidate.is_file())
+    close = difflib.get_close_matches(spec.entry_point, scripts, n=1, cutoff=0.5)
+    if close:
+        return f"did you mean `{close[0]}`? (entry_point is relative to source_dir)"
+    return "entry_point is relative to source_dir" + (f"; it holds {', '.join(scripts[:5])}" if scripts else "")
+
+
 def _loc_of(dotted: str) -> Loc:
     return tuple(int(part) if part.isdigit() else part for part in dotted.split(".")) if dotted else ()
 
 
 def _order(positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str], loc: Loc) -> tuple[int, int]:
-    if any(loc[:depth] in overrides for depth in range(len(loc), 0, -1)):
+    if any(loc[:depth] in overrides for depth in range(len(loc), 0, -1)) or (
+            loc and loc not in positions and any(key[:len(loc)] == loc for key in overrides)):
         return (1 << 30, 0)
     return next((positions[loc[:depth]] for depth in range(len(loc), -1, -1) if loc[:depth] in positions), (0, 0))
 
@@ -422,6 +455,10 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
     for depth in range(len(loc), 0, -1):
         if loc[:depth] in overrides:
             return f"--set {overrides[loc[:depth]]}"
+    if loc and loc not in positions:  # a key only a `--set` wrote, e.g. instanse in --set instanse.type=...
+        introduced = next((text for key, text in overrides.items() if key[:len(loc)] == loc), None)
+        if introduced is not None:
+            return f"--set {introduced}"
     label = str(path) if path else "<spec>"
     for depth in range(len(loc), -1, -1):
         if loc[:depth] in positions:
@@ -430,8 +467,8 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
     return label
 
 
-def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
-                           positions: dict[Loc, tuple[int, int]], overrides: dict[Loc, str]) -> Problem:
+def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: _Places,
+                           overrides: dict[Loc, str]) -> Problem:
     loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]")))
     dotted = ".".join(str(part) for part in loc)
     kind = error["type"]
@@ -439,13 +476,24 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None,
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
     secret = any(is_secret_name(str(part)) for part in loc)
-    return Problem(_where(path, positions, overrides, loc), dotted, message,
-                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret),
-                   order=_order(positions, overrides, loc))
+    written = _as_written(loc, error.get("input"), places.texts, overrides)
+    return Problem(_where(path, places.positions, overrides, loc), dotted, message,
+                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written),
+                   order=_order(places.positions, overrides, loc))
 
 
-def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bool = False) -> str | None:
-    """The fix hint for one pydantic error; `secret`: the value is shown masked."""
+def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc, str]) -> str:
+    """The value as the user wrote it (`2.10` from the file or the `--set`), else as Python prints it: YAML reads
+    2.10 as the float 2.1, and quoting that would name another version."""
+    if loc in overrides:
+        return overrides[loc].partition("=")[2].strip()
+    return texts.get(loc, str(value))
+
+
+def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bool = False,
+             written: str | None = None) -> str | None:
+    """The fix hint for one pydantic error; `secret`: the value is shown masked; `written`: the value's text as
+    the user wrote it."""
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
@@ -458,7 +506,7 @@ def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bo
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
     if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f'write it in quotes: {name}: "{MASK if secret else value}"'
+        return f'write it in quotes: {name}: "{MASK if secret else (written or value)}"'
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":

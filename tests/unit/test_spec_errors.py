@@ -325,7 +325,9 @@ def test_validate_json_marks_a_refused_unverified_spec_invalid(write_spec):
     result = CliRunner().invoke(main, ["validate", str(write_spec(UNVERIFIED)), "-o", "json"])
     assert result.exit_code == 2
     [report] = json.loads(result.stdout)
-    assert report["valid"] is False and "instance.type: unverified:" in report["problems"][0]
+    [problem] = report["problems"]
+    assert report["valid"] is False and problem["field"] == "instance.type"
+    assert problem["message"].startswith("unverified:") and problem["line"] == 6
 
 
 def test_processes_per_host_equal_to_the_mode_default_is_a_notice(write_spec):
@@ -387,4 +389,5 @@ def test_validate_json_lists_problems(write_spec):
 
     [report] = json.loads(result.stdout)
     assert report["valid"] is False
-    assert "instance.count" in report["problems"][0]
+    assert report["problems"][0]["field"] == "instance.count"
+    assert report["problems"][0]["override"] == "instance.count=0" and report["problems"][0]["fix"]
