@@ -122,6 +122,17 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     emit_plan(file, overrides, output, job_name, max_source_mb)
 
 
+def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value:
+        return
+    from orchestrator.emulator.deviations import DEVIATIONS
+
+    click.echo("How `smtrain local` differs from SageMaker's training container (everything else follows it):")
+    for deviation in DEVIATIONS:
+        click.echo(f"- {deviation}")
+    ctx.exit(0)
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
@@ -161,8 +172,12 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
                    "stack, name the ranks waiting in a collective and the one they wait for, and stop (exit 4). "
                    "0: never.")
 @click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
-                                                    "progress bar.")
-@click.option("--quiet", "-q", is_flag=True, help="No notices: only the progress bar and the result.")
+                                                    "progress bar (when stdout is not a terminal, they are streamed "
+                                                    "to it anyway).")
+@click.option("--quiet", "-q", is_flag=True, help="No notices and no host log lines: only the progress bar and the "
+                                                  "result.")
+@click.option("--explain", is_flag=True, is_eager=True, expose_value=False, callback=_explain,
+              help="Print how this emulation differs from SageMaker's training container, and exit.")
 @output_option
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
@@ -187,12 +202,16 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     from orchestrator.spec.loader import load
 
     loaded = load(file, overrides)
+    _print_warnings(loaded)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
                       gpu_standin=not no_gpu_standin, smoke_seconds=smoke)
-    with LocalConsole(verbose=verbose and output == "text", quiet=quiet) as console:
+    # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
+    # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
+    stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
+    with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream, spec_file=file) as console:
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     if result.smoke is not None:
@@ -202,6 +221,14 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
 
         echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _print_warnings(loaded: Any) -> None:
+    """A spec's warnings (an image past its end of patch) are worth a line before a local run too."""
+    for finding in loaded.findings:
+        if finding.severity == "warning":
+            click.secho(f"WARNING: {loaded.where(finding.field)}: {finding.message}\n  fix: {finding.fix}",
+                        fg="yellow", err=True)
 
 
 def _smoke_line(result: Any) -> str:

@@ -8,7 +8,7 @@ import sys
 from collections import deque
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.planning.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
 from orchestrator.spec.catalog import lookup
@@ -188,31 +188,37 @@ def print_images(rows: list[dict[str, Any]]) -> None:
 
 
 class LocalConsole:
-    """Draws a local run on stderr (so `--output json` keeps stdout clean): notices once, a live progress bar
-    from the progress lines (step of total, steps/s, ETA, latest loss), the host logs prefixed [algo-N] only
-    when verbose, then the result with the loss curve, and for a hung run every rank's stack."""
+    """Draws a local run on stderr (so `--output json` keeps stdout clean): one line about how the emulation
+    differs from SageMaker, a live progress bar from the progress lines (step of total, steps/s, ETA, latest loss),
+    the host logs prefixed [algo-N] (styled under the bar when verbose; plain into `stream`, as SageMaker's own
+    `fit()` prints them, when stdout is a file or a CI log), then the result with the loss curve, and for a hung
+    run every rank's stack."""
 
     _HOST_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red")
     _RATE_WINDOW = 20
     """Progress lines the rate is measured over: recent enough to follow a change of pace."""
 
-    def __init__(self, verbose: bool = False, quiet: bool = False) -> None:
+    def __init__(self, verbose: bool = False, quiet: bool = False, stream: TextIO | None = None,
+                 spec_file: str | None = None) -> None:
         from rich.console import Console
 
         self._verbose = verbose
         self._quiet = quiet
+        self._stream = stream
+        self._spec_file = spec_file
         self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
         self._progress: Any = None
         self._task: Any = None
         self._marks: deque[tuple[datetime, StepMark]] = deque(maxlen=self._RATE_WINDOW)
+        self._deviations = 0
 
     def __enter__(self) -> LocalConsole:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                  TextColumn("step {task.completed}/{task.total}"), TextColumn("{task.fields[rate]}"),
-                                  TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[loss]}"),
-                                  TimeElapsedColumn(), console=self._console, transient=True)
+        self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[steps]}"),
+                                  TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[eta]}"),
+                                  TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=self._console,
+                                  transient=True)
         self._progress.start()
         return self
 
@@ -220,16 +226,29 @@ class LocalConsole:
         self._progress.stop()
 
     def notice(self, text: str) -> None:
-        if not self._quiet:
+        """A notice of this run; the fixed list of ways the emulator differs from SageMaker is counted, not printed
+        (one line at the start points to `smtrain local --explain`)."""
+        from orchestrator.emulator.deviations import DEVIATIONS
+
+        if text in DEVIATIONS:
+            self._deviations += 1
+        elif not self._quiet:
             self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False)
 
     def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        if self._deviations and not self._quiet:
+            self._progress.console.print(f"[dim]note: emulated without docker; {self._deviations} ways this differs "
+                                         "from SageMaker's container: `smtrain local --explain`", highlight=False)
         self._progress.console.print(f"[bold]{job_name}[/]: {hosts} host(s), world size {world_size}; run directory "
                                      f"{run_dir}", highlight=False)
-        self._task = self._progress.add_task("training", total=None, rate="", eta="", loss="")
+        self._task = self._progress.add_task("training", total=None, steps="waiting for the first step", rate="",
+                                             eta="", loss="")
 
     def line(self, host: str, text: str) -> None:
-        if self._verbose:
+        if self._stream is not None:
+            self._stream.write(f"[{host}] {text}\n")
+            self._stream.flush()
+        elif self._verbose:
             style = self._HOST_STYLES[(int(host.rsplit("-", 1)[-1]) - 1) % len(self._HOST_STYLES)]
             self._progress.console.print(f"[{style}]{escape(f'[{host}]')}[/] {escape(text)}", highlight=False,
                                          soft_wrap=True)
@@ -247,7 +266,8 @@ class LocalConsole:
         losses = loss_metrics(list(metrics))
         if losses and losses[0] in metrics:
             loss = f"{losses[0]}={metrics[losses[0]]:.4g}"
-        self._progress.update(self._task, completed=step, total=total, rate=rate, eta=eta, loss=loss)
+        self._progress.update(self._task, completed=step, total=total, steps=f"step {step}/{total}", rate=rate,
+                              eta=eta, loss=loss)
 
     def attempt(self, number: int, reason: str) -> None:
         self._progress.console.print(f"[yellow]{reason}; attempt {number}", highlight=False)
@@ -271,12 +291,19 @@ class LocalConsole:
         stacks = run.run_dir / STACKS_FILE
         if run.status == "Hung" and stacks.is_file():
             console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
+        elif run.status == "Interrupted":
+            console.print(f"[yellow]interrupted:[/] {escape(run.failure_reason or '')}", highlight=False, soft_wrap=True)
+            console.print(f"resume from its checkpoints: smtrain local {self._spec_file or 'SPEC'} --run-dir "
+                          f"{run.run_dir}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False)
-        console.print(f"logs: {run.run_dir / 'logs'}  model: {run.model_artifact}  output: {run.output_artifact}",
-                      highlight=False)
+        # One path per line, never wrapped, so each can be copied.
+        for label, path in (("logs", run.run_dir / "logs"), ("model", run.model_artifact),
+                            ("output", run.output_artifact)):
+            console.print(f"{label + ':':<9}{path}", highlight=False, soft_wrap=True)
         if points:
-            console.print(f"metrics: {run.run_dir / METRICS_FILE} (`smtrain metrics {run.run_dir}`)", highlight=False)
+            console.print(f"{'metrics:':<9}{run.run_dir / METRICS_FILE}", highlight=False, soft_wrap=True)
+            console.print(f"chart:    smtrain metrics {run.run_dir}", highlight=False, soft_wrap=True)
 
     def _print_loss_curve(self, points: list[Any]) -> None:
         from orchestrator.planning.metric_charts import text_chart

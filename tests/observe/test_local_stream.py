@@ -1,0 +1,69 @@
+"""`smtrain local` in CI: when stdout is not a terminal (a file, a CI log), the script's own lines are streamed to
+it prefixed [algo-N], as SageMaker's fit() prints them; --quiet turns them off; --output json keeps stdout JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SCRIPT = """\
+import os
+print(f"result from {os.environ['SM_CURRENT_HOST']}: 42", flush=True)
+"""
+
+
+@pytest.fixture
+def greeting_spec(tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "greet.py").write_text(SCRIPT)
+    spec = {"name": "stream-test", "entry_point": "greet.py", "source_dir": "src", "framework_version": "2.10.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 2}, "distribution": {"mode": "none"}, "metrics": [],
+            "max_run_seconds": 600}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _local(spec: Path, tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Runs `smtrain local` with stdout to a real file, as a CI job's log is; returns the run and that file."""
+    out = tmp_path / f"stdout-{len(list(tmp_path.glob('stdout-*')))}.txt"
+    with out.open("w") as handle:
+        done = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                               str(tmp_path / f"run-{out.stem}"), *options], stdout=handle, stderr=subprocess.PIPE,
+                              text=True, timeout=300, cwd=tmp_path, check=False)
+    return done, out.read_text()
+
+
+def test_stdout_to_a_file_holds_the_scripts_own_lines(greeting_spec, tmp_path):
+    done, stdout = _local(greeting_spec, tmp_path)
+    assert done.returncode == 0, stdout + done.stderr
+    assert "[algo-1] result from algo-1: 42" in stdout.splitlines()
+    assert "[algo-2] result from algo-2: 42" in stdout.splitlines()
+    assert "Completed in " in done.stderr
+
+
+def test_quiet_keeps_the_host_lines_out(greeting_spec, tmp_path):
+    done, stdout = _local(greeting_spec, tmp_path, "--quiet")
+    assert done.returncode == 0, stdout + done.stderr
+    assert "result from" not in stdout + done.stderr
+
+
+def test_json_output_keeps_stdout_one_document_and_streams_to_stderr(greeting_spec, tmp_path):
+    done, stdout = _local(greeting_spec, tmp_path, "-o", "json")
+    assert done.returncode == 0, stdout + done.stderr
+    assert json.loads(stdout)["status"] == "Completed"
+    assert "[algo-2] result from algo-2: 42" in done.stderr
+
+
+def test_the_emulator_notes_are_one_line_pointing_to_explain(greeting_spec, tmp_path):
+    done, _ = _local(greeting_spec, tmp_path)
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert any("`smtrain local --explain`" in line for line in notes), done.stderr
+    assert not any("Open MPI 5 runs in place" in line for line in done.stderr.splitlines())
+    assert len(notes) <= 3, notes
