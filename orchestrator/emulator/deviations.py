@@ -11,9 +11,10 @@ DEVIATIONS = (
     ("host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
      "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
      "and gethostname() keep algo-N)"),
-    ("/opt/ml is each host's folder under the run directory (SAGEMAKER_BASE_DIR, the toolkit's own hook), and a "
-     "checkpoint path outside /opt/ml a folder under container-paths/; hyperparameter and environment values "
-     "naming those paths are rewritten to them, hyperparameters.json included"),
+    ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
+     "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
+     "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "
+     "paths are rewritten to them, hyperparameters.json included"),
     ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
      "smtrain's hooks stand in for ssh and start each rank on its own host"),
     ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
@@ -29,10 +30,12 @@ DEVIATIONS = (
 NO_HOSTNAME_SHIM = "gethostname() returns this machine's name, not algo-N: {why}"
 
 
-def notices(hostname_unavailable_because: str | None, accelerators: str | None = None) -> list[str]:
+def notices(hostname_unavailable_because: str | None, accelerators: str | None = None,
+            namespaced: bool = True) -> list[str]:
     """The deviations of this run, as printed once at its start; `accelerators`: what the training processes see
-    of the instance's GPUs (standin.py: the CPU stand-in's notice, or this machine's GPUs)."""
-    found = list(DEVIATIONS)
+    of the instance's GPUs (standin.py: the CPU stand-in's notice, or this machine's GPUs); without `namespaced`
+    hosts the fallback says itself (opt_ml.fallback_notice), so the /opt/ml line is left out."""
+    found = [item for item in DEVIATIONS if namespaced or not item.startswith("/opt/ml ")]
     if hostname_unavailable_because:
         found.append(NO_HOSTNAME_SHIM.format(why=hostname_unavailable_because))
     if accelerators:

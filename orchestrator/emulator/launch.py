@@ -24,7 +24,8 @@ from pathlib import Path
 from orchestrator.contract import SAGEMAKER_BASE_DIR
 from orchestrator.emulator.container import Host
 from orchestrator.emulator.hostname import HOSTNAME_VARIABLE
-from orchestrator.emulator.mpi_hooks import host_environment_variable
+from orchestrator.emulator.mpi_hooks import HOSTFS_VARIABLE, host_environment_variable
+from orchestrator.emulator.opt_ml import HOSTFS, HostFileSystem
 from orchestrator.emulator.runners import RunnerType, ToolkitCommand
 from orchestrator.emulator.standin import Accelerators
 
@@ -55,6 +56,8 @@ class Launch:
     env: dict[str, str]
     cwd: Path
     shown: str  # the command as logs show it: the spec's secret values masked
+    enter: tuple[str, ...] = ()
+    """What starts the command in its host's mount namespace (opt_ml.HostFileSystem.enter); empty without one."""
 
 
 def free_port() -> int:
@@ -85,7 +88,7 @@ class HostProcess:
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
                      host: Host, *, run_id: str, run_dir: Path, master_port: int, python: str,
                      python_paths: list[Path], bin_paths: list[Path], hostname_library: Path | None,
-                     accelerators: Accelerators) -> tuple[dict[str, str], dict[str, str]]:
+                     accelerators: Accelerators, namespaced: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """A host's process environment, and the part of it the emulator sets.
 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
@@ -112,6 +115,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     })
     if hostname_library is not None:
         own["LD_PRELOAD"] = str(hostname_library)
+    if namespaced:  # the MPI hooks start this host's daemon in its namespace
+        own[HOSTFS_VARIABLE] = str(HOSTFS)
     own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)}
     return {**outside, **own}, own
@@ -125,8 +130,9 @@ def _belongs_to_a_container(name: str) -> bool:
 
 
 def launches(processes: list[HostProcess], *, python: str, master_port: int, hostname_library: Path | None,
-             mask: Callable[[str], str]) -> list[Launch]:
-    """The processes the emulator starts: each host's launcher, or on MPI modes the master's mpirun alone."""
+             mask: Callable[[str], str], host_fs: HostFileSystem) -> list[Launch]:
+    """The processes the emulator starts: each host's launcher, or on MPI modes the master's mpirun alone (whose
+    hooks put each other host's daemon into that host's namespace), each in its host's /opt/ml."""
     result = []
     for item in processes:
         toolkit = item.toolkit
@@ -138,7 +144,8 @@ def launches(processes: list[HostProcess], *, python: str, master_port: int, hos
             command, env = _torchrun(item, python, master_port)
         else:
             command, env = _mpirun(item, processes, python, hostname_library)
-        result.append(Launch(item.host.name, command, env, item.host.code_dir, mask(command)))
+        result.append(Launch(item.host.name, command, env, item.host.code_dir, mask(command),
+                             host_fs.enter(item.host.root)))
     return result
 
 

@@ -3,7 +3,8 @@
 Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never imports `orchestrator`.
 
 * `rsh` (`--mca plm_rsh_agent`, in place of ssh): starts an Open MPI daemon "on" a host: in that host's
-  environment, as a SageMaker worker's sshd gives its sessions the worker's environment, and its code directory.
+  environment, as a SageMaker worker's sshd gives its sessions the worker's environment, its code directory and,
+  where hosts get mount namespaces, its /opt/ml (through hostfs.py).
   The environments come from mpirun's own environment (`HOST_ENVIRONMENT_PREFIX` + host), never from a file.
 * `exec` (`--prtemca odls_base_exec_agent`): starts one rank. mpirun gives every rank the master's values of
   the variables it exports (`-x`) and the master's working directory: the same `/opt/ml/...` strings that on
@@ -25,6 +26,8 @@ import sys
 HOST_ENVIRONMENT_PREFIX = "SMTRAIN_HOST_ENV_"
 MASTER_BASE_DIR = "SMTRAIN_MASTER_BASE_DIR"
 BASE_DIR = "SAGEMAKER_BASE_DIR"
+HOSTFS_VARIABLE = "SMTRAIN_HOSTFS"
+"""hostfs.py, in a host's environment when hosts get mount namespaces: the daemon starts in its host's."""
 _TAG = re.compile(r"\[(\d),(\d+)\]<(stdout|stderr)>")
 _MAX_LINE = 1 << 20
 
@@ -47,6 +50,10 @@ def remote_shell(argv: list[str]) -> None:
     os.environ.update(host_env)
     os.environ[MASTER_BASE_DIR] = master_base
     os.chdir(os.path.join(host_env[BASE_DIR], "code"))
+    hostfs = host_env.get(HOSTFS_VARIABLE)
+    if hostfs:
+        os.execv(sys.executable, [sys.executable, "-I", "-S", hostfs, "enter", host_env[BASE_DIR], "--",
+                                  "/bin/sh", "-c", command])
     os.execv("/bin/sh", ["/bin/sh", "-c", command])
 
 

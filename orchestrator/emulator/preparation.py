@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator.emulator import layout as run_layout
+from orchestrator.emulator import opt_ml
 from orchestrator.emulator.cache import cache_root
 from orchestrator.emulator.container import (
     DISTRIBUTION_FLAGS,
@@ -95,6 +96,9 @@ class PreparedRun:
     accelerators: Accelerators
     python: str
     processes_override: int | None
+    host_fs: opt_ml.HostFileSystem
+    machine_opt_ml: dict[str, tuple[int, int]]
+    """The machine's own /opt/ml before the run (opt_ml.snapshot): nothing may appear or change there."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
 
@@ -130,7 +134,7 @@ class PreparedRun:
                 inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
                 python_paths=python_paths, bin_paths=bin_paths, hostname_library=self.hostname.library,
-                accelerators=self.accelerators)
+                accelerators=self.accelerators, namespaced=self.host_fs.namespaced)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
@@ -142,7 +146,7 @@ class PreparedRun:
 
     def launches(self, processes: list[HostProcess], master_port: int) -> list[Launch]:
         return launches(processes, python=self.python, master_port=master_port,
-                        hostname_library=self.hostname.library, mask=self.mask)
+                        hostname_library=self.hostname.library, mask=self.mask, host_fs=self.host_fs)
 
     def install_user_code(self) -> None:
         """requirements.txt / setup.py, as the toolkit installs them before the entry point.
@@ -192,6 +196,7 @@ def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, local_gpu
                        accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,
                                                  local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
+                       host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
 
 

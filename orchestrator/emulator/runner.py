@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
+from orchestrator.emulator import opt_ml
 from orchestrator.emulator.deviations import notices
 from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
 from orchestrator.emulator.launch import HostProcess, free_port
@@ -140,8 +142,12 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
                              link_inputs=options.link_inputs, python=options.python, gpu_standin=options.gpu_standin)
     prepared = prepare_run(loaded, settings, local_gpu_count())
     layout = prepared.layout
-    for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice):
+    for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
+                             prepared.host_fs.namespaced):
         observer.notice(deviation)
+    for warning in opt_ml.fallback_notice(prepared.host_fs, prepared.plan.source.directory,
+                                          prepared.plan.source.files):
+        observer.notice(warning)
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(spec), layout.root / METRICS_FILE)
@@ -255,6 +261,10 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
         status, exit_code, reason = "Failed", 1, smoke.failure()
     if outcome.leftover:
         reason = (reason or "") + f"\n{len(outcome.leftover)} process(es) could not be stopped: {outcome.leftover}"
+    escaped = opt_ml.escaped(prepared.machine_opt_ml, opt_ml.snapshot())
+    if escaped:
+        status, exit_code = "Failed", 1
+        reason = ((reason + "\n") if reason else "") + _escape_failure(escaped)
     model = output = None
     try:
         model, output = run_layout.merge_artifacts(layout)
@@ -273,6 +283,13 @@ def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | No
                       final_metrics=dict(tracker.latest), model_artifact=model, output_artifact=output, smoke=smoke)
     run_layout.write_result(prepared.layout.root, asdict(result))
     return result
+
+
+def _escape_failure(paths: list[str]) -> str:
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return (f"WrittenOutsideTheRun: the job wrote to this machine's own {OPT_ML} ({shown}), not the emulated "
+            f"host's: on SageMaker that is the instance's {OPT_ML} (model.tar.gz here lacks it); write under "
+            "SM_MODEL_DIR / SM_OUTPUT_DATA_DIR, or run where mount namespaces are allowed")
 
 
 def _artifact_failure(root: Path, error: OSError) -> str:

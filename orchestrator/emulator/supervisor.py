@@ -209,7 +209,7 @@ class Supervisor:
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         with (self._logs_dir / f"{launch.host}.log").open("a", encoding="utf-8") as log:
             log.write(f"Invoking script with the following command:\n\n{launch.shown}\n\n")
-        return subprocess.Popen(["/bin/sh", "-c", launch.command], cwd=launch.cwd, env=launch.env,
+        return subprocess.Popen([*launch.enter, "/bin/sh", "-c", launch.command], cwd=launch.cwd, env=launch.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 

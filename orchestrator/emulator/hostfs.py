@@ -1,0 +1,126 @@
+"""Each emulated host's /opt/ml at the real path: a private mount namespace per host, as a container has.
+
+Run as `python -I -S hostfs.py enter <host root> -- <program> [args]`: standard library only, never imports
+`orchestrator` (the MPI hooks start it for each rank's host). It enters a new mount namespace (as an ordinary
+user inside a new user namespace that maps the user to itself, so the program runs with its own uid and no
+capabilities; as root a mount namespace alone), makes every mount private (nothing propagates to the machine),
+places the host's folder at /opt/ml, then execs the program: every process it starts (torchrun's workers,
+Open MPI's daemons and ranks) sees the same /opt/ml, and a literal `open("/opt/ml/model/model.pth", "w")` lands
+in the run directory.
+
+Where /opt/ml does not exist on the machine it is never created there: /opt is covered by an empty tmpfs (inside
+the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. Where /opt
+itself is missing, or the kernel refuses namespaces (another OS, a locked-down container, a seccomp profile),
+`enter` fails and `smtrain local` falls back to SAGEMAKER_BASE_DIR alone (`probe`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+OPT = "/opt"
+OPT_ML = "/opt/ml"
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+class Refused(Exception):
+    """The kernel (or this system) does not give this process a mount namespace of its own."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise Refused(f"{what}: {os.strerror(error)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(_libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(), flags,
+                       data and data.encode()), f"mount {source or fstype} on {target}")
+
+
+def _new_namespace() -> None:
+    """A mount namespace of our own, and as an ordinary user a user namespace in which we keep our uid/gid."""
+    if os.geteuid() == 0:
+        _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    else:
+        uid, gid = os.geteuid(), os.getegid()
+        _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+        try:
+            with open("/proc/self/setgroups", "w") as handle:
+                handle.write("deny")
+            with open("/proc/self/uid_map", "w") as handle:
+                handle.write(f"{uid} {uid} 1")
+            with open("/proc/self/gid_map", "w") as handle:
+                handle.write(f"{gid} {gid} 1")
+        except OSError as error:
+            raise Refused(f"mapping uid {uid} into a user namespace: {error.strerror}") from None
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+
+
+def _cover_opt() -> None:
+    """/opt becomes a tmpfs holding every entry of the real /opt (bound back) and an empty ml/ directory."""
+    real = os.open(OPT, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        entries = os.listdir(real)
+        _mount("smtrain-opt", OPT, "tmpfs", 0, "mode=0755")
+        for name in entries:
+            hidden = f"/proc/self/fd/{real}/{name}"
+            visible = os.path.join(OPT, name)
+            if os.path.islink(hidden):
+                os.symlink(os.readlink(hidden), visible)
+            elif os.path.isdir(hidden):
+                os.mkdir(visible)
+                _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+            else:
+                open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
+                _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+        if "ml" not in entries:
+            os.mkdir(OPT_ML)
+    finally:
+        os.close(real)
+
+
+def enter(host_root: str) -> None:
+    """Makes `host_root` this process's /opt/ml, in a namespace of its own.
+
+    Raises:
+        Refused: no namespace here, /opt is missing, or the result is not the host's folder.
+    """
+    host_root = os.path.realpath(host_root)
+    if host_root == OPT_ML or host_root.startswith(OPT_ML + "/"):
+        raise Refused(f"the run directory {host_root} is inside the machine's own {OPT_ML}")
+    if not os.path.isdir(OPT):
+        raise Refused(f"{OPT} does not exist on this machine")
+    cwd = os.getcwd()
+    _new_namespace()
+    if not os.path.isdir(OPT_ML) or os.path.islink(OPT_ML):
+        _cover_opt()
+    _mount(host_root, OPT_ML, None, _MS_BIND | _MS_REC)
+    placed, wanted = os.stat(OPT_ML), os.stat(host_root)
+    if (placed.st_dev, placed.st_ino) != (wanted.st_dev, wanted.st_ino):
+        raise Refused(f"{OPT_ML} is not {host_root} after the bind mount")
+    os.chdir(cwd)
+
+
+def main() -> None:
+    """`enter <host root> -- <program> [args]`: exits 125 with the reason when the namespace is refused."""
+    if len(sys.argv) < 5 or sys.argv[1] != "enter" or sys.argv[3] != "--":
+        sys.exit("usage: hostfs.py enter <host root> -- <program> [args]")
+    try:
+        enter(sys.argv[2])
+    except (Refused, OSError) as error:
+        sys.stderr.write(f"smtrain hostfs: {error}\n")
+        sys.exit(125)
+    os.execvp(sys.argv[4], sys.argv[4:])
+
+
+if __name__ == "__main__":
+    main()

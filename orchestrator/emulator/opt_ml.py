@@ -1,0 +1,106 @@
+"""Which /opt/ml the training processes see, and the proof that the machine's own /opt/ml was left alone.
+
+With namespaces (hostfs.py) every process of a host sees the host's folder at /opt/ml. Without them (another OS,
+a locked-down container) the toolkit's SAGEMAKER_BASE_DIR is all there is: paths the script reads from SM_*
+variables are the host's, a literal "/opt/ml/..." is the machine's. Then the run names every such literal in the
+source dir before it starts (file:line), and fails after it if anything appeared or changed under the machine's
+/opt/ml, so a model written there never passes as a completed run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.contract import OPT_ML
+
+HOSTFS = Path(__file__).with_name("hostfs.py")
+NO_NAMESPACES_VARIABLE = "SMTRAIN_NO_NAMESPACES"
+"""Set to 1 to run without mount namespaces (the SAGEMAKER_BASE_DIR fallback), as where the kernel refuses them."""
+_LITERAL = re.compile(r"/opt/ml\b")
+_SNAPSHOT_LIMIT = 20000
+_PROBE_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class HostFileSystem:
+    """How the run's hosts get their /opt/ml: `namespaced`, or the fallback with the reason."""
+
+    namespaced: bool
+    refused_because: str | None = None
+
+    def enter(self, host_root: Path) -> tuple[str, ...]:
+        """The words that start a command in `host_root`'s namespace (none in the fallback)."""
+        if not self.namespaced:
+            return ()
+        return (sys.executable, "-I", "-S", str(HOSTFS), "enter", str(host_root), "--")
+
+
+def choose(host_root: Path) -> HostFileSystem:
+    """Namespaces where this machine gives them (tried once, on the first host's folder), else the fallback."""
+    if os.environ.get(NO_NAMESPACES_VARIABLE) == "1":
+        return HostFileSystem(False, f"{NO_NAMESPACES_VARIABLE}=1")
+    if not sys.platform.startswith("linux"):
+        return HostFileSystem(False, f"mount namespaces are Linux's ({sys.platform} here)")
+    probe = subprocess.run([*HostFileSystem(True).enter(host_root), "/bin/sh", "-c", "test -d /opt/ml/code"],
+                           capture_output=True, text=True, timeout=_PROBE_TIMEOUT_SECONDS, check=False)
+    if probe.returncode == 0:
+        return HostFileSystem(True)
+    reason = probe.stderr.strip().removeprefix("smtrain hostfs: ") or f"the probe exited {probe.returncode}"
+    return HostFileSystem(False, reason)
+
+
+def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[str, ...]) -> list[str]:
+    """What the fallback tells before the run: why, and every literal /opt/ml path of the source dir."""
+    if file_system.namespaced:
+        return []
+    lines = [f"no mount namespace here ({file_system.refused_because}): each host's /opt/ml is its folder under "
+             "the run directory through SAGEMAKER_BASE_DIR and the SM_* variables only; a literal /opt/ml path "
+             "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
+             "is written there"]
+    lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "
+              "(read SM_MODEL_DIR, SM_OUTPUT_DATA_DIR, SM_CHANNEL_<NAME> instead)"
+              for where in literal_paths(source_dir, files)]
+    return lines
+
+
+def literal_paths(source_dir: Path, files: tuple[str, ...]) -> list[str]:
+    """`file:line` of every line naming /opt/ml in the text files of the source package."""
+    found = []
+    for name in files:
+        try:
+            text = (source_dir / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += [f"{source_dir / name}:{number}" for number, line in enumerate(text.splitlines(), 1)
+                  if _LITERAL.search(line)]
+    return found
+
+
+def snapshot(root: str = OPT_ML) -> dict[str, tuple[int, int]]:
+    """Every path under the machine's /opt/ml with its modification time and size (empty when it is absent)."""
+    if not os.path.lexists(root):
+        return {}
+    entries: dict[str, tuple[int, int]] = {}
+    for directory, names, files in os.walk(root):
+        for name in [*names, *files]:
+            path = os.path.join(directory, name)
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue
+            entries[path] = (status.st_mtime_ns, status.st_size)
+            if len(entries) >= _SNAPSHOT_LIMIT:
+                return entries
+    status = os.lstat(root)
+    entries[root] = (status.st_mtime_ns, -1)
+    return entries
+
+
+def escaped(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """The paths that appeared or changed under the machine's /opt/ml during the run."""
+    return sorted(path for path, state in after.items() if before.get(path) != state)

@@ -1,0 +1,155 @@
+"""Every process of an emulated host sees the host's folder at /opt/ml; the machine's own /opt/ml stays untouched.
+
+The runs go as this user (root here) and as an unprivileged one (`setpriv` to nobody), for each launcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.emulator import opt_ml
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.spec.loader import load
+
+SCRIPTS = Path(__file__).parent / "scripts"
+LAUNCHERS = {
+    "python": {"instance": {"type": "ml.c5.2xlarge", "count": 2}, "distribution": {"mode": "none"}},
+    "torchrun": {"instance": {"type": "ml.g5.2xlarge", "count": 2}, "distribution": {"mode": "torch_distributed"}},
+    "mpirun": {"instance": {"type": "ml.c5.2xlarge", "count": 2},
+               "distribution": {"mode": "mpi", "processes_per_host": 2}},
+}
+PER_HOST = {"python": 1, "torchrun": 1, "mpirun": 2}
+
+
+def _write_spec(directory: Path, launcher: str, entry_point: str = "literal_opt_ml.py") -> Path:
+    shutil.copytree(SCRIPTS, directory / "src")
+    spec = {"name": "opt-ml", "entry_point": entry_point, "source_dir": "src", "framework_version": "2.3.0",
+            "metrics": [], "max_run_seconds": 600, **LAUNCHERS[launcher]}
+    path = directory / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory an unprivileged user may write (pytest's own temporary root is root's alone)."""
+    directory = Path(tempfile.mkdtemp(prefix="smtrain-hostfs-"))
+    directory.chmod(0o777)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _unprivileged_python(directory: Path, prefix: list[str]) -> str:
+    """An interpreter nobody may run that sees this environment's packages: this one, or (where it lives in
+    root's home, as pyenv's does) a venv of the system's Python of the same minor version over its site-packages."""
+    def runs(python: str) -> bool:
+        probe = "import orchestrator, os, sys, torch; assert os.path.exists(sys.executable)"
+        return subprocess.run([*prefix, python, "-c", probe], capture_output=True, check=False).returncode == 0
+    if runs(sys.executable):
+        return sys.executable
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not system.exists():
+        pytest.skip(f"{sys.executable} is not executable by nobody and there is no {system}")
+    venv = directory / "venv"
+    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = next(Path(sys.prefix).glob("lib/python*/site-packages"))
+    (next(venv.glob("lib/python*/site-packages")) / "smtrain_env.pth").write_text(
+        f"import site; site.addsitedir({str(site_packages)!r})\n")
+    for tool in Path(sys.executable).parent.iterdir():  # mpirun, torchrun: found next to the interpreter
+        target = venv / "bin" / tool.name
+        if tool.name.startswith("python") or target.exists() or not tool.is_file():
+            continue
+        text = tool.read_bytes()
+        if text.startswith(b"#!") and b"python" in text.split(b"\n", 1)[0]:  # a console script: this venv's python
+            target.write_bytes(b"#!" + str(venv / "bin" / "python").encode() + b"\n" + text.split(b"\n", 1)[1])
+            target.chmod(0o755)
+        else:
+            target.symlink_to(tool)
+    if not runs(str(venv / "bin" / "python")):
+        pytest.skip(f"nobody cannot import this environment's packages from {site_packages}")
+    return str(venv / "bin" / "python")
+
+
+def _run_as(user: str, spec: Path, run_dir: Path) -> subprocess.CompletedProcess[str]:
+    home = spec.parent
+    env = {**os.environ, "HOME": str(home), "SMTRAIN_CACHE_DIR": str(home / "cache")}
+    env.pop("SMTRAIN_NO_NAMESPACES", None)
+    prefix: list[str] = []
+    python = sys.executable
+    if user == "nobody":
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            pytest.skip("needs root and setpriv to become an unprivileged user")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        python = _unprivileged_python(home, prefix)
+    command = [*prefix, python, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run_dir), "-q"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=home, timeout=600, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+@pytest.mark.parametrize("user", ["this user", "nobody"])
+def test_a_literal_opt_ml_write_lands_in_the_emulated_host(shared_dir, launcher, user):
+    before = opt_ml.snapshot()
+    for path in [shared_dir, *shared_dir.rglob("*")]:
+        path.chmod(0o777)
+    spec = _write_spec(shared_dir, launcher)
+    for path in shared_dir.rglob("*"):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    result = _run_as(user, spec, shared_dir / "run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = shared_dir / "run"
+    with tarfile.open(run / "model.tar.gz") as tar:
+        assert tar.getnames() == ["model.pth"]
+        assert tar.extractfile("model.pth").read() == b"weights"
+    notes = [(path.parent.parent.parent.name, json.loads(path.read_text()))
+             for path in run.glob("algo-*/output/data/rank-*.json")]
+    assert sorted(note["rank"] for _, note in notes) == list(range(2 * PER_HOST[launcher]))
+    for host_folder, note in notes:  # each process wrote into its own host's /opt/ml, and saw its code there
+        assert host_folder == f"algo-{note['rank'] // PER_HOST[launcher] + 1}" and note["code"]
+    assert opt_ml.snapshot() == before
+    if not before:
+        assert not os.path.lexists("/opt/ml")
+
+
+def test_without_namespaces_the_literal_paths_are_named_before_the_run(make_spec, tmp_path, monkeypatch):
+    monkeypatch.setenv(opt_ml.NO_NAMESPACES_VARIABLE, "1")
+    notices: list[str] = []
+
+    class Observer:
+        def notice(self, text):
+            notices.append(text)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    result = run_local(load(make_spec("env_dump.py", count=1)), Options(run_dir=tmp_path / "run"), Observer())
+    assert result.status == "Completed", result.failure_reason
+    source = tmp_path / "src" / "literal_opt_ml.py"
+    lines = [number for number, line in enumerate(source.read_text().splitlines(), 1) if "/opt/ml" in line]
+    assert lines
+    named = [text for text in notices if text.startswith(f"{source}:")]
+    assert [text.split(":")[1] for text in named] == [str(number) for number in lines]
+    assert any("no mount namespace here (SMTRAIN_NO_NAMESPACES=1)" in text for text in notices)
+    seen = json.loads(next(result.run_dir.glob("algo-1/output/data/seen-*.json")).read_text())
+    assert "SMTRAIN_HOSTFS" not in seen["env"] and seen["env"]["SAGEMAKER_BASE_DIR"] == str(result.run_dir / "algo-1")
+
+
+def test_a_write_to_the_machines_opt_ml_is_found(tmp_path):
+    root = tmp_path / "opt-ml"
+    (root / "model").mkdir(parents=True)
+    (root / "model" / "old.pth").write_bytes(b"x")
+    before = opt_ml.snapshot(str(root))
+    assert opt_ml.escaped(before, opt_ml.snapshot(str(root))) == []
+    (root / "model" / "model.pth").write_bytes(b"weights")
+    assert opt_ml.escaped(before, opt_ml.snapshot(str(root))) == [str(root / "model"), str(root / "model/model.pth")]
+    assert opt_ml.snapshot(str(tmp_path / "absent")) == {}
