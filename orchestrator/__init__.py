@@ -19,6 +19,8 @@ _API = {
     "submit": "orchestrator.api",
     "Job": "orchestrator.api",
     "run_local": "orchestrator.emulator.runner",
+    "run": "orchestrator.api",
+    "attach": "orchestrator.api",
 }
 
 

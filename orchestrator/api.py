@@ -3,6 +3,7 @@
     spec = orchestrator.load_spec("job.yaml")
     plan = orchestrator.plan(spec)        # resolves role, region, output path; builds the request
     job = orchestrator.submit(plan)       # or submit("job.yaml")
+    job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from orchestrator.spec.loader import LoadedSpec, load, load_spec
 from orchestrator.spec.model import JobSpec
 
 SpecLike = JobSpec | LoadedSpec | str | Path
-__all__ = ["Job", "Plan", "build_estimator", "load_spec", "plan", "submit"]
+__all__ = ["Job", "Plan", "attach", "build_estimator", "load_spec", "plan", "run", "submit"]
 
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
@@ -39,6 +40,47 @@ def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: 
 
     job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
     return submit_plan(job_plan, boto=boto)
+
+
+def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None,
+        local_options: Any | None = None) -> Any:
+    """Plans the job for `backend` and starts it there; returns its `backends.job.Job` at once (it runs on).
+
+    Args:
+        backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`).
+        local_options: `emulator.runner.Options` for a local run (run directory, processes per host, ...).
+
+    Raises:
+        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there; nothing was started.
+    """
+    from orchestrator.backends.base import BACKENDS, Backend
+    from orchestrator.backends.job import Job as Handle
+    from orchestrator.errors import SpecError
+
+    chosen: Backend
+    if backend == "local":
+        from orchestrator.backends.local import LocalBackend
+        from orchestrator.emulator.runner import Options
+
+        chosen = LocalBackend(local_options or Options())
+    elif backend == "sagemaker":
+        from orchestrator.backends.sagemaker import SageMakerBackend
+
+        chosen = SageMakerBackend(boto)
+    else:
+        raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
+                        fix='pass backend="local" or backend="sagemaker"')
+    source = spec_or_plan if isinstance(spec_or_plan, Plan) else (
+        load(spec_or_plan) if isinstance(spec_or_plan, (str, Path)) else spec_or_plan)
+    job_plan = chosen.plan(source)
+    return Handle(chosen, chosen.schedule(job_plan), job_plan)
+
+
+def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Any:
+    """The `backends.job.Job` of a local run (its directory, or its name under runs/) or a SageMaker job."""
+    from orchestrator.backends.job import attach as attach_job
+
+    return attach_job(name_or_run_dir, region=region, boto=boto)
 
 
 def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None, upload_source: bool = True) -> Any:

@@ -36,6 +36,7 @@ from orchestrator.planning.metric_series import (
 )
 
 if TYPE_CHECKING:
+    from orchestrator.backends.base import Backend
     from orchestrator.cloud.progress import JobProgress
     from orchestrator.cloud.submission import Submission
 
@@ -63,6 +64,50 @@ def _job(ctx: click.Context, name: str, region: str | None) -> Job:
     from orchestrator.cloud.sdk import boto_session
 
     return Job(name, ctx.obj or boto_session(region))
+
+
+def _local_run(name: str) -> Path | None:
+    """The run directory NAME means (a directory `smtrain local` made, or runs/NAME/), else None: a SageMaker job."""
+    from orchestrator.backends.local import find_run
+
+    return find_run(name)
+
+
+def _job_id(name: str) -> str:
+    run_dir = _local_run(name)
+    return str(run_dir) if run_dir is not None else name
+
+
+def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
+    """The backend that answers for NAME: the local one for a run directory, else SageMaker."""
+    if _local_run(name) is not None:
+        from orchestrator.backends.local import LocalBackend
+
+        return LocalBackend()
+    from orchestrator.backends.sagemaker import SageMakerBackend
+    from orchestrator.cloud.sdk import boto_session
+
+    return SageMakerBackend(ctx.obj or boto_session(region))
+
+
+def _local_status(run_dir: Path, output: str) -> None:
+    """`smtrain status RUN_DIR`: the run's status.json read as DescribeTrainingJob, progress from its logs."""
+    from orchestrator.backends.local import LocalBackend
+    from orchestrator.cloud.progress import job_progress
+    from orchestrator.emulator.status import read_status
+
+    backend = LocalBackend()
+    current = backend.describe(str(run_dir))
+    tails: dict[str, list[LogLine]] = {}
+    for line in backend.logs(str(run_dir), tail=200):
+        tails.setdefault(line.host, []).append(line)
+    progress = job_progress(read_status(run_dir) or {}, tails)
+    if output == "json":
+        document = {key: value for key, value in current.to_dict().items() if key != "console_url"}
+        document.update({"backend": "local", "run_dir": str(run_dir), **progress.to_dict(datetime.now(timezone.utc))})
+        echo_json(document)
+        return
+    _print_status(current, progress, None, [], [("run dir", str(run_dir))])
 
 
 @click.command()
@@ -147,16 +192,21 @@ def submit(
 
 
 @click.command()
-@click.argument("job_name")
+@click.argument("job_name", metavar="JOB_NAME|RUN_DIR")
 @_region_option
 @output_option
 @click.pass_context
 def status(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
     """Status of JOB_NAME: status and secondary status with their history, progress (step and epoch of the
     total, from the log lines), rate and ETA, the latest loss, billable seconds and cost so far at the
-    catalog's on-demand price, instances, and for a failed job the reason and the failing host's last lines."""
+    catalog's on-demand price, instances, and for a failed job the reason and the failing host's last lines.
+    A local run (RUN_DIR, or its name under runs/) answers in the same statuses, as it goes."""
     from orchestrator.errors import AwsError
 
+    run_dir = _local_run(job_name)
+    if run_dir is not None:
+        _local_status(run_dir, output)
+        return
     job = _job(ctx, job_name, region)
     current = job.status()
     try:
@@ -170,18 +220,25 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
         document.update(progress.to_dict(now) if progress else {"progress": None, "logs_unreadable": unread})
         echo_json(document)
         return
+    _print_status(current, progress, unread, [("billable", _billable_words(current)), ("cost", _cost_words(current))],
+                  [("console", current.console_url)])
+
+
+def _print_status(current: JobStatus, progress: JobProgress | None, unread: str | None,
+                  billing: list[tuple[str, str]], place: list[tuple[str, str]]) -> None:
+    """`smtrain status`'s text, for a SageMaker job (billing and console rows) or a local run (its directory)."""
+    now = datetime.now(timezone.utc)
     click.echo(f"{current.name}: {_status_words(current)}")
     rows = [("instances", f"{current.instance_count} x {current.instance_type}")]
     rows += _progress_rows(progress, unread, current, now)
     rows += [
-        ("billable", _billable_words(current)),
-        ("cost", _cost_words(current)),
+        *billing,
         ("created", _time(current.created)),
         ("started", _time(current.started)),
         ("ended", _time(current.ended)),
         ("failure", current.failure_reason or "-"),
         ("model", current.model_artifact or "-"),
-        ("console", current.console_url),
+        *place,
     ]
     width = max(10, *(len(key) for key, _ in rows))
     for key, value in rows:
@@ -198,19 +255,23 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
 
 
 @click.command()
-@click.argument("job_name")
+@click.argument("job_name", metavar="JOB_NAME|RUN_DIR")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job has ended.")
+@click.option("--host", metavar="algo-N", help="Only this host's lines.")
+@click.option("--tail", type=click.IntRange(min=1), metavar="N", help="Only the last N lines of each host (then "
+                                                                      "the new ones, with --follow).")
 @_region_option
 @output_option
 @_poll_option
 @click.pass_context
-def logs(
-    ctx: click.Context, job_name: str, follow: bool, region: str | None, output: str, poll_seconds: float
-) -> None:
-    """Every host's log lines of JOB_NAME (CloudWatch, /aws/sagemaker/TrainingJobs) merged in time order, each
-    prefixed with its host, e.g. [algo-2]. `--output json` prints one JSON object per line."""
+def logs(ctx: click.Context, job_name: str, follow: bool, host: str | None, tail: int | None, region: str | None,
+         output: str, poll_seconds: float) -> None:
+    """Every host's log lines of JOB_NAME (CloudWatch, /aws/sagemaker/TrainingJobs) merged in time order, or of a
+    local run (RUN_DIR, or its name under runs/: host after host), each prefixed with its host, e.g. [algo-2].
+    `--output json` prints one JSON object per line."""
     printed = 0
-    for line in _job(ctx, job_name, region).logs(follow=follow, poll_seconds=poll_seconds):
+    for line in _backend(ctx, job_name, region).logs(_job_id(job_name), follow=follow, host=host, tail=tail,
+                                                      poll_seconds=poll_seconds):
         click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
         printed += 1
     if not printed:
@@ -236,8 +297,9 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     """The metric series of a SageMaker job (JOB_NAME: from CloudWatch, namespace /aws/sagemaker/TrainingJobs)
     or of a local run (RUN_DIR: the directory `smtrain local` wrote, default runs/<job-name>/). Both come from
     the job's metric definitions applied to its log lines, so the same lines give the same values."""
-    if Path(target).is_dir():
-        points, source = _local_points(Path(target), names), f"local run {target}"
+    run_dir = _local_run(target)
+    if Path(target).is_dir() or run_dir is not None:
+        points, source = _local_points(run_dir or Path(target), names), f"local run {target}"
     else:
         job = _job(ctx, target, region)
         points = job.metric_points(list(names) or None, period_seconds)
@@ -289,17 +351,26 @@ def _print_metrics(title: str, points: list[MetricPoint], source: str, names: li
 
 
 @click.command()
-@click.argument("job_name")
+@click.argument("job_name", metavar="JOB_NAME|RUN_DIR")
 @_region_option
 @output_option
 @click.pass_context
 def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
-    """Ask SageMaker to stop JOB_NAME. A job that is already stopping, stopped, completed or failed is left as
-    it is, which is not an error (exit 0)."""
-    job = _job(ctx, job_name, region)
-    requested = job.stop()
-    assert job.last_status is not None
-    was = job.last_status.status
+    """Ask SageMaker to stop JOB_NAME, or a local run (RUN_DIR, or its name under runs/) wherever it runs: its
+    processes get SIGTERM and the grace to checkpoint, as StopTrainingJob gives them. A job that is already
+    stopping, stopped, completed or failed is left as it is, which is not an error (exit 0)."""
+    run_dir = _local_run(job_name)
+    if run_dir is not None:
+        from orchestrator.backends.local import LocalBackend
+
+        backend = LocalBackend()
+        was = backend.describe(str(run_dir)).status
+        requested = backend.stop(str(run_dir))
+    else:
+        job = _job(ctx, job_name, region)
+        requested = job.stop()
+        assert job.last_status is not None
+        was = job.last_status.status
     if output == "json":
         echo_json({"job_name": job_name, "stop_requested": requested, "status": was})
     elif requested:
@@ -319,6 +390,8 @@ def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> 
     show_default=True,
     help="At most this many jobs, newest first.",
 )
+@click.option("--local", "local_only", is_flag=True, help="Only local runs (the run directories under runs/).")
+@click.option("--cloud", "cloud_only", is_flag=True, help="Only SageMaker jobs.")
 @_region_option
 @output_option
 @click.pass_context
@@ -327,27 +400,57 @@ def list_command(
     status_equals: str | None,
     name_contains: str | None,
     max_results: int,
+    local_only: bool,
+    cloud_only: bool,
     region: str | None,
     output: str,
 ) -> None:
-    """The most recent training jobs, newest first."""
-    rows = list_jobs(
+    """The most recent training jobs, newest first: SageMaker's, and the local runs under runs/ (`smtrain
+    local`'s default run directories) beside them, marked `local`."""
+    both = local_only == cloud_only
+    rows = [] if local_only and not both else list_jobs(
         boto=ctx.obj,
         region=region,
         status=status_equals,
         name_contains=name_contains,
         max_results=max_results,
     )
+    local = _local_rows(status_equals, name_contains, max_results) if local_only or both else []
     if output == "json":
-        echo_json([row.to_dict() for row in rows])
+        echo_json([row.to_dict() for row in rows] + local)
         return
-    if not rows:
+    if not rows and not local:
         click.echo("no training jobs match", err=True)
         return
-    width = max(len(row.name) for row in rows)
-    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED")
+    width = max(len(row["job_name"]) for row in [*(row.to_dict() for row in rows), *local])
+    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED" + ("                  WHERE" if local else ""))
     for row in rows:
-        click.echo(f"{row.name:<{width}}  {row.status:<10}  {_time(row.created)}")
+        click.echo(f"{row.name:<{width}}  {row.status:<10}  {_time(row.created)}" + ("  sagemaker" if local else ""))
+    for item in local:
+        created = datetime.fromisoformat(item["created"]) if item["created"] else None
+        click.echo(f"{item['job_name']:<{width}}  {item['status']:<10}  {_time(created)}  local {item['run_dir']}")
+
+
+def _local_rows(status_equals: str | None, name_contains: str | None, max_results: int) -> list[dict[str, Any]]:
+    """The local runs under runs/ as `list` rows (newest first), filtered as the SageMaker jobs are."""
+    from orchestrator.backends.local import LocalBackend, local_runs
+    from orchestrator.errors import SmtrainError
+
+    backend, rows = LocalBackend(), []
+    for run_dir in local_runs():
+        try:
+            current = backend.describe(str(run_dir))
+        except SmtrainError:  # a run that never started (its preparation failed) has no status
+            continue
+        if (status_equals and current.status != status_equals) or (name_contains and name_contains not in
+                                                                     current.name):
+            continue
+        rows.append({**{key: value for key, value in current.to_dict().items() if key in _LIST_KEYS},
+                     "backend": "local", "run_dir": str(run_dir)})
+    return rows[:max_results]
+
+
+_LIST_KEYS = ("job_name", "status", "secondary_status", "created", "ended")
 
 
 JOB_COMMANDS = (submit, status, logs, metrics, stop, list_command)

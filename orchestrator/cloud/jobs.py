@@ -287,7 +287,7 @@ class Job:
             on_status: called with the status whenever its status or secondary status changes.
             on_log: when given, called with every host's new log lines after each poll.
         """
-        reader = self._log_reader() if on_log else None
+        reader = self.log_reader() if on_log else None
         seen: tuple[str, str | None] | None = None
         while True:
             current = self.status()
@@ -306,7 +306,7 @@ class Job:
 
         With `follow`, keeps polling until the job has ended and its last lines are read.
         """
-        reader = self._log_reader()
+        reader = self.log_reader()
         while True:
             # Status first, logs second: the read after a terminal status still gets the final lines.
             ended = not follow or self.status().is_terminal
@@ -336,7 +336,19 @@ class Job:
             raise
         return True
 
-    def _log_reader(self) -> LogReader:
+    def tail_lines(self, lines: int) -> list[LogLine]:
+        """The last `lines` lines of each host, hosts in algo-N order: one read per stream, from its end."""
+        from orchestrator.cloud.sdk import client
+
+        described = self.describe()
+        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        with aws_errors("connecting to CloudWatch Logs"):
+            logs_client = client(self._boto, "logs")
+        tails = tail(logs_client, self.name, lines, mask=lambda text: mask_secrets(text, secrets))
+        return [line for host_lines in tails.values() for line in host_lines]
+
+    def log_reader(self) -> LogReader:
+        """A reader of every host's lines not read before (values of secret-looking variables masked)."""
         from orchestrator.cloud.sdk import client
 
         described = self.describe()

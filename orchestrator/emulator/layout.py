@@ -10,6 +10,7 @@
       request.json                  the CreateTrainingJob request the run emulates (secrets masked)
       model.tar.gz, output.tar.gz   merged across hosts at the end, as SageMaker uploads them
       result.json                   status, failure reason, final metrics
+      status.json                   the run's DescribeTrainingJob, written as it goes (status.py)
 
 Every path the emulator writes lies inside the run directory. A directory is reused only when it carries the
 marker: the hosts start afresh (new instances), the checkpoint prefix stays.
@@ -30,6 +31,7 @@ from typing import Any
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
 from orchestrator.emulator.container import ContainerJob, Host, resource_config
 from orchestrator.emulator.stall import STACKS_FILE
+from orchestrator.emulator.status import STATUS_FILE, STOP_FILE
 from orchestrator.errors import SpecError
 from orchestrator.planning.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
@@ -38,7 +40,7 @@ SOURCE_DIR = "source"
 CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
 _PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, "request.json", "spec.json", "result.json", "model.tar.gz",
-            "output.tar.gz", METRICS_FILE, STACKS_FILE)
+            "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,14 @@ def _merged_tar(target: Path, directories: list[Path]) -> Path:
         partial.unlink(missing_ok=True)
         raise
     return target
+
+
+def read_result(root: Path) -> dict[str, Any] | None:
+    """result.json of a finished run; None while it runs (or when it never started)."""
+    try:
+        return json.loads((root / "result.json").read_text())
+    except FileNotFoundError:
+        return None
 
 
 def write_result(root: Path, document: dict[str, Any]) -> None:

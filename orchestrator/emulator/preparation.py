@@ -1,8 +1,8 @@
 """A local run prepared from the plan: the request submit would send, turned into emulated instances.
 
-`prepare_run` builds the plan for a local target (`local_target`: file:// stand-ins for S3 inside the run
-directory, a placeholder role), checks before anything starts that this machine and the toolkit can run it, and
-writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
+`local_plan` builds the plan with the same `build_plan` call submit's plan makes, for a local target
+(`local_target`: file:// stand-ins for S3 inside the run directory, a placeholder role); `prepare_run` checks
+before anything starts that this machine and the toolkit can run it, and writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
 installs requirements.txt / setup.py as the toolkit does; `host_processes` gives each host's environment and the
 toolkit's command, and `launches` what the emulator starts, fresh for every attempt.
 """
@@ -46,10 +46,11 @@ from orchestrator.emulator.runners import (
 )
 from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.standin import Accelerators, accelerators
+from orchestrator.emulator.status import StatusReport
 from orchestrator.emulator.usercode import Overlay, install_user_code
 from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.planning.plan import Plan, build_plan
-from orchestrator.planning.target import FALLBACK_REGION, Target
+from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.loader import LoadedSpec
@@ -63,11 +64,14 @@ SMDDP_LIBRARY_MODES = (Mode.smddp, Mode.pytorchddp)
 
 
 def local_target(spec: JobSpec, run_dir: Path) -> Target:
-    """Where a local run "goes": the region a submit would use (spec, $AWS_REGION, $AWS_DEFAULT_REGION, else the
-    fallback), and file:// stand-ins inside the run directory for the output path and the code prefix."""
-    region = spec.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    return Target(region=region or FALLBACK_REGION, role=LOCAL_ROLE, output_path=f"file://{run_dir}/",
-                  code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=region is None)
+    """Where a local run "goes": the region a submit would use (the one chain both executors share:
+    `cloud.resolve.resolve_region`, i.e. the spec, $AWS_REGION, then boto3's chain with the profile's region,
+    else the fallback), and file:// stand-ins inside the run directory for the output path and the code prefix."""
+    from orchestrator.cloud.resolve import resolve_region
+
+    region, fallback = resolve_region(spec)
+    return Target(region=region, role=LOCAL_ROLE, output_path=f"file://{run_dir}/",
+                  code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=fallback)
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,8 @@ class PreparedRun:
     """The machine's own /opt/ml before the run (opt_ml.snapshot): nothing may appear or change there."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
+    report: StatusReport | None = None
+    """status.json, the run's DescribeTrainingJob as it goes (runner.run_local sets it once the tree exists)."""
 
     @property
     def instance(self) -> InstanceType:
@@ -161,24 +167,49 @@ class PreparedRun:
         self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
 
 
-def prepare_run(loaded: LoadedSpec | JobSpec, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
-    """Plans the job for this machine, checks it can run here, and writes every host's /opt/ml tree.
+def run_dir_for(settings: LocalSettings, job_name: str) -> Path:
+    """The run directory of a job: `--run-dir`, else runs/<job-name>/ under the current directory."""
+    return (settings.run_dir or Path("runs") / job_name).resolve()
+
+
+def local_plan(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings) -> Plan:
+    """The plan of a local run: the same `build_plan` call submit's plan makes, for this machine's target.
+
+    A plan made for SageMaker is planned again for the local target under the same job name (its request names
+    S3 and a real role, which a local run replaces with file:// stand-ins and a placeholder).
+    """
+    if isinstance(source, Plan):
+        run_dir = run_dir_for(settings, source.job_name)
+        if source.target == local_target(source.spec, run_dir) and not settings.inputs:
+            return source
+        loaded: LoadedSpec | JobSpec = source.spec
+        job_name = source.job_name
+    else:
+        loaded = source
+        job_name = timestamped_job_name((source.spec if isinstance(source, LoadedSpec) else source).name)
+    if isinstance(loaded, LoadedSpec):
+        loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
+        spec = loaded.spec
+    else:
+        spec = loaded = _with_inputs(loaded, settings.inputs)
+    return build_plan(loaded, local_target(spec, run_dir_for(settings, job_name)), job_name=job_name,
+                      local_inputs=True)
+
+
+def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
+    """Checks the planned job can run here, and writes every host's /opt/ml tree from its request.
 
     Args:
+        source: a plan (`local_plan`'s, or one for SageMaker, planned again for here), or a spec to plan.
         local_gpus: this machine's GPUs; with fewer than the instance has per host, the training processes get
             the CPU stand-in for CUDA (unless `settings.gpu_standin` is off).
 
     Raises:
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (exit 2).
     """
-    if isinstance(loaded, LoadedSpec):
-        loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
-        spec = loaded.spec
-    else:
-        spec = loaded = _with_inputs(loaded, settings.inputs)
-    job_name = timestamped_job_name(spec.name)
-    run_dir = (settings.run_dir or Path("runs") / job_name).resolve()
-    plan = build_plan(loaded, local_target(spec, run_dir), job_name=job_name, local_inputs=True)
+    plan = local_plan(source, settings)
+    spec = plan.spec
+    run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
     code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
     group_hosts = _group_order(job.instance_count, settings.host_order)

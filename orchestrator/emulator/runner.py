@@ -23,7 +23,7 @@ from orchestrator.emulator import opt_ml
 from orchestrator.emulator.deviations import notices
 from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
 from orchestrator.emulator.launch import HostProcess, free_port
-from orchestrator.emulator.preparation import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.preparation import LocalSettings, PreparedRun, local_plan, prepare_run
 from orchestrator.emulator.runners import RunnerType
 from orchestrator.emulator.smoke import RankCensus, SmokeReport, killed_in_grace
 from orchestrator.emulator.stall import (
@@ -35,11 +35,14 @@ from orchestrator.emulator.stall import (
     diagnose,
 )
 from orchestrator.emulator.standin import local_gpu_count
+from orchestrator.emulator.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervisor import Outcome, Supervisor
 from orchestrator.emulator.usercode import InstallFailed
 from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
+from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
 from orchestrator.spec.loader import LoadedSpec
+from orchestrator.redact import redact
 from orchestrator.spec.model import JobSpec
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
@@ -122,11 +125,13 @@ class Options:
     none failed before (see smoke.py)."""
 
 
-def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observer: Observer | None = None,
+def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(), observer: Observer | None = None,
               supervisor_hook: Any = None) -> LocalRun:
-    """Runs the job on this machine and returns how it ended.
+    """Runs the job on this machine and returns how it ended; `status.json` in the run directory says how it
+    goes meanwhile (SageMaker's statuses), and `status.request_stop(run_dir)` stops it from anywhere.
 
     Args:
+        loaded: a spec, or a plan (`preparation.local_plan`'s; one made for SageMaker is planned again for here).
         supervisor_hook: called with each attempt's Supervisor before it starts (the CLI uses it to forward
             Ctrl-C and SIGTERM).
 
@@ -134,14 +139,19 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (a missing input, mpirun or
             torch, a refusal of the toolkit, an unusable run directory).
     """
-    spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
     observer = observer or _Quiet()
     host_order = options.host_order or ((options.master_host,) if options.master_host else None)
     settings = LocalSettings(run_dir=options.run_dir, inputs=options.inputs,
                              processes_per_host=options.processes_per_host, host_order=host_order,
                              link_inputs=options.link_inputs, python=options.python, gpu_standin=options.gpu_standin)
-    prepared = prepare_run(loaded, settings, local_gpu_count())
+    created = now()
+    plan = local_plan(loaded, settings)
+    planned = now()
+    prepared = prepare_run(plan, settings, local_gpu_count())
     layout = prepared.layout
+    prepared.report = StatusReport(layout.root, redact(plan.create_training_job_request), created)
+    prepared.report.transition("Starting", created)
+    prepared.report.transition("Downloading", planned)
     for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
                              prepared.host_fs.namespaced):
         observer.notice(deviation)
@@ -150,9 +160,26 @@ def run_local(loaded: LoadedSpec | JobSpec, options: Options = Options(), observ
         observer.notice(warning)
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
-    tracker = MetricRecorder(metric_definitions(spec), layout.root / METRICS_FILE)
+    tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
+    active: list[Any] = []
+
+    def stop_requested() -> None:
+        assert prepared.report is not None
+        prepared.report.transition("Stopping")
+        observer.notice("stop requested: stopping the job as StopTrainingJob does")
+        for supervisor in active[-1:]:
+            supervisor.stop()
+
+    def hook(supervisor: Any) -> None:
+        active.append(supervisor)
+        if stop_watch.requested:
+            supervisor.stop()
+        if supervisor_hook:
+            supervisor_hook(supervisor)
+
     try:
-        return _run(prepared, options, observer, supervisor_hook, tracker, started)
+        with StopWatch(layout.root, stop_requested) as stop_watch:
+            return _run(prepared, options, observer, hook, tracker, started)
     except BaseException as error:  # a notebook's KeyboardInterrupt, or a bug: the run directory still says so
         with contextlib.suppress(OSError):
             _result(prepared, "Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}", tracker, 1,
@@ -204,6 +231,9 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
                                 on_notice=observer.notice)
         if supervisor_hook:
             supervisor_hook(supervisor)
+        assert prepared.report is not None
+        if not prepared.report.stop_requested:
+            prepared.report.transition("Training")
         elapsed = time.monotonic() - started
         smoke_left = None if options.smoke_seconds is None else max(options.smoke_seconds - elapsed, 0.0)
         watchdog.activity()
@@ -213,7 +243,9 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
                                           "replaced, checkpoints restored, job restarted")
+            prepared.report.transition("Interrupted")
             run_layout.replace_instances(layout)
+            prepared.report.transition("Restarting")
             interrupt_after = None
             continue
         break
@@ -246,7 +278,7 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
         "completed": ("Completed", 0, None),
         "timeout": ("Stopped", 3, (f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
                                    f"{job.max_run_seconds}")),
-        "stopped": ("Stopped", 0, None),
+        "stopped": ("Stopped", 3 if _stop_was_requested(prepared) else 0, None),
         "interrupted": ("Interrupted", 130, ("interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
                                              f"are kept in {layout.root}")),
         "failed": ("Failed", 1, None),
@@ -266,6 +298,8 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _escape_failure(escaped)
     model = output = None
+    if prepared.report is not None:
+        prepared.report.transition("Uploading")
     try:
         model, output = run_layout.merge_artifacts(layout)
     except OSError as error:
@@ -282,6 +316,8 @@ def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | No
                       seconds=round(seconds, 2), failure_reason=prepared.mask(reason) if reason else None,
                       final_metrics=dict(tracker.latest), model_artifact=model, output_artifact=output, smoke=smoke)
     run_layout.write_result(prepared.layout.root, asdict(result))
+    if prepared.report is not None:
+        prepared.report.finish(*terminal_status(status, result.failure_reason), result.failure_reason, model)
     return result
 
 
@@ -290,6 +326,11 @@ def _escape_failure(paths: list[str]) -> str:
     return (f"WrittenOutsideTheRun: the job wrote to this machine's own {OPT_ML} ({shown}), not the emulated "
             f"host's: on SageMaker that is the instance's {OPT_ML} (model.tar.gz here lacks it); write under "
             "SM_MODEL_DIR / SM_OUTPUT_DATA_DIR, or run where mount namespaces are allowed")
+
+
+def _stop_was_requested(prepared: PreparedRun) -> bool:
+    """Stopped by `smtrain stop` / `Job.stop()` (exit 3, as a stopped SageMaker job), not by --smoke's deadline."""
+    return prepared.report is not None and prepared.report.stop_requested
 
 
 def _artifact_failure(root: Path, error: OSError) -> str:

@@ -72,7 +72,7 @@ class Outcome:
 
     status: str
     """`completed`, `failed`, `interrupted` (SIGTERM, SIGHUP or Ctrl-C, or a simulated spot interruption),
-    `timeout`, `stopped` (`stop_after`, as StopTrainingJob) or `hung` (the `hung` check said so)."""
+    `timeout`, `stopped` (`stop_after` or `stop()`, as StopTrainingJob) or `hung` (the `hung` check said so)."""
     exits: list[Exit]
     first_failure: Exit | None = None
     tails: dict[str, list[str]] = field(default_factory=dict)
@@ -97,6 +97,7 @@ class Supervisor:
         self._on_notice = on_notice or _log.warning
         self._tail_lines = tail_lines
         self._interrupt = threading.Event()
+        self._stop_requested = threading.Event()
         self._kill_now = threading.Event()
         self._finished = threading.Event()
         self._tails: dict[str, list[str]] = {launch.host: [] for launch in launches}
@@ -113,6 +114,11 @@ class Supervisor:
         if self._interrupt.is_set():
             self._kill_now.set()
         self._interrupt.set()
+
+    def stop(self) -> None:
+        """StopTrainingJob (`smtrain stop RUN_DIR`, `Job.stop()`): SIGTERM to every training process, the stop
+        grace to checkpoint, then status `stopped`. Safe from any thread."""
+        self._stop_requested.set()
 
     def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float,
             hung: Callable[[], bool] | None = None, stop_after: float | None = None,
@@ -178,7 +184,8 @@ class Supervisor:
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True,
                            why="simulated spot interruption")
                 break
-            if stop_after is not None and elapsed >= stop_after and elapsed < timeout_seconds:
+            if self._stop_requested.is_set() or (
+                    stop_after is not None and elapsed >= stop_after and elapsed < timeout_seconds):
                 if watch is not None:
                     watch(tree.alive())
                 status = "stopped"

@@ -1,0 +1,124 @@
+"""The handle on one job, wherever it runs: what `orchestrator.run(..., backend=...)` returns.
+
+The same methods for a local run and a SageMaker job (status, wait, logs, metrics, plot, stop, artifacts), each
+a call on the backend; like `cloud.jobs.Job`, it holds nothing that could go stale but the last status it read,
+for `repr`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.backends.base import Backend
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from orchestrator.cloud.jobs import JobStatus
+    from orchestrator.cloud.logs import LogLine
+    from orchestrator.planning.metric_series import MetricPoint
+    from orchestrator.planning.plan import Plan
+
+
+class Job:
+    """One job on one backend. `orchestrator.run(spec, backend=...)` returns one; `attach(...)` finds one."""
+
+    def __init__(self, backend: Backend, job_id: str, plan: Plan | None = None) -> None:
+        self.backend = backend
+        self.id = job_id
+        """A SageMaker job's name, or a local run's directory."""
+        self.plan = plan
+        self.last_status: JobStatus | None = None
+
+    @property
+    def name(self) -> str:
+        if self.plan is not None:
+            return self.plan.job_name
+        return self.last_status.name if self.last_status else Path(self.id).name
+
+    def status(self) -> JobStatus:
+        self.last_status = self.backend.describe(self.id)
+        return self.last_status
+
+    def wait(self, poll_seconds: float = 30.0, on_status: Callable[[JobStatus], None] | None = None,
+             on_log: Callable[[LogLine], None] | None = None) -> JobStatus:
+        """Polls until Completed, Failed or Stopped; returns that final status.
+
+        Args:
+            on_status: called with the status whenever its status or secondary status changes.
+            on_log: called with every host's lines as they come, from a thread that follows the logs; every
+                line has been shown when `wait` returns.
+        """
+        follower = None
+        if on_log is not None:  # a thread follows the logs (to the job's end) while this one polls the status
+            lines = self.backend.logs(self.id, follow=True, poll_seconds=poll_seconds)
+            follower = threading.Thread(target=lambda: [on_log(line) for line in lines], daemon=True)
+            follower.start()
+        seen: tuple[str, str | None] | None = None
+        while True:
+            current = self.status()
+            if on_status and (current.status, current.secondary_status) != seen:
+                seen = (current.status, current.secondary_status)
+                on_status(current)
+            if current.is_terminal:
+                break
+            time.sleep(poll_seconds)
+        if follower is not None:
+            follower.join()
+        return current
+
+    def logs(self, follow: bool = False, host: str | None = None, tail: int | None = None,
+             poll_seconds: float = 10.0) -> Iterator[LogLine]:
+        """Every host's lines (only `host`'s, e.g. "algo-2"; the last `tail` of each host); with `follow`, new
+        lines until the job has ended."""
+        return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
+
+    def metric_points(self, names: list[str] | None = None) -> list[MetricPoint]:
+        return self.backend.metric_points(self.id, names)
+
+    def metrics(self, names: list[str] | None = None) -> Any:
+        """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts."""
+        from orchestrator.planning.metric_series import to_frame
+
+        return to_frame(self.metric_points(names))
+
+    def plot(self, names: list[str] | None = None) -> Figure:
+        """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
+        from orchestrator.planning.metric_charts import figure
+
+        return figure(self.metric_points(names), names, title=self.name)
+
+    def stop(self) -> bool:
+        """Stops the job as StopTrainingJob does; False when it was not running."""
+        return self.backend.stop(self.id)
+
+    def artifacts(self) -> dict[str, str]:
+        """Where the model and output archives are: `model`, `output` (an s3:// URI, or a local path)."""
+        return self.backend.artifacts(self.id)
+
+    def __repr__(self) -> str:
+        status = self.last_status.status if self.last_status else "not read yet"
+        return f"Job({self.name!r}, backend={self.backend.name!r}, status={status!r})"
+
+
+def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:
+    """The job a user names: a local run (its directory, or its name under runs/), else a SageMaker job.
+
+    Raises:
+        JobNotFound: neither a local run nor a SageMaker job of that name (in `region`).
+    """
+    from orchestrator.backends.local import LocalBackend, find_run
+
+    run_dir = find_run(name_or_run_dir)
+    if run_dir is not None:
+        job = Job(LocalBackend(), str(run_dir))
+    else:
+        from orchestrator.backends.sagemaker import SageMakerBackend
+
+        job = Job(SageMakerBackend(boto, region), str(name_or_run_dir))
+    job.status()
+    return job

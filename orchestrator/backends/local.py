@@ -1,0 +1,161 @@
+"""The local backend: the emulator behind the same interface as SageMaker.
+
+`schedule` starts `run_local` on the plan in a thread of this process and returns the run directory, the job's
+id; everything else reads the run directory, so a run started elsewhere (`smtrain local` in a terminal) is
+answered for the same way: `status.json` (its DescribeTrainingJob), `logs/algo-N.log`, `metrics.jsonl`,
+`result.json`, and `stop-requested` to stop it (`emulator/status.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from orchestrator.backends.base import last_lines
+from orchestrator.cloud.jobs import JobNotFound, JobStatus
+from orchestrator.cloud.logs import LogLine, host_order
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.layout import read_result
+from orchestrator.emulator.preparation import LocalSettings, local_plan
+from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.status import read_status, request_stop
+from orchestrator.planning.metric_series import METRICS_FILE, MetricPoint, read_points
+from orchestrator.planning.plan import Plan
+from orchestrator.spec.loader import LoadedSpec
+from orchestrator.spec.model import JobSpec
+
+RUNS_ROOT = Path("runs")
+"""Where `smtrain local` puts run directories by default, and where a run is found by its job name."""
+
+
+def find_run(name_or_dir: str | Path, runs_root: Path = RUNS_ROOT) -> Path | None:
+    """The run directory a user means: a directory `smtrain local` made, or runs/<name>/; None for neither."""
+    for candidate in (Path(name_or_dir), runs_root / str(name_or_dir)):
+        if (candidate / RUN_MARKER_FILE).is_file():
+            return candidate.resolve()
+    return None
+
+
+def local_runs(runs_root: Path = RUNS_ROOT) -> list[Path]:
+    """The run directories under `runs_root`, newest first."""
+    if not runs_root.is_dir():
+        return []
+    runs = [path.resolve() for path in runs_root.iterdir() if (path / RUN_MARKER_FILE).is_file()]
+    return sorted(runs, key=lambda path: (path / RUN_MARKER_FILE).stat().st_mtime, reverse=True)
+
+
+class LocalBackend:
+    """Runs planned jobs on this machine, every host emulated; answers for any run directory."""
+
+    name = "local"
+
+    def __init__(self, options: Options = Options()) -> None:
+        """`options`: how runs started here run (run directory, processes per host, stall timeout, ...)."""
+        self.options = options
+        self._starting: dict[str, _Start] = {}
+
+    def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
+        return local_plan(spec, self._settings())
+
+    def schedule(self, plan: Plan) -> str:
+        plan = self.plan(plan)
+        run_dir = plan.target.output_path.removeprefix("file://").rstrip("/")
+        options = dataclasses.replace(self.options, run_dir=Path(run_dir))
+        start = _Start(threading.Thread(target=self._run, args=(plan, options, run_dir), name=f"smtrain-{run_dir}"))
+        self._starting[run_dir] = start
+        start.thread.start()
+        return run_dir
+
+    def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
+        try:
+            run_local(plan, options)
+        except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
+            self._starting[run_dir].error = error
+
+    def describe(self, job_id: str) -> JobStatus:
+        """The run's status.json read as SageMaker's DescribeTrainingJob.
+
+        Raises:
+            the error that stopped a run started here before it began (SpecError, EnvironmentProblem, ...);
+            JobNotFound: no run in that directory.
+        """
+        described = read_status(Path(job_id))
+        start = self._starting.get(job_id)
+        if described is None and start is not None:
+            if start.error is not None:
+                raise start.error
+            if start.thread.is_alive():  # planned, preparing the hosts: status.json comes next
+                return JobStatus(name=Path(job_id).name, region="local", status="InProgress",
+                                 secondary_status="Starting", transitions=(), instance_type=None,
+                                 instance_count=None, billable_seconds=None, failure_reason=None,
+                                 model_artifact=None, created=None, ended=None)
+            described = read_status(Path(job_id))
+        if described is None:
+            raise JobNotFound(f"{job_id} holds no local run status (status.json)",
+                              fix="give the run directory of a `smtrain local` run, or a SageMaker job name")
+        # A local run bills nothing: no cost so far.
+        return dataclasses.replace(JobStatus.from_description(described, "local"), cost=None)
+
+    def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
+             poll_seconds: float = 10.0) -> Iterator[LogLine]:
+        """Each host's log, host after host (local logs carry no time per line; each line has its log's time
+        of last write). With `follow`, new lines as they come, until the run has ended."""
+        readers: dict[str, _LogFile] = {}
+        first = True
+        while True:
+            ended = not follow or self.describe(job_id).is_terminal
+            for path in sorted((Path(job_id) / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
+                readers.setdefault(path.stem, _LogFile(path))
+            lines = [line for reader in readers.values() for line in reader.read_new(final=ended)]
+            yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
+            first = False
+            if ended:
+                return
+            time.sleep(poll_seconds)
+
+    def metric_points(self, job_id: str, names: list[str] | None = None) -> list[MetricPoint]:
+        path = Path(job_id) / METRICS_FILE
+        points = read_points(path) if path.is_file() else []
+        return [point for point in points if point.metric in names] if names else points
+
+    def stop(self, job_id: str) -> bool:
+        """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does."""
+        if self.describe(job_id).status != "InProgress":
+            return False
+        request_stop(Path(job_id))
+        return True
+
+    def artifacts(self, job_id: str) -> dict[str, str]:
+        result = read_result(Path(job_id)) or {}
+        return {key: str(result[field]) for key, field in (("model", "model_artifact"), ("output", "output_artifact"))
+                if result.get(field)}
+
+    def _settings(self) -> LocalSettings:
+        return LocalSettings(run_dir=self.options.run_dir, inputs=self.options.inputs)
+
+
+@dataclasses.dataclass
+class _Start:
+    thread: threading.Thread
+    error: BaseException | None = None
+
+
+class _LogFile:
+    """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = 0
+
+    def read_new(self, final: bool) -> list[LogLine]:
+        with self._path.open("rb") as log:
+            log.seek(self._offset)
+            data = log.read()
+        end = len(data) if final else data.rfind(b"\n") + 1
+        self._offset += end
+        stamp = int(self._path.stat().st_mtime * 1000)
+        text = data[:end].decode("utf-8", errors="replace")
+        return [LogLine(self._path.stem, stamp, line) for line in text.splitlines()]

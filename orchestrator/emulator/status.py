@@ -1,0 +1,189 @@
+"""A local run's status as SageMaker reports a job's: a DescribeTrainingJob response, written as the run goes.
+
+The run directory's `status.json` holds the members of DescribeTrainingJob a person or a script acts on
+(TrainingJobStatus, SecondaryStatus and its transitions, times, FailureReason, ModelArtifacts, ResourceConfig,
+the metric definitions, hyperparameters and environment with secrets masked), so one status vocabulary and one
+reader (`cloud.jobs.JobStatus.from_description`) serve both executors. A local run goes
+
+    InProgress: Starting -> Downloading -> Training [-> Interrupted -> Restarting -> Training] -> Uploading
+    then Completed, Failed, or Stopped (Stopped, MaxRuntimeExceeded, Interrupted: Ctrl-C or SIGTERM)
+
+and `Stopping` in between when someone asks it to stop. Another process asks by writing `stop-requested`
+(`request_stop`: `smtrain stop RUN_DIR`, `Job.stop()`); the run, which watches for it, stops as
+StopTrainingJob does. It also records its process, so a reader can tell a run that died without a word (killed)
+from one still going.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+STATUS_FILE = "status.json"
+STOP_FILE = "stop-requested"
+TERMINAL = ("Completed", "Failed", "Stopped")
+STOP_POLL_SECONDS = 0.25
+_MESSAGES = {
+    "Starting": "Preparing the instances for training: the plan, this machine's checks",
+    "Downloading": "Downloading input data: every host's /opt/ml tree, channels and code",
+    "Training": "Training in progress",
+    "Interrupted": "The job was interrupted (simulated spot interruption)",
+    "Restarting": "Instances replaced, checkpoints restored, restarting training",
+    "Stopping": "Stopping the training job (stop requested)",
+    "Uploading": "Uploading generated training model and output",
+}
+_DESCRIBED_TIMES = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class StatusReport:
+    """Writes `status.json` of one run: each transition as it happens, the end once."""
+
+    def __init__(self, root: Path, request: dict[str, Any], created: datetime) -> None:
+        """`request`: the CreateTrainingJob request the run emulates, secrets already masked."""
+        self._path = root / STATUS_FILE
+        self._lock = threading.Lock()
+        self.stop_requested = False
+        algorithm = request.get("AlgorithmSpecification", {})
+        self._described: dict[str, Any] = {
+            "TrainingJobName": request["TrainingJobName"],
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Starting",
+            "SecondaryStatusTransitions": [],
+            "ResourceConfig": request.get("ResourceConfig", {}),
+            "AlgorithmSpecification": {"MetricDefinitions": algorithm.get("MetricDefinitions", [])},
+            "HyperParameters": request.get("HyperParameters", {}),
+            "Environment": request.get("Environment", {}),
+            "StoppingCondition": request.get("StoppingCondition", {}),
+            "CreationTime": created,
+            "LocalRun": {"run_dir": str(root), "pid": os.getpid(), "process_started": _process_started()},
+        }
+
+    def transition(self, secondary: str, started: datetime | None = None, status: str = "InProgress") -> None:
+        """Ends the current secondary status and begins `secondary` (at `started`, default now)."""
+        with self._lock:
+            self.stop_requested = self.stop_requested or secondary == "Stopping"
+            moment = started or now()
+            transitions = self._described["SecondaryStatusTransitions"]
+            if transitions and transitions[-1].get("EndTime") is None:
+                transitions[-1]["EndTime"] = moment
+            transitions.append({"Status": secondary, "StartTime": moment,
+                                "StatusMessage": _MESSAGES.get(secondary, secondary)})
+            if secondary == "Training" and "TrainingStartTime" not in self._described:
+                self._described["TrainingStartTime"] = moment
+            self._described.update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=moment)
+            self._write()
+
+    def finish(self, status: str, secondary: str, failure_reason: str | None, model_artifact: Path | None) -> None:
+        """The terminal status, as SageMaker ends a job: the last transition, end time, reason, model."""
+        self.transition(secondary, status=status)
+        with self._lock:
+            ended = self._described["LastModifiedTime"]
+            self._described["SecondaryStatusTransitions"][-1]["EndTime"] = ended
+            self._described["TrainingEndTime"] = ended
+            if failure_reason:
+                self._described["FailureReason"] = failure_reason
+            if model_artifact is not None:
+                self._described["ModelArtifacts"] = {"S3ModelArtifacts": model_artifact.as_uri()}
+            self._write()
+
+    def _write(self) -> None:
+        temporary = self._path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self._described, default=_encode, indent=1) + "\n")
+        temporary.replace(self._path)
+
+
+def terminal_status(local_status: str, failure_reason: str | None) -> tuple[str, str]:
+    """A finished local run's status (LocalRun.status) as SageMaker's (TrainingJobStatus, SecondaryStatus)."""
+    if local_status == "Stopped" and (failure_reason or "").startswith("MaxRuntimeExceeded"):
+        return "Stopped", "MaxRuntimeExceeded"
+    if local_status == "Interrupted":
+        return "Stopped", "Interrupted"
+    if local_status == "Hung":
+        return "Failed", "Failed"
+    return local_status, local_status
+
+
+def read_status(run_dir: Path) -> dict[str, Any] | None:
+    """The run's DescribeTrainingJob document (times as datetimes); None before the run has written one.
+
+    A run whose process has gone while it still said InProgress or Stopping (killed, the machine restarted)
+    reads as Failed, saying so, rather than running forever.
+    """
+    path = run_dir / STATUS_FILE
+    try:
+        described = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    for key in _DESCRIBED_TIMES:
+        if described.get(key):
+            described[key] = datetime.fromisoformat(described[key])
+    for item in described.get("SecondaryStatusTransitions", []):
+        for key in ("StartTime", "EndTime"):
+            if item.get(key):
+                item[key] = datetime.fromisoformat(item[key])
+    if described["TrainingJobStatus"] not in TERMINAL and not _alive(described.get("LocalRun", {})):
+        pid = described.get("LocalRun", {}).get("pid")
+        described.update(TrainingJobStatus="Failed", SecondaryStatus="Failed",
+                         FailureReason=f"the smtrain process of this run (pid {pid}) ended without a result: it "
+                                       "was killed, or the machine restarted")
+    return described
+
+
+def request_stop(run_dir: Path) -> None:
+    """Asks the run to stop (StopTrainingJob): it sees the file within a moment, wherever it runs."""
+    (run_dir / STOP_FILE).write_text(f"requested by pid {os.getpid()} at {now().isoformat()}\n")
+
+
+class StopWatch:
+    """Calls `on_stop` once when someone asks the run to stop (`request_stop`), from a thread of its own."""
+
+    def __init__(self, run_dir: Path, on_stop: Callable[[], None]) -> None:
+        self._file = run_dir / STOP_FILE
+        self._on_stop = on_stop
+        self._done = threading.Event()
+        self.requested = False
+        self._thread = threading.Thread(target=self._watch, name="smtrain-stop-watch", daemon=True)
+
+    def __enter__(self) -> StopWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(STOP_POLL_SECONDS):
+            if self._file.exists():
+                self.requested = True
+                self._on_stop()
+                return
+
+
+def _alive(local: dict[str, Any]) -> bool:
+    try:
+        process = psutil.Process(local["pid"])
+        return abs(process.create_time() - local["process_started"]) < 1.0
+    except (KeyError, TypeError, psutil.Error):
+        return False
+
+
+def _process_started() -> float:
+    return psutil.Process().create_time()
+
+
+def _encode(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
