@@ -144,7 +144,8 @@ class _Start:
 
 
 class _LogFile:
-    """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end)."""
+    """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end),
+    without empty lines, which CloudWatch does not hold either (an event has at least one character)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -158,4 +159,4 @@ class _LogFile:
         self._offset += end
         stamp = int(self._path.stat().st_mtime * 1000)
         text = data[:end].decode("utf-8", errors="replace")
-        return [LogLine(self._path.stem, stamp, line) for line in text.splitlines()]
+        return [LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line]

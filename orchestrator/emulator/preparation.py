@@ -2,9 +2,10 @@
 
 `local_plan` builds the plan with the same `build_plan` call submit's plan makes, for a local target
 (`local_target`: file:// stand-ins for S3 inside the run directory, a placeholder role); `prepare_run` checks
-before anything starts that this machine and the toolkit can run it, and writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
-installs requirements.txt / setup.py as the toolkit does; `host_processes` gives each host's environment and the
-toolkit's command, and `launches` what the emulator starts, fresh for every attempt.
+before anything starts that this machine and the toolkit can run it, and writes every host's /opt/ml tree from
+the plan's CreateTrainingJob request. `PreparedRun.install_user_code` installs requirements.txt / setup.py as the
+toolkit does; `host_processes` gives each host's environment and the toolkit's command, and `launches` what the
+emulator starts, fresh for every attempt.
 """
 
 from __future__ import annotations

@@ -270,7 +270,8 @@ def _smoke_report(deadline: float, census: RankCensus, steps: list[int], tracker
 
 
 def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome, tracker: MetricRecorder,
-            attempts: int, seconds: float, hang: HangReport | None = None, smoke: SmokeReport | None = None) -> LocalRun:
+            attempts: int, seconds: float, hang: HangReport | None = None,
+            smoke: SmokeReport | None = None) -> LocalRun:
     """Each host's status file, the merged artifacts and result.json (always, also when writing an artifact
     fails), as a finished job reports."""
     layout, job = prepared.layout, prepared.job

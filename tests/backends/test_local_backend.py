@@ -1,0 +1,157 @@
+"""A local run behind the backend interface: SageMaker's statuses as it goes, per-host logs with a tail, metrics,
+artifacts, a stop from another process, and the CLI's status/logs/stop/list on a run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import orchestrator
+from orchestrator.backends.base import SECONDARY_STATUSES, STATUSES
+from orchestrator.cli.main import main
+from orchestrator.emulator.runner import Options
+from orchestrator.emulator.status import STATUS_FILE, read_status
+from orchestrator.errors import SpecError
+
+SMTRAIN = str(Path(sys.executable).with_name("smtrain"))
+# Each host prints STEPS progress lines with its own loss, then a last line; with `forever`, it runs until SIGTERM.
+SCRIPT = """
+import os, signal, sys, time
+host = os.environ["SM_CURRENT_HOST"]
+steps, forever = int(os.environ["SM_HP_STEPS"]), os.environ["SM_HP_FOREVER"] == "true"
+def stopped(signum, frame):
+    print(f"{host} got SIGTERM", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stopped)
+step = 0
+while forever or step < steps:
+    step += 1
+    print(f"epoch=1 step={min(step, steps)}/{steps} train_loss={1.0 / step:.6f} line {step} of {host}", flush=True)
+    time.sleep(0.2 if forever else 0)
+print(f"{host} done", flush=True)
+"""
+
+
+def _spec(tmp_path: Path, steps: int = 30, forever: bool = False) -> Path:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text(SCRIPT)
+    spec = {"name": "backend-test", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.10.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 2}, "max_run_seconds": 600,
+            "hyperparameters": {"steps": steps, "forever": forever}}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _wait_for(check, what: str, deadline_seconds: float = 120.0):
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_and_artifacts(tmp_path):
+    job = orchestrator.run(_spec(tmp_path), backend="local", local_options=Options(run_dir=tmp_path / "run"))
+    seen: list[tuple[str, str | None]] = []
+
+    final = job.wait(poll_seconds=0.05, on_status=lambda current: seen.append((current.status,
+                                                                               current.secondary_status)))
+
+    assert final.status == "Completed" and final.secondary_status == "Completed"
+    assert seen[-1] == ("Completed", "Completed") and all(status == "InProgress" for status, _ in seen[:-1])
+    assert {status for status, _ in seen} <= set(STATUSES)
+    assert {secondary for _, secondary in seen} <= set(SECONDARY_STATUSES)
+    assert [item.status for item in final.transitions] == ["Starting", "Downloading", "Training", "Uploading",
+                                                           "Completed"]
+    assert final.name == job.name and final.instance_count == 2 and final.cost is None
+    algo_2 = [line.message for line in job.logs(host="algo-2", tail=3)]
+    assert algo_2 == ["epoch=1 step=29/30 train_loss=0.034483 line 29 of algo-2",
+                      "epoch=1 step=30/30 train_loss=0.033333 line 30 of algo-2", "algo-2 done"]
+    assert {line.host for line in job.logs()} == {"algo-1", "algo-2"}
+    losses = [point.value for point in job.metric_points(["train:loss"])]
+    assert len(losses) == 60 and min(losses) == pytest.approx(1 / 30, rel=1e-5)
+    artifacts = job.artifacts()
+    assert Path(artifacts["model"]).is_file() and Path(artifacts["output"]).is_file()
+    assert orchestrator.attach(job.id).status().status == "Completed"
+
+
+def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ran = subprocess.run([SMTRAIN, "local", str(_spec(tmp_path)), "-q"], capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    [run_dir] = (tmp_path / "runs").iterdir()
+
+    status = CliRunner().invoke(main, ["status", str(run_dir)])
+    by_name = CliRunner().invoke(main, ["status", run_dir.name, "-o", "json"])
+    logs = CliRunner().invoke(main, ["logs", str(run_dir), "--host", "algo-2", "--tail", "20"])
+
+    assert status.exit_code == 0, status.output
+    assert status.stdout.startswith(f"{run_dir.name}: Completed\n")
+    assert "progress   step 30/30 (100%)" in status.stdout and f"run dir    {run_dir}" in status.stdout
+    document = json.loads(by_name.stdout)
+    assert document["status"] == "Completed" and document["backend"] == "local"
+    assert [item["status"] for item in document["history"]][0] == "Starting"
+    assert logs.exit_code == 0, logs.output
+    lines = logs.stdout.splitlines()
+    assert len(lines) == 20 and all(line.startswith("[algo-2] ") for line in lines)
+    assert lines[0] == "[algo-2] epoch=1 step=12/30 train_loss=0.083333 line 12 of algo-2"
+    assert lines[-1] == "[algo-2] algo-2 done"
+
+
+@pytest.mark.slow
+def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
+    run_dir = tmp_path / "run"
+    running = subprocess.Popen([SMTRAIN, "local", str(_spec(tmp_path, forever=True)), "--run-dir", str(run_dir),
+                                "-q"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for(lambda: (run_dir / "logs" / "algo-2.log").is_file()
+                  and "line 2 of algo-2" in (run_dir / "logs" / "algo-2.log").read_text(), "algo-2 training")
+        assert read_status(run_dir)["SecondaryStatus"] == "Training"
+
+        stop = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
+        output, _ = running.communicate(timeout=180)
+    finally:
+        running.kill()
+
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout.startswith(f"stop requested for {run_dir} (it was InProgress")
+    assert running.returncode == 3, output  # as a stopped SageMaker job
+    described = read_status(run_dir)
+    assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Stopped", "Stopped")
+    history = [item["Status"] for item in described["SecondaryStatusTransitions"]]
+    assert history[:3] == ["Starting", "Downloading", "Training"] and "Stopping" in history
+    for host in ("algo-1", "algo-2"):  # each training process got SIGTERM and its grace, as StopTrainingJob gives
+        assert f"{host} got SIGTERM" in (run_dir / "logs" / f"{host}.log").read_text()
+    again = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "is already Stopped: nothing to stop" in again.stdout
+
+
+def test_a_run_whose_process_died_reads_as_failed_not_forever_in_progress(tmp_path):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    document = {"TrainingJobName": "lost", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training",
+                "SecondaryStatusTransitions": [], "CreationTime": "2026-01-01T00:00:00+00:00",
+                "LocalRun": {"run_dir": str(tmp_path), "pid": int(gone.stdout), "process_started": 0.0}}
+    (tmp_path / STATUS_FILE).write_text(json.dumps(document))
+
+    described = read_status(tmp_path)
+
+    assert described["TrainingJobStatus"] == "Failed"
+    assert f"pid {int(gone.stdout)}) ended without a result" in described["FailureReason"]
+
+
+def test_an_unknown_backend_is_a_user_error_naming_the_choices(tmp_path):
+    with pytest.raises(SpecError, match="backend 'docker' is not one of local, sagemaker"):
+        orchestrator.run(_spec(tmp_path), backend="docker")
+    assert not os.path.exists(tmp_path / "runs")
