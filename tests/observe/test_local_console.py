@@ -82,3 +82,24 @@ def test_result_of_a_hung_run_prints_the_stacks(tmp_path, capsys):
     assert "Hung in 12.0 s" in shown
     assert "all_reduce (torch/distributed/distributed_c10d.py:3252)" in shown
     assert "failure reason" not in shown  # the stacks say it, with more
+
+
+def test_before_the_first_step_the_bar_says_so_not_step_0_of_none():
+    with LocalConsole() as console:
+        console.started("job-1", Path("runs/job-1"), 2, 2)
+        column_text = console._progress.columns[2].render(console._progress.tasks[0]).plain
+
+    assert column_text == "waiting for the first step"
+
+
+def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, capsys):
+    deep = tmp_path / ("a-long-directory-name-" * 6) / "run"
+    with LocalConsole(spec_file="job.yaml") as console:
+        console.result(Finished(deep, status="Interrupted", failure_reason="interrupted (SIGINT/SIGTERM forwarded "
+                                "to every process); checkpoints are kept in " + str(deep),
+                                model_artifact=deep / "model.tar.gz"))
+
+    shown = capsys.readouterr().err
+    assert "failure reason" not in shown
+    assert f"resume from its checkpoints: smtrain local job.yaml --run-dir {deep}" in shown.splitlines()
+    assert f"model:   {deep / 'model.tar.gz'}" in shown.splitlines()
