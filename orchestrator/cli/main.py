@@ -319,9 +319,11 @@ def images(output: str) -> None:
 
 
 def _add_command_groups() -> None:
+    from orchestrator.cli.check import check
     from orchestrator.cli.infra import infra
     from orchestrator.cli.jobs import JOB_COMMANDS
 
+    main.add_command(check)
     main.add_command(infra)
     for command in JOB_COMMANDS:
         main.add_command(command)

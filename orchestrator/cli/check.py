@@ -1,0 +1,46 @@
+"""`smtrain check [SPEC]`: before the first submit, is the account ready for this job? One line per check."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from orchestrator.cli.options import echo_json, output_option, set_option
+
+
+@click.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@set_option
+@click.option("--region", help="AWS region [default: the spec's region, $AWS_REGION, then boto3's chain].")
+@output_option
+@click.pass_context
+def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], region: str | None, output: str) -> None:
+    """Check what submitting FILE needs, before anything is uploaded: credentials and their account (STS), the
+    region, the execution role (exists, SageMaker may assume it), the output bucket (exists in the job's region,
+    writable: one empty object is written and deleted), the training image for the region, and the account's
+    Service Quotas for the spec's instance type and count. Without FILE, the first four, with the role and bucket
+    from $SMTRAIN_ROLE / $SMTRAIN_OUTPUT_PATH or the infra stack.
+
+    Each line is ✓ or ✗ with the fix. Exit 0 when every check passes, 1 when one fails, 2 for a bad spec.
+    """
+    from orchestrator.cloud.preflight import run_checks
+    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.spec.loader import load
+
+    spec = load(file, overrides).spec if file else None
+    session = ctx.obj or boto_session(region or (spec.region if spec else None))
+    checks = run_checks(spec, session)
+    passed = all(item.ok for item in checks)
+    if output == "json":
+        echo_json({"passed": passed, "checks": [item.to_dict() for item in checks]})
+    else:
+        width = max(len(item.name) for item in checks)
+        for item in checks:
+            mark = click.style("✓", fg="green") if item.ok else click.style("✗", fg="red", bold=True)
+            click.echo(f"{mark} {item.name:<{width}}  {item.detail}")
+            if item.fix:
+                click.echo(f"  {'':<{width}}  fix: {item.fix}")
+        click.echo("ready to submit" if passed else f"{sum(not item.ok for item in checks)} check(s) failed",
+                   err=True)
+    sys.exit(0 if passed else 1)

@@ -1,0 +1,270 @@
+"""`smtrain check`: what a first submit needs from the account, checked before anything is uploaded.
+
+Each check makes read-only calls (and, for the bucket, writes and deletes one empty object) and says ✓ or ✗ with
+the fix. The commonest first-day failure, ResourceLimitExceeded after the upload, is the quota check: the
+account's Service Quotas value for "<instance type> for training job usage" against the spec's instance count.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from orchestrator.planning.target import bucket_of
+from orchestrator.spec import images
+from orchestrator.spec.capabilities import resolved_py_version
+from orchestrator.spec.catalog import lookup
+from orchestrator.spec.model import JobSpec
+
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+_ECR_URI = re.compile(r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
+                      r"(?P<repository>[^:@]+)(?::(?P<tag>[^@]+))?(?:@(?P<digest>.+))?")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of `smtrain check`: what was checked, whether it passed, what was found, and the fix."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Account:
+    """What the checks find out along the way and share."""
+
+    session: Any
+    spec: JobSpec | None
+    region: str | None = None
+    account: str | None = None
+    role: str | None = None
+    output_path: str | None = None
+
+
+def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
+    """Every check in order; a check whose prerequisite failed says so instead of calling AWS."""
+    state = _Account(session=session, spec=spec)
+    steps: list[Callable[[_Account], Check]] = [_credentials, _region, _role, _bucket]
+    if spec is not None:
+        steps += [_image, _quota]
+    return [step(state) for step in steps]
+
+
+def _error_code(exc: Exception) -> str:
+    return getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+
+
+def _credentials(state: _Account) -> Check:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        identity = state.session.client("sts").get_caller_identity()
+    except (BotoCoreError, ClientError) as exc:
+        return Check("credentials", False, f"STS GetCallerIdentity failed: {_error_code(exc)}",
+                     "run `aws configure` or `aws sso login`, or set AWS_PROFILE (expired keys: get new ones)")
+    state.account = identity["Account"]
+    return Check("credentials", True, f"account {identity['Account']} as {identity['Arn']}")
+
+
+def _region(state: _Account) -> Check:
+    region = (state.spec.region if state.spec else None) or state.session.region_name
+    if not region:
+        return Check("region", False, "no region: neither the spec, --region, $AWS_REGION nor the profile names one",
+                     "export AWS_REGION=<region> (e.g. us-east-1), or set `region:` in the spec")
+    offered = state.session.get_available_regions("sagemaker") + state.session.get_available_regions(
+        "sagemaker", partition_name="aws-cn")
+    if region not in offered:
+        return Check("region", False, f"{region} is not a region where SageMaker runs",
+                     f"use one of: {', '.join(sorted(offered)[:8])}, ...")
+    state.region = region
+    return Check("region", True, region)
+
+
+def _locations(state: _Account) -> tuple[str | None, str | None, str]:
+    """The role and output path as submit would find them: the spec, then the environment, then the stack."""
+    from orchestrator.cloud.infra import stack_outputs
+    from orchestrator.cloud.resolve import OUTPUT_PATH_ENV, ROLE_ENV
+
+    spec = state.spec
+    role = (spec.role if spec else None) or os.environ.get(ROLE_ENV)
+    output_path = (spec.output_path if spec else None) or os.environ.get(OUTPUT_PATH_ENV)
+    source = "the spec or the environment"
+    if (not role or not output_path) and state.account and state.region:
+        try:
+            stack = stack_outputs(session=state.session)
+        except Exception:  # no stack (or no permission to read it): the check below says what is missing
+            stack = None
+        if stack is not None:
+            role, output_path = role or stack.role_arn, output_path or stack.output_path
+            source = f"stack {stack.stack_name}"
+    return role, output_path, source
+
+
+def _role(state: _Account) -> Check:
+    from botocore.exceptions import ClientError
+
+    if not state.account:
+        return Check("role", False, "not checked: needs working credentials", "fix the credentials first")
+    role, output_path, source = _locations(state)
+    state.role, state.output_path = role, output_path
+    if not role:
+        return Check("role", False, "no execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset and no "
+                                    "smtrain infra stack was found",
+                     "set `role: arn:aws:iam::<account>:role/<name>`, export SMTRAIN_ROLE, or `smtrain infra deploy`")
+    name = role.rsplit("/", 1)[-1]
+    try:
+        found = state.session.client("iam").get_role(RoleName=name)["Role"]
+    except ClientError as exc:
+        if _error_code(exc) == "NoSuchEntity":
+            return Check("role", False, f"role {name} does not exist in account {state.account}",
+                         "check the name or ARN in `role:` ($SMTRAIN_ROLE), or create one with `smtrain infra "
+                         "deploy`")
+        return Check("role", False, f"cannot read role {name}: {_error_code(exc)}",
+                     "allow your credentials iam:GetRole, or check the role in the IAM console")
+    if not _trusts_sagemaker(found.get("AssumeRolePolicyDocument")):
+        return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
+                     f"add a statement allowing sts:AssumeRole to the service principal {SAGEMAKER_SERVICE} (IAM "
+                     "console: the role's Trust relationships)")
+    return Check("role", True, f"{found['Arn']} (from {source}), assumable by {SAGEMAKER_SERVICE}")
+
+
+def _trusts_sagemaker(document: Any) -> bool:
+    if isinstance(document, str):
+        import json
+        from urllib.parse import unquote
+
+        document = json.loads(unquote(document))
+    statements = (document or {}).get("Statement", [])
+    for statement in statements if isinstance(statements, list) else [statements]:
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        services = (statement.get("Principal") or {}).get("Service", []) if isinstance(
+            statement.get("Principal"), dict) else []
+        services = [services] if isinstance(services, str) else services
+        if (statement.get("Effect") == "Allow" and any(action in ("sts:AssumeRole", "sts:*", "*")
+                                                       for action in actions)
+                and SAGEMAKER_SERVICE in services):
+            return True
+    return False
+
+
+def _bucket(state: _Account) -> Check:
+    from botocore.exceptions import ClientError
+
+    if not (state.account and state.region):
+        return Check("bucket", False, "not checked: needs working credentials and a region",
+                     "fix the lines above first")
+    if not state.output_path or not state.output_path.startswith("s3://"):
+        return Check("bucket", False, "no output_path: the spec has none, $SMTRAIN_OUTPUT_PATH is unset and no "
+                                      "smtrain infra stack was found",
+                     "set `output_path: s3://<bucket>/outputs/` in the spec, or `smtrain infra deploy`")
+    bucket = bucket_of(state.output_path)
+    s3 = state.session.client("s3")
+    try:
+        location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
+    except ClientError as exc:
+        if _error_code(exc) in ("NoSuchBucket", "404"):
+            return Check("bucket", False, f"bucket {bucket} does not exist",
+                         f"create it in {state.region} (`aws s3 mb s3://{bucket} --region {state.region}`), point "
+                         "output_path at an existing one, or `smtrain infra deploy`")
+        return Check("bucket", False, f"cannot read bucket {bucket}: {_error_code(exc)}",
+                     "allow your credentials s3:GetBucketLocation on it, or use a bucket of this account")
+    if location == "EU":
+        location = "eu-west-1"
+    if location != state.region:
+        return Check("bucket", False, f"bucket {bucket} is in {location}, the job runs in {state.region}: SageMaker "
+                                      "needs the output bucket in the job's region",
+                     f"use a bucket in {state.region}, or run the job in {location} (`region: {location}`)")
+    prefix = state.output_path[len(f"s3://{bucket}/"):]
+    probe = f"{prefix.rstrip('/') + '/' if prefix.strip('/') else ''}.smtrain-check-{uuid.uuid4().hex[:12]}"
+    try:
+        s3.put_object(Bucket=bucket, Key=probe, Body=b"")
+        s3.delete_object(Bucket=bucket, Key=probe)
+    except ClientError as exc:
+        return Check("bucket", False, f"cannot write to {state.output_path}: {_error_code(exc)}",
+                     f"allow your credentials (and the execution role) s3:PutObject on arn:aws:s3:::{bucket}/*")
+    return Check("bucket", True, f"{bucket} in {location}, writable at {state.output_path}")
+
+
+def _image(state: _Account) -> Check:
+    spec = state.spec
+    assert spec is not None
+    if not state.region:
+        return Check("image", False, "not checked: needs a region", "fix the region first")
+    if spec.image_uri:
+        return _custom_image(state, spec.image_uri)
+    account = images.registry_account(state.region)
+    if account is None:
+        return Check("image", False, f"SageMaker's PyTorch training images have no registry in {state.region} "
+                                     "(smtrain's image table)",
+                     "run the job in another region, or give image_uri of an image copied to this region")
+    python = resolved_py_version(spec)
+    assert spec.framework_version is not None and python is not None  # the spec was validated
+    uri = images.image_uri(spec.framework_version, python, state.region,
+                           images.processor(lookup(spec.instance.type).family))
+    return Check("image", True, f"{uri} (AWS's registry {account} for {state.region}, smtrain's image table)")
+
+
+def _custom_image(state: _Account, uri: str) -> Check:
+    from botocore.exceptions import ClientError
+
+    match = _ECR_URI.fullmatch(uri)
+    if match is None:
+        return Check("image", True, f"{uri}: not an ECR image; SageMaker needs it in ECR or a private registry "
+                                    "it can reach (not checked)")
+    if match["region"] != state.region:
+        return Check("image", False, f"{uri} is in {match['region']}, the job runs in {state.region}: SageMaker "
+                                     "pulls training images from the job's region",
+                     f"copy the image to ECR in {state.region} and use that URI")
+    if match["account"] != state.account:
+        return Check("image", True, f"{uri} (account {match['account']}'s registry; not readable from here)")
+    image_id = {"imageDigest": match["digest"]} if match["digest"] else {"imageTag": match["tag"] or "latest"}
+    try:
+        state.session.client("ecr").describe_images(repositoryName=match["repository"], imageIds=[image_id])
+    except ClientError as exc:
+        return Check("image", False, f"{uri}: {_error_code(exc)}",
+                     f"push the image (`docker push {uri}`), or fix image_uri")
+    return Check("image", True, f"{uri} (found in this account's ECR)")
+
+
+def _quota(state: _Account) -> Check:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    spec = state.spec
+    assert spec is not None
+    if not (state.account and state.region):
+        return Check("quota", False, "not checked: needs working credentials and a region", "fix the lines above")
+    kind = "spot training job usage" if spec.spot.enabled else "training job usage"
+    wanted = f"{spec.instance.type} for {kind}"
+    try:
+        quotas = state.session.client("service-quotas")
+        pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker")
+        found = next((quota for page in pages for quota in page["Quotas"] if quota["QuotaName"] == wanted), None)
+    except (BotoCoreError, ClientError) as exc:
+        return Check("quota", False, f"cannot read the SageMaker quotas: {_error_code(exc)}",
+                     f"allow your credentials servicequotas:ListServiceQuotas, or look up '{wanted}' in the Service "
+                     "Quotas console")
+    if found is None:
+        return Check("quota", False, f"no quota '{wanted}' in {state.region}: the instance type is not offered "
+                                     "for training there",
+                     "pick an instance type SageMaker trains on in this region (`smtrain instances`), or another "
+                     "region")
+    limit = int(found["Value"])
+    if limit < spec.instance.count:
+        return Check("quota", False, f"'{wanted}' is {limit} in {state.region}; the spec needs "
+                                     f"{spec.instance.count}: CreateTrainingJob would fail with "
+                                     "ResourceLimitExceeded",
+                     f"request an increase to {spec.instance.count} (`aws service-quotas "
+                     f"request-service-quota-increase --service-code sagemaker --quota-code {found['QuotaCode']} "
+                     f"--desired-value {spec.instance.count}`), or lower instance.count")
+    return Check("quota", True, f"'{wanted}' is {limit} >= {spec.instance.count} (running jobs share it)")
+

@@ -1,0 +1,180 @@
+"""`smtrain check SPEC`: each check's ✗ with its fix, and all ✓, against moto's server (the `aws` fixture).
+
+moto has no Service Quotas for SageMaker (its servicequotas backend lists defaults of a few other services), so the
+`service-quotas` client of these sessions answers from botocore's Stubber; every other call goes to moto. The one
+case moto cannot play, a bucket that refuses a write (moto enforces no bucket policy), stubs S3's PutObject too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from click.testing import CliRunner
+from job_fakes import BUCKET, write_spec_file
+
+from orchestrator.cli.main import main
+
+ACCOUNT = "123456789012"  # moto's account
+TRUST_SAGEMAKER = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+TRUST_EC2 = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+QUOTA = "ml.c5.2xlarge for training job usage"
+
+
+class QuotaSession(boto3.Session):
+    """moto for everything but Service Quotas (and, where given, S3), which answer from Stubbers."""
+
+    def __init__(self, quota_value: float | None = 4, region: str | None = "us-east-1",
+                 stub_s3: Any = None) -> None:
+        super().__init__(region_name=region)
+        self.quotas = super().client("service-quotas", region_name=region or "us-east-1")
+        stubber = Stubber(self.quotas)
+        quotas = [] if quota_value is None else [
+            {"ServiceCode": "sagemaker", "QuotaCode": "L-3F53BB0B", "QuotaName": QUOTA, "Value": quota_value}]
+        for _ in range(2 if region else 0):  # _check runs the command twice: -o json, then text
+            stubber.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "sagemaker"})
+        stubber.activate()
+        self.stub_s3 = stub_s3
+
+    def client(self, service_name: str, *args: Any, **kwargs: Any) -> Any:
+        if service_name == "service-quotas":
+            return self.quotas
+        if service_name == "s3" and self.stub_s3 is not None:
+            return self.stub_s3
+        return super().client(service_name, *args, **kwargs)
+
+
+@pytest.fixture
+def account(aws: str) -> None:
+    """A role SageMaker may assume and the output bucket, in us-east-1."""
+    boto3.client("iam").create_role(RoleName="SageMakerExecution", AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+
+
+def _check(spec: Path, session: boto3.Session, *options: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+    result = CliRunner().invoke(main, ["check", str(spec), *options, "-o", "json"], obj=session)
+    text = CliRunner().invoke(main, ["check", str(spec), *options], obj=session) if not options else None
+    document = json.loads(result.stdout)
+    assert document["passed"] is (result.exit_code == 0)
+    return result.exit_code, {item["name"]: item for item in document["checks"]}, text.stdout if text else ""
+
+
+def test_all_pass_on_a_ready_account(account, tmp_path):
+    spec = write_spec_file(tmp_path, framework_version="2.10.0", py_version="py313")
+    result = CliRunner().invoke(main, ["check", str(spec)], obj=QuotaSession())
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [["✓", name] for name in
+                                                    ("credentials", "region", "role", "bucket", "image", "quota")]
+    assert f"account {ACCOUNT}" in lines[0] and "us-east-1" in lines[1]
+    assert "assumable by sagemaker.amazonaws.com" in lines[2] and f"{BUCKET} in us-east-1, writable" in lines[3]
+    assert "pytorch-training:2.10.0-cpu-py313" in lines[4] and f"'{QUOTA}' is 4 >= 2" in lines[5]
+    assert list(boto3.client("s3").list_objects_v2(Bucket=BUCKET).get("Contents", [])) == []  # the probe is gone
+
+
+def test_no_credentials(aws, tmp_path, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert not checks["credentials"]["ok"] and "aws configure" in checks["credentials"]["fix"]
+    assert checks["role"]["detail"] == "not checked: needs working credentials"
+
+
+def test_no_region(aws, tmp_path, monkeypatch):
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(region=None))
+    assert code == 1
+    assert not checks["region"]["ok"] and "export AWS_REGION=" in checks["region"]["fix"]
+
+
+def test_missing_role(aws, tmp_path):
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    code, checks, text = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert checks["role"]["detail"] == f"role SageMakerExecution does not exist in account {ACCOUNT}"
+    assert "smtrain infra deploy" in checks["role"]["fix"]
+    assert "✗ role" in text and "fix: check the name or ARN" in text
+    assert [name for name, item in checks.items() if not item["ok"]] == ["role"]
+
+
+def test_role_sagemaker_may_not_assume(aws, tmp_path):
+    boto3.client("iam").create_role(RoleName="SageMakerExecution", AssumeRolePolicyDocument=json.dumps(TRUST_EC2))
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert "trust policy does not let SageMaker assume it" in checks["role"]["detail"]
+    assert "sagemaker.amazonaws.com" in checks["role"]["fix"]
+
+
+def test_missing_bucket(aws, tmp_path):
+    boto3.client("iam").create_role(RoleName="SageMakerExecution",
+                                    AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert checks["bucket"]["detail"] == f"bucket {BUCKET} does not exist"
+    assert f"aws s3 mb s3://{BUCKET} --region us-east-1" in checks["bucket"]["fix"]
+
+
+def test_bucket_in_another_region(aws, tmp_path):
+    boto3.client("iam").create_role(RoleName="SageMakerExecution",
+                                    AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    boto3.client("s3", region_name="eu-west-1").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert f"bucket {BUCKET} is in eu-west-1, the job runs in us-east-1" in checks["bucket"]["detail"]
+    assert "use a bucket in us-east-1" in checks["bucket"]["fix"]
+
+
+def test_bucket_not_writable(account, tmp_path):
+    """Stubber for S3 here: moto's server enforces no bucket policy, so it cannot refuse the probe write."""
+    s3 = boto3.client("s3")
+    stubber = Stubber(s3)
+    stubber.add_response("get_bucket_location", {"LocationConstraint": "us-east-1"}, {"Bucket": BUCKET})
+    stubber.add_client_error("put_object", "AccessDenied", "Access Denied", 403)
+    stubber.activate()
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(stub_s3=s3))
+    assert code == 1
+    assert checks["bucket"]["detail"] == f"cannot write to s3://{BUCKET}/outputs/: AccessDenied"
+    assert f"s3:PutObject on arn:aws:s3:::{BUCKET}/*" in checks["bucket"]["fix"]
+
+
+def test_custom_image_missing_from_this_accounts_ecr(account, tmp_path):
+    boto3.client("ecr").create_repository(repositoryName="my-trainer")
+    uri = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/my-trainer:v1"
+    spec = write_spec_file(tmp_path, framework_version=None, py_version=None, image_uri=uri)
+    code, checks, _ = _check(spec, QuotaSession())
+    assert code == 1
+    assert checks["image"]["detail"] == f"{uri}: ImageNotFoundException"
+    assert f"docker push {uri}" in checks["image"]["fix"]
+
+
+def test_quota_below_the_instance_count(account, tmp_path):
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(quota_value=1))
+    assert code == 1
+    assert "is 1 in us-east-1; the spec needs 2: CreateTrainingJob would fail with ResourceLimitExceeded" in \
+        checks["quota"]["detail"]
+    assert "--quota-code L-3F53BB0B --desired-value 2" in checks["quota"]["fix"]
+
+
+def test_quota_missing_for_the_instance_type(account, tmp_path):
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(quota_value=None))
+    assert code == 1
+    assert f"no quota '{QUOTA}' in us-east-1" in checks["quota"]["detail"]
+
+
+def test_a_bad_spec_is_exit_2_before_any_call(aws, tmp_path):
+    spec = write_spec_file(tmp_path, instanse={"type": "ml.c5.xlarge"})
+    result = CliRunner().invoke(main, ["check", str(spec), "-o", "json"], obj=QuotaSession())
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["field"] == "instanse"
