@@ -34,6 +34,26 @@ SAGEMAKER_MEMBERS = (
     "AlgorithmSpecification.MetricDefinitions[].Name", "AlgorithmSpecification.MetricDefinitions[].Regex",
     "Tags", "Tags[].Key", "Tags[].Value",
     "VpcConfig.Subnets", "VpcConfig.Subnets[]", "VpcConfig.SecurityGroupIds", "VpcConfig.SecurityGroupIds[]",
+    # Channel options, heterogeneous clusters, capacity, resilience, tracking and encryption (issue 22).
+    "AlgorithmSpecification.TrainingInputMode", "InputDataConfig[].InputMode",
+    "InputDataConfig[].DataSource.S3DataSource.S3DataType",
+    "InputDataConfig[].DataSource.S3DataSource.S3DataDistributionType",
+    "InputDataConfig[].DataSource.S3DataSource.InstanceGroupNames",
+    "InputDataConfig[].CompressionType", "InputDataConfig[].ContentType",
+    "ResourceConfig.InstanceGroups", "ResourceConfig.InstanceGroups[].InstanceGroupName",
+    "ResourceConfig.InstanceGroups[].InstanceCount",
+    "ResourceConfig.TrainingPlanArn", "ResourceConfig.InstancePreferences",
+    "ResourceConfig.InstancePreferences[].InstanceCount", "ResourceConfig.InstancePreferences[].TrainingPlanArns",
+    "ResourceConfig.InstancePlacementConfig.PlacementSpecifications",
+    "ResourceConfig.InstancePlacementConfig.PlacementSpecifications[].UltraServerId",
+    "ResourceConfig.InstancePlacementConfig.PlacementSpecifications[].InstanceCount",
+    "ResourceConfig.VolumeKmsKeyId", "OutputDataConfig.KmsKeyId", "OutputDataConfig.CompressionType",
+    "StoppingCondition.MaxPendingTimeInSeconds",
+    "RetryStrategy.MaximumRetryAttempts",
+    "TensorBoardOutputConfig.S3OutputPath", "TensorBoardOutputConfig.LocalPath",
+    "MlflowConfig.MlflowResourceArn", "MlflowConfig.MlflowExperimentName", "MlflowConfig.MlflowRunName",
+    "ExperimentConfig.ExperimentName", "ExperimentConfig.TrialName", "ExperimentConfig.TrialComponentDisplayName",
+    "ExperimentConfig.RunName",
 )
 # MaxRuntimeInSeconds has no `max` trait; its documentation states it ("The maximum value is 28 days.").
 DOCUMENTED_MAXIMA = {"StoppingCondition.MaxRuntimeInSeconds": re.compile(r"The maximum value is (\d+) days\.")}
@@ -59,7 +79,9 @@ def _shape_at(shape: Any, path: str) -> Any:
 
 
 def _limits(shape: Any, path: str) -> dict[str, Any]:
-    limits = {trait: shape.metadata[trait] for trait in _TRAITS if trait in shape.metadata}
+    limits: dict[str, Any] = {trait: shape.metadata[trait] for trait in _TRAITS if trait in shape.metadata}
+    if getattr(shape, "enum", None):
+        limits["enum"] = list(shape.enum)
     documented = DOCUMENTED_MAXIMA.get(path)
     if documented is not None:
         found = documented.search(shape.documentation or "")

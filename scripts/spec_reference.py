@@ -4,16 +4,25 @@ and tests/unit/test_docs.py fails when the two disagree."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from enum import Enum
+from types import UnionType
+from typing import Any, Union, get_origin
 
 from pydantic import BaseModel
 
-from orchestrator.spec.model import JobSpec
+from orchestrator.spec.model import Channel, ChannelEntry, JobSpec, Mode
 
 
 def _type_name(annotation: Any) -> str:
+    args = getattr(annotation, "__args__", ())
+    if get_origin(annotation) in (Union, UnionType):
+        return " or ".join(_type_name(arg) for arg in args)
+    if getattr(annotation, "__metadata__", None) is not None:  # Annotated[str, ...]: the type underneath
+        return _type_name(annotation.__origin__)
+    if isinstance(annotation, type) and issubclass(annotation, Enum) and annotation is not Mode:
+        return "str"
     text = getattr(annotation, "__name__", None) or str(annotation)
-    text = text.replace("typing.", "").replace("orchestrator.spec.", "").replace("NoneType", "null")
+    text = text.replace("typing.", "").replace("orchestrator.spec.", "").replace("NoneType", "None")
     return text.replace(" | ", " or ")
 
 
@@ -26,6 +35,8 @@ def _nested(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
         if getattr(arg, "__origin__", None) is list and inner and isinstance(inner[0], type) \
                 and issubclass(inner[0], BaseModel):
             return inner[0], True
+        if getattr(arg, "__origin__", None) is dict and inner and inner[-1] is ChannelEntry:
+            return Channel, False
     return None, False
 
 
@@ -44,11 +55,13 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[str]:
     for name, field in model.model_fields.items():
         nested, is_list = _nested(field.annotation)
         description = " ".join((field.description or "").split()).replace("|", "\\|")
-        kind = f"list of {nested.__name__}" if is_list else (nested.__name__ if nested else _type_name(field.annotation))
+        by_name = nested is Channel
+        kind = f"list of {nested.__name__}" if is_list else (
+            f"dict of {nested.__name__}" if by_name else nested.__name__ if nested else _type_name(field.annotation))
         default = "see below" if nested and not field.is_required() and field.default is not None else _default(field)
         lines.append(f"| `{prefix}{name}` | {kind} | {default} | {description} |")
         if nested:
-            lines += rows(nested, f"{prefix}{name}{'[]' if is_list else ''}.")
+            lines += rows(nested, f"{prefix}{name}{'[]' if is_list else '.<name>' if by_name else ''}.")
     return lines
 
 

@@ -473,7 +473,7 @@ def _print_submission(submission: Submission) -> None:
     job_plan = submission.plan
     topo, cost, source = job_plan.topology, job_plan.cost, job_plan.source
     worst = (
-        f"no price on record for {job_plan.spec.instance.type}"
+        f"no price on record for {job_plan.spec.instance_type}"
         if cost.max_total is None
         else f"at most {cost.currency} {cost.max_total:,.2f} ({cost.basis})"
     )
@@ -484,7 +484,7 @@ def _print_submission(submission: Submission) -> None:
         (
             "world",
             (
-                f"{topo.world_size} = {job_plan.spec.instance.count} x {job_plan.spec.instance.type} x "
+                f"{topo.world_size} = {job_plan.spec.host_count} x {job_plan.spec.instance_type} x "
                 f"{topo.processes_per_host} per host ({topo.launcher})"
             ),
         ),

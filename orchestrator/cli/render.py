@@ -29,9 +29,15 @@ _ROWS_SHOWN = 16
 
 def summary_line(spec: JobSpec) -> str:
     """`mode none, 2 x ml.c5.2xlarge, 1 process per host -> world size 2`."""
-    topo = topology(spec, lookup(spec.instance.type))
+    topo = topology(spec, lookup(spec.instance_type))
     per_host = f"{topo.processes_per_host} process{'es' if topo.processes_per_host != 1 else ''} per host"
-    return (f"{spec.name}: mode {spec.distribution.mode.value}, {spec.instance.count} x {spec.instance.type}, "
+    if spec.instance.groups:
+        groups = ", ".join(f"{group.name} {group.count} x {group.type}" for group in spec.instance.groups)
+        launched = (f" on group {', '.join(spec.distribution.instance_groups)}"
+                    if spec.distribution.instance_groups else "")
+        return (f"{spec.name}: instance groups {groups}; mode {spec.distribution.mode.value}{launched}, "
+                f"{per_host} ({topo.launcher}) -> world size {topo.world_size}")
+    return (f"{spec.name}: mode {spec.distribution.mode.value}, {spec.host_count} x {spec.instance_type}, "
             f"{per_host} ({topo.launcher}) -> world size {topo.world_size}")
 
 
@@ -96,7 +102,7 @@ def print_plan(plan: Plan) -> None:
     out.rule("worst-case cost")
     cost = plan.cost
     if cost.max_total is None:
-        out.print(f"no price on record for {plan.spec.instance.type}")
+        out.print(f"no price on record for {plan.spec.instance_type}")
     else:
         out.print(f"[bold]{cost.currency} {cost.max_total:,.2f}[/] = {cost.price_per_instance_hour} /h x "
                       f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")

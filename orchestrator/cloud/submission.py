@@ -45,8 +45,8 @@ class Submission:
             "region": job_plan.target.region,
             "console_url": console_url(job_plan.target.region, job_plan.job_name),
             "world_size": job_plan.topology.world_size,
-            "instance_type": job_plan.spec.instance.type,
-            "instance_count": job_plan.spec.instance.count,
+            "instance_type": job_plan.spec.instance_type,
+            "instance_count": job_plan.spec.host_count,
             "cost": job_plan.cost.to_dict(),
             "source": {
                 "s3_uri": job_plan.source_uri,

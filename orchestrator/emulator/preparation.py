@@ -55,7 +55,7 @@ from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, Mode, timestamped_job_name
+from orchestrator.spec.model import Channel, JobSpec, Mode, timestamped_job_name
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
@@ -236,8 +236,9 @@ def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
     """The spec with its `local_inputs`, then `--input NAME=PATH`, in place of (or added to) its channels."""
     if not overrides and not spec.local_inputs:
         return spec
-    inputs = {**spec.inputs, **spec.local_inputs,
-              **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
+    locations = {**spec.local_inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
+    inputs = {**spec.inputs, **{name: spec.inputs[name].model_copy(update={"uri": location}) if name in spec.inputs
+                                else Channel(uri=location) for name, location in locations.items()}}
     return spec.model_copy(update={"inputs": inputs})
 
 

@@ -68,7 +68,23 @@ def worst_case_cost(spec: JobSpec, instance: InstanceType) -> Cost:
     if spec.keep_alive_seconds:
         seconds += spec.keep_alive_seconds
         basis += " + keep_alive_seconds (warm pool)"
-    return Cost(price_per_instance_hour=instance.price_per_hour, instance_count=spec.instance.count,
+    price, count = instance.price_per_hour, spec.host_count
+    if spec.instance.groups:
+        # hosts of different types: the price is the groups' count-weighted mean, so price x count is their sum
+        group_prices = [(lookup(group.type).price_per_hour, group.count) for group in spec.instance.groups]
+        price = None if any(each is None for each, _ in group_prices) else \
+            sum(each * number for each, number in group_prices) / count  # type: ignore[operator]
+        basis += " (instance groups: the sum of each group's price x count)"
+    elif spec.instance.preferences:
+        # SageMaker picks one preference: the dearest is the bound
+        options = [(lookup(item.type).price_per_hour, item.count or spec.instance.count)
+                   for item in spec.instance.preferences]
+        if all(each is not None for each, _ in options):
+            price, count = max(options, key=lambda option: option[0] * option[1])  # type: ignore[operator]
+        else:
+            price = None
+        basis += " (instance preferences: the dearest preference)"
+    return Cost(price_per_instance_hour=price, instance_count=count,
                 max_billable_seconds=seconds, basis=basis, currency=prices.currency,
                 price_source=f"{prices.source}, {prices.region}, transcribed {prices.checked}")
 
@@ -95,7 +111,7 @@ class Plan:
 
     @property
     def inputs(self) -> dict[str, str]:
-        return dict(self.spec.inputs)
+        return self.spec.channel_locations()
 
     def blocking_findings(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.blocks(self.spec.allow_unverified)]
@@ -140,7 +156,7 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
                                        message=f"no AWS region configured; planned for {target.region}",
                                        fix="set region: in the spec or AWS_REGION", source="boto3 region chain")]
     _require_image_in_region(job_spec, target.region)
-    instance = lookup(job_spec.instance.type)
+    instance = lookup(job_spec.instance_type)
     source = package(job_spec.source_dir, max_source_bytes)
     if source.withheld:
         shown = ", ".join(source.withheld[:WITHHELD_SHOWN]) + (
@@ -179,7 +195,7 @@ def _require_image_in_region(spec: JobSpec, region: str) -> None:
 
 
 def _require_s3_inputs(spec: JobSpec) -> None:
-    local = [name for name, location in spec.inputs.items() if not location.startswith("s3://")]
+    local = [name for name, location in spec.channel_locations().items() if not location.startswith("s3://")]
     if local:
         raise CapabilityError(
             f"inputs {', '.join(local)} point at local paths; a SageMaker job reads channels from S3",

@@ -15,7 +15,7 @@ from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.planning.target import Target
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.images import default_python, image_uri, processor
-from orchestrator.spec.model import JobSpec, Mode
+from orchestrator.spec.model import Channel, InstancePreference, JobSpec, Mode
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
 CONTAINER_LOG_LEVEL = 20
@@ -46,18 +46,23 @@ def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
     dist = spec.distribution
     if dist.mode is Mode.none:
         return {}
+    keys: dict[str, Any] = {}
+    if dist.instance_groups:
+        # sagemaker/estimator.py Framework._distribution_configuration: the first key it writes.
+        keys["sagemaker_distribution_instance_groups"] = list(dist.instance_groups)
     if dist.mode is Mode.mpi:
-        keys: dict[str, Any] = {"sagemaker_mpi_enabled": True}
+        keys["sagemaker_mpi_enabled"] = True
         if dist.processes_per_host:
             keys["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
         keys["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
         return keys
     if dist.mode is Mode.torch_distributed:
-        return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": spec.instance.type}
+        return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": spec.instance_type}
     options = "" if dist.mode is Mode.pytorchddp else dist.custom_mpi_options
     return {
+        **keys,
         "sagemaker_distributed_dataparallel_enabled": True,
-        "sagemaker_instance_type": spec.instance.type,
+        "sagemaker_instance_type": spec.instance_type,
         "sagemaker_distributed_dataparallel_custom_mpi_options": options,
     }
 
@@ -97,7 +102,7 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
     """The CreateTrainingJob API parameters, as botocore receives them."""
     spec, target = context.spec, context.target
     algorithm: dict[str, Any] = {
-        "TrainingInputMode": "File",
+        "TrainingInputMode": spec.input_mode.value,
         "TrainingImage": training_image(spec, target, context.instance),
         "MetricDefinitions": metric_definitions(spec),
     }
@@ -105,26 +110,28 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
         # sagemaker/pytorch/estimator.py: metrics time series on for framework_version >= 1.3 (every image in
         # the table); with only an image_uri v2 leaves the key out.
         algorithm["EnableSageMakerMetricsTimeSeries"] = True
-    resources: dict[str, Any] = {"InstanceCount": spec.instance.count, "InstanceType": spec.instance.type,
-                                 "VolumeSizeInGB": spec.instance.volume_size_gb}
-    if spec.keep_alive_seconds:
-        resources["KeepAlivePeriodInSeconds"] = spec.keep_alive_seconds
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": spec.max_run_seconds}
+    output: dict[str, Any] = {"S3OutputPath": target.output_path}
+    if spec.output_kms_key:
+        output["KmsKeyId"] = spec.output_kms_key
+    if spec.output_compression:
+        output["CompressionType"] = spec.output_compression.value
     request: dict[str, Any] = {
         "AlgorithmSpecification": algorithm,
-        "OutputDataConfig": {"S3OutputPath": target.output_path},
+        "OutputDataConfig": output,
         "TrainingJobName": context.job_name,
         "StoppingCondition": stopping,
-        "ResourceConfig": resources,
+        "ResourceConfig": resource_config(spec),
         "RoleArn": target.role,
         "HyperParameters": hyperparameters(context),
         # v2 sends both even when empty: the estimator is always given a dict and a list (estimator_kwargs).
         "Environment": dict(spec.environment),
         "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
     }
-    channels = [_channel(name, uri) for name, uri in spec.inputs.items()]
+    channels = [_channel(name, channel) for name, channel in spec.inputs.items()]
     if spec.network.enable_network_isolation:
-        channels.append(_channel(CODE_CHANNEL, context.source_uri))  # after the user's, as job.py `_load_config`
+        # after the user's, as job.py `_load_config`; with instance groups v2 gives it no InstanceGroupNames
+        channels.append(_channel(CODE_CHANNEL, Channel.model_construct(uri=context.source_uri)))
     if channels:
         request["InputDataConfig"] = channels
     if spec.network.subnets:
@@ -138,16 +145,96 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
         request["EnableManagedSpotTraining"] = True
         if spec.spot.max_wait_seconds:
             stopping["MaxWaitTimeInSeconds"] = spec.spot.max_wait_seconds
+    if spec.max_pending_seconds:
+        stopping["MaxPendingTimeInSeconds"] = spec.max_pending_seconds
     if spec.checkpoint:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint.s3_uri, "LocalPath": spec.checkpoint.local_path}
     request.update(_debugger_and_profiler(context))
+    request.update(job_options(spec))
     return request
 
 
-def _channel(name: str, uri: str) -> dict[str, Any]:
-    # sagemaker/inputs.py TrainingInput defaults: S3Prefix, FullyReplicated.
-    return {"ChannelName": name, "DataSource": {"S3DataSource": {
-        "S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": "FullyReplicated"}}}
+def resource_config(spec: JobSpec) -> dict[str, Any]:
+    """ResourceConfig, in the order sagemaker/job.py `_prepare_resource_config` writes it."""
+    instance = spec.instance
+    resources: dict[str, Any] = {}
+    if instance.groups:
+        resources["InstanceGroups"] = [{"InstanceGroupName": group.name, "InstanceType": group.type,
+                                        "InstanceCount": group.count} for group in instance.groups]
+    elif instance.preferences:
+        if instance.preferences[0].count is None:
+            resources["InstanceCount"] = instance.count  # one count for whichever type is picked
+        resources["InstancePreferences"] = [_preference(preference) for preference in instance.preferences]
+    else:
+        resources["InstanceCount"] = instance.count
+        resources["InstanceType"] = instance.type
+    resources["VolumeSizeInGB"] = instance.volume_size_gb
+    if spec.volume_kms_key:
+        resources["VolumeKmsKeyId"] = spec.volume_kms_key
+    if spec.keep_alive_seconds:
+        resources["KeepAlivePeriodInSeconds"] = spec.keep_alive_seconds
+    if instance.training_plan_arn:
+        resources["TrainingPlanArn"] = instance.training_plan_arn
+    if instance.placement:
+        placement: dict[str, Any] = {"EnableMultipleJobs": instance.placement.enable_multiple_jobs}
+        if instance.placement.specifications:
+            placement["PlacementSpecifications"] = [
+                {"InstanceCount": item.count, **({"UltraServerId": item.ultraserver_id} if item.ultraserver_id else {})}
+                for item in instance.placement.specifications]
+        resources["InstancePlacementConfig"] = placement
+    return resources
+
+
+def _preference(preference: InstancePreference) -> dict[str, Any]:
+    entry: dict[str, Any] = {"InstanceType": preference.type}
+    if preference.count is not None:
+        entry["InstanceCount"] = preference.count
+    if preference.training_plan_arn:
+        entry["TrainingPlanArns"] = [preference.training_plan_arn]
+    return entry
+
+
+def job_options(spec: JobSpec) -> dict[str, Any]:
+    """The top-level settings sent only when the spec sets them (sagemaker/session.py `_get_train_request`)."""
+    options: dict[str, Any] = {}
+    if spec.infra_check:
+        options["InfraCheckConfig"] = {"EnableInfraCheck": True}
+    if spec.experiment:
+        experiment = {"ExperimentName": spec.experiment.experiment_name, "TrialName": spec.experiment.trial_name,
+                      "TrialComponentDisplayName": spec.experiment.trial_component_display_name,
+                      "RunName": spec.experiment.run_name}
+        options["ExperimentConfig"] = {key: value for key, value in experiment.items() if value}
+    if spec.tensorboard:
+        options["TensorBoardOutputConfig"] = {"S3OutputPath": spec.tensorboard.s3_uri,
+                                              "LocalPath": spec.tensorboard.local_path}
+    if spec.remote_debug:
+        options["RemoteDebugConfig"] = {"EnableRemoteDebug": True}
+    if spec.session_tag_chaining:
+        options["SessionChainingConfig"] = {"EnableSessionTagChaining": True}
+    if spec.max_retry_attempts:
+        options["RetryStrategy"] = {"MaximumRetryAttempts": spec.max_retry_attempts}
+    if spec.mlflow:
+        mlflow = {"MlflowResourceArn": spec.mlflow.tracking_server_arn,
+                  "MlflowExperimentName": spec.mlflow.experiment_name, "MlflowRunName": spec.mlflow.run_name}
+        options["MlflowConfig"] = {key: value for key, value in mlflow.items() if value}
+    return options
+
+
+def _channel(name: str, channel: Channel) -> dict[str, Any]:
+    """One InputDataConfig entry, as sagemaker/inputs.py TrainingInput writes it (defaults S3Prefix,
+    FullyReplicated; the other keys only when given)."""
+    source: dict[str, Any] = {"S3DataType": channel.s3_data_type.value, "S3Uri": channel.uri,
+                              "S3DataDistributionType": channel.distribution.value}
+    entry: dict[str, Any] = {"ChannelName": name, "DataSource": {"S3DataSource": source}}
+    if channel.compression is not None:
+        entry["CompressionType"] = channel.compression.value
+    if channel.content_type is not None:
+        entry["ContentType"] = channel.content_type
+    if channel.instance_groups:
+        source["InstanceGroupNames"] = list(channel.instance_groups)
+    if channel.input_mode is not None:
+        entry["InputMode"] = channel.input_mode.value
+    return entry
 
 
 def _debugger_and_profiler(context: RequestContext) -> dict[str, Any]:

@@ -80,7 +80,7 @@ class _Context:
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
         self.mode = spec.distribution.mode
-        self.instance: InstanceType = lookup(spec.instance.type)
+        self.instance: InstanceType = lookup(spec.instance_type)
         self.trainer = spec.hyperparameters.get("trainer")
         self.custom_image = spec.image_uri is not None
         self.py_version = resolved_py_version(spec)
@@ -92,7 +92,7 @@ class _Context:
             "mode": self.mode.value,
             "instance_type": instance.name,
             "family": instance.family,
-            "count": spec.instance.count,
+            "count": spec.host_count,
             "framework_version": spec.framework_version,
             "py_version": self.py_version,
             "processes_per_host": spec.distribution.processes_per_host or processes_per_host(spec, instance),
@@ -250,7 +250,7 @@ def _custom_mpi_options(ctx: _Context) -> Iterator[_Hit]:
 
 @_rule("dp-single-host")
 def _dp_single_host(ctx: _Context) -> Iterator[_Hit]:
-    if ctx.trainer == "dp" and ctx.spec.instance.count > 1:
+    if ctx.trainer == "dp" and ctx.spec.host_count > 1:
         yield "hyperparameters.trainer", {}
 
 
@@ -335,13 +335,13 @@ def _vpc_needs_both(ctx: _Context) -> Iterator[_Hit]:
 
 @_rule("encryption-single-host")
 def _encryption_single_host(ctx: _Context) -> Iterator[_Hit]:
-    if ctx.spec.network.encrypt_inter_container_traffic and ctx.spec.instance.count == 1:
+    if ctx.spec.network.encrypt_inter_container_traffic and ctx.spec.host_count == 1:
         yield "network.encrypt_inter_container_traffic", {}
 
 
 @_rule("multi-node-without-efa")
 def _multi_node_without_efa(ctx: _Context) -> Iterator[_Hit]:
-    if (ctx.spec.instance.count > 1 and ctx.instance.gpus and ctx.instance.known and not ctx.instance.efa
+    if (ctx.spec.host_count > 1 and ctx.instance.gpus and ctx.instance.known and not ctx.instance.efa
             and ctx.mode is not Mode.none):
         yield "instance.type", {}
 
@@ -382,6 +382,61 @@ def _entry_point_py(ctx: _Context) -> Iterator[_Hit]:
         yield "entry_point", {"value": ctx.spec.entry_point}
 
 
+@_rule("preferences-with-spot")
+def _preferences_with_spot(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.spec.instance.preferences and ctx.spec.spot.enabled:
+        yield "spot.enabled", {}
+
+
+def _group_names(spec: JobSpec) -> str:
+    return ", ".join(group.name for group in spec.instance.groups) or "none"
+
+
+@_rule("channel-group-missing")
+def _channel_group_missing(ctx: _Context) -> Iterator[_Hit]:
+    defined = {group.name for group in ctx.spec.instance.groups}
+    for name, channel in ctx.spec.inputs.items():
+        for index, group in enumerate(channel.instance_groups):
+            if group not in defined:
+                yield f"inputs.{name}.instance_groups.{index}", {"key": name, "value": group,
+                                                                 "groups": _group_names(ctx.spec)}
+
+
+@_rule("distribution-group-missing")
+def _distribution_group_missing(ctx: _Context) -> Iterator[_Hit]:
+    defined = {group.name for group in ctx.spec.instance.groups}
+    for index, group in enumerate(ctx.spec.distribution.instance_groups):
+        if group not in defined:
+            yield f"distribution.instance_groups.{index}", {"value": group, "groups": _group_names(ctx.spec)}
+
+
+_GROUP_LAUNCHER_MODES = (Mode.mpi, Mode.smddp)
+
+
+@_rule("hetero-one-distribution-group")
+def _hetero_one_distribution_group(ctx: _Context) -> Iterator[_Hit]:
+    groups = ctx.spec.instance.groups
+    if len(groups) > 1 and ctx.mode in _GROUP_LAUNCHER_MODES and len(ctx.spec.distribution.instance_groups) != 1:
+        yield "distribution.instance_groups", {"value": len(groups), "first_group": groups[0].name}
+
+
+@_rule("hetero-distribution-mode")
+def _hetero_distribution_mode(ctx: _Context) -> Iterator[_Hit]:
+    spec = ctx.spec
+    if spec.distribution.instance_groups and ctx.mode is Mode.none:
+        yield "distribution.instance_groups", {
+            "value": "distribution.instance_groups is set with mode none: the SDK refuses it ('Don't set training "
+                     "instance groups while no distribution strategies enabled!')",
+            "fix_text": "remove distribution.instance_groups (with mode none every host runs the entry point and "
+                        "reads SM_CURRENT_INSTANCE_GROUP), or pick mode mpi or smddp"}
+    elif len(spec.instance.groups) > 1 and ctx.mode in (Mode.torch_distributed, Mode.pytorchddp):
+        yield "distribution.mode", {
+            "value": f"mode {ctx.mode.value} on instance groups: the SDK sends no sagemaker_distribution_instance_groups "
+                     "for it, so the toolkit would start a separate launcher in every group",
+            "fix_text": "use mode mpi or smddp with distribution.instance_groups: [<group>], or mode none and "
+                        "branch on SM_CURRENT_INSTANCE_GROUP in the script"}
+
+
 def check(spec: JobSpec) -> list[Finding]:
     """Every finding for this spec, errors first."""
     ctx = _Context(spec)
@@ -409,7 +464,7 @@ def submit_refusals(spec: JobSpec, findings: Iterable[Finding]) -> list[Finding]
                                                                                f"works, {allow}")
         for finding in findings if finding.blocks(spec.allow_unverified)
     ]
-    for name, location in spec.inputs.items():
+    for name, location in spec.channel_locations().items():
         if not location.startswith("s3://"):
             refusals.append(Finding(
                 rule="inputs-local-path", severity="error", field=f"inputs.{name}",

@@ -398,6 +398,8 @@ def _resolve_paths(raw: Any, base: Path) -> None:
             for name, location in channels.items():
                 if isinstance(location, str) and "://" not in location:
                     channels[name] = str((base / location).resolve())
+                elif isinstance(location, dict) and isinstance(location.get("uri"), str) and "://" not in location["uri"]:
+                    location["uri"] = str((base / location["uri"]).resolve())
 
 
 def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[int, int]],
@@ -416,7 +418,7 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
         problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
                                 f"{spec.entry_point} leads outside source_dir (to {entry_point.resolve()}), so it "
                                 "would not be shipped", "copy the script into source_dir"))
-    for name, location in spec.inputs.items():
+    for name, location in spec.channel_locations().items():
         if "://" not in location and not Path(location).exists():
             problems.append(Problem(_where(path, positions, overrides, ("inputs", name)), f"inputs.{name}",
                                     f"local path {location} does not exist",

@@ -17,7 +17,8 @@ import unicodedata
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_serializer,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
@@ -161,6 +162,48 @@ def _vpc_id(member: str, example: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _api_enum(member: str, name: str) -> type[Enum]:
+    """The member's enumeration from botocore's model, as an Enum whose values are the API's spellings."""
+    return Enum(name, {value: value for value in api_limit(member, "enum")}, type=str)  # type: ignore[return-value]
+
+
+def _api_string(member: str, example: str) -> AfterValidator:
+    """A string the API's length limits and pattern for `member` accept."""
+    pattern, low, high = _api_pattern(member), api_limit(member, "min"), api_limit(member, "max")
+
+    def check(value: str) -> str:
+        if not low <= len(value) <= high or not pattern.fullmatch(value):
+            raise _invalid(f"{value!r} is not what SageMaker accepts here ({low} to {high} characters matching "
+                           f"{pattern.pattern})", f"write it as {example}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _training_instance_type(value: str) -> str:
+    known = TRAINING_INSTANCE_TYPES | catalog().instances.keys()
+    if value in known:
+        return value
+    close = difflib.get_close_matches(value, sorted(known), n=1)
+    raise _invalid(f"{value!r} is not a SageMaker training instance type",
+                   f"did you mean `{close[0]}`?" if close else
+                   "`smtrain instances` lists the types smtrain knows, e.g. ml.g5.12xlarge")
+
+
+InputMode = _api_enum("AlgorithmSpecification.TrainingInputMode", "InputMode")
+S3DataType = _api_enum("InputDataConfig[].DataSource.S3DataSource.S3DataType", "S3DataType")
+S3Distribution = _api_enum("InputDataConfig[].DataSource.S3DataSource.S3DataDistributionType", "S3Distribution")
+ChannelCompression = _api_enum("InputDataConfig[].CompressionType", "ChannelCompression")
+OutputCompression = _api_enum("OutputDataConfig.CompressionType", "OutputCompression")
+TrainingInstanceType = Annotated[str, AfterValidator(_training_instance_type)]
+InstanceGroupName = Annotated[str, _api_string("ResourceConfig.InstanceGroups[].InstanceGroupName", "train")]
+TrainingPlanArn = Annotated[str, _api_string(
+    "ResourceConfig.TrainingPlanArn", "arn:aws:sagemaker:us-east-1:123456789012:training-plan/my-plan")]
+KmsKey = Annotated[str, _api_string(
+    "ResourceConfig.VolumeKmsKeyId", "a key id, alias/my-key or arn:aws:kms:us-east-1:123456789012:key/<id>")]
+ExperimentEntityName = Annotated[str, _api_string("ExperimentConfig.ExperimentName", "my-experiment")]
+
+
 EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
 EnvironmentValue = Annotated[str, AfterValidator(_environment_value)]
 HyperparameterName = Annotated[str, AfterValidator(_hyperparameter_name)]
@@ -226,11 +269,60 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
-class Instance(_Spec):
-    """The training cluster: one instance type, `count` hosts."""
+class InstanceGroup(_Spec):
+    """One group of a heterogeneous cluster: its own instance type and count."""
 
-    type: str
-    """SageMaker training instance type, e.g. `ml.g5.12xlarge` (`smtrain instances` lists the known ones)."""
+    name: InstanceGroupName
+    """The group's name, e.g. `train`; channels and `distribution.instance_groups` refer to it."""
+
+    type: TrainingInstanceType
+    """The group's instance type, e.g. `ml.c5.2xlarge` for data pre-processing beside GPUs."""
+
+    count: int = Field(default=1, ge=1)
+    """Instances in this group (hosts are numbered across the groups in order: algo-1 ... algo-N)."""
+
+
+class InstancePreference(_Spec):
+    """One instance type SageMaker may pick, in order of preference."""
+
+    type: TrainingInstanceType
+    """The instance type, e.g. `ml.p5.48xlarge`; each type at most once."""
+
+    count: int | None = Field(default=None, ge=1)
+    """Instances if this type is picked. Give it on every preference, or on none and use `instance.count`."""
+
+    training_plan_arn: TrainingPlanArn | None = None
+    """A training plan whose reserved capacity this preference uses (else on-demand)."""
+
+
+class PlacementSpecification(_Spec):
+    """How many of the job's instances go on one UltraServer."""
+
+    count: int = Field(ge=1)
+    """Instances placed by this specification."""
+
+    ultraserver_id: str | None = Field(default=None, max_length=api_limit(
+        "ResourceConfig.InstancePlacementConfig.PlacementSpecifications[].UltraServerId", "max"))
+    """The UltraServer to place them on; default: SageMaker picks."""
+
+
+class Placement(_Spec):
+    """Placement on UltraServers (UltraServer capacity only)."""
+
+    enable_multiple_jobs: bool = False
+    """Let other jobs share this job's UltraServers."""
+
+    specifications: list[PlacementSpecification] = Field(default_factory=list, max_length=api_limit(
+        "ResourceConfig.InstancePlacementConfig.PlacementSpecifications", "max"))
+    """Per-UltraServer instance counts."""
+
+
+class Instance(_Spec):
+    """The training cluster: one instance type and `count` hosts, or instance groups, or a preference list."""
+
+    type: TrainingInstanceType | None = None
+    """SageMaker training instance type, e.g. `ml.g5.12xlarge` (`smtrain instances` lists the known ones).
+    Required unless `groups` or `preferences` give the types."""
 
     # The API's floor for both is 0 and it states no maximum (account quotas decide); a job needs a host and
     # a volume for /opt/ml, so smtrain's floor is 1.
@@ -240,16 +332,94 @@ class Instance(_Spec):
     volume_size_gb: int = Field(default=30, ge=1)
     """EBS volume per instance for `/opt/ml` (input data, checkpoints, model), in GB."""
 
-    @field_validator("type")
+    groups: list[InstanceGroup] = Field(default_factory=list)
+    """A heterogeneous cluster: up to 5 named groups, each with its own type and count (replaces type/count)."""
+
+    preferences: list[InstancePreference] = Field(default_factory=list)
+    """Up to 5 instance types in order of preference; SageMaker starts the job on the first with capacity
+    (replaces type; not with groups, placement or spot)."""
+
+    training_plan_arn: TrainingPlanArn | None = None
+    """Run on the reserved capacity of this SageMaker training plan."""
+
+    placement: Placement | None = None
+    """UltraServer placement (only for UltraServer capacity)."""
+
+    @field_validator("groups")
     @classmethod
-    def _known_instance_type(cls, value: str) -> str:
-        known = TRAINING_INSTANCE_TYPES | catalog().instances.keys()
-        if value in known:
-            return value
-        close = difflib.get_close_matches(value, sorted(known), n=1)
-        raise _invalid(f"{value!r} is not a SageMaker training instance type",
-                       f"did you mean `{close[0]}`?" if close else
-                       "`smtrain instances` lists the types smtrain knows, e.g. ml.g5.12xlarge")
+    def _group_limits(cls, groups: list[InstanceGroup]) -> list[InstanceGroup]:
+        limit = api_limit("ResourceConfig.InstanceGroups", "max")
+        if len(groups) > limit:
+            raise _invalid(f"{len(groups)} instance groups; SageMaker takes at most {limit}",
+                           "merge groups that use the same instance type")
+        names = [group.name for group in groups]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise _invalid(f"instance group {', '.join(repeated)} is named more than once",
+                           "give every group its own name")
+        return groups
+
+    @field_validator("preferences")
+    @classmethod
+    def _preference_limits(cls, preferences: list[InstancePreference]) -> list[InstancePreference]:
+        limit = api_limit("ResourceConfig.InstancePreferences", "max")
+        if len(preferences) > limit:
+            raise _invalid(f"{len(preferences)} instance preferences; SageMaker takes at most {limit}",
+                           f"keep the {limit} types you prefer most")
+        types = [preference.type for preference in preferences]
+        repeated = sorted({name for name in types if types.count(name) > 1})
+        if repeated:
+            raise _invalid(f"{', '.join(repeated)} appears more than once in the preferences",
+                           "list each instance type once")
+        counted = [preference.count is not None for preference in preferences]
+        if any(counted) and not all(counted):
+            raise _invalid("count is given on some preferences but not all; SageMaker refuses that",
+                           "give count on every preference, or on none and set instance.count")
+        return preferences
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Instance:
+        given = [name for name, value in (("type", self.type), ("groups", self.groups),
+                                          ("preferences", self.preferences)) if value]
+        if not given:
+            raise _invalid("no instance type: give instance.type, instance.groups or instance.preferences",
+                           "e.g. instance: {type: ml.g5.12xlarge, count: 2}")
+        if len(given) > 1:
+            raise _invalid(f"instance.{given[0]} and instance.{given[1]} both say which instances to use; "
+                           "SageMaker takes one of them", f"keep one: remove instance.{given[1]}")
+        if (self.groups or (self.preferences and self.preferences[0].count)) and "count" in self.model_fields_set:
+            where = "the groups" if self.groups else "every preference"
+            raise _invalid(f"instance.count and a count on {where}: SageMaker takes the count in one place",
+                           "remove instance.count")
+        if self.preferences and self.placement is not None:
+            raise _invalid("instance.preferences cannot be combined with instance.placement",
+                           "remove instance.placement, or give instance.type instead of preferences")
+        if self.preferences and self.training_plan_arn and any(p.training_plan_arn for p in self.preferences):
+            raise _invalid("a training plan on the job and on a preference: SageMaker takes one or the other",
+                           "remove instance.training_plan_arn, or the preferences' training_plan_arn")
+        return self
+
+    @property
+    def heterogeneous(self) -> bool:
+        return bool(self.groups)
+
+    @property
+    def host_count(self) -> int:
+        """All hosts of the job: the count, the groups' total, or the first preference's count."""
+        if self.groups:
+            return sum(group.count for group in self.groups)
+        if self.preferences and self.preferences[0].count:
+            return self.preferences[0].count
+        return self.count
+
+    def group_hosts(self) -> dict[str, list[str]]:
+        """Group name -> its hosts (`algo-N` numbered across the groups in order); {} for a single group."""
+        hosts: dict[str, list[str]] = {}
+        first = 1
+        for group in self.groups:
+            hosts[group.name] = [f"algo-{index}" for index in range(first, first + group.count)]
+            first += group.count
+        return hosts
 
 
 class Distribution(_Spec):
@@ -264,6 +434,10 @@ class Distribution(_Spec):
 
     custom_mpi_options: str = ""
     """Extra mpirun options, for modes `mpi` and `smddp`, e.g. `-x NCCL_DEBUG=INFO`."""
+
+    instance_groups: list[InstanceGroupName] = Field(default_factory=list)
+    """With instance groups: the one group whose hosts run the distributed launcher (modes `mpi`, `smddp`); the
+    other groups run the entry point once per host. Default: the only group."""
 
 
 HyperparameterValue = str | bool | int | float | None | list | dict
@@ -335,6 +509,97 @@ class Network(_Spec):
     """Encrypt traffic between the training instances (slower all-reduce)."""
 
 
+def _uri_shorthand(value: Any) -> Any:
+    """`train: s3://bucket/prefix/` is short for `train: {uri: s3://bucket/prefix/}` (checked here, so an error
+    names `inputs.train`, what the user wrote)."""
+    return {"uri": _channel_location(value)} if isinstance(value, str) else value
+
+
+class Channel(_Spec):
+    """One data channel: where its data is and how SageMaker delivers it."""
+
+    uri: ChannelLocation
+    """The `s3://` prefix (or manifest file); `smtrain local` also takes a local path."""
+
+    input_mode: InputMode | None = Field(default=None, strict=False)  # type: ignore[valid-type]
+    """`File` (copied before the script starts), `FastFile` (streamed, read as files) or `Pipe` (a FIFO per
+    epoch, /opt/ml/input/data/<name>_<epoch>). Default: the job's `input_mode`."""
+
+    distribution: S3Distribution = Field(default=S3Distribution("FullyReplicated"), strict=False)  # type: ignore[valid-type]
+    """`FullyReplicated` (every host gets all files) or `ShardedByS3Key` (each host its own share of the files)."""
+
+    s3_data_type: S3DataType = Field(default=S3DataType("S3Prefix"), strict=False)  # type: ignore[valid-type]
+    """`S3Prefix` (every object under the prefix), `ManifestFile` or `AugmentedManifestFile` (uri is the manifest)."""
+
+    compression: ChannelCompression | None = Field(default=None, strict=False)  # type: ignore[valid-type]
+    """`Gzip` for gzip-compressed data in Pipe mode; default: not sent (`None`)."""
+
+    content_type: str | None = Field(default=None, max_length=api_limit("InputDataConfig[].ContentType", "max"))
+    """The data's MIME type, passed to the script (e.g. `text/csv`); default: not sent."""
+
+    instance_groups: list[InstanceGroupName] = Field(default_factory=list)
+    """With instance groups: the groups whose hosts get this channel. Default: every host."""
+
+    @property
+    def options_default(self) -> bool:
+        """Only the location is given: the request is the one a bare URI gives."""
+        return not self.model_fields_set - {"uri"}
+
+    @model_serializer(mode="wrap")
+    def _shorthand(self, handler: Any) -> Any:
+        # A channel given as a bare URI dumps as one, so `plan --output json` shows what the user wrote.
+        return self.uri if self.options_default else handler(self)
+
+
+ChannelEntry = Annotated[Channel, BeforeValidator(_uri_shorthand, json_schema_input_type=str | Channel)]
+
+
+class TensorBoard(_Spec):
+    """TensorBoard output: SageMaker uploads what the script writes to `local_path` to `s3_uri` while it runs."""
+
+    s3_uri: str
+    """Where the event files go, e.g. `s3://bucket/tensorboard/job/`."""
+
+    local_path: str = Field(default="/opt/ml/output/tensorboard",
+                            max_length=api_limit("TensorBoardOutputConfig.LocalPath", "max"))
+    """The container directory the script writes event files to (`smtrain local` keeps it in the run directory)."""
+
+    @field_validator("s3_uri")
+    @classmethod
+    def _s3_uri(cls, value: str) -> str:
+        return _uri(value, "TensorBoardOutputConfig.S3OutputPath", "s3://<bucket>/tensorboard/", s3_only=False)
+
+
+class Mlflow(_Spec):
+    """SageMaker managed MLflow: the tracking server the job logs to."""
+
+    tracking_server_arn: Annotated[str, _api_string(
+        "MlflowConfig.MlflowResourceArn", "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/name")]
+    """The MLflow tracking server's (or app's) ARN."""
+
+    experiment_name: Annotated[str, _api_string("MlflowConfig.MlflowExperimentName", "my-experiment")] | None = None
+    """The MLflow experiment; default: SageMaker's."""
+
+    run_name: Annotated[str, _api_string("MlflowConfig.MlflowRunName", "run-1")] | None = None
+    """The MLflow run; default: SageMaker's."""
+
+
+class Experiment(_Spec):
+    """SageMaker Experiments: the experiment, trial and run this job is recorded under."""
+
+    experiment_name: ExperimentEntityName | None = None
+    """The experiment, e.g. `mnist-tuning`."""
+
+    trial_name: ExperimentEntityName | None = None
+    """The trial within the experiment."""
+
+    trial_component_display_name: ExperimentEntityName | None = None
+    """The display name of the job's trial component."""
+
+    run_name: ExperimentEntityName | None = None
+    """The run within the experiment."""
+
+
 class JobSpec(_Spec):
     """One SageMaker PyTorch training job."""
 
@@ -377,10 +642,14 @@ class JobSpec(_Spec):
                                                                  max_length=api_limit("Environment", "max"))
     """Environment variables for the training container. Values of secret-looking names are never printed."""
 
-    inputs: dict[ChannelName, ChannelLocation] = Field(default_factory=dict,
-                                                       max_length=api_limit("InputDataConfig", "max"))
-    """Data channels: name -> `s3://` prefix, mounted at /opt/ml/input/data/<name>. `smtrain local` also takes
-    local paths."""
+    inputs: dict[ChannelName, ChannelEntry] = Field(default_factory=dict,
+                                                    max_length=api_limit("InputDataConfig", "max"))
+    """Data channels: name -> `s3://` prefix, or a mapping with `uri` and options (input_mode, distribution,
+    s3_data_type, compression, content_type, instance_groups), mounted at /opt/ml/input/data/<name>.
+    `smtrain local` also takes local paths."""
+
+    input_mode: InputMode = Field(default=InputMode("File"), strict=False)  # type: ignore[valid-type]
+    """How channels reach the container unless a channel says otherwise: `File`, `FastFile` or `Pipe`."""
 
     local_inputs: dict[ChannelName, str] = Field(default_factory=dict)
     """Local directories `smtrain local` uses for channels of `inputs` instead of downloading their S3 prefix,
@@ -392,11 +661,48 @@ class JobSpec(_Spec):
     code_location: str | None = None
     """S3 prefix for the source tarball. Default: `code/` next to output_path."""
 
+    output_kms_key: KmsKey | None = None
+    """KMS key that encrypts model.tar.gz and output.tar.gz in S3 (id, alias or ARN)."""
+
+    volume_kms_key: KmsKey | None = None
+    """KMS key that encrypts the instances' EBS volumes (id, alias or ARN)."""
+
+    output_compression: OutputCompression | None = Field(default=None, strict=False)  # type: ignore[valid-type]
+    """`NONE` to upload the model and output uncompressed; default: not sent (`GZIP`)."""
+
     checkpoint: Checkpoint | None = None
     """Checkpoint sync to S3 (required for spot)."""
 
     spot: Spot = Field(default_factory=Spot)
     """Managed spot training."""
+
+    max_pending_seconds: int | None = Field(default=None,
+                                            ge=api_limit("StoppingCondition.MaxPendingTimeInSeconds", "min"),
+                                            le=api_limit("StoppingCondition.MaxPendingTimeInSeconds", "max"))
+    """Stop the job if it waits longer than this for capacity (training plans, instance preferences; accelerated
+    instances only)."""
+
+    max_retry_attempts: int | None = Field(default=None, ge=api_limit("RetryStrategy.MaximumRetryAttempts", "min"),
+                                           le=api_limit("RetryStrategy.MaximumRetryAttempts", "max"))
+    """Retry the job this many times when it fails with an internal error (RetryStrategy)."""
+
+    infra_check: bool = False
+    """Run SageMaker's infrastructure health checks on the instances before training."""
+
+    remote_debug: bool = False
+    """Allow a shell into the running container through AWS Systems Manager (`smtrain status` prints the command)."""
+
+    session_tag_chaining: bool = False
+    """Pass the job's session tags on to the role's sessions (attribute-based access control)."""
+
+    tensorboard: TensorBoard | None = None
+    """TensorBoard event files uploaded to S3 while the job runs."""
+
+    mlflow: Mlflow | None = None
+    """SageMaker managed MLflow tracking for the job."""
+
+    experiment: Experiment | None = None
+    """SageMaker Experiments names for the job."""
 
     max_run_seconds: int = Field(default=86400, ge=api_limit("StoppingCondition.MaxRuntimeInSeconds", "min"),
                                  le=api_limit("StoppingCondition.MaxRuntimeInSeconds", "documented_max"))
@@ -420,6 +726,26 @@ class JobSpec(_Spec):
     allow_unverified: bool = False
     """Submit even when a capability rule says the combination is unverified (outside a list that may be
     stale). Rules that would certainly fail still block."""
+
+    @property
+    def instance_type(self) -> str:
+        """The instance type the training processes run on: instance.type, the first preference (SageMaker may
+        pick a later one; `smtrain status` shows which), or the distribution's group (else the first group)."""
+        instance = self.instance
+        if instance.type:
+            return instance.type
+        if instance.preferences:
+            return instance.preferences[0].type
+        named = self.distribution.instance_groups[:1]
+        return next((group.type for group in instance.groups if group.name in named), instance.groups[0].type)
+
+    @property
+    def host_count(self) -> int:
+        return self.instance.host_count
+
+    def channel_locations(self) -> dict[str, str]:
+        """Channel name -> its URI or local path."""
+        return {name: channel.uri for name, channel in self.inputs.items()}
 
     @field_validator("name")
     @classmethod

@@ -70,6 +70,16 @@ def processes_per_host(spec: JobSpec, instance: InstanceType) -> int:
     return instance.gpus or 1
 
 
+def launcher_hosts(spec: JobSpec) -> tuple[str, ...]:
+    """The hosts the mode's launcher spans: every host, or with instance groups the hosts of the group(s) named in
+    distribution.instance_groups (the toolkit's distribution hosts; the others run the entry point once each)."""
+    groups = spec.instance.group_hosts()
+    named = [name for name in spec.distribution.instance_groups if name in groups]
+    if named:
+        return tuple(host for name in named for host in groups[name])
+    return tuple(f"algo-{index + 1}" for index in range(spec.host_count))
+
+
 def topology(spec: JobSpec, instance: InstanceType, processes_per_host_override: int | None = None) -> Topology:
     """The hosts, processes and rendezvous point of a job.
 
@@ -77,7 +87,7 @@ def topology(spec: JobSpec, instance: InstanceType, processes_per_host_override:
         processes_per_host_override: the local emulator's `--processes-per-host`, which shrinks a GPU instance's
             process count to what this machine can run.
     """
-    hosts = tuple(f"algo-{index + 1}" for index in range(spec.instance.count))
+    hosts = launcher_hosts(spec)
     per_host = processes_per_host_override or processes_per_host(spec, instance)
     if spec.distribution.mode is Mode.torch_distributed and len(hosts) == 1:
         master_addr, master_port = TORCHRUN_SINGLE_NODE_MASTER
