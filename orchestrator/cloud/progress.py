@@ -23,7 +23,7 @@ from orchestrator.planning.metric_series import (
     extract,
     step_mark,
 )
-from orchestrator.spec.catalog import catalog, lookup
+from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
 
 _HOST = re.compile(r"\balgo-\d+\b")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b")
@@ -45,9 +45,7 @@ class CostSoFar:
 
     @property
     def total(self) -> float | None:
-        if self.price_per_instance_hour is None:
-            return None
-        return self.price_per_instance_hour * self.instance_count * self.billable_seconds / 3600
+        return on_demand_cost(self.price_per_instance_hour, self.instance_count, self.billable_seconds)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,7 +80,7 @@ def cost_so_far(described: Mapping[str, Any], now: datetime | None = None) -> Co
         price_per_instance_hour=lookup(instance_type).price_per_hour,
         currency=prices.currency,
         estimated=estimated,
-        price_source=f"{prices.source}, {prices.region}, transcribed {prices.checked}",
+        price_source=prices.price_source,
     )
 
 

@@ -21,6 +21,7 @@ from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_value
 from orchestrator.cloud.jobs import Job, console_url, is_not_found
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
+from orchestrator.planning.target import S3Uri
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,8 @@ def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
     """
     from orchestrator.cloud.sdk import client
 
-    bucket, key = job_plan.source_uri.removeprefix("s3://").split("/", 1)
+    source = S3Uri.parse(job_plan.source_uri)
+    bucket, key = source.bucket, source.key
     with aws_errors(f"uploading the source to {job_plan.source_uri}"):
         s3 = client(boto, "s3")
         if _object_exists(s3, bucket, key):

@@ -1,6 +1,6 @@
 """`smtrain local`: SageMaker's training container emulated on this machine, without docker.
 
-preparation.py the plan (the request submit sends) turned into emulated instances; checks before anything runs
+preparation.py the plan (build_plan for a local target) turned into emulated instances; checks before anything runs
 container.py   what the platform hands each instance and the toolkit derives (hyperparameters, resourceconfig, SM_*)
 runners.py     the toolkit's launchers, argument for argument (python, mpirun, SMDataParallel, torchrun)
 launch.py      those launchers adapted to one machine, rule by rule; each host's environment
@@ -16,5 +16,6 @@ stall.py, stacks.py   the hang watchdog and every rank's stack
 gpu_standin/   the CPU stand-in for CUDA, loaded into the training processes
 standin.py     whether a run's processes get it (the instance's GPUs against this machine's), and its variables
 smoke.py       `--smoke`: which ranks were seen started, and the verdict
+status.py      the run's DescribeTrainingJob (status.json) as it goes, and stop requests from other processes
 runner.py      the whole run: attempts (spot restarts), result
 """

@@ -51,7 +51,7 @@ from orchestrator.emulator.status import StatusReport
 from orchestrator.emulator.usercode import Overlay, install_user_code
 from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.planning.plan import Plan, build_plan
-from orchestrator.planning.target import Target
+from orchestrator.planning.target import S3Uri, Target
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.loader import LoadedSpec
@@ -346,7 +346,8 @@ def _download_channel(name: str, uri: str) -> Path:
     if session.get_credentials() is None:
         raise EnvironmentProblem(f"input {name} is {uri} and there are no AWS credentials here to download it",
                                  fix=f"give a local copy with --input {name}=./data (or configure AWS credentials)")
-    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    location = S3Uri.parse(uri)
+    bucket, prefix = location.bucket, location.key
     target = cache_root() / "s3" / bucket / prefix
     client = session.client("s3")
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):

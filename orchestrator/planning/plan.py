@@ -18,7 +18,7 @@ from orchestrator.planning.target import Target
 from orchestrator.redact import redact
 from orchestrator.spec import images
 from orchestrator.spec.capabilities import Finding, check
-from orchestrator.spec.catalog import InstanceType, catalog, lookup
+from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec, api_limit, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
@@ -39,9 +39,7 @@ class Cost:
 
     @property
     def max_total(self) -> float | None:
-        if self.price_per_instance_hour is None:
-            return None
-        return self.price_per_instance_hour * self.instance_count * self.max_billable_seconds / 3600
+        return on_demand_cost(self.price_per_instance_hour, self.instance_count, self.max_billable_seconds)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,7 +84,7 @@ def worst_case_cost(spec: JobSpec, instance: InstanceType) -> Cost:
         basis += " (instance preferences: the dearest preference)"
     return Cost(price_per_instance_hour=price, instance_count=count,
                 max_billable_seconds=seconds, basis=basis, currency=prices.currency,
-                price_source=f"{prices.source}, {prices.region}, transcribed {prices.checked}")
+                price_source=prices.price_source)
 
 
 @dataclass(frozen=True)

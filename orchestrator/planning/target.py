@@ -25,5 +25,21 @@ class Target:
         return bucket_of(self.output_path)
 
 
+@dataclass(frozen=True)
+class S3Uri:
+    """`s3://bucket/key`: the one place an S3 URI is taken apart (the key may be a prefix, or empty)."""
+
+    bucket: str
+    key: str = ""
+
+    @classmethod
+    def parse(cls, uri: str) -> S3Uri:
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        return cls(bucket, key)
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+
 def bucket_of(s3_uri: str) -> str:
-    return s3_uri.removeprefix("s3://").split("/", 1)[0]
+    return S3Uri.parse(s3_uri).bucket

@@ -48,6 +48,18 @@ class Catalog:
     checked: str
     instances: dict[str, InstanceType]
 
+    @property
+    def price_source(self) -> str:
+        return f"{self.source}, {self.region}, transcribed {self.checked}"
+
+
+def on_demand_cost(price_per_instance_hour: float | None, instance_count: int, seconds: float) -> float | None:
+    """The one cost formula, for the plan's worst case and a job's cost so far: price x count x hours (None
+    without a price)."""
+    if price_per_instance_hour is None:
+        return None
+    return price_per_instance_hour * instance_count * seconds / 3600
+
 
 def family_of(instance_type: str) -> str:
     """`ml.p4d.24xlarge` -> `p4d`."""

@@ -1,0 +1,30 @@
+"""Each idea once: one cost formula for the plan's worst case and a job's cost so far; one S3-URI type."""
+
+from __future__ import annotations
+
+from orchestrator.cloud.progress import cost_so_far
+from orchestrator.planning.plan import worst_case_cost
+from orchestrator.planning.target import S3Uri, bucket_of
+from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
+from orchestrator.spec.model import JobSpec
+
+
+def test_the_worst_case_and_the_cost_so_far_are_one_formula_over_one_price():
+    spec = JobSpec(name="cost", entry_point="train.py", framework_version="2.10.0",
+                   instance={"type": "ml.g5.12xlarge", "count": 3}, max_run_seconds=5400)
+    described = {"ResourceConfig": {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 3},
+                 "BillableTimeInSeconds": 5400}
+
+    worst, so_far = worst_case_cost(spec, lookup("ml.g5.12xlarge")), cost_so_far(described)
+
+    price = catalog().instances["ml.g5.12xlarge"].price_per_hour
+    assert worst.max_total == so_far.total == on_demand_cost(price, 3, 5400) == price * 3 * 1.5
+    assert worst.price_source == so_far.price_source == catalog().price_source
+    assert on_demand_cost(None, 3, 5400) is None
+
+
+def test_an_s3_uri_is_taken_apart_in_one_place():
+    assert S3Uri.parse("s3://bucket/code/abc/sourcedir.tar.gz") == S3Uri("bucket", "code/abc/sourcedir.tar.gz")
+    assert S3Uri.parse("s3://bucket") == S3Uri("bucket", "")
+    assert str(S3Uri.parse("s3://bucket/data/train/")) == "s3://bucket/data/train/"
+    assert bucket_of("s3://my-bucket/outputs/") == "my-bucket"
