@@ -198,7 +198,7 @@ def _from_sagemaker_hosts(environ: Mapping[str, str], hint: str | None) -> DistE
 
 
 def _sagemaker_master_host(environ: Mapping[str, str], launched_by_mpirun: bool) -> str | None:
-    """The host the toolkit calls master (sagemaker-contract.md §6), or None outside SageMaker."""
+    """The host the toolkit calls master (docs/sagemaker-contract.md §6), or None outside SageMaker."""
     training_env = _json_object(environ, SM_TRAINING_ENV)
     if training_env.get("master_hostname"):
         return str(training_env["master_hostname"])

@@ -16,7 +16,7 @@ Launch lines (hyperparameters as ``--key value``; see config.py for all of them)
     # model parallel: one process per host, the model split over its GPUs (every stage on the CPU without CUDA)
     python train.py --trainer model_parallel --num-stages 2
 
-How the SageMaker distribution modes map to them (sagemaker-contract.md §7):
+How the SageMaker distribution modes map to them (docs/sagemaker-contract.md §7):
 
     none               python train.py on every host; rank from SM_HOSTS / SM_CURRENT_HOST, MASTER_ADDR from the
                        PyTorch toolkit (algo-1:7777)

@@ -13,7 +13,7 @@ OPT_ML = "/opt/ml"
 SAGEMAKER_BASE_DIR = "SAGEMAKER_BASE_DIR"
 DEFAULT_CHECKPOINT_DIR = "/opt/ml/checkpoints"
 
-# Variables the SageMaker training toolkit sets (sagemaker-contract.md §4).
+# Variables the SageMaker training toolkit sets (docs/sagemaker-contract.md §4).
 SM_HOSTS = "SM_HOSTS"
 SM_CURRENT_HOST = "SM_CURRENT_HOST"
 SM_MODEL_DIR = "SM_MODEL_DIR"
@@ -76,7 +76,7 @@ MODELS = ("linear", "regression", "convnet", "mlp", "resnet50")
 ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`.
-# SageMaker applies these regexes to the job's log (sagemaker-contract.md §11), so they must not be anchored:
+# SageMaker applies these regexes to the job's log (docs/sagemaker-contract.md §11), so they must not be anchored:
 # MPI prefixes every line with `[1,mpirank:0,algo-1]<stdout>:`.
 DEFAULT_METRIC_DEFINITIONS = (
     {"Name": "train:loss", "Regex": r"train_loss=([-+0-9.eE]+)"},

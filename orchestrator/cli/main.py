@@ -109,17 +109,21 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 @click.option("--job-name", help="Exact job name to plan for (default: the spec's name plus a timestamp).")
 @click.option("--max-source-mb", type=float, default=100, show_default=True,
               help="Refuse a source_dir that packs larger than this.")
-def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float) -> None:
+@click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments and the "
+                                           "exact CreateTrainingJob request.")
+def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,
+         full: bool) -> None:
     """Show what submitting FILE would send, before anything is sent.
 
-    Prints the resolved spec, the rank table (host, local rank, global rank, world size, master), the
+    On one screen: where it runs (image, region, role, output, source), the findings, the ranks per host with
+    the launcher and master, the hyperparameters and the worst-case cost. --full adds the resolved spec, the
     exact CreateTrainingJob request (built by smtrain, key for key what SageMaker SDK v2 would send; no SDK
-    needed), the SDK v2 estimator arguments that produce it, and the worst-case cost. Nothing is sent; only
-    a missing role or output path is read from the infra stack. Secret-looking values are masked.
+    needed) and the SDK v2 estimator arguments that produce it; --output json holds all of it. Nothing is sent;
+    only a missing role or output path is read from the infra stack. Secret-looking values are masked.
     """
     from orchestrator.cli.render import emit_plan
 
-    emit_plan(file, overrides, output, job_name, max_source_mb)
+    emit_plan(file, overrides, output, job_name, max_source_mb, full=full)
 
 
 def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:

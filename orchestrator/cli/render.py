@@ -63,50 +63,67 @@ def console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-def print_plan(plan: Plan) -> None:
-    from rich.syntax import Syntax
-    from rich.table import Table
+def print_plan(plan: Plan, full: bool = False) -> None:
+    """The plan on one screen: what runs where, the image, the findings, the ranks per host, the
+    hyperparameters and the worst-case cost. `full` adds the resolved spec, the SDK v2 estimator arguments and
+    the exact CreateTrainingJob request (also in `--output json`). Plain lines, no padding."""
+    import click
 
-    out = console()
     document = plan.to_dict()
-    out.rule(f"[bold]plan for {plan.job_name}")
-    out.print(f"[bold]{summary_line(plan.spec)}")
-    out.print(f"region {plan.target.region} · role {plan.target.role} · output {plan.target.output_path}")
-    out.print(f"source {plan.source.directory}: {len(plan.source.files)} files, "
-                  f"{plan.source.size_bytes / 1024:.1f} KiB packed, sha256 {plan.source.sha256[:12]}… -> "
-                  f"{plan.source_uri}")
-
-    out.rule("resolved spec")
-    out.print(Syntax(json.dumps(document["spec"], indent=2), "json", word_wrap=True))
-
+    request = document["create_training_job_request"]
+    lines = [click.style(f"plan for {plan.job_name}", bold=True), f"  {summary_line(plan.spec)}",
+             f"  image   {request['AlgorithmSpecification']['TrainingImage']}",
+             f"  region  {plan.target.region}",
+             f"  role    {plan.target.role}",
+             f"  output  {plan.target.output_path}",
+             f"  source  {plan.source.directory}: {len(plan.source.files)} files, {plan.source.size_bytes / 1024:.1f} "
+             f"KiB packed -> {plan.source_uri}"]
+    for name, location in plan.spec.channel_locations().items():
+        lines.append(f"  input   {name}: {location}")
+    lines.append(f"  hyperparameters  {_hyperparameters_line(document['spec']['hyperparameters'])}")
+    colours = {"error": "red", "unverified": "yellow", "warning": "yellow", "notice": "cyan"}
     for finding in plan.findings:
-        colour = {"error": "red", "unverified": "yellow", "warning": "bold yellow", "notice": "cyan"}[finding.severity]
-        out.print(f"[{colour}]{finding.severity}[/] {finding.field}: {finding.message}\n    fix: {finding.fix}")
-
-    out.rule("ranks")
-    table = Table("host", "local rank", "rank", "world size", "master", box=None, header_style="bold")
-    rows = document["ranks"]
-    shown = rows if len(rows) <= _ROWS_SHOWN else rows[: _ROWS_SHOWN // 2] + rows[-_ROWS_SHOWN // 2:]
-    for row in shown:
-        table.add_row(row["host"], str(row["local_rank"]), str(row["rank"]), str(row["world_size"]), row["master"])
-    out.print(table)
-    if len(rows) > len(shown):
-        out.print(f"… {len(rows) - len(shown)} more ranks (all of them in --output json)")
-    out.print(f"launcher: {plan.topology.launcher}; {_master_note(plan)}")
-
-    out.rule("estimator arguments (sagemaker.pytorch.PyTorch)")
-    out.print(Syntax(json.dumps(document["estimator_kwargs"], indent=2), "json", word_wrap=True))
-    out.rule("CreateTrainingJob request")
-    out.print(Syntax(json.dumps(document["create_training_job_request"], indent=2), "json", word_wrap=True))
-
-    out.rule("worst-case cost")
+        lines.append(click.style(f"{finding.severity}: {finding.field}: {finding.message}",
+                                 fg=colours[finding.severity], bold=finding.severity in ("error", "warning")))
+        lines.append(f"  fix: {finding.fix}")
+    lines += _rank_lines(document["ranks"], plan)
     cost = plan.cost
     if cost.max_total is None:
-        out.print(f"no price on record for {plan.spec.instance_type}")
+        lines.append(f"worst-case cost: no price on record for {plan.spec.instance_type}")
     else:
-        out.print(f"[bold]{cost.currency} {cost.max_total:,.2f}[/] = {cost.price_per_instance_hour} /h x "
-                      f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
-        out.print(f"[dim]prices: {cost.price_source}")
+        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {cost.price_per_instance_hour}/h x "
+                     f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
+    if full:
+        for title, key in (("resolved spec", "spec"), ("estimator arguments (sagemaker.pytorch.PyTorch)",
+                                                         "estimator_kwargs"),
+                           ("CreateTrainingJob request", "create_training_job_request")):
+            lines += ["", click.style(title, bold=True), json.dumps(document[key], indent=2)]
+    else:
+        lines.append(click.style("the full CreateTrainingJob request: --full, or --output json", dim=True))
+    click.echo("\n".join(line.rstrip() for line in lines))
+
+
+def _hyperparameters_line(values: dict[str, Any]) -> str:
+    return " ".join(f"{key}={json.dumps(value) if not isinstance(value, str) else value}"
+                    for key, value in values.items()) or "-"
+
+
+def _rank_lines(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
+    """One line per host (its global and local ranks), at most _ROWS_SHOWN hosts, then the launcher and master."""
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        hosts.setdefault(row["host"], []).append(row)
+    lines = [f"ranks: world size {plan.topology.world_size}, {plan.topology.launcher}"]
+    names = list(hosts)
+    shown = names if len(names) <= _ROWS_SHOWN else names[: _ROWS_SHOWN // 2] + names[-_ROWS_SHOWN // 2:]
+    for host in shown:
+        ranks = [row["rank"] for row in hosts[host]]
+        span = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+        lines.append(f"  {host}  {span} (local 0-{len(ranks) - 1})" if len(ranks) > 1 else f"  {host}  {span}")
+    if len(names) > len(shown):
+        lines.append(f"  ... {len(names) - len(shown)} more hosts (every rank in --output json)")
+    lines.append(f"  {_master_note(plan)}")
+    return lines
 
 
 def _master_note(plan: Plan) -> str:
@@ -116,7 +133,7 @@ def _master_note(plan: Plan) -> str:
     if topo.master_addr == "127.0.0.1":
         return "single node: torchrun's own rendezvous on 127.0.0.1:29500"
     return ("the master is the first host of the instance group SageMaker writes in resourceconfig.json: "
-            "usually algo-1, not guaranteed (sagemaker-contract.md §6)")
+            "usually algo-1, not guaranteed (docs/sagemaker-contract.md §6)")
 
 
 def _listing(*columns: str, caption: str) -> Any:
@@ -328,7 +345,7 @@ def escape(text: str) -> str:
 
 
 def emit_plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,
-              boto: Any | None = None) -> None:
+              boto: Any | None = None, full: bool = False) -> None:
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it as text or JSON."""
     from orchestrator.api import plan
     from orchestrator.cli.options import echo_json
@@ -338,4 +355,4 @@ def emit_plan(file: str, overrides: tuple[str, ...], output: str, job_name: str 
     if output == "json":
         echo_json(job_plan.to_dict())
     else:
-        print_plan(job_plan)
+        print_plan(job_plan, full)

@@ -210,7 +210,7 @@ def _image(state: _Account) -> Check:
     python = resolved_py_version(spec)
     assert spec.framework_version is not None and python is not None  # the spec was validated
     uri = images.image_uri(spec.framework_version, python, state.region,
-                           images.processor(lookup(spec.instance.type).family))
+                           images.processor(lookup(spec.instance_type).family))
     return Check("image", True, f"{uri} (AWS's registry {account} for {state.region}, smtrain's image table)")
 
 
@@ -244,7 +244,7 @@ def _quota(state: _Account) -> Check:
     if not (state.account and state.region):
         return Check("quota", False, "not checked: needs working credentials and a region", "fix the lines above")
     kind = "spot training job usage" if spec.spot.enabled else "training job usage"
-    wanted = f"{spec.instance.type} for {kind}"
+    wanted = f"{spec.instance_type} for {kind}"
     try:
         quotas = state.session.client("service-quotas")
         pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker")
@@ -259,12 +259,12 @@ def _quota(state: _Account) -> Check:
                      "pick an instance type SageMaker trains on in this region (`smtrain instances`), or another "
                      "region")
     limit = int(found["Value"])
-    if limit < spec.instance.count:
+    if limit < spec.host_count:
         return Check("quota", False, f"'{wanted}' is {limit} in {state.region}; the spec needs "
-                                     f"{spec.instance.count}: CreateTrainingJob would fail with "
+                                     f"{spec.host_count}: CreateTrainingJob would fail with "
                                      "ResourceLimitExceeded",
-                     f"request an increase to {spec.instance.count} (`aws service-quotas "
+                     f"request an increase to {spec.host_count} (`aws service-quotas "
                      f"request-service-quota-increase --service-code sagemaker --quota-code {found['QuotaCode']} "
-                     f"--desired-value {spec.instance.count}`), or lower instance.count")
-    return Check("quota", True, f"'{wanted}' is {limit} >= {spec.instance.count} (running jobs share it)")
+                     f"--desired-value {spec.host_count}`), or lower instance.count")
+    return Check("quota", True, f"'{wanted}' is {limit} >= {spec.host_count} (running jobs share it)")
 

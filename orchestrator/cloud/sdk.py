@@ -1,6 +1,6 @@
 """The one place that imports the SageMaker SDK and boto3: lazily, quietly, with telemetry off.
 
-`smtrain --help` and `smtrain validate` never reach this module. Everything here follows sdk-facts.md §7-8:
+`smtrain --help` and `smtrain validate` never reach this module. Everything here follows docs/sdk-facts.md §7-8:
 the v2 deprecation warning and config chatter are silenced before import, the root logger gets a handler so
 `fit()`'s `logging.basicConfig` is a no-op, telemetry is opted out through the session's config, and every
 session gets a default bucket so the SDK never needs STS to find one.

@@ -1,4 +1,4 @@
-"""What the SageMaker training container gives a script, as pure functions (sagemaker-contract.md §3-6).
+"""What the SageMaker training container gives a script, as pure functions (docs/sagemaker-contract.md §3-6).
 
 Two halves: what the platform hands every instance, read from the plan's CreateTrainingJob request
 (`ContainerJob`: hyperparameters, channels, environment, checkpoint path, stopping condition), and what the

@@ -16,7 +16,7 @@ from orchestrator.spec.model import JobSpec, Mode
 
 
 def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
-    """The SDK's `distribution=` dict for the spec's mode (sdk-facts.md §3)."""
+    """The SDK's `distribution=` dict for the spec's mode (docs/sdk-facts.md §3)."""
     dist = spec.distribution
     if dist.mode is Mode.none:
         return None

@@ -42,7 +42,7 @@ class RequestContext:
 
 
 def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
-    """The `sagemaker_*` keys each mode injects (sdk-facts.md §3; pytorchddp is rewritten into smddp, §4)."""
+    """The `sagemaker_*` keys each mode injects (docs/sdk-facts.md §3; pytorchddp is rewritten into smddp, §4)."""
     dist = spec.distribution
     if dist.mode is Mode.none:
         return {}

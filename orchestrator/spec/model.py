@@ -256,7 +256,7 @@ def timestamped_job_name(base: str) -> str:
 
 
 class Mode(str, Enum):
-    """How SageMaker launches the entry point on each host (sagemaker-contract.md §7)."""
+    """How SageMaker launches the entry point on each host (docs/sagemaker-contract.md §7)."""
 
     none = "none"
     mpi = "mpi"

@@ -1,4 +1,4 @@
-"""Which processes a mode starts on which hosts, and the ranks they get (sagemaker-contract.md §6-7).
+"""Which processes a mode starts on which hosts, and the ranks they get (docs/sagemaker-contract.md §6-7).
 
 Shared by `plan` (the rank table shown before submit) and the local emulator (what it actually starts), so the
 table a user reads is the topology the emulator runs.

@@ -133,12 +133,23 @@ def test_plan_json_has_the_documented_keys():
     assert document["create_training_job_request"]["TrainingJobName"] == "j"
 
 
-def test_plan_text_shows_rank_table_request_and_cost():
-    result = CliRunner().invoke(main, ["plan", str(REPO / "job_specs" / "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml")])
+def test_plan_text_fits_a_screen_and_the_full_request_is_behind_a_flag():
+    spec = str(REPO / "job_specs" / "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml")
+    result = CliRunner().invoke(main, ["plan", spec])
     assert result.exit_code == 0, result.output
-    for expected in ("ranks", "CreateTrainingJob request", "worst-case cost", "rewritten by the SDK into SMDDP",
-                     "sagemaker_distributed_dataparallel_enabled", "USD 7.09"):
+    for expected in ("ranks: world size 4", "algo-1  ranks 0-3", "worst-case cost", "rewritten by the SDK into SMDDP",
+                     "USD 7.09", "pytorch-training:2.2.0-gpu-py310", "--full, or --output json"):
         assert expected in result.output
+    lines = result.output.splitlines()
+    assert len(lines) <= 40 and not [line for line in lines if line != line.rstrip()]
+    assert "sagemaker_distributed_dataparallel_enabled" not in result.output
+
+    full = CliRunner().invoke(main, ["plan", spec, "--full"])
+    assert full.exit_code == 0, full.output
+    for expected in ("CreateTrainingJob request", "sagemaker_distributed_dataparallel_enabled",
+                     "estimator arguments (sagemaker.pytorch.PyTorch)"):
+        assert expected in full.output
+    assert not [line for line in full.output.splitlines() if line != line.rstrip()]
 
 
 def test_plan_refuses_more_hyperparameters_than_the_api_takes_counting_the_sdk_keys(tmp_path):
