@@ -38,3 +38,10 @@ class AwsError(SmtrainError):
     """An AWS call failed in a way the user can act on (unknown job, name clash, access denied)."""
 
     exit_code = 1
+
+
+class RunFailed(SmtrainError):
+    """`smtrain local` could not go on with a run it had started preparing (a full disk while copying a channel);
+    result.json says so where it could be written."""
+
+    exit_code = 1

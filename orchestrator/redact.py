@@ -1,9 +1,11 @@
 """Keeps secrets out of everything smtrain prints: plans, logs, errors. The one masking mechanism.
 
 Documents (plans, requests, specs): only the name/value maps that users fill are masked (environment,
-hyperparameters, tags), by the name of each entry: the API's own field names such as `KmsKeyId` or a tag's `Key`
-are structure, not secrets. Free text (a failure reason, a command line, an error's fix hint): `mask_text` with
-the spec's `secret_values`.
+hyperparameters, tags), by the name of each entry at any depth (`creds: {private: v}`), and inside the JSON text
+the request carries for a hyperparameter: the API's own field names such as `KmsKeyId` or a tag's `Key` are
+structure, not secrets. Free text (a failure reason, a log line, a command line, an AWS error, an error's fix
+hint), on this machine and from the cloud alike: `mask_text` with the `secret_values` of the spec or request,
+which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`).
 """
 
 from __future__ import annotations
@@ -32,18 +34,59 @@ def is_secret_name(name: str) -> bool:
 def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
     """The values of the secret-looking names in these maps (environment, hyperparameters, tags), as text.
 
-    Booleans and nulls are left out: `use_token: true` holds no secret, and masking every "True" would garble
-    the text around it. Lists and mappings are given in their JSON form, as the container receives them.
+    Names are looked for at every depth (`creds: {private: v}`); under a secret-looking name every value counts,
+    each item of a list included (`api_keys: [a, b]`), and so does the whole in its JSON form, as the container
+    receives it. A value that is JSON text (the request's hyperparameters) counts encoded and decoded. Booleans
+    and nulls are left out: `use_token: true` holds no secret, and masking every "True" would garble the text.
     """
-    found = set()
+    found: set[str] = set()
     for mapping in mappings:
-        for name, value in mapping.items():
-            if not is_secret_name(str(name)) or value is None or isinstance(value, bool):
-                continue
-            text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
-            if text:
-                found.add(text)
+        _collect_secrets(mapping, secret=False, found=found)
     return frozenset(found)
+
+
+def _collect_secrets(value: Any, secret: bool, found: set[str]) -> None:
+    if isinstance(value, Mapping):
+        if secret and value:
+            found.add(json.dumps(value))
+        for name, item in value.items():
+            _collect_secrets(item, secret or is_secret_name(str(name)), found)
+    elif isinstance(value, (list, tuple)):
+        if secret and value:
+            found.add(json.dumps(value))
+        for item in value:
+            _collect_secrets(item, secret, found)
+    elif isinstance(value, str):
+        decoded = _json_container(value)
+        if decoded is not None:
+            _collect_secrets(decoded, secret, found)
+        if secret and value:
+            found.add(value)
+            if isinstance(decoded := _json_scalar(value), str) and decoded:
+                found.add(decoded)
+    elif secret and value is not None and not isinstance(value, bool):
+        found.add(str(value))
+
+
+def _json_container(text: str) -> Any:
+    """The list or mapping a JSON text holds (a request's hyperparameter value), else None."""
+    if not text.startswith(("[", "{")):
+        return None
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, (list, dict)) else None
+
+
+def _json_scalar(text: str) -> Any:
+    """The string a JSON-encoded hyperparameter value holds (`"hunter22"` -> hunter22), else None."""
+    if not text.startswith('"'):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
@@ -58,9 +101,25 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
     return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, text)
 
 
-def redact_mapping(values: dict[str, Any]) -> dict[str, Any]:
-    """The mapping with the values of secret-looking names masked."""
-    return {key: (MASK if is_secret_name(key) else value) for key, value in values.items()}
+def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The mapping with the values of secret-looking names masked, at any depth (and inside JSON text)."""
+    return {key: (MASK if is_secret_name(str(key)) else _redact_value(value)) for key, value in values.items()}
+
+
+def redact_value(name: str, value: Any) -> Any:
+    """One user entry as it may be shown: masked under a secret-looking name, its secret parts masked otherwise."""
+    return MASK if is_secret_name(name) else _redact_value(value)
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return redact_mapping(value)
+    if isinstance(value, list):
+        return [_redact_value(item) for item in value]
+    if isinstance(value, str) and (decoded := _json_container(value)) is not None:
+        redacted = _redact_value(decoded)
+        return value if redacted == decoded else json.dumps(redacted)
+    return value
 
 
 def redact(document: Any) -> Any:

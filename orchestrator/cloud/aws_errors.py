@@ -1,22 +1,17 @@
 """botocore failures as user errors that say what to do, with secret values masked out of every message.
 
 The one translation for every AWS call smtrain makes (jobs, logs, submit, the infra stack), so the same
-failure always gets the same advice. AWS error messages can quote what was sent (a validation error on `Environment` quotes the value), so each
-message passes through `mask_secrets` before it is raised or printed.
+failure always gets the same advice. AWS error messages can quote what was sent (a validation error on
+`Environment` quotes the value), so each message passes through redact's `mask_text` before it is raised.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from orchestrator.errors import AwsError, EnvironmentProblem
-from orchestrator.redact import MASK, is_secret_name
-
-# Values shorter than this are not masked: masking "1" or "on" everywhere would garble every log line, and a
-# secret that short protects nothing anyway.
-MIN_MASKED_LENGTH = 4
+from orchestrator.redact import mask_text
 
 # AWS's AccessDenied message names the action that was refused, so one advice fits every call.
 _ACCESS_FIX = ("allow your credentials the action named above: the README's permissions section lists every "
@@ -39,28 +34,6 @@ _NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or 
                  "(`aws configure set region <region>`)")
 
 
-def secret_values(*mappings: Mapping[str, str]) -> set[str]:
-    """The values of secret-looking names, also JSON-decoded (SageMaker hyperparameters are JSON strings)."""
-    values: set[str] = set()
-    for mapping in mappings:
-        for name, value in mapping.items():
-            if not is_secret_name(name):
-                continue
-            values.add(value)
-            try:
-                decoded = json.loads(value)
-            except ValueError:
-                continue
-            values.add(str(decoded))
-    return {value for value in values if len(value) >= MIN_MASKED_LENGTH}
-
-
-def mask_secrets(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted(secrets, key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
-
-
 @contextmanager
 def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     """Turns botocore exceptions raised inside into EnvironmentProblem (exit 2) or AwsError (exit 1).
@@ -81,8 +54,8 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
         error = exc.response.get("Error", {})
         code = error.get("Code", "")
         message = f"{doing}: {exc.operation_name} failed: {code}: {error.get('Message', '')}"
-        raise AwsError(mask_secrets(message, secrets), fix=_FIXES.get(code)) from None
+        raise AwsError(mask_text(message, secrets), fix=_FIXES.get(code)) from None
     except BotoCoreError as exc:
         raise AwsError(
-            mask_secrets(f"{doing}: {exc}", secrets), fix="check the network, the region and AWS_ENDPOINT_URL"
+            mask_text(f"{doing}: {exc}", secrets), fix="check the network, the region and AWS_ENDPOINT_URL"
         ) from None

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.cloud.logs import LogLine, LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.errors import SmtrainError
 from orchestrator.planning.metric_series import MetricPoint, format_duration, loss_metrics, to_frame
+from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -92,7 +93,7 @@ class JobStatus:
             instance_type=resources.get("InstanceType"),
             instance_count=resources.get("InstanceCount"),
             billable_seconds=described.get("BillableTimeInSeconds"),
-            failure_reason=mask_secrets(reason, secrets) if reason else None,
+            failure_reason=mask_text(reason, secrets) if reason else None,
             model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
             created=described.get("CreationTime"),
             ended=described.get("TrainingEndTime"),
@@ -236,7 +237,7 @@ class Job:
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        tails = tail(logs_client, self.name, tail_lines, mask=lambda text: mask_secrets(text, secrets))
+        tails = tail(logs_client, self.name, tail_lines, mask=lambda text: mask_text(text, secrets))
         self._last_progress = job_progress(described, tails)
         self._latest_metrics.update(self._last_progress.latest)
         return self._last_progress
@@ -355,7 +356,7 @@ class Job:
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        return LogReader(logs_client, self.name, mask=lambda text: mask_secrets(text, secrets))
+        return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets))
 
     def __repr__(self) -> str:
         status = self._last_status.status if self._last_status else "not read yet"

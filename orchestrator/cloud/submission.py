@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.cloud.jobs import Job, console_url, is_not_found
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
+from orchestrator.redact import mask_text, secret_values
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
                 return
             if attempt == CREATE_ATTEMPTS:
                 raise AwsError(
-                    mask_secrets(
+                    mask_text(
                         f"creating training job {name} failed {attempt} times, last: {failure}", secrets
                     ),
                     fix="check the network and AWS_ENDPOINT_URL; no job of that name was found "

@@ -2,6 +2,7 @@
 
     runs/<job>/
       .smtrain-run                  marks a run directory: packaging never ships it, a reuse may clear it
+      .smtrain-lock                 held by the `smtrain local` using it (its process id): a second one is refused
       algo-1/ ... algo-N/           each host's /opt/ml: input/{config,data}, code, model, output, checkpoints
       container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host
       logs/algo-N.log               each host's log (what CloudWatch would hold)
@@ -18,12 +19,14 @@ marker: the hosts start afresh (new instances), the checkpoint prefix stays.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import posixpath
 import shutil
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,14 @@ from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS
 from orchestrator.emulator.container import ContainerJob, Host, resource_config
 from orchestrator.emulator.stall import STACKS_FILE
 from orchestrator.emulator.status import STATUS_FILE, STOP_FILE
-from orchestrator.errors import SpecError
+from orchestrator.errors import RunFailed, SpecError
 from orchestrator.planning.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
 
 SOURCE_DIR = "source"
+LOCK_FILE = ".smtrain-lock"
+"""Held (flock) by the `smtrain local` using the run directory; holds its process id."""
+_HELD_LOCKS: dict[Path, int] = {}
 CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
 _PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, "request.json", "spec.json", "result.json", "model.tar.gz",
@@ -71,11 +77,27 @@ class RunLayout:
 
     def rewrite(self, host: Host, value: str) -> str:
         """`value` with a leading container path replaced by where it lives for `host` (hyperparameters and
-        environment values that name /opt/ml/... or the checkpoint path)."""
-        for prefix in sorted(self.emulated_prefixes(), key=len, reverse=True):
-            if value == prefix or value.startswith(prefix.rstrip("/") + "/"):
-                return str(self.host_path(host, prefix)) + value[len(prefix.rstrip("/")):]
-        return value
+        environment values that name /opt/ml/... or the checkpoint path), normalised first: a `..` that climbs
+        out of the container path would climb out of the run directory here.
+
+        Raises:
+            SpecError: a value that names a container path but leaves it (`/opt/ml/model/../../../etc`).
+        """
+        prefixes = sorted(self.emulated_prefixes(), key=len, reverse=True)
+        named = next((prefix for prefix in prefixes if _under(value, prefix)), None)
+        if named is None:
+            return value
+        normal = posixpath.normpath(value)
+        for prefix in prefixes:
+            if _under(normal, prefix):
+                return str(self.host_path(host, prefix)) + normal[len(prefix.rstrip("/")):]
+        raise SpecError(f"a hyperparameter or environment value starts with {named} but its `..` leads out of it "
+                        f"(to {normal}), outside the host's tree that `smtrain local` can place",
+                        fix=f"write the path without `..`, inside {named}")
+
+
+def _under(value: str, prefix: str) -> bool:
+    return value == prefix or value.startswith(prefix.rstrip("/") + "/")
 
 
 def checkpoint_container_path(local_path: str | None) -> str | None:
@@ -110,6 +132,7 @@ def open_run_directory(root: Path) -> None:
             raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
                             fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
         root.mkdir(parents=True, exist_ok=True)
+        _lock_run_directory(root)
         (root / RUN_MARKER_FILE).write_text("smtrain local run directory: never packaged, cleared on reuse\n")
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
@@ -118,6 +141,42 @@ def open_run_directory(root: Path) -> None:
     except OSError as error:
         raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
+
+
+def _lock_run_directory(root: Path) -> None:
+    """Holds the run directory for this process until it exits (or opens the directory again), so a second
+    `smtrain local --run-dir` on it cannot clear the tree of a run still going.
+
+    Raises:
+        SpecError: another process holds it; the message names that process.
+    """
+    import fcntl
+
+    previous = _HELD_LOCKS.pop(root, None)
+    if previous is not None:
+        os.close(previous)
+    descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(descriptor, 64).decode("ascii", errors="replace").strip()
+        os.close(descriptor)
+        raise SpecError(f"--run-dir {root} is in use by a run still going: {_describe_process(holder)}",
+                        fix="wait for that run to end (or stop it), or give another --run-dir") from None
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, f"{os.getpid()}\n".encode())
+    _HELD_LOCKS[root] = descriptor
+
+
+def _describe_process(pid_text: str) -> str:
+    import psutil
+
+    try:
+        process = psutil.Process(int(pid_text))
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(process.create_time()))
+        return f"process {process.pid} ({process.name()}, started {started})"
+    except (ValueError, psutil.Error):
+        return f"process {pid_text or '(unknown)'}"
 
 
 def new_layout(root: Path, job: ContainerJob) -> RunLayout:
@@ -138,23 +197,37 @@ def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_
         source_path: where the tarball goes (the file SM_MODULE_DIR names).
         host_hyperparameters: each host's hyperparameters.json (the request's, with container paths placed).
     """
-    source_path.parent.mkdir(parents=True, exist_ok=True)
-    source_path.write_bytes(source.data)
-    input_data_config = job.input_data_config()
-    names = [host.name for host in layout.hosts]
-    for host in layout.hosts:
-        for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir, host.output_dir / "data",
-                          host.checkpoint_dir):
-            directory.mkdir(parents=True, exist_ok=True)
-        if not any(host.code_dir.iterdir()):
-            _extract(source.data, host.code_dir)
-        _write_json(host.config_dir / "hyperparameters.json", host_hyperparameters[host.name])
-        _write_json(host.config_dir / "resourceconfig.json",
-                    resource_config(host.name, names, group_hosts, job.instance_type))
-        _write_json(host.config_dir / "inputdataconfig.json", input_data_config)
-        for name, source_dir in channel_paths.items():
+    try:
+        source_path.parent.mkdir(parents=True, exist_ok=True)
+        source_path.write_bytes(source.data)
+        input_data_config = job.input_data_config()
+        names = [host.name for host in layout.hosts]
+        for host in layout.hosts:
+            for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir,
+                              host.output_dir / "data", host.checkpoint_dir):
+                directory.mkdir(parents=True, exist_ok=True)
+            if not any(host.code_dir.iterdir()):
+                _extract(source.data, host.code_dir)
+            _write_json(host.config_dir / "hyperparameters.json", host_hyperparameters[host.name], private=True)
+            _write_json(host.config_dir / "resourceconfig.json",
+                        resource_config(host.name, names, group_hosts, job.instance_type))
+            _write_json(host.config_dir / "inputdataconfig.json", input_data_config)
+            _place_channels(host, channel_paths, link_inputs)
+        restore_checkpoints(layout)
+    except (OSError, shutil.Error) as error:
+        raise RunFailed(f"PreparationError: writing the hosts' /opt/ml trees in {layout.root} failed: "
+                        f"{_copy_error(error)}", fix="free disk space, then run again") from None
+
+
+def _place_channels(host: Host, channel_paths: dict[str, Path], link_inputs: bool) -> None:
+    for name, source_dir in channel_paths.items():
+        try:
             _place_channel(source_dir, host.data_dir / name, link_inputs)
-    restore_checkpoints(layout)
+        except (OSError, shutil.Error) as error:
+            raise RunFailed(f"ChannelError: copying channel {name} from {source_dir} into {host.name}'s "
+                            f"{host.data_dir / name} failed: {_copy_error(error)}",
+                            fix="free disk space (or pass --link-inputs for large local data), then run again"
+                            ) from None
 
 
 def write_request(root: Path, masked_request: dict[str, Any]) -> None:
@@ -169,16 +242,38 @@ def _extract(data: bytes, target: Path) -> None:
             tar.extractall(target)
 
 
-def _write_json(path: Path, document: object) -> None:
-    path.write_text(json.dumps(document, indent=4) + "\n")
+def _run_directories(directory: str, names: list[str]) -> set[str]:
+    return {name for name in names if (Path(directory) / name / RUN_MARKER_FILE).is_file()}
+
+
+def _copy_error(error: OSError | shutil.Error) -> str:
+    """What went wrong, said once: copytree collects one error per file, a full disk fails them all alike."""
+    if isinstance(error, shutil.Error):
+        reasons = [str(item[2]) for item in error.args[0]] if error.args and isinstance(error.args[0], list) else []
+        if any("No space left" in reason for reason in reasons):
+            return f"the disk is full (ENOSPC), {len(reasons)} file(s) not copied"
+        return reasons[0] if reasons else str(error)
+    if error.errno == errno.ENOSPC:
+        return "the disk is full (ENOSPC)"
+    return error.strerror or str(error)
+
+
+def _write_json(path: Path, document: object, private: bool = False) -> None:
+    """`private`: readable by this user only (0600), for a file that may hold the spec's secret values."""
+    if not private:
+        path.write_text(json.dumps(document, indent=4) + "\n")
+        return
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+        handle.write(json.dumps(document, indent=4) + "\n")
 
 
 def _place_channel(source: Path, target: Path, link: bool) -> None:
     """File mode gives every instance its own copy; `link` trades that for speed with large local data."""
     if link:
         target.symlink_to(source.resolve(), target_is_directory=source.is_dir())
-    elif source.is_dir():
-        shutil.copytree(source, target, symlinks=True)
+    elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
+        shutil.copytree(source, target, symlinks=True, ignore=_run_directories)
     else:
         target.mkdir()
         shutil.copy2(source, target / source.name)
@@ -279,6 +374,17 @@ def read_result(root: Path) -> dict[str, Any] | None:
         return json.loads((root / "result.json").read_text())
     except FileNotFoundError:
         return None
+
+
+def failed_before_start(root: Path, job_name: str, failure: RunFailed) -> RunFailed:
+    """`failure` with result.json written for it (status Failed, exit 1), or with why it could not be."""
+    try:
+        write_result(root, {"job_name": job_name, "run_dir": str(root), "status": "Failed", "exit_code": 1,
+                            "failure_reason": failure.message})
+    except OSError as error:
+        return RunFailed(f"{failure.message}; result.json could not be written either: {error.strerror or error}",
+                         fix=failure.fix)
+    return failure
 
 
 def write_result(root: Path, document: dict[str, Any]) -> None:

@@ -49,7 +49,7 @@ from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.standin import Accelerators, accelerators
 from orchestrator.emulator.status import StatusReport
 from orchestrator.emulator.usercode import Overlay, install_user_code
-from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import S3Uri, Target
 from orchestrator.redact import mask_text, redact, secret_values
@@ -221,8 +221,11 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
     run_layout.open_run_directory(run_dir)
     run_layout.write_request(run_dir, redact(plan.create_training_job_request))
     source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
-    run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
-                       {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
+    try:
+        run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
+                           {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
+    except RunFailed as failure:
+        raise run_layout.failed_before_start(run_dir, job_name, failure) from None
     return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, code_files=code_files,
                        world_size=world, hostname=hostname_shim(),
                        accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,

@@ -46,8 +46,6 @@ from orchestrator.redact import redact
 from orchestrator.spec.model import JobSpec
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
-# Lines kept per launcher for the failure reason: enough for a deep traceback among other ranks' output.
-FAILURE_TAIL_LINES = 2000
 
 
 class Observer(Protocol):
@@ -227,8 +225,8 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
             hangs.append(diagnose(run_id, layout.root, layout.logs_dir, watchdog.idle_seconds()))
             return True
 
-        supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line, tail_lines=FAILURE_TAIL_LINES,
-                                on_notice=observer.notice)
+        supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line, on_notice=observer.notice,
+                                mask=prepared.mask)
         if supervisor_hook:
             supervisor_hook(supervisor)
         assert prepared.report is not None
@@ -288,7 +286,9 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
     run_layout.write_status_files(layout, failures)
-    if outcome.status == "failed":
+    if outcome.log_failure is not None:
+        reason = outcome.log_failure
+    elif outcome.status == "failed":
         reason = _failure_reason(prepared, processes, outcome, failures)
     if smoke is not None and outcome.status == "stopped" and smoke.failure():
         status, exit_code, reason = "Failed", 1, smoke.failure()

@@ -11,14 +11,18 @@ A user's interruption gives the training processes at most `INTERRUPT_GRACE_SECO
 gives 120 s, but here someone is waiting at the terminal); after a second the console says which processes it is
 waiting for, and a second Ctrl-C kills them at once.
 
-Output is read in chunks, so memory stays bounded whatever a process prints: the raw bytes go to the host's log
-file as they come (the log is complete), and lines go to the console and the failure tails, a line longer than
-`MAX_LINE_BYTES` in pieces (said once per host).
+Output is read in chunks, so memory stays bounded whatever a process prints: each line goes, with the spec's
+secret values masked (a script that prints its arguments prints them), to the host's log file (complete), the
+console and the failure tails, a line longer than `MAX_LINE_BYTES` in pieces (said once per host). A log that
+cannot be written (a full disk) fails the run with that reason; the output is still drained, so no process
+blocks on a full pipe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import json
 import logging
 import os
@@ -55,6 +59,8 @@ MAX_LINE_BYTES = 64 * 1024
 TAIL_LINE_CHARACTERS = 4096
 """A failure reason shows at most 1024 characters: the tails keep no more of each line than that needs."""
 _READ_BYTES = 64 * 1024
+FAILURE_TAIL_LINES = 2000
+"""Lines of each host's output kept for the failure reason's root cause."""
 _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
 
 _log = logging.getLogger(__name__)
@@ -82,20 +88,62 @@ class Outcome:
     sent_sigkill: bool = False
     """smtrain killed some process of the run (after a grace period, or what a launcher left behind): a SIGKILL
     it did not send came from elsewhere, such as the kernel's out-of-memory killer."""
+    log_failure: str | None = None
+    """Why a host's log could not be written (status `failed`): the run was stopped for it."""
+
+
+class _HostLog:
+    """A host's log file, written line by line; the first write that fails (a full disk) is reported once and
+    the rest dropped, so the reader keeps draining the process's output."""
+
+    def __init__(self, path: Path, on_failure: Callable[[Path, OSError], None]) -> None:
+        self._path = path
+        self._on_failure = on_failure
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> _HostLog:
+        try:
+            self._handle = self._path.open("a", encoding="utf-8")
+        except OSError as error:
+            self._failed(error)
+        return self
+
+    def write(self, text: str) -> None:
+        if self._handle is None:
+            return
+        try:
+            self._handle.write(text)
+            self._handle.flush()
+        except OSError as error:
+            self._failed(error)
+
+    def _failed(self, error: OSError) -> None:
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.close()
+        self._handle = None
+        self._on_failure(self._path, error)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.close()
 
 
 class Supervisor:
     """Starts the launches of one attempt and sees them, and everything they start, to their end."""
 
     def __init__(self, launches: list[Launch], run_id: str, logs_dir: Path,
-                 on_line: Callable[[str, str], None], tail_lines: int = 200,
-                 on_notice: Callable[[str], None] | None = None) -> None:
+                 on_line: Callable[[str, str], None], on_notice: Callable[[str], None] | None = None,
+                 mask: Callable[[str], str] = str) -> None:
+        """`mask`: the spec's secret values out of a line, before it is written or handed on."""
         self._launches = launches
         self._run_id = run_id
         self._logs_dir = logs_dir
         self._on_line = on_line
         self._on_notice = on_notice or _log.warning
-        self._tail_lines = tail_lines
+        self._mask = mask
+        self._log_failure: str | None = None
         self._interrupt = threading.Event()
         self._stop_requested = threading.Event()
         self._kill_now = threading.Event()
@@ -164,6 +212,11 @@ class Supervisor:
             failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True)
                       if code not in (None, 0)]
             elapsed = time.monotonic() - started
+            if self._log_failure is not None:
+                status = "failed"
+                self._stop(tree, signal.SIGTERM, FAILURE_GRACE_SECONDS, workers_only=False,
+                           why="a log could not be written")
+                break
             if failed:
                 status, first_failure = "failed", failed[0]
                 self._stop(tree, signal.SIGTERM, FAILURE_GRACE_SECONDS, workers_only=False,
@@ -209,33 +262,34 @@ class Supervisor:
                 self._notice(f"{launch.host}'s output is still open after its processes ended: its log may be "
                              "incomplete")
         exits = [Exit(launch.host, process.wait()) for launch, process in zip(self._launches, processes, strict=True)]
+        if self._log_failure is not None and status == "completed":
+            status = "failed"  # the last lines could not be written: the log is not the job's whole output
         tree.reap()
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
-                       leftover=[process.pid for process in tree.alive()], sent_sigkill=self._sent_sigkill)
+                       leftover=[process.pid for process in tree.alive()], sent_sigkill=self._sent_sigkill,
+                       log_failure=self._log_failure)
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
-        with (self._logs_dir / f"{launch.host}.log").open("a", encoding="utf-8") as log:
+        with _HostLog(self._logs_dir / f"{launch.host}.log", self._log_failed) as log:
             log.write(f"Invoking script with the following command:\n\n{launch.shown}\n\n")
         return subprocess.Popen([*launch.enter, "/bin/sh", "-c", launch.command], cwd=launch.cwd, env=launch.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
     def _pump(self, host: str, stream: IO[bytes] | None) -> None:
-        """Copies a host's output to its log file as it comes, and hands it on line by line; a line longer
-        than MAX_LINE_BYTES is handed on in pieces, so memory stays bounded whatever the process prints."""
+        """Writes a host's output to its log file line by line, masked, and hands each line on; a line longer
+        than MAX_LINE_BYTES goes in pieces, so memory stays bounded whatever the process prints."""
         assert stream is not None
         pending = b""
         split_said = False
-        with (self._logs_dir / f"{host}.log").open("ab") as log:
+        with _HostLog(self._logs_dir / f"{host}.log", self._log_failed) as log:
             while chunk := stream.read1(_READ_BYTES):  # type: ignore[attr-defined]
-                log.write(chunk)
-                log.flush()
                 pending += chunk
                 start = 0
                 while True:
                     newline = pending.find(b"\n", start, start + MAX_LINE_BYTES + 1)
                     if newline >= 0:
-                        self._hand_on(host, pending[start:newline])
+                        log.write(self._hand_on(host, pending[start:newline]) + "\n")
                         start = newline + 1
                     elif len(pending) - start > MAX_LINE_BYTES:
                         end = _character_boundary(pending, start + MAX_LINE_BYTES)
@@ -243,24 +297,31 @@ class Supervisor:
                             split_said = True
                             self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
                                          f"shown in pieces; {self._logs_dir / (host + '.log')} has it whole")
-                        self._hand_on(host, pending[start:end])
+                        log.write(self._hand_on(host, pending[start:end]))
                         start = end
                     else:
                         break
                 pending = pending[start:]
-        if pending:
-            self._hand_on(host, pending)
+            if pending:
+                log.write(self._hand_on(host, pending))
 
-    def _hand_on(self, host: str, raw: bytes) -> None:
-        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+    def _log_failed(self, path: Path, error: OSError) -> None:
+        reason = "the disk is full (ENOSPC)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+        self._log_failure = f"LogError: writing {path} failed: {reason}; the run was stopped"
+        self._notice(self._log_failure)
+
+    def _hand_on(self, host: str, raw: bytes) -> str:
+        """Hands one line (masked) to the console and the failure tails; returns it for the log."""
+        line = self._mask(raw.decode("utf-8", errors="replace").rstrip("\r"))
         with self._lock:
             tail = self._tails[host]
             tail.append(line[:TAIL_LINE_CHARACTERS])
-            del tail[:-self._tail_lines]
+            del tail[:-FAILURE_TAIL_LINES]
         try:
             self._on_line(host, line)
         except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
             pass
+        return line
 
     def _notice(self, text: str) -> None:
         try:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from orchestrator.contract import ZERO_STAGE_TRAINERS
-from orchestrator.redact import MASK, is_secret_name
+from orchestrator.redact import redact_value
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
 from orchestrator.spec.datafiles import load_data_file
@@ -323,7 +323,7 @@ def _shell_split(ctx: _Context) -> Iterator[_Hit]:
     for key, value in ctx.spec.hyperparameters.items():
         if value is None or isinstance(value, (list, dict)) or (
                 isinstance(value, str) and (value == "" or _SHELL_UNSAFE.search(value))):
-            yield f"hyperparameters.{key}", {"key": key, "value": MASK if is_secret_name(key) else value}
+            yield f"hyperparameters.{key}", {"key": key, "value": redact_value(key, value)}
 
 
 @_rule("vpc-needs-both")

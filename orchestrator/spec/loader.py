@@ -379,11 +379,22 @@ def _apply_overrides(raw: Any, overrides: Iterable[str]) -> dict[Loc, str]:
                 break
             target = target.setdefault(key, {})
         if not isinstance(target, dict):
-            raise SpecError(f"--set {mask_text(text)}: {'.'.join(loc[:-1])} is not a mapping",
+            raise SpecError(f"--set {_shown_override(text)}: {'.'.join(loc[:-1])} is not a mapping",
                             fix="set a key inside a mapping")
         target[loc[-1]] = value
-        applied[loc] = text
+        applied[loc] = _shown_override(text)
     return applied
+
+
+def _shown_override(text: str) -> str:
+    """An override as messages quote it: the whole value masked under a secret-looking key at any level."""
+    dotted = text.partition("=")[0]
+    if any(is_secret_name(part) for part in dotted.split(".")):
+        return f"{dotted}={MASK}"
+    loc, value = parse_override(text)
+    for key in reversed(loc):
+        value = {key: value}
+    return mask_text(text, secret_values(value))
 
 
 def _resolve_paths(raw: Any, base: Path) -> None:
