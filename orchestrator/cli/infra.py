@@ -81,9 +81,9 @@ def deploy(
         confirm=None if yes else _ask_to_execute,
         template_path=template_file,
     )
-    if outputs is None:
+    if outputs is None:  # declining is a normal answer, not a failure
         click.echo("Cancelled: the change set was deleted and nothing changed.", err=True)
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(0)
     _print_outputs(outputs, output)
 
 
@@ -98,7 +98,12 @@ def show(ctx: click.Context, stack_name: str | None, region: str | None, output:
 
 
 def _print_event(event: infra_lib.DeployEvent) -> None:
-    click.echo(event.message, err=True)
+    """Each report as it comes; stack events and heartbeats with the time since the change set was executed."""
+    if event.elapsed_seconds is not None:
+        minutes, seconds = divmod(int(event.elapsed_seconds), 60)
+        click.echo(f"[{minutes:2d}m{seconds:02d}s] {event.message}", err=True)
+    else:
+        click.echo(event.message, err=True)
     if event.stage is infra_lib.DeployStage.PREVIEW:
         from rich.console import Console
         from rich.table import Table

@@ -67,6 +67,8 @@ class DeployStage(str, Enum):
     PREVIEW = "preview"
     NO_CHANGES = "no-changes"
     STACK_EVENT = "stack-event"
+    WAITING = "waiting"
+    """No new stack event for HEARTBEAT_SECONDS: the stack is still at work (some resources take minutes)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,12 @@ class DeployEvent:
     stage: DeployStage
     message: str
     changes: tuple[dict[str, str], ...] = ()
+    elapsed_seconds: float | None = None
+    """Since the change set was executed, for STACK_EVENT and WAITING."""
+
+
+HEARTBEAT_SECONDS = 30.0
+"""Without a new stack event for this long, deploy reports that the stack is still at work."""
 
 
 def resolve_stack_name(stack_name: str | None = None) -> str:
@@ -204,7 +212,22 @@ def deploy(
             seen_events = _latest_event_ids(cfn, name)
             cfn.execute_change_set(ChangeSetName=change_set["ChangeSetId"])
             _wait_for_stack(cfn, name, seen_events, notify, poller)
-    return stack_outputs(name, session)
+    return _outputs_after_deploy(name, session, template_path)
+
+
+def _outputs_after_deploy(name: str, session: boto3.Session | None, template_path: Path) -> StackOutputs:
+    """The outputs of a stack just deployed; if it has none, saying "run smtrain infra deploy" would go round in
+    a circle, so name the two causes instead."""
+    try:
+        return stack_outputs(name, session)
+    except EnvironmentProblem as exc:
+        raise EnvironmentProblem(
+            f"stack {name} deployed, but it lacks {exc.message.split(' lacks ', 1)[-1]}" if " lacks " in exc.message
+            else exc.message,
+            fix=f"the template deployed ({template_path}) must declare smtrain's outputs "
+            f"({', '.join(_OUTPUT_KEYS.values())}); the local AWS emulator (moto) never fills a stack's outputs after "
+            "a change set (README, infra section)",
+        ) from None
 
 
 @dataclass
@@ -404,8 +427,11 @@ def _wait_for_stack(
     notify: Callable[[DeployEvent], None],
     poller: _Poller,
 ) -> None:
-    """Poll until the stack settles, reporting its events; a rollback or failure raises AwsError."""
+    """Poll until the stack settles, reporting its events (and, when none comes for HEARTBEAT_SECONDS, that it is
+    still at work), each with the time since the change set was executed; a rollback or failure raises
+    AwsError."""
     failures: list[dict[str, Any]] = []
+    started = last_report = time.monotonic()
     while True:
         stack = _describe_stack(cfn, name)
         if stack is None:
@@ -414,7 +440,9 @@ def _wait_for_stack(
             )
         for event in _new_events(cfn, name, seen):
             seen.add(event["EventId"])
-            notify(DeployEvent(DeployStage.STACK_EVENT, _describe_event(event)))
+            last_report = time.monotonic()
+            notify(DeployEvent(DeployStage.STACK_EVENT, _describe_event(event),
+                               elapsed_seconds=last_report - started))
             if event["ResourceStatus"].endswith("_FAILED"):
                 failures.append(event)
         status = stack["StackStatus"]
@@ -422,6 +450,11 @@ def _wait_for_stack(
             return
         if not status.endswith("_IN_PROGRESS"):
             raise _deployment_failed(name, status, stack.get("StackStatusReason"), failures)
+        if time.monotonic() - last_report >= HEARTBEAT_SECONDS:
+            last_report = time.monotonic()
+            notify(DeployEvent(DeployStage.WAITING, f"stack {name} still {status}: CloudFormation is creating or "
+                                                    "updating resources (some take several minutes)",
+                               elapsed_seconds=last_report - started))
         poller.pause(f"stack {name} ({status})")
 
 
