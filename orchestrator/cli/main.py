@@ -123,7 +123,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     """
     from orchestrator.cli.render import emit_plan
 
-    emit_plan(file, overrides, output, job_name, max_source_mb, full=full)
+    emit_plan(file, overrides, "full" if full and output == "text" else output, job_name, max_source_mb)
 
 
 def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -236,12 +236,16 @@ def _print_warnings(loaded: Any) -> None:
 
 
 def _smoke_line(result: Any) -> str:
-    """`smoke passed: 16 of 16 ranks started, step 12 reached, last loss 0.4321, stopped at the 60 s deadline`."""
+    """`smoke passed: 16 of 16 ranks started, step 12 reached (progress line), last loss 0.4321, stopped at the
+    deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so."""
     smoke = result.smoke
     verdict = "passed" if result.exit_code == 0 else "FAILED"
     ending = ("stopped at the deadline of " if result.status == "Stopped" and result.exit_code == 0
               else f"{result.status.lower()} within ") + f"{smoke.deadline_seconds:g} s"
-    steps = f"step {smoke.steps_reached} reached" if smoke.steps_reached is not None else "no step=N/M line printed"
+    if result.seconds > smoke.deadline_seconds:
+        ending += f" ({result.seconds:.1f} s in all: set-up, the stop's grace and packing)"
+    steps = (f"step {smoke.steps_reached} reached ({smoke.step_source})" if smoke.steps_reached is not None
+             else "NO rank reached a step (no step=N/M line, no step in metrics.jsonl, no checkpoint)")
     loss = f", last loss {smoke.last_loss:.6g}" if smoke.last_loss is not None else ""
     return (f"smoke {verdict}: {smoke.ranks_started} of {smoke.ranks_expected} ranks started, {steps}{loss}, "
             f"{ending}")

@@ -344,15 +344,16 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def emit_plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,
-              boto: Any | None = None, full: bool = False) -> None:
-    """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it as text or JSON."""
+def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | None, max_source_mb: float,
+              boto: Any | None = None) -> None:
+    """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
+    screen) or "full" (text with the whole request)."""
     from orchestrator.api import plan
     from orchestrator.cli.options import echo_json
     from orchestrator.spec.loader import load
 
     job_plan = plan(load(file, overrides), job_name=job_name, boto=boto, max_source_bytes=int(max_source_mb * 1e6))
-    if output == "json":
+    if view == "json":
         echo_json(job_plan.to_dict())
     else:
-        print_plan(job_plan, full)
+        print_plan(job_plan, full=view == "full")

@@ -25,7 +25,7 @@ from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root
 from orchestrator.emulator.launch import HostProcess, free_port
 from orchestrator.emulator.preparation import LocalSettings, PreparedRun, local_plan, prepare_run
 from orchestrator.emulator.runners import RunnerType
-from orchestrator.emulator.smoke import RankCensus, SmokeReport, killed_in_grace
+from orchestrator.emulator.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
 from orchestrator.emulator.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
     EXIT_HUNG,
@@ -253,17 +253,17 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         for item in outcome.exits:
             if item.returncode == 0:
                 census.launcher_succeeded(item.host)
-        smoke = _smoke_report(options.smoke_seconds, census, steps, tracker,
+        smoke = _smoke_report(options.smoke_seconds, census, last_step(layout, steps), tracker,
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(prepared, processes, outcome, tracker, attempt, time.monotonic() - started,
                    hangs[-1] if hangs else None, smoke)
 
 
-def _smoke_report(deadline: float, census: RankCensus, steps: list[int], tracker: MetricRecorder,
-                  killed: list[str]) -> SmokeReport:
+def _smoke_report(deadline: float, census: RankCensus, step: tuple[int | None, str | None],
+                  tracker: MetricRecorder, killed: list[str]) -> SmokeReport:
     losses = loss_metrics(list(tracker.latest))
     return SmokeReport(deadline_seconds=deadline, ranks_expected=census.expected, ranks_started=census.started,
-                       missing=census.missing(), steps_reached=max(steps) if steps else None,
+                       missing=census.missing(), steps_reached=step[0], step_source=step[1],
                        last_loss=tracker.latest[losses[0]] if losses else None, killed_after_deadline=killed)
 
 

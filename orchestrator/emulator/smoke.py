@@ -16,6 +16,8 @@ under them says nothing.
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, TORCHRUN_VARS
 from orchestrator.emulator.launch import HostProcess
+from orchestrator.emulator.layout import RunLayout, checkpoint_dirs
 from orchestrator.emulator.runners import RunnerType
 from orchestrator.emulator.supervisor import Outcome
 
@@ -40,10 +43,14 @@ class SmokeReport:
     missing: list[str]
     """`rank 9 (algo-2)` for each rank no process was seen for."""
     steps_reached: int | None
-    """The highest `step=N/M` a progress line showed; None when the script prints none."""
+    """The last step any rank reached: the highest of a progress line's `step=N/M`, a `step` in a host's
+    metrics.jsonl (the shared entrypoints record every checkpoint there) and a checkpoint file's step number
+    (`ckpt-3.pt`); None when none of them shows one."""
     last_loss: float | None
     killed_after_deadline: list[str]
     """Hosts whose training process the out-of-memory killer ended during the grace period."""
+    step_source: str | None = None
+    """Where steps_reached was read: "progress line", "metrics.jsonl" or "checkpoint"."""
 
     def failure(self) -> str | None:
         """Why the smoke failed although no rank failed before the deadline, or None."""
@@ -120,6 +127,35 @@ class RankCensus:
         if self._entry_point not in command and f"-m {self._module}" not in command:
             return None
         return next((rank for rank, name in self._expected.items() if name == host), None)
+
+
+_CHECKPOINT_STEP = re.compile(r"^(?:ckpt|checkpoint|step)[-_]?0*(\d+)(?:\.\w+)?$", re.IGNORECASE)
+
+
+def last_step(layout: RunLayout, progress_steps: Iterable[int]) -> tuple[int | None, str | None]:
+    """The last step any rank reached and where it was read. Progress lines come every log_every steps (50 by
+    default), so a short smoke can end before the first: the metrics each host wrote and the checkpoints it saved
+    (on SIGTERM too) say how far it got."""
+    found: list[tuple[int, str]] = [(step, "progress line") for step in progress_steps]
+    for host in layout.hosts:
+        metrics = host.output_dir / "data" / "metrics.jsonl"
+        with contextlib.suppress(OSError):
+            for line in metrics.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError, AttributeError):
+                    step = json.loads(line).get("step")
+                    if isinstance(step, int) and not isinstance(step, bool):
+                        found.append((step, "metrics.jsonl"))
+    folders = {*checkpoint_dirs(layout), *(host.checkpoint_dir for host in layout.hosts)}
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():
+                match = _CHECKPOINT_STEP.search(entry.name)
+                if match:
+                    found.append((int(match.group(1)), "checkpoint"))
+    if not found:
+        return None, None
+    step, source = max(found, key=lambda item: item[0])
+    return step, source
 
 
 def killed_in_grace(outcome: Outcome, processes: list[HostProcess]) -> list[str]:

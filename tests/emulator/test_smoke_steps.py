@@ -1,0 +1,60 @@
+"""`--smoke` reports the last step any rank reached, from progress lines, a host's metrics.jsonl or its checkpoints
+(a short smoke often ends before the first progress line, printed every 50 steps), and says so plainly when no rank
+reached one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# Records step 3 in metrics.jsonl as the shared entrypoints do, saves ckpt-4 at SIGTERM, never prints step=N/M.
+CHECKPOINTS_WITHOUT_PROGRESS_LINES = """
+import json, os, signal, sys, time
+out = os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], "metrics.jsonl")
+with open(out, "a") as handle:
+    handle.write(json.dumps({"event": "checkpoint", "step": 3, "path": "x"}) + "\\n")
+def stop(*_):
+    os.makedirs("/opt/ml/checkpoints", exist_ok=True)
+    open("/opt/ml/checkpoints/ckpt-4.pt", "w").write("state")
+    print("interrupted: checkpoint saved at step 4", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("training", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+SILENT = """
+import time
+while True:
+    time.sleep(0.1)
+"""
+
+
+def _smoke(make_spec, tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    spec = make_spec("stepper.py", count=2)
+    (spec.parent / "src" / "stepper.py").write_text(script)
+    return subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                           str(tmp_path / "run"), "--smoke", "3", "-o", "json"], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_last_step_comes_from_checkpoints_and_metrics_when_no_progress_line_was_printed(make_spec, tmp_path):
+    done = _smoke(make_spec, tmp_path, CHECKPOINTS_WITHOUT_PROGRESS_LINES)
+    assert done.returncode == 0, done.stderr
+    smoke = json.loads(done.stdout)["smoke"]
+    assert (smoke["steps_reached"], smoke["step_source"]) == (4, "checkpoint")
+    assert "smoke passed: 2 of 2 ranks started, step 4 reached (checkpoint)" in done.stderr
+
+
+def test_a_smoke_where_no_rank_reached_a_step_says_so(make_spec, tmp_path):
+    done = _smoke(make_spec, tmp_path, SILENT)
+    smoke = json.loads(done.stdout)["smoke"]
+    assert smoke["steps_reached"] is None and smoke["step_source"] is None
+    assert "NO rank reached a step (no step=N/M line, no step in metrics.jsonl, no checkpoint)" in done.stderr
+    assert "s in all: set-up, the stop's grace and packing)" in done.stderr
