@@ -30,10 +30,11 @@ from orchestrator.planning.metric_series import (
     MetricPoint,
     format_duration,
     loss_metrics,
-    read_points,
+    read_points_counted,
     summarize,
     to_csv,
 )
+from orchestrator.spec.model import check_job_name
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import Backend
@@ -63,6 +64,7 @@ def _poll_option(function: Callable[..., Any]) -> Callable[..., Any]:
 def _job(ctx: click.Context, name: str, region: str | None) -> Job:
     from orchestrator.cloud.sdk import boto_session
 
+    check_job_name(name, "JOB_NAME")
     return Job(name, ctx.obj or boto_session(region))
 
 
@@ -80,10 +82,11 @@ def _job_id(name: str) -> str:
 
 def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
     """The backend that answers for NAME: the local one for a run directory, else SageMaker."""
-    if _local_run(name) is not None:
+    if name and _local_run(name) is not None:
         from orchestrator.backends.local import LocalBackend
 
         return LocalBackend()
+    check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
     from orchestrator.backends.sagemaker import SageMakerBackend
     from orchestrator.cloud.sdk import boto_session
 
@@ -329,7 +332,9 @@ def _local_points(run_dir: Path, names: tuple[str, ...]) -> list[MetricPoint]:
         raise SmtrainError(f"{run_dir} has no {METRICS_FILE}: it is not a run directory of `smtrain local`",
                            fix="give the run directory of a local run (default runs/<job-name>/), or a "
                                "SageMaker job name")
-    points = read_points(path)
+    points, skipped = read_points_counted(path)
+    if skipped:
+        click.echo(f"skipped {skipped} line(s) of {path} that are not metric points", err=True)
     return [point for point in points if point.metric in names] if names else points
 
 

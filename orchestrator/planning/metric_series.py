@@ -146,14 +146,26 @@ class MetricRecorder:
 
 
 def read_points(path: Path) -> list[MetricPoint]:
-    """The points a MetricRecorder wrote; a last line cut short by a run still writing is skipped."""
-    points = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            points.append(MetricPoint.from_dict(json.loads(line)))
-        except (ValueError, KeyError):
-            continue
-    return points
+    """The points a MetricRecorder wrote; a line that is not one (see `read_points_counted`) is skipped."""
+    return read_points_counted(path)[0]
+
+
+def read_points_counted(path: Path) -> tuple[list[MetricPoint], int]:
+    """The points a MetricRecorder wrote, and how many lines were skipped: a last line cut short by a run still
+    writing, or anything else that is not a point (bytes that are not UTF-8, `null`, an array, a bad value)."""
+    points, skipped = [], 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                document = json.loads(raw.decode("utf-8"))
+                if not isinstance(document, dict):
+                    raise ValueError("not a JSON object")
+                points.append(MetricPoint.from_dict(document))
+            except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
+                skipped += 1
+    return points, skipped
 
 
 def metric_names(points: Iterable[MetricPoint]) -> list[str]:

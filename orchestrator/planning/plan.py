@@ -20,7 +20,7 @@ from orchestrator.spec import images
 from orchestrator.spec.capabilities import Finding, check
 from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, api_limit, timestamped_job_name
+from orchestrator.spec.model import JobSpec, api_limit, check_job_name, timestamped_job_name
 from orchestrator.spec.topology import Topology, topology
 
 WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"
@@ -141,6 +141,8 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     Raises:
         SpecError / CapabilityError: the spec cannot be planned; nothing was sent.
     """
+    if job_name is not None:
+        check_job_name(job_name)
     job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
     findings = spec.findings if isinstance(spec, LoadedSpec) else check(job_spec)
     errors = [finding for finding in findings if finding.severity == "error"]

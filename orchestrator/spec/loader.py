@@ -354,6 +354,9 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     if not sep or not dotted.strip():
         raise SpecError(f"--set {text!r}: expected key.path=value", fix="for example --set instance.count=2")
     loc = tuple(dotted.strip().split("."))
+    if len(loc) > MAX_NESTING:
+        raise SpecError(f"--set {_shortened(dotted)}=...: {len(loc)} levels deep; no spec field is deeper than "
+                        f"{MAX_NESTING}", fix="check the key path")
     if not value_text.strip():
         return loc, ""
     shown = f"--set {dotted}={MASK if is_secret_name(dotted) else _shortened(value_text)}"

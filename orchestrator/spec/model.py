@@ -22,6 +22,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
+from orchestrator.errors import SpecError
 from orchestrator.spec.catalog import catalog
 from orchestrator.spec.datafiles import load_data_file
 
@@ -79,6 +80,8 @@ def _environment_name(name: str) -> str:
 
 
 def _environment_value(value: str) -> str:
+    if "\0" in value:  # SageMaker refuses it, and no process environment can hold it
+        raise _invalid("the value has a NUL character, which SageMaker refuses", "remove the \\0 from the value")
     limit = api_limit("Environment{value}", "max")
     if len(value) > limit:  # the value itself may be a secret: never echoed
         raise _invalid(f"the value is {len(value)} characters; SageMaker allows {limit}",
@@ -97,7 +100,17 @@ def _hyperparameter_name(name: str) -> str:
     return name
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return isinstance(value, str) and "\0" in value
+
+
 def _hyperparameter_value(value: Any) -> Any:
+    if _has_nul(value):  # SageMaker refuses it, and no command line can carry it
+        raise _invalid("the value has a NUL character, which SageMaker refuses", "remove the \\0 from the value")
     # The request carries each value JSON-encoded (a string gains its quotes), and the limit is on that text.
     encoded = len(json.dumps(value))
     limit = api_limit("HyperParameters{value}", "max")
@@ -241,6 +254,21 @@ class _NameTags:
 _NAME_TAGS = _NameTags()
 
 
+def check_job_name(name: str, where: str = "--job-name") -> str:
+    """`name` if CreateTrainingJob accepts it as TrainingJobName (checked here, so a bad name sends nothing).
+
+    Raises:
+        SpecError: empty, too long, or a character outside the API's pattern (letters, digits, single hyphens).
+    """
+    limit = api_limit("TrainingJobName", "max")
+    if not _api_pattern("TrainingJobName").fullmatch(name) or len(name) > limit:
+        shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... ({len(name)} characters)"
+        raise SpecError(f"{where} {shown} is not a training job name SageMaker accepts",
+                        fix=f"use 1 to {limit} letters, digits and hyphens, starting and ending with a letter or "
+                        "digit, e.g. " + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-")[:limit] or "my-job"))
+    return name
+
+
 def timestamped_job_name(base: str) -> str:
     """`base-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`: the SDK's `name_from_base` stamp (UTC, milliseconds) and a random tag.
 
@@ -269,6 +297,12 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
+# CreateTrainingJob states no maximum instance count (account quotas decide, in the tens or hundreds of
+# instances). Validation, the plan's rank table and `smtrain local` size lists by the count, so the count is
+# bounded before anything is sized: far above any quota, far below what would exhaust memory.
+MAX_INSTANCE_COUNT = 10_000
+
+
 class InstanceGroup(_Spec):
     """One group of a heterogeneous cluster: its own instance type and count."""
 
@@ -278,7 +312,7 @@ class InstanceGroup(_Spec):
     type: TrainingInstanceType
     """The group's instance type, e.g. `ml.c5.2xlarge` for data pre-processing beside GPUs."""
 
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=MAX_INSTANCE_COUNT)
     """Instances in this group (hosts are numbered across the groups in order: algo-1 ... algo-N)."""
 
 
@@ -288,7 +322,7 @@ class InstancePreference(_Spec):
     type: TrainingInstanceType
     """The instance type, e.g. `ml.p5.48xlarge`; each type at most once."""
 
-    count: int | None = Field(default=None, ge=1)
+    count: int | None = Field(default=None, ge=1, le=MAX_INSTANCE_COUNT)
     """Instances if this type is picked. Give it on every preference, or on none and use `instance.count`."""
 
     training_plan_arn: TrainingPlanArn | None = None
@@ -298,7 +332,7 @@ class InstancePreference(_Spec):
 class PlacementSpecification(_Spec):
     """How many of the job's instances go on one UltraServer."""
 
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_INSTANCE_COUNT)
     """Instances placed by this specification."""
 
     ultraserver_id: str | None = Field(default=None, max_length=api_limit(
@@ -325,8 +359,8 @@ class Instance(_Spec):
     Required unless `groups` or `preferences` give the types."""
 
     # The API's floor for both is 0 and it states no maximum (account quotas decide); a job needs a host and
-    # a volume for /opt/ml, so smtrain's floor is 1.
-    count: int = Field(default=1, ge=1)
+    # a volume for /opt/ml, so smtrain's floor is 1, and its ceiling MAX_INSTANCE_COUNT.
+    count: int = Field(default=1, ge=1, le=MAX_INSTANCE_COUNT)
     """Number of instances (hosts `algo-1` ... `algo-N`)."""
 
     volume_size_gb: int = Field(default=30, ge=1)
