@@ -225,7 +225,7 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
         run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
                            {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
     except RunFailed as failure:
-        raise run_layout.failed_before_start(run_dir, job_name, failure) from None
+        raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
     return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, code_files=code_files,
                        world_size=world, hostname=hostname_shim(),
                        accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,
