@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cloud.jobs import Job
-from orchestrator.cloud.resolve import resolve_target
+from orchestrator.cloud.resolve import resolve
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.spec.loader import LoadedSpec, load, load_spec
@@ -24,14 +24,16 @@ __all__ = ["Job", "Plan", "attach", "build_estimator", "load_spec", "plan", "run
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
          max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
-    """Plans a job: resolves where it goes (spec, environment, infra stack), then builds the plan.
+    """Plans a job: applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
+    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan.
 
     Raises:
-        SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path.
+        SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
+        or a broken SDK defaults file.
     """
     loaded = load(spec) if isinstance(spec, (str, Path)) else spec
-    job_spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
-    return build_plan(loaded, resolve_target(job_spec, boto), job_name=job_name, max_source_bytes=max_source_bytes)
+    completed, target = resolve(loaded, boto)
+    return build_plan(completed, target, job_name=job_name, max_source_bytes=max_source_bytes)
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:

@@ -30,8 +30,11 @@ def isolated_environment(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(home / "sagemaker-user-config.yaml"))
-    monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(home / "sagemaker-admin-config.yaml"))
+    # Empty files: no defaults apply, and both SDK v2 and smtrain refuse a variable naming a missing file.
+    for variable, name in (("SAGEMAKER_USER_CONFIG_OVERRIDE", "sagemaker-user-config.yaml"),
+                           ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "sagemaker-admin-config.yaml")):
+        (home / name).write_text("")
+        monkeypatch.setenv(variable, str(home / name))
 
 
 def _free_port() -> int:

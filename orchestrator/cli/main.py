@@ -65,17 +65,25 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
     It is submit's gate: exits 2 whenever `submit` would refuse a file, which includes an unverified combination
     without `allow_unverified: true` (or --allow-unverified) and a channel given as a local path (fine for
-    `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass.
+    `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass, among them
+    each value the spec writes that contradicts the admin's SageMaker SDK defaults file.
     """
+    import dataclasses
+
     from orchestrator.cli.render import findings_text, summary_line
     from orchestrator.errors import SmtrainError
+    from orchestrator.planning.sdk_defaults import load_sdk_defaults
+    from orchestrator.planning.training_defaults import sdk_defaults_findings
     from orchestrator.spec.capabilities import submit_refusals
     from orchestrator.spec.loader import InvalidSpec, Problem, load
 
     results, failed = [], False
+    defaults = load_sdk_defaults()  # local files only: validate stays offline
     for file in files:
         try:
             loaded = load(file, overrides, allow_unverified=True if allow_unverified else None)
+            loaded = dataclasses.replace(loaded, findings=[*loaded.findings, *sdk_defaults_findings(loaded.spec,
+                                                                                                     defaults)])
             refusals = submit_refusals(loaded.spec, loaded.findings)
             if refusals:
                 raise InvalidSpec([Problem(loaded.where(finding.field), finding.field,

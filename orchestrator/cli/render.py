@@ -78,6 +78,7 @@ def print_plan(plan: Plan, full: bool = False) -> None:
              f"  output  {plan.target.output_path}",
              f"  source  {plan.source.directory}: {len(plan.source.files)} files, {plan.source.size_bytes / 1024:.1f} "
              f"KiB packed -> {plan.source_uri}"]
+    lines += [f"  {line}" for line in sources_lines(plan)]
     for name, location in plan.spec.channel_locations().items():
         lines.append(f"  input   {name}: {location}")
     lines.append(f"  hyperparameters  {_hyperparameters_line(document['spec']['hyperparameters'])}")
@@ -124,6 +125,22 @@ def _rank_lines(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
         lines.append(f"  ... {len(names) - len(shown)} more hosts (every rank in --output json)")
     lines.append(f"  {_master_note(plan)}")
     return lines
+
+
+def sources_lines(plan: Plan) -> list[str]:
+    """`from ...` lines for the values neither the spec file nor a default gave (all of them in --output json)."""
+    grouped: dict[str, list[str]] = {}
+    for name, source in plan.sources.items():
+        if source.kind in ("spec", "default"):
+            continue
+        if source.kind == "sdk-defaults":
+            origin, item = f"the {source.level}'s SageMaker SDK defaults {source.where}", f"{name} ({source.key})"
+        elif source.kind in ("--set", "environment", "fallback"):
+            origin, item = source.kind, f"{name} ({source.where})"
+        else:
+            origin, item = f"{source.kind} {source.where}", name
+        grouped.setdefault(origin, []).append(item)
+    return [f"from {origin}: {', '.join(items)}" for origin, items in grouped.items()]
 
 
 def _master_note(plan: Plan) -> str:

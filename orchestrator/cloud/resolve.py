@@ -1,17 +1,33 @@
-"""Where a job goes: region, execution role, output and code locations.
+"""Where a job goes: region, execution role, output and code locations, and the SDK defaults applied.
 
-Each comes from the spec first, then the environment, then the infra stack's outputs (one read-only
-CloudFormation call, made only when something is missing), then SageMaker Studio's execution role.
+Each comes from the spec first, then the environment, then the SageMaker SDK's defaults files, then the infra
+stack's outputs (one read-only CloudFormation call, made only when something is missing), then SageMaker
+Studio's execution role; an output path last from the SDK's default bucket (an STS call for the account).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem
+from orchestrator.planning.provenance import (
+    DEFAULT,
+    ENVIRONMENT,
+    FALLBACK,
+    INFRA_STACK,
+    SDK_DEFAULTS,
+    SPEC,
+    STUDIO,
+    Source,
+)
+from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefaults, load_sdk_defaults
 from orchestrator.planning.target import FALLBACK_REGION, Target, bucket_of
+from orchestrator.planning.training_defaults import apply_training_defaults, source_of
+from orchestrator.spec.capabilities import check
+from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
 
 ROLE_ENV = "SMTRAIN_ROLE"
@@ -31,41 +47,150 @@ def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
     return (boto.region_name, False) if boto.region_name else (FALLBACK_REGION, True)
 
 
-def resolve_target(spec: JobSpec, boto: Any | None = None) -> Target:
-    """Fills in what the spec leaves out.
+def resolve(loaded: LoadedSpec | JobSpec, boto: Any | None = None) -> tuple[LoadedSpec | JobSpec, Target]:
+    """The spec completed from the SageMaker SDK's defaults files, and where it goes (`resolve_target`).
+
+    Raises:
+        EnvironmentProblem: an SDK defaults file is broken, or no role or output path can be found.
+    """
+    spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
+    region, _ = resolve_region(spec, boto)
+    defaults = read_sdk_defaults(boto, region)
+    applied = apply_training_defaults(spec, defaults)
+    target = resolve_target(applied.spec, boto, defaults)
+    target = dataclasses.replace(target, training_defaults=applied.request,
+                                 sources={**target.sources, **applied.sources})
+    if isinstance(loaded, LoadedSpec):
+        findings = loaded.findings if applied.spec is spec else check(applied.spec)
+        return dataclasses.replace(loaded, spec=applied.spec, findings=[*findings, *applied.findings]), target
+    return applied.spec, target
+
+
+def read_sdk_defaults(boto: Any | None, region: str) -> SdkDefaults:
+    """The SDK defaults files; an s3:// location is read with this session, as the SDK reads it."""
+    def read_s3(uri: str) -> str:
+        from orchestrator.cloud.sdk import boto_session
+        from orchestrator.cloud.sdk_defaults_s3 import read_config_object
+
+        return read_config_object(boto or boto_session(region), uri)
+
+    return load_sdk_defaults(read_s3)
+
+
+def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults | None = None) -> Target:
+    """Fills in what the spec leaves out, noting where each value came from.
+
+    Role: the spec, $SMTRAIN_ROLE, the SDK defaults' RoleArn, the infra stack, Studio's execution role.
+    Output path: the spec, $SMTRAIN_OUTPUT_PATH, the SDK defaults' DefaultS3Bucket (and prefix), the infra
+    stack, then the SDK's own default bucket `sagemaker-<region>-<account>` (created on submit if missing).
 
     Raises:
         EnvironmentProblem: no role or output path can be found; the message lists every place to set one.
     """
+    defaults = defaults or SdkDefaults()
     region, fallback = resolve_region(spec, boto)
-    role = spec.role or os.environ.get(ROLE_ENV)
-    output_path = spec.output_path or os.environ.get(OUTPUT_PATH_ENV)
-    code_location = spec.code_location
+    sources: dict[str, Source] = {} if spec.region else {"region": _region_source(boto, fallback)}
+    role = _first(sources, "role", (spec.role, Source(SPEC)), (os.environ.get(ROLE_ENV), Source(ENVIRONMENT, ROLE_ENV)),
+                  _sdk_value(defaults, f"{TRAINING_JOB}.RoleArn"))
+    output_path = _first(sources, "output_path", (spec.output_path, Source(SPEC)),
+                         (os.environ.get(OUTPUT_PATH_ENV), Source(ENVIRONMENT, OUTPUT_PATH_ENV)),
+                         _sdk_bucket(defaults))
+    code_location = _first(sources, "code_location", (spec.code_location, Source(SPEC)))
+    bucket_to_create = None
+    if output_path and "output_path" in sources and sources["output_path"].kind == SDK_DEFAULTS:
+        bucket_to_create = bucket_of(output_path)
     if not role or not output_path:
         stack = _stack_outputs_or_none(boto, region)
         if stack is not None:
-            role = role or stack.role_arn
+            stack_source = Source(INFRA_STACK, stack.stack_name)
+            role = role or _first(sources, "role", (stack.role_arn, stack_source))
             if not output_path:
-                output_path, code_location = stack.output_path, code_location or stack.code_prefix
-        role = role or _studio_role(boto, region)
+                output_path = _first(sources, "output_path", (stack.output_path, stack_source))
+                code_location = code_location or _first(sources, "code_location", (stack.code_prefix, stack_source))
+        role = role or _first(sources, "role", (_studio_role(boto, region), Source(STUDIO, str(STUDIO_METADATA))))
     if not role:
         raise EnvironmentProblem(
-            "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, no smtrain infra stack "
-            "was found, and this is not SageMaker Studio",
+            "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, the SageMaker SDK "
+            "defaults set no SageMaker.TrainingJob.RoleArn, no smtrain infra stack was found, and this is not "
+            "SageMaker Studio",
             fix="set `role: arn:aws:iam::<account>:role/<name>` in the spec, export SMTRAIN_ROLE, "
             "or create one with `smtrain infra deploy`",
         )
     if not output_path:
-        raise EnvironmentProblem(
-            "no output_path: the spec has none, $SMTRAIN_OUTPUT_PATH is unset and no smtrain infra stack was found",
-            fix="set `output_path: s3://<bucket>/outputs/` in the spec, or create a bucket with `smtrain infra deploy`",
-        )
+        output_path = _first(sources, "output_path", _default_bucket(boto, region, defaults))
+        bucket_to_create = bucket_of(output_path)
     if not output_path.startswith("s3://"):
         raise EnvironmentProblem(f"output_path {output_path!r} is not an s3:// URI",
                                  fix="use s3://<bucket>/<prefix>/")
-    code_location = code_location or f"s3://{bucket_of(output_path)}/code"
+    if not code_location:
+        code_location = _first(sources, "code_location",
+                               (_code_next_to(output_path, sources.get("output_path"), defaults), Source(DEFAULT)))
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
-                  region_is_fallback=fallback)
+                  region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create)
+
+
+def _first(sources: dict[str, Source], name: str, *candidates: tuple[str | None, Source] | None) -> str | None:
+    """The first candidate with a value; its source is recorded under `name` unless it is the spec (the plan
+    knows the spec's own lines and --set overrides)."""
+    for candidate in candidates:
+        if candidate is not None and candidate[0]:
+            if candidate[1].kind != SPEC:
+                sources[name] = candidate[1]
+            return candidate[0]
+    return None
+
+
+def _region_source(boto: Any | None, fallback: bool) -> Source:
+    if fallback:
+        return Source(FALLBACK, FALLBACK_REGION)
+    if os.environ.get("AWS_REGION") and boto is None:
+        return Source(ENVIRONMENT, "AWS_REGION")
+    return Source(ENVIRONMENT, "boto3 region chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)")
+
+
+def _sdk_value(defaults: SdkDefaults, key: str) -> tuple[str, Source] | None:
+    setting = defaults.get(key)
+    return (setting.value, source_of(setting)) if setting else None
+
+
+def _sdk_bucket(defaults: SdkDefaults) -> tuple[str, Source] | None:
+    """Session.DefaultS3Bucket (and DefaultS3ObjectKeyPrefix) as the SDK's default output path:
+    `s3_path_join("s3://", bucket, prefix, with_end_slash=True)`."""
+    bucket = defaults.get(f"{SESSION}.DefaultS3Bucket")
+    if bucket is None:
+        return None
+    return sdk_output_path(bucket.value, _prefix(defaults)), source_of(bucket)
+
+
+def _prefix(defaults: SdkDefaults) -> str | None:
+    prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
+    return prefix.value if prefix else None
+
+
+def sdk_output_path(bucket: str, prefix: str | None) -> str:
+    """sagemaker.s3.s3_path_join("s3://", bucket, prefix, with_end_slash=True): slashes collapsed, one at the end."""
+    parts = [part.strip("/") for part in (bucket, prefix or "") if part.strip("/")]
+    joined = "/".join(parts)
+    while "//" in joined:
+        joined = joined.replace("//", "/")
+    return f"s3://{joined}/"
+
+
+def _code_next_to(output_path: str, source: Source | None, defaults: SdkDefaults) -> str:
+    """`code` beside the outputs: under the session's prefix when the bucket is the SDK's."""
+    prefix = _prefix(defaults) if source is not None and source.kind in (SDK_DEFAULTS, FALLBACK) else None
+    return sdk_output_path(bucket_of(output_path), prefix) + "code" if prefix else f"s3://{bucket_of(output_path)}/code"
+
+
+def _default_bucket(boto: Any | None, region: str, defaults: SdkDefaults) -> tuple[str, Source] | None:
+    """`sagemaker-<region>-<account>`, as the SDK names its default bucket (session.py
+    `generate_default_sagemaker_bucket_name`); None when the account cannot be read (no credentials)."""
+    from orchestrator.cloud.default_bucket import default_bucket_name
+
+    name = default_bucket_name(boto, region)
+    if name is None:
+        return None
+    return sdk_output_path(name, _prefix(defaults)), Source(FALLBACK, f"the SageMaker SDK's default bucket {name}")
 
 
 def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:

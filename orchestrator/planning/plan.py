@@ -7,12 +7,13 @@ plan's request and adds nothing to it; `smtrain local` runs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.estimator import estimator_kwargs
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
+from orchestrator.planning.provenance import DEFAULT, Source, leaves
 from orchestrator.planning.request import RequestContext, create_training_job_request
 from orchestrator.planning.target import Target
 from orchestrator.redact import redact
@@ -101,6 +102,9 @@ class Plan:
     create_training_job_request: dict[str, Any]
     cost: Cost
     findings: list[Finding]
+    sources: dict[str, Source] = field(default_factory=dict)
+    """Where each resolved value came from: every leaf of the spec (dotted), plus the request values that have
+    no spec field (output_kms_key, volume_kms_key, disable_profiler, debug_hook)."""
 
     @property
     def source_uri(self) -> str:
@@ -124,6 +128,7 @@ class Plan:
             "create_training_job_request": self.create_training_job_request,
             "cost": self.cost.to_dict(),
             "warnings": [finding.__dict__ for finding in self.findings],
+            "sources": {name: source.to_dict() for name, source in self.sources.items()},
             "source": {"directory": str(self.source.directory), "files": list(self.source.files),
                        "size_bytes": self.source.size_bytes, "sha256": self.source.sha256,
                        "s3_uri": self.source_uri},
@@ -173,7 +178,25 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     _require_hyperparameter_room(request)
     return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
                 source=source, estimator_kwargs=estimator_kwargs(job_spec, target, source_uri),
-                create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings)
+                create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings,
+                sources=value_sources(spec, target))
+
+
+def value_sources(spec: JobSpec | LoadedSpec, target: Target) -> dict[str, Source]:
+    """The origin of every leaf of the spec, then of the request values without a spec field: what resolving
+    filled in (target.sources), else the spec file's line or --set, else the model's default."""
+    job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
+    found: dict[str, Source] = {}
+    for path, _ in leaves(job_spec.model_dump(mode="json")):
+        if path in target.sources:
+            found[path] = target.sources[path]
+        elif not isinstance(spec, LoadedSpec):
+            found[path] = Source("spec")
+        else:
+            origin = spec.origin(path)
+            found[path] = Source(origin, spec.where(path)) if origin else Source(DEFAULT)
+    found.update((path, source) for path, source in target.sources.items() if path not in found)
+    return found
 
 
 def _require_hyperparameter_room(request: dict[str, Any]) -> None:

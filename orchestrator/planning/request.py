@@ -242,13 +242,17 @@ def _debugger_and_profiler(context: RequestContext) -> dict[str, Any]:
     `_prepare_profiler_for_training`, Framework `_validate_and_set_debugger_configs`)."""
     spec, output_path = context.spec, context.target.output_path
     region_supported = context.target.region.lower() not in _NO_DEBUGGER_REGIONS
+    defaults = context.target.training_defaults
     extra: dict[str, Any] = {}
     # Framework drops the hook for "distributed" jobs with checkpoints (SMDebug does not support them); its test
     # `instance_count > 1 or self.distribution is not None` holds for every PyTorch job, whose distribution
     # defaults to {}, so any checkpoint drops it.
-    if region_supported and not spec.checkpoint:
+    # The SDK defaults' Estimator.DebugHookConfig: false drops the hook (estimator.py keeps False as no hook).
+    if region_supported and not spec.checkpoint and defaults.debug_hook is not False:
         extra["DebugHookConfig"] = {"S3OutputPath": output_path, "CollectionConfigurations": []}
-    if region_supported and not context.instance.family.startswith("trn"):
+    # ProfilerConfig.DisableProfiler from the SDK defaults: `_prepare_profiler_for_training` then sends only
+    # {"DisableProfiler": true}.
+    if region_supported and not context.instance.family.startswith("trn") and not defaults.disable_profiler:
         extra["ProfilerConfig"] = {"S3OutputPath": output_path, "DisableProfiler": False}
     else:
         extra["ProfilerConfig"] = {"DisableProfiler": True}

@@ -6,7 +6,11 @@ the emulator makes a local one. Given a Target, planning needs no AWS call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from orchestrator.planning.provenance import Source
+from orchestrator.planning.training_defaults import TrainingDefaults
 
 # The region a plan assumes when nothing names one (flagged; submit refuses to send a job there).
 FALLBACK_REGION = "us-east-1"
@@ -19,6 +23,14 @@ class Target:
     output_path: str
     code_location: str
     region_is_fallback: bool = False
+    training_defaults: TrainingDefaults = TrainingDefaults()
+    """Request values from the SageMaker SDK's defaults that have no spec field (KMS keys, profiler, hook)."""
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """Where the values that did not come from the spec came from: role, region, output_path, code_location,
+    and each field the SDK defaults filled in."""
+    bucket_to_create: str | None = None
+    """The SDK's default bucket (`sagemaker-<region>-<account>`), when nothing named an output path: submit
+    creates it if it does not exist yet, after saying so."""
 
     @property
     def bucket(self) -> str:

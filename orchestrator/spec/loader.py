@@ -87,6 +87,14 @@ class LoadedSpec:
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
 
+    def origin(self, dotted: str) -> str | None:
+        """"--set" when an override wrote the field (or a mapping holding it), "spec" when the file does, None
+        when neither did (a default)."""
+        loc = _loc_of(dotted)
+        if any(loc[:depth] in self._overrides for depth in range(len(loc), 0, -1)):
+            return "--set"
+        return "spec" if loc in self._positions else None
+
 
 def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None) -> LoadedSpec:
     """Reads, validates and capability-checks a spec file.

@@ -1,0 +1,122 @@
+"""The SageMaker SDK's default bucket: the SDK defaults' DefaultS3Bucket, else `sagemaker-<region>-<account>`.
+
+Both SDKs write a job's outputs there when nothing else names a place, and create the bucket when it is missing
+(session.py `default_bucket`, `_create_s3_bucket_if_it_does_not_exist`); a bucket of that generated name that
+already exists must belong to this account (the SDK's ExpectedBucketOwner check: someone else could have taken
+the name first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.cloud.aws_errors import aws_errors
+from orchestrator.errors import AwsError
+
+
+@dataclass(frozen=True)
+class DefaultBucket:
+    """What `smtrain check` reports: the bucket a job without an output path would use, and whether it exists."""
+
+    name: str
+    output_path: str
+    source: str
+    exists: bool
+
+
+def default_bucket_name(boto: Any | None, region: str) -> str | None:
+    """`sagemaker-<region>-<account>` (session.py `generate_default_sagemaker_bucket_name`, one STS call);
+    None without credentials."""
+    account = _account(boto, region)
+    return None if account is None else f"sagemaker-{region}-{account}"
+
+
+def _account(boto: Any | None, region: str) -> str | None:
+    from botocore.exceptions import NoCredentialsError
+
+    from orchestrator.cloud.sdk import boto_session, client
+
+    with aws_errors("reading this account's id (sts:GetCallerIdentity) to name the SDK's default bucket"):
+        try:
+            return client(boto or boto_session(region), "sts").get_caller_identity()["Account"]
+        except NoCredentialsError:
+            return None
+
+
+def default_bucket(boto: Any | None = None, region: str | None = None) -> DefaultBucket | None:
+    """The bucket and output path a spec without output_path gets from the SDK defaults or the SDK's naming,
+    and whether that bucket exists (one HeadBucket). None without credentials.
+
+    Raises:
+        EnvironmentProblem: an SDK defaults file is broken.
+        AwsError: STS or S3 refused the call.
+    """
+    from orchestrator.cloud.resolve import read_sdk_defaults, sdk_output_path
+    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.planning.sdk_defaults import SESSION
+
+    boto = boto or boto_session(region)
+    region = boto.region_name or region
+    defaults = read_sdk_defaults(boto, region)
+    configured = defaults.get(f"{SESSION}.DefaultS3Bucket")
+    prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
+    if configured is not None:
+        name, source = configured.value, f"SDK defaults ({configured.file.level}) {configured.file.location}"
+    else:
+        name, source = default_bucket_name(boto, region), "the SageMaker SDK's naming: sagemaker-<region>-<account>"
+        if name is None:
+            return None
+    return DefaultBucket(name, sdk_output_path(name, prefix.value if prefix else None), source,
+                         bucket_exists(boto, name))
+
+
+def bucket_exists(boto: Any, name: str, expected_owner: str | None = None) -> bool:
+    """HeadBucket: False on 404.
+
+    Raises:
+        AwsError: 403 (another account's bucket, or no permission), or another failure.
+    """
+    from botocore.exceptions import ClientError
+
+    from orchestrator.cloud.sdk import client
+
+    extra = {"ExpectedBucketOwner": expected_owner} if expected_owner else {}
+    with aws_errors(f"looking for S3 bucket {name}"):
+        try:
+            client(boto, "s3").head_bucket(Bucket=name, **extra)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+                return False
+            if exc.response.get("Error", {}).get("Code") == "403" and expected_owner:
+                raise AwsError(f"S3 bucket {name} exists but does not belong to account {expected_owner}, so the "
+                               "job's outputs will not be written there",
+                               fix="name an output_path in the spec (or $SMTRAIN_OUTPUT_PATH, or the SDK defaults' "
+                                   "SageMaker.PythonSDK.Modules.Session.DefaultS3Bucket)") from None
+            raise
+    return True
+
+
+def ensure_bucket(boto: Any, name: str, say: Callable[[str], None], generated: bool) -> bool:
+    """Creates the SDK's default bucket when it does not exist, after saying so. True when created.
+
+    Args:
+        generated: the name is `sagemaker-<region>-<account>`: an existing bucket must be this account's.
+    """
+    from orchestrator.cloud.sdk import client
+
+    region = boto.region_name
+    owner = _account(boto, region) if generated else None
+    if bucket_exists(boto, name, owner):
+        return False
+    say(f"creating S3 bucket {name} in {region}: nothing named an output path, so the job writes to the "
+        "SageMaker SDK's default bucket, which the SDK creates as well")
+    location = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    with aws_errors(f"creating S3 bucket {name}"):
+        s3 = client(boto, "s3")
+        try:
+            s3.create_bucket(Bucket=name, **location)
+        except s3.exceptions.BucketAlreadyOwnedByYou:
+            return False
+    return True

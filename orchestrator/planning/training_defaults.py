@@ -1,0 +1,179 @@
+"""The SDK defaults' `SageMaker.TrainingJob` values applied to a spec, as SDK v2 applies them to an estimator.
+
+What the spec says wins (`resolve_value_from_config`: a given value beats the config), so a value applies only
+where the spec is silent: a field it does not write (`enable_network_isolation: false` written out is a value).
+Each the way v2 does it (sagemaker 2.257.7):
+
+* VpcConfig: Subnets and SecurityGroupIds each where the spec has none (estimator.py resolves them apart);
+* EnableNetworkIsolation, EnableInterContainerTrafficEncryption: where the spec does not write them;
+* Environment: the config's mapping only where the spec writes no `environment:` at all; a spec's mapping
+  replaces it whole (v2 does not merge the two);
+* Tags: the config's tags appended after the spec's, except keys the spec has (session.py
+  `_append_sagemaker_config_tags`);
+* OutputDataConfig.KmsKeyId always; ResourceConfig.VolumeKmsKeyId only on instances that take an EBS key
+  (utils.py `instance_supports_kms`: not g5, g6, p5, trn1 nor a family with `d`, whose volumes are local NVMe);
+* ProfilerConfig.DisableProfiler and PythonSDK.Modules.Estimator.DebugHookConfig.
+
+RoleArn and the session's DefaultS3Bucket / DefaultS3ObjectKeyPrefix are resolved with the other account-side
+values in `orchestrator.cloud.resolve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.planning.provenance import SDK_DEFAULTS, Source
+from orchestrator.planning.sdk_defaults import ESTIMATOR, TRAINING_JOB, SdkDefaults, Setting
+from orchestrator.redact import MASK, is_secret_name
+from orchestrator.spec.capabilities import Finding
+from orchestrator.spec.model import JobSpec
+
+_SOURCE = "the SageMaker SDK's defaults configuration (docs/sdk-defaults.md)"
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """The request values that have no spec field, from the SDK defaults (None: not set there)."""
+
+    output_kms_key: str | None = None
+    volume_kms_key: str | None = None
+    disable_profiler: bool | None = None
+    debug_hook: bool | None = None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A spec with the SDK defaults applied, the request values without a spec field, and the origin of each
+    value the defaults supplied (dotted spec paths, and `output_kms_key` ... for the rest)."""
+
+    spec: JobSpec
+    request: TrainingDefaults = TrainingDefaults()
+    sources: dict[str, Source] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def source_of(setting: Setting, key: str | None = None) -> Source:
+    return Source(SDK_DEFAULTS, where=setting.file.location, key=key or setting.key, level=setting.file.level)
+
+
+def instance_supports_kms(instance_type: str) -> bool:
+    """sagemaker/utils.py `volume_size_supported`: instances whose volume is local NVMe take no EBS KMS key."""
+    family = instance_type.split(".")[1] if instance_type.startswith("ml.") else instance_type.split(".")[0]
+    return "d" not in family and not family.startswith(("g5", "g6", "p5", "trn1"))
+
+
+def apply_training_defaults(spec: JobSpec, defaults: SdkDefaults) -> Applied:
+    """The spec as the SDK would complete it from `defaults`; findings where the spec contradicts the admin."""
+    if not defaults.files:
+        return Applied(spec)
+    sources: dict[str, Source] = {}
+    network: dict[str, Any] = {}
+    said = spec.network.model_fields_set
+    for name, key in (("subnets", "VpcConfig.Subnets"), ("security_group_ids", "VpcConfig.SecurityGroupIds")):
+        setting = defaults.get(f"{TRAINING_JOB}.{key}")
+        if setting is not None and not getattr(spec.network, name):
+            network[name] = list(setting.value)
+            sources[f"network.{name}"] = source_of(setting)
+    for name, key in (("enable_network_isolation", "EnableNetworkIsolation"),
+                      ("encrypt_inter_container_traffic", "EnableInterContainerTrafficEncryption")):
+        setting = defaults.get(f"{TRAINING_JOB}.{key}")
+        if setting is not None and name not in said:
+            network[name] = setting.value
+            sources[f"network.{name}"] = source_of(setting)
+    update: dict[str, Any] = {}
+    if network:
+        update["network"] = spec.network.model_copy(update=network)
+    environment = defaults.get(f"{TRAINING_JOB}.Environment")
+    if environment is not None and "environment" not in spec.model_fields_set:
+        update["environment"] = {str(name): str(value) for name, value in environment.value.items()}
+        for name in environment.value:
+            sources[f"environment.{name}"] = source_of(defaults.get(f"{TRAINING_JOB}.Environment.{name}"))
+    tags = defaults.get(f"{TRAINING_JOB}.Tags")
+    if tags is not None:
+        merged = dict(spec.tags)
+        for tag in tags.value:
+            if tag["Key"] not in merged:
+                merged[tag["Key"]] = tag["Value"]
+                sources[f"tags.{tag['Key']}"] = source_of(tags)
+        update["tags"] = merged
+    request, extra = _request_values(spec, defaults)
+    sources.update(extra)
+    applied = spec.model_copy(update=update) if update else spec
+    return Applied(applied, request, sources, contradictions(spec, defaults))
+
+
+def _request_values(spec: JobSpec, defaults: SdkDefaults) -> tuple[TrainingDefaults, dict[str, Source]]:
+    keys = {"output_kms_key": f"{TRAINING_JOB}.OutputDataConfig.KmsKeyId",
+            "volume_kms_key": f"{TRAINING_JOB}.ResourceConfig.VolumeKmsKeyId",
+            "disable_profiler": f"{TRAINING_JOB}.ProfilerConfig.DisableProfiler",
+            "debug_hook": f"{ESTIMATOR}.DebugHookConfig"}
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for name, key in keys.items():
+        setting = defaults.get(key)
+        if setting is None or (name == "volume_kms_key" and not instance_supports_kms(spec.instance.type)):
+            continue
+        values[name] = setting.value
+        sources[name] = source_of(setting)
+    return TrainingDefaults(**values), sources
+
+
+def sdk_defaults_findings(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
+    """What `validate` says about the SDK defaults: contradictions with the admin's, and S3 locations that
+    only plan and submit read."""
+    unread = [Finding(rule="sdk-defaults-unread", severity="notice", field="",
+                      message=f"the SageMaker SDK defaults at {location} are read by plan and submit, not by "
+                              "validate (offline)", fix="run `smtrain plan` to see the values they apply",
+                      source=_SOURCE) for location in defaults.unread]
+    return [*contradictions(spec, defaults), *unread]
+
+
+def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
+    """A finding for each value the spec writes that differs from the admin's default, naming both."""
+    admin_file = next((config.location for config in defaults.files if config.level == "admin"), None)
+    if admin_file is None:
+        return []
+    found = []
+
+    def differs(field_name: str, key: str, spec_value: Any, fix: str) -> None:
+        admin = defaults.admin_value(f"{TRAINING_JOB}.{key}")
+        if admin is not None and spec_value is not None and spec_value != admin:
+            found.append(Finding(
+                rule="contradicts-admin-sdk-defaults", severity="notice", field=field_name,
+                message=f"the spec's {field_name}: {_shown(spec_value)} contradicts the admin's SDK defaults "
+                        f"({admin_file}: SageMaker.TrainingJob.{key}: {_shown(admin)}); the spec's value is sent, "
+                        "and a policy that requires the admin's may refuse the job",
+                fix=fix, source=_SOURCE))
+
+    said = spec.network.model_fields_set
+    for name, key in (("enable_network_isolation", "EnableNetworkIsolation"),
+                      ("encrypt_inter_container_traffic", "EnableInterContainerTrafficEncryption")):
+        if name in said:
+            differs(f"network.{name}", key, getattr(spec.network, name), f"remove network.{name} from the spec")
+    for name, key in (("subnets", "VpcConfig.Subnets"), ("security_group_ids", "VpcConfig.SecurityGroupIds")):
+        value = getattr(spec.network, name)
+        differs(f"network.{name}", key, list(value) if value else None,
+                "remove network.subnets and network.security_group_ids to use the admin's VPC")
+    differs("role", "RoleArn", spec.role if spec.role and spec.role.startswith("arn:") else None,
+            "remove role: from the spec to use the admin's role")
+    if "environment" in spec.model_fields_set:
+        differs("environment", "Environment", dict(spec.environment),
+                "remove environment: to get the admin's variables, or write them into the spec's environment")
+    admin_tags = {tag["Key"]: tag["Value"] for tag in defaults.admin_value(f"{TRAINING_JOB}.Tags") or []}
+    for name, value in spec.tags.items():
+        if name in admin_tags and admin_tags[name] != value:
+            found.append(Finding(
+                rule="contradicts-admin-sdk-defaults", severity="notice", field=f"tags.{name}",
+                message=f"the spec's tags.{name}: {value!r} contradicts the admin's SDK defaults ({admin_file}: "
+                        f"SageMaker.TrainingJob.Tags {name}={admin_tags[name]!r}); the spec's tag is sent",
+                fix=f"remove tags.{name} from the spec to carry the admin's value", source=_SOURCE))
+    return found
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{name}: {MASK if is_secret_name(name) else item}" for name, item in value.items()) + "}"
+    return str(value)
