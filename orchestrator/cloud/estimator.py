@@ -54,7 +54,15 @@ def build(job_plan: Plan, session: Any) -> Any:
         CapabilityError: the SDK's constructor refused the combination.
         EnvironmentProblem: SDK v2 is not installed (v3 or nothing is).
     """
-    kwargs = sdk_kwargs(job_plan)
+    return build_from(sdk_kwargs(job_plan), session)
+
+
+def build_from(kwargs: dict[str, Any], session: Any) -> Any:
+    """`sagemaker.pytorch.PyTorch(**kwargs)` on `session`.
+
+    Raises:
+        CapabilityError: the SDK's constructor refused the combination.
+    """
     sagemaker = import_sagemaker()
     try:
         # A copy: the SDK writes its own sagemaker_* keys into the hyperparameters dict it is given.

@@ -14,11 +14,12 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
-from orchestrator.cloud.estimator import build
+from orchestrator.cloud.estimator import build, build_from
 from orchestrator.cloud.sdk import boto_session, sagemaker_session
 from orchestrator.planning.plan import Plan
 
 ACCOUNT = "123456789012"
+EXISTING_BUCKETS = ("platform-bucket", "research-bucket")
 
 
 class DryRunViolation(RuntimeError):
@@ -45,6 +46,8 @@ def _fake_response(key: str, params: dict[str, Any], region: str) -> dict[str, A
         name = params["RoleName"]
         return {"Role": {"Path": "/", "RoleName": name, "RoleId": "AROAREFEREE", "Arn": role_arn(name),
                          "CreateDate": "2026-01-01T00:00:00Z"}}
+    if key == "s3.ListBuckets":  # Session.default_bucket() checking that the SDK defaults' bucket exists
+        return {"Buckets": [{"Name": name, "CreationDate": "2026-01-01T00:00:00Z"} for name in EXISTING_BUCKETS]}
     raise DryRunViolation(f"the SDK made a call the referee does not answer: {key}")
 
 
@@ -52,9 +55,14 @@ def role_arn(name: str) -> str:
     return f"arn:aws:iam::{ACCOUNT}:role/{name}"
 
 
-def capture_create_training_job(job_plan: Plan) -> Capture:
+def capture_create_training_job(job_plan: Plan, kwargs: dict[str, Any] | None = None,
+                                sagemaker_config: dict[str, Any] | None = None) -> Capture:
     """Builds the plan's real v2 estimator (`orchestrator.cloud.estimator.build`, what `build_estimator` returns)
     and runs its `fit(wait=False)` against a network that isn't there.
+
+    Args:
+        kwargs: the estimator's arguments instead of the plan's (what a user would write).
+        sagemaker_config: the session's SDK defaults document (default: the telemetry opt-out only).
 
     Raises:
         CapabilityError: v2 refused the estimator (constructor) or the job (fit).
@@ -85,7 +93,11 @@ def capture_create_training_job(job_plan: Plan) -> Capture:
     boto.events.register("before-parameter-build", record)
     boto.events.register("before-call", short_circuit)
     boto.events.register("before-send", refuse)
-    estimator = build(job_plan, sagemaker_session(boto, job_plan.target.bucket))
+    session = sagemaker_session(boto, job_plan.target.bucket)
+    if sagemaker_config is not None:
+        session = type(session)(boto_session=boto, sagemaker_client=session.sagemaker_client,
+                                sagemaker_config=sagemaker_config)
+    estimator = build(job_plan, session) if kwargs is None else build_from(kwargs, session)
     try:
         estimator.fit(inputs=job_plan.inputs or None, job_name=job_plan.job_name, wait=False, logs=False)
     except ValueError as exc:
