@@ -172,7 +172,7 @@ def submit(
     job_plan = plan(
         load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)
     )
-    job = submit_plan(job_plan, boto=ctx.obj)
+    job = submit_plan(job_plan, boto=ctx.obj, say=lambda text: click.echo(text, err=True))
     assert job.submission is not None
     if output == "text":
         _print_submission(job.submission)

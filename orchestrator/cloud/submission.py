@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,8 @@ class Submission:
 
     plan: Plan
     source_uploaded: bool
+    bucket_created: bool = False
+    """The SDK's default bucket did not exist and this submit created it."""
 
     def to_dict(self) -> dict[str, Any]:
         job_plan = self.plan
@@ -50,6 +53,7 @@ class Submission:
             "instance_type": job_plan.spec.instance_type,
             "instance_count": job_plan.spec.host_count,
             "cost": job_plan.cost.to_dict(),
+            "bucket_created": job_plan.target.bucket if self.bucket_created else None,
             "source": {
                 "s3_uri": job_plan.source_uri,
                 "size_bytes": job_plan.source.size_bytes,
@@ -62,19 +66,23 @@ class Submission:
         cost = self.plan.cost
         worst = "no price on record" if cost.max_total is None else f"{cost.currency} {cost.max_total:,.2f}"
         source = "uploaded" if self.source_uploaded else "reused (already in S3)"
+        created = [("bucket", f"{self.plan.target.bucket} (created)")] if self.bucket_created else []
         return [
+            *created,
             ("world size", str(self.plan.topology.world_size)),
             ("worst-case cost", worst),
             ("source", f"{self.plan.source.size_bytes / 1024:.1f} KiB, {source}"),
         ]
 
 
-def submit(job_plan: Plan, *, boto: Any | None = None) -> Job:
+def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None] | None = None) -> Job:
     """Uploads the plan's source (once) and creates exactly its job, exactly once.
 
     Args:
         job_plan: the plan to send (`orchestrator.plan(...)`).
         boto: the boto3 session to use; its region must be the plan's. Default: boto3's chain in that region.
+        say: told, before it happens, that the SDK's default bucket is about to be created (default: a
+            warning on the `orchestrator` logger).
 
     Returns:
         A handle on the created job, with `.submission` saying what was sent.
@@ -101,9 +109,22 @@ def submit(job_plan: Plan, *, boto: Any | None = None) -> Job:
         )
     boto = boto or boto_session(region)
     job_plan = _with_role_arn(job_plan, boto)
+    created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
     uploaded = ensure_source_uploaded(job_plan, boto)
     _create_training_job_once(job_plan, boto)
-    return Job(job_plan.job_name, boto, Submission(job_plan, uploaded))
+    return Job(job_plan.job_name, boto, Submission(job_plan, uploaded, created))
+
+
+def _ensure_default_bucket(job_plan: Plan, boto: Any, say: Callable[[str], None]) -> bool:
+    """The SDK's default bucket (from the SDK defaults, or sagemaker-<region>-<account>) exists, or is made."""
+    from orchestrator.cloud.default_bucket import ensure_bucket
+    from orchestrator.planning.provenance import FALLBACK
+
+    bucket = job_plan.target.bucket_to_create
+    if bucket is None:
+        return False
+    source = job_plan.target.sources.get("output_path")
+    return ensure_bucket(boto, bucket, say, generated=source is not None and source.kind == FALLBACK)
 
 
 def _with_role_arn(job_plan: Plan, boto: Any) -> Plan:
