@@ -27,15 +27,16 @@ class SageMakerBackend:
         self.boto = boto or boto_session(region)
 
     def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
-        from orchestrator.cloud.resolve import resolve_target
+        from orchestrator.cloud.resolve import resolve
         from orchestrator.planning.plan import build_plan
 
         if isinstance(spec, Plan):
             if spec.target.output_path.startswith("s3://"):
                 return spec
-            return build_plan(spec.spec, resolve_target(spec.spec, self.boto), job_name=spec.job_name)
-        job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
-        return build_plan(spec, resolve_target(job_spec, self.boto))
+            completed, target = resolve(spec.spec, self.boto)
+            return build_plan(completed, target, job_name=spec.job_name)
+        completed, target = resolve(spec, self.boto)
+        return build_plan(completed, target)
 
     def schedule(self, plan: Plan) -> str:
         from orchestrator.cloud.submission import submit
