@@ -16,7 +16,7 @@ from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, pa
 from orchestrator.planning.provenance import DEFAULT, Source, leaves
 from orchestrator.planning.request import RequestContext, create_training_job_request
 from orchestrator.planning.target import Target
-from orchestrator.redact import redact
+from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec import images
 from orchestrator.spec.capabilities import Finding, check
 from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
@@ -186,6 +186,7 @@ def value_sources(spec: JobSpec | LoadedSpec, target: Target) -> dict[str, Sourc
     """The origin of every leaf of the spec, then of the request values without a spec field: what resolving
     filled in (target.sources), else the spec file's line or --set, else the model's default."""
     job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
+    secrets = secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags)  # --set texts hold values
     found: dict[str, Source] = {}
     for path, _ in leaves(job_spec.model_dump(mode="json")):
         if path in target.sources:
@@ -194,7 +195,7 @@ def value_sources(spec: JobSpec | LoadedSpec, target: Target) -> dict[str, Sourc
             found[path] = Source("spec")
         else:
             origin = spec.origin(path)
-            found[path] = Source(origin, spec.where(path)) if origin else Source(DEFAULT)
+            found[path] = Source(origin, mask_text(spec.where(path), secrets)) if origin else Source(DEFAULT)
     found.update((path, source) for path, source in target.sources.items() if path not in found)
     return found
 

@@ -265,3 +265,12 @@ def test_validate_is_quiet_when_the_spec_agrees_or_only_the_user_file_differs(tm
     assert result.exit_code == 0
     assert [warning for warning in json.loads(result.output)[0]["warnings"]
             if warning["rule"] == "contradicts-admin-sdk-defaults"] == []
+
+
+def test_sources_never_show_a_secret_given_with_set(tmp_path, configs):
+    configs()
+    spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/")
+    result = CliRunner().invoke(main, ["plan", str(spec), "-o", "json", "--set", "environment.HF_TOKEN=s3cr3t-value"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"]["environment.HF_TOKEN"]["from"] == "--set"
+    assert "s3cr3t-value" not in result.stdout
