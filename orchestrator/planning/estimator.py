@@ -71,8 +71,8 @@ def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str
         kwargs["subnets"] = list(spec.network.subnets)
         kwargs["security_group_ids"] = list(spec.network.security_group_ids)
     defaults = target.training_defaults
-    kwargs["output_kms_key"] = defaults.output_kms_key
-    kwargs["volume_kms_key"] = defaults.volume_kms_key
+    kwargs["output_kms_key"] = spec.output_kms_key
+    kwargs["volume_kms_key"] = spec.volume_kms_key
     if defaults.disable_profiler:
         kwargs["disable_profiler"] = True
     if defaults.debug_hook is False:

@@ -10,8 +10,9 @@ Each the way v2 does it (sagemaker 2.257.7):
   replaces it whole (v2 does not merge the two);
 * Tags: the config's tags appended after the spec's, except keys the spec has (session.py
   `_append_sagemaker_config_tags`);
-* OutputDataConfig.KmsKeyId always; ResourceConfig.VolumeKmsKeyId only on instances that take an EBS key
-  (utils.py `instance_supports_kms`: not g5, g6, p5, trn1 nor a family with `d`, whose volumes are local NVMe);
+* OutputDataConfig.KmsKeyId and ResourceConfig.VolumeKmsKeyId where the spec has no `output_kms_key` /
+  `volume_kms_key`, the volume key only on instances that take an EBS key (utils.py `instance_supports_kms`:
+  not g5, g6, p5, trn1 nor a family with `d`, whose volumes are local NVMe);
 * ProfilerConfig.DisableProfiler and PythonSDK.Modules.Estimator.DebugHookConfig.
 
 RoleArn and the session's DefaultS3Bucket / DefaultS3ObjectKeyPrefix are resolved with the other account-side
@@ -36,8 +37,6 @@ _SOURCE = "the SageMaker SDK's defaults configuration (docs/sdk-defaults.md)"
 class TrainingDefaults:
     """The request values that have no spec field, from the SDK defaults (None: not set there)."""
 
-    output_kms_key: str | None = None
-    volume_kms_key: str | None = None
     disable_profiler: bool | None = None
     debug_hook: bool | None = None
 
@@ -97,26 +96,43 @@ def apply_training_defaults(spec: JobSpec, defaults: SdkDefaults) -> Applied:
                 merged[tag["Key"]] = tag["Value"]
                 sources[f"tags.{tag['Key']}"] = source_of(tags)
         update["tags"] = merged
-    request, extra = _request_values(spec, defaults)
+    keys, request, extra = _request_values(spec, defaults)
+    update.update(keys)
     sources.update(extra)
     applied = spec.model_copy(update=update) if update else spec
     return Applied(applied, request, sources, contradictions(spec, defaults))
 
 
-def _request_values(spec: JobSpec, defaults: SdkDefaults) -> tuple[TrainingDefaults, dict[str, Source]]:
+def _request_values(spec: JobSpec, defaults: SdkDefaults) -> tuple[dict[str, Any], TrainingDefaults,
+                                                                   dict[str, Source]]:
+    """The KMS keys (spec fields: the spec's own win) and the values without a spec field."""
+    update: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
     keys = {"output_kms_key": f"{TRAINING_JOB}.OutputDataConfig.KmsKeyId",
             "volume_kms_key": f"{TRAINING_JOB}.ResourceConfig.VolumeKmsKeyId",
             "disable_profiler": f"{TRAINING_JOB}.ProfilerConfig.DisableProfiler",
             "debug_hook": f"{ESTIMATOR}.DebugHookConfig"}
-    values: dict[str, Any] = {}
-    sources: dict[str, Source] = {}
     for name, key in keys.items():
         setting = defaults.get(key)
-        if setting is None or (name == "volume_kms_key" and not instance_supports_kms(spec.instance.type)):
+        if setting is None or (name == "volume_kms_key" and not _takes_volume_key(spec)):
             continue
-        values[name] = setting.value
+        if name.endswith("_kms_key"):
+            if getattr(spec, name) is not None:
+                continue
+            update[name] = setting.value
+        else:
+            values[name] = setting.value
         sources[name] = source_of(setting)
-    return TrainingDefaults(**values), sources
+    return update, TrainingDefaults(**values), sources
+
+
+def _takes_volume_key(spec: JobSpec) -> bool:
+    """estimator.py: the config's volume key only where an instance type (or a group's) takes one."""
+    instance = spec.instance
+    types = [instance.type] if instance.type else []
+    types += [group.type for group in instance.groups] + [choice.type for choice in instance.preferences]
+    return any(instance_supports_kms(name) for name in types)
 
 
 def sdk_defaults_findings(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
@@ -155,6 +171,9 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
         value = getattr(spec.network, name)
         differs(f"network.{name}", key, list(value) if value else None,
                 "remove network.subnets and network.security_group_ids to use the admin's VPC")
+    for name, key in (("output_kms_key", "OutputDataConfig.KmsKeyId"),
+                      ("volume_kms_key", "ResourceConfig.VolumeKmsKeyId")):
+        differs(name, key, getattr(spec, name), f"remove {name} from the spec to use the admin's key")
     differs("role", "RoleArn", spec.role if spec.role and spec.role.startswith("arn:") else None,
             "remove role: from the spec to use the admin's role")
     if "environment" in spec.model_fields_set:

@@ -102,12 +102,13 @@ def test_a_silent_spec_gets_every_admin_default(tmp_path, configs):
 def test_the_spec_wins_where_it_speaks(tmp_path, configs):
     configs(admin=ADMIN)
     spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://mine/out/", environment={"MINE": "1"},
-                 tags={"team": "research", "project": "x"},
+                 tags={"team": "research", "project": "x"}, output_kms_key="alias/mine",
                  network={"subnets": ["subnet-mine"], "security_group_ids": ["sg-mine"],
                           "enable_network_isolation": False})
     request = _request(spec)
     assert request["RoleArn"] == SPEC_ROLE
-    assert request["OutputDataConfig"]["S3OutputPath"] == "s3://mine/out/"
+    assert request["OutputDataConfig"] == {"S3OutputPath": "s3://mine/out/", "KmsKeyId": "alias/mine"}
+    assert request["ResourceConfig"]["VolumeKmsKeyId"] == VOLUME_KEY  # not in the spec: the admin's
     assert request["VpcConfig"] == {"Subnets": ["subnet-mine"], "SecurityGroupIds": ["sg-mine"]}
     assert "EnableNetworkIsolation" not in request  # written out as false: a value, not silence
     assert request["EnableInterContainerTrafficEncryption"] is True  # not written: the admin's
