@@ -156,7 +156,7 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
         admin = defaults.admin_value(f"{TRAINING_JOB}.{key}")
         if admin is not None and spec_value is not None and spec_value != admin:
             found.append(Finding(
-                rule="contradicts-admin-sdk-defaults", severity="notice", field=field_name,
+                rule="contradicts-admin-sdk-defaults", severity="warning", field=field_name,
                 message=f"the spec's {field_name}: {_shown(spec_value)} contradicts the admin's SDK defaults "
                         f"({admin_file}: SageMaker.TrainingJob.{key}: {_shown(admin)}); the spec's value is sent, "
                         "and a policy that requires the admin's may refuse the job",
@@ -183,7 +183,7 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
     for name, value in spec.tags.items():
         if name in admin_tags and admin_tags[name] != value:
             found.append(Finding(
-                rule="contradicts-admin-sdk-defaults", severity="notice", field=f"tags.{name}",
+                rule="contradicts-admin-sdk-defaults", severity="warning", field=f"tags.{name}",
                 message=f"the spec's tags.{name}: {value!r} contradicts the admin's SDK defaults ({admin_file}: "
                         f"SageMaker.TrainingJob.Tags {name}={admin_tags[name]!r}); the spec's tag is sent",
                 fix=f"remove tags.{name} from the spec to carry the admin's value", source=_SOURCE))
