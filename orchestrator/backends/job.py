@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.backends.base import Backend
+from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -33,6 +34,8 @@ class Job:
         """A SageMaker job's name, or a local run's directory."""
         self.plan = plan
         self.last_status: JobStatus | None = None
+        self._latest: dict[str, float] = {}
+        self._live = LiveSummary()
 
     @property
     def name(self) -> str:
@@ -42,6 +45,7 @@ class Job:
 
     def status(self) -> JobStatus:
         self.last_status = self.backend.describe(self.id)
+        self._live.update(self.summary())
         return self.last_status
 
     def wait(self, poll_seconds: float = 30.0, on_status: Callable[[JobStatus], None] | None = None,
@@ -61,6 +65,8 @@ class Job:
         seen: tuple[str, str | None] | None = None
         while True:
             current = self.status()
+            if self._live.shown:  # shown in a notebook: its summary follows the metrics too
+                self.metric_points()
             if on_status and (current.status, current.secondary_status) != seen:
                 seen = (current.status, current.secondary_status)
                 on_status(current)
@@ -78,7 +84,10 @@ class Job:
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def metric_points(self, names: list[str] | None = None) -> list[MetricPoint]:
-        return self.backend.metric_points(self.id, names)
+        points = self.backend.metric_points(self.id, names)
+        self._latest.update((point.metric, point.value) for point in points)
+        self._live.update(self.summary())
+        return points
 
     def metrics(self, names: list[str] | None = None) -> Any:
         """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts."""
@@ -103,6 +112,33 @@ class Job:
     def __repr__(self) -> str:
         status = self.last_status.status if self.last_status else "not read yet"
         return f"Job({self.name!r}, backend={self.backend.name!r}, status={status!r})"
+
+    def summary(self) -> Summary:
+        """What the notebook shows, from what earlier calls read (no call)."""
+        current = self.last_status
+        rows = [("backend", self.backend.name)]
+        if current:
+            rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
+            if current.cost and current.cost.total is not None:
+                about = "about " if current.cost.estimated else ""
+                rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
+            if current.failure_reason:
+                rows.append(("failure", current.failure_reason))
+        if self.backend.name == "sagemaker" and current:
+            links = [("SageMaker console", current.console_url),
+                     ("CloudWatch logs", cloudwatch_logs_url(current.region, current.name))]
+        else:
+            links = [("run directory", Path(self.id).resolve().as_uri())]
+        return Summary(title=f"Training job {self.name}", status=current.status if current else None,
+                       secondary_status=current.secondary_status if current else None,
+                       latest=dict(self._latest), rows=rows, links=links)
+
+    def _repr_html_(self) -> str:
+        return self.summary().to_html()
+
+    def _ipython_display_(self) -> None:
+        """Shown in a notebook: a summary that later status reads (each poll of `wait`) update in place."""
+        self._live.show(self.summary())
 
 
 def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:

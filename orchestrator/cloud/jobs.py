@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.cloud.logs import LogLine, LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
+from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
 from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.errors import SmtrainError
 from orchestrator.planning.metric_series import MetricPoint, format_duration, loss_metrics, to_frame
@@ -172,6 +173,7 @@ class Job:
         self._last_progress: JobProgress | None = None
         self._latest_metrics: dict[str, float] = {}
         self._described: dict[str, Any] | None = None
+        self._live = LiveSummary()
 
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, boto: Any | None = None) -> Job:
@@ -221,6 +223,7 @@ class Job:
     def status(self) -> JobStatus:
         self._described = self.describe()
         self._last_status = JobStatus.from_description(self._described, self.region)
+        self._live.update(self.summary())
         return self._last_status
 
     def progress(self, tail_lines: int = 200, refresh_status: bool = True) -> JobProgress:
@@ -240,6 +243,7 @@ class Job:
         tails = tail(logs_client, self.name, tail_lines, mask=lambda text: mask_text(text, secrets))
         self._last_progress = job_progress(described, tails)
         self._latest_metrics.update(self._last_progress.latest)
+        self._live.update(self.summary())
         return self._last_progress
 
     def metric_points(
@@ -257,6 +261,7 @@ class Job:
             cloudwatch = client(self._boto, "cloudwatch")
         points = cloudwatch_points(cloudwatch, described, names, period_seconds)
         self._latest_metrics.update((point.metric, point.value) for point in points)
+        self._live.update(self.summary())
         return points
 
     def metrics(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Any:
@@ -292,6 +297,8 @@ class Job:
         seen: tuple[str, str | None] | None = None
         while True:
             current = self.status()
+            if self._live.shown:  # shown in a notebook: its summary follows the steps and the loss too
+                self.progress(refresh_status=False)
             if on_status and (current.status, current.secondary_status) != seen:
                 seen = (current.status, current.secondary_status)
                 on_status(current)
@@ -381,23 +388,31 @@ class Job:
             rows.append((name, f"{self._latest_metrics[name]:.6g}"))
         return rows
 
-    def _repr_markdown_(self) -> str:
-        """A notebook's view: a link to the console and what is known without a call."""
+    def summary(self) -> Summary:
+        """What the notebook shows, from what earlier calls read (no call)."""
         rows = [("region", self.region)]
-        if self._last_status:
-            current = self._last_status
-            rows.append(("status", f"{current.status} / {current.secondary_status or '-'}"))
+        current = self._last_status
+        if current:
             rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
             if current.cost and current.cost.total is not None:
                 about = "about " if current.cost.estimated else ""
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
-            rows += self._known_progress()
-        else:
-            rows.append(("status", "not read yet: `job.status()`"))
+            if current.failure_reason:
+                rows.append(("failure", current.failure_reason))
         if self.submission:
             rows += self.submission.summary_rows()
-        table = "\n".join(f"| {key} | {value} |" for key, value in rows)
-        return f"**Training job [`{self.name}`]({self.console_url})**\n\n| | |\n|---|---|\n{table}\n"
+        return Summary(title=f"Training job {self.name}", status=current.status if current else None,
+                       secondary_status=current.secondary_status if current else None,
+                       progress=self._last_progress, latest=dict(self._latest_metrics), rows=rows,
+                       links=[("SageMaker console", self.console_url),
+                              ("CloudWatch logs", cloudwatch_logs_url(self.region, self.name))])
+
+    def _repr_html_(self) -> str:
+        return self.summary().to_html()
+
+    def _ipython_display_(self) -> None:
+        """Shown in a notebook: a summary that later status reads update in place."""
+        self._live.show(self.summary())
 
 
 def list_jobs(

@@ -194,7 +194,7 @@ def test_job_repr_shows_what_is_known_without_a_call(stubbed):
     assert repr(job) == "Job('tiny-r', region='us-east-1', status='not read yet')"
     job.status()
     assert repr(job) == "Job('tiny-r', region='us-east-1', status='InProgress')"
-    assert "| status | InProgress / Training |" in job._repr_markdown_()
-    assert "(https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/tiny-r)" in (
-        job._repr_markdown_()
-    )
+    shown = job._repr_html_()
+    assert "<b>Training job tiny-r</b>" in shown and ">InProgress</b> · Training" in shown
+    assert 'href="https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/tiny-r"' in shown
+    assert "log-group/$252Faws$252Fsagemaker$252FTrainingJobs/log-events$3FlogStreamNameFilter$3Dtiny-r" in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -64,12 +65,21 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     assert _stdout(code[0]).strip() == sys.executable
     assert name.startswith("mlp-gloo-cpu-")
     assert '"TrainingJobName": "' + name in _stdout(code[2])
-    shown = code[3].outputs[0]["data"]
-    assert name in shown["text/plain"] and f"#/jobs/{name})" in shown["text/markdown"]
+    # The summary displayed by `job` before any status was read, updated in place by the cells after it.
+    [summary] = code[3].outputs
+    assert summary["output_type"] == "display_data"
+    html = summary["data"]["text/html"]
+    assert f"<b>Training job {name}</b>" in html and ">Completed</b> · Completed" in html
+    assert f'href="https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/{name}"' in html
+    assert f"logStreamNameFilter$3D{name}" in html and "worst-case cost" in html
+    assert summary["data"]["text/plain"].startswith(f"Training job {name}: Completed / Completed")
     assert _stdout(code[5]).startswith("Completed Completed\nCompleted s3://my-bucket/outputs/")
     assert _stdout(code[6]) == "[algo-1] hello from 1\n[algo-2] hello from 2\n"
     assert code[7].outputs[0]["data"]["text/plain"] == "'Completed'"
-    assert code[8].outputs[0]["data"]["image/png"]  # the figure of Job.plot()
+    assert code[8].outputs[0]["data"]["image/png"]  # the figure of Job.plot(), inline
+    [attached] = code[9].outputs  # the attached job's summary, with the loss the plot read
+    # (a one-minute average of the points above: which ones share a minute depends on the clock)
+    assert re.search(r"<i>latest</i></td><td[^>]*>train:loss = 0\.[0-9]+</td>", attached["data"]["text/html"])
     image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.10.0-cpu-py313-ubuntu22.04-sagemaker"
-    assert _stdout(code[9]) == f"PyTorch {image}\n"  # the SDK v2 estimator, built only when asked for
+    assert _stdout(code[10]) == f"PyTorch {image}\n"  # the SDK v2 estimator, built only when asked for
     assert len(boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]) == 1

@@ -170,4 +170,4 @@ def test_job_metrics_is_a_dataframe_plot_is_a_figure_and_repr_shows_the_latest_l
     assert [axis.get_ylabel() for axis in drawn.axes] == ["train:loss"]
     assert list(drawn.axes[0].lines[0].get_ydata()) == LOSSES
     assert repr(job) == "Job('tiny-m', region='us-east-1', status='Completed', train:loss='0.3')"
-    assert "| train:loss | 0.3 |" in job._repr_markdown_()
+    assert "train:loss = 0.3" in job._repr_html_()
