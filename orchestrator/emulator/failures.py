@@ -43,6 +43,13 @@ _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|W
 # A C++ std::terminate: an exception nothing caught (its what() on the next line), or a thread ended while joinable,
 # as when gloo's worker threads meet interpreter finalization. The process aborts without a Python traceback.
 _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .*|without an active exception)$")
+# torch.distributed prefixes a worker's uncaught exception with its rank (`[rank1]: ValueError: ...`).
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?(.*)$")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+# Errors a rank gets because another one failed first: its peer's socket closed, a collective gave up, a stop signal.
+_CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
+                          r"SignalException|Signals\.SIG(TERM|KILL)|ChildFailedError|[Rr]ead error|[Ww]rite error|"
+                          r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
 _TORCHRUN_ROOT = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.DOTALL)
 _TORCHRUN_RANK = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 _MPI_RANK = (re.compile(r"Process name:\s*\[[^\],]*,(\d+)\]"), re.compile(r"process rank (\d+)"))
@@ -55,12 +62,21 @@ class RootCause:
     exception: str | None
     """The last line of the failing process's traceback (or the error line it printed), if it printed one."""
     exit_code: int
+    frames: tuple[tuple[str, int], ...] = ()
+    """The (file, line) frames of the exception's traceback, outermost first, as the process printed them."""
 
-    def headline(self) -> str:
+    def headline(self, location: str | None = None) -> str:
+        """`algo-2 (rank 1) failed: ValueError: ...`, with `location` (src/train.py:42) after it when given."""
         where = self.host + (f" (rank {self.rank})" if self.rank is not None else "")
+        at = f" at {location}" if location else ""
         if self.exception:
-            return f"{where} failed: {self.exception}"
-        return f"{where} exited with code {self.exit_code}"
+            return f"{where} failed: {self.exception}{at}"
+        return f"{where} exited with code {self.exit_code}{at}"
+
+    @property
+    def is_consequence(self) -> bool:
+        """The error is what a rank gets when another failed first (a peer's closed socket, a stop signal)."""
+        return self.exception is None or _CONSEQUENCE.search(self.exception) is not None
 
 
 def toolkit_error_message(lines: Sequence[str]) -> str:
@@ -111,13 +127,20 @@ def root_cause(host: str, exit_code: int, lines: Sequence[str], *, mpi: bool, to
         rank = found[0][0] if found and found[0] is not None else _first_match(_MPI_RANK, text)
         if rank is not None and 0 <= rank // max(per_host, 1) < len(group_hosts):
             host = group_hosts[rank // per_host]
-        return RootCause(host, rank, found[1] if found else None, exit_code)
-    found = _first_exception({None: list(enumerate(lines))})
+        return RootCause(host, rank, found[1] if found else None, exit_code, found[2] if found else ())
+    ranked: dict[int | None, list[tuple[int, str]]] = {}
+    for position, line in enumerate(lines):
+        match = _RANK_PREFIX.match(line)
+        key, content = (int(match[1]), match[2]) if match else (None, line)
+        ranked.setdefault(key, []).append((position, content))
+    found = _first_exception(ranked)
     rank = host_rank
-    if torchrun:
+    if found and found[0] is not None:
+        rank = found[0]
+    elif torchrun:
         root = _TORCHRUN_ROOT.search(text) or _TORCHRUN_RANK.search(text)
         rank = int(root[1]) if root else None
-    return RootCause(host, rank, found[1] if found else None, exit_code)
+    return RootCause(host, rank, found[1] if found else None, exit_code, found[2] if found else ())
 
 
 def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
@@ -128,37 +151,49 @@ def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
     return None
 
 
-def _first_exception(streams: dict[Any, list[tuple[int, str]]]) -> tuple[Any, str] | None:
-    """The stream (a rank's stdout or stderr) that reported an error first, and the error: the last line of a
-    traceback (a chained exception's final one), or an error line printed without one
-    (`SystemExit("ValueError: ...")`)."""
-    best: tuple[int, Any, str] | None = None
+Frames = tuple[tuple[str, int], ...]
+
+
+def _first_exception(streams: dict[Any, list[tuple[int, str]]]) -> tuple[Any, str, Frames] | None:
+    """The stream (a rank's stdout or stderr) that reported an error first, the error (the last line of a
+    traceback, a chained exception's final one, or an error line printed without one: `SystemExit("ValueError:
+    ...")`) and its traceback's frames. An error that only follows from another rank's (a peer's closed socket)
+    yields to one that does not, wherever it began."""
+    best: tuple[bool, int, Any, str, Frames] | None = None
     for key, lines in streams.items():
         found = _first_error(lines)
-        if found is not None and (best is None or found[0] < best[0]):
-            best = (found[0], key, found[1])
-    return (best[1], best[2]) if best else None
+        if found is None:
+            continue
+        candidate = (_CONSEQUENCE.search(found[1]) is not None, found[0], key, found[1], found[2])
+        if best is None or candidate[:2] < best[:2]:
+            best = candidate
+    return (best[2], best[3], best[4]) if best else None
 
 
-def _first_error(lines: list[tuple[int, str]]) -> tuple[int, str] | None:
-    """(where it began, text) of the first error one stream reports: ranks are ordered by when they began
-    reporting, since a traceback takes many lines and the ranks stopped after it may interleave theirs."""
+def _first_error(lines: list[tuple[int, str]]) -> tuple[int, str, Frames] | None:
+    """(where it began, text, frames) of the first error one stream reports: ranks are ordered by when they
+    began reporting, since a traceback takes many lines and the ranks stopped after it may interleave theirs."""
     began: int | None = None
+    frames: list[tuple[str, int]] = []
     for index, (position, line) in enumerate(lines):
         stripped = line.strip()
+        frame = _FRAME.match(line)
         if stripped == _TRACEBACK:
             began = position if began is None else began
         elif stripped in _CHAINED:
+            frames = []
             continue
+        elif began is not None and frame:
+            frames.append((frame[1], int(frame[2])))
         elif began is not None and line and not line[0].isspace():
             following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
             if following not in _CHAINED:
-                return began, stripped
+                return began, stripped, tuple(frames)
         elif began is None and _EXCEPTION_LINE.match(stripped):
-            return position, stripped
+            return position, stripped, ()
         elif began is None and _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
             if following.startswith("what():"):
-                return position, f"{stripped} ({' '.join(following.split())})"
-            return position, stripped
+                return position, f"{stripped} ({' '.join(following.split())})", ()
+            return position, stripped, ()
     return None

@@ -30,6 +30,8 @@ from orchestrator.emulator.runners import RunnerType, ToolkitCommand
 from orchestrator.emulator.standin import Accelerators
 
 HOOKS = Path(__file__).with_name("mpi_hooks.py")
+OVERLAY_SITE_HOOK = Path(__file__).with_name("overlay_site")
+OVERLAY_SITE_VARIABLE = "SMTRAIN_OVERLAY_SITE"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"
 LOOPBACK = "127.0.0.1"
@@ -87,14 +89,15 @@ class HostProcess:
 
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
                      host: Host, *, run_id: str, run_dir: Path, master_port: int, python: str,
-                     python_paths: list[Path], bin_paths: list[Path], hostname_library: Path | None,
+                     overlay_site: Path | None, bin_paths: list[Path], hostname_library: Path | None,
                      accelerators: Accelerators, namespaced: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """A host's process environment, and the part of it the emulator sets.
 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
     container's variables), the platform's (the request's Environment), the toolkits' on top, then the local
     deviations (loopback rendezvous, SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the
-    installed requirements, the CPU stand-in for CUDA first on it with its variables).
+    hook that puts the installed requirements after the standard library, the CPU stand-in for CUDA first on
+    it with its variables).
     """
     own: dict[str, str] = {**platform, **toolkit}
     own.update({
@@ -103,8 +106,9 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         "GLOO_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         SAGEMAKER_BASE_DIR: str(host.root),
-        "PYTHONPATH": os.pathsep.join([*(str(path) for path in [*accelerators.python_path, host.code_dir,
-                                                                *python_paths]),
+        "PYTHONPATH": os.pathsep.join([*(str(path) for path in [*accelerators.python_path,
+                                                                *([OVERLAY_SITE_HOOK] if overlay_site else []),
+                                                                host.code_dir]),
                                        *filter(None, [inherited.get("PYTHONPATH")])]),
         "PATH": os.pathsep.join([str(Path(python).parent), *(str(path) for path in bin_paths),
                                  inherited.get("PATH", "")]),
@@ -115,6 +119,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     })
     if hostname_library is not None:
         own["LD_PRELOAD"] = str(hostname_library)
+    if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
+        own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if namespaced:  # the MPI hooks start this host's daemon in its namespace
         own[HOSTFS_VARIABLE] = str(HOSTFS)
     own.update(accelerators.environment)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
 from orchestrator.emulator import opt_ml
 from orchestrator.emulator.cache import cache_root
@@ -117,12 +118,29 @@ class PreparedRun:
         """Free text (a failure reason, a command line) with the spec's secret values masked."""
         return mask_text(text, self.secrets)
 
+    def user_paths(self, text: str) -> str:
+        """`text` with every host's copy of the code (runs/<job>/algo-N/code/, /opt/ml/code/) named as the
+        user's source dir (`src/`), so a traceback points at the file the user edits."""
+        if "/code/" not in text:
+            return text
+        shown = _shown_path(self.plan.source.directory)
+        for copy in [*(str(host.code_dir) for host in self.layout.hosts), f"{OPT_ML}/code"]:
+            text = text.replace(copy + "/", shown + "/")
+        return text
+
+    def user_location(self, frames: tuple[tuple[str, int], ...]) -> str | None:
+        """`src/train.py:42`: the innermost frame of a traceback that lies in the user's code, if any."""
+        copies = [str(host.code_dir) + "/" for host in self.layout.hosts] + [f"{OPT_ML}/code/"]
+        for path, line in reversed(frames):
+            if any(path.startswith(copy) for copy in copies):
+                return f"{self.user_paths(path)}:{line}"
+        return None
+
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
         torch_version = _torch_version()
         channels = self.job.input_data_config()
         inherited = dict(os.environ)
-        python_paths = [self.overlay.site_packages] if self.overlay else []
         bin_paths = [self.overlay.bin_dir] if self.overlay else []
         result = []
         for host in self.layout.hosts:
@@ -140,7 +158,7 @@ class PreparedRun:
             full, own = host_environment(
                 inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
-                python_paths=python_paths, bin_paths=bin_paths, hostname_library=self.hostname.library,
+                overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths, hostname_library=self.hostname.library,
                 accelerators=self.accelerators, namespaced=self.host_fs.namespaced)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
@@ -233,6 +251,14 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
                        python=settings.python, processes_override=settings.processes_per_host,
                        host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
+
+
+def _shown_path(path: Path) -> str:
+    """A path as the user wrote it: relative to the working directory when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(Path(path).resolve())
 
 
 def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:

@@ -36,8 +36,8 @@ from orchestrator.emulator.stall import (
 )
 from orchestrator.emulator.standin import local_gpu_count
 from orchestrator.emulator.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervisor import Outcome, Supervisor
-from orchestrator.emulator.usercode import InstallFailed
+from orchestrator.emulator.supervisor import Exit, Outcome, Supervisor
+from orchestrator.emulator.usercode import InstallFailed, pip_error
 from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
@@ -212,7 +212,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         def on_line(host: str, text: str) -> None:
             watchdog.activity()
             tracker.feed(host, text)
-            observer.line(host, text)
+            observer.line(host, prepared.user_paths(text))
             mark = step_mark(text)
             if mark:
                 steps.append(mark.step)
@@ -347,7 +347,7 @@ def _install_failed(prepared: PreparedRun, failure: InstallFailed, tracker: Metr
     message = prepared.mask(toolkit_failure(failure.return_code, failure.command, failure.output.splitlines(),
                                             failure.error_class))
     run_layout.write_status_files(prepared.layout, {host.name: message for host in prepared.layout.hosts})
-    last = next((line.strip() for line in reversed(failure.output.splitlines()) if line.strip()), "")
+    last = pip_error(failure.output)
     for host in prepared.layout.hosts:
         with (prepared.layout.logs_dir / f"{host.name}.log").open("a", encoding="utf-8") as log:
             log.write(prepared.mask(f"{failure.command}\n{failure.output}\n{message}\n"))
@@ -374,19 +374,30 @@ def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome:
 
 def _failure_reason(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome,
                     failures: dict[str, str | None]) -> str:
-    """The root cause first (`algo-2 (rank 1) failed: ValueError: ...`), then what the failing host reports:
-    the failure file its script wrote, else the toolkit's message."""
+    """The root cause first (`algo-2 (rank 1) failed: ValueError: ... at src/train.py:42`), then what the
+    failing host reports: the failure file its script wrote, else the toolkit's message; paths of the hosts'
+    code copies name the user's source dir instead."""
     cause = _root_cause(prepared, processes, outcome)
     launcher_host = outcome.first_failure.host if outcome.first_failure else cause.host
     report = (run_layout.script_failure_reason(prepared.layout, cause.host)
               or run_layout.script_failure_reason(prepared.layout, launcher_host)
-              or failures.get(launcher_host) or "")
-    return f"{cause.headline()}\n{report[:FAILURE_REASON_LIMIT]}".strip()
+              or failures.get(cause.host) or failures.get(launcher_host) or "")
+    headline = cause.headline(prepared.user_location(cause.frames))
+    return prepared.user_paths(f"{headline}\n{report[:FAILURE_REASON_LIMIT]}".strip())
 
 
 def _root_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> RootCause:
-    failed = outcome.first_failure
-    assert failed is not None
+    """Of every launcher that failed (the first one first), the first whose error is not a consequence of
+    another's (a rank whose peer vanished reports a closed socket before the failing rank's launcher exits)."""
+    first = outcome.first_failure
+    assert first is not None
+    failed = [first, *(item for item in outcome.exits if item.returncode != 0 and item.host != first.host)]
+    causes = [_host_root_cause(prepared, processes, outcome, item) for item in failed]
+    return next((cause for cause in causes if not cause.is_consequence), causes[0])
+
+
+def _host_root_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome,
+                     failed: Exit) -> RootCause:
     launcher = next(item for item in processes if item.host.name == failed.host)
     runner = launcher.toolkit.runner if launcher.toolkit else RunnerType.process
     hosts = [host.name for host in prepared.layout.hosts]

@@ -4,17 +4,19 @@ own environment.
 The toolkit (`entry_point.install`, `modules.py`) runs `pip install -r requirements.txt` before a Python script,
 and with a setup.py `pip install . [-r requirements.txt]`, into the container's Python; a failure is an
 InstallRequirementsError (InstallModuleError for a package) and the job fails. Here pip installs into an
-overlay instead: a virtual environment that also sees the interpreter's own packages (a `.pth` file), so pip
-counts what the interpreter has as satisfied, as in the DLC, and leaves it alone (pip never uninstalls outside
-its own environment); the run's processes get the overlay first on PYTHONPATH and its `bin` on PATH. Overlays
-are cached by what they install: a requirements.txt by its text, a package by the whole source tarball.
+overlay instead: a virtual environment of the run's interpreter that also sees that interpreter's installed
+packages (a `.pth` file listing its site-packages, never its standard library, which pip's isolated builds must
+keep), so pip counts what the environment has as satisfied, as in the DLC, builds sdists and local paths, and
+leaves the environment alone (pip never uninstalls outside its own environment). The training processes see the
+overlay as site-packages, after the standard library (`overlay_site/`), and its `bin` on PATH. Overlays are
+cached by the environment that runs the job (its sys.prefix, Python version and installed distributions) and by
+what they install: a requirements.txt by its text, a package by the whole source tarball.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,22 @@ class Overlay:
     @property
     def bin_dir(self) -> Path:
         return self.root / "bin"
+
+
+def pip_error(output: str) -> str:
+    """pip's own account of a failure: the error a build subprocess printed (the last line of its output block,
+    after pip's `×` line), else pip's first `ERROR:` line, else its last line that is not a note."""
+    lines = [line.strip() for line in output.splitlines()]
+    for index, line in enumerate(lines):
+        if line.startswith("×"):
+            block = lines[index + 1:]
+            end = next((at for at, text in enumerate(block) if text == "[end of output]"), None)
+            inner = [text for text in (block[:end] if end is not None else []) if text and text[0] not in "│╰"]
+            return f"{line.lstrip('× ').strip()}: {inner[-1]}" if inner else line.lstrip("× ").strip()
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    if errors:
+        return errors[0]
+    return next((line for line in reversed(lines) if line and not line.startswith(("note:", "hint:"))), "")
 
 
 class InstallFailed(Exception):
@@ -74,7 +92,7 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
     pip_args, error_class = command
     content = (code_dir / REQUIREMENTS_FILE).read_bytes() if kind is EntryPointType.python_program \
         else source_sha256.encode()
-    key = hashlib.sha256(b"\0".join([os.path.realpath(python).encode(), json.dumps(pip_args).encode(),
+    key = hashlib.sha256(b"\0".join([_environment_identity(python), json.dumps(pip_args).encode(),
                                      content])).hexdigest()[:24]
     output: list[str] = []
 
@@ -91,6 +109,7 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
             raise InstallFailed(error_class, f"{python} -m pip {' '.join(pip_args)}", result.returncode,
                                 result.stdout + result.stderr)
 
+
     root, fresh = cached_directory("overlays", key, build)
     return Overlay(root=root, site_packages=_site_packages(root), freshly_installed=fresh,
                    pip_output="".join(output))
@@ -103,8 +122,33 @@ def _site_packages(venv: Path) -> Path:
     return found[0]
 
 
+# The interpreter's import paths that are not its standard library (site-packages, .pth additions such as
+# editable installs), and what identifies its environment: prefix, version, every installed distribution.
+_PROBE = """
+import json, os, sys, sysconfig
+from importlib import metadata
+standard = {os.path.realpath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib")}
+def standard_library(path):
+    real = os.path.realpath(path)
+    inside = any(real == root or real.startswith(root + os.sep) for root in standard)
+    return inside and "site-packages" not in real and "dist-packages" not in real
+paths = [p for p in sys.path if p and os.path.isdir(p) and not standard_library(p)]
+dists = sorted({(d.metadata["Name"] or "", d.version) for d in metadata.distributions()})
+print(json.dumps({"paths": paths, "prefix": sys.prefix, "version": sys.version, "dists": dists}))
+"""
+
+
+def _probe(python: str) -> dict:
+    result = subprocess.run([python, "-c", _PROBE], check=True, capture_output=True, text=True, timeout=120)
+    return json.loads(result.stdout)
+
+
+def _environment_identity(python: str) -> bytes:
+    """Two virtualenvs of one base Python differ here: their prefix and installed distributions."""
+    found = _probe(python)
+    return json.dumps([found["prefix"], found["version"], found["dists"]]).encode()
+
+
 def _see_base_packages(python: str, site_packages: Path) -> None:
-    """The overlay sees every import path of `python` (its venv's site-packages included), after its own."""
-    paths = "import json, os, sys; print(json.dumps([p for p in sys.path if p and os.path.isdir(p)]))"
-    probe = subprocess.run([python, "-c", paths], check=True, capture_output=True, text=True, timeout=60)
-    (site_packages / "_smtrain_base_packages.pth").write_text("\n".join(json.loads(probe.stdout)) + "\n")
+    """The overlay sees the packages `python` has (its venv's site-packages included), after its own."""
+    (site_packages / "_smtrain_base_packages.pth").write_text("\n".join(_probe(python)["paths"]) + "\n")

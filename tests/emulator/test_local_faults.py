@@ -3,6 +3,7 @@ a simulated spot reclaim resumes to the same model; environment mistakes fail be
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -157,3 +158,21 @@ def test_a_process_killed_by_sigkill_is_reported_as_out_of_memory(make_spec, tmp
     assert failure.startswith("ExecuteUserScriptError:\nExitCode 137\n")
     assert 'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"' in failure
     assert "OutOfMemory" in result.failure_reason
+
+
+@pytest.mark.slow
+def test_two_host_torchrun_failure_names_the_rank_its_exception_and_the_users_file(make_spec, tmp_path):
+    spec = make_spec("rank1_fails.py", mode="torch_distributed", instance="ml.g5.2xlarge", count=2)
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                             str(tmp_path / "run")], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                            check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    source = (tmp_path / "src" / "rank1_fails.py").read_text().splitlines()
+    line = next(number for number, text in enumerate(source, 1) if "raise ValueError" in text)
+    headline = f"algo-2 (rank 1) failed: ValueError: labels missing on rank 1 at src/rank1_fails.py:{line}"
+    reason = json.loads((tmp_path / "run" / "result.json").read_text())["failure_reason"]
+    assert reason.splitlines()[0] == headline
+    console = result.stdout + result.stderr
+    assert headline in console
+    assert f'File "src/rank1_fails.py", line {line}' in console  # the console's traceback: the user's file
+    assert "algo-2/code" not in reason

@@ -154,3 +154,70 @@ def test_the_toolkits_refusals_come_before_anything_starts(tmp_path, files, entr
         run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert refused.value.exit_code == 2 and "ClientError" in refused.value.message
     assert not (tmp_path / "run").exists()
+
+
+def test_a_local_package_and_a_standard_library_backport_install_as_in_the_image(tmp_path, monkeypatch):
+    """pip builds a local path in its isolated build (which fetches setuptools from pip's configured index, as
+    in the image, and keeps the standard library), and `dataclasses==0.6` lands in site-packages after the
+    standard library, so torch still imports."""
+    monkeypatch.delenv("PIP_NO_INDEX")
+    monkeypatch.delenv("PIP_NO_BUILD_ISOLATION")
+    wheels = tmp_path / "index"
+    dataclasses_backport = "raise ImportError('the dataclasses backport shadowed the standard library')\n"
+    _wheel(wheels, "dataclasses", "0.6", dataclasses_backport)
+    source = tmp_path / "src"
+    (source / "mypkg").mkdir(parents=True)
+    (source / "mypkg" / "setup.py").write_text("from setuptools import setup\n"
+                                               "setup(name='mypkg', version='0.1', py_modules=['mypkg_mod'])\n")
+    (source / "mypkg" / "mypkg_mod.py").write_text("VALUE = 7\n")
+    (source / "requirements.txt").write_text(f"--find-links {wheels}\n./mypkg\ndataclasses==0.6\n")
+    (source / "train.py").write_text(
+        "import dataclasses, json, os, torch, mypkg_mod\n"
+        "json.dump({'value': mypkg_mod.VALUE, 'dataclasses': dataclasses.__file__, 'torch': torch.__version__},\n"
+        "          open('/opt/ml/model/report.json', 'w'))\n")
+    result = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    report = json.loads((result.run_dir / "algo-1" / "model" / "report.json").read_text())
+    assert report["value"] == 7
+    assert not report["dataclasses"].startswith(str(tmp_path / "cache"))  # the standard library's
+    overlay = next((tmp_path / "cache" / "overlays").glob("*/lib/python*/site-packages"))
+    assert (overlay / "dataclasses.py").is_file() and (overlay / "mypkg_mod.py").is_file()
+
+
+def test_two_virtualenvs_of_one_python_get_overlays_of_their_own(tmp_path):
+    """The overlay of a venv that has the requirement (nothing to install) is not reused by one that lacks it."""
+    wheels = tmp_path / "index"
+    _wheel(wheels, PROBE, "1.0", "GREETING = 'hello'\n")
+    base = getattr(sys, "_base_executable", sys.executable)
+    venvs = {}
+    for name in ("with", "without"):
+        venvs[name] = tmp_path / f"venv-{name}"
+        subprocess.run([base, "-m", "venv", str(venvs[name])], check=True, capture_output=True, timeout=300)
+    subprocess.run([str(venvs["with"] / "bin/python"), "-m", "pip", "install", "--no-index", "-q",
+                    str(wheels / f"{PROBE}-1.0-py3-none-any.whl")], check=True, timeout=300)
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "requirements.txt").write_text(f"--find-links {wheels}\n{PROBE}==1.0\n")
+    (source / "train.py").write_text(f"import os, {PROBE}\n"
+                                     f"open('/opt/ml/model/where.txt', 'w').write({PROBE}.__file__)\n")
+    where = {}
+    for name in ("with", "without"):
+        result = run_local(load(_spec(tmp_path, source, "train.py")),
+                           Options(run_dir=tmp_path / f"run-{name}", python=str(venvs[name] / "bin/python")))
+        assert result.status == "Completed", result.failure_reason
+        where[name] = (result.run_dir / "algo-1/model/where.txt").read_text()
+    assert where["with"].startswith(str(venvs["with"]))
+    assert where["without"].startswith(str(tmp_path / "cache" / "overlays"))
+
+
+def test_a_failed_build_names_the_error_pip_reports(tmp_path):
+    source = tmp_path / "src"
+    (source / "brokenpkg").mkdir(parents=True)
+    (source / "brokenpkg" / "setup.py").write_text("raise RuntimeError('brokenpkg needs a CUDA compiler')\n")
+    (source / "requirements.txt").write_text("./brokenpkg\n")
+    (source / "train.py").write_text("print('never runs')\n")
+    result = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    headline = result.failure_reason.splitlines()[0]
+    assert headline.endswith("RuntimeError: brokenpkg needs a CUDA compiler"), headline
+    assert "note: This error originates" not in headline

@@ -53,3 +53,53 @@ def test_a_python_traceback_printed_first_still_leads():
     cause = root_cause("algo-1", 1, lines, mpi=False, torchrun=False, host_rank=0, group_hosts=["algo-1"],
                        per_host=1)
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
+
+
+# torchrun on algo-1 when rank 1 (on algo-2) raised: rank 0 reports its peer's closed socket, prefixed [rank0]:.
+RANK0_CONSEQUENCE = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/runs/job/algo-1/code/train.py", line 11, in <module>
+[rank0]:     dist.barrier()
+[rank0]: RuntimeError: [../gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:34014: Connection reset by peer.
+E1124 10:41:01.543000 23094 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  rank      : 0 (local_rank: 0)
+""".splitlines()
+RANK1_FAILURE = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/runs/job/algo-2/code/train.py", line 30, in <module>
+[rank1]:     main()
+[rank1]:   File "/runs/job/algo-2/code/train.py", line 10, in main
+[rank1]:     raise ValueError(f"bad labels on rank {rank}")
+[rank1]: ValueError: bad labels on rank 1
+E1124 10:41:01.554000 23093 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+""".splitlines()
+
+
+def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_frames():
+    cause = root_cause("algo-2", 1, RANK1_FAILURE, mpi=False, torchrun=True, host_rank=None,
+                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"
+    assert cause.frames == (("/runs/job/algo-2/code/train.py", 30), ("/runs/job/algo-2/code/train.py", 10))
+    assert not cause.is_consequence
+
+
+def test_a_peer_lost_error_is_a_consequence():
+    cause = root_cause("algo-1", 1, RANK0_CONSEQUENCE, mpi=False, torchrun=True, host_rank=None,
+                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    assert cause.rank == 0 and "Connection reset by peer" in cause.exception
+    assert cause.is_consequence
+
+
+def test_within_one_output_the_failing_ranks_error_leads_over_a_consequence_printed_first():
+    lines = RANK0_CONSEQUENCE[:4] + RANK1_FAILURE[:6]
+    cause = root_cause("algo-1", 1, lines, mpi=False, torchrun=True, host_rank=None, group_hosts=["algo-1"],
+                       per_host=2)
+    assert cause.headline() == "algo-1 (rank 1) failed: ValueError: bad labels on rank 1"
