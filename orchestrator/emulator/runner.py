@@ -21,6 +21,7 @@ from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
 from orchestrator.emulator import opt_ml
 from orchestrator.emulator.deviations import notices
+from orchestrator.emulator.image_match import image_notices
 from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
 from orchestrator.emulator.launch import HostProcess, free_port
 from orchestrator.emulator.preparation import LocalSettings, PreparedRun, local_plan, prepare_run
@@ -41,6 +42,7 @@ from orchestrator.emulator.usercode import InstallFailed, pip_error
 from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
+from orchestrator.spec import images
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.redact import redact
 from orchestrator.spec.model import JobSpec
@@ -156,6 +158,11 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     for warning in opt_ml.fallback_notice(prepared.host_fs, prepared.plan.source.directory,
                                           prepared.plan.source.files):
         observer.notice(warning)
+    image = images.lookup(spec.framework_version) if spec.framework_version and not spec.image_uri else None
+    if image is not None:
+        for difference in image_notices(image.version, prepared.plan.source.directory, prepared.plan.source.files,
+                                        prepared.python):
+            observer.notice(difference)
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
