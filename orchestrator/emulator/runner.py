@@ -155,14 +155,8 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
                              prepared.host_fs.namespaced):
         observer.notice(deviation)
-    for warning in opt_ml.fallback_notice(prepared.host_fs, prepared.plan.source.directory,
-                                          prepared.plan.source.files):
+    for warning in _source_notices(prepared):
         observer.notice(warning)
-    image = images.lookup(spec.framework_version) if spec.framework_version and not spec.image_uri else None
-    if image is not None:
-        for difference in image_notices(image.version, prepared.plan.source.directory, prepared.plan.source.files,
-                                        prepared.python):
-            observer.notice(difference)
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
@@ -327,6 +321,17 @@ def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | No
     if prepared.report is not None:
         prepared.report.finish(*terminal_status(status, result.failure_reason), result.failure_reason, model)
     return result
+
+
+def _source_notices(prepared: PreparedRun) -> list[str]:
+    """What the source dir needs said before the run: literal /opt/ml paths without namespaces, and its imports
+    against the image's packages."""
+    spec, source = prepared.plan.spec, prepared.plan.source
+    found = opt_ml.fallback_notice(prepared.host_fs, source.directory, source.files)
+    image = images.lookup(spec.framework_version) if spec.framework_version and not spec.image_uri else None
+    if image is not None:
+        found += image_notices(image.version, source.directory, source.files, prepared.python)
+    return found
 
 
 def _escape_failure(paths: list[str]) -> str:
