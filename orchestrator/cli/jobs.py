@@ -307,7 +307,7 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
         job = _job(ctx, target, region)
         points = job.metric_points(list(names) or None, period_seconds)
         source = f"CloudWatch {NAMESPACE}, {period_seconds} s averages"
-    if plot_file is not None:
+    if plot_file is not None and points:
         from orchestrator.planning.metric_charts import figure
 
         figure(points, list(names) or None, title=Path(target).name).savefig(plot_file, dpi=100)
@@ -321,7 +321,8 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     else:
         _print_metrics(Path(target).name, points, source, list(names))
     if plot_file is not None:
-        click.echo(f"plot written to {plot_file}", err=True)
+        click.echo(f"plot written to {plot_file}" if points else f"no plot written to {plot_file}: no data",
+                   err=True)
 
 
 def _local_points(run_dir: Path, names: tuple[str, ...]) -> list[MetricPoint]:

@@ -33,8 +33,29 @@ def x_axis(points: Sequence[MetricPoint]) -> tuple[list[float], str]:
     return [float(index) for index in range(len(points))], "point"
 
 
+def one_per_step(points: Sequence[MetricPoint]) -> list[MetricPoint]:
+    """A curve has one point per step: a line without a step of its own (the entrypoints' closing
+    `final train_loss=...`, a whole-run figure) inherits the last step and would draw a spike there."""
+    if not points or any(point.step is None for point in points):
+        return list(points)
+    seen: set[tuple[str, str | None, int | None]] = set()
+    kept = []
+    for point in points:
+        key = (point.metric, point.host, point.step)
+        if key not in seen:
+            seen.add(key)
+            kept.append(point)
+    return kept
+
+
+def is_counter(name: str) -> bool:
+    """Metrics that count whole units (epochs): drawn as steps with whole-number ticks, not a sloped line."""
+    return name.rsplit(":", 1)[-1].rsplit("/", 1)[-1] in ("epoch", "epochs")
+
+
 def text_chart(points: Sequence[MetricPoint], *, width: int = 60, height: int = 8) -> str:
     """One metric's points as a line of braille dots, with the y range on the left and the x range below."""
+    points = one_per_step(points)
     if not points:
         return ""
     xs, label = x_axis(points)
@@ -80,10 +101,16 @@ def figure(points: Sequence[MetricPoint], names: Sequence[str] | None = None, ti
     axes = drawn.subplots(max(1, len(names)), 1, sharex=True, squeeze=False)[:, 0]
     label = "step"
     for axis, name in zip(axes, names or [""], strict=True):
-        series = [point for point in points if point.metric == name]
+        series = one_per_step([point for point in points if point.metric == name])
         xs, label = x_axis(series)
-        axis.plot(xs, [point.value for point in series], marker="o" if len(series) < 40 else None,
-                  markersize=3, linewidth=1.5)
+        values = [point.value for point in series]
+        if is_counter(name):
+            from matplotlib.ticker import MaxNLocator
+
+            axis.step(xs, values, where="post", linewidth=1.5)
+            axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        else:
+            axis.plot(xs, values, marker="o" if len(series) < 40 else None, markersize=3, linewidth=1.5)
         axis.set_ylabel(name)
         axis.grid(True, alpha=0.3)
         if not series:
