@@ -147,10 +147,12 @@ def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any 
     Raises:
         JobNotFound: neither a local run nor a SageMaker job of that name (in `region`).
     """
-    from orchestrator.backends.local import LocalBackend, find_run
+    from orchestrator.backends.runs import find_run
 
     run_dir = find_run(name_or_run_dir)
     if run_dir is not None:
+        from orchestrator.backends.local import LocalBackend
+
         job = Job(LocalBackend(), str(run_dir))
     else:
         from orchestrator.backends.sagemaker import SageMakerBackend

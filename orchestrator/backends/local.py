@@ -17,7 +17,6 @@ from pathlib import Path
 from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.cloud.logs import LogLine, host_order
-from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.layout import read_result
 from orchestrator.emulator.preparation import LocalSettings, local_plan
 from orchestrator.emulator.runner import Options, run_local
@@ -26,26 +25,6 @@ from orchestrator.planning.metric_series import METRICS_FILE, MetricPoint, read_
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
-
-RUNS_ROOT = Path("runs")
-"""Where `smtrain local` puts run directories by default, and where a run is found by its job name."""
-
-
-def find_run(name_or_dir: str | Path, runs_root: Path = RUNS_ROOT) -> Path | None:
-    """The run directory a user means: a directory `smtrain local` made, or runs/<name>/; None for neither."""
-    for candidate in (Path(name_or_dir), runs_root / str(name_or_dir)):
-        if (candidate / RUN_MARKER_FILE).is_file():
-            return candidate.resolve()
-    return None
-
-
-def local_runs(runs_root: Path = RUNS_ROOT) -> list[Path]:
-    """The run directories under `runs_root`, newest first."""
-    if not runs_root.is_dir():
-        return []
-    runs = [path.resolve() for path in runs_root.iterdir() if (path / RUN_MARKER_FILE).is_file()]
-    return sorted(runs, key=lambda path: (path / RUN_MARKER_FILE).stat().st_mtime, reverse=True)
-
 
 class LocalBackend:
     """Runs planned jobs on this machine, every host emulated; answers for any run directory."""

@@ -70,7 +70,7 @@ def _job(ctx: click.Context, name: str, region: str | None) -> Job:
 
 def _local_run(name: str) -> Path | None:
     """The run directory NAME means (a directory `smtrain local` made, or runs/NAME/), else None: a SageMaker job."""
-    from orchestrator.backends.local import find_run
+    from orchestrator.backends.runs import find_run
 
     return find_run(name)
 
@@ -439,7 +439,8 @@ def list_command(
 
 def _local_rows(status_equals: str | None, name_contains: str | None, max_results: int) -> list[dict[str, Any]]:
     """The local runs under runs/ as `list` rows (newest first), filtered as the SageMaker jobs are."""
-    from orchestrator.backends.local import LocalBackend, local_runs
+    from orchestrator.backends.local import LocalBackend
+    from orchestrator.backends.runs import local_runs
     from orchestrator.errors import SmtrainError
 
     backend, rows = LocalBackend(), []

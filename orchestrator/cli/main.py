@@ -205,9 +205,10 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     kept in metrics.jsonl (`smtrain metrics RUN_DIR`). A GPU instance's script runs unchanged on a machine
     without its GPUs, on smtrain's CPU stand-in for CUDA (see --no-gpu-standin). Exit code: 0 Completed (or
     passed --smoke), 1 Failed (the reason names the host and rank; with --smoke also a rank that never
-    started), 3 Stopped at max_run_seconds, 4 Hung (--stall-timeout), 130 interrupted. Ctrl-C (or SIGTERM,
-    SIGHUP) gives the ranks up to 10 s to checkpoint, then kills them; a second Ctrl-C kills at once. Nothing the
-    run starts outlives it.
+    started), 3 Stopped (at max_run_seconds, or by `smtrain stop RUN_DIR` from another shell), 4 Hung
+    (--stall-timeout), 130 interrupted. Ctrl-C (or SIGTERM, SIGHUP) gives the ranks up to 10 s to checkpoint, then
+    kills them; a second Ctrl-C kills at once. Nothing the run starts outlives it. While it runs, `smtrain status`,
+    `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
     """
     from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.runner import Options, run_local

@@ -96,6 +96,7 @@ def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, mon
     status = CliRunner().invoke(main, ["status", str(run_dir)])
     by_name = CliRunner().invoke(main, ["status", run_dir.name, "-o", "json"])
     logs = CliRunner().invoke(main, ["logs", str(run_dir), "--host", "algo-2", "--tail", "20"])
+    metrics = CliRunner().invoke(main, ["metrics", run_dir.name, "--metric", "train:loss", "-o", "json"])
 
     assert status.exit_code == 0, status.output
     assert status.stdout.startswith(f"{run_dir.name}: Completed\n")
@@ -108,6 +109,8 @@ def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, mon
     assert len(lines) == 20 and all(line.startswith("[algo-2] ") for line in lines)
     assert lines[0] == "[algo-2] epoch=1 step=12/30 train_loss=0.083333 line 12 of algo-2"
     assert lines[-1] == "[algo-2] algo-2 done"
+    points = json.loads(metrics.stdout)
+    assert len(points) == 60 and {point["host"] for point in points} == {"algo-1", "algo-2"}
 
 
 @pytest.mark.slow
@@ -119,9 +122,12 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
         _wait_for(lambda: (run_dir / "logs" / "algo-2.log").is_file()
                   and "line 2 of algo-2" in (run_dir / "logs" / "algo-2.log").read_text(), "algo-2 training")
         assert read_status(run_dir)["SecondaryStatus"] == "Training"
+        following = subprocess.Popen([SMTRAIN, "logs", str(run_dir), "--follow", "--host", "algo-1",
+                                      "--poll-seconds", "0.2"], stdout=subprocess.PIPE, text=True)
 
         stop = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
         output, _ = running.communicate(timeout=180)
+        followed, _ = following.communicate(timeout=120)  # ends by itself once the run has ended
     finally:
         running.kill()
 
@@ -134,6 +140,9 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
     assert history[:3] == ["Starting", "Downloading", "Training"] and "Stopping" in history
     for host in ("algo-1", "algo-2"):  # each training process got SIGTERM and its grace, as StopTrainingJob gives
         assert f"{host} got SIGTERM" in (run_dir / "logs" / f"{host}.log").read_text()
+    followed_lines = followed.splitlines()
+    assert "[algo-1] epoch=1 step=1/30 train_loss=1.000000 line 1 of algo-1" in followed_lines
+    assert followed_lines[-1] == "[algo-1] algo-1 got SIGTERM" and all("algo-2" not in line for line in followed_lines)
     again = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "is already Stopped: nothing to stop" in again.stdout
 
