@@ -234,14 +234,8 @@ class Job:
             refresh_status: read the status first (metric definitions, hyperparameters, failure); False reuses
                 the one read last, when the caller has just read it.
         """
-        from orchestrator.cloud.sdk import client
-
         described = self._read_status_description() if refresh_status or not self._described else self._described
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
-        with aws_errors("connecting to CloudWatch Logs"):
-            logs_client = client(self._boto, "logs")
-        tails = tail(logs_client, self.name, tail_lines, mask=lambda text: mask_text(text, secrets))
-        self._last_progress = job_progress(described, tails)
+        self._last_progress = job_progress(described, self._tails(described, tail_lines))
         self._latest_metrics.update(self._last_progress.latest)
         self._live.update(self.summary())
         return self._last_progress
@@ -350,14 +344,15 @@ class Job:
 
     def tail_lines(self, lines: int) -> list[LogLine]:
         """The last `lines` lines of each host, hosts in algo-N order: one read per stream, from its end."""
+        return [line for host_lines in self._tails(self.describe(), lines).values() for line in host_lines]
+
+    def _tails(self, described: dict[str, Any], lines: int) -> dict[str, list[LogLine]]:
         from orchestrator.cloud.sdk import client
 
-        described = self.describe()
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        tails = tail(logs_client, self.name, lines, mask=lambda text: mask_secrets(text, secrets))
-        return [line for host_lines in tails.values() for line in host_lines]
+        return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets))
 
     def log_reader(self) -> LogReader:
         """A reader of every host's lines not read before (values of secret-looking variables masked)."""

@@ -126,3 +126,17 @@ def test_smtrain_list_shows_local_runs_beside_sagemaker_jobs(tiny_plan, aws, tmp
     assert [(row["job_name"], row["backend"]) for row in json.loads(only_local.stdout)] == [(local.name, "local")]
     assert only_cloud.stdout.splitlines()[1].split()[:2] == ["cloud-a", "Completed"]
     assert len(only_cloud.stdout.splitlines()) == 2 and "WHERE" not in only_cloud.stdout
+
+
+def test_smtrain_logs_host_and_tail_on_a_sagemaker_job(tiny_plan, aws):
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-logs"])
+    seed_logs("tiny-logs", {"algo-1": [(0, "a1"), (2, "a2"), (4, "a3")], "algo-2": [(1, "b1"), (3, "b2"), (5, "b3")]})
+
+    tailed = CliRunner().invoke(main, ["logs", "tiny-logs", "--tail", "2"])
+    one_host = CliRunner().invoke(main, ["logs", "tiny-logs", "--host", "algo-2", "--tail", "1"])
+    followed = CliRunner().invoke(main, ["logs", "tiny-logs", "--host", "algo-1", "--follow", "--poll-seconds", "0"])
+
+    assert tailed.exit_code == 0, tailed.output
+    assert tailed.stdout.splitlines() == ["[algo-1] a2", "[algo-1] a3", "[algo-2] b2", "[algo-2] b3"]
+    assert one_host.stdout.splitlines() == ["[algo-2] b3"]
+    assert followed.stdout.splitlines() == ["[algo-1] a1", "[algo-1] a2", "[algo-1] a3"]
