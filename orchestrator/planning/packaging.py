@@ -14,11 +14,11 @@ or ship a secret under a harmless name. Listing such a link in `.smtrainignore` 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import os
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,9 @@ SECRETS = (
     ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
     "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
     "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    # other tools' credentials (s3cmd, boto 2, s3fs, gcloud, the Azure CLI) and shell histories
+    ".s3cfg", ".boto", ".passwd-s3fs", "passwd-s3fs", "**/.config/gcloud/", ".azure/",
+    "application_default_credentials.json", ".*_history", ".histfile",
 )
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
 NEVER_SHIPPED = (
@@ -65,39 +68,81 @@ class SourcePackage:
         return f"{code_location.rstrip('/')}/{self.sha256}/sourcedir.tar.gz"
 
 
-def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourcePackage:
-    """Packs `source_dir` into a deterministic tar.gz.
+def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
+            withhold: tuple[str | Path, ...] = ()) -> SourcePackage:
+    """Packs `source_dir` into a deterministic tar.gz, streaming: memory holds the compressed package (at most
+    `max_bytes`) and one read buffer, whatever the size of a file.
+
+    Args:
+        withhold: files left out and named with the secrets (the spec file, when it holds secret values).
 
     Raises:
         SpecError: the packed tree is larger than `max_bytes` (a dataset or checkpoint left in source_dir is the
             usual cause); a file cannot be read; a symlink leads outside the tree, to something never shipped or
-            nowhere; `.smtrainignore` is not valid.
+            nowhere; a hard link whose other names are not all packed; `.smtrainignore` is not valid.
     """
     directory = Path(source_dir).resolve()
-    selection = _Selection(directory)
+    selection = _Selection(directory, withhold)
     files = tuple(selection.files())
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for relative in files:
-            path = directory / relative
-            try:
-                with path.open("rb") as handle:
-                    info = tarfile.TarInfo(relative)
-                    info.size = os.fstat(handle.fileno()).st_size
-                    info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
-                    info.mtime = 0
-                    tar.addfile(info, handle)
-            except OSError as exc:
-                raise _unreadable(directory, relative, exc) from None
-    data = gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
-    if len(data) > max_bytes:
+    sink = _GzipSink(max_bytes)
+    try:
+        with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            for relative in files:
+                _add_file(tar, directory, relative)
+        data = sink.finish()
+    except _TooLarge:
         raise SpecError(
-            f"source_dir {directory} packs to {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit",
+            f"source_dir {directory} packs to more than it may: over the {max_bytes / 1e6:.0f} MB limit",
             fix=f"move data out of source_dir (use inputs:), list large files in {IGNORE_FILE}, "
             "or raise the limit with --max-source-mb",
-        )
+        ) from None
     return SourcePackage(directory=directory, files=files, sha256=hashlib.sha256(data).hexdigest(), data=data,
                          withheld=tuple(sorted(selection.withheld)))
+
+
+def _add_file(tar: tarfile.TarFile, directory: Path, relative: str) -> None:
+    path = directory / relative
+    try:
+        with path.open("rb") as handle:
+            info = tarfile.TarInfo(relative)
+            info.size = os.fstat(handle.fileno()).st_size
+            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            info.mtime = 0
+            tar.addfile(info, handle)
+    except OSError as exc:
+        raise _unreadable(directory, relative, exc) from None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _GzipSink:
+    """A write-only file that gzips what tarfile writes as it comes (the bytes `gzip.compress(..., mtime=0)`
+    gives: zlib's gzip header), and stops at `max_bytes` of output."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        self._out = io.BytesIO()
+        self._max_bytes = max_bytes
+        self._written = 0
+
+    def write(self, data: bytes) -> int:
+        self._written += len(data)
+        self._keep(self._compressor.compress(data))
+        return len(data)
+
+    def tell(self) -> int:
+        return self._written
+
+    def finish(self) -> bytes:
+        self._keep(self._compressor.flush())
+        return self._out.getvalue()
+
+    def _keep(self, chunk: bytes) -> None:
+        self._out.write(chunk)
+        if self._out.tell() > self._max_bytes:
+            raise _TooLarge
 
 
 def _unreadable(directory: Path, relative: str, exc: OSError) -> SpecError:
@@ -115,10 +160,11 @@ def _is_run_directory(path: Path) -> bool:
 class _Selection:
     """Which files of a tree are packed: the never-shipped list wins over `.smtrainignore`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, withhold: tuple[str | Path, ...] = ()) -> None:
         import pathspec
 
         self._directory = directory
+        self._withhold = {Path(path).resolve() for path in withhold}
         self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
         self._secrets = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in SECRETS)
         self._ignored = _ignore_file_spec(directory)
@@ -134,11 +180,38 @@ class _Selection:
                 relative = self._relative(path)
                 if self._left_out(relative):
                     continue
+                if path in self._withhold:
+                    self.withheld.append(relative)
+                    continue
                 if path.is_symlink():
                     self._check_link(path, relative)
                 if path.is_file():  # not a socket, FIFO or device
                     included.append(relative)
+        self._check_hard_links(included)
         return sorted(included)
+
+    def _check_hard_links(self, included: list[str]) -> None:
+        """A file with more names than the package holds is refused: its other name may be `.env` or a
+        credentials file outside source_dir, shipped here under a harmless name."""
+        names: dict[tuple[int, int], list[str]] = {}
+        links: dict[tuple[int, int], int] = {}
+        for relative in included:
+            path = self._directory / relative
+            if path.is_symlink():
+                continue
+            try:
+                status = path.stat()
+            except OSError as exc:
+                raise _unreadable(self._directory, relative, exc) from None
+            if status.st_nlink > 1:
+                names.setdefault((status.st_dev, status.st_ino), []).append(relative)
+                links[(status.st_dev, status.st_ino)] = status.st_nlink
+        for inode, packed in names.items():
+            if len(packed) < links[inode]:
+                raise SpecError(f"source_dir {self._directory}: {packed[0]} is a hard link with {links[inode]} "
+                                f"names, {len(packed)} of them packed: another name (outside source_dir, or one "
+                                "never shipped such as .env) may hold a secret", fix=f"replace it with a copy "
+                                f"(cp {packed[0]} tmp && mv tmp {packed[0]}), or list it in {IGNORE_FILE}")
 
     def _keeps_directory(self, path: Path) -> bool:
         relative = self._relative(path) + "/"

@@ -8,6 +8,7 @@ plan's request and adds nothing to it; `smtrain local` runs it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import CapabilityError
@@ -135,6 +136,15 @@ class Plan:
         })
 
 
+def _spec_file_with_secrets(spec: JobSpec | LoadedSpec) -> tuple[Path, ...]:
+    """The spec file, when it holds secret values: with the default source_dir it would be packed beside the
+    code, and the job does not need it (it gets those values through the request)."""
+    if not isinstance(spec, LoadedSpec) or spec.path is None:
+        return ()
+    job_spec = spec.spec
+    return (spec.path,) if secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags) else ()
+
+
 def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | None = None,
                max_source_bytes: int = DEFAULT_MAX_BYTES, local_inputs: bool = False) -> Plan:
     """The plan for a spec going to `target`. Pure: no AWS call, no SDK.
@@ -162,7 +172,7 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
                                        fix="set region: in the spec or AWS_REGION", source="boto3 region chain")]
     _require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance_type)
-    source = package(job_spec.source_dir, max_source_bytes)
+    source = package(job_spec.source_dir, max_source_bytes, withhold=_spec_file_with_secrets(spec))
     if source.withheld:
         shown = ", ".join(source.withheld[:WITHHELD_SHOWN]) + (
             f" and {len(source.withheld) - WITHHELD_SHOWN} more" if len(source.withheld) > WITHHELD_SHOWN else "")
