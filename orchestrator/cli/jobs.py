@@ -302,7 +302,12 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     the job's metric definitions applied to its log lines, so the same lines give the same values."""
     run_dir = _local_run(target)
     if Path(target).is_dir() or run_dir is not None:
+        from orchestrator.emulator.layout import TENSORBOARD_DIR
+
         points, source = _local_points(run_dir or Path(target), names), f"local run {target}"
+        tensorboard = (run_dir or Path(target)) / TENSORBOARD_DIR
+        if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
+            click.echo(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})", err=True)
     else:
         job = _job(ctx, target, region)
         points = job.metric_points(list(names) or None, period_seconds)

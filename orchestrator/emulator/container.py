@@ -17,6 +17,8 @@ from typing import Any
 from orchestrator.contract import DEFAULT_MASTER_PORT, SMDDP_ENABLED_FLAG
 
 GROUP_NAME = "homogeneousCluster"
+# TensorBoardOutputConfig.LocalPath when the request leaves it out (the API's documented default).
+TENSORBOARD_DEFAULT_PATH = "/opt/ml/output/tensorboard"
 NETWORK_INTERFACE = "eth0"
 PYTORCH_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 # Hyperparameters the toolkit keeps for itself; every other sagemaker_* key is a framework parameter (§5).
@@ -42,6 +44,29 @@ class Channel:
     """The channel's S3Uri in the request; a local path or file:// URI in the emulator's plans."""
     config: dict[str, str]
     """Its entry in inputdataconfig.json."""
+    instance_groups: tuple[str, ...] = ()
+    """The groups whose hosts get it (S3DataSource.InstanceGroupNames); () for every host."""
+    compression: str = "None"
+
+    @property
+    def sharded(self) -> bool:
+        return self.config["S3DistributionType"] == "ShardedByS3Key"
+
+    @property
+    def pipe(self) -> bool:
+        return self.config["TrainingInputMode"] == "Pipe"
+
+    def reaches(self, group: str) -> bool:
+        return not self.instance_groups or group in self.instance_groups
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    """One instance group of the job: a heterogeneous cluster's, or the one SageMaker calls homogeneousCluster."""
+
+    name: str
+    instance_type: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -50,6 +75,7 @@ class ContainerJob:
 
     job_name: str
     instance_type: str
+    """The first group's type (with instance preferences, the first preference's)."""
     instance_count: int
     hyperparameters: dict[str, str]
     """HyperParameters as sent: every value JSON-encoded (hyperparameters.json)."""
@@ -58,21 +84,33 @@ class ContainerJob:
     checkpoint_local_path: str | None
     checkpoint_s3_uri: str | None
     max_run_seconds: int
+    groups: tuple[InstanceGroup, ...] = ()
+    """The instance groups, in the request's order; hosts are numbered algo-1... across them in that order."""
+    tensorboard_local_path: str | None = None
+    """TensorBoardOutputConfig.LocalPath: what SageMaker uploads to its S3OutputPath while the job runs."""
+    mlflow: tuple[tuple[str, str], ...] = ()
+    """MlflowConfig's members, as sent."""
 
     @classmethod
     def from_request(cls, request: dict[str, Any]) -> ContainerJob:
         algorithm_mode = request["AlgorithmSpecification"]["TrainingInputMode"]
         channels = tuple(
             Channel(name=item["ChannelName"], source=item["DataSource"]["S3DataSource"]["S3Uri"],
-                    config=_channel_config(item, algorithm_mode))
+                    config=_channel_config(item, algorithm_mode),
+                    instance_groups=tuple(item["DataSource"]["S3DataSource"].get("InstanceGroupNames", ())),
+                    compression=item.get("CompressionType", "None"))
             for item in request.get("InputDataConfig", []))
         checkpoint = request.get("CheckpointConfig") or {}
-        return cls(job_name=request["TrainingJobName"], instance_type=request["ResourceConfig"]["InstanceType"],
-                   instance_count=request["ResourceConfig"]["InstanceCount"],
+        groups = _instance_groups(request["ResourceConfig"])
+        tensorboard = request.get("TensorBoardOutputConfig") or {}
+        return cls(job_name=request["TrainingJobName"], instance_type=groups[0].instance_type,
+                   instance_count=sum(group.count for group in groups), groups=groups,
                    hyperparameters=dict(request["HyperParameters"]), environment=dict(request.get("Environment", {})),
                    channels=channels, checkpoint_local_path=checkpoint.get("LocalPath"),
                    checkpoint_s3_uri=checkpoint.get("S3Uri"),
-                   max_run_seconds=request["StoppingCondition"]["MaxRuntimeInSeconds"])
+                   max_run_seconds=request["StoppingCondition"]["MaxRuntimeInSeconds"],
+                   tensorboard_local_path=tensorboard.get("LocalPath", TENSORBOARD_DEFAULT_PATH) if tensorboard
+                   else None, mlflow=tuple((request.get("MlflowConfig") or {}).items()))
 
     @property
     def decoded_hyperparameters(self) -> dict[str, Any]:
@@ -82,9 +120,34 @@ class ContainerJob:
     def region(self) -> str:
         return str(self.decoded_hyperparameters["sagemaker_region"])
 
-    def input_data_config(self) -> dict[str, dict[str, str]]:
-        """inputdataconfig.json."""
-        return {channel.name: channel.config for channel in self.channels}
+    def input_data_config(self, group: str | None = None) -> dict[str, dict[str, str]]:
+        """inputdataconfig.json: on a host of `group`, the channels that group gets."""
+        return {channel.name: channel.config for channel in self.channels if group is None or channel.reaches(group)}
+
+    def group_hosts(self) -> dict[str, list[str]]:
+        """Group name -> its hosts, numbered across the groups in order."""
+        hosts, first = {}, 1
+        for group in self.groups:
+            hosts[group.name] = [f"algo-{index}" for index in range(first, first + group.count)]
+            first += group.count
+        return hosts
+
+    def group_of(self, host: str) -> InstanceGroup:
+        hosts = self.group_hosts()
+        return next(group for group in self.groups if host in hosts[group.name])
+
+
+def _instance_groups(resources: dict[str, Any]) -> tuple[InstanceGroup, ...]:
+    """The job's groups: InstanceGroups, else one homogeneousCluster of InstanceType (or, with InstancePreferences,
+    of the first preference: what the emulator runs)."""
+    if resources.get("InstanceGroups"):
+        return tuple(InstanceGroup(item["InstanceGroupName"], item["InstanceType"], item["InstanceCount"])
+                     for item in resources["InstanceGroups"])
+    if resources.get("InstancePreferences"):
+        first = resources["InstancePreferences"][0]
+        return (InstanceGroup(GROUP_NAME, first["InstanceType"],
+                              first.get("InstanceCount", resources.get("InstanceCount", 1))),)
+    return (InstanceGroup(GROUP_NAME, resources["InstanceType"], resources["InstanceCount"]),)
 
 
 def _channel_config(channel: dict[str, Any], algorithm_mode: str) -> dict[str, str]:
@@ -112,16 +175,17 @@ def decode_hyperparameters(encoded: dict[str, str]) -> dict[str, Any]:
     return decoded
 
 
-def resource_config(host: str, hosts: list[str], group_hosts: list[str], instance_type: str) -> dict[str, Any]:
-    """resourceconfig.json as SageMaker writes it (2024 format, contract §3.1); `hosts` sorted, the group's
-    host list in whatever order the platform chose."""
+def resource_config(host: str, groups: list[tuple[InstanceGroup, list[str]]]) -> dict[str, Any]:
+    """resourceconfig.json as SageMaker writes it (2024 format, contract §3.1): `hosts` sorted, each group's
+    host list in whatever order the platform chose; the current group and type are the host's own."""
+    current = next(group for group, hosts in groups if host in hosts)
     return {
         "current_host": host,
-        "current_instance_type": instance_type,
-        "current_group_name": GROUP_NAME,
-        "hosts": sorted(hosts),
-        "instance_groups": [{"instance_group_name": GROUP_NAME, "instance_type": instance_type,
-                             "hosts": list(group_hosts)}],
+        "current_instance_type": current.instance_type,
+        "current_group_name": current.name,
+        "hosts": sorted(name for _, hosts in groups for name in hosts),
+        "instance_groups": [{"instance_group_name": group.name, "instance_type": group.instance_type,
+                             "hosts": list(hosts)} for group, hosts in groups],
         "network_interface_name": NETWORK_INTERFACE,
     }
 
@@ -193,11 +257,13 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
     decoded = decode_hyperparameters(hyperparameters)
     user_hps = {k: v for k, v in decoded.items() if not k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
     framework = {k: v for k, v in decoded.items() if k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
-    group = resource["instance_groups"][0]
+    # sagemaker_training.environment.Environment: the instance-group properties, derived as it derives them
+    groups = resource["instance_groups"]
+    current = resource["current_group_name"]
     distributed = any(framework.get(flag) for flag in DISTRIBUTION_FLAGS)
-    distribution_groups = framework.get("sagemaker_distribution_instance_groups",
-                                        [resource["current_group_name"]] if distributed else [])
-    distribution_hosts = list(group["hosts"]) if group["instance_group_name"] in distribution_groups else []
+    distribution_groups = framework.get("sagemaker_distribution_instance_groups", [current] if distributed else [])
+    distribution_hosts = [name for group in groups if group["instance_group_name"] in distribution_groups
+                          for name in group["hosts"]]
     master = (distribution_hosts or resource["hosts"])[0]
     program = decoded.get("sagemaker_program")
     return {
@@ -205,7 +271,8 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
         "channel_input_dirs": {name: str(host.data_dir / name) for name in channels},
         "current_host": host.name,
         "current_instance_group": resource["current_group_name"],
-        "current_instance_group_hosts": list(group["hosts"]),
+        "current_instance_group_hosts": next((list(group["hosts"]) for group in groups
+                                              if group["instance_group_name"] == current), []),
         "current_instance_type": resource["current_instance_type"],
         "distribution_hosts": distribution_hosts,
         "distribution_instance_groups": distribution_groups,
@@ -215,9 +282,9 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
         "input_config_dir": str(host.config_dir),
         "input_data_config": channels,
         "input_dir": str(host.input_dir),
-        "instance_groups": [group["instance_group_name"]],
-        "instance_groups_dict": {group["instance_group_name"]: group},
-        "is_hetero": False,
+        "instance_groups": [group["instance_group_name"] for group in groups],
+        "instance_groups_dict": {group["instance_group_name"]: group for group in groups},
+        "is_hetero": len(groups) > 1,
         "is_master": host.name == master,
         "is_modelparallel_enabled": None,
         "is_smddpmprun_installed": False,

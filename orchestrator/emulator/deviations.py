@@ -7,6 +7,8 @@ the container and is checked against the training toolkit itself by `tests/refer
 
 from __future__ import annotations
 
+from typing import Any
+
 DEVIATIONS = (
     ("host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
      "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
@@ -40,4 +42,57 @@ def notices(hostname_unavailable_because: str | None, accelerators: str | None =
         found.append(NO_HOSTNAME_SHIM.format(why=hostname_unavailable_because))
     if accelerators:
         found.append(accelerators)
+    return found
+
+
+# Job settings that mean something else, or nothing, on this machine: said once per run that uses them.
+NOT_EMULATED = {
+    "TrainingPlanArn": "a training plan's reserved capacity",
+    "InstancePlacementConfig": "UltraServer placement",
+    "RetryStrategy": "retries of internal failures (nothing fails internally here)",
+    "InfraCheckConfig": "infrastructure health checks",
+    "RemoteDebugConfig": "remote debugging through SSM (the processes run on this machine: attach to them)",
+    "SessionChainingConfig": "session tag chaining",
+    "ExperimentConfig": "SageMaker Experiments",
+    "VolumeKmsKeyId": "volume encryption",
+    "KmsKeyId": "output encryption",
+    "MaxPendingTimeInSeconds": "the wait for capacity",
+}
+
+
+def setting_notices(request: dict[str, Any]) -> list[str]:
+    """The deviations of the job settings this request uses (channels, groups, preferences, tracking)."""
+    found = []
+    resources = request.get("ResourceConfig", {})
+    for channel in request.get("InputDataConfig", []):
+        name, source = channel["ChannelName"], channel["DataSource"]["S3DataSource"]
+        mode = channel.get("InputMode", request["AlgorithmSpecification"]["TrainingInputMode"])
+        if source.get("S3DataDistributionType") == "ShardedByS3Key":
+            found.append(f"channel {name} is ShardedByS3Key: each host that gets it has a disjoint share of its files, "
+                         "dealt round-robin in key order; SageMaker's own assignment of objects to hosts is not "
+                         "documented")
+        if mode == "FastFile":
+            found.append(f"channel {name} is FastFile: its files are copied before the script starts (SageMaker "
+                         "streams them from S3 on first read)")
+        if mode == "Pipe":
+            found.append(f"channel {name} is Pipe mode: FIFOs {name}_0, {name}_1, ... carry its files concatenated "
+                         "in key order, one epoch each")
+    if resources.get("InstanceGroups"):
+        found.append("instance groups: every group's hosts run on this machine, each with its group's instance type "
+                     "in its config files and SM_* variables (SM_NUM_GPUS its type's)")
+    if resources.get("InstancePreferences"):
+        first = resources["InstancePreferences"][0]
+        found.append(f"instance preferences: the run uses the first, {first['InstanceType']}; SageMaker takes the "
+                     "first that has capacity")
+    if request.get("TensorBoardOutputConfig"):
+        found.append("TensorBoard: what the script writes to "
+                     f"{request['TensorBoardOutputConfig'].get('LocalPath', '/opt/ml/output/tensorboard')} is kept "
+                     "in the run directory's tensorboard/<host>/ instead of being uploaded to S3")
+    if request.get("MlflowConfig"):
+        found.append("MLflow: MLFLOW_TRACKING_URI names a local store in the run directory (mlruns/, for the mlflow "
+                     "package if the script has it) instead of the tracking server's ARN")
+    present = {**request, **resources, **request.get("OutputDataConfig", {}), **request.get("StoppingCondition", {})}
+    skipped = [what for key, what in NOT_EMULATED.items() if key in present]
+    if skipped:
+        found.append(f"not emulated here: {'; '.join(skipped)}")
     return found

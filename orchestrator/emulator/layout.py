@@ -8,6 +8,8 @@
       logs/algo-N.log               each host's log (what CloudWatch would hold)
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
+      tensorboard/algo-N/           what each host wrote to the TensorBoard local path (`tensorboard:`)
+      mlruns/                       the local MLflow store MLFLOW_TRACKING_URI names (`mlflow:`; kept on reuse)
       request.json                  the CreateTrainingJob request the run emulates (secrets masked)
       model.tar.gz, output.tar.gz   merged across hosts at the end, as SageMaker uploads them
       result.json                   status, failure reason, final metrics
@@ -32,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
-from orchestrator.emulator.container import ContainerJob, Host, resource_config
+from orchestrator.emulator import channels
+from orchestrator.emulator.container import Channel, ContainerJob, Host, InstanceGroup, resource_config
 from orchestrator.emulator.stall import STACKS_FILE
 from orchestrator.emulator.status import STATUS_FILE, STOP_FILE
 from orchestrator.errors import RunFailed, SpecError
@@ -43,10 +46,11 @@ SOURCE_DIR = "source"
 LOCK_FILE = ".smtrain-lock"
 """Held (flock) by the `smtrain local` using the run directory; holds its process id."""
 _HELD_LOCKS: dict[Path, int] = {}
+TENSORBOARD_DIR = "tensorboard"
 CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
-_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, "request.json", "spec.json", "result.json", "model.tar.gz",
-            "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
+_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
+            "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,7 @@ def new_layout(root: Path, job: ContainerJob) -> RunLayout:
 
 
 def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_path: Path,
-            channel_paths: dict[str, Path], group_hosts: list[str], link_inputs: bool,
+            channel_paths: dict[str, Path], host_groups: list[tuple[InstanceGroup, list[str]]], link_inputs: bool,
             host_hyperparameters: dict[str, dict[str, str]]) -> None:
     """Creates every host's tree from the job's request, as SageMaker prepares instances before the container
     starts: config files, channels, code (extracted only into an empty code directory, as the toolkit does),
@@ -200,8 +204,6 @@ def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_
     try:
         source_path.parent.mkdir(parents=True, exist_ok=True)
         source_path.write_bytes(source.data)
-        input_data_config = job.input_data_config()
-        names = [host.name for host in layout.hosts]
         for host in layout.hosts:
             for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir,
                               host.output_dir / "data", host.checkpoint_dir):
@@ -209,25 +211,52 @@ def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_
             if not any(host.code_dir.iterdir()):
                 _extract(source.data, host.code_dir)
             _write_json(host.config_dir / "hyperparameters.json", host_hyperparameters[host.name], private=True)
-            _write_json(host.config_dir / "resourceconfig.json",
-                        resource_config(host.name, names, group_hosts, job.instance_type))
-            _write_json(host.config_dir / "inputdataconfig.json", input_data_config)
-            _place_channels(host, channel_paths, link_inputs)
+            resource = resource_config(host.name, host_groups)
+            _write_json(host.config_dir / "resourceconfig.json", resource)
+            _write_json(host.config_dir / "inputdataconfig.json",
+                        job.input_data_config(resource["current_group_name"]))
+            _place_channels(job, host, resource["current_group_name"], channel_paths, link_inputs)
         restore_checkpoints(layout)
     except (OSError, shutil.Error) as error:
         raise RunFailed(f"PreparationError: writing the hosts' /opt/ml trees in {layout.root} failed: "
                         f"{_copy_error(error)}", fix="free disk space, then run again") from None
 
 
-def _place_channels(host: Host, channel_paths: dict[str, Path], link_inputs: bool) -> None:
-    for name, source_dir in channel_paths.items():
+def _place_channels(job: ContainerJob, host: Host, group: str, channel_paths: dict[str, Path],
+                    link_inputs: bool) -> None:
+    """The channels of the host's group, except Pipe mode's (their FIFOs are made while the job runs)."""
+    for channel in job.channels:
+        if not channel.reaches(group) or channel.pipe:
+            continue
+        source_dir = channel_paths[channel.name]
         try:
-            _place_channel(source_dir, host.data_dir / name, link_inputs)
+            _place_channel(job, channel, source_dir, host, link_inputs)
         except (OSError, shutil.Error) as error:
-            raise RunFailed(f"ChannelError: copying channel {name} from {source_dir} into {host.name}'s "
-                            f"{host.data_dir / name} failed: {_copy_error(error)}",
+            raise RunFailed(f"ChannelError: copying channel {channel.name} from {source_dir} into {host.name}'s "
+                            f"{host.data_dir / channel.name} failed: {_copy_error(error)}",
                             fix="free disk space (or pass --link-inputs for large local data), then run again"
                             ) from None
+
+
+def channel_hosts(job: ContainerJob, channel: Channel) -> list[str]:
+    """The hosts that get `channel`, in host order (algo-1, algo-2, ...)."""
+    groups = job.group_hosts()
+    return [host for group in job.groups if channel.reaches(group.name) for host in groups[group.name]]
+
+
+def host_items(job: ContainerJob, channel: Channel, source: Path, host: str) -> list[Path]:
+    """The channel's objects `host` gets: all of them, or with ShardedByS3Key its share."""
+    items = channels.objects(source)
+    return channels.share(items, channel_hosts(job, channel), host) if channel.sharded else items
+
+
+def pipe_channels(layout: RunLayout, job: ContainerJob, channel_paths: dict[str, Path]) -> list[channels.PipeChannel]:
+    """Every host's Pipe-mode channels, for the feeders."""
+    return [channels.PipeChannel(host.data_dir, channel.name,
+                                 tuple(host_items(job, channel, channel_paths[channel.name], host.name)),
+                                 gzip=channel.compression == "Gzip")
+            for host in layout.hosts for channel in job.channels
+            if channel.pipe and channel.reaches(job.group_of(host.name).name)]
 
 
 def write_request(root: Path, masked_request: dict[str, Any]) -> None:
@@ -268,9 +297,13 @@ def _write_json(path: Path, document: object, private: bool = False) -> None:
         handle.write(json.dumps(document, indent=4) + "\n")
 
 
-def _place_channel(source: Path, target: Path, link: bool) -> None:
-    """File mode gives every instance its own copy; `link` trades that for speed with large local data."""
-    if link:
+def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host, link: bool) -> None:
+    """File and FastFile mode give every instance its own copy (FastFile streams on SageMaker; here the files are
+    there before the script starts); `link` trades that for speed with large local data."""
+    target = host.data_dir / channel.name
+    if channel.sharded:
+        channels.place_share(source, host_items(job, channel, source, host.name), target, link)
+    elif link:
         target.symlink_to(source.resolve(), target_is_directory=source.is_dir())
     elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
         shutil.copytree(source, target, symlinks=True, ignore=_run_directories)
@@ -290,6 +323,19 @@ def upload_checkpoints(layout: RunLayout) -> None:
     for directory in checkpoint_dirs(layout):
         if directory.is_dir():
             shutil.copytree(directory, layout.s3_checkpoints, dirs_exist_ok=True)
+
+
+def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:
+    """What SageMaker uploads from TensorBoardOutputConfig.LocalPath, kept in the run: tensorboard/<host>/ for each
+    host that wrote there (one folder a host, so no host's event file replaces another's)."""
+    if local_path is None:
+        return None
+    target = layout.root / TENSORBOARD_DIR
+    for host in layout.hosts:
+        written = layout.host_path(host, local_path)
+        if written.is_dir() and any(written.iterdir()):
+            shutil.copytree(written, target / host.name, dirs_exist_ok=True)
+    return target if target.is_dir() else None
 
 
 def restore_checkpoints(layout: RunLayout) -> None:

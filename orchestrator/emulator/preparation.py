@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import posixpath
 import re
 import subprocess
 import sys
@@ -24,10 +25,12 @@ from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
 from orchestrator.emulator import opt_ml
 from orchestrator.emulator.cache import cache_root
+from orchestrator.emulator.channels import PipeChannel
 from orchestrator.emulator.container import (
     DISTRIBUTION_FLAGS,
     ContainerJob,
     Host,
+    InstanceGroup,
     framework_variables,
     resource_config,
     sm_variables,
@@ -54,10 +57,11 @@ from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import S3Uri, Target
 from orchestrator.redact import mask_text, redact, secret_values
-from orchestrator.spec.catalog import InstanceType
+from orchestrator.spec.catalog import InstanceType, lookup
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import Channel, JobSpec, Mode, timestamped_job_name
 
+MLFLOW_STORE = "mlruns"
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
 MAX_WORLD_SIZE = 64
@@ -96,6 +100,9 @@ class PreparedRun:
     job: ContainerJob
     layout: run_layout.RunLayout
     group_hosts: list[str]
+    """The hosts the launcher spans, in the order the platform chose (ranks live on them in this order)."""
+    host_groups: list[tuple[InstanceGroup, list[str]]]
+    """Every instance group with its hosts (resourceconfig.json's instance_groups)."""
     code_files: frozenset[str]
     world_size: int
     hostname: HostnameShim
@@ -105,6 +112,8 @@ class PreparedRun:
     host_fs: opt_ml.HostFileSystem
     machine_opt_ml: dict[str, tuple[int, int]]
     """The machine's own /opt/ml before the run (opt_ml.snapshot): nothing may appear or change there."""
+    pipes: list[PipeChannel] = field(default_factory=list)
+    """Every host's Pipe-mode channels, fed while each attempt runs."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
     report: StatusReport | None = None
@@ -139,19 +148,20 @@ class PreparedRun:
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
         torch_version = _torch_version()
-        channels = self.job.input_data_config()
         inherited = dict(os.environ)
         bin_paths = [self.overlay.bin_dir] if self.overlay else []
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)
-            resource = resource_config(host.name, [h.name for h in self.layout.hosts], self.group_hosts,
-                                       self.job.instance_type)
-            env = training_env(host, resource, hyperparameters, channels, self.job.job_name, self.instance.gpus,
-                               os.cpu_count() or 1, self.instance.neuron_cores)
+            resource = resource_config(host.name, self.host_groups)
+            instance = lookup(resource["current_instance_type"])
+            channels = self.job.input_data_config(resource["current_group_name"])
+            env = training_env(host, resource, hyperparameters, channels, self.job.job_name, instance.gpus,
+                               os.cpu_count() or 1, instance.neuron_cores)
             sm = sm_variables(env)
             toolkit_env = {**sm, **framework_variables(env, self.job.region, torch_version)}
             platform = {key: self.layout.rewrite(host, value) for key, value in self.job.environment.items()}
+            platform.update(mlflow_environment(self.job, self.layout.root))
             platform.update({"TRAINING_JOB_NAME": self.job.job_name,
                              "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
                                                  f"{self.job.job_name}"})
@@ -231,8 +241,9 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
     run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
     code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
-    group_hosts = _group_order(job.instance_count, settings.host_order)
-    world = _preflight(plan, job, code_files, settings)
+    host_groups = _host_groups(job, settings.host_order)
+    group_hosts = _launcher_hosts(job, host_groups)
+    world = _preflight(plan, job, code_files, settings, len(group_hosts))
     layout = run_layout.new_layout(run_dir, job)
     channel_paths = _resolve_channels(job, run_dir)
 
@@ -240,15 +251,17 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
     run_layout.write_request(run_dir, redact(plan.create_training_job_request))
     source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
     try:
-        run_layout.prepare(layout, job, plan.source, source_path, channel_paths, group_hosts, settings.link_inputs,
+        run_layout.prepare(layout, job, plan.source, source_path, channel_paths, host_groups, settings.link_inputs,
                            {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
     except RunFailed as failure:
         raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
-    return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, code_files=code_files,
+    return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
+                       code_files=code_files,
                        world_size=world, hostname=hostname_shim(),
                        accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,
                                                  local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
+                       pipes=run_layout.pipe_channels(layout, job, channel_paths),
                        host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
 
@@ -285,6 +298,40 @@ def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host:
     return result
 
 
+def mlflow_environment(job: ContainerJob, run_dir: Path) -> dict[str, str]:
+    """With an MlflowConfig, the MLflow client's variables: a local file store in the run directory (mlruns/) as
+    the tracking URI, since the tracking server's ARN needs AWS and the sagemaker-mlflow plugin; the experiment and
+    run names as configured."""
+    config = dict(job.mlflow)
+    if not config:
+        return {}
+    variables = {"MLFLOW_TRACKING_URI": (run_dir / MLFLOW_STORE).as_uri()}
+    if "MlflowExperimentName" in config:
+        variables["MLFLOW_EXPERIMENT_NAME"] = config["MlflowExperimentName"]
+    if "MlflowRunName" in config:
+        variables["MLFLOW_RUN_NAME"] = config["MlflowRunName"]
+    return variables
+
+
+def _host_groups(job: ContainerJob, host_order: tuple[str, ...] | None) -> list[tuple[InstanceGroup, list[str]]]:
+    """Each instance group with its hosts: one group in `--host-order`'s order, or the request's groups, hosts
+    numbered across them in order."""
+    if len(job.groups) == 1:
+        return [(job.groups[0], _group_order(job.instance_count, host_order))]
+    if host_order:
+        raise SpecError("--host-order and --master-host order the hosts of one instance group; this job has "
+                        f"{len(job.groups)}", fix="drop --host-order/--master-host (the first host of the "
+                                                  "training group is the master)")
+    hosts = job.group_hosts()
+    return [(group, hosts[group.name]) for group in job.groups]
+
+
+def _launcher_hosts(job: ContainerJob, host_groups: list[tuple[InstanceGroup, list[str]]]) -> list[str]:
+    """The hosts ranks run on: the distribution's groups' hosts (sagemaker_distribution_instance_groups), else all."""
+    named = job.decoded_hyperparameters.get("sagemaker_distribution_instance_groups") or []
+    return [host for group, hosts in host_groups if not named or group.name in named for host in hosts]
+
+
 def _group_order(count: int, host_order: tuple[str, ...] | None) -> list[str]:
     """The instance group's host order (SageMaker does not promise algo-1 first): `--host-order`, where a prefix
     (`--master-host algo-2`) is followed by the other hosts in order."""
@@ -298,7 +345,8 @@ def _group_order(count: int, host_order: tuple[str, ...] | None) -> list[str]:
     return [*host_order, *(host for host in hosts if host not in host_order)]
 
 
-def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: LocalSettings) -> int:
+def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: LocalSettings,
+               launcher_hosts: int) -> int:
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
     spec, python = plan.spec, settings.python
     if not Path(python).exists():
@@ -313,6 +361,10 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
                         fix="make the entry point a .py script (and drop setup.py) for torch_distributed"
                         if runner is RunnerType.torch_distributed else "rename the entry point") from None
     run_layout.checkpoint_container_path(job.checkpoint_local_path)
+    tensorboard = job.tensorboard_local_path
+    if tensorboard is not None and not posixpath.normpath(tensorboard).startswith(OPT_ML + "/"):
+        raise SpecError(f"tensorboard.local_path {tensorboard!r} is outside /opt/ml, where smtrain local cannot keep "
+                        "what the script writes", fix="use a directory under /opt/ml, e.g. /opt/ml/output/tensorboard")
     mode = spec.distribution.mode.value
     if runner in (RunnerType.mpi, RunnerType.smdataparallel):
         if not find_tool("mpirun", python):
@@ -324,7 +376,7 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
                         RunnerType.torch_distributed else f"{spec.entry_point} uses torch")
     per_host = settings.processes_per_host or processes_per_host(framework, plan.instance.gpus,
                                                                 plan.instance.neuron_cores)
-    world = job.instance_count * (1 if runner is RunnerType.process else per_host)
+    world = job.instance_count if runner is RunnerType.process else launcher_hosts * per_host
     if world > MAX_WORLD_SIZE:
         raise SpecError(f"world size {world} is more than this machine should emulate",
                         fix="shrink it with --processes-per-host or --set instance.count=<n>")

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator import layout as run_layout
 from orchestrator.emulator import opt_ml
-from orchestrator.emulator.deviations import notices
+from orchestrator.emulator.channels import PipeFeeders
+from orchestrator.emulator.deviations import notices, setting_notices
 from orchestrator.emulator.image_match import image_notices
 from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
 from orchestrator.emulator.launch import HostProcess, free_port
@@ -153,7 +154,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     prepared.report.transition("Starting", created)
     prepared.report.transition("Downloading", planned)
     for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
-                             prepared.host_fs.namespaced):
+                             prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
         observer.notice(deviation)
     for warning in _source_notices(prepared):
         observer.notice(warning)
@@ -236,9 +237,10 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         elapsed = time.monotonic() - started
         smoke_left = None if options.smoke_seconds is None else max(options.smoke_seconds - elapsed, 0.0)
         watchdog.activity()
-        outcome = supervisor.run(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
-                                 hung=hung, stop_after=smoke_left,
-                                 watch=census.observe if options.smoke_seconds is not None else None)
+        with PipeFeeders(prepared.pipes):
+            outcome = supervisor.run(prepared.job.max_run_seconds - elapsed, interrupt_after,
+                                     options.stop_grace_seconds, hung=hung, stop_after=smoke_left,
+                                     watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
                                           "replaced, checkpoints restored, job restarted")
@@ -249,6 +251,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
             continue
         break
     run_layout.upload_checkpoints(layout)
+    run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
     smoke = None
     if options.smoke_seconds is not None:
         for item in outcome.exits:

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from orchestrator.emulator.container import (
+    GROUP_NAME,
     Host,
+    InstanceGroup,
     env_value,
     framework_variables,
     resource_config,
@@ -37,7 +39,7 @@ def test_environment_values_are_compact_sorted_json(value, encoded):
 
 def _environment(tmp_path, hyperparameters, group_hosts, current="algo-2"):
     host = Host(current, tmp_path / current)
-    resource = resource_config(current, ["algo-1", "algo-2"], group_hosts, "ml.p4d.24xlarge")
+    resource = resource_config(current, [(InstanceGroup(GROUP_NAME, "ml.p4d.24xlarge", 2), group_hosts)])
     encoded = {key: json.dumps(value) for key, value in hyperparameters.items()}
     channels = {"training": {"TrainingInputMode": "File"}, "testing": {"TrainingInputMode": "File"}}
     env = training_env(host, resource, encoded, channels, "job-1", num_gpus=8, num_cpus=2)

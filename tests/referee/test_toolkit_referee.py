@@ -20,12 +20,15 @@ import yaml
 
 from orchestrator.emulator.preparation import LocalSettings, PreparedRun, prepare_run
 from orchestrator.emulator.runners import ToolkitRefusal, parse_custom_mpi_options
+from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import load
 
 HARNESS = Path(__file__).with_name("toolkit_harness.py")
 ENTRY = "import os\nprint(os.environ['SM_CURRENT_HOST'])\n"
 EDGE_HYPERPARAMETERS = {"b": 7, "backend": "gloo", "learning-rate": 0.001, "use-cuda": True, "layers": [64, 32],
                         "opt": {"beta1": 0.9, "name": "adam"}, "note": None, "save-to": "/opt/ml/model/best"}
+HETERO_GROUPS = [{"name": "data", "type": "ml.c5.2xlarge", "count": 1},
+                 {"name": "train", "type": "ml.g5.12xlarge", "count": 2}]
 # name, spec fields, extra source files, entry point, host order
 CASES = [
     ("none-2-hosts", {"instance": {"type": "ml.c5.2xlarge", "count": 2}, "hyperparameters": EDGE_HYPERPARAMETERS,
@@ -58,6 +61,16 @@ CASES = [
                                "distribution": {"mode": "torch_distributed"}}, {}, "train.py", None),
     ("torch_distributed-1-host", {"instance": {"type": "ml.g5.12xlarge", "count": 1},
                                   "distribution": {"mode": "torch_distributed"}}, {}, "train.py", None),
+    # Heterogeneous clusters: each host's group, its hosts, the groups, is_hetero; channels only on their groups.
+    ("hetero-none-2-groups", {"instance": {"groups": HETERO_GROUPS},
+                              "inputs": {"raw": {"uri": "DATA", "instance_groups": ["data"]},
+                                         "shards": {"uri": "DATA", "distribution": "ShardedByS3Key",
+                                                    "instance_groups": ["train"]}}}, {}, "train.py", None),
+    ("hetero-mpi-training-group", {"instance": {"groups": HETERO_GROUPS},
+                                   "distribution": {"mode": "mpi", "instance_groups": ["train"],
+                                                    "processes_per_host": 2},
+                                   "inputs": {"shards": {"uri": "DATA", "instance_groups": ["train"]}}},
+     {}, "train.py", None),
 ]
 
 
@@ -71,9 +84,11 @@ def _prepare(tmp_path: Path, fields: dict[str, Any], files: dict[str, str], entr
     data = tmp_path / "data"
     data.mkdir()
     (data / "part-0.csv").write_text("1,2\n")
+    (data / "part-1.csv").write_text("3,4\n")  # two objects: a sharded channel gives each of two hosts one
     spec = {"name": "referee", "entry_point": entry_point, "source_dir": str(source), "framework_version": "2.3.0",
             "metrics": [], **fields}
-    spec["inputs"] = {"training": str(data), **{name: str(data) for name in spec.get("inputs", {})}}
+    spec["inputs"] = {"training": str(data), **{name: {**value, "uri": str(data)} if isinstance(value, dict)
+                                                else str(data) for name, value in spec.get("inputs", {}).items()}}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     return prepare_run(load(path), LocalSettings(run_dir=tmp_path / "run", host_order=host_order))
@@ -83,9 +98,16 @@ def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]
     """The toolkits' view of every host, from the harness."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
-    listing = "".join(f"GPU {index}: {prepared.instance.accelerator_model or 'GPU'} (UUID: GPU-{index})\\n"
-                      for index in range(prepared.instance.gpus))
-    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\nprintf '{listing}'\n")
+    # Each host's own instance type's GPUs (instance groups differ): the harness sets SAGEMAKER_BASE_DIR per host.
+    cases = []
+    for host in prepared.layout.hosts:
+        group = prepared.job.group_of(host.name)
+        instance = lookup(group.instance_type)
+        listing = "".join(f"GPU {index}: {instance.accelerator_model or 'GPU'} (UUID: GPU-{index})\\n"
+                          for index in range(instance.gpus))
+        cases.append(f"  {host.name}) printf '{listing}' ;;\n")
+    (bin_dir / "nvidia-smi").write_text('#!/bin/sh\ncase "$(basename "$SAGEMAKER_BASE_DIR")" in\n'
+                                        + "".join(cases) + "esac\n")
     (bin_dir / "nvidia-smi").chmod(0o755)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("SM_", "AWS_", "OMPI_"))}
     env.update(TRAINING_JOB_NAME=prepared.job.job_name,
@@ -131,8 +153,11 @@ def test_the_toolkit_derives_what_the_emulator_exported_and_runs(tmp_path, name,
         request = prepared.plan.create_training_job_request["HyperParameters"]
         assert written.keys() == request.keys()
         assert {key for key in request if written[key] != request[key]} <= {"save-to", "sagemaker_submit_directory"}
-        channels = [channel["ChannelName"] for channel in prepared.plan.create_training_job_request["InputDataConfig"]]
+        group = seen["sm_variables"]["SM_CURRENT_INSTANCE_GROUP"]
+        channels = {channel["ChannelName"] for channel in prepared.plan.create_training_job_request["InputDataConfig"]
+                    if group in channel["DataSource"]["S3DataSource"].get("InstanceGroupNames", [group])}
         assert all(any((item.host.data_dir / name).iterdir()) for name in channels)
+        assert {path.name for path in item.host.data_dir.iterdir()} == channels, host  # no other group's channel
         module_dir = json.loads(seen["sm_variables"]["SM_TRAINING_ENV"])["module_dir"]
         assert Path(module_dir.removeprefix("file://")).is_file(), module_dir  # the tarball is where it says
 

@@ -1,0 +1,135 @@
+"""How a channel's data reaches each emulated host: all of it, its own share (ShardedByS3Key), or a FIFO per
+epoch (Pipe mode), as SageMaker delivers S3 data to the instances (sagemaker-contract.md §3).
+
+ShardedByS3Key gives each host that gets the channel a disjoint part of its objects, together all of them.
+SageMaker does not document which object goes where; here the objects, sorted by key (the path under the
+channel), are dealt round-robin to the hosts in host order (the deviations list says so).
+
+Pipe mode gives the script no directory but FIFOs `/opt/ml/input/data/<channel>_<epoch>`: `<channel>_0` exists
+when the script starts, and the next epoch's exists by the time the script reads one to its end. Each
+carries every object of the host's share, in key order, concatenated (decompressed when the channel says Gzip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.contract import RUN_MARKER_FILE
+
+_CHUNK = 1 << 20
+
+
+def objects(source: Path) -> list[Path]:
+    """The channel's objects, as keys under its prefix: every file below `source` (or `source` itself), sorted."""
+    if source.is_file():
+        return [source]
+    runs = {marker.parent for marker in source.rglob(RUN_MARKER_FILE)}  # never a run directory inside the data
+    found = (path for path in source.rglob("*") if path.is_file() and not runs.intersection(path.parents))
+    return sorted(found, key=lambda path: path.relative_to(source).as_posix())
+
+
+def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:
+    """The part of `items` ShardedByS3Key gives `host`, one of `hosts` (those that get the channel)."""
+    return items[hosts.index(host)::len(hosts)]
+
+
+def place_share(source: Path, items: list[Path], target: Path, link: bool) -> None:
+    """Writes `items` of the channel at `source` under `target`, keeping their keys (paths under the prefix)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for item in items:
+        destination = target / (item.relative_to(source) if source.is_dir() else item.name)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if link:
+            destination.symlink_to(item.resolve())
+        else:
+            shutil.copy2(item, destination)
+
+
+@dataclass(frozen=True)
+class PipeChannel:
+    """One host's Pipe-mode channel: where its FIFOs go and what each epoch carries."""
+
+    data_dir: Path
+    name: str
+    items: tuple[Path, ...]
+    gzip: bool
+
+    def fifo(self, epoch: int) -> Path:
+        return self.data_dir / f"{self.name}_{epoch}"
+
+
+class PipeFeeders:
+    """Feeds every Pipe-mode channel of a run, one thread per host and channel, for as long as the run lasts."""
+
+    def __init__(self, channels: list[PipeChannel]) -> None:
+        self._channels = channels
+        self._stopped = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> PipeFeeders:
+        for channel in self._channels:
+            _make_fifo(channel.fifo(0))  # there before the script starts, as on SageMaker
+            thread = threading.Thread(target=self._feed, args=(channel,), name=f"pipe-{channel.name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopped.set()
+        for channel, thread in zip(self._channels, self._threads):
+            _release(channel, thread)
+
+    def _feed(self, channel: PipeChannel) -> None:
+        epoch = 0
+        while not self._stopped.is_set():
+            path = channel.fifo(epoch)
+            _make_fifo(path)
+            try:
+                with open(path, "wb") as pipe:  # blocks until the script opens the epoch for reading
+                    if self._stopped.is_set():
+                        return
+                    for item in channel.items:
+                        _copy(item, pipe, channel.gzip)
+                    _make_fifo(channel.fifo(epoch + 1))  # the next epoch is there when this one ends
+            except BrokenPipeError:  # the script stopped reading this epoch early: the next one follows
+                pass
+            except OSError:
+                return
+            with contextlib.suppress(OSError):
+                path.unlink()  # a read epoch is gone, as SageMaker's is
+            epoch += 1
+
+
+def _make_fifo(path: Path) -> None:
+    if not path.exists():
+        os.mkfifo(path, 0o600)
+
+
+def _copy(item: Path, pipe: object, compressed: bool) -> None:
+    opener = gzip.open if compressed else open
+    with opener(item, "rb") as source:  # type: ignore[operator]
+        shutil.copyfileobj(source, pipe, _CHUNK)  # type: ignore[arg-type]
+
+
+def _release(channel: PipeChannel, thread: threading.Thread) -> None:
+    """Unblocks a feeder waiting for a reader that will not come (the run is over): open its FIFO once."""
+    while thread.is_alive():
+        for path in _fifos(channel):
+            with contextlib.suppress(OSError):
+                descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                os.close(descriptor)
+        thread.join(0.05)
+    for path in _fifos(channel):  # a restarted job starts again at epoch 0
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _fifos(channel: PipeChannel) -> Iterator[Path]:
+    return channel.data_dir.glob(f"{channel.name}_*")
