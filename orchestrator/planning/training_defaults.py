@@ -154,6 +154,8 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
 
     def differs(field_name: str, key: str, spec_value: Any, fix: str) -> None:
         admin = defaults.admin_value(f"{TRAINING_JOB}.{key}")
+        if isinstance(admin, dict) and isinstance(spec_value, dict):
+            admin = {name: admin[name] for name in spec_value}
         if admin is not None and spec_value is not None and spec_value != admin:
             found.append(Finding(
                 rule="contradicts-admin-sdk-defaults", severity="warning", field=field_name,
@@ -176,9 +178,12 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
         differs(name, key, getattr(spec, name), f"remove {name} from the spec to use the admin's key")
     differs("role", "RoleArn", spec.role if spec.role and spec.role.startswith("arn:") else None,
             "remove role: from the spec to use the admin's role")
-    if "environment" in spec.model_fields_set:
-        differs("environment", "Environment", dict(spec.environment),
-                "remove environment: to get the admin's variables, or write them into the spec's environment")
+    admin_environment = defaults.admin_value(f"{TRAINING_JOB}.Environment") or {}
+    lost = {name: value for name, value in admin_environment.items() if spec.environment.get(name) != str(value)}
+    if "environment" in spec.model_fields_set and lost:
+        # A spec's environment replaces the config's whole: only the admin's variables it drops or changes matter.
+        differs("environment", "Environment", {name: spec.environment.get(name, "(unset)") for name in lost},
+                "write the admin's variables into the spec's environment, or remove environment: to get them")
     admin_tags = {tag["Key"]: tag["Value"] for tag in defaults.admin_value(f"{TRAINING_JOB}.Tags") or []}
     for name, value in spec.tags.items():
         if name in admin_tags and admin_tags[name] != value:

@@ -275,3 +275,15 @@ def test_sources_never_show_a_secret_given_with_set(tmp_path, configs):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["sources"]["environment.HF_TOKEN"]["from"] == "--set"
     assert "s3cr3t-value" not in result.stdout
+
+
+def test_validate_names_the_admin_variables_a_spec_environment_drops(tmp_path, configs):
+    configs(admin=ADMIN)
+    keeps_all = _spec(tmp_path, environment={"HTTPS_PROXY": "http://proxy.corp:3128", "COMPANY": "acme", "X": "1"})
+    result = CliRunner().invoke(main, ["validate", str(keeps_all), "-o", "json"])
+    assert "environment" not in {warning["field"] for warning in json.loads(result.output)[0]["warnings"]}
+    drops = _spec(tmp_path, environment={"COMPANY": "other", "X": "1"})
+    result = CliRunner().invoke(main, ["validate", str(drops), "-o", "json"])
+    [warning] = [item for item in json.loads(result.output)[0]["warnings"] if item["field"] == "environment"]
+    assert "{HTTPS_PROXY: (unset), COMPANY: other}" in warning["message"]
+    assert "{HTTPS_PROXY: http://proxy.corp:3128, COMPANY: acme}" in warning["message"]
