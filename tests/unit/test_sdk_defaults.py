@@ -287,3 +287,19 @@ def test_validate_names_the_admin_variables_a_spec_environment_drops(tmp_path, c
     [warning] = [item for item in json.loads(result.output)[0]["warnings"] if item["field"] == "environment"]
     assert "{HTTPS_PROXY: (unset), COMPANY: other}" in warning["message"]
     assert "{HTTPS_PROXY: http://proxy.corp:3128, COMPANY: acme}" in warning["message"]
+
+
+def test_without_override_variables_the_default_locations_are_read(tmp_path, monkeypatch):
+    monkeypatch.delenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE")
+    monkeypatch.delenv("SAGEMAKER_USER_CONFIG_OVERRIDE")
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "etc-xdg"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home-config"))
+    request = _request(_spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/"))  # no file there yet: no error
+    assert request["Tags"] == [] and "VpcConfig" not in request
+    _write(tmp_path / "etc-xdg" / "sagemaker" / "config.yaml", ADMIN)
+    _write(tmp_path / "home-config" / "sagemaker" / "config.yaml", {"SchemaVersion": "1.0", "SageMaker": {
+        "TrainingJob": {"Tags": [{"Key": "owner", "Value": "me"}]}}})
+    job_plan = plan(load(_spec(tmp_path, output_path="s3://m/o/")), job_name="tiny-1")
+    assert job_plan.create_training_job_request["RoleArn"] == ADMIN_ROLE
+    assert job_plan.create_training_job_request["Tags"] == [{"Key": "owner", "Value": "me"}]
+    assert job_plan.sources["tags.owner"].where == str(tmp_path / "home-config" / "sagemaker" / "config.yaml")
