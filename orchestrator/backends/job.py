@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from orchestrator.cloud.jobs import JobStatus
     from orchestrator.cloud.logs import LogLine
+    from orchestrator.cloud.progress import JobProgress
     from orchestrator.planning.metric_series import MetricPoint
     from orchestrator.planning.plan import Plan
 
@@ -35,6 +36,7 @@ class Job:
         self.plan = plan
         self.last_status: JobStatus | None = None
         self._latest: dict[str, float] = {}
+        self._progress: JobProgress | None = None
         self._live = LiveSummary()
 
     @property
@@ -65,8 +67,8 @@ class Job:
         seen: tuple[str, str | None] | None = None
         while True:
             current = self.status()
-            if self._live.shown:  # shown in a notebook: its summary follows the metrics too
-                self.metric_points()
+            if self._live.shown:  # shown in a notebook: its summary follows the steps and the loss too
+                self.progress()
             if on_status and (current.status, current.secondary_status) != seen:
                 seen = (current.status, current.secondary_status)
                 on_status(current)
@@ -82,6 +84,23 @@ class Job:
         """Every host's lines (only `host`'s, e.g. "algo-2"; the last `tail` of each host); with `follow`, new
         lines until the job has ended."""
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
+
+    def progress(self, tail_lines: int = 200) -> JobProgress:
+        """How far the job is, from the progress lines among each host's last `tail_lines` lines, and the latest
+        value of each metric there (a local run's lines carry no time each, so it gets no rate)."""
+        from orchestrator.cloud.progress import job_progress
+
+        tails: dict[str, list[LogLine]] = {}
+        for line in self.logs(tail=tail_lines):
+            tails.setdefault(line.host, []).append(line)
+        request = self.plan.create_training_job_request if self.plan else {}
+        status = self.last_status.status if self.last_status else "InProgress"
+        self._progress = job_progress({**request, "TrainingJobStatus": status}, tails)
+        self._latest.update(self._progress.latest)
+        if self.plan is None:  # attached: no metric definitions here, so the backend's series gives the latest
+            self.metric_points()
+        self._live.update(self.summary())
+        return self._progress
 
     def metric_points(self, names: list[str] | None = None) -> list[MetricPoint]:
         points = self.backend.metric_points(self.id, names)
@@ -131,7 +150,7 @@ class Job:
             links = [("run directory", Path(self.id).resolve().as_uri())]
         return Summary(title=f"Training job {self.name}", status=current.status if current else None,
                        secondary_status=current.secondary_status if current else None,
-                       latest=dict(self._latest), rows=rows, links=links)
+                       progress=self._progress, latest=dict(self._latest), rows=rows, links=links)
 
     def _repr_html_(self) -> str:
         return self.summary().to_html()
