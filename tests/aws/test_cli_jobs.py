@@ -39,8 +39,10 @@ def test_submit_prints_name_link_world_cost_and_source_then_reuses_the_source(wr
         "instance_type",
         "instance_count",
         "cost",
+        "bucket_created",
         "source",
     }
+    assert printed["bucket_created"] is None  # the spec names its bucket: nothing to create
     assert printed["console_url"] == (
         "https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1"
         f"#/jobs/{printed['job_name']}"
