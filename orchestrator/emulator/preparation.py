@@ -429,17 +429,29 @@ def _download_channel(name: str, uri: str) -> Path:
                                  fix=f"give a local copy with --input {name}=./data (or configure AWS credentials)")
     location = S3Uri.parse(uri)
     bucket, prefix = location.bucket, location.key
+    if _climbs(bucket) or _climbs(prefix):
+        raise SpecError(f"input {name}: {uri} has a `..` path segment; its download would land outside the "
+                        "channel's cache", fix="write the prefix without `.` or `..` segments")
     target = cache_root() / "s3" / bucket / prefix
     client = session.client("s3")
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix):].lstrip("/")
+            if _climbs(relative):
+                raise SpecError(f"input {name}: the object s3://{bucket}/{item['Key']} has a `..` path segment, "
+                                f"so its file would land outside the channel ({target})",
+                                fix="rename the object, or give a local copy of the channel with --input")
             if relative:
                 destination = target / relative
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 client.download_file(bucket, item["Key"], str(destination))
     target.mkdir(parents=True, exist_ok=True)
     return target.resolve()
+
+
+def _climbs(key: str) -> bool:
+    """Whether an S3 key, as a path, has a `..` segment (a file named after it could land anywhere)."""
+    return ".." in key.split("/")
 
 
 def _torch_version() -> str | None:
