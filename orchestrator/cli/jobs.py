@@ -241,6 +241,7 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         ("ended", _time(current.ended)),
         ("failure", current.failure_reason or "-"),
         ("model", current.model_artifact or "-"),
+        *current.settings,
         *place,
     ]
     width = max(10, *(len(key) for key, _ in rows))

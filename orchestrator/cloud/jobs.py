@@ -19,6 +19,7 @@ from orchestrator.cloud.logs import LogLine, LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
 from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
+from orchestrator.cloud.settings_view import setting_rows
 from orchestrator.errors import SmtrainError
 from orchestrator.planning.metric_series import MetricPoint, format_duration, loss_metrics, to_frame
 from orchestrator.redact import mask_text, secret_values
@@ -74,6 +75,8 @@ class JobStatus:
     """TrainingStartTime: when the instances were ready and billing began."""
     cost: CostSoFar | None = None
     """Billed so far at on-demand prices, as of this read."""
+    settings: tuple[tuple[str, str], ...] = ()
+    """What the job's further settings produced (settings_view.setting_rows): selected type, groups, retries, ..."""
 
     @classmethod
     def from_description(cls, described: dict[str, Any], region: str) -> JobStatus:
@@ -100,6 +103,7 @@ class JobStatus:
             ended=described.get("TrainingEndTime"),
             started=described.get("TrainingStartTime"),
             cost=cost_so_far(described),
+            settings=tuple(setting_rows(described, region)),
         )
 
     @property
@@ -134,6 +138,7 @@ class JobStatus:
             "started": _iso(self.started),
             "ended": _iso(self.ended),
             "cost_so_far": self.cost.to_dict() if self.cost else None,
+            "settings": dict(self.settings),
             "console_url": self.console_url,
         }
 
@@ -398,6 +403,7 @@ class Job:
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
+            rows += current.settings
         if self.submission:
             rows += self.submission.summary_rows()
         return Summary(title=f"Training job {self.name}", status=current.status if current else None,

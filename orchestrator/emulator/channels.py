@@ -1,5 +1,5 @@
 """How a channel's data reaches each emulated host: all of it, its own share (ShardedByS3Key), or a FIFO per
-epoch (Pipe mode), as SageMaker delivers S3 data to the instances (sagemaker-contract.md §3).
+epoch (Pipe mode), as SageMaker delivers S3 data to the instances (sagemaker-contract.md §12).
 
 ShardedByS3Key gives each host that gets the channel a disjoint part of its objects, together all of them.
 SageMaker does not document which object goes where; here the objects, sorted by key (the path under the
