@@ -343,7 +343,7 @@ class LocalConsole:
             console.print(f"{label + ':':<9}{path}", highlight=False, soft_wrap=True)
         if points:
             console.print(f"{'metrics:':<9}{run.run_dir / METRICS_FILE}", highlight=False, soft_wrap=True)
-            console.print(f"chart:    smtrain metrics {run.run_dir}", highlight=False, soft_wrap=True)
+            console.print(f"chart:   smtrain metrics {run.run_dir}", highlight=False, soft_wrap=True)
 
     def _print_loss_curve(self, points: list[Any]) -> None:
         from orchestrator.planning.metric_charts import text_chart

@@ -145,11 +145,14 @@ def _image_end_of_patch(ctx: _Context) -> Iterator[_Hit]:
         return
     patched = [version for version, other in images.versions().items()
                if other.eop and other.eop >= date.today() and not other.unverified]
+    versions = ", ".join(patched)
+    if ctx.mode in _SMDDP_MODES and not any(images.versions()[version].smddp for version in patched):
+        versions += " with mode torch_distributed (no image AWS still patches carries SMDDP)"
     if image.eop is not None and image.eop < date.today():
-        yield "framework_version", {"value": f"on {image.eop.isoformat()}", "versions": ", ".join(patched)}
+        yield "framework_version", {"value": f"on {image.eop.isoformat()}", "versions": versions}
     elif image.eop is None and not image.unverified:
         yield "framework_version", {"value": "before 2026 (the DLC release data starts at 2.6)",
-                                    "versions": ", ".join(patched)}
+                                    "versions": versions}
 
 
 @_rule("image-unconfirmed")

@@ -161,3 +161,9 @@ def test_missing_torch_hint_names_the_cpu_index(tmp_path):
     with pytest.raises(EnvironmentProblem) as raised:
         _require_module(str(bare), "torch", "train.py imports torch")
     assert "--index-url https://download.pytorch.org/whl/cpu" in raised.value.fix
+
+
+def test_the_end_of_patch_fix_of_an_smddp_spec_does_not_offer_an_image_without_smddp():
+    [finding] = [item for item in load(REPO / "job_specs" / "mlp-ddp-smddp-2x-p4d.24xlarge.yaml").findings
+                 if item.rule == "image-end-of-patch"]
+    assert finding.fix.endswith("with mode torch_distributed (no image AWS still patches carries SMDDP)")
