@@ -4,22 +4,28 @@
     plan = orchestrator.plan(spec)        # resolves role, region, output path; builds the request
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
+    tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from orchestrator.cloud.jobs import Job
 from orchestrator.cloud.resolve import resolve
+from orchestrator.cloud.tuning import Tuning
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
+from orchestrator.planning.tuning import TuningPlan, build_tuning_plan
 from orchestrator.spec.loader import LoadedSpec, load, load_spec
 from orchestrator.spec.model import JobSpec
+from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
-__all__ = ["Job", "Plan", "attach", "build_estimator", "load_spec", "plan", "run", "submit"]
+__all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
+           "run", "submit", "submit_tuning"]
 
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
@@ -100,3 +106,28 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
         boto = sagemaker_session.boto_session if sagemaker_session else boto_session(job_plan.target.region)
         ensure_source_uploaded(job_plan, boto)
     return estimator_for(job_plan, sagemaker_session)
+
+
+def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, boto: Any | None = None,
+                overrides: tuple[str, ...] = (), max_source_bytes: int = DEFAULT_MAX_BYTES) -> TuningPlan:
+    """Plans a tuning job from a tuning spec: where it goes (as `plan`), then its CreateHyperParameterTuningJob
+    request, whose training definition is the job spec's single-job request.
+
+    Raises:
+        SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
+    """
+    loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
+    job, target = resolve(loaded.job, boto)
+    assert isinstance(job, LoadedSpec)
+    return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=name,
+                             max_source_bytes=max_source_bytes)
+
+
+def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto: Any | None = None,
+                  name: str | None = None) -> Tuning:
+    """Plans (unless given a TuningPlan), uploads the source once, creates the tuning job once; its handle."""
+    from orchestrator.cloud.tuning import submit_tuning_plan
+
+    tuning_plan = spec_or_plan if isinstance(spec_or_plan, TuningPlan) else plan_tuning(spec_or_plan, name=name,
+                                                                                        boto=boto)
+    return submit_tuning_plan(tuning_plan, boto=boto)

@@ -1,6 +1,6 @@
 """Regenerates orchestrator/spec/data/api_limits.yaml from the installed botocore's service models.
 
-The job spec's limits (lengths, counts, patterns, ranges, the training instance types) are SageMaker's
+The job spec's and the tuning spec's limits (lengths, counts, patterns, ranges, the training instance types) are SageMaker's
 CreateTrainingJob limits and IAM's role-name rule as botocore states them. Loading botocore's sagemaker model
 costs ~0.3 s, so `smtrain validate` reads this small extract instead; tests/unit/test_capabilities.py
 regenerates it in memory and fails when it differs from the file (a botocore upgrade that moved a limit).
@@ -55,8 +55,40 @@ SAGEMAKER_MEMBERS = (
     "ExperimentConfig.ExperimentName", "ExperimentConfig.TrialName", "ExperimentConfig.TrialComponentDisplayName",
     "ExperimentConfig.RunName",
 )
+# Members of the CreateHyperParameterTuningJob input that a tuning spec writes, paths as above.
+TUNING_MEMBERS = (
+    "HyperParameterTuningJobName",
+    "HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs",
+    "HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs",
+    "HyperParameterTuningJobConfig.ResourceLimits.MaxRuntimeInSeconds",
+    "HyperParameterTuningJobConfig.ParameterRanges.IntegerParameterRanges",
+    "HyperParameterTuningJobConfig.ParameterRanges.ContinuousParameterRanges",
+    "HyperParameterTuningJobConfig.ParameterRanges.CategoricalParameterRanges",
+    "HyperParameterTuningJobConfig.ParameterRanges.CategoricalParameterRanges[].Values",
+    "HyperParameterTuningJobConfig.ParameterRanges.CategoricalParameterRanges[].Values[]",
+    "HyperParameterTuningJobConfig.ParameterRanges.IntegerParameterRanges[].MinValue",
+    "HyperParameterTuningJobConfig.StrategyConfig.HyperbandStrategyConfig.MinResource",
+    "HyperParameterTuningJobConfig.StrategyConfig.HyperbandStrategyConfig.MaxResource",
+    "HyperParameterTuningJobConfig.TuningJobCompletionCriteria.BestObjectiveNotImproving"
+    ".MaxNumberOfTrainingJobsNotImproving",
+    "HyperParameterTuningJobConfig.RandomSeed",
+    "TrainingJobDefinition.StaticHyperParameters",
+    "TrainingJobDefinition.Environment",
+    "WarmStartConfig.ParentHyperParameterTuningJobs",
+    "Tags",
+)
+# The training definition's structure: each member and, for a structure, its members. The tuning request
+# copies a single job's request into it by these names (planning/tuning.py), so a job setting the definition
+# has is carried, and one it lacks is refused or named, never dropped unseen.
+DEFINITION = "TrainingJobDefinition"
 # MaxRuntimeInSeconds has no `max` trait; its documentation states it ("The maximum value is 28 days.").
 DOCUMENTED_MAXIMA = {"StoppingCondition.MaxRuntimeInSeconds": re.compile(r"The maximum value is (\d+) days\.")}
+# MaxResource has none either; its documentation states it ("The maximum value is 20,000 epochs.").
+TUNING_DOCUMENTED_MAXIMA = {
+    "HyperParameterTuningJobConfig.StrategyConfig.HyperbandStrategyConfig.MaxResource":
+        re.compile(r"The maximum value is ([\d,]+) epochs\."),
+}
+_UNITS = {"days": 86400, "epochs": 1}
 _TRAITS = ("min", "max", "pattern")
 _STEP = re.compile(r"\.?([A-Za-z0-9]+)|(\[\])|\{(key|value)\}")
 
@@ -78,18 +110,24 @@ def _shape_at(shape: Any, path: str) -> Any:
     return shape
 
 
-def _limits(shape: Any, path: str) -> dict[str, Any]:
+def _limits(shape: Any, path: str, tuning: bool = False) -> dict[str, Any]:
     limits: dict[str, Any] = {trait: shape.metadata[trait] for trait in _TRAITS if trait in shape.metadata}
     if getattr(shape, "enum", None):
         limits["enum"] = list(shape.enum)
-    documented = DOCUMENTED_MAXIMA.get(path)
+    documented = (TUNING_DOCUMENTED_MAXIMA if tuning else DOCUMENTED_MAXIMA).get(path)
     if documented is not None:
         found = documented.search(shape.documentation or "")
         if found is None:
             raise SystemExit(f"{path}: the documented maximum ({documented.pattern}) is gone from botocore's "
                              "documentation; read the new text and update DOCUMENTED_MAXIMA")
-        limits["documented_max"] = int(found.group(1)) * 86400
+        unit = next(factor for word, factor in _UNITS.items() if word in documented.pattern)
+        limits["documented_max"] = int(found.group(1).replace(",", "")) * unit
     return limits
+
+
+def _structure(shape: Any) -> dict[str, list[str] | None]:
+    return {name: sorted(member.members) if member.type_name == "structure" else None
+            for name, member in shape.members.items()}
 
 
 def extract(session: Any) -> dict[str, Any]:
@@ -97,9 +135,13 @@ def extract(session: Any) -> dict[str, Any]:
     sagemaker = session.get_service_model("sagemaker")
     iam = session.get_service_model("iam")
     create = sagemaker.operation_model("CreateTrainingJob").input_shape
+    tuning = sagemaker.operation_model("CreateHyperParameterTuningJob").input_shape
     role_name = iam.operation_model("GetRole").input_shape.members["RoleName"]
     return {
         "CreateTrainingJob": {path: _limits(_shape_at(create, path), path) for path in SAGEMAKER_MEMBERS},
+        "CreateHyperParameterTuningJob": {path: _limits(_shape_at(tuning, path), path, tuning=True)
+                                          for path in TUNING_MEMBERS},
+        "HyperParameterTrainingJobDefinition": _structure(tuning.members[DEFINITION]),
         "GetRole": {"RoleName": _limits(role_name, "RoleName")},
         "TrainingInstanceType": sorted(sagemaker.shape_for("TrainingInstanceType").enum),
     }
@@ -114,8 +156,8 @@ def render(session: Any) -> str:
     iam_version = session.get_service_model("iam").api_version
     header = (
         f"# Generated by scripts/refresh_api_limits.py from botocore {botocore.__version__}'s service models\n"
-        f"# (sagemaker {sagemaker_version}: CreateTrainingJob input; iam {iam_version}: GetRole RoleName). Do not edit;\n"
-        "# run `python scripts/refresh_api_limits.py`. Patterns are the API's, matched whole (re.fullmatch).\n"
+        f"# (sagemaker {sagemaker_version}: CreateTrainingJob and CreateHyperParameterTuningJob input; iam {iam_version}:\n"
+        "# GetRole RoleName). Do not edit; run `python scripts/refresh_api_limits.py`. Patterns are the API's, matched whole (re.fullmatch).\n"
         "# documented_max: a limit stated in the member's documentation, not as a trait.\n"
     )
     body = yaml.safe_dump({"botocore": botocore.__version__, **extract(session)}, sort_keys=False,

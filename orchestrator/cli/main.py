@@ -339,9 +339,11 @@ def _add_command_groups() -> None:
     from orchestrator.cli.check import check
     from orchestrator.cli.infra import infra
     from orchestrator.cli.jobs import JOB_COMMANDS
+    from orchestrator.cli.tune import tune
 
     main.add_command(check)
     main.add_command(infra)
+    main.add_command(tune)
     for command in JOB_COMMANDS:
         main.add_command(command)
 

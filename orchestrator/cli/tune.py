@@ -1,0 +1,259 @@
+"""`smtrain tune plan | submit | status | list | stop | local`: hyperparameter search from a tuning spec.
+
+Thin, as the job commands are: each command calls the planning, cloud or emulator function and prints what it
+returns. A boto3 session given as click's context object replaces the default session (the tests' Stubber).
+Exit codes as for single jobs: 0 ok, 1 an AWS call or the search failed, 2 bad input (nothing sent), 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator.cli.options import echo_json, output_option, set_option
+
+_STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping")
+
+
+def _region_option(function: Any) -> Any:
+    return click.option("--region", help="AWS region [default: $AWS_REGION, then boto3's chain].")(function)
+
+
+@click.group()
+def tune() -> None:
+    """Hyperparameter search over a job spec, on SageMaker or on this machine, from one tuning spec.
+
+    \b
+    A tuning spec names its job spec (job: train.yaml) and says what to search:
+      smtrain tune plan search.yaml        the exact CreateHyperParameterTuningJob request, jobs, worst-case cost
+      smtrain tune local search.yaml       run the search here: each trial a real emulated job
+      smtrain tune submit search.yaml      create the tuning job on SageMaker
+      smtrain tune status NAME             progress, best trial so far, every trial sorted by objective
+    """
+
+
+@tune.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@set_option
+@output_option
+def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
+    """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
+    2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it."""
+    from orchestrator.spec.tuning_loader import load_tuning
+
+    loaded = load_tuning(file, overrides)
+    spec = loaded.spec
+    summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
+               f"{', '.join(spec.parameters)}: {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time")
+    if output == "json":
+        echo_json({"file": file, "valid": True, "summary": summary})
+    else:
+        click.secho(f"✓ {file}: {summary}", fg="green")
+
+
+@tune.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@set_option
+@output_option
+@click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
+@click.pass_context
+def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None) -> None:
+    """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
+    definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
+    at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
+    from orchestrator.api import plan_tuning
+
+    tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides)
+    if output == "json":
+        echo_json(tuning_plan.to_dict())
+        return
+    _print_plan(tuning_plan)
+
+
+@tune.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@set_option
+@output_option
+@click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
+@click.option("--allow-unverified", is_flag=True, help="Submit even where a capability rule says unverified.")
+@click.pass_context
+def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
+           allow_unverified: bool) -> None:
+    """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
+    uploaded unless S3 has it already)."""
+    from orchestrator.api import plan_tuning, submit_tuning
+
+    if allow_unverified:
+        overrides = (*overrides, "allow_unverified=true")
+    tuning = submit_tuning(plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides), boto=ctx.obj)
+    assert tuning.plan is not None
+    if output == "json":
+        echo_json({"tuning_job_name": tuning.name, "region": tuning.region, "jobs": tuning.plan.spec.total_jobs(),
+                   "cost": tuning.plan.cost.to_dict()})
+        return
+    click.echo(f"submitted tuning job {tuning.name}: {tuning.plan.spec.total_jobs()} trials, "
+               f"{tuning.plan.spec.max_parallel_jobs} at a time ({tuning.plan.spec.strategy.value})")
+    click.echo(f"  cost     {_cost_words(tuning.plan)}")
+    click.echo(f"  follow   smtrain tune status {tuning.name}")
+
+
+@tune.command()
+@click.argument("name")
+@_region_option
+@output_option
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
+              help="Draw the objective over the trials and against each parameter (needs matplotlib).")
+@click.pass_context
+def status(ctx: click.Context, name: str, region: str | None, output: str, plot_file: Path | None) -> None:
+    """Progress of tuning job NAME (trials completed, running, stopped, failed), the best trial so far with its
+    objective and hyperparameters, and every trial sorted by objective."""
+    from orchestrator.planning.trials import table
+
+    tuning = _tuning(ctx, name, region)
+    current = tuning.status()
+    trials = tuning.trials()
+    if plot_file is not None:
+        tuning.plot().savefig(plot_file, dpi=100)
+    if output == "json":
+        echo_json({**current.to_dict(), "trial_list": [trial.to_dict() for trial in trials]})
+        return
+    counts = ", ".join(f"{value} {key.lower()}" for key, value in current.counts.items())
+    click.echo(f"{current.name}: {current.status} ({current.strategy}); trials: {counts}"
+               + (f" of {current.max_jobs}" if current.max_jobs else ""))
+    if current.best is not None:
+        click.echo(f"  best: {current.best.name}  {current.metric} = {current.best.objective:.6g}  "
+                   f"{current.best.hyperparameters}")
+    if current.failure_reason:
+        click.echo(f"  failure: {current.failure_reason}")
+    if trials:
+        click.echo(table(trials, current.goal, current.metric))
+    if plot_file is not None:
+        click.echo(f"plot written to {plot_file}", err=True)
+
+
+@tune.command("list")
+@click.option("--status", "status_equals", type=click.Choice(_STATUSES), help="Only tuning jobs in this status.")
+@click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
+@click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
+@_region_option
+@output_option
+@click.pass_context
+def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
+                 region: str | None, output: str) -> None:
+    """The most recent tuning jobs, newest first."""
+    from orchestrator.cloud.tuning import list_tunings
+
+    rows = list_tunings(boto=ctx.obj, region=region, status=status_equals, name_contains=name_contains,
+                        max_results=max_results)
+    if output == "json":
+        echo_json([row.to_dict() for row in rows])
+        return
+    if not rows:
+        click.echo("no tuning jobs match", err=True)
+        return
+    width = max(len(row.name) for row in rows)
+    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  {'STRATEGY':<9}  TRIALS")
+    for row in rows:
+        counts = ", ".join(f"{value} {key.lower()}" for key, value in row.counts.items() if value)
+        click.echo(f"{row.name:<{width}}  {row.status:<10}  {row.strategy:<9}  {counts or '-'}")
+
+
+@tune.command()
+@click.argument("name")
+@_region_option
+@output_option
+@click.pass_context
+def stop(ctx: click.Context, name: str, region: str | None, output: str) -> None:
+    """Ask SageMaker to stop tuning job NAME and its running trials. One that has ended is fine (exit 0)."""
+    tuning = _tuning(ctx, name, region)
+    requested = tuning.stop()
+    was = tuning.status().status if not requested else "InProgress"
+    if output == "json":
+        echo_json({"tuning_job_name": name, "stop_requested": requested, "status": was})
+    elif requested:
+        click.echo(f"stop requested for {name}: its running trials stop, then it is Stopped")
+    else:
+        click.echo(f"{name} is already {was}: nothing to stop")
+
+
+@tune.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@set_option
+@click.option("--parallel", type=click.IntRange(min=1), metavar="N",
+              help="Trials at once here [default: the spec's max_parallel_jobs, at most this machine's cores].")
+@click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="Run at most N trials (a smaller search).")
+@click.option("--budget", "budget_seconds", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="A bounded search for CI: start no trial after SECONDS, and stop the running ones then (as "
+                   "StopHyperParameterTuningJob stops them).")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the trials' run directories go (default runs/<tuning-name>/).")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
+              help="Draw the objective over the trials and against each parameter (needs matplotlib).")
+@output_option
+def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs: int | None,
+          budget_seconds: float | None, run_dir: Path | None, plot_file: Path | None, output: str) -> None:
+    """Run the search of FILE on this machine: each trial a real `smtrain local` run of the job spec (its own
+    run directory, every host emulated), at most N at once, the objective read from each trial's log with the
+    job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
+    for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one."""
+    from orchestrator.emulator.search import SearchOptions, tune_local
+    from orchestrator.planning.trials import table
+    from orchestrator.spec.tuning_loader import load_tuning
+
+    loaded = load_tuning(file, overrides)
+
+    def show(line: str) -> None:
+        click.echo(line, err=output == "json")
+
+    result = tune_local(loaded, SearchOptions(parallel=parallel, max_jobs=max_jobs, budget_seconds=budget_seconds,
+                                              run_dir=run_dir), on_event=show)
+    if plot_file is not None:
+        result.figure().savefig(plot_file, dpi=100)
+    if output == "json":
+        echo_json(result.to_dict())
+    else:
+        click.echo(table(result.trials, result.goal, result.metric))
+        if result.best is not None:
+            click.echo(f"best: {result.best.name}  {result.metric} = {result.best.objective:.6g}  "
+                       f"{result.best.hyperparameters}  ({result.best.run_dir})")
+        click.echo(f"{len(result.trials)} trials in {result.seconds:.1f} s, up to {result.parallel} at once; "
+                   f"results in {result.run_dir}")
+    if plot_file is not None:
+        click.echo(f"plot written to {plot_file}", err=True)
+    raise SystemExit(0 if result.best is not None else 1)
+
+
+def _tuning(ctx: click.Context, name: str, region: str | None) -> Any:
+    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.cloud.tuning import Tuning
+
+    return Tuning(name, ctx.obj or boto_session(region))
+
+
+def _cost_words(tuning_plan: Any) -> str:
+    cost = tuning_plan.cost
+    if cost.max_total is None:
+        return f"no price on record for {tuning_plan.job.spec.instance.type}"
+    return (f"at most {cost.currency} {cost.max_total:,.2f} = {cost.trials} trials x {cost.currency} "
+            f"{cost.per_trial:,.2f} ({tuning_plan.job.cost.basis})")
+
+
+def _print_plan(tuning_plan: Any) -> None:
+    import json
+
+    from orchestrator.redact import redact
+
+    spec = tuning_plan.spec
+    click.echo(f"tuning job {tuning_plan.name}: {spec.strategy.value} search over "
+               f"{', '.join(spec.parameters)} of {tuning_plan.job.spec.name}")
+    click.echo(f"  objective {spec.objective.type} {spec.objective.metric}")
+    click.echo(f"  jobs      {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time, each "
+               f"{tuning_plan.job.spec.instance.count} x {tuning_plan.job.spec.instance.type}")
+    click.echo(f"  cost      {_cost_words(tuning_plan)}")
+    for finding in tuning_plan.job.findings:
+        click.echo(f"  {finding.severity}: {finding.field}: {finding.message}")
+    click.echo("CreateHyperParameterTuningJob request:")
+    click.echo(json.dumps(redact(tuning_plan.request), indent=2))

@@ -1,0 +1,213 @@
+"""How `smtrain tune local` picks each trial's values, and when it stops a trial early, per SageMaker strategy.
+
+* Grid: every combination of the categorical values, once, in the order they are listed: exactly what SageMaker
+  runs (in some order).
+* Random: each value drawn independently from its range on its scale (Linear, Logarithmic, ReverseLogarithmic;
+  Auto as Linear), from `random_seed`: exactly SageMaker's method, not its random numbers.
+* Bayesian: optuna's TPE sampler. SageMaker's Bayesian search fits a Gaussian-process regression; TPE is
+  optuna's default model-based sampler, needs nothing beyond numpy (optuna's GP sampler needs torch and scipy in
+  this process), and, like SageMaker, starts from random trials and then proposes values where its model expects
+  improvement. The trials it picks are not SageMaker's; the search is of the same kind.
+* Hyperband: optuna's HyperbandPruner over TPE, with SageMaker's min and max resource in epochs; a trial that
+  reaches max_resource epochs is stopped there, as SageMaker stops it.
+* Early stopping `Auto` (Random, Bayesian): SageMaker's documented median rule, exactly: after each epoch a
+  trial whose objective is worse than the median of the completed trials' running averages up to that epoch
+  is stopped (once two trials have completed: with fewer the median says little).
+
+optuna is imported only here, and only for Bayesian and Hyperband (`pip install 'smtrain[tune]'`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+import threading
+from typing import Any, Protocol
+
+from orchestrator.errors import EnvironmentProblem
+from orchestrator.planning.trials import better
+from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
+
+MEDIAN_RULE_MIN_COMPLETED = 2
+
+
+class Chooser(Protocol):
+    """Picks values for each new trial, hears its objective after each epoch, and learns its result."""
+
+    def ask(self) -> tuple[int, dict[str, Any]]:
+        """A new trial's key and its values."""
+        ...
+
+    def should_stop(self, key: int, epoch: int, value: float) -> bool:
+        """After epoch `epoch` the trial's objective is `value`: stop it now?"""
+        ...
+
+    def tell(self, key: int, objective: float | None, status: str) -> None:
+        """The trial ended (Completed, Stopped or Failed) with this final objective."""
+        ...
+
+
+def chooser_for(spec: TuningSpec, max_resource: int | None) -> Chooser:
+    """The chooser standing in for the spec's strategy.
+
+    Args:
+        max_resource: Hyperband's max resource in epochs (the spec's, else the job's epochs).
+    """
+    if spec.strategy is Strategy.Grid:
+        return _GridChooser(spec)
+    if spec.strategy is Strategy.Random:
+        return _RandomChooser(spec)
+    return _OptunaChooser(spec, max_resource)
+
+
+class _MedianRule:
+    """SageMaker's early stopping (`Auto`): stop a trial worse than the median of the completed trials' running
+    averages of the objective up to the same epoch."""
+
+    def __init__(self, goal: str, enabled: bool) -> None:
+        self._goal, self._enabled = goal, enabled
+        self._curves: dict[int, dict[int, float]] = {}
+        self._completed: list[int] = []
+
+    def record(self, key: int, epoch: int, value: float) -> bool:
+        self._curves.setdefault(key, {})[epoch] = value
+        if not self._enabled or len(self._completed) < MEDIAN_RULE_MIN_COMPLETED:
+            return False
+        averages = []
+        for other in self._completed:
+            curve = self._curves.get(other, {})
+            upto = [curve[index] for index in sorted(curve) if index <= epoch]
+            if upto and max(curve) >= epoch:
+                averages.append(sum(upto) / len(upto))
+        return len(averages) >= MEDIAN_RULE_MIN_COMPLETED and better(self._goal, statistics.median(averages), value)
+
+    def completed(self, key: int) -> None:
+        self._completed.append(key)
+
+
+class _GridChooser:
+    def __init__(self, spec: TuningSpec) -> None:
+        names = list(spec.parameters)
+        values = [spec.parameters[name].values for name in names]  # type: ignore[union-attr]
+        self._combinations = iter([dict(zip(names, combination, strict=True))
+                                   for combination in itertools.product(*values)])
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+        self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+
+    def ask(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            return next(self._count), next(self._combinations)
+
+    def should_stop(self, key: int, epoch: int, value: float) -> bool:
+        with self._lock:
+            return self._rule.record(key, epoch, value)
+
+    def tell(self, key: int, objective: float | None, status: str) -> None:
+        with self._lock:
+            if status == "Completed":
+                self._rule.completed(key)
+
+
+class _RandomChooser(_GridChooser):
+    def __init__(self, spec: TuningSpec) -> None:
+        self._spec = spec
+        self._random = random.Random(spec.random_seed)
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+        self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+
+    def ask(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            return next(self._count), {name: draw(item, self._random) for name, item in self._spec.parameters.items()}
+
+
+def draw(item: Any, rng: random.Random) -> Any:
+    """One value of a range, uniform on its scale."""
+    if isinstance(item, CategoricalRange):
+        return rng.choice(item.values)
+    if isinstance(item, IntegerRange):
+        if item.scaling is Scaling.Logarithmic:  # log-uniform over [min, max + 1), floored: each integer's share
+            return min(item.max, math.floor(math.exp(rng.uniform(math.log(item.min), math.log(item.max + 1)))))
+        return rng.randint(item.min, item.max)
+    assert isinstance(item, ContinuousRange)
+    if item.scaling is Scaling.Logarithmic:
+        return math.exp(rng.uniform(math.log(item.min), math.log(item.max)))
+    if item.scaling is Scaling.ReverseLogarithmic:  # log-uniform in 1 - x: dense near 1
+        return 1 - math.exp(rng.uniform(math.log(1 - item.max), math.log(1 - item.min)))
+    return rng.uniform(item.min, item.max)
+
+
+class _OptunaChooser:
+    def __init__(self, spec: TuningSpec, max_resource: int | None) -> None:
+        optuna = _import_optuna()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._spec = spec
+        total = spec.total_jobs()
+        sampler = optuna.samplers.TPESampler(seed=spec.random_seed, n_startup_trials=max(2, min(10, total // 3)))
+        pruner: Any = optuna.pruners.NopPruner()
+        self._max_resource = None
+        if spec.strategy is Strategy.Hyperband:
+            minimum = spec.hyperband.min_resource if spec.hyperband else 1
+            self._max_resource = max_resource
+            pruner = optuna.pruners.HyperbandPruner(min_resource=minimum, max_resource=max_resource or "auto")
+        direction = "minimize" if spec.objective.type == "Minimize" else "maximize"
+        self._study = optuna.create_study(direction=direction, sampler=sampler, pruner=pruner)
+        self._distributions = {name: _distribution(optuna, item) for name, item in spec.parameters.items()}
+        self._trials: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+        self._optuna = optuna
+
+    def ask(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            trial = self._study.ask(self._distributions)
+            self._trials[trial.number] = trial
+            values = {name: (1 - value if self._reversed(name) else value) for name, value in trial.params.items()}
+            return trial.number + 1, values
+
+    def _reversed(self, name: str) -> bool:
+        item = self._spec.parameters[name]
+        return isinstance(item, ContinuousRange) and item.scaling is Scaling.ReverseLogarithmic
+
+    def should_stop(self, key: int, epoch: int, value: float) -> bool:
+        with self._lock:
+            trial = self._trials[key - 1]
+            if self._spec.strategy is Strategy.Hyperband:
+                trial.report(value, epoch)
+                return trial.should_prune() or (self._max_resource is not None and epoch >= self._max_resource)
+            return self._rule.record(key, epoch, value)
+
+    def tell(self, key: int, objective: float | None, status: str) -> None:
+        states = self._optuna.trial.TrialState
+        with self._lock:
+            trial = self._trials[key - 1]
+            if status == "Completed" and objective is not None:
+                self._rule.completed(key)
+                self._study.tell(trial, objective)
+            elif status == "Stopped":
+                self._study.tell(trial, state=states.PRUNED)
+            else:
+                self._study.tell(trial, state=states.FAIL)
+
+
+def _distribution(optuna: Any, item: Any) -> Any:
+    distributions = optuna.distributions
+    if isinstance(item, CategoricalRange):
+        return distributions.CategoricalDistribution(list(item.values))
+    if isinstance(item, IntegerRange):
+        return distributions.IntDistribution(item.min, item.max, log=item.scaling is Scaling.Logarithmic)
+    if item.scaling is Scaling.ReverseLogarithmic:  # sampled as 1 - x on a log scale, handed out as x
+        return distributions.FloatDistribution(1 - item.max, 1 - item.min, log=True)
+    return distributions.FloatDistribution(item.min, item.max, log=item.scaling is Scaling.Logarithmic)
+
+
+def _import_optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise EnvironmentProblem("strategies Bayesian and Hyperband run here on optuna, which is not installed",
+                                 fix="pip install 'smtrain[tune]' (or optuna); Random and Grid need nothing") from None
+    return optuna

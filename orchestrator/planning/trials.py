@@ -1,0 +1,141 @@
+"""A search's trials, wherever they ran: ranked by objective, tabled, and drawn.
+
+A cloud tuning job (ListTrainingJobsForHyperParameterTuningJob) and `smtrain tune local` both reduce to a list
+of `Trial`, so `smtrain tune status` and `smtrain tune local` print the same table and draw the same figure:
+the objective over the trials (with the best so far) and against each tuned parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.planning.metric_charts import _figure_class
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One training job of a search."""
+
+    name: str
+    status: str
+    """Completed, Failed, Stopped (stopped early, or with the search) or InProgress."""
+    objective: float | None
+    """The objective metric's final value: the last value its metric definition read from the job's log."""
+    hyperparameters: dict[str, Any]
+    """The tuned values this trial got."""
+    number: int = 0
+    """Its place in the order the search started trials (1-based)."""
+    seconds: float | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    failure_reason: str | None = None
+    run_dir: str | None = None
+    """Local trials: the run directory of `smtrain local` (logs, metrics.jsonl, model.tar.gz)."""
+    intermediate: dict[int, float] = field(default_factory=dict)
+    """Local trials: the objective at the end of each epoch, as early stopping saw it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial": self.number, "name": self.name, "status": self.status, "objective": self.objective,
+                "hyperparameters": self.hyperparameters, "seconds": self.seconds,
+                "started": self.started.isoformat() if self.started else None,
+                "ended": self.ended.isoformat() if self.ended else None,
+                "failure_reason": self.failure_reason, "run_dir": self.run_dir}
+
+
+def better(goal: str, candidate: float, incumbent: float) -> bool:
+    return candidate < incumbent if goal == "Minimize" else candidate > incumbent
+
+
+def ranked(trials: Sequence[Trial], goal: str) -> list[Trial]:
+    """Best objective first; trials without one (failed, running) last, in the order they started."""
+    sign = 1 if goal == "Minimize" else -1
+    scored = sorted((trial for trial in trials if trial.objective is not None),
+                    key=lambda trial: (sign * trial.objective, trial.number))  # type: ignore[operator]
+    return scored + sorted((trial for trial in trials if trial.objective is None), key=lambda trial: trial.number)
+
+
+def best(trials: Sequence[Trial], goal: str) -> Trial | None:
+    """The trial with the best objective among those that completed with one."""
+    done = [trial for trial in trials if trial.objective is not None and trial.status == "Completed"]
+    return ranked(done, goal)[0] if done else None
+
+
+def table(trials: Sequence[Trial], goal: str, metric: str) -> str:
+    """The trials as a text table sorted by objective, one column per tuned parameter."""
+    rows = ranked(trials, goal)
+    names = sorted({name for trial in trials for name in trial.hyperparameters})
+    header = ["#", "trial", "status", metric, *names]
+    body = [[str(trial.number), trial.name, trial.status,
+             "-" if trial.objective is None else f"{trial.objective:.6g}",
+             *(_shown(trial.hyperparameters.get(name)) for name in names)] for trial in rows]
+    widths = [max(len(row[index]) for row in [header, *body]) for index in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+                     for row in [header, *body])
+
+
+def to_frame(trials: Sequence[Trial], goal: str) -> Any:
+    """The trials sorted by objective as a pandas DataFrame (a list of dicts where pandas is not installed)."""
+    rows = [{"trial": trial.number, "name": trial.name, "status": trial.status, "objective": trial.objective,
+             **trial.hyperparameters} for trial in ranked(trials, goal)]
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows)
+
+
+def figure(trials: Sequence[Trial], goal: str, metric: str, log_scaled: Sequence[str] = (),
+           title: str | None = None) -> Figure:
+    """The objective over the trials (with the best so far), then against each tuned parameter, one panel each.
+
+    Args:
+        log_scaled: parameters searched on a logarithmic scale, drawn on one.
+
+    Raises:
+        EnvironmentProblem: matplotlib is not installed.
+    """
+    names = sorted({name for trial in trials for name in trial.hyperparameters})
+    drawn = _figure_class()(figsize=(8, 2.6 * (1 + len(names))), layout="constrained")
+    axes = drawn.subplots(1 + len(names), 1, squeeze=False)[:, 0]
+    scored = sorted((trial for trial in trials if trial.objective is not None), key=lambda trial: trial.number)
+    axes[0].scatter([trial.number for trial in scored], [trial.objective for trial in scored], s=18,
+                    label="trial")
+    running: list[float] = []
+    for trial in scored:
+        value = trial.objective
+        assert value is not None
+        running.append(value if not running or better(goal, value, running[-1]) else running[-1])
+    axes[0].step([trial.number for trial in scored], running, where="post", color="tab:orange",
+                 label="best so far")
+    axes[0].set_xlabel("trial")
+    axes[0].set_ylabel(metric)
+    axes[0].legend(loc="best")
+    for axis, name in zip(axes[1:], names, strict=True):
+        points = [(trial.hyperparameters[name], trial.objective) for trial in scored if name in trial.hyperparameters]
+        numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value, _ in points)
+        xs = [value if numeric else str(value) for value, _ in points]
+        axis.scatter(xs, [objective for _, objective in points], s=18)
+        if numeric and name in log_scaled and all(value > 0 for value, _ in points):
+            axis.set_xscale("log")
+        axis.set_xlabel(name)
+        axis.set_ylabel(metric)
+    for axis in axes:
+        axis.grid(True, alpha=0.3)
+    if title:
+        drawn.suptitle(title)
+    return drawn
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.4g}"
+    return str(value)
