@@ -23,7 +23,8 @@ _SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 _SECRET_ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}=))(?P<value>[^\s\"']+)", re.IGNORECASE)
-_USER_MAPS = frozenset({"environment", "Environment", "hyperparameters", "HyperParameters", "tags"})
+_USER_MAPS = frozenset({"environment", "Environment", "hyperparameters", "HyperParameters", "StaticHyperParameters",
+                        "tags"})
 _TAG_LISTS = frozenset({"Tags", "tags"})
 
 

@@ -170,7 +170,7 @@ def stop(ctx: click.Context, name: str, region: str | None, output: str) -> None
     """Ask SageMaker to stop tuning job NAME and its running trials. One that has ended is fine (exit 0)."""
     tuning = _tuning(ctx, name, region)
     requested = tuning.stop()
-    was = tuning.status().status if not requested else "InProgress"
+    was = tuning.last_status.status
     if output == "json":
         echo_json({"tuning_job_name": name, "stop_requested": requested, "status": was})
     elif requested:

@@ -147,6 +147,11 @@ class Tuning:
     def region(self) -> str:
         return self._boto.region_name
 
+    @property
+    def last_status(self) -> TuningStatus | None:
+        """The status read by the latest call that read one; None before any. Makes no call."""
+        return self._last
+
     def describe(self) -> dict[str, Any]:
         from botocore.exceptions import ClientError
 

@@ -1,0 +1,225 @@
+"""`smtrain tune submit | status | list | stop` and the `Tuning` handle against the local AWS emulator.
+
+moto's server implements CreateHyperParameterTuningJob, DescribeHyperParameterTuningJob and
+ListHyperParameterTuningJobs (every tuning job Completed at once, with a made-up best job); it lacks
+ListTrainingJobsForHyperParameterTuningJob and StopHyperParameterTuningJob. Those two, and a tuning job still
+in progress, are answered by botocore's Stubber (the `stubbed` session): with moto lacking the API, that is the
+only way to see smtrain's calls and its reading of the answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.exceptions import ConnectionClosedError
+from click.testing import CliRunner
+from job_fakes import BUCKET, NOW, SECRET, shared_loader_session
+
+from orchestrator.api import plan_tuning, submit_tuning
+from orchestrator.cli.main import main
+from orchestrator.cloud.tuning import Tuning, TuningNotFound, list_tunings
+
+SEARCH = """\
+job: job.yaml
+name: tiny-search
+objective: {metric: "train:loss", type: Minimize}
+strategy: Random
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1, scaling: Logarithmic}
+  optimizer: {type: categorical, values: [sgd, adam]}
+max_jobs: 6
+max_parallel_jobs: 2
+"""
+
+
+@pytest.fixture
+def search_file(write_spec, tmp_path: Path) -> Path:
+    """The job-lifecycle tests' job spec (a channel, a secret environment value) without a static lr, tuned."""
+    job = write_spec()
+    job.rename(tmp_path / "job.yaml")
+    path = tmp_path / "search.yaml"
+    path.write_text(SEARCH)
+    return path
+
+
+def _tuning_jobs() -> list[str]:
+    listed = boto3.client("sagemaker").list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"]
+    return [item["HyperParameterTuningJobName"] for item in listed]
+
+
+def test_submit_uploads_the_source_once_and_creates_the_planned_tuning_job(search_file, bucket, calls):
+    session, sent = calls
+    tuning_plan = plan_tuning(search_file, boto=session, name="tiny-search-1")
+    captured: dict = {}
+    session.events.register("before-parameter-build.sagemaker.CreateHyperParameterTuningJob",
+                            lambda params, **_: captured.update(params))
+
+    tuning = submit_tuning(tuning_plan, boto=session)
+
+    assert sent == ["s3.HeadObject", "s3.PutObject", "sagemaker.CreateHyperParameterTuningJob"]
+    assert captured == tuning_plan.request
+    assert tuning.name == "tiny-search-1" and _tuning_jobs() == ["tiny-search-1"]
+    echo = boto3.client("sagemaker").describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=tuning.name)
+    definition = tuning_plan.request["TrainingJobDefinition"]
+    assert echo["TrainingJobDefinition"]["InputDataConfig"] == definition["InputDataConfig"]
+    assert echo["TrainingJobDefinition"]["Environment"] == definition["Environment"]
+    assert echo["HyperParameterTuningJobConfig"] == tuning_plan.request["HyperParameterTuningJobConfig"]
+    key = tuning_plan.job.source_uri.removeprefix(f"s3://{BUCKET}/")
+    assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == tuning_plan.job.source.data
+
+
+def test_submit_adopts_the_tuning_job_when_the_create_response_is_lost(search_file, bucket, calls):
+    session, sent = calls
+    failures: list[Exception] = []
+
+    def lose_response(**_):
+        if not failures:  # the server has created it; the caller never hears so
+            failures.append(ConnectionClosedError(endpoint_url="http://sagemaker"))
+            raise failures[0]
+
+    session.events.register("after-call.sagemaker.CreateHyperParameterTuningJob", lose_response)
+    tuning = submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-2"), boto=session)
+
+    assert failures
+    assert sent.count("sagemaker.CreateHyperParameterTuningJob") == 1
+    assert sent[-1] == "sagemaker.DescribeHyperParameterTuningJob"
+    assert _tuning_jobs() == [tuning.name]
+
+
+def test_a_second_submit_under_the_same_name_is_a_clash_not_a_second_search(search_file, bucket, calls):
+    session, _ = calls
+    submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-3"), boto=session)
+
+    result = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--name", "tiny-search-3"], obj=session)
+
+    assert result.exit_code == 1
+    assert "a tuning job named tiny-search-3 already exists" in result.output
+    assert _tuning_jobs() == ["tiny-search-3"]
+
+
+def test_submit_and_list_from_the_command_line_never_show_a_secret(search_file, bucket, calls):
+    session, _ = calls
+    submitted = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--name", "tiny-search-4"], obj=session)
+    planned = CliRunner().invoke(main, ["tune", "plan", str(search_file)], obj=session)
+    listed = CliRunner().invoke(main, ["tune", "list", "--name-contains", "tiny"], obj=session)
+
+    assert submitted.exit_code == 0, submitted.output
+    assert "submitted tuning job tiny-search-4: 6 trials, 2 at a time (Random)" in submitted.output
+    assert listed.exit_code == 0 and "tiny-search-4" in listed.output and "Random" in listed.output
+    assert planned.exit_code == 0 and SECRET not in planned.output and SECRET not in submitted.output
+    assert [row.name for row in list_tunings(boto=session, status="Completed")] == ["tiny-search-4"]
+    assert list_tunings(boto=session, name_contains="other") == []
+
+
+def test_attach_to_an_unknown_tuning_job_is_exit_2(aws):
+    with pytest.raises(TuningNotFound, match="no tuning job named nope"):
+        Tuning.attach("nope", boto=shared_loader_session(region_name="us-east-1"))
+
+    result = CliRunner().invoke(main, ["tune", "status", "nope"])
+    assert result.exit_code == 2 and "smtrain tune list" in result.output
+
+
+def _described(name: str, status: str, counters: dict, best: dict | None) -> dict:
+    """A DescribeHyperParameterTuningJob response with every member botocore requires."""
+    response = {
+        "HyperParameterTuningJobName": name,
+        "HyperParameterTuningJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:hyper-parameter-tuning-job/{name}",
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "train:loss"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": 6, "MaxParallelTrainingJobs": 2},
+            "ParameterRanges": {"ContinuousParameterRanges": [
+                {"Name": "lr", "MinValue": "0.001", "MaxValue": "0.1", "ScalingType": "Logarithmic"}]},
+        },
+        "HyperParameterTuningJobStatus": status,
+        "CreationTime": NOW,
+        "TrainingJobStatusCounters": counters,
+        "ObjectiveStatusCounters": {"Succeeded": counters.get("Completed", 0), "Pending": 0, "Failed": 0},
+    }
+    if best:
+        response["BestTrainingJob"] = best
+    return response
+
+
+def _trial(name: str, status: str, lr: str, optimizer: str, loss: float | None) -> dict:
+    summary = {"TrainingJobName": name, "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+               "CreationTime": NOW, "TrainingStartTime": NOW, "TrainingEndTime": NOW + timedelta(seconds=90),
+               "TrainingJobStatus": status, "TunedHyperParameters": {"lr": lr, "optimizer": optimizer}}
+    if loss is not None:
+        summary["FinalHyperParameterTuningJobObjectiveMetric"] = {"Type": "Minimize", "MetricName": "train:loss",
+                                                                 "Value": loss}
+    return summary
+
+
+TRIALS = [_trial("ts-001-aaa", "Completed", "0.01", '"sgd"', 0.41), _trial("ts-002-bbb", "Completed", "0.05",
+                                                                              '"adam"', 0.22),
+          _trial("ts-003-ccc", "Stopped", "0.002", '"sgd"', 0.93), _trial("ts-004-ddd", "InProgress", "0.03",
+                                                                         '"adam"', None)]
+
+
+def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed, tmp_path):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    counters = {"Completed": 2, "InProgress": 1, "Stopped": 1, "RetryableError": 0, "NonRetryableError": 0}
+    sagemaker.add_response("describe_hyper_parameter_tuning_job",
+                           _described("ts", "InProgress", counters, TRIALS[1]), {"HyperParameterTuningJobName": "ts"})
+    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS},
+                           {"HyperParameterTuningJobName": "ts", "SortBy": "CreationTime", "SortOrder": "Ascending"})
+
+    result = CliRunner().invoke(main, ["tune", "status", "ts"], obj=stubbed)
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "ts: InProgress (Random); trials: 2 completed, 1 inprogress, 1 stopped, 0 failed of 6"
+    assert lines[1].startswith("  best: ts-002-bbb  train:loss = 0.22  {'lr': 0.05, 'optimizer': 'adam'}")
+    rows = [line.split()[1] for line in lines[3:]]
+    assert rows == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
+
+
+def test_tuning_handle_gives_trials_best_job_table_and_plot(stubbed, tmp_path):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    counters = {"Completed": 2, "InProgress": 1, "Stopped": 1}
+    for _ in range(2):
+        sagemaker.add_response("describe_hyper_parameter_tuning_job",
+                               _described("ts", "InProgress", counters, TRIALS[1]))
+    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+    sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))
+    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+
+    tuning = Tuning("ts", stubbed)
+    status = tuning.status()
+    job = tuning.best_job()
+    frame = tuning.results()
+    figure = tuning.plot()
+
+    assert status.counts == {"Completed": 2, "InProgress": 1, "Stopped": 1, "Failed": 0}
+    assert job.name == "ts-002-bbb"
+    assert list(frame["name"]) == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
+    assert list(frame["optimizer"])[:2] == ["adam", "sgd"]
+    assert len(figure.axes) == 3  # objective over trials, against lr, against optimizer
+    assert figure.axes[1].get_xscale() == "log"
+    figure.savefig(tmp_path / "tuning.png")
+    assert "best='ts-002-bbb'" in repr(tuning) and "train:loss=0.22" in repr(tuning)
+
+
+def test_stop_requests_a_stop_of_a_running_search_only(stubbed):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", {}, None))
+    sagemaker.add_response("stop_hyper_parameter_tuning_job", {}, {"HyperParameterTuningJobName": "ts"})
+    sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "Completed", {"Completed": 6}, None))
+
+    assert Tuning("ts", stubbed).stop() is True
+    result = CliRunner().invoke(main, ["tune", "stop", "ts"], obj=stubbed)
+    assert result.exit_code == 0 and "ts is already Completed: nothing to stop" in result.output
+
+
+def test_the_submitted_plan_is_kept_on_the_handle(search_file, bucket, calls):
+    session, _ = calls
+    tuning_plan = plan_tuning(search_file, boto=session, name="tiny-search-5")
+
+    tuning = submit_tuning(tuning_plan, boto=session)
+
+    assert dataclasses.asdict(tuning.plan.cost) == dataclasses.asdict(tuning_plan.cost)

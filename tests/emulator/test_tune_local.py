@@ -1,0 +1,91 @@
+"""`smtrain tune local` on the example tuning spec: real emulated trials of the shared entry point (tiny epochs),
+two at a time, the best trial reported being the one whose own log has the best final objective."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"
+LOSS = re.compile(next(item["Regex"] for item in DEFAULT_METRIC_DEFINITIONS if item["Name"] == "train:loss"))
+
+
+def _final_loss_in_log(run_dir: Path) -> float | None:
+    """The last train:loss the trial's own log holds, read with the job's metric definition."""
+    values = [float(match.group(1)) for line in (run_dir / "logs" / "algo-1.log").read_text().splitlines()
+              if (match := LOSS.search(line))]
+    return values[-1] if values else None
+
+
+def _most_at_once(trials: list[dict]) -> int:
+    events = sorted([(trial["started"], 1) for trial in trials] + [(trial["ended"], -1) for trial in trials],
+                    key=lambda event: (event[0], event[1]))
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def test_tune_local_runs_six_trials_two_at_a_time_and_reports_the_best_of_their_logs(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.chdir(tmp_path)
+
+    # Bounded: 6 trials of 2 tiny epochs, each stopped at max_run_seconds, none started after --budget.
+    result = CliRunner().invoke(main, [
+        "tune", "local", str(EXAMPLE), "--max-jobs", "6", "--parallel", "2", "--budget", "900",
+        "--set", "hyperparameters.epochs=2", "--set", "max_run_seconds=300",
+        "--run-dir", str(tmp_path / "search"), "--plot", str(tmp_path / "search.png"), "-o", "json"])
+
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    trials = document["trials"]
+    assert len(trials) == 6 and document["parallel"] == 2
+    assert _most_at_once(trials) == 2
+    for trial in trials:
+        run_dir = Path(trial["run_dir"])
+        assert run_dir.parent == tmp_path / "search" and (run_dir / "request.json").is_file()
+        hyperparameters = json.loads((run_dir / "algo-1" / "input" / "config" / "hyperparameters.json").read_text())
+        assert json.loads(hyperparameters["lr"]) == trial["hyperparameters"]["lr"]
+        assert json.loads(hyperparameters["optimizer"]) == trial["hyperparameters"]["optimizer"]
+        assert hyperparameters["_tuning_objective_metric"] == '"train:loss"'
+        assert trial["objective"] == _final_loss_in_log(run_dir)
+    completed = [trial for trial in trials if trial["status"] == "Completed"]
+    assert completed
+    best_in_logs = min(completed, key=lambda trial: _final_loss_in_log(Path(trial["run_dir"])))
+    assert document["best"]["name"] == best_in_logs["name"]
+    assert trials[0]["name"] == best_in_logs["name"]  # the table is sorted by objective
+    assert (tmp_path / "search" / "tuning.json").is_file() and (tmp_path / "search.png").stat().st_size > 0
+
+
+def test_tune_local_grid_runs_every_combination_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    search = tmp_path / "grid.yaml"
+    search.write_text(f"""\
+job: {EXAMPLE.parent / 'mlp-cpu.yaml'}
+objective: {{metric: "train:loss", type: Minimize}}
+strategy: Grid
+parameters:
+  optimizer: {{type: categorical, values: [sgd, adam]}}
+  lr: {{type: categorical, values: [0.01, 0.1]}}
+max_parallel_jobs: 2
+""")
+
+    result = CliRunner().invoke(main, [
+        "tune", "local", str(search), "--set", "hyperparameters.epochs=1", "--set", "hyperparameters.batch-size=64",
+        "--run-dir", str(tmp_path / "grid"), "-o", "json"])
+
+    assert result.exit_code == 0, result.output
+    tried = sorted((trial["hyperparameters"]["optimizer"], trial["hyperparameters"]["lr"])
+                   for trial in json.loads(result.stdout)["trials"])
+    assert tried == [("adam", 0.01), ("adam", 0.1), ("sgd", 0.01), ("sgd", 0.1)]
