@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
-STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping", "Deleting", "DeleteFailed")
 _THROTTLING = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 
 

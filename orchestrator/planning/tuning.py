@@ -28,7 +28,6 @@ from orchestrator.spec.tuning import (
     MAX_TUNING_JOB_NAME,
     CategoricalRange,
     ContinuousRange,
-    IntegerRange,
     Strategy,
     TuningSpec,
     encode_value,
@@ -92,10 +91,6 @@ class TuningPlan:
     name: str
     request: dict[str, Any]
     cost: TuningCost
-
-    @property
-    def target(self) -> Target:
-        return self.job.target
 
     def to_dict(self) -> dict[str, Any]:
         """The printable plan (`smtrain tune plan --output json`), secret-looking values masked."""

@@ -4,6 +4,8 @@ come from botocore's model through api_limits.yaml."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,22 @@ def test_overrides_apply_to_the_job_spec(write):
     loaded = load_tuning(write(), ["hyperparameters.epochs=1"])
 
     assert loaded.job.spec.hyperparameters["epochs"] == 1
+
+
+def _modules_loaded_by(*args: str) -> set[str]:
+    script = ("import sys\nfrom orchestrator.cli.main import main\n"
+              "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+              "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "AWS_REGION": "us-east-1"})
+    return set(done.stderr.split())
+
+
+def test_tune_help_validate_and_plan_stay_fast():
+    """No SDK, no torch, no optuna (only `tune local` needs it); validate not even boto3."""
+    example = Path(__file__).resolve().parents[2] / "job_specs" / "tuning" / "mlp-lr-search.yaml"
+    heavy = {"sagemaker", "torch", "optuna"}
+    assert not (heavy | {"boto3", "botocore"}) & _modules_loaded_by("tune", "--help")
+    assert not (heavy | {"boto3", "botocore"}) & _modules_loaded_by("tune", "validate", str(example))
+    loaded = _modules_loaded_by("tune", "plan", str(example), "-o", "json")
+    assert "orchestrator" in loaded and not heavy & loaded
