@@ -408,6 +408,6 @@ def _is_ours(described: dict[str, Any] | None, tuning_plan: TuningPlan) -> bool:
 
 
 def _name_clash(tuning_plan: TuningPlan) -> AwsError:
-    return AwsError(f"a tuning job named {tuning_plan.name} already exists in {tuning_plan.target.region}",
+    return AwsError(f"a tuning job named {tuning_plan.name} already exists in {tuning_plan.job.target.region}",
                     fix="submit under another name (leave out --name for a timestamped one); "
                         f"`smtrain tune status {tuning_plan.name}` shows the existing one")
