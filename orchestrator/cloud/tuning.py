@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.aws_errors import aws_errors, mask_secrets, secret_values
+from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.cloud.jobs import Job, is_not_found
 from orchestrator.cloud.submission import (
     BACKOFF_BASE_SECONDS,
@@ -28,6 +28,7 @@ from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.tuning import TuningPlan
 from orchestrator.planning import trials as trial_tables
 from orchestrator.planning.trials import Trial
+from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -374,7 +375,7 @@ def _create_once(tuning_plan: TuningPlan, boto: Any) -> None:
                     return
                 raise _name_clash(tuning_plan)
             if attempt == CREATE_ATTEMPTS:
-                raise AwsError(mask_secrets(f"creating tuning job {tuning_plan.name} failed {attempt} times, last: "
+                raise AwsError(mask_text(f"creating tuning job {tuning_plan.name} failed {attempt} times, last: "
                                             f"{failure}", secrets),
                                fix="check the network and AWS_ENDPOINT_URL; no tuning job of that name was found "
                                    "afterwards, so submitting again is safe")

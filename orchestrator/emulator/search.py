@@ -97,9 +97,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     root.mkdir(parents=True, exist_ok=True)
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
     parallel = options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)
-    max_resource = hyperband_max_resource(spec, job.hyperparameters)
-    chooser = chooser_for(spec, max_resource)
-    search = _Search(loaded, chooser, root, name, options, say, max_resource)
+    search = _Search(loaded, root, name, options, say)
     started = time.monotonic()
     say(f"tuning {name}: {total} trials of {job.name}, {parallel} at a time ({spec.strategy.value}); "
         f"trials in {root}")
@@ -130,10 +128,11 @@ def default_parallel(max_parallel: int, job: LoadedSpec) -> int:
 class _Search:
     """The trials of one search, started by worker threads until the count or the budget is reached."""
 
-    def __init__(self, loaded: LoadedTuning, chooser: Chooser, root: Path, name: str, options: SearchOptions,
-                 say: Callable[[str], None], max_resource: int | None) -> None:
-        self._loaded, self._chooser, self._root, self._name = loaded, chooser, root, name
-        self._options, self._say, self._max_resource = options, say, max_resource
+    def __init__(self, loaded: LoadedTuning, root: Path, name: str, options: SearchOptions,
+                 say: Callable[[str], None]) -> None:
+        self._loaded, self._root, self._name, self._options, self._say = loaded, root, name, options, say
+        self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
+        self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource)
         self._lock = threading.Lock()
         self._started = 0
         self._supervisors: dict[int, Any] = {}

@@ -104,10 +104,14 @@ instance: {type: ml.g5.12xlarge, count: 2, volume_size_gb: 200}
 distribution: {mode: torch_distributed}
 hyperparameters: {trainer: ddp, epochs: 3}
 environment: {NCCL_DEBUG: INFO, DATA_VERSION: "7"}
-inputs: {train: s3://my-bucket/data/train/, validation: s3://my-bucket/data/validation/}
+inputs: {train: s3://my-bucket/data/train/, validation: {uri: s3://my-bucket/data/validation/, input_mode: FastFile}}
 local_inputs: {train: .}
 output_path: s3://my-bucket/outputs/
 code_location: s3://my-bucket/source/
+output_kms_key: arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab
+volume_kms_key: alias/training-volumes
+max_pending_seconds: 7200
+max_retry_attempts: 3
 checkpoint: {s3_uri: s3://my-bucket/checkpoints/full/, local_path: /opt/ml/checkpoints/full}
 spot: {enabled: true, max_wait_seconds: 7200}
 max_run_seconds: 3600
@@ -199,6 +203,24 @@ def test_every_job_spec_field_reaches_the_definition_or_says_where_it_goes(tmp_p
         except CapabilityError:
             continue  # the default is refused with the rest of this spec (e.g. no metrics for the objective)
         assert definition != full_definition, f"{name} does not reach the training definition"
+
+
+def test_job_settings_a_tuning_job_cannot_carry_are_refused_by_name():
+    spec = REPO / "job_specs" / "settings" / "training-plan-torch_distributed-2x-p5.48xlarge.yaml"
+
+    with pytest.raises(CapabilityError) as raised:
+        training_definition(build_plan_request(load(spec)), {"lr"})
+
+    for member in ("InfraCheckConfig", "ExperimentConfig", "TensorBoardOutputConfig", "RemoteDebugConfig",
+                   "SessionChainingConfig", "MlflowConfig"):
+        assert member in str(raised.value)
+    assert "remove that setting from the job spec" in str(raised.value)
+
+
+def build_plan_request(loaded) -> dict:
+    from orchestrator.planning.plan import build_plan
+
+    return build_plan(loaded, _target_of(loaded.spec), job_name="x").create_training_job_request
 
 
 def test_a_request_member_the_definition_cannot_hold_stops_planning():
