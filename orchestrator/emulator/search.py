@@ -2,7 +2,8 @@
 
 Every trial is `smtrain local` of the job spec with the trial's values (and `_tuning_objective_metric`, which
 SageMaker adds to each trial's hyperparameters and the toolkit drops), in its own run directory under the
-search's. The objective is read as SageMaker reads it: the job's metric definitions applied to every log line,
+search's and in its own process: a run owns every process started beside it in its smtrain process, so two runs
+must not share one. The objective is read as SageMaker reads it: the job's metric definitions applied to every log line,
 the final value the trial's objective. At most `parallel` trials run at once (default: the spec's
 max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks values and says when to stop a
 trial early. A bounded `budget_seconds` starts no trial after it and stops running ones at it, as
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.emulator.choosers import Chooser, chooser_for
-from orchestrator.emulator.runner import LocalRun, Options, run_local
 from orchestrator.planning.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.trials import Trial, best, ranked
@@ -36,6 +38,8 @@ from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
 from orchestrator.spec.tuning_loader import LoadedTuning
 
 RESULT_FILE = "tuning.json"
+WATCH_SECONDS = 0.5
+"""How often a running trial's logs are read for its objective."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
 
 
@@ -135,7 +139,7 @@ class _Search:
         self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource)
         self._lock = threading.Lock()
         self._started = 0
-        self._supervisors: dict[int, Any] = {}
+        self._running: dict[int, Path] = {}
         self._stopping = False
         self.trials: list[Trial] = []
         self.errors: list[BaseException] = []
@@ -150,130 +154,154 @@ class _Search:
                 self._started += 1
                 key, values = self._chooser.ask()
             try:
-                self._run_trial(key, values, None if budget is None else budget - (time.monotonic() - began))
-            except BaseException as error:  # a trial that could not start (bad values): the search reports it
+                self._run_trial(key, values, None if budget is None else began + budget)
+            except BaseException as error:  # a trial that could not run at all: the search reports it
                 with self._lock:
                     self.errors.append(error)
                 return
 
     def stop_all(self) -> None:
+        """Ctrl-C: every running trial is asked to stop as StopTrainingJob stops it; no new trial starts."""
         with self._lock:
             self._stopping = True
-            for supervisor in self._supervisors.values():
-                supervisor.interrupt()
+            for run_dir in self._running.values():
+                _request_stop(run_dir)
 
-    def _run_trial(self, key: int, values: dict[str, Any], time_left: float | None) -> None:
-        spec, loaded_job = self._loaded.spec, self._loaded.job
+    def _run_trial(self, key: int, values: dict[str, Any], deadline: float | None) -> None:
+        """One trial: `smtrain local` of the job spec with the trial's values, in a process of its own (a run
+        owns every process started beside it, so two runs never share one smtrain process), watched through
+        its log files."""
+        spec, job = self._loaded.spec, self._loaded.job
         trial_name = f"{self._name}-{key:03d}"
-        job = loaded_job.spec
-        hyperparameters = {**job.hyperparameters, **values, TUNING_OBJECTIVE_KEY: spec.objective.metric}
-        trial_spec = job.model_copy(update={"hyperparameters": hyperparameters})
-        watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job))
         run_dir = self._root / trial_name
+        values_set = [f"hyperparameters.{name}={json.dumps(value)}" for name, value in
+                      {**values, TUNING_OBJECTIVE_KEY: spec.objective.metric}.items()]
+        command = [sys.executable, "-m", "orchestrator", "local", str(job.path), "--run-dir", str(run_dir), "-q",
+                   "-o", "json", "--stall-timeout", str(self._options.stall_timeout_seconds or 0),
+                   *(item for override in (*self._loaded.job_overrides, *values_set) for item in ("--set", override))]
+        watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job.spec), run_dir)
         self._say(f"trial {key} started: {_values_text(values)}")
-        timer: threading.Timer | None = None
-
-        def hook(supervisor: Any) -> None:
-            nonlocal timer
-            watch.supervisor = supervisor
-            with self._lock:
-                self._supervisors[key] = supervisor
-                if self._stopping:
-                    supervisor.interrupt()
-            if time_left is not None:
-                timer = threading.Timer(max(time_left, 0.0), watch.stop_for_budget)
-                timer.daemon = True
-                timer.start()
-
-        loaded = LoadedSpec(spec=trial_spec, findings=loaded_job.findings, path=loaded_job.path)
         began, started_at = time.monotonic(), datetime.now(timezone.utc)
+        with self._lock:
+            self._running[key] = run_dir
+            if self._stopping:
+                _request_stop(run_dir)
+        # Files, not pipes: a trial's console (its progress bar) must never block on a pipe nobody reads yet.
+        out_file, err_file = self._root / f"{trial_name}.result.json", self._root / f"{trial_name}.console.txt"
         try:
-            run = run_local(loaded, Options(run_dir=run_dir, stall_timeout_seconds=self._options.stall_timeout_seconds),
-                            watch, supervisor_hook=hook)
+            with out_file.open("w") as out, err_file.open("w") as err:
+                process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                while process.poll() is None:
+                    watch.read()
+                    if deadline is not None and time.monotonic() >= deadline and not watch.why:
+                        watch.stop("stopped at the search's budget")
+                    time.sleep(WATCH_SECONDS)
         finally:
-            if timer is not None:
-                timer.cancel()
             with self._lock:
-                self._supervisors.pop(key, None)
+                self._running.pop(key, None)
+        watch.read()
         watch.finish()
-        trial = dataclasses.replace(self._trial(key, trial_name, values, run, watch, time.monotonic() - began),
-                                    started=started_at, ended=datetime.now(timezone.utc))
+        run = _run_result(out_file.read_text(), err_file.read_text(), process.returncode)
+        trial = self._trial(key, trial_name, values, run, watch)
+        trial = dataclasses.replace(trial, seconds=round(time.monotonic() - began, 2), started=started_at,
+                                    ended=datetime.now(timezone.utc), run_dir=str(run_dir))
         self._chooser.tell(key, trial.objective, trial.status)
         with self._lock:
             self.trials.append(trial)
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
-        self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} "
-                  f"({trial.seconds:.1f} s){' - ' + watch.why if watch.why else ''}")
+        why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
+                             else f" - {watch.why.replace('stopped', 'asked to stop')}; it completed first")
+        self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
+                  f"{why}")
 
-    def _trial(self, key: int, name: str, values: dict[str, Any], run: LocalRun, watch: _ObjectiveWatch,
-               seconds: float) -> Trial:
-        status = {"Completed": "Completed", "Interrupted": "Stopped"}.get(run.status, "Failed")
-        if run.status == "Stopped" and run.exit_code == 3:
-            status = "Stopped"  # max_run_seconds
+    def _trial(self, key: int, name: str, values: dict[str, Any], run: dict[str, Any],
+               watch: _ObjectiveWatch) -> Trial:
+        status = "Completed" if run.get("status") == "Completed" else "Failed"
+        if run.get("status") in ("Stopped", "Interrupted"):
+            status = "Stopped"  # early, at the budget, by Ctrl-C, or at max_run_seconds
         if status == "Stopped" and watch.reached_max_resource(self._max_resource):
             status = "Completed"  # Hyperband stops a trial at max_resource; it has completed its budget
         return Trial(name=name, status=status, objective=watch.final, hyperparameters=dict(values), number=key,
-                     seconds=round(seconds, 2), failure_reason=run.failure_reason, run_dir=str(run.run_dir),
-                     intermediate=dict(watch.per_epoch))
+                     failure_reason=run.get("failure_reason"), intermediate=dict(watch.per_epoch))
+
+
+def _run_result(out: str, err: str, returncode: int) -> dict[str, Any]:
+    """What `smtrain local -o json` reported; a trial that could not start says why on stderr (exit 2)."""
+    try:
+        document = json.loads(out)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and "status" in document:
+        return document
+    if isinstance(document, dict) and isinstance(document.get("error"), dict):
+        return {"status": "Failed", "failure_reason": str(document["error"].get("message"))}
+    reason = next((line for line in reversed(err.splitlines()) if line.strip()), f"exit code {returncode}")
+    return {"status": "Failed", "failure_reason": reason}
+
+
+def _request_stop(run_dir: Path) -> None:
+    from orchestrator.emulator.status import request_stop
+
+    if run_dir.is_dir():
+        request_stop(run_dir)
 
 
 class _ObjectiveWatch:
-    """A trial's observer: reads the objective from every line with the job's metric definitions, and after
-    each epoch asks the chooser whether to stop the trial."""
+    """A trial's log, followed: the objective read from every line with the job's metric definitions, and
+    after each epoch the chooser asked whether to stop the trial (which is then asked to stop as StopTrainingJob
+    stops a job: its run directory's stop request)."""
 
-    def __init__(self, chooser: Chooser, key: int, metric: str, definitions: list[dict[str, str]]) -> None:
-        self._chooser, self._key, self._metric = chooser, key, metric
+    def __init__(self, chooser: Chooser, key: int, metric: str, definitions: list[dict[str, str]],
+                 run_dir: Path) -> None:
+        self._chooser, self._key, self._metric, self._run_dir = chooser, key, metric, run_dir
         self._definitions = compile_definitions(definitions)
-        self.supervisor: Any = None
+        self._offsets: dict[Path, int] = {}
         self.final: float | None = None
         self.per_epoch: dict[int, float] = {}
         self.why = ""
         self._epoch: int | None = None
-        self._lock = threading.Lock()
 
-    def stop_for_budget(self) -> None:
-        self.why = "stopped at the search's budget"
-        if self.supervisor is not None:
-            self.supervisor.interrupt()
+    def stop(self, why: str) -> None:
+        self.why = why
+        _request_stop(self._run_dir)
 
     def reached_max_resource(self, max_resource: int | None) -> bool:
         return max_resource is not None and bool(self.per_epoch) and max(self.per_epoch) >= max_resource
 
-    def line(self, host: str, text: str) -> None:
-        with self._lock:
-            mark = step_mark(text)
-            if mark is not None and mark.epoch is not None:
-                if self._epoch is not None and mark.epoch > self._epoch and self.final is not None:
-                    self._epoch_ended(self._epoch, self.final)
-                self._epoch = mark.epoch
-            value = extract(self._definitions, text).get(self._metric)
-            if value is not None:
-                self.final = value
+    def read(self) -> None:
+        """The complete lines written to the trial's logs since the last read."""
+        for path in sorted((self._run_dir / "logs").glob("*.log")):
+            offset = self._offsets.get(path, 0)
+            try:
+                with path.open("rb") as handle:
+                    handle.seek(offset)
+                    data = handle.read()
+            except OSError:
+                continue
+            complete = data[:data.rfind(b"\n") + 1]
+            self._offsets[path] = offset + len(complete)
+            for line in complete.decode("utf-8", errors="replace").splitlines():
+                self._line(line)
+
+    def _line(self, text: str) -> None:
+        mark = step_mark(text)
+        if mark is not None and mark.epoch is not None:
+            if self._epoch is not None and mark.epoch > self._epoch and self.final is not None:
+                self._epoch_ended(self._epoch, self.final)
+            self._epoch = mark.epoch
+        value = extract(self._definitions, text).get(self._metric)
+        if value is not None:
+            self.final = value
 
     def finish(self) -> None:
         """The trial's last epoch ended with the run: its value completes the trial's curve."""
-        with self._lock:
-            if self._epoch is not None and self.final is not None and self._epoch not in self.per_epoch:
-                self._epoch_ended(self._epoch, self.final)
+        if self._epoch is not None and self.final is not None and self._epoch not in self.per_epoch:
+            self._epoch_ended(self._epoch, self.final)
 
     def _epoch_ended(self, epoch: int, value: float) -> None:
         self.per_epoch[epoch] = value
         if not self.why and self._chooser.should_stop(self._key, epoch, value):
-            self.why = f"stopped early after epoch {epoch}"
-            if self.supervisor is not None:
-                self.supervisor.interrupt()
-
-    def notice(self, text: str) -> None:
-        pass
-
-    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
-        pass
-
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def attempt(self, number: int, reason: str) -> None:
-        pass
+            self.stop(f"stopped early after epoch {epoch}")
 
 
 def _values_text(values: dict[str, Any]) -> str:

@@ -40,6 +40,8 @@ class LoadedTuning:
     spec: TuningSpec
     job: LoadedSpec
     path: Path | None
+    job_overrides: tuple[str, ...] = ()
+    """The `--set` overrides applied to the job spec (a local trial applies them again to the same file)."""
 
 
 def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning:
@@ -80,7 +82,7 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
                 for field, message, fix in job_problems(spec, job.spec)]
     if problems:
         raise InvalidTuningSpec(problems)
-    return LoadedTuning(spec=spec, job=job, path=path)
+    return LoadedTuning(spec=spec, job=job, path=path, job_overrides=tuple(overrides))
 
 
 def _parse(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
