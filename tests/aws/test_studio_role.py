@@ -31,7 +31,9 @@ def studio_metadata(tmp_path, monkeypatch):
 def test_role_from_the_metadata_file_needs_no_call(studio_metadata):
     studio_metadata({"DomainId": "d-1", "UserProfileName": "me", "ExecutionRoleArn": ROLE})
     session = boto3.Session(region_name="us-east-1")  # no credentials, no endpoint: any call would fail
-    assert resolve.resolve_target(SPEC.model_copy(update={"region": "us-east-1"}), session).role == ROLE
+    target = resolve.resolve_target(SPEC.model_copy(update={"region": "us-east-1"}), session)
+    assert target.role == ROLE
+    assert target.sources["role"].to_dict() == {"from": "studio-metadata", "where": str(resolve.STUDIO_METADATA)}
 
 
 def test_role_of_a_notebook_instance(aws, studio_metadata):

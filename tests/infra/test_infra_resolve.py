@@ -24,6 +24,8 @@ def test_spec_without_role_or_output_path_uses_the_stack(moto_session, all_featu
     assert request["RoleArn"] == outputs.role_arn
     assert request["OutputDataConfig"]["S3OutputPath"] == outputs.output_path
     assert job.source_uri == f"{outputs.code_prefix.rstrip('/')}/{job.source.sha256}/sourcedir.tar.gz"
+    for name in ("role", "output_path", "code_location"):  # plan names the stack as their source
+        assert job.sources[name].to_dict() == {"from": "infra-stack", "where": outputs.stack_name}
 
 
 def test_spec_values_win_over_the_stack(moto_session, all_features):
