@@ -134,7 +134,7 @@ def sources_lines(plan: Plan) -> list[str]:
         if source.kind in ("spec", "default"):
             continue
         if source.kind == "sdk-defaults":
-            origin, item = f"the {source.level}'s SageMaker SDK defaults {source.where}", f"{name} ({source.key})"
+            origin, item = f"the {source.level}'s SageMaker SDK defaults {source.where}", name  # keys: -o json
         elif source.kind in ("--set", "environment", "fallback"):
             origin, item = source.kind, f"{name} ({source.where})"
         else:

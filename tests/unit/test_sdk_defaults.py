@@ -303,3 +303,11 @@ def test_without_override_variables_the_default_locations_are_read(tmp_path, mon
     assert job_plan.create_training_job_request["RoleArn"] == ADMIN_ROLE
     assert job_plan.create_training_job_request["Tags"] == [{"Key": "owner", "Value": "me"}]
     assert job_plan.sources["tags.owner"].where == str(tmp_path / "home-config" / "sagemaker" / "config.yaml")
+
+
+def test_plan_text_says_which_values_the_defaults_gave(tmp_path, configs):
+    admin_path, _ = configs(admin=ADMIN)
+    result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path)), "--set", "max_run_seconds=600"])
+    assert result.exit_code == 0, result.output
+    assert f"from the admin's SageMaker SDK defaults {admin_path}: role, output_path, " in result.output
+    assert "from --set: max_run_seconds (--set max_run_seconds=600)" in result.output
