@@ -116,8 +116,8 @@ def test_template_has_no_unexplained_wildcards(template):
 
 MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "every action": (
-        lambda t: _statement(t, "ReadWriteBucketObjects").update(Action="*"),
-        "ReadWriteBucketObjects: Action '*' grants every action",
+        lambda t: _statement(t, "ReadBucketObjects").update(Action="*"),
+        "ReadBucketObjects: Action '*' grants every action",
     ),
     "every action of a service": (
         lambda t: _statement(t, "ListBucket").update(Action=["s3:ListBucket", "s3:*"]),
