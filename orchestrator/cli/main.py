@@ -323,8 +323,8 @@ def instances(family: str | None, accelerator: str | None, output: str) -> None:
 def images(output: str) -> None:
     """SageMaker's PyTorch training images smtrain plans with: Python, tags, release and end of patch, SMDDP.
 
-    A framework_version outside this table needs image_uri. Unverified images are configured in AWS's build
-    repository but not confirmed in ECR (submit needs allow_unverified: true).
+    A framework_version outside this table needs image_uri. An unverified image is one whose build configuration
+    and release data in AWS's image repository disagree (submit needs allow_unverified: true).
     """
     from orchestrator.cli.render import image_rows, print_images
 

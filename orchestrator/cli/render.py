@@ -204,6 +204,7 @@ def image_rows() -> list[dict[str, Any]]:
             "end_of_patch": image.eop.isoformat() if image.eop else None,
             "patched": patched,
             "smddp": image.smddp,
+            "toolkit": image.toolkit,
             "unverified": image.unverified,
         })
     return rows

@@ -26,6 +26,8 @@ class ImageVersion:
     unverified: bool
     ga: date | None
     eop: date | None
+    toolkit: bool = True
+    """The image carries the sagemaker-training and sagemaker-pytorch-training toolkits."""
 
     def tag(self, written_version: str, processor: str, python: str) -> str:
         if self.tags is None:  # the SDK's short form, over the version as the spec writes it
@@ -60,6 +62,7 @@ def _versions() -> dict[str, ImageVersion]:
             unverified=row.get("unverified", False),
             ga=_date(row.get("ga")),
             eop=_date(row.get("eop")),
+            toolkit=row.get("toolkit", True),
         )
         for version, row in table["versions"].items()
     }

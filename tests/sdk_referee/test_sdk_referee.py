@@ -42,14 +42,14 @@ CUSTOM_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-training:1.0"
 NEURON_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.1.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
 
 # Repository and tag of the images v2's table lacks, from aws/deep-learning-containers
-# docs/src/data/pytorch-training/*.yml and .github/config/image/pytorch/*-sagemaker-*.yml (sdk-facts.md §0).
+# docs/src/data/pytorch-training/*.yml and, for 2.11-2.13, docs/src/data/pytorch/*.yml (sdk-facts.md §0).
 CURRENT_IMAGES = {
     ("2.9.0", "gpu"): "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-sagemaker",
     ("2.9.0", "cpu"): "pytorch-training:2.9.0-cpu-py312-ubuntu22.04-sagemaker",
     ("2.10.0", "gpu"): "pytorch-training:2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker",
     ("2.10.0", "cpu"): "pytorch-training:2.10.0-cpu-py313-ubuntu22.04-sagemaker",
-    ("2.13.0", "gpu"): "pytorch:2.13-cu133-amzn2023-sagemaker",
-    ("2.13.0", "cpu"): "pytorch:2.13-cpu-amzn2023-sagemaker",
+    ("2.13.0", "gpu"): "pytorch:2.13.0-cu133-amzn2023-sagemaker",
+    ("2.13.0", "cpu"): "pytorch:2.13.0-cpu-amzn2023-sagemaker",
 }
 
 # (mode, instance type, how the image is chosen, distribution extras): each mode on CPU and GPU where it runs,

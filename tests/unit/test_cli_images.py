@@ -37,11 +37,15 @@ def test_images_json_lists_current_past_and_unverified_images():
     assert rows["2.10.0"] == {
         "framework_version": "2.10.0", "python": ["py313"], "repository": "pytorch-training",
         "tags": {"cpu": "2.10.0-cpu-py313-ubuntu22.04-sagemaker", "gpu": "2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker"},
-        "ga": "2026-01-21", "end_of_patch": "2027-01-21", "patched": True, "smddp": False, "unverified": False,
+        "ga": "2026-01-21", "end_of_patch": "2027-01-21", "patched": True, "smddp": False, "toolkit": True,
+        "unverified": False,
     }
     assert (rows["2.9.0"]["end_of_patch"], rows["2.9.0"]["patched"]) == ("2026-10-15", False)
-    assert rows["2.13.0"]["repository"] == "pytorch" and rows["2.13.0"]["unverified"] is True
-    assert rows["2.13.0"]["tags"]["gpu"] == "2.13-cu133-amzn2023-sagemaker" and rows["2.13.0"]["patched"] is None
+    # the Amazon Linux 2023 images, checked against the release data (scripts/refresh_images.py)
+    assert rows["2.13.0"]["repository"] == "pytorch" and rows["2.13.0"]["unverified"] is False
+    assert rows["2.13.0"]["tags"] == {"gpu": "2.13.0-cu133-amzn2023-sagemaker", "cpu": "2.13.0-cpu-amzn2023-sagemaker"}
+    assert (rows["2.11.0"]["ga"], rows["2.11.0"]["end_of_patch"]) == ("2026-04-30", "2027-04-30")
+    assert rows["2.13.0"]["toolkit"] is True and rows["2.13.0"]["smddp"] is False
     assert rows["2.3.0"]["tags"] == {"cpu": "2.3.0-cpu-py311", "gpu": "2.3.0-gpu-py311"}
     assert [version for version, row in rows.items() if row["smddp"]][-1] == "2.5.1"  # no SMDDP after 2.5
     assert next(iter(rows)) == "1.13.1" and list(rows)[-1] == "2.13.0"
@@ -57,5 +61,5 @@ def test_images_text_marks_past_end_of_patch_smddp_and_unverified():
     assert "2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker" in lines["2.10.0"]
     assert "before 2026 ✗" in lines["2.5.1"] and " yes " in lines["2.5.1"]
     assert " no " in lines["2.6.0"]
-    assert lines["2.13.0"].rstrip().endswith("unverified") and "unverified" not in lines["2.10.0"]
+    assert "unverified" not in lines["2.13.0"] and "unverified" not in lines["2.10.0"]  # 2.11-2.13: release data
     assert f"checked {images.checked()}" in result.stdout
