@@ -157,10 +157,11 @@ def refuse_blocking_findings(job_plan: Plan) -> None:
 
 
 def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
-    """Puts the plan's source tarball at `plan.source_uri` unless an object is already there.
+    """Puts the plan's source tarball at `plan.source_uri` unless the object there has these very bytes.
 
-    The key holds the SHA-256 of the tarball, so an object at that key has these bytes (S3 PutObject is
-    atomic: no partial object is ever visible).
+    The key holds the SHA-256 of the tarball, but anyone who may write the prefix could replace the object:
+    it is reused only when S3's own SHA-256 checksum of it (sent with the upload, verified by S3) is the
+    tarball's. Any other object there (replaced, or uploaded without a checksum) is overwritten.
 
     Returns:
         True when uploaded now, False when reused.
@@ -171,22 +172,24 @@ def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
     bucket, key = source.bucket, source.key
     with aws_errors(f"uploading the source to {job_plan.source_uri}"):
         s3 = client(boto, "s3")
-        if _object_exists(s3, bucket, key):
+        if _stored_checksum(s3, bucket, key) == job_plan.source.checksum_sha256:
             return False
-        s3.put_object(Bucket=bucket, Key=key, Body=job_plan.source.data, ContentType="application/gzip")
+        s3.put_object(Bucket=bucket, Key=key, Body=job_plan.source.data, ContentType="application/gzip",
+                      ChecksumAlgorithm="SHA256", ChecksumSHA256=job_plan.source.checksum_sha256)
     return True
 
 
-def _object_exists(s3: Any, bucket: str, key: str) -> bool:
+def _stored_checksum(s3: Any, bucket: str, key: str) -> str | None:
+    """S3's SHA-256 checksum of the object (None: no object, or one stored without that checksum)."""
     from botocore.exceptions import ClientError
 
     try:
-        s3.head_object(Bucket=bucket, Key=key)
+        head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-            return False
+            return None
         raise
-    return True
+    return head.get("ChecksumSHA256")
 
 
 def _create_training_job_once(job_plan: Plan, boto: Any) -> None:

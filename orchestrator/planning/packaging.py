@@ -14,6 +14,7 @@ or ship a secret under a harmless name. Listing such a link in `.smtrainignore` 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -63,6 +64,11 @@ class SourcePackage:
     @property
     def size_bytes(self) -> int:
         return len(self.data)
+
+    @property
+    def checksum_sha256(self) -> str:
+        """The SHA-256 as S3 states an object's checksum (base64 of the digest)."""
+        return base64.b64encode(bytes.fromhex(self.sha256)).decode("ascii")
 
     def s3_uri(self, code_location: str) -> str:
         return f"{code_location.rstrip('/')}/{self.sha256}/sourcedir.tar.gz"

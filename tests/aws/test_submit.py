@@ -186,7 +186,7 @@ def test_submit_adopts_after_resource_in_use_only_when_an_earlier_attempt_may_ha
         },
     )
     sagemaker = stubbed.stubbers["sagemaker"]
-    stubbed.stubbers["s3"].add_response("head_object", {})
+    stubbed.stubbers["s3"].add_response("head_object", {"ChecksumSHA256": job_plan.source.checksum_sha256})
     # 1: a 503 (outcome unknown), and the look-up does not see the job yet; 2: the name is taken, by call 1.
     sagemaker.add_client_error("create_training_job", "ServiceUnavailable", http_status_code=503)
     sagemaker.add_client_error(
@@ -201,7 +201,7 @@ def test_submit_adopts_after_resource_in_use_only_when_an_earlier_attempt_may_ha
 
 
 def test_submit_reports_a_genuine_name_clash(tiny_plan, stubbed):
-    stubbed.stubbers["s3"].add_response("head_object", {})
+    stubbed.stubbers["s3"].add_response("head_object", {"ChecksumSHA256": tiny_plan.source.checksum_sha256})
     # On the first attempt nothing of ours can exist yet: no look-up, no adoption.
     stubbed.stubbers["sagemaker"].add_client_error("create_training_job", "ResourceInUse", "already exists")
 
