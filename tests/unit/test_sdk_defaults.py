@@ -309,5 +309,8 @@ def test_plan_text_says_which_values_the_defaults_gave(tmp_path, configs):
     admin_path, _ = configs(admin=ADMIN)
     result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path)), "--set", "max_run_seconds=600"])
     assert result.exit_code == 0, result.output
-    assert f"from the admin's SageMaker SDK defaults {admin_path}: role, output_path, " in result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("  from the admin's")]
+    assert line.startswith(f"  from the admin's SageMaker SDK defaults {admin_path}: role, ")
+    assert {"output_path", "environment.COMPANY", "tags.cost-center", "network.subnets"} <= set(
+        line.split(": ", 1)[1].split(", "))
     assert "from --set: max_run_seconds (--set max_run_seconds=600)" in result.output
