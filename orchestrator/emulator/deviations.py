@@ -23,8 +23,8 @@ DEVIATIONS = (
      "(--processes-per-host overrides the process count); a GPU instance's training processes get smtrain's CPU "
      "stand-in for CUDA where this machine has fewer GPUs per host, and a stand-in over gloo for SageMaker's SMDDP "
      "library (only in its GPU images); --no-gpu-standin leaves both out"),
-    ("requirements.txt and setup.py are installed once per run into a cached overlay on PYTHONPATH, not per host "
-     "into the interpreter"),
+    ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
+     "see as site-packages (after the standard library), not per host into the interpreter"),
     ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
     ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
      "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
