@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.planning.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
 from orchestrator.spec.catalog import lookup
-from orchestrator.spec.model import JobSpec
+from orchestrator.spec.model import Channel, JobSpec
 from orchestrator.spec.topology import topology
 
 if TYPE_CHECKING:
@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "warning": "WARNING", "notice": "notice"}
 _ROWS_SHOWN = 16
+
+
+def _channel_options(channel: Channel) -> str:
+    """` (Pipe, ShardedByS3Key, groups train)`: what a channel sets besides its location; "" for a bare URI."""
+    options = [value for value in (channel.input_mode and channel.input_mode.value,
+                                   channel.distribution.value if channel.sharded else None,
+                                   channel.s3_data_type.value if channel.s3_data_type.value != "S3Prefix" else None,
+                                   channel.compression and channel.compression.value, channel.content_type) if value]
+    if channel.instance_groups:
+        options.append(f"groups {', '.join(channel.instance_groups)}")
+    return f" ({', '.join(options)})" if options else ""
 
 
 def summary_line(spec: JobSpec) -> str:
@@ -79,8 +90,8 @@ def print_plan(plan: Plan, full: bool = False) -> None:
              f"  source  {plan.source.directory}: {len(plan.source.files)} files, {plan.source.size_bytes / 1024:.1f} "
              f"KiB packed -> {plan.source_uri}"]
     lines += [f"  {line}" for line in sources_lines(plan)]
-    for name, location in plan.spec.channel_locations().items():
-        lines.append(f"  input   {name}: {location}")
+    for name, channel in plan.spec.inputs.items():
+        lines.append(f"  input   {name}: {channel.uri}{_channel_options(channel)}")
     lines.append(f"  hyperparameters  {_hyperparameters_line(document['spec']['hyperparameters'])}")
     colours = {"error": "red", "unverified": "yellow", "warning": "yellow", "notice": "cyan"}
     for finding in plan.findings:
@@ -92,7 +103,7 @@ def print_plan(plan: Plan, full: bool = False) -> None:
     if cost.max_total is None:
         lines.append(f"worst-case cost: no price on record for {plan.spec.instance_type}")
     else:
-        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {cost.price_per_instance_hour}/h x "
+        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {cost.price_per_instance_hour:g}/h x "
                      f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
     if full:
         for title, key in (("resolved spec", "spec"), ("estimator arguments (sagemaker.pytorch.PyTorch)",

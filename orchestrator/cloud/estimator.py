@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.cloud.sdk import import_sagemaker, sagemaker_session
 from orchestrator.errors import CapabilityError
+from orchestrator.planning.estimator import training_inputs
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.model import Mode
 
@@ -42,7 +43,7 @@ def _v2_image(sagemaker: Any, job_plan: Plan) -> str | None:
     try:
         return sagemaker.image_uris.retrieve(
             "pytorch", region=job_plan.target.region, version=kwargs["framework_version"],
-            py_version=kwargs["py_version"], instance_type=kwargs["instance_type"], image_scope="training")
+            py_version=kwargs["py_version"], instance_type=job_plan.spec.instance_type, image_scope="training")
     except ValueError:  # "Unsupported pytorch version: 2.10.0 ..."
         return None
 
@@ -66,10 +67,39 @@ def build_from(kwargs: dict[str, Any], session: Any) -> Any:
     sagemaker = import_sagemaker()
     try:
         # A copy: the SDK writes its own sagemaker_* keys into the hyperparameters dict it is given.
-        return sagemaker.pytorch.PyTorch(**copy.deepcopy(kwargs), sagemaker_session=session)
+        return sagemaker.pytorch.PyTorch(**_sdk_objects(sagemaker, copy.deepcopy(kwargs)), sagemaker_session=session)
     except ValueError as exc:
         raise CapabilityError(f"SageMaker SDK v2 refused this job: {exc}",
                               fix="smtrain can still submit it (`smtrain submit`)") from None
+
+
+def _sdk_objects(sagemaker: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments v2 takes as objects: its InstanceGroup (the distribution names the same objects) and
+    TensorBoardOutputConfig."""
+    if "instance_groups" in kwargs:
+        groups = [sagemaker.instance_group.InstanceGroup(**group) for group in kwargs["instance_groups"]]
+        kwargs["instance_groups"] = groups
+        distribution = kwargs.get("distribution") or {}
+        if "instance_groups" in distribution:
+            distribution["instance_groups"] = [group for group in groups
+                                               if group.instance_group_name in distribution["instance_groups"]]
+    if "tensorboard_output_config" in kwargs:
+        kwargs["tensorboard_output_config"] = sagemaker.debugger.TensorBoardOutputConfig(
+            **kwargs["tensorboard_output_config"])
+    return kwargs
+
+
+def fit_arguments(job_plan: Plan) -> dict[str, Any]:
+    """`fit(...)`'s arguments for the plan: `inputs`, each channel a v2 `TrainingInput`, and `experiment_config`."""
+    sagemaker = import_sagemaker()
+    inputs = {name: sagemaker.inputs.TrainingInput(**arguments)
+              for name, arguments in training_inputs(job_plan.spec).items()}
+    experiment = job_plan.spec.experiment
+    names = {"ExperimentName": experiment.experiment_name, "TrialName": experiment.trial_name,
+             "TrialComponentDisplayName": experiment.trial_component_display_name,
+             "RunName": experiment.run_name} if experiment else {}
+    return {"inputs": inputs or None, "experiment_config": {key: value for key, value in names.items() if value}
+            or None}
 
 
 def estimator_for(job_plan: Plan, session: Any | None = None, boto: Any | None = None) -> Any:

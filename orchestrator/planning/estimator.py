@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.planning.request import metric_definitions
+from orchestrator.planning.request import metric_definitions, resource_config
 from orchestrator.planning.target import Target
 from orchestrator.spec.capabilities import resolved_py_version
 from orchestrator.spec.model import JobSpec, Mode
@@ -18,18 +18,20 @@ from orchestrator.spec.model import JobSpec, Mode
 def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
     """The SDK's `distribution=` dict for the spec's mode (docs/sdk-facts.md §3)."""
     dist = spec.distribution
+    groups = {"instance_groups": list(dist.instance_groups)} if dist.instance_groups else {}
     if dist.mode is Mode.none:
         return None
     if dist.mode is Mode.mpi:
         mpi: dict[str, Any] = {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}
         if dist.processes_per_host:
             mpi["processes_per_host"] = dist.processes_per_host
-        return {"mpi": mpi}
+        return {"mpi": mpi, **groups}
     if dist.mode is Mode.pytorchddp:
         return {"pytorchddp": {"enabled": True}}
     if dist.mode is Mode.torch_distributed:
         return {"torch_distributed": {"enabled": True}}
-    return {"smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}}}
+    return {"smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}},
+            **groups}
 
 
 def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str, Any]:
@@ -77,4 +79,49 @@ def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str
         kwargs["disable_profiler"] = True
     if defaults.debug_hook is False:
         kwargs["debugger_hook_config"] = False
+    kwargs.update(_further_settings(spec))
+    if spec.instance.groups:  # v2 takes the groups instead of a type and count
+        del kwargs["instance_type"], kwargs["instance_count"]
     return {key: value for key, value in kwargs.items() if value is not None}
+
+
+def _further_settings(spec: JobSpec) -> dict[str, Any]:
+    """The v2 arguments of the settings beyond the basics, only where the spec sets them. `instance_groups` and
+    `tensorboard_output_config` are plain data here; `cloud/estimator.py` makes v2's objects of them."""
+    instance = spec.instance
+    kwargs: dict[str, Any] = {
+        "input_mode": spec.input_mode.value if spec.input_mode.value != "File" else None,
+        "disable_output_compression": True if spec.output_compression and
+        spec.output_compression.value == "NONE" else None,
+        "max_retry_attempts": spec.max_retry_attempts,
+        "enable_infra_check": spec.infra_check or None,
+        "enable_remote_debug": spec.remote_debug or None,
+        "enable_session_tag_chaining": spec.session_tag_chaining or None,
+        "training_plan": instance.training_plan_arn,
+        "instance_placement_config": resource_config(spec).get("InstancePlacementConfig"),
+    }
+    if instance.groups:
+        kwargs["instance_groups"] = [{"instance_group_name": group.name, "instance_type": group.type,
+                                      "instance_count": group.count} for group in instance.groups]
+    if spec.tensorboard:
+        kwargs["tensorboard_output_config"] = {"s3_output_path": spec.tensorboard.s3_uri,
+                                               "container_local_output_path": spec.tensorboard.local_path}
+    return kwargs
+
+
+def training_inputs(spec: JobSpec) -> dict[str, dict[str, Any]]:
+    """`fit(inputs=...)`: each channel as the keyword arguments of v2's `TrainingInput` (only what is set)."""
+    inputs = {}
+    for name, channel in spec.inputs.items():
+        arguments: dict[str, Any] = {"s3_data": channel.uri, "distribution": channel.distribution.value,
+                                     "s3_data_type": channel.s3_data_type.value}
+        if channel.compression is not None:
+            arguments["compression"] = channel.compression.value
+        if channel.content_type is not None:
+            arguments["content_type"] = channel.content_type
+        if channel.instance_groups:
+            arguments["instance_groups"] = list(channel.instance_groups)
+        if channel.input_mode is not None:
+            arguments["input_mode"] = channel.input_mode.value
+        inputs[name] = arguments
+    return inputs

@@ -575,6 +575,10 @@ class Channel(_Spec):
     """With instance groups: the groups whose hosts get this channel. Default: every host."""
 
     @property
+    def sharded(self) -> bool:
+        return self.distribution.value == "ShardedByS3Key"
+
+    @property
     def options_default(self) -> bool:
         """Only the location is given: the request is the one a bare URI gives."""
         return not self.model_fields_set - {"uri"}

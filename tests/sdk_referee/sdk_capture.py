@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
-from orchestrator.cloud.estimator import build, build_from
+from orchestrator.cloud.estimator import build, build_from, fit_arguments
 from orchestrator.cloud.sdk import boto_session, sagemaker_session
 from orchestrator.planning.plan import Plan
 
@@ -99,7 +99,7 @@ def capture_create_training_job(job_plan: Plan, kwargs: dict[str, Any] | None = 
                                 sagemaker_config=sagemaker_config)
     estimator = build(job_plan, session) if kwargs is None else build_from(kwargs, session)
     try:
-        estimator.fit(inputs=job_plan.inputs or None, job_name=job_plan.job_name, wait=False, logs=False)
+        estimator.fit(**fit_arguments(job_plan), job_name=job_plan.job_name, wait=False, logs=False)
     except ValueError as exc:
         raise CapabilityError(f"SDK v2 refused the job at fit(): {exc}", fix="-") from None
     return capture
