@@ -90,14 +90,20 @@ def _region(state: _Account) -> Check:
 
 
 def _locations(state: _Account) -> tuple[str | None, str | None, str]:
-    """The role and output path as submit would find them: the spec, then the environment, then the stack."""
+    """The role and output path as submit would find them: the spec, the environment, the SageMaker SDK's
+    defaults files, then the stack (the SDK's default bucket, the last resort, is the bucket check's)."""
     from orchestrator.cloud.infra import stack_outputs
-    from orchestrator.cloud.resolve import OUTPUT_PATH_ENV, ROLE_ENV
+    from orchestrator.cloud.resolve import OUTPUT_PATH_ENV, ROLE_ENV, read_sdk_defaults, sdk_output_path
+    from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB
 
     spec = state.spec
-    role = (spec.role if spec else None) or os.environ.get(ROLE_ENV)
-    output_path = (spec.output_path if spec else None) or os.environ.get(OUTPUT_PATH_ENV)
-    source = "the spec or the environment"
+    defaults = read_sdk_defaults(state.session, state.region or "us-east-1")
+    sdk_role, sdk_bucket = defaults.get(f"{TRAINING_JOB}.RoleArn"), defaults.get(f"{SESSION}.DefaultS3Bucket")
+    prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
+    role = (spec.role if spec else None) or os.environ.get(ROLE_ENV) or (sdk_role.value if sdk_role else None)
+    output_path = ((spec.output_path if spec else None) or os.environ.get(OUTPUT_PATH_ENV)
+                   or (sdk_output_path(sdk_bucket.value, prefix.value if prefix else None) if sdk_bucket else None))
+    source = "the spec, the environment or the SageMaker SDK defaults"
     if (not role or not output_path) and state.account and state.region:
         try:
             stack = stack_outputs(session=state.session)
@@ -163,9 +169,17 @@ def _bucket(state: _Account) -> Check:
     if not (state.account and state.region):
         return Check("bucket", False, "not checked: needs working credentials and a region",
                      "fix the lines above first")
-    if not state.output_path or not state.output_path.startswith("s3://"):
-        return Check("bucket", False, "no output_path: the spec has none, $SMTRAIN_OUTPUT_PATH is unset and no "
-                                      "smtrain infra stack was found",
+    if not state.output_path:
+        from orchestrator.cloud.default_bucket import default_bucket
+
+        fallback = default_bucket(state.session, state.region)
+        if fallback is None or not fallback.exists:
+            name = fallback.name if fallback else "sagemaker-<region>-<account>"
+            return Check("bucket", True, f"no output path named anywhere: submit creates the SageMaker SDK's default "
+                                         f"bucket {name} in {state.region} (as the SDK does) and writes there")
+        state.output_path = fallback.output_path
+    if not state.output_path.startswith("s3://"):
+        return Check("bucket", False, f"output_path {state.output_path} is not an s3:// URI",
                      "set `output_path: s3://<bucket>/outputs/` in the spec, or `smtrain infra deploy`")
     bucket = bucket_of(state.output_path)
     s3 = state.session.client("s3")

@@ -178,3 +178,27 @@ def test_a_bad_spec_is_exit_2_before_any_call(aws, tmp_path):
     result = CliRunner().invoke(main, ["check", str(spec), "-o", "json"], obj=QuotaSession())
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"]["field"] == "instanse"
+
+
+def test_check_reports_the_sdk_default_bucket_and_reads_the_sdk_defaults_role(aws, tmp_path, monkeypatch):
+    import yaml
+
+    boto3.client("iam").create_role(RoleName="PlatformTraining", AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    config = tmp_path / "admin.yaml"
+    config.write_text(yaml.safe_dump({"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {
+        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/PlatformTraining"}}}))
+    monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(config))
+    spec = write_spec_file(tmp_path, framework_version="2.10.0", py_version="py313")
+    document = yaml.safe_load(spec.read_text())
+    del document["role"], document["output_path"]
+    spec.write_text(yaml.safe_dump(document))
+    default = f"sagemaker-us-east-1-{ACCOUNT}"
+
+    code, checks, _ = _check(spec, QuotaSession())
+    assert code == 0, checks
+    assert checks["role"]["ok"] and "PlatformTraining" in checks["role"]["detail"]
+    assert checks["bucket"]["detail"] == (f"no output path named anywhere: submit creates the SageMaker SDK's default "
+                                          f"bucket {default} in us-east-1 (as the SDK does) and writes there")
+    boto3.client("s3").create_bucket(Bucket=default)
+    code, checks, _ = _check(spec, QuotaSession())
+    assert checks["bucket"]["detail"] == f"{default} in us-east-1, writable at s3://{default}/"
