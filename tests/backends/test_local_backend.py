@@ -35,7 +35,7 @@ step = 0
 while forever or step < steps:
     step += 1
     print(f"epoch=1 step={min(step, steps)}/{steps} train_loss={1.0 / step:.6f} line {step} of {host}", flush=True)
-    time.sleep(0.2 if forever else 0)
+    time.sleep(0.2 if forever else 0.05)
 print(f"{host} done", flush=True)
 """
 
@@ -145,6 +145,26 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
     assert followed_lines[-1] == "[algo-1] algo-1 got SIGTERM" and all("algo-2" not in line for line in followed_lines)
     again = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "is already Stopped: nothing to stop" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_spot_interruption_and_max_run_seconds_read_as_sagemaker_reports_them(tmp_path):
+    spot = tmp_path / "spot"
+    spot.mkdir()
+    interrupted = orchestrator.run(_spec(spot, steps=20), backend="local", local_options=Options(
+        run_dir=spot / "run", simulate_spot_interruption=0.5)).wait(poll_seconds=0.1)
+    timed = tmp_path / "timed"
+    timed.mkdir()
+    path = _spec(timed, forever=True)
+    path.write_text(path.read_text().replace("max_run_seconds: 600", "max_run_seconds: 2"))
+    stopped = orchestrator.run(path, backend="local", local_options=Options(run_dir=timed / "run",
+                                                                           stop_grace_seconds=5)).wait(0.1)
+
+    assert [item.status for item in interrupted.transitions] == [
+        "Starting", "Downloading", "Training", "Interrupted", "Restarting", "Training", "Uploading", "Completed"]
+    assert (interrupted.status, interrupted.secondary_status) == ("Completed", "Completed")
+    assert (stopped.status, stopped.secondary_status) == ("Stopped", "MaxRuntimeExceeded")
+    assert stopped.failure_reason.startswith("MaxRuntimeExceeded")
 
 
 def test_a_run_whose_process_died_reads_as_failed_not_forever_in_progress(tmp_path):
