@@ -59,14 +59,12 @@ from orchestrator.planning.target import S3Uri, Target
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType, lookup
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import Channel, JobSpec, Mode, timestamped_job_name
+from orchestrator.spec.model import Channel, JobSpec, timestamped_job_name
 
 MLFLOW_STORE = "mlruns"
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
 MAX_WORLD_SIZE = 64
-# The modes whose launcher runs SageMaker's SMDDP library (the SDK rewrites pytorchddp to smddp).
-SMDDP_LIBRARY_MODES = (Mode.smddp, Mode.pytorchddp)
 
 
 def local_target(spec: JobSpec, run_dir: Path) -> Target:
@@ -258,7 +256,7 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
     return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
                        code_files=code_files,
                        world_size=world, hostname=hostname_shim(),
-                       accelerators=accelerators(plan.instance, spec.distribution.mode in SMDDP_LIBRARY_MODES,
+                       accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
                                                  local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),

@@ -23,7 +23,7 @@ from orchestrator.spec.model import JobSpec, Mode
 from orchestrator.spec.topology import processes_per_host
 
 Severity = Literal["error", "unverified", "warning", "notice"]
-_SMDDP_MODES = (Mode.smddp, Mode.pytorchddp)
+_SMDDP_MODES = tuple(mode for mode in Mode if mode.runs_smddp)
 _SHELL_UNSAFE = re.compile(r"[\s*?\[\]$`'\"\\;&|<>(){}]")
 
 

@@ -292,6 +292,12 @@ class Mode(str, Enum):
     torch_distributed = "torch_distributed"
     smddp = "smddp"
 
+    @property
+    def runs_smddp(self) -> bool:
+        """The launcher runs SageMaker's SMDDP library (mpirun + smddprun): smddp, and pytorchddp, which the SDK
+        rewrites into it. The one place that says so; capabilities, the estimator and the emulator read it."""
+        return self in (Mode.smddp, Mode.pytorchddp)
+
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)

@@ -1,4 +1,5 @@
-"""Each idea once: one cost formula for the plan's worst case and a job's cost so far; one S3-URI type."""
+"""Each idea once: one cost formula for the plan's worst case and a job's cost so far; one S3-URI type; one
+answer to which modes run SageMaker's SMDDP library."""
 
 from __future__ import annotations
 
@@ -28,3 +29,9 @@ def test_an_s3_uri_is_taken_apart_in_one_place():
     assert S3Uri.parse("s3://bucket") == S3Uri("bucket", "")
     assert str(S3Uri.parse("s3://bucket/data/train/")) == "s3://bucket/data/train/"
     assert bucket_of("s3://my-bucket/outputs/") == "my-bucket"
+
+
+def test_which_modes_run_the_smddp_library_is_said_once():
+    from orchestrator.spec.model import Mode
+
+    assert [mode.value for mode in Mode if mode.runs_smddp] == ["pytorchddp", "smddp"]
