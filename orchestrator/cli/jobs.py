@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
-from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, Transition, console_url, list_jobs
+from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, JobSummary, Transition, console_url, list_jobs
 from orchestrator.cloud.logs import LogLine
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
 from orchestrator.planning.metric_series import (
@@ -418,18 +418,30 @@ def list_command(
     output: str,
 ) -> None:
     """The most recent training jobs, newest first: SageMaker's, and the local runs under runs/ (`smtrain
-    local`'s default run directories) beside them, marked `local`."""
+    local`'s default run directories) beside them, marked `local`. Where SageMaker cannot be read (no region or
+    credentials), the local runs are still shown before the error."""
+    from orchestrator.errors import SmtrainError
+
     both = local_only == cloud_only
-    rows = [] if local_only and not both else list_jobs(
-        boto=ctx.obj,
-        region=region,
-        status=status_equals,
-        name_contains=name_contains,
-        max_results=max_results,
-    )
     local = _local_rows(status_equals, name_contains, max_results) if local_only or both else []
+    try:
+        rows = [] if local_only and not both else list_jobs(
+            boto=ctx.obj,
+            region=region,
+            status=status_equals,
+            name_contains=name_contains,
+            max_results=max_results,
+        )
+    except SmtrainError:
+        if local:
+            _print_list([], local, output)
+        raise
+    _print_list(rows, local, output)
+
+
+def _print_list(rows: list[JobSummary], local: list[dict[str, Any]], output: str) -> None:
     if output == "json":
-        echo_json([row.to_dict() for row in rows] + local)
+        echo_json([{**row.to_dict(), "backend": "sagemaker"} for row in rows] + local)
         return
     if not rows and not local:
         click.echo("no training jobs match", err=True)
