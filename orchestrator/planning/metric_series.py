@@ -22,6 +22,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from orchestrator.spec.metric_regex import compile_metric_regex
+
 METRICS_FILE = "metrics.jsonl"
 """Where `smtrain local` keeps a run's series: one point per line, in the run directory."""
 _STEP = re.compile(r"\bstep=(\d+)/(\d+)")
@@ -34,11 +36,12 @@ class MetricDefinition:
     """One `{Name, Regex}` of the request's MetricDefinitions, compiled."""
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: Any
+    """Compiled by RE2 (metric_regex): matching is linear in the line, whatever the regex."""
 
 
 def compile_definitions(definitions: Iterable[Mapping[str, str]]) -> tuple[MetricDefinition, ...]:
-    return tuple(MetricDefinition(item["Name"], re.compile(item["Regex"])) for item in definitions)
+    return tuple(MetricDefinition(item["Name"], compile_metric_regex(item["Regex"])) for item in definitions)
 
 
 def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, float]:

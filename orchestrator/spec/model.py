@@ -25,6 +25,7 @@ from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
 from orchestrator.errors import SpecError
 from orchestrator.spec.catalog import catalog
 from orchestrator.spec.datafiles import load_data_file
+from orchestrator.spec.metric_regex import MetricRegexError, compile_metric_regex
 
 # CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
 # by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
@@ -524,9 +525,10 @@ class Metric(_Spec):
     @classmethod
     def _compiles_with_a_group(cls, value: str) -> str:
         try:
-            compiled = re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from None
+            compiled = compile_metric_regex(value)
+        except MetricRegexError as exc:
+            raise ValueError(f"not a regular expression smtrain can match in linear time (RE2): {exc}; "
+                             "backreferences and lookarounds are not supported") from None
         if compiled.groups < 1:
             raise ValueError("the regex needs a capture group around the number, e.g. 'loss=([0-9.]+)'")
         return value
