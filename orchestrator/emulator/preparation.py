@@ -105,11 +105,14 @@ class PreparedRun:
     world_size: int
     hostname: HostnameShim
     accelerators: Accelerators
+    """What the training group's processes see of its instance's GPUs (the notice at the start says it)."""
     python: str
     processes_override: int | None
     host_fs: opt_ml.HostFileSystem
     machine_opt_ml: dict[str, tuple[int, int]]
     """The machine's own /opt/ml before the run (opt_ml.snapshot): nothing may appear or change there."""
+    group_accelerators: dict[str, Accelerators] = field(default_factory=dict)
+    """With instance groups, each group's own (a CPU group's hosts get no CUDA stand-in)."""
     pipes: list[PipeChannel] = field(default_factory=list)
     """Every host's Pipe-mode channels, fed while each attempt runs."""
     overlay: Overlay | None = None
@@ -167,7 +170,8 @@ class PreparedRun:
                 inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
                 overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths, hostname_library=self.hostname.library,
-                accelerators=self.accelerators, namespaced=self.host_fs.namespaced)
+                accelerators=self.group_accelerators.get(resource["current_group_name"], self.accelerators),
+                namespaced=self.host_fs.namespaced)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
@@ -259,6 +263,9 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
                        accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
                                                  local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
+                       group_accelerators={group.name: accelerators(
+                           lookup(group.instance_type), spec.distribution.mode in SMDDP_LIBRARY_MODES, local_gpus,
+                           settings.gpu_standin) for group in job.groups} if len(job.groups) > 1 else {},
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),
                        host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))

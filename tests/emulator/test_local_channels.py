@@ -147,3 +147,34 @@ def test_instance_groups_see_their_own_environment_and_only_their_channels(tmp_p
             "train": {"instance_group_name": "train", "instance_type": "ml.c5.xlarge", "hosts": ["algo-2", "algo-3"]}}
     train_shares = [set(records[host]["files"]["shards"]) for host in ("algo-2", "algo-3")]
     assert not train_shares[0] & train_shares[1] and train_shares[0] | train_shares[1] == set(shard_keys)
+
+
+GROUP_RANKS = """import json, os, pathlib, socket
+import torch
+host = socket.gethostname()  # algo-N in every process (mpirun passes every rank the master's SM_* variables)
+rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+record = {"group": os.environ["SM_CURRENT_INSTANCE_GROUP"], "rank": rank, "cuda": torch.cuda.is_available(),
+          "gpus": os.environ["SM_NUM_GPUS"], "master": json.loads(os.environ["SM_TRAINING_ENV"])["master_hostname"]}
+pathlib.Path(os.environ["OUT"], f"{host}-{rank}.json").write_text(json.dumps(record))
+"""
+
+
+@pytest.mark.slow
+def test_mpirun_spans_only_the_training_group_and_only_it_sees_gpus(tmp_path):
+    spec = _spec(tmp_path, GROUP_RANKS,
+                 instance={"groups": [{"name": "data", "type": "ml.c5.2xlarge", "count": 1},
+                                      {"name": "train", "type": "ml.g5.xlarge", "count": 2}]},
+                 distribution={"mode": "mpi", "instance_groups": ["train"], "processes_per_host": 1},
+                 environment={"OUT": str(tmp_path / "out")})
+    (tmp_path / "out").mkdir()
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    records = {path.stem: json.loads(path.read_text()) for path in (tmp_path / "out").glob("*.json")}
+    assert len(records) == 3, records
+    # the data host runs the script once, as a plain process, on its CPU instance
+    assert records["algo-1-None"] == {"group": "data", "rank": None, "cuda": False, "gpus": "0", "master": "algo-2"}
+    # mpirun's two ranks live on the training group's hosts, which have the g5's GPU (the CPU stand-in here)
+    trained = {name: record for name, record in records.items() if record["group"] == "train"}
+    assert sorted(record["rank"] for record in trained.values()) == ["0", "1"]
+    assert all(record["cuda"] and record["gpus"] == "1" and record["master"] == "algo-2" for record in trained.values())
+    assert {name.rsplit("-", 1)[0] for name in trained} == {"algo-2", "algo-3"}
