@@ -79,7 +79,9 @@ def leave(code: int) -> None:
     Gloo's worker threads release a finished collective's tensors after it returns, which takes the GIL; one that
     asks for it once finalization has begun is ended inside a C++ frame and aborts the process ("terminate called
     without an active exception", exit 134 or 139; seen with gdb). A rank that had finished its work failed the
-    2-host gloo example so in 1 of 5 full suite runs, despite run_training's collection.
+    2-host gloo example so in 1 of 5 full suite runs, despite run_training's collection; a finished 2-rank DDP
+    script on plain gloo aborts so in 7 of 40 runs (bench/bench_exit_aborts.py, README). Leaving here skips
+    finalization altogether (tests/entrypoints/test_train_exit.py fails without it).
     """
     mpi = sys.modules.get("mpi4py.MPI")  # under `python -m mpi4py`: what its exit handler would have done
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     gate.acquire()
     def needs_the_gil():
         gate.acquire()
-        Path("ran").write_text("the waiting thread had the GIL before finalization")
+        Path("ran").write_text(f"before finalization, group initialized: {dist.is_initialized()}")
     waiter = threading.Thread(target=needs_the_gil, daemon=True)
     waiter.start()
     sys.setswitchinterval(1000)
@@ -45,6 +45,7 @@ def test_at_exit_the_group_is_destroyed_and_waiting_threads_get_the_gil(standin,
     result = standin.python("exit_script.py", "destroy" if script_destroys else "keep", num_gpus=1)
     assert "backend gloo, total 1.0" in result.stdout
     assert (standin.work_dir / "ran").is_file(), result.stderr
+    assert (standin.work_dir / "ran").read_text() == "before finalization, group initialized: False"
     assert "destroy_process_group" not in result.stderr  # no "process group has NOT been destroyed" warning
 
 

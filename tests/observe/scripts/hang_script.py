@@ -1,14 +1,40 @@
 """Two hosts (mode none) train three steps over gloo, then rank 1 never joins the next all-reduce: rank 0
-blocks in it forever (gloo waits 30 minutes), exactly the hang `smtrain local --stall-timeout` must explain."""
+blocks in it forever (gloo waits 30 minutes), exactly the hang `smtrain local --stall-timeout` must explain.
+
+Until a rank reaches the point where it hangs it writes a line every half second: the stall clock counts from
+the last line any rank writes, so it starts only once both ranks are where the test wants them, however long
+`import torch` and the rendezvous take on a loaded machine (both ranks sat in `import torch` when a bare
+8-second budget ran out in CI). Each rank stops its heartbeat, and joins its thread, before it hangs, so that
+the stacks show only the hang."""
 
 import json
 import os
+import threading
 import time
 
-print("starting", flush=True)  # a sign of life before the slow torch import
 
-import torch
-import torch.distributed as dist
+class Heartbeat(threading.Thread):
+    """`starting` every half second until stopped: a sign of life through the slow start-up."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            print("starting", flush=True)
+            self.done.wait(0.5)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
+HEARTBEAT = Heartbeat()
+HEARTBEAT.start()
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 
 
 def load_next_batch_forever() -> None:
@@ -25,6 +51,7 @@ def main() -> None:
         dist.all_reduce(torch.ones(1))
         if rank == 0:
             print(f"epoch=1 step={step}/10 train_loss={1.0 / step:.6f} samples_per_sec=100.0", flush=True)
+    HEARTBEAT.stop()
     if rank == 0:
         print("about to block", flush=True)
     if rank == 1:
