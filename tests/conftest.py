@@ -81,6 +81,21 @@ def aws(moto_server, monkeypatch):
     return moto_server
 
 
+@pytest.fixture
+def startup_seconds():
+    """`startup_seconds("torch")`: how long a fresh interpreter of this venv takes, right now, to import those
+    modules. The yardstick for a deadline that a product feature needs to cover a start-up (a smoke's seconds, a
+    simulated spot interruption), which a loaded machine stretches several-fold: such deadlines are a multiple
+    of it, never a bare number."""
+
+    def measure(*modules: str) -> float:
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", f"import {', '.join(modules) or 'sys'}"], check=True)
+        return time.monotonic() - started
+
+    return measure
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
