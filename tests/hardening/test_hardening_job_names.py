@@ -31,16 +31,23 @@ def test_names_made_by_two_processes_at_once_differ():
     """Two submitting processes started together, each naming one job per millisecond for a second: where both
     named a job in the same millisecond, the names differ. (A clash stays possible, once in 1.7 million pairs.)"""
     script = ("import sys, time\nfrom orchestrator.spec.model import timestamped_job_name\n"
-              "start = float(sys.argv[1])\nwhile time.time() < start: pass\nnames, last = [], None\n"
+              "print('ready', flush=True)\n"
+              "start = float(sys.stdin.readline())\nwhile time.time() < start: pass\nnames, last = [], None\n"
               "while time.time() < start + 1:\n"
               "    if int(time.time() * 1000) != last:\n"
               "        last = int(time.time() * 1000)\n"
               "        names.append(timestamped_job_name('job'))\n"
               "print('\\n'.join(names))\n")
-    start = str(time.time() + 3)
-    processes = [subprocess.Popen([sys.executable, "-c", script, start], stdout=subprocess.PIPE, text=True)
-                 for _ in range(2)]
-    outputs = [process.communicate(timeout=60)[0].split() for process in processes]
+    processes = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+    # The common start is set once both have imported smtrain, however long that takes on this machine.
+    assert [process.stdout.readline() for process in processes] == ["ready\n", "ready\n"]
+    start = f"{time.time() + 0.5}\n"
+    for process in processes:
+        process.stdin.write(start)
+        process.stdin.close()
+    outputs = [process.stdout.read().split() for process in processes]
+    assert [process.wait(timeout=600) for process in processes] == [0, 0]
     stamps = [{re.match(r"job-(\d{4}(-\d{2}){5}-\d{3})", name).group(1) for name in output} for output in outputs]
     assert stamps[0] & stamps[1], "the two processes never named a job in the same millisecond"
     assert not set(outputs[0]) & set(outputs[1])

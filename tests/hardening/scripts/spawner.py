@@ -31,5 +31,6 @@ if args.then == "fail":
     sys.exit(1)
 if args.then == "ignore-term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ignoring SIGTERM", flush=True)
 if args.then in ("wait", "ignore-term"):
     time.sleep(300)
