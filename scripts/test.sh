@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: sets everything up, then runs pytest (extra arguments go to pytest, e.g. -m "not slow").
+# The test suite: sets everything up, then runs pytest on parallel workers; extra arguments go to pytest.
+#   bash scripts/test.sh                 # the whole suite (what .ci/run runs)
+#   bash scripts/test.sh -m "not slow"   # the everyday loop: everything but the multi-process runs
+#   bash scripts/test.sh tests/unit -n 0 # some tests, in this process (-n 0: no workers)
+# Two workers fit 2 cores and 24 GB: each takes a module at a time (--dist loadscope, so a module's shared runs
+# are made once), and tests/conftest.py keeps other multi-process modules off the machine while the example
+# smokes hold most of its memory. SMTRAIN_TEST_WORKERS overrides the count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n "${SMTRAIN_TEST_WORKERS:-2}" --dist loadscope "$@"

@@ -1,7 +1,9 @@
-"""Isolation for every test, and a real moto server on 127.0.0.1 for the AWS tests."""
+"""Isolation for every test, a real moto server on 127.0.0.1 for the AWS tests (one per xdist worker), and the
+order and the memory lock under which scripts/test.sh runs the suite on parallel workers."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import subprocess
@@ -97,12 +99,45 @@ def startup_seconds():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason."""
+    """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason.
+
+    Then the order the workers take modules in (scripts/test.sh: `--dist loadscope`, a module at a time): the
+    modules with an `alone` test first, as their long runs decide the suite's length, then the fast modules, which
+    one worker runs while another holds the machine for an `alone` module, then the modules of slow tests."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
         for item in gpu_tests:
             item.add_marker(skip)
+    marks = _module_marks(items)
+    items.sort(key=lambda item: 0 if "alone" in marks[item.module] else 2 if "slow" in marks[item.module] else 1)
+
+
+def _module_marks(items: list[pytest.Item]) -> dict[object, set[str]]:
+    """The names of the marks of each module's tests."""
+    marks: dict[object, set[str]] = {}
+    for item in items:
+        marks.setdefault(item.module, set()).update(mark.name for mark in item.iter_markers())
+    return marks
+
+
+@pytest.fixture(scope="module", autouse=True)
+def machine_share(request, tmp_path_factory):
+    """A module with `alone` tests holds an exclusive lock, one with `slow` tests a shared one, for as long as it
+    runs (its module fixtures, e.g. the example smokes, included): the example smokes take most of this machine's
+    memory (tests/emulator/test_example_smoke.py), so no other multi-process test runs beside them, on any
+    worker. Fast modules take no lock. The lock file is common to the run's workers (pytest's basetemp)."""
+    marks = _module_marks([item for item in request.session.items if item.module is request.module])
+    marks = marks.get(request.module, set())
+    if not marks & {"alone", "slow"}:
+        yield
+        return
+    root = tmp_path_factory.getbasetemp()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    lock_path = (root.parent if worker else root) / "smtrain-machine-share.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if "alone" in marks else fcntl.LOCK_SH)
+        yield
 
 
 def _cuda_available() -> bool:

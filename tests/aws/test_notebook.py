@@ -12,6 +12,7 @@ from pathlib import Path
 
 import boto3
 import nbformat
+import pytest
 from job_fakes import seed_logs
 from nbclient import NotebookClient
 
@@ -23,6 +24,7 @@ def _stdout(cell) -> str:
     return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
 
 
+@pytest.mark.slow  # a Jupyter kernel of its own
 def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     # The kernel inherits this process's environment (moto's endpoint, fake credentials); a kernelspec of our
     # own pins it to this interpreter, whatever python3 kernel the machine has.

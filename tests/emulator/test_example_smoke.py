@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 REPO = Path(__file__).resolve().parents[2]
 SMTRAIN = Path(sys.executable).with_name("smtrain")

@@ -81,6 +81,7 @@ def test_model_parallel_matches_the_unsplit_model(standin):
     assert outcome["max_weight_difference"] == 0.0
 
 
+@pytest.mark.slow
 def test_prefetch_thread_streams_and_amp_train_to_the_end(standin):
     result = standin.run([sys.executable, "-W", "error::UserWarning", str(standin.scripts / "prefetch_amp.py")],
                          standin.environment(num_gpus=4))
