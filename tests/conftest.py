@@ -83,7 +83,7 @@ def aws(moto_server, monkeypatch):
     return moto_server
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def startup_seconds():
     """`startup_seconds("torch")`: how long a fresh interpreter of this venv takes, right now, to import those
     modules. The yardstick for a deadline that a product feature needs to cover a start-up (a smoke's seconds, a
