@@ -55,7 +55,7 @@ def moto_server():
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # importing moto takes a while on a loaded machine; only a failure gets here
     while True:
         try:
             urllib.request.urlopen(f"{url}/moto-api/", timeout=1)
@@ -67,13 +67,13 @@ def moto_server():
             time.sleep(0.1)
     yield url
     proc.terminate()
-    proc.wait(timeout=10)
+    proc.wait(timeout=60)
 
 
 @pytest.fixture
 def aws(moto_server, monkeypatch):
     """Fake credentials pointed at a freshly reset moto server; yields the endpoint URL."""
-    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=5)
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=60)
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -57,7 +57,7 @@ def test_validate_plan_submit_status_logs_stop_list_infra_images_never_import_th
     spec = write_spec(role="Trainer")
 
     result = subprocess.run([sys.executable, "-c", PROBE, str(spec)], check=False, capture_output=True, text=True,
-                            timeout=180, cwd=tmp_path)
+                            timeout=600, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -48,7 +48,7 @@ def test_submit_from_notebook_runs_end_to_end(aws, tmp_path, monkeypatch):
     notebook = nbformat.read(EXAMPLES / "submit_from_notebook.ipynb", as_version=4)
     notebook.cells.insert(0, nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
     client = NotebookClient(
-        notebook, kernel_name=KERNEL, timeout=120, resources={"metadata": {"path": str(EXAMPLES)}}
+        notebook, kernel_name=KERNEL, timeout=600, resources={"metadata": {"path": str(EXAMPLES)}}
     )
 
     with client.setup_kernel():

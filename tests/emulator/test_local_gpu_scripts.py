@@ -29,7 +29,7 @@ STANDIN_NOTICE = "This GPU job runs on the CPU: every training process gets smtr
 def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
     """`smtrain local SPEC -o json`, as a user types it: the result, and what it printed on stderr."""
     command = [str(SMTRAIN), "local", str(SPECS / spec), "--run-dir", str(run_dir), "-o", "json", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.stdout, done.stderr
     return json.loads(done.stdout), done.stderr
 

@@ -19,16 +19,19 @@ from orchestrator.spec.loader import load
 pytestmark = pytest.mark.slow
 
 
-def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, tmp_path):
+def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, tmp_path, startup_seconds):
     """The container path is the host path of nothing: a spot restart restores the checkpoint inside the run
     directory, and the directory of that name on this machine keeps every inode."""
+    # The interruption comes once the script has written its checkpoint: 4 s on an idle machine, more when
+    # starting a process takes longer now (6 times the import of smtrain's runner).
+    interruption = max(4.0, 6 * startup_seconds("orchestrator.emulator.runner"))
     outside = tmp_path / "host-ckpt"
     outside.mkdir()
     (outside / "keep.txt").write_text("not the emulator's\n")
     before = {path.name: path.stat().st_ino for path in [outside, *outside.iterdir()]}
     spec = make_spec("checkpoint_script.py", count=1, hyperparameters={"checkpoint-dir": str(outside)},
                      checkpoint={"s3_uri": "s3://bucket/ckpt/", "local_path": str(outside)})
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run", simulate_spot_interruption=4))
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", simulate_spot_interruption=interruption))
     assert result.status == "Completed" and result.attempts == 2, result.failure_reason
     assert {path.name: path.stat().st_ino for path in [outside, *outside.iterdir()]} == before
     emulated = result.run_dir / "container-paths" / "algo-1" / str(outside).lstrip("/")

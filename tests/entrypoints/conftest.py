@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ ENTRYPOINTS = REPO / "entrypoints"
 VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ENTRYPOINTS))
 
-LAUNCH_TIMEOUT_S = 180
+LAUNCH_TIMEOUT_S = 600  # only a hang reaches it: a loaded machine can take minutes for a multi-rank run
 
 
 def free_port() -> int:
@@ -139,6 +140,15 @@ class Launcher:
                             MASTER_PORT=port)
             started.append(self.start([sys.executable, "train.py", *args], base, env))
         return started
+
+    @staticmethod
+    def wait_for(hosts: list[Running], text: str) -> None:
+        """Until the first host printed `text`; fails when a host ended first, or at LAUNCH_TIMEOUT_S."""
+        deadline = time.monotonic() + LAUNCH_TIMEOUT_S
+        while text not in hosts[0].output():
+            assert time.monotonic() < deadline and all(host.process.poll() is None for host in hosts), \
+                hosts[0].output()
+            time.sleep(0.05)
 
     def hosts(self, name: str, args: list[str], num_hosts: int = 2) -> list[Finished]:
         return [running.wait() for running in self.start_hosts(name, args, num_hosts)]

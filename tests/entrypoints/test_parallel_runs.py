@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 
 import pytest
 import torch
@@ -163,10 +162,7 @@ def interrupt_then_resume(launcher, name: str, trainer: list[str], hosts_before:
     args = [*ARGS, "--checkpoint-dir", str(checkpoints), *trainer]
     hosts = launcher.start_hosts(f"{name}/interrupted", [*args, "--batch-size", str(batch_before),
                                                          "--simulate-step-seconds", "0.05"], hosts_before)
-    deadline = time.monotonic() + 120
-    while "step=4/" not in hosts[0].output():
-        assert time.monotonic() < deadline and all(host.process.poll() is None for host in hosts), hosts[0].output()
-        time.sleep(0.05)
+    launcher.wait_for(hosts, "step=4/")
     for host in hosts:
         host.process.send_signal(signal.SIGTERM)
     interrupted = [host.wait() for host in hosts]

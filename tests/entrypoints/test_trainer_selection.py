@@ -78,7 +78,7 @@ def test_ddp_takes_its_gpu_path_on_the_cpu_standin_for_cuda():
            "PYTHONPATH": os.pathsep.join([str(STANDIN_DIR), str(ENTRYPOINTS)]),
            standin_env.NUM_GPUS: "4", standin_env.GPU_NAME: "A10G"}
     result = subprocess.run([sys.executable, "-c", RESOLVE_ON_THE_STANDIN], env=env, capture_output=True, text=True,
-                            timeout=120, check=False)
+                            timeout=600, check=False)
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [["ddp", "nccl", "cuda:1"],
                                                                          ["ddp", "smddp", "cuda:0"]]

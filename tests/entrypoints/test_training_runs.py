@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 
 import metrics
 import pytest
@@ -121,10 +120,7 @@ def test_sigterm_mid_epoch_then_resume_is_bit_identical(launcher, two_hosts):
     checkpoints = launcher.root / "resume" / "checkpoints"
     args = [*RESUMABLE, "--checkpoint-dir", str(checkpoints)]
     hosts = launcher.start_hosts("resume/interrupted", [*args, "--simulate-step-seconds", "0.05"])
-    deadline = time.monotonic() + 120
-    while "step=4/" not in hosts[0].output():
-        assert time.monotonic() < deadline and all(host.process.poll() is None for host in hosts), hosts[0].output()
-        time.sleep(0.05)
+    launcher.wait_for(hosts, "step=4/")
     for host in hosts:
         host.process.send_signal(signal.SIGTERM)
     interrupted = [host.wait() for host in hosts]

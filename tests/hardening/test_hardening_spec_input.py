@@ -29,7 +29,7 @@ def _validate(spec: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
     return subprocess.run([sys.executable, "-m", "orchestrator", "validate", str(spec), *args], capture_output=True,
-                          text=True, timeout=60, preexec_fn=limit_memory, cwd=REPO, check=False)
+                          text=True, timeout=600, preexec_fn=limit_memory, cwd=REPO, check=False)
 
 
 def _assert_one_message(result: subprocess.CompletedProcess[str], *expected: str) -> None:

@@ -12,11 +12,15 @@ What is installed, and why:
   distribution at version 3.x; pip does not resolve the installed packages' own requirements again (it only
   warns that they are missing), so the outcome for `sagemaker` is the same with or without v3's closure.
 
-Needs the package index (build isolation fetches setuptools; smtrain's dependencies are downloaded).
+Needs the package index (build isolation fetches setuptools; smtrain's dependencies are downloaded). The wheel
+and the virtualenv are kept in pytest's cache directory (.pytest_cache), by the content of everything that goes
+into them (the packaged sources, the constraints, the SDK v3 pins, this Python): a later run with the same
+content reuses them, and any change builds and installs anew.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -38,29 +42,54 @@ TEMPLATE_IN_WHEEL = "orchestrator/cloud/smtrain.yaml"
 
 
 def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, **kwargs)
+    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600, **kwargs)
     assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
+PACKAGED = ("pyproject.toml", "README.md", "orchestrator")
+
+
+def _packaged_files() -> list[Path]:
+    files = [REPO / name for name in PACKAGED[:2]]
+    files += [path for path in (REPO / PACKAGED[2]).rglob("*") if path.is_file() and "__pycache__" not in path.parts
+              and path.suffix != ".pyc"]
+    return sorted(files)
+
+
+def _content_key() -> str:
+    """What decides the wheel and the virtualenv: the packaged files, the constraints, the SDK pins, Python."""
+    digest = hashlib.sha256(repr((SDK3, sys.version)).encode())
+    for path in [*_packaged_files(), REPO / "constraints.txt"]:
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory holding the wheel (dist/) and the virtualenv (venv/), made once per content."""
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider: built for this run only
+    root = cache.mkdir(f"sdk3-install-{_content_key()}") if cache else tmp_path_factory.mktemp("sdk3-install")
+    if not (root / "complete").is_file():
+        shutil.rmtree(root)
+        root.mkdir()
+        _build_wheel(root / "dist", tmp_path_factory.mktemp("source"))
+        _install_beside_sdk3(root, next((root / "dist").glob("smtrain-*.whl")))
+        (root / "complete").touch()
+    return root
+
+
+def _build_wheel(dist: Path, source: Path) -> None:
     """smtrain's wheel, built from a copy of what the sdist would hold."""
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
-    shutil.copytree(REPO / "orchestrator", source / "orchestrator",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    dist = tmp_path_factory.mktemp("dist")
+    for path in _packaged_files():
+        target = source / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(source)])
-    [built] = dist.glob("smtrain-*.whl")
-    return built
 
 
-@pytest.fixture(scope="module")
-def sdk3_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with SDK v3, then smtrain installed with its dependencies; returns its bin/."""
-    root = tmp_path_factory.mktemp("sdk3")
+def _install_beside_sdk3(root: Path, wheel: Path) -> None:
+    """A fresh virtualenv with SDK v3, then smtrain installed with its dependencies."""
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -69,7 +98,18 @@ def sdk3_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pins = (REPO / "constraints.txt").read_text().splitlines()
     constraints.write_text("\n".join(line for line in pins if not line.startswith("sagemaker=")) + "\n")
     _run([*pip, "-c", str(constraints), str(wheel)])
-    return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def wheel(built: Path) -> Path:
+    [found] = (built / "dist").glob("smtrain-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def sdk3_venv(built: Path) -> Path:
+    """The virtualenv's bin/."""
+    return built / "venv" / "bin"
 
 
 def test_the_wheel_ships_the_cloudformation_template(wheel):
@@ -126,7 +166,7 @@ def test_beside_sdk3_build_estimator_says_what_to_install(sdk3_venv, aws, tmp_pa
 def test_infra_deploy_from_the_wheel_install_reads_its_template(sdk3_venv, aws, tmp_path):
     """The template is found inside site-packages: an unknown parameter is refused by name before any call."""
     result = subprocess.run([str(sdk3_venv / "smtrain"), "infra", "deploy", "--yes", "-p", "Bogus=1"],
-                            check=False, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            check=False, capture_output=True, text=True, timeout=600, cwd=tmp_path,
                             env={**os.environ, "HOME": str(tmp_path)})
     assert result.returncode == 2, result.stderr
     assert "smtrain.yaml has no parameter Bogus" in result.stderr

@@ -27,7 +27,7 @@ def test_local_run_draws_progress_saves_the_series_and_smtrain_metrics_reads_it(
 
     done = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(EXAMPLE), "--run-dir", str(run_dir),
                            *(word for override in SMALL for word in ("--set", override))],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[algo-1]" not in done.stderr, "log lines are printed only with --verbose"
@@ -41,7 +41,7 @@ def test_local_run_draws_progress_saves_the_series_and_smtrain_metrics_reads_it(
 
     png = tmp_path / "run.png"
     shown = subprocess.run([sys.executable, "-m", "orchestrator", "metrics", str(run_dir), "--plot", str(png),
-                            "-o", "json"], capture_output=True, text=True, timeout=120, check=False)
+                            "-o", "json"], capture_output=True, text=True, timeout=600, check=False)
 
     assert shown.returncode == 0, shown.stderr
     assert [row["value"] for row in json.loads(shown.stdout) if row["metric"] == "train:loss"] == logged

@@ -115,7 +115,7 @@ def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]
                PATH=os.pathsep.join([str(bin_dir), env.get("PATH", "")]))
     output = tmp_path / "toolkit.json"
     subprocess.run([sys.executable, str(HARNESS), str(output), *(str(host.root) for host in prepared.layout.hosts)],
-                   env=env, check=True, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+                   env=env, check=True, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     return json.loads(output.read_text())
 
 
