@@ -51,7 +51,7 @@ def _spec(tmp_path: Path, steps: int = 30, forever: bool = False) -> Path:
     return path
 
 
-def _wait_for(check, what: str, deadline_seconds: float = 120.0):
+def _wait_for(check, what: str, deadline_seconds: float = 600.0):
     deadline = time.monotonic() + deadline_seconds
     while time.monotonic() < deadline:
         value = check()
@@ -89,7 +89,7 @@ def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_
 def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ran = subprocess.run([SMTRAIN, "local", str(_spec(tmp_path)), "-q"], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=600)
     assert ran.returncode == 0, ran.stderr
     [run_dir] = (tmp_path / "runs").iterdir()
 
@@ -125,9 +125,9 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
         following = subprocess.Popen([SMTRAIN, "logs", str(run_dir), "--follow", "--host", "algo-1",
                                       "--poll-seconds", "0.2"], stdout=subprocess.PIPE, text=True)
 
-        stop = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
-        output, _ = running.communicate(timeout=180)
-        followed, _ = following.communicate(timeout=120)  # ends by itself once the run has ended
+        stop = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=600)
+        output, _ = running.communicate(timeout=600)
+        followed, _ = following.communicate(timeout=600)  # ends by itself once the run has ended
     finally:
         running.kill()
 
@@ -143,7 +143,7 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
     followed_lines = followed.splitlines()
     assert "[algo-1] epoch=1 step=1/30 train_loss=1.000000 line 1 of algo-1" in followed_lines
     assert followed_lines[-1] == "[algo-1] algo-1 got SIGTERM" and all("algo-2" not in line for line in followed_lines)
-    again = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=120)
+    again = subprocess.run([SMTRAIN, "stop", str(run_dir)], capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "is already Stopped: nothing to stop" in again.stdout
 
 

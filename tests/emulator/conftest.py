@@ -27,3 +27,19 @@ def make_spec(tmp_path):
         return path
 
     return make
+
+
+# A smoke deadline that the ranks must start within is this many times what importing smtrain's runner takes now
+# (about 0.6 s on an idle 2-core machine, several times that under load).
+SMOKE_STARTUPS = 6
+
+
+@pytest.fixture
+def smoke_seconds(startup_seconds):
+    """`smoke_seconds(3)`: a smoke's deadline, at least 3 s, long enough for smtrain and light ranks (no torch) to
+    start and take a few steps on this machine now."""
+
+    def deadline(floor: float) -> float:
+        return round(max(floor, SMOKE_STARTUPS * startup_seconds("orchestrator.emulator.runner")), 1)
+
+    return deadline

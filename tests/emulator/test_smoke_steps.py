@@ -36,24 +36,25 @@ while True:
 """
 
 
-def _smoke(make_spec, tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+def _smoke(make_spec, tmp_path: Path, script: str, seconds: float) -> subprocess.CompletedProcess[str]:
     spec = make_spec("stepper.py", count=2)
     (spec.parent / "src" / "stepper.py").write_text(script)
     return subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
-                           str(tmp_path / "run"), "--smoke", "3", "-o", "json"], capture_output=True, text=True,
-                          timeout=120, check=False)
+                           str(tmp_path / "run"), "--smoke", str(seconds), "-o", "json"], capture_output=True,
+                          text=True, timeout=600, check=False)
 
 
-def test_the_last_step_comes_from_checkpoints_and_metrics_when_no_progress_line_was_printed(make_spec, tmp_path):
-    done = _smoke(make_spec, tmp_path, CHECKPOINTS_WITHOUT_PROGRESS_LINES)
+def test_the_last_step_comes_from_checkpoints_and_metrics_when_no_progress_line_was_printed(make_spec, tmp_path,
+                                                                                             smoke_seconds):
+    done = _smoke(make_spec, tmp_path, CHECKPOINTS_WITHOUT_PROGRESS_LINES, smoke_seconds(3))
     assert done.returncode == 0, done.stderr
     smoke = json.loads(done.stdout)["smoke"]
     assert (smoke["steps_reached"], smoke["step_source"]) == (4, "checkpoint")
     assert "smoke passed: 2 of 2 ranks started, step 4 reached (checkpoint)" in done.stderr
 
 
-def test_a_smoke_where_no_rank_reached_a_step_says_so(make_spec, tmp_path):
-    done = _smoke(make_spec, tmp_path, SILENT)
+def test_a_smoke_where_no_rank_reached_a_step_says_so(make_spec, tmp_path, smoke_seconds):
+    done = _smoke(make_spec, tmp_path, SILENT, smoke_seconds(3))
     smoke = json.loads(done.stdout)["smoke"]
     assert smoke["steps_reached"] is None and smoke["step_source"] is None
     assert "NO rank reached a step (no step=N/M line, no step in metrics.jsonl, no checkpoint)" in done.stderr
