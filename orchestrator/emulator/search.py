@@ -195,6 +195,7 @@ class _Search:
                     watch.read()
                     if deadline is not None and time.monotonic() >= deadline and not watch.why:
                         watch.stop("stopped at the search's budget")
+                    watch.deliver_stop()
                     time.sleep(WATCH_SECONDS)
         finally:
             with self._lock:
@@ -239,11 +240,14 @@ def _run_result(out: str, err: str, returncode: int) -> dict[str, Any]:
     return {"status": "Failed", "failure_reason": reason}
 
 
-def _request_stop(run_dir: Path) -> None:
+def _request_stop(run_dir: Path) -> bool:
+    """Asks the trial's run to stop; False while its run directory does not exist yet."""
     from orchestrator.emulator.status import request_stop
 
-    if run_dir.is_dir():
-        request_stop(run_dir)
+    if not run_dir.is_dir():
+        return False
+    request_stop(run_dir)
+    return True
 
 
 class _ObjectiveWatch:
@@ -259,11 +263,17 @@ class _ObjectiveWatch:
         self.final: float | None = None
         self.per_epoch: dict[int, float] = {}
         self.why = ""
+        self._stop_pending = False
         self._epoch: int | None = None
 
     def stop(self, why: str) -> None:
-        self.why = why
-        _request_stop(self._run_dir)
+        self.why, self._stop_pending = why, True
+        self.deliver_stop()
+
+    def deliver_stop(self) -> None:
+        """Writes a pending stop request once the trial's run directory exists."""
+        if self._stop_pending and _request_stop(self._run_dir):
+            self._stop_pending = False
 
     def reached_max_resource(self, max_resource: int | None) -> bool:
         return max_resource is not None and bool(self.per_epoch) and max(self.per_epoch) >= max_resource

@@ -89,3 +89,19 @@ max_parallel_jobs: 2
     tried = sorted((trial["hyperparameters"]["optimizer"], trial["hyperparameters"]["lr"])
                    for trial in json.loads(result.stdout)["trials"])
     assert tried == [("adam", 0.01), ("adam", 0.1), ("sgd", 0.01), ("sgd", 0.1)]
+
+
+def test_tune_local_budget_starts_no_trial_after_it_and_stops_the_running_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+    # Trials of 500 epochs would run for minutes; the budget of 1 s stops the two started at once.
+    result = CliRunner().invoke(main, [
+        "tune", "local", str(EXAMPLE), "--parallel", "2", "--budget", "1", "--set", "hyperparameters.epochs=500",
+        "--run-dir", str(tmp_path / "search"), "-o", "json"])
+
+    assert result.exit_code == 1, result.output  # no trial completed: no best
+    document = json.loads(result.stdout)
+    assert [trial["status"] for trial in document["trials"]] == ["Stopped", "Stopped"]
+    assert document["best"] is None
+    for trial in document["trials"]:
+        assert json.loads((Path(trial["run_dir"]) / "result.json").read_text())["status"] == "Stopped"
