@@ -153,7 +153,9 @@ def create_tuning_job_request(spec: TuningSpec, training_request: dict[str, Any]
             "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": parent}
                                                for parent in spec.warm_start.parents],
             "WarmStartType": spec.warm_start.type}
-    tags = {item["Key"]: item["Value"] for item in training_request.get("Tags", [])} | dict(spec.tags)
+    # SDK v2's order (tuner.py `_prepare_tags_for_tuning`): the tuning job's own tags, then the job's others.
+    tags = dict(spec.tags) | {item["Key"]: item["Value"] for item in training_request.get("Tags", [])
+                              if item["Key"] not in spec.tags}
     limit = tuning_limit("Tags", "max")
     if len(tags) > limit:
         raise CapabilityError(f"tags: the job's and the tuning spec's make {len(tags)}; a tuning job takes {limit}",
@@ -199,8 +201,8 @@ def training_definition(training_request: dict[str, Any], tuned: set[str]) -> di
 
 
 def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
-    """The three range lists as SDK v2 sends them for a framework job: numbers as text, categorical values
-    JSON-encoded (the toolkit json.loads every hyperparameter, so `"sgd"` reaches the script as sgd)."""
+    """The three range lists as SDK v2 sends them for a framework job: numbers as text, categorical values as
+    JSON-encoded text (the toolkit json.loads every hyperparameter, so `"sgd"` reaches the script as sgd)."""
     ranges: dict[str, list[dict[str, Any]]] = {
         "ContinuousParameterRanges": [], "CategoricalParameterRanges": [], "IntegerParameterRanges": []}
     for name, item in spec.parameters.items():

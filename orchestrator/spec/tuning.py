@@ -137,11 +137,14 @@ class CategoricalRange(_Spec):
 
     type: Literal["categorical"]
     values: list[CategoricalValue] = Field(min_length=1, max_length=MAX_CATEGORICAL_VALUES)
-    """The values to choose from, e.g. `[sgd, adam]` or `[32, 64, 128]`."""
+    """The values to choose from, e.g. `[sgd, adam]` or `[32, 64, 128]` (sent as text, as SDK v2 sends them)."""
 
     @field_validator("values")
     @classmethod
-    def _distinct_and_short(cls, values: list[Any]) -> list[Any]:
+    def _distinct_and_short(cls, values: list[Any]) -> list[str]:
+        # Text, as SDK v2's CategoricalParameter makes them (`to_string`): `32` is sent as "32" and reaches the
+        # script as the argument `--batch-size 32` either way, here and in SageMaker alike.
+        values = [value if isinstance(value, str) else str(value) for value in values]
         encoded = [encode_value(value) for value in values]
         repeated = sorted({text for text in encoded if encoded.count(text) > 1})
         if repeated:

@@ -88,7 +88,7 @@ max_parallel_jobs: 2
     assert result.exit_code == 0, result.output
     tried = sorted((trial["hyperparameters"]["optimizer"], trial["hyperparameters"]["lr"])
                    for trial in json.loads(result.stdout)["trials"])
-    assert tried == [("adam", 0.01), ("adam", 0.1), ("sgd", 0.01), ("sgd", 0.1)]
+    assert tried == [("adam", "0.01"), ("adam", "0.1"), ("sgd", "0.01"), ("sgd", "0.1")]
 
 
 def test_tune_local_budget_starts_no_trial_after_it_and_stops_the_running_ones(tmp_path, monkeypatch):

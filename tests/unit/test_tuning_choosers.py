@@ -29,7 +29,7 @@ def test_grid_gives_every_combination_once_in_the_listed_order():
 
     assert [key for key, _ in asked] == [1, 2, 3, 4, 5, 6]
     assert [tuple(values.values()) for _, values in asked] == [
-        ("sgd", 32), ("sgd", 64), ("sgd", 128), ("adam", 32), ("adam", 64), ("adam", 128)]
+        ("sgd", "32"), ("sgd", "64"), ("sgd", "128"), ("adam", "32"), ("adam", "64"), ("adam", "128")]
 
 
 def test_random_is_reproducible_from_its_seed_and_stays_in_range():
