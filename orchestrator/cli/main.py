@@ -34,12 +34,12 @@ def main() -> None:
     \b
     Typical flow:
       smtrain validate job.yaml          check the spec (fast, offline)
-      smtrain plan job.yaml              the exact CreateTrainingJob request, rank table and worst-case cost
+      smtrain plan job.yaml              what submit would send: image, ranks, cost (--full: the exact request)
       smtrain local job.yaml             run it here, every host emulated, no AWS account needed
+      smtrain check job.yaml             is the account ready: credentials, role, bucket, image, quota
       smtrain submit job.yaml --wait     send it to SageMaker and follow it
 
-    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README. Before the first
-    submit: `smtrain check job.yaml` (credentials, role, bucket, image, quota).
+    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README.
 
     \b
     Exit codes:
