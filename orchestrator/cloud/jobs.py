@@ -273,10 +273,6 @@ class Job:
         from orchestrator.planning.metric_charts import figure
 
         points = self.metric_points(names, period_seconds)
-        if not points:  # empty axes would look like a drawing error
-            raise SmtrainError(f"no metric data for {self.name} yet: nothing to plot",
-                               fix="SageMaker publishes values a few minutes after the lines are logged; check "
-                                   "the job's metric definitions match its log lines (`smtrain logs`)")
         return figure(points, names, title=self.name)
 
     def _read_status_description(self) -> dict[str, Any]:

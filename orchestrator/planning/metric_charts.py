@@ -10,7 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import EnvironmentProblem
+from orchestrator.errors import EnvironmentProblem, SmtrainError
 from orchestrator.planning.metric_series import MetricPoint, metric_names
 
 if TYPE_CHECKING:
@@ -95,7 +95,12 @@ def figure(points: Sequence[MetricPoint], names: Sequence[str] | None = None, ti
 
     Raises:
         EnvironmentProblem: matplotlib is not installed.
+        SmtrainError: there is no point to draw (empty axes would look like a drawing error).
     """
+    if not any(point.metric in names for point in points) if names else not points:
+        raise SmtrainError(f"no metric data{f' for {title}' if title else ''} yet: nothing to plot",
+                           fix="SageMaker publishes values a few minutes after the lines are logged; check that "
+                               "the job's metric definitions match its log lines (`smtrain logs`)")
     names = list(names or metric_names(points))
     drawn = _figure_class()(figsize=(8, 2.6 * max(1, len(names))), layout="constrained")
     axes = drawn.subplots(max(1, len(names)), 1, sharex=True, squeeze=False)[:, 0]

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from orchestrator.backends.job import Job as BackendJob
 from orchestrator.cloud.jobs import Job
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.errors import SmtrainError
@@ -47,9 +48,15 @@ def test_the_epoch_panel_is_drawn_as_steps_with_whole_number_ticks(points):
     assert ticks and all(float(tick).is_integer() for tick in ticks)
 
 
-def test_job_plot_without_data_says_so(monkeypatch):
-    job = Job.__new__(Job)
-    job.name = "quiet-job"
+@pytest.mark.parametrize("job_class", [Job, BackendJob], ids=["cloud.Job", "backends.Job"])
+def test_job_plot_without_data_says_so(monkeypatch, job_class):
+    job = job_class.__new__(job_class)
+    monkeypatch.setattr(job_class, "name", "quiet-job", raising=False)
     monkeypatch.setattr(job, "metric_points", lambda *args: [], raising=False)
     with pytest.raises(SmtrainError, match="no metric data for quiet-job yet: nothing to plot"):
         job.plot()
+
+
+def test_a_figure_of_names_without_points_says_so(points):
+    with pytest.raises(SmtrainError, match="no metric data yet"):
+        figure(points, ["val:loss"])
