@@ -232,7 +232,7 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
     """`smtrain status`'s text, for a SageMaker job (billing and console rows) or a local run (its directory)."""
     now = datetime.now(timezone.utc)
     click.echo(f"{current.name}: {_status_words(current)}")
-    rows = [("instances", f"{current.instance_count} x {current.instance_type}")]
+    rows = [("instances", current.instances)]
     rows += _progress_rows(progress, unread, current, now)
     rows += [
         *billing,

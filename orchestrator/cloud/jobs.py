@@ -94,8 +94,9 @@ class JobStatus:
                 )
                 for item in described.get("SecondaryStatusTransitions", [])
             ),
-            instance_type=resources.get("InstanceType"),
-            instance_count=resources.get("InstanceCount"),
+            instance_type=resources.get("InstanceType") or resources.get("SelectedInstanceType"),
+            instance_count=(resources.get("InstanceCount") or resources.get("SelectedInstanceCount")
+                            or sum(group["InstanceCount"] for group in resources.get("InstanceGroups", [])) or None),
             billable_seconds=described.get("BillableTimeInSeconds"),
             failure_reason=mask_text(reason, secrets) if reason else None,
             model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
@@ -105,6 +106,13 @@ class JobStatus:
             cost=cost_so_far(described),
             settings=tuple(setting_rows(described, region)),
         )
+
+    @property
+    def instances(self) -> str:
+        """`2 x ml.g5.12xlarge`, the selected preference's, or `3 in instance groups` (the groups' row lists them)."""
+        if self.instance_type is None and self.instance_count:
+            return f"{self.instance_count} in instance groups"
+        return f"{self.instance_count} x {self.instance_type}"
 
     @property
     def is_terminal(self) -> bool:
@@ -393,7 +401,7 @@ class Job:
         rows = [("region", self.region)]
         current = self._last_status
         if current:
-            rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
+            rows.append(("instances", current.instances))
             if current.cost and current.cost.total is not None:
                 about = "about " if current.cost.estimated else ""
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))

@@ -264,7 +264,7 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
                                                  local_gpus, settings.gpu_standin),
                        python=settings.python, processes_override=settings.processes_per_host,
                        group_accelerators={group.name: accelerators(
-                           lookup(group.instance_type), spec.distribution.mode in SMDDP_LIBRARY_MODES, local_gpus,
+                           lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
                            settings.gpu_standin) for group in job.groups} if len(job.groups) > 1 else {},
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),
                        host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),

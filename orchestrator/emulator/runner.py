@@ -150,7 +150,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     planned = now()
     prepared = prepare_run(plan, settings, local_gpu_count())
     layout = prepared.layout
-    prepared.report = StatusReport(layout.root, redact(plan.create_training_job_request), created)
+    prepared.report = StatusReport(layout.root, _described(prepared), created)
     prepared.report.transition("Starting", created)
     prepared.report.transition("Downloading", planned)
     for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
@@ -185,6 +185,16 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             _result(prepared, "Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}", tracker, 1,
                     time.monotonic() - started)
         raise
+
+
+def _described(prepared: PreparedRun) -> dict[str, Any]:
+    """The request as DescribeTrainingJob echoes it (secrets masked); with instance preferences, the one this run
+    uses as SelectedInstanceType/Count, as SageMaker reports its selection."""
+    described = redact(prepared.plan.create_training_job_request)
+    resources = described["ResourceConfig"]
+    if "InstancePreferences" in resources:
+        resources.update(SelectedInstanceType=prepared.job.instance_type, SelectedInstanceCount=prepared.job.instance_count)
+    return described
 
 
 def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor_hook: Any,

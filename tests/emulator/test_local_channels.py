@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from orchestrator.cli.main import main
 from orchestrator.emulator.runner import Options, run_local
 from orchestrator.spec.loader import load
 
@@ -147,6 +149,10 @@ def test_instance_groups_see_their_own_environment_and_only_their_channels(tmp_p
             "train": {"instance_group_name": "train", "instance_type": "ml.c5.xlarge", "hosts": ["algo-2", "algo-3"]}}
     train_shares = [set(records[host]["files"]["shards"]) for host in ("algo-2", "algo-3")]
     assert not train_shares[0] & train_shares[1] and train_shares[0] | train_shares[1] == set(shard_keys)
+    status = CliRunner().invoke(main, ["status", str(result.run_dir)])  # what `smtrain status` shows of the groups
+    assert status.exit_code == 0, status.output
+    assert "3 in instance groups" in status.output
+    assert "data 1 x ml.c5.2xlarge, train 2 x ml.c5.xlarge" in status.output
 
 
 GROUP_RANKS = """import json, os, pathlib, socket

@@ -53,3 +53,14 @@ def test_job_status_carries_the_rows_into_its_json():
     status = JobStatus.from_description(_described(RemoteDebugConfig={"EnableRemoteDebug": True}), "us-east-1")
     assert status.to_dict()["settings"] == {
         "remote debug": "aws ssm start-session --target sagemaker-training-job:job-1_algo-1 --region us-east-1"}
+
+
+def test_the_instances_row_names_the_selected_preference_or_the_groups():
+    selected = JobStatus.from_description(_described(ResourceConfig={
+        "InstancePreferences": [{"InstanceType": "ml.p5.48xlarge"}], "InstanceCount": 2,
+        "SelectedInstanceType": "ml.p5.48xlarge", "SelectedInstanceCount": 2}), "us-east-1")
+    assert selected.instances == "2 x ml.p5.48xlarge"
+    groups = JobStatus.from_description(_described(ResourceConfig={"InstanceGroups": [
+        {"InstanceGroupName": "data", "InstanceType": "ml.c5.2xlarge", "InstanceCount": 1},
+        {"InstanceGroupName": "train", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 2}]}), "us-east-1")
+    assert groups.instances == "3 in instance groups"
