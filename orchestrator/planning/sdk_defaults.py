@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,7 +175,7 @@ def load_sdk_defaults(read_s3: Callable[[str], str] | None = None) -> SdkDefault
             continue
         document = _parse(text, shown)
         if document:
-            check_document(document, shown)
+            _check_document(document, shown)
             files.append(ConfigFile(level, shown, document))
     return SdkDefaults(tuple(files), tuple(unread))
 
@@ -206,7 +206,7 @@ def _parse(text: str, shown: str) -> Any:
                                  fix="correct the YAML (the SDK cannot read it either)") from None
 
 
-def check_document(document: Any, shown: str) -> None:
+def _check_document(document: Any, shown: str) -> None:
     """The parts of the SDK's schema smtrain reads: SchemaVersion 1.0 and the type of each value it applies.
 
     Raises:
@@ -235,11 +235,3 @@ def check_document(document: Any, shown: str) -> None:
         if not isinstance(tag, Mapping) or set(tag) != {"Key", "Value"} or not all(
                 isinstance(part, str) for part in tag.values()):
             raise refuse(f"{TRAINING_JOB}.Tags[{index}]", "must be {Key: <string>, Value: <string>}")
-
-
-def settings(defaults: SdkDefaults) -> Iterator[Setting]:
-    """Every value smtrain applies that the merged documents set."""
-    for key in _TYPES:
-        setting = defaults.get(key)
-        if setting is not None:
-            yield setting
