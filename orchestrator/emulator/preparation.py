@@ -169,7 +169,8 @@ class PreparedRun:
             full, own = host_environment(
                 inherited, platform, toolkit_env, host,
                 run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
-                overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths, hostname_library=self.hostname.library,
+                overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths,
+                hostname_library=self.hostname.library,
                 accelerators=self.group_accelerators.get(resource["current_group_name"], self.accelerators),
                 namespaced=self.host_fs.namespaced)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
