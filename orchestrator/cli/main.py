@@ -225,6 +225,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
     stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream, spec_file=file) as console:
+        _interrupt_on_termination()
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     if result.smoke is not None:
@@ -267,6 +268,18 @@ def _input_paths(inputs: dict[str, str]) -> dict[str, Path]:
         raise click.BadParameter(f"'{empty[0]}=' has no path, e.g. --input {empty[0]}=./data",
                                  param_hint="'--input'")
     return {name: Path(path) for name, path in inputs.items()}
+
+
+def _interrupt_on_termination() -> None:
+    """Until the job's processes start (while requirements install, say), SIGTERM and SIGHUP stop smtrain as
+    Ctrl-C does: what it started is ended and result.json written, instead of smtrain dying alone."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
 
 
 def _forward_signals(supervisor: Any) -> None:

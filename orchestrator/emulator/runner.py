@@ -180,7 +180,12 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     try:
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(prepared, options, observer, hook, tracker, started)
-    except BaseException as error:  # a notebook's KeyboardInterrupt, or a bug: the run directory still says so
+    except KeyboardInterrupt:  # before the processes started (installing requirements), or a notebook's
+        with contextlib.suppress(OSError):
+            _result(prepared, "Interrupted", 130, "interrupted (SIGINT/SIGTERM/SIGHUP) before the job's processes "
+                    "ended; nothing the run started is left running", tracker, 1, time.monotonic() - started)
+        raise
+    except BaseException as error:  # a bug: the run directory still says so
         with contextlib.suppress(OSError):
             _result(prepared, "Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}", tracker, 1,
                     time.monotonic() - started)

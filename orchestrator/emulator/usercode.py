@@ -15,8 +15,11 @@ what they install: a requirements.txt by its text, a package by the whole source
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +103,8 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
         subprocess.run([python, "-m", "venv", "--without-pip", str(directory)], check=True, capture_output=True,
                        timeout=120)
         _see_base_packages(python, _site_packages(directory))
-        result = subprocess.run([str(directory / "bin" / "python"), "-m", "pip", "install",
-                                 "--disable-pip-version-check", "--no-input", *pip_args[1:]],
-                                cwd=code_dir, capture_output=True, text=True, timeout=_PIP_TIMEOUT_SECONDS,
-                                check=False)
+        result = _run_to_the_end([str(directory / "bin" / "python"), "-m", "pip", "install",
+                                  "--disable-pip-version-check", "--no-input", *pip_args[1:]], code_dir)
         output.append(result.stdout + result.stderr)
         if result.returncode != 0:
             raise InstallFailed(error_class, f"{python} -m pip {' '.join(pip_args)}", result.returncode,
@@ -113,6 +114,21 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
     root, fresh = cached_directory("overlays", key, build)
     return Overlay(root=root, site_packages=_site_packages(root), freshly_installed=fresh,
                    pip_output="".join(output))
+
+
+def _run_to_the_end(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pip in a session of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or pip times out, pip
+    and every build it started are killed and waited for, never left running."""
+    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=_PIP_TIMEOUT_SECONDS)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def _site_packages(venv: Path) -> Path:
