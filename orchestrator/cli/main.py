@@ -166,7 +166,10 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
               help="The instance group's host order, which SageMaker does not promise (e.g. algo-3,algo-1,algo-2): "
                    "the first is the master in distributed modes, MPI ranks are placed in this order; hosts not "
                    "named follow.")
-@click.option("--link-inputs", is_flag=True, help="Symlink local channels instead of copying them per host.")
+@click.option("--link-inputs", is_flag=True,
+              help="Link local channel files instead of copying them per host (hard links): files the job deletes, "
+                   "renames or creates stay in the run, but WRITING INTO an existing channel file changes your "
+                   "original.")
 @click.option("--smoke", type=click.FloatRange(min=1), metavar="SECONDS",
               help="A bounded run for CI: the real-sized job (every host, every rank) for at most SECONDS, then "
                    "stopped as StopTrainingJob stops it (SIGTERM to every rank, the grace period, checkpoints "

@@ -271,6 +271,31 @@ def _extract(data: bytes, target: Path) -> None:
             tar.extractall(target)
 
 
+def _link_tree(source: Path, target: Path) -> None:
+    """`--link-inputs`: the channel's directories made in the run, its files hard-linked (symlinked across file
+    systems), so a job that deletes, renames or replaces its channel's files does so in the run, never to the
+    user's data. Writing into an existing file in place still reaches the original (the option says so)."""
+    if source.is_file():
+        target.mkdir()
+        _link_file(source, target / source.name)
+        return
+    for root, dirs, names in os.walk(source):
+        here = target / Path(root).relative_to(source)
+        here.mkdir(exist_ok=True)
+        dirs[:] = [name for name in dirs if name not in _run_directories(root, dirs)]
+        for name in names:
+            _link_file(Path(root) / name, here / name)
+
+
+def _link_file(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target, follow_symlinks=True)
+    except OSError as error:
+        if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+            raise
+        target.symlink_to(source)
+
+
 def _run_directories(directory: str, names: list[str]) -> set[str]:
     return {name for name in names if (Path(directory) / name / RUN_MARKER_FILE).is_file()}
 
@@ -304,7 +329,7 @@ def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host
     if channel.sharded:
         channels.place_share(source, host_items(job, channel, source, host.name), target, link)
     elif link:
-        target.symlink_to(source.resolve(), target_is_directory=source.is_dir())
+        _link_tree(source.resolve(), target)
     elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
         shutil.copytree(source, target, symlinks=True, ignore=_run_directories)
     else:

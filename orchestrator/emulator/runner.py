@@ -158,6 +158,9 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
         observer.notice(deviation)
     for warning in _source_notices(prepared):
         observer.notice(warning)
+    if options.link_inputs:
+        observer.notice("--link-inputs: the local channels' files are your files, linked: what the job deletes, "
+                        "renames or creates stays in the run, but a write into an existing file changes yours")
     observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
     started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)

@@ -138,3 +138,31 @@ def test_a_channel_that_cannot_be_copied_fails_the_run_with_a_reason(tmp_path):
     assert "Traceback" not in result.stderr and "ChannelError: copying channel train" in result.stderr
     document = json.loads((run / "result.json").read_text())
     assert document["status"] == "Failed" and "ChannelError" in document["failure_reason"]
+
+
+@pytest.mark.slow
+def test_link_inputs_keeps_the_users_data_when_the_job_deletes_renames_or_adds_files(tmp_path):
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.csv").write_text("a\n")
+    (data / "sub" / "b.csv").write_text("b\n")
+    (data / "c.csv").write_text("c\n")
+    script = textwrap.dedent("""
+        import os, shutil
+        channel = os.environ["SM_CHANNEL_TRAIN"]
+        os.remove(os.path.join(channel, "a.csv"))
+        shutil.rmtree(os.path.join(channel, "sub"))
+        os.rename(os.path.join(channel, "c.csv"), os.path.join(channel, "moved.csv"))
+        with open(os.path.join(channel, "new.csv"), "w") as handle:
+            handle.write("new\\n")
+        print("changed the channel")
+    """)
+    spec = _spec(tmp_path, script, inputs={"train": "s3://bucket/train/"}, local_inputs={"train": "data"},
+                 source_dir="src")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "train.py").rename(tmp_path / "src" / "train.py")
+    result = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--link-inputs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "a write into an existing file changes yours" in " ".join((result.stderr + result.stdout).split())
+    assert sorted(str(path.relative_to(data)) for path in data.rglob("*")) == ["a.csv", "c.csv", "sub", "sub/b.csv"]
+    assert (data / "a.csv").read_text() == "a\n" and (data / "sub" / "b.csv").read_text() == "b\n"
