@@ -20,7 +20,7 @@ from orchestrator.cloud.logs import LogLine, host_order
 from orchestrator.emulator.layout import read_result
 from orchestrator.emulator.preparation import LocalSettings, local_plan
 from orchestrator.emulator.runner import Options, run_local
-from orchestrator.emulator.status import read_status, request_stop
+from orchestrator.emulator.status import TERMINAL, read_status, request_stop
 from orchestrator.planning.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
@@ -61,17 +61,17 @@ class LocalBackend:
             the error that stopped a run started here before it began (SpecError, EnvironmentProblem, ...);
             JobNotFound: no run in that directory.
         """
-        described = read_status(Path(job_id))
         start = self._starting.get(job_id)
-        if described is None and start is not None:
-            if start.error is not None:
-                raise start.error
-            if start.thread.is_alive():  # planned, preparing the hosts: status.json comes next
-                return JobStatus(name=Path(job_id).name, region="local", status="InProgress",
-                                 secondary_status="Starting", transitions=(), instance_type=None,
-                                 instance_count=None, billable_seconds=None, failure_reason=None,
-                                 model_artifact=None, created=None, ended=None)
-            described = read_status(Path(job_id))
+        alive = start is not None and start.thread.is_alive()  # before reading: an error is set before it ends
+        described = read_status(Path(job_id))
+        if start is not None and start.error is not None and (
+                described is None or described["TrainingJobStatus"] not in TERMINAL):
+            raise start.error  # it stopped the run before the run could report it
+        if described is None and alive:  # planned, preparing the hosts: status.json comes next
+            return JobStatus(name=Path(job_id).name, region="local", status="InProgress",
+                             secondary_status="Starting", transitions=(), instance_type=None, instance_count=None,
+                             billable_seconds=None, failure_reason=None, model_artifact=None, created=None,
+                             ended=None)
         if described is None:
             raise JobNotFound(f"{job_id} holds no local run status (status.json)",
                               fix="give the run directory of a `smtrain local` run, or a SageMaker job name")

@@ -150,20 +150,10 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     planned = now()
     prepared = prepare_run(plan, settings, local_gpu_count())
     layout = prepared.layout
-    prepared.report = StatusReport(layout.root, _described(prepared), created)
-    prepared.report.transition("Starting", created)
-    prepared.report.transition("Downloading", planned)
-    for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
-                             prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
-        observer.notice(deviation)
-    for warning in _source_notices(prepared):
-        observer.notice(warning)
-    if options.link_inputs:
-        observer.notice("--link-inputs: the local channels' files are your files, linked: what the job deletes, "
-                        "renames or creates stays in the run, but a write into an existing file changes yours")
-    observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
-    started = time.monotonic()
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
+    # From here on the run reports its status, and every way it ends writes the last one (Failed for an error).
+    prepared.report = StatusReport(layout.root, _described(prepared), created)
+    started = time.monotonic()
     active: list[Any] = []
 
     def stop_requested() -> None:
@@ -181,6 +171,17 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             supervisor_hook(supervisor)
 
     try:
+        prepared.report.transition("Starting", created)
+        prepared.report.transition("Downloading", planned)
+        for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
+                                 prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
+            observer.notice(deviation)
+        for warning in _source_notices(prepared):
+            observer.notice(warning)
+        if options.link_inputs:
+            observer.notice("--link-inputs: the local channels' files are your files, linked: what the job deletes, "
+                            "renames or creates stays in the run, but a write into an existing file changes yours")
+        observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(prepared, options, observer, hook, tracker, started)
     except KeyboardInterrupt:  # before the processes started (installing requirements), or a notebook's

@@ -195,6 +195,36 @@ def test_a_run_whose_process_died_reads_as_failed_not_forever_in_progress(tmp_pa
     assert f"pid {int(gone.stdout)}) ended without a result" in described["FailureReason"]
 
 
+def test_a_problem_that_stops_a_local_run_before_it_starts_is_raised_by_the_handle(tmp_path):
+    job = orchestrator.run(_spec(tmp_path), backend="local",
+                           local_options=Options(run_dir=tmp_path / "run", host_order=("algo-9",)))
+
+    with pytest.raises(SpecError, match="host order algo-9 is not an ordering of algo-1, algo-2"):
+        job.wait(poll_seconds=0.05)
+
+
+class _BrokenConsole:
+    """An observer that fails as the run starts (a closed terminal, a bug in a notebook's callback)."""
+
+    def notice(self, text: str) -> None:
+        pass
+
+    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        raise RuntimeError("console gone")
+
+
+def test_an_error_once_the_run_reports_its_status_still_ends_that_status(tmp_path):
+    from orchestrator.emulator.runner import run_local
+    from orchestrator.spec.loader import load
+
+    with pytest.raises(RuntimeError, match="console gone"):
+        run_local(load(_spec(tmp_path)), Options(run_dir=tmp_path / "run"), _BrokenConsole())
+
+    described = read_status(tmp_path / "run")
+    assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Failed", "Failed")
+    assert "RuntimeError: console gone" in described["FailureReason"]
+
+
 def test_an_unknown_backend_is_a_user_error_naming_the_choices(tmp_path):
     with pytest.raises(SpecError, match="backend 'docker' is not one of local, sagemaker"):
         orchestrator.run(_spec(tmp_path), backend="docker")
