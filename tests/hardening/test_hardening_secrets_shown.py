@@ -33,9 +33,11 @@ def test_override_echo_does_not_show_the_secret(write_spec):
     path = write_spec(SPEC.replace("environment: {DB_PASSWORD: 31415926535, PIN_TOKEN: 123}", ""))
     result = _validate(path, "--set", "environment.DB_PASSWORD=27182818", "-o", "json")
     assert result.exit_code == 2, result.output
+    assert "27182818" not in result.output
     problems = json.loads(result.output)[0]["problems"]
-    assert problems == [('--set environment.DB_PASSWORD=****: environment.DB_PASSWORD: Input should be a valid '
-                         'string\n    fix: write it in quotes: DB_PASSWORD: "****"')]
+    assert [(problem["override"], problem["field"], problem["message"], problem["fix"]) for problem in problems] == [
+        ("environment.DB_PASSWORD=****", "environment.DB_PASSWORD", "Input should be a valid string",
+         'write it in quotes: DB_PASSWORD: "****"')]
 
 
 def test_shell_split_notice_masks_a_secret_value(write_spec):
