@@ -161,7 +161,9 @@ def test_submit_wait_logs_streams_the_logs_until_the_job_ends(write_spec, bucket
 def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, final, exit_code):
     name = "tiny-stub"
     sagemaker = stubbed.stubbers["sagemaker"]
+    # An object at the tarball's key without S3's SHA-256 checksum is not trusted: it is uploaded again.
     stubbed.stubbers["s3"].add_response("head_object", {})
+    stubbed.stubbers["s3"].add_response("put_object", {})
     sagemaker.add_response(
         "create_training_job",
         {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"},
