@@ -167,9 +167,10 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "the first is the master in distributed modes, MPI ranks are placed in this order; hosts not "
                    "named follow.")
 @click.option("--link-inputs", is_flag=True,
-              help="Link local channel files instead of copying them per host (hard links): files the job deletes, "
-                   "renames or creates stay in the run, but WRITING INTO an existing channel file changes your "
-                   "original.")
+              help="Link local channel files instead of copying them per host (hard links), mounted read-only in "
+                   "each host's namespace: the job cannot change them. Where hosts get no mount namespace, files "
+                   "the job deletes, renames or creates stay in the run, but WRITING INTO an existing channel file "
+                   "changes your original.")
 @click.option("--smoke", type=click.FloatRange(min=1), metavar="SECONDS",
               help="A bounded run for CI: the real-sized job (every host, every rank) for at most SECONDS, then "
                    "stopped as StopTrainingJob stops it (SIGTERM to every rank, the grace period, checkpoints "

@@ -23,8 +23,13 @@ import sys
 
 OPT = "/opt"
 OPT_ML = "/opt/ml"
+READ_ONLY_DATA_VARIABLE = "SMTRAIN_READ_ONLY_DATA"
+"""Set to 1 in a host's environment (--link-inputs): its input/data, the user's own files linked, is mounted
+read-only in the namespace (at the host's folder and at /opt/ml), so the job reads them and changes nothing."""
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+_MS_RDONLY = 1
+_MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
@@ -101,6 +106,10 @@ def enter(host_root: str) -> None:
         raise Refused(f"{OPT} does not exist on this machine")
     cwd = os.getcwd()
     _new_namespace()
+    data = os.path.join(host_root, "input", "data")
+    if os.environ.get(READ_ONLY_DATA_VARIABLE) == "1" and os.path.isdir(data):  # before /opt/ml: it carries it
+        _mount(data, data, None, _MS_BIND | _MS_REC)
+        _mount(None, data, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
     if not os.path.isdir(OPT_ML) or os.path.islink(OPT_ML):
         _cover_opt()
     _mount(host_root, OPT_ML, None, _MS_BIND | _MS_REC)

@@ -24,8 +24,8 @@ from pathlib import Path
 from orchestrator.contract import SAGEMAKER_BASE_DIR
 from orchestrator.emulator.container import Host
 from orchestrator.emulator.hostname import HOSTNAME_VARIABLE
-from orchestrator.emulator.mpi_hooks import HOSTFS_VARIABLE, host_environment_variable
-from orchestrator.emulator.opt_ml import HOSTFS, HostFileSystem
+from orchestrator.emulator.mpi_hooks import host_environment_variable
+from orchestrator.emulator.opt_ml import HostFileSystem
 from orchestrator.emulator.runners import RunnerType, ToolkitCommand
 from orchestrator.emulator.standin import Accelerators
 
@@ -90,7 +90,8 @@ class HostProcess:
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
                      host: Host, *, run_id: str, run_dir: Path, master_port: int, python: str,
                      overlay_site: Path | None, bin_paths: list[Path], hostname_library: Path | None,
-                     accelerators: Accelerators, namespaced: bool = False) -> tuple[dict[str, str], dict[str, str]]:
+                     accelerators: Accelerators, file_system: HostFileSystem | None = None
+                     ) -> tuple[dict[str, str], dict[str, str]]:
     """A host's process environment, and the part of it the emulator sets.
 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
@@ -121,8 +122,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         own["LD_PRELOAD"] = str(hostname_library)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
-    if namespaced:  # the MPI hooks start this host's daemon in its namespace
-        own[HOSTFS_VARIABLE] = str(HOSTFS)
+    if file_system is not None:
+        own.update(file_system.environment())
     own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)}
     return {**outside, **own}, own

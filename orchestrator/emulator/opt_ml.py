@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
+from orchestrator.emulator.hostfs import READ_ONLY_DATA_VARIABLE
+from orchestrator.emulator.mpi_hooks import HOSTFS_VARIABLE
 
 HOSTFS = Path(__file__).with_name("hostfs.py")
 NO_NAMESPACES_VARIABLE = "SMTRAIN_NO_NAMESPACES"
@@ -32,6 +34,14 @@ class HostFileSystem:
 
     namespaced: bool
     refused_because: str | None = None
+    read_only_data: bool = False
+    """The channels are the user's own files, linked (--link-inputs): mounted read-only in each host's namespace."""
+
+    def environment(self) -> dict[str, str]:
+        """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
+        if not self.namespaced:
+            return {}
+        return {HOSTFS_VARIABLE: str(HOSTFS), **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {})}
 
     def enter(self, host_root: Path) -> tuple[str, ...]:
         """The words that start a command in `host_root`'s namespace (none in the fallback)."""

@@ -172,7 +172,7 @@ class PreparedRun:
                 overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths,
                 hostname_library=self.hostname.library,
                 accelerators=self.group_accelerators.get(resource["current_group_name"], self.accelerators),
-                namespaced=self.host_fs.namespaced)
+                file_system=self.host_fs)
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
             command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
@@ -268,7 +268,9 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
                            lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
                            settings.gpu_standin) for group in job.groups} if len(job.groups) > 1 else {},
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),
-                       host_fs=opt_ml.choose(layout.hosts[0].root), machine_opt_ml=opt_ml.snapshot(),
+                       host_fs=dataclasses.replace(opt_ml.choose(layout.hosts[0].root),
+                                                   read_only_data=settings.link_inputs),
+                       machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
 
 

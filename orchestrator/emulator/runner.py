@@ -179,8 +179,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
         for warning in _source_notices(prepared):
             observer.notice(warning)
         if options.link_inputs:
-            observer.notice("--link-inputs: the local channels' files are your files, linked: what the job deletes, "
-                            "renames or creates stays in the run, but a write into an existing file changes yours")
+            observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(prepared, options, observer, hook, tracker, started)
@@ -343,6 +342,16 @@ def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | No
     if prepared.report is not None:
         prepared.report.finish(*terminal_status(status, result.failure_reason), result.failure_reason, model)
     return result
+
+
+def _link_inputs_notice(namespaced: bool) -> str:
+    """What --link-inputs means for the user's files: read-only where hosts have namespaces, else only relinked."""
+    if namespaced:
+        return ("--link-inputs: the local channels are your files, linked and mounted read-only in each host: the "
+                "job reads them, and a write, delete or rename there fails (Read-only file system)")
+    return ("--link-inputs: the local channels' files are your files, linked: what the job deletes, renames or "
+            "creates stays in the run, but a write into an existing file changes yours (no mount namespace here to "
+            "make them read-only)")
 
 
 def _source_notices(prepared: PreparedRun) -> list[str]:

@@ -141,7 +141,39 @@ def test_a_channel_that_cannot_be_copied_fails_the_run_with_a_reason(tmp_path):
 
 
 @pytest.mark.slow
-def test_link_inputs_keeps_the_users_data_when_the_job_deletes_renames_or_adds_files(tmp_path):
+def test_link_inputs_channels_are_read_only_to_the_job(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.csv").write_text("a\n")
+    script = textwrap.dedent("""
+        import errno, os
+        path = os.path.join(os.environ["SM_CHANNEL_TRAIN"], "a.csv")
+        print("read", open(path).read().strip())
+        for change in (lambda: open(path, "a").write("changed\\n"), lambda: os.remove(path),
+                       lambda: open(path + ".new", "w").close()):
+            try:
+                change()
+            except OSError as error:
+                assert error.errno == errno.EROFS, error
+                print("refused:", os.strerror(error.errno))
+            else:
+                raise SystemExit("the channel took a change")
+    """)
+    (tmp_path / "src").mkdir()
+    spec = _spec(tmp_path / "src", script, inputs={"train": "s3://bucket/train/"}, local_inputs={"train": "../data"},
+                 source_dir=".")
+    result = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--link-inputs", "--verbose")
+    assert result.returncode == 0, result.stdout + result.stderr
+    shown = " ".join((result.stderr + result.stdout).split())
+    assert "mounted read-only in each host" in shown and "read a" in shown
+    assert shown.count("refused: Read-only file system") == 3
+    assert sorted(path.name for path in data.iterdir()) == ["a.csv"] and (data / "a.csv").read_text() == "a\n"
+
+
+@pytest.mark.slow
+def test_link_inputs_without_namespaces_keeps_the_users_data_when_the_job_deletes_renames_or_adds_files(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("SMTRAIN_NO_NAMESPACES", "1")
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)
     (data / "a.csv").write_text("a\n")
