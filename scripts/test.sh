@@ -4,9 +4,10 @@
 #   bash scripts/test.sh -m "not slow"   # the everyday loop: everything but the multi-process runs
 #   bash scripts/test.sh tests/unit -n 0 # some tests, in this process (-n 0: no workers)
 # Two workers fit 2 cores and 24 GB: each takes a module at a time (--dist loadscope, so a module's shared runs
-# are made once), and tests/conftest.py keeps other multi-process modules off the machine while the example
-# smokes hold most of its memory. SMTRAIN_TEST_WORKERS overrides the count.
+# are made once), in the order tests/conftest.py gives (--no-loadscope-reorder: xdist would put the modules with
+# the most tests first): the example smokes first, the fast modules beside them, the multi-process modules last,
+# none of them beside the smokes, which hold most of the memory. SMTRAIN_TEST_WORKERS overrides the count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest -n "${SMTRAIN_TEST_WORKERS:-2}" --dist loadscope "$@"
+exec .venv/bin/python -m pytest -n "${SMTRAIN_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder "$@"

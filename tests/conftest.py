@@ -101,9 +101,10 @@ def startup_seconds():
 def pytest_collection_modifyitems(config, items):
     """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason.
 
-    Then the order the workers take modules in (scripts/test.sh: `--dist loadscope`, a module at a time): the
-    modules with an `alone` test first, as their long runs decide the suite's length, then the fast modules, which
-    one worker runs while another holds the machine for an `alone` module, then the modules of slow tests."""
+    Then the order the workers take modules in (scripts/test.sh: `--dist loadscope --no-loadscope-reorder`, a
+    module at a time, in this order): the modules with an `alone` test first, as their long runs decide the
+    suite's length, then the fast modules, which one worker runs while another holds the machine for an `alone`
+    module, then the modules of slow tests."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
