@@ -3,9 +3,10 @@ on this machine (a longer smoke where the machine is loaded: SMOKE_TORCH_IMPORTS
 rank starts, none fails before the deadline, and the examples that train reach a step.
 
 The smokes are the suite's longest runs: most examples are sized for GPU instances and hit the deadline, and a
-stopped rank finishes its step (and its checkpoint) in the grace period. So they run three at a time, one of the
-three largest at a time (their memory), against 8 minutes one after the other. `smtrain local` ends a smoke as
-soon as its job completes. No other multi-process test runs beside them (the `alone` mark, tests/conftest.py).
+stopped rank finishes its step (and its checkpoint) in the grace period. So they run three at a time, as many as
+the memory they reach allows (MachineShare), longest first, against 8 minutes one after the other. `smtrain local`
+ends a smoke as soon as its job completes. No other multi-process test runs beside them (the `alone` mark,
+tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.alone]
@@ -36,25 +38,49 @@ AT_ONCE = 3
 # Whether each example shows a step here: in its step=N/M progress lines, or (sized for GPUs, it logs every 50
 # steps) in the checkpoint its ranks save when stopped. The MPI demo does not train; the SMDDP example's 16 ranks
 # of an 84-million-parameter MLP take about the whole minute to start and set up on 2 cores (alone, its first
-# step ends in the grace period, at about 90 s). With what each took alone, then three at a time; in the order they
-# start: one of the three largest at a time, each with two of the others beside it.
+# step ends in the grace period, at about 90 s). Longest first, with what each took alone, then three at a time.
 EXAMPLES = {
     "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": True,  # ZeRO-1, 4 ranks: 92 s, 140 s
-    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": False,  # 16 ranks: 91 s, 61 s (stopped before its first step)
-    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": True,  # 61 s, 81 s
     "mlp-model_parallel-none-1x-g5.12xlarge.yaml": True,  # 400 M parameters: 83 s, 89 s
+    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": False,  # 16 ranks: 91 s, 61 s (stopped before its first step)
+    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": True,  # 8 ranks: 77 s, 82 s
+    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": True,  # 61 s, 81 s
     "convnet-dp-none-1x-g5.12xlarge.yaml": True,  # completes in 30 s alone; 63 s
     "mlp-gloo-none-2x-c5.2xlarge.yaml": True,  # completes: 26 s, 41 s
-    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": True,  # 8 ranks: 77 s, 82 s
     "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": True,  # completes on its local_inputs mirror: 23 s, 26 s
     "mpi-demo-mpi-3x-c5.2xlarge.yaml": False,  # completes: 3 s, 4 s
 }
-# ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each here. Two of them with the SMDDP example's 16 ranks beside
-# them came to this 24 GB machine's limit: in a run beside other work the out-of-memory killer ended the model
-# parallel rank and a ZeRO-1 rank (2026-11-24). So one at a time.
-LARGEST = {"mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml", "mlp-model_parallel-none-1x-g5.12xlarge.yaml",
-           "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml"}
-LARGEST_AT_ONCE = threading.Semaphore(1)
+# The memory each example's ranks reach here, GB. ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each; the SMDDP
+# example's 16 ranks held 13.6 GB when the kernel's out-of-memory killer ended ZeRO-1 and model parallel ranks
+# beside them (its task list, 2026-11-24, a longer smoke on a loaded machine). The others stay small.
+PEAK_GB = {"mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": 9.5, "mlp-model_parallel-none-1x-g5.12xlarge.yaml": 9.5,
+           "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": 9.5, "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": 14}
+OTHER_PEAK_GB = 3
+# What the smokes may hold at once: this machine's memory less what pytest's workers, scripts/test_under_load.sh's
+# churn and the system keep.
+KEPT_FREE_GB = 6
+
+
+class MachineShare:
+    """Lets a smoke start once AT_ONCE smokes at most run and the memory they reach fits the budget; one that needs
+    more than the whole budget runs alone."""
+
+    def __init__(self, budget_gb: float) -> None:
+        self._budget, self._held, self._running = budget_gb, 0.0, 0
+        self._changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, gigabytes: float):
+        need = min(gigabytes, self._budget)
+        with self._changed:
+            self._changed.wait_for(lambda: self._running < AT_ONCE and self._held + need <= self._budget)
+            self._held, self._running = self._held + need, self._running + 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._held, self._running = self._held - need, self._running - 1
+                self._changed.notify_all()
 
 
 @dataclass
@@ -72,8 +98,8 @@ def _no_aws_environment(home: Path) -> dict[str, str]:
     return env
 
 
-def _smoke(spec: str, root: Path, env: dict[str, str], seconds: float) -> Smoke:
-    with LARGEST_AT_ONCE if spec in LARGEST else contextlib.nullcontext():
+def _smoke(spec: str, root: Path, env: dict[str, str], seconds: float, share: MachineShare) -> Smoke:
+    with share.hold(PEAK_GB.get(spec, OTHER_PEAK_GB)):
         started = time.monotonic()
         done = subprocess.run([str(SMTRAIN), "local", str(REPO / "job_specs" / spec), "--smoke", f"{seconds:g}",
                                "--run-dir", str(root / spec.removesuffix(".yaml")), "-o", "json"],
@@ -88,9 +114,10 @@ def smokes(tmp_path_factory, startup_seconds) -> dict[str, Smoke]:
     env = _no_aws_environment(tmp_path_factory.mktemp("home"))
     specs = list(EXAMPLES)
     seconds = round(max(SMOKE_SECONDS, SMOKE_TORCH_IMPORTS * startup_seconds("torch")))
+    share = MachineShare(psutil.virtual_memory().total / 2**30 - KEPT_FREE_GB)
     started = time.monotonic()
-    with ThreadPoolExecutor(AT_ONCE) as pool:
-        done = dict(zip(specs, pool.map(lambda spec: _smoke(spec, root, env, seconds), specs), strict=True))
+    with ThreadPoolExecutor(len(specs)) as pool:
+        done = dict(zip(specs, pool.map(lambda spec: _smoke(spec, root, env, seconds, share), specs), strict=True))
     timings = ", ".join(f"{spec.removesuffix('.yaml')} {smoke.seconds:.0f} s" for spec, smoke in done.items())
     print(f"\nexample smokes of {seconds} s, {AT_ONCE} at a time: {time.monotonic() - started:.0f} s in all; "
           f"{timings}")
