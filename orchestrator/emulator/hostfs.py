@@ -23,6 +23,10 @@ import sys
 
 OPT = "/opt"
 OPT_ML = "/opt/ml"
+HOSTS_FILE = "/etc/hosts"
+HOSTS_FILE_VARIABLE = "SMTRAIN_HOSTS_FILE"
+"""A file of the run naming every emulated host at 127.0.0.1, bound over /etc/hosts in the namespace, as the
+container's /etc/hosts names its cluster: a script that meets at SM_HOSTS[0] (MASTER_ADDR=algo-1) resolves it."""
 READ_ONLY_DATA_VARIABLE = "SMTRAIN_READ_ONLY_DATA"
 """Set to 1 in a host's environment (--link-inputs): its input/data, the user's own files linked, is mounted
 read-only in the namespace (at the host's folder and at /opt/ml), so the job reads them and changes nothing."""
@@ -106,6 +110,9 @@ def enter(host_root: str) -> None:
         raise Refused(f"{OPT} does not exist on this machine")
     cwd = os.getcwd()
     _new_namespace()
+    hosts = os.environ.get(HOSTS_FILE_VARIABLE)
+    if hosts and os.path.isfile(HOSTS_FILE):
+        _mount(hosts, HOSTS_FILE, None, _MS_BIND)
     data = os.path.join(host_root, "input", "data")
     if os.environ.get(READ_ONLY_DATA_VARIABLE) == "1" and os.path.isdir(data):  # before /opt/ml: it carries it
         _mount(data, data, None, _MS_BIND | _MS_REC)

@@ -13,11 +13,11 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.hostfs import READ_ONLY_DATA_VARIABLE
+from orchestrator.emulator.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
 from orchestrator.emulator.mpi_hooks import HOSTFS_VARIABLE
 
 HOSTFS = Path(__file__).with_name("hostfs.py")
@@ -36,12 +36,27 @@ class HostFileSystem:
     refused_because: str | None = None
     read_only_data: bool = False
     """The channels are the user's own files, linked (--link-inputs): mounted read-only in each host's namespace."""
+    hosts_file: Path | None = None
+    """The run's /etc/hosts, naming the emulated hosts (with_hosts_file)."""
 
     def environment(self) -> dict[str, str]:
         """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
         if not self.namespaced:
             return {}
-        return {HOSTFS_VARIABLE: str(HOSTFS), **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {})}
+        return {HOSTFS_VARIABLE: str(HOSTFS), **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
+                **({HOSTS_FILE_VARIABLE: str(self.hosts_file)} if self.hosts_file else {})}
+
+    def with_hosts_file(self, run_dir: Path, host_names: list[str]) -> HostFileSystem:
+        """Writes the hosts' /etc/hosts into the run (this machine's entries, then every host at 127.0.0.1)."""
+        if not self.namespaced:
+            return self
+        try:
+            machine = Path(HOSTS_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            machine = ""
+        path = run_dir / "etc-hosts"
+        path.write_text(f"{machine.rstrip()}\n# smtrain local: the emulated hosts\n127.0.0.1 {' '.join(host_names)}\n")
+        return replace(self, hosts_file=path)
 
     def enter(self, host_root: Path) -> tuple[str, ...]:
         """The words that start a command in `host_root`'s namespace (none in the fallback)."""

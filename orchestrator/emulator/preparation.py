@@ -269,7 +269,8 @@ def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, lo
                            settings.gpu_standin) for group in job.groups} if len(job.groups) > 1 else {},
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),
                        host_fs=dataclasses.replace(opt_ml.choose(layout.hosts[0].root),
-                                                   read_only_data=settings.link_inputs),
+                                                   read_only_data=settings.link_inputs
+                                                   ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
                        machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
 

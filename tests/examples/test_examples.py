@@ -131,3 +131,22 @@ def test_the_examples_are_kept_as_published():
         record = dict(line.partition(": ")[::2] for line in source.read_text().splitlines())
         assert record["repository"].startswith("aws/") and re.fullmatch(r"[0-9a-f]{40}", record["commit"])
         assert list((source.parent / "src").iterdir())
+
+
+def test_distributed_operations_on_two_hosts(tmp_path):
+    """The toolkit's own collective check: each host spawns one process per vCPU (2 on an m5.large) with
+    torch.multiprocessing, and they meet at algo-1:55555 over gloo; any wrong collective fails an assert."""
+    spec = _spec(tmp_path, "distributed_operations", "distributed_operations.py", count=2,
+                 instance={"type": "ml.m5.large", "count": 2},
+                 hyperparameters={"backend": "gloo", "rows": 3, "columns": 2})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    for host in (1, 2):
+        log = (result.run_dir / "logs" / f"algo-{host}.log").read_text()
+        assert "Running 'gloo' backend on 2 nodes and 2 processes. World size is 4." in log, log
+        assert log.count("Run operations supported by 'gloo' backend.") == 2, log
+        assert "Error" not in log, log
+    for rank in range(4):  # every rank received rank 0's tensor from send/recv (the last operation)
+        logs = "".join((result.run_dir / "logs" / f"algo-{host}.log").read_text() for host in (1, 2))
+        assert f"Rank: {rank},\nTensor AFTER send_recv: tensor([[1., 1.]," in logs, logs
+    assert _model_files(result) == ["success"]
