@@ -14,9 +14,10 @@ import pytest
 # A thread blocked in C (here on a lock, there on a finished collective) that then needs the GIL. The switch
 # interval keeps the main thread from handing the GIL over on request, so the thread runs only if something at exit
 # blocks or sleeps; the script itself ends without blocking after releasing it. Nothing is printed after that:
-# writing could release the GIL too.
+# writing could release the GIL too. The thread records once the group is destroyed: destroying it can itself hand
+# the GIL over before it is done (seen on a loaded machine), so a thread that runs then waits for the rest.
 SCRIPT = textwrap.dedent("""
-    import sys, threading
+    import sys, threading, time
     from pathlib import Path
     import torch, torch.distributed as dist
 
@@ -31,6 +32,8 @@ SCRIPT = textwrap.dedent("""
     gate.acquire()
     def needs_the_gil():
         gate.acquire()
+        while dist.is_initialized():  # destroying the group can hand the GIL over before it is done
+            time.sleep(0.001)
         Path("ran").write_text(f"before finalization, group initialized: {dist.is_initialized()}")
     waiter = threading.Thread(target=needs_the_gil, daemon=True)
     waiter.start()
