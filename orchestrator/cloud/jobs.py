@@ -21,7 +21,7 @@ from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_ur
 from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.cloud.settings_view import setting_rows
 from orchestrator.errors import SmtrainError
-from orchestrator.planning.metric_series import MetricPoint, format_duration, loss_metrics, to_frame
+from orchestrator.planning.metric_series import MetricPoint, loss_metrics, to_frame
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
@@ -383,15 +383,7 @@ class Job:
         rows = []
         estimate = self._last_progress.estimate if self._last_progress else None
         if estimate:
-            text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
-            if estimate.epoch is not None:
-                text += f", epoch {estimate.epoch}" + (f"/{estimate.epochs}" if estimate.epochs else "")
-            if estimate.steps_per_second:
-                text += f", {estimate.steps_per_second:.3g} steps/s"
-            remaining = estimate.remaining_seconds
-            if remaining is not None and estimate.step < estimate.total:
-                text += f", about {format_duration(remaining)} to go after {_clock(estimate.at)}"
-            rows.append(("progress", text))
+            rows.append(("progress", estimate.describe(as_of=_clock(estimate.at))))
         for name in loss_metrics(list(self._latest_metrics)):
             rows.append((name, f"{self._latest_metrics[name]:.6g}"))
         return rows

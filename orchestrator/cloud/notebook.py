@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from orchestrator.cloud.progress import JobProgress
-from orchestrator.planning.metric_series import format_duration, loss_metrics
+from orchestrator.planning.metric_series import loss_metrics
 
 _STATUS_COLOURS = {"Completed": "#1a7f37", "Failed": "#cf222e", "Stopped": "#9a6700", "Stopping": "#9a6700"}
 
@@ -42,17 +42,7 @@ class Summary:
 
     def progress_text(self) -> str | None:
         estimate = self.progress.estimate if self.progress else None
-        if estimate is None:
-            return None
-        text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
-        if estimate.epoch is not None:
-            text += f", epoch {estimate.epoch}" + (f"/{estimate.epochs}" if estimate.epochs else "")
-        if estimate.steps_per_second:
-            text += f", {estimate.steps_per_second:.3g} steps/s"
-        remaining = estimate.remaining_seconds
-        if remaining is not None and estimate.step < estimate.total:
-            text += f", about {format_duration(remaining)} to go"
-        return text
+        return None if estimate is None else estimate.describe()
 
     def metric_text(self) -> str | None:
         """The latest value of each metric, losses first."""

@@ -248,6 +248,18 @@ class ProgressEstimate:
             return None
         return max(0, self.total - self.step) / self.steps_per_second
 
+    def describe(self, as_of: str | None = None) -> str:
+        """`step 40/96 (42%), epoch 1/3, 2.5 steps/s, about 22 s to go` (`as_of`: after which time that is)."""
+        text = f"step {self.step}/{self.total} ({100 * self.fraction:.0f}%)"
+        if self.epoch is not None:
+            text += f", epoch {self.epoch}" + (f"/{self.epochs}" if self.epochs else "")
+        if self.steps_per_second:
+            text += f", {self.steps_per_second:.3g} steps/s"
+        remaining = self.remaining_seconds
+        if remaining is not None and self.step < self.total:
+            text += f", about {format_duration(remaining)} to go" + (f" after {as_of}" if as_of else "")
+        return text
+
     def finish_time(self) -> datetime | None:
         remaining = self.remaining_seconds
         return None if remaining is None else self.at + timedelta(seconds=remaining)
