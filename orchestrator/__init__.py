@@ -22,8 +22,8 @@ _API = {
     "submit_tuning": "orchestrator.api",
     "Tuning": "orchestrator.api",
     "load_tuning": "orchestrator.spec.tuning_loader",
-    "tune_local": "orchestrator.emulator.search",
-    "run_local": "orchestrator.emulator.runner",
+    "tune_local": "orchestrator.emulator.tuning.search",
+    "run_local": "orchestrator.emulator.local_run",
     "run": "orchestrator.api",
     "attach": "orchestrator.api",
 }

@@ -56,7 +56,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
 
     Args:
         backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`).
-        local_options: `emulator.runner.Options` for a local run (run directory, processes per host, ...).
+        local_options: `emulator.local_run.Options` for a local run (run directory, processes per host, ...).
 
     Raises:
         SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there; nothing was started.
@@ -68,7 +68,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     chosen: Backend
     if backend == "local":
         from orchestrator.backends.local import LocalBackend
-        from orchestrator.emulator.runner import Options
+        from orchestrator.emulator.local_run import Options
 
         chosen = LocalBackend(local_options or Options())
     elif backend == "sagemaker":

@@ -3,7 +3,7 @@
 A backend takes a `Plan` (TorchX's shape: `schedule(plan(spec))`, the plan inspectable in between) and answers
 for the job by its id: a SageMaker job's name, or a local run's directory. `describe` returns
 `cloud.jobs.JobStatus` for both: SageMaker's TrainingJobStatus and SecondaryStatus with its transitions, which a
-local run writes as it goes (`emulator/status.py`).
+local run writes as it goes (`emulator/supervising/status.py`).
 """
 
 from __future__ import annotations

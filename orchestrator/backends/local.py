@@ -3,7 +3,7 @@
 `schedule` starts `run_local` on the plan in a thread of this process and returns the run directory, the job's
 id; everything else reads the run directory, so a run started elsewhere (`smtrain local` in a terminal) is
 answered for the same way: `status.json` (its DescribeTrainingJob), `logs/algo-N.log`, `metrics.jsonl`,
-`result.json`, and `stop-requested` to stop it (`emulator/status.py`).
+`result.json`, and `stop-requested` to stop it (`emulator/supervising/status.py`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from pathlib import Path
 from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.cloud.logs import LogLine, host_order
-from orchestrator.emulator.layout import read_result
-from orchestrator.emulator.preparation import LocalSettings, local_plan
-from orchestrator.emulator.runner import Options, run_local
-from orchestrator.emulator.status import TERMINAL, read_status, request_stop
+from orchestrator.emulator.preparing.layout import read_result
+from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.prepared_run import LocalSettings
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.supervising.status import TERMINAL, read_status, request_stop
 from orchestrator.planning.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec

@@ -97,7 +97,7 @@ def _local_status(run_dir: Path, output: str) -> None:
     """`smtrain status RUN_DIR`: the run's status.json read as DescribeTrainingJob, progress from its logs."""
     from orchestrator.backends.local import LocalBackend
     from orchestrator.cloud.progress import job_progress
-    from orchestrator.emulator.status import read_status
+    from orchestrator.emulator.supervising.status import read_status
 
     backend = LocalBackend()
     current = backend.describe(str(run_dir))
@@ -303,7 +303,7 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     the job's metric definitions applied to its log lines, so the same lines give the same values."""
     run_dir = _local_run(target)
     if Path(target).is_dir() or run_dir is not None:
-        from orchestrator.emulator.layout import TENSORBOARD_DIR
+        from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR
 
         points, source = _local_points(run_dir or Path(target), names), f"local run {target}"
         tensorboard = (run_dir or Path(target)) / TENSORBOARD_DIR

@@ -137,7 +137,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value:
         return
-    from orchestrator.emulator.deviations import DEVIATIONS
+    from orchestrator.emulator.preparing.deviations import DEVIATIONS
 
     click.echo("How `smtrain local` differs from SageMaker's training container (everything else follows it):")
     for deviation in DEVIATIONS:
@@ -215,7 +215,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
     """
     from orchestrator.cli.render import LocalConsole
-    from orchestrator.emulator.runner import Options, run_local
+    from orchestrator.emulator.local_run import Options, run_local
     from orchestrator.spec.loader import load
 
     loaded = load(file, overrides)

@@ -280,7 +280,7 @@ class LocalConsole:
     def notice(self, text: str) -> None:
         """A notice of this run; the fixed list of ways the emulator differs from SageMaker is counted, not printed
         (one line at the start points to `smtrain local --explain`)."""
-        from orchestrator.emulator.deviations import DEVIATIONS
+        from orchestrator.emulator.preparing.deviations import DEVIATIONS
 
         if text in DEVIATIONS:
             self._deviations += 1
@@ -325,7 +325,7 @@ class LocalConsole:
         self._progress.console.print(f"[yellow]{reason}; attempt {number}", highlight=False)
 
     def result(self, run: Any) -> None:
-        from orchestrator.emulator.stall import STACKS_FILE
+        from orchestrator.emulator.supervising.stall import STACKS_FILE
         from orchestrator.planning.metric_series import METRICS_FILE, read_points
 
         colour = {"Completed": "green", "Failed": "red", "Hung": "red"}.get(run.status, "yellow")

@@ -199,7 +199,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     run directory, every host emulated), at most N at once, the objective read from each trial's log with the
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
     for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one."""
-    from orchestrator.emulator.search import SearchOptions, tune_local
+    from orchestrator.emulator.tuning.search import SearchOptions, tune_local
     from orchestrator.planning.trials import table
     from orchestrator.spec.tuning_loader import load_tuning
 

@@ -1,21 +1,27 @@
 """`smtrain local`: SageMaker's training container emulated on this machine, without docker.
 
-preparation.py the plan (build_plan for a local target) turned into emulated instances; checks before anything runs
-container.py   what the platform hands each instance and the toolkit derives (hyperparameters, resourceconfig, SM_*)
-runners.py     the toolkit's launchers, argument for argument (python, mpirun, SMDataParallel, torchrun)
-launch.py      those launchers adapted to one machine, rule by rule; each host's environment
-mpi_hooks.py   Open MPI's remote shell, per-rank start and output relabelling for emulated hosts
-usercode.py    requirements.txt / setup.py installed as the toolkit does, into a cached overlay
-hostname.py    gethostname() answers algo-N (an LD_PRELOAD shim, gethostname.c, built once)
-cache.py       smtrain's cache on this machine (the shim, requirement overlays, downloaded S3 channels)
-layout.py      the run directory: one /opt/ml tree per host, checkpoint sync, status files, merged artifacts
-failures.py    the failure reason: the failing rank's exception first, then the toolkit's message
-deviations.py  what differs from SageMaker, said once per run
-supervisor.py  starts, streams, stops and signals the processes of one attempt
-stall.py, stacks.py   the hang watchdog and every rank's stack
-gpu_standin/   the CPU stand-in for CUDA, loaded into the training processes
-standin.py     whether a run's processes get it (the instance's GPUs against this machine's), and its variables
-smoke.py       `--smoke`: which ranks were seen started, and the verdict
-status.py      the run's DescribeTrainingJob (status.json) as it goes, and stop requests from other processes
-runner.py      the whole run: attempts (spot restarts), result
+A run goes top to bottom; each part imports only from the ones below it (import-linter keeps it so):
+
+local_plan.py   the plan: the same build_plan call submit's plan makes, for a local target (file:// stand-ins)
+local_run.py    the whole run: plan, prepare, attempts (spot restarts), result; `run_local`
+tuning/         `smtrain tune local`: search (trials as local runs), choosers (the tuning strategies)
+reporting/      how a run ended: failures (the failing rank's exception first, then the toolkit's message),
+                smoke (`--smoke`: which ranks were seen started, and the verdict)
+preparing/      the plan turned into emulated instances, checked before anything runs: prepared_run, layout
+                (the run directory: one /opt/ml tree per host, checkpoint sync, status files, merged
+                artifacts), channels (each host's data: all of it, its ShardedByS3Key share, or Pipe FIFOs),
+                usercode (requirements.txt / setup.py into a cached overlay), image_match (imports against the
+                image's packages), deviations (what differs from SageMaker, said once per run)
+supervising/    one attempt's processes: supervisor (start, stream, stop, signal), stall + stacks (the hang
+                watchdog and every rank's stack), status (status.json, the run's DescribeTrainingJob, and stop
+                requests from other processes)
+launching/      the toolkit's launchers, argument for argument (toolkit_launchers: python, mpirun,
+                SMDataParallel, torchrun), adapted to one machine rule by rule (launch); Open MPI's remote
+                shell and per-rank start (mpi_hooks); each host's /opt/ml (opt_ml; hostfs: a mount namespace
+                per host)
+instances/      what the platform hands each instance (container: hyperparameters, resourceconfig, SM_*), its
+                name (hostname: the gethostname.c shim), its GPUs (standin: whether it gets the CPU stand-in),
+                and smtrain's cache on this machine (cache)
+gpu_standin/    the CPU stand-in for CUDA, loaded into the training processes (torch + stdlib only)
+overlay_site/   the sitecustomize that puts installed requirements after the standard library in each process
 """

@@ -1,8 +1,8 @@
 """Which processes a mode starts on which hosts, and the ranks they get (docs/sagemaker-contract.md §6-7).
 
 Read by `plan` (the rank table shown before submit). The local emulator derives the same from the request, as
-SageMaker's toolkit does (emulator/runners.py); tests/backends/test_one_topology.py holds the two to each other
-for every example spec, so the table a user reads is the topology the emulator runs.
+SageMaker's toolkit does (emulator/launching/toolkit_launchers.py); tests/backends/test_one_topology.py holds
+the two to each other for every example spec, so the table a user reads is the topology the emulator runs.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 import orchestrator
 from orchestrator.backends.base import SECONDARY_STATUSES, STATUSES
 from orchestrator.cli.main import main
-from orchestrator.emulator.runner import Options
-from orchestrator.emulator.status import STATUS_FILE, read_status
+from orchestrator.emulator.local_run import Options
+from orchestrator.emulator.supervising.status import STATUS_FILE, read_status
 from orchestrator.errors import SpecError
 
 SMTRAIN = str(Path(sys.executable).with_name("smtrain"))
@@ -214,7 +214,7 @@ class _BrokenConsole:
 
 
 def test_an_error_once_the_run_reports_its_status_still_ends_that_status(tmp_path):
-    from orchestrator.emulator.runner import run_local
+    from orchestrator.emulator.local_run import run_local
     from orchestrator.spec.loader import load
 
     with pytest.raises(RuntimeError, match="console gone"):

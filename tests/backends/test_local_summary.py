@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from orchestrator.backends.job import Job
 from orchestrator.backends.local import LocalBackend
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.emulator.status import StatusReport
+from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.planning.metric_series import MetricPoint
 
 

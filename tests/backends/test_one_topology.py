@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.emulator.container import DISTRIBUTION_FLAGS, ContainerJob
-from orchestrator.emulator.runners import RunnerType, processes_per_host, runner_type
+from orchestrator.emulator.instances.container import DISTRIBUTION_FLAGS, ContainerJob
+from orchestrator.emulator.launching.toolkit_launchers import RunnerType, processes_per_host, runner_type
 from orchestrator.planning.plan import build_plan
 from orchestrator.planning.target import Target
 from orchestrator.spec.loader import load

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.cloud.resolve import resolve_target
-from orchestrator.emulator.preparation import local_target
+from orchestrator.emulator.local_plan import local_target
 from orchestrator.spec.model import JobSpec
 
 

@@ -40,6 +40,6 @@ def smoke_seconds(startup_seconds):
     start and take a few steps on this machine now."""
 
     def deadline(floor: float) -> float:
-        return round(max(floor, SMOKE_STARTUPS * startup_seconds("orchestrator.emulator.runner")), 1)
+        return round(max(floor, SMOKE_STARTUPS * startup_seconds("orchestrator.emulator.local_run")), 1)
 
     return deadline

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from orchestrator.emulator.container import (
+from orchestrator.emulator.instances.container import (
     GROUP_NAME,
     Host,
     InstanceGroup,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.emulator import opt_ml
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
 SCRIPTS = Path(__file__).parent / "scripts"

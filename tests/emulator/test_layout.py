@@ -7,8 +7,8 @@ import tarfile
 
 import pytest
 
-from orchestrator.emulator.container import ContainerJob, Host
-from orchestrator.emulator.layout import (
+from orchestrator.emulator.instances.container import ContainerJob, Host
+from orchestrator.emulator.preparing.layout import (
     RunLayout,
     checkpoint_container_path,
     merge_artifacts,

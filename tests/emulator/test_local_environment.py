@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.emulator.deviations import DEVIATIONS
-from orchestrator.emulator.runner import Options, run_local
-from orchestrator.emulator.standin import STANDIN_DIR
+from orchestrator.emulator.preparing.deviations import DEVIATIONS
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.instances.standin import STANDIN_DIR
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.spec.loader import load
 

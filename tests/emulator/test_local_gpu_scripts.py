@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.emulator.standin import local_gpu_count
+from orchestrator.emulator.instances.standin import local_gpu_count
 
 pytestmark = [
     pytest.mark.slow,

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load
 
@@ -24,7 +24,7 @@ def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, 
     directory, and the directory of that name on this machine keeps every inode."""
     # The interruption comes once the script has written its checkpoint: 4 s on an idle machine, more when
     # starting a process takes longer now (6 times the import of smtrain's runner).
-    interruption = max(4.0, 6 * startup_seconds("orchestrator.emulator.runner"))
+    interruption = max(4.0, 6 * startup_seconds("orchestrator.emulator.local_run"))
     outside = tmp_path / "host-ckpt"
     outside.mkdir()
     (outside / "keep.txt").write_text("not the emulator's\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
 SCRIPT = """import json, os, pathlib

@@ -3,7 +3,7 @@ std::terminate, which prints no Python traceback."""
 
 from __future__ import annotations
 
-from orchestrator.emulator.failures import root_cause
+from orchestrator.emulator.reporting.failures import root_cause
 
 # What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
 TORCHRUN_ABORT = """\

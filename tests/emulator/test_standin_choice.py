@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from orchestrator.emulator.standin import STANDIN_DIR, accelerators
+from orchestrator.emulator.instances.standin import STANDIN_DIR, accelerators
 from orchestrator.spec.catalog import lookup
 
 G5 = lookup("ml.g5.12xlarge")
@@ -44,7 +44,7 @@ def test_no_gpu_standin_and_cpu_instances_get_nothing():
 
 
 def test_the_emulator_never_imports_torch():
-    probe = ("import sys, orchestrator.emulator.runner, orchestrator.cli.main\n"
+    probe = ("import sys, orchestrator.emulator.local_run, orchestrator.cli.main\n"
              "print(sorted(name for name in sys.modules if name.split('.')[0] in ('torch', 'smtrain_gpu_standin')))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600, check=True)
     assert result.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ from backends import TrainerUnavailable
 from dist_env import DistEnv
 
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
-from orchestrator.emulator.standin import STANDIN_DIR
+from orchestrator.emulator.instances.standin import STANDIN_DIR
 
 ENTRYPOINTS = Path(backends.__file__).parent
 

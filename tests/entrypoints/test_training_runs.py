@@ -16,7 +16,7 @@ import torch
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
-from orchestrator.emulator.standin import STANDIN_DIR
+from orchestrator.emulator.instances.standin import STANDIN_DIR
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import yaml
 
-from orchestrator.emulator.runner import Options, run_local
+from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ import psutil
 import pytest
 import yaml
 
-from orchestrator.emulator.runner import Options, run_local
-from orchestrator.emulator.supervisor import INTERRUPT_GRACE_SECONDS
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.supervising.supervisor import INTERRUPT_GRACE_SECONDS
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -19,9 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchestrator.emulator import stall
-from orchestrator.emulator.runner import Options, run_local
-from orchestrator.emulator.stacks import find_py_spy
+from orchestrator.emulator.supervising import stall
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.supervising.stacks import find_py_spy
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder
 
 @dataclass
 class Finished:
-    """The fields of runner.LocalRun that the console reads."""
+    """The fields of local_run.LocalRun that the console reads."""
 
     run_dir: Path
     status: str = "Completed"

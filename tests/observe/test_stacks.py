@@ -3,8 +3,8 @@ and the lines of one rank in an mpirun-tagged log. Pure text, as the two dumpers
 
 from __future__ import annotations
 
-from orchestrator.emulator.stacks import RankProcess, RankStack, _stack_of
-from orchestrator.emulator.stall import HangReport
+from orchestrator.emulator.supervising.stacks import RankProcess, RankStack, _stack_of
+from orchestrator.emulator.supervising.stall import HangReport
 
 PY_SPY_WAITING = """Process 23312: /work/main/.venv/bin/python hang_script.py
 Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)

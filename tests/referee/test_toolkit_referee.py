@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.emulator.preparation import LocalSettings, PreparedRun, prepare_run
-from orchestrator.emulator.runners import ToolkitRefusal, parse_custom_mpi_options
+from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import load
 
@@ -91,7 +92,8 @@ def _prepare(tmp_path: Path, fields: dict[str, Any], files: dict[str, str], entr
                                                 else str(data) for name, value in spec.get("inputs", {}).items()}}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    return prepare_run(load(path), LocalSettings(run_dir=tmp_path / "run", host_order=host_order))
+    settings = LocalSettings(run_dir=tmp_path / "run", host_order=host_order)
+    return prepare_run(local_plan(load(path), settings), settings)
 
 
 def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]:
@@ -179,7 +181,7 @@ def test_custom_mpi_options_are_parsed_as_the_toolkit_parses_them(options):
 def test_the_efa_lists_are_the_toolkits():
     import sagemaker_training
 
-    from orchestrator.emulator.runners import EFA_NCCL_INSTANCES, EFA_RDMA_INSTANCES
+    from orchestrator.emulator.launching.toolkit_launchers import EFA_NCCL_INSTANCES, EFA_RDMA_INSTANCES
 
     assert EFA_NCCL_INSTANCES == set(sagemaker_training.SM_EFA_NCCL_INSTANCES)
     assert EFA_RDMA_INSTANCES == set(sagemaker_training.SM_EFA_RDMA_INSTANCES)
@@ -205,7 +207,7 @@ def test_the_failure_message_is_the_toolkits():
     import sagemaker_training
     from sagemaker_training import process as toolkit_process
 
-    from orchestrator.emulator.failures import TOOLKIT_ERROR_NAMES, toolkit_error_message
+    from orchestrator.emulator.reporting.failures import TOOLKIT_ERROR_NAMES, toolkit_error_message
 
     async def watched() -> str:
         reader = asyncio.StreamReader()

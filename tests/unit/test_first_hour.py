@@ -152,7 +152,7 @@ def test_examples_past_their_end_of_patch_are_only_those_whose_mode_has_no_patch
 def test_missing_torch_hint_names_the_cpu_index(tmp_path):
     import sys
 
-    from orchestrator.emulator.preparation import _require_module
+    from orchestrator.emulator.preparing.prepared_run import _require_module
     from orchestrator.errors import EnvironmentProblem
 
     bare = tmp_path / "python"  # an interpreter without site-packages: no torch

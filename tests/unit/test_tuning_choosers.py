@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from orchestrator.emulator.choosers import chooser_for, draw
+from orchestrator.emulator.tuning.choosers import chooser_for, draw
 from orchestrator.spec.tuning import ContinuousRange, IntegerRange, TuningSpec
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
-from orchestrator.emulator.mpi_hooks import HOSTFS_VARIABLE
+from orchestrator.emulator.launching.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
+from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
 
 HOSTFS = Path(__file__).with_name("hostfs.py")
 NO_NAMESPACES_VARIABLE = "SMTRAIN_NO_NAMESPACES"

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from orchestrator.emulator.choosers import Chooser, chooser_for
+from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.planning.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.trials import Trial, best, ranked
@@ -242,7 +242,7 @@ def _run_result(out: str, err: str, returncode: int) -> dict[str, Any]:
 
 def _request_stop(run_dir: Path) -> bool:
     """Asks the trial's run to stop; False while its run directory does not exist yet."""
-    from orchestrator.emulator.status import request_stop
+    from orchestrator.emulator.supervising.status import request_stop
 
     if not run_dir.is_dir():
         return False

@@ -1,6 +1,6 @@
 """`smtrain local`: runs a spec here as SageMaker would run it, every host emulated, no docker, no AWS.
 
-Prepare from the plan (preparation.py: the request submit would send, written into per-host /opt/ml trees;
+Prepare from the plan (preparing/prepared_run.py: the request submit would send, written into per-host /opt/ml trees;
 checked before anything starts), install requirements.txt / setup.py, launch, supervise, restart after a
 simulated spot interruption, then report like a finished job: each host's status file, merged artifacts,
 result.json, and a failure reason that leads with the failing rank's host, rank and exception.
@@ -18,17 +18,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator import layout as run_layout
-from orchestrator.emulator import opt_ml
-from orchestrator.emulator.channels import PipeFeeders
-from orchestrator.emulator.deviations import notices, setting_notices
-from orchestrator.emulator.image_match import image_notices
-from orchestrator.emulator.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
-from orchestrator.emulator.launch import HostProcess, free_port
-from orchestrator.emulator.preparation import LocalSettings, PreparedRun, local_plan, prepare_run
-from orchestrator.emulator.runners import RunnerType
-from orchestrator.emulator.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
-from orchestrator.emulator.stall import (
+from orchestrator.emulator.preparing import layout as run_layout
+from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.preparing.channels import PipeFeeders
+from orchestrator.emulator.preparing.deviations import notices, setting_notices
+from orchestrator.emulator.preparing.image_match import image_notices
+from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
+from orchestrator.emulator.launching.launch import HostProcess, free_port
+from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
+from orchestrator.emulator.supervising.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
     EXIT_HUNG,
     STACKS_FILE,
@@ -36,10 +37,10 @@ from orchestrator.emulator.stall import (
     StallWatchdog,
     diagnose,
 )
-from orchestrator.emulator.standin import local_gpu_count
-from orchestrator.emulator.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervisor import Exit, Outcome, Supervisor
-from orchestrator.emulator.usercode import InstallFailed, pip_error
+from orchestrator.emulator.instances.standin import local_gpu_count
+from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
+from orchestrator.emulator.supervising.supervisor import Exit, Outcome, Supervisor
+from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
@@ -132,7 +133,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     goes meanwhile (SageMaker's statuses), and `status.request_stop(run_dir)` stops it from anywhere.
 
     Args:
-        loaded: a spec, or a plan (`preparation.local_plan`'s; one made for SageMaker is planned again for here).
+        loaded: a spec, or a plan (`local_plan.local_plan`'s; one made for SageMaker is planned again for here).
         supervisor_hook: called with each attempt's Supervisor before it starts (the CLI uses it to forward
             Ctrl-C and SIGTERM).
 

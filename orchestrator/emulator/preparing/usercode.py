@@ -24,8 +24,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.emulator.cache import cached_directory
-from orchestrator.emulator.runners import EntryPointType
+from orchestrator.emulator.instances.cache import cached_directory
+from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
 
 REQUIREMENTS_FILE = "requirements.txt"
 _PIP_TIMEOUT_SECONDS = 1800

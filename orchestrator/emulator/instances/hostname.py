@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.emulator.cache import cached_directory
+from orchestrator.emulator.instances.cache import cached_directory
 
 HOSTNAME_VARIABLE = "SMTRAIN_HOSTNAME"
 SOURCE = Path(__file__).with_name("gethostname.c")

@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Any
 
 from orchestrator.contract import SMDDP_ENABLED_FLAG
-from orchestrator.emulator.container import user_args
+from orchestrator.emulator.instances.container import user_args
 
 # The EFA instance lists of sagemaker_training/__init__.py (5.1.4): NCCL over EFA, and EFA's RDMA.
 EFA_NCCL_INSTANCES = frozenset({

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
-from orchestrator.emulator import channels
-from orchestrator.emulator.container import Channel, ContainerJob, Host, InstanceGroup, resource_config
-from orchestrator.emulator.stall import STACKS_FILE
-from orchestrator.emulator.status import STATUS_FILE, STOP_FILE
+from orchestrator.emulator.preparing import channels
+from orchestrator.emulator.instances.container import Channel, ContainerJob, Host, InstanceGroup, resource_config
+from orchestrator.emulator.supervising.stall import STACKS_FILE
+from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
 from orchestrator.errors import RunFailed, SpecError
 from orchestrator.planning.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage

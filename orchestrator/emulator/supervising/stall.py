@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.emulator.stacks import RankStack, dump_stacks, find_py_spy, rank_processes
+from orchestrator.emulator.supervising.stacks import RankStack, dump_stacks, find_py_spy, rank_processes
 from orchestrator.planning.metric_series import format_duration
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0

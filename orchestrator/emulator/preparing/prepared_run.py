@@ -1,11 +1,10 @@
-"""A local run prepared from the plan: the request submit would send, turned into emulated instances.
+"""A local run prepared from its plan: the request submit would send, turned into emulated instances.
 
-`local_plan` builds the plan with the same `build_plan` call submit's plan makes, for a local target
-(`local_target`: file:// stand-ins for S3 inside the run directory, a placeholder role); `prepare_run` checks
-before anything starts that this machine and the toolkit can run it, and writes every host's /opt/ml tree from
-the plan's CreateTrainingJob request. `PreparedRun.install_user_code` installs requirements.txt / setup.py as the
-toolkit does; `host_processes` gives each host's environment and the toolkit's command, and `launches` what the
-emulator starts, fresh for every attempt.
+The plan comes from outside, already made for this machine (`emulator.local_plan`: the same `build_plan` call
+submit's plan makes); `prepare_run` checks before anything starts that this machine and the toolkit can run it,
+and writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
+installs requirements.txt / setup.py as the toolkit does; `host_processes` gives each host's environment and the
+toolkit's command, and `launches` what the emulator starts, fresh for every attempt.
 """
 
 from __future__ import annotations
@@ -22,11 +21,11 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator import layout as run_layout
-from orchestrator.emulator import opt_ml
-from orchestrator.emulator.cache import cache_root
-from orchestrator.emulator.channels import PipeChannel
-from orchestrator.emulator.container import (
+from orchestrator.emulator.preparing import layout as run_layout
+from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.instances.cache import cache_root
+from orchestrator.emulator.preparing.channels import PipeChannel
+from orchestrator.emulator.instances.container import (
     DISTRIBUTION_FLAGS,
     ContainerJob,
     Host,
@@ -36,9 +35,9 @@ from orchestrator.emulator.container import (
     sm_variables,
     training_env,
 )
-from orchestrator.emulator.hostname import HostnameShim, hostname_shim
-from orchestrator.emulator.launch import HostProcess, Launch, find_tool, host_environment, launches
-from orchestrator.emulator.runners import (
+from orchestrator.emulator.instances.hostname import HostnameShim, hostname_shim
+from orchestrator.emulator.launching.launch import HostProcess, Launch, find_tool, host_environment, launches
+from orchestrator.emulator.launching.toolkit_launchers import (
     EntryPointType,
     RunnerType,
     ToolkitRefusal,
@@ -49,38 +48,23 @@ from orchestrator.emulator.runners import (
     runner_type,
     toolkit_command,
 )
-from orchestrator.emulator.stacks import FAULTHANDLER_ENVIRONMENT
-from orchestrator.emulator.standin import Accelerators, accelerators
-from orchestrator.emulator.status import StatusReport
-from orchestrator.emulator.usercode import Overlay, install_user_code
+from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
+from orchestrator.emulator.instances.standin import Accelerators, accelerators
+from orchestrator.emulator.supervising.status import StatusReport
+from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
-from orchestrator.planning.plan import Plan, build_plan
-from orchestrator.planning.target import S3Uri, Target
+from orchestrator.planning.plan import Plan
+from orchestrator.planning.target import S3Uri
 from orchestrator.redact import mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType, lookup
-from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import Channel, JobSpec, timestamped_job_name
 
 MLFLOW_STORE = "mlruns"
-# The role a local plan names: nothing is sent, the request only needs one.
-LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
 MAX_WORLD_SIZE = 64
-
-
-def local_target(spec: JobSpec, run_dir: Path) -> Target:
-    """Where a local run "goes": the region a submit would use (the one chain both executors share:
-    `cloud.resolve.resolve_region`, i.e. the spec, $AWS_REGION, then boto3's chain with the profile's region,
-    else the fallback), and file:// stand-ins inside the run directory for the output path and the code prefix."""
-    from orchestrator.cloud.resolve import resolve_region
-
-    region, fallback = resolve_region(spec)
-    return Target(region=region, role=LOCAL_ROLE, output_path=f"file://{run_dir}/",
-                  code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=fallback)
 
 
 @dataclass(frozen=True)
 class LocalSettings:
-    """What `smtrain local` may change about how the job runs here (runner.Options' part of it)."""
+    """What `smtrain local` may change about how the job runs here (local_run.Options' part of it)."""
 
     run_dir: Path | None = None
     inputs: dict[str, Path] = field(default_factory=dict)
@@ -118,7 +102,7 @@ class PreparedRun:
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
     report: StatusReport | None = None
-    """status.json, the run's DescribeTrainingJob as it goes (runner.run_local sets it once the tree exists)."""
+    """status.json, the run's DescribeTrainingJob as it goes (local_run.run_local sets it once the tree exists)."""
 
     @property
     def instance(self) -> InstanceType:
@@ -204,42 +188,18 @@ def run_dir_for(settings: LocalSettings, job_name: str) -> Path:
     return (settings.run_dir or Path("runs") / job_name).resolve()
 
 
-def local_plan(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings) -> Plan:
-    """The plan of a local run: the same `build_plan` call submit's plan makes, for this machine's target.
-
-    A plan made for SageMaker is planned again for the local target under the same job name (its request names
-    S3 and a real role, which a local run replaces with file:// stand-ins and a placeholder).
-    """
-    if isinstance(source, Plan):
-        run_dir = run_dir_for(settings, source.job_name)
-        if source.target == local_target(source.spec, run_dir) and not settings.inputs:
-            return source
-        loaded: LoadedSpec | JobSpec = source.spec
-        job_name = source.job_name
-    else:
-        loaded = source
-        job_name = timestamped_job_name((source.spec if isinstance(source, LoadedSpec) else source).name)
-    if isinstance(loaded, LoadedSpec):
-        loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
-        spec = loaded.spec
-    else:
-        spec = loaded = _with_inputs(loaded, settings.inputs)
-    return build_plan(loaded, local_target(spec, run_dir_for(settings, job_name)), job_name=job_name,
-                      local_inputs=True)
-
-
-def prepare_run(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
+def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
     """Checks the planned job can run here, and writes every host's /opt/ml tree from its request.
 
     Args:
-        source: a plan (`local_plan`'s, or one for SageMaker, planned again for here), or a spec to plan.
+        plan: the job planned for this machine (`local_plan.local_plan`'s, with the same settings): preparation
+            only reads it, the planning happens before, through the `build_plan` call submit's plan makes.
         local_gpus: this machine's GPUs; with fewer than the instance has per host, the training processes get
             the CPU stand-in for CUDA (unless `settings.gpu_standin` is off).
 
     Raises:
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (exit 2).
     """
-    plan = local_plan(source, settings)
     spec = plan.spec
     run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
@@ -281,16 +241,6 @@ def _shown_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(Path(path).resolve())
-
-
-def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
-    """The spec with its `local_inputs`, then `--input NAME=PATH`, in place of (or added to) its channels."""
-    if not overrides and not spec.local_inputs:
-        return spec
-    locations = {**spec.local_inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
-    inputs = {**spec.inputs, **{name: spec.inputs[name].model_copy(update={"uri": location}) if name in spec.inputs
-                                else Channel(uri=location) for name, location in locations.items()}}
-    return spec.model_copy(update={"inputs": inputs})
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:

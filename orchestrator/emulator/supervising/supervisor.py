@@ -39,7 +39,7 @@ from typing import IO
 import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
-from orchestrator.emulator.launch import Launch
+from orchestrator.emulator.launching.launch import Launch
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its

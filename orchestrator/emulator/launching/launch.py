@@ -1,9 +1,10 @@
-"""The toolkit's launchers (runners.py), adapted to run every emulated host on this one machine.
+"""The toolkit's launchers (toolkit_launchers.py), adapted to run every emulated host on this one machine.
 
 Each host's command line is the toolkit's, with the few changes one machine needs, each made by one rule below
-and listed in deviations.py. Like the toolkits of the DLCs (sagemaker-training up to 5.1.1), the command is
-joined with plain spaces and run through /bin/sh, so hyperparameter values are word-split as on SageMaker;
-only what smtrain itself puts into the line (paths of this machine, a shell entry point's script) is quoted.
+and listed in preparing/deviations.py. Like the toolkits of the DLCs (sagemaker-training up to 5.1.1), the
+command is joined with plain spaces and run through /bin/sh, so hyperparameter values are word-split as on
+SageMaker; only what smtrain itself puts into the line (paths of this machine, a shell entry point's script) is
+quoted.
 
 Open MPI reaches the emulated hosts through `mpi_hooks.py` (`rsh` instead of ssh, `exec` for every rank) and
 its output is relabelled by `mpi_hooks.py relabel`, as the toolkit relabels it.
@@ -22,15 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import SAGEMAKER_BASE_DIR
-from orchestrator.emulator.container import Host
-from orchestrator.emulator.hostname import HOSTNAME_VARIABLE
-from orchestrator.emulator.mpi_hooks import host_environment_variable
-from orchestrator.emulator.opt_ml import HostFileSystem
-from orchestrator.emulator.runners import RunnerType, ToolkitCommand
-from orchestrator.emulator.standin import Accelerators
+from orchestrator.emulator.instances.container import Host
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
+from orchestrator.emulator.launching.mpi_hooks import host_environment_variable
+from orchestrator.emulator.launching.opt_ml import HostFileSystem
+from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
+from orchestrator.emulator.instances.standin import Accelerators
 
 HOOKS = Path(__file__).with_name("mpi_hooks.py")
-OVERLAY_SITE_HOOK = Path(__file__).with_name("overlay_site")
+OVERLAY_SITE_HOOK = Path(__file__).parent.with_name("overlay_site")
 OVERLAY_SITE_VARIABLE = "SMTRAIN_OVERLAY_SITE"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
-from orchestrator.emulator.launch import RUN_ID_VARIABLE
+from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
 
 FAULTHANDLER_ENVIRONMENT = {"PYTHONFAULTHANDLER": "1"}
 PY_SPY_TIMEOUT_SECONDS = 10.0

@@ -19,7 +19,7 @@ from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import start_of_run_notice
 from orchestrator.spec.catalog import InstanceType
 
-STANDIN_DIR = Path(__file__).resolve().with_name("gpu_standin")
+STANDIN_DIR = Path(__file__).resolve().parent.with_name("gpu_standin")
 NO_STANDIN_FLAG = "--no-gpu-standin"
 
 
