@@ -18,16 +18,24 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.preparing import layout as run_layout
+from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching.launch import HostProcess, free_port
+from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeFeeders
 from orchestrator.emulator.preparing.deviations import notices, setting_notices
 from orchestrator.emulator.preparing.image_match import image_notices
-from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, RootCause, root_cause, toolkit_failure
-from orchestrator.emulator.launching.launch import HostProcess, free_port
-from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
-from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
+from orchestrator.emulator.reporting.failures import (
+    FAILURE_REASON_LIMIT,
+    LauncherOutput,
+    RootCause,
+    root_cause,
+    toolkit_failure,
+)
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
 from orchestrator.emulator.supervising.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
@@ -37,16 +45,14 @@ from orchestrator.emulator.supervising.stall import (
     StallWatchdog,
     diagnose,
 )
-from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervising.supervisor import Exit, Outcome, Supervisor
-from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
+from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
 from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
+from orchestrator.redact import redact
 from orchestrator.spec import images
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.redact import redact
 from orchestrator.spec.model import JobSpec
 
 DEFAULT_STOP_GRACE_SECONDS = 120.0
@@ -127,6 +133,35 @@ class Options:
     none failed before (see smoke.py)."""
 
 
+@dataclass(frozen=True)
+class _Reporter:
+    """What every way a run ends reports from: the prepared run and the metrics it recorded."""
+
+    prepared: PreparedRun
+    tracker: MetricRecorder
+
+
+@dataclass(frozen=True)
+class _Effort:
+    """The attempts a run made (a simulated spot interruption adds one) and the seconds they took."""
+
+    attempts: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How a run ended, as result.json and status.json say it."""
+
+    status: str
+    exit_code: int
+    reason: str | None
+    effort: _Effort
+    model: Path | None = None
+    output: Path | None = None
+    smoke: SmokeReport | None = None
+
+
 def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(), observer: Observer | None = None,
               supervisor_hook: Any = None) -> LocalRun:
     """Runs the job on this machine and returns how it ended; `status.json` in the run directory says how it
@@ -152,6 +187,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     prepared = prepare_run(plan, settings, local_gpu_count())
     layout = prepared.layout
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
+    reporter = _Reporter(prepared, tracker)
     # From here on the run reports its status, and every way it ends writes the last one (Failed for an error).
     prepared.report = StatusReport(layout.root, _described(prepared), created)
     started = time.monotonic()
@@ -183,16 +219,17 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
-            return _run(prepared, options, observer, hook, tracker, started)
+            return _run(reporter, options, observer, hook, started)
     except KeyboardInterrupt:  # before the processes started (installing requirements), or a notebook's
         with contextlib.suppress(OSError):
-            _result(prepared, "Interrupted", 130, "interrupted (SIGINT/SIGTERM/SIGHUP) before the job's processes "
-                    "ended; nothing the run started is left running", tracker, 1, time.monotonic() - started)
+            _result(reporter, _Ending("Interrupted", 130, "interrupted (SIGINT/SIGTERM/SIGHUP) before the job's "
+                                      "processes ended; nothing the run started is left running",
+                                      _Effort(1, time.monotonic() - started)))
         raise
     except BaseException as error:  # a bug: the run directory still says so
         with contextlib.suppress(OSError):
-            _result(prepared, "Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}", tracker, 1,
-                    time.monotonic() - started)
+            _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",
+                                      _Effort(1, time.monotonic() - started)))
         raise
 
 
@@ -206,14 +243,15 @@ def _described(prepared: PreparedRun) -> dict[str, Any]:
     return described
 
 
-def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor_hook: Any,
-         tracker: MetricRecorder, started: float) -> LocalRun:
+def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
+         started: float) -> LocalRun:
     """Installs the user's code, runs the attempts (a simulated spot interruption restarts the job), reports."""
+    prepared, tracker = reporter.prepared, reporter.tracker
     layout = prepared.layout
     try:
         prepared.install_user_code()
     except InstallFailed as failure:
-        return _install_failed(prepared, failure, tracker, time.monotonic() - started)
+        return _install_failed(reporter, failure, time.monotonic() - started)
     if prepared.overlay is not None:
         observer.notice(f"requirements installed as the toolkit installs them, into {prepared.overlay.root}"
                         + (" (cached)" if not prepared.overlay.freshly_installed else ""))
@@ -257,8 +295,9 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
         smoke_left = None if options.smoke_seconds is None else max(options.smoke_seconds - elapsed, 0.0)
         watchdog.activity()
         with PipeFeeders(prepared.pipes):
-            outcome = supervisor.run(prepared.job.max_run_seconds - elapsed, interrupt_after,
-                                     options.stop_grace_seconds, hung=hung, stop_after=smoke_left,
+            limits = Limits(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
+                            stop_after=smoke_left)
+            outcome = supervisor.run(limits, hung=hung,
                                      watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
@@ -278,7 +317,7 @@ def _run(prepared: PreparedRun, options: Options, observer: Observer, supervisor
                 census.launcher_succeeded(item.host)
         smoke = _smoke_report(options.smoke_seconds, census, last_step(layout, steps), tracker,
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
-    return _finish(prepared, processes, outcome, tracker, attempt, time.monotonic() - started,
+    return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
                    hangs[-1] if hangs else None, smoke)
 
 
@@ -290,11 +329,11 @@ def _smoke_report(deadline: float, census: RankCensus, step: tuple[int | None, s
                        last_loss=tracker.latest[losses[0]] if losses else None, killed_after_deadline=killed)
 
 
-def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome, tracker: MetricRecorder,
-            attempts: int, seconds: float, hang: HangReport | None = None,
-            smoke: SmokeReport | None = None) -> LocalRun:
+def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome, effort: _Effort,
+            hang: HangReport | None = None, smoke: SmokeReport | None = None) -> LocalRun:
     """Each host's status file, the merged artifacts and result.json (always, also when writing an artifact
     fails), as a finished job reports."""
+    prepared = reporter.prepared
     layout, job = prepared.layout, prepared.job
     status, exit_code, reason = {
         "completed": ("Completed", 0, None),
@@ -329,19 +368,21 @@ def _finish(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcom
     except OSError as error:
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _artifact_failure(layout.root, error)
-    return _result(prepared, status, exit_code, reason, tracker, attempts, seconds, model, output, smoke)
+    return _result(reporter, _Ending(status, exit_code, reason, effort, model, output, smoke))
 
 
-def _result(prepared: PreparedRun, status: str, exit_code: int, reason: str | None, tracker: MetricRecorder,
-            attempts: int, seconds: float, model: Path | None = None, output: Path | None = None,
-            smoke: SmokeReport | None = None) -> LocalRun:
-    result = LocalRun(job_name=prepared.job.job_name, run_dir=prepared.layout.root, status=status,
-                      exit_code=exit_code, world_size=prepared.world_size, attempts=attempts,
-                      seconds=round(seconds, 2), failure_reason=prepared.mask(reason) if reason else None,
-                      final_metrics=dict(tracker.latest), model_artifact=model, output_artifact=output, smoke=smoke)
+def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
+    prepared, reason = reporter.prepared, ending.reason
+    result = LocalRun(job_name=prepared.job.job_name, run_dir=prepared.layout.root, status=ending.status,
+                      exit_code=ending.exit_code, world_size=prepared.world_size,
+                      attempts=ending.effort.attempts, seconds=round(ending.effort.seconds, 2),
+                      failure_reason=prepared.mask(reason) if reason else None,
+                      final_metrics=dict(reporter.tracker.latest), model_artifact=ending.model,
+                      output_artifact=ending.output, smoke=ending.smoke)
     run_layout.write_result(prepared.layout.root, asdict(result))
     if prepared.report is not None:
-        prepared.report.finish(*terminal_status(status, result.failure_reason), result.failure_reason, model)
+        prepared.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
+                               ending.model)
     return result
 
 
@@ -385,9 +426,9 @@ def _artifact_failure(root: Path, error: OSError) -> str:
     return f"UploadError: writing the model/output archives in {root} failed: {error.strerror or error}"
 
 
-def _install_failed(prepared: PreparedRun, failure: InstallFailed, tracker: MetricRecorder,
-                    seconds: float) -> LocalRun:
+def _install_failed(reporter: _Reporter, failure: InstallFailed, seconds: float) -> LocalRun:
     """pip failed before the entry point: every host's toolkit reports it and the job fails."""
+    prepared = reporter.prepared
     message = prepared.mask(toolkit_failure(failure.return_code, failure.command, failure.output.splitlines(),
                                             failure.error_class))
     run_layout.write_status_files(prepared.layout, {host.name: message for host in prepared.layout.hosts})
@@ -397,7 +438,7 @@ def _install_failed(prepared: PreparedRun, failure: InstallFailed, tracker: Metr
             log.write(prepared.mask(f"{failure.command}\n{failure.output}\n{message}\n"))
     reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}\n" \
              f"{message}"
-    return _result(prepared, "Failed", 1, reason, tracker, 1, seconds)
+    return _result(reporter, _Ending("Failed", 1, reason, _Effort(1, seconds)))
 
 
 def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> dict[str, str | None]:
@@ -447,7 +488,8 @@ def _host_root_cause(prepared: PreparedRun, processes: list[HostProcess], outcom
     hosts = [host.name for host in prepared.layout.hosts]
     per_host = launcher.toolkit.processes_per_host if launcher.toolkit else 1
     return root_cause(failed.host, failed.returncode, outcome.tails.get(failed.host, []),
-                      mpi=runner in (RunnerType.mpi, RunnerType.smdataparallel),
-                      torchrun=runner is RunnerType.torch_distributed,
-                      host_rank=hosts.index(failed.host) if runner is RunnerType.process else None,
-                      group_hosts=prepared.group_hosts, per_host=per_host)
+                      LauncherOutput(
+                          mpi=runner in (RunnerType.mpi, RunnerType.smdataparallel),
+                          torchrun=runner is RunnerType.torch_distributed,
+                          host_rank=hosts.index(failed.host) if runner is RunnerType.process else None,
+                          group_hosts=prepared.group_hosts, per_host=per_host))

@@ -9,7 +9,9 @@ import pytest
 from orchestrator.emulator.instances.container import (
     GROUP_NAME,
     Host,
+    HostConfig,
     InstanceGroup,
+    Processors,
     env_value,
     framework_variables,
     resource_config,
@@ -42,7 +44,7 @@ def _environment(tmp_path, hyperparameters, group_hosts, current="algo-2"):
     resource = resource_config(current, [(InstanceGroup(GROUP_NAME, "ml.p4d.24xlarge", 2), group_hosts)])
     encoded = {key: json.dumps(value) for key, value in hyperparameters.items()}
     channels = {"training": {"TrainingInputMode": "File"}, "testing": {"TrainingInputMode": "File"}}
-    env = training_env(host, resource, encoded, channels, "job-1", num_gpus=8, num_cpus=2)
+    env = training_env(HostConfig(host, resource, encoded, channels, "job-1"), Processors(gpus=8, cpus=2))
     return host, env, {**sm_variables(env), **framework_variables(env, "us-west-2", "2.3.0")}
 
 

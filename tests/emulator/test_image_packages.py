@@ -8,8 +8,13 @@ from pathlib import Path
 
 import yaml
 
-from orchestrator.emulator.preparing.image_match import PYTORCH_CPU_INDEX, compare, image_notices, script_imports
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.image_match import (
+    PYTORCH_CPU_INDEX,
+    compare,
+    image_notices,
+    script_imports,
+)
 from orchestrator.spec import images
 from orchestrator.spec.image_packages import covered_versions, image_packages
 from orchestrator.spec.loader import load

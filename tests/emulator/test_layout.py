@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.emulator.instances.container import ContainerJob, Host
 from orchestrator.emulator.preparing.layout import (
+    HostInputs,
     RunLayout,
     checkpoint_container_path,
     merge_artifacts,
@@ -53,9 +54,9 @@ def test_code_is_extracted_only_into_an_empty_code_directory(tmp_path):
     layout = new_layout(tmp_path / "run", job)
     (layout.hosts[0].code_dir).mkdir(parents=True)
     (layout.hosts[0].code_dir / "baked.py").write_text("print('already in the image')\n")
-    prepare(layout, job, package(source), tmp_path / "run/source/x/sourcedir.tar.gz", {},
-            [(job.groups[0], ["algo-1", "algo-2"])], False,
-            {host.name: job.hyperparameters for host in layout.hosts})
+    prepare(layout, job, HostInputs(package(source), tmp_path / "run/source/x/sourcedir.tar.gz", {},
+                                    [(job.groups[0], ["algo-1", "algo-2"])],
+                                    {host.name: job.hyperparameters for host in layout.hosts}))
     assert sorted(path.name for path in layout.hosts[0].code_dir.iterdir()) == ["baked.py"]
     assert sorted(path.name for path in layout.hosts[1].code_dir.iterdir()) == ["train.py"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.emulator.preparing.deviations import DEVIATIONS
-from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.instances.standin import STANDIN_DIR
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.deviations import DEVIATIONS
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ std::terminate, which prints no Python traceback."""
 
 from __future__ import annotations
 
-from orchestrator.emulator.reporting.failures import root_cause
+from orchestrator.emulator.reporting.failures import LauncherOutput, root_cause
 
 # What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
 TORCHRUN_ABORT = """\
@@ -34,14 +34,12 @@ terminate called after throwing an instance of 'c10::DistBackendError'
 
 
 def test_a_torchrun_rank_aborted_by_terminate_is_named_with_the_terminate_line():
-    cause = root_cause("algo-2", 1, TORCHRUN_ABORT, mpi=False, torchrun=True, host_rank=None,
-                       group_hosts=["algo-1", "algo-2"], per_host=2)
+    cause = root_cause("algo-2", 1, TORCHRUN_ABORT, _torchrun(["algo-1", "algo-2"], 2))
     assert cause.headline() == "algo-2 (rank 2) failed: terminate called without an active exception"
 
 
 def test_an_uncaught_cpp_exception_is_named_with_its_what():
-    cause = root_cause("algo-2", 134, NCCL_WATCHDOG, mpi=False, torchrun=False, host_rank=1,
-                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    cause = root_cause("algo-2", 134, NCCL_WATCHDOG, _one_process(1, ["algo-1", "algo-2"]))
     assert cause.headline() == ("algo-2 (rank 1) failed: terminate called after throwing an instance of "
                                 "'c10::DistBackendError' (what(): [Rank 1] Watchdog caught collective operation "
                                 "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE))")
@@ -50,8 +48,7 @@ def test_an_uncaught_cpp_exception_is_named_with_its_what():
 def test_a_python_traceback_printed_first_still_leads():
     lines = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
              "ValueError: bad shape", "terminate called without an active exception"]
-    cause = root_cause("algo-1", 1, lines, mpi=False, torchrun=False, host_rank=0, group_hosts=["algo-1"],
-                       per_host=1)
+    cause = root_cause("algo-1", 1, lines, _one_process(0, ["algo-1"]))
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
 
 
@@ -84,22 +81,28 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 
 
 def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_frames():
-    cause = root_cause("algo-2", 1, RANK1_FAILURE, mpi=False, torchrun=True, host_rank=None,
-                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    cause = root_cause("algo-2", 1, RANK1_FAILURE, _torchrun(["algo-1", "algo-2"], 1))
     assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"
     assert cause.frames == (("/runs/job/algo-2/code/train.py", 30), ("/runs/job/algo-2/code/train.py", 10))
     assert not cause.is_consequence
 
 
 def test_a_peer_lost_error_is_a_consequence():
-    cause = root_cause("algo-1", 1, RANK0_CONSEQUENCE, mpi=False, torchrun=True, host_rank=None,
-                       group_hosts=["algo-1", "algo-2"], per_host=1)
+    cause = root_cause("algo-1", 1, RANK0_CONSEQUENCE, _torchrun(["algo-1", "algo-2"], 1))
     assert cause.rank == 0 and "Connection reset by peer" in cause.exception
     assert cause.is_consequence
 
 
 def test_within_one_output_the_failing_ranks_error_leads_over_a_consequence_printed_first():
     lines = RANK0_CONSEQUENCE[:4] + RANK1_FAILURE[:6]
-    cause = root_cause("algo-1", 1, lines, mpi=False, torchrun=True, host_rank=None, group_hosts=["algo-1"],
-                       per_host=2)
+    cause = root_cause("algo-1", 1, lines, _torchrun(["algo-1"], 2))
     assert cause.headline() == "algo-1 (rank 1) failed: ValueError: bad labels on rank 1"
+
+
+def _torchrun(group_hosts: list[str], per_host: int) -> LauncherOutput:
+    return LauncherOutput(mpi=False, torchrun=True, host_rank=None, group_hosts=group_hosts, per_host=per_host)
+
+
+def _one_process(host_rank: int, group_hosts: list[str]) -> LauncherOutput:
+    """Mode none: each host's launcher runs the script once, as rank `host_rank`."""
+    return LauncherOutput(mpi=False, torchrun=False, host_rank=host_rank, group_hosts=group_hosts, per_host=1)

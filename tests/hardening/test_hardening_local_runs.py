@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.emulator.preparing.layout import open_run_directory
 from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.layout import open_run_directory
 from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load

@@ -10,7 +10,7 @@ import threading
 import psutil
 
 from orchestrator.emulator.launching.launch import Launch
-from orchestrator.emulator.supervising.supervisor import MAX_LINE_BYTES, Supervisor
+from orchestrator.emulator.supervising.supervisor import MAX_LINE_BYTES, Limits, Supervisor
 
 LINE_BYTES = 50 * 1024 * 1024
 # One 50 MB line without a newline in it, a line with a 2-byte character cut across the split, then short lines.
@@ -60,7 +60,8 @@ def test_a_huge_line_keeps_memory_bounded_and_the_log_whole(tmp_path):
     launch = Launch("algo-1", command, dict(os.environ), tmp_path, command)
     supervisor = Supervisor([launch], "run-id", logs, on_line, on_notice=notices.append)
     outcomes = []
-    growth = _peak_rss_growth(lambda: outcomes.append(supervisor.run(120, None, 5)))
+    limits = Limits(timeout_seconds=120, interrupt_after=None, stop_grace_seconds=5)
+    growth = _peak_rss_growth(lambda: outcomes.append(supervisor.run(limits)))
 
     print(f"peak RSS growth while streaming a {LINE_BYTES // 2**20} MiB line: {growth / 2**20:.1f} MiB")
     assert outcomes[0].status == "completed"

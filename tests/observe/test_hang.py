@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchestrator.emulator.supervising import stall
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.supervising import stall
 from orchestrator.emulator.supervising.stacks import find_py_spy
 from orchestrator.spec.loader import load
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
-from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import load
 

@@ -13,17 +13,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 LIMIT = 6
 NOT_YET = {
     "cloud/infra.py:deploy": 8,
-    "emulator/instances/container.py:training_env": 8,
-    "emulator/reporting/failures.py:root_cause": 8,
-    "emulator/launching/launch.py:host_environment": 13,
-    "emulator/preparing/layout.py:prepare": 8,
-    "emulator/local_run.py:_finish": 8,
-    "emulator/local_run.py:_result": 10,
-    "emulator/launching/toolkit_launchers.py:mpi_command": 8,
-    "emulator/launching/toolkit_launchers.py:smddp_command": 7,
-    "emulator/launching/toolkit_launchers.py:torchrun_command": 9,
-    "emulator/launching/toolkit_launchers.py:toolkit_command": 7,
-    "emulator/supervising/supervisor.py:_run": 7,
 }
 
 

@@ -249,12 +249,32 @@ class Host:
         return self.root / "checkpoints"
 
 
-def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str, str],
-                 channels: dict[str, Any], job_name: str, num_gpus: int, num_cpus: int,
-                 num_neurons: int = 0) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HostConfig:
+    """What the platform hands one host before the container starts: its config files (resourceconfig.json,
+    hyperparameters.json as written, inputdataconfig.json) and the job's name."""
+
+    host: Host
+    resource: dict[str, Any]
+    hyperparameters: dict[str, str]
+    channels: dict[str, Any]
+    job_name: str
+
+
+@dataclass(frozen=True)
+class Processors:
+    """What the toolkit counts on a host: the instance's GPUs and NeuronCores, and the CPUs it sees."""
+
+    gpus: int
+    cpus: int
+    neurons: int = 0
+
+
+def training_env(config: HostConfig, processors: Processors) -> dict[str, Any]:
     """The toolkit's Environment as SM_TRAINING_ENV shows it: every public property (37 in 5.1, `topology`
-    included), from this host's config files. `num_gpus` and `num_neurons` are the instance's."""
-    decoded = decode_hyperparameters(hyperparameters)
+    included), from this host's config files."""
+    host, resource, channels = config.host, config.resource, config.channels
+    decoded = decode_hyperparameters(config.hyperparameters)
     user_hps = {k: v for k, v in decoded.items() if not k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
     framework = {k: v for k, v in decoded.items() if k.startswith("sagemaker_") and k not in CORE_HYPERPARAMETERS}
     # sagemaker_training.environment.Environment: the instance-group properties, derived as it derives them
@@ -289,16 +309,16 @@ def training_env(host: Host, resource: dict[str, Any], hyperparameters: dict[str
         "is_modelparallel_enabled": None,
         "is_smddpmprun_installed": False,
         "is_smddprun_installed": False,
-        "job_name": job_name,
+        "job_name": config.job_name,
         "log_level": decoded.get("sagemaker_container_log_level", DEFAULT_LOG_LEVEL),
         "master_hostname": master,
         "model_dir": str(host.model_dir),
         "module_dir": str(decoded.get("sagemaker_submit_directory", host.code_dir)),
         "module_name": program[:-3] if isinstance(program, str) and program.endswith(".py") else str(program),
         "network_interface_name": resource["network_interface_name"],
-        "num_cpus": num_cpus,
-        "num_gpus": num_gpus,
-        "num_neurons": num_neurons,
+        "num_cpus": processors.cpus,
+        "num_gpus": processors.gpus,
+        "num_neurons": processors.neurons,
         "output_data_dir": str(host.output_dir / "data"),
         "output_dir": str(host.output_dir),
         "output_intermediate_dir": str(host.output_dir / "intermediate"),

@@ -25,10 +25,10 @@ from pathlib import Path
 from orchestrator.contract import SAGEMAKER_BASE_DIR
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
+from orchestrator.emulator.instances.standin import Accelerators
 from orchestrator.emulator.launching.mpi_hooks import host_environment_variable
 from orchestrator.emulator.launching.opt_ml import HostFileSystem
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
-from orchestrator.emulator.instances.standin import Accelerators
 
 HOOKS = Path(__file__).with_name("mpi_hooks.py")
 OVERLAY_SITE_HOOK = Path(__file__).parent.with_name("overlay_site")
@@ -88,10 +88,24 @@ class HostProcess:
     """What the toolkits set, as they set it in the container (before the local deviations)."""
 
 
+@dataclass(frozen=True)
+class AttemptSetup:
+    """What every host of one attempt gets from this machine: the attempt's id and rendezvous port, the run
+    directory, the interpreter, the installed requirements (their site-packages and scripts), the hostname shim
+    and each host's /opt/ml."""
+
+    run_id: str
+    run_dir: Path
+    master_port: int
+    python: str
+    overlay_site: Path | None = None
+    bin_paths: tuple[Path, ...] = ()
+    hostname_library: Path | None = None
+    file_system: HostFileSystem | None = None
+
+
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
-                     host: Host, *, run_id: str, run_dir: Path, master_port: int, python: str,
-                     overlay_site: Path | None, bin_paths: list[Path], hostname_library: Path | None,
-                     accelerators: Accelerators, file_system: HostFileSystem | None = None
+                     host: Host, attempt: AttemptSetup, accelerators: Accelerators
                      ) -> tuple[dict[str, str], dict[str, str]]:
     """A host's process environment, and the part of it the emulator sets.
 
@@ -101,10 +115,11 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     hook that puts the installed requirements after the standard library, the CPU stand-in for CUDA first on
     it with its variables).
     """
+    overlay_site, file_system = attempt.overlay_site, attempt.file_system
     own: dict[str, str] = {**platform, **toolkit}
     own.update({
         "MASTER_ADDR": LOOPBACK,
-        "MASTER_PORT": str(master_port),
+        "MASTER_PORT": str(attempt.master_port),
         "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         "GLOO_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         SAGEMAKER_BASE_DIR: str(host.root),
@@ -112,15 +127,15 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
                                                                 *([OVERLAY_SITE_HOOK] if overlay_site else []),
                                                                 host.code_dir]),
                                        *filter(None, [inherited.get("PYTHONPATH")])]),
-        "PATH": os.pathsep.join([str(Path(python).parent), *(str(path) for path in bin_paths),
+        "PATH": os.pathsep.join([str(Path(attempt.python).parent), *(str(path) for path in attempt.bin_paths),
                                  inherited.get("PATH", "")]),
-        RUN_ID_VARIABLE: run_id,
-        RUN_DIR_VARIABLE: str(run_dir),
+        RUN_ID_VARIABLE: attempt.run_id,
+        RUN_DIR_VARIABLE: str(attempt.run_dir),
         "PYTHONUNBUFFERED": "1",
         HOSTNAME_VARIABLE: host.name,
     })
-    if hostname_library is not None:
-        own["LD_PRELOAD"] = str(hostname_library)
+    if attempt.hostname_library is not None:
+        own["LD_PRELOAD"] = str(attempt.hostname_library)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if file_system is not None:

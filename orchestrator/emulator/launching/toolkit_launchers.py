@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import re
 import shlex
@@ -75,6 +76,29 @@ class ToolkitCommand:
     """What the runner puts into os.environ before it starts (torch_distributed's EFA and NCCL settings)."""
     script_index: int = 0
     """Where the script's part of `argv` begins (after mpirun's options)."""
+
+
+@dataclass(frozen=True)
+class LauncherHosts:
+    """Where a distributed launcher runs its ranks: the distribution's hosts (in the platform's order), the
+    processes on each, the master, the network interface and the instance type (which picks EFA settings)."""
+
+    hosts: list[str]
+    per_host: int
+    master: str
+    interface: str
+    instance_type: str
+
+
+@dataclass(frozen=True)
+class LocalChoices:
+    """What this machine decides about a host's launcher: the interpreter, the code directory's top-level files
+    (which type the entry point), whether smddprun is installed, and `smtrain local --processes-per-host`."""
+
+    python: str
+    code_files: frozenset[str]
+    smddprun: bool = False
+    processes_override: int | None = None
 
 
 def entry_point_type(code_files: Iterable[str], entry_point: str) -> EntryPointType:
@@ -176,10 +200,12 @@ def script_command(python: str, entry_point: str, kind: EntryPointType, args: li
     return ["/bin/sh", "-c", f"./{shlex.quote(entry_point)} {quoted}"]
 
 
-def mpi_command(*, hosts: list[str], per_host: int, num_processes: int | None, custom_mpi_options: str,
-                interface: str, instance_type: str, exported: list[str], environ: Mapping[str, str]) -> list[str]:
+def mpi_command(cluster: LauncherHosts, *, num_processes: int | None, custom_mpi_options: str,
+                exported: list[str], environ: Mapping[str, str]) -> list[str]:
     """`mpi.MasterRunner._create_command` up to the script (no model parallelism, which needs SageMaker's
     smdistributed)."""
+    hosts, per_host, interface, instance_type = (cluster.hosts, cluster.per_host, cluster.interface,
+                                                 cluster.instance_type)
     host_list = hosts if per_host == 1 else [f"{host}:{per_host}" for host in hosts]
     nccl_debug, extra = parse_custom_mpi_options(custom_mpi_options)
     command = [
@@ -201,9 +227,10 @@ def mpi_command(*, hosts: list[str], per_host: int, num_processes: int | None, c
     return command + [item for name in exported for item in ("-x", name)]
 
 
-def smddp_command(*, hosts: list[str], per_host: int, master: str, custom_mpi_options: str, interface: str,
-                  instance_type: str, smddprun: bool) -> list[str]:
+def smddp_command(cluster: LauncherHosts, *, custom_mpi_options: str, smddprun: bool) -> list[str]:
     """`smdataparallel.SMDataParallelRunner`: `_create_command` + `_get_mpirun_command`, up to the script."""
+    hosts, per_host, master, interface, instance_type = (cluster.hosts, cluster.per_host, cluster.master,
+                                                         cluster.interface, cluster.instance_type)
     multi_node = len(hosts) > 1
     host_list = [f"{host}:{per_host}" for host in hosts] if multi_node else hosts
     nccl_debug, extra = parse_custom_mpi_options(custom_mpi_options)
@@ -233,9 +260,11 @@ def smddp_command(*, hosts: list[str], per_host: int, master: str, custom_mpi_op
     return command
 
 
-def torchrun_command(entry_point: str, kind: EntryPointType, args: list[str], *, hosts: list[str], current: str,
-                     master: str, per_host: int, interface: str, instance_type: str) -> ToolkitCommand:
+def torchrun_command(entry_point: str, kind: EntryPointType, args: list[str], cluster: LauncherHosts,
+                     current: str) -> ToolkitCommand:
     """`torch_distributed.TorchDistributedRunner`: `_setup` (environment) and `_create_command`."""
+    hosts, per_host, master, interface, instance_type = (cluster.hosts, cluster.per_host, cluster.master,
+                                                         cluster.interface, cluster.instance_type)
     check_entry_point(entry_point, kind, RunnerType.torch_distributed)
     environment = {}
     if instance_type in EFA_NCCL_INSTANCES:
@@ -250,16 +279,14 @@ def torchrun_command(entry_point: str, kind: EntryPointType, args: list[str], *,
     return ToolkitCommand(RunnerType.torch_distributed, [*argv, entry_point, *args], per_host, environment)
 
 
-def toolkit_command(training_env: Mapping[str, Any], exported: list[str], *, python: str, code_files: Iterable[str],
-                    environ: Mapping[str, str], smddprun: bool = False,
-                    processes_override: int | None = None) -> ToolkitCommand | None:
+def toolkit_command(training_env: Mapping[str, Any], exported: list[str], environ: Mapping[str, str],
+                    choices: LocalChoices) -> ToolkitCommand | None:
     """What the toolkit starts on one host, from that host's Environment (SM_TRAINING_ENV's keys); None on an
     MPI worker, which only serves the master's mpirun.
 
     Args:
         exported: the names the toolkit passes to mpirun with `-x` (its SM_* variables, then PYTHONPATH).
         environ: the host's environment (mpirun forwards AWS credentials found there).
-        processes_override: `smtrain local --processes-per-host`, in place of the toolkit's count.
 
     Raises:
         ToolkitRefusal: the toolkit's ClientError (an unsafe entry point name, a package under torchrun).
@@ -268,29 +295,29 @@ def toolkit_command(training_env: Mapping[str, Any], exported: list[str], *, pyt
     in_group = training_env["current_instance_group"] in training_env["distribution_instance_groups"]
     runner = runner_type(framework, in_group)
     entry_point = training_env["user_entry_point"]
-    kind = entry_point_type(code_files, entry_point)
+    kind = entry_point_type(choices.code_files, entry_point)
     args = user_args(training_env["hyperparameters"])
-    per_host = processes_override or processes_per_host(framework, training_env["num_gpus"],
-                                                         training_env["num_neurons"])
-    interface = training_env["network_interface_name"]
-    hosts = list(training_env["distribution_hosts"])
+    per_host = choices.processes_override or processes_per_host(framework, training_env["num_gpus"],
+                                                                 training_env["num_neurons"])
+    python = choices.python
+    cluster = LauncherHosts(hosts=list(training_env["distribution_hosts"]), per_host=per_host,
+                            master=training_env["master_hostname"],
+                            interface=training_env["network_interface_name"],
+                            instance_type=training_env["current_instance_type"])
     if runner is RunnerType.process:
         return ToolkitCommand(runner, script_command(python, entry_point, kind, args), per_host)
     if runner is RunnerType.torch_distributed:
-        return torchrun_command(entry_point, kind, args, hosts=hosts, current=training_env["current_host"],
-                                master=training_env["master_hostname"], per_host=per_host, interface=interface,
-                                instance_type=training_env["current_instance_type"])
+        return torchrun_command(entry_point, kind, args, cluster, training_env["current_host"])
     if not training_env["is_master"]:
         return None
     if runner is RunnerType.mpi:
-        launcher = mpi_command(hosts=hosts, per_host=per_host, num_processes=framework.get(MPI_NUM_PROCESSES),
-                               custom_mpi_options=framework.get(MPI_CUSTOM_OPTIONS) or "", interface=interface,
-                               instance_type=training_env["current_instance_type"], exported=exported,
+        launcher = mpi_command(cluster, num_processes=framework.get(MPI_NUM_PROCESSES),
+                               custom_mpi_options=framework.get(MPI_CUSTOM_OPTIONS) or "", exported=exported,
                                environ=environ)
-    else:
-        launcher = smddp_command(hosts=hosts, per_host=per_host, master=training_env["master_hostname"],
-                                 custom_mpi_options=framework.get(SMDDP_CUSTOM_OPTIONS) or "", interface=interface,
-                                 instance_type=framework.get("sagemaker_instance_type")
-                                 or training_env["current_instance_type"], smddprun=smddprun)
+    else:  # SMDataParallel takes the instance type from its own hyperparameter first
+        cluster = dataclasses.replace(cluster, instance_type=framework.get("sagemaker_instance_type")
+                                      or cluster.instance_type)
+        launcher = smddp_command(cluster, custom_mpi_options=framework.get(SMDDP_CUSTOM_OPTIONS) or "",
+                                 smddprun=choices.smddprun)
     script = script_command(python, entry_point, kind, args, [python, "-m", "mpi4py"])
     return ToolkitCommand(runner, launcher + script, per_host, script_index=len(launcher))

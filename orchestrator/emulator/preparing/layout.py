@@ -34,8 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
+from orchestrator.emulator.instances.container import (
+    Channel,
+    ContainerJob,
+    Host,
+    InstanceGroup,
+    resource_config,
+)
 from orchestrator.emulator.preparing import channels
-from orchestrator.emulator.instances.container import Channel, ContainerJob, Host, InstanceGroup, resource_config
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
 from orchestrator.errors import RunFailed, SpecError
@@ -190,17 +196,27 @@ def new_layout(root: Path, job: ContainerJob) -> RunLayout:
     return RunLayout(root=root, hosts=hosts, checkpoint_path=checkpoint_container_path(job.checkpoint_local_path))
 
 
-def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_path: Path,
-            channel_paths: dict[str, Path], host_groups: list[tuple[InstanceGroup, list[str]]], link_inputs: bool,
-            host_hyperparameters: dict[str, dict[str, str]]) -> None:
+@dataclass(frozen=True)
+class HostInputs:
+    """What SageMaker places on the instances before the container starts, as found on this machine."""
+
+    source: SourcePackage
+    source_path: Path
+    """Where the tarball goes (the file SM_MODULE_DIR names)."""
+    channel_paths: dict[str, Path]
+    """Each channel's data here."""
+    host_groups: list[tuple[InstanceGroup, list[str]]]
+    host_hyperparameters: dict[str, dict[str, str]]
+    """Each host's hyperparameters.json (the request's, with container paths placed)."""
+    link_inputs: bool = False
+    """Link the local channels' files instead of copying them (`--link-inputs`)."""
+
+
+def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> None:
     """Creates every host's tree from the job's request, as SageMaker prepares instances before the container
     starts: config files, channels, code (extracted only into an empty code directory, as the toolkit does),
-    and the checkpoint prefix restored into the checkpoint path.
-
-    Args:
-        source_path: where the tarball goes (the file SM_MODULE_DIR names).
-        host_hyperparameters: each host's hyperparameters.json (the request's, with container paths placed).
-    """
+    and the checkpoint prefix restored into the checkpoint path."""
+    source, source_path = inputs.source, inputs.source_path
     try:
         source_path.parent.mkdir(parents=True, exist_ok=True)
         source_path.write_bytes(source.data)
@@ -210,12 +226,13 @@ def prepare(layout: RunLayout, job: ContainerJob, source: SourcePackage, source_
                 directory.mkdir(parents=True, exist_ok=True)
             if not any(host.code_dir.iterdir()):
                 _extract(source.data, host.code_dir)
-            _write_json(host.config_dir / "hyperparameters.json", host_hyperparameters[host.name], private=True)
-            resource = resource_config(host.name, host_groups)
+            _write_json(host.config_dir / "hyperparameters.json", inputs.host_hyperparameters[host.name],
+                        private=True)
+            resource = resource_config(host.name, inputs.host_groups)
             _write_json(host.config_dir / "resourceconfig.json", resource)
             _write_json(host.config_dir / "inputdataconfig.json",
                         job.input_data_config(resource["current_group_name"]))
-            _place_channels(job, host, resource["current_group_name"], channel_paths, link_inputs)
+            _place_channels(job, host, resource["current_group_name"], inputs.channel_paths, inputs.link_inputs)
         restore_checkpoints(layout)
     except (OSError, shutil.Error) as error:
         raise RunFailed(f"PreparationError: writing the hosts' /opt/ml trees in {layout.root} failed: "

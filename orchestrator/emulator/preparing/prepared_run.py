@@ -21,24 +21,33 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.launching import opt_ml
 from orchestrator.emulator.instances.cache import cache_root
-from orchestrator.emulator.preparing.channels import PipeChannel
 from orchestrator.emulator.instances.container import (
     DISTRIBUTION_FLAGS,
     ContainerJob,
     Host,
+    HostConfig,
     InstanceGroup,
+    Processors,
     framework_variables,
     resource_config,
     sm_variables,
     training_env,
 )
 from orchestrator.emulator.instances.hostname import HostnameShim, hostname_shim
-from orchestrator.emulator.launching.launch import HostProcess, Launch, find_tool, host_environment, launches
+from orchestrator.emulator.instances.standin import Accelerators, accelerators
+from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching.launch import (
+    AttemptSetup,
+    HostProcess,
+    Launch,
+    find_tool,
+    host_environment,
+    launches,
+)
 from orchestrator.emulator.launching.toolkit_launchers import (
     EntryPointType,
+    LocalChoices,
     RunnerType,
     ToolkitRefusal,
     check_entry_point,
@@ -48,10 +57,11 @@ from orchestrator.emulator.launching.toolkit_launchers import (
     runner_type,
     toolkit_command,
 )
-from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
-from orchestrator.emulator.instances.standin import Accelerators, accelerators
-from orchestrator.emulator.supervising.status import StatusReport
+from orchestrator.emulator.preparing import layout as run_layout
+from orchestrator.emulator.preparing.channels import PipeChannel
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
+from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
+from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
@@ -134,15 +144,21 @@ class PreparedRun:
         """Every host's environment and the toolkit's command on it, for one attempt."""
         torch_version = _torch_version()
         inherited = dict(os.environ)
-        bin_paths = [self.overlay.bin_dir] if self.overlay else []
+        choices = LocalChoices(python=self.python, code_files=self.code_files,
+                               smddprun=find_tool("smddprun", self.python) is not None,
+                               processes_override=self.processes_override)
+        attempt = AttemptSetup(run_id=run_id, run_dir=self.layout.root, master_port=master_port,
+                               python=self.python, overlay_site=self.overlay.site_packages if self.overlay else None,
+                               bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
+                               hostname_library=self.hostname.library, file_system=self.host_fs)
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)
             resource = resource_config(host.name, self.host_groups)
             instance = lookup(resource["current_instance_type"])
             channels = self.job.input_data_config(resource["current_group_name"])
-            env = training_env(host, resource, hyperparameters, channels, self.job.job_name, instance.gpus,
-                               os.cpu_count() or 1, instance.neuron_cores)
+            env = training_env(HostConfig(host, resource, hyperparameters, channels, self.job.job_name),
+                               Processors(instance.gpus, os.cpu_count() or 1, instance.neuron_cores))
             sm = sm_variables(env)
             toolkit_env = {**sm, **framework_variables(env, self.job.region, torch_version)}
             platform = {key: self.layout.rewrite(host, value) for key, value in self.job.environment.items()}
@@ -151,17 +167,11 @@ class PreparedRun:
                              "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
                                                  f"{self.job.job_name}"})
             full, own = host_environment(
-                inherited, platform, toolkit_env, host,
-                run_id=run_id, run_dir=self.layout.root, master_port=master_port, python=self.python,
-                overlay_site=self.overlay.site_packages if self.overlay else None, bin_paths=bin_paths,
-                hostname_library=self.hostname.library,
-                accelerators=self.group_accelerators.get(resource["current_group_name"], self.accelerators),
-                file_system=self.host_fs)
+                inherited, platform, toolkit_env, host, attempt,
+                self.group_accelerators.get(resource["current_group_name"], self.accelerators))
             for key, value in FAULTHANDLER_ENVIRONMENT.items():  # stacks on SIGABRT, for the stall report
                 full.setdefault(key, value)
-            command = toolkit_command(env, [*sm, "PYTHONPATH"], python=self.python, code_files=self.code_files,
-                                      environ=full, smddprun=find_tool("smddprun", self.python) is not None,
-                                      processes_override=self.processes_override)
+            command = toolkit_command(env, [*sm, "PYTHONPATH"], full, choices)
             result.append(HostProcess(host=host, toolkit=command, env=full, container_env=own,
                                       toolkit_env=toolkit_env))
         return result
@@ -214,8 +224,9 @@ def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> Pre
     run_layout.write_request(run_dir, redact(plan.create_training_job_request))
     source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
     try:
-        run_layout.prepare(layout, job, plan.source, source_path, channel_paths, host_groups, settings.link_inputs,
-                           {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts})
+        hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
+        run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths, host_groups,
+                                                              hyperparameters, settings.link_inputs))
     except RunFailed as failure:
         raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
     return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,

@@ -106,17 +106,25 @@ def toolkit_failure(return_code: int, command: str, lines: Sequence[str],
     return f'{error_class}:\nExitCode {code}\nErrorMessage "{message}"{extra}\nCommand "{command}"'.strip()
 
 
-def root_cause(host: str, exit_code: int, lines: Sequence[str], *, mpi: bool, torchrun: bool,
-               host_rank: int | None, group_hosts: Sequence[str], per_host: int) -> RootCause:
-    """Where a failure started, from the output of the launcher that failed on `host`.
+@dataclass(frozen=True)
+class LauncherOutput:
+    """Whose output a failed launcher's lines are, and where its ranks ran."""
 
-    Args:
-        mpi: the output is mpirun's (lines tagged with ranks, which run on group_hosts in slots of per_host).
-        torchrun: the output is torchrun's (its summary names the failed rank).
-        host_rank: the rank of the one process of `host` (mode none).
-    """
+    mpi: bool
+    """mpirun's: lines tagged with ranks, which run on `group_hosts` in slots of `per_host`."""
+    torchrun: bool
+    """torchrun's: its summary names the failed rank."""
+    host_rank: int | None
+    """The rank of the host's one process (mode none)."""
+    group_hosts: Sequence[str]
+    per_host: int
+
+
+def root_cause(host: str, exit_code: int, lines: Sequence[str], launcher: LauncherOutput) -> RootCause:
+    """Where a failure started, from the output of the launcher that failed on `host`."""
+    group_hosts, per_host = launcher.group_hosts, launcher.per_host
     text = "\n".join(lines)
-    if mpi:
+    if launcher.mpi:
         # mpirun forwards each rank's stdout and stderr separately, so lines of one may land inside the other's
         streams: dict[tuple[int, str] | None, list[tuple[int, str]]] = {}
         for position, line in enumerate(lines):
@@ -134,10 +142,10 @@ def root_cause(host: str, exit_code: int, lines: Sequence[str], *, mpi: bool, to
         key, content = (int(match[1]), match[2]) if match else (None, line)
         ranked.setdefault(key, []).append((position, content))
     found = _first_exception(ranked)
-    rank = host_rank
+    rank = launcher.host_rank
     if found and found[0] is not None:
         rank = found[0]
-    elif torchrun:
+    elif launcher.torchrun:
         root = _TORCHRUN_ROOT.search(text) or _TORCHRUN_RANK.search(text)
         rank = int(root[1]) if root else None
     return RootCause(host, rank, found[1] if found else None, exit_code, found[2] if found else ())

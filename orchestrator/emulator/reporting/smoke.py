@@ -26,8 +26,8 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import HostProcess
-from orchestrator.emulator.preparing.layout import RunLayout, checkpoint_dirs
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.preparing.layout import RunLayout, checkpoint_dirs
 from orchestrator.emulator.supervising.supervisor import Outcome
 
 _RANK, _OMPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]

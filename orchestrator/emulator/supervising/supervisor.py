@@ -67,6 +67,21 @@ _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class Limits:
+    """When an attempt is stopped before its processes end."""
+
+    timeout_seconds: float
+    """max_run_seconds left: SIGTERM, then status `timeout`."""
+    interrupt_after: float | None
+    """A simulated spot interruption after this many seconds (status `interrupted`)."""
+    stop_grace_seconds: float
+    """How long the processes may take to exit after SIGTERM at max_run_seconds, a simulated spot interruption
+    or `stop_after`; a user's interruption gets at most INTERRUPT_GRACE_SECONDS."""
+    stop_after: float | None = None
+    """Stop the job after this many seconds as StopTrainingJob does (status `stopped`)."""
+
+
+@dataclass(frozen=True)
 class Exit:
     host: str
     returncode: int
@@ -168,23 +183,18 @@ class Supervisor:
         grace to checkpoint, then status `stopped`. Safe from any thread."""
         self._stop_requested.set()
 
-    def run(self, timeout_seconds: float, interrupt_after: float | None, stop_grace_seconds: float,
-            hung: Callable[[], bool] | None = None, stop_after: float | None = None,
+    def run(self, limits: Limits, hung: Callable[[], bool] | None = None,
             watch: Callable[[list[psutil.Process]], None] | None = None) -> Outcome:
         """Starts the launches and waits for their end, and for the end of every process they started.
 
         Args:
-            stop_grace_seconds: how long the processes may take to exit after SIGTERM at max_run_seconds, a
-                simulated spot interruption or `stop_after`; a user's interruption gets at most
-                INTERRUPT_GRACE_SECONDS.
             hung: asked at every poll; True stops the run at once with SIGKILL (ranks blocked in a collective
                 cannot act on SIGTERM), after it has taken what it needs from the processes (their stacks).
-            stop_after: stop the job after this many seconds as StopTrainingJob does (status `stopped`).
             watch: shown the run's live processes every WATCH_SECONDS, and once more right before a stop.
         """
         tree = _ProcessTree()
         try:
-            return self._run(tree, timeout_seconds, interrupt_after, stop_grace_seconds, hung, stop_after, watch)
+            return self._run(tree, limits, hung, watch)
         except BaseException:  # a notebook's KeyboardInterrupt, or a bug: still, nothing outlives the run
             self._kill(tree, tree.alive())
             raise
@@ -192,9 +202,10 @@ class Supervisor:
             tree.close()
             self._finished.set()
 
-    def _run(self, tree: _ProcessTree, timeout_seconds: float, interrupt_after: float | None,
-             stop_grace_seconds: float, hung: Callable[[], bool] | None, stop_after: float | None,
+    def _run(self, tree: _ProcessTree, limits: Limits, hung: Callable[[], bool] | None,
              watch: Callable[[list[psutil.Process]], None] | None) -> Outcome:
+        timeout_seconds, interrupt_after, stop_grace_seconds, stop_after = (
+            limits.timeout_seconds, limits.interrupt_after, limits.stop_grace_seconds, limits.stop_after)
         processes = [self._start(launch) for launch in self._launches]
         tree.own(processes)
         readers = [threading.Thread(target=self._pump, args=(launch.host, process.stdout), daemon=True)
