@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -112,22 +111,15 @@ class LocalRun:
 
 
 @dataclass(frozen=True)
-class Options:
-    run_dir: Path | None = None
-    inputs: dict[str, Path] = field(default_factory=dict)
-    processes_per_host: int | None = None
+class Options(LocalSettings):
+    """How `smtrain local` runs a job here: what preparation reads (LocalSettings) and how the run goes."""
+
     simulate_spot_interruption: float | None = None
     master_host: str | None = None
     """Shorthand for a host order that starts with this host."""
-    host_order: tuple[str, ...] | None = None
-    """The instance group's host order (first: the master in distributed modes); unnamed hosts follow."""
-    link_inputs: bool = False
     stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
-    python: str = sys.executable
     stall_timeout_seconds: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
     """Stop the run, with every rank's stack, when no rank writes a line for this long; None: never."""
-    gpu_standin: bool = True
-    """Load the CPU stand-in for CUDA where the instance has more GPUs per host than this machine."""
     smoke_seconds: float | None = None
     """Stop the job after this long as StopTrainingJob would; it passes (exit 0) when every rank started and
     none failed before (see smoke.py)."""
@@ -177,10 +169,8 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             torch, a refusal of the toolkit, an unusable run directory).
     """
     observer = observer or _Quiet()
-    host_order = options.host_order or ((options.master_host,) if options.master_host else None)
-    settings = LocalSettings(run_dir=options.run_dir, inputs=options.inputs,
-                             processes_per_host=options.processes_per_host, host_order=host_order,
-                             link_inputs=options.link_inputs, python=options.python, gpu_standin=options.gpu_standin)
+    settings = replace(options, host_order=options.host_order or (
+        (options.master_host,) if options.master_host else None))
     created = now()
     plan = local_plan(loaded, settings)
     planned = now()

@@ -74,12 +74,14 @@ MAX_WORLD_SIZE = 64
 
 @dataclass(frozen=True)
 class LocalSettings:
-    """What `smtrain local` may change about how the job runs here (local_run.Options' part of it)."""
+    """What `smtrain local` may change about how the job runs here, as preparation reads it (local_run.Options
+    adds how the run goes)."""
 
     run_dir: Path | None = None
     inputs: dict[str, Path] = field(default_factory=dict)
     processes_per_host: int | None = None
     host_order: tuple[str, ...] | None = None
+    """The instance group's host order (first: the master in distributed modes); unnamed hosts follow."""
     link_inputs: bool = False
     python: str = sys.executable
     gpu_standin: bool = True
