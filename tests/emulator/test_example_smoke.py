@@ -1,12 +1,13 @@
-"""Every example spec in job_specs/ runs as is, real-sized, with the user's command `smtrain local SPEC --smoke 60`
-on this machine (a longer smoke where the machine is loaded: SMOKE_TORCH_IMPORTS), without AWS credentials: every
-rank starts, none fails before the deadline, and the examples that train reach a step.
+"""Every example spec in job_specs/ runs as is, real-sized, with the user's command `smtrain local SPEC --smoke
+SECONDS` on this machine, without AWS credentials: every rank starts, none fails before the deadline, and the
+examples that train reach a step.
 
 The smokes are the suite's longest runs: most examples are sized for GPU instances and hit the deadline, and a
-stopped rank finishes its step (and its checkpoint) in the grace period. So they run three at a time, as many as
-the memory they reach allows (MachineShare), longest first, against 8 minutes one after the other. `smtrain local`
-ends a smoke as soon as its job completes. No other multi-process test runs beside them (the `alone` mark,
-tests/conftest.py).
+stopped rank finishes its step (and its checkpoint) in the grace period. Each example's deadline is what it needs
+to start every rank and reach its first step, in imports of torch measured as that smoke starts (a loaded machine
+stretches both alike), never less than MIN_SECONDS. They run three at a time, as many as the memory they reach
+allows (MachineShare), longest first. `smtrain local` ends a smoke as soon as its job completes. No other
+multi-process test runs beside them (the `alone` mark, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,35 +31,42 @@ pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 REPO = Path(__file__).resolve().parents[2]
 SMTRAIN = Path(sys.executable).with_name("smtrain")
-SMOKE_SECONDS = 60
-# The smoke's deadline is the user's 60 s on an idle machine, where the SMDDP example's 16 ranks take about that
-# long to start (about 40 imports of torch); where importing torch takes longer now (a loaded machine), the
-# deadline grows with it, or ranks would be missing only because the machine is busy.
-SMOKE_TORCH_IMPORTS = 30
+MIN_SECONDS = 20
 AT_ONCE = 3
-# Whether each example shows a step here: in its step=N/M progress lines, or (sized for GPUs, it logs every 50
-# steps) in the checkpoint its ranks save when stopped. The MPI demo does not train; the SMDDP example's 16 ranks
-# of an 84-million-parameter MLP take about the whole minute to start and set up on 2 cores (alone, its first
-# step ends in the grace period, at about 90 s). Longest first, with what each took alone, then three at a time.
-EXAMPLES = {
-    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": True,  # ZeRO-1, 4 ranks: 92 s, 140 s
-    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": True,  # 400 M parameters: 83 s, 89 s
-    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": False,  # 16 ranks: 91 s, 61 s (stopped before its first step)
-    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": True,  # 8 ranks: 77 s, 82 s
-    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": True,  # 61 s, 81 s
-    "convnet-dp-none-1x-g5.12xlarge.yaml": True,  # completes in 30 s alone; 63 s
-    "mlp-gloo-none-2x-c5.2xlarge.yaml": True,  # completes: 26 s, 41 s
-    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": True,  # completes on its local_inputs mirror: 23 s, 26 s
-    "mpi-demo-mpi-3x-c5.2xlarge.yaml": False,  # completes: 3 s, 4 s
-}
-# The memory each example's ranks reach here, GB. ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each; the SMDDP
-# example's 16 ranks held 13.6 GB when the kernel's out-of-memory killer ended ZeRO-1 and model parallel ranks
-# beside them (its task list, 2026-11-24, a longer smoke on a loaded machine); in its first backward pass each of
-# them reaches 1.39 GB (the kernel's report when one was killed beside a 3 GB smoke): 22 GB, so it runs alone. The
-# others stay small.
-PEAK_GB = {"mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": 9.5, "mlp-model_parallel-none-1x-g5.12xlarge.yaml": 9.5,
-           "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": 9.5, "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": 22.5}
 OTHER_PEAK_GB = 3
+
+
+@dataclass(frozen=True)
+class Example:
+    trains: bool
+    """Whether a step shows: in its step=N/M progress lines, or (sized for GPUs, it logs every 50 steps) in the
+    checkpoint its ranks save when stopped. The MPI demo does not train; the SMDDP example is stopped before its
+    first step."""
+    torch_imports: int
+    """Its deadline in imports of torch. Measured on this machine idle (an import of torch 1 s), with a 20 s
+    deadline: ZeRO-1 reached step 6 (its ZeroRedundancyOptimizer consolidation at the stop then takes most of its
+    72 s), pytorchddp step 35, model parallel (400 M parameters, one process) step 1, FSDP's 8 ranks step 1; so
+    model parallel gets 25 and FSDP 30. The SMDDP example's 16 ranks take about a minute to start. The examples
+    that complete (convnet 5 s alone, the gloo, torchrun-on-its-mirror and MPI examples) end before theirs."""
+    peak_gb: float = OTHER_PEAK_GB
+    """The memory its ranks reach here. ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each; the SMDDP
+    example's 16 ranks held 13.6 GB when the kernel's out-of-memory killer ended ZeRO-1 and model parallel ranks
+    beside them (its task list, 2026-11-24), and in their first backward pass each reaches 1.39 GB (the kernel's
+    report when one was killed beside a 3 GB smoke): 22 GB, so it runs alone. The others stay small."""
+
+
+# Longest first, with what each took alone at the deadline given, then three at a time.
+EXAMPLES = {
+    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": Example(False, 60, 22.5),  # 16 ranks: 91 s
+    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": Example(True, 20, 9.5),  # ZeRO-1, 4 ranks: 72 s
+    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": Example(True, 25, 9.5),  # 400 M parameters: 47 s at 20
+    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": Example(True, 30, 9.5),  # 8 ranks: 31 s at 20
+    "mlp-gloo-none-2x-c5.2xlarge.yaml": Example(True, 60),  # completes: 26 s
+    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": Example(True, 20),  # 23 s
+    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": Example(True, 60),  # completes on its local_inputs mirror: 23 s
+    "convnet-dp-none-1x-g5.12xlarge.yaml": Example(True, 60),  # completes: 5 s
+    "mpi-demo-mpi-3x-c5.2xlarge.yaml": Example(False, 60),  # completes: 3 s
+}
 # What the smokes may hold at once: this machine's memory less what pytest's workers, scripts/test_under_load.sh's
 # churn and the system keep.
 KEPT_FREE_GB = 6
@@ -89,7 +98,16 @@ class MachineShare:
 class Smoke:
     result: dict
     printed: str
+    deadline: int
     seconds: float
+
+
+@dataclass(frozen=True)
+class SmokeContext:
+    root: Path
+    env: dict[str, str]
+    share: MachineShare
+    startup_seconds: Callable[..., float]
 
 
 def _no_aws_environment(home: Path) -> dict[str, str]:
@@ -100,29 +118,30 @@ def _no_aws_environment(home: Path) -> dict[str, str]:
     return env
 
 
-def _smoke(spec: str, root: Path, env: dict[str, str], seconds: float, share: MachineShare) -> Smoke:
-    with share.hold(PEAK_GB.get(spec, OTHER_PEAK_GB)):
+def _smoke(spec: str, context: SmokeContext) -> Smoke:
+    example = EXAMPLES[spec]
+    with context.share.hold(example.peak_gb):
+        seconds = round(max(MIN_SECONDS, example.torch_imports * context.startup_seconds("torch")))
         started = time.monotonic()
         done = subprocess.run([str(SMTRAIN), "local", str(REPO / "job_specs" / spec), "--smoke", f"{seconds:g}",
-                               "--run-dir", str(root / spec.removesuffix(".yaml")), "-o", "json"],
-                              capture_output=True, text=True, env=env, cwd=root, timeout=seconds + 900, check=False)
+                               "--run-dir", str(context.root / spec.removesuffix(".yaml")), "-o", "json"],
+                              capture_output=True, text=True, env=context.env, cwd=context.root,
+                              timeout=seconds + 900, check=False)
     result = json.loads(done.stdout) if done.stdout.startswith("{") else {"exit_code": done.returncode}
-    return Smoke(result, done.stderr, time.monotonic() - started)
+    return Smoke(result, done.stderr, seconds, time.monotonic() - started)
 
 
 @pytest.fixture(scope="module")
 def smokes(tmp_path_factory, startup_seconds) -> dict[str, Smoke]:
-    root = tmp_path_factory.mktemp("smokes")
-    env = _no_aws_environment(tmp_path_factory.mktemp("home"))
+    context = SmokeContext(tmp_path_factory.mktemp("smokes"), _no_aws_environment(tmp_path_factory.mktemp("home")),
+                           MachineShare(psutil.virtual_memory().total / 2**30 - KEPT_FREE_GB), startup_seconds)
     specs = list(EXAMPLES)
-    seconds = round(max(SMOKE_SECONDS, SMOKE_TORCH_IMPORTS * startup_seconds("torch")))
-    share = MachineShare(psutil.virtual_memory().total / 2**30 - KEPT_FREE_GB)
     started = time.monotonic()
     with ThreadPoolExecutor(len(specs)) as pool:
-        done = dict(zip(specs, pool.map(lambda spec: _smoke(spec, root, env, seconds, share), specs), strict=True))
-    timings = ", ".join(f"{spec.removesuffix('.yaml')} {smoke.seconds:.0f} s" for spec, smoke in done.items())
-    print(f"\nexample smokes of {seconds} s, {AT_ONCE} at a time: {time.monotonic() - started:.0f} s in all; "
-          f"{timings}")
+        done = dict(zip(specs, pool.map(lambda spec: _smoke(spec, context), specs), strict=True))
+    timings = ", ".join(f"{spec.removesuffix('.yaml')} {smoke.seconds:.0f} s of {smoke.deadline} s"
+                        for spec, smoke in done.items())
+    print(f"\nexample smokes, {AT_ONCE} at a time: {time.monotonic() - started:.0f} s in all; {timings}")
     return done
 
 
@@ -140,7 +159,7 @@ def test_example_passes_its_smoke_as_is_without_aws(spec, smokes):
     assert report["ranks_started"] == report["ranks_expected"] == result["world_size"], report
     assert report["missing"] == [] and report["killed_after_deadline"] == [], report
     assert "smoke passed" in smoke.printed
-    if EXAMPLES[spec]:
+    if EXAMPLES[spec].trains:
         checkpoints = Path(result["run_dir"]).glob("algo-1/checkpoints/ckpt-*")
         checkpointed = max((int(path.stem.removeprefix("ckpt-")) for path in checkpoints), default=0)
         assert (report["steps_reached"] or 0) > 0 or checkpointed > 0, f"no step logged or checkpointed: {report}"
