@@ -10,7 +10,8 @@ from typing import Any, Union, get_origin
 
 from pydantic import BaseModel
 
-from orchestrator.spec.model import Channel, ChannelEntry, JobSpec, Mode
+from orchestrator.spec.model import Channel, ChannelEntry, JobSpec
+from orchestrator.spec.modes import Mode
 
 
 def _type_name(annotation: Any) -> str:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from orchestrator.cloud.jobs import JobStatus
-    from orchestrator.cloud.logs import LogLine
-    from orchestrator.planning.metric_series import MetricPoint
+    from orchestrator.observing.log_lines import LogLine
+    from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.planning.plan import Plan
     from orchestrator.spec.loader import LoadedSpec
     from orchestrator.spec.model import JobSpec

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from orchestrator.cloud.jobs import JobStatus
-    from orchestrator.cloud.logs import LogLine
-    from orchestrator.cloud.progress import JobProgress
-    from orchestrator.planning.metric_series import MetricPoint
+    from orchestrator.observing.log_lines import LogLine
+    from orchestrator.observing.metric_series import MetricPoint
+    from orchestrator.observing.progress import JobProgress
     from orchestrator.planning.plan import Plan
 
 
@@ -88,7 +88,7 @@ class Job:
     def progress(self, tail_lines: int = 200) -> JobProgress:
         """How far the job is, from the progress lines among each host's last `tail_lines` lines, and the latest
         value of each metric there (a local run's lines carry no time each, so it gets no rate)."""
-        from orchestrator.cloud.progress import job_progress
+        from orchestrator.observing.progress import job_progress
 
         tails: dict[str, list[LogLine]] = {}
         for line in self.logs(tail=tail_lines):
@@ -110,13 +110,13 @@ class Job:
 
     def metrics(self, names: list[str] | None = None) -> Any:
         """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts."""
-        from orchestrator.planning.metric_series import to_frame
+        from orchestrator.observing.metric_series import to_frame
 
         return to_frame(self.metric_points(names))
 
     def plot(self, names: list[str] | None = None) -> Figure:
         """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
-        from orchestrator.planning.metric_charts import figure
+        from orchestrator.observing.metric_charts import figure
 
         return figure(self.metric_points(names), names, title=self.name)
 

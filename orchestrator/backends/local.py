@@ -16,16 +16,17 @@ from pathlib import Path
 
 from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
-from orchestrator.cloud.logs import LogLine, host_order
-from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.local_plan import local_plan
-from orchestrator.emulator.preparing.prepared_run import LocalSettings
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.layout import read_result
+from orchestrator.emulator.preparing.prepared_run import LocalSettings
 from orchestrator.emulator.supervising.status import TERMINAL, read_status, request_stop
-from orchestrator.planning.metric_series import METRICS_FILE, MetricPoint, read_points
+from orchestrator.observing.log_lines import LogLine, host_order
+from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
+
 
 class LocalBackend:
     """Runs planned jobs on this machine, every host emulated; answers for any run directory."""

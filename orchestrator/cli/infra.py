@@ -73,14 +73,9 @@ def deploy(
     """
     if not yes and not _can_ask():
         raise click.UsageError("no terminal to confirm the change set on: pass --yes to execute it unseen")
-    outputs = infra_lib.deploy(
-        stack_name,
-        parameters,
-        session=_session(ctx, region),
-        on_event=_print_event,
-        confirm=None if yes else _ask_to_execute,
-        template_path=template_file,
-    )
+    deployment = infra_lib.Deployment(stack_name=stack_name, parameters=parameters, template_path=template_file,
+                                      on_event=_print_event, confirm=None if yes else _ask_to_execute)
+    outputs = infra_lib.deploy(deployment, session=_session(ctx, region))
     if outputs is None:  # declining is a normal answer, not a failure
         click.echo("Cancelled: the change set was deleted and nothing changed.", err=True)
         raise click.exceptions.Exit(0)

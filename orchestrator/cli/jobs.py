@@ -23,9 +23,9 @@ import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
 from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, JobSummary, Transition, console_url, list_jobs
-from orchestrator.cloud.logs import LogLine
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
-from orchestrator.planning.metric_series import (
+from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.metric_series import (
     METRICS_FILE,
     MetricPoint,
     format_duration,
@@ -34,12 +34,12 @@ from orchestrator.planning.metric_series import (
     summarize,
     to_csv,
 )
-from orchestrator.spec.model import check_job_name
+from orchestrator.planning.job_name import check_job_name
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import Backend
-    from orchestrator.cloud.progress import JobProgress
     from orchestrator.cloud.submission import Submission
+    from orchestrator.observing.progress import JobProgress
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
 POLL_SECONDS = 15.0
@@ -96,8 +96,8 @@ def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
 def _local_status(run_dir: Path, output: str) -> None:
     """`smtrain status RUN_DIR`: the run's status.json read as DescribeTrainingJob, progress from its logs."""
     from orchestrator.backends.local import LocalBackend
-    from orchestrator.cloud.progress import job_progress
     from orchestrator.emulator.supervising.status import read_status
+    from orchestrator.observing.progress import job_progress
 
     backend = LocalBackend()
     current = backend.describe(str(run_dir))
@@ -314,7 +314,7 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
         points = job.metric_points(list(names) or None, period_seconds)
         source = f"CloudWatch {NAMESPACE}, {period_seconds} s averages"
     if plot_file is not None and points:
-        from orchestrator.planning.metric_charts import figure
+        from orchestrator.observing.metric_charts import figure
 
         figure(points, list(names) or None, title=Path(target).name).savefig(plot_file, dpi=100)
     if output == "json":
@@ -346,7 +346,7 @@ def _local_points(run_dir: Path, names: tuple[str, ...]) -> list[MetricPoint]:
 
 
 def _print_metrics(title: str, points: list[MetricPoint], source: str, names: list[str]) -> None:
-    from orchestrator.planning.metric_charts import text_chart
+    from orchestrator.observing.metric_charts import text_chart
 
     summaries = summarize(points)
     click.echo(f"{title}: {len(points)} points of {len(summaries)} metric(s) ({source})")

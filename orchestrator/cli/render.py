@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from orchestrator.planning.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
+from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.model import Channel, JobSpec
 from orchestrator.spec.topology import topology
@@ -156,10 +156,10 @@ def sources_lines(plan: Plan) -> list[str]:
 
 def _master_note(plan: Plan) -> str:
     topo = plan.topology
-    if topo.mode.value == "none":
+    if not topo.rules.assigns_ranks:
         return "each host runs the script once; rank = index of SM_CURRENT_HOST in SM_HOSTS"
-    if topo.master_addr == "127.0.0.1":
-        return "single node: torchrun's own rendezvous on 127.0.0.1:29500"
+    if topo.rules.single_host_rendezvous == (topo.master_addr, topo.master_port):
+        return f"single node: {topo.launcher}'s own rendezvous on {topo.master_addr}:{topo.master_port}"
     return ("the master is the first host of the instance group SageMaker writes in resourceconfig.json: "
             "usually algo-1, not guaranteed (docs/sagemaker-contract.md §6)")
 
@@ -326,7 +326,7 @@ class LocalConsole:
 
     def result(self, run: Any) -> None:
         from orchestrator.emulator.supervising.stall import STACKS_FILE
-        from orchestrator.planning.metric_series import METRICS_FILE, read_points
+        from orchestrator.observing.metric_series import METRICS_FILE, read_points
 
         colour = {"Completed": "green", "Failed": "red", "Hung": "red"}.get(run.status, "yellow")
         console = self._progress.console
@@ -358,8 +358,8 @@ class LocalConsole:
             console.print(f"chart:   smtrain metrics {run.run_dir}", highlight=False, soft_wrap=True)
 
     def _print_loss_curve(self, points: list[Any]) -> None:
-        from orchestrator.planning.metric_charts import text_chart
-        from orchestrator.planning.metric_series import metric_names
+        from orchestrator.observing.metric_charts import text_chart
+        from orchestrator.observing.metric_series import metric_names
 
         for name in loss_metrics(metric_names(points)):
             series = [point for point in points if point.metric == name]

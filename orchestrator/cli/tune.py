@@ -110,7 +110,7 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
 def status(ctx: click.Context, name: str, region: str | None, output: str, plot_file: Path | None) -> None:
     """Progress of tuning job NAME (trials completed, running, stopped, failed), the best trial so far with its
     objective and hyperparameters, and every trial sorted by objective."""
-    from orchestrator.planning.trials import table
+    from orchestrator.observing.trials import table
 
     tuning = _tuning(ctx, name, region)
     current = tuning.status()
@@ -200,7 +200,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
     for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
-    from orchestrator.planning.trials import table
+    from orchestrator.observing.trials import table
     from orchestrator.spec.tuning_loader import load_tuning
 
     loaded = load_tuning(file, overrides)

@@ -1,7 +1,9 @@
 """botocore failures as user errors that say what to do, with secret values masked out of every message.
 
-The one translation for every AWS call smtrain makes (jobs, logs, submit, the infra stack), so the same
-failure always gets the same advice. AWS error messages can quote what was sent (a validation error on
+The one translation for every AWS call smtrain makes (jobs, logs, submit, tuning, the infra stack, check), so
+the same failure always gets the same advice; and the one reader of a ClientError's answer (its code, message
+and HTTP status): the modules that handle an expected failure themselves (a missing object, a name taken, a
+throttled call) ask the predicates below instead of taking the response apart. AWS error messages can quote what was sent (a validation error on
 `Environment` quotes the value), so each message passes through redact's `mask_text` before it is raised.
 """
 
@@ -29,6 +31,10 @@ _FIXES = {
     "ExpiredToken": _EXPIRED_FIX,
     "ExpiredTokenException": _EXPIRED_FIX,
 }
+_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
+_NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})
+# S3 answers HEAD requests with the bare status as the code; GET-style calls name it.
+_S3_MISSING_CODES = frozenset({"404", "NotFound", "NoSuchKey", "NoSuchBucket"})
 _NO_CREDENTIALS_FIX = "run `aws configure` or `aws sso login`, or set AWS_PROFILE"
 _NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or a profile region "
                  "(`aws configure set region <region>`)")
@@ -51,11 +57,54 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     except NoRegionError:
         raise EnvironmentProblem("no AWS region configured", fix=_NO_REGION_FIX) from None
     except ClientError as exc:
-        error = exc.response.get("Error", {})
-        code = error.get("Code", "")
-        message = f"{doing}: {exc.operation_name} failed: {code}: {error.get('Message', '')}"
+        code = _error(exc).get("Code", "")
+        message = f"{doing}: {exc.operation_name} failed: {code}: {error_message(exc)}"
         raise AwsError(mask_text(message, secrets), fix=_FIXES.get(code)) from None
     except BotoCoreError as exc:
         raise AwsError(
             mask_text(f"{doing}: {exc}", secrets), fix="check the network, the region and AWS_ENDPOINT_URL"
         ) from None
+
+
+def error_code(exc: Exception) -> str:
+    """A ClientError's AWS error code (`NoSuchBucket`, `404`); for any other failure (a BotoCoreError has no
+    code) the exception's class name."""
+    return _error(exc).get("Code") or type(exc).__name__
+
+
+def error_message(exc: Exception) -> str:
+    """A ClientError's AWS error message ("" for any other failure)."""
+    return _error(exc).get("Message", "")
+
+
+def is_transient(exc: Exception) -> bool:
+    """Throttled, or a server-side failure (HTTP 5xx): worth another attempt."""
+    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return error_code(exc) in _THROTTLING_CODES or status >= 500
+
+
+def is_name_taken(exc: Exception) -> bool:
+    """A create call refused because a resource of that name exists."""
+    return error_code(exc) in _NAME_TAKEN_CODES
+
+
+def is_not_found(exc: Exception) -> bool:
+    """SageMaker answers a Describe call for an unknown name with a ValidationException, not a 404."""
+    message = error_message(exc).lower()
+    return error_code(exc) in ("ValidationException", "ResourceNotFound") and (
+        "not found" in message or "could not find" in message
+    )
+
+
+def is_missing_in_s3(exc: Exception) -> bool:
+    """S3 says the bucket or the object does not exist."""
+    return error_code(exc) in _S3_MISSING_CODES
+
+
+def is_missing_stack(exc: Exception) -> bool:
+    """CloudFormation says the stack does not exist (a ValidationError, told apart by its message)."""
+    return "does not exist" in error_message(exc)
+
+
+def _error(exc: Exception) -> dict[str, str]:
+    return getattr(exc, "response", {}).get("Error", {})

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors
+from orchestrator.cloud.aws_errors import aws_errors, error_code, is_missing_in_s3
 from orchestrator.errors import AwsError
 
 
@@ -87,9 +87,9 @@ def bucket_exists(boto: Any, name: str, expected_owner: str | None = None) -> bo
         try:
             client(boto, "s3").head_bucket(Bucket=name, **extra)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+            if is_missing_in_s3(exc):
                 return False
-            if exc.response.get("Error", {}).get("Code") == "403" and expected_owner:
+            if error_code(exc) == "403" and expected_owner:
                 raise AwsError(f"S3 bucket {name} exists but does not belong to account {expected_owner}, so the "
                                "job's outputs will not be written there",
                                fix="name an output_path in the spec (or $SMTRAIN_OUTPUT_PATH, or the SDK defaults' "

@@ -30,7 +30,7 @@ def sdk_kwargs(job_plan: Plan) -> dict[str, Any]:
         return kwargs
     sagemaker = import_sagemaker()
     image = job_plan.create_training_job_request["AlgorithmSpecification"]["TrainingImage"]
-    smddp = job_plan.spec.distribution.mode.runs_smddp
+    smddp = job_plan.spec.distribution.rules.runs_smddp
     smddp_versions = sagemaker.fw_utils.SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS["pytorch"]
     if _v2_image(sagemaker, job_plan) != image or (smddp and kwargs["framework_version"] not in smddp_versions):
         kwargs["image_uri"] = image

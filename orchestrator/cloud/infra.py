@@ -18,7 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.aws_errors import aws_errors
+from orchestrator.cloud.aws_errors import aws_errors, error_message, is_missing_stack
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 
 if TYPE_CHECKING:
@@ -136,31 +136,34 @@ def stack_outputs(stack_name: str | None = None, session: boto3.Session | None =
     )
 
 
-def deploy(
-    stack_name: str | None = None,
-    parameters: Mapping[str, str] | None = None,
-    *,
-    session: boto3.Session | None = None,
-    on_event: Callable[[DeployEvent], None] | None = None,
-    confirm: Callable[[list[dict[str, str]]], bool] | None = None,
-    template_path: Path = TEMPLATE_PATH,
-    poll_seconds: float = DEFAULT_POLL_SECONDS,
-    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-) -> StackOutputs | None:
+@dataclass(frozen=True)
+class Deployment:
+    """What `deploy` deploys, and how it reports, asks and waits."""
+
+    stack_name: str | None = None
+    """See `resolve_stack_name`."""
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    """Template parameter overrides, e.g. {"EnableVpcAccess": "true"}."""
+    template_path: Path = TEMPLATE_PATH
+    """The CloudFormation template to deploy."""
+    on_event: Callable[[DeployEvent], None] | None = None
+    """Receives the change preview, "no changes", and the stack's events while it deploys."""
+    confirm: Callable[[list[dict[str, str]]], bool] | None = None
+    """Called with the changes before anything is executed; False deletes the change set."""
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    """Pause between DescribeChangeSet/DescribeStacks polls."""
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    """The longest the whole deployment may take."""
+
+
+def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None = None) -> StackOutputs | None:
     """Create or update the stack from the template through a change set, then return its outputs.
 
     Template parameters not given keep the stack's current values on an update (template defaults on a
     create), like `aws cloudformation deploy`, so changing one setting never resets the others.
 
     Args:
-        stack_name: see `resolve_stack_name`.
-        parameters: template parameter overrides, e.g. {"EnableVpcAccess": "true"}.
         session: boto3 session; default: boto3's chain, with $AWS_REGION honoured (`cloud.sdk.boto_session`).
-        on_event: receives the change preview, "no changes", and the stack's events while it deploys.
-        confirm: called with the changes before anything is executed; False deletes the change set.
-        template_path: the CloudFormation template to deploy.
-        poll_seconds: pause between DescribeChangeSet/DescribeStacks polls.
-        timeout_seconds: the longest the whole deployment may take.
 
     Returns:
         The stack's outputs, or None when `confirm` declined (then nothing changed).
@@ -170,9 +173,10 @@ def deploy(
         EnvironmentProblem: the template file, AWS credentials or region are missing.
         AwsError: CloudFormation refused the change set, the stack rolled back, or the timeout passed.
     """
-    name = resolve_stack_name(stack_name)
+    name = resolve_stack_name(deployment.stack_name)
+    template_path = deployment.template_path
     template_body = _read_template(template_path)
-    overrides = dict(parameters or {})
+    overrides = dict(deployment.parameters)
     declared = _declared_parameters(template_body, template_path)
     unknown = sorted(set(overrides) - set(declared))
     if unknown:
@@ -180,8 +184,8 @@ def deploy(
             f"{template_path.name} has no parameter {', '.join(unknown)}",
             fix=f"use one of {', '.join(declared)}",
         )
-    notify = on_event or (lambda event: None)
-    poller = _Poller(poll_seconds, timeout_seconds)
+    notify = deployment.on_event or (lambda event: None)
+    poller = _Poller(deployment.poll_seconds, deployment.timeout_seconds)
     with aws_errors(f"deploying CloudFormation stack {name}"):
         cfn = _cloudformation(session)
         existing = _describe_stack(cfn, name)
@@ -206,7 +210,7 @@ def deploy(
                     tuple(changes),
                 )
             )
-            if confirm is not None and not confirm(changes):
+            if deployment.confirm is not None and not deployment.confirm(changes):
                 _discard(cfn, name, change_set["ChangeSetId"], creating)
                 return None
             seen_events = _latest_event_ids(cfn, name)
@@ -315,7 +319,7 @@ def _describe_stack(cfn: Any, name: str) -> dict[str, Any] | None:
     try:
         return cfn.describe_stacks(StackName=name)["Stacks"][0]
     except ClientError as exc:
-        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
+        if is_missing_stack(exc):
             return None
         raise
 
@@ -347,7 +351,7 @@ def _create_change_set(
         )
     except ClientError as exc:
         # CloudFormation reports an empty change set as FAILED (below); moto 5.2.5 refuses to create it.
-        if _means_no_changes(exc.response.get("Error", {}).get("Message", "")):
+        if _means_no_changes(error_message(exc)):
             return None
         raise
     while True:

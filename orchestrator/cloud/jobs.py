@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator.cloud.aws_errors import aws_errors
-from orchestrator.cloud.logs import LogLine, LogReader, tail
+from orchestrator.cloud.aws_errors import aws_errors, is_not_found
+from orchestrator.cloud.logs import LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.cloud.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.cloud.settings_view import setting_rows
 from orchestrator.errors import SmtrainError
-from orchestrator.planning.metric_series import MetricPoint, loss_metrics, to_frame
+from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.metric_series import MetricPoint, loss_metrics, to_frame
+from orchestrator.observing.progress import CostSoFar, JobProgress, cost_so_far, job_progress
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ class Job:
 
     def plot(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Figure:
         """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
-        from orchestrator.planning.metric_charts import figure
+        from orchestrator.observing.metric_charts import figure
 
         points = self.metric_points(names, period_seconds)
         return figure(points, names, title=self.name)
@@ -451,15 +452,6 @@ def list_jobs(
             if len(summaries) >= max_results:
                 break
     return summaries[:max_results]
-
-
-def is_not_found(exc: Any) -> bool:
-    """SageMaker answers DescribeTrainingJob for an unknown name with a ValidationException, not a 404."""
-    error = exc.response.get("Error", {})
-    message = error.get("Message", "").lower()
-    return error.get("Code") in ("ValidationException", "ResourceNotFound") and (
-        "not found" in message or "could not find" in message
-    )
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -10,30 +10,13 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors
+from orchestrator.cloud.aws_errors import aws_errors, error_code
+from orchestrator.observing.log_lines import LogLine, host_order
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
-
-
-@dataclass(frozen=True)
-class LogLine:
-    """One log event of one host."""
-
-    host: str
-    timestamp_ms: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"[{self.host}] {self.message}"
-
-    def to_dict(self) -> dict[str, Any]:
-        time = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=timezone.utc)
-        return {"host": self.host, "time": time.isoformat(), "message": self.message}
 
 
 def host_of(stream_name: str, job_name: str) -> str:
@@ -103,7 +86,7 @@ def stream_names(logs_client: Any, job_name: str) -> list[str]:
         ]
     except ClientError as exc:
         # The log group only exists once some job in the region has logged; until then there is nothing.
-        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+        if error_code(exc) == "ResourceNotFoundException":
             return []
         raise
 
@@ -128,8 +111,3 @@ def tail(
         for host in sorted(by_host, key=host_order)
     }
 
-
-def host_order(host: str) -> int:
-    """`algo-12` -> 12, so that hosts sort as numbers."""
-    number = host.rsplit("-", 1)[-1]
-    return int(number) if number.isdigit() else 0

@@ -1,6 +1,6 @@
 """A SageMaker job's metric series, as CloudWatch holds them.
 
-SageMaker applies the job's metric definitions to its logs (the same rule as `planning.metric_series.extract`)
+SageMaker applies the job's metric definitions to its logs (the same rule as `observing.metric_series.extract`)
 and publishes each value to CloudWatch in the namespace `/aws/sagemaker/TrainingJobs` with the dimension
 `TrainingJobName` (what the SDK's `TrainingJobAnalytics` reads too). `GetMetricData` returns one value per
 period, the average of the values logged in it: 60 s by default, less for data kept at high resolution.
@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors
-from orchestrator.planning.metric_series import MetricPoint
+from orchestrator.observing.metric_series import MetricPoint
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 JOB_DIMENSION = "TrainingJobName"

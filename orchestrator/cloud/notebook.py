@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from orchestrator.cloud.progress import JobProgress
-from orchestrator.planning.metric_series import loss_metrics
+from orchestrator.observing.metric_series import loss_metrics
+from orchestrator.observing.progress import JobProgress
 
 _STATUS_COLOURS = {"Completed": "#1a7f37", "Failed": "#cf222e", "Stopped": "#9a6700", "Stopping": "#9a6700"}
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from orchestrator.cloud.aws_errors import error_code, is_missing_in_s3
 from orchestrator.planning.target import bucket_of
 from orchestrator.spec import images
 from orchestrator.spec.capabilities import resolved_py_version
@@ -59,17 +60,13 @@ def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
     return [step(state) for step in steps]
 
 
-def _error_code(exc: Exception) -> str:
-    return getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-
-
 def _credentials(state: _Account) -> Check:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         identity = state.session.client("sts").get_caller_identity()
     except (BotoCoreError, ClientError) as exc:
-        return Check("credentials", False, f"STS GetCallerIdentity failed: {_error_code(exc)}",
+        return Check("credentials", False, f"STS GetCallerIdentity failed: {error_code(exc)}",
                      "run `aws configure` or `aws sso login`, or set AWS_PROFILE (expired keys: get new ones)")
     state.account = identity["Account"]
     return Check("credentials", True, f"account {identity['Account']} as {identity['Arn']}")
@@ -130,11 +127,11 @@ def _role(state: _Account) -> Check:
     try:
         found = state.session.client("iam").get_role(RoleName=name)["Role"]
     except ClientError as exc:
-        if _error_code(exc) == "NoSuchEntity":
+        if error_code(exc) == "NoSuchEntity":
             return Check("role", False, f"role {name} does not exist in account {state.account}",
                          "check the name or ARN in `role:` ($SMTRAIN_ROLE), or create one with `smtrain infra "
                          "deploy`")
-        return Check("role", False, f"cannot read role {name}: {_error_code(exc)}",
+        return Check("role", False, f"cannot read role {name}: {error_code(exc)}",
                      "allow your credentials iam:GetRole, or check the role in the IAM console")
     if not _trusts_sagemaker(found.get("AssumeRolePolicyDocument")):
         return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
@@ -186,11 +183,11 @@ def _bucket(state: _Account) -> Check:
     try:
         location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
     except ClientError as exc:
-        if _error_code(exc) in ("NoSuchBucket", "404"):
+        if is_missing_in_s3(exc):
             return Check("bucket", False, f"bucket {bucket} does not exist",
                          f"create it in {state.region} (`aws s3 mb s3://{bucket} --region {state.region}`), point "
                          "output_path at an existing one, or `smtrain infra deploy`")
-        return Check("bucket", False, f"cannot read bucket {bucket}: {_error_code(exc)}",
+        return Check("bucket", False, f"cannot read bucket {bucket}: {error_code(exc)}",
                      "allow your credentials s3:GetBucketLocation on it, or use a bucket of this account")
     if location == "EU":
         location = "eu-west-1"
@@ -204,7 +201,7 @@ def _bucket(state: _Account) -> Check:
         s3.put_object(Bucket=bucket, Key=probe, Body=b"")
         s3.delete_object(Bucket=bucket, Key=probe)
     except ClientError as exc:
-        return Check("bucket", False, f"cannot write to {state.output_path}: {_error_code(exc)}",
+        return Check("bucket", False, f"cannot write to {state.output_path}: {error_code(exc)}",
                      f"allow your credentials (and the execution role) s3:PutObject on arn:aws:s3:::{bucket}/*")
     return Check("bucket", True, f"{bucket} in {location}, writable at {state.output_path}")
 
@@ -245,7 +242,7 @@ def _custom_image(state: _Account, uri: str) -> Check:
     try:
         state.session.client("ecr").describe_images(repositoryName=match["repository"], imageIds=[image_id])
     except ClientError as exc:
-        return Check("image", False, f"{uri}: {_error_code(exc)}",
+        return Check("image", False, f"{uri}: {error_code(exc)}",
                      f"push the image (`docker push {uri}`), or fix image_uri")
     return Check("image", True, f"{uri} (found in this account's ECR)")
 
@@ -264,7 +261,7 @@ def _quota(state: _Account) -> Check:
         pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker")
         found = next((quota for page in pages for quota in page["Quotas"] if quota["QuotaName"] == wanted), None)
     except (BotoCoreError, ClientError) as exc:
-        return Check("quota", False, f"cannot read the SageMaker quotas: {_error_code(exc)}",
+        return Check("quota", False, f"cannot read the SageMaker quotas: {error_code(exc)}",
                      f"allow your credentials servicequotas:ListServiceQuotas, or look up '{wanted}' in the Service "
                      "Quotas console")
     if found is None:

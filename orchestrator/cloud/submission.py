@@ -18,8 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors
-from orchestrator.cloud.jobs import Job, console_url, is_not_found
+from orchestrator.cloud.aws_errors import (
+    aws_errors,
+    is_missing_in_s3,
+    is_name_taken,
+    is_not_found,
+    is_transient,
+)
+from orchestrator.cloud.jobs import Job, console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
@@ -30,8 +36,6 @@ logger = logging.getLogger(__name__)
 CREATE_ATTEMPTS = 5
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 8.0
-_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
-_NAME_TAKEN = "ResourceInUse"
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,7 @@ def _stored_checksum(s3: Any, bucket: str, key: str) -> str | None:
     try:
         head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+        if is_missing_in_s3(exc):
             return None
         raise
     return head.get("ChecksumSHA256")
@@ -210,10 +214,10 @@ def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
                 single_attempt.create_training_job(**request)
                 return
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == _NAME_TAKEN:
+                if is_name_taken(exc):
                     _adopt_or_refuse(job_plan, boto, may_exist)
                     return
-                if not _is_transient(exc):
+                if not is_transient(exc):
                     raise
                 failure: Exception = exc
             except (BotoConnectionError, HTTPClientError) as exc:
@@ -240,12 +244,6 @@ def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
                 pause,
             )
             time.sleep(pause)
-
-
-def _is_transient(exc: Any) -> bool:
-    error = exc.response.get("Error", {})
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return error.get("Code") in _THROTTLING_CODES or status >= 500
 
 
 def _existing_job_adopted(job_plan: Plan, boto: Any) -> bool:

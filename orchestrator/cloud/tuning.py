@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.aws_errors import aws_errors
-from orchestrator.cloud.jobs import Job, is_not_found
+from orchestrator.cloud.aws_errors import aws_errors, is_name_taken, is_not_found, is_transient
+from orchestrator.cloud.jobs import Job
 from orchestrator.cloud.submission import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
@@ -25,16 +25,15 @@ from orchestrator.cloud.submission import (
     refuse_blocking_findings,
 )
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
+from orchestrator.observing import trials as trial_tables
+from orchestrator.observing.trials import Trial
 from orchestrator.planning.tuning import TuningPlan
-from orchestrator.planning import trials as trial_tables
-from orchestrator.planning.trials import Trial
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
-_THROTTLING = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 
 
 class TuningNotFound(SmtrainError):
@@ -357,13 +356,11 @@ def _create_once(tuning_plan: TuningPlan, boto: Any) -> None:
                 single_attempt.create_hyper_parameter_tuning_job(**request)
                 return
             except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code")
-                if code in ("ResourceInUse", "ResourceInUseException"):
+                if is_name_taken(exc):
                     if may_exist and _is_ours(_described_or_none(tuning_plan, boto), tuning_plan):
                         return
                     raise _name_clash(tuning_plan) from None
-                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-                if code not in _THROTTLING and status < 500:
+                if not is_transient(exc):
                     raise
                 failure: Exception = exc
             except (BotoConnectionError, HTTPClientError) as exc:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.prepared_run import LocalSettings, run_dir_for
+from orchestrator.planning.job_name import timestamped_job_name
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import Channel, JobSpec, timestamped_job_name
+from orchestrator.spec.model import Channel, JobSpec
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"

@@ -46,7 +46,7 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
-from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
+from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact

@@ -12,26 +12,12 @@ from typing import Any
 from orchestrator.planning.request import metric_definitions, resource_config
 from orchestrator.planning.target import Target
 from orchestrator.spec.capabilities import resolved_py_version
-from orchestrator.spec.model import JobSpec, Mode
+from orchestrator.spec.model import JobSpec
 
 
 def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
-    """The SDK's `distribution=` dict for the spec's mode (docs/sdk-facts.md §3)."""
-    dist = spec.distribution
-    groups = {"instance_groups": list(dist.instance_groups)} if dist.instance_groups else {}
-    if dist.mode is Mode.none:
-        return None
-    if dist.mode is Mode.mpi:
-        mpi: dict[str, Any] = {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}
-        if dist.processes_per_host:
-            mpi["processes_per_host"] = dist.processes_per_host
-        return {"mpi": mpi, **groups}
-    if dist.mode is Mode.pytorchddp:
-        return {"pytorchddp": {"enabled": True}}
-    if dist.mode is Mode.torch_distributed:
-        return {"torch_distributed": {"enabled": True}}
-    return {"smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}},
-            **groups}
+    """The SDK's `distribution=` dict for the spec's mode: its row of the mode table (spec/modes.py)."""
+    return spec.distribution.rules.sdk_distribution(spec.distribution)
 
 
 def estimator_kwargs(spec: JobSpec, target: Target, source_uri: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.estimator import estimator_kwargs
+from orchestrator.planning.job_name import check_job_name, timestamped_job_name
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
 from orchestrator.planning.provenance import DEFAULT, Source, leaves
 from orchestrator.planning.request import RequestContext, create_training_job_request
@@ -22,7 +23,7 @@ from orchestrator.spec import images
 from orchestrator.spec.capabilities import Finding, check
 from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, api_limit, check_job_name, timestamped_job_name
+from orchestrator.spec.model import JobSpec, api_limit
 from orchestrator.spec.topology import Topology, topology
 
 WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"

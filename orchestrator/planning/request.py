@@ -15,7 +15,7 @@ from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.planning.target import Target
 from orchestrator.spec.catalog import InstanceType
 from orchestrator.spec.images import default_python, image_uri, processor
-from orchestrator.spec.model import Channel, InstancePreference, JobSpec, Mode
+from orchestrator.spec.model import Channel, InstancePreference, JobSpec
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
 CONTAINER_LOG_LEVEL = 20
@@ -42,29 +42,8 @@ class RequestContext:
 
 
 def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
-    """The `sagemaker_*` keys each mode injects (docs/sdk-facts.md §3; pytorchddp is rewritten into smddp, §4)."""
-    dist = spec.distribution
-    if dist.mode is Mode.none:
-        return {}
-    keys: dict[str, Any] = {}
-    if dist.instance_groups:
-        # sagemaker/estimator.py Framework._distribution_configuration: the first key it writes.
-        keys["sagemaker_distribution_instance_groups"] = list(dist.instance_groups)
-    if dist.mode is Mode.mpi:
-        keys["sagemaker_mpi_enabled"] = True
-        if dist.processes_per_host:
-            keys["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
-        keys["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
-        return keys
-    if dist.mode is Mode.torch_distributed:
-        return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": spec.instance_type}
-    options = "" if dist.mode is Mode.pytorchddp else dist.custom_mpi_options
-    return {
-        **keys,
-        "sagemaker_distributed_dataparallel_enabled": True,
-        "sagemaker_instance_type": spec.instance_type,
-        "sagemaker_distributed_dataparallel_custom_mpi_options": options,
-    }
+    """The `sagemaker_*` keys the spec's mode injects: its row of the mode table (spec/modes.py)."""
+    return spec.distribution.rules.hyperparameters(spec.distribution, spec.instance_type)
 
 
 def metric_definitions(spec: JobSpec) -> list[dict[str, str]]:

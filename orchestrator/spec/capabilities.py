@@ -19,7 +19,8 @@ from orchestrator.redact import redact_value
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
 from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.model import JobSpec, Mode
+from orchestrator.spec.model import JobSpec
+from orchestrator.spec.modes import Mode
 from orchestrator.spec.topology import processes_per_host
 
 Severity = Literal["error", "unverified", "warning", "notice"]

@@ -10,22 +10,27 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import secrets
-import threading
-import time
 import unicodedata
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_serializer,
-                      model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
-from orchestrator.errors import SpecError
 from orchestrator.spec.catalog import catalog
 from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec.metric_regex import MetricRegexError, compile_metric_regex
+from orchestrator.spec.modes import Mode, ModeRules
 
 # CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
 # by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
@@ -230,76 +235,6 @@ TagKey = Annotated[str, Field(min_length=api_limit("Tags[].Key", "min"), max_len
 TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max")), AfterValidator(_tag_value)]
 
 
-class _NameTags:
-    """Random tags for job names, never the same twice for one timestamp within this process."""
-
-    ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-    LENGTH = 4
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stamp = ""
-        self._used: set[str] = set()
-
-    def draw(self, stamp: str) -> str:
-        with self._lock:
-            if stamp != self._stamp:
-                self._stamp, self._used = stamp, set()
-            while True:
-                tag = "".join(secrets.choice(self.ALPHABET) for _ in range(self.LENGTH))
-                if tag not in self._used:
-                    self._used.add(tag)
-                    return tag
-
-
-_NAME_TAGS = _NameTags()
-
-
-def check_job_name(name: str, where: str = "--job-name") -> str:
-    """`name` if CreateTrainingJob accepts it as TrainingJobName (checked here, so a bad name sends nothing).
-
-    Raises:
-        SpecError: empty, too long, or a character outside the API's pattern (letters, digits, single hyphens).
-    """
-    limit = api_limit("TrainingJobName", "max")
-    if not _api_pattern("TrainingJobName").fullmatch(name) or len(name) > limit:
-        shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... ({len(name)} characters)"
-        raise SpecError(f"{where} {shown} is not a training job name SageMaker accepts",
-                        fix=f"use 1 to {limit} letters, digits and hyphens, starting and ending with a letter or "
-                        "digit, e.g. " + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-")[:limit] or "my-job"))
-    return name
-
-
-def timestamped_job_name(base: str) -> str:
-    """`base-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`: the SDK's `name_from_base` stamp (UTC, milliseconds) and a random tag.
-
-    The SDK's stamp alone repeats when two jobs are named in the same millisecond, and CreateTrainingJob then
-    refuses the second. The tag differs for every name made in this process, and across processes two names of
-    the same millisecond collide once in 36**4 (1.7 million). The base is trimmed, as the SDK trims it, to keep
-    the name within SageMaker's limit.
-    """
-    now = time.time()
-    stamp = f"{time.strftime('%Y-%m-%d-%H-%M-%S', time.gmtime(now))}-{int(now * 1000) % 1000:03d}"
-    suffix = f"-{stamp}-{_NAME_TAGS.draw(stamp)}"
-    return f"{base[:api_limit('TrainingJobName', 'max') - len(suffix)]}{suffix}"
-
-
-class Mode(str, Enum):
-    """How SageMaker launches the entry point on each host (docs/sagemaker-contract.md §7)."""
-
-    none = "none"
-    mpi = "mpi"
-    pytorchddp = "pytorchddp"
-    torch_distributed = "torch_distributed"
-    smddp = "smddp"
-
-    @property
-    def runs_smddp(self) -> bool:
-        """The launcher runs SageMaker's SMDDP library (mpirun + smddprun): smddp, and pytorchddp, which the SDK
-        rewrites into it. The one place that says so; capabilities, the estimator and the emulator read it."""
-        return self in (Mode.smddp, Mode.pytorchddp)
-
-
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
@@ -479,6 +414,11 @@ class Distribution(_Spec):
     instance_groups: list[InstanceGroupName] = Field(default_factory=list)
     """With instance groups: the one group whose hosts run the distributed launcher (modes `mpi`, `smddp`); the
     other groups run the entry point once per host. Default: the only group."""
+
+    @property
+    def rules(self) -> ModeRules:
+        """The mode's row of the mode table (spec/modes.py): what the request, the SDK and the launcher make of it."""
+        return self.mode.rules
 
 
 HyperparameterValue = str | bool | int | float | None | list | dict

@@ -1,8 +1,10 @@
 """Which processes a mode starts on which hosts, and the ranks they get (docs/sagemaker-contract.md §6-7).
 
-Read by `plan` (the rank table shown before submit). The local emulator derives the same from the request, as
-SageMaker's toolkit does (emulator/launching/toolkit_launchers.py); tests/backends/test_one_topology.py holds
-the two to each other for every example spec, so the table a user reads is the topology the emulator runs.
+The launcher, processes per host and single-host rendezvous of each mode are its row of spec/modes.py; this
+module lays them out over the job's hosts. Read by `plan` (the rank table shown before submit). The local
+emulator derives the same from the request, as SageMaker's toolkit does
+(emulator/launching/toolkit_launchers.py); tests/backends/test_one_topology.py holds the two to each other for
+every example spec, so the table a user reads is the topology the emulator runs.
 """
 
 from __future__ import annotations
@@ -11,17 +13,8 @@ from dataclasses import dataclass
 
 from orchestrator.contract import DEFAULT_MASTER_PORT
 from orchestrator.spec.catalog import InstanceType
-from orchestrator.spec.model import JobSpec, Mode
-
-LAUNCHERS = {
-    Mode.none: "python",
-    Mode.mpi: "mpirun",
-    Mode.torch_distributed: "torchrun",
-    Mode.pytorchddp: "mpirun (SMDDP)",
-    Mode.smddp: "mpirun (SMDDP)",
-}
-# torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
-TORCHRUN_SINGLE_NODE_MASTER = ("127.0.0.1", 29500)
+from orchestrator.spec.model import JobSpec
+from orchestrator.spec.modes import ModeRules
 
 
 @dataclass(frozen=True)
@@ -35,7 +28,8 @@ class RankRow:
 
 @dataclass(frozen=True)
 class Topology:
-    mode: Mode
+    rules: ModeRules
+    """The mode's row of the mode table."""
     hosts: tuple[str, ...]
     processes_per_host: int
     master_addr: str
@@ -43,7 +37,7 @@ class Topology:
 
     @property
     def launcher(self) -> str:
-        return LAUNCHERS[self.mode]
+        return self.rules.launcher
 
     @property
     def world_size(self) -> int:
@@ -60,15 +54,8 @@ class Topology:
 
 
 def processes_per_host(spec: JobSpec, instance: InstanceType) -> int:
-    """What the container starts per host for this mode (the toolkit's rule, contract §7)."""
-    mode = spec.distribution.mode
-    if mode is Mode.none:
-        return 1
-    if mode is Mode.mpi:
-        return spec.distribution.processes_per_host or instance.devices_per_host
-    if mode is Mode.torch_distributed:
-        return instance.devices_per_host
-    return instance.gpus or 1
+    """What the container starts per host for this mode (the toolkit's rule, contract §7; spec/modes.py)."""
+    return spec.distribution.rules.processes_per_host(spec.distribution, instance)
 
 
 def launcher_hosts(spec: JobSpec) -> tuple[str, ...]:
@@ -90,9 +77,10 @@ def topology(spec: JobSpec, instance: InstanceType, processes_per_host_override:
     """
     hosts = launcher_hosts(spec)
     per_host = processes_per_host_override or processes_per_host(spec, instance)
-    if spec.distribution.mode is Mode.torch_distributed and len(hosts) == 1:
-        master_addr, master_port = TORCHRUN_SINGLE_NODE_MASTER
+    rendezvous = spec.distribution.rules.single_host_rendezvous
+    if rendezvous is not None and len(hosts) == 1:
+        master_addr, master_port = rendezvous
     else:
         master_addr, master_port = hosts[0], DEFAULT_MASTER_PORT
-    return Topology(mode=spec.distribution.mode, hosts=hosts, processes_per_host=per_host,
+    return Topology(rules=spec.distribution.rules, hosts=hosts, processes_per_host=per_host,
                     master_addr=master_addr, master_port=master_port)

@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 
 import orchestrator
 from orchestrator.cli.main import main
-from orchestrator.planning.metric_series import read_points
+from orchestrator.observing.metric_series import read_points
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = "smtrain-backends"

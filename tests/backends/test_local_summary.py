@@ -11,7 +11,7 @@ from orchestrator.backends.job import Job
 from orchestrator.backends.local import LocalBackend
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.emulator.supervising.status import StatusReport
-from orchestrator.planning.metric_series import MetricPoint
+from orchestrator.observing.metric_series import MetricPoint
 
 
 def test_local_run_summary_shows_steps_loss_and_the_run_directory(tmp_path):

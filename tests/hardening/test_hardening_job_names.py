@@ -9,7 +9,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from orchestrator.spec.model import MAX_BASE_NAME_LENGTH, api_limit, timestamped_job_name
+from orchestrator.planning.job_name import timestamped_job_name
+from orchestrator.spec.model import MAX_BASE_NAME_LENGTH, api_limit
 
 SAGEMAKER_NAME = re.compile(api_limit("TrainingJobName", "pattern"))
 SHAPE = r"-\d{4}(-\d{2}){5}-\d{3}-[0-9a-z]{4}"
@@ -30,7 +31,7 @@ def test_names_made_on_several_threads_differ():
 def test_names_made_by_two_processes_at_once_differ():
     """Two submitting processes started together, each naming one job per millisecond for a second: where both
     named a job in the same millisecond, the names differ. (A clash stays possible, once in 1.7 million pairs.)"""
-    script = ("import sys, time\nfrom orchestrator.spec.model import timestamped_job_name\n"
+    script = ("import sys, time\nfrom orchestrator.planning.job_name import timestamped_job_name\n"
               "print('ready', flush=True)\n"
               "start = float(sys.stdin.readline())\nwhile time.time() < start: pass\nnames, last = [], None\n"
               "while time.time() < start + 1:\n"

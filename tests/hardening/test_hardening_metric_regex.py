@@ -21,7 +21,7 @@ def test_a_catastrophic_regex_against_a_long_line_is_matched_at_once():
     """Python's re needs hours for this line; the subprocess gets 60 s (the check takes milliseconds)."""
     script = textwrap.dedent(f"""
         import time
-        from orchestrator.planning.metric_series import compile_definitions, extract
+        from orchestrator.observing.metric_series import compile_definitions, extract
         definitions = compile_definitions([{{"Name": "loss", "Regex": {CATASTROPHIC!r}}},
                                            {{"Name": "ok", "Regex": r"loss=([0-9]+)"}}])
         started = time.monotonic()

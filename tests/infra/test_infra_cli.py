@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cloud import infra
 from orchestrator.cli.infra import infra as infra_group
+from orchestrator.cloud import infra
 
 
 def _run(*args: str, session=None):
@@ -45,7 +45,7 @@ def test_infra_deploy_answered_no_changes_nothing(moto_session, all_features, mo
 
 
 def test_infra_show_prints_the_outputs_as_text_and_json(moto_session, all_features):
-    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    outputs = infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
 
     text = _run("show")
     as_json = _run("show", "--output", "json")

@@ -36,7 +36,8 @@ def test_resolve_stack_name_prefers_argument_then_environment_then_default(monke
 def test_deploy_creates_the_stack_then_finds_nothing_to_change(moto_session, all_features):
     events: list[infra.DeployEvent] = []
     outputs = infra.deploy(
-        parameters=all_features, session=moto_session, on_event=events.append, poll_seconds=0
+        infra.Deployment(parameters=all_features, on_event=events.append, poll_seconds=0),
+        session=moto_session,
     )
 
     preview = events[0]
@@ -71,7 +72,10 @@ def test_deploy_creates_the_stack_then_finds_nothing_to_change(moto_session, all
     )
 
     again: list[infra.DeployEvent] = []
-    assert infra.deploy(session=moto_session, on_event=again.append, poll_seconds=0) == outputs
+    assert infra.deploy(
+        infra.Deployment(on_event=again.append, poll_seconds=0),
+        session=moto_session,
+    ) == outputs
     assert [e.stage for e in again] == [infra.DeployStage.NO_CHANGES]
 
 
@@ -83,7 +87,10 @@ def test_deploy_declined_leaves_nothing_behind(moto_session, all_features):
         return False
 
     assert (
-        infra.deploy(parameters=all_features, session=moto_session, confirm=decline, poll_seconds=0) is None
+        infra.deploy(
+            infra.Deployment(parameters=all_features, confirm=decline, poll_seconds=0),
+            session=moto_session,
+        ) is None
     )
     assert len(offered[0]) == 4
     assert moto_session.client("s3").list_buckets()["Buckets"] == []
@@ -103,7 +110,7 @@ def test_stack_outputs_of_a_stack_that_is_not_smtrains(moto_session):
 def test_deploy_rejects_a_parameter_the_template_lacks():
     # No AWS fixture: the check must come before any call (the env has no credentials).
     with pytest.raises(SmtrainError, match="has no parameter Bogus") as raised:
-        infra.deploy(parameters={"Bogus": "1"})
+        infra.deploy(infra.Deployment(parameters={"Bogus": "1"}))
     assert "EnableVpcAccess" in raised.value.fix
 
 
@@ -151,7 +158,8 @@ def test_deploy_update_keeps_previous_values_of_parameters_not_given(stubbed):
     events: list[infra.DeployEvent] = []
 
     outputs = infra.deploy(
-        parameters={"CodeExpirationDays": "90"}, session=stubbed, on_event=events.append, poll_seconds=0
+        infra.Deployment(parameters={"CodeExpirationDays": "90"}, on_event=events.append, poll_seconds=0),
+        session=stubbed,
     )
 
     assert [e.stage for e in events] == [infra.DeployStage.NO_CHANGES]
@@ -225,7 +233,7 @@ def test_deploy_rollback_names_the_resource_that_failed_first(stubbed):
     events: list[infra.DeployEvent] = []
 
     with pytest.raises(AwsError) as raised:
-        infra.deploy(session=stubbed, on_event=events.append, poll_seconds=0)
+        infra.deploy(infra.Deployment(on_event=events.append, poll_seconds=0), session=stubbed)
 
     error = raised.value
     failed_policy = f"ExecutionPolicy (AWS::IAM::ManagedPolicy) CREATE_FAILED: {policy_error}"
@@ -254,7 +262,7 @@ def test_deploy_gives_up_at_the_deadline(stubbed):
         {"ChangeSetName": "smtrain-1", "ChangeSetId": CHANGE_SET_ID, "Status": "CREATE_IN_PROGRESS"},
     )
     with pytest.raises(AwsError, match="gave up after 0 s waiting for change set smtrain-1"):
-        infra.deploy(session=stubbed, poll_seconds=0, timeout_seconds=0)
+        infra.deploy(infra.Deployment(poll_seconds=0, timeout_seconds=0), session=stubbed)
 
 
 @pytest.mark.parametrize(

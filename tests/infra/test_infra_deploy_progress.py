@@ -50,7 +50,7 @@ def prompt_heartbeat(monkeypatch):
 def test_each_stack_event_and_the_wait_are_printed_with_elapsed_time(stubbed, prompt_heartbeat):
     _stub_a_create(stubbed.stubber, OUTPUTS)
     events: list[infra.DeployEvent] = []
-    infra.deploy(session=stubbed, on_event=events.append, poll_seconds=0)
+    infra.deploy(infra.Deployment(on_event=events.append, poll_seconds=0), session=stubbed)
     stages = [event.stage for event in events]
     assert stages[0] is infra.DeployStage.PREVIEW and infra.DeployStage.WAITING in stages
     timed = [event for event in events if event.stage is not infra.DeployStage.PREVIEW]

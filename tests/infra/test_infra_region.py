@@ -18,7 +18,10 @@ def _run(*args: str):
 
 
 def test_infra_show_reads_the_stack_in_aws_region_over_the_default_region(moto_session, all_features, monkeypatch):
-    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)  # in us-east-1
+    outputs = infra.deploy(
+        infra.Deployment(parameters=all_features, poll_seconds=0),
+        session=moto_session,
+    )  # in us-east-1
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from orchestrator.cloud import infra
-from orchestrator.cli.main import main
-from orchestrator.spec.loader import load
 from orchestrator.api import plan
+from orchestrator.cli.main import main
+from orchestrator.cloud import infra
+from orchestrator.spec.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
 
 
 def test_spec_without_role_or_output_path_uses_the_stack(moto_session, all_features):
-    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    outputs = infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
     job = plan(load(EXAMPLE, ["role=null", "output_path=null", "checkpoint=null"]), boto=moto_session,
                job_name="from-stack")
     request = job.create_training_job_request
@@ -29,13 +29,13 @@ def test_spec_without_role_or_output_path_uses_the_stack(moto_session, all_featu
 
 
 def test_spec_values_win_over_the_stack(moto_session, all_features):
-    infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
     job = plan(load(EXAMPLE), boto=moto_session)
     assert job.create_training_job_request["RoleArn"] == "arn:aws:iam::123456789012:role/SageMakerExecution"
 
 
 def test_infra_show_and_plan_agree(moto_session, all_features, monkeypatch):
-    outputs = infra.deploy(parameters=all_features, session=moto_session, poll_seconds=0)
+    outputs = infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
     shown = json.loads(CliRunner().invoke(main, ["infra", "show", "--output", "json"]).stdout)
     assert shown["role_arn"] == outputs.role_arn and shown["output_path"] == outputs.output_path
     result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--set", "role=null", "--set", "output_path=null",

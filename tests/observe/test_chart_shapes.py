@@ -11,8 +11,8 @@ from orchestrator.backends.job import Job as BackendJob
 from orchestrator.cloud.jobs import Job
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.errors import SmtrainError
-from orchestrator.planning.metric_charts import figure, text_chart
-from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder, read_points
+from orchestrator.observing.metric_charts import figure, text_chart
+from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, read_points
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 LINES = [f"epoch={1 + (step - 1) // 4} step={step}/8 train_loss={1 / step:.6f} samples_per_sec=10.0"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from orchestrator.cli.render import LocalConsole
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder
+from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.planning.metric_series import METRICS_FILE, read_points
+from orchestrator.observing.metric_series import METRICS_FILE, read_points
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""planning.metric_series and metric_charts: SageMaker's metric rule on log lines, progress and ETA, the
+"""observing.metric_series and metric_charts: SageMaker's metric rule on log lines, progress and ETA, the
 saved series, and the terminal chart. Pure: no process, no AWS."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.planning.metric_charts import text_chart
-from orchestrator.planning.metric_series import (
+from orchestrator.observing.metric_charts import text_chart
+from orchestrator.observing.metric_series import (
     MetricPoint,
     MetricRecorder,
     StepMark,

@@ -16,7 +16,7 @@ from orchestrator.cli.main import main
 from orchestrator.cloud.jobs import Job
 from orchestrator.cloud.metrics import JOB_DIMENSION, NAMESPACE
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.planning.metric_series import METRICS_FILE, MetricRecorder
+from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
 
 LOSSES = [0.9, 0.7, 0.52, 0.41, 0.33, 0.3]
 

@@ -59,3 +59,45 @@ def test_missing_region_gets_the_same_advice_from_infra_and_job_commands(monkeyp
 
     assert problems[0] == problems[1]
     assert "AWS_REGION" in problems[0] and "--region" in problems[0]
+
+
+def _client_error(code: str, message: str = "", status: int = 400, operation: str = "AnyCall") -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": message},
+                        "ResponseMetadata": {"HTTPStatusCode": status}}, operation)
+
+
+def test_the_aws_error_path_masks_secret_looking_flags_as_the_rest_does():
+    """An AWS message can quote the command line it was given: `--api_key abc` is masked with no secret known."""
+    from orchestrator.cloud.aws_errors import aws_errors
+    from orchestrator.redact import MASK, mask_text
+
+    quoted = "Value 'train.py --api_key abc --epochs 3' at 'hyperParameters' failed"
+    with pytest.raises(AwsError) as raised:
+        with aws_errors("creating training job tiny-1"):
+            raise _client_error("ValidationException", quoted, operation="CreateTrainingJob")
+
+    assert f"--api_key {MASK} --epochs 3" in str(raised.value) and "abc" not in str(raised.value)
+    assert mask_text(quoted) in str(raised.value)
+
+
+def test_expected_failures_are_told_apart_by_the_translator_alone():
+    """submit, tuning, jobs, logs, infra, check and the default bucket ask these instead of reading responses."""
+    from botocore.exceptions import NoRegionError
+
+    from orchestrator.cloud import aws_errors as translator
+
+    assert translator.is_transient(_client_error("ThrottlingException"))
+    assert translator.is_transient(_client_error("InternalFailure", status=503))
+    assert not translator.is_transient(_client_error("ValidationException"))
+    assert translator.is_name_taken(_client_error("ResourceInUse"))
+    assert translator.is_not_found(_client_error("ValidationException", "Requested resource not found."))
+    assert not translator.is_not_found(_client_error("ValidationException", "Value at 'roleArn' failed"))
+    assert translator.is_missing_in_s3(_client_error("404", status=404))
+    assert translator.is_missing_in_s3(_client_error("NoSuchBucket", status=404))
+    assert not translator.is_missing_in_s3(_client_error("403", status=403))
+    assert translator.is_missing_stack(_client_error("ValidationError", "Stack with id smtrain does not exist"))
+    assert translator.error_code(_client_error("AccessDenied")) == "AccessDenied"
+    assert translator.error_code(NoRegionError()) == "NoRegionError"
+    assert translator.error_message(_client_error("X", "why")) == "why"

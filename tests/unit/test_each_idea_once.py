@@ -3,7 +3,7 @@ answer to which modes run SageMaker's SMDDP library."""
 
 from __future__ import annotations
 
-from orchestrator.cloud.progress import cost_so_far
+from orchestrator.observing.progress import cost_so_far
 from orchestrator.planning.plan import worst_case_cost
 from orchestrator.planning.target import S3Uri, bucket_of
 from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
@@ -32,6 +32,35 @@ def test_an_s3_uri_is_taken_apart_in_one_place():
 
 
 def test_which_modes_run_the_smddp_library_is_said_once():
-    from orchestrator.spec.model import Mode
+    from orchestrator.spec.modes import Mode
 
     assert [mode.value for mode in Mode if mode.runs_smddp] == ["pytorchddp", "smddp"]
+
+
+def test_only_the_translator_takes_an_aws_error_response_apart():
+    """ClientError's answer (its Error code and message, its HTTP status) is read in cloud/aws_errors.py only."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "orchestrator"
+    reading = re.compile(r"\bresponse\b.*[\"'](Error|ResponseMetadata)[\"']")
+    readers = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                     if reading.search(path.read_text()))
+    assert readers == ["cloud/aws_errors.py"]
+
+
+def test_what_a_mode_means_is_its_row_of_the_mode_table():
+    """The request's keys, the SDK's argument, the launcher and processes per host come from spec/modes.py: no
+    other module branches on a mode (capabilities' validation rules excepted; the spec's field names its default)."""
+    import re
+    from pathlib import Path
+
+    from orchestrator.spec.modes import MODES, Mode
+
+    package = Path(__file__).resolve().parents[2] / "orchestrator"
+    branching = re.compile(r"(?<!default=)\bMode\.(none|mpi|pytorchddp|torch_distributed|smddp)\b|\bmode\.value\s*[!=]=|"
+                           r"\bmode (is|in|not in)\b")
+    readers = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                     if branching.search(path.read_text()))
+    assert readers == ["spec/capabilities.py", "spec/modes.py"]
+    assert set(MODES) == set(Mode)

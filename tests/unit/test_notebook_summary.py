@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from orchestrator.cloud.notebook import LiveSummary, Summary
-from orchestrator.cloud.progress import JobProgress
-from orchestrator.planning.metric_series import ProgressEstimate
+from orchestrator.observing.metric_series import ProgressEstimate
+from orchestrator.observing.progress import JobProgress
 
 
 def _summary(**fields) -> Summary:

@@ -1,7 +1,6 @@
 """No function outside click commands takes more than 6 parameters (house style: pass a context object).
 
-The functions below predate the rule (issue 21 lists them to be given context objects); they may lose
-parameters, never gain them, and no other function may join them.
+Issue 21 gave the functions that predated the rule context objects; none is left over it.
 """
 
 from __future__ import annotations
@@ -11,9 +10,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 LIMIT = 6
-NOT_YET = {
-    "cloud/infra.py:deploy": 8,
-}
 
 
 def _parameter_counts() -> dict[str, int]:
@@ -37,13 +33,6 @@ def _parameter_counts() -> dict[str, int]:
 
 
 def test_no_function_outside_click_commands_takes_more_than_six_parameters():
-    over = {key: count for key, count in _parameter_counts().items()
-            if count > max(LIMIT, NOT_YET.get(key, LIMIT))}
-    assert not over, (f"more than {LIMIT} parameters (or more than before, for the functions that predate the "
-                      f"rule): {over}; pass a context object (a frozen dataclass) instead")
+    over = {key: count for key, count in _parameter_counts().items() if count > LIMIT}
+    assert not over, f"more than {LIMIT} parameters: {over}; pass a context object (a frozen dataclass) instead"
 
-
-def test_the_list_of_functions_that_predate_the_rule_only_shrinks():
-    counts = _parameter_counts()
-    stale = {key: counts.get(key) for key, count in NOT_YET.items() if counts.get(key, 0) < count}
-    assert not stale, f"these now take fewer parameters (or are gone): lower or drop them in NOT_YET: {stale}"

@@ -45,7 +45,7 @@ from orchestrator.emulator.preparing import channels
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
 from orchestrator.errors import RunFailed, SpecError
-from orchestrator.planning.metric_series import METRICS_FILE
+from orchestrator.observing.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
 
 SOURCE_DIR = "source"

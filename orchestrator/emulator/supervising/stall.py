@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.emulator.supervising.stacks import RankStack, dump_stacks, find_py_spy, rank_processes
-from orchestrator.planning.metric_series import format_duration
+from orchestrator.observing.metric_series import format_duration
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 EXIT_HUNG = 4

@@ -27,7 +27,7 @@ import threading
 from typing import Any, Protocol
 
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.planning.trials import better
+from orchestrator.observing.trials import better
 from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
 
 MEDIAN_RULE_MIN_COMPLETED = 2

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
-from orchestrator.planning.metric_series import compile_definitions, extract, step_mark
+from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.planning.trials import Trial, best, ranked
+from orchestrator.observing.trials import Trial, best, ranked
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import LoadedSpec
@@ -75,7 +75,7 @@ class SearchResult:
         return best(self.trials, self.goal)
 
     def figure(self) -> Any:
-        from orchestrator.planning.trials import figure
+        from orchestrator.observing.trials import figure
 
         return figure(self.trials, self.goal, self.metric, self.log_scaled, title=self.name)
 

@@ -1,4 +1,5 @@
-"""How far a SageMaker job is and what it has cost so far, from DescribeTrainingJob and the tail of its logs.
+"""How far a job is and what it has cost so far, from its DescribeTrainingJob and the tail of its logs: a
+SageMaker job's, or (through the backends' Job handle) a local run's request and status.
 
 Progress comes from the last progress line in the logs (`epoch=1 step=40/96 ...`): the rate is measured over
 the progress lines of the tail, by their CloudWatch timestamps. Cost so far is billable seconds x instance count
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from orchestrator.cloud.logs import LogLine
-from orchestrator.planning.metric_series import (
+from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.metric_series import (
     ProgressEstimate,
     compile_definitions,
     estimate_progress,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.planning.metric_charts import _figure_class
+from orchestrator.observing.metric_charts import _figure_class
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import EnvironmentProblem, SmtrainError
-from orchestrator.planning.metric_series import MetricPoint, metric_names
+from orchestrator.observing.metric_series import MetricPoint, metric_names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

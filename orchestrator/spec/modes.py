@@ -1,0 +1,167 @@
+"""The distribution modes, and what each one means to every layer, in one table.
+
+A mode is one row: the `sagemaker_*` hyperparameters the request carries for it (docs/sdk-facts.md §3; the SDK
+rewrites pytorchddp into SMDDP, §4), the `distribution=` argument of SDK v2's estimator that sends the same
+request, the launcher the container picks from those hyperparameters, how many processes it starts per host
+(docs/sagemaker-contract.md §6-7), and whether it runs SageMaker's SMDDP library. The request
+(planning/request.py), the SDK arguments (planning/estimator.py), the rank table (spec/topology.py) and what
+`plan` prints (cli/render.py) read their column here instead of branching on the mode; which modes go with
+which instances and images is validation, and stays in capabilities.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+from orchestrator.spec.catalog import InstanceType
+
+
+class Mode(str, Enum):
+    """How SageMaker launches the entry point on each host (docs/sagemaker-contract.md §7)."""
+
+    none = "none"
+    mpi = "mpi"
+    pytorchddp = "pytorchddp"
+    torch_distributed = "torch_distributed"
+    smddp = "smddp"
+
+    @property
+    def rules(self) -> ModeRules:
+        """This mode's row of the table."""
+        return MODES[self]
+
+    @property
+    def runs_smddp(self) -> bool:
+        """The launcher runs SageMaker's SMDDP library (mpirun + smddprun): smddp, and pytorchddp, which the SDK
+        rewrites into it."""
+        return MODES[self].runs_smddp
+
+
+class DistributionFields(Protocol):
+    """The spec's `distribution:` as the table reads it (spec.model.Distribution)."""
+
+    @property
+    def processes_per_host(self) -> int | None: ...
+
+    @property
+    def custom_mpi_options(self) -> str: ...
+
+    @property
+    def instance_groups(self) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class ModeRules:
+    """What one mode means to the request, the SDK, the launcher and the rank table."""
+
+    launcher: str
+    """What starts the entry point on each launcher host, as `plan`'s rank table names it."""
+    runs_smddp: bool
+    """The launcher runs SageMaker's SMDDP library (capabilities, the SDK v2 adapter and the emulator ask)."""
+    assigns_ranks: bool
+    """A launcher gives each process its rank; False: each host runs the script once, its rank the index of
+    SM_CURRENT_HOST in SM_HOSTS."""
+    hyperparameters: Callable[[DistributionFields, str], dict[str, Any]]
+    """The `sagemaker_*` keys SDK v2 writes into the request, in its order, given the distribution and the
+    instance type the training processes run on."""
+    sdk_distribution: Callable[[DistributionFields], dict[str, Any] | None]
+    """SDK v2's `distribution=` argument that makes v2 write those keys (None: v2 is given none)."""
+    processes_per_host: Callable[[DistributionFields, InstanceType], int]
+    """What the container starts per launcher host (the toolkit's rule, contract §7)."""
+    single_host_rendezvous: tuple[str, int] | None = None
+    """Where the ranks meet when the launcher spans one host, if not at the first host on the default port."""
+
+
+def _instance_groups_key(dist: DistributionFields) -> dict[str, Any]:
+    # sagemaker/estimator.py Framework._distribution_configuration: the first key it writes.
+    return {"sagemaker_distribution_instance_groups": list(dist.instance_groups)} if dist.instance_groups else {}
+
+
+def _sdk_instance_groups(dist: DistributionFields) -> dict[str, Any]:
+    return {"instance_groups": list(dist.instance_groups)} if dist.instance_groups else {}
+
+
+def _mpi_hyperparameters(dist: DistributionFields, instance_type: str) -> dict[str, Any]:
+    keys = {**_instance_groups_key(dist), "sagemaker_mpi_enabled": True}
+    if dist.processes_per_host:
+        keys["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
+    keys["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
+    return keys
+
+
+def _mpi_sdk(dist: DistributionFields) -> dict[str, Any]:
+    mpi: dict[str, Any] = {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}
+    if dist.processes_per_host:
+        mpi["processes_per_host"] = dist.processes_per_host
+    return {"mpi": mpi, **_sdk_instance_groups(dist)}
+
+
+def _torchrun_hyperparameters(dist: DistributionFields, instance_type: str) -> dict[str, Any]:
+    # v2 writes no instance-groups key for torch_distributed (capabilities warns where that matters).
+    return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": instance_type}
+
+
+def _dataparallel_hyperparameters(dist: DistributionFields, instance_type: str, mpi_options: str) -> dict[str, Any]:
+    return {
+        **_instance_groups_key(dist),
+        "sagemaker_distributed_dataparallel_enabled": True,
+        "sagemaker_instance_type": instance_type,
+        "sagemaker_distributed_dataparallel_custom_mpi_options": mpi_options,
+    }
+
+
+def _smddp_hyperparameters(dist: DistributionFields, instance_type: str) -> dict[str, Any]:
+    return _dataparallel_hyperparameters(dist, instance_type, dist.custom_mpi_options)
+
+
+def _pytorchddp_hyperparameters(dist: DistributionFields, instance_type: str) -> dict[str, Any]:
+    # The SDK's rewrite of pytorchddp into SMDDP passes no custom mpirun options (docs/sdk-facts.md §4).
+    return _dataparallel_hyperparameters(dist, instance_type, "")
+
+
+def _smddp_sdk(dist: DistributionFields) -> dict[str, Any]:
+    return {"smdistributed": {"dataparallel": {"enabled": True, "custom_mpi_options": dist.custom_mpi_options}},
+            **_sdk_instance_groups(dist)}
+
+
+def _one_per_gpu(dist: DistributionFields, instance: InstanceType) -> int:
+    return instance.gpus or 1
+
+
+MODES: dict[Mode, ModeRules] = {
+    Mode.none: ModeRules(
+        launcher="python", runs_smddp=False, assigns_ranks=False,
+        hyperparameters=lambda dist, instance_type: {},
+        sdk_distribution=lambda dist: None,
+        processes_per_host=lambda dist, instance: 1,
+    ),
+    Mode.mpi: ModeRules(
+        launcher="mpirun", runs_smddp=False, assigns_ranks=True,
+        hyperparameters=_mpi_hyperparameters,
+        sdk_distribution=_mpi_sdk,
+        processes_per_host=lambda dist, instance: dist.processes_per_host or instance.devices_per_host,
+    ),
+    Mode.torch_distributed: ModeRules(
+        launcher="torchrun", runs_smddp=False, assigns_ranks=True,
+        hyperparameters=_torchrun_hyperparameters,
+        sdk_distribution=lambda dist: {"torch_distributed": {"enabled": True}},
+        processes_per_host=lambda dist, instance: instance.devices_per_host,
+        # torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
+        single_host_rendezvous=("127.0.0.1", 29500),
+    ),
+    Mode.pytorchddp: ModeRules(
+        launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
+        hyperparameters=_pytorchddp_hyperparameters,
+        sdk_distribution=lambda dist: {"pytorchddp": {"enabled": True}},
+        processes_per_host=_one_per_gpu,
+    ),
+    Mode.smddp: ModeRules(
+        launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
+        hyperparameters=_smddp_hyperparameters,
+        sdk_distribution=_smddp_sdk,
+        processes_per_host=_one_per_gpu,
+    ),
+}
