@@ -1,5 +1,5 @@
 """Each idea once: one cost formula for the plan's worst case and a job's cost so far; one S3-URI type; one
-answer to which modes run SageMaker's SMDDP library."""
+mode table (which modes run SageMaker's SMDDP library among it); one reader of AWS error responses."""
 
 from __future__ import annotations
 
