@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import io
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -315,8 +314,8 @@ def toolkit_command(training_env: Mapping[str, Any], exported: list[str], enviro
                                custom_mpi_options=framework.get(MPI_CUSTOM_OPTIONS) or "", exported=exported,
                                environ=environ)
     else:  # SMDataParallel takes the instance type from its own hyperparameter first
-        cluster = dataclasses.replace(cluster, instance_type=framework.get("sagemaker_instance_type")
-                                      or cluster.instance_type)
+        cluster = replace(cluster, instance_type=framework.get("sagemaker_instance_type")
+                          or cluster.instance_type)
         launcher = smddp_command(cluster, custom_mpi_options=framework.get(SMDDP_CUSTOM_OPTIONS) or "",
                                  smddprun=choices.smddprun)
     script = script_command(python, entry_point, kind, args, [python, "-m", "mpi4py"])
