@@ -104,14 +104,36 @@ def pytest_collection_modifyitems(config, items):
     Then the order the workers take modules in (scripts/test.sh: `--dist loadscope --no-loadscope-reorder`, a
     module at a time, in this order): the modules with an `alone` test first, as their long runs decide the
     suite's length, then the fast modules, which one worker runs while another holds the machine for an `alone`
-    module, then the modules of slow tests."""
+    module, then the modules of slow tests, longest first."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
         for item in gpu_tests:
             item.add_marker(skip)
     marks = _module_marks(items)
-    items.sort(key=lambda item: 0 if "alone" in marks[item.module] else 2 if "slow" in marks[item.module] else 1)
+    items.sort(key=lambda item: _place(item, marks[item.module]))
+
+
+# The modules of slow tests that take longest (seconds of tests on two workers beside other work, 2026-11-24),
+# handed out first so that the suite does not end with one worker running a long module while the other waits:
+# test_parallel_runs 129, test_local_faults 101, test_local_gpu_scripts 89, test_bench_memory 72,
+# test_local_examples 70, the public examples about 50, test_training_runs 46, test_tune_local 43, the stand-in's
+# GPU scripts 42. The others follow in collection order.
+LONGEST_SLOW_MODULES = ("entrypoints/test_parallel_runs.py", "emulator/test_local_faults.py",
+                        "emulator/test_local_gpu_scripts.py", "entrypoints/test_bench_memory.py",
+                        "emulator/test_local_examples.py", "examples/test_examples.py",
+                        "entrypoints/test_training_runs.py", "emulator/test_tune_local.py",
+                        "standin/test_gpu_scripts.py")
+
+
+def _place(item: pytest.Item, marks: set[str]) -> tuple[int, int]:
+    """The `alone` modules, then the fast ones, then the slow ones, the longest of those first."""
+    if "alone" in marks:
+        return 0, 0
+    if "slow" not in marks:
+        return 1, 0
+    module = item.path.relative_to(REPO / "tests").as_posix()
+    return 2, LONGEST_SLOW_MODULES.index(module) if module in LONGEST_SLOW_MODULES else len(LONGEST_SLOW_MODULES)
 
 
 def _module_marks(items: list[pytest.Item]) -> dict[object, set[str]]:
