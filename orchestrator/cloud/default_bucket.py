@@ -1,4 +1,4 @@
-"""The SageMaker SDK's default bucket: the SDK defaults' DefaultS3Bucket, else `sagemaker-<region>-<account>`.
+"""The SageMaker SDK's default bucket `sagemaker-<region>-<account>`: its name, whether it exists, creating it.
 
 Both SDKs write a job's outputs there when nothing else names a place, and create the bucket when it is missing
 (session.py `default_bucket`, `_create_s3_bucket_if_it_does_not_exist`); a bucket of that generated name that
@@ -9,21 +9,10 @@ the name first).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code, is_missing_in_s3
 from orchestrator.errors import AwsError
-
-
-@dataclass(frozen=True)
-class DefaultBucket:
-    """What `smtrain check` reports: the bucket a job without an output path would use, and whether it exists."""
-
-    name: str
-    output_path: str
-    source: str
-    exists: bool
 
 
 def default_bucket_name(boto: Any | None, region: str) -> str | None:
@@ -43,33 +32,6 @@ def _account(boto: Any | None, region: str) -> str | None:
             return client(boto or boto_session(region), "sts").get_caller_identity()["Account"]
         except NoCredentialsError:
             return None
-
-
-def default_bucket(boto: Any | None = None, region: str | None = None) -> DefaultBucket | None:
-    """The bucket and output path a spec without output_path gets from the SDK defaults or the SDK's naming,
-    and whether that bucket exists (one HeadBucket). None without credentials.
-
-    Raises:
-        EnvironmentProblem: an SDK defaults file is broken.
-        AwsError: STS or S3 refused the call.
-    """
-    from orchestrator.cloud.resolve import read_sdk_defaults, sdk_output_path
-    from orchestrator.cloud.sdk import boto_session
-    from orchestrator.planning.sdk_defaults import SESSION
-
-    boto = boto or boto_session(region)
-    region = boto.region_name or region
-    defaults = read_sdk_defaults(boto, region)
-    configured = defaults.get(f"{SESSION}.DefaultS3Bucket")
-    prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
-    if configured is not None:
-        name, source = configured.value, f"SDK defaults ({configured.file.level}) {configured.file.location}"
-    else:
-        name, source = default_bucket_name(boto, region), "the SageMaker SDK's naming: sagemaker-<region>-<account>"
-        if name is None:
-            return None
-    return DefaultBucket(name, sdk_output_path(name, prefix.value if prefix else None), source,
-                         bucket_exists(boto, name))
 
 
 def bucket_exists(boto: Any, name: str, expected_owner: str | None = None) -> bool:

@@ -160,6 +160,44 @@ def _trusts_sagemaker(document: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class DefaultBucket:
+    """What `smtrain check` reports: the bucket a job without an output path would use, and whether it exists."""
+
+    name: str
+    output_path: str
+    source: str
+    exists: bool
+
+
+def default_bucket(boto: Any | None = None, region: str | None = None) -> DefaultBucket | None:
+    """The bucket and output path a spec without output_path gets from the SDK defaults or the SDK's naming,
+    and whether that bucket exists (one HeadBucket). None without credentials.
+
+    Raises:
+        EnvironmentProblem: an SDK defaults file is broken.
+        AwsError: STS or S3 refused the call.
+    """
+    from orchestrator.cloud.default_bucket import bucket_exists, default_bucket_name
+    from orchestrator.cloud.resolve import read_sdk_defaults, sdk_output_path
+    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.planning.sdk_defaults import SESSION
+
+    boto = boto or boto_session(region)
+    region = boto.region_name or region
+    defaults = read_sdk_defaults(boto, region)
+    configured = defaults.get(f"{SESSION}.DefaultS3Bucket")
+    prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
+    if configured is not None:
+        name, source = configured.value, f"SDK defaults ({configured.file.level}) {configured.file.location}"
+    else:
+        name, source = default_bucket_name(boto, region), "the SageMaker SDK's naming: sagemaker-<region>-<account>"
+        if name is None:
+            return None
+    return DefaultBucket(name, sdk_output_path(name, prefix.value if prefix else None), source,
+                         bucket_exists(boto, name))
+
+
 def _bucket(state: _Account) -> Check:
     from botocore.exceptions import ClientError
 
@@ -167,8 +205,6 @@ def _bucket(state: _Account) -> Check:
         return Check("bucket", False, "not checked: needs working credentials and a region",
                      "fix the lines above first")
     if not state.output_path:
-        from orchestrator.cloud.default_bucket import default_bucket
-
         fallback = default_bucket(state.session, state.region)
         if fallback is None or not fallback.exists:
             name = fallback.name if fallback else "sagemaker-<region>-<account>"

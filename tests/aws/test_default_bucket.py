@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from job_fakes import write_spec_file
 
 from orchestrator.cli.main import main
-from orchestrator.cloud.default_bucket import default_bucket
+from orchestrator.cloud.preflight import default_bucket
 
 # moto's default account
 BUCKET = "sagemaker-us-east-1-123456789012"
