@@ -150,3 +150,60 @@ def test_distributed_operations_on_two_hosts(tmp_path):
         logs = "".join((result.run_dir / "logs" / f"algo-{host}.log").read_text() for host in (1, 2))
         assert f"Rank: {rank},\nTensor AFTER send_recv: tensor([[1., 1.]," in logs, logs
     assert _model_files(result) == ["success"]
+
+
+def _word_corpus(directory: Path, seed: int) -> int:
+    """Wikitext-2's three files as the notebook renames them (train, valid, test): lines of words, here each line
+    a run of a 40-word cycle from a random start, so the next word is predictable but for each line's first.
+    Returns the vocabulary's size (with the script's '<eos>')."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{index}" for index in range(40)]
+    directory.mkdir()
+    for name, lines in (("train", 400), ("valid", 60), ("test", 60)):
+        starts = rng.integers(0, len(words), lines)
+        text = "".join(" ".join(words[(int(start) + step) % len(words)] for step in range(12)) + "\n"
+                       for start in starts)
+        (directory / name).write_text(text)
+    return len(words) + 1
+
+
+def test_lstm_word_language_model(tmp_path):
+    vocabulary = _word_corpus(tmp_path / "wikitext", seed=3)
+    spec = _spec(tmp_path, "lstm_word_language_model", "train.py",
+                 hyperparameters={"epochs": 3, "emsize": 32, "nhid": 32, "nlayers": 1, "dropout": 0.0,
+                                  "log-interval": 2},
+                 inputs={"training": str(tmp_path / "wikitext")})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    batch_losses = [float(value) for value in re.findall(r"\| epoch +\d+ \| .* \| loss +([\d.]+) \|", log)]
+    valid_losses = [float(value) for value in re.findall(r"\| end of epoch +\d+ .*\| valid loss +([\d.]+) \|", log)]
+    assert len(batch_losses) >= 6 and len(valid_losses) == 3, log
+    assert valid_losses[-1] < valid_losses[0] < batch_losses[0], (batch_losses, valid_losses)
+    test_ppl = float(re.search(r"\| End of training \| test loss +[\d.]+ \| test ppl +([\d.]+)", log).group(1))
+    assert test_ppl < vocabulary / 4, (test_ppl, vocabulary)  # far better than guessing among the words
+    assert _model_files(result) == ["model.pth", "model_info.pth", "test", "train", "valid"]
+
+
+
+
+def test_distributed_operations_over_nccl_on_gpu_hosts(tmp_path):
+    """deep-learning-containers' copy of the collective check as its GPU test runs it: ml.g5.4xlarge hosts (one
+    GPU each), no distribution, backend nccl. Each host spawns one process per GPU ('spawn' start method); here
+    CUDA and NCCL are the CPU stand-in's, in the spawned processes too."""
+    spec = _spec(tmp_path, "distributed_operations_nccl", "distributed_operations.py",
+                 instance={"type": "ml.g5.4xlarge", "count": 2},
+                 hyperparameters={"backend": "nccl", "rows": 3, "columns": 2})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Completed", result.failure_reason
+    logs = "".join((result.run_dir / "logs" / f"algo-{host}.log").read_text() for host in (1, 2))
+    for host in (1, 2):
+        log = (result.run_dir / "logs" / f"algo-{host}.log").read_text()
+        assert "Running 'nccl' backend on 2 nodes and 1 processes. World size is 2." in log, log
+        assert f"Init process rank {host - 1} on host 'algo-{host}'" in log, log
+        assert log.count("Run operations supported by 'nccl' backend.") == 1, log
+        assert "Error" not in log, log
+    for rank in range(2):  # the last operation: each rank gathered both ranks' tensors
+        assert re.search(rf"Rank: {rank},\nTensor AFTER all_gather: .*?tensors_list: \[tensor\(\[\[1\., 1\.\],"
+                         r"\s+\[1\., 1\.\],\s+\[1\., 1\.\]\]\), tensor\(\[\[2\., 2\.\],", logs, re.S), logs
+    assert _model_files(result) == ["success"]
