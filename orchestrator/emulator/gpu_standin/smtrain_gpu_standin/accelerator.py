@@ -20,6 +20,8 @@ def get_memory_info(device=None) -> tuple[int, int]:
 
 
 def install() -> None:
+    if not hasattr(torch, "accelerator"):
+        return  # torch before 2.6 has no torch.accelerator: scripts cannot ask it
     replacements = {
         "is_available": cuda_api.is_available, "current_accelerator": current_accelerator,
         "device_count": cuda_api.device_count, "current_device_index": devices.current,

@@ -14,19 +14,24 @@ import functools
 
 import torch
 import torch.amp.autocast_mode
-import torch.amp.grad_scaler
 
 from . import torchscript
+
+try:
+    from torch.amp.grad_scaler import GradScaler
+except ModuleNotFoundError:  # before torch 2.3 the only GradScaler is torch.cuda.amp's, with no device to move
+    GradScaler = None
 
 
 def install() -> None:
     autocast = torch.amp.autocast_mode.autocast
     autocast.__init__ = _autocast_init(autocast.__init__)
-    scaler = torch.amp.grad_scaler.GradScaler
-    scaler.__init__ = _scaler_init(scaler.__init__)
+    if GradScaler is not None:
+        GradScaler.__init__ = _scaler_init(GradScaler.__init__)
     for name in ("is_autocast_enabled", "get_autocast_dtype"):
-        original = getattr(torch, name)
-        setattr(torch, name, torchscript.same_operator(_cuda_means_cpu(original), original))
+        original = getattr(torch, name, None)  # get_autocast_dtype came with torch 2.4
+        if original is not None:
+            setattr(torch, name, torchscript.same_operator(_cuda_means_cpu(original), original))
 
 
 def _autocast_init(init):

@@ -15,9 +15,13 @@ from __future__ import annotations
 import functools
 
 import torch
-import torch.utils._device
 
 from . import devices, torchscript
+
+try:
+    from torch.utils import _device as device_contexts
+except ImportError:  # before torch 2.0: no `with torch.device(...)`, no set_default_device
+    device_contexts = None
 
 # torch.* functions taking device= (torch.utils._device._device_constructors() plus the *_like functions).
 _FACTORIES = (
@@ -32,12 +36,14 @@ _TENSOR_FACTORIES = ("new_tensor", "new_empty", "new_empty_strided", "new_zeros"
 
 
 def install() -> None:
-    # DeviceContext (`with torch.device("meta"):`) recognises factories by identity in this cached set; fill it
-    # with torch's own functions before they are wrapped, or default devices would stop applying to them.
-    torch.utils._device._device_constructors()
+    if device_contexts is not None:
+        # DeviceContext (`with torch.device("meta"):`) recognises factories by identity in this cached set; fill
+        # it with torch's own functions before they are wrapped, or default devices would stop applying to them.
+        device_contexts._device_constructors()
     for name in _FACTORIES:
-        original = getattr(torch, name)
-        setattr(torch, name, torchscript.same_operator(_factory(original), original))
+        original = getattr(torch, name, None)  # torch 1.13 lacks a few (empty_permuted, sparse_bsr_tensor, ...)
+        if original is not None:
+            setattr(torch, name, torchscript.same_operator(_factory(original), original))
     for name in _TENSOR_FACTORIES:
         setattr(torch.Tensor, name, _factory(getattr(torch.Tensor, name)))
     to = torch.Tensor.to
@@ -47,7 +53,8 @@ def install() -> None:
     torch.nn.Module.to = _module_to(torch.nn.Module.to)
     torch.storage._StorageBase.cuda = _storage_cuda
     torch.storage.TypedStorage.cuda = _storage_cuda
-    torch.utils._device.DeviceContext.__init__ = _device_context_init(torch.utils._device.DeviceContext.__init__)
+    if device_contexts is not None:
+        device_contexts.DeviceContext.__init__ = _device_context_init(device_contexts.DeviceContext.__init__)
     torch.load = _load(torch.load)
 
 

@@ -29,5 +29,8 @@ for _open_mpi, _torch in _OPEN_MPI_TO_TORCH.items():
     if _open_mpi in os.environ:
         os.environ.setdefault(_torch, os.environ[_open_mpi])
 
-if "smddp" not in dist.Backend.backend_list:
-    dist.Backend.register_backend("smddp", _create_backend, devices=["cpu", "cuda"])
+if hasattr(dist.Backend, "backend_list"):
+    if "smddp" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("smddp", _create_backend, devices=["cpu", "cuda"])
+elif not hasattr(dist.Backend, "SMDDP"):  # torch before 2.0: a class attribute per backend, no device list
+    dist.Backend.register_backend("smddp", _create_backend)

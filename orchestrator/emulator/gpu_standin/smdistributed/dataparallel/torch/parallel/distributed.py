@@ -12,5 +12,7 @@ import torch
 class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
     def __init__(self, module: torch.nn.Module, device_ids=None, output_device=None,
                  broadcast_buffers: bool | None = None, process_group=None, bucket_cap_mb=None) -> None:
-        super().__init__(module, device_ids, output_device, broadcast_buffers=broadcast_buffers,
-                         process_group=process_group, bucket_cap_mb=bucket_cap_mb)
+        given = {name: value for name, value in (("broadcast_buffers", broadcast_buffers),
+                                                 ("bucket_cap_mb", bucket_cap_mb)) if value is not None}
+        # omitted, not None: torch before 2.4 takes None for neither
+        super().__init__(module, device_ids, output_device, process_group=process_group, **given)
