@@ -97,29 +97,35 @@ def test_sdk_mnist_under_mpi(tmp_path):
     assert _model_files(result) == ["model.pth"]
 
 
-
-def _sdk_smddp_mnist(tmp_path: Path, example: str, mode: str) -> str:
-    """The SDK's SMDDP MNIST script on one ml.p3.16xlarge (8 GPUs; the SDK's tests use two): it divides the batch
-    by world size // 8, so it needs 8 ranks at least. mpirun starts them; CUDA and smdistributed.dataparallel are
-    the CPU stand-in's. Returns the log."""
+def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, **fields) -> str:
+    """A data-parallel MNIST script of SMDDP's examples on one 8-GPU instance (their own tests use two): they divide
+    the batch by world size // 8, so they need 8 ranks at least. CUDA, NCCL and smdistributed.dataparallel are the
+    CPU stand-in's. Returns the log."""
     _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
-    spec = _spec(tmp_path, example, "mnist_pt.py", framework_version="1.13.1", py_version="py39",
-                 instance={"type": "ml.p3.16xlarge", "count": 1}, distribution={"mode": mode},
-                 hyperparameters={"epochs": 1, "batch-size": 8}, inputs={"training": str(tmp_path / "training")})
+    spec = _spec(tmp_path, example, entry_point, framework_version="1.13.1", py_version="py39",
+                 inputs={"training": str(tmp_path / "training")}, **fields)
     result = _run(spec, tmp_path)
     assert result.status == "Completed", result.failure_reason
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
-    assert "mpirun --host algo-1 -np 8 " in log and " -m mpi4py mnist_pt.py --batch-size 8 --epochs 1" in log, log
     # rank 0 logs every 10th of its 25 batches (200 of the 1600 samples); the sample count it prints is
     # batch * 8 per batch * world size, so [1280/1600] says all 8 ranks share the data
     losses = [float(loss) for loss in re.findall(
-        r"\[1,mpirank:0,algo-1\]<stdout>:Train Epoch: 1 \[(?:0|640|1280)/1600 \(\d+%\)\]\tLoss: ([\d.]+)", log)]
+        r"Train Epoch: 1 \[(?:0|640|1280)/1600 \(\d+%\)\]\tLoss: ([\d.]+)", log)]
     assert len(losses) == 3 and losses[0] > 1.5 and losses[-1] < losses[0] / 4, (losses, log)
     accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
     assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
-    # The script saves its model only with --save-model, and then to mnist_cnn.pt in its working directory (the
-    # code directory), not to SM_MODEL_DIR: its model.tar.gz is empty on SageMaker too.
+    # These scripts save their model only with --save-model, and then to mnist_cnn.pt in their working directory
+    # (the code directory), not to SM_MODEL_DIR: their model.tar.gz is empty on SageMaker too.
     assert _model_files(result) == []
+    return log
+
+
+def _sdk_smddp_mnist(tmp_path: Path, example: str, mode: str) -> str:
+    """The SDK's SMDDP MNIST script on one ml.p3.16xlarge; mpirun starts its 8 ranks."""
+    log = _train_on_eight_gpus(tmp_path, example, "mnist_pt.py", instance={"type": "ml.p3.16xlarge", "count": 1},
+                               distribution={"mode": mode}, hyperparameters={"epochs": 1, "batch-size": 8})
+    assert "mpirun --host algo-1 -np 8 " in log and " -m mpi4py mnist_pt.py --batch-size 8 --epochs 1" in log, log
+    assert "[1,mpirank:0,algo-1]<stdout>:Train Epoch: 1 [1280/1600" in log, log
     return log
 
 
