@@ -136,7 +136,7 @@ def test_missing_mpirun_is_reported_before_anything_starts(make_spec, tmp_path, 
     python_dir = tmp_path / "bin"
     python_dir.mkdir()
     (python_dir / "python").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", str(python_dir))  # not /usr/bin: Debian's openmpi-bin puts an mpirun there
     spec = make_spec("mpi4py_script.py", mode="mpi")
     with pytest.raises(EnvironmentProblem, match="needs mpirun"):
         run_local(load(spec), Options(run_dir=tmp_path / "run", python=str(python_dir / "python")))
