@@ -178,6 +178,11 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "completed sooner); a rank has started once a process of its host runs it (torchrun's worker "
                    "with its RANK, mpirun's rank with its OMPI_COMM_WORLD_RANK, the entry point on each host in "
                    "mode none). Prints the ranks started, the steps reached and the last loss.")
+@click.option("--smoke-steps", type=click.IntRange(min=1), metavar="N",
+              help="With --smoke: end the smoke as soon as every rank has started and a progress line "
+                   "(step=N/M) shows step N, stopped as at the deadline (checkpoints kept); fail when the "
+                   "deadline comes first. A CI smoke then takes what the job needs to start and train N steps, "
+                   "on any machine, and the deadline only bounds a job that never gets there.")
 @click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,
               help="Run a GPU instance's processes as this machine is. By default, where this machine has fewer "
                    "GPUs per host than the instance (or none), every training process gets smtrain's CPU stand-in "
@@ -197,7 +202,8 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @output_option
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
-          host_order: str | None, link_inputs: bool, smoke: float | None, no_gpu_standin: bool, stall_timeout: float,
+          host_order: str | None, link_inputs: bool, smoke: float | None, smoke_steps: int | None,
+          no_gpu_standin: bool, stall_timeout: float,
           verbose: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
@@ -218,13 +224,15 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     from orchestrator.emulator.local_run import Options, run_local
     from orchestrator.spec.loader import load
 
+    if smoke_steps is not None and smoke is None:
+        raise click.UsageError("--smoke-steps needs --smoke SECONDS (the deadline that bounds the smoke)")
     loaded = load(file, overrides)
     _print_warnings(loaded)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
-                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke)
+                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke, smoke_steps=smoke_steps)
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
     stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
@@ -254,8 +262,13 @@ def _smoke_line(result: Any) -> str:
     deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so."""
     smoke = result.smoke
     verdict = "passed" if result.exit_code == 0 else "FAILED"
-    ending = ("stopped at the deadline of " if result.status == "Stopped" and result.exit_code == 0
-              else f"{result.status.lower()} within ") + f"{smoke.deadline_seconds:g} s"
+    if result.status == "Stopped" and result.exit_code == 0 and smoke.steps_wanted is not None:
+        ending = f"stopped at step {smoke.steps_wanted} (--smoke-steps), within the deadline of "
+    elif result.status == "Stopped" and result.exit_code == 0:
+        ending = "stopped at the deadline of "
+    else:
+        ending = f"{result.status.lower()} within "
+    ending += f"{smoke.deadline_seconds:g} s"
     if result.seconds > smoke.deadline_seconds:
         ending += f" ({result.seconds:.1f} s in all: set-up, the stop's grace and packing)"
     steps = (f"step {smoke.steps_reached} reached ({smoke.step_source})" if smoke.steps_reached is not None

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,6 +124,9 @@ class Options(LocalSettings):
     smoke_seconds: float | None = None
     """Stop the job after this long as StopTrainingJob would; it passes (exit 0) when every rank started and
     none failed before (see smoke.py)."""
+    smoke_steps: int | None = None
+    """With smoke_seconds: stop it as soon as every rank started and a progress line shows this step; the
+    smoke fails when the deadline comes first."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +290,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         watchdog.activity()
         with PipeFeeders(prepared.pipes):
             limits = Limits(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
-                            stop_after=smoke_left)
+                            stop_after=smoke_left, stop_when=_smoke_steps_reached(options, census, steps))
             outcome = supervisor.run(limits, hung=hung,
                                      watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and interrupt_after is not None:
@@ -305,18 +309,28 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         for item in outcome.exits:
             if item.returncode == 0:
                 census.launcher_succeeded(item.host)
-        smoke = _smoke_report(options.smoke_seconds, census, last_step(layout, steps), tracker,
+        smoke = _smoke_report(options, census, last_step(layout, steps), tracker,
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
                    hangs[-1] if hangs else None, smoke)
 
 
-def _smoke_report(deadline: float, census: RankCensus, step: tuple[int | None, str | None],
+def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int]) -> Callable[[], bool] | None:
+    """`--smoke-steps`: every rank has started and a progress line showed the step (the lines come in on
+    reader threads; the census is the supervisor's, refreshed right before it asks)."""
+    wanted = options.smoke_steps
+    if wanted is None or options.smoke_seconds is None:
+        return None
+    return lambda: not census.missing() and max(steps, default=0) >= wanted
+
+
+def _smoke_report(options: Options, census: RankCensus, step: tuple[int | None, str | None],
                   tracker: MetricRecorder, killed: list[str]) -> SmokeReport:
     losses = loss_metrics(list(tracker.latest))
-    return SmokeReport(deadline_seconds=deadline, ranks_expected=census.expected, ranks_started=census.started,
-                       missing=census.missing(), steps_reached=step[0], step_source=step[1],
-                       last_loss=tracker.latest[losses[0]] if losses else None, killed_after_deadline=killed)
+    return SmokeReport(deadline_seconds=options.smoke_seconds, ranks_expected=census.expected,
+                       ranks_started=census.started, missing=census.missing(), steps_reached=step[0],
+                       step_source=step[1], last_loss=tracker.latest[losses[0]] if losses else None,
+                       killed_after_deadline=killed, steps_wanted=options.smoke_steps)
 
 
 def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome, effort: _Effort,

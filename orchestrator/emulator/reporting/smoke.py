@@ -51,6 +51,9 @@ class SmokeReport:
     """Hosts whose training process the out-of-memory killer ended during the grace period."""
     step_source: str | None = None
     """Where steps_reached was read: "progress line", "metrics.jsonl" or "checkpoint"."""
+    steps_wanted: int | None = None
+    """`--smoke-steps`: the smoke ends once every rank started and a progress line shows this step, and fails
+    when the deadline comes first."""
 
     def failure(self) -> str | None:
         """Why the smoke failed although no rank failed before the deadline, or None."""
@@ -62,6 +65,10 @@ class SmokeReport:
             reasons.append(f"smoke: {', '.join(self.killed_after_deadline)}: killed by SIGKILL after the deadline, "
                            "during StopTrainingJob's grace period, and not by smtrain: OutOfMemory (this machine's "
                            "memory also holds what the instance keeps in GPU memory); no checkpoint was saved")
+        if self.steps_wanted is not None and (self.steps_reached or 0) < self.steps_wanted:
+            reached = "no step" if self.steps_reached is None else f"step {self.steps_reached}"
+            reasons.append(f"smoke: step {self.steps_wanted} (--smoke-steps) not reached within "
+                           f"{self.deadline_seconds:g} s ({reached} reached)")
         return "\n".join(reasons) or None
 
 

@@ -79,6 +79,8 @@ class Limits:
     or `stop_after`; a user's interruption gets at most INTERRUPT_GRACE_SECONDS."""
     stop_after: float | None = None
     """Stop the job after this many seconds as StopTrainingJob does (status `stopped`)."""
+    stop_when: Callable[[], bool] | None = None
+    """Stop it so as soon as this says so (asked every WATCH_SECONDS, after `watch`): `--smoke-steps`."""
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,8 @@ class Supervisor:
                            why="simulated spot interruption")
                 break
             if self._stop_requested.is_set() or (
-                    stop_after is not None and elapsed >= stop_after and elapsed < timeout_seconds):
+                    stop_after is not None and elapsed >= stop_after and elapsed < timeout_seconds) or (
+                    limits.stop_when is not None and limits.stop_when()):
                 if watch is not None:
                     watch(tree.alive())
                 status = "stopped"
