@@ -116,14 +116,14 @@ def pytest_collection_modifyitems(config, items):
 
 # The modules of slow tests that take longest (seconds of tests on two workers beside other work, 2026-11-24),
 # handed out first so that the suite does not end with one worker running a long module while the other waits:
-# test_parallel_runs 129, test_local_faults 101, test_local_gpu_scripts 89, test_bench_memory 72,
-# test_local_examples 70, the public examples about 50, test_training_runs 46, test_tune_local 43, the stand-in's
-# GPU scripts 42. The others follow in collection order.
-LONGEST_SLOW_MODULES = ("entrypoints/test_parallel_runs.py", "emulator/test_local_faults.py",
-                        "emulator/test_local_gpu_scripts.py", "entrypoints/test_bench_memory.py",
-                        "emulator/test_local_examples.py", "examples/test_examples.py",
-                        "entrypoints/test_training_runs.py", "emulator/test_tune_local.py",
-                        "standin/test_gpu_scripts.py")
+# test_parallel_runs 129, the public examples on Debian's torch 119 (two of them 8 ranks), test_local_faults 101,
+# test_local_gpu_scripts 89, test_bench_memory 72, test_local_examples 70, the other public examples about 50,
+# test_training_runs 46, test_tune_local 43, the stand-in's GPU scripts 42. The others follow in collection order.
+LONGEST_SLOW_MODULES = ("entrypoints/test_parallel_runs.py", "examples/test_examples_debian_torch.py",
+                        "emulator/test_local_faults.py", "emulator/test_local_gpu_scripts.py",
+                        "entrypoints/test_bench_memory.py", "emulator/test_local_examples.py",
+                        "examples/test_examples.py", "entrypoints/test_training_runs.py",
+                        "emulator/test_tune_local.py", "standin/test_gpu_scripts.py")
 
 
 def _place(item: pytest.Item, marks: set[str]) -> tuple[int, int]:
