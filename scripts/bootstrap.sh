@@ -3,8 +3,6 @@
 # Idempotent: re-running after a change to pyproject.toml or constraints.txt reinstalls, otherwise it is instant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Outside the venv and its stamp: Debian's torchvision for the examples that need it (quick when installed).
-bash scripts/install_debian_torchvision.sh
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 stamp="$VENV/.smtrain-installed"

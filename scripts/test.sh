@@ -10,4 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# The tests only (not the demo, which shares bootstrap): Debian's torchvision for the public examples that need it
+# (a no-op once installed).
+bash scripts/install_debian_torchvision.sh
 exec .venv/bin/python -m pytest -n "${SMTRAIN_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder "$@"
