@@ -12,50 +12,33 @@ import base64
 import gzip
 import hashlib
 import re
-import struct
-import tarfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+
+from example_data import EXAMPLES, mnist_idx, model_files, write_spec
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).parent
 
 
 def _spec(tmp_path: Path, example: str, entry_point: str, count: int = 1, **extra) -> Path:
-    spec = {"name": example.replace("_", "-"), "entry_point": entry_point, "source_dir": str(EXAMPLES / example / "src"),
-            "framework_version": "2.10.0", "instance": {"type": "ml.c5.2xlarge", "count": count}, "metrics": [],
-            "max_run_seconds": 600, **extra}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def _model_files(result) -> list[str]:
-    with tarfile.open(result.model_artifact) as tar:
-        return sorted(tar.getnames())
+    return write_spec(tmp_path, example, entry_point, **{"instance": {"type": "ml.c5.2xlarge", "count": count}, **extra})
 
 
 def _mnist_idx(directory: Path, prefix: str, count: int, seed: int) -> None:
-    """MNIST's gzipped IDX files: each digit a bright 7x7 square in its own place of a noisy 28x28 image."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 10, count).astype(np.uint8)
-    images = rng.integers(0, 40, (count, 28, 28)).astype(np.uint8)
-    for index, label in enumerate(labels):
-        row, column = divmod(int(label), 4)
-        images[index, 2 + row * 8:9 + row * 8, 2 + column * 6:9 + column * 6] = 255
+    """MNIST's gzipped IDX files of synthetic digits."""
+    images, labels = mnist_idx(count, np.random.default_rng(seed))
     directory.mkdir(parents=True, exist_ok=True)
     with gzip.open(directory / f"{prefix}-images-idx3-ubyte.gz", "wb") as handle:
-        handle.write(struct.pack(">IIII", 2051, count, 28, 28) + images.tobytes())
+        handle.write(images)
     with gzip.open(directory / f"{prefix}-labels-idx1-ubyte.gz", "wb") as handle:
-        handle.write(struct.pack(">II", 2049, count) + labels.tobytes())
+        handle.write(labels)
 
 
 @pytest.mark.parametrize("hosts", [1, 2])
@@ -73,7 +56,7 @@ def test_mnist_from_gzipped_idx_files(tmp_path, hosts):
         assert len(losses) >= 10, log
         assert sum(losses[-3:]) / 3 < 0.5 * sum(losses[:3]) / 3, losses  # it learned the squares
         assert "Test set: Average loss" in log
-    assert _model_files(result) == ["model.pth"]
+    assert model_files(result) == ["model.pth"]
 
 
 def test_script_mode_regression_from_npy_files(tmp_path):
@@ -92,7 +75,7 @@ def test_script_mode_regression_from_npy_files(tmp_path):
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
     losses = [float(value) for value in re.findall(r"epoch: \d+ -> loss: (?:tensor\()?([\d.e+-]+)", log)]
     assert len(losses) == 10 and losses[-1] < 0.5 * losses[0], losses
-    assert _model_files(result) == ["code/pytorch_model_def.py", "code/train_deploy_pytorch_without_dependencies.py",
+    assert model_files(result) == ["code/pytorch_model_def.py", "code/train_deploy_pytorch_without_dependencies.py",
                                     "model.pth"]
 
 
@@ -149,7 +132,7 @@ def test_distributed_operations_on_two_hosts(tmp_path):
     for rank in range(4):  # every rank received rank 0's tensor from send/recv (the last operation)
         logs = "".join((result.run_dir / "logs" / f"algo-{host}.log").read_text() for host in (1, 2))
         assert f"Rank: {rank},\nTensor AFTER send_recv: tensor([[1., 1.]," in logs, logs
-    assert _model_files(result) == ["success"]
+    assert model_files(result) == ["success"]
 
 
 def _word_corpus(directory: Path, seed: int) -> int:
@@ -182,7 +165,7 @@ def test_lstm_word_language_model(tmp_path):
     assert valid_losses[-1] < valid_losses[0] < batch_losses[0], (batch_losses, valid_losses)
     test_ppl = float(re.search(r"\| End of training \| test loss +[\d.]+ \| test ppl +([\d.]+)", log).group(1))
     assert test_ppl < vocabulary / 4, (test_ppl, vocabulary)  # far better than guessing among the words
-    assert _model_files(result) == ["model.pth", "model_info.pth", "test", "train", "valid"]
+    assert model_files(result) == ["model.pth", "model_info.pth", "test", "train", "valid"]
 
 
 
@@ -206,4 +189,4 @@ def test_distributed_operations_over_nccl_on_gpu_hosts(tmp_path):
     for rank in range(2):  # the last operation: each rank gathered both ranks' tensors
         assert re.search(rf"Rank: {rank},\nTensor AFTER all_gather: .*?tensors_list: \[tensor\(\[\[1\., 1\.\],"
                          r"\s+\[1\., 1\.\],\s+\[1\., 1\.\]\]\), tensor\(\[\[2\., 2\.\],", logs, re.S), logs
-    assert _model_files(result) == ["success"]
+    assert model_files(result) == ["success"]

@@ -10,19 +10,17 @@ needs PyPI's CUDA torch, and PyTorch's CPU index is not reachable. So these jobs
 from __future__ import annotations
 
 import re
-import struct
 import subprocess
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+
+from example_data import mnist_idx, model_files, write_spec
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
-EXAMPLES = Path(__file__).parent
 DEBIAN_PYTHON = "/usr/bin/python3"
 INSTALL = "apt-get install -y python3-torchvision python3-mpi4py"
 
@@ -44,37 +42,19 @@ _MISSING = _debian_torchvision()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
 
 
-def _spec(tmp_path: Path, example: str, entry_point: str, **fields) -> Path:
-    spec = {"name": example.replace("_", "-"), "entry_point": entry_point, "source_dir": str(EXAMPLES / example / "src"),
-            "framework_version": "2.10.0", "metrics": [], "max_run_seconds": 600, **fields}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
 def _run(spec: Path, tmp_path: Path):
     return run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON))
 
 
-def _model_files(result) -> list[str]:
-    with tarfile.open(result.model_artifact) as tar:
-        return sorted(tar.getnames())
-
-
 def _mnist_raw(root: Path, train: int, test: int, seed: int) -> None:
-    """torchvision's MNIST folder as its download leaves it (`MNIST/raw/`, the four IDX files unzipped): each digit
-    a bright 7x7 square in its own place of a noisy 28x28 image."""
+    """torchvision's MNIST folder as its download leaves it (`MNIST/raw/`, the four IDX files unzipped)."""
     rng = np.random.default_rng(seed)
     raw = root / "MNIST" / "raw"
     raw.mkdir(parents=True)
     for prefix, count in (("train", train), ("t10k", test)):
-        labels = rng.integers(0, 10, count).astype(np.uint8)
-        images = rng.integers(0, 40, (count, 28, 28)).astype(np.uint8)
-        for index, label in enumerate(labels):
-            row, column = divmod(int(label), 4)
-            images[index, 2 + row * 8:9 + row * 8, 2 + column * 6:9 + column * 6] = 255
-        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 2051, count, 28, 28) + images.tobytes())
-        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, count) + labels.tobytes())
+        images, labels = mnist_idx(count, rng)
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(images)
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(labels)
 
 
 def test_sdk_mnist_under_mpi(tmp_path):
@@ -82,7 +62,7 @@ def test_sdk_mnist_under_mpi(tmp_path):
     instance. The toolkit's mpirun (Debian's Open MPI 4, as the image's is 4) starts one rank through mpi4py; it
     trains, tests and saves model.pth to SM_MODEL_DIR."""
     _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
-    spec = _spec(tmp_path, "mnist_mpi", "mnist.py", instance={"type": "ml.m5.xlarge", "count": 1},
+    spec = write_spec(tmp_path, "mnist_mpi", "mnist.py", instance={"type": "ml.m5.xlarge", "count": 1},
                  distribution={"mode": "mpi"}, hyperparameters={"epochs": 1, "batch-size": 8},
                  inputs={"training": str(tmp_path / "training")})
     result = _run(spec, tmp_path)
@@ -94,7 +74,7 @@ def test_sdk_mnist_under_mpi(tmp_path):
     assert len(losses) == 2, log
     accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
     assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
-    assert _model_files(result) == ["model.pth"]
+    assert model_files(result) == ["model.pth"]
 
 
 def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, **fields) -> str:
@@ -102,7 +82,7 @@ def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, **field
     the batch by world size // 8, so they need 8 ranks at least. CUDA, NCCL and smdistributed.dataparallel are the
     CPU stand-in's. Returns the log."""
     _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
-    spec = _spec(tmp_path, example, entry_point, framework_version="1.13.1", py_version="py39",
+    spec = write_spec(tmp_path, example, entry_point, framework_version="1.13.1", py_version="py39",
                  inputs={"training": str(tmp_path / "training")}, **fields)
     result = _run(spec, tmp_path)
     assert result.status == "Completed", result.failure_reason
@@ -116,7 +96,7 @@ def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, **field
     assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
     # These scripts save their model only with --save-model, and then to mnist_cnn.pt in their working directory
     # (the code directory), not to SM_MODEL_DIR: their model.tar.gz is empty on SageMaker too.
-    assert _model_files(result) == []
+    assert model_files(result) == []
     return log
 
 
