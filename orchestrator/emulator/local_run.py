@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import opt_ml
-from orchestrator.emulator.launching.launch import HostProcess, free_port
+from orchestrator.emulator.launching.launch import HostProcess, free_port, torch1_torchrun_notice
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing import layout as run_layout
@@ -209,6 +209,9 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             observer.notice(deviation)
         for warning in _source_notices(prepared):
             observer.notice(warning)
+        if plan.spec.distribution.mode.rules.launcher == "torchrun" and (
+                torchrun := torch1_torchrun_notice(prepared.python)):
+            observer.notice(torchrun)
         if options.link_inputs:
             observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))

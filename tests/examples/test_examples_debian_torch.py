@@ -42,8 +42,21 @@ _MISSING = _debian_torchvision()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
 
 
-def _run(spec: Path, tmp_path: Path):
-    return run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON))
+class _Notices:
+    """An observer that keeps what the run says at its start."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def notice(self, text: str) -> None:
+        self.said.append(text)
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def _run(spec: Path, tmp_path: Path, observer: _Notices | None = None, python: str = DEBIAN_PYTHON):
+    return run_local(load(spec), Options(run_dir=tmp_path / "run", python=python), observer)
 
 
 def _mnist_raw(root: Path, train: int, test: int, seed: int) -> None:
@@ -77,14 +90,15 @@ def test_sdk_mnist_under_mpi(tmp_path):
     assert model_files(result) == ["model.pth"]
 
 
-def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, **fields) -> str:
+def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, observer: _Notices | None = None,
+                         **fields) -> str:
     """A data-parallel MNIST script of SMDDP's examples on one 8-GPU instance (their own tests use two): they divide
     the batch by world size // 8, so they need 8 ranks at least. CUDA, NCCL and smdistributed.dataparallel are the
     CPU stand-in's. Returns the log."""
     _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
     spec = write_spec(tmp_path, example, entry_point, framework_version="1.13.1", py_version="py39",
                  inputs={"training": str(tmp_path / "training")}, **fields)
-    result = _run(spec, tmp_path)
+    result = _run(spec, tmp_path, observer)
     assert result.status == "Completed", result.failure_reason
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
     # rank 0 logs every 10th of its 25 batches (200 of the 1600 samples); the sample count it prints is
@@ -119,3 +133,59 @@ def test_sdk_mnist_under_smddp(tmp_path):
     """tests/integ/test_smdataparallel_pt.py's job: mode smddp (the script differs only in init_process_group())."""
     log = _sdk_smddp_mnist(tmp_path, "mnist_smddp", "smddp")
     assert "SMDATAPARALLEL_USE_SINGLENODE=1" in log
+
+
+def test_dlc_mnist_under_torch_distributed(tmp_path):
+    """deep-learning-containers' torch_distributed job (test_torch_distributed.py: 2 x ml.p4d.24xlarge): torchrun on
+    two hosts of 4 GPUs each here (ml.g5.12xlarge), so 8 ranks as the script needs. Debian's torch 1.13 torchrun
+    cannot start on Python 3.11, so smtrain starts it through torch1/torchrun (torch 2.0's fix). The script reads
+    MNIST from --data-path (its default, /tmp/data, is outside the container's /opt/ml: a user passes the channel)."""
+    observer = _Notices()
+    log = _train_on_eight_gpus(
+        tmp_path, "mnist_torch_distributed", "torch_distributed_throughput_mnist.py", observer,
+        instance={"type": "ml.g5.12xlarge", "count": 2}, distribution={"mode": "torch_distributed"},
+        hyperparameters={"epochs": 1, "batch-size": 8, "log-interval": 10,
+                         "data-path": "/opt/ml/input/data/training"})
+    assert f"{DEBIAN_PYTHON} " in log and "torch1/torchrun --nnodes 2 --nproc_per_node 4 " in log, log
+    assert any("torch1/torchrun: /usr/bin/python3's torch is 1.x on Python 3.11" in text for text in observer.said)
+    assert "Train Epoch" not in (tmp_path / "run" / "logs" / "algo-2.log").read_text()  # rank 0 alone logs
+
+
+@pytest.fixture(scope="module")
+def debian_python_with_toolkit(tmp_path_factory) -> str:
+    """A virtualenv of Debian's interpreter that sees its torch and torchvision and has the training toolkit
+    (sagemaker-training, pinned as constraints.txt pins it), as the image has: what a script importing
+    `sagemaker_training` needs here. numpy stays Debian's version, which its torch was built against."""
+    venv = tmp_path_factory.mktemp("debian-toolkit") / "venv"
+    subprocess.run([DEBIAN_PYTHON, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    numpy = subprocess.run([DEBIAN_PYTHON, "-c", "import numpy; print(numpy.__version__)"], capture_output=True,
+                           text=True, check=True, timeout=120).stdout.strip()
+    toolkit = next(line for line in (Path(__file__).parents[2] / "constraints.txt").read_text().splitlines()
+                   if line.startswith("sagemaker-training=="))
+    install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", toolkit, "packaging",
+                              f"numpy=={numpy}"], capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stderr[-3000:]
+    return str(venv / "bin" / "python")
+
+
+def test_smdataparallel_demo_under_torch_distributed_saves_its_model(tmp_path, debian_python_with_toolkit):
+    """amazon-sagemaker-examples' SMDDP MNIST demo, under torch_distributed as its notebook offers ("no required
+    changes to your training code"), on 2 x ml.g5.2xlarge (one rank per host). It reads its distribution from the
+    training toolkit's Environment() (the emulated host's /opt/ml/input/config), trains, tests, and rank 0 saves
+    mnist_cnn.pt to SM_MODEL_DIR."""
+    _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
+    spec = write_spec(tmp_path, "mnist_smdataparallel_demo", "train_pytorch_smdataparallel_mnist.py",
+                      framework_version="2.0.1", py_version="py310", instance={"type": "ml.g5.2xlarge", "count": 2},
+                      distribution={"mode": "torch_distributed"}, inputs={"training": str(tmp_path / "training")},
+                      hyperparameters={"epochs": 1, "batch-size": 8, "data-path": "/opt/ml/input/data/training"})
+    result = _run(spec, tmp_path, python=debian_python_with_toolkit)
+    assert result.status == "Completed", result.failure_reason
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    assert "torch1/torchrun --nnodes 2 --nproc_per_node 1 " in log and "Using smddp" not in log, log
+    # rank 0 logs every 10th of its 100 batches; the count it prints is batch * 8 per batch * world size 2
+    losses = [float(loss) for loss in re.findall(r"Train Epoch: 1 \[\d+/1600 \(\d+%\)\]\tLoss: ([\d.]+)", log)]
+    assert len(losses) == 10 and losses[0] > 1.5 and losses[-1] < losses[0] / 4, (losses, log)
+    assert "Train Epoch: 1 [1440/1600 (90%)]" in log, log
+    accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
+    assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
+    assert model_files(result) == ["mnist_cnn.pt"]

@@ -34,6 +34,8 @@ from orchestrator.emulator.launching.opt_ml import HostFileSystem
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
 
 HOOKS = Path(__file__).with_name("mpi_hooks.py")
+TORCH1_TORCHRUN = Path(__file__).parent / "torch1" / "torchrun"
+"""torch 1.x's torchrun with torch 2.0's fix for Python 3.11 (see that file)."""
 OVERLAY_SITE_HOOK = Path(__file__).parent.with_name("overlay_site")
 OVERLAY_SITE_VARIABLE = "SMTRAIN_OVERLAY_SITE"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
@@ -189,15 +191,45 @@ def _torchrun(item: HostProcess, python: str, master_port: int) -> tuple[str, di
     Returns the command line and its environment."""
     assert item.toolkit is not None
     argv = list(item.toolkit.argv)
-    torchrun = find_tool("torchrun", python)
-    argv[:1] = [torchrun] if torchrun else [python, "-m", "torch.distributed.run"]
+    launcher = torchrun_launcher(python)
+    argv[:1] = launcher
     for option, value in (("--master_addr", LOOPBACK), ("--master_port", str(master_port))):
         if option in argv:
             argv[argv.index(option) + 1] = value
     env = {**item.env, **item.toolkit.environment, "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE}
     if "--master_port" not in argv:
         env["PET_MASTER_PORT"] = str(master_port)
-    return _shell_words(argv, python, torchrun or python), env
+    return _shell_words(argv, *launcher), env
+
+
+@cache
+def torchrun_launcher(python: str) -> list[str]:
+    """What starts torchrun for `python`: the torchrun next to it (or `python -m torch.distributed.run`), but
+    torch1/torchrun where its torch is 1.x and its Python 3.11 or later, whose own torchrun cannot start there."""
+    if _torch1_on_python311(python):
+        return [python, str(TORCH1_TORCHRUN)]
+    torchrun = find_tool("torchrun", python)
+    return [torchrun] if torchrun else [python, "-m", "torch.distributed.run"]
+
+
+def torch1_torchrun_notice(python: str) -> str | None:
+    """Said at the start of a torchrun job that torch1/torchrun starts (the notices of deviations.py)."""
+    if torchrun_launcher(python)[-1:] != [str(TORCH1_TORCHRUN)]:
+        return None
+    return (f"torchrun starts through smtrain's {TORCH1_TORCHRUN.parent.name}/torchrun: {python}'s torch is 1.x on "
+            "Python 3.11 or later, where torch's own torchrun cannot parse its default --redirects 0 (fixed in "
+            "torch 2.0); it applies torch 2.0's fix, then runs torch's torchrun with the same arguments")
+
+
+def _torch1_on_python311(python: str) -> bool:
+    """From the interpreter's metadata, without importing torch (Debian's python3-torch says 1.13.0a0+gitunknown)."""
+    probe = ("import sys; from importlib.metadata import version; "
+             "print(int(version('torch').split('.')[0]) < 2 and sys.version_info >= (3, 11))")
+    try:
+        said = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return said.strip() == "True"
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
