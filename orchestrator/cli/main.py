@@ -188,6 +188,10 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "GPUs per host than the instance (or none), every training process gets smtrain's CPU stand-in "
                    "for CUDA (torch.cuda answers as on the instance, nccl runs over gloo, smdistributed is "
                    "importable); with enough GPUs it is off anyway and real NCCL runs.")
+@click.option("--python", "python", metavar="PATH",
+              help="The interpreter that runs the job (its torch, torchvision and other packages stand for the "
+                   "image's), e.g. /usr/bin/python3 for Debian's torch and torchvision; smtrain itself stays in its "
+                   "own. Default: smtrain's own interpreter.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="When no rank writes a line (or advances a step) for this long, print every rank's Python "
                    "stack, name the ranks waiting in a collective and the one they wait for, and stop (exit 4). "
@@ -203,7 +207,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           host_order: str | None, link_inputs: bool, smoke: float | None, smoke_steps: int | None,
-          no_gpu_standin: bool, stall_timeout: float,
+          no_gpu_standin: bool, python: str | None, stall_timeout: float,
           verbose: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
@@ -232,7 +236,8 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
-                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke, smoke_steps=smoke_steps)
+                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke, smoke_steps=smoke_steps,
+                      **({"python": _interpreter(python)} if python else {}))
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
     stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
@@ -247,6 +252,18 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
 
         echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _interpreter(python: str) -> str:
+    """--python as given (a path, or a name on PATH such as python3), as an absolute path; a usage error (exit 2)
+    when it names nothing runnable."""
+    import shutil
+
+    found = shutil.which(python)
+    if found is None:
+        raise click.BadParameter(f"{python!r} is not an executable file here (nor a command on PATH)",
+                                 param_hint="--python")
+    return str(Path(found).absolute())
 
 
 def _print_warnings(loaded: Any) -> None:

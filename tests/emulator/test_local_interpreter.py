@@ -1,0 +1,50 @@
+"""`smtrain local --python`: the job runs with another interpreter (whose packages stand for the image's), while
+smtrain stays in its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.emulator.launching.launch import find_tool
+
+WHICH_PYTHON = "import os, sys\nopen(os.path.join(os.environ['SM_MODEL_DIR'], 'prefix.txt'), 'w').write(sys.prefix)\n"
+
+
+def test_the_job_runs_with_the_interpreter_named(make_spec, tmp_path):
+    venv = tmp_path / "job-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    spec = make_spec("which_python.py", count=1)
+    (tmp_path / "src" / "which_python.py").write_text(WHICH_PYTHON)
+    result = CliRunner().invoke(main, ["local", str(spec), "--run-dir", str(tmp_path / "run"), "-q",
+                                       "--python", str(venv / "bin" / "python")])
+    assert result.exit_code == 0, result.output
+    with tarfile.open(tmp_path / "run" / "model.tar.gz") as tar:
+        assert tar.extractfile("prefix.txt").read().decode() == str(venv)
+
+
+def test_an_interpreter_that_is_not_there_is_a_usage_error(make_spec, tmp_path):
+    result = CliRunner().invoke(main, ["local", str(make_spec("env_dump.py", count=1)), "--run-dir",
+                                       str(tmp_path / "run"), "--python", str(tmp_path / "no-python")])
+    assert result.exit_code == 2, result.output
+    assert "--python" in result.output and "is not an executable file here" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "run").exists()
+
+
+def test_a_virtualenv_keeps_the_mpirun_of_the_interpreter_it_links_to(tmp_path, monkeypatch):
+    """A virtualenv of /usr/bin/python3 has no mpirun of its own: Debian's, beside the interpreter it links to
+    (the one its mpi4py was built for), comes before whatever mpirun PATH names first."""
+    base, venv, elsewhere = tmp_path / "usr" / "bin", tmp_path / "venv" / "bin", tmp_path / "other" / "bin"
+    for folder in (base, venv, elsewhere):
+        folder.mkdir(parents=True)
+    (base / "python3").touch()
+    (venv / "python").symlink_to(base / "python3")
+    for mpirun in (base / "mpirun", elsewhere / "mpirun"):
+        mpirun.touch(mode=0o755)
+    monkeypatch.setenv("PATH", str(elsewhere))
+    assert find_tool("mpirun", str(venv / "python")) == str(base / "mpirun")
+    assert find_tool("mpirun", str(tmp_path / "python")) == str(elsewhere / "mpirun")
