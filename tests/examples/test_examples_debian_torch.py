@@ -205,3 +205,34 @@ def test_smdataparallel_demo_saves_its_model(tmp_path, debian_python_with_toolki
     accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
     assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
     assert model_files(result) == ["mnist_cnn.pt"]
+
+
+def test_sagemaker_containers_mnist_installs_its_requirements_and_saves_its_model(tmp_path, monkeypatch,
+                                                                                  debian_python_with_toolkit):
+    """amazon-sagemaker-examples' training-pipeline MNIST: its requirements.txt names `sagemaker_containers`, an
+    sdist pip builds (a C extension), which brings the `typing` backport; installed as the toolkit installs it,
+    after the standard library, from the package index (a fresh overlay cache), in the environment that has what the
+    image has (the toolkit and scipy beside Debian's torch and numpy 1.24). On two hosts (the notebook uses one)
+    the script averages gradients over gloo itself; it saves a TorchScript model.pth."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    _mnist_raw(tmp_path / "training", train=1600, test=200, seed=1)
+    spec = write_spec(tmp_path, "mnist_sagemaker_containers", "mnist.py", framework_version="2.0.1",
+                      py_version="py310", instance={"type": "ml.c5.xlarge", "count": 2},
+                      inputs={"training": str(tmp_path / "training")},
+                      hyperparameters={"epochs": 1, "backend": "gloo", "batch-size": 8, "lr": 0.05,
+                                       "log-interval": 20})
+    result = _run(spec, tmp_path, python=debian_python_with_toolkit)
+    assert result.status == "Completed", result.failure_reason
+    overlay = next((tmp_path / "cache" / "overlays").glob("*/lib/python3*/site-packages"))
+    assert {"sagemaker_containers", "typing"} <= {path.name.split("-")[0] for path in overlay.glob("*.dist-info")}
+    for host in (1, 2):
+        log = (result.run_dir / "logs" / f"algo-{host}.log").read_text()
+        assert f"'gloo' backend on 2 nodes. Current host rank is {host - 1}." in log, log
+        # each host trains on its half (800 samples, 100 batches) and logs every 20th batch
+        found = re.findall(r"Train Epoch: 1 \[(\d+)/800 \(\d+%\)\] Loss: ([\d.]+)", log)
+        assert [int(seen) for seen, _ in found] == [160, 320, 480, 640, 800], log
+        losses = [float(loss) for _, loss in found]
+        assert losses[-1] < losses[0] / 4, (losses, log)
+        accuracy = re.search(r"Test set: Average loss: [\d.]+, Accuracy: (\d+)/200", log)
+        assert accuracy and int(accuracy.group(1)) >= 100, log  # far above guessing (20 of 200): it learned
+    assert model_files(result) == ["model.pth"]
