@@ -3,6 +3,7 @@ smtrain stays in its own."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tarfile
@@ -12,7 +13,10 @@ from click.testing import CliRunner
 from orchestrator.cli.main import main
 from orchestrator.emulator.launching.launch import find_tool
 
-WHICH_PYTHON = "import os, sys\nopen(os.path.join(os.environ['SM_MODEL_DIR'], 'prefix.txt'), 'w').write(sys.prefix)\n"
+WHICH_PYTHON = """import json, os, sys
+seen = {"prefix": sys.prefix, "torch": os.environ.get("SM_DLC_TORCH_VERSION")}
+open(os.path.join(os.environ["SM_MODEL_DIR"], "seen.json"), "w").write(json.dumps(seen))
+"""
 
 
 def test_the_job_runs_with_the_interpreter_named(make_spec, tmp_path):
@@ -24,7 +28,9 @@ def test_the_job_runs_with_the_interpreter_named(make_spec, tmp_path):
                                        "--python", str(venv / "bin" / "python")])
     assert result.exit_code == 0, result.output
     with tarfile.open(tmp_path / "run" / "model.tar.gz") as tar:
-        assert tar.extractfile("prefix.txt").read().decode() == str(venv)
+        seen = json.loads(tar.extractfile("seen.json").read())
+    # the DLC's SM_DLC_TORCH_VERSION names its image's torch: here the job's interpreter's, and this one has none
+    assert seen == {"prefix": str(venv), "torch": None}
 
 
 def test_an_interpreter_that_is_not_there_is_a_usage_error(make_spec, tmp_path):

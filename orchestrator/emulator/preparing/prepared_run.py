@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from importlib import metadata
+from functools import cache
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
@@ -59,6 +59,7 @@ from orchestrator.emulator.launching.toolkit_launchers import (
 )
 from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeChannel
+from orchestrator.emulator.preparing.image_match import installed_versions
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
@@ -144,7 +145,7 @@ class PreparedRun:
 
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
-        torch_version = _torch_version()
+        torch_version = _torch_version(self.python)
         inherited = dict(os.environ)
         choices = LocalChoices(python=self.python, code_files=self.code_files,
                                smddprun=find_tool("smddprun", self.python) is not None,
@@ -426,8 +427,10 @@ def _climbs(key: str) -> bool:
     return ".." in key.split("/")
 
 
-def _torch_version() -> str | None:
+@cache
+def _torch_version(python: str) -> str | None:
+    """torch's version where the job runs (SM_DLC_TORCH_VERSION: the DLC sets its image's), None without torch."""
     try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
+        return installed_versions(python, ["torch"])["torch"]
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
         return None
