@@ -252,6 +252,12 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
     if prepared.overlay is not None:
         observer.notice(f"requirements installed as the toolkit installs them, into {prepared.overlay.root}"
                         + (" (cached)" if not prepared.overlay.freshly_installed else ""))
+        if prepared.overlay.replaced:
+            observer.notice(f"the install changed packages this environment has, and the job sees its versions: "
+                            f"{', '.join(prepared.overlay.replaced)} (pip did it for another requirement, as it would "
+                            "in the image); what was built against the old version may now fail in the job (torch "
+                            "built for numpy 1 with numpy 2: `Numpy is not available`); pin them in requirements.txt "
+                            "to keep them")
 
     watchdog = StallWatchdog(options.stall_timeout_seconds)
     hangs: list[HangReport] = []

@@ -221,3 +221,35 @@ def test_a_failed_build_names_the_error_pip_reports(tmp_path):
     headline = result.failure_reason.splitlines()[0]
     assert headline.endswith("RuntimeError: brokenpkg needs a CUDA compiler"), headline
     assert "note: This error originates" not in headline
+
+
+def test_a_package_the_install_changes_is_named_before_the_job_runs(tmp_path):
+    """A requirement that moves a package the environment has to another version (numpy 1 -> 2 under a torch built
+    for numpy 1, in the real case) is said, with both versions, before the job starts; the job sees the new one."""
+    wheels = tmp_path / "index"
+    for version in ("1.0", "2.0"):
+        _wheel(wheels, PROBE, version, f"VERSION = '{version}'\n")
+    venv = tmp_path / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True,
+                   capture_output=True, timeout=300)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "--no-index", "-q",
+                    str(wheels / f"{PROBE}-1.0-py3-none-any.whl")], check=True, timeout=300)
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "requirements.txt").write_text(f"--find-links {wheels}\n{PROBE}==2.0\n")
+    (source / "train.py").write_text(f"import {PROBE}\nopen('/opt/ml/model/version.txt', 'w').write({PROBE}.VERSION)\n")
+    said: list[str] = []
+
+    class Observer:
+        def notice(self, text):
+            said.append(text)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    result = run_local(load(_spec(tmp_path, source, "train.py")),
+                       Options(run_dir=tmp_path / "run", python=str(venv / "bin/python")), Observer())
+    assert result.status == "Completed", result.failure_reason
+    assert (result.run_dir / "algo-1/model/version.txt").read_text() == "2.0"
+    changed = [text for text in said if text.startswith("the install changed packages this environment has")]
+    assert len(changed) == 1 and f"{PROBE} 1.0 -> 2.0 (pip did it" in changed[0], said

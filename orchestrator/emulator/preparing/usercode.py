@@ -19,9 +19,11 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from orchestrator.emulator.instances.cache import cached_directory
@@ -39,6 +41,9 @@ class Overlay:
     site_packages: Path
     freshly_installed: bool
     pip_output: str = ""
+    replaced: tuple[str, ...] = ()
+    """Distributions the environment has that the overlay holds in another version (`numpy 1.24.2 -> 2.4.6`):
+    pip changed them for another requirement, as it would in the image, and the job sees the overlay's."""
 
     @property
     def bin_dir(self) -> Path:
@@ -95,14 +100,17 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
     pip_args, error_class = command
     content = (code_dir / REQUIREMENTS_FILE).read_bytes() if kind is EntryPointType.python_program \
         else source_sha256.encode()
-    key = hashlib.sha256(b"\0".join([_environment_identity(python), json.dumps(pip_args).encode(),
-                                     content])).hexdigest()[:24]
+    environment = _probe(python)
+    # two virtualenvs of one base Python differ here: their prefix and installed distributions
+    identity = json.dumps([environment["prefix"], environment["version"], environment["dists"]]).encode()
+    key = hashlib.sha256(b"\0".join([identity, json.dumps(pip_args).encode(), content])).hexdigest()[:24]
     output: list[str] = []
 
     def build(directory: Path) -> None:
         subprocess.run([python, "-m", "venv", "--without-pip", str(directory)], check=True, capture_output=True,
                        timeout=120)
-        _see_base_packages(python, _site_packages(directory))
+        # The overlay sees the packages `python` has (its venv's site-packages included), after its own.
+        (_site_packages(directory) / "_smtrain_base_packages.pth").write_text("\n".join(environment["paths"]) + "\n")
         result = _run_to_the_end([str(directory / "bin" / "python"), "-m", "pip", "install",
                                   "--disable-pip-version-check", "--no-input", *pip_args[1:]], code_dir)
         output.append(result.stdout + result.stderr)
@@ -112,8 +120,26 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
 
 
     root, fresh = cached_directory("overlays", key, build)
-    return Overlay(root=root, site_packages=_site_packages(root), freshly_installed=fresh,
-                   pip_output="".join(output))
+    site_packages = _site_packages(root)
+    return Overlay(root=root, site_packages=site_packages, freshly_installed=fresh, pip_output="".join(output),
+                   replaced=_replaced(environment["dists"], site_packages))
+
+
+def _replaced(environment_dists: list[list[str]], site_packages: Path) -> tuple[str, ...]:
+    """`name old -> new` for each distribution of the environment that the overlay holds in another version."""
+    have = {_canonical(name): version for name, version in environment_dists}
+    found = []
+    for distribution in metadata.distributions(path=[str(site_packages)]):
+        name = distribution.metadata["Name"] or ""
+        before = have.get(_canonical(name))
+        if before is not None and before != distribution.version:
+            found.append(f"{name} {before} -> {distribution.version}")
+    return tuple(sorted(found, key=str.lower))
+
+
+def _canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503: case, and runs of -_. alike)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _run_to_the_end(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -159,12 +185,3 @@ def _probe(python: str) -> dict:
     return json.loads(result.stdout)
 
 
-def _environment_identity(python: str) -> bytes:
-    """Two virtualenvs of one base Python differ here: their prefix and installed distributions."""
-    found = _probe(python)
-    return json.dumps([found["prefix"], found["version"], found["dists"]]).encode()
-
-
-def _see_base_packages(python: str, site_packages: Path) -> None:
-    """The overlay sees the packages `python` has (its venv's site-packages included), after its own."""
-    (site_packages / "_smtrain_base_packages.pth").write_text("\n".join(_probe(python)["paths"]) + "\n")
