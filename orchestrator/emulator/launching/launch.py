@@ -218,7 +218,7 @@ def torchrun_launcher(python: str) -> list[str]:
 
 def torch1_torchrun_notice(python: str) -> str | None:
     """Said at the start of a torchrun job that torch1/torchrun starts (the notices of deviations.py)."""
-    if torchrun_launcher(python)[-1:] != [str(TORCH1_TORCHRUN)]:
+    if not _torch1_on_python311(python):
         return None
     return (f"torchrun starts through smtrain's {TORCH1_TORCHRUN.parent.name}/torchrun: {python}'s torch is 1.x on "
             "Python 3.11 or later, where torch's own torchrun cannot parse its default --redirects 0 (fixed in "
@@ -226,14 +226,23 @@ def torch1_torchrun_notice(python: str) -> str | None:
 
 
 def _torch1_on_python311(python: str) -> bool:
-    """From the interpreter's metadata, without importing torch (Debian's python3-torch says 1.13.0a0+gitunknown)."""
-    probe = ("import sys; from importlib.metadata import version; "
-             "print(int(version('torch').split('.')[0]) < 2 and sys.version_info >= (3, 11))")
+    torch, python_version = interpreter_versions(python)
+    return torch is not None and int(torch.split(".")[0]) < 2 and python_version >= (3, 11)
+
+
+@cache
+def interpreter_versions(python: str) -> tuple[str | None, tuple[int, int]]:
+    """torch's version (None: no torch) and the Python version of an interpreter, from its metadata, without
+    importing torch (Debian's python3-torch says 1.13.0a0+gitunknown); asked once per interpreter."""
+    probe = ("import json, sys\nfrom importlib import metadata\n"
+             "try:\n    torch = metadata.version('torch')\nexcept metadata.PackageNotFoundError:\n    torch = None\n"
+             "print(json.dumps([torch, sys.version_info[:2]]))")
     try:
-        said = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return said.strip() == "True"
+        said = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=True).stdout
+        torch, version = json.loads(said)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None, (0, 0)
+    return torch, (version[0], version[1])
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,

@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
@@ -43,6 +42,7 @@ from orchestrator.emulator.launching.launch import (
     Launch,
     find_tool,
     host_environment,
+    interpreter_versions,
     launches,
 )
 from orchestrator.emulator.launching.toolkit_launchers import (
@@ -59,7 +59,6 @@ from orchestrator.emulator.launching.toolkit_launchers import (
 )
 from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeChannel
-from orchestrator.emulator.preparing.image_match import installed_versions
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
@@ -145,7 +144,7 @@ class PreparedRun:
 
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
-        torch_version = _torch_version(self.python)
+        torch_version = interpreter_versions(self.python)[0]  # the DLC's SM_DLC_TORCH_VERSION is its image's
         inherited = dict(os.environ)
         choices = LocalChoices(python=self.python, code_files=self.code_files,
                                smddprun=find_tool("smddprun", self.python) is not None,
@@ -323,7 +322,8 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
     spec, python = plan.spec, settings.python
     if not Path(python).exists():
-        raise EnvironmentProblem(f"python {python} does not exist", fix="pass an interpreter with --python (Options.python in Python)")
+        raise EnvironmentProblem(f"python {python} does not exist",
+                                 fix="pass an interpreter with --python (Options.python in Python)")
     framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
     runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
     try:
@@ -427,10 +427,3 @@ def _climbs(key: str) -> bool:
     return ".." in key.split("/")
 
 
-@cache
-def _torch_version(python: str) -> str | None:
-    """torch's version where the job runs (SM_DLC_TORCH_VERSION: the DLC sets its image's), None without torch."""
-    try:
-        return installed_versions(python, ["torch"])["torch"]
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
