@@ -83,6 +83,33 @@ def aws(moto_server, monkeypatch):
     return moto_server
 
 
+class NoticeRecorder:
+    """An observer of run_local that keeps the notices a run prints (`notices`) and ignores the rest."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    def started(self, *args) -> None:
+        pass
+
+    def line(self, *args) -> None:
+        pass
+
+    def progress(self, *args) -> None:
+        pass
+
+    def attempt(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def notice_recorder() -> NoticeRecorder:
+    return NoticeRecorder()
+
+
 @pytest.fixture(scope="session")
 def startup_seconds():
     """`startup_seconds("torch")`: how long a fresh interpreter of this venv takes, right now, to import those

@@ -121,18 +121,11 @@ def test_a_literal_opt_ml_write_lands_in_the_emulated_host(shared_dir, launcher,
         assert not os.path.lexists("/opt/ml")
 
 
-def test_without_namespaces_the_literal_paths_are_named_before_the_run(make_spec, tmp_path, monkeypatch):
+def test_without_namespaces_the_literal_paths_are_named_before_the_run(make_spec, tmp_path, monkeypatch,
+                                                                      notice_recorder):
     monkeypatch.setenv(opt_ml.NO_NAMESPACES_VARIABLE, "1")
-    notices: list[str] = []
-
-    class Observer:
-        def notice(self, text):
-            notices.append(text)
-
-        def __getattr__(self, name):
-            return lambda *args, **kwargs: None
-
-    result = run_local(load(make_spec("env_dump.py", count=1)), Options(run_dir=tmp_path / "run"), Observer())
+    notices = notice_recorder.notices
+    result = run_local(load(make_spec("env_dump.py", count=1)), Options(run_dir=tmp_path / "run"), notice_recorder)
     assert result.status == "Completed", result.failure_reason
     source = tmp_path / "src" / "literal_opt_ml.py"
     lines = [number for number, line in enumerate(source.read_text().splitlines(), 1) if "/opt/ml" in line]

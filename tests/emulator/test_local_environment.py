@@ -25,43 +25,21 @@ def _shell_keeps_hyphenated_names() -> bool:
     return "SM_HP_A-B=1" in probe.stdout
 
 
-class _Notices:
-    """An observer that keeps the notices a run prints."""
-
-    def __init__(self) -> None:
-        self.notices: list[str] = []
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    def started(self, *args) -> None:
-        pass
-
-    def line(self, *args) -> None:
-        pass
-
-    def progress(self, *args) -> None:
-        pass
-
-    def attempt(self, *args) -> None:
-        pass
-
-
 def _seen(run_dir: Path) -> dict[str, dict]:
     return {path.stem.removeprefix("seen-"): json.loads(path.read_text())
             for path in run_dir.glob("algo-*/output/data/seen-*.json")}
 
 
-def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch):
+def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch, notice_recorder):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     data = tmp_path / "data"
     data.mkdir()
     (data / "part-0.csv").write_text("1,2,3\n")
     spec = make_spec("env_dump.py", hyperparameters=HYPERPARAMETERS, inputs={"training": str(data)})
-    observer = _Notices()
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run"), observer)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"), notice_recorder)
     assert result.status == "Completed", result.failure_reason
-    assert [text for text in observer.notices if text in DEVIATIONS] == list(DEVIATIONS)  # each once, in order
+    # each once, in order
+    assert [text for text in notice_recorder.notices if text in DEVIATIONS] == list(DEVIATIONS)
     seen = _seen(result.run_dir)
     assert sorted(seen) == ["algo-1-0", "algo-2-0"]
     for name in ("algo-1", "algo-2"):

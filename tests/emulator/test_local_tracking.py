@@ -27,28 +27,8 @@ pathlib.Path(os.environ["SM_MODEL_DIR"], "mlflow.json").write_text(json.dumps({k
 MLFLOW_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team"
 
 
-class _Notices:
-    def __init__(self):
-        self.notices = []
-
-    def notice(self, text):
-        self.notices.append(text)
-
-    def started(self, *_):
-        pass
-
-    def line(self, *_):
-        pass
-
-    def progress(self, *_):
-        pass
-
-    def attempt(self, *_):
-        pass
-
-
 @pytest.mark.slow
-def test_tensorboard_output_is_kept_and_mlflow_reaches_the_script(tmp_path):
+def test_tensorboard_output_is_kept_and_mlflow_reaches_the_script(tmp_path, notice_recorder):
     source = tmp_path / "src"
     source.mkdir()
     (source / "train.py").write_text(SCRIPT)
@@ -58,16 +38,15 @@ def test_tensorboard_output_is_kept_and_mlflow_reaches_the_script(tmp_path):
             "mlflow": {"tracking_server_arn": MLFLOW_ARN, "experiment_name": "exp-1", "run_name": "run-1"}}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    observer = _Notices()
-    result = run_local(load(path), Options(run_dir=tmp_path / "run"), observer)
+    result = run_local(load(path), Options(run_dir=tmp_path / "run"), notice_recorder)
     assert result.status == "Completed", result.failure_reason
     for host in ("algo-1", "algo-2"):
         assert (result.run_dir / "tensorboard" / host / "events.out.tfevents.1").read_bytes() == b"event"
         seen = json.loads((result.run_dir / host / "model" / "mlflow.json").read_text())
         assert seen == {"MLFLOW_TRACKING_URI": (result.run_dir / "mlruns").as_uri(),
                         "MLFLOW_EXPERIMENT_NAME": "exp-1", "MLFLOW_RUN_NAME": "run-1"}
-    assert any(text.startswith("TensorBoard: ") for text in observer.notices)
-    assert any(text.startswith("MLflow: ") for text in observer.notices)
+    assert any(text.startswith("TensorBoard: ") for text in notice_recorder.notices)
+    assert any(text.startswith("MLflow: ") for text in notice_recorder.notices)
     shown = CliRunner().invoke(main, ["metrics", str(result.run_dir)])
     assert shown.exit_code == 0, shown.output
     assert f"tensorboard --logdir {result.run_dir / 'tensorboard'}" in shown.output

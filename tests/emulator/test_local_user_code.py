@@ -223,7 +223,7 @@ def test_a_failed_build_names_the_error_pip_reports(tmp_path):
     assert "note: This error originates" not in headline
 
 
-def test_a_package_the_install_changes_is_named_before_the_job_runs(tmp_path):
+def test_a_package_the_install_changes_is_named_before_the_job_runs(tmp_path, notice_recorder):
     """A requirement that moves a package the environment has to another version (numpy 1 -> 2 under a torch built
     for numpy 1, in the real case) is said, with both versions, before the job starts; the job sees the new one."""
     wheels = tmp_path / "index"
@@ -238,18 +238,10 @@ def test_a_package_the_install_changes_is_named_before_the_job_runs(tmp_path):
     source.mkdir()
     (source / "requirements.txt").write_text(f"--find-links {wheels}\n{PROBE}==2.0\n")
     (source / "train.py").write_text(f"import {PROBE}\nopen('/opt/ml/model/version.txt', 'w').write({PROBE}.VERSION)\n")
-    said: list[str] = []
-
-    class Observer:
-        def notice(self, text):
-            said.append(text)
-
-        def __getattr__(self, name):
-            return lambda *args, **kwargs: None
-
     result = run_local(load(_spec(tmp_path, source, "train.py")),
-                       Options(run_dir=tmp_path / "run", python=str(venv / "bin/python")), Observer())
+                       Options(run_dir=tmp_path / "run", python=str(venv / "bin/python")), notice_recorder)
     assert result.status == "Completed", result.failure_reason
     assert (result.run_dir / "algo-1/model/version.txt").read_text() == "2.0"
+    said = notice_recorder.notices
     changed = [text for text in said if text.startswith("the install changed packages this environment has")]
     assert len(changed) == 1 and f"{PROBE} 1.0 -> 2.0 (pip did it" in changed[0], said

@@ -44,20 +44,7 @@ _MISSING = _debian_torchvision()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
 
 
-class _Notices:
-    """An observer that keeps what the run says at its start."""
-
-    def __init__(self) -> None:
-        self.said: list[str] = []
-
-    def notice(self, text: str) -> None:
-        self.said.append(text)
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-def _run(spec: Path, tmp_path: Path, observer: _Notices | None = None, python: str = DEBIAN_PYTHON):
+def _run(spec: Path, tmp_path: Path, observer=None, python: str = DEBIAN_PYTHON):
     return run_local(load(spec), Options(run_dir=tmp_path / "run", python=python), observer)
 
 
@@ -92,7 +79,7 @@ def test_sdk_mnist_under_mpi(tmp_path):
     assert model_files(result) == ["model.pth"]
 
 
-def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, observer: _Notices | None = None,
+def _train_on_eight_gpus(tmp_path: Path, example: str, entry_point: str, observer=None,
                          **fields) -> str:
     """A data-parallel MNIST script of SMDDP's examples on one 8-GPU instance (their own tests use two): they divide
     the batch by world size // 8, so they need 8 ranks at least. CUDA, NCCL and smdistributed.dataparallel are the
@@ -137,19 +124,19 @@ def test_sdk_mnist_under_smddp(tmp_path):
     assert "SMDATAPARALLEL_USE_SINGLENODE=1" in log
 
 
-def test_dlc_mnist_under_torch_distributed(tmp_path):
+def test_dlc_mnist_under_torch_distributed(tmp_path, notice_recorder):
     """deep-learning-containers' torch_distributed job (test_torch_distributed.py: 2 x ml.p4d.24xlarge): torchrun on
     two hosts of 4 GPUs each here (ml.g5.12xlarge), so 8 ranks as the script needs. Debian's torch 1.13 torchrun
     cannot start on Python 3.11, so smtrain starts it through torch1/torchrun (torch 2.0's fix). The script reads
     MNIST from --data-path (its default, /tmp/data, is outside the container's /opt/ml: a user passes the channel)."""
-    observer = _Notices()
     log = _train_on_eight_gpus(
-        tmp_path, "mnist_torch_distributed", "torch_distributed_throughput_mnist.py", observer,
+        tmp_path, "mnist_torch_distributed", "torch_distributed_throughput_mnist.py", notice_recorder,
         instance={"type": "ml.g5.12xlarge", "count": 2}, distribution={"mode": "torch_distributed"},
         hyperparameters={"epochs": 1, "batch-size": 8, "log-interval": 10,
                          "data-path": "/opt/ml/input/data/training"})
     assert f"{DEBIAN_PYTHON} " in log and "torch1/torchrun --nnodes 2 --nproc_per_node 4 " in log, log
-    assert any("torch1/torchrun: /usr/bin/python3's torch is 1.x on Python 3.11" in text for text in observer.said)
+    assert any("torch1/torchrun: /usr/bin/python3's torch is 1.x on Python 3.11" in text
+               for text in notice_recorder.notices)
     assert "Train Epoch" not in (tmp_path / "run" / "logs" / "algo-2.log").read_text()  # rank 0 alone logs
 
 
