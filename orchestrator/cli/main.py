@@ -39,7 +39,7 @@ def main() -> None:
       smtrain check job.yaml             is the account ready: credentials, role, bucket, image, quota
       smtrain submit job.yaml --wait     send it to SageMaker and follow it
 
-    Examples of specs: job_specs/. Field reference: `smtrain schema` and the README.
+    Examples of specs: job_specs/. Field reference: `smtrain schema` and docs/specs.md.
 
     \b
     Exit codes:

@@ -16,8 +16,8 @@ from orchestrator.errors import AwsError, EnvironmentProblem
 from orchestrator.redact import mask_text
 
 # AWS's AccessDenied message names the action that was refused, so one advice fits every call.
-_ACCESS_FIX = ("allow your credentials the action named above: the README's permissions section lists every "
-               "action smtrain calls, `smtrain infra deploy`'s included")
+_ACCESS_FIX = ("allow your credentials the action named above: docs/sagemaker.md (\"Permissions the caller needs\") "
+               "lists every action smtrain calls, `smtrain infra deploy`'s included")
 _EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
 _FIXES = {
     "AccessDenied": _ACCESS_FIX,

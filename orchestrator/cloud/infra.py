@@ -230,7 +230,7 @@ def _outputs_after_deploy(name: str, session: boto3.Session | None, template_pat
             else exc.message,
             fix=f"the template deployed ({template_path}) must declare smtrain's outputs "
             f"({', '.join(_OUTPUT_KEYS.values())}); the local AWS emulator (moto) never fills a stack's outputs after "
-            "a change set (README, infra section)",
+            "a change set (docs/check-and-infra.md)",
         ) from None
 
 

@@ -1,7 +1,7 @@
 """The job spec: strict, frozen data describing one training job.
 
-Field docstrings are the reference documentation: they become `smtrain schema` descriptions and the README's
-field table. Cross-field rules that depend on instance types or framework versions live in
+Field docstrings are the reference documentation: they become `smtrain schema` descriptions and the
+field table of docs/specs.md. Cross-field rules that depend on instance types or framework versions live in
 `capabilities.py`, not here: this module only knows what a well-formed spec looks like.
 """
 

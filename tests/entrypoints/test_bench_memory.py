@@ -1,4 +1,4 @@
-"""bench/bench_sharded.py --memory still runs the trainers' own layouts and finds what the README's table says:
+"""bench/bench_sharded.py --memory still runs the trainers' own layouts and finds what docs/entrypoints.md's table says:
 FSDP holds 1/world of DDP's bytes per rank, ZeRO-1 shards only the optimizer state."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_access_denied_gets_the_same_advice_from_infra_and_job_commands():
     assert "not authorized to perform: cloudformation:DescribeStacks" in str(from_infra)
     assert "DescribeTrainingJob failed: AccessDeniedException" in str(from_jobs)
     assert from_infra.fix == from_jobs.fix
-    assert "action named above" in from_infra.fix and "README" in from_infra.fix
+    assert "action named above" in from_infra.fix and "docs/sagemaker.md" in from_infra.fix
     assert from_infra.exit_code == from_jobs.exit_code == 1
 
 

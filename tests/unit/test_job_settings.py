@@ -3,7 +3,7 @@ offline, `plan` emits them exactly, and botocore's own parameter validation acce
 
 Golden files for the examples in job_specs/settings/ are in tests/golden/settings/ (UPDATE_GOLDEN=1 rewrites them;
 review the diff). Every top-level CreateTrainingJob member and every ResourceConfig member of botocore's model is
-either produced from a spec here or listed in the README as left out.
+either produced from a spec here or listed in docs/specs.md as left out.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_a_channel_written_out_with_its_defaults_plans_like_the_bare_uri():
 
 
 # Each member of botocore's CreateTrainingJob input (top level, and ResourceConfig.<member>) -> a spec that makes
-# smtrain send it. Members the spec cannot express are in the README's left-out table.
+# smtrain send it. Members the spec cannot express are in docs/specs.md's left-out table.
 _GROUPS = [{"name": "data", "type": "ml.c5.2xlarge", "count": 1}, {"name": "train", "type": "ml.g5.12xlarge",
                                                                   "count": 2}]
 EXPRESSING: dict[str, dict[str, Any]] = {
@@ -156,18 +156,18 @@ def _members() -> set[str]:
 
 
 def _left_out_in_readme() -> set[str]:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "specs.md").read_text()
     table = readme[readme.index("<!-- left-out:start -->"):readme.index("<!-- left-out:end -->")]
     return set(re.findall(r"^\| `([A-Za-z.]+)` \|", table, re.MULTILINE))
 
 
 def test_every_create_training_job_member_is_in_the_spec_or_left_out_in_the_readme():
     members, left_out = _members(), _left_out_in_readme()
-    assert left_out, "the README's left-out table is empty or missing"
+    assert left_out, "docs/specs.md's left-out table is empty or missing"
     assert not left_out & set(EXPRESSING), "a member is both expressed and listed as left out"
-    assert left_out <= members, f"the README lists members botocore does not have: {left_out - members}"
+    assert left_out <= members, f"docs/specs.md lists members botocore does not have: {left_out - members}"
     unplaced = members - set(EXPRESSING) - left_out
-    assert not unplaced, f"botocore has members the spec does not express and the README does not list: {unplaced}"
+    assert not unplaced, f"botocore has members the spec does not express and docs/specs.md does not list: {unplaced}"
 
 
 @pytest.mark.parametrize("member", sorted(EXPRESSING))

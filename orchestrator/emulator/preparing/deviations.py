@@ -1,6 +1,6 @@
 """What `smtrain local` does differently from SageMaker's training container, and why: the one list.
 
-A run prints it once at its start (`notices`); the README shows the same text. Everything else a script can
+A run prints it once at its start (`notices`); docs/host-file-system.md shows the same text. Everything else a script can
 observe (config files, SM_* variables, launcher command lines, rank placement, host names, failure files) follows
 the container and is checked against the training toolkit itself by `tests/referee`.
 """
