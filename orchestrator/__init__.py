@@ -26,6 +26,7 @@ _API = {
     "run_local": "orchestrator.emulator.local_run",
     "run": "orchestrator.api",
     "attach": "orchestrator.api",
+    "remote": "orchestrator.function_jobs",
 }
 
 

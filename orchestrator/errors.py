@@ -45,3 +45,10 @@ class RunFailed(SmtrainError):
     result.json says so where it could be written."""
 
     exit_code = 1
+
+
+class JobFailed(SmtrainError):
+    """A function job (`orchestrator.function_jobs`) ended without every rank's return value: it failed or was stopped
+    before the function returned, and no rank's own exception was kept."""
+
+    exit_code = 1

@@ -60,6 +60,11 @@ class Backend(Protocol):
         """Where the model and output archives are (or will be): `model`, `output`."""
         ...
 
+    def output_files(self, job_id: str, folder: str) -> dict[str, bytes]:
+        """The files of the output data folder `folder` (a host's SM_OUTPUT_DATA_DIR/folder), by name: every
+        host's locally; what output.tar.gz holds on SageMaker."""
+        ...
+
 
 def last_lines(lines: list[LogLine], host: str | None, tail: int | None) -> list[LogLine]:
     """One host's lines (or all), the last `tail` of each host, in the order given."""

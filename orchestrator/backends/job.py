@@ -128,6 +128,24 @@ class Job:
         """Where the model and output archives are: `model`, `output` (an s3:// URI, or a local path)."""
         return self.backend.artifacts(self.id)
 
+    def results(self) -> list[Any]:
+        """What a function job (`orchestrator.function_jobs`) returned on every rank, in rank order; waits for its end.
+
+        Raises:
+            the function's own exception, from the lowest rank that raised, with the remote traceback as its
+            cause and the rank and host in its notes; JobFailed when the job failed before any rank returned.
+        """
+        from orchestrator.backends.function_results import RESULTS_FOLDER, outcomes, raise_first_error
+
+        final = self.wait(poll_seconds=1.0 if self.backend.name == "local" else 30.0)
+        kept = outcomes(self.backend.output_files(self.id, RESULTS_FOLDER))
+        raise_first_error(kept, final, self.name)
+        return [outcome["value"] for outcome in kept]
+
+    def result(self) -> Any:
+        """Rank 0's return value of a function job (`orchestrator.function_jobs`); waits, and raises as `results`."""
+        return self.results()[0]
+
     def __repr__(self) -> str:
         status = self.last_status.status if self.last_status else "not read yet"
         return f"Job({self.name!r}, backend={self.backend.name!r}, status={status!r})"

@@ -114,6 +114,10 @@ class LocalBackend:
         return {key: str(result[field]) for key, field in (("model", "model_artifact"), ("output", "output_artifact"))
                 if result.get(field)}
 
+    def output_files(self, job_id: str, folder: str) -> dict[str, bytes]:
+        return {path.name: path.read_bytes() for path in sorted(Path(job_id).glob(f"algo-*/output/data/{folder}/*"))
+                if path.is_file() and not path.is_symlink()}
+
     def _settings(self) -> LocalSettings:
         return LocalSettings(run_dir=self.options.run_dir, inputs=self.options.inputs)
 

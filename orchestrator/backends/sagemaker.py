@@ -79,3 +79,26 @@ class SageMakerBackend:
             return {}
         return {"model": model, "output": model.rsplit("/", 1)[0] + "/output.tar.gz"}
 
+    def output_files(self, job_id: str, folder: str) -> dict[str, bytes]:
+        """The members under `folder/` of the job's output.tar.gz, read from S3 in memory."""
+        import io
+        import tarfile
+
+        output = self.artifacts(job_id).get("output")
+        if not output:
+            return {}
+        bucket, _, key = output.removeprefix("s3://").partition("/")
+        try:
+            body = self.boto.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        except self.boto.client("s3").exceptions.NoSuchKey:
+            return {}
+        files = {}
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as archive:
+            for member in archive.getmembers():
+                name = member.name.removeprefix("./")
+                if member.isfile() and name.startswith(f"{folder}/") and "/" not in name[len(folder) + 1:]:
+                    extracted = archive.extractfile(member)
+                    if extracted is not None:
+                        files[name[len(folder) + 1:]] = extracted.read()
+        return files
+

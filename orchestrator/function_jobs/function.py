@@ -1,0 +1,238 @@
+"""`@remote(...)`: a function becomes an ordinary training job, planned, run locally or submitted like a spec.
+
+How the function travels, and why: cloudpickle, which pickles a function importable from a module file by
+reference (module and qualified name: the module's files are packed as `source_dir` is) and a function defined in
+a notebook cell or a script on standard input by value (its code, its closures and the notebook-defined helpers
+it calls). A by-value function is bytecode, so the image's Python must be the notebook's: that is checked at plan
+time against smtrain's image table, never found at run time. The job's requirements.txt pins the notebook's
+cloudpickle, so the container unpickles with the version that pickled. Arguments travel in the code tarball and
+results in output.tar.gz (each rank's own file), never in hyperparameters.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.spec import images
+
+RUNNER = "smtrain_remote_runner.py"
+SHIPPED = "smtrain_remote"
+
+# The keywords `remote` takes, with the SDK's names where a spec nests them: keyword -> the spec's dotted field.
+_FIELDS = {
+    "name": "name", "instance_type": "instance.type", "instance_count": "instance.count",
+    "distribution": "distribution", "framework_version": "framework_version", "py_version": "py_version",
+    "image_uri": "image_uri", "role": "role", "region": "region", "output_path": "output_path",
+    "environment": "environment", "inputs": "inputs", "local_inputs": "local_inputs", "spot": "spot",
+    "max_run_seconds": "max_run_seconds", "metrics": "metrics", "tags": "tags", "checkpoint": "checkpoint",
+}
+_OWN = ("spec", "requirements")
+KEYWORDS = (*_FIELDS, *_OWN)
+
+
+def remote(function: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Makes `function` a training job. Called directly, it runs here, unchanged; `.plan(*args)` gives the Plan
+    with nothing sent; `.run(*args, backend="local" | "sagemaker")` starts it and returns its `Job`, whose
+    `result()` is rank 0's return value.
+
+    Keywords: what a spec takes (`instance_type`, `instance_count`, `distribution` as a mode name or a mapping,
+    `framework_version`, `py_version`, `image_uri`, `role`, `region`, `output_path`, `environment`, `inputs`,
+    `spot`, `max_run_seconds`, ...), `requirements` (a list, or a requirements file) and `spec` (a spec file or a
+    mapping to start from; the keywords override it).
+
+    Raises:
+        SpecError: an unknown keyword (with the nearest known one).
+    """
+    unknown = [key for key in options if key not in KEYWORDS]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], KEYWORDS, n=1)
+        raise SpecError(f"remote() got an unexpected keyword {unknown[0]!r}",
+                        fix=f"did you mean `{near[0]}`?" if near else f"use one of: {', '.join(KEYWORDS)}")
+    if function is None:
+        return lambda given: RemoteFunction(given, options)
+    return RemoteFunction(function, options)
+
+
+class RemoteFunction:
+    """A function with the job it becomes; calling it still calls the function."""
+
+    def __init__(self, function: Callable[..., Any], options: Mapping[str, Any]) -> None:
+        self.function = function
+        self.options = dict(options)
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def plan(self, *args: Any, **kwargs: Any) -> Any:
+        """The Plan of a SageMaker job that calls the function with these arguments (nothing is sent)."""
+        from orchestrator.api import plan
+
+        return plan(self._loaded(args, kwargs, backend="sagemaker"))
+
+    def run(self, *args: Any, backend: str = "local", **kwargs: Any) -> Any:
+        """Starts the job on `backend` and returns its `Job` at once (`job.result()` waits for the value)."""
+        from orchestrator.api import run
+
+        return run(self._loaded(args, kwargs, backend=backend), backend=backend)
+
+    def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
+        by_value = travels_by_value(self.function)
+        source_dir = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
+        loaded = _spec(self.function, self.options, source_dir)
+        if by_value:
+            _check_python(loaded.spec, backend)
+        return loaded
+
+
+def travels_by_value(function: Callable[..., Any]) -> bool:
+    """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
+    module = sys.modules.get(function.__module__ or "")
+    path = getattr(module, "__file__", None)
+    return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
+            or "<locals>" in function.__qualname__)
+
+
+def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+          requirements: Any, by_value: bool) -> Path:
+    """The job's source_dir: the runner, the pickled function and arguments, requirements.txt and, for a
+    function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
+    reuses it, and nothing is written outside the cache."""
+    from orchestrator.emulator.instances.cache import cache_root
+
+    try:
+        import cloudpickle
+    except ImportError:
+        raise EnvironmentProblem("a function job needs cloudpickle in this environment",
+                                 fix="pip install 'smtrain[remote]'") from None
+
+    files: dict[str, bytes] = {
+        RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
+        f"{SHIPPED}/function.pkl": cloudpickle.dumps(function),
+        f"{SHIPPED}/arguments.pkl": cloudpickle.dumps((args, kwargs)),
+        "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
+    }
+    if not by_value:
+        files.update(_module_files(function))
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    target = cache_root() / "remote" / digest.hexdigest()[:32]
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
+    for name, data in files.items():
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        (staging / name).write_bytes(data)
+    try:
+        staging.rename(target)
+    except OSError:  # another call made the same directory meanwhile: the same bytes
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _requirements(requirements: Any, cloudpickle_version: str) -> str:
+    lines = [f"cloudpickle=={cloudpickle_version}"]
+    if isinstance(requirements, (str, Path)):
+        path = Path(requirements)
+        if not path.is_file():
+            raise SpecError(f"requirements: {path} is not a file", fix="give a requirements.txt, or a list of lines")
+        lines += path.read_text().splitlines()
+    elif requirements is not None:
+        lines += [str(line) for line in requirements]
+    return "\n".join(line for line in lines if line.strip()) + "\n"
+
+
+def _module_files(function: Callable[..., Any]) -> dict[str, bytes]:
+    """The files of the top-level package (or module) that defines `function`, as the import system finds them
+    from the code directory."""
+    top = function.__module__.split(".")[0]
+    module = sys.modules[top]
+    path = Path(module.__file__ or "")
+    if path.name != "__init__.py":
+        return {path.name: path.read_bytes()}
+    root = path.parent
+    return {f"{top}/{file.relative_to(root)}": file.read_bytes() for file in sorted(root.rglob("*.py"))
+            if "__pycache__" not in file.parts}
+
+
+def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: Path) -> Any:
+    """The LoadedSpec: the starting spec (a file, a mapping or nothing), the keywords over it, the runner as the
+    entry point. Problems are reported as a spec's are, naming the keyword as its field."""
+    from orchestrator.spec.loader import from_mapping, load
+
+    fields = {_FIELDS[key]: _as_field(key, value) for key, value in options.items() if key in _FIELDS}
+    fields["entry_point"] = RUNNER
+    fields["source_dir"] = str(source_dir)
+    start = options.get("spec")
+    if isinstance(start, (str, Path)):
+        return load(start, overrides=[f"{field}={json.dumps(value)}" for field, value in fields.items()])
+    data: dict[str, Any] = json.loads(json.dumps(dict(start or {})))
+    data.setdefault("name", _job_name(function.__name__))
+    if not any(key in data or key in fields for key in ("framework_version", "image_uri")):
+        data["framework_version"] = _image_for_this_python()
+    for field, value in fields.items():
+        _set(data, field, value)
+    return from_mapping(data, base_dir=Path.cwd())
+
+
+def _as_field(key: str, value: Any) -> Any:
+    if key == "distribution" and isinstance(value, str):
+        return {"mode": value}
+    if key == "spot" and isinstance(value, bool):
+        return {"enabled": value}
+    return value
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        data = data.setdefault(part, {})
+    data[last] = value
+
+
+def _job_name(function_name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9-]+", "-", function_name).strip("-")[:40] or "function"
+
+
+def _this_python() -> str:
+    return f"py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _image_for_this_python() -> str:
+    """The newest framework version whose image has this Python; else the newest (the check then explains)."""
+    matching = [version for version, image in images.versions().items() if _this_python() in image.python]
+    return (matching or list(images.versions()))[-1]
+
+
+def _check_python(spec: Any, backend: str) -> None:
+    """A by-value function's bytecode needs the image's Python to be the notebook's."""
+    from orchestrator.spec.capabilities import resolved_py_version
+
+    if backend == "local" or spec.image_uri:  # local: the job runs with this interpreter; a custom image: unknown
+        return
+    image_python = resolved_py_version(spec)
+    if image_python is None or image_python == _this_python():
+        return
+    matching = [version for version, image in images.versions().items() if _this_python() in image.python]
+    offer = (f"framework_version={matching[-1]!r} (its image has {_this_python()})" if matching
+             else f"an image_uri with Python {sys.version_info.major}.{sys.version_info.minor}")
+    raise SpecError(
+        f"the function travels by value (defined in a notebook or on standard input), and its bytecode needs the "
+        f"image's Python to be this one: the image of framework_version {spec.framework_version!r} has "
+        f"{image_python}, this notebook runs {_this_python()}",
+        fix=f"use {offer}, or define the function in a module file so it travels by reference",
+    )

@@ -1,0 +1,82 @@
+"""The entry point of a function job: runs the shipped function on this rank and keeps what it returned or raised.
+
+It runs inside the training container, on every rank the mode launches (python, torchrun, mpirun), so it uses
+the standard library and cloudpickle only (the job's requirements.txt pins the notebook's cloudpickle). The
+function and its arguments come in the code directory; the outcome goes to this rank's file under
+$SM_OUTPUT_DATA_DIR/smtrain-remote/, which SageMaker uploads in output.tar.gz. A failure is also printed and
+exits 1, so the job fails as any script's would and its logs show the traceback.
+"""
+
+import json
+import os
+import pickle
+import socket
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHIPPED = os.path.join(HERE, "smtrain_remote")
+RESULTS = "smtrain-remote"
+
+
+def rank() -> int:
+    """The global rank as the launcher gives it; in mode none, one process per host, the host's index."""
+    for name in ("RANK", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    hosts = json.loads(os.environ.get("SM_HOSTS", "[]"))
+    current = os.environ.get("SM_CURRENT_HOST", "")
+    return hosts.index(current) if current in hosts else 0
+
+
+def host() -> str:
+    """This rank's host: its hostname where that is one of the job's hosts (under mpirun every rank inherits the
+    master's SM_CURRENT_HOST), else SM_CURRENT_HOST."""
+    name = socket.gethostname()
+    return name if name in json.loads(os.environ.get("SM_HOSTS", "[]")) else os.environ.get("SM_CURRENT_HOST", name)
+
+
+def main() -> int:
+    sys.path.insert(0, HERE)  # a function shipped by reference imports its module from the code directory
+    import cloudpickle  # noqa: F401  (pickle.load needs its reconstructors for by-value functions)
+
+    with open(os.path.join(SHIPPED, "function.pkl"), "rb") as file:
+        function = pickle.load(file)
+    with open(os.path.join(SHIPPED, "arguments.pkl"), "rb") as file:
+        args, kwargs = pickle.load(file)
+    me = rank()
+    outcome = {"rank": me, "host": host()}
+    try:
+        outcome["value"] = function(*args, **kwargs)
+        code = 0
+    except BaseException as error:  # noqa: BLE001: every failure, SystemExit included, goes back to the caller
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        outcome["traceback"] = text
+        outcome["error"] = error
+        code = 1
+    _keep(me, outcome)
+    return code
+
+
+def _keep(me: int, outcome: dict) -> None:
+    import cloudpickle
+
+    folder = os.path.join(os.environ.get("SM_OUTPUT_DATA_DIR", "/opt/ml/output/data"), RESULTS)
+    os.makedirs(folder, exist_ok=True)
+    try:
+        data = cloudpickle.dumps(outcome)
+    except Exception as error:  # noqa: BLE001: a value or exception that cannot travel still says what it was
+        kept = {key: value for key, value in outcome.items() if key not in ("value", "error")}
+        if "error" in outcome:
+            kept["error"] = RuntimeError(f"{type(outcome['error']).__name__}: {outcome['error']}")
+        else:
+            kept["unpicklable"] = f"rank {me} returned a {type(outcome['value']).__name__} that cannot be " \
+                                  f"pickled ({error})"
+        data = cloudpickle.dumps(kept)
+    with open(os.path.join(folder, f"rank-{me:05d}.pkl"), "wb") as file:
+        file.write(data)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

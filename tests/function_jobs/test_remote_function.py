@@ -1,0 +1,172 @@
+"""`@orchestrator.function_jobs`: a function becomes an ordinary training job, planned, run on every rank locally (the
+CPU stand-in under GPU modes) or submitted to SageMaker, with its return value and its exception back."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import boto3
+import botocore.session
+import pytest
+from botocore.validate import validate_parameters
+
+import orchestrator
+from orchestrator.backends.function_results import RESULTS_FOLDER
+from orchestrator.backends.job import Job
+from orchestrator.errors import SpecError
+from orchestrator.function_jobs import runner
+from orchestrator.function_jobs.function import RUNNER, travels_by_value
+
+import functions  # noqa: E402  (tests/remote/functions.py: a module file, so shipped by reference)
+
+CLOUD = {"role": "arn:aws:iam::123456789012:role/SageMakerExecution", "region": "us-east-1",
+         "output_path": "s3://my-bucket/outputs/"}
+INPUT_SHAPE = botocore.session.get_session().get_service_model("sagemaker").operation_model(
+    "CreateTrainingJob").input_shape
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+THIS_PYTHON = f"py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _square(x):
+    return x * x
+
+
+def test_results_folder_is_one_name_on_both_sides():
+    assert runner.RESULTS == RESULTS_FOLDER
+
+
+def test_an_unknown_keyword_is_refused_with_the_nearest_one():
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_typ="ml.c5.xlarge")
+    assert "instance_typ" in error.value.message and error.value.fix == "did you mean `instance_type`?"
+
+
+def test_calling_the_function_runs_it_here_unchanged():
+    assert orchestrator.remote(instance_type="ml.c5.xlarge")(_square)(7) == 49
+
+
+def test_a_module_function_travels_by_reference_and_a_nested_one_by_value():
+    def nested():
+        return 1
+
+    assert not travels_by_value(functions.where_am_i)
+    assert travels_by_value(nested)
+
+
+def test_plan_is_an_ordinary_request_with_the_runner_and_the_function_in_the_code_tarball():
+    square = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
+        functions.where_am_i)
+
+    plan = square.plan("x")
+
+    request = plan.create_training_job_request
+    validate_parameters(request, INPUT_SHAPE)
+    assert request["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
+    assert not any("pkl" in value or "where_am_i" in value for value in request["HyperParameters"].values())
+    with tarfile.open(fileobj=io.BytesIO(plan.source.data)) as archive:
+        names = set(archive.getnames())
+    assert {RUNNER, "smtrain_remote/function.pkl", "smtrain_remote/arguments.pkl", "requirements.txt",
+            "functions.py"} <= names
+
+
+def test_a_by_value_function_whose_python_differs_from_the_image_is_refused_at_plan_with_the_fix():
+    def cell_function():
+        return 1
+
+    other = "2.10.0" if THIS_PYTHON != "py313" else "2.5.1"
+    job = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version=other, **CLOUD)(cell_function)
+
+    with pytest.raises(SpecError) as error:
+        job.plan()
+    assert f"this notebook runs {THIS_PYTHON}" in error.value.message
+    assert "framework_version=" in error.value.fix and "by reference" in error.value.fix
+
+
+def test_without_a_version_the_image_is_the_newest_with_this_python():
+    def cell_function():
+        return 1
+
+    plan = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(cell_function).plan()
+    assert plan.create_training_job_request["AlgorithmSpecification"]["TrainingImage"].endswith(f"-{THIS_PYTHON}")
+
+
+def test_run_on_sagemaker_submits_an_ordinary_job_to_the_aws_emulator(aws):
+    boto3.client("s3").create_bucket(Bucket="my-bucket")
+    job = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
+        functions.where_am_i).run("cloud", backend="sagemaker")
+
+    assert type(job) is Job and job.backend.name == "sagemaker"
+    described = boto3.client("sagemaker").describe_training_job(TrainingJobName=job.name)
+    assert described["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
+
+
+def _stdin_script(body: str, tmp_path) -> subprocess.CompletedProcess[str]:
+    """A script read from standard input, as a kernel holds a cell: its functions are on no disk."""
+    return subprocess.run([sys.executable, "-"], input=textwrap.dedent(body), text=True, capture_output=True,
+                          cwd=tmp_path, timeout=900)
+
+
+@pytest.mark.slow
+def test_a_function_from_standard_input_runs_under_mode_none_and_under_mpi_on_two_hosts(tmp_path):
+    done = _stdin_script("""
+        import orchestrator
+
+        def helper(x):
+            return x + 1
+
+        @orchestrator.remote(instance_type="ml.c5.xlarge", distribution="none")
+        def alone(x):
+            import os
+            return helper(x), os.environ["SM_CURRENT_HOST"]
+
+        @orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=2,
+                             distribution={"mode": "mpi", "processes_per_host": 2})
+        def ranks(x):
+            import os
+            import socket
+            return helper(x), int(os.environ["OMPI_COMM_WORLD_RANK"]), socket.gethostname()
+
+        print("none", alone.run(1, backend="local").results())
+        print("mpi", ranks.run(10, backend="local").results())
+        """, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "none [(2, 'algo-1')]" in done.stdout
+    assert ("mpi [(11, 0, 'algo-1'), (11, 1, 'algo-1'), (11, 2, 'algo-2'), (11, 3, 'algo-2')]"
+            in done.stdout), done.stdout
+
+
+@pytest.mark.slow  # a Jupyter kernel, and two 8-rank runs on the stand-in
+def test_the_example_notebook_runs_a_cell_function_on_eight_ranks_and_gets_its_exception_back(tmp_path, monkeypatch):
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    kernel = tmp_path / "jupyter" / "kernels" / "smtrain-venv"
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "smtrain-venv", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    notebook = nbformat.read(EXAMPLES / "remote_function.ipynb", as_version=4)
+    # The kernel's cwd is the test's folder: the runs land there, not in the checkout.
+    NotebookClient(notebook, kernel_name="smtrain-venv", timeout=900,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    first = code[2].outputs[0]["data"]["text/plain"]
+    assert "'rank': 0" in first and "'world_size': 8" in first and "'device': 'cuda:0'" in first
+    assert _text(code[3]).startswith("8 ranks; the same weights on every rank: True")
+    failure = _text(code[4])
+    assert failure.startswith("ValueError\nrank 3 found a bad shard\nraised on rank 3 (algo-1) of job fails-on-rank-3")
+    assert "in fails_on_rank_3" in failure and 'ValueError: rank 3 found a bad shard' in failure
+
+
+def _text(cell) -> str:
+    return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
