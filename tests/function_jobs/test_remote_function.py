@@ -170,3 +170,30 @@ def test_the_example_notebook_runs_a_cell_function_on_eight_ranks_and_gets_its_e
 
 def _text(cell) -> str:
     return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+
+
+def test_a_spec_file_is_the_start_and_the_keywords_override_it(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: from-spec\nentry_point: unused.py\nframework_version: \"2.10.0\"\n"
+                    "instance: {type: ml.c5.2xlarge, count: 3}\nmax_run_seconds: 600\n"
+                    "role: arn:aws:iam::123456789012:role/SageMakerExecution\nregion: us-east-1\n"
+                    "output_path: s3://my-bucket/outputs/\n")
+    (tmp_path / "unused.py").write_text("")
+
+    plan = orchestrator.remote(spec=str(spec), instance_count=2, requirements=["einops==0.8.1"])(
+        functions.where_am_i).plan("x")
+
+    request = plan.create_training_job_request
+    assert request["ResourceConfig"]["InstanceType"] == "ml.c5.2xlarge"
+    assert request["ResourceConfig"]["InstanceCount"] == 2
+    assert request["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
+    assert request["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
+    with tarfile.open(fileobj=io.BytesIO(plan.source.data)) as archive:
+        requirements = archive.extractfile("requirements.txt").read().decode().splitlines()
+    assert requirements[0].startswith("cloudpickle==") and requirements[1] == "einops==0.8.1"
+
+
+def test_a_bad_value_is_reported_as_a_spec_problem_naming_the_field():
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=0, **CLOUD)(functions.where_am_i).plan()
+    assert "instance.count" in str(error.value)
