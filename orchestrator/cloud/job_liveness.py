@@ -181,7 +181,7 @@ def _declared_hosts(described: dict[str, Any]) -> list[str]:
 
 def _host_liveness(host: str, lines: list[LogLine], utilization: dict[str, float]) -> HostLiveness:
     last = datetime.fromtimestamp(lines[-1].timestamp_ms / 1000, timezone.utc) if lines else None
-    return HostLiveness(_activity(host, utilization), last, utilization, tuple(line.text for line in lines))
+    return HostLiveness(_activity(host, utilization), last, utilization, tuple(line.message for line in lines))
 
 
 def _activity(host: str, utilization: dict[str, float]) -> HostActivity:
