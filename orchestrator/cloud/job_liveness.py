@@ -21,6 +21,7 @@ from typing import Any
 from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.cloud.logs import tail
 from orchestrator.cloud.metrics import NAMESPACE, defined_metric_names
+from orchestrator.errors import AwsError
 from orchestrator.observing.liveness import HostActivity, Verdict, judge
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.metric_series import format_duration
@@ -156,8 +157,13 @@ def read_liveness(described: dict[str, Any], clients: Clients, now: datetime,
         tails = tail(clients.logs, job_name, LAST_LINES, mask=clients.mask)
     hosts = sorted({*_declared_hosts(described), *tails}, key=host_order)
     since = training_since(described) or now
-    utilization, metrics_spoke = _read_metrics(clients.cloudwatch, described, hosts, now, stall_timeout)
-    readings = tuple(_host_liveness(host, tails.get(host, []), utilization.get(host, {})) for host in hosts)
+    try:
+        utilization, metrics_spoke = _read_metrics(clients.cloudwatch, described, hosts, now, stall_timeout)
+        unreadable = None
+    except AwsError as exc:  # e.g. no cloudwatch:GetMetricData permission: activity unknown, so never hung
+        utilization, metrics_spoke, unreadable = {}, [], exc.message
+    readings = tuple(_host_liveness(host, tails.get(host, []), utilization.get(host, {}), unreadable)
+                     for host in hosts)
     spoken = [reading.last_spoke for reading in readings if reading.last_spoke] + metrics_spoke
     last_spoke = max(spoken) if spoken else None
     silent = max((now - max(last_spoke or since, since)).total_seconds(), 0.0)
@@ -179,9 +185,12 @@ def _declared_hosts(described: dict[str, Any]) -> list[str]:
     return [f"algo-{number}" for number in range(1, (count or 0) + 1)]
 
 
-def _host_liveness(host: str, lines: list[LogLine], utilization: dict[str, float]) -> HostLiveness:
+def _host_liveness(host: str, lines: list[LogLine], utilization: dict[str, float],
+                   unreadable: str | None) -> HostLiveness:
     last = datetime.fromtimestamp(lines[-1].timestamp_ms / 1000, timezone.utc) if lines else None
-    return HostLiveness(_activity(host, utilization), last, utilization, tuple(line.message for line in lines))
+    activity = (HostActivity(host, None, f"utilization unreadable (counted as busy): {unreadable}") if unreadable
+                else _activity(host, utilization))
+    return HostLiveness(activity, last, utilization, tuple(line.message for line in lines))
 
 
 def _activity(host: str, utilization: dict[str, float]) -> HostActivity:

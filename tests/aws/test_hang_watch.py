@@ -210,3 +210,23 @@ def test_a_job_that_is_not_training_is_never_judged(stubbed_sagemaker, secondary
                     WatchOptions(stall_timeout=1, clock=clock, sleep=clock.sleep))
 
     assert outcome.hang is None and stubbed_sagemaker.sent == []
+
+
+def test_utilization_that_cannot_be_read_is_unknown_so_the_job_is_slow_not_hung(aws):
+    """moto cannot refuse GetMetricData for a missing permission: a Stubber on the CloudWatch client does."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from orchestrator.cloud.job_liveness import Clients, read_liveness
+
+    silent_logs("tiny-denied")
+    cloudwatch = boto3.client("cloudwatch")
+    with Stubber(cloudwatch) as stubber:
+        stubber.add_client_error("get_metric_data", "AccessDenied", "not authorized to perform GetMetricData")
+        liveness = read_liveness(training("tiny-denied"), Clients(boto3.client("logs"), cloudwatch),
+                                 dt.datetime.now(dt.timezone.utc), 600)
+
+    assert liveness.verdict is Verdict.SLOW
+    assert liveness.hosts[0].activity.detail.startswith("utilization unreadable (counted as busy): reading the "
+                                                        "utilization metrics of tiny-denied from CloudWatch")
+    assert "AccessDenied" in liveness.hosts[0].activity.detail
