@@ -85,10 +85,6 @@ class JobLiveness:
     hosts: tuple[HostLiveness, ...]
     last_spoke: datetime | None
 
-    @property
-    def activities(self) -> list[HostActivity]:
-        return [host.activity for host in self.hosts]
-
     def silent_first(self) -> list[HostLiveness]:
         """Hosts by the time of their last line, oldest first; a host that never wrote one comes first."""
         epoch = datetime.min.replace(tzinfo=timezone.utc)
@@ -153,8 +149,7 @@ def read_liveness(described: dict[str, Any], clients: Clients, now: datetime,
     """The job's liveness at `now`: one DescribeLogStreams call per 50 streams, one GetLogEvents per stream (its
     last LAST_LINES lines), one GetMetricData call per 500 series (3 per host and 1 per metric definition)."""
     job_name = described["TrainingJobName"]
-    with aws_errors(f"reading the logs of {job_name}"):
-        tails = tail(clients.logs, job_name, LAST_LINES, mask=clients.mask)
+    tails = tail(clients.logs, job_name, LAST_LINES, mask=clients.mask)
     hosts = sorted({*_declared_hosts(described), *tails}, key=host_order)
     since = training_since(described) or now
     try:

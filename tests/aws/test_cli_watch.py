@@ -117,3 +117,24 @@ def test_status_of_a_silent_training_job_says_how_long_and_which_gpus_idle(stubb
     assert row.endswith("GPUs busy on algo-1; GPUs idle on algo-2")
     liveness = json.loads(judged.stdout)["liveness"]
     assert liveness["verdict"] == "slow" and liveness["reason"].startswith("Slow, not hung")
+
+
+def test_watch_refuses_bad_input_before_any_aws_call(stubbed_sagemaker):
+    bad_name = smtrain(stubbed_sagemaker, "watch", "not a job name!")
+    negative = smtrain(stubbed_sagemaker, "watch", "tiny-x", "--stall-timeout", "-5")
+
+    assert bad_name.exit_code == 2 and "Traceback" not in bad_name.output and "JOB_NAME" in bad_name.output
+    assert negative.exit_code == 2 and "--stall-timeout" in negative.output
+    assert stubbed_sagemaker.sent == []  # and the Stubber, with nothing queued, saw no call
+
+
+def test_watch_of_a_job_that_already_ended_exits_with_its_status(stubbed_sagemaker):
+    for _ in range(2):
+        stubbed_sagemaker.stubbers["sagemaker"].add_response(
+            "describe_training_job", training("tiny-done", "Failed", "Failed", FailureReason="AlgorithmError: boom"))
+
+    result = smtrain(stubbed_sagemaker, "watch", "tiny-done", "-o", "json")
+
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)
+    assert document["verdict"] is None and document["final_status"]["failure_reason"] == "AlgorithmError: boom"
