@@ -231,3 +231,17 @@ def test_utilization_that_cannot_be_read_is_unknown_so_the_job_is_slow_not_hung(
     assert liveness.hosts[0].activity.detail.startswith("utilization unreadable (counted as busy): reading the "
                                                         "utilization metrics of tiny-denied from CloudWatch")
     assert "AccessDenied" in liveness.hosts[0].activity.detail
+
+
+def test_a_secret_in_a_hosts_last_lines_is_masked_in_the_reason_and_the_json(stubbed_sagemaker):
+    from job_fakes import SECRET
+
+    seed_logs("tiny-secret", {"algo-1": [(-20 * MINUTE, f"connecting with token {SECRET}")]})
+    seed_host_metrics("tiny-secret", {"algo-1": IDLE, "algo-2": IDLE})
+    stubbed_sagemaker.stubbers["sagemaker"].add_response(
+        "describe_training_job", training("tiny-secret", Environment={"WANDB_API_KEY": SECRET}))
+
+    liveness = Job("tiny-secret", stubbed_sagemaker).liveness(600)
+
+    assert liveness.hosts[0].last_lines == ("connecting with token ****",)
+    assert SECRET not in liveness.last_lines_text() + str(liveness.to_dict())
