@@ -256,13 +256,14 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str, s
 
 def _liveness(job: Job, current: JobStatus, stall_timeout: float) -> tuple[JobLiveness | None, list[tuple[str, str]]]:
     """A training job's liveness and its status row; nothing for a job that does not train now."""
+    from orchestrator.cloud.job_liveness import is_judged
     from orchestrator.errors import AwsError
 
-    if current.status != "InProgress" or current.secondary_status != "Training":
+    if not is_judged(current.status, current.secondary_status):
         return None, []
     try:
         liveness = job.liveness(stall_timeout or None, refresh_status=False)
-    except AwsError as exc:  # e.g. no cloudwatch:GetMetricData permission
+    except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics only make it unknown)
         return None, [("liveness", f"unknown: {exc.message}")]
     return liveness, [("liveness", _verdict_words(liveness))]
 

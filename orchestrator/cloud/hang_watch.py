@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from orchestrator.cloud.jobs import Job, JobStatus
-from orchestrator.cloud.job_liveness import JobLiveness
+from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.log_lines import LogLine
 
@@ -91,9 +91,8 @@ def watch(
         if current.is_terminal:
             return WatchOutcome(current)
         now = options.clock()
-        training = current.status == "InProgress" and current.secondary_status == "Training"
         due = judged_at is None or (now - judged_at).total_seconds() >= options.liveness_seconds
-        if options.stall_timeout and training and due:
+        if options.stall_timeout and is_judged(current.status, current.secondary_status) and due:
             judged_at = now
             liveness = job.liveness(options.stall_timeout, now=now, refresh_status=False)
             if liveness.verdict is not reported:

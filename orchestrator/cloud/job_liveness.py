@@ -166,6 +166,11 @@ def read_liveness(described: dict[str, Any], clients: Clients, now: datetime,
     return JobLiveness(job_name, verdict, silent, stall_timeout, now, readings, last_spoke)
 
 
+def is_judged(status: str, secondary_status: str | None) -> bool:
+    """Only a job that trains now is judged: before Training it downloads, after it uploads, silently."""
+    return status == "InProgress" and secondary_status == "Training"
+
+
 def training_since(described: dict[str, Any]) -> datetime | None:
     """The start of the latest `Training` secondary status (a restarted spot job trains again), else None."""
     starts = [item["StartTime"] for item in described.get("SecondaryStatusTransitions", [])
