@@ -1,4 +1,4 @@
-"""Following a SageMaker job and stopping it when it hangs: `smtrain watch` and `smtrain submit --wait --stall-timeout`.
+"""Following a SageMaker job and stopping it when it hangs: `watch` and `submit --wait --stall-timeout`.
 
 A job blocked in a collective for a dead peer logs nothing and never fails: it bills every instance until
 MaxRuntimeInSeconds. While the job trains, each look asks `cloud.job_liveness` for the verdict: moving, slow
