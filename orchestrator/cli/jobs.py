@@ -1,11 +1,12 @@
-"""`smtrain submit | status | logs | metrics | stop | list`: a job's life on SageMaker.
+"""`smtrain submit | status | watch | logs | metrics | stop | list`: a job's life on SageMaker.
 
 Thin: each command calls `orchestrator.cloud.submission` or `orchestrator.cloud.jobs` and prints the result. With
 `--output json` stdout holds one JSON document (one per line for `logs`) and progress goes to stderr.
 
 Exit codes: 0 ok (with `--wait`: Completed); 1 the job Failed, or an AWS call failed; 2 bad input, nothing
 sent (an invalid spec, blocking findings, no role/region/credentials, an unknown job name: `JobNotFound`);
-3 the job was Stopped; 130 interrupted.
+3 the job was Stopped; 4 the job hung (`watch`, `submit --wait --stall-timeout`: stopped unless `--no-stop`);
+130 interrupted.
 
 A boto3 session given as click's context object (`CliRunner().invoke(main, args, obj=session)`) replaces the
 default session built from boto3's chain: that is how the tests put a Stubber behind the commands.
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS
 from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, JobSummary, Transition, console_url, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
 from orchestrator.observing.log_lines import LogLine
@@ -38,6 +40,8 @@ from orchestrator.planning.job_name import check_job_name
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import Backend
+    from orchestrator.cloud.hang_watch import WatchOutcome
+    from orchestrator.cloud.job_liveness import JobLiveness
     from orchestrator.cloud.submission import Submission
     from orchestrator.observing.progress import JobProgress
 
@@ -59,6 +63,23 @@ def _poll_option(function: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="Pause between DescribeTrainingJob / log reads while following.",
     )(function)
+
+
+def _stall_options(default: float, what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--stall-timeout and --no-stop, as `watch` and `submit --wait` share them."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        function = click.option(
+            "--no-stop", is_flag=True,
+            help="Report a hung job (exit 4) but leave it running: no StopTrainingJob.")(function)
+        return click.option(
+            "--stall-timeout", type=click.FloatRange(min=0), default=default, show_default=True, metavar="SECONDS",
+            help=f"{what}A job whose hosts wrote no line and advanced no metric for this long is hung when every "
+                 "host's CPUs and GPUs are idle (SageMaker's utilization metrics): it is stopped with the reason "
+                 "and each host's last lines, exit 4. Busy devices make it slow: reported, never stopped.",
+        )(function)
+
+    return decorate
 
 
 def _job(ctx: click.Context, name: str, region: str | None) -> Job:
@@ -137,6 +158,7 @@ def _local_status(run_dir: Path, output: str) -> None:
 @click.option(
     "--logs", "stream_logs", is_flag=True, help="Stream every host's logs while waiting (implies --wait)."
 )
+@_stall_options(0, "With --wait; 0: never judged. ")
 @_poll_option
 @click.pass_context
 def submit(
@@ -150,6 +172,8 @@ def submit(
     dry_run: bool,
     wait: bool,
     stream_logs: bool,
+    stall_timeout: float,
+    no_stop: bool,
     poll_seconds: float,
 ) -> None:
     """Create the training job that `smtrain plan FILE` shows, exactly that request.
@@ -181,28 +205,29 @@ def submit(
             echo_json(job.submission.to_dict())
         return
     try:
-        final = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json")
+        outcome = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json",
+                          stall=(stall_timeout, not no_stop))
     except KeyboardInterrupt:
         click.echo(
             f"stopped following; {job.name} keeps running (`smtrain stop {job.name}` stops it)", err=True
         )
         raise
-    if output == "json":
-        echo_json({**job.submission.to_dict(), "final_status": final.to_dict()})
-    else:
-        _print_final(final)
-    ctx.exit(EXIT_CODES[final.status])
+    _finish(ctx, outcome, output, job.submission.to_dict())
 
 
 @click.command()
 @click.argument("job_name", metavar="JOB_NAME|RUN_DIR")
 @_region_option
 @output_option
+@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_TIMEOUT_SECONDS, show_default=True,
+              metavar="SECONDS", help="A training job silent this long is judged: hung when every host is idle, "
+                                      "slow when some host's CPUs or GPUs work (nothing is stopped here).")
 @click.pass_context
-def status(ctx: click.Context, job_name: str, region: str | None, output: str) -> None:
+def status(ctx: click.Context, job_name: str, region: str | None, output: str, stall_timeout: float) -> None:
     """Status of JOB_NAME: status and secondary status with their history, progress (step and epoch of the
     total, from the log lines), rate and ETA, the latest loss, billable seconds and cost so far at the
     catalog's on-demand price, instances, and for a failed job the reason and the failing host's last lines.
+    While it trains: how long its hosts have been silent and whether their CPUs and GPUs work (`liveness`).
     A local run (RUN_DIR, or its name under runs/) answers in the same statuses, as it goes."""
     from orchestrator.errors import AwsError
 
@@ -217,14 +242,39 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
         unread = None
     except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status itself is still worth showing
         progress, unread = None, exc.message
+    liveness, liveness_rows = _liveness(job, current, stall_timeout)
     now = datetime.now(timezone.utc)
     if output == "json":
         document = current.to_dict()
         document.update(progress.to_dict(now) if progress else {"progress": None, "logs_unreadable": unread})
+        document["liveness"] = liveness.to_dict() if liveness else None
         echo_json(document)
         return
-    _print_status(current, progress, unread, [("billable", _billable_words(current)), ("cost", _cost_words(current))],
-                  [("console", current.console_url)])
+    _print_status(current, progress, unread, [*liveness_rows, ("billable", _billable_words(current)),
+                                              ("cost", _cost_words(current))], [("console", current.console_url)])
+
+
+def _liveness(job: Job, current: JobStatus, stall_timeout: float) -> tuple[JobLiveness | None, list[tuple[str, str]]]:
+    """A training job's liveness and its status row; nothing for a job that does not train now."""
+    from orchestrator.cloud.job_liveness import is_judged
+    from orchestrator.errors import AwsError
+
+    if not is_judged(current.status, current.secondary_status):
+        return None, []
+    try:
+        liveness = job.liveness(stall_timeout or None, refresh_status=False)
+    except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics only make it unknown)
+        return None, [("liveness", f"unknown: {exc.message}")]
+    return liveness, [("liveness", _verdict_words(liveness))]
+
+
+def _verdict_words(liveness: JobLiveness) -> str:
+    """`silent for 14 min, GPUs idle on algo-3` and, once past the stall timeout, what that makes the job."""
+    from orchestrator.observing.liveness import Verdict
+
+    if liveness.verdict is Verdict.MOVING:
+        return liveness.summary()
+    return f"{liveness.verdict.value}: {liveness.summary()}"
 
 
 def _print_status(current: JobStatus, progress: JobProgress | None, unread: str | None,
@@ -478,10 +528,12 @@ def _local_rows(status_equals: str | None, name_contains: str | None, max_result
 _LIST_KEYS = ("job_name", "status", "secondary_status", "created", "ended")
 
 
-JOB_COMMANDS = (submit, status, logs, metrics, stop, list_command)
+def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool,
+            stall: tuple[float, bool]) -> WatchOutcome:
+    """Follows the job to its end, printing status changes (and log lines); `stall` is (stall timeout, stop)."""
+    from orchestrator.cloud.hang_watch import WatchOptions
+    from orchestrator.cloud.hang_watch import watch as watch_job
 
-
-def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool) -> JobStatus:
     def show_status(current: JobStatus) -> None:
         latest = current.transitions[-1] if current.transitions else None
         message = latest.message if latest and latest.status == current.secondary_status else ""
@@ -491,7 +543,56 @@ def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool) -
     def show_line(line: LogLine) -> None:
         click.echo(str(line), err=to_stderr)
 
-    return job.wait(poll_seconds, on_status=show_status, on_log=show_line if stream_logs else None)
+    def show_verdict(liveness: JobLiveness) -> None:
+        now = datetime.now(timezone.utc).strftime("%H:%M:%S")
+        click.echo(f"{now}  {_verdict_words(liveness)}", err=to_stderr)
+
+    options = WatchOptions(stall_timeout=stall[0] or None, stop=stall[1], poll_seconds=poll_seconds)
+    return watch_job(job, options, on_status=show_status, on_log=show_line if stream_logs else None,
+                 on_verdict=show_verdict)
+
+
+def _finish(ctx: click.Context, outcome: WatchOutcome, output: str, document: dict[str, Any]) -> None:
+    """Prints how following ended (for a hung job: why, each host's last lines, whether it was stopped) and
+    exits with its code: the final status's, or 4 for a hung job."""
+    from orchestrator.emulator.supervising.stall import EXIT_HUNG
+
+    hang = outcome.hang
+    if output == "json":
+        echo_json({**document, **outcome.to_dict()})
+    elif hang is None:
+        _print_final(outcome.status)
+    else:
+        click.echo(hang.reason())
+        click.echo(hang.last_lines_text())
+        if outcome.stop_requested:
+            click.echo(f"stopped {hang.job_name}: StopTrainingJob requested (it goes Stopping, then Stopped)")
+        else:
+            click.echo(f"{hang.job_name} left running ({outcome.status.status}): "
+                       f"`smtrain stop {hang.job_name}` stops it")
+    ctx.exit(EXIT_HUNG if hang else EXIT_CODES[outcome.status.status])
+
+
+@click.command()
+@click.argument("job_name")
+@_stall_options(DEFAULT_STALL_TIMEOUT_SECONDS, "")
+@click.option("--logs", "stream_logs", is_flag=True, help="Stream every host's logs while watching.")
+@_region_option
+@output_option
+@_poll_option
+@click.pass_context
+def watch(ctx: click.Context, job_name: str, stall_timeout: float, no_stop: bool, stream_logs: bool,
+          region: str | None, output: str, poll_seconds: float) -> None:
+    """Follow a running SageMaker job to its end and stop it if it hangs: silent for --stall-timeout with every
+    host's CPUs and GPUs idle. A silent job whose devices work is slow: reported, left running. Utilization is
+    read once a minute: DescribeTrainingJob and the new log lines every --poll-seconds, then one DescribeLogStreams,
+    one GetLogEvents per host and one GetMetricData for all hosts a minute (docs/following-jobs.md).
+    Exit codes: 0 Completed, 1 Failed, 3 Stopped, 4 hung (stopped unless --no-stop)."""
+    job = _job(ctx, job_name, region)
+    job.status()  # an unknown name fails here, before anything is followed
+    outcome = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json",
+                      stall=(stall_timeout, not no_stop))
+    _finish(ctx, outcome, output, {"job_name": job_name})
 
 
 def _print_submission(submission: Submission) -> None:
@@ -595,3 +696,6 @@ def _status_words(current: JobStatus) -> str:
 
 def _time(moment: datetime | None) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
+
+
+JOB_COMMANDS = (submit, status, watch, logs, metrics, stop, list_command)

@@ -2,7 +2,7 @@
 
 Only click is imported at start-up; every command imports what it needs when it runs, so `smtrain --help` and
 `smtrain validate` never load sagemaker, boto3 or torch. Exit codes: 0 ok, 1 the job (or an AWS call) failed,
-2 bad input (nothing was sent), 3 the job was stopped, 4 a local run hung (stopped by --stall-timeout),
+2 bad input (nothing was sent), 3 the job was stopped, 4 a run or job hung (stopped by --stall-timeout),
 130 interrupted.
 """
 
@@ -47,7 +47,7 @@ def main() -> None:
       1    the job failed, or an AWS call failed
       2    bad input: nothing was sent (the message names the file, line and field, with a fix)
       3    the job was stopped
-      4    a local run hung (stopped by --stall-timeout)
+      4    a local run or SageMaker job hung (stopped by --stall-timeout unless --no-stop)
       130  interrupted (Ctrl-C)
     With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}.
     """

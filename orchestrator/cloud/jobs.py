@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.cloud.aws_errors import aws_errors, is_not_found
+from orchestrator.cloud.job_liveness import Clients, JobLiveness, read_liveness
 from orchestrator.cloud.logs import LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
@@ -283,6 +284,25 @@ class Job:
 
         points = self.metric_points(names, period_seconds)
         return figure(points, names, title=self.name)
+
+    def liveness(self, stall_timeout: float | None, now: datetime | None = None,
+                 refresh_status: bool = True) -> JobLiveness:
+        """Moving, slow or hung (`cloud.job_liveness`): when each host last wrote a line, whether its CPUs and GPUs
+        work, each host's last lines.
+
+        Args:
+            stall_timeout: seconds of silence after which an idle job is hung; None judges nothing (moving).
+            now: the time to judge at (default: the clock's).
+            refresh_status: read the status first; False reuses the one read last.
+        """
+        from orchestrator.cloud.sdk import client
+
+        described = self._read_status_description() if refresh_status or not self._described else self._described
+        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        with aws_errors("connecting to CloudWatch"):
+            clients = Clients(client(self._boto, "logs"), client(self._boto, "cloudwatch"),
+                              mask=lambda text: mask_text(text, secrets))
+        return read_liveness(described, clients, now or datetime.now(timezone.utc), stall_timeout)
 
     def _read_status_description(self) -> dict[str, Any]:
         self.status()

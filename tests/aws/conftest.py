@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
-from job_fakes import BUCKET, StubbedSession, shared_loader_session, write_spec_file
+from job_fakes import BUCKET, SageMakerStubbedSession, StubbedSession, shared_loader_session, write_spec_file
 
 from orchestrator.api import Plan, plan
 
@@ -59,3 +59,18 @@ def stubbed() -> Iterator[StubbedSession]:
     for stubber in session.stubbers.values():
         stubber.deactivate()
         stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def stubbed_sagemaker(aws: str) -> Iterator[SageMakerStubbedSession]:
+    """SageMaker on a Stubber (queue on `.stubbers["sagemaker"]`, every response consumed), CloudWatch Logs and
+    metrics on moto's server; `.sent` lists the `service.Operation` of each request that reached moto."""
+    session = SageMakerStubbedSession()
+    session.sent = []
+    session.events.register("before-send", lambda event_name, **_: session.sent.append(
+        ".".join(event_name.split(".")[1:3])))
+    stubber = session.stubbers["sagemaker"]
+    stubber.activate()
+    yield session
+    stubber.deactivate()
+    stubber.assert_no_pending_responses()

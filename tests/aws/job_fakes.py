@@ -14,6 +14,7 @@ import yaml
 from botocore.stub import Stubber
 
 from orchestrator.cloud.logs import LOG_GROUP
+from orchestrator.cloud.metrics import NAMESPACE
 
 BUCKET = "smtrain-test"
 SECRET = "hunter2-not-for-logs"
@@ -128,3 +129,32 @@ def seed_logs(job_name: str, events_by_host: dict[str, list[tuple[int, str]]]) -
             logStreamName=stream,
             logEvents=[{"timestamp": T0 + offset, "message": text} for offset, text in events],
         )
+
+
+class SageMakerStubbedSession(StubbedSession):
+    """Only the sagemaker client answers from a Stubber (moto creates every job Completed and has no
+    StopTrainingJob); logs and cloudwatch clients talk to moto's server, which has CloudWatch Logs and metrics."""
+
+    STUBBED = ("sagemaker",)
+
+
+GPU_INSTANCE = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
+
+
+def training(name: str, status: str = "InProgress", secondary: str = "Training", **extra: Any) -> dict[str, Any]:
+    """A DescribeTrainingJob response of a 2-host GPU job that entered Training an hour ago."""
+    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    return described(name, status, secondary, ResourceConfig=GPU_INSTANCE, TrainingStartTime=started,
+                     SecondaryStatusTransitions=[{"Status": "Training", "StartTime": started,
+                                                  "StatusMessage": "Training image download completed."}], **extra)
+
+
+def seed_host_metrics(job_name: str, values_by_host: dict[str, dict[str, float]], minutes: int = 5) -> None:
+    """SageMaker's per-host utilization series (dimension Host = `<job>/algo-N`): one value a minute for the
+    last `minutes` minutes, the same each minute."""
+    now = dt.datetime.now(dt.timezone.utc)
+    boto3.client("cloudwatch").put_metric_data(Namespace=NAMESPACE, MetricData=[
+        {"MetricName": metric, "Dimensions": [{"Name": "Host", "Value": f"{job_name}/{host}"}],
+         "Timestamp": now - dt.timedelta(minutes=minute), "Value": value, "Unit": "Percent"}
+        for host, values in values_by_host.items() for metric, value in values.items() for minute in range(minutes)
+    ])
