@@ -1,9 +1,10 @@
-"""The root cause a failed run leads with, read from a launcher's output: here, processes that end in C++'s
-std::terminate, which prints no Python traceback."""
+"""The root cause a failed job leads with, read from its hosts' output by the one reader of local runs and
+SageMaker jobs: C++'s std::terminate (no Python traceback), torch.distributed's `[rankN]:` prefixes, peers that
+only lost the failing rank, argparse's rejection, and each classified cause with its fix."""
 
 from __future__ import annotations
 
-from orchestrator.emulator.reporting.failures import LauncherOutput, root_cause
+from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
 
 # What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
 TORCHRUN_ABORT = """\
@@ -34,12 +35,12 @@ terminate called after throwing an instance of 'c10::DistBackendError'
 
 
 def test_a_torchrun_rank_aborted_by_terminate_is_named_with_the_terminate_line():
-    cause = root_cause("algo-2", 1, TORCHRUN_ABORT, _torchrun(["algo-1", "algo-2"], 2))
+    cause = read_cause({"algo-2": TORCHRUN_ABORT}, _torchrun(["algo-1", "algo-2"], 2), exit_codes={"algo-2": 1})
     assert cause.headline() == "algo-2 (rank 2) failed: terminate called without an active exception"
 
 
 def test_an_uncaught_cpp_exception_is_named_with_its_what():
-    cause = root_cause("algo-2", 134, NCCL_WATCHDOG, _one_process(1, ["algo-1", "algo-2"]))
+    cause = read_cause({"algo-2": NCCL_WATCHDOG}, _one_process(["algo-1", "algo-2"]), exit_codes={"algo-2": 134})
     assert cause.headline() == ("algo-2 (rank 1) failed: terminate called after throwing an instance of "
                                 "'c10::DistBackendError' (what(): [Rank 1] Watchdog caught collective operation "
                                 "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE))")
@@ -48,7 +49,7 @@ def test_an_uncaught_cpp_exception_is_named_with_its_what():
 def test_a_python_traceback_printed_first_still_leads():
     lines = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
              "ValueError: bad shape", "terminate called without an active exception"]
-    cause = root_cause("algo-1", 1, lines, _one_process(0, ["algo-1"]))
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1})
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
 
 
@@ -81,28 +82,28 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 
 
 def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_frames():
-    cause = root_cause("algo-2", 1, RANK1_FAILURE, _torchrun(["algo-1", "algo-2"], 1))
+    cause = read_cause({"algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1))
     assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"
     assert cause.frames == (("/runs/job/algo-2/code/train.py", 30), ("/runs/job/algo-2/code/train.py", 10))
     assert not cause.is_consequence
 
 
 def test_a_peer_lost_error_is_a_consequence():
-    cause = root_cause("algo-1", 1, RANK0_CONSEQUENCE, _torchrun(["algo-1", "algo-2"], 1))
+    cause = read_cause({"algo-1": RANK0_CONSEQUENCE}, _torchrun(["algo-1", "algo-2"], 1))
     assert cause.rank == 0 and "Connection reset by peer" in cause.exception
     assert cause.is_consequence
 
 
 def test_within_one_output_the_failing_ranks_error_leads_over_a_consequence_printed_first():
     lines = RANK0_CONSEQUENCE[:4] + RANK1_FAILURE[:6]
-    cause = root_cause("algo-1", 1, lines, _torchrun(["algo-1"], 2))
+    cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 2))
     assert cause.headline() == "algo-1 (rank 1) failed: ValueError: bad labels on rank 1"
 
 
-def _torchrun(group_hosts: list[str], per_host: int) -> LauncherOutput:
-    return LauncherOutput(mpi=False, torchrun=True, host_rank=None, group_hosts=group_hosts, per_host=per_host)
+def _torchrun(group_hosts: list[str], per_host: int) -> Launcher:
+    return Launcher(TORCHRUN, tuple(group_hosts), per_host)
 
 
-def _one_process(host_rank: int, group_hosts: list[str]) -> LauncherOutput:
-    """Mode none: each host's launcher runs the script once, as rank `host_rank`."""
-    return LauncherOutput(mpi=False, torchrun=False, host_rank=host_rank, group_hosts=group_hosts, per_host=1)
+def _one_process(group_hosts: list[str]) -> Launcher:
+    """Mode none: each host runs the script once, as the rank of its place in the host list."""
+    return Launcher(PROCESS, tuple(group_hosts))
