@@ -48,6 +48,7 @@ from orchestrator.observing.root_cause import (
     FailureCause,
     Launcher,
     install_cause,
+    max_runtime_cause,
     read_cause,
 )
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
@@ -368,7 +369,7 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
     run_layout.write_status_files(layout, failures)
-    cause = None
+    cause = max_runtime_cause(job.max_run_seconds) if outcome.status == "timeout" else None
     if outcome.log_failure is not None:
         reason = outcome.log_failure
     elif outcome.status == "failed":

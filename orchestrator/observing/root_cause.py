@@ -152,9 +152,22 @@ class FailureCause:
             lines.append(f"fix: {self.fix}")
         return "\n".join(lines)
 
+    def rows(self) -> list[tuple[str, str]]:
+        """`status`'s rows: the cause, argparse's usage, the fix."""
+        rows = [("cause", self.headline())]
+        rows += [("usage", line.removeprefix("usage: ")) for line in self.detail[:1]]
+        return rows + ([("fix", self.fix)] if self.fix else [])
+
     @property
     def is_consequence(self) -> bool:
         return self.exception is None or _CONSEQUENCE.search(self.exception) is not None
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> FailureCause:
+        """The cause a local run wrote into result.json."""
+        return cls(document.get("host"), document.get("rank"), document.get("exception"), document.get("exit_code"),
+                   document.get("location"), document.get("category", "exit"), document.get("fix"),
+                   tuple(document.get("detail") or ()))
 
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.host, "rank": self.rank, "exception": self.exception, "exit_code": self.exit_code,
@@ -474,6 +487,14 @@ def framework_version_of(described: Mapping[str, Any]) -> str | None:
     return match[1] if match else None
 
 
+def max_runtime_cause(limit_seconds: int | None) -> FailureCause:
+    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped."""
+    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds={limit_seconds}",
+                        None, category="max_runtime",
+                        fix=("raise max_run_seconds in the spec, or save checkpoints (checkpoint.s3_uri) so a new "
+                             "job resumes where this one stopped"))
+
+
 def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
     """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, an install of
     requirements.txt the toolkit reports."""
@@ -482,10 +503,7 @@ def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
     transitions = " ".join(item.get("StatusMessage", "") for item in described.get("SecondaryStatusTransitions", []))
     limit = (described.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
     if secondary == "MaxRuntimeExceeded" or "MaxRuntimeExceeded" in reason:
-        return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than MaxRuntimeInSeconds={limit}",
-                            None, category="max_runtime",
-                            fix=("raise max_run_seconds in the spec, or save checkpoints (checkpoint.s3_uri) so a "
-                                 "new job resumes where this one stopped"))
+        return max_runtime_cause(limit)
     capacity = re.search(r"(InsufficientCapacity\w*|CapacityError|[Ii]nsufficient capacity)[^.\n]*", reason)
     spot = described.get("EnableManagedSpotTraining")
     if secondary == "MaxWaitTimeExceeded" or (spot and capacity) or ("spot" in transitions.lower() and capacity):
