@@ -23,6 +23,7 @@ from orchestrator.observing.root_cause import (
     framework_version_of,
     launcher_of,
     read_cause,
+    reported_install_cause,
     service_cause,
 )
 from orchestrator.observing.metric_series import (
@@ -147,8 +148,9 @@ def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[Log
     said = service_cause(described)
     if said is not None or described.get("TrainingJobStatus") != "Failed":
         return said
-    return read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
-                      launcher_of(described), source=source, framework_version=framework_version_of(described))
+    found = read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
+                       launcher_of(described), source=source, framework_version=framework_version_of(described))
+    return found or reported_install_cause(described)
 
 
 def failing_host(failure_reason: str, tails: Mapping[str, Sequence[LogLine]]) -> str | None:

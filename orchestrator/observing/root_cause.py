@@ -38,7 +38,7 @@ _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .
 _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ |^-{10,}|^={10,}|"
                             r"Sending process \d+ closing signal|sagemaker-training-toolkit|^Invoking script|"
                             r"^Training Env:|^Environment variables:|^smtrain:")
-_LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError")
+_LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
                           r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
@@ -184,10 +184,12 @@ class _Candidate:
     exit_code: int | None
     frames: tuple[tuple[str, int], ...] = ()
     detail: tuple[str, ...] = ()
+    tagged: bool = False
+    """Printed under the rank's own tag, not among a launcher's lines."""
 
     def order(self, hosts: Sequence[str]) -> tuple[int, int, int, int]:
         rank = self.rank if self.rank is not None else 1 << 30
-        return self.tier, rank, hosts.index(self.host) if self.host in hosts else len(hosts), 0
+        return self.tier, rank, hosts.index(self.host) if self.host in hosts else len(hosts), int(not self.tagged)
 
 
 def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_codes: Mapping[str, int] | None = None,
@@ -316,13 +318,15 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
                                                                                lines)}
     candidates = []
     for (owner, rank), stream in streams.items():
+        tagged = rank is not None
         if rank is None:
             rank = _untagged_rank(host, launcher, reported, lines)
         code = reported.get((owner, rank), exit_code if launcher.kind == PROCESS else None)
-        found = _first_error(stream) or _last_words(stream, code)
+        # a stream of one rank's own (mode none's host, a tagged rank) may end in a SystemExit message
+        found = _first_error(stream) or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None)
         if found is not None:
             candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
-                                         found.detail))
+                                         found.detail, tagged))
     named = {(item.host, item.rank) for item in candidates}
     for (owner, rank), code in reported.items():
         if (owner, rank) not in named:
@@ -449,7 +453,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             usage.append(stripped)
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
-        elif _PIP_FAILURE.match(stripped):
+        elif _PIP_FAILURE.match(stripped) or _COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
@@ -496,8 +500,7 @@ def max_runtime_cause(limit_seconds: int | None) -> FailureCause:
 
 
 def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, an install of
-    requirements.txt the toolkit reports."""
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity."""
     secondary = described.get("SecondaryStatus")
     reason = described.get("FailureReason") or ""
     transitions = " ".join(item.get("StatusMessage", "") for item in described.get("SecondaryStatusTransitions", []))
@@ -512,14 +515,21 @@ def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
                             fix=("SageMaker found no spot capacity for this instance type: raise "
                                  "spot.max_wait_seconds, try another instance type or region, or run on demand "
                                  "(spot.enabled: false)"))
-    if "InstallRequirementsError" in reason or "InstallModuleError" in reason:
-        error_class = "InstallModuleError" if "InstallModuleError" in reason else "InstallRequirementsError"
-        return install_cause(error_class, reason.splitlines())
+    return None
+
+
+def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
+    """The toolkit's FailureReason for an install of requirements.txt that failed, when the logs name nothing."""
+    reason = described.get("FailureReason") or ""
+    for error_class in ("InstallRequirementsError", "InstallModuleError"):
+        if error_class in reason:
+            return install_cause(error_class, reason.splitlines())
     return None
 
 
 def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
     """The toolkit's install of requirements.txt failed on every host, before the script ran."""
-    said = next((line.strip() for line in pip_output if _PIP_FAILURE.match(line.strip())), None)
+    said = next((line.strip() for line in pip_output if line.startswith("ERROR: ") and _PIP_FAILURE.match(line)),
+                None)
     return FailureCause(None, None, f"{error_class}: {said or 'pip could not install requirements.txt'}", None,
                         category="requirements_install", fix=_pip_fix(pip_output))
