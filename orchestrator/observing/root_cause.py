@@ -153,9 +153,11 @@ class FailureCause:
         return "\n".join(lines)
 
     def rows(self) -> list[tuple[str, str]]:
-        """`status`'s rows: the cause, argparse's usage, the fix."""
+        """`status`'s rows: the cause, argparse's usage or the rank's last line, the fix."""
         rows = [("cause", self.headline())]
-        rows += [("usage", line.removeprefix("usage: ")) for line in self.detail[:1]]
+        for line in self.detail[:1]:
+            key, _, value = line.partition(": ")
+            rows.append((key, value))
         return rows + ([("fix", self.fix)] if self.fix else [])
 
     @property
@@ -187,9 +189,11 @@ class _Candidate:
     tagged: bool = False
     """Printed under the rank's own tag, not among a launcher's lines."""
 
-    def order(self, hosts: Sequence[str]) -> tuple[int, int, int, int]:
+    def order(self, hosts: Sequence[str]) -> tuple[int, bool, int, int, bool]:
+        """An error leads over a rank's last words (`detail` only), then the lower rank, host and a tagged one."""
         rank = self.rank if self.rank is not None else 1 << 30
-        return self.tier, rank, hosts.index(self.host) if self.host in hosts else len(hosts), int(not self.tagged)
+        place = hosts.index(self.host) if self.host in hosts else len(hosts)
+        return self.tier, self.exception is None, rank, place, not self.tagged
 
 
 def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_codes: Mapping[str, int] | None = None,
@@ -324,9 +328,11 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         code = reported.get((owner, rank), exit_code if launcher.kind == PROCESS else None)
         # a stream of one rank's own (mode none's host, a tagged rank) may end in a SystemExit message
         found = _first_error(stream) or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None)
-        if found is not None:
+        if found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
                                          found.detail, tagged))
+        elif found is not None:
+            candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
     named = {(item.host, item.rank) for item in candidates}
     for (owner, rank), code in reported.items():
         if (owner, rank) not in named:
@@ -347,7 +353,7 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
             break  # torchrun's own report follows the ranks' output
         if line.strip() and not _LAUNCHER_LINE.search(line):
             said = line.strip()
-    return _Found(said) if said else None
+    return _Found("", detail=(f"last line: {said}",)) if said else None
 
 
 def _tier(exception: str) -> int:

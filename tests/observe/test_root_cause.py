@@ -107,3 +107,61 @@ def _torchrun(group_hosts: list[str], per_host: int) -> Launcher:
 def _one_process(group_hosts: list[str]) -> Launcher:
     """Mode none: each host runs the script once, as the rank of its place in the host list."""
     return Launcher(PROCESS, tuple(group_hosts))
+
+
+# torchrun's host when its worker rejected an argument before init_process_group: no `[rankN]:` prefix, so the rank
+# comes from torchrun's summary (a local run, shortened).
+TORCHRUN_ARGPARSE = """\
+usage: strict_args.py [-h] [--epochs EPOCHS]
+strict_args.py: error: unrecognized arguments: --learning_rate 0.1
+E1126 14:06:33.312000 8031 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 2) local_rank: 0 (pid: 8099) of binary: /usr/bin/python
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : 2 (pid: 8099)
+""".splitlines()
+
+
+def test_torchruns_own_child_failed_error_never_hides_the_workers_argparse_error():
+    cause = read_cause({"algo-2": TORCHRUN_ARGPARSE}, _torchrun(["algo-1", "algo-2"], 1))
+    assert cause.headline() == "algo-2 (rank 1) failed: strict_args.py: error: unrecognized arguments: --learning_rate 0.1"
+    assert cause.detail == ("usage: strict_args.py [-h] [--epochs EPOCHS]",) and cause.exit_code == 2
+    assert cause.category == "argument_rejected"
+
+
+def test_the_same_error_on_every_rank_names_the_lowest_rank_whatever_the_order_or_host_that_exited_first():
+    """Which launcher exits first, and whose lines come first, varies from run to run: the reason does not."""
+    algo1 = ["usage: t.py [-h]", "t.py: error: unrecognized arguments: --lr 1"]
+    algo2 = ["usage: t.py [-h]", "t.py: error: unrecognized arguments: --lr 1"]
+    hosts = ["algo-1", "algo-2"]
+    causes = {read_cause(logs, _one_process(hosts), exit_codes=codes).headline()
+              for logs in ({"algo-1": algo1, "algo-2": algo2}, {"algo-2": algo2, "algo-1": algo1})
+              for codes in ({"algo-1": 2, "algo-2": 2}, {"algo-2": 2, "algo-1": -15}, {"algo-1": 2, "algo-2": -15})}
+    assert causes == {"algo-1 (rank 0) failed: t.py: error: unrecognized arguments: --lr 1"}
+
+
+def test_a_rank_stopped_before_it_printed_yields_to_the_rank_that_failed():
+    cause = read_cause({"algo-1": ["step 3"], "algo-2": ["Traceback (most recent call last):",
+                                                         '  File "/opt/ml/code/train.py", line 9, in <module>',
+                                                         "TypeError: bad batch"]},
+                       _one_process(["algo-1", "algo-2"]), exit_codes={"algo-1": -15, "algo-2": 1},
+                       source=SourcePaths(shown="src"))
+    assert cause.headline() == "algo-2 (rank 1) failed: TypeError: bad batch at src/train.py:9"
+
+
+def test_a_system_exit_message_is_the_failing_ranks_last_line():
+    cause = read_cause({"algo-1": ["loading data", "no training data in /opt/ml/input/data/train"]},
+                       _one_process(["algo-1"]), exit_codes={"algo-1": 1})
+    assert cause.text() == "algo-1 (rank 0) exited with code 1\nlast line: no training data in /opt/ml/input/data/train"
+
+
+def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
+    lines = ["[1,0]<stdout>:step 1", "[1,3]<stderr>:Traceback (most recent call last):",
+             '[1,3]<stderr>:  File "/opt/ml/code/train.py", line 5, in <module>', "[1,3]<stderr>:KeyError: 'label'",
+             "[1,0]<stderr>:RuntimeError: Connection reset by peer"]
+    cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 2))
+    assert cause.headline() == "algo-2 (rank 3) failed: KeyError: 'label' at train.py:5"
