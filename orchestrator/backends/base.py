@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from orchestrator.cloud.jobs import JobStatus
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
+    from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
     from orchestrator.spec.loader import LoadedSpec
     from orchestrator.spec.model import JobSpec
@@ -58,6 +59,10 @@ class Backend(Protocol):
 
     def artifacts(self, job_id: str) -> dict[str, str]:
         """Where the model and output archives are (or will be): `model`, `output`."""
+        ...
+
+    def failure_cause(self, job_id: str) -> FailureCause | None:
+        """Where a failed job failed and why (observing/root_cause.py); None while it runs or when it completed."""
         ...
 
 

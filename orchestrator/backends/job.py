@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.progress import JobProgress
+    from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
 
 
@@ -127,6 +128,11 @@ class Job:
     def artifacts(self) -> dict[str, str]:
         """Where the model and output archives are: `model`, `output` (an s3:// URI, or a local path)."""
         return self.backend.artifacts(self.id)
+
+    def failure_cause(self) -> FailureCause | None:
+        """Where a failed job failed and why: host, rank, the error, the user's file:line, a category and a fix,
+        the same for a local run and a SageMaker job; None while it runs or when it completed."""
+        return self.backend.failure_cause(self.id)
 
     def __repr__(self) -> str:
         status = self.last_status.status if self.last_status else "not read yet"

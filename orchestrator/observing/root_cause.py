@@ -38,6 +38,8 @@ _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .
 _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ |^-{10,}|^={10,}|"
                             r"Sending process \d+ closing signal|sagemaker-training-toolkit|^Invoking script|"
                             r"^Training Env:|^Environment variables:|^smtrain:")
+_NOTE = re.compile(r"^\[?[IW]\d{4} ")
+"""A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
 _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
@@ -459,7 +461,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             usage.append(stripped)
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
-        elif _PIP_FAILURE.match(stripped) or _COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped):
+        elif _PIP_FAILURE.match(stripped) or (
+                (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped)):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""

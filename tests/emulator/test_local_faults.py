@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from orchestrator.backends.job import attach
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.spec.loader import load
@@ -223,6 +224,7 @@ def test_an_argparse_rejection_names_the_unrecognized_arguments_under_every_laun
     assert usage == "usage: strict_args.py [-h] [--epochs EPOCHS]"
     assert fix.startswith("fix: the script's argument parser rejects --learning_rate")
     assert result.failure_cause["category"] == "argument_rejected"
+    assert attach(result.run_dir).failure_cause().to_dict() == result.failure_cause  # the handle reads the same
 
 
 def test_the_same_failure_gives_the_same_reason_on_every_run(make_spec, tmp_path):

@@ -17,6 +17,8 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import described
 
+from orchestrator.backends.job import Job as BackendJob
+from orchestrator.backends.sagemaker import SageMakerBackend
 from orchestrator.cli.main import main
 from orchestrator.cloud.jobs import Job
 from orchestrator.cloud.logs import LOG_GROUP
@@ -251,6 +253,13 @@ def test_the_oom_killer_by_the_toolkits_exit_code_137(stubbed_sagemaker):
         "loading 40 GB of features", "ExecuteUserScriptError:", "ExitCode 137",
         'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"']}, mode="none")
     assert cause["category"] == "oom_killed" and cause["exit_code"] == 137
+
+
+def test_the_backends_job_handle_reads_the_same_cause(stubbed_sagemaker):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-backend"))
+    seed("ddp-backend", {"algo-1": ALGO1, "algo-2": ALGO2})
+    cause = BackendJob(SageMakerBackend(stubbed_sagemaker), "ddp-backend").failure_cause()
+    assert cause.headline() == HEADLINE
 
 
 def test_a_requirements_install_failure(stubbed_sagemaker):

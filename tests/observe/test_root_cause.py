@@ -165,3 +165,11 @@ def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
              "[1,0]<stderr>:RuntimeError: Connection reset by peer"]
     cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 2))
     assert cause.headline() == "algo-2 (rank 3) failed: KeyError: 'label' at train.py:5"
+
+
+def test_a_warning_that_mentions_a_watchdog_is_not_the_ranks_error():
+    lines = ["[rank0]:[W1126 10:41:01.123 ProcessGroupNCCL.cpp:1250] Warning: the watchdog will abort on timeout",
+             "[rank0]: Traceback (most recent call last):", '[rank0]:   File "/opt/ml/code/train.py", line 4, in <module>',
+             "[rank0]: ValueError: no labels"]
+    cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 1))
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: no labels at train.py:4"
