@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +133,7 @@ class FailureCause:
     category: str = "exit"
     fix: str | None = None
     detail: tuple[str, ...] = ()
-    """Lines that belong with the error: argparse's usage."""
-    frames: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    """Lines that belong with the error: argparse's usage, or the last line of a rank that printed no error."""
 
     def headline(self) -> str:
         """`algo-2 (rank 1) failed: ValueError: bad shape at src/train.py:42`."""
@@ -161,10 +160,6 @@ class FailureCause:
             key, _, value = line.partition(": ")
             rows.append((key, value))
         return rows + ([("fix", self.fix)] if self.fix else [])
-
-    @property
-    def is_consequence(self) -> bool:
-        return self.exception is None or _CONSEQUENCE.search(self.exception) is not None
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> FailureCause:
@@ -222,8 +217,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail,
-                        best.frames)
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail)
 
 
 def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),

@@ -81,17 +81,18 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 """.splitlines()
 
 
-def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_frames():
-    cause = read_cause({"algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1))
-    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"
-    assert cause.frames == (("/runs/job/algo-2/code/train.py", 30), ("/runs/job/algo-2/code/train.py", 10))
-    assert not cause.is_consequence
+def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_the_users_file():
+    source = SourcePaths(("/runs/job/algo-1/code", "/runs/job/algo-2/code"), shown="src")
+    cause = read_cause({"algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1), source=source)
+    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1 at src/train.py:10"
+    assert cause.category == "exception"
 
 
-def test_a_peer_lost_error_is_a_consequence():
+def test_a_peer_lost_error_leads_only_where_nothing_else_was_said():
     cause = read_cause({"algo-1": RANK0_CONSEQUENCE}, _torchrun(["algo-1", "algo-2"], 1))
     assert cause.rank == 0 and "Connection reset by peer" in cause.exception
-    assert cause.is_consequence
+    both = read_cause({"algo-1": RANK0_CONSEQUENCE, "algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1))
+    assert both.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"  # not /opt/ml/code: no at
 
 
 def test_within_one_output_the_failing_ranks_error_leads_over_a_consequence_printed_first():
