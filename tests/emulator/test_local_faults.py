@@ -189,6 +189,7 @@ def test_a_process_killed_by_sigkill_is_reported_as_out_of_memory(make_spec, tmp
     assert failure.startswith("ExecuteUserScriptError:\nExitCode 137\n")
     assert 'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"' in failure
     assert "OutOfMemory" in result.failure_reason
+    assert result.failure_cause["category"] == "oom_killed" and "OOM killer" in result.failure_cause["fix"]
 
 
 @pytest.mark.slow
