@@ -40,7 +40,7 @@ from orchestrator.emulator.supervising.stall import (
     diagnose,
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
+from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
 from orchestrator.observing.root_cause import (
     MPI,
     PROCESS,

@@ -47,7 +47,8 @@ _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBa
                           r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
 _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
                                  r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
-                                 r"ncclSystemError|Timed out waiting .*(collective|barrier)|DistStoreError.*[Tt]imed? ?out|"
+                                 r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
+                                 r"DistStoreError.*[Tt]imed? ?out|"
                                  r"[Cc]ollective operation timeout", re.IGNORECASE)
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
                        r"memory'")

@@ -243,9 +243,10 @@ def test_a_rank_killed_by_a_signal(stubbed_sagemaker, code, category, words):
         f"E1126 10:41:01.554000 31 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: {code}) "
         "local_rank: 0 (pid: 92) of binary: /opt/conda/bin/python3.11",
         "Root Cause (first observed failure):", "[0]:", "  host      : algo-1", "  rank      : 0 (local_rank: 0)",
-        f"  exitcode  : {code} (pid: 92)", f"  error_file: <N/A>"]})
+        f"  exitcode  : {code} (pid: 92)", "  error_file: <N/A>"]})
     assert cause["category"] == category and words in cause["fix"]
-    assert cause["headline"] == f"algo-1 (rank 0) was killed by signal {-code} ({'SIGKILL' if code == -9 else 'SIGSEGV'})"
+    name = "SIGKILL" if code == -9 else "SIGSEGV"
+    assert cause["headline"] == f"algo-1 (rank 0) was killed by signal {-code} ({name})"
 
 
 def test_the_oom_killer_by_the_toolkits_exit_code_137(stubbed_sagemaker):

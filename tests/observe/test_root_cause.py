@@ -129,7 +129,8 @@ Root Cause (first observed failure):
 
 def test_torchruns_own_child_failed_error_never_hides_the_workers_argparse_error():
     cause = read_cause({"algo-2": TORCHRUN_ARGPARSE}, _torchrun(["algo-1", "algo-2"], 1))
-    assert cause.headline() == "algo-2 (rank 1) failed: strict_args.py: error: unrecognized arguments: --learning_rate 0.1"
+    assert cause.headline() == ("algo-2 (rank 1) failed: strict_args.py: error: unrecognized arguments: "
+                                "--learning_rate 0.1")
     assert cause.detail == ("usage: strict_args.py [-h] [--epochs EPOCHS]",) and cause.exit_code == 2
     assert cause.category == "argument_rejected"
 
@@ -170,7 +171,8 @@ def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
 
 def test_a_warning_that_mentions_a_watchdog_is_not_the_ranks_error():
     lines = ["[rank0]:[W1126 10:41:01.123 ProcessGroupNCCL.cpp:1250] Warning: the watchdog will abort on timeout",
-             "[rank0]: Traceback (most recent call last):", '[rank0]:   File "/opt/ml/code/train.py", line 4, in <module>',
+             "[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/opt/ml/code/train.py", line 4, in <module>',
              "[rank0]: ValueError: no labels"]
     cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 1))
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: no labels at train.py:4"
