@@ -412,7 +412,8 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
 def _masked_cause(prepared: PreparedRun, cause: FailureCause | None) -> dict[str, Any] | None:
     if cause is None:
         return None
-    return {key: prepared.mask(value) if isinstance(value, str) else value for key, value in cause.to_dict().items()}
+    document = {key: prepared.mask(value) if isinstance(value, str) else value for key, value in cause.to_dict().items()}
+    return {**document, "detail": [prepared.mask(line) for line in cause.detail]}
 
 
 def _link_inputs_notice(namespaced: bool) -> str:

@@ -235,3 +235,10 @@ def test_the_same_failure_gives_the_same_reason_on_every_run(make_spec, tmp_path
     reasons = {run_local(load(spec), Options(run_dir=tmp_path / f"run{attempt}")).failure_reason.splitlines()[0]
                for attempt in range(5)}
     assert reasons == {"algo-1 (rank 1) failed: ValueError: boom on purpose"}
+
+
+def test_a_rejected_secret_hyperparameter_is_masked_in_the_cause(make_spec, tmp_path):
+    spec = make_spec("strict_args.py", count=1, hyperparameters={"api_key": "sk-live-0123456789"})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.failure_cause["exception"] == "strict_args.py: error: unrecognized arguments: --api_key ****"
+    assert "sk-live-0123456789" not in (result.run_dir / "result.json").read_text()
