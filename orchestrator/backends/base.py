@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from orchestrator.cloud.jobs import JobStatus
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
+    from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
     from orchestrator.spec.loader import LoadedSpec
     from orchestrator.spec.model import JobSpec
@@ -63,6 +64,10 @@ class Backend(Protocol):
     def output_files(self, job_id: str, folder: str) -> dict[str, bytes]:
         """The files of the output data folder `folder` (a host's SM_OUTPUT_DATA_DIR/folder), by name: every
         host's locally; what output.tar.gz holds on SageMaker."""
+        ...
+
+    def failure_cause(self, job_id: str) -> FailureCause | None:
+        """Where a failed job failed and why (observing/root_cause.py); None while it runs or when it completed."""
         ...
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.progress import JobProgress
+    from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
 
 
@@ -145,6 +146,11 @@ class Job:
     def result(self) -> Any:
         """Rank 0's return value of a function job (`orchestrator.function_jobs`); waits, and raises as `results`."""
         return self.results()[0]
+
+    def failure_cause(self) -> FailureCause | None:
+        """Where a failed job failed and why: host, rank, the error, the user's file:line, a category and a fix,
+        the same for a local run and a SageMaker job; None while it runs or when it completed."""
+        return self.backend.failure_cause(self.id)
 
     def __repr__(self) -> str:
         status = self.last_status.status if self.last_status else "not read yet"

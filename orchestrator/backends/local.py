@@ -23,6 +23,7 @@ from orchestrator.emulator.preparing.prepared_run import LocalSettings
 from orchestrator.emulator.supervising.status import TERMINAL, read_status, request_stop
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
+from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
@@ -117,6 +118,11 @@ class LocalBackend:
     def output_files(self, job_id: str, folder: str) -> dict[str, bytes]:
         return {path.name: path.read_bytes() for path in sorted(Path(job_id).glob(f"algo-*/output/data/{folder}/*"))
                 if path.is_file() and not path.is_symlink()}
+
+    def failure_cause(self, job_id: str) -> FailureCause | None:
+        """The cause the run wrote into result.json when it ended."""
+        stored = (read_result(Path(job_id)) or {}).get("failure_cause")
+        return FailureCause.from_dict(stored) if stored else None
 
     def _settings(self) -> LocalSettings:
         return LocalSettings(run_dir=self.options.run_dir, inputs=self.options.inputs)

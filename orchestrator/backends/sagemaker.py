@@ -11,6 +11,7 @@ from orchestrator.cloud.jobs import Job as CloudJob
 from orchestrator.cloud.jobs import JobStatus
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
+from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
@@ -72,6 +73,9 @@ class SageMakerBackend:
 
     def stop(self, job_id: str) -> bool:
         return self.job(job_id).stop()
+
+    def failure_cause(self, job_id: str) -> FailureCause | None:
+        return self.job(job_id).failure_cause()
 
     def artifacts(self, job_id: str) -> dict[str, str]:
         model = self.describe(job_id).model_artifact

@@ -14,6 +14,7 @@ default session built from boto3's chain: that is how the tests put a Stubber be
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from orchestrator.cloud.job_liveness import JobLiveness
     from orchestrator.cloud.submission import Submission
     from orchestrator.observing.progress import JobProgress
+    from orchestrator.observing.root_cause import FailureCause
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
 POLL_SECONDS = 15.0
@@ -117,15 +119,21 @@ def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
 def _local_status(run_dir: Path, output: str) -> None:
     """`smtrain status RUN_DIR`: the run's status.json read as DescribeTrainingJob, progress from its logs."""
     from orchestrator.backends.local import LocalBackend
+    from orchestrator.emulator.preparing.layout import read_result
     from orchestrator.emulator.supervising.status import read_status
-    from orchestrator.observing.progress import job_progress
+    from orchestrator.observing.progress import FAILURE_READ_LINES, job_progress
+    from orchestrator.observing.root_cause import FailureCause, SourcePaths
 
     backend = LocalBackend()
     current = backend.describe(str(run_dir))
     tails: dict[str, list[LogLine]] = {}
-    for line in backend.logs(str(run_dir), tail=200):
+    for line in backend.logs(str(run_dir), tail=FAILURE_READ_LINES if current.status == "Failed" else 200):
         tails.setdefault(line.host, []).append(line)
-    progress = job_progress(read_status(run_dir) or {}, tails)
+    copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
+    progress = job_progress(read_status(run_dir) or {}, tails, SourcePaths((*copies, SourcePaths().copies[0])))
+    stored = (read_result(run_dir) or {}).get("failure_cause")
+    if stored:  # the run's own reading: every launcher's exit code and its whole tail
+        progress = dataclasses.replace(progress, failure_cause=FailureCause.from_dict(stored))
     if output == "json":
         document = {key: value for key, value in current.to_dict().items() if key != "console_url"}
         document.update({"backend": "local", "run_dir": str(run_dir), **progress.to_dict(datetime.now(timezone.utc))})
@@ -212,7 +220,7 @@ def submit(
             f"stopped following; {job.name} keeps running (`smtrain stop {job.name}` stops it)", err=True
         )
         raise
-    _finish(ctx, outcome, output, job.submission.to_dict())
+    _finish(ctx, outcome, output, job.submission.to_dict(), _cause_of(job, outcome))
 
 
 @click.command()
@@ -290,6 +298,7 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         ("started", _time(current.started)),
         ("ended", _time(current.ended)),
         ("failure", current.failure_reason or "-"),
+        *(progress.failure_cause.rows() if progress and progress.failure_cause else []),
         ("model", current.model_artifact or "-"),
         *current.settings,
         *place,
@@ -552,16 +561,22 @@ def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool,
                  on_verdict=show_verdict)
 
 
-def _finish(ctx: click.Context, outcome: WatchOutcome, output: str, document: dict[str, Any]) -> None:
-    """Prints how following ended (for a hung job: why, each host's last lines, whether it was stopped) and
-    exits with its code: the final status's, or 4 for a hung job."""
+def _cause_of(job: Job, outcome: WatchOutcome) -> FailureCause | None:
+    """Where a job that failed (or was stopped) by itself failed; a hung job's reason is its hang."""
+    return _failure_cause(job) if outcome.hang is None and outcome.status.status in ("Failed", "Stopped") else None
+
+
+def _finish(ctx: click.Context, outcome: WatchOutcome, output: str, document: dict[str, Any],
+            cause: FailureCause | None) -> None:
+    """Prints how following ended (for a failed job: the failing rank's error; for a hung job: why, each host's
+    last lines, whether it was stopped) and exits with its code: the final status's, or 4 for a hung job."""
     from orchestrator.emulator.supervising.stall import EXIT_HUNG
 
     hang = outcome.hang
     if output == "json":
-        echo_json({**document, **outcome.to_dict()})
+        echo_json({**document, **outcome.to_dict(), "failure_cause": cause.to_dict() if cause else None})
     elif hang is None:
-        _print_final(outcome.status)
+        _print_final(outcome.status, cause)
     else:
         click.echo(hang.reason())
         click.echo(hang.last_lines_text())
@@ -592,7 +607,18 @@ def watch(ctx: click.Context, job_name: str, stall_timeout: float, no_stop: bool
     job.status()  # an unknown name fails here, before anything is followed
     outcome = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json",
                       stall=(stall_timeout, not no_stop))
-    _finish(ctx, outcome, output, {"job_name": job_name})
+    _finish(ctx, outcome, output, {"job_name": job_name}, _cause_of(job, outcome))
+
+
+def _failure_cause(job: Job) -> FailureCause | None:
+    """Where the job failed; None where its logs cannot be read (the final status still stands)."""
+    from orchestrator.errors import AwsError
+
+    try:
+        return job.failure_cause()
+    except AwsError as exc:
+        click.echo(f"the failing rank's error could not be read: {exc.message}", err=True)
+        return None
 
 
 def _print_submission(submission: Submission) -> None:
@@ -621,13 +647,15 @@ def _print_submission(submission: Submission) -> None:
         click.echo(f"  {key:<8} {value}")
 
 
-def _print_final(final: JobStatus) -> None:
+def _print_final(final: JobStatus, cause: FailureCause | None) -> None:
     line = f"{final.name} {final.status}"
     if final.billable_seconds is not None:
         line += f" after {final.billable_seconds} billable seconds"
     click.echo(line)
     if final.failure_reason:
         click.echo(f"  failure: {final.failure_reason}")
+    for key, value in cause.rows() if cause else []:
+        click.echo(f"  {key + ':':<8} {value}")
     if final.status == "Completed" and final.model_artifact:
         click.echo(f"  model:   {final.model_artifact}")
 

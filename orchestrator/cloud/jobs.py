@@ -23,15 +23,27 @@ from orchestrator.cloud.settings_view import setting_rows
 from orchestrator.errors import SmtrainError
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint, loss_metrics, to_frame
-from orchestrator.observing.progress import CostSoFar, JobProgress, cost_so_far, job_progress
+from orchestrator.observing.progress import (
+    FAILURE_READ_LINES,
+    CostSoFar,
+    JobProgress,
+    cost_so_far,
+    failure_cause,
+    job_progress,
+)
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from orchestrator.planning.plan import Plan
+
 
 class SubmissionSummary(Protocol):
     """What a job created by this process remembers of its submit (cloud.submission.Submission)."""
+
+    plan: Plan
 
     def summary_rows(self) -> list[tuple[str, str]]: ...
 
@@ -250,10 +262,26 @@ class Job:
                 the one read last, when the caller has just read it.
         """
         described = self._read_status_description() if refresh_status or not self._described else self._described
-        self._last_progress = job_progress(described, self._tails(described, tail_lines))
+        if described.get("TrainingJobStatus") == "Failed":  # room for every rank's traceback: still one call each
+            tail_lines = max(tail_lines, FAILURE_READ_LINES)
+        self._last_progress = job_progress(described, self._tails(described, tail_lines), self._source_paths())
         self._latest_metrics.update(self._last_progress.latest)
         self._live.update(self.summary())
         return self._last_progress
+
+    def failure_cause(self) -> FailureCause | None:
+        """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
+        file:line and a fix; None while it runs or when it completed. Reads the status (unless a call just read
+        it) and the last lines of each host's stream: one DescribeLogStreams page per 50 streams and one
+        GetLogEvents call per stream."""
+        described = self._described or self._read_status_description()
+        if described.get("TrainingJobStatus") != "Failed":  # a limit SageMaker reports: no log read needed
+            return failure_cause(described, {})
+        return self.progress(refresh_status=False).failure_cause
+
+    def _source_paths(self) -> SourcePaths:
+        """The user's source dir when this process submitted the job; else paths relative to it."""
+        return SourcePaths.of(self.submission.plan.source.directory) if self.submission else SourcePaths()
 
     def metric_points(
         self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS
@@ -420,6 +448,8 @@ class Job:
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
+            if self._last_progress and self._last_progress.failure_cause:
+                rows += self._last_progress.failure_cause.rows()
             rows += current.settings
         if self.submission:
             rows += self.submission.summary_rows()

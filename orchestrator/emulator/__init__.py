@@ -5,7 +5,7 @@ A run goes top to bottom; each part imports only from the ones below it (import-
 local_plan.py   the plan: the same build_plan call submit's plan makes, for a local target (file:// stand-ins)
 local_run.py    the whole run: plan, prepare, attempts (spot restarts), result; `run_local`
 tuning/         `smtrain tune local`: search (trials as local runs), choosers (the tuning strategies)
-reporting/      how a run ended: failures (the failing rank's exception first, then the toolkit's message),
+reporting/      how a run ended: failures (the toolkit's message, after observing/root_cause's headline),
                 smoke (`--smoke`: which ranks were seen started, and the verdict)
 preparing/      the plan turned into emulated instances, checked before anything runs: prepared_run, layout
                 (the run directory: one /opt/ml tree per host, checkpoint sync, status files, merged

@@ -29,13 +29,7 @@ from orchestrator.emulator.preparing.deviations import notices, setting_notices
 from orchestrator.emulator.preparing.image_match import image_notices
 from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
-from orchestrator.emulator.reporting.failures import (
-    FAILURE_REASON_LIMIT,
-    LauncherOutput,
-    RootCause,
-    root_cause,
-    toolkit_failure,
-)
+from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, toolkit_failure
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
 from orchestrator.emulator.supervising.stall import (
     DEFAULT_STALL_TIMEOUT_SECONDS,
@@ -46,7 +40,17 @@ from orchestrator.emulator.supervising.stall import (
     diagnose,
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
+from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
+from orchestrator.observing.root_cause import (
+    MPI,
+    PROCESS,
+    TORCHRUN,
+    FailureCause,
+    Launcher,
+    install_cause,
+    max_runtime_cause,
+    read_cause,
+)
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
@@ -109,6 +113,9 @@ class LocalRun:
     model_artifact: Path | None = None
     output_artifact: Path | None = None
     smoke: SmokeReport | None = None
+    failure_cause: dict[str, Any] | None = None
+    """Where the failure started (observing/root_cause.py's FailureCause): host, rank, exception, location,
+    category, fix; the same fields `smtrain status -o json` gives for a SageMaker job."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,7 @@ class _Ending:
     model: Path | None = None
     output: Path | None = None
     smoke: SmokeReport | None = None
+    cause: FailureCause | None = None
 
 
 def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(), observer: Observer | None = None,
@@ -361,12 +369,13 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
     run_layout.write_status_files(layout, failures)
+    cause = max_runtime_cause(job.max_run_seconds) if outcome.status == "timeout" else None
     if outcome.log_failure is not None:
         reason = outcome.log_failure
     elif outcome.status == "failed":
-        reason = _failure_reason(prepared, processes, outcome, failures)
+        reason, cause = _failure_reason(prepared, processes, outcome, failures)
     if smoke is not None and outcome.status == "stopped" and smoke.failure():
-        status, exit_code, reason = "Failed", 1, smoke.failure()
+        status, exit_code, reason, cause = "Failed", 1, smoke.failure(), None
     if outcome.leftover:
         reason = (reason or "") + f"\n{len(outcome.leftover)} process(es) could not be stopped: {outcome.leftover}"
     escaped = opt_ml.escaped(prepared.machine_opt_ml, opt_ml.snapshot())
@@ -381,7 +390,7 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     except OSError as error:
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _artifact_failure(layout.root, error)
-    return _result(reporter, _Ending(status, exit_code, reason, effort, model, output, smoke))
+    return _result(reporter, _Ending(status, exit_code, reason, effort, model, output, smoke, cause))
 
 
 def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
@@ -391,12 +400,20 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                       attempts=ending.effort.attempts, seconds=round(ending.effort.seconds, 2),
                       failure_reason=prepared.mask(reason) if reason else None,
                       final_metrics=dict(reporter.tracker.latest), model_artifact=ending.model,
-                      output_artifact=ending.output, smoke=ending.smoke)
+                      output_artifact=ending.output, smoke=ending.smoke,
+                      failure_cause=_masked_cause(prepared, ending.cause))
     run_layout.write_result(prepared.layout.root, asdict(result))
     if prepared.report is not None:
         prepared.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
                                ending.model)
     return result
+
+
+def _masked_cause(prepared: PreparedRun, cause: FailureCause | None) -> dict[str, Any] | None:
+    if cause is None:
+        return None
+    document = {key: prepared.mask(value) if isinstance(value, str) else value for key, value in cause.to_dict().items()}
+    return {**document, "detail": [prepared.mask(line) for line in cause.detail]}
 
 
 def _link_inputs_notice(namespaced: bool) -> str:
@@ -451,7 +468,8 @@ def _install_failed(reporter: _Reporter, failure: InstallFailed, seconds: float)
             log.write(prepared.mask(f"{failure.command}\n{failure.output}\n{message}\n"))
     reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}\n" \
              f"{message}"
-    return _result(reporter, _Ending("Failed", 1, reason, _Effort(1, seconds)))
+    cause = install_cause(failure.error_class, failure.output.splitlines())
+    return _result(reporter, _Ending("Failed", 1, reason, _Effort(1, seconds), cause=cause))
 
 
 def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> dict[str, str | None]:
@@ -471,38 +489,29 @@ def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome:
 
 
 def _failure_reason(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome,
-                    failures: dict[str, str | None]) -> str:
-    """The root cause first (`algo-2 (rank 1) failed: ValueError: ... at src/train.py:42`), then what the
-    failing host reports: the failure file its script wrote, else the toolkit's message; paths of the hosts'
-    code copies name the user's source dir instead."""
-    cause = _root_cause(prepared, processes, outcome)
-    launcher_host = outcome.first_failure.host if outcome.first_failure else cause.host
-    report = (run_layout.script_failure_reason(prepared.layout, cause.host)
-              or run_layout.script_failure_reason(prepared.layout, launcher_host)
-              or failures.get(cause.host) or failures.get(launcher_host) or "")
-    headline = cause.headline(prepared.user_location(cause.frames))
-    return prepared.user_paths(f"{headline}\n{report[:FAILURE_REASON_LIMIT]}".strip())
+                    failures: dict[str, str | None]) -> tuple[str, FailureCause | None]:
+    """The root cause first (`algo-2 (rank 1) failed: ValueError: ... at src/train.py:42`, argparse's usage, the
+    fix), then what the failing host reports: the failure file its script wrote, else the toolkit's message;
+    paths of the hosts' code copies name the user's source dir instead."""
+    cause = failure_cause(prepared, processes, outcome)
+    first = outcome.first_failure.host if outcome.first_failure else None
+    hosts = [host for host in (cause.host if cause else None, first) if host]
+    report = (next((text for host in hosts if (text := run_layout.script_failure_reason(prepared.layout, host))),
+                   None) or next((failures[host] for host in hosts if failures.get(host)), ""))
+    headline = cause.text() if cause else ""
+    return prepared.user_paths(f"{headline}\n{report[:FAILURE_REASON_LIMIT]}".strip()), cause
 
 
-def _root_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> RootCause:
-    """Of every launcher that failed (the first one first), the first whose error is not a consequence of
-    another's (a rank whose peer vanished reports a closed socket before the failing rank's launcher exits)."""
-    first = outcome.first_failure
-    assert first is not None
-    failed = [first, *(item for item in outcome.exits if item.returncode != 0 and item.host != first.host)]
-    causes = [_host_root_cause(prepared, processes, outcome, item) for item in failed]
-    return next((cause for cause in causes if not cause.is_consequence), causes[0])
-
-
-def _host_root_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome,
-                     failed: Exit) -> RootCause:
-    launcher = next(item for item in processes if item.host.name == failed.host)
-    runner = launcher.toolkit.runner if launcher.toolkit else RunnerType.process
-    hosts = [host.name for host in prepared.layout.hosts]
-    per_host = launcher.toolkit.processes_per_host if launcher.toolkit else 1
-    return root_cause(failed.host, failed.returncode, outcome.tails.get(failed.host, []),
-                      LauncherOutput(
-                          mpi=runner in (RunnerType.mpi, RunnerType.smdataparallel),
-                          torchrun=runner is RunnerType.torch_distributed,
-                          host_rank=hosts.index(failed.host) if runner is RunnerType.process else None,
-                          group_hosts=prepared.group_hosts, per_host=per_host))
+def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> FailureCause | None:
+    """The shared reader (observing/root_cause.py) on every host's output, with each launcher's exit code."""
+    runner = next((item.toolkit.runner for item in processes if item.toolkit), RunnerType.process)
+    per_host = next((item.toolkit.processes_per_host for item in processes if item.toolkit), 1)
+    kind = {RunnerType.mpi: MPI, RunnerType.smdataparallel: MPI, RunnerType.torch_distributed: TORCHRUN}.get(
+        runner, PROCESS)
+    launcher = Launcher(kind, tuple(host.name for host in prepared.layout.hosts), per_host)
+    if kind == MPI:
+        launcher = Launcher(kind, tuple(prepared.group_hosts), per_host)
+    spec = prepared.plan.spec
+    return read_cause(outcome.tails, launcher, exit_codes={item.host: item.returncode for item in outcome.exits},
+                      source=prepared.source_paths,
+                      framework_version=spec.framework_version if not spec.image_uri else None)

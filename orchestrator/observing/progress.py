@@ -17,6 +17,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.root_cause import (
+    FailureCause,
+    SourcePaths,
+    framework_version_of,
+    launcher_of,
+    read_cause,
+    reported_install_cause,
+    service_cause,
+)
 from orchestrator.observing.metric_series import (
     ProgressEstimate,
     compile_definitions,
@@ -29,6 +38,9 @@ from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
 _HOST = re.compile(r"\balgo-\d+\b")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b")
 FAILURE_TAIL_LINES = 20
+FAILURE_READ_LINES = 1000
+"""Lines of each host read for a failed job's root cause: one GetLogEvents call per stream either way, and room
+for every rank's traceback and torchrun's summary after it."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,7 @@ class JobProgress:
     latest: dict[str, float] = field(default_factory=dict)
     failing_host: str | None = None
     failing_lines: tuple[LogLine, ...] = ()
+    failure_cause: FailureCause | None = None
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         return {
@@ -101,11 +114,14 @@ class JobProgress:
             "latest_metrics": dict(self.latest),
             "failing_host": self.failing_host,
             "failing_host_last_lines": [line.message for line in self.failing_lines],
+            "failure_cause": self.failure_cause.to_dict() if self.failure_cause else None,
         }
 
 
-def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]]) -> JobProgress:
-    """Reads progress and metrics from every host's tail with the job's own metric definitions."""
+def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],
+                 source: SourcePaths = SourcePaths()) -> JobProgress:
+    """Reads progress and metrics from every host's tail with the job's own metric definitions, and for a job
+    that failed (or was stopped by a limit) where it failed and why (observing/root_cause.py)."""
     definitions = compile_definitions(described.get("AlgorithmSpecification", {}).get("MetricDefinitions", []))
     lines = sorted((line for host_lines in tails.values() for line in host_lines), key=lambda line: line.timestamp_ms)
     marks, latest = [], {}
@@ -115,11 +131,26 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
             marks.append((datetime.fromtimestamp(line.timestamp_ms / 1000, tz=timezone.utc), mark))
         latest.update(extract(definitions, line.message))
     estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})))
+    cause = failure_cause(described, tails, source)
     if described.get("TrainingJobStatus") != "Failed":
-        return JobProgress(estimate, latest)
-    host = failing_host(described.get("FailureReason") or "", tails)
+        return JobProgress(estimate, latest, failure_cause=cause)
+    host = cause.host if cause and cause.host in tails else failing_host(described.get("FailureReason") or "", tails)
     failing = tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
-    return JobProgress(estimate, latest, host, failing)
+    return JobProgress(estimate, latest, host, failing, cause)
+
+
+def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],
+                  source: SourcePaths = SourcePaths()) -> FailureCause | None:
+    """What SageMaker says ended the job (its run-time limit, spot capacity, an install), else the root cause in
+    the hosts' lines; None while it runs or when it completed."""
+    if described.get("TrainingJobStatus") not in ("Failed", "Stopped"):
+        return None
+    said = service_cause(described)
+    if said is not None or described.get("TrainingJobStatus") != "Failed":
+        return said
+    found = read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
+                       launcher_of(described), source=source, framework_version=framework_version_of(described))
+    return found or reported_install_cause(described)
 
 
 def failing_host(failure_reason: str, tails: Mapping[str, Sequence[LogLine]]) -> str | None:

@@ -183,6 +183,9 @@ def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, fin
         ),
     )
 
+    if final == "Failed":  # where it failed: the streams' tails (this job logged nothing)
+        stubbed.stubbers["logs"].add_response("describe_log_streams", {"logStreams": []})
+
     result = smtrain(
         "submit",
         str(write_spec()),
@@ -206,6 +209,7 @@ def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, fin
     assert printed["job_name"] == name and printed["final_status"]["status"] == final
     if final == "Failed":
         assert printed["final_status"]["failure_reason"] == "AlgorithmError: ExitCode 1, key ****"
+        assert printed["failure_cause"] is None  # no log line names one
     assert SECRET not in result.output
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from orchestrator.backends.job import attach
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.spec.loader import load
@@ -188,6 +189,7 @@ def test_a_process_killed_by_sigkill_is_reported_as_out_of_memory(make_spec, tmp
     assert failure.startswith("ExecuteUserScriptError:\nExitCode 137\n")
     assert 'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"' in failure
     assert "OutOfMemory" in result.failure_reason
+    assert result.failure_cause["category"] == "oom_killed" and "OOM killer" in result.failure_cause["fix"]
 
 
 @pytest.mark.slow
@@ -206,3 +208,37 @@ def test_two_host_torchrun_failure_names_the_rank_its_exception_and_the_users_fi
     assert headline in console
     assert f'File "src/rank1_fails.py", line {line}' in console  # the console's traceback: the user's file
     assert "algo-2/code" not in reason
+
+
+@pytest.mark.parametrize(("mode", "extra"), [
+    ("none", {}),
+    ("torch_distributed", {"instance": "ml.g5.2xlarge"}),
+    ("mpi", {"distribution": {"mode": "mpi", "processes_per_host": 1}}),
+])
+def test_an_argparse_rejection_names_the_unrecognized_arguments_under_every_launcher(make_spec, tmp_path, mode,
+                                                                                     extra):
+    spec = make_spec("strict_args.py", mode=mode, hyperparameters={"learning_rate": 0.1}, **extra)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    headline, usage, fix = result.failure_reason.splitlines()[:3]
+    assert headline.endswith("failed: strict_args.py: error: unrecognized arguments: --learning_rate 0.1"), headline
+    assert usage == "usage: strict_args.py [-h] [--epochs EPOCHS]"
+    assert fix.startswith("fix: the script's argument parser rejects --learning_rate")
+    assert result.failure_cause["category"] == "argument_rejected"
+    assert attach(result.run_dir).failure_cause().to_dict() == result.failure_cause  # the handle reads the same
+
+
+def test_the_same_failure_gives_the_same_reason_on_every_run(make_spec, tmp_path):
+    """Four torchrun ranks on one host: rank 1 fails, the others are stopped; five runs, one reason."""
+    spec = make_spec("fail_script.py", mode="torch_distributed", count=1, instance="ml.g5.12xlarge",
+                     hyperparameters={"fail-rank": 1})
+    reasons = {run_local(load(spec), Options(run_dir=tmp_path / f"run{attempt}")).failure_reason.splitlines()[0]
+               for attempt in range(5)}
+    assert reasons == {"algo-1 (rank 1) failed: ValueError: boom on purpose"}
+
+
+def test_a_rejected_secret_hyperparameter_is_masked_in_the_cause(make_spec, tmp_path):
+    spec = make_spec("strict_args.py", count=1, hyperparameters={"api_key": "sk-live-0123456789"})
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.failure_cause["exception"] == "strict_args.py: error: unrecognized arguments: --api_key ****"
+    assert "sk-live-0123456789" not in (result.run_dir / "result.json").read_text()

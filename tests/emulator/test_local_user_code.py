@@ -96,6 +96,7 @@ def test_a_failed_install_fails_the_job_with_pips_message(tmp_path):
     headline = result.failure_reason.splitlines()[0]
     assert headline.startswith("every host: InstallRequirementsError: pip could not install"), headline
     assert "not_there-1.0-py3-none-any.whl" in headline
+    assert result.failure_cause["category"] == "requirements_install" and "requirements.txt" in result.failure_cause["fix"]
     failure = (result.run_dir / "algo-1" / "output" / "failure").read_text()
     assert failure.startswith("InstallRequirementsError:\nExitCode 1\nErrorMessage")
     assert json.loads((result.run_dir / "result.json").read_text())["status"] == "Failed"

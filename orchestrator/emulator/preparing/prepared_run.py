@@ -63,6 +63,7 @@ from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
+from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
 from orchestrator.redact import mask_text, redact, secret_values
@@ -124,23 +125,16 @@ class PreparedRun:
         """Free text (a failure reason, a command line) with the spec's secret values masked."""
         return mask_text(text, self.secrets)
 
-    def user_paths(self, text: str) -> str:
-        """`text` with every host's copy of the code (runs/<job>/algo-N/code/, /opt/ml/code/) named as the
-        user's source dir (`src/`), so a traceback points at the file the user edits."""
-        if "/code/" not in text:
-            return text
-        shown = _shown_path(self.plan.source.directory)
-        for copy in [*(str(host.code_dir) for host in self.layout.hosts), f"{OPT_ML}/code"]:
-            text = text.replace(copy + "/", shown + "/")
-        return text
+    @property
+    def source_paths(self) -> SourcePaths:
+        """Every host's copy of the code (runs/<job>/algo-N/code/, /opt/ml/code/) and the user's source dir."""
+        return SourcePaths.of(self.plan.source.directory,
+                              (*(str(host.code_dir) for host in self.layout.hosts), f"{OPT_ML}/code"))
 
-    def user_location(self, frames: tuple[tuple[str, int], ...]) -> str | None:
-        """`src/train.py:42`: the innermost frame of a traceback that lies in the user's code, if any."""
-        copies = [str(host.code_dir) + "/" for host in self.layout.hosts] + [f"{OPT_ML}/code/"]
-        for path, line in reversed(frames):
-            if any(path.startswith(copy) for copy in copies):
-                return f"{self.user_paths(path)}:{line}"
-        return None
+    def user_paths(self, text: str) -> str:
+        """`text` with every host's copy of the code named as the user's source dir (`src/`), so a traceback
+        points at the file the user edits."""
+        return self.source_paths.in_text(text) if "/code/" in text else text
 
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
@@ -246,14 +240,6 @@ def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> Pre
                                                    ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
                        machine_opt_ml=opt_ml.snapshot(),
                        secrets=secret_values(spec.environment, spec.hyperparameters))
-
-
-def _shown_path(path: Path) -> str:
-    """A path as the user wrote it: relative to the working directory when inside it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(Path(path).resolve())
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:

@@ -1,0 +1,539 @@
+"""Why a job failed, read from its hosts' output: the same reader for a local run's logs and a SageMaker job's
+CloudWatch streams, so both say `algo-2 (rank 5) failed: TypeError: ... at src/train.py:42` and the same fix.
+
+Each host's lines are split by the rank that printed them (torch.distributed's `[rankN]:` prefix, mpirun's
+`[1,N]<stderr>:` tag, else the host's own process: mode none's one rank, or what torchrun's summary names). In
+each rank's output the first error it reports is found: a traceback's last line, argparse's `error:` line, a C++
+`terminate`, a signal or exit code the launcher reports. The root is chosen by rule, never by timing, so the same
+failure gives the same reason on every run and every launcher: an error of the rank's own (tier 0) leads over a
+collective timeout or a fatal signal (1), which leads over what a rank gets because a peer failed first (a closed
+socket, tier 2), which leads over a bare exit or stop signal (3); within a tier the lowest rank leads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
+from orchestrator.observing.log_lines import host_order
+from orchestrator.spec.image_packages import image_packages
+
+PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
+
+_MPI_TAG = re.compile(r"^\[\d+,(?:mpirank:)?(\d+)(?:,([^\]]*))?\]<(std\w+)>:\s?(.*)$")
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?(.*)$")
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("During handling of the above exception, another exception occurred:",
+            "The above exception was the direct cause of the following exception:")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_ARGPARSE_ERROR = re.compile(r"^(\S+): error: (.+)$")
+_CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .*|without an active exception)$")
+# Lines the launchers and the toolkit print themselves: never a rank's own words.
+_LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ |^-{10,}|^={10,}|"
+                            r"Sending process \d+ closing signal|sagemaker-training-toolkit|^Invoking script|"
+                            r"^Training Env:|^Environment variables:|^smtrain:")
+_NOTE = re.compile(r"^\[?[IW]\d{4} ")
+"""A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
+_LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
+# Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
+_CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
+                          r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
+                          r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
+_COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
+                                 r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
+                                 r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
+                                 r"DistStoreError.*[Tt]imed? ?out|"
+                                 r"[Cc]ollective operation timeout", re.IGNORECASE)
+_CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
+                       r"memory'")
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
+_CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
+_PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
+                          r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
+                          r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
+                          r"InstallModuleError")
+# torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
+_TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+_TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_TORCHRUN_COMMAND = re.compile(r"--nproc[_-]per[_-]node[ =](\d+).*?--node[_-]rank[ =](\d+)")
+_MPI_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)")
+_MPI_EXIT = re.compile(r"Process name:\s*\[[^\]]*?,(\d+)\]\s*\n\s*Exit code:\s*(-?\d+)")
+_MPI_COMMAND = re.compile(r"mpirun .*?(?:-H|--host) (\S+).*? -np (\d+)")
+_TOOLKIT_EXIT = re.compile(r"^ExitCode (-?\d+)$")
+_IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
+            11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+_STOP_SIGNALS = {1, 2, 15}
+"""Signals a launcher sends to stop the ranks that did not fail: never the root."""
+
+OWN, COLLECTIVE, CONSEQUENCE, BARE = 0, 1, 2, 3
+"""Tiers, strongest first."""
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """Who printed a job's lines: the script itself on every host (process), torchrun on every host, or mpirun
+    on the first host for every rank; the hosts in algo-N order and the ranks each one runs."""
+
+    kind: str
+    hosts: tuple[str, ...]
+    per_host: int = 1
+
+
+@dataclass(frozen=True)
+class SourcePaths:
+    """Where the hosts' copies of the source dir are (`/opt/ml/code` on SageMaker; each emulated host's code
+    directory locally), and how the user's own source dir is shown (`src`); None shows paths relative to it."""
+
+    copies: tuple[str, ...] = (f"{OPT_ML}/code",)
+    shown: str | None = None
+
+    @classmethod
+    def of(cls, source_dir: str | Path, copies: Sequence[str] = (f"{OPT_ML}/code",)) -> SourcePaths:
+        """The source dir as the user wrote it: relative to the working directory when inside it."""
+        resolved = Path(source_dir).resolve()
+        try:
+            shown = str(resolved.relative_to(Path.cwd()))
+        except ValueError:
+            shown = str(resolved)
+        return cls(tuple(copies), shown)
+
+    def user_path(self, path: str) -> str | None:
+        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's)."""
+        for copy in self.copies:
+            prefix = copy.rstrip("/") + "/"
+            if path.startswith(prefix):
+                rest = path[len(prefix):]
+                return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
+        return None
+
+    def in_text(self, text: str) -> str:
+        """`text` with every copy of the code named as the user's source dir."""
+        for copy in self.copies:
+            text = text.replace(copy.rstrip("/") + "/", f"{self.shown.rstrip('/')}/" if self.shown else "")
+        return text
+
+
+@dataclass(frozen=True)
+class FailureCause:
+    """Where a failure started and what to do about it: the same fields for a local run and a SageMaker job."""
+
+    host: str | None
+    rank: int | None
+    exception: str | None
+    """The error as the failing rank printed it (a traceback's last line, argparse's `error:` line, ...)."""
+    exit_code: int | None
+    location: str | None = None
+    """The innermost frame in the user's code, as a path of their source dir: `src/train.py:42`."""
+    category: str = "exit"
+    fix: str | None = None
+    detail: tuple[str, ...] = ()
+    """Lines that belong with the error: argparse's usage, or the last line of a rank that printed no error."""
+
+    def headline(self) -> str:
+        """`algo-2 (rank 1) failed: ValueError: bad shape at src/train.py:42`."""
+        where = (self.host or "the job") + (f" (rank {self.rank})" if self.rank is not None else "")
+        at = f" at {self.location}" if self.location else ""
+        if self.exception:
+            return f"{where} failed: {self.exception}{at}"
+        if self.exit_code is not None and self.exit_code < 0:
+            number = -self.exit_code
+            return f"{where} was killed by signal {number} ({_SIGNALS.get(number, 'signal')}){at}"
+        return f"{where} exited with code {self.exit_code}{at}"
+
+    def text(self) -> str:
+        """The headline, argparse's usage under it, and the fix: what a person reads."""
+        lines = [self.headline(), *self.detail]
+        if self.fix:
+            lines.append(f"fix: {self.fix}")
+        return "\n".join(lines)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """`status`'s rows: the cause, argparse's usage or the rank's last line, the fix."""
+        rows = [("cause", self.headline())]
+        for line in self.detail[:1]:
+            key, _, value = line.partition(": ")
+            rows.append((key, value))
+        return rows + ([("fix", self.fix)] if self.fix else [])
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> FailureCause:
+        """The cause a local run wrote into result.json."""
+        return cls(document.get("host"), document.get("rank"), document.get("exception"), document.get("exit_code"),
+                   document.get("location"), document.get("category", "exit"), document.get("fix"),
+                   tuple(document.get("detail") or ()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "rank": self.rank, "exception": self.exception, "exit_code": self.exit_code,
+                "location": self.location, "category": self.category, "fix": self.fix, "detail": list(self.detail),
+                "headline": self.headline()}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tier: int
+    host: str
+    rank: int | None
+    exception: str | None
+    exit_code: int | None
+    frames: tuple[tuple[str, int], ...] = ()
+    detail: tuple[str, ...] = ()
+    tagged: bool = False
+    """Printed under the rank's own tag, not among a launcher's lines."""
+
+    def order(self, hosts: Sequence[str]) -> tuple[int, bool, int, int, bool]:
+        """An error leads over a rank's last words (`detail` only), then the lower rank, host and a tagged one."""
+        rank = self.rank if self.rank is not None else 1 << 30
+        place = hosts.index(self.host) if self.host in hosts else len(hosts)
+        return self.tier, self.exception is None, rank, place, not self.tagged
+
+
+def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_codes: Mapping[str, int] | None = None,
+               source: SourcePaths = SourcePaths(), framework_version: str | None = None) -> FailureCause | None:
+    """The root cause of a failed job from each host's lines (oldest first), or None where nothing failed.
+
+    Args:
+        exit_codes: each host's launcher's exit code, where known (a local run knows them; CloudWatch only has
+            what the toolkit logged).
+        framework_version: the image's PyTorch version, to name its packages when an import fails.
+    """
+    hosts = tuple(sorted(logs, key=host_order)) or launcher.hosts
+    candidates: list[_Candidate] = []
+    for host in hosts:
+        candidates += _host_candidates(host, list(logs.get(host, ())), launcher, (exit_codes or {}).get(host))
+    for host, code in (exit_codes or {}).items():
+        if code != 0 and not any(item.host == host for item in candidates):
+            candidates.append(_Candidate(_exit_tier(code), host, _host_rank(host, launcher), None, code))
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda item: item.order(launcher.hosts or hosts))
+    location = next((f"{user}:{line}" for path, line in reversed(best.frames)
+                     if (user := source.user_path(path)) is not None), None)
+    all_lines = [line for host in hosts for line in logs.get(host, ())]
+    category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
+    exception = source.in_text(best.exception) if best.exception else None
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail)
+
+
+def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),
+             framework_version: str | None = None) -> tuple[str, str | None]:
+    """(category, fix) of an error line and exit code: the common causes of a failed training job."""
+    text = exception or ""
+    if _CUDA_OOM.search(text):
+        return "cuda_out_of_memory", ("the GPU ran out of memory: lower the per-device batch size, accumulate "
+                                      "gradients over smaller batches, use activation checkpointing or bf16, or an "
+                                      "instance type with more GPU memory")
+    if _COLLECTIVE_TIMEOUT.search(text):
+        return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
+                                      "stopped joining it; read the other ranks' last lines for the one that failed "
+                                      "or stalled first, and raise the process group's timeout only when a step is "
+                                      "legitimately slower (NCCL_DEBUG=INFO names the collective)")
+    argparse_error = _ARGPARSE_ERROR.match(text)
+    if argparse_error:
+        return "argument_rejected", _argparse_fix(argparse_error[2])
+    module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
+    if module:
+        return "import_error", _import_fix(module, framework_version)
+    if _PIP_FAILURE.search(text):
+        return "requirements_install", _pip_fix([text, *lines])
+    if exit_code is not None and (exit_code == 137 or exit_code == -9):
+        return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
+                              "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
+                              "type with more memory")
+    if exit_code is not None and (exit_code < 0 or exit_code > 128) and not text:
+        number = -exit_code if exit_code < 0 else exit_code - 128
+        name = _SIGNALS.get(number, f"signal {number}")
+        return "signal", (f"the process died of {name} without a Python error: {_signal_advice(number)}")
+    if text:
+        return "exception", None
+    return "exit", None
+
+
+def _argparse_fix(message: str) -> str:
+    unknown = re.match(r"unrecognized arguments: (.+)", message)
+    if unknown:
+        options = unknown[1].split()
+        names = [option for option in options if option.startswith("--")]
+        shown = ", ".join(names) or unknown[1]
+        return (f"the script's argument parser rejects {shown}: name the hyperparameter as the script's option is "
+                "spelled (its usage is above; hyphens and underscores differ), add it to the parser, or read it "
+                "with parse_known_args()")
+    return "the script's argument parser rejects the hyperparameters it was given: compare them with its usage"
+
+
+def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
+    module = match[1] if match.re is _NO_MODULE else match[2]
+    image = image_packages(framework_version) if framework_version else None
+    if image is None:
+        return (f"`{module}` is not installed in the image: add its distribution to requirements.txt in the source "
+                "dir (the toolkit installs it before the script runs)")
+    shipped = image.by_module().get(module)
+    if shipped is not None:
+        pinned = f" {shipped.version}" if shipped.version else ""
+        return (f"the PyTorch {image.framework_version} image ships {shipped.distribution}{pinned} as `{module}`: "
+                "the script needs another version; pin it in requirements.txt in the source dir")
+    names = ", ".join(sorted(package.module for package in image.packages))
+    return (f"the PyTorch {image.framework_version} image has no `{module}` (it ships {names}): add its "
+            "distribution to requirements.txt in the source dir")
+
+
+def _pip_fix(lines: Sequence[str]) -> str:
+    failed = next((line.strip() for line in lines if _PIP_FAILURE.search(line) and line.startswith("ERROR:")), None)
+    said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
+    return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
+            "image's Python, or drop packages the image already ships")
+
+
+def _signal_advice(number: int) -> str:
+    if number == 11:
+        return "a crash in native code (a CUDA kernel, a C extension); run it with CUDA_LAUNCH_BLOCKING=1 to find it"
+    if number == 6:
+        return "an abort in native code (often a C++ exception nothing caught); the lines before it name it"
+    return "look at the host's last lines for what sent it"
+
+
+def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code: int | None) -> list[_Candidate]:
+    """Every rank's first error in one host's output, and the launcher's own report of its failed ranks."""
+    streams: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
+    for position, line in enumerate(lines):
+        tagged = _MPI_TAG.match(line)
+        prefixed = _RANK_PREFIX.match(line)
+        if tagged:
+            rank = int(tagged[1])
+            owner = tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host, lines)
+            streams.setdefault((owner, rank), []).append((position, tagged[4]))
+        elif prefixed:
+            streams.setdefault((host, int(prefixed[1])), []).append((position, prefixed[2]))
+        else:
+            streams.setdefault((host, None), []).append((position, line))
+    if exit_code is None:  # CloudWatch: the toolkit logs its failed launcher's exit code
+        codes = [int(match[1]) for line in lines if (match := _TOOLKIT_EXIT.match(line.strip()))]
+        exit_code = codes[-1] if codes else None
+    reported = {(owner, rank): code for owner, rank, code in _launcher_reports(host, "\n".join(lines), launcher,
+                                                                               lines)}
+    candidates = []
+    for (owner, rank), stream in streams.items():
+        tagged = rank is not None
+        if rank is None:
+            rank = _untagged_rank(host, launcher, reported, lines)
+        code = reported.get((owner, rank), exit_code if launcher.kind == PROCESS else None)
+        # a stream of one rank's own (mode none's host, a tagged rank) may end in a SystemExit message
+        found = _first_error(stream) or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None)
+        if found is not None and found.exception:
+            candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
+                                         found.detail, tagged))
+        elif found is not None:
+            candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
+    named = {(item.host, item.rank) for item in candidates}
+    for (owner, rank), code in reported.items():
+        if (owner, rank) not in named:
+            candidates.append(_Candidate(_exit_tier(code), owner, rank, None, code))
+    if not candidates and exit_code not in (None, 0):
+        candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
+    return candidates
+
+
+def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
+    """What a rank that exited 1 by itself printed last, when it printed no error: `SystemExit("no data in
+    /opt/ml/input")` prints its message and exits 1."""
+    if exit_code != 1:
+        return None
+    said = None
+    for _, line in stream:
+        if _TORCHRUN_FAILED.search(line) or line.strip() == _TRACEBACK:
+            break  # torchrun's own report follows the ranks' output
+        if line.strip() and not _LAUNCHER_LINE.search(line):
+            said = line.strip()
+    return _Found("", detail=(f"last line: {said}",)) if said else None
+
+
+def _tier(exception: str) -> int:
+    if _COLLECTIVE_TIMEOUT.search(exception):
+        return COLLECTIVE
+    if _CONSEQUENCE.search(exception):
+        return CONSEQUENCE
+    return OWN
+
+
+def _exit_tier(code: int) -> int:
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    return BARE if number in _STOP_SIGNALS or number == 0 else COLLECTIVE
+
+
+def _host_rank(host: str, launcher: Launcher) -> int | None:
+    """The rank of a host's one process (mode none); None where a host runs several."""
+    if launcher.kind == PROCESS and host in launcher.hosts:
+        return launcher.hosts.index(host)
+    return None
+
+
+def _rank_host(rank: int, launcher: Launcher, printer: str, lines: Sequence[str]) -> str:
+    """The host an MPI rank runs on: mpirun places ranks in slots of `per_host`, host after host."""
+    hosts, per_host = launcher.hosts, launcher.per_host
+    command = next((match for line in lines if (match := _MPI_COMMAND.search(line))), None)
+    if command:
+        hosts = tuple(item.split(":")[0] for item in command[1].split(","))
+        per_host = max(1, int(command[2]) // max(1, len(hosts)))
+    index = rank // max(per_host, 1)
+    return hosts[index] if 0 <= index < len(hosts) else printer
+
+
+def _launcher_reports(host: str, text: str, launcher: Launcher, lines: Sequence[str]) -> list[tuple[str, int, int]]:
+    """(host, rank, exit code) of each failed rank the launcher names: torchrun's summary, mpirun's notice."""
+    found: list[tuple[str, int, int]] = []
+    for match in _TORCHRUN_ENTRY.finditer(text):
+        found.append((host, int(match[1]), int(match[3])))
+    for match in _MPI_SIGNAL.finditer(text):
+        found.append((match[2] if match[2] in launcher.hosts else _rank_host(int(match[1]), launcher, host, lines),
+                      int(match[1]), -int(match[3])))
+    for match in _MPI_EXIT.finditer(text):
+        found.append((_rank_host(int(match[1]), launcher, host, lines), int(match[1]), int(match[2])))
+    return found
+
+
+def _untagged_rank(host: str, launcher: Launcher, reported: Mapping[tuple[str, int], int],
+                   lines: Sequence[str]) -> int | None:
+    """Which rank printed a host's untagged error: mode none's one process; under torchrun, the lowest rank its
+    summary names as failed by itself (not stopped by a signal), else the one local rank it says failed."""
+    if launcher.kind == PROCESS:
+        return _host_rank(host, launcher)
+    own = sorted(rank for (owner, rank), code in reported.items() if owner == host and -code not in _STOP_SIGNALS)
+    if own:
+        return own[0]
+    text = "\n".join(lines)
+    failed = _TORCHRUN_FAILED.search(text)
+    command = _TORCHRUN_COMMAND.search(text)
+    if failed and command:
+        return int(command[2]) * int(command[1]) + int(failed[2])
+    if failed and host in launcher.hosts:
+        return launcher.hosts.index(host) * launcher.per_host + int(failed[2])
+    return None
+
+
+@dataclass(frozen=True)
+class _Found:
+    exception: str
+    frames: tuple[tuple[str, int], ...] = ()
+    detail: tuple[str, ...] = ()
+
+
+def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
+    """The first error one rank's output reports: a traceback's last line (a chained exception's final one),
+    argparse's `error:` line with its usage, a C++ terminate, or an error line printed without a traceback
+    (`SystemExit("ValueError: ...")`). The launcher's own ChildFailedError is not the rank's error."""
+    began = False
+    frames: list[tuple[str, int]] = []
+    usage: list[str] = []
+    for index, (_, line) in enumerate(lines):
+        stripped = line.strip()
+        frame = _FRAME.match(line)
+        if stripped == _TRACEBACK:
+            began, frames = True, []
+        elif stripped in _CHAINED:
+            frames = []
+        elif began and frame:
+            frames.append((frame[1], int(frame[2])))
+        elif began and line and not line[0].isspace():
+            following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
+            if following in _CHAINED:
+                continue
+            began = False
+            if _LAUNCHER_EXCEPTION.search(stripped):
+                frames = []
+                continue
+            return _Found(stripped, tuple(frames))
+        elif began:
+            continue
+        elif stripped.startswith("usage: "):
+            usage = [stripped]
+        elif usage and line.startswith(" ") and not _ARGPARSE_ERROR.match(stripped):
+            usage.append(stripped)
+        elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
+            return _Found(stripped, (), tuple(usage))
+        elif _PIP_FAILURE.match(stripped) or (
+                (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped)):
+            return _Found(stripped)
+        elif _CPP_TERMINATE.match(stripped):
+            following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
+            if following.startswith("what():"):
+                return _Found(f"{stripped} ({' '.join(following.split())})")
+            return _Found(stripped)
+        elif _EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
+            return _Found(stripped)
+    return None
+
+
+def launcher_of(described: Mapping[str, Any]) -> Launcher:
+    """The launcher a job's DescribeTrainingJob (or a local run's status.json) says ran it."""
+    hyperparameters = described.get("HyperParameters") or {}
+    resources = described.get("ResourceConfig") or {}
+    count = resources.get("InstanceCount") or sum(group.get("InstanceCount", 0)
+                                                   for group in resources.get("InstanceGroups", [])) or 1
+    hosts = tuple(f"algo-{number}" for number in range(1, count + 1))
+
+    def enabled(key: str) -> bool:
+        return str(hyperparameters.get(key, "")).strip('"').lower() == "true"
+
+    if enabled("sagemaker_mpi_enabled") or enabled(SMDDP_ENABLED_FLAG):
+        per_host = hyperparameters.get("sagemaker_mpi_num_of_processes_per_host")
+        return Launcher(MPI, hosts, int(json.loads(per_host)) if per_host else 1)
+    if enabled("sagemaker_torch_distributed_enabled"):
+        return Launcher(TORCHRUN, hosts, 1)
+    return Launcher(PROCESS, hosts, 1)
+
+
+def framework_version_of(described: Mapping[str, Any]) -> str | None:
+    """`2.3.0` of `...pytorch-training:2.3.0-gpu-py311`."""
+    image = (described.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
+    match = _IMAGE_VERSION.search(image)
+    return match[1] if match else None
+
+
+def max_runtime_cause(limit_seconds: int | None) -> FailureCause:
+    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped."""
+    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds={limit_seconds}",
+                        None, category="max_runtime",
+                        fix=("raise max_run_seconds in the spec, or save checkpoints (checkpoint.s3_uri) so a new "
+                             "job resumes where this one stopped"))
+
+
+def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity."""
+    secondary = described.get("SecondaryStatus")
+    reason = described.get("FailureReason") or ""
+    transitions = " ".join(item.get("StatusMessage", "") for item in described.get("SecondaryStatusTransitions", []))
+    limit = (described.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    if secondary == "MaxRuntimeExceeded" or "MaxRuntimeExceeded" in reason:
+        return max_runtime_cause(limit)
+    capacity = re.search(r"(InsufficientCapacity\w*|CapacityError|[Ii]nsufficient capacity)[^.\n]*", reason)
+    spot = described.get("EnableManagedSpotTraining")
+    if secondary == "MaxWaitTimeExceeded" or (spot and capacity) or ("spot" in transitions.lower() and capacity):
+        said = capacity[0] if capacity else "MaxWaitTimeExceeded: no spot capacity within MaxWaitTimeInSeconds"
+        return FailureCause(None, None, said, None, category="spot_capacity",
+                            fix=("SageMaker found no spot capacity for this instance type: raise "
+                                 "spot.max_wait_seconds, try another instance type or region, or run on demand "
+                                 "(spot.enabled: false)"))
+    return None
+
+
+def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
+    """The toolkit's FailureReason for an install of requirements.txt that failed, when the logs name nothing."""
+    reason = described.get("FailureReason") or ""
+    for error_class in ("InstallRequirementsError", "InstallModuleError"):
+        if error_class in reason:
+            return install_cause(error_class, reason.splitlines())
+    return None
+
+
+def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
+    """The toolkit's install of requirements.txt failed on every host, before the script ran."""
+    said = next((line.strip() for line in pip_output if line.startswith("ERROR: ") and _PIP_FAILURE.match(line)),
+                None)
+    return FailureCause(None, None, f"{error_class}: {said or 'pip could not install requirements.txt'}", None,
+                        category="requirements_install", fix=_pip_fix(pip_output))

@@ -1,0 +1,288 @@
+"""A SageMaker job's failure, read from its CloudWatch streams by the reader local runs use: the same words and the
+same `failure_cause` fields for the same logs, and each common cause classified with its fix.
+
+CloudWatch Logs is moto's server, the streams named and split into events as SageMaker writes them
+(`<job>/algo-N-<epoch>`, one event per line). DescribeTrainingJob comes from botocore's Stubber: moto creates
+every job Completed at once and cannot play a Failed or Stopped one."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import boto3
+import pytest
+from click.testing import CliRunner
+from job_fakes import described
+
+from orchestrator.backends.job import Job as BackendJob
+from orchestrator.backends.sagemaker import SageMakerBackend
+from orchestrator.cli.main import main
+from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.logs import LOG_GROUP
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.spec.image_packages import image_packages
+
+EPOCH = 1_700_000_000
+
+
+def seed(job_name: str, lines_by_host: dict[str, list[str]]) -> None:
+    """One stream per host, one event per line, a millisecond apart, in the order given (no empty events:
+    CloudWatch holds none)."""
+    logs = boto3.client("logs")
+    if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
+        logs.create_log_group(logGroupName=LOG_GROUP)
+    now_ms = int(datetime.now(timezone.utc).timestamp() * 1000) - 60_000
+    for host, lines in lines_by_host.items():
+        stream = f"{job_name}/{host}-{EPOCH}"
+        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+        logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
+                            logEvents=[{"timestamp": now_ms + index, "message": line}
+                                       for index, line in enumerate(lines) if line])
+
+
+def failed(name: str, mode: str = "torch_distributed", **extra) -> dict:
+    hyperparameters = {"sagemaker_program": '"train.py"'}
+    if mode == "torch_distributed":
+        hyperparameters["sagemaker_torch_distributed_enabled"] = "true"
+    elif mode == "mpi":
+        hyperparameters.update({"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "4"})
+    return described(name, extra.pop("status", "Failed"), extra.pop("secondary", "Failed"),
+                     HyperParameters=hyperparameters, TrainingEndTime=datetime.now(timezone.utc),
+                     FailureReason=extra.pop("reason", "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"
+                                                       'ErrorMessage ""'), **extra)
+
+
+# A 2-host torchrun job, 4 ranks per host: rank 5 (algo-2) raises; torchrun stops its host's other ranks, and
+# algo-1's ranks lose their peer. Rank 5's traceback is interleaved with rank 4's and rank 6's lines.
+ALGO1 = """\
+Invoking script with the following command:
+
+torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank 0 train.py --epochs 3
+epoch=1 step=10/90 train_loss=0.812345
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/ml/code/train.py", line 61, in <module>
+[rank0]:     dist.all_reduce(loss)
+[rank0]: torch.distributed.DistBackendError: [../gloo/transport/tcp/pair.cc:537] Read error: Connection reset by peer
+E1126 10:41:01.543000 23094 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 80) of binary: /opt/conda/bin/python3.11
+Traceback (most recent call last):
+  File "/opt/conda/bin/torchrun", line 8, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_10:41:01
+  host      : algo-1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 80)
+  error_file: <N/A>
+============================================================""".splitlines()
+ALGO2 = """\
+Invoking script with the following command:
+
+torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank 1 train.py --epochs 3
+[rank5]: Traceback (most recent call last):
+[rank5]:   File "/opt/ml/code/train.py", line 70, in <module>
+rank 4 step 11 loss 0.80
+[rank5]:     main()
+[rank6]: waiting for the all-reduce of step 11
+[rank5]:   File "/opt/ml/code/train.py", line 48, in main
+[rank5]:     batch = collate(items)
+[rank5]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/_utils/collate.py", line 277, in collate
+[rank5]:     return torch.stack(batch)
+[rank5]: TypeError: expected Tensor as element 3 in argument 0, but got NoneType
+W1126 10:41:01.101000 31 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 91 closing signal SIGTERM
+W1126 10:41:01.102000 31 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 93 closing signal SIGTERM
+E1126 10:41:01.554000 31 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 92) of binary: /opt/conda/bin/python3.11
+Traceback (most recent call last):
+  File "/opt/conda/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/opt/conda/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 263, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-26_10:41:01
+  host      : algo-2
+  rank      : 4 (local_rank: 0)
+  exitcode  : -15 (pid: 91)
+  error_file: <N/A>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_10:41:01
+  host      : algo-2
+  rank      : 5 (local_rank: 1)
+  exitcode  : 1 (pid: 92)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    Reporting training FAILURE
+ExecuteUserScriptError:
+ExitCode 1""".splitlines()
+HEADLINE = ("algo-2 (rank 5) failed: TypeError: expected Tensor as element 3 in argument 0, but got NoneType "
+            "at train.py:48")
+
+
+def test_a_failed_two_host_torchrun_job_names_rank_5_as_a_local_run_of_the_same_logs_does(stubbed_sagemaker,
+                                                                                           tmp_path):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-fail"))
+    seed("ddp-fail", {"algo-1": ALGO1, "algo-2": ALGO2})
+    cloud = json.loads(CliRunner().invoke(main, ["status", "ddp-fail", "-o", "json"], obj=stubbed_sagemaker).stdout)
+
+    run_dir = _local_run(tmp_path / "ddp-fail", {"algo-1": ALGO1, "algo-2": ALGO2})
+    local_shown = CliRunner().invoke(main, ["status", str(run_dir)])
+    local = json.loads(CliRunner().invoke(main, ["status", str(run_dir), "-o", "json"]).stdout)
+
+    assert cloud["failure_cause"]["headline"] == HEADLINE
+    assert cloud["failure_cause"] == local["failure_cause"]
+    assert cloud["failing_host"] == local["failing_host"] == "algo-2"
+    assert (cloud["failure_cause"]["host"], cloud["failure_cause"]["rank"]) == ("algo-2", 5)
+    rows = dict(re.findall(r"^  (\w+) +(.*)$", local_shown.stdout, re.MULTILINE))
+    assert rows["cause"] == HEADLINE
+
+
+def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubbed_sagemaker, tmp_path,
+                                                                            monkeypatch):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-handle"))
+    seed("ddp-handle", {"algo-1": ALGO1, "algo-2": ALGO2})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+
+    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
+        class plan:  # noqa: N801
+            class source:  # noqa: N801
+                directory = tmp_path / "src"
+
+        def summary_rows(self):
+            return []
+
+    cause = Job("ddp-handle", stubbed_sagemaker, Submitted()).failure_cause()
+
+    assert cause.headline() == HEADLINE.replace("at train.py:48", "at src/train.py:48")
+
+
+def _local_run(run_dir: Path, logs: dict[str, list[str]]) -> Path:
+    """A local run directory as `smtrain local` leaves a failed run: its marker, status.json, logs/algo-N.log."""
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / RUN_MARKER_FILE).touch()
+    for host, lines in logs.items():
+        (run_dir / "logs" / f"{host}.log").write_text("\n".join(lines) + "\n")
+    status = failed(run_dir.name)
+    status = {key: value.isoformat() if isinstance(value, datetime) else value for key, value in status.items()}
+    (run_dir / "status.json").write_text(json.dumps(status))
+    return run_dir
+
+
+def cause_of(stubbed_sagemaker, name: str, logs: dict[str, list[str]], **job) -> dict:
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(name, **job))
+    seed(name, logs)
+    shown = CliRunner().invoke(main, ["status", name, "-o", "json"], obj=stubbed_sagemaker)
+    assert shown.exit_code == 0, shown.output
+    return json.loads(shown.stdout)["failure_cause"]
+
+
+def traceback(rank: int, *last: str) -> list[str]:
+    return [f"[rank{rank}]: {line}" for line in ["Traceback (most recent call last):",
+                                                   '  File "/opt/ml/code/train.py", line 30, in <module>',
+                                                   "    step(batch)", *last]]
+
+
+def test_cuda_out_of_memory(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "oom-cuda", {"algo-1": traceback(0, (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "22.06 GiB of which 1.2 GiB is free."))})
+    assert cause["category"] == "cuda_out_of_memory" and cause["rank"] == 0
+    assert "lower the per-device batch size" in cause["fix"]
+
+
+def test_nccl_watchdog_timeout(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "nccl-timeout", {"algo-2": [
+        "[rank1]:[E1126 10:41:01.123] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+        "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600016 milliseconds before timing out.",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "  what():  [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)"]})
+    assert cause["category"] == "collective_timeout" and (cause["host"], cause["rank"]) == ("algo-2", 1)
+    assert "some rank stopped joining it" in cause["fix"]
+
+
+def test_an_argparse_rejection_of_a_hyperparameter(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "bad-args", {"algo-1": [
+        "usage: train.py [-h] [--epochs EPOCHS] [--lr LR]",
+        "train.py: error: unrecognized arguments: --learning_rate 0.1"]}, mode="none")
+    assert cause["headline"] == "algo-1 (rank 0) failed: train.py: error: unrecognized arguments: --learning_rate 0.1"
+    assert cause["category"] == "argument_rejected" and cause["detail"] == [
+        "usage: train.py [-h] [--epochs EPOCHS] [--lr LR]"]
+    assert "rejects --learning_rate" in cause["fix"]
+
+
+def test_an_import_error_names_the_images_packages(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "no-module", {"algo-1": [
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 3, in <module>',
+        "    import wandb", "ModuleNotFoundError: No module named 'wandb'"]}, mode="none")
+    shipped = sorted(package.module for package in image_packages("2.3.0").packages)
+    assert cause["category"] == "import_error" and cause["location"] == "train.py:3"
+    assert cause["fix"].startswith("the PyTorch 2.3.0 image has no `wandb` (it ships ")
+    assert ", ".join(shipped) in cause["fix"] and "requirements.txt" in cause["fix"]
+
+
+@pytest.mark.parametrize(("code", "category", "words"), [
+    (-9, "oom_killed", "OOM killer"),
+    (-11, "signal", "SIGSEGV"),
+])
+def test_a_rank_killed_by_a_signal(stubbed_sagemaker, code, category, words):
+    cause = cause_of(stubbed_sagemaker, f"signal{-code}", {"algo-1": [
+        "epoch=1 step=3/90 train_loss=0.9",
+        f"E1126 10:41:01.554000 31 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: {code}) "
+        "local_rank: 0 (pid: 92) of binary: /opt/conda/bin/python3.11",
+        "Root Cause (first observed failure):", "[0]:", "  host      : algo-1", "  rank      : 0 (local_rank: 0)",
+        f"  exitcode  : {code} (pid: 92)", "  error_file: <N/A>"]})
+    assert cause["category"] == category and words in cause["fix"]
+    name = "SIGKILL" if code == -9 else "SIGSEGV"
+    assert cause["headline"] == f"algo-1 (rank 0) was killed by signal {-code} ({name})"
+
+
+def test_the_oom_killer_by_the_toolkits_exit_code_137(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "oom-137", {"algo-1": [
+        "loading 40 GB of features", "ExecuteUserScriptError:", "ExitCode 137",
+        'ExtraInfo "OutOfMemory: Process killed by SIGKILL (signal 9)"']}, mode="none")
+    assert cause["category"] == "oom_killed" and cause["exit_code"] == 137
+
+
+def test_the_backends_job_handle_reads_the_same_cause(stubbed_sagemaker):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-backend"))
+    seed("ddp-backend", {"algo-1": ALGO1, "algo-2": ALGO2})
+    cause = BackendJob(SageMakerBackend(stubbed_sagemaker), "ddp-backend").failure_cause()
+    assert cause.headline() == HEADLINE
+
+
+def test_a_requirements_install_failure(stubbed_sagemaker):
+    cause = cause_of(stubbed_sagemaker, "pip-fail", {"algo-1": [
+        "/opt/conda/bin/python3.11 -m pip install -r requirements.txt",
+        "ERROR: Could not find a version that satisfies the requirement torchmetrics==99.0 (from versions: 1.0.0)",
+        "ERROR: No matching distribution found for torchmetrics==99.0"]}, mode="none",
+        reason="InstallRequirementsError:\nExitCode 1\nErrorMessage \"\"")
+    assert cause["category"] == "requirements_install"
+    assert "torchmetrics==99.0" in cause["exception"] and "requirements.txt" in cause["fix"]
+
+
+def test_max_runtime_exceeded_from_the_jobs_description(stubbed_sagemaker):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
+        "too-long", status="Stopped", secondary="MaxRuntimeExceeded", reason=""))
+    cause = Job("too-long", stubbed_sagemaker).failure_cause()  # no log read: the description says it
+    assert cause.category == "max_runtime" and "max_run_seconds=3600" in cause.exception
+    assert "raise max_run_seconds" in cause.fix
+
+
+def test_spot_capacity_from_the_jobs_description(stubbed_sagemaker):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
+        "no-spot", status="Stopped", secondary="MaxWaitTimeExceeded", reason="", EnableManagedSpotTraining=True))
+    cause = Job("no-spot", stubbed_sagemaker).failure_cause()
+    assert cause.category == "spot_capacity" and "spot.max_wait_seconds" in cause.fix

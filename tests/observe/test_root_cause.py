@@ -1,0 +1,178 @@
+"""The root cause a failed job leads with, read from its hosts' output by the one reader of local runs and
+SageMaker jobs: C++'s std::terminate (no Python traceback), torch.distributed's `[rankN]:` prefixes, peers that
+only lost the failing rank, argparse's rejection, and each classified cause with its fix."""
+
+from __future__ import annotations
+
+from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
+
+# What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
+TORCHRUN_ABORT = """\
+{"rank": 2, "world_size": 4, "final_loss": 4.3167924880981445}
+terminate called without an active exception
+W1122 21:05:14.093000 30668 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 30674 closing signal SIGTERM
+E1122 21:05:14.105000 30668 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -6) local_rank: 0 (pid: 30672) of binary: /usr/bin/python
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+=========================================================
+train.py FAILED
+---------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_21:05:14
+  host      : algo-2
+  rank      : 2 (local_rank: 0)
+  exitcode  : -6 (pid: 30672)
+""".splitlines()
+
+NCCL_WATCHDOG = """\
+step 12 loss 0.41
+terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [Rank 1] Watchdog caught collective operation timeout:  WorkNCCL(SeqNum=7, OpType=ALLREDUCE)
+""".splitlines()
+
+
+def test_a_torchrun_rank_aborted_by_terminate_is_named_with_the_terminate_line():
+    cause = read_cause({"algo-2": TORCHRUN_ABORT}, _torchrun(["algo-1", "algo-2"], 2), exit_codes={"algo-2": 1})
+    assert cause.headline() == "algo-2 (rank 2) failed: terminate called without an active exception"
+
+
+def test_an_uncaught_cpp_exception_is_named_with_its_what():
+    cause = read_cause({"algo-2": NCCL_WATCHDOG}, _one_process(["algo-1", "algo-2"]), exit_codes={"algo-2": 134})
+    assert cause.headline() == ("algo-2 (rank 1) failed: terminate called after throwing an instance of "
+                                "'c10::DistBackendError' (what(): [Rank 1] Watchdog caught collective operation "
+                                "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE))")
+
+
+def test_a_python_traceback_printed_first_still_leads():
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+             "ValueError: bad shape", "terminate called without an active exception"]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1})
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
+
+
+# torchrun on algo-1 when rank 1 (on algo-2) raised: rank 0 reports its peer's closed socket, prefixed [rank0]:.
+RANK0_CONSEQUENCE = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/runs/job/algo-1/code/train.py", line 11, in <module>
+[rank0]:     dist.barrier()
+[rank0]: RuntimeError: [../gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:34014: Connection reset by peer.
+E1124 10:41:01.543000 23094 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  rank      : 0 (local_rank: 0)
+""".splitlines()
+RANK1_FAILURE = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/runs/job/algo-2/code/train.py", line 30, in <module>
+[rank1]:     main()
+[rank1]:   File "/runs/job/algo-2/code/train.py", line 10, in main
+[rank1]:     raise ValueError(f"bad labels on rank {rank}")
+[rank1]: ValueError: bad labels on rank 1
+E1124 10:41:01.554000 23093 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+""".splitlines()
+
+
+def test_torch_distributed_wrapped_errors_name_the_rank_its_exception_and_the_users_file():
+    source = SourcePaths(("/runs/job/algo-1/code", "/runs/job/algo-2/code"), shown="src")
+    cause = read_cause({"algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1), source=source)
+    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1 at src/train.py:10"
+    assert cause.category == "exception"
+
+
+def test_a_peer_lost_error_leads_only_where_nothing_else_was_said():
+    cause = read_cause({"algo-1": RANK0_CONSEQUENCE}, _torchrun(["algo-1", "algo-2"], 1))
+    assert cause.rank == 0 and "Connection reset by peer" in cause.exception
+    both = read_cause({"algo-1": RANK0_CONSEQUENCE, "algo-2": RANK1_FAILURE}, _torchrun(["algo-1", "algo-2"], 1))
+    assert both.headline() == "algo-2 (rank 1) failed: ValueError: bad labels on rank 1"  # not /opt/ml/code: no at
+
+
+def test_within_one_output_the_failing_ranks_error_leads_over_a_consequence_printed_first():
+    lines = RANK0_CONSEQUENCE[:4] + RANK1_FAILURE[:6]
+    cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 2))
+    assert cause.headline() == "algo-1 (rank 1) failed: ValueError: bad labels on rank 1"
+
+
+def _torchrun(group_hosts: list[str], per_host: int) -> Launcher:
+    return Launcher(TORCHRUN, tuple(group_hosts), per_host)
+
+
+def _one_process(group_hosts: list[str]) -> Launcher:
+    """Mode none: each host runs the script once, as the rank of its place in the host list."""
+    return Launcher(PROCESS, tuple(group_hosts))
+
+
+# torchrun's host when its worker rejected an argument before init_process_group: no `[rankN]:` prefix, so the rank
+# comes from torchrun's summary (a local run, shortened).
+TORCHRUN_ARGPARSE = """\
+usage: strict_args.py [-h] [--epochs EPOCHS]
+strict_args.py: error: unrecognized arguments: --learning_rate 0.1
+E1126 14:06:33.312000 8031 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 2) local_rank: 0 (pid: 8099) of binary: /usr/bin/python
+Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 6, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : 2 (pid: 8099)
+""".splitlines()
+
+
+def test_torchruns_own_child_failed_error_never_hides_the_workers_argparse_error():
+    cause = read_cause({"algo-2": TORCHRUN_ARGPARSE}, _torchrun(["algo-1", "algo-2"], 1))
+    assert cause.headline() == ("algo-2 (rank 1) failed: strict_args.py: error: unrecognized arguments: "
+                                "--learning_rate 0.1")
+    assert cause.detail == ("usage: strict_args.py [-h] [--epochs EPOCHS]",) and cause.exit_code == 2
+    assert cause.category == "argument_rejected"
+
+
+def test_the_same_error_on_every_rank_names_the_lowest_rank_whatever_the_order_or_host_that_exited_first():
+    """Which launcher exits first, and whose lines come first, varies from run to run: the reason does not."""
+    algo1 = ["usage: t.py [-h]", "t.py: error: unrecognized arguments: --lr 1"]
+    algo2 = ["usage: t.py [-h]", "t.py: error: unrecognized arguments: --lr 1"]
+    hosts = ["algo-1", "algo-2"]
+    causes = {read_cause(logs, _one_process(hosts), exit_codes=codes).headline()
+              for logs in ({"algo-1": algo1, "algo-2": algo2}, {"algo-2": algo2, "algo-1": algo1})
+              for codes in ({"algo-1": 2, "algo-2": 2}, {"algo-2": 2, "algo-1": -15}, {"algo-1": 2, "algo-2": -15})}
+    assert causes == {"algo-1 (rank 0) failed: t.py: error: unrecognized arguments: --lr 1"}
+
+
+def test_a_rank_stopped_before_it_printed_yields_to_the_rank_that_failed():
+    cause = read_cause({"algo-1": ["step 3"], "algo-2": ["Traceback (most recent call last):",
+                                                         '  File "/opt/ml/code/train.py", line 9, in <module>',
+                                                         "TypeError: bad batch"]},
+                       _one_process(["algo-1", "algo-2"]), exit_codes={"algo-1": -15, "algo-2": 1},
+                       source=SourcePaths(shown="src"))
+    assert cause.headline() == "algo-2 (rank 1) failed: TypeError: bad batch at src/train.py:9"
+
+
+def test_a_system_exit_message_is_the_failing_ranks_last_line():
+    cause = read_cause({"algo-1": ["loading data", "no training data in /opt/ml/input/data/train"]},
+                       _one_process(["algo-1"]), exit_codes={"algo-1": 1})
+    assert cause.text() == "algo-1 (rank 0) exited with code 1\nlast line: no training data in /opt/ml/input/data/train"
+
+
+def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
+    lines = ["[1,0]<stdout>:step 1", "[1,3]<stderr>:Traceback (most recent call last):",
+             '[1,3]<stderr>:  File "/opt/ml/code/train.py", line 5, in <module>', "[1,3]<stderr>:KeyError: 'label'",
+             "[1,0]<stderr>:RuntimeError: Connection reset by peer"]
+    cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 2))
+    assert cause.headline() == "algo-2 (rank 3) failed: KeyError: 'label' at train.py:5"
+
+
+def test_a_warning_that_mentions_a_watchdog_is_not_the_ranks_error():
+    lines = ["[rank0]:[W1126 10:41:01.123 ProcessGroupNCCL.cpp:1250] Warning: the watchdog will abort on timeout",
+             "[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/opt/ml/code/train.py", line 4, in <module>',
+             "[rank0]: ValueError: no labels"]
+    cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 1))
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: no labels at train.py:4"
