@@ -27,6 +27,7 @@ from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
     METRICS_FILE,
+    STEP_FORMATS,
     MetricPoint,
     format_duration,
     loss_metrics,
@@ -539,15 +540,16 @@ def _progress_rows(
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
     if estimate is None:
-        return [("progress", "no progress line (`step=N/TOTAL`) in the logs yet")]
-    text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
+        when = "" if current.is_terminal else " yet"
+        return [("progress", f"no step in the logs' last lines{when}; smtrain reads {', '.join(STEP_FORMATS)}")]
+    text = estimate.position()
     if estimate.epoch is not None:
         text += f", epoch {estimate.epoch}" + (f" of {estimate.epochs}" if estimate.epochs else "")
     rows = [("progress", text + f" at {_time(estimate.at)}")]
     if estimate.steps_per_second:
         rows.append(("rate", f"{estimate.steps_per_second:.3g} steps/s"))
     finish = estimate.finish_time()
-    if not current.is_terminal and finish is not None and estimate.step < estimate.total:
+    if not current.is_terminal and finish is not None and estimate.total and estimate.step < estimate.total:
         eta = estimate.eta_seconds(now) or 0.0
         late = " (overdue: no progress line since)" if finish < now else ""
         rows.append(("eta", f"{format_duration(eta)}, about {_time(finish)}{late}"))

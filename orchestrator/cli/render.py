@@ -305,7 +305,7 @@ class LocalConsole:
             self._progress.console.print(f"[{style}]{escape(f'[{host}]')}[/] {escape(text)}", highlight=False,
                                          soft_wrap=True)
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
         now = datetime.now(timezone.utc)
         self._marks.append((now, StepMark(step, total, None)))
         estimate = estimate_progress(list(self._marks))
@@ -318,7 +318,7 @@ class LocalConsole:
         losses = loss_metrics(list(metrics))
         if losses and losses[0] in metrics:
             loss = f"{losses[0]}={metrics[losses[0]]:.4g}"
-        self._progress.update(self._task, completed=step, total=total, steps=f"step {step}/{total}", rate=rate,
+        self._progress.update(self._task, completed=step, total=total, steps=f"step {step}" + (f"/{total}" if total else ""), rate=rate,
                               eta=eta, loss=loss)
 
     def attempt(self, number: int, reason: str) -> None:

@@ -47,7 +47,13 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
-from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
+from orchestrator.observing.metric_series import (
+    METRICS_FILE,
+    STEP_FORMATS,
+    MetricRecorder,
+    loss_metrics,
+    step_mark,
+)
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
@@ -67,7 +73,7 @@ class Observer(Protocol):
 
     def line(self, host: str, text: str) -> None: ...
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None: ...
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None: ...
 
     def attempt(self, number: int, reason: str) -> None: ...
 
@@ -84,7 +90,7 @@ class _Quiet:
     def line(self, host: str, text: str) -> None:
         pass
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
         pass
 
     def attempt(self, number: int, reason: str) -> None:
@@ -260,6 +266,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                             "to keep them")
 
     watchdog = StallWatchdog(options.stall_timeout_seconds)
+    defaults = prepared.plan.spec.metrics is None
     hangs: list[HangReport] = []
     steps: list[int] = []
     attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
@@ -273,7 +280,9 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
 
         def on_line(host: str, text: str) -> None:
             watchdog.activity()
-            tracker.feed(host, text)
+            first = tracker.first_match is None
+            if tracker.feed(host, text) and first and defaults:
+                observer.notice(_metrics_recognized(tracker))
             observer.line(host, prepared.user_paths(text))
             mark = step_mark(text)
             if mark:
@@ -313,6 +322,8 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         break
     run_layout.upload_checkpoints(layout)
     run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
+    for unseen in _unseen_notices(tracker, options):
+        observer.notice(unseen)
     smoke = None
     if options.smoke_seconds is not None:
         for item in outcome.exits:
@@ -322,6 +333,28 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
                    hangs[-1] if hangs else None, smoke)
+
+
+def _metrics_recognized(tracker: MetricRecorder) -> str:
+    """Said once, when the default definitions first match: which metrics, from which line."""
+    assert tracker.first_match is not None
+    host, line = tracker.first_match
+    return (f"metrics: the default metric definitions read {', '.join(tracker.latest)} from {host}'s line "
+            f"{line.strip()[:120]!r}; `metrics:` in the spec sets your own")
+
+
+def _unseen_notices(tracker: MetricRecorder, options: Options) -> list[str]:
+    """What the job's lines never showed: a value any metric definition matched, a step --smoke-steps can read."""
+    found = []
+    if tracker.first_match is None and tracker.definitions:
+        found.append(f"metrics: none of the metric definitions ({', '.join(tracker.definitions)}) matched any line "
+                     "of the job's output, so `smtrain metrics` and SageMaker's charts stay empty; add yours to the "
+                     "spec, group 1 being the number, e.g.\n  metrics:\n    - name: train:loss\n      regex: "
+                     "'my_loss=([-+0-9.eE]+)'")
+    if options.smoke_steps is not None and not tracker.steps_seen:
+        found.append(f"--smoke-steps {options.smoke_steps}: no line of the job showed a step; smtrain reads "
+                     f"{', '.join(STEP_FORMATS)}: print one of them (rank 0 is enough)")
+    return found
 
 
 def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int]) -> Callable[[], bool] | None:
