@@ -20,7 +20,8 @@ from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.preparing.prepared_run import LocalSettings
-from orchestrator.emulator.supervising.status import TERMINAL, read_status, request_stop
+from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
+from orchestrator.errors import DamagedRun
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.planning.plan import Plan
@@ -77,8 +78,13 @@ class LocalBackend:
         if described is None:
             raise JobNotFound(f"{job_id} holds no local run status (status.json)",
                               fix="give the run directory of a `smtrain local` run, or a SageMaker job name")
+        try:
+            current = JobStatus.from_description(described, "local")
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            raise DamagedRun(f"{Path(job_id) / STATUS_FILE} is damaged ({type(error).__name__}: {error}): the "
+                             "run's status cannot be read") from None
         # A local run bills nothing: no cost so far.
-        return dataclasses.replace(JobStatus.from_description(described, "local"), cost=None)
+        return dataclasses.replace(current, cost=None)
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
@@ -89,7 +95,10 @@ class LocalBackend:
         while True:
             ended = not follow or self.describe(job_id).is_terminal
             for path in sorted((Path(job_id) / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
-                readers.setdefault(path.stem, _LogFile(path))
+                if path.stem not in readers:
+                    readers[path.stem] = _LogFile(path)
+                    if first and tail is not None:
+                        readers[path.stem].skip_to_last(tail)
             lines = [line for reader in readers.values() for line in reader.read_new(final=ended)]
             yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
             first = False
@@ -128,9 +137,35 @@ class _LogFile:
     """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end),
     without empty lines, which CloudWatch does not hold either (an event has at least one character)."""
 
+    _BLOCK = 64 * 1024
+    _MOST_BYTES_PER_LINE = 64 * 1024
+    """How far back `skip_to_last` reads per line wanted, at most: a log of huge lines is not read whole either."""
+
     def __init__(self, path: Path) -> None:
         self._path = path
         self._offset = 0
+
+    def skip_to_last(self, lines: int) -> None:
+        """Starts reading at the last `lines` lines, found from the end backwards: `status` of a run with a log of
+        gigabytes reads a few blocks of it, not all of it."""
+        with self._path.open("rb") as log:
+            size = log.seek(0, 2)
+            start, newlines, limit = size, 0, max(0, size - lines * self._MOST_BYTES_PER_LINE)
+            while start > limit and newlines <= lines:
+                step = min(self._BLOCK, start - limit)
+                start -= step
+                log.seek(start)
+                block = log.read(step)
+                newlines += block.count(b"\n")
+            log.seek(start)
+            skipped = log.read(size - start)
+        # Past the newline before the last `lines` lines (the last one may lack its newline: it counts as one).
+        cut = len(skipped)
+        for _ in range(lines + (0 if skipped.endswith(b"\n") else -1) + 1):
+            cut = skipped.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        self._offset = start + cut + 1 if cut >= 0 else start
 
     def read_new(self, final: bool) -> list[LogLine]:
         with self._path.open("rb") as log:

@@ -13,8 +13,9 @@ default session built from boto3's chain: that is how the tests put a Stubber be
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,26 @@ def _job(ctx: click.Context, name: str, region: str | None) -> Job:
     return Job(name, ctx.obj or boto_session(region))
 
 
+@contextlib.contextmanager
+def _no_local_run(name: str) -> Iterator[None]:
+    """Around what asks SageMaker for NAME, which is no local run: where SageMaker cannot answer (no region, no
+    credentials, no such job, a malformed name), the local runs NAME is near to are named first."""
+    from orchestrator.backends.runs import near_runs
+    from orchestrator.errors import SmtrainError
+
+    try:
+        yield
+    except SmtrainError as error:
+        near = near_runs(name)
+        if not near:
+            raise
+        shown = ", ".join(str(_relative(path)) for path in near)
+        error.message = (f"{name} is no local run; did you mean {shown}? Nor could SageMaker answer for it: "
+                         f"{error.message}")
+        error.args = (error.message,)
+        raise
+
+
 def _local_run(name: str) -> Path | None:
     """The run directory NAME means (a directory `smtrain local` made, or runs/NAME/), else None: a SageMaker job."""
     from orchestrator.backends.runs import find_run
@@ -81,17 +102,26 @@ def _job_id(name: str) -> str:
     return str(run_dir) if run_dir is not None else name
 
 
+def _relative(path: Path) -> Path:
+    """`runs/NAME` for a run under the working directory, else the path as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
     """The backend that answers for NAME: the local one for a run directory, else SageMaker."""
     if name and _local_run(name) is not None:
         from orchestrator.backends.local import LocalBackend
 
         return LocalBackend()
-    check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
-    from orchestrator.backends.sagemaker import SageMakerBackend
-    from orchestrator.cloud.sdk import boto_session
+    with _no_local_run(name):
+        check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
+        from orchestrator.backends.sagemaker import SageMakerBackend
+        from orchestrator.cloud.sdk import boto_session
 
-    return SageMakerBackend(ctx.obj or boto_session(region))
+        return SageMakerBackend(ctx.obj or boto_session(region))
 
 
 def _local_status(run_dir: Path, output: str) -> None:
@@ -211,8 +241,9 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str) -
     if run_dir is not None:
         _local_status(run_dir, output)
         return
-    job = _job(ctx, job_name, region)
-    current = job.status()
+    with _no_local_run(job_name):
+        job = _job(ctx, job_name, region)
+        current = job.status()
     try:
         progress: JobProgress | None = job.progress(refresh_status=False)
         unread = None
@@ -275,10 +306,11 @@ def logs(ctx: click.Context, job_name: str, follow: bool, host: str | None, tail
     local run (RUN_DIR, or its name under runs/: host after host), each prefixed with its host, e.g. [algo-2].
     `--output json` prints one JSON object per line."""
     printed = 0
-    for line in _backend(ctx, job_name, region).logs(_job_id(job_name), follow=follow, host=host, tail=tail,
-                                                      poll_seconds=poll_seconds):
-        click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
-        printed += 1
+    backend = _backend(ctx, job_name, region)
+    with _no_local_run(job_name) if backend.name != "local" else contextlib.nullcontext():
+        for line in backend.logs(_job_id(job_name), follow=follow, host=host, tail=tail, poll_seconds=poll_seconds):
+            click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
+            printed += 1
     if not printed:
         click.echo(f"no log lines for {job_name} yet", err=True)
 
@@ -302,8 +334,10 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     """The metric series of a SageMaker job (JOB_NAME: from CloudWatch, namespace /aws/sagemaker/TrainingJobs)
     or of a local run (RUN_DIR: the directory `smtrain local` wrote, default runs/<job-name>/). Both come from
     the job's metric definitions applied to its log lines, so the same lines give the same values."""
+    from orchestrator.backends.runs import is_directory
+
     run_dir = _local_run(target)
-    if Path(target).is_dir() or run_dir is not None:
+    if is_directory(Path(target)) or run_dir is not None:
         from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR
 
         points, source = _local_points(run_dir or Path(target), names), f"local run {target}"
@@ -311,8 +345,9 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
         if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
             click.echo(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})", err=True)
     else:
-        job = _job(ctx, target, region)
-        points = job.metric_points(list(names) or None, period_seconds)
+        with _no_local_run(target):
+            job = _job(ctx, target, region)
+            points = job.metric_points(list(names) or None, period_seconds)
         source = f"CloudWatch {NAMESPACE}, {period_seconds} s averages"
     if plot_file is not None and points:
         from orchestrator.observing.metric_charts import figure
@@ -380,8 +415,9 @@ def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> 
         was = backend.describe(str(run_dir)).status
         requested = backend.stop(str(run_dir))
     else:
-        job = _job(ctx, job_name, region)
-        requested = job.stop()
+        with _no_local_run(job_name):
+            job = _job(ctx, job_name, region)
+            requested = job.stop()
         assert job.last_status is not None
         was = job.last_status.status
     if output == "json":
@@ -419,61 +455,71 @@ def list_command(
     output: str,
 ) -> None:
     """The most recent training jobs, newest first: SageMaker's, and the local runs under runs/ (`smtrain
-    local`'s default run directories) beside them, marked `local`. Where SageMaker cannot be read (no region or
-    credentials), the local runs are still shown before the error."""
+    local`'s default run directories) beside them, marked `local`; `--max` counts both. Where SageMaker cannot be
+    read (no region or credentials), the local runs are shown and stderr says why SageMaker's jobs are missing
+    (exit 0; with --cloud it is an error). A damaged run is listed as Damaged, with why."""
     from orchestrator.errors import SmtrainError
 
     both = local_only == cloud_only
-    local = _local_rows(status_equals, name_contains, max_results) if local_only or both else []
-    try:
-        rows = [] if local_only and not both else list_jobs(
-            boto=ctx.obj,
-            region=region,
-            status=status_equals,
-            name_contains=name_contains,
-            max_results=max_results,
-        )
-    except SmtrainError:
-        if local:
-            _print_list([], local, output)
-        raise
-    _print_list(rows, local, output)
+    rows = _local_rows(status_equals, name_contains) if local_only or both else []
+    missing = None
+    if cloud_only or both:
+        try:
+            found = list_jobs(boto=ctx.obj, region=region, status=status_equals, name_contains=name_contains,
+                              max_results=max_results)
+        except SmtrainError as error:
+            if cloud_only:
+                raise
+            missing = error
+        else:
+            rows += [{**row.to_dict(), "backend": "sagemaker"} for row in found]
+    rows = sorted(rows, key=lambda row: row["created"] or "", reverse=True)[:max_results]
+    _print_list(rows, output)
+    if missing is not None:
+        fix = f" ({missing.fix})" if missing.fix else ""
+        click.echo(f"SageMaker's jobs are not listed: {missing.message}{fix}", err=True)
 
 
-def _print_list(rows: list[JobSummary], local: list[dict[str, Any]], output: str) -> None:
+def _print_list(rows: list[dict[str, Any]], output: str) -> None:
     if output == "json":
-        echo_json([{**row.to_dict(), "backend": "sagemaker"} for row in rows] + local)
+        echo_json(rows)
         return
-    if not rows and not local:
+    if not rows:
         click.echo("no training jobs match", err=True)
         return
-    width = max(len(row["job_name"]) for row in [*(row.to_dict() for row in rows), *local])
-    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED" + ("                  WHERE" if local else ""))
+    width = max(len(row["job_name"]) for row in rows)
+    where = any(row["backend"] == "local" for row in rows)
+    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED" + ("                  WHERE" if where else ""))
     for row in rows:
-        click.echo(f"{row.name:<{width}}  {row.status:<10}  {_time(row.created)}" + ("  sagemaker" if local else ""))
-    for item in local:
-        created = datetime.fromisoformat(item["created"]) if item["created"] else None
-        click.echo(f"{item['job_name']:<{width}}  {item['status']:<10}  {_time(created)}  local {item['run_dir']}")
+        created = datetime.fromisoformat(row["created"]) if row["created"] else None
+        place = (f"  local {row['run_dir']}" if row["backend"] == "local" else "  sagemaker") if where else ""
+        damage = f"  ({row['damaged']})" if row.get("damaged") else ""
+        click.echo(f"{row['job_name']:<{width}}  {row['status']:<10}  {_time(created):<23}{place}{damage}")
 
 
-def _local_rows(status_equals: str | None, name_contains: str | None, max_results: int) -> list[dict[str, Any]]:
-    """The local runs under runs/ as `list` rows (newest first), filtered as the SageMaker jobs are."""
+def _local_rows(status_equals: str | None, name_contains: str | None) -> list[dict[str, Any]]:
+    """The local runs under runs/ as `list` rows, filtered as the SageMaker jobs are; a run whose status cannot
+    be read is a Damaged row of its own (saying why), not an error of the whole list."""
     from orchestrator.backends.local import LocalBackend
     from orchestrator.backends.runs import local_runs
-    from orchestrator.errors import SmtrainError
+    from orchestrator.errors import DamagedRun, SmtrainError
 
     backend, rows = LocalBackend(), []
     for run_dir in local_runs():
         try:
             current = backend.describe(str(run_dir))
+        except DamagedRun as damage:
+            row = {"job_name": run_dir.name, "status": "Damaged", "secondary_status": None, "created": None,
+                   "ended": None, "damaged": damage.message}
         except SmtrainError:  # a run that never started (its preparation failed) has no status
             continue
-        if (status_equals and current.status != status_equals) or (name_contains and name_contains not in
-                                                                     current.name):
+        else:
+            row = {key: value for key, value in current.to_dict().items() if key in _LIST_KEYS}
+        if (status_equals and row["status"] != status_equals) or (name_contains and name_contains not in
+                                                                  row["job_name"]):
             continue
-        rows.append({**{key: value for key, value in current.to_dict().items() if key in _LIST_KEYS},
-                     "backend": "local", "run_dir": str(run_dir)})
-    return rows[:max_results]
+        rows.append({**row, "backend": "local", "run_dir": str(run_dir)})
+    return rows
 
 
 _LIST_KEYS = ("job_name", "status", "secondary_status", "created", "ended")
