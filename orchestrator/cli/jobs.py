@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
-from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, JobSummary, Transition, console_url, list_jobs
+from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, Transition, console_url, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (

@@ -31,6 +31,18 @@ class Target:
     bucket_to_create: str | None = None
     """The SDK's default bucket (`sagemaker-<region>-<account>`), when nothing named an output path: submit
     creates it if it does not exist yet, after saying so."""
+    missing: tuple[Missing, ...] = ()
+    """What submit will need and nothing here names (a role; credentials to name the default bucket): the plan
+    shows a placeholder for each and says so; submit refuses, naming them all at once."""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """One thing `submit` needs that planning could not find: which field, why, and how to give it."""
+
+    field: str
+    message: str
+    fix: str
 
     @property
     def bucket(self) -> str:

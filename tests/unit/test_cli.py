@@ -60,7 +60,7 @@ def test_help_and_validate_never_import_heavy_libraries():
 
 
 def test_user_errors_have_no_traceback():
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "plan", str(EXAMPLE), "--set", "role=null"],
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(EXAMPLE), "--set", "role=null"],
                           capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
