@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import opt_ml
@@ -220,6 +222,8 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             observer.notice(torchrun)
         if options.link_inputs:
             observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
+        if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
+            observer.notice(memory)
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(reporter, options, observer, hook, started)
@@ -234,6 +238,24 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",
                                       _Effort(1, time.monotonic() - started)))
         raise
+
+
+RANK_MEMORY_GB = 1.4
+"""What one rank is expected to hold here, for the warning before a run: an MLP rank of smtrain's own entrypoints
+reached 1.39 GB in its first backward pass (the kernel's report when one was killed, 2026-11-24; the SMDDP
+example's 16 ranks reach about 22 GB). A script of one's own may need more or less: the figure is said with it."""
+
+
+def memory_notice(ranks: int, available_bytes: int) -> str | None:
+    """The warning when `ranks` processes at RANK_MEMORY_GB each would need more than the memory available now."""
+    expected = ranks * RANK_MEMORY_GB
+    available = available_bytes / 1e9
+    if expected <= available:
+        return None
+    return (f"memory: {ranks} ranks x about {RANK_MEMORY_GB:g} GB each (what a rank of smtrain's own entrypoints "
+            f"reaches; yours may differ) = about {expected:.1f} GB, but this machine has {available:.1f} GB "
+            "available now: the kernel's out-of-memory killer may end ranks (OutOfMemory); fewer ranks "
+            "(--processes-per-host, --set instance.count=N) or a smaller model fit")
 
 
 def _described(prepared: PreparedRun) -> dict[str, Any]:
