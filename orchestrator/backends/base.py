@@ -60,6 +60,11 @@ class Backend(Protocol):
         """Where the model and output archives are (or will be): `model`, `output`."""
         ...
 
+    def notices(self, job_id: str) -> list[str]:
+        """What the job's start said about how it runs (a local run: the CPU stand-in, the deviations), as
+        `smtrain local` prints it; none for SageMaker."""
+        ...
+
 
 def last_lines(lines: list[LogLine], host: str | None, tail: int | None) -> list[LogLine]:
     """One host's lines (or all), the last `tail` of each host, in the order given."""

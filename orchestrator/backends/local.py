@@ -9,6 +9,7 @@ answered for the same way: `status.json` (its DescribeTrainingJob), `logs/algo-N
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.preparing.prepared_run import LocalSettings
@@ -27,6 +29,9 @@ from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
+
+logger = logging.getLogger("orchestrator")
+STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
 
 
 class LocalBackend:
@@ -53,7 +58,7 @@ class LocalBackend:
 
     def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
         try:
-            run_local(plan, options)
+            run_local(plan, options, _KeptNotices(self._starting[run_dir].notices))
         except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
             self._starting[run_dir].error = error
 
@@ -118,6 +123,11 @@ class LocalBackend:
         request_stop(Path(job_id))
         return True
 
+    def notices(self, job_id: str) -> list[str]:
+        """The CPU stand-in's notice of a run started by this backend (one started elsewhere printed its own)."""
+        start = self._starting.get(job_id)
+        return list(start.notices) if start else []
+
     def artifacts(self, job_id: str) -> dict[str, str]:
         result = read_result(Path(job_id)) or {}
         return {key: str(result[field]) for key, field in (("model", "model_artifact"), ("output", "output_artifact"))
@@ -131,6 +141,35 @@ class LocalBackend:
 class _Start:
     thread: threading.Thread
     error: BaseException | None = None
+    notices: list[str] = dataclasses.field(default_factory=list)
+
+
+class _KeptNotices:
+    """The observer of a run started through the API (a notebook): the CPU stand-in's notice is kept for the
+    job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
+    the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO."""
+
+    def __init__(self, kept: list[str]) -> None:
+        self._kept = kept
+
+    def notice(self, text: str) -> None:
+        if text.startswith(STANDIN_NOTICE_START):
+            self._kept.append(text)
+            logger.warning("%s", text)
+        else:
+            logger.info("%s", text)
+
+    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        pass
+
+    def line(self, host: str, text: str) -> None:
+        pass
+
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
+        pass
+
+    def attempt(self, number: int, reason: str) -> None:
+        pass
 
 
 class _LogFile:

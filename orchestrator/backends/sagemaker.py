@@ -73,6 +73,9 @@ class SageMakerBackend:
     def stop(self, job_id: str) -> bool:
         return self.job(job_id).stop()
 
+    def notices(self, job_id: str) -> list[str]:
+        return []
+
     def artifacts(self, job_id: str) -> dict[str, str]:
         model = self.describe(job_id).model_artifact
         if not model:
