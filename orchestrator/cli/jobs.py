@@ -37,6 +37,7 @@ from orchestrator.observing.metric_series import (
     to_csv,
 )
 from orchestrator.planning.job_name import check_job_name
+from orchestrator.spec.catalog import hourly_price
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import Backend
@@ -622,7 +623,7 @@ def _cost_words(current: JobStatus) -> str:
     about = "about " if cost.estimated else ""
     so_far = "" if current.is_terminal else " so far"
     return (f"{about}{cost.currency} {cost.total:,.2f}{so_far} = {cost.billable_seconds} s x {cost.instance_count} x "
-            f"{cost.currency} {cost.price_per_instance_hour}/h (on-demand)")
+            f"{cost.currency} {hourly_price(cost.price_per_instance_hour)}/h (on-demand)")
 
 
 def _took(item: Transition, current: JobStatus, now: datetime) -> str:

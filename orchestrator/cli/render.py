@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
-from orchestrator.spec.catalog import lookup
+from orchestrator.spec.catalog import hourly_price, lookup
 from orchestrator.spec.model import Channel, JobSpec
 from orchestrator.spec.topology import topology
 
@@ -103,7 +103,7 @@ def print_plan(plan: Plan, full: bool = False) -> None:
     if cost.max_total is None:
         lines.append(f"worst-case cost: no price on record for {plan.spec.instance_type}")
     else:
-        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {cost.price_per_instance_hour:g}/h x "
+        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {hourly_price(cost.price_per_instance_hour)}/h x "
                      f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
     if full:
         for title, key in (("resolved spec", "spec"), ("estimator arguments (sagemaker.pytorch.PyTorch)",
@@ -185,7 +185,7 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
         table.add_row(entry.name, str(entry.vcpus), f"{entry.memory_gib:g}", accel,
                       "-" if entry.accelerator_memory_gib is None else f"{entry.accelerator_memory_gib:g}",
                       "yes" if entry.efa else "no",
-                      "-" if entry.price_per_hour is None else f"{entry.price_per_hour:.4g}")
+                      "-" if entry.price_per_hour is None else hourly_price(entry.price_per_hour))
     console().print(table)
 
 
