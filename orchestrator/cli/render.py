@@ -285,7 +285,10 @@ class LocalConsole:
         if text in DEVIATIONS:
             self._deviations += 1
         elif not self._quiet:
-            self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False)
+            # Not wrapped where no terminal reads it: a command in a note (`pip install ... --index-url URL`) stays on
+            # one line of a CI log, to be copied whole.
+            self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False,
+                                         soft_wrap=not self._console.is_terminal)
 
     def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
         if self._deviations and not self._quiet:
@@ -348,7 +351,8 @@ class LocalConsole:
             console.print(f"resume from its checkpoints: smtrain local {self._spec_file or 'SPEC'} --run-dir "
                           f"{run.run_dir}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
-            console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False)
+            console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
+                          soft_wrap=not console.is_terminal)
         # One path per line, never wrapped, so each can be copied.
         for label, path in (("logs", run.run_dir / "logs"), ("model", run.model_artifact),
                             ("output", run.output_artifact)):
