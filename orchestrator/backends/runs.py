@@ -32,14 +32,17 @@ def local_runs(runs_root: Path = RUNS_ROOT) -> list[Path]:
 
 
 def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3) -> list[Path]:
-    """The local runs whose name is close to `name` (a mistyped run name or run directory), closest first: those
-    under runs/, and those beside the directory `name` points into."""
+    """The local runs whose name is close to `name` (a mistyped run name or run directory): those under runs/,
+    and those beside the directory `name` points into. Runs named `name` plus a suffix come first, newest first
+    (`my-job` for `my-job-2026-11-26-...`, the name `smtrain local` gives a run), then the closest by difflib."""
     places = {runs_root}
     if "/" in name:
         places.add(Path(name).parent)
     runs = {path.name: path for place in places if is_directory(place) for path in local_runs(place)}
     wanted = Path(name).name if "/" in name else name
-    return [runs[match] for match in difflib.get_close_matches(wanted, list(runs), n=limit, cutoff=0.6)]
+    extended = [run for run in runs if wanted and run.startswith(wanted)]
+    close = difflib.get_close_matches(wanted, list(runs), n=limit, cutoff=0.6)
+    return [runs[match] for match in dict.fromkeys([*extended, *close])][:limit]
 
 
 def _is_run(path: Path) -> bool:

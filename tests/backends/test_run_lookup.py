@@ -5,6 +5,8 @@ error; a damaged status.json is reported as damaged, for that run alone; a log i
 from __future__ import annotations
 
 import json
+import os
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -69,6 +71,19 @@ def test_a_mistyped_local_run_names_the_near_one_before_any_aws_error(tmp_path, 
     assert result.stderr.startswith("Error: mlp-demo-2 is no local run; did you mean runs/mlp-demo-1? Nor could "
                                     "SageMaker answer for it: no AWS region configured")
     assert "other-thing" not in result.stderr
+
+
+def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for age, stamp in ((1000, "2026-11-25-10-00-00-000-aaaa"), (0, "2026-11-26-10-00-00-000-bbbb")):
+        marker = _run(tmp_path, f"my-job-{stamp}") / RUN_MARKER_FILE
+        os.utime(marker, (time.time() - age, time.time() - age))  # local_runs: newest marker first
+
+    result = smtrain("status", "my-job")
+
+    _assert_one_clear_error(result)
+    assert ("my-job is no local run; did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb, "
+            "runs/my-job-2026-11-25-10-00-00-000-aaaa?") in result.stderr
 
 
 @pytest.mark.parametrize("command", ["status", "logs", "stop"])
