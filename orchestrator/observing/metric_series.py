@@ -28,15 +28,15 @@ from orchestrator.spec.metric_regex import compile_metric_regex
 METRICS_FILE = "metrics.jsonl"
 """Where `smtrain local` keeps a run's series: one point per line, in the run directory."""
 _STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
-_STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?(?:\s*[=:]\s*|\s+)(\d+)\b")
+_STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _EPOCH = re.compile(r"\bepoch=(\d+)\b")
-STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`step N`", "`global_step=N`",
+STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)")
 """The ways of printing a step `step_mark` reads, as the notices name them. A labelled bar (`Map: 100%|...`,
-a download) is no training step and is not read."""
+a download) is no training step and is not read, nor is `step 3` without `=` or `:` (`step 1 of 3: loading`)."""
 _LOSS_WORD = "loss"
 
 

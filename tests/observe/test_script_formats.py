@@ -113,3 +113,9 @@ def test_smoke_steps_with_no_step_in_any_line_says_which_formats_it_reads(tmp_pa
 
     assert done.returncode == 1
     assert "--smoke-steps 2: no line of the job showed a step; smtrain reads `step=N/TOTAL`" in done.stderr
+
+
+@pytest.mark.parametrize("line", ["step 1 of 3: loading data", "interrupted: checkpoint saved at step 4",
+                                  "max_steps=100 num_step=5 steps_per_epoch: 20"])
+def test_a_step_mentioned_in_passing_is_no_step_mark(line):
+    assert step_mark(line) is None
