@@ -40,6 +40,13 @@ class AwsError(SmtrainError):
     exit_code = 1
 
 
+class DamagedRun(SmtrainError):
+    """A run directory's status file cannot be read as one (not JSON, not an object, fields missing): that run
+    is reported as damaged, alone; every other run still answers."""
+
+    exit_code = 1
+
+
 class RunFailed(SmtrainError):
     """`smtrain local` could not go on with a run it had started preparing (a full disk while copying a channel);
     result.json says so where it could be written."""

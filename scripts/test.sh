@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 # The tests only (not the demo, which shares bootstrap): Debian's torchvision for the public examples that need it
-# (a no-op once installed).
+# (a no-op once installed). As root with apt it installs system packages, saying so first;
+# SMTRAIN_SKIP_SYSTEM_PACKAGES=1 leaves the system alone and those tests skip, naming the command to run.
 bash scripts/install_debian_torchvision.sh
 exec .venv/bin/python -m pytest -n "${SMTRAIN_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder "$@"

@@ -22,13 +22,24 @@ _ISOLATED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROU
                    "MASTER_PORT", "TRAINING_JOB_NAME", "CURRENT_HOST")
 
 
+# smtrain's and pip's caches (the hostname shim it compiles, requirements overlays) for every test of every
+# session: kept warm between sessions, inside the checkout's own pytest cache rather than the user's home.
+TEST_CACHE = REPO / ".pytest_cache" / "smtrain-test-cache"
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory):
-    """No AWS credentials, no SageMaker or launcher variables, no user SDK config, for every test."""
+    """No AWS credentials, no SageMaker or launcher variables, no user SDK config, for every test; a home and a
+    working directory of its own, so that no test reads or writes the user's home or the checkout's runs/ (the
+    default run directories, which `bash scripts/demo.sh` fills)."""
     for name in list(os.environ):
         if name.startswith(_ISOLATED_PREFIXES) or name in _ISOLATED_NAMES:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(TEST_CACHE / "smtrain"))
+    monkeypatch.setenv("PIP_CACHE_DIR", str(TEST_CACHE / "pip"))
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -70,6 +70,11 @@ class Backend(Protocol):
         """Where a failed job failed and why (observing/root_cause.py); None while it runs or when it completed."""
         ...
 
+    def notices(self, job_id: str) -> list[str]:
+        """What the job's start said about how it runs (a local run: the CPU stand-in, the deviations), as
+        `smtrain local` prints it; none for SageMaker."""
+        ...
+
 
 def last_lines(lines: list[LogLine], host: str | None, tail: int | None) -> list[LogLine]:
     """One host's lines (or all), the last `tail` of each host, in the order given."""

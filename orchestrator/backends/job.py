@@ -167,6 +167,7 @@ class Job:
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
+        rows += [("notice", text) for text in self.backend.notices(self.id)]
         if self.backend.name == "sagemaker" and current:
             links = [("SageMaker console", current.console_url),
                      ("CloudWatch logs", cloudwatch_logs_url(current.region, current.name))]

@@ -9,6 +9,7 @@ answered for the same way: `status.json` (its DescribeTrainingJob), `logs/algo-N
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -17,16 +18,21 @@ from pathlib import Path
 from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.preparing.prepared_run import LocalSettings
-from orchestrator.emulator.supervising.status import TERMINAL, read_status, request_stop
+from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
+from orchestrator.errors import DamagedRun
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
+
+logger = logging.getLogger("orchestrator")
+STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
 
 
 class LocalBackend:
@@ -53,7 +59,7 @@ class LocalBackend:
 
     def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
         try:
-            run_local(plan, options)
+            run_local(plan, options, _KeptNotices(self._starting[run_dir].notices))
         except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
             self._starting[run_dir].error = error
 
@@ -78,8 +84,13 @@ class LocalBackend:
         if described is None:
             raise JobNotFound(f"{job_id} holds no local run status (status.json)",
                               fix="give the run directory of a `smtrain local` run, or a SageMaker job name")
+        try:
+            current = JobStatus.from_description(described, "local")
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            raise DamagedRun(f"{Path(job_id) / STATUS_FILE} is damaged ({type(error).__name__}: {error}): the "
+                             "run's status cannot be read") from None
         # A local run bills nothing: no cost so far.
-        return dataclasses.replace(JobStatus.from_description(described, "local"), cost=None)
+        return dataclasses.replace(current, cost=None)
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
@@ -90,7 +101,10 @@ class LocalBackend:
         while True:
             ended = not follow or self.describe(job_id).is_terminal
             for path in sorted((Path(job_id) / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
-                readers.setdefault(path.stem, _LogFile(path))
+                if path.stem not in readers:
+                    readers[path.stem] = _LogFile(path)
+                    if first and tail is not None:
+                        readers[path.stem].skip_to_last(tail)
             lines = [line for reader in readers.values() for line in reader.read_new(final=ended)]
             yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
             first = False
@@ -109,6 +123,11 @@ class LocalBackend:
             return False
         request_stop(Path(job_id))
         return True
+
+    def notices(self, job_id: str) -> list[str]:
+        """The CPU stand-in's notice of a run started by this backend (one started elsewhere printed its own)."""
+        start = self._starting.get(job_id)
+        return list(start.notices) if start else []
 
     def artifacts(self, job_id: str) -> dict[str, str]:
         result = read_result(Path(job_id)) or {}
@@ -132,15 +151,70 @@ class LocalBackend:
 class _Start:
     thread: threading.Thread
     error: BaseException | None = None
+    notices: list[str] = dataclasses.field(default_factory=list)
+
+
+class _KeptNotices:
+    """The observer of a run started through the API (a notebook): the CPU stand-in's notice is kept for the
+    job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
+    the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO."""
+
+    def __init__(self, kept: list[str]) -> None:
+        self._kept = kept
+
+    def notice(self, text: str) -> None:
+        if text.startswith(STANDIN_NOTICE_START):
+            self._kept.append(text)
+            logger.warning("%s", text)
+        else:
+            logger.info("%s", text)
+
+    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
+        pass
+
+    def line(self, host: str, text: str) -> None:
+        pass
+
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
+        pass
+
+    def attempt(self, number: int, reason: str) -> None:
+        pass
 
 
 class _LogFile:
     """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end),
     without empty lines, which CloudWatch does not hold either (an event has at least one character)."""
 
+    _BLOCK = 64 * 1024
+    _MOST_BYTES_PER_LINE = 64 * 1024
+    """How far back `skip_to_last` reads per line wanted, at most: a log of huge lines is not read whole either."""
+
     def __init__(self, path: Path) -> None:
         self._path = path
         self._offset = 0
+
+    def skip_to_last(self, lines: int) -> None:
+        """Starts reading at the last `lines` lines, found from the end backwards: `status` of a run with a log of
+        gigabytes reads a few blocks of it, not all of it."""
+        with self._path.open("rb") as log:
+            size = log.seek(0, 2)
+            start, newlines, limit = size, 0, max(0, size - lines * self._MOST_BYTES_PER_LINE)
+            while start > limit and newlines <= lines:
+                step = min(self._BLOCK, start - limit)
+                start -= step
+                log.seek(start)
+                block = log.read(step)
+                newlines += block.count(b"\n")
+            log.seek(start)
+            skipped = log.read(size - start)
+        # Past the newline before the last `lines` lines (the last one may lack its newline: it counts as one).
+        cut = len(skipped)
+        for _ in range(lines + (0 if skipped.endswith(b"\n") else -1) + 1):
+            cut = skipped.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        self._offset = start + cut + 1 if cut >= 0 else start
 
     def read_new(self, final: bool) -> list[LogLine]:
         with self._path.open("rb") as log:

@@ -1,10 +1,11 @@
-"""Local runs by name: which run directory a user means, and the runs under runs/.
+"""Local runs by name: which run directory a user means, the runs under runs/, and the near names of a mistyped one.
 
 Light on purpose (no emulator import): `smtrain status JOB_NAME` asks it first, before reading SageMaker.
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from orchestrator.contract import RUN_MARKER_FILE
@@ -14,9 +15,10 @@ RUNS_ROOT = Path("runs")
 
 
 def find_run(name_or_dir: str | Path, runs_root: Path = RUNS_ROOT) -> Path | None:
-    """The run directory a user means: a directory `smtrain local` made, or runs/<name>/; None for neither."""
+    """The run directory a user means: a directory `smtrain local` made, or runs/<name>/; None for neither, also
+    for a name no file system could hold (too long, a NUL): that is for the caller's name check to say."""
     for candidate in (Path(name_or_dir), runs_root / str(name_or_dir)):
-        if (candidate / RUN_MARKER_FILE).is_file():
+        if _is_run(candidate):
             return candidate.resolve()
     return None
 
@@ -25,5 +27,34 @@ def local_runs(runs_root: Path = RUNS_ROOT) -> list[Path]:
     """The run directories under `runs_root`, newest first."""
     if not runs_root.is_dir():
         return []
-    runs = [path.resolve() for path in runs_root.iterdir() if (path / RUN_MARKER_FILE).is_file()]
+    runs = [path.resolve() for path in runs_root.iterdir() if _is_run(path)]
     return sorted(runs, key=lambda path: (path / RUN_MARKER_FILE).stat().st_mtime, reverse=True)
+
+
+def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3) -> list[Path]:
+    """The local runs whose name is close to `name` (a mistyped run name or run directory): those under runs/,
+    and those beside the directory `name` points into. Runs named `name` plus a suffix come first, newest first
+    (`my-job` for `my-job-2026-11-26-...`, the name `smtrain local` gives a run), then the closest by difflib."""
+    places = {runs_root}
+    if "/" in name:
+        places.add(Path(name).parent)
+    runs = {path.name: path for place in places if is_directory(place) for path in local_runs(place)}
+    wanted = Path(name).name if "/" in name else name
+    extended = [run for run in runs if wanted and run.startswith(wanted)]
+    close = difflib.get_close_matches(wanted, list(runs), n=limit, cutoff=0.6)
+    return [runs[match] for match in dict.fromkeys([*extended, *close])][:limit]
+
+
+def _is_run(path: Path) -> bool:
+    try:
+        return (path / RUN_MARKER_FILE).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL in it
+        return False
+
+
+def is_directory(path: Path) -> bool:
+    """Path.is_dir, False also for a name no file system could hold."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False

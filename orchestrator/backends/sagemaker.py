@@ -77,6 +77,9 @@ class SageMakerBackend:
     def failure_cause(self, job_id: str) -> FailureCause | None:
         return self.job(job_id).failure_cause()
 
+    def notices(self, job_id: str) -> list[str]:
+        return []
+
     def artifacts(self, job_id: str) -> dict[str, str]:
         model = self.describe(job_id).model_artifact
         if not model:

@@ -14,9 +14,10 @@ default session built from boto3's chain: that is how the tests put a Stubber be
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,11 +26,12 @@ import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS
-from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, JobSummary, Transition, console_url, list_jobs
+from orchestrator.cloud.jobs import STATUSES, Job, JobStatus, Transition, console_url, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
     METRICS_FILE,
+    STEP_FORMATS,
     MetricPoint,
     format_duration,
     loss_metrics,
@@ -38,6 +40,7 @@ from orchestrator.observing.metric_series import (
     to_csv,
 )
 from orchestrator.planning.job_name import check_job_name
+from orchestrator.spec.catalog import hourly_price
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import Backend
@@ -91,6 +94,26 @@ def _job(ctx: click.Context, name: str, region: str | None) -> Job:
     return Job(name, ctx.obj or boto_session(region))
 
 
+@contextlib.contextmanager
+def _no_local_run(name: str) -> Iterator[None]:
+    """Around what asks SageMaker for NAME, which is no local run: where SageMaker cannot answer (no region, no
+    credentials, no such job, a malformed name), the local runs NAME is near to are named first."""
+    from orchestrator.backends.runs import near_runs
+    from orchestrator.errors import SmtrainError
+
+    try:
+        yield
+    except SmtrainError as error:
+        near = near_runs(name)
+        if not near:
+            raise
+        shown = ", ".join(str(_relative(path)) for path in near)
+        error.message = (f"{name} is no local run; did you mean {shown}? Nor could SageMaker answer for it: "
+                         f"{error.message}")
+        error.args = (error.message,)
+        raise
+
+
 def _local_run(name: str) -> Path | None:
     """The run directory NAME means (a directory `smtrain local` made, or runs/NAME/), else None: a SageMaker job."""
     from orchestrator.backends.runs import find_run
@@ -103,17 +126,26 @@ def _job_id(name: str) -> str:
     return str(run_dir) if run_dir is not None else name
 
 
+def _relative(path: Path) -> Path:
+    """`runs/NAME` for a run under the working directory, else the path as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def _backend(ctx: click.Context, name: str, region: str | None) -> Backend:
     """The backend that answers for NAME: the local one for a run directory, else SageMaker."""
     if name and _local_run(name) is not None:
         from orchestrator.backends.local import LocalBackend
 
         return LocalBackend()
-    check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
-    from orchestrator.backends.sagemaker import SageMakerBackend
-    from orchestrator.cloud.sdk import boto_session
+    with _no_local_run(name):
+        check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
+        from orchestrator.backends.sagemaker import SageMakerBackend
+        from orchestrator.cloud.sdk import boto_session
 
-    return SageMakerBackend(ctx.obj or boto_session(region))
+        return SageMakerBackend(ctx.obj or boto_session(region))
 
 
 def _local_status(run_dir: Path, output: str) -> None:
@@ -243,8 +275,9 @@ def status(ctx: click.Context, job_name: str, region: str | None, output: str, s
     if run_dir is not None:
         _local_status(run_dir, output)
         return
-    job = _job(ctx, job_name, region)
-    current = job.status()
+    with _no_local_run(job_name):
+        job = _job(ctx, job_name, region)
+        current = job.status()
     try:
         progress: JobProgress | None = job.progress(refresh_status=False)
         unread = None
@@ -333,10 +366,11 @@ def logs(ctx: click.Context, job_name: str, follow: bool, host: str | None, tail
     local run (RUN_DIR, or its name under runs/: host after host), each prefixed with its host, e.g. [algo-2].
     `--output json` prints one JSON object per line."""
     printed = 0
-    for line in _backend(ctx, job_name, region).logs(_job_id(job_name), follow=follow, host=host, tail=tail,
-                                                      poll_seconds=poll_seconds):
-        click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
-        printed += 1
+    backend = _backend(ctx, job_name, region)
+    with _no_local_run(job_name) if backend.name != "local" else contextlib.nullcontext():
+        for line in backend.logs(_job_id(job_name), follow=follow, host=host, tail=tail, poll_seconds=poll_seconds):
+            click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
+            printed += 1
     if not printed:
         click.echo(f"no log lines for {job_name} yet", err=True)
 
@@ -360,8 +394,10 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
     """The metric series of a SageMaker job (JOB_NAME: from CloudWatch, namespace /aws/sagemaker/TrainingJobs)
     or of a local run (RUN_DIR: the directory `smtrain local` wrote, default runs/<job-name>/). Both come from
     the job's metric definitions applied to its log lines, so the same lines give the same values."""
+    from orchestrator.backends.runs import is_directory
+
     run_dir = _local_run(target)
-    if Path(target).is_dir() or run_dir is not None:
+    if is_directory(Path(target)) or run_dir is not None:
         from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR
 
         points, source = _local_points(run_dir or Path(target), names), f"local run {target}"
@@ -369,8 +405,9 @@ def metrics(ctx: click.Context, target: str, names: tuple[str, ...], output: str
         if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
             click.echo(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})", err=True)
     else:
-        job = _job(ctx, target, region)
-        points = job.metric_points(list(names) or None, period_seconds)
+        with _no_local_run(target):
+            job = _job(ctx, target, region)
+            points = job.metric_points(list(names) or None, period_seconds)
         source = f"CloudWatch {NAMESPACE}, {period_seconds} s averages"
     if plot_file is not None and points:
         from orchestrator.observing.metric_charts import figure
@@ -438,8 +475,9 @@ def stop(ctx: click.Context, job_name: str, region: str | None, output: str) -> 
         was = backend.describe(str(run_dir)).status
         requested = backend.stop(str(run_dir))
     else:
-        job = _job(ctx, job_name, region)
-        requested = job.stop()
+        with _no_local_run(job_name):
+            job = _job(ctx, job_name, region)
+            requested = job.stop()
         assert job.last_status is not None
         was = job.last_status.status
     if output == "json":
@@ -477,61 +515,71 @@ def list_command(
     output: str,
 ) -> None:
     """The most recent training jobs, newest first: SageMaker's, and the local runs under runs/ (`smtrain
-    local`'s default run directories) beside them, marked `local`. Where SageMaker cannot be read (no region or
-    credentials), the local runs are still shown before the error."""
+    local`'s default run directories) beside them, marked `local`; `--max` counts both. Where SageMaker cannot be
+    read (no region or credentials), the local runs are shown and stderr says why SageMaker's jobs are missing
+    (exit 0; with --cloud it is an error). A damaged run is listed as Damaged, with why."""
     from orchestrator.errors import SmtrainError
 
     both = local_only == cloud_only
-    local = _local_rows(status_equals, name_contains, max_results) if local_only or both else []
-    try:
-        rows = [] if local_only and not both else list_jobs(
-            boto=ctx.obj,
-            region=region,
-            status=status_equals,
-            name_contains=name_contains,
-            max_results=max_results,
-        )
-    except SmtrainError:
-        if local:
-            _print_list([], local, output)
-        raise
-    _print_list(rows, local, output)
+    rows = _local_rows(status_equals, name_contains) if local_only or both else []
+    missing = None
+    if cloud_only or both:
+        try:
+            found = list_jobs(boto=ctx.obj, region=region, status=status_equals, name_contains=name_contains,
+                              max_results=max_results)
+        except SmtrainError as error:
+            if cloud_only:
+                raise
+            missing = error
+        else:
+            rows += [{**row.to_dict(), "backend": "sagemaker"} for row in found]
+    rows = sorted(rows, key=lambda row: row["created"] or "", reverse=True)[:max_results]
+    _print_list(rows, output)
+    if missing is not None:
+        fix = f" ({missing.fix})" if missing.fix else ""
+        click.echo(f"SageMaker's jobs are not listed: {missing.message}{fix}", err=True)
 
 
-def _print_list(rows: list[JobSummary], local: list[dict[str, Any]], output: str) -> None:
+def _print_list(rows: list[dict[str, Any]], output: str) -> None:
     if output == "json":
-        echo_json([{**row.to_dict(), "backend": "sagemaker"} for row in rows] + local)
+        echo_json(rows)
         return
-    if not rows and not local:
+    if not rows:
         click.echo("no training jobs match", err=True)
         return
-    width = max(len(row["job_name"]) for row in [*(row.to_dict() for row in rows), *local])
-    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED" + ("                  WHERE" if local else ""))
+    width = max(len(row["job_name"]) for row in rows)
+    where = any(row["backend"] == "local" for row in rows)
+    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  CREATED" + ("                  WHERE" if where else ""))
     for row in rows:
-        click.echo(f"{row.name:<{width}}  {row.status:<10}  {_time(row.created)}" + ("  sagemaker" if local else ""))
-    for item in local:
-        created = datetime.fromisoformat(item["created"]) if item["created"] else None
-        click.echo(f"{item['job_name']:<{width}}  {item['status']:<10}  {_time(created)}  local {item['run_dir']}")
+        created = datetime.fromisoformat(row["created"]) if row["created"] else None
+        place = (f"  local {row['run_dir']}" if row["backend"] == "local" else "  sagemaker") if where else ""
+        damage = f"  ({row['damaged']})" if row.get("damaged") else ""
+        click.echo(f"{row['job_name']:<{width}}  {row['status']:<10}  {_time(created):<23}{place}{damage}")
 
 
-def _local_rows(status_equals: str | None, name_contains: str | None, max_results: int) -> list[dict[str, Any]]:
-    """The local runs under runs/ as `list` rows (newest first), filtered as the SageMaker jobs are."""
+def _local_rows(status_equals: str | None, name_contains: str | None) -> list[dict[str, Any]]:
+    """The local runs under runs/ as `list` rows, filtered as the SageMaker jobs are; a run whose status cannot
+    be read is a Damaged row of its own (saying why), not an error of the whole list."""
     from orchestrator.backends.local import LocalBackend
     from orchestrator.backends.runs import local_runs
-    from orchestrator.errors import SmtrainError
+    from orchestrator.errors import DamagedRun, SmtrainError
 
     backend, rows = LocalBackend(), []
     for run_dir in local_runs():
         try:
             current = backend.describe(str(run_dir))
+        except DamagedRun as damage:
+            row = {"job_name": run_dir.name, "status": "Damaged", "secondary_status": None, "created": None,
+                   "ended": None, "damaged": damage.message}
         except SmtrainError:  # a run that never started (its preparation failed) has no status
             continue
-        if (status_equals and current.status != status_equals) or (name_contains and name_contains not in
-                                                                     current.name):
+        else:
+            row = {key: value for key, value in current.to_dict().items() if key in _LIST_KEYS}
+        if (status_equals and row["status"] != status_equals) or (name_contains and name_contains not in
+                                                                  row["job_name"]):
             continue
-        rows.append({**{key: value for key, value in current.to_dict().items() if key in _LIST_KEYS},
-                     "backend": "local", "run_dir": str(run_dir)})
-    return rows[:max_results]
+        rows.append({**row, "backend": "local", "run_dir": str(run_dir)})
+    return rows
 
 
 _LIST_KEYS = ("job_name", "status", "secondary_status", "created", "ended")
@@ -668,15 +716,16 @@ def _progress_rows(
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
     if estimate is None:
-        return [("progress", "no progress line (`step=N/TOTAL`) in the logs yet")]
-    text = f"step {estimate.step}/{estimate.total} ({100 * estimate.fraction:.0f}%)"
+        when = "" if current.is_terminal else " yet"
+        return [("progress", f"no step in the logs' last lines{when}; smtrain reads {', '.join(STEP_FORMATS)}")]
+    text = estimate.position()
     if estimate.epoch is not None:
         text += f", epoch {estimate.epoch}" + (f" of {estimate.epochs}" if estimate.epochs else "")
     rows = [("progress", text + f" at {_time(estimate.at)}")]
     if estimate.steps_per_second:
         rows.append(("rate", f"{estimate.steps_per_second:.3g} steps/s"))
     finish = estimate.finish_time()
-    if not current.is_terminal and finish is not None and estimate.step < estimate.total:
+    if not current.is_terminal and finish is not None and estimate.total and estimate.step < estimate.total:
         eta = estimate.eta_seconds(now) or 0.0
         late = " (overdue: no progress line since)" if finish < now else ""
         rows.append(("eta", f"{format_duration(eta)}, about {_time(finish)}{late}"))
@@ -703,7 +752,7 @@ def _cost_words(current: JobStatus) -> str:
     about = "about " if cost.estimated else ""
     so_far = "" if current.is_terminal else " so far"
     return (f"{about}{cost.currency} {cost.total:,.2f}{so_far} = {cost.billable_seconds} s x {cost.instance_count} x "
-            f"{cost.currency} {cost.price_per_instance_hour}/h (on-demand)")
+            f"{cost.currency} {hourly_price(cost.price_per_instance_hour)}/h (on-demand)")
 
 
 def _took(item: Transition, current: JobStatus, now: datetime) -> str:

@@ -179,8 +179,9 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "with its RANK, mpirun's rank with its OMPI_COMM_WORLD_RANK, the entry point on each host in "
                    "mode none). Prints the ranks started, the steps reached and the last loss.")
 @click.option("--smoke-steps", type=click.IntRange(min=1), metavar="N",
-              help="With --smoke: end the smoke as soon as every rank has started and a progress line "
-                   "(step=N/M) shows step N, stopped as at the deadline (checkpoints kept); fail when the "
+              help="With --smoke: end the smoke as soon as every rank has started and a line shows step N "
+                   "(step=N/M, step=N, step: N, global_step=N, a tqdm or Lightning progress bar), stopped as at "
+                   "the deadline (checkpoints kept); fail when the "
                    "deadline comes first. A CI smoke then takes what the job needs to start and train N steps, "
                    "on any machine, and the deadline only bounds a job that never gets there.")
 @click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
-from orchestrator.spec.catalog import lookup
+from orchestrator.spec.catalog import hourly_price, lookup
 from orchestrator.spec.model import Channel, JobSpec
 from orchestrator.spec.topology import topology
 
@@ -103,7 +103,7 @@ def print_plan(plan: Plan, full: bool = False) -> None:
     if cost.max_total is None:
         lines.append(f"worst-case cost: no price on record for {plan.spec.instance_type}")
     else:
-        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {cost.price_per_instance_hour:g}/h x "
+        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {hourly_price(cost.price_per_instance_hour)}/h x "
                      f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
     if full:
         for title, key in (("resolved spec", "spec"), ("estimator arguments (sagemaker.pytorch.PyTorch)",
@@ -185,7 +185,7 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
         table.add_row(entry.name, str(entry.vcpus), f"{entry.memory_gib:g}", accel,
                       "-" if entry.accelerator_memory_gib is None else f"{entry.accelerator_memory_gib:g}",
                       "yes" if entry.efa else "no",
-                      "-" if entry.price_per_hour is None else f"{entry.price_per_hour:.4g}")
+                      "-" if entry.price_per_hour is None else hourly_price(entry.price_per_hour))
     console().print(table)
 
 
@@ -285,7 +285,10 @@ class LocalConsole:
         if text in DEVIATIONS:
             self._deviations += 1
         elif not self._quiet:
-            self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False)
+            # Not wrapped where no terminal reads it: a command in a note (`pip install ... --index-url URL`) stays on
+            # one line of a CI log, to be copied whole.
+            self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False,
+                                         soft_wrap=not self._console.is_terminal)
 
     def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
         if self._deviations and not self._quiet:
@@ -305,7 +308,7 @@ class LocalConsole:
             self._progress.console.print(f"[{style}]{escape(f'[{host}]')}[/] {escape(text)}", highlight=False,
                                          soft_wrap=True)
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
         now = datetime.now(timezone.utc)
         self._marks.append((now, StepMark(step, total, None)))
         estimate = estimate_progress(list(self._marks))
@@ -318,7 +321,7 @@ class LocalConsole:
         losses = loss_metrics(list(metrics))
         if losses and losses[0] in metrics:
             loss = f"{losses[0]}={metrics[losses[0]]:.4g}"
-        self._progress.update(self._task, completed=step, total=total, steps=f"step {step}/{total}", rate=rate,
+        self._progress.update(self._task, completed=step, total=total, steps=f"step {step}" + (f"/{total}" if total else ""), rate=rate,
                               eta=eta, loss=loss)
 
     def attempt(self, number: int, reason: str) -> None:
@@ -348,7 +351,8 @@ class LocalConsole:
             console.print(f"resume from its checkpoints: smtrain local {self._spec_file or 'SPEC'} --run-dir "
                           f"{run.run_dir}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
-            console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False)
+            console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
+                          soft_wrap=not console.is_terminal)
         # One path per line, never wrapped, so each can be copied.
         for label, path in (("logs", run.run_dir / "logs"), ("model", run.model_artifact),
                             ("output", run.output_artifact)):

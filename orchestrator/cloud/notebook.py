@@ -59,8 +59,9 @@ class Summary:
         cells = [f'<b style="color:{colour}">{html.escape(status)}</b>{secondary}']
         estimate = self.progress.estimate if self.progress else None
         if estimate is not None:
-            cells.append(f'<progress value="{estimate.step}" max="{estimate.total}" style="width:12em"></progress> '
-                         f"{html.escape(self.progress_text() or '')}")
+            bar = (f'<progress value="{estimate.step}" max="{estimate.total}" style="width:12em"></progress> '
+                   if estimate.total else "")
+            cells.append(f"{bar}{html.escape(self.progress_text() or '')}")
         rows = [*self.rows]
         metrics = self.metric_text()
         if metrics:

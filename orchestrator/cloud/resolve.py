@@ -24,7 +24,7 @@ from orchestrator.planning.provenance import (
     Source,
 )
 from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefaults, load_sdk_defaults
-from orchestrator.planning.target import FALLBACK_REGION, Target, bucket_of
+from orchestrator.planning.target import FALLBACK_REGION, Missing, Target, bucket_of
 from orchestrator.planning.training_defaults import apply_training_defaults, source_of
 from orchestrator.spec.capabilities import check
 from orchestrator.spec.loader import LoadedSpec
@@ -85,7 +85,8 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     stack, then the SDK's own default bucket `sagemaker-<region>-<account>` (created on submit if missing).
 
     Raises:
-        EnvironmentProblem: no role or output path can be found; the message lists every place to set one.
+        EnvironmentProblem: an output path that is not an s3:// URI. A missing role or output path is no error
+            here (plan sends nothing): Target.missing says what submit will need.
     """
     defaults = defaults or SdkDefaults()
     region, fallback = resolve_region(spec, boto)
@@ -99,7 +100,9 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     bucket_to_create = None
     if output_path and "output_path" in sources and sources["output_path"].kind == SDK_DEFAULTS:
         bucket_to_create = bucket_of(output_path)
-    if not role or not output_path:
+    credentials = _have_credentials(boto, region)
+    missing: list[Missing] = []
+    if (not role or not output_path) and credentials:
         stack = _stack_outputs_or_none(boto, region)
         if stack is not None:
             stack_source = Source(INFRA_STACK, stack.stack_name)
@@ -107,17 +110,28 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
             if not output_path:
                 output_path = _first(sources, "output_path", (stack.output_path, stack_source))
                 code_location = code_location or _first(sources, "code_location", (stack.code_prefix, stack_source))
-        role = role or _first(sources, "role", (_studio_role(boto, region), Source(STUDIO, str(STUDIO_METADATA))))
     if not role:
-        raise EnvironmentProblem(
-            "no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, the SageMaker SDK "
-            "defaults set no SageMaker.TrainingJob.RoleArn, no smtrain infra stack was found, and this is not "
-            "SageMaker Studio",
-            fix="set `role: arn:aws:iam::<account>:role/<name>` in the spec, export SMTRAIN_ROLE, "
-            "or create one with `smtrain infra deploy`",
-        )
+        studio = _studio_role(boto, region, credentials)
+        role = _first(sources, "role", (studio, Source(STUDIO, str(STUDIO_METADATA))))
+    if not role:
+        stack = ("no smtrain infra stack was found, and this is not SageMaker Studio" if credentials else
+                 "and with no AWS credentials the infra stack and Studio could not be asked")
+        missing.append(Missing(
+            "role", f"no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, the SageMaker "
+                    f"SDK defaults set no SageMaker.TrainingJob.RoleArn, {stack}",
+            "set `role: arn:aws:iam::<account>:role/<name>` in the spec, export SMTRAIN_ROLE, or create one with "
+            "`smtrain infra deploy`"))
+        role = ROLE_PLACEHOLDER
     if not output_path:
-        output_path = _first(sources, "output_path", _default_bucket(boto, region, defaults))
+        bucket = _default_bucket(boto, region, defaults) if credentials else None
+        output_path = _first(sources, "output_path", bucket)
+        if not output_path:
+            missing.append(Missing(
+                "output_path", "no output path: nothing names one, and the SageMaker SDK's default bucket "
+                               "sagemaker-<region>-<account> cannot be named without AWS credentials",
+                "set `output_path: s3://<bucket>/<prefix>/` in the spec or $SMTRAIN_OUTPUT_PATH, or configure "
+                "AWS credentials"))
+            output_path = sdk_output_path(f"sagemaker-{region}-<account>", _prefix(defaults))
         bucket_to_create = bucket_of(output_path)
     if not output_path.startswith("s3://"):
         raise EnvironmentProblem(f"output_path {output_path!r} is not an s3:// URI",
@@ -126,7 +140,19 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
         code_location = _first(sources, "code_location",
                                (_code_next_to(output_path, sources.get("output_path"), defaults), Source(DEFAULT)))
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
-                  region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create)
+                  region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create,
+                  missing=tuple(missing))
+
+
+ROLE_PLACEHOLDER = "<execution role: submit needs one>"
+"""The RoleArn a plan shows when nothing names a role (Target.missing says what to set)."""
+
+
+def _have_credentials(boto: Any | None, region: str) -> bool:
+    """Whether boto3's chain finds credentials (read locally: no call is made)."""
+    from orchestrator.cloud.sdk import boto_session
+
+    return (boto or boto_session(region)).get_credentials() is not None
 
 
 def _first(sources: dict[str, Source], name: str, *candidates: tuple[str | None, Source] | None) -> str | None:
@@ -203,10 +229,10 @@ def _stack_outputs_or_none(boto: Any | None, region: str) -> Any | None:
         return None
 
 
-def _studio_role(boto: Any | None, region: str) -> str | None:
+def _studio_role(boto: Any | None, region: str, credentials: bool) -> str | None:
     """The execution role of the Studio user or notebook instance this runs in, found as SDK v2's
     `get_execution_role` finds it (Session.get_caller_identity_arn), with boto3 alone: SageMaker's own images
-    ship SDK v3, which has no v2 Session."""
+    ship SDK v3, which has no v2 Session. Without credentials, only what the metadata file itself says."""
     if not STUDIO_METADATA.exists():
         return None
     import json
@@ -215,8 +241,8 @@ def _studio_role(boto: Any | None, region: str) -> str | None:
     from orchestrator.cloud.sdk import boto_session, client
 
     metadata = json.loads(STUDIO_METADATA.read_text())
-    if metadata.get("ExecutionRoleArn"):
-        return metadata["ExecutionRoleArn"]
+    if metadata.get("ExecutionRoleArn") or not credentials:
+        return metadata.get("ExecutionRoleArn")
     with aws_errors("looking up the execution role of this SageMaker Studio or notebook instance"):
         sagemaker = client(boto or boto_session(region), "sagemaker")
         domain = metadata.get("DomainId")

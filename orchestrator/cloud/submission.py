@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.cloud.aws_errors import (
+    NO_CREDENTIALS_FIX,
     aws_errors,
     is_missing_in_s3,
     is_name_taken,
@@ -28,7 +29,7 @@ from orchestrator.cloud.aws_errors import (
 from orchestrator.cloud.jobs import Job, console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
-from orchestrator.planning.target import S3Uri
+from orchestrator.planning.target import S3Uri, Target
 from orchestrator.redact import mask_text, secret_values
 
 logger = logging.getLogger(__name__)
@@ -100,12 +101,7 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
 
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
-    if job_plan.target.region_is_fallback:
-        # A plan may assume a region to show a request; a billable job goes only where someone said.
-        raise EnvironmentProblem(
-            f"no AWS region configured: the plan assumed {region}",
-            fix="set `region:` in the spec, or AWS_REGION / a profile region",
-        )
+    refuse_unready(job_plan.target, boto)
     if boto is not None and boto.region_name != region:
         raise SmtrainError(
             f"the boto3 session is for {boto.region_name} but the plan targets {region}",
@@ -146,6 +142,26 @@ def _with_role_arn(job_plan: Plan, boto: Any) -> Plan:
     return dataclasses.replace(job_plan, create_training_job_request=request,
                                target=dataclasses.replace(job_plan.target, role=arn),
                                estimator_kwargs={**job_plan.estimator_kwargs, "role": arn})
+
+
+def refuse_unready(target: Target, boto: Any | None) -> None:
+    """EnvironmentProblem (exit 2, nothing sent) naming, all at once, what a submit lacks: a region (a plan may
+    assume one to show a request; a billable job goes only where someone said), credentials, and what planning
+    could not find (a role, an output path)."""
+    from orchestrator.cloud.sdk import boto_session
+
+    problems = [(f"no AWS region configured: the plan assumed {target.region}",
+                 "set `region:` in the spec, or AWS_REGION / a profile region")] if target.region_is_fallback else []
+    if (boto or boto_session(target.region)).get_credentials() is None:
+        problems.append(("no AWS credentials found", NO_CREDENTIALS_FIX))
+    problems += [(item.message, item.fix) for item in target.missing]
+    if len(problems) == 1:
+        raise EnvironmentProblem(*problems[0])
+    if problems:
+        raise EnvironmentProblem(f"not submitted, {len(problems)} things are missing: "
+                                 + "; ".join(f"({number}) {message}" for number, (message, _) in
+                                             enumerate(problems, 1)),
+                                 fix="; ".join(f"({number}) {fix}" for number, (_, fix) in enumerate(problems, 1)))
 
 
 def refuse_blocking_findings(job_plan: Plan) -> None:

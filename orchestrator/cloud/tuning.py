@@ -23,8 +23,9 @@ from orchestrator.cloud.submission import (
     CREATE_ATTEMPTS,
     ensure_source_uploaded,
     refuse_blocking_findings,
+    refuse_unready,
 )
-from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
+from orchestrator.errors import AwsError, SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import Trial
 from orchestrator.planning.tuning import TuningPlan
@@ -303,16 +304,15 @@ def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> T
     """Uploads the plan's source (once) and creates exactly its tuning job, exactly once.
 
     Raises:
-        CapabilityError: the job plan has blocking findings; EnvironmentProblem: no region; AwsError: a call failed.
+        CapabilityError: the job plan has blocking findings; EnvironmentProblem: no region, credentials or role
+            (all named at once); AwsError: a call failed.
     """
     from orchestrator.cloud.sdk import boto_session
 
     job_plan = tuning_plan.job
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
-    if job_plan.target.region_is_fallback:
-        raise EnvironmentProblem(f"no AWS region configured: the plan assumed {region}",
-                                 fix="set `region:` in the job spec, or AWS_REGION / a profile region")
+    refuse_unready(job_plan.target, boto)
     if boto is not None and boto.region_name != region:
         raise SmtrainError(f"the boto3 session is for {boto.region_name} but the plan targets {region}",
                            fix=f"pass a session for {region}, or plan with this session")

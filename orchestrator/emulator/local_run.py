@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import opt_ml
@@ -41,6 +43,13 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
+from orchestrator.observing.metric_series import (
+    METRICS_FILE,
+    STEP_FORMATS,
+    MetricRecorder,
+    loss_metrics,
+    step_mark,
+)
 from orchestrator.observing.root_cause import (
     MPI,
     PROCESS,
@@ -51,7 +60,6 @@ from orchestrator.observing.root_cause import (
     max_runtime_cause,
     read_cause,
 )
-from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
@@ -71,7 +79,7 @@ class Observer(Protocol):
 
     def line(self, host: str, text: str) -> None: ...
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None: ...
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None: ...
 
     def attempt(self, number: int, reason: str) -> None: ...
 
@@ -88,7 +96,7 @@ class _Quiet:
     def line(self, host: str, text: str) -> None:
         pass
 
-    def progress(self, step: int, total: int, metrics: dict[str, float]) -> None:
+    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
         pass
 
     def attempt(self, number: int, reason: str) -> None:
@@ -222,6 +230,8 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             observer.notice(torchrun)
         if options.link_inputs:
             observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
+        if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
+            observer.notice(memory)
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(reporter, options, observer, hook, started)
@@ -236,6 +246,24 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",
                                       _Effort(1, time.monotonic() - started)))
         raise
+
+
+RANK_MEMORY_GB = 1.4
+"""What one rank is expected to hold here, for the warning before a run: an MLP rank of smtrain's own entrypoints
+reached 1.39 GB in its first backward pass (the kernel's report when one was killed, 2026-11-24; the SMDDP
+example's 16 ranks reach about 22 GB). A script of one's own may need more or less: the figure is said with it."""
+
+
+def memory_notice(ranks: int, available_bytes: int) -> str | None:
+    """The warning when `ranks` processes at RANK_MEMORY_GB each would need more than the memory available now."""
+    expected = ranks * RANK_MEMORY_GB
+    available = available_bytes / 1e9
+    if expected <= available:
+        return None
+    return (f"memory: {ranks} ranks x about {RANK_MEMORY_GB:g} GB each (what a rank of smtrain's own entrypoints "
+            f"reaches; yours may differ) = about {expected:.1f} GB, but this machine has {available:.1f} GB "
+            "available now: the kernel's out-of-memory killer may end ranks (OutOfMemory); fewer ranks "
+            "(--processes-per-host, --set instance.count=N) or a smaller model fit")
 
 
 def _described(prepared: PreparedRun) -> dict[str, Any]:
@@ -268,6 +296,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                             "to keep them")
 
     watchdog = StallWatchdog(options.stall_timeout_seconds)
+    defaults = prepared.plan.spec.metrics is None
     hangs: list[HangReport] = []
     steps: list[int] = []
     attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
@@ -281,7 +310,9 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
 
         def on_line(host: str, text: str) -> None:
             watchdog.activity()
-            tracker.feed(host, text)
+            first = tracker.first_match is None
+            if tracker.feed(host, text) and first and defaults:
+                observer.notice(_metrics_recognized(tracker))
             observer.line(host, prepared.user_paths(text))
             mark = step_mark(text)
             if mark:
@@ -321,6 +352,8 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         break
     run_layout.upload_checkpoints(layout)
     run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
+    for unseen in _unseen_notices(tracker, options):
+        observer.notice(unseen)
     smoke = None
     if options.smoke_seconds is not None:
         for item in outcome.exits:
@@ -330,6 +363,28 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
                    hangs[-1] if hangs else None, smoke)
+
+
+def _metrics_recognized(tracker: MetricRecorder) -> str:
+    """Said once, when the default definitions first match: which metrics, from which line."""
+    assert tracker.first_match is not None
+    host, line = tracker.first_match
+    return (f"metrics: the default metric definitions read {', '.join(tracker.latest)} from {host}'s line "
+            f"{line.strip()[:120]!r}; `metrics:` in the spec sets your own")
+
+
+def _unseen_notices(tracker: MetricRecorder, options: Options) -> list[str]:
+    """What the job's lines never showed: a value any metric definition matched, a step --smoke-steps can read."""
+    found = []
+    if tracker.first_match is None and tracker.definitions:
+        found.append(f"metrics: none of the metric definitions ({', '.join(tracker.definitions)}) matched any line "
+                     "of the job's output, so `smtrain metrics` and SageMaker's charts stay empty; add yours to the "
+                     "spec, group 1 being the number, e.g.\n  metrics:\n    - name: train:loss\n      regex: "
+                     "'my_loss=([-+0-9.eE]+)'")
+    if options.smoke_steps is not None and not tracker.steps_seen:
+        found.append(f"--smoke-steps {options.smoke_steps}: no line of the job showed a step; smtrain reads "
+                     f"{', '.join(STEP_FORMATS)}: print one of them (rank 0 is enough)")
+    return found
 
 
 def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int]) -> Callable[[], bool] | None:

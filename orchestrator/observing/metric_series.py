@@ -6,7 +6,8 @@ emulator applies the same definitions here, line by line, so that `smtrain metri
 `smtrain metrics JOB` show the same values for the same lines. The progress line of the shared entrypoints,
 `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`, also gives the step, the total and the
 epoch, from which `estimate_progress` derives a rate and an ETA (for the live bar of `smtrain local` and for
-`smtrain status`).
+`smtrain status`). Scripts people write print their step otherwise, and `step_mark` reads those too (see
+STEP_FORMATS), so that `--smoke-steps`, the live bar and `status` work for them as well.
 """
 
 from __future__ import annotations
@@ -26,8 +27,16 @@ from orchestrator.spec.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
 """Where `smtrain local` keeps a run's series: one point per line, in the run directory."""
-_STEP = re.compile(r"\bstep=(\d+)/(\d+)")
+_STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
+_STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
+_LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+_TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _EPOCH = re.compile(r"\bepoch=(\d+)\b")
+STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
+                "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
+                "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)")
+"""The ways of printing a step `step_mark` reads, as the notices name them. A labelled bar (`Map: 100%|...`,
+a download) is no training step and is not read, nor is `step 3` without `=` or `:` (`step 1 of 3: loading`)."""
 _LOSS_WORD = "loss"
 
 
@@ -63,19 +72,37 @@ def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, flo
 
 @dataclass(frozen=True)
 class StepMark:
-    """Where a progress line says the job is: step of total (global optimizer steps), and the epoch."""
+    """Where a progress line says the job is: step of total (global optimizer steps; None where the line does
+    not say), and the epoch."""
 
     step: int
-    total: int
+    total: int | None
     epoch: int | None
 
 
 def step_mark(line: str) -> StepMark | None:
-    match = _STEP.search(line)
-    if not match:
-        return None
-    epoch = _EPOCH.search(line)
-    return StepMark(int(match.group(1)), int(match.group(2)), int(epoch.group(1)) if epoch else None)
+    """The step a line shows, in any of STEP_FORMATS. A progress bar rewrites itself with carriage returns
+    inside one log line: its last state counts."""
+    for segment in reversed(line.split("\r")):
+        mark = _segment_mark(segment)
+        if mark is not None:
+            return mark
+    return None
+
+
+def _segment_mark(text: str) -> StepMark | None:
+    epoch_match = _EPOCH.search(text)
+    epoch = int(epoch_match.group(1)) if epoch_match else None
+    if match := _STEP_OF_TOTAL.search(text):
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+    if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
+        done_epochs, batch, batches = (int(group) for group in match.groups())
+        return StepMark(done_epochs * batches + batch, None, done_epochs)
+    if match := _TQDM_BAR.search(text):
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+    if match := _STEP_ALONE.search(text):
+        return StepMark(int(match.group(1)), None, epoch)
+    return None
 
 
 @dataclass(frozen=True)
@@ -132,15 +159,22 @@ class MetricRecorder:
 
     def __init__(self, definitions: Iterable[Mapping[str, str]], path: Path) -> None:
         self._definitions = compile_definitions(definitions)
+        self.definitions = [definition.name for definition in self._definitions]
         self.path = path
         self.latest: dict[str, float] = {}
+        self.first_match: tuple[str, str] | None = None
+        """The host and line the definitions first matched: what a notice shows as the format recognized."""
+        self.steps_seen = False
         self._step: int | None = None
         path.write_text("")
 
     def feed(self, host: str, line: str, time: datetime | None = None) -> list[MetricPoint]:
         mark = step_mark(line)
         self._step = mark.step if mark else self._step
+        self.steps_seen = self.steps_seen or mark is not None
         points = points_from_line(self._definitions, line, time or datetime.now(timezone.utc), host, self._step)
+        if points and self.first_match is None:
+            self.first_match = (host, line)
         if points:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)
@@ -238,25 +272,31 @@ class ProgressEstimate:
     """When the latest progress line was written."""
 
     @property
-    def fraction(self) -> float:
-        return min(1.0, self.step / self.total) if self.total else 0.0
+    def fraction(self) -> float | None:
+        """None where the lines give no total."""
+        return min(1.0, self.step / self.total) if self.total else (None if self.total is None else 0.0)
 
     @property
     def remaining_seconds(self) -> float | None:
         """Seconds from the latest progress line to the last step, at the measured rate."""
-        if not self.steps_per_second:
+        if not self.steps_per_second or self.total is None:
             return None
         return max(0, self.total - self.step) / self.steps_per_second
 
+    def position(self) -> str:
+        """`step 40/96 (42%)`, or `step 40` where the lines give no total."""
+        fraction = self.fraction
+        return f"step {self.step}" if fraction is None else f"step {self.step}/{self.total} ({100 * fraction:.0f}%)"
+
     def describe(self, as_of: str | None = None) -> str:
         """`step 40/96 (42%), epoch 1/3, 2.5 steps/s, about 22 s to go` (`as_of`: after which time that is)."""
-        text = f"step {self.step}/{self.total} ({100 * self.fraction:.0f}%)"
+        text = self.position()
         if self.epoch is not None:
             text += f", epoch {self.epoch}" + (f"/{self.epochs}" if self.epochs else "")
         if self.steps_per_second:
             text += f", {self.steps_per_second:.3g} steps/s"
         remaining = self.remaining_seconds
-        if remaining is not None and self.step < self.total:
+        if remaining is not None and self.total is not None and self.step < self.total:
             text += f", about {format_duration(remaining)} to go" + (f" after {as_of}" if as_of else "")
         return text
 
@@ -276,7 +316,7 @@ class ProgressEstimate:
             "total_steps": self.total,
             "epoch": self.epoch,
             "epochs": self.epochs,
-            "percent": round(100 * self.fraction, 1),
+            "percent": None if self.fraction is None else round(100 * self.fraction, 1),
             "steps_per_second": self.steps_per_second,
             "eta_seconds": self.eta_seconds(now),
             "estimated_finish": finish.isoformat() if finish else None,

@@ -171,6 +171,9 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
         findings = [*findings, Finding(rule="region-fallback", severity="notice", field="region",
                                        message=f"no AWS region configured; planned for {target.region}",
                                        fix="set region: in the spec or AWS_REGION", source="boto3 region chain")]
+    findings = [*findings, *(Finding(rule="needed-by-submit", severity="notice", field=item.field,
+                                     message=f"submit needs it: {item.message}", fix=item.fix, source="smtrain")
+                             for item in target.missing)]
     _require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance_type)
     source = package(job_spec.source_dir, max_source_bytes, withhold=_spec_file_with_secrets(spec))

@@ -17,6 +17,15 @@ FALLBACK_REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
+class Missing:
+    """One thing `submit` needs that planning could not find: which field, why, and how to give it."""
+
+    field: str
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
 class Target:
     region: str
     role: str
@@ -31,6 +40,9 @@ class Target:
     bucket_to_create: str | None = None
     """The SDK's default bucket (`sagemaker-<region>-<account>`), when nothing named an output path: submit
     creates it if it does not exist yet, after saying so."""
+    missing: tuple[Missing, ...] = ()
+    """What submit will need and nothing here names (a role; credentials to name the default bucket): the plan
+    shows a placeholder for each and says so; submit refuses, naming them all at once."""
 
     @property
     def bucket(self) -> str:

@@ -61,6 +61,12 @@ def on_demand_cost(price_per_instance_hour: float | None, instance_count: int, s
     return price_per_instance_hour * instance_count * seconds / 3600
 
 
+def hourly_price(price_per_hour: float) -> str:
+    """An hourly price as every command prints it: the catalog's own digits (at most 4 decimals), `0.408`,
+    `32.7726`, `98.32`; totals are printed to the cent (`,.2f`)."""
+    return f"{price_per_hour:,.4f}".rstrip("0").rstrip(".")
+
+
 def family_of(instance_type: str) -> str:
     """`ml.p4d.24xlarge` -> `p4d`."""
     parts = instance_type.split(".")

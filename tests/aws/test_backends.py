@@ -121,8 +121,9 @@ def test_smtrain_list_shows_local_runs_beside_sagemaker_jobs(tiny_plan, aws, tmp
     assert both.exit_code == 0, both.output
     header, *rows = both.stdout.splitlines()
     assert header.split() == ["NAME", "STATUS", "CREATED", "WHERE"]
-    assert rows[0].startswith("cloud-a ") and rows[0].endswith("  sagemaker")
-    assert rows[1].startswith(f"{local.name}  Completed ") and rows[1].endswith(f"  local {local.id}")
+    [cloud] = [row for row in rows if row.startswith("cloud-a ")]
+    [here] = [row for row in rows if row.startswith(f"{local.name}  Completed ")]
+    assert len(rows) == 2 and cloud.endswith("  sagemaker") and here.endswith(f"  local {local.id}")
     assert [(row["job_name"], row["backend"]) for row in json.loads(only_local.stdout)] == [(local.name, "local")]
     assert only_cloud.stdout.splitlines()[1].split()[:2] == ["cloud-a", "Completed"]
     assert len(only_cloud.stdout.splitlines()) == 2 and "WHERE" not in only_cloud.stdout

@@ -90,6 +90,33 @@ def test_submit_refuses_blocking_findings_unless_allowed(write_spec, bucket):
     )
 
 
+def _without_role(spec):
+    spec.write_text(spec.read_text().replace("role: arn:aws:iam::123456789012:role/SageMakerExecution\n", ""))
+    return spec
+
+
+def test_plan_without_a_role_region_or_credentials_plans_and_marks_what_submit_needs(write_spec):
+    spec = _without_role(write_spec())
+
+    planned = smtrain("plan", str(spec))
+    document = json.loads(smtrain("plan", str(spec), "-o", "json").stdout)
+
+    assert planned.exit_code == 0, planned.output
+    assert "  role    <execution role: submit needs one>\n" in planned.stdout
+    assert "notice: role: submit needs it: no SageMaker execution role" in planned.stdout
+    assert "with no AWS credentials the infra stack and Studio could not be asked" in planned.stdout
+    assert "no smtrain infra stack was found" not in planned.stdout
+    assert {(finding["rule"], finding["field"]) for finding in document["warnings"]} >= {
+        ("needed-by-submit", "role"), ("region-fallback", "region")}
+
+
+def test_submit_names_the_missing_region_credentials_and_role_in_one_try(write_spec):
+    result = smtrain("submit", str(_without_role(write_spec())))
+
+    assert_user_error(result, 2, "not submitted, 3 things are missing: (1) no AWS region configured")
+    assert "(2) no AWS credentials found; (3) no SageMaker execution role" in result.stderr
+
+
 def test_submit_without_a_role_is_a_clean_error(write_spec, aws):
     spec = write_spec()
     text = spec.read_text().replace("role: arn:aws:iam::123456789012:role/SageMakerExecution\n", "")
@@ -112,7 +139,7 @@ def test_submit_without_a_region_sends_nothing(write_spec):
 
 def test_without_credentials_commands_say_so():
     assert_user_error(smtrain("status", "tiny-a"), 2, "no AWS region configured")
-    assert_user_error(smtrain("list", "--region", "us-east-1"), 2, "no AWS credentials found")
+    assert_user_error(smtrain("list", "--cloud", "--region", "us-east-1"), 2, "no AWS credentials found")
 
 
 def test_list_status_and_logs_print_json_for_scripts(tiny_plan, aws):

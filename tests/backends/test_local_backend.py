@@ -167,7 +167,7 @@ def test_a_spot_interruption_and_max_run_seconds_read_as_sagemaker_reports_them(
     assert stopped.failure_reason.startswith("MaxRuntimeExceeded")
 
 
-def test_smtrain_list_without_aws_still_shows_the_local_runs_then_the_error(tmp_path, monkeypatch):
+def test_smtrain_list_without_aws_shows_the_local_runs_and_says_why_sagemakers_are_missing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     job = orchestrator.run(_spec(tmp_path), backend="local")
     job.wait(poll_seconds=0.1)
@@ -175,7 +175,7 @@ def test_smtrain_list_without_aws_still_shows_the_local_runs_then_the_error(tmp_
     listed = CliRunner().invoke(main, ["list"])
     local_only = CliRunner().invoke(main, ["list", "--local", "-o", "json"])
 
-    assert listed.exit_code == 2 and "no AWS region configured" in listed.stderr
+    assert listed.exit_code == 0 and "SageMaker's jobs are not listed: no AWS region configured" in listed.stderr
     assert listed.stdout.splitlines()[1].startswith(f"{job.name}  Completed ")
     assert local_only.exit_code == 0
     assert [(row["job_name"], row["backend"], row["status"]) for row in json.loads(local_only.stdout)] == [
@@ -229,3 +229,21 @@ def test_an_unknown_backend_is_a_user_error_naming_the_choices(tmp_path):
     with pytest.raises(SpecError, match="backend 'docker' is not one of local, sagemaker"):
         orchestrator.run(_spec(tmp_path), backend="docker")
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_a_gpu_job_run_from_a_notebook_says_it_runs_on_the_cpu_stand_in(tmp_path, caplog):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('done')\n")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({
+        "name": "gpu-nb", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.3.0",
+        "instance": {"type": "ml.g5.xlarge", "count": 1}, "distribution": {"mode": "none"}, "metrics": []}))
+
+    with caplog.at_level("WARNING", logger="orchestrator"):
+        job = orchestrator.run(str(tmp_path / "spec.yaml"), backend="local",
+                               local_options=Options(run_dir=tmp_path / "run"))
+        assert job.wait(poll_seconds=0.1).status == "Completed"
+
+    [notice] = [text for key, text in job.summary().rows if key == "notice"]
+    assert notice.startswith("This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in")
+    assert "1 x A10G per host" in notice and "This GPU job runs on the CPU" in job._repr_html_()
+    assert [record.message for record in caplog.records if record.levelname == "WARNING"] == [notice]

@@ -106,3 +106,12 @@ def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, ca
     assert "failure reason" not in shown
     assert f"resume from its checkpoints: smtrain local job.yaml --run-dir {deep}" in shown.splitlines()
     assert f"model:   {deep / 'model.tar.gz'}" in shown.splitlines()
+
+
+def test_a_note_is_not_wrapped_inside_a_command_where_no_terminal_reads_it(capsys):
+    command = ("pip install torch==2.3.0 --index-url https://download.pytorch.org/whl/cpu and a long tail of words "
+               "that together run far past the 160 columns a CI log gets, as the torch version notice does")
+    with LocalConsole() as console:
+        console.notice(f"torch is 2.13.0 here and 2.3.0 in the image: to match it: {command}")
+
+    assert f"to match it: {command}\n" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
+from orchestrator.spec.catalog import hourly_price, lookup
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
@@ -60,8 +61,20 @@ def test_help_and_validate_never_import_heavy_libraries():
 
 
 def test_user_errors_have_no_traceback():
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "plan", str(EXAMPLE), "--set", "role=null"],
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(EXAMPLE), "--set", "role=null"],
                           capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "no SageMaker execution role" in done.stderr and "To fix:" in done.stderr
+
+
+def test_an_hourly_price_reads_the_same_in_instances_plan_and_status():
+    # ml.g6.xlarge costs USD 1.1267/h: `instances` printed 1.127 (4 digits), `plan` 1.1267, `status` the float.
+    listed = CliRunner().invoke(main, ["instances", "--family", "g6"], env={"COLUMNS": "200"}).output
+    planned = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--set", "instance.type=ml.g6.xlarge",
+                                        "--set", "instance.count=1", "--set", "distribution.mode=none"]).output
+
+    [row] = [line for line in listed.splitlines() if line.split()[:1] == ["ml.g6.xlarge"]]
+    assert row.split()[-1] == "1.1267"
+    assert "= 1.1267/h x 1 x " in planned
+    assert hourly_price(lookup("ml.g6.xlarge").price_per_hour) == "1.1267" and hourly_price(98.32) == "98.32"

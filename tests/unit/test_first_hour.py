@@ -118,7 +118,7 @@ def test_a_missing_entry_point_suggests_the_closest_script(write_spec):
 def test_help_lists_the_exit_codes():
     result = _invoke("--help")
     assert result.exit_code == 0
-    for line in ("0    ok", "2    bad input", "3    the job was stopped", "4    a local run hung", "130  interrupted"):
+    for line in ("0    ok", "2    bad input", "3    the job was stopped", "4    a local run or SageMaker job hung", "130  interrupted"):
         assert line in result.output
 
 

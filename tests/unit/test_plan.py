@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.errors import CapabilityError, EnvironmentProblem
+from orchestrator.errors import CapabilityError
 from orchestrator.spec.loader import load
 from orchestrator.api import plan
 
@@ -102,9 +102,12 @@ def test_plan_refuses_local_inputs(tmp_path):
         plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", [f"inputs.train={tmp_path / 'data'}"]))
 
 
-def test_plan_without_a_role_says_where_to_set_one():
-    with pytest.raises(EnvironmentProblem, match="SMTRAIN_ROLE"):
-        plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", ["role=null"]))
+def test_plan_without_a_role_plans_and_says_where_to_set_one():
+    job = plan(load(REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml", ["role=null"]))
+
+    [needed] = [finding for finding in job.findings if finding.rule == "needed-by-submit"]
+    assert needed.field == "role" and needed.severity == "notice" and "SMTRAIN_ROLE" in needed.fix
+    assert job.create_training_job_request["RoleArn"] == "<execution role: submit needs one>"
 
 
 def test_plan_role_from_environment(monkeypatch):

@@ -74,7 +74,7 @@ CASES = [
     ("unknown-range-type", _swap("type: integer", "type: int"), JOB, "search.yaml:6", "parameters.batch-size",
      "continuous, integer or categorical"),
     ("objective-not-a-metric", _swap('"train:loss"', '"validation:accuracy"'), JOB, "search.yaml:2",
-     "objective.metric", "not among the job's metric definitions (train:loss, train:samples_per_sec, train:epoch)"),
+     "objective.metric", "not among the job's metric definitions (train:loss, eval:loss, train:learning_rate, train:samples_per_sec, train:epoch)"),
     ("tuned-and-static", TUNING, _swap("seed: 1}", "seed: 1, lr: 0.05}", JOB), "job.yaml:7", "hyperparameters.lr",
      "remove lr from the hyperparameters of job.yaml"),
     ("grid-with-continuous", _swap("strategy: Bayesian", "strategy: Grid", _swap("max_jobs: 10\n", "")), JOB,

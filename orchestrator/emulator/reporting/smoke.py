@@ -29,6 +29,7 @@ from orchestrator.emulator.launching.launch import HostProcess
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.preparing.layout import RunLayout, checkpoint_dirs
 from orchestrator.emulator.supervising.supervisor import Outcome
+from orchestrator.observing.metric_series import STEP_FORMATS
 
 _RANK, _OMPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
 
@@ -66,9 +67,10 @@ class SmokeReport:
                            "during StopTrainingJob's grace period, and not by smtrain: OutOfMemory (this machine's "
                            "memory also holds what the instance keeps in GPU memory); no checkpoint was saved")
         if self.steps_wanted is not None and (self.steps_reached or 0) < self.steps_wanted:
-            reached = "no step" if self.steps_reached is None else f"step {self.steps_reached}"
+            reached = ("no line showed a step; smtrain reads " + ", ".join(STEP_FORMATS) if self.steps_reached is None
+                       else f"step {self.steps_reached} reached")
             reasons.append(f"smoke: step {self.steps_wanted} (--smoke-steps) not reached within "
-                           f"{self.deadline_seconds:g} s ({reached} reached)")
+                           f"{self.deadline_seconds:g} s ({reached})")
         return "\n".join(reasons) or None
 
 

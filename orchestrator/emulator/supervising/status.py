@@ -26,6 +26,8 @@ from typing import Any
 
 import psutil
 
+from orchestrator.errors import DamagedRun
+
 STATUS_FILE = "status.json"
 STOP_FILE = "stop-requested"
 TERMINAL = ("Completed", "Failed", "Stopped")
@@ -114,24 +116,59 @@ def terminal_status(local_status: str, failure_reason: str | None) -> tuple[str,
     return local_status, local_status
 
 
+_MAX_STATUS_BYTES = 4 * 1024 * 1024
+_DAMAGED_FIX = ("its logs/ and result.json may still say how it went; start the run again to rewrite it, or delete "
+                "the run directory")
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    """status.json as StatusReport writes it, times as datetimes. Raises ValueError (or TypeError, ...) where it
+    is not: not JSON, not an object, no status or name, a time that is not one."""
+    described = json.loads(text)
+    if not isinstance(described, dict):
+        raise ValueError(f"a JSON {type(described).__name__}, not an object")
+    for key in ("TrainingJobName", "TrainingJobStatus"):
+        if not isinstance(described.get(key), str):
+            raise ValueError(f"no {key}")
+    for key in _DESCRIBED_TIMES:
+        if described.get(key):
+            described[key] = datetime.fromisoformat(described[key])
+    transitions = described.get("SecondaryStatusTransitions", [])
+    if not isinstance(transitions, list):
+        raise ValueError("SecondaryStatusTransitions is not a list")
+    for item in transitions:
+        for key in ("StartTime", "EndTime"):
+            if item.get(key):
+                item[key] = datetime.fromisoformat(item[key])
+    if not isinstance(described.get("LocalRun", {}), dict):
+        raise ValueError("LocalRun is not an object")
+    return described
+
+
 def read_status(run_dir: Path) -> dict[str, Any] | None:
     """The run's DescribeTrainingJob document (times as datetimes); None before the run has written one.
 
     A run whose process has gone while it still said InProgress or Stopping (killed, the machine restarted)
     reads as Failed, saying so, rather than running forever.
+
+    Raises:
+        DamagedRun: the file is there but is no status smtrain wrote (not JSON, not an object, fields missing).
     """
     path = run_dir / STATUS_FILE
     try:
-        described = json.loads(path.read_text())
+        if path.stat().st_size > _MAX_STATUS_BYTES:
+            raise DamagedRun(f"{path} is damaged: {path.stat().st_size} bytes, where smtrain writes a few KiB",
+                             fix=_DAMAGED_FIX)
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
-    for key in _DESCRIBED_TIMES:
-        if described.get(key):
-            described[key] = datetime.fromisoformat(described[key])
-    for item in described.get("SecondaryStatusTransitions", []):
-        for key in ("StartTime", "EndTime"):
-            if item.get(key):
-                item[key] = datetime.fromisoformat(item[key])
+    except (OSError, UnicodeDecodeError) as error:
+        raise DamagedRun(f"{path} cannot be read: {getattr(error, 'strerror', None) or error}",
+                         fix=_DAMAGED_FIX) from None
+    try:
+        described = _parsed(text)
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
+        raise DamagedRun(f"{path} is damaged ({error}): the run's status cannot be read", fix=_DAMAGED_FIX) from None
     if described["TrainingJobStatus"] not in TERMINAL and not _alive(described.get("LocalRun", {})):
         pid = described.get("LocalRun", {}).get("pid")
         described.update(TrainingJobStatus="Failed", SecondaryStatus="Failed",

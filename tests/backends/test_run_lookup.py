@@ -1,0 +1,148 @@
+"""Local runs answer offline and survive what is found in a run directory: `list`, `status`, `logs` and `stop`
+look for a local run before SageMaker and name the near ones of a mistyped name; a malformed name is one clear
+error; a damaged status.json is reported as damaged, for that run alone; a log is read from its tail."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.backends.local import LocalBackend
+from orchestrator.cli.main import main
+from orchestrator.contract import RUN_MARKER_FILE
+
+
+def smtrain(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def _run(root: Path, name: str, status: object | str = "Completed", created: str = "2026-11-26T10:00:00+00:00") -> Path:
+    """A finished run directory as `smtrain local` leaves it (status.json: a document, or text as given)."""
+    run_dir = root / "runs" / name
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    if isinstance(status, str) and status in ("Completed", "Failed"):
+        status = {"TrainingJobName": name, "TrainingJobStatus": status, "SecondaryStatus": status,
+                  "CreationTime": created, "SecondaryStatusTransitions": [],
+                  "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}
+    (run_dir / "status.json").write_text(status if isinstance(status, str) else json.dumps(status))
+    (run_dir / "logs" / "algo-1.log").write_text("epoch=1 step=2/2 train_loss=0.5\n")
+    return run_dir
+
+
+def _assert_one_clear_error(result, exit_codes=(1, 2)) -> None:
+    assert result.exit_code in exit_codes, result.output
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+    assert result.stderr.startswith("Error: ")
+
+
+def test_list_with_no_region_and_no_credentials_prints_one_json_document_of_the_local_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "older", created="2026-11-25T10:00:00+00:00")
+    _run(tmp_path, "newer", created="2026-11-26T10:00:00+00:00")
+
+    listed = smtrain("list", "-o", "json")
+    limited = smtrain("list", "--max", "1", "-o", "json")
+    cloud = smtrain("list", "--cloud")
+
+    assert listed.exit_code == 0, listed.output
+    assert [(row["job_name"], row["backend"]) for row in json.loads(listed.stdout)] == [
+        ("newer", "local"), ("older", "local")]
+    assert "SageMaker's jobs are not listed: no AWS region configured" in listed.stderr
+    assert [row["job_name"] for row in json.loads(limited.stdout)] == ["newer"]
+    _assert_one_clear_error(cloud, (2,))
+
+
+@pytest.mark.parametrize("command", ["status", "logs", "stop"])
+def test_a_mistyped_local_run_names_the_near_one_before_any_aws_error(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "mlp-demo-1")
+    _run(tmp_path, "other-thing")
+
+    result = smtrain(command, "mlp-demo-2")
+
+    _assert_one_clear_error(result)
+    assert result.stderr.startswith("Error: mlp-demo-2 is no local run; did you mean runs/mlp-demo-1? Nor could "
+                                    "SageMaker answer for it: no AWS region configured")
+    assert "other-thing" not in result.stderr
+
+
+def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for age, stamp in ((1000, "2026-11-25-10-00-00-000-aaaa"), (0, "2026-11-26-10-00-00-000-bbbb")):
+        marker = _run(tmp_path, f"my-job-{stamp}") / RUN_MARKER_FILE
+        os.utime(marker, (time.time() - age, time.time() - age))  # local_runs: newest marker first
+
+    result = smtrain("status", "my-job")
+
+    _assert_one_clear_error(result)
+    assert ("my-job is no local run; did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb, "
+            "runs/my-job-2026-11-25-10-00-00-000-aaaa?") in result.stderr
+
+
+@pytest.mark.parametrize("command", ["status", "logs", "stop"])
+@pytest.mark.parametrize("name", ["a" * 300, "bad\x00name", "../../etc", "", "runs/" + "b" * 300])
+def test_a_malformed_name_is_one_clear_error(tmp_path, monkeypatch, command, name):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "mlp-demo-1")
+
+    result = smtrain(command, name)
+
+    _assert_one_clear_error(result)
+    assert "is not a training job name SageMaker accepts" in result.stderr
+
+
+DAMAGED = {"not JSON": ("{garbage", "Expecting"), "a list": ("[1, 2]", "a JSON list, not an object"),
+           "an empty object": ("{}", "no TrainingJobName"),
+           "a bad time": (json.dumps({"TrainingJobName": "x", "TrainingJobStatus": "Completed",
+                                      "CreationTime": "yesterday"}), "Invalid isoformat")}
+
+
+@pytest.mark.parametrize("kind", DAMAGED)
+def test_a_damaged_status_is_reported_as_damaged_alone(tmp_path, monkeypatch, kind):
+    monkeypatch.chdir(tmp_path)
+    text, why = DAMAGED[kind]
+    _run(tmp_path, "broken", status=text)
+    _run(tmp_path, "fine")
+
+    status = smtrain("status", "broken")
+    stop = smtrain("stop", "broken")
+    listed = smtrain("list", "--local", "-o", "json")
+    fine = smtrain("status", "fine", "-o", "json")
+
+    for result in (status, stop):
+        _assert_one_clear_error(result, (1,))
+        assert "runs/broken/status.json is damaged" in result.stderr and why in result.stderr
+    assert listed.exit_code == 0, listed.output
+    rows = {row["job_name"]: row for row in json.loads(listed.stdout)}
+    assert rows["fine"]["status"] == "Completed"
+    assert rows["broken"]["status"] == "Damaged" and why in rows["broken"]["damaged"]
+    assert fine.exit_code == 0 and json.loads(fine.stdout)["status"] == "Completed"
+
+
+def test_status_reads_a_huge_log_from_its_tail(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_dir = _run(tmp_path, "chatty")
+    filler = b"x" * 1023 + b"\n"
+    with (run_dir / "logs" / "algo-1.log").open("wb") as log:
+        log.write(filler * (48 * 1024))  # 48 MiB
+        log.writelines(f"epoch=1 step={step}/500 train_loss=0.25\n".encode() for step in range(1, 501))
+
+    tracemalloc.start()
+    try:
+        lines = list(LocalBackend().logs(str(run_dir), tail=200))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    status = smtrain("status", "chatty", "-o", "json")
+
+    assert [line.message for line in lines] == [f"epoch=1 step={step}/500 train_loss=0.25" for step in range(301, 501)]
+    assert peak < 8 * 1024 * 1024, f"{peak} bytes held to read 200 lines"
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.stdout)["progress"]["step"] == 500
