@@ -86,3 +86,19 @@ def test_faulthandler_lines_of_one_mpi_rank_are_picked_from_the_tagged_log():
                                    '  File "/c/train.py", line 7 in main']
     assert RankStack(RankProcess(5, "algo-1", 0), rank_0, "faulthandler").collective == "barrier"
     assert "wait_for_data" in _stack_of(RankProcess(6, "algo-1", 1), log)
+
+
+PY_SPY_WAITING_FOR_A_CHILD = """Thread 16004 (idle): "MainThread"
+    Popen._try_wait (subprocess.py:2004)
+    Popen.wait (subprocess.py:1264)
+    run (subprocess.py:550)
+    _run_ninja_build (torch/utils/cpp_extension.py:2100)
+    compile_ops (train.py:12)
+    <module> (train.py:40)
+"""
+
+
+def test_the_scripts_own_frame_skips_the_standard_library_that_py_spy_names_by_file_alone():
+    stack = RankStack(RANK_0, PY_SPY_WAITING_FOR_A_CHILD, "py-spy")
+
+    assert stack.where == "compile_ops (train.py:12)"
