@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.standin import local_gpu_count
-from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching import build_cache, opt_ml
 from orchestrator.emulator.launching.launch import HostProcess, free_port, torch1_torchrun_notice
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.local_plan import local_plan
@@ -243,9 +243,8 @@ def _described(prepared: PreparedRun) -> dict[str, Any]:
 
 def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
          started: float) -> LocalRun:
-    """Installs the user's code, runs the attempts (a simulated spot interruption restarts the job), reports."""
-    prepared, tracker = reporter.prepared, reporter.tracker
-    layout = prepared.layout
+    """Installs the user's code, then runs the attempts holding the hosts' build cache (build_cache.py)."""
+    prepared = reporter.prepared
     try:
         prepared.install_user_code()
     except InstallFailed as failure:
@@ -260,6 +259,19 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                             "built for numpy 1 with numpy 2: `Numpy is not available`); pin them in requirements.txt "
                             "to keep them")
 
+    with build_cache.shared(prepared.extensions_dir) as removed:
+        if removed:
+            observer.notice(f"removed {len(removed)} build lock(s) that a stopped JIT compile left in "
+                            f"{prepared.extensions_dir} ({', '.join(lock.parent.name for lock in removed)}): no run "
+                            "builds there now, and the next build starts afresh")
+        return _attempts(reporter, options, observer, supervisor_hook, started)
+
+
+def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
+              started: float) -> LocalRun:
+    """Runs the attempts (a simulated spot interruption restarts the job), then reports."""
+    prepared, tracker = reporter.prepared, reporter.tracker
+    layout = prepared.layout
     watchdog = StallWatchdog(options.stall_timeout_seconds)
     stalls: list[StallCheck] = []
     steps: list[int] = []
