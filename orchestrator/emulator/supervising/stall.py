@@ -33,6 +33,8 @@ from orchestrator.observing.metric_series import format_duration
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 EXIT_HUNG = 4
 STACKS_FILE = "stacks.txt"
+_BUILD_LOCK_WAIT = "file_baton.py"
+"""torch.utils.file_baton: where a rank waits for another process's JIT compile (or a stopped one's lock)."""
 
 
 class StallWatchdog:
@@ -87,6 +89,12 @@ class HangReport:
             label = "not in a collective (the ranks above wait for it)" if self.waiting else "not in a collective"
             parts.append(f"{label}: " + ", ".join(
                 f"{stack.process.name} at {stack.where}" for stack in self.not_waiting))
+        locked = [stack.process.name for stack in self.stacks
+                  if any(frame.file.endswith(_BUILD_LOCK_WAIT) for frame in stack.frames)]
+        if locked:
+            parts.append(f"{', '.join(locked)} wait{'s' if len(locked) == 1 else ''} for torch's JIT build lock, "
+                         "which a compile stopped mid-way leaves: delete the `lock` file in the extension's folder "
+                         "under TORCH_EXTENSIONS_DIR, or leave that variable to smtrain, which removes such locks")
         return "; ".join(parts)
 
     def text(self) -> str:
