@@ -82,6 +82,7 @@ class ActivitySampler:
             except psutil.Error:
                 continue
         self._samples.append(sample)
+        self._work = {identity: self._work[identity] for identity in known.values()}  # what still runs
         baseline = self._baseline(now)
         del self._samples[:self._samples.index(baseline)]
 
