@@ -6,7 +6,8 @@ A host is busy over a window when its work processes together used at least `BUS
 or a new one of them appeared (a compiler's next step). Each process counts its own CPU time and that of the
 children it has waited for (`children_user`/`children_system`), so a compiler step that starts and ends between
 two samples still counts, through its parent. The launchers (the shells, mpirun and Open MPI's daemons,
-torchrun's agent) are left out: they poll their children, which is not the job's progress.
+torchrun's agent) are left out once they have started their children: from then on they only poll them, which is
+not the job's progress; before (torchrun importing torch), their start-up is.
 
 Why a tenth of a core: a rank blocked in a gloo collective, or sleeping, uses about 0.3% of a core (measured on
 a loaded 2-core machine: 0.03-0.04 CPU seconds in 10 s), so even 16 idle ranks on one host stay far below it;
@@ -44,13 +45,16 @@ class _Work:
     host: str
     rank: RankProcess | None
     label: str
-    counted: bool
+    launcher: bool
 
 
 @dataclass
 class _Sample:
     at: float
     cpu: dict[_Identity, float] = field(default_factory=dict)
+    """Every work process's CPU seconds so far, launchers too (a launcher's start-up counts, its polling not)."""
+    counted: set[_Identity] = field(default_factory=set)
+    """The processes whose CPU time is the job's work: all but the launchers that have children."""
 
 
 class ActivitySampler:
@@ -70,15 +74,21 @@ class ActivitySampler:
             return
         sample = _Sample(now)
         known: dict[int, _Identity] = {}
+        parents = {_parent(process) for process in processes}
         for process in sorted(processes, key=_started):  # a parent before its children
             try:
                 identity = (process.pid, process.create_time())
                 if identity not in self._work:
                     self._work[identity] = self._classify(process, known)
                 known[process.pid] = identity
-                if self._work[identity] is not None:
+                work = self._work[identity]
+                if work is not None:
                     times = process.cpu_times()
-                    sample.cpu[identity] = times.user + times.system + times.children_user + times.children_system
+                    # A launcher's reaped children are ranks, counted while they lived.
+                    reaped = 0.0 if work.launcher else times.children_user + times.children_system
+                    sample.cpu[identity] = times.user + times.system + reaped
+                    if not (work.launcher and process.pid in parents):
+                        sample.counted.add(identity)
             except psutil.Error:
                 continue
         self._samples.append(sample)
@@ -103,19 +113,19 @@ class ActivitySampler:
         per_rank: dict[RankProcess, float] = {}
         for identity, used in _used(current, baseline).items():
             work = self._work[identity]
-            if work is not None and work.counted and work.rank is not None:
+            if work is not None and identity in current.counted and work.rank is not None:
                 per_rank[work.rank] = per_rank.get(work.rank, 0.0) + used
         return max(per_rank, key=lambda rank: per_rank[rank]) if per_rank else None
 
     def _host_activity(self, host: str, current: _Sample, baseline: _Sample, span: float) -> HostActivity:
         used = {identity: seconds for identity, seconds in _used(current, baseline).items()
-                if (work := self._work[identity]) is not None and work.host == host and work.counted}
+                if (work := self._work[identity]) is not None and work.host == host and identity in current.counted}
         if span <= 0:
             return HostActivity(host, None, "not sampled long enough yet")
         appeared = [identity for identity in used if identity not in baseline.cpu]
         share = sum(used.values()) / span
         if not used:
-            return HostActivity(host, False, "no training process left")
+            return HostActivity(host, False, "only launchers left, waiting for their children")
         top = max(used, key=lambda identity: used[identity])
         work = self._work[top]
         assert work is not None
@@ -142,13 +152,12 @@ class ActivitySampler:
         if env.get(RUN_ID_VARIABLE) != self._run_id:
             if parent is None:
                 return None
-            return _Work(parent.host, parent.rank, _under(process, parent), not launcher)
+            return _Work(parent.host, parent.rank, _under(process, parent), launcher)
         if parent is not None and parent.rank is not None:  # a rank's child: a compiler, a DataLoader worker
-            return _Work(parent.host, parent.rank, _under(process, parent), not launcher)
-        rank_number = rank_of(env)
-        rank = None if launcher else RankProcess(process.pid, host_of(env), rank_number)
+            return _Work(parent.host, parent.rank, _under(process, parent), launcher)
+        rank = None if launcher else RankProcess(process.pid, host_of(env), rank_of(env))
         label = rank.name if rank is not None else f"{process.name()} (pid {process.pid})"
-        return _Work(host_of(env), rank, label, not launcher)
+        return _Work(host_of(env), rank, label, launcher)
 
 
 def _is_plumbing(process: psutil.Process) -> bool:
@@ -167,6 +176,13 @@ def _under(process: psutil.Process, parent: _Work) -> str:
 def _used(current: _Sample, baseline: _Sample) -> dict[_Identity, float]:
     """CPU seconds each live process used since the baseline (all of them for a process started since)."""
     return {identity: max(seconds - baseline.cpu.get(identity, 0.0), 0.0) for identity, seconds in current.cpu.items()}
+
+
+def _parent(process: psutil.Process) -> int | None:
+    try:
+        return process.ppid()
+    except psutil.Error:
+        return None
 
 
 def _started(process: psutil.Process) -> float:
