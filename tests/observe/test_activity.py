@@ -1,5 +1,6 @@
 """What a silent run's hosts do, read from outside: a process that computes makes its host busy, one that sleeps
-leaves it idle, a child that computes counts for its parent's host, and a launcher's own CPU time never counts."""
+leaves it idle, a child that computes counts for its parent's host, and a launcher's CPU time counts only before it
+has started its children (its start-up), never while it waits for them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ RUN_ID = "activity-test"
 SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
 SLEEP = "import time\ntime.sleep(30)\n"
 SPAWN_SPIN = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {SPIN!r}])\n"
-SHELL_SPIN = "end=$(( $(date +%s) + 30 )); while [ $(date +%s) -lt $end ]; do :; done"
 
 
 @pytest.fixture
@@ -71,7 +71,14 @@ def test_a_child_that_computes_counts_for_its_ranks_host(start):
     assert " under rank 0 (algo-1) at " in found["algo-1"].detail
 
 
-def test_a_launchers_own_cpu_time_is_not_the_jobs_progress(start):
-    found = _activities([start("algo-1", "/bin/sh", "-c", SHELL_SPIN)])
+def test_a_launchers_polling_while_it_waits_for_its_children_is_not_the_jobs_progress(start):
+    found = _activities([start("algo-1", "/bin/sh", "-c", "sleep 60 & while :; do :; done")])
 
-    assert found.get("algo-1") is None or found["algo-1"].busy is False
+    assert found["algo-1"].busy is False, found["algo-1"].detail
+
+
+def test_a_launchers_start_up_before_it_has_children_is(start):
+    """torchrun's agent imports torch for seconds before it starts a worker."""
+    found = _activities([start("algo-1", "/bin/sh", "-c", "while :; do :; done")])
+
+    assert found["algo-1"].busy is True, found["algo-1"].detail
