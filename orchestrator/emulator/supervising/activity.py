@@ -64,7 +64,8 @@ class ActivitySampler:
         self._run_id = run_id
         self._window = min(window_seconds, WINDOW_SECONDS)
         self._clock = clock
-        self._work: dict[_Identity, _Work | None] = {}
+        self._work: dict[_Identity, tuple[str, _Work | None]] = {}
+        """What each process is, by the program it runs (a fork becomes torchrun when it execs it)."""
         self._samples: list[_Sample] = []
 
     def sample(self, processes: list[psutil.Process]) -> None:
@@ -77,11 +78,13 @@ class ActivitySampler:
         parents = {_parent(process) for process in processes}
         for process in sorted(processes, key=_started):  # a parent before its children
             try:
-                identity = (process.pid, process.create_time())
-                if identity not in self._work:
-                    self._work[identity] = self._classify(process, known)
+                identity, name = (process.pid, process.create_time()), process.name()
+                if self._work.get(identity, ("", None))[0] != name:
+                    if not process.cmdline():  # between fork and exec: what it will run is not known yet
+                        continue
+                    self._work[identity] = (name, self._classify(process, known))
                 known[process.pid] = identity
-                work = self._work[identity]
+                work = self._work[identity][1]
                 if work is not None:
                     times = process.cpu_times()
                     # A launcher's reaped children are ranks, counted while they lived.
@@ -102,7 +105,7 @@ class ActivitySampler:
             return []
         current, baseline = self._samples[-1], self._baseline(current_time := self._samples[-1].at)
         span = current_time - baseline.at
-        hosts = sorted({work.host for identity in current.cpu if (work := self._work[identity]) is not None})
+        hosts = sorted({work.host for identity in current.cpu if (work := self._work[identity][1]) is not None})
         return [self._host_activity(host, current, baseline, span) for host in hosts]
 
     def busiest_rank(self) -> RankProcess | None:
@@ -112,14 +115,14 @@ class ActivitySampler:
         current, baseline = self._samples[-1], self._baseline(self._samples[-1].at)
         per_rank: dict[RankProcess, float] = {}
         for identity, used in _used(current, baseline).items():
-            work = self._work[identity]
+            work = self._work[identity][1]
             if work is not None and identity in current.counted and work.rank is not None:
                 per_rank[work.rank] = per_rank.get(work.rank, 0.0) + used
         return max(per_rank, key=lambda rank: per_rank[rank]) if per_rank else None
 
     def _host_activity(self, host: str, current: _Sample, baseline: _Sample, span: float) -> HostActivity:
         used = {identity: seconds for identity, seconds in _used(current, baseline).items()
-                if (work := self._work[identity]) is not None and work.host == host and identity in current.counted}
+                if (work := self._work[identity][1]) is not None and work.host == host and identity in current.counted}
         if span <= 0:
             return HostActivity(host, None, "not sampled long enough yet")
         appeared = [identity for identity in used if identity not in baseline.cpu]
@@ -127,7 +130,7 @@ class ActivitySampler:
         if not used:
             return HostActivity(host, False, "only launchers left, waiting for their children")
         top = max(used, key=lambda identity: used[identity])
-        work = self._work[top]
+        work = self._work[top][1]
         assert work is not None
         detail = f"{work.label} at {used[top] / span:.0%} CPU"
         if appeared:
@@ -147,7 +150,7 @@ class ActivitySampler:
             env = process.environ()
         except psutil.Error:
             env = {}
-        parent = self._work.get(known.get(process.ppid(), (-1, 0.0)))
+        parent = self._work.get(known.get(process.ppid(), (-1, 0.0)), ("", None))[1]
         launcher = is_launcher(process) or _is_plumbing(process)
         if env.get(RUN_ID_VARIABLE) != self._run_id:
             if parent is None:
