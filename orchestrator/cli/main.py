@@ -2,8 +2,8 @@
 
 Only click is imported at start-up; every command imports what it needs when it runs, so `smtrain --help` and
 `smtrain validate` never load sagemaker, boto3 or torch. Exit codes: 0 ok, 1 the job (or an AWS call) failed,
-2 bad input (nothing was sent), 3 the job was stopped, 4 a run or job hung (stopped by --stall-timeout),
-130 interrupted.
+2 bad input (nothing was sent), 3 the job was stopped, 4 a run or job hung (silent for --stall-timeout with
+every rank or host idle), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def main() -> None:
       1    the job failed, or an AWS call failed
       2    bad input: nothing was sent (the message names the file, line and field, with a fix)
       3    the job was stopped
-      4    a local run or SageMaker job hung (stopped by --stall-timeout unless --no-stop)
+      4    a local run or SageMaker job hung: silent for --stall-timeout, every rank or host idle
       130  interrupted (Ctrl-C)
     With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}.
     """
@@ -194,9 +194,13 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "image's), e.g. /usr/bin/python3 for Debian's torch and torchvision; smtrain itself stays in its "
                    "own. Default: smtrain's own interpreter.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
-              help="When no rank writes a line (or advances a step) for this long, print every rank's Python "
-                   "stack, name the ranks waiting in a collective and the one they wait for, and stop (exit 4). "
-                   "0: never.")
+              help="When no rank writes a line or advances a step for this long, the run is silent. Silent while "
+                   "some host's work still uses the CPU (a long step, a JIT compile, a data worker): slow, said with "
+                   "the busiest rank and where it is, again after each further SECONDS, never stopped. Silent with "
+                   "every rank idle (blocked in a collective, sleeping, waiting on a lock): hung: print every rank's "
+                   "Python stack, name the ranks waiting in a collective and the one they wait for, and stop "
+                   "(exit 4). A smoke's deadline (--smoke) governs a slow run. 0: never. See "
+                   "docs/local-runs-hangs.md.")
 @click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
                                                     "progress bar (when stdout is not a terminal, they are streamed "
                                                     "to it anyway).")

@@ -21,7 +21,7 @@ import psutil
 
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.standin import local_gpu_count
-from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching import build_cache, opt_ml
 from orchestrator.emulator.launching.launch import HostProcess, free_port, torch1_torchrun_notice
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.local_plan import local_plan
@@ -38,8 +38,8 @@ from orchestrator.emulator.supervising.stall import (
     EXIT_HUNG,
     STACKS_FILE,
     HangReport,
+    StallCheck,
     StallWatchdog,
-    diagnose,
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
@@ -111,7 +111,7 @@ class LocalRun:
     run_dir: Path
     status: str
     """Completed, Failed, Stopped (max_run_seconds reached, or the smoke deadline), Interrupted (Ctrl-C /
-    SIGTERM) or Hung (no rank wrote a line for `stall_timeout_seconds`)."""
+    SIGTERM) or Hung (no rank wrote a line for `stall_timeout_seconds` and every host's work was idle)."""
     exit_code: int
     world_size: int
     attempts: int
@@ -135,7 +135,8 @@ class Options(LocalSettings):
     """Shorthand for a host order that starts with this host."""
     stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
     stall_timeout_seconds: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
-    """Stop the run, with every rank's stack, when no rank writes a line for this long; None: never."""
+    """When no rank writes a line for this long, the run is slow while its work still uses the CPU (said, not
+    stopped) and hung when every host is idle (stopped, with every rank's stack); None: never."""
     smoke_seconds: float | None = None
     """Stop the job after this long as StopTrainingJob would; it passes (exit 0) when every rank started and
     none failed before (see smoke.py)."""
@@ -278,9 +279,8 @@ def _described(prepared: PreparedRun) -> dict[str, Any]:
 
 def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
          started: float) -> LocalRun:
-    """Installs the user's code, runs the attempts (a simulated spot interruption restarts the job), reports."""
-    prepared, tracker = reporter.prepared, reporter.tracker
-    layout = prepared.layout
+    """Installs the user's code, then runs the attempts holding the hosts' build cache (build_cache.py)."""
+    prepared = reporter.prepared
     try:
         prepared.install_user_code()
     except InstallFailed as failure:
@@ -295,9 +295,22 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                             "built for numpy 1 with numpy 2: `Numpy is not available`); pin them in requirements.txt "
                             "to keep them")
 
+    with build_cache.shared(prepared.extensions_dir) as removed:
+        if removed:
+            observer.notice(f"removed {len(removed)} build lock(s) that a stopped JIT compile left in "
+                            f"{prepared.extensions_dir} ({', '.join(lock.parent.name for lock in removed)}): no run "
+                            "builds there now, and the next build starts afresh")
+        return _attempts(reporter, options, observer, supervisor_hook, started)
+
+
+def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
+              started: float) -> LocalRun:
+    """Runs the attempts (a simulated spot interruption restarts the job), then reports."""
+    prepared, tracker = reporter.prepared, reporter.tracker
+    layout = prepared.layout
     watchdog = StallWatchdog(options.stall_timeout_seconds)
     defaults = prepared.plan.spec.metrics is None
-    hangs: list[HangReport] = []
+    stalls: list[StallCheck] = []
     steps: list[int] = []
     attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
     while True:
@@ -309,22 +322,18 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         census = RankCensus(processes, prepared.group_hosts, prepared.plan.spec.entry_point)
 
         def on_line(host: str, text: str) -> None:
-            watchdog.activity()
+            mark = step_mark(text)
+            watchdog.activity(mark.step if mark else None)
             first = tracker.first_match is None
             if tracker.feed(host, text) and first and defaults:
                 observer.notice(_metrics_recognized(tracker))
             observer.line(host, prepared.user_paths(text))
-            mark = step_mark(text)
             if mark:
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
 
-        def hung(run_id: str = run_id) -> bool:
-            if not watchdog.stalled():
-                return False
-            observer.notice(f"no rank wrote a line for {watchdog.idle_seconds():.0f} s: reading every rank's stack")
-            hangs.append(diagnose(run_id, layout.root, layout.logs_dir, watchdog.idle_seconds()))
-            return True
+        stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice)
+        stalls.append(stall)
 
         supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line, on_notice=observer.notice,
                                 mask=prepared.mask)
@@ -339,7 +348,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         with PipeFeeders(prepared.pipes):
             limits = Limits(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
                             stop_after=smoke_left, stop_when=_smoke_steps_reached(options, census, steps))
-            outcome = supervisor.run(limits, hung=hung,
+            outcome = supervisor.run(limits, hung=stall,
                                      watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
@@ -362,7 +371,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
         smoke = _smoke_report(options, census, last_step(layout, steps), tracker,
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
-                   hangs[-1] if hangs else None, smoke)
+                   stalls[-1].hang, smoke)
 
 
 def _metrics_recognized(tracker: MetricRecorder) -> str:

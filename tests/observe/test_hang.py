@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising import stall
@@ -137,3 +138,25 @@ def test_without_py_spy_the_ranks_faulthandler_gives_the_stacks(hang_spec, tmp_p
     assert STALL_SECONDS <= int(idle.group(1)) <= STALL_SECONDS + 10, result.failure_reason
     assert result.failure_reason.endswith(f"every rank's stack: {run_dir.resolve() / 'stacks.txt'}")
     assert processes_of(run_dir.resolve()) == []
+
+
+def test_a_rank_that_computes_before_it_stops_is_slow_first_then_hung(hang_spec, tmp_path, notice_recorder):
+    """Rank 1 computes silently for twice the stall timeout while rank 0 waits for it in the all_reduce: slow (its
+    host is busy); then it stops outside any collective: every host idle, hung, with both stacks."""
+    spec = yaml.safe_load(hang_spec.read_text())
+    spec["hyperparameters"] = {"compute-first": 2 * STALL_SECONDS}
+    hang_spec.write_text(yaml.safe_dump(spec))
+
+    result = run_local(load(hang_spec), Options(run_dir=tmp_path / "run", stall_timeout_seconds=STALL_SECONDS),
+                       notice_recorder)
+
+    assert (result.status, result.exit_code) == ("Hung", 4), result.failure_reason
+    said = notice_recorder.notices
+    slow = [index for index, text in enumerate(said) if text.startswith("slow, not hung: ")]
+    hung = [index for index, text in enumerate(said) if text.startswith("no rank wrote a line for ")]
+    assert slow and hung and slow[0] < hung[0], said
+    assert "algo-2: rank 1 (algo-2) at " in said[slow[0]], said[slow[0]]
+    assert "waiting in a collective: rank 0 (algo-1) in all_reduce called at main (hang_script.py:" in (
+        result.failure_reason)
+    assert "rank 1 (algo-2) at load_next_batch_forever (hang_script.py:" in result.failure_reason
+    assert processes_of((tmp_path / "run").resolve()) == []

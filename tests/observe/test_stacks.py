@@ -86,3 +86,37 @@ def test_faulthandler_lines_of_one_mpi_rank_are_picked_from_the_tagged_log():
                                    '  File "/c/train.py", line 7 in main']
     assert RankStack(RankProcess(5, "algo-1", 0), rank_0, "faulthandler").collective == "barrier"
     assert "wait_for_data" in _stack_of(RankProcess(6, "algo-1", 1), log)
+
+
+PY_SPY_WAITING_FOR_A_CHILD = """Thread 16004 (idle): "MainThread"
+    Popen._try_wait (subprocess.py:2004)
+    Popen.wait (subprocess.py:1264)
+    run (subprocess.py:550)
+    _run_ninja_build (torch/utils/cpp_extension.py:2100)
+    compile_ops (train.py:12)
+    <module> (train.py:40)
+"""
+
+
+def test_the_scripts_own_frame_skips_the_standard_library_that_py_spy_names_by_file_alone():
+    stack = RankStack(RANK_0, PY_SPY_WAITING_FOR_A_CHILD, "py-spy")
+
+    assert stack.where == "compile_ops (train.py:12)"
+
+
+PY_SPY_WAITING_FOR_A_BUILD_LOCK = """Thread 7 (idle): "MainThread"
+    FileBaton.wait (torch/utils/file_baton.py:42)
+    _jit_compile (torch/utils/cpp_extension.py:2050)
+    load_inline (torch/utils/cpp_extension.py:1900)
+    <module> (train.py:8)
+"""
+
+
+def test_a_rank_waiting_for_a_jit_build_lock_is_told_how_to_free_it():
+    report = HangReport(300.0, (RankStack(RANK_0, PY_SPY_WAITING_FOR_A_BUILD_LOCK, "py-spy"),))
+
+    assert report.summary().endswith(
+        "; rank 0 (algo-1) waits for torch's JIT build lock, which a compile stopped mid-way leaves: delete the "
+        "`lock` file in the extension's folder under TORCH_EXTENSIONS_DIR, or leave that variable to smtrain, which "
+        "removes such locks")
+    assert "not in a collective: rank 0 (algo-1) at <module> (train.py:8)" in report.summary()

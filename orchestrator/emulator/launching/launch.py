@@ -38,6 +38,7 @@ TORCH1_TORCHRUN = Path(__file__).parent / "torch1" / "torchrun"
 """torch 1.x's torchrun with torch 2.0's fix for Python 3.11 (see that file)."""
 OVERLAY_SITE_HOOK = Path(__file__).parent.with_name("overlay_site")
 OVERLAY_SITE_VARIABLE = "SMTRAIN_OVERLAY_SITE"
+EXTENSIONS_VARIABLE = "TORCH_EXTENSIONS_DIR"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"
 LOOPBACK = "127.0.0.1"
@@ -111,6 +112,8 @@ class AttemptSetup:
     bin_paths: tuple[Path, ...] = ()
     hostname_library: Path | None = None
     file_system: HostFileSystem | None = None
+    extensions_dir: Path | None = None
+    """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where."""
 
 
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
@@ -122,7 +125,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     container's variables), the platform's (the request's Environment), the toolkits' on top, then the local
     deviations (loopback rendezvous, SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the
     hook that puts the installed requirements after the standard library, the CPU stand-in for CUDA first on
-    it with its variables).
+    it with its variables, torch's JIT extensions built in smtrain's cache).
     """
     overlay_site, file_system = attempt.overlay_site, attempt.file_system
     own: dict[str, str] = {**platform, **toolkit}
@@ -145,6 +148,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     })
     if attempt.hostname_library is not None:
         own["LD_PRELOAD"] = str(attempt.hostname_library)
+    if attempt.extensions_dir is not None and EXTENSIONS_VARIABLE not in platform:
+        own[EXTENSIONS_VARIABLE] = str(attempt.extensions_dir)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if file_system is not None:

@@ -35,7 +35,7 @@ from orchestrator.emulator.instances.container import (
 )
 from orchestrator.emulator.instances.hostname import HostnameShim, hostname_shim
 from orchestrator.emulator.instances.standin import Accelerators, accelerators
-from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching import build_cache, opt_ml
 from orchestrator.emulator.launching.launch import (
     AttemptSetup,
     HostProcess,
@@ -121,6 +121,11 @@ class PreparedRun:
     def instance(self) -> InstanceType:
         return self.plan.instance
 
+    @property
+    def extensions_dir(self) -> Path:
+        """Where the hosts build torch's JIT extensions (build_cache.py)."""
+        return build_cache.extensions_dir(self.python)
+
     def mask(self, text: str) -> str:
         """Free text (a failure reason, a command line) with the spec's secret values masked."""
         return mask_text(text, self.secrets)
@@ -146,7 +151,8 @@ class PreparedRun:
         attempt = AttemptSetup(run_id=run_id, run_dir=self.layout.root, master_port=master_port,
                                python=self.python, overlay_site=self.overlay.site_packages if self.overlay else None,
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
-                               hostname_library=self.hostname.library, file_system=self.host_fs)
+                               hostname_library=self.hostname.library, file_system=self.host_fs,
+                               extensions_dir=self.extensions_dir)
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)

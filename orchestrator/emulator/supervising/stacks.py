@@ -65,7 +65,10 @@ class Frame:
 
     @property
     def in_library(self) -> bool:
-        return any(part in self.file for part in _LIBRARY_PATHS) or bool(_LIBRARY_PACKAGES.search(self.file))
+        """Installed packages, and the standard library (py-spy shortens its paths to `subprocess.py`)."""
+        shortened = not self.file.startswith("/") and self.file.split("/")[0].removesuffix(".py")
+        return (any(part in self.file for part in _LIBRARY_PATHS) or bool(_LIBRARY_PACKAGES.search(self.file))
+                or shortened in sys.stdlib_module_names)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ def rank_processes(run_id: str) -> list[RankProcess]:
             continue
         candidates[process.info["pid"]] = (process.info["ppid"], env)
     return sorted(
-        (RankProcess(pid, _host(env), _rank(env)) for pid, (parent, env) in candidates.items()
+        (RankProcess(pid, host_of(env), rank_of(env)) for pid, (parent, env) in candidates.items()
          if parent not in candidates),
         key=lambda item: (item.rank if item.rank is not None else 1 << 30, item.host, item.pid),
     )
@@ -136,7 +139,7 @@ def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | 
     stacks: dict[int, RankStack] = {}
     if py_spy:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(processes)))) as pool:
-            dumps = pool.map(lambda process: _py_spy_dump(py_spy, process.pid), processes)
+            dumps = pool.map(lambda process: py_spy_dump(py_spy, process.pid), processes)
             for process, text in zip(processes, dumps, strict=True):
                 if text:
                     stacks[process.pid] = RankStack(process, text, "py-spy")
@@ -147,7 +150,8 @@ def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | 
     return [stacks[process.pid] for process in processes]
 
 
-def _py_spy_dump(py_spy: str, pid: int) -> str | None:
+def py_spy_dump(py_spy: str, pid: int) -> str | None:
+    """One stack of a live process, read without stopping it; None when py-spy cannot."""
     try:
         done = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
                               timeout=PY_SPY_TIMEOUT_SECONDS, check=False)
@@ -195,7 +199,8 @@ def _is_launcher(command: Sequence[str]) -> bool:
     return any(Path(argument).name == "torchrun" for argument in arguments) or "torch.distributed.run" in arguments
 
 
-def _rank(env: Mapping[str, str]) -> int | None:
+def rank_of(env: Mapping[str, str]) -> int | None:
+    """A training process's rank: torchrun's RANK, Open MPI's, else (mode none) its host's place in SM_HOSTS."""
     for name in (_TORCH_RANK, _MPI_RANK):
         if env.get(name, "").isdigit():
             return int(env[name])
@@ -205,7 +210,7 @@ def _rank(env: Mapping[str, str]) -> int | None:
         return None
 
 
-def _host(env: Mapping[str, str]) -> str:
+def host_of(env: Mapping[str, str]) -> str:
     """The emulated host: the name of its /opt/ml directory (SM_CURRENT_HOST is the master's on remote MPI
     ranks)."""
     base = env.get(SAGEMAKER_BASE_DIR)

@@ -1,10 +1,13 @@
-"""A local run that has stopped moving: noticed, explained with every rank's stack, and stopped.
+"""A local run that has stopped moving: told from a slow one, explained with every rank's stack, and stopped.
 
 A rank blocked in a collective that another rank never joins writes nothing and never fails: gloo waits 30
 minutes by default, and the job would run to `max_run_seconds`. `smtrain local` counts every line any rank
-writes (a progress line is one) as a sign of life; after `--stall-timeout` seconds without one it dumps each
-rank's Python stack (stacks.py), names the ranks that wait in a collective and those that do not (usually the
-one the others wait for), and stops the run with exit code 4.
+writes (a progress line is one) as a sign of life. After `--stall-timeout` seconds without one the run is
+silent, and observing/liveness.py judges it by what its hosts do (activity.py): while some host's work still
+uses the CPU (a long backward pass, a JIT compile) it is slow, said once per stall timeout with where the
+busiest rank is, and runs on; when every host is idle it is hung: each rank's Python stack is dumped
+(stacks.py), the ranks that wait in a collective and those that do not (usually the one the others wait for)
+are named, and the run is stopped with exit code 4.
 """
 
 from __future__ import annotations
@@ -14,12 +17,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.emulator.supervising.stacks import RankStack, dump_stacks, find_py_spy, rank_processes
+import psutil
+
+from orchestrator.emulator.supervising.activity import ActivitySampler
+from orchestrator.emulator.supervising.stacks import (
+    RankStack,
+    dump_stacks,
+    find_py_spy,
+    py_spy_dump,
+    rank_processes,
+)
+from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
 from orchestrator.observing.metric_series import format_duration
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 EXIT_HUNG = 4
 STACKS_FILE = "stacks.txt"
+_BUILD_LOCK_WAIT = "file_baton.py"
+"""torch.utils.file_baton: where a rank waits for another process's JIT compile (or a stopped one's lock)."""
 
 
 class StallWatchdog:
@@ -29,16 +44,21 @@ class StallWatchdog:
         self.timeout_seconds = timeout_seconds or None
         self._clock = clock
         self._last = clock()
+        self.last_step: tuple[int, float] | None = None
+        """The last step a progress line showed, and when."""
 
-    def activity(self) -> None:
-        """Called for every line any rank writes (the supervisor's readers call it from their threads)."""
+    def activity(self, step: int | None = None) -> None:
+        """Called for every line any rank writes (the supervisor's readers call it from their threads), with the
+        step when the line is a progress line."""
         self._last = self._clock()
+        if step is not None:
+            self.last_step = (step, self._last)
+
+    def since(self, moment: float) -> float:
+        return self._clock() - moment
 
     def idle_seconds(self) -> float:
         return self._clock() - self._last
-
-    def stalled(self) -> bool:
-        return self.timeout_seconds is not None and self.idle_seconds() >= self.timeout_seconds
 
 
 @dataclass(frozen=True)
@@ -69,6 +89,12 @@ class HangReport:
             label = "not in a collective (the ranks above wait for it)" if self.waiting else "not in a collective"
             parts.append(f"{label}: " + ", ".join(
                 f"{stack.process.name} at {stack.where}" for stack in self.not_waiting))
+        locked = [stack.process.name for stack in self.stacks
+                  if any(frame.file.endswith(_BUILD_LOCK_WAIT) for frame in stack.frames)]
+        if locked:
+            parts.append(f"{', '.join(locked)} wait{'s' if len(locked) == 1 else ''} for torch's JIT build lock, "
+                         "which a compile stopped mid-way leaves: delete the `lock` file in the extension's folder "
+                         "under TORCH_EXTENSIONS_DIR, or leave that variable to smtrain, which removes such locks")
         return "; ".join(parts)
 
     def text(self) -> str:
@@ -78,6 +104,79 @@ class HangReport:
             body = stack.text.strip() or "(no stack could be read: py-spy missing or refused, no faulthandler output)"
             sections.append(f"--- {stack.process.name}, pid {stack.process.pid}, stack from {stack.source} ---\n{body}")
         return "\n\n".join(sections) + "\n"
+
+
+@dataclass(frozen=True)
+class SlowReport:
+    """A silent run whose work still moves: how long it has been silent, what moves, and where."""
+
+    silent_seconds: float
+    busy: tuple[HostActivity, ...]
+    where: str | None
+    """`rank 0 (algo-1) at Trainer._forward_backward (train.py:88)`: the busiest rank's stack, when py-spy reads it."""
+    last_step: tuple[int, float] | None
+    """The last step seen and how many seconds ago."""
+    repeat_seconds: float
+
+    def text(self) -> str:
+        """`slow, not hung: no rank wrote a line or advanced a step for 5 min 0 s (last step 3, 6 min 2 s ago),
+        but its work moves: algo-1: rank 0 (algo-1) at 97% CPU; rank 0 (algo-1) is at ... ; still running...`."""
+        step = (f"last step {self.last_step[0]}, {format_duration(self.last_step[1])} ago" if self.last_step
+                else "no step seen yet")
+        moving = "; ".join(f"{activity.host}: {activity.detail or 'activity unknown'}" for activity in self.busy)
+        where = f"; {self.where}" if self.where else ""
+        return (f"slow, not hung: no rank wrote a line or advanced a step for {format_duration(self.silent_seconds)} "
+                f"({step}), but its work moves: {moving}{where}; it keeps running (said again after each further "
+                f"{format_duration(self.repeat_seconds)} of silence), and is stopped as hung only when every "
+                "host's work is idle")
+
+
+class StallCheck:
+    """The supervisor's `hung` check for one attempt: samples what the run's processes do, says when a silent run
+    is slow, and dumps the stacks of one that is hung (then True: stop it)."""
+
+    def __init__(self, run_id: str, run_dir: Path, logs_dir: Path, watchdog: StallWatchdog,
+                 notice: Callable[[str], None]) -> None:
+        self._run_id, self._run_dir, self._logs_dir = run_id, run_dir, logs_dir
+        self._watchdog = watchdog
+        self._notice = notice
+        self._sampler = ActivitySampler(run_id, watchdog.timeout_seconds or 0.0)
+        self._slow_said_at: float | None = None
+        self.hang: HangReport | None = None
+
+    def __call__(self, processes: list[psutil.Process]) -> bool:
+        timeout = self._watchdog.timeout_seconds
+        if timeout is None:
+            return False
+        self._sampler.sample(processes)
+        silent = self._watchdog.idle_seconds()
+        activities = self._sampler.activities() if silent >= timeout else []
+        verdict = judge(silent, timeout, activities)
+        if verdict is Verdict.MOVING:
+            self._slow_said_at = None
+            return False
+        if verdict is Verdict.SLOW:
+            if self._slow_said_at is None or silent - self._slow_said_at >= timeout:
+                self._slow_said_at = silent
+                self._notice(self._slow(silent, activities, timeout).text())
+            return False
+        self._notice(f"no rank wrote a line for {silent:.0f} s and every host's work is idle "
+                     f"({'; '.join(f'{item.host}: {item.detail}' for item in activities) or 'no process left'}): "
+                     "reading every rank's stack")
+        self.hang = diagnose(self._run_id, self._run_dir, self._logs_dir, silent)
+        return True
+
+    def _slow(self, silent: float, activities: list[HostActivity], timeout: float) -> SlowReport:
+        """One py-spy dump of the busiest rank (never faulthandler's, which would end it)."""
+        where = None
+        rank, py_spy = self._sampler.busiest_rank(), find_py_spy()
+        if rank is not None and py_spy is not None:
+            text = py_spy_dump(py_spy, rank.pid)
+            if text:
+                where = f"{rank.name} is at {RankStack(rank, text, 'py-spy').where}"
+        last = self._watchdog.last_step
+        return SlowReport(silent, tuple(busy_hosts(activities)), where,
+                          (last[0], self._watchdog.since(last[1])) if last else None, timeout)
 
 
 def diagnose(run_id: str, run_dir: Path, logs_dir: Path, idle_seconds: float) -> HangReport:

@@ -185,13 +185,14 @@ class Supervisor:
         grace to checkpoint, then status `stopped`. Safe from any thread."""
         self._stop_requested.set()
 
-    def run(self, limits: Limits, hung: Callable[[], bool] | None = None,
+    def run(self, limits: Limits, hung: Callable[[list[psutil.Process]], bool] | None = None,
             watch: Callable[[list[psutil.Process]], None] | None = None) -> Outcome:
         """Starts the launches and waits for their end, and for the end of every process they started.
 
         Args:
-            hung: asked at every poll; True stops the run at once with SIGKILL (ranks blocked in a collective
-                cannot act on SIGTERM), after it has taken what it needs from the processes (their stacks).
+            hung: shown the run's live processes every WATCH_SECONDS (after `watch`); True stops the run at once
+                with SIGKILL (ranks blocked in a collective cannot act on SIGTERM), after it has taken what it
+                needs from the processes (their stacks).
             watch: shown the run's live processes every WATCH_SECONDS, and once more right before a stop.
         """
         tree = _ProcessTree()
@@ -204,7 +205,7 @@ class Supervisor:
             tree.close()
             self._finished.set()
 
-    def _run(self, tree: _ProcessTree, limits: Limits, hung: Callable[[], bool] | None,
+    def _run(self, tree: _ProcessTree, limits: Limits, hung: Callable[[list[psutil.Process]], bool] | None,
              watch: Callable[[list[psutil.Process]], None] | None) -> Outcome:
         timeout_seconds, interrupt_after, stop_grace_seconds, stop_after = (
             limits.timeout_seconds, limits.interrupt_after, limits.stop_grace_seconds, limits.stop_after)
@@ -218,9 +219,12 @@ class Supervisor:
         status, first_failure = "completed", None
         watched_at = started
         while True:
-            if watch is not None and time.monotonic() - watched_at >= WATCH_SECONDS:
+            alive: list[psutil.Process] | None = None
+            if (watch is not None or hung is not None) and time.monotonic() - watched_at >= WATCH_SECONDS:
                 watched_at = time.monotonic()
-                watch(tree.alive())
+                alive = tree.alive()
+                if watch is not None:
+                    watch(alive)
             codes = [process.poll() for process in processes]
             failed = [Exit(launch.host, code) for launch, code in zip(self._launches, codes, strict=True)
                       if code not in (None, 0)]
@@ -262,7 +266,7 @@ class Supervisor:
                 status = "timeout"
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="max_run_seconds")
                 break
-            if hung is not None and hung():
+            if hung is not None and alive is not None and hung(alive):
                 status = "hung"
                 self._stop(tree, signal.SIGKILL, FAILURE_GRACE_SECONDS, workers_only=False, why="hung")
                 break
@@ -350,7 +354,7 @@ class Supervisor:
         its rendezvous), waits up to `grace_seconds` for all of them to end, says what it waits for after a
         second, then kills what is left. A second interruption cuts the wait short."""
         for process in tree.alive():
-            if not (workers_only and _is_launcher(process) and _has_children(process)):
+            if not (workers_only and is_launcher(process) and _has_children(process)):
                 _send(process, sig)
                 self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
         deadline = time.monotonic() + grace_seconds
@@ -473,7 +477,8 @@ def _character_boundary(data: bytes, end: int) -> int:
     return end
 
 
-def _is_launcher(process: psutil.Process) -> bool:
+def is_launcher(process: psutil.Process) -> bool:
+    """A shell, Open MPI's mpirun or daemon, or torchrun's agent: it waits for the processes it started."""
     if _name(process) in _LAUNCHER_NAMES:
         return True
     try:
@@ -507,7 +512,7 @@ def _send(process: psutil.Process, sig: int) -> None:
 def _described(processes: list[psutil.Process], shown: int = 6) -> str:
     """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`. Launchers only wait for their children,
     so they are named only when nothing else is left."""
-    processes = [process for process in processes if not _is_launcher(process)] or processes
+    processes = [process for process in processes if not is_launcher(process)] or processes
     names = [_describe(process) for process in processes[:shown]]
     more = f", and {len(processes) - shown} more" if len(processes) > shown else ""
     return f"{len(processes)} process{'es' if len(processes) != 1 else ''}: {', '.join(names)}{more}"

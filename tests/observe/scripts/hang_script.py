@@ -5,8 +5,10 @@ Until a rank reaches the point where it hangs it writes a line every half second
 the last line any rank writes, so it starts only once both ranks are where the test wants them, however long
 `import torch` and the rendezvous take on a loaded machine (both ranks sat in `import torch` when a bare
 8-second budget ran out in CI). Each rank stops its heartbeat, and joins its thread, before it hangs, so that
-the stacks show only the hang."""
+the stacks show only the hang. With `--compute-first SECONDS`, rank 1 first computes that long without a word
+(slow, not yet hung), then stops as before."""
 
+import argparse
 import json
 import os
 import threading
@@ -43,7 +45,16 @@ def load_next_batch_forever() -> None:
         time.sleep(1)
 
 
+def compute(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compute-first", type=float, default=0.0)
+    args = parser.parse_args()
     hosts = json.loads(os.environ["SM_HOSTS"])
     rank = hosts.index(os.environ["SM_CURRENT_HOST"])
     dist.init_process_group("gloo", rank=rank, world_size=len(hosts))
@@ -55,6 +66,7 @@ def main() -> None:
     if rank == 0:
         print("about to block", flush=True)
     if rank == 1:
+        compute(args.compute_first)
         load_next_batch_forever()
     dist.all_reduce(torch.ones(1))
 

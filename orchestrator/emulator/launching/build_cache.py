@@ -1,0 +1,58 @@
+"""Where the emulated hosts build torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops): in
+smtrain's cache, shared by the runs of one torch and Python, and never blocked by a compile that was killed.
+
+In the container each job builds into its own fresh `~/.cache/torch_extensions`. Here every run would build
+into the user's, where a compile that is stopped mid-way (Ctrl-C, a stop, a hang) leaves torch's build lock
+(`<extension>/lock`, torch.utils.file_baton.FileBaton): the next run that needs the extension waits on that file
+forever. So the hosts get TORCH_EXTENSIONS_DIR in smtrain's cache, one folder per torch version and Python
+version (what an extension is built against), and every run holds a shared flock on it while it runs. A run that
+can take that flock exclusively knows no run builds there, and removes the build locks left behind, when it
+starts and when it ends. (Triton's cache is not set: Triton compiles for GPUs only, which the CPU stand-in
+replaces.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from orchestrator.emulator.instances.cache import cache_root
+from orchestrator.emulator.launching.launch import interpreter_versions
+
+_BUILD_LOCK = "lock"
+"""FileBaton's file in each extension's build folder (torch.utils.cpp_extension._jit_compile)."""
+
+
+def extensions_dir(python: str) -> Path:
+    """`<smtrain cache>/torch_extensions/py3.11-torch2.13.0+cpu`: one folder per ABI an extension is built for."""
+    torch, (major, minor) = interpreter_versions(python)
+    return cache_root() / "torch_extensions" / f"py{major}.{minor}-torch{torch or 'none'}"
+
+
+@contextmanager
+def shared(directory: Path) -> Iterator[list[Path]]:
+    """Holds `directory` for one run; yields the build locks of killed compiles it removed as it started (those
+    it removes as it ends are gone before the next run looks)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory.with_name(directory.name + ".users"), "w") as users:
+        removed = _remove_build_locks_if_alone(users, directory)
+        fcntl.flock(users, fcntl.LOCK_SH)  # waits only while another run removes its locks
+        try:
+            yield removed
+        finally:
+            _remove_build_locks_if_alone(users, directory)
+
+
+def _remove_build_locks_if_alone(users: IO[str], directory: Path) -> list[Path]:
+    try:
+        fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return []  # another run uses the folder: a lock there may be its compile's
+    removed = []
+    for lock in directory.glob(f"*/{_BUILD_LOCK}"):
+        lock.unlink(missing_ok=True)
+        removed.append(lock)
+    return removed

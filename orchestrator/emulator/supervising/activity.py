@@ -1,0 +1,195 @@
+"""Whether a local run's work still moves while it writes nothing: per emulated host, the CPU time of its training
+processes and of everything they start (a JIT compile's ninja, c++ and cc1plus; DataLoader workers), read from
+outside with psutil, never by attaching to a process.
+
+A host is busy over a window when its work processes together used at least `BUSY_CORE_FRACTION` of one core,
+or a new one of them appeared (a compiler's next step). Each process counts its own CPU time and that of the
+children it has waited for (`children_user`/`children_system`), so a compiler step that starts and ends between
+two samples still counts, through its parent. The launchers (the shells, mpirun and Open MPI's daemons,
+torchrun's agent) are left out once they have started their children: from then on they only poll them, which is
+not the job's progress; before (torchrun importing torch), their start-up is.
+
+Why a tenth of a core: a rank blocked in a gloo collective, or sleeping, uses about 0.3% of a core (measured on
+a loaded 2-core machine: 0.03-0.04 CPU seconds in 10 s), so even 16 idle ranks on one host stay far below it;
+a rank that computes gets a tenth of a core unless more than ten runnable threads share each core, far more load
+than a machine that can run the job at all carries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from orchestrator.emulator.launching.launch import HOOKS, RUN_ID_VARIABLE
+from orchestrator.emulator.supervising.stacks import RankProcess, host_of, rank_of
+from orchestrator.emulator.supervising.supervisor import is_launcher
+from orchestrator.observing.liveness import HostActivity
+
+BUSY_CORE_FRACTION = 0.1
+SAMPLE_SECONDS = 1.0
+"""How often the processes' CPU times are read (the supervisor offers them every half second)."""
+WINDOW_SECONDS = 10.0
+"""The span a host's activity is judged over, shorter where the stall timeout is shorter."""
+
+_Identity = tuple[int, float]  # pid and start time: a pid the kernel reuses is another process
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What one process of the run is: its host, the rank it belongs to, and whether its CPU time counts."""
+
+    host: str
+    rank: RankProcess | None
+    label: str
+    launcher: bool
+
+
+@dataclass
+class _Sample:
+    at: float
+    cpu: dict[_Identity, float] = field(default_factory=dict)
+    """Every work process's CPU seconds so far, launchers too (a launcher's start-up counts, its polling not)."""
+    counted: set[_Identity] = field(default_factory=set)
+    """The processes whose CPU time is the job's work: all but the launchers that have children."""
+
+
+class ActivitySampler:
+    """The CPU time of one attempt's work processes, per host, over the last window."""
+
+    def __init__(self, run_id: str, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._run_id = run_id
+        self._window = min(window_seconds, WINDOW_SECONDS)
+        self._clock = clock
+        self._work: dict[_Identity, tuple[str, _Work | None]] = {}
+        """What each process is, by the program it runs (a fork becomes torchrun when it execs it)."""
+        self._samples: list[_Sample] = []
+
+    def sample(self, processes: list[psutil.Process]) -> None:
+        """Reads the CPU times of the run's live processes, at most every SAMPLE_SECONDS."""
+        now = self._clock()
+        if self._samples and now - self._samples[-1].at < SAMPLE_SECONDS:
+            return
+        sample = _Sample(now)
+        known: dict[int, _Identity] = {}
+        parents = {_parent(process) for process in processes}
+        for process in sorted(processes, key=_started):  # a parent before its children
+            try:
+                identity, name = (process.pid, process.create_time()), process.name()
+                if self._work.get(identity, ("", None))[0] != name:
+                    if not process.cmdline():  # between fork and exec: what it will run is not known yet
+                        continue
+                    self._work[identity] = (name, self._classify(process, known))
+                known[process.pid] = identity
+                work = self._work[identity][1]
+                if work is not None:
+                    times = process.cpu_times()
+                    # A launcher's reaped children are ranks, counted while they lived.
+                    reaped = 0.0 if work.launcher else times.children_user + times.children_system
+                    sample.cpu[identity] = times.user + times.system + reaped
+                    if not (work.launcher and process.pid in parents):
+                        sample.counted.add(identity)
+            except psutil.Error:
+                continue
+        self._samples.append(sample)
+        self._work = {identity: self._work[identity] for identity in known.values()}  # what still runs
+        baseline = self._baseline(now)
+        del self._samples[:self._samples.index(baseline)]
+
+    def activities(self) -> list[HostActivity]:
+        """Each host's activity over the window; unknown (None) until two samples span some time."""
+        if not self._samples:
+            return []
+        current, baseline = self._samples[-1], self._baseline(current_time := self._samples[-1].at)
+        span = current_time - baseline.at
+        hosts = sorted({work.host for identity in current.cpu if (work := self._work[identity][1]) is not None})
+        return [self._host_activity(host, current, baseline, span) for host in hosts]
+
+    def busiest_rank(self) -> RankProcess | None:
+        """The rank whose processes used the most CPU over the window (whose stack a slow report shows)."""
+        if not self._samples:
+            return None
+        current, baseline = self._samples[-1], self._baseline(self._samples[-1].at)
+        per_rank: dict[RankProcess, float] = {}
+        for identity, used in _used(current, baseline).items():
+            work = self._work[identity][1]
+            if work is not None and identity in current.counted and work.rank is not None:
+                per_rank[work.rank] = per_rank.get(work.rank, 0.0) + used
+        return max(per_rank, key=lambda rank: per_rank[rank]) if per_rank else None
+
+    def _host_activity(self, host: str, current: _Sample, baseline: _Sample, span: float) -> HostActivity:
+        used = {identity: seconds for identity, seconds in _used(current, baseline).items()
+                if (work := self._work[identity][1]) is not None and work.host == host and identity in current.counted}
+        if span <= 0:
+            return HostActivity(host, None, "not sampled long enough yet")
+        appeared = [identity for identity in used if identity not in baseline.cpu]
+        share = sum(used.values()) / span
+        if not used:
+            return HostActivity(host, False, "only launchers left, waiting for their children")
+        top = max(used, key=lambda identity: used[identity])
+        work = self._work[top][1]
+        assert work is not None
+        detail = f"{work.label} at {used[top] / span:.0%} CPU"
+        if appeared:
+            detail += f", {len(appeared)} new process{'es' if len(appeared) != 1 else ''}"
+        return HostActivity(host, share >= BUSY_CORE_FRACTION or bool(appeared), detail)
+
+    def _baseline(self, now: float) -> _Sample:
+        """The latest sample at least a window old, else the oldest."""
+        older = [sample for sample in self._samples if sample.at <= now - self._window]
+        return older[-1] if older else self._samples[0]
+
+    def _classify(self, process: psutil.Process, known: Mapping[int, _Identity]) -> _Work | None:
+        """A process tagged with the run's id is a host's (its own environment names the host and rank); an
+        untagged one (a helper started with `env -i`) belongs where its parent does; anything else (smtrain's
+        own py-spy) is not the run's work."""
+        try:
+            env = process.environ()
+        except psutil.Error:
+            env = {}
+        parent = self._work.get(known.get(process.ppid(), (-1, 0.0)), ("", None))[1]
+        launcher = is_launcher(process) or _is_plumbing(process)
+        if env.get(RUN_ID_VARIABLE) != self._run_id:
+            if parent is None:
+                return None
+            return _Work(parent.host, parent.rank, _under(process, parent), launcher)
+        if parent is not None and parent.rank is not None:  # a rank's child: a compiler, a DataLoader worker
+            return _Work(parent.host, parent.rank, _under(process, parent), launcher)
+        rank = None if launcher else RankProcess(process.pid, host_of(env), rank_of(env))
+        label = rank.name if rank is not None else f"{process.name()} (pid {process.pid})"
+        return _Work(host_of(env), rank, label, launcher)
+
+
+def _is_plumbing(process: psutil.Process) -> bool:
+    """smtrain's own helpers inside the run: the MPI hooks (rsh, the output relabeller)."""
+    try:
+        return any(Path(word).name == HOOKS.name for word in process.cmdline()[1:4])
+    except psutil.Error:
+        return False
+
+
+def _under(process: psutil.Process, parent: _Work) -> str:
+    return f"{process.name()} under {parent.rank.name}" if parent.rank is not None else (
+        f"{process.name()} (pid {process.pid})")
+
+
+def _used(current: _Sample, baseline: _Sample) -> dict[_Identity, float]:
+    """CPU seconds each live process used since the baseline (all of them for a process started since)."""
+    return {identity: max(seconds - baseline.cpu.get(identity, 0.0), 0.0) for identity, seconds in current.cpu.items()}
+
+
+def _parent(process: psutil.Process) -> int | None:
+    try:
+        return process.ppid()
+    except psutil.Error:
+        return None
+
+
+def _started(process: psutil.Process) -> float:
+    try:
+        return process.create_time()
+    except psutil.Error:
+        return 0.0

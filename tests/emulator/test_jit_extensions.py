@@ -1,0 +1,61 @@
+"""A JIT compile is progress, not a hang, and a compile stopped mid-way never blocks a later run.
+
+The job builds a tiny C++ extension with torch.utils.cpp_extension.load_inline (scripts/jit_script.py), silent
+for the whole compile, under a 3 s stall timeout that the compile outlasts on any machine (it compiles torch's
+headers). The first run is interrupted (Ctrl-C) while it compiles, which leaves torch's build lock behind; the
+second run builds the extension and completes instead of waiting on that lock."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+STALL_SECONDS = "3"
+EXTENSION = "smtrain_tiny_op"
+# Only a run that never gets there reaches these.
+COMPILE_START_DEADLINE_SECONDS = 300
+RUN_DEADLINE_SECONDS = 600
+
+
+def _local(spec: Path, run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run_dir),
+            "--stall-timeout", STALL_SECONDS, "-o", "json"]
+
+
+def _build_locks(*roots: Path) -> list[Path]:
+    return [lock for root in roots for lock in root.glob(f"torch_extensions/*/{EXTENSION}/lock")]
+
+
+def test_a_jit_compile_is_slow_not_hung_and_a_stopped_one_blocks_no_later_run(make_spec, tmp_path, monkeypatch):
+    cache, user_cache = tmp_path / "smtrain-cache", tmp_path / "user-cache"
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(cache))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user_cache))  # torch's own default, were smtrain to set nothing
+    spec = make_spec("jit_script.py", count=1)
+
+    first = subprocess.Popen(_local(spec, tmp_path / "first"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=tmp_path)
+    deadline = time.monotonic() + COMPILE_START_DEADLINE_SECONDS
+    while not _build_locks(cache, user_cache):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate(timeout=60)
+        time.sleep(0.2)
+    first.send_signal(signal.SIGINT)  # Ctrl-C while torch holds its build lock
+    _, said = first.communicate(timeout=RUN_DEADLINE_SECONDS)
+    assert first.returncode == 130, said
+
+    second = subprocess.run(_local(spec, tmp_path / "second"), capture_output=True, text=True,
+                            timeout=RUN_DEADLINE_SECONDS, cwd=tmp_path, check=False)
+
+    assert second.returncode == 0, second.stderr
+    assert "add_one(41)=42" in (tmp_path / "second" / "logs" / "algo-1.log").read_text()
+    assert "slow, not hung: " in second.stderr, "the compile outlasted the stall timeout and was not stopped"
+    built = list(cache.glob(f"torch_extensions/py*-torch*/{EXTENSION}/{EXTENSION}.so"))
+    assert built, "built in smtrain's cache, keyed by Python and torch"
+    assert not (user_cache / "torch_extensions").exists(), "nothing in the user's own cache"
+    assert _build_locks(cache) == []

@@ -1,0 +1,84 @@
+"""What a silent run's hosts do, read from outside: a process that computes makes its host busy, one that sleeps
+leaves it idle, a child that computes counts for its parent's host, and a launcher's CPU time counts only before it
+has started its children (its start-up), never while it waits for them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
+from orchestrator.emulator.supervising.activity import ActivitySampler
+
+RUN_ID = "activity-test"
+SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
+SLEEP = "import time\ntime.sleep(30)\n"
+SPAWN_SPIN = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {SPIN!r}])\n"
+
+
+@pytest.fixture
+def start():
+    started: list[subprocess.Popen] = []
+
+    def run(host: str, *command: str) -> subprocess.Popen:
+        env = {**os.environ, RUN_ID_VARIABLE: RUN_ID, "SAGEMAKER_BASE_DIR": f"/run/{host}",
+               "SM_HOSTS": '["algo-1", "algo-2"]', "SM_CURRENT_HOST": host}  # mode none: a rank per host
+        started.append(subprocess.Popen(command, env=env))
+        return started[-1]
+
+    yield run
+    for process in started:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
+        process.kill()
+        process.wait()
+
+
+def _activities(processes: list[subprocess.Popen]) -> dict:
+    sampler = ActivitySampler(RUN_ID, window_seconds=2.0)
+
+    def live() -> list[psutil.Process]:
+        found = []
+        for process in processes:
+            parent = psutil.Process(process.pid)
+            found += [parent, *parent.children(recursive=True)]
+        return found
+
+    time.sleep(0.5)  # the children have started
+    sampler.sample(live())
+    time.sleep(2.5)
+    sampler.sample(live())
+    return {activity.host: activity for activity in sampler.activities()}
+
+
+def test_a_computing_rank_is_busy_and_a_sleeping_one_idle(start):
+    found = _activities([start("algo-1", sys.executable, "-c", SPIN), start("algo-2", sys.executable, "-c", SLEEP)])
+
+    assert found["algo-1"].busy is True and "rank 0 (algo-1) at " in found["algo-1"].detail
+    assert found["algo-2"].busy is False
+
+
+def test_a_child_that_computes_counts_for_its_ranks_host(start):
+    found = _activities([start("algo-1", sys.executable, "-c", SPAWN_SPIN)])
+
+    assert found["algo-1"].busy is True
+    assert found["algo-1"].detail.startswith("python"), found["algo-1"].detail
+    assert " under rank 0 (algo-1) at " in found["algo-1"].detail
+
+
+def test_a_launchers_polling_while_it_waits_for_its_children_is_not_the_jobs_progress(start):
+    found = _activities([start("algo-1", "/bin/sh", "-c", "sleep 60 & while :; do :; done")])
+
+    assert found["algo-1"].busy is False, found["algo-1"].detail
+
+
+def test_a_launchers_start_up_before_it_has_children_is(start):
+    """torchrun's agent imports torch for seconds before it starts a worker."""
+    found = _activities([start("algo-1", "/bin/sh", "-c", "while :; do :; done")])
+
+    assert found["algo-1"].busy is True, found["algo-1"].detail
