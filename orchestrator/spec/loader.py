@@ -139,21 +139,52 @@ def _read_text(path: Path) -> str:
         raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    return decode_bounded(data, str(path))
+
+
+def decode_bounded(data: bytes, where: str, kind: str = "job spec") -> str:
+    """Untrusted YAML bytes as text: at most MAX_SPEC_BYTES (read MAX_SPEC_BYTES + 1 to know), UTF-8, no NUL.
+
+    Args:
+        where: the file or URI named in a refusal.
+        kind: what the file should be, for the refusal's words ("job spec", "SageMaker SDK defaults file").
+
+    Raises:
+        SpecError: one line naming `where`, the problem and the fix.
+    """
     if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no job spec is",
-                        fix="check the path; keep data and long lists out of the spec")
+        raise SpecError(f"{where}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no {kind} is",
+                        fix="check the path; keep data and long lists out of it")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise SpecError(f"{path}: UTF-16 (or UTF-32) text; job specs are read as UTF-8",
-                        fix="save the file as UTF-8")
+        raise SpecError(f"{where}: UTF-16 (or UTF-32) text; a {kind} is read as UTF-8", fix="save the file as UTF-8")
     if b"\0" in data:
-        raise SpecError(f"{path}: NUL byte at offset {data.index(0)}: not a text file",
-                        fix="give the path of a YAML spec file saved as UTF-8")
+        raise SpecError(f"{where}: NUL byte at offset {data.index(0)}: not a text file",
+                        fix=f"give the path of a {kind} saved as UTF-8")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise SpecError(f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+        raise SpecError(f"{where}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
                         fix="save the file as UTF-8") from None
+
+
+def load_untrusted_yaml(data: bytes, where: str, kind: str) -> Any:
+    """A YAML document other than a spec (an SDK defaults file), read with the spec's guards: size, encoding,
+    nesting depth and alias expansion are checked before any tree is built.
+
+    Raises:
+        SpecError: one line naming `where` (and the line and column), the problem and the fix.
+        yaml.YAMLError: the text is not YAML.
+    """
+    import yaml
+
+    text = decode_bounded(data, where, kind)
+    try:
+        _check_shape(text, lambda mark: f"{where}:{mark.line + 1}:{mark.column + 1}")
+    except InvalidSpec as exc:
+        refusal = exc.problems[0]
+        raise SpecError(f"{refusal.where}: {refusal.message}", fix=refusal.fix) from None
+    return yaml.load(text, Loader=_yaml_loader_class())
 
 
 def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc, str]) -> LoadedSpec:
