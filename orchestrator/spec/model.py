@@ -243,6 +243,11 @@ class _Spec(BaseModel):
 # instances). Validation, the plan's rank table and `smtrain local` size lists by the count, so the count is
 # bounded before anything is sized: far above any quota, far below what would exhaust memory.
 MAX_INSTANCE_COUNT = 10_000
+# processes_per_host is a hyperparameter (SageMaker states no limit); the plan's rank table and `smtrain local` size
+# lists by it, so it is bounded the same way: above the vCPUs of any training instance (192), far below memory.
+MAX_PROCESSES_PER_HOST = 1024
+MAX_WORLD_SIZE = 100_000
+"""Processes of a job, hosts x processes per host: the plan lists every rank."""
 
 
 class InstanceGroup(_Spec):
@@ -405,7 +410,7 @@ class Distribution(_Spec):
     """`none` (one process per host), `mpi` (mpirun, `processes_per_host` ranks per host), `pytorchddp` (rewritten
     by the SDK into SMDDP), `torch_distributed` (torchrun, one process per GPU), `smddp` (SMDDP over mpirun)."""
 
-    processes_per_host: int | None = Field(default=None, ge=1)
+    processes_per_host: int | None = Field(default=None, ge=1, le=MAX_PROCESSES_PER_HOST)
     """Processes per host, for mode `mpi`. Default: the instance's GPU count, or 1."""
 
     custom_mpi_options: str = ""
@@ -798,6 +803,15 @@ class JobSpec(_Spec):
         if remote:
             raise _invalid(f"local_inputs {', '.join(remote)}: a local directory is needed, not a URI",
                            "give a path relative to the spec file, e.g. data/train")
+        return self
+
+    @model_validator(mode="after")
+    def _world_size_bounded(self) -> JobSpec:
+        """Checked before anything is sized by it (the rank table holds a row per process)."""
+        per_host = self.distribution.processes_per_host or 1
+        if self.host_count * per_host > MAX_WORLD_SIZE:
+            raise _invalid(f"{self.host_count} hosts x {per_host} processes per host is more than {MAX_WORLD_SIZE} "
+                           "processes", "use fewer hosts or fewer distribution.processes_per_host")
         return self
 
     @model_validator(mode="after")
