@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.spec.capabilities import Finding, check
-from orchestrator.spec.model import JobSpec
+from orchestrator.spec.model import JobSpec, printable
 
 Loc = tuple[Any, ...]
 
@@ -68,7 +68,10 @@ class InvalidSpec(SpecError):
     """A spec with one or more problems; nothing was sent anywhere."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
+        self.problems = [dataclasses.replace(problem, where=printable(problem.where), field=printable(problem.field),
+                                             message=printable(problem.message),
+                                             fix=printable(problem.fix) if problem.fix else problem.fix)
+                         for problem in problems]
         count = len(self.problems)
         header = f"{count} problem{'s' if count != 1 else ''} in the job spec:"
         super().__init__("\n".join([header, *(f"  {problem}" for problem in self.problems)]))

@@ -103,7 +103,24 @@ def _hyperparameter_name(name: str) -> str:
     if name.startswith("sagemaker_"):
         raise _invalid(f"{name!r}: names starting with sagemaker_ are reserved for the SDK",
                        "rename it; smtrain sends the sagemaker_* keys itself")
+    refused = next((char for char in name if is_invisible(char)), None)
+    if refused is not None:  # U+202E would print the name reversed in plans and logs: a name that lies
+        raise _invalid(f"hyperparameter name '{printable(name)}' holds U+{ord(refused):04X}, "
+                       "a control or bidirectional formatting character that changes how it is printed",
+                       "use letters, digits, '-', '_' and '.'")
     return name
+
+
+def is_invisible(char: str) -> bool:
+    """A control, formatting (bidirectional override, zero-width) or line-separating character: in a name it
+    hides or reorders what is printed."""
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """`text` with its invisible characters (but newlines and tabs) written as escapes (`\\u202e`): a message
+    quoting a refused name must not be reordered by it."""
+    return "".join(f"\\u{ord(char):04x}" if is_invisible(char) and char not in "\n\t" else char for char in text)
 
 
 def _has_nul(value: Any) -> bool:
