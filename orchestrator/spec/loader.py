@@ -99,13 +99,16 @@ class LoadedSpec:
         return "spec" if loc in self._positions else None
 
 
-def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None) -> LoadedSpec:
+def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None,
+         hyperparameters: Mapping[str, Any] | None = None) -> LoadedSpec:
     """Reads, validates and capability-checks a spec file.
 
     Args:
         path: the YAML file; relative `source_dir` and local input paths are resolved against its folder.
         overrides: `key.path=value` strings (values are YAML: `3`, `true`, `[a, b]`, `"2.3.0"`).
         allow_unverified: when not None, replaces the spec's `allow_unverified`.
+        hyperparameters: entries that replace the spec's hyperparameters, names taken verbatim (a tuning trial's
+            values: `lr.base` is one name, not `lr: {base: ...}` as `--set` would read it).
 
     Raises:
         InvalidSpec: listing every problem found, each with its location and a fix.
@@ -113,6 +116,10 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
     path = Path(path)
     raw, places = _parse_yaml(_read_text(path), path)
     overridden = _apply_overrides(raw, overrides)
+    if hyperparameters and isinstance(raw, dict):
+        if not isinstance(raw.setdefault("hyperparameters", {}), dict):
+            raise SpecError(f"{path}: hyperparameters is not a mapping", fix="write `key: value` pairs under it")
+        raw["hyperparameters"].update(_plain(hyperparameters))
     if allow_unverified is not None:
         raw["allow_unverified"] = allow_unverified
     _resolve_paths(raw, path.parent)

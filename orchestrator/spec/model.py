@@ -95,7 +95,8 @@ def _environment_value(value: str) -> str:
     return value
 
 
-def _hyperparameter_name(name: str) -> str:
+def hyperparameter_name(name: str) -> str:
+    """A hyperparameter name SageMaker and its training toolkit take (a job's, or a tuned one)."""
     limit = api_limit("HyperParameters{key}", "max")
     if len(name) > limit:
         raise _invalid(f"hyperparameter name {name[:40]!r}... is {len(name)} characters; SageMaker allows {limit}",
@@ -103,6 +104,10 @@ def _hyperparameter_name(name: str) -> str:
     if name.startswith("sagemaker_"):
         raise _invalid(f"{name!r}: names starting with sagemaker_ are reserved for the SDK",
                        "rename it; smtrain sends the sagemaker_* keys itself")
+    if "=" in name:  # the toolkit exports SM_HP_<NAME>: the container's os.environ refuses it, and the job fails
+        raise _invalid(f"hyperparameter name {printable(name)!r} holds '=': the training toolkit exports each "
+                       "hyperparameter as the variable SM_HP_<NAME>, and no variable name holds '='",
+                       f"rename it, e.g. {name.replace('=', '_')}")
     refused = next((char for char in name if is_invisible(char)), None)
     if refused is not None:  # U+202E would print the name reversed in plans and logs: a name that lies
         raise _invalid(f"hyperparameter name '{printable(name)}' holds U+{ord(refused):04X}, "
@@ -242,7 +247,7 @@ ExperimentEntityName = Annotated[str, _api_string("ExperimentConfig.ExperimentNa
 
 EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
 EnvironmentValue = Annotated[str, AfterValidator(_environment_value)]
-HyperparameterName = Annotated[str, AfterValidator(_hyperparameter_name)]
+HyperparameterName = Annotated[str, AfterValidator(hyperparameter_name)]
 ChannelName = Annotated[str, AfterValidator(_channel_name)]
 ChannelLocation = Annotated[str, AfterValidator(_channel_location)]
 SubnetId = Annotated[str, _vpc_id("VpcConfig.Subnets[]", "subnet-0abc123")]
