@@ -310,7 +310,7 @@ def _check_shape(text: str, place: Any) -> None:
     for event in yaml.parse(text, Loader=_yaml_loader_class()):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_collections) >= MAX_NESTING:
-                refuse(event, f"nested more than {MAX_NESTING} levels deep", "a job spec is a few levels deep")
+                refuse(event, f"nested more than {MAX_NESTING} levels deep", "a job spec or SDK defaults file is a few levels deep")
             open_collections.append(_OpenCollection(event.anchor))
             total += 1
             size = height = 0
@@ -342,7 +342,7 @@ def _check_shape(text: str, place: Any) -> None:
             continue
         if total > MAX_NODES:
             refuse(event, f"more than {MAX_NODES} values once aliases are expanded (an alias bomb?)",
-                   "write the values out; a job spec has a few hundred")
+                   "write the values out; a job spec or SDK defaults file has a few hundred")
         if open_collections and size:
             parent = open_collections[-1]
             parent.nodes += size
