@@ -26,6 +26,10 @@ _SECRET_ASSIGNMENT = re.compile(
 _USER_MAPS = frozenset({"environment", "Environment", "hyperparameters", "HyperParameters", "StaticHyperParameters",
                         "tags"})
 _TAG_LISTS = frozenset({"Tags", "tags"})
+_RANGE_LISTS = frozenset({"CategoricalParameterRanges", "ContinuousParameterRanges", "IntegerParameterRanges"})
+"""A tuning request's ranges: `{Name, Values}` (or MinValue, MaxValue) per tuned hyperparameter."""
+_RANGE_MAPS = frozenset({"parameters"})
+"""A tuning spec's ranges: name -> {type, values} (or min, max)."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -135,6 +139,14 @@ def redact(document: Any) -> Any:
 def _redact_field(name: str, value: Any) -> Any:
     if name in _USER_MAPS and isinstance(value, dict):
         return redact_mapping(value)
+    if name in _RANGE_LISTS and isinstance(value, list):
+        return [{key: (item if key == "Name" else MASK) for key, item in entry.items()}
+                if isinstance(entry, dict) and is_secret_name(str(entry.get("Name", ""))) else entry
+                for entry in value]
+    if name in _RANGE_MAPS and isinstance(value, dict):
+        return {key: ({part: (item if part == "type" else MASK) for part, item in entry.items()}
+                      if is_secret_name(str(key)) and isinstance(entry, dict) else entry)
+                for key, entry in value.items()}
     if name in _TAG_LISTS and isinstance(value, list):
         return [{**tag, "Value": MASK} if isinstance(tag, dict) and is_secret_name(str(tag.get("Key", ""))) else tag
                 for tag in value]

@@ -206,6 +206,9 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                                                     "to it anyway).")
 @click.option("--quiet", "-q", is_flag=True, help="No notices and no host log lines: only the progress bar and the "
                                                   "result.")
+@click.option("--hyperparameters-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
+              help="A JSON object of hyperparameters that replace the spec's, each name and value verbatim (how "
+                   "`tune local` hands a trial its values: never on a command line).")
 @click.option("--explain", is_flag=True, is_eager=True, expose_value=False, callback=_explain,
               help="Print how this emulation differs from SageMaker's training container, and exit.")
 @output_option
@@ -213,7 +216,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           host_order: str | None, link_inputs: bool, smoke: float | None, smoke_steps: int | None,
           no_gpu_standin: bool, python: str | None, stall_timeout: float,
-          verbose: bool, quiet: bool, output: str) -> None:
+          verbose: bool, quiet: bool, hyperparameters_file: Path | None, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
     Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
@@ -235,7 +238,7 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
 
     if smoke_steps is not None and smoke is None:
         raise click.UsageError("--smoke-steps needs --smoke SECONDS (the deadline that bounds the smoke)")
-    loaded = load(file, overrides)
+    loaded = load(file, overrides, hyperparameters=_trial_values(hyperparameters_file))
     _print_warnings(loaded)
     options = Options(run_dir=run_dir, inputs=_input_paths(inputs), processes_per_host=processes_per_host,
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
@@ -257,6 +260,21 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
 
         echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _trial_values(path: Path | None) -> dict[str, Any] | None:
+    """--hyperparameters-file: a JSON object (the trial values `tune local` wrote), or None without the option."""
+    import json
+
+    if path is None:
+        return None
+    try:
+        values = json.loads(path.read_bytes())
+    except (OSError, ValueError) as error:
+        raise click.BadParameter(f"{path} is not a readable JSON file ({error})", param_hint="--hyperparameters-file")
+    if not isinstance(values, dict):
+        raise click.BadParameter(f"{path} holds no JSON object", param_hint="--hyperparameters-file")
+    return values
 
 
 def _interpreter(python: str) -> str:

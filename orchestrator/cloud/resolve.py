@@ -68,7 +68,7 @@ def resolve(loaded: LoadedSpec | JobSpec, boto: Any | None = None) -> tuple[Load
 
 def read_sdk_defaults(boto: Any | None, region: str) -> SdkDefaults:
     """The SDK defaults files; an s3:// location is read with this session, as the SDK reads it."""
-    def read_s3(uri: str) -> str:
+    def read_s3(uri: str) -> bytes:
         from orchestrator.cloud.sdk import boto_session
         from orchestrator.cloud.sdk_defaults_s3 import read_config_object
 

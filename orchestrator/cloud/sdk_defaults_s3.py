@@ -6,11 +6,12 @@ from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.planning.sdk_defaults import CONFIG_FILE_NAME
+from orchestrator.planning.sdk_defaults import CONFIG_FILE_NAME, READ_LIMIT
 
 
-def read_config_object(boto: Any, uri: str) -> str:
-    """The text of the SDK defaults document at `uri` (sagemaker/config/config.py `_get_inferred_s3_uri`).
+def read_config_object(boto: Any, uri: str) -> bytes:
+    """The SDK defaults document at `uri` (sagemaker/config/config.py `_get_inferred_s3_uri`), at most READ_LIMIT
+    bytes of it: the reader refuses a larger one, and decodes what it reads with the spec's guards.
 
     The objects under the prefix are listed: none is an error; more than one means a folder, whose
     `config.yaml` must be among them; exactly one means the URI itself is read.
@@ -35,4 +36,4 @@ def read_config_object(boto: Any, uri: str) -> str:
             if key not in keys:
                 raise EnvironmentProblem(f"{uri} is a folder without a {CONFIG_FILE_NAME}",
                                          fix=f"put the defaults in {uri.rstrip('/')}/{CONFIG_FILE_NAME}")
-        return s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read(READ_LIMIT)

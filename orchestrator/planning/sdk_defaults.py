@@ -25,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EnvironmentProblem
+from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.spec.loader import MAX_SPEC_BYTES, load_untrusted_yaml
 
 ADMIN_OVERRIDE_ENV = "SAGEMAKER_ADMIN_CONFIG_OVERRIDE"
 USER_OVERRIDE_ENV = "SAGEMAKER_USER_CONFIG_OVERRIDE"
 CONFIG_FILE_NAME = "config.yaml"
 SCHEMA_VERSION = "1.0"
+READ_LIMIT = MAX_SPEC_BYTES + 1
+"""Bytes read of a defaults file: one more than a defaults file (held to a spec's size) may have, to know."""
 
 TRAINING_JOB = "SageMaker.TrainingJob"
 SESSION = "SageMaker.PythonSDK.Modules.Session"
@@ -150,12 +153,12 @@ def locations() -> list[tuple[str, str, str | None]]:
     return found
 
 
-def load_sdk_defaults(read_s3: Callable[[str], str] | None = None) -> SdkDefaults:
+def load_sdk_defaults(read_s3: Callable[[str], bytes] | None = None) -> SdkDefaults:
     """Reads the admin and user documents as SDK v2's `load_sagemaker_config` does.
 
     Args:
-        read_s3: returns the text of the config document at an s3:// location (the cloud layer's reader);
-            None leaves S3 locations unread (listed in `unread`).
+        read_s3: returns the config document at an s3:// location, at most READ_LIMIT bytes of it (the cloud
+            layer's reader); None leaves S3 locations unread (listed in `unread`).
 
     Raises:
         EnvironmentProblem: a location a variable names does not exist, or a document is not valid YAML or
@@ -168,19 +171,19 @@ def load_sdk_defaults(read_s3: Callable[[str], str] | None = None) -> SdkDefault
             if read_s3 is None:
                 unread.append(location)
                 continue
-            text, shown = read_s3(location), location
+            data, shown = read_s3(location), location
         else:
-            text, shown = _local_text(location, variable, location in defaults)
-        if text is None:
+            data, shown = _local_bytes(location, variable, location in defaults)
+        if data is None:
             continue
-        document = _parse(text, shown)
+        document = _parse(data, shown)
         if document:
             _check_document(document, shown)
             files.append(ConfigFile(level, shown, document))
     return SdkDefaults(tuple(files), tuple(unread))
 
 
-def _local_text(location: str, variable: str | None, is_default: bool) -> tuple[str | None, str]:
+def _local_bytes(location: str, variable: str | None, is_default: bool) -> tuple[bytes | None, str]:
     path = Path(location)
     if path.is_dir():
         path = path / CONFIG_FILE_NAME
@@ -190,14 +193,22 @@ def _local_text(location: str, variable: str | None, is_default: bool) -> tuple[
         raise EnvironmentProblem(
             f"${variable} names {location}, which does not exist (the SageMaker SDK refuses it too)",
             fix=f"point {variable} at the SDK defaults file (or its folder), or unset it")
-    return path.read_text(encoding="utf-8"), str(path)
+    try:
+        with path.open("rb") as handle:
+            return handle.read(READ_LIMIT), str(path)
+    except OSError as exc:
+        raise EnvironmentProblem(f"{path}: cannot read the SageMaker SDK defaults file: {exc.strerror}",
+                                 fix="make it readable, or point the variable elsewhere") from None
 
 
-def _parse(text: str, shown: str) -> Any:
+def _parse(data: bytes, shown: str) -> Any:
+    """The document, read with the spec's guards (size, encoding, depth, aliases): it is as untrusted as a spec."""
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return load_untrusted_yaml(data, shown, "SageMaker SDK defaults file")
+    except SpecError as exc:
+        raise EnvironmentProblem(exc.message, fix=exc.fix) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown

@@ -22,11 +22,14 @@ values in `orchestrator.cloud.resolve`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import TypeAdapter, ValidationError
+
+from orchestrator.errors import EnvironmentProblem
 from orchestrator.planning.provenance import SDK_DEFAULTS, Source
-from orchestrator.planning.sdk_defaults import ESTIMATOR, TRAINING_JOB, SdkDefaults, Setting
-from orchestrator.redact import MASK, is_secret_name
+from orchestrator.planning.sdk_defaults import ESTIMATOR, TRAINING_JOB, SdkDefaults, Setting, lookup
+from orchestrator.redact import MASK, is_secret_name, mask_text
 from orchestrator.spec.capabilities import Finding
 from orchestrator.spec.model import JobSpec
 
@@ -96,11 +99,39 @@ def apply_training_defaults(spec: JobSpec, defaults: SdkDefaults) -> Applied:
                 merged[tag["Key"]] = tag["Value"]
                 sources[f"tags.{tag['Key']}"] = source_of(tags)
         update["tags"] = merged
+    for name in ("environment", "tags"):
+        if name in update:
+            _check_as_spec_field(name, update[name], defaults)
     keys, request, extra = _request_values(spec, defaults)
     update.update(keys)
     sources.update(extra)
     applied = spec.model_copy(update=update) if update else spec
     return Applied(applied, request, sources, contradictions(spec, defaults))
+
+
+def _check_as_spec_field(name: str, value: dict[str, str], defaults: SdkDefaults) -> None:
+    """The defaults' environment or tags (as merged into the spec's) held to the spec field's own rules: what
+    SageMaker refuses from a spec it refuses from a defaults file too (`model_copy` does not validate).
+
+    Raises:
+        EnvironmentProblem: naming the defaults file, the key and the rule; values are never shown.
+    """
+    spec_field = JobSpec.model_fields[name]
+    try:
+        TypeAdapter(Annotated[spec_field.annotation, spec_field]).validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key = f"{TRAINING_JOB}.{'Environment' if name == 'environment' else 'Tags'}"
+        files = ", ".join(config.location for config in defaults.files if lookup(config.document, key) is not None)
+        where = ".".join(str(part) for part in error["loc"] if part != "[key]")
+        context = error.get("ctx") or {}
+        message = context.get("message") or error["msg"]
+        if error["type"] == "too_long":
+            message = f"{len(value)} entries; SageMaker allows at most {context.get('max_length')}"
+        fix = context.get("fix") or "remove entries"
+        raise EnvironmentProblem(f"{files}: {key}{f' {where}' if where else ''}: {message} (as {name} of the "
+                                 "spec it applies to; SageMaker would refuse the job)",
+                                 fix=f"{fix}, in the SDK defaults file or in the spec") from None
 
 
 def _request_values(spec: JobSpec, defaults: SdkDefaults) -> tuple[dict[str, Any], TrainingDefaults,
@@ -142,7 +173,7 @@ def sdk_defaults_findings(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]
                       message=f"the SageMaker SDK defaults at {location} are read by plan and submit, not by "
                               "validate (offline)", fix="run `smtrain plan` to see the values they apply",
                       source=_SOURCE) for location in defaults.unread]
-    return [*contradictions(spec, defaults), *unread]
+    return [*apply_training_defaults(spec, defaults).findings, *unread]
 
 
 def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
@@ -189,10 +220,15 @@ def contradictions(spec: JobSpec, defaults: SdkDefaults) -> list[Finding]:
         if name in admin_tags and admin_tags[name] != value:
             found.append(Finding(
                 rule="contradicts-admin-sdk-defaults", severity="warning", field=f"tags.{name}",
-                message=f"the spec's tags.{name}: {value!r} contradicts the admin's SDK defaults ({admin_file}: "
-                        f"SageMaker.TrainingJob.Tags {name}={admin_tags[name]!r}); the spec's tag is sent",
+                message=f"the spec's tags.{name}: {_shown_tag(name, value)} contradicts the admin's SDK defaults "
+                        f"({admin_file}: SageMaker.TrainingJob.Tags {name}={_shown_tag(name, admin_tags[name])}); "
+                        "the spec's tag is sent",
                 fix=f"remove tags.{name} from the spec to carry the admin's value", source=_SOURCE))
     return found
+
+
+def _shown_tag(name: str, value: str) -> str:
+    return MASK if is_secret_name(name) or mask_text(value) != value else repr(value)
 
 
 def _shown(value: Any) -> str:

@@ -153,15 +153,23 @@ def create_tuning_job_request(spec: TuningSpec, training_request: dict[str, Any]
             "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": parent}
                                                for parent in spec.warm_start.parents],
             "WarmStartType": spec.warm_start.type}
-    # SDK v2's order (tuner.py `_prepare_tags_for_tuning`): the tuning job's own tags, then the job's others.
-    tags = dict(spec.tags) | {item["Key"]: item["Value"] for item in training_request.get("Tags", [])
-                              if item["Key"] not in spec.tags}
+    tags = tuning_tags(spec, {item["Key"]: item["Value"] for item in training_request.get("Tags", [])})
+    request["Tags"] = [{"Key": key, "Value": value} for key, value in tags.items()]
+    return request
+
+
+def tuning_tags(spec: TuningSpec, job_tags: dict[str, str]) -> dict[str, str]:
+    """SDK v2's order (tuner.py `_prepare_tags_for_tuning`): the tuning job's own tags, then the job's others.
+
+    Raises:
+        CapabilityError: more than a tuning job takes.
+    """
+    tags = dict(spec.tags) | {key: value for key, value in job_tags.items() if key not in spec.tags}
     limit = tuning_limit("Tags", "max")
     if len(tags) > limit:
         raise CapabilityError(f"tags: the job's and the tuning spec's make {len(tags)}; a tuning job takes {limit}",
                               fix="drop some tags from either file")
-    request["Tags"] = [{"Key": key, "Value": value} for key, value in tags.items()]
-    return request
+    return tags
 
 
 def training_definition(training_request: dict[str, Any], tuned: set[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from orchestrator.contract import ZERO_STAGE_TRAINERS
-from orchestrator.redact import redact_value
+from orchestrator.redact import is_secret_name, redact_value
 from orchestrator.spec import images
 from orchestrator.spec.catalog import InstanceType, lookup
 from orchestrator.spec.datafiles import load_data_file
@@ -237,6 +237,13 @@ def _processes_as_default(ctx: _Context) -> Iterator[_Hit]:
     unsent = _processes_per_host_unsent(ctx)
     if unsent and ctx.instance.known and unsent[0] == unsent[1]:
         yield "distribution.processes_per_host", {"processes_per_host": unsent[0], "value": unsent[1]}
+
+
+@_rule("hyperparameter-on-command-line")
+def _secret_hyperparameter(ctx: _Context) -> Iterator[_Hit]:
+    for name, value in ctx.spec.hyperparameters.items():
+        if is_secret_name(name) and value not in (None, "", True, False):
+            yield f"hyperparameters.{name}", {"name": name}
 
 
 @_rule("mode-none-one-process")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.spec.capabilities import Finding, check
-from orchestrator.spec.model import JobSpec
+from orchestrator.spec.model import JobSpec, printable
 
 Loc = tuple[Any, ...]
 
@@ -68,7 +68,10 @@ class InvalidSpec(SpecError):
     """A spec with one or more problems; nothing was sent anywhere."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
+        self.problems = [dataclasses.replace(problem, where=printable(problem.where), field=printable(problem.field),
+                                             message=printable(problem.message),
+                                             fix=printable(problem.fix) if problem.fix else problem.fix)
+                         for problem in problems]
         count = len(self.problems)
         header = f"{count} problem{'s' if count != 1 else ''} in the job spec:"
         super().__init__("\n".join([header, *(f"  {problem}" for problem in self.problems)]))
@@ -96,13 +99,16 @@ class LoadedSpec:
         return "spec" if loc in self._positions else None
 
 
-def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None) -> LoadedSpec:
+def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None,
+         hyperparameters: Mapping[str, Any] | None = None) -> LoadedSpec:
     """Reads, validates and capability-checks a spec file.
 
     Args:
         path: the YAML file; relative `source_dir` and local input paths are resolved against its folder.
         overrides: `key.path=value` strings (values are YAML: `3`, `true`, `[a, b]`, `"2.3.0"`).
         allow_unverified: when not None, replaces the spec's `allow_unverified`.
+        hyperparameters: entries that replace the spec's hyperparameters, names taken verbatim (a tuning trial's
+            values: `lr.base` is one name, not `lr: {base: ...}` as `--set` would read it).
 
     Raises:
         InvalidSpec: listing every problem found, each with its location and a fix.
@@ -110,6 +116,10 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
     path = Path(path)
     raw, places = _parse_yaml(_read_text(path), path)
     overridden = _apply_overrides(raw, overrides)
+    if hyperparameters and isinstance(raw, dict):
+        if not isinstance(raw.setdefault("hyperparameters", {}), dict):
+            raise SpecError(f"{path}: hyperparameters is not a mapping", fix="write `key: value` pairs under it")
+        raw["hyperparameters"].update(_plain(hyperparameters))
     if allow_unverified is not None:
         raw["allow_unverified"] = allow_unverified
     _resolve_paths(raw, path.parent)
@@ -139,21 +149,52 @@ def _read_text(path: Path) -> str:
         raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    return decode_bounded(data, str(path))
+
+
+def decode_bounded(data: bytes, where: str, kind: str = "job spec") -> str:
+    """Untrusted YAML bytes as text: at most MAX_SPEC_BYTES (read MAX_SPEC_BYTES + 1 to know), UTF-8, no NUL.
+
+    Args:
+        where: the file or URI named in a refusal.
+        kind: what the file should be, for the refusal's words ("job spec", "SageMaker SDK defaults file").
+
+    Raises:
+        SpecError: one line naming `where`, the problem and the fix.
+    """
     if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no job spec is",
-                        fix="check the path; keep data and long lists out of the spec")
+        raise SpecError(f"{where}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no {kind} is",
+                        fix="check the path; keep data and long lists out of it")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise SpecError(f"{path}: UTF-16 (or UTF-32) text; job specs are read as UTF-8",
-                        fix="save the file as UTF-8")
+        raise SpecError(f"{where}: UTF-16 (or UTF-32) text; a {kind} is read as UTF-8", fix="save the file as UTF-8")
     if b"\0" in data:
-        raise SpecError(f"{path}: NUL byte at offset {data.index(0)}: not a text file",
-                        fix="give the path of a YAML spec file saved as UTF-8")
+        raise SpecError(f"{where}: NUL byte at offset {data.index(0)}: not a text file",
+                        fix=f"give the path of a {kind} saved as UTF-8")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise SpecError(f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+        raise SpecError(f"{where}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
                         fix="save the file as UTF-8") from None
+
+
+def load_untrusted_yaml(data: bytes, where: str, kind: str) -> Any:
+    """A YAML document other than a spec (an SDK defaults file), read with the spec's guards: size, encoding,
+    nesting depth and alias expansion are checked before any tree is built.
+
+    Raises:
+        SpecError: one line naming `where` (and the line and column), the problem and the fix.
+        yaml.YAMLError: the text is not YAML.
+    """
+    import yaml
+
+    text = decode_bounded(data, where, kind)
+    try:
+        _check_shape(text, lambda mark: f"{where}:{mark.line + 1}:{mark.column + 1}")
+    except InvalidSpec as exc:
+        refusal = exc.problems[0]
+        raise SpecError(f"{refusal.where}: {refusal.message}", fix=refusal.fix) from None
+    return yaml.load(text, Loader=_yaml_loader_class())
 
 
 def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc, str]) -> LoadedSpec:
@@ -269,7 +310,7 @@ def _check_shape(text: str, place: Any) -> None:
     for event in yaml.parse(text, Loader=_yaml_loader_class()):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_collections) >= MAX_NESTING:
-                refuse(event, f"nested more than {MAX_NESTING} levels deep", "a job spec is a few levels deep")
+                refuse(event, f"nested more than {MAX_NESTING} levels deep", "a job spec or SDK defaults file is a few levels deep")
             open_collections.append(_OpenCollection(event.anchor))
             total += 1
             size = height = 0
@@ -301,7 +342,7 @@ def _check_shape(text: str, place: Any) -> None:
             continue
         if total > MAX_NODES:
             refuse(event, f"more than {MAX_NODES} values once aliases are expanded (an alias bomb?)",
-                   "write the values out; a job spec has a few hundred")
+                   "write the values out; a job spec or SDK defaults file has a few hundred")
         if open_collections and size:
             parent = open_collections[-1]
             parent.nodes += size

@@ -95,7 +95,8 @@ def _environment_value(value: str) -> str:
     return value
 
 
-def _hyperparameter_name(name: str) -> str:
+def hyperparameter_name(name: str) -> str:
+    """A hyperparameter name SageMaker and its training toolkit take (a job's, or a tuned one)."""
     limit = api_limit("HyperParameters{key}", "max")
     if len(name) > limit:
         raise _invalid(f"hyperparameter name {name[:40]!r}... is {len(name)} characters; SageMaker allows {limit}",
@@ -103,7 +104,28 @@ def _hyperparameter_name(name: str) -> str:
     if name.startswith("sagemaker_"):
         raise _invalid(f"{name!r}: names starting with sagemaker_ are reserved for the SDK",
                        "rename it; smtrain sends the sagemaker_* keys itself")
+    if "=" in name:  # the toolkit exports SM_HP_<NAME>: the container's os.environ refuses it, and the job fails
+        raise _invalid(f"hyperparameter name {printable(name)!r} holds '=': the training toolkit exports each "
+                       "hyperparameter as the variable SM_HP_<NAME>, and no variable name holds '='",
+                       f"rename it, e.g. {name.replace('=', '_')}")
+    refused = next((char for char in name if is_invisible(char)), None)
+    if refused is not None:  # U+202E would print the name reversed in plans and logs: a name that lies
+        raise _invalid(f"hyperparameter name '{printable(name)}' holds U+{ord(refused):04X}, "
+                       "a control or bidirectional formatting character that changes how it is printed",
+                       "use letters, digits, '-', '_' and '.'")
     return name
+
+
+def is_invisible(char: str) -> bool:
+    """A control, formatting (bidirectional override, zero-width) or line-separating character: in a name it
+    hides or reorders what is printed."""
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """`text` with its invisible characters (but newlines and tabs) written as escapes (`\\u202e`): a message
+    quoting a refused name must not be reordered by it."""
+    return "".join(f"\\u{ord(char):04x}" if is_invisible(char) and char not in "\n\t" else char for char in text)
 
 
 def _has_nul(value: Any) -> bool:
@@ -225,7 +247,7 @@ ExperimentEntityName = Annotated[str, _api_string("ExperimentConfig.ExperimentNa
 
 EnvironmentName = Annotated[str, AfterValidator(_environment_name)]
 EnvironmentValue = Annotated[str, AfterValidator(_environment_value)]
-HyperparameterName = Annotated[str, AfterValidator(_hyperparameter_name)]
+HyperparameterName = Annotated[str, AfterValidator(hyperparameter_name)]
 ChannelName = Annotated[str, AfterValidator(_channel_name)]
 ChannelLocation = Annotated[str, AfterValidator(_channel_location)]
 SubnetId = Annotated[str, _vpc_id("VpcConfig.Subnets[]", "subnet-0abc123")]
@@ -243,6 +265,11 @@ class _Spec(BaseModel):
 # instances). Validation, the plan's rank table and `smtrain local` size lists by the count, so the count is
 # bounded before anything is sized: far above any quota, far below what would exhaust memory.
 MAX_INSTANCE_COUNT = 10_000
+# processes_per_host is a hyperparameter (SageMaker states no limit); the plan's rank table and `smtrain local` size
+# lists by it, so it is bounded the same way: above the vCPUs of any training instance (192), far below memory.
+MAX_PROCESSES_PER_HOST = 1024
+MAX_WORLD_SIZE = 100_000
+"""Processes of a job, hosts x processes per host: the plan lists every rank."""
 
 
 class InstanceGroup(_Spec):
@@ -405,7 +432,7 @@ class Distribution(_Spec):
     """`none` (one process per host), `mpi` (mpirun, `processes_per_host` ranks per host), `pytorchddp` (rewritten
     by the SDK into SMDDP), `torch_distributed` (torchrun, one process per GPU), `smddp` (SMDDP over mpirun)."""
 
-    processes_per_host: int | None = Field(default=None, ge=1)
+    processes_per_host: int | None = Field(default=None, ge=1, le=MAX_PROCESSES_PER_HOST)
     """Processes per host, for mode `mpi`. Default: the instance's GPU count, or 1."""
 
     custom_mpi_options: str = ""
@@ -799,6 +826,15 @@ class JobSpec(_Spec):
         if remote:
             raise _invalid(f"local_inputs {', '.join(remote)}: a local directory is needed, not a URI",
                            "give a path relative to the spec file, e.g. data/train")
+        return self
+
+    @model_validator(mode="after")
+    def _world_size_bounded(self) -> JobSpec:
+        """Checked before anything is sized by it (the rank table holds a row per process)."""
+        per_host = self.distribution.processes_per_host or 1
+        if self.host_count * per_host > MAX_WORLD_SIZE:
+            raise _invalid(f"{self.host_count} hosts x {per_host} processes per host is more than {MAX_WORLD_SIZE} "
+                           "processes", "use fewer hosts or fewer distribution.processes_per_host")
         return self
 
     @model_validator(mode="after")

@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.model import JobSpec, TagKey, TagValue
+from orchestrator.spec.model import JobSpec, TagKey, TagValue, hyperparameter_name
 
 _LIMITS: dict[str, dict[str, Any]] = load_data_file("api_limits.yaml")["CreateHyperParameterTuningJob"]
 _CONFIG = "HyperParameterTuningJobConfig."
@@ -87,9 +87,9 @@ class ContinuousRange(_Spec):
     """Real values between min and max."""
 
     type: Literal["continuous"]
-    min: float = Field(strict=False)
+    min: float = Field(strict=False, allow_inf_nan=False)
     """Smallest value (inclusive)."""
-    max: float = Field(strict=False)
+    max: float = Field(strict=False, allow_inf_nan=False)
     """Largest value (inclusive)."""
     scaling: Scaling = Field(default=Scaling.Auto, strict=False)
     """Auto | Linear | Logarithmic (needs min > 0) | ReverseLogarithmic (needs 0 <= min < max < 1)."""
@@ -279,6 +279,8 @@ class TuningSpec(_Spec):
         if reserved:
             raise _invalid(f"{reserved[0]!r} is a name SageMaker and the SDK keep for themselves",
                            "tune the script's own hyperparameters")
+        for name in parameters:  # a tuned name reaches the script as a job's does, by the same rules
+            hyperparameter_name(name)
         return parameters
 
     def total_jobs(self) -> int:

@@ -54,3 +54,19 @@ def test_a_virtualenv_keeps_the_mpirun_of_the_interpreter_it_links_to(tmp_path, 
     monkeypatch.setenv("PATH", str(elsewhere))
     assert find_tool("mpirun", str(venv / "python")) == str(base / "mpirun")
     assert find_tool("mpirun", str(tmp_path / "python")) == str(elsewhere / "mpirun")
+
+
+def test_a_program_that_is_not_python_is_refused_before_the_run(make_spec, tmp_path):
+    """Issue 35: /bin/true "completed" the job without running its script, and a fake answering 5 gave a
+    traceback; each is refused, exit 2, before the job starts."""
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\necho 5\n")
+    fake.chmod(0o755)
+    spec = make_spec("env_dump.py", count=1)
+    for index, program in enumerate(("/bin/true", "/bin/echo", str(fake))):
+        run_dir = tmp_path / f"run-{index}"
+        result = CliRunner().invoke(main, ["local", str(spec), "--run-dir", str(run_dir), "--python", program])
+        assert result.exit_code == 2, (program, result.output)
+        assert f"{program} is not a Python interpreter" in result.output and "--python" in result.output
+        assert "Traceback" not in result.output and isinstance(result.exception, SystemExit | None)
+        assert not (run_dir / "model.tar.gz").exists()

@@ -52,6 +52,26 @@ def test_a_huge_instance_count_is_refused_before_anything_is_sized(spec, command
     assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
 
 
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (("distribution.mode=mpi", "distribution.processes_per_host=1000000000"), "distribution.processes_per_host"),
+    (("distribution.mode=mpi", "distribution.processes_per_host=1024", "instance.count=10000"),
+     "more than 100000 processes"),
+], ids=["processes-per-host", "world-size"])
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_a_huge_process_count_is_refused_before_the_ranks_are_sized(spec, command, overrides, expected):
+    """Issue 35: 10**9 processes per host, or 10,000 hosts x 1,024, in a process that could not hold their rank
+    table."""
+    def small_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    result = subprocess.run([sys.executable, "-m", "orchestrator", command, str(spec),
+                             *(item for override in overrides for item in ("--set", override))],
+                            capture_output=True, text=True, timeout=600, preexec_fn=small_memory)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert expected in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
+
+
 def test_a_deep_set_path_is_refused_with_a_message(spec):
     result = _invoke("validate", str(spec), "--set", "hyperparameters." + ".".join(["b"] * 3000) + "=1")
     assert result.exit_code == 2

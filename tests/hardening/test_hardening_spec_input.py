@@ -110,3 +110,52 @@ def test_a_device_or_fifo_is_not_read(tmp_path):
 ])
 def test_hostile_overrides_are_one_message(override, expected):
     _assert_one_message(_validate(EXAMPLE, "--set", override), expected)
+
+
+@pytest.mark.parametrize("character", ["\u202e", "\u200b", "\u2028", "\x1b"], ids=["rlo", "zwsp", "lsep", "esc"])
+def test_a_hyperparameter_name_with_a_bidi_or_control_character_is_refused_and_shown_escaped(spec_file, character):
+    """Issue 35: `lr<U+202E>esab` was printed raw by plan, shown as another name."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    name = f"lr{character}esab"
+    written = HEAD + f'hyperparameters: {{"{name.encode("unicode_escape").decode()}": 1}}\n'
+    for body, args in ((written, ["validate"]), (written, ["validate", "-o", "json"]), (written, ["plan"]),
+                       (HEAD, ["validate", "--set", f"hyperparameters.{name}=1"])):
+        result = CliRunner().invoke(main, [args[0], str(spec_file(body)), *args[1:]])
+        assert result.exit_code == 2, (args, result.output)
+        assert character not in result.output, (args, result.output)
+        assert f"\\u{ord(character):04x}" in result.output, (args, result.output)
+
+
+def test_a_tuned_parameter_name_with_a_bidi_character_is_refused_escaped(spec_file, tmp_path):
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    job = spec_file(HEAD)
+    search = tmp_path / "search.yaml"
+    search.write_text(f'job: {job}\nobjective: {{metric: "train:loss", type: Minimize}}\nstrategy: Random\n'
+                      'parameters: {"lr\\u202eesab": {type: continuous, min: 0.1, max: 0.2}}\nmax_jobs: 2\n')
+    for command in ("validate", "plan"):
+        result = CliRunner().invoke(main, ["tune", command, str(search)])
+        assert result.exit_code == 2, result.output
+        assert "\u202e" not in result.output and "\\u202e" in result.output, result.output
+
+
+def test_validate_warns_that_a_secret_looking_hyperparameter_is_on_the_command_line(spec_file):
+    """Issue 35: kept as SageMaker's toolkit does it (on the script's command line), but said, with where to put
+    such a value instead; the value itself is not shown."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    path = spec_file(HEAD + "hyperparameters: {db_password: hunter22-value, epochs: 2}\n")
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "hyperparameters.db_password" in result.output and "process list" in result.output
+    assert "environment" in result.output and "Secrets Manager" in result.output
+    assert "hunter22-value" not in result.output
+    document = CliRunner().invoke(main, ["validate", str(path), "-o", "json"]).output
+    assert "hyperparameter-on-command-line" in document and "hunter22-value" not in document

@@ -238,16 +238,20 @@ def _torch1_on_python311(python: str) -> bool:
 @cache
 def interpreter_versions(python: str) -> tuple[str | None, tuple[int, int]]:
     """torch's version (None: no torch) and the Python version of an interpreter, from its metadata, without
-    importing torch (Debian's python3-torch says 1.13.0a0+gitunknown); asked once per interpreter."""
+    importing torch (Debian's python3-torch says 1.13.0a0+gitunknown); asked once per interpreter. The version is
+    (0, 0) when the program did not answer as a Python interpreter does (/bin/true, /bin/echo, one printing 5)."""
     probe = ("import json, sys\nfrom importlib import metadata\n"
              "try:\n    torch = metadata.version('torch')\nexcept metadata.PackageNotFoundError:\n    torch = None\n"
              "print(json.dumps([torch, sys.version_info[:2]]))")
     try:
         said = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=True).stdout
         torch, version = json.loads(said)
-    except (OSError, subprocess.SubprocessError, ValueError):
+        major, minor = version
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError):
         return None, (0, 0)
-    return torch, (version[0], version[1])
+    if not (isinstance(torch, str | None) and isinstance(major, int) and isinstance(minor, int)):
+        return None, (0, 0)
+    return torch, (major, minor)
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,

@@ -153,6 +153,15 @@ def open_run_directory(root: Path) -> None:
                         fix="pass a writable --run-dir") from None
 
 
+def hold_directory(root: Path) -> None:
+    """Holds `root` (a tuning search's folder) as a run directory is held, for as long as this process runs.
+
+    Raises:
+        SpecError: another process holds it.
+    """
+    _lock_run_directory(root)
+
+
 def _lock_run_directory(root: Path) -> None:
     """Holds the run directory for this process until it exits (or opens the directory again), so a second
     `smtrain local --run-dir` on it cannot clear the tree of a run still going.

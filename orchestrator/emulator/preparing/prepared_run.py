@@ -316,6 +316,9 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     if not Path(python).exists():
         raise EnvironmentProblem(f"python {python} does not exist",
                                  fix="pass an interpreter with --python (Options.python in Python)")
+    if interpreter_versions(python)[1] == (0, 0):  # the job would "complete" without its script ever running
+        raise EnvironmentProblem(f"{python} is not a Python interpreter: asked with -c for its version, it did not "
+                                 "answer as Python does", fix="pass a Python interpreter with --python, e.g. python3")
     framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
     runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
     try:

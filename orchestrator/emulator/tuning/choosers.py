@@ -91,8 +91,9 @@ class _GridChooser:
     def __init__(self, spec: TuningSpec) -> None:
         names = list(spec.parameters)
         values = [spec.parameters[name].values for name in names]  # type: ignore[union-attr]
-        self._combinations = iter([dict(zip(names, combination, strict=True))
-                                   for combination in itertools.product(*values)])
+        # Lazily: a grid of millions of combinations costs only the trials that run (--max-jobs 1 builds one).
+        self._combinations = (dict(zip(names, combination, strict=True))
+                              for combination in itertools.product(*values))
         self._count = itertools.count(1)
         self._lock = threading.Lock()
         self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
@@ -136,8 +137,14 @@ def draw(item: Any, rng: random.Random) -> Any:
     if item.scaling is Scaling.Logarithmic:
         return math.exp(rng.uniform(math.log(item.min), math.log(item.max)))
     if item.scaling is Scaling.ReverseLogarithmic:  # log-uniform in 1 - x: dense near 1
-        return 1 - math.exp(rng.uniform(math.log(1 - item.max), math.log(1 - item.min)))
-    return rng.uniform(item.min, item.max)
+        return within(item, 1 - math.exp(rng.uniform(math.log(1 - item.max), math.log(1 - item.min))))
+    share = rng.random()  # min + (max - min) * share overflows to infinity over a range wider than a float holds
+    return within(item, item.min * (1 - share) + item.max * share)
+
+
+def within(item: ContinuousRange, value: float) -> float:
+    """`value` inside the range: a draw that rounded out of it (or to infinity) is its nearest bound."""
+    return min(max(value, item.min), item.max)
 
 
 class _OptunaChooser:
@@ -165,12 +172,15 @@ class _OptunaChooser:
         with self._lock:
             trial = self._study.ask(self._distributions)
             self._trials[trial.number] = trial
-            values = {name: (1 - value if self._reversed(name) else value) for name, value in trial.params.items()}
+            values = {name: self._handed_out(name, value) for name, value in trial.params.items()}
             return trial.number + 1, values
 
-    def _reversed(self, name: str) -> bool:
+    def _handed_out(self, name: str, value: Any) -> Any:
+        """ReverseLogarithmic is sampled as 1 - x; every continuous value is kept inside its (finite) range."""
         item = self._spec.parameters[name]
-        return isinstance(item, ContinuousRange) and item.scaling is Scaling.ReverseLogarithmic
+        if not isinstance(item, ContinuousRange):
+            return value
+        return within(item, 1 - value if item.scaling is Scaling.ReverseLogarithmic else value)
 
     def should_stop(self, key: int, epoch: int, value: float) -> bool:
         with self._lock:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,10 +27,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orchestrator.emulator.preparing.layout import hold_directory
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
+from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
 from orchestrator.observing.trials import Trial, best, ranked
+from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import LoadedSpec
@@ -41,6 +45,9 @@ RESULT_FILE = "tuning.json"
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
+LOG_CHUNK_BYTES = 1 << 20
+"""The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
+printing a 32 MiB line costs the search no more than this."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class SearchResult:
     seconds: float
     trials: list[Trial] = field(default_factory=list)
     log_scaled: tuple[str, ...] = ()
+    search_spec: str | None = None
+    """The tuning spec file the search ran: a folder holds one search's results."""
 
     @property
     def best(self) -> Trial | None:
@@ -81,7 +90,8 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
-        return {"tuning_job_name": self.name, "run_dir": str(self.run_dir), "strategy": self.strategy,
+        return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
+                "strategy": self.strategy,
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
@@ -98,29 +108,86 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     say = on_event or (lambda text: None)
     name = tuning_job_name(spec.name or job.name)
     root = (options.run_dir or Path("runs") / name).resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    search_spec = str(loaded.path.resolve()) if loaded.path else None
+    _claim_folder(root, search_spec)
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
     parallel = options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)
     search = _Search(loaded, root, name, options, say)
     started = time.monotonic()
     say(f"tuning {name}: {total} trials of {job.name}, {parallel} at a time ({spec.strategy.value}); "
         f"trials in {root}")
-    try:
-        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
-            for _ in range(parallel):
-                pool.submit(search.worker, total, started)
-    except KeyboardInterrupt:
-        search.stop_all()
-        raise
+    interrupted: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        """SIGTERM or SIGHUP: as Ctrl-C, every trial stops (each `smtrain local` ends its own process tree) and the
+        results so far are written before the search exits by the signal."""
+        interrupted.append(signum)
+        search.stop_all(signal.SIGTERM)
+
+    with _signals_handled((signal.SIGTERM, signal.SIGHUP), stop):
+        try:
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
+                for _ in range(parallel):
+                    pool.submit(search.worker, total, started)
+        except KeyboardInterrupt:
+            search.stop_all()
+            raise
     log_scaled = tuple(name for name, item in spec.parameters.items()
                        if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
     result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                           goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
-                          trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled)
+                          trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled,
+                          search_spec=search_spec)
     (root / RESULT_FILE).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+    if interrupted:
+        raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
     if search.errors:
         raise search.errors[0]
     return result
+
+
+def _claim_folder(root: Path, search_spec: str | None) -> None:
+    """The search's folder, held as a run directory is (a second search into it is refused while this one runs),
+    and refused when it holds another search's tuning.json (overwriting it would lose that search's results).
+
+    Raises:
+        SpecError: the folder is in use, or holds another search's results.
+    """
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SpecError(f"cannot use {root} for the search: {error.strerror or error}",
+                        fix="pass a writable --run-dir") from None
+    hold_directory(root)
+    previous = root / RESULT_FILE
+    if not previous.exists():
+        return
+    try:
+        document = json.loads(previous.read_bytes()[:1 << 24]) if previous.stat().st_size <= 1 << 24 else None
+    except (OSError, ValueError):
+        document = None
+    owner = document.get("search_spec") if isinstance(document, dict) else None
+    if owner is None or owner != search_spec:
+        raise SpecError(f"{root} already holds another search's results ({previous}"
+                        f"{f', of {owner}' if isinstance(owner, str) else ''}); writing this search's would lose them",
+                        fix="give another --run-dir (or move that folder's tuning.json away)")
+
+
+class _signals_handled:
+    """Installs `handler` for `signals` while the search runs (from the main thread only: elsewhere Python cannot
+    install one), restoring the previous handlers after."""
+
+    def __init__(self, signals: tuple[int, ...], handler: Callable[[int, Any], None]) -> None:
+        self._signals, self._handler = signals, handler
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {signum: signal.signal(signum, self._handler) for signum in self._signals}
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
 
 
 def default_parallel(max_parallel: int, job: LoadedSpec) -> int:
@@ -140,6 +207,7 @@ class _Search:
         self._lock = threading.Lock()
         self._started = 0
         self._running: dict[int, Path] = {}
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._stopping = False
         self.trials: list[Trial] = []
         self.errors: list[BaseException] = []
@@ -160,12 +228,18 @@ class _Search:
                     self.errors.append(error)
                 return
 
-    def stop_all(self) -> None:
-        """Ctrl-C: every running trial is asked to stop as StopTrainingJob stops it; no new trial starts."""
+    def stop_all(self, signum: int | None = None) -> None:
+        """No new trial starts, and every running one stops: on SIGTERM or SIGHUP its `smtrain local` gets the
+        signal, on which it stops its job as a spot interruption would and ends every process the job started;
+        on Ctrl-C (which the trials got from the terminal too) each is asked to stop as StopTrainingJob stops it."""
         with self._lock:
             self._stopping = True
-            for run_dir in self._running.values():
-                _request_stop(run_dir)
+            for key, run_dir in self._running.items():
+                process = self._processes.get(key)
+                if signum is not None and process is not None and process.poll() is None:
+                    process.send_signal(signum)
+                else:
+                    _request_stop(run_dir)
 
     def _run_trial(self, key: int, values: dict[str, Any], deadline: float | None) -> None:
         """One trial: `smtrain local` of the job spec with the trial's values, in a process of its own (a run
@@ -174,23 +248,30 @@ class _Search:
         spec, job = self._loaded.spec, self._loaded.job
         trial_name = f"{self._name}-{key:03d}"
         run_dir = self._root / trial_name
-        values_set = [f"hyperparameters.{name}={json.dumps(value)}" for name, value in
-                      {**values, TUNING_OBJECTIVE_KEY: spec.objective.metric}.items()]
+        # The trial's values go in a file only this user reads, never on a command line (the process list shows
+        # those), and as JSON: names with a dot or `=` and every value arrive verbatim.
+        values_file = self._root / f"{trial_name}.hyperparameters.json"
+        descriptor = os.open(values_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump({**values, TUNING_OBJECTIVE_KEY: spec.objective.metric}, handle, allow_nan=False)
         command = [sys.executable, "-m", "orchestrator", "local", str(job.path), "--run-dir", str(run_dir), "-q",
                    "-o", "json", "--stall-timeout", str(self._options.stall_timeout_seconds or 0),
-                   *(item for override in (*self._loaded.job_overrides, *values_set) for item in ("--set", override))]
+                   "--hyperparameters-file", str(values_file),
+                   *(item for override in self._loaded.job_overrides for item in ("--set", override))]
         watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job.spec), run_dir)
         self._say(f"trial {key} started: {_values_text(values)}")
         began, started_at = time.monotonic(), datetime.now(timezone.utc)
         with self._lock:
             self._running[key] = run_dir
-            if self._stopping:
-                _request_stop(run_dir)
         # Files, not pipes: a trial's console (its progress bar) must never block on a pipe nobody reads yet.
         out_file, err_file = self._root / f"{trial_name}.result.json", self._root / f"{trial_name}.console.txt"
         try:
             with out_file.open("w") as out, err_file.open("w") as err:
-                process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                with self._lock:
+                    if self._stopping:
+                        return
+                    process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                    self._processes[key] = process
                 while process.poll() is None:
                     watch.read()
                     if deadline is not None and time.monotonic() >= deadline and not watch.why:
@@ -200,6 +281,7 @@ class _Search:
         finally:
             with self._lock:
                 self._running.pop(key, None)
+                self._processes.pop(key, None)
         watch.read()
         watch.finish()
         run = _run_result(out_file.read_text(), err_file.read_text(), process.returncode)
@@ -222,7 +304,8 @@ class _Search:
             status = "Stopped"  # early, at the budget, by Ctrl-C, or at max_run_seconds
         if status == "Stopped" and watch.reached_max_resource(self._max_resource):
             status = "Completed"  # Hyperband stops a trial at max_resource; it has completed its budget
-        return Trial(name=name, status=status, objective=watch.final, hyperparameters=dict(values), number=key,
+        return Trial(name=name, status=status, objective=watch.final, hyperparameters=redact_mapping(values),
+                     number=key,
                      failure_reason=run.get("failure_reason"), intermediate=dict(watch.per_epoch))
 
 
@@ -259,7 +342,8 @@ class _ObjectiveWatch:
                  run_dir: Path) -> None:
         self._chooser, self._key, self._metric, self._run_dir = chooser, key, metric, run_dir
         self._definitions = compile_definitions(definitions)
-        self._offsets: dict[Path, int] = {}
+        self._offsets: dict[Path, tuple[int, bool]] = {}
+        """Per log: how far it was read, and whether that is inside a line too long to read."""
         self.final: float | None = None
         self.per_epoch: dict[int, float] = {}
         self.why = ""
@@ -279,19 +363,30 @@ class _ObjectiveWatch:
         return max_resource is not None and bool(self.per_epoch) and max(self.per_epoch) >= max_resource
 
     def read(self) -> None:
-        """The complete lines written to the trial's logs since the last read."""
+        """The complete lines written to the trial's logs since the last read, LOG_CHUNK_BYTES at a time; a line
+        longer than that is skipped whole."""
         for path in sorted((self._run_dir / "logs").glob("*.log")):
-            offset = self._offsets.get(path, 0)
+            offset, skipping = self._offsets.get(path, (0, False))
             try:
                 with path.open("rb") as handle:
-                    handle.seek(offset)
-                    data = handle.read()
+                    while True:
+                        handle.seek(offset)
+                        data = handle.read(LOG_CHUNK_BYTES)
+                        end = data.rfind(b"\n") + 1
+                        if not end:
+                            if len(data) == LOG_CHUNK_BYTES:  # inside an over-long line: skip past it
+                                offset, skipping = offset + len(data), True
+                                continue
+                            break
+                        lines = data[:end].split(b"\n")[:-1]
+                        if skipping:
+                            lines, skipping = lines[1:], False  # the over-long line's end
+                        offset += end
+                        for line in lines:
+                            self._line(line.decode("utf-8", errors="replace"))
             except OSError:
-                continue
-            complete = data[:data.rfind(b"\n") + 1]
-            self._offsets[path] = offset + len(complete)
-            for line in complete.decode("utf-8", errors="replace").splitlines():
-                self._line(line)
+                pass
+            self._offsets[path] = (offset, skipping)
 
     def _line(self, text: str) -> None:
         mark = step_mark(text)
@@ -316,5 +411,5 @@ class _ObjectiveWatch:
 
 def _values_text(values: dict[str, Any]) -> str:
     return ", ".join(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}"
-                     for name, value in values.items())
+                     for name, value in redact_mapping(values).items())
 
