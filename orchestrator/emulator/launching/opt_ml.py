@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
+from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.launching.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
 from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
 
@@ -55,7 +56,8 @@ class HostFileSystem:
         except OSError:
             machine = ""
         path = run_dir / "etc-hosts"
-        path.write_text(f"{machine.rstrip()}\n# smtrain local: the emulated hosts\n127.0.0.1 {' '.join(host_names)}\n")
+        run_files.write_text(path, f"{machine.rstrip()}\n# smtrain local: the emulated hosts\n"
+                                   f"127.0.0.1 {' '.join(host_names)}\n")
         return replace(self, hosts_file=path)
 
     def enter(self, host_root: Path) -> tuple[str, ...]:

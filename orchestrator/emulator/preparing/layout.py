@@ -41,6 +41,7 @@ from orchestrator.emulator.instances.container import (
     InstanceGroup,
     resource_config,
 )
+from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.preparing import channels
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
@@ -141,9 +142,13 @@ def open_run_directory(root: Path) -> None:
         if root.is_dir() and any(root.iterdir()) and not (root / RUN_MARKER_FILE).is_file():
             raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
                             fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
+        if root.is_dir() and (links := run_files.planted_links(root)):
+            raise SpecError(f"--run-dir {root} holds {len(links)} link(s) smtrain did not make "
+                            f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
+                            "or read through them, outside the run", fix="remove the links, or give a new --run-dir")
         root.mkdir(parents=True, exist_ok=True)
         _lock_run_directory(root)
-        (root / RUN_MARKER_FILE).write_text("smtrain local run directory: never packaged, cleared on reuse\n")
+        run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
@@ -165,7 +170,7 @@ def _lock_run_directory(root: Path) -> None:
     previous = _HELD_LOCKS.pop(root, None)
     if previous is not None:
         os.close(previous)
-    descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -443,7 +448,7 @@ def _merged_tar(target: Path, directories: list[Path]) -> Path:
                     members[path.relative_to(directory).as_posix()] = path
     partial = target.with_name(f".{target.name}.partial")
     try:
-        with open(partial, "wb") as handle:
+        with os.fdopen(run_files.open_for_writing(partial), "wb") as handle:
             with tarfile.open(fileobj=handle, mode="w:gz") as tar:
                 for name in sorted(members):
                     tar.add(members[name], arcname=name)
@@ -478,5 +483,5 @@ def failed_before_start(root: Path, job_name: str, failure: RunFailed) -> RunFai
 def write_result(root: Path, document: dict[str, Any]) -> None:
     """result.json, written whole or not at all."""
     partial = root / ".result.json.partial"
-    partial.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    run_files.write_text(partial, json.dumps(document, indent=2, default=str) + "\n")
     os.replace(partial, root / "result.json")

@@ -16,6 +16,7 @@ from one still going.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -25,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from orchestrator.emulator.instances import run_files
+from orchestrator.errors import SpecError
 
 STATUS_FILE = "status.json"
 STOP_FILE = "stop-requested"
@@ -99,7 +103,7 @@ class StatusReport:
 
     def _write(self) -> None:
         temporary = self._path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self._described, default=_encode, indent=1) + "\n")
+        run_files.write_text(temporary, json.dumps(self._described, default=_encode, indent=1) + "\n")
         temporary.replace(self._path)
 
 
@@ -142,7 +146,13 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
 
 def request_stop(run_dir: Path) -> None:
     """Asks the run to stop (StopTrainingJob): it sees the file within a moment, wherever it runs."""
-    (run_dir / STOP_FILE).write_text(f"requested by pid {os.getpid()} at {now().isoformat()}\n")
+    try:
+        run_files.write_text(run_dir / STOP_FILE, f"requested by pid {os.getpid()} at {now().isoformat()}\n")
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise SpecError(f"{run_dir / STOP_FILE} is a link smtrain did not make: the stop request is not written "
+                        "through it", fix="remove the link, then stop the run again") from None
 
 
 class StopWatch:
