@@ -353,7 +353,7 @@ def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host
     elif link:
         _link_tree(source.resolve(), target)
     elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
-        shutil.copytree(source, target, symlinks=True, ignore=_run_directories)
+        channels.copy_tree(source, target, _run_directories)
     else:
         target.mkdir()
         shutil.copy2(source, target / source.name)
