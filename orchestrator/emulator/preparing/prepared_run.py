@@ -65,7 +65,7 @@ from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
-from orchestrator.redact import mask_text, redact, secret_values
+from orchestrator.redact import machine_secrets, mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType, lookup
 
 MLFLOW_STORE = "mlruns"
@@ -245,7 +245,7 @@ def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> Pre
                                                    read_only_data=settings.link_inputs
                                                    ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
                        machine_opt_ml=opt_ml.snapshot(),
-                       secrets=secret_values(spec.environment, spec.hyperparameters))
+                       secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
 
 
 def _shown_path(path: Path) -> str:
