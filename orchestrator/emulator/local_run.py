@@ -360,6 +360,7 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
                                      f"{layout.root / STACKS_FILE}")),
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
+    run_layout.clear_host_tmp(layout)
     run_layout.write_status_files(layout, failures)
     if outcome.log_failure is not None:
         reason = outcome.log_failure

@@ -27,6 +27,11 @@ HOSTS_FILE = "/etc/hosts"
 HOSTS_FILE_VARIABLE = "SMTRAIN_HOSTS_FILE"
 """A file of the run naming every emulated host at 127.0.0.1, bound over /etc/hosts in the namespace, as the
 container's /etc/hosts names its cluster: a script that meets at SM_HOSTS[0] (MASTER_ADDR=algo-1) resolves it."""
+TMP = "/tmp"
+HOST_TMP_VARIABLE = "SMTRAIN_HOST_TMP"
+"""The host's own /tmp, a folder of the run bound at /tmp in the namespace, as a container has its own: what a job
+writes there lands in the run and is gone when the run ends. Every entry of the machine's /tmp is bound back into
+it (a run directory or a virtual environment under /tmp stays where it is)."""
 READ_ONLY_DATA_VARIABLE = "SMTRAIN_READ_ONLY_DATA"
 """Set to 1 in a host's environment (--link-inputs): its input/data, the user's own files linked, is mounted
 read-only in the namespace (at the host's folder and at /opt/ml), so the job reads them and changes nothing."""
@@ -97,6 +102,33 @@ def _cover_opt() -> None:
         os.close(real)
 
 
+def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
+    """/tmp becomes `host_tmp`, into which every entry of the machine's /tmp is bound back (an entry that cannot
+    be is left out, unless a path the host needs lies in it)."""
+    real = os.open(TMP, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        entries = os.listdir(real)
+        _mount(host_tmp, TMP, None, _MS_BIND | _MS_REC)
+        for name in entries:
+            hidden, visible = f"/proc/self/fd/{real}/{name}", os.path.join(TMP, name)
+            try:
+                if os.path.lexists(visible):
+                    continue
+                if os.path.islink(hidden):
+                    os.symlink(os.readlink(hidden), visible)
+                elif os.path.isdir(hidden):
+                    os.mkdir(visible)
+                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+                else:
+                    open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
+                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+            except (OSError, Refused):
+                if any(path == visible or path.startswith(visible + "/") for path in needed):
+                    raise
+    finally:
+        os.close(real)
+
+
 def enter(host_root: str) -> None:
     """Makes `host_root` this process's /opt/ml, in a namespace of its own.
 
@@ -123,6 +155,9 @@ def enter(host_root: str) -> None:
     placed, wanted = os.stat(OPT_ML), os.stat(host_root)
     if (placed.st_dev, placed.st_ino) != (wanted.st_dev, wanted.st_ino):
         raise Refused(f"{OPT_ML} is not {host_root} after the bind mount")
+    host_tmp = os.environ.get(HOST_TMP_VARIABLE)
+    if host_tmp and os.path.isdir(host_tmp) and os.path.isdir(TMP):
+        _cover_tmp(os.path.realpath(host_tmp), (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable)))
     os.chdir(cwd)
 
 

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances import run_files
-from orchestrator.emulator.launching.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
+from orchestrator.emulator.instances.container import Host
+from orchestrator.emulator.launching.hostfs import (
+    HOST_TMP_VARIABLE,
+    HOSTS_FILE,
+    HOSTS_FILE_VARIABLE,
+    READ_ONLY_DATA_VARIABLE,
+)
 from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
 
 HOSTFS = Path(__file__).with_name("hostfs.py")
@@ -40,11 +46,12 @@ class HostFileSystem:
     hosts_file: Path | None = None
     """The run's /etc/hosts, naming the emulated hosts (with_hosts_file)."""
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, host: Host) -> dict[str, str]:
         """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
         if not self.namespaced:
             return {}
-        return {HOSTFS_VARIABLE: str(HOSTFS), **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
+        return {HOSTFS_VARIABLE: str(HOSTFS), HOST_TMP_VARIABLE: str(host.tmp_dir),
+                **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
                 **({HOSTS_FILE_VARIABLE: str(self.hosts_file)} if self.hosts_file else {})}
 
     def with_hosts_file(self, run_dir: Path, host_names: list[str]) -> HostFileSystem:

@@ -35,6 +35,7 @@ from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
 from orchestrator.emulator.instances.container import (
+    CONTAINER_PATHS,
     Channel,
     ContainerJob,
     Host,
@@ -54,7 +55,6 @@ LOCK_FILE = ".smtrain-lock"
 """Held (flock) by the `smtrain local` using the run directory; holds its process id."""
 _HELD_LOCKS: dict[Path, int] = {}
 TENSORBOARD_DIR = "tensorboard"
-CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
 _PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
             "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
@@ -227,7 +227,7 @@ def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> None:
         source_path.write_bytes(source.data)
         for host in layout.hosts:
             for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir,
-                              host.output_dir / "data", host.checkpoint_dir):
+                              host.output_dir / "data", host.checkpoint_dir, host.home_dir, host.tmp_dir):
                 directory.mkdir(parents=True, exist_ok=True)
             if not any(host.code_dir.iterdir()):
                 _extract(source.data, host.code_dir)
@@ -403,7 +403,15 @@ def replace_instances(layout: RunLayout) -> None:
                 shutil.rmtree(directory, ignore_errors=True)
         host.model_dir.mkdir(parents=True)
         (host.output_dir / "data").mkdir(parents=True)
+        shutil.rmtree(host.tmp_dir, ignore_errors=True)  # a fresh instance's /tmp is empty
+        host.tmp_dir.mkdir(parents=True)
     restore_checkpoints(layout)
+
+
+def clear_host_tmp(layout: RunLayout) -> None:
+    """A container's /tmp ends with it: each host's is emptied when the run ends (its home stays in the run)."""
+    for host in layout.hosts:
+        shutil.rmtree(host.tmp_dir, ignore_errors=True)
 
 
 def write_status_files(layout: RunLayout, failures: dict[str, str | None]) -> None:
