@@ -50,6 +50,6 @@ def test_a_job_writes_its_home_and_tmp_files_inside_the_run(tmp_path):
         if "no mount namespace here" in result.stdout + result.stderr:
             pytest.skip("no mount namespaces on this machine: /tmp stays the machine's (docs/security.md)")
         assert not os.path.exists(probe)  # the host's /tmp ended with the run
-        assert not (run / "container-paths" / "algo-1" / "tmp").exists()
+        assert not (run / "host-tmp").exists()
     finally:
         Path(probe).unlink(missing_ok=True)

@@ -215,6 +215,8 @@ def env_value(value: Any) -> str:
 
 CONTAINER_PATHS = "container-paths"
 """The run directory's folder for each host's container paths outside /opt/ml: `container-paths/<host>/<path>`."""
+HOST_TMP = "host-tmp"
+"""The run directory's folder for each host's /tmp while the run lasts: `host-tmp/<host>`."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,9 @@ class Host:
 
     @property
     def tmp_dir(self) -> Path:
-        """The container's /tmp: bound at /tmp in the host's namespace, emptied when the run ends."""
-        return self.root.parent / CONTAINER_PATHS / self.name / "tmp"
+        """The container's /tmp: bound at /tmp in the host's namespace, removed when the run ends. Not under
+        CONTAINER_PATHS, where a checkpoint path below /tmp is kept past the run."""
+        return self.root.parent / HOST_TMP / self.name
 
     @property
     def code_dir(self) -> Path:

@@ -111,16 +111,16 @@ def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
         _mount(host_tmp, TMP, None, _MS_BIND | _MS_REC)
         for name in entries:
             hidden, visible = f"/proc/self/fd/{real}/{name}", os.path.join(TMP, name)
-            try:
-                if os.path.lexists(visible):
-                    continue
+            try:  # an entry the run made there (a checkpoint path under /tmp) is covered: the machine's wins
                 if os.path.islink(hidden):
-                    os.symlink(os.readlink(hidden), visible)
+                    if not os.path.lexists(visible):
+                        os.symlink(os.readlink(hidden), visible)
                 elif os.path.isdir(hidden):
-                    os.mkdir(visible)
+                    os.makedirs(visible, exist_ok=True)
                     _mount(hidden, visible, None, _MS_BIND | _MS_REC)
                 else:
-                    open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
+                    if not os.path.lexists(visible):
+                        open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
                     _mount(hidden, visible, None, _MS_BIND | _MS_REC)
             except (OSError, Refused):
                 if any(path == visible or path.startswith(visible + "/") for path in needed):

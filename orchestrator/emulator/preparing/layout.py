@@ -4,7 +4,8 @@
       .smtrain-run                  marks a run directory: packaging never ships it, a reuse may clear it
       .smtrain-lock                 held by the `smtrain local` using it (its process id): a second one is refused
       algo-1/ ... algo-N/           each host's /opt/ml: input/{config,data}, code, model, output, checkpoints
-      container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host
+      container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host; root/ is the host's HOME
+      host-tmp/algo-N/              each host's /tmp while the run lasts
       logs/algo-N.log               each host's log (what CloudWatch would hold)
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
@@ -36,6 +37,7 @@ from typing import Any
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
 from orchestrator.emulator.instances.container import (
     CONTAINER_PATHS,
+    HOST_TMP,
     Channel,
     ContainerJob,
     Host,
@@ -56,7 +58,7 @@ LOCK_FILE = ".smtrain-lock"
 _HELD_LOCKS: dict[Path, int] = {}
 TENSORBOARD_DIR = "tensorboard"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
-_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
+_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
             "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
@@ -410,8 +412,7 @@ def replace_instances(layout: RunLayout) -> None:
 
 def clear_host_tmp(layout: RunLayout) -> None:
     """A container's /tmp ends with it: each host's is emptied when the run ends (its home stays in the run)."""
-    for host in layout.hosts:
-        shutil.rmtree(host.tmp_dir, ignore_errors=True)
+    shutil.rmtree(layout.root / HOST_TMP, ignore_errors=True)
 
 
 def write_status_files(layout: RunLayout, failures: dict[str, str | None]) -> None:
