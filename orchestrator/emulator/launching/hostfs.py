@@ -16,9 +16,11 @@ itself is missing, or the kernel refuses namespaces (another OS, a locked-down c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import signal
 import sys
 
 OPT = "/opt"
@@ -37,6 +39,9 @@ READ_ONLY_DATA_VARIABLE = "SMTRAIN_READ_ONLY_DATA"
 read-only in the namespace (at the host's folder and at /opt/ml), so the job reads them and changes nothing."""
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_PR_SET_PDEATHSIG = 1
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _MS_RDONLY = 1
 _MS_REMOUNT = 32
 _MS_BIND = 4096
@@ -60,13 +65,15 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
                        data and data.encode()), f"mount {source or fstype} on {target}")
 
 
-def _new_namespace() -> None:
-    """A mount namespace of our own, and as an ordinary user a user namespace in which we keep our uid/gid."""
-    if os.geteuid() == 0:
-        _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    else:
-        uid, gid = os.geteuid(), os.getegid()
-        _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+def _new_namespace() -> bool:
+    """A mount namespace of our own, and as an ordinary user a user namespace in which we keep our uid/gid; a PID
+    namespace for our children where the kernel gives one. Returns whether it did."""
+    uid, gid = os.geteuid(), os.getegid()
+    base = _CLONE_NEWNS if uid == 0 else _CLONE_NEWUSER | _CLONE_NEWNS
+    with_pids = _libc.unshare(base | _CLONE_NEWPID) == 0
+    if not with_pids:
+        _check(_libc.unshare(base), "unshare(CLONE_NEWNS)" if uid == 0 else "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+    if uid != 0:
         try:
             with open("/proc/self/setgroups", "w") as handle:
                 handle.write("deny")
@@ -77,6 +84,7 @@ def _new_namespace() -> None:
         except OSError as error:
             raise Refused(f"mapping uid {uid} into a user namespace: {error.strerror}") from None
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    return with_pids
 
 
 def _cover_opt() -> None:
@@ -129,8 +137,9 @@ def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
         os.close(real)
 
 
-def enter(host_root: str) -> None:
-    """Makes `host_root` this process's /opt/ml, in a namespace of its own.
+def enter(host_root: str) -> bool:
+    """Makes `host_root` this process's /opt/ml, in a namespace of its own. Returns whether the processes this
+    one starts get a PID namespace of their own (`contain`).
 
     Raises:
         Refused: no namespace here, /opt is missing, or the result is not the host's folder.
@@ -141,7 +150,7 @@ def enter(host_root: str) -> None:
     if not os.path.isdir(OPT):
         raise Refused(f"{OPT} does not exist on this machine")
     cwd = os.getcwd()
-    _new_namespace()
+    with_pids = _new_namespace()
     hosts = os.environ.get(HOSTS_FILE_VARIABLE)
     if hosts and os.path.isfile(HOSTS_FILE):
         _mount(hosts, HOSTS_FILE, None, _MS_BIND)
@@ -157,19 +166,100 @@ def enter(host_root: str) -> None:
         raise Refused(f"{OPT_ML} is not {host_root} after the bind mount")
     host_tmp = os.environ.get(HOST_TMP_VARIABLE)
     if host_tmp and os.path.isdir(host_tmp) and os.path.isdir(TMP):
-        _cover_tmp(os.path.realpath(host_tmp), (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable)))
+        needed = (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable))
+        _cover_tmp(os.path.realpath(host_tmp), needed)
     os.chdir(cwd)
+    return with_pids
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent process dies (however: a SIGKILL included); at once if it already has."""
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(137)
+
+
+def contain(argv: list[str]) -> None:
+    """Runs `argv` under a first process (PID 1) of the new PID namespace, and ends as it ends.
+
+    Nothing started inside outlives the namespace's first process: when it exits, the kernel kills every process
+    left in the namespace (a daemon, a re-forking `setsid` chain), and it dies with this process, which dies with
+    smtrain (parent-death signals), so `kill -9` of smtrain leaves no job process. The first process forwards no
+    signal and is never a job's: a job's process keeps the default actions a PID 1 would lose.
+    """
+    parent = os.getppid()
+    _die_with_parent(parent)
+    status_read, status_write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(status_read)
+        _die_with_parent(os.getppid())
+        _run_first_process(argv, status_write)
+    os.close(status_write)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # smtrain signals the job's processes itself, and
+        signal.signal(sig, signal.SIG_IGN)  # a SIGTERM meant for them all must not cut their grace short
+    os.waitpid(first, 0)
+    with os.fdopen(status_read, "rb") as pipe:
+        reported = pipe.read()
+    _end_as(int(reported) if reported else 137 << 8)
+
+
+def _run_first_process(argv: list[str], status_pipe: int) -> None:
+    """PID 1: mounts the namespace's own /proc, starts `argv`, reaps every orphan, reports `argv`'s wait status."""
+    with contextlib.suppress(Refused):  # a /proc the kernel will not mount here: the machine's stays
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(status_pipe)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as error:
+            sys.stderr.write(f"smtrain hostfs: {argv[0]}: {error.strerror}\n")
+            os._exit(127)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        if pid == child:
+            os.write(status_pipe, str(status).encode())
+            break
+    os._exit(0)  # the namespace ends here: the kernel kills what the job left running
+
+
+def _end_as(status: int) -> None:
+    """Exits as the job's process ended: with its code, or killed by its signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        sys.exit(128 + sig)
+    sys.exit(os.WEXITSTATUS(status))
 
 
 def main() -> None:
-    """`enter <host root> -- <program> [args]`: exits 125 with the reason when the namespace is refused."""
+    """`enter <host root> -- <program> [args]`: exits 125 with the reason when the namespace is refused.
+    `contain -- <program> [args]`: the program in a PID namespace of its own where the kernel gives one (pip and
+    its build hooks), else as it is."""
+    if len(sys.argv) >= 3 and sys.argv[1:3] == ["contain", "--"]:
+        try:
+            with_pids = _new_namespace()
+        except (Refused, OSError):
+            with_pids = False
+        if with_pids:
+            contain(sys.argv[3:])
+        os.execvp(sys.argv[3], sys.argv[3:])
     if len(sys.argv) < 5 or sys.argv[1] != "enter" or sys.argv[3] != "--":
         sys.exit("usage: hostfs.py enter <host root> -- <program> [args]")
     try:
-        enter(sys.argv[2])
+        with_pids = enter(sys.argv[2])
     except (Refused, OSError) as error:
         sys.stderr.write(f"smtrain hostfs: {error}\n")
         sys.exit(125)
+    if with_pids:
+        contain(sys.argv[4:])
     os.execvp(sys.argv[4], sys.argv[4:])
 
 
