@@ -74,6 +74,14 @@ class HostFileSystem:
         return (sys.executable, "-I", "-S", str(HOSTFS), "enter", str(host_root), "--")
 
 
+def contained(argv: list[str]) -> list[str]:
+    """`argv` run in a PID namespace of its own where this machine gives one (hostfs.py `contain`): when it exits,
+    whatever it started (a build hook's daemon holding its output) is killed with it."""
+    if os.environ.get(NO_NAMESPACES_VARIABLE) == "1" or not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-S", str(HOSTFS), "contain", "--", *argv]
+
+
 def choose(host_root: Path) -> HostFileSystem:
     """Namespaces where this machine gives them (tried once, on the first host's folder), else the fallback."""
     if os.environ.get(NO_NAMESPACES_VARIABLE) == "1":

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator.emulator.instances.cache import cached_directory
+from orchestrator.emulator.launching.opt_ml import contained
 from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
 
 REQUIREMENTS_FILE = "requirements.txt"
@@ -143,9 +144,10 @@ def _canonical(name: str) -> str:
 
 
 def _run_to_the_end(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """pip in a session of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or pip times out, pip
-    and every build it started are killed and waited for, never left running."""
-    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    """pip in a session and a PID namespace of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or
+    pip times out, pip and every build it started are killed and waited for, never left running; when pip ends,
+    so does whatever a build hook started (a daemon holding pip's output open would otherwise hang the read)."""
+    with subprocess.Popen(contained(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=_PIP_TIMEOUT_SECONDS)
