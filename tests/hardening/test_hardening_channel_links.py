@@ -69,3 +69,21 @@ def test_a_job_writing_to_its_channel_copy_leaves_the_users_file_and_reads_insid
     assert (tmp_path / "outside.txt").read_text() == "the user's file\n"
     log = (tmp_path / "run" / "logs" / "algo-1.log").read_text()
     assert json.dumps({"relative": "inside\n"}) in log
+
+
+def test_a_gzip_pipe_channel_over_plain_files_is_refused_before_the_run(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("a,b\n" * 10)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.py").write_text("print('ran')\n")
+    spec = job / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "pipes", "entry_point": "train.py", "framework_version": "2.3.0",
+                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600,
+                                    "inputs": {"train": {"uri": str(data), "input_mode": "Pipe",
+                                                         "compression": "Gzip"}}}))
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                             str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{data / 'rows.csv'} is not gzip data" in result.stderr and "Traceback" not in result.stderr

@@ -24,6 +24,7 @@ from pathlib import Path
 from orchestrator.contract import RUN_MARKER_FILE
 
 _CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def objects(source: Path) -> list[Path]:
@@ -33,6 +34,16 @@ def objects(source: Path) -> list[Path]:
     runs = {marker.parent for marker in source.rglob(RUN_MARKER_FILE)}  # never a run directory inside the data
     found = (path for path in source.rglob("*") if path.is_file() and not runs.intersection(path.parents))
     return sorted(found, key=lambda path: path.relative_to(source).as_posix())
+
+
+def first_not_gzip(items: list[Path]) -> Path | None:
+    """The first of `items` that is not gzip data (its first bytes are not gzip's magic number), or None: a
+    channel that says CompressionType Gzip over plain files would otherwise feed the job empty epochs."""
+    for item in items:
+        with open(item, "rb") as handle:
+            if handle.read(2) != _GZIP_MAGIC:
+                return item
+    return None
 
 
 def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:

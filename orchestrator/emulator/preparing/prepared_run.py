@@ -58,7 +58,7 @@ from orchestrator.emulator.launching.toolkit_launchers import (
     toolkit_command,
 )
 from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.preparing.channels import PipeChannel
+from orchestrator.emulator.preparing.channels import PipeChannel, first_not_gzip, objects
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
@@ -388,6 +388,12 @@ def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
             raise SpecError(f"input {channel.name}: {path} does not exist",
                             fix=f"--input {channel.name}=<local path>")
         channels[channel.name] = path.resolve()
+    for channel in job.channels:
+        if channel.pipe and channel.compression == "Gzip" and channels[channel.name].exists():
+            plain = first_not_gzip(objects(channels[channel.name]))
+            if plain is not None:
+                raise SpecError(f"input {channel.name}: CompressionType is Gzip but {plain} is not gzip data, so "
+                                "its Pipe-mode epochs would be empty", fix="gzip the files, or drop compression: Gzip")
     return channels
 
 
