@@ -361,11 +361,18 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
     run_layout.clear_host_tmp(layout)
-    run_layout.write_status_files(layout, failures)
+    try:
+        run_layout.write_status_files(layout, failures)
+        unwritten = None
+    except OSError as error:  # a full disk: result.json says so, in the room kept for it
+        unwritten = (f"StatusFileError: writing each host's status file in {layout.root} failed: "
+                     f"{'the disk is full (ENOSPC)' if error.errno == errno.ENOSPC else error.strerror or error}")
     if outcome.log_failure is not None:
         reason = outcome.log_failure
     elif outcome.status == "failed":
         reason = _failure_reason(prepared, processes, outcome, failures)
+    if unwritten is not None:
+        status, exit_code, reason = "Failed", 1, ((reason + "\n") if reason else "") + unwritten
     if smoke is not None and outcome.status == "stopped" and smoke.failure():
         status, exit_code, reason = "Failed", 1, smoke.failure()
     if outcome.leftover:

@@ -56,6 +56,9 @@ SOURCE_DIR = "source"
 LOCK_FILE = ".smtrain-lock"
 """Held (flock) by the `smtrain local` using the run directory; holds its process id."""
 _HELD_LOCKS: dict[Path, int] = {}
+RESERVE_FILE = ".smtrain-reserve"
+RESERVED_BYTES = 256 * 1024
+"""Room kept on the disk for result.json, status.json and each host's status file when the job fills it."""
 TENSORBOARD_DIR = "tensorboard"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
 _PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
@@ -155,9 +158,17 @@ def open_run_directory(root: Path) -> None:
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         (root / "logs").mkdir()
+        _reserve_room(root)
     except OSError as error:
         raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
+
+
+def _reserve_room(root: Path) -> None:
+    """Keeps RESERVED_BYTES of the disk for the run's last words: a job that fills the disk with its output still
+    ends with a result.json and a final status.json, written once this file is gone (`write_result`)."""
+    with os.fdopen(run_files.open_for_writing(root / RESERVE_FILE), "wb") as handle:
+        handle.write(bytes(RESERVED_BYTES))
 
 
 def _lock_run_directory(root: Path) -> None:
@@ -490,7 +501,8 @@ def failed_before_start(root: Path, job_name: str, failure: RunFailed) -> RunFai
 
 
 def write_result(root: Path, document: dict[str, Any]) -> None:
-    """result.json, written whole or not at all."""
+    """result.json, written whole or not at all (in the room kept for it, when the disk is full)."""
+    (root / RESERVE_FILE).unlink(missing_ok=True)
     partial = root / ".result.json.partial"
     run_files.write_text(partial, json.dumps(document, indent=2, default=str) + "\n")
     os.replace(partial, root / "result.json")

@@ -102,9 +102,16 @@ class StatusReport:
             self._write()
 
     def _write(self) -> None:
+        """Written as the run goes; a write a full disk refuses leaves the last one, and the final one comes after
+        the room kept for it is freed (layout.write_result)."""
         temporary = self._path.with_suffix(".tmp")
-        run_files.write_text(temporary, json.dumps(self._described, default=_encode, indent=1) + "\n")
-        temporary.replace(self._path)
+        try:
+            run_files.write_text(temporary, json.dumps(self._described, default=_encode, indent=1) + "\n")
+            temporary.replace(self._path)
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            temporary.unlink(missing_ok=True)
 
 
 def terminal_status(local_status: str, failure_reason: str | None) -> tuple[str, str]:
