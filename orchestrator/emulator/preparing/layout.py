@@ -57,7 +57,7 @@ LOCK_FILE = ".smtrain-lock"
 """Held (flock) by the `smtrain local` using the run directory; holds its process id."""
 _HELD_LOCKS: dict[Path, int] = {}
 RESERVE_FILE = ".smtrain-reserve"
-RESERVED_BYTES = 256 * 1024
+RESERVED_BYTES = 64 * 1024
 """Room kept on the disk for result.json, status.json and each host's status file when the job fills it."""
 TENSORBOARD_DIR = "tensorboard"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
@@ -167,8 +167,11 @@ def open_run_directory(root: Path) -> None:
 def _reserve_room(root: Path) -> None:
     """Keeps RESERVED_BYTES of the disk for the run's last words: a job that fills the disk with its output still
     ends with a result.json and a final status.json, written once this file is gone (`write_result`)."""
-    with os.fdopen(run_files.open_for_writing(root / RESERVE_FILE), "wb") as handle:
-        handle.write(bytes(RESERVED_BYTES))
+    try:
+        with os.fdopen(run_files.open_for_writing(root / RESERVE_FILE), "wb") as handle:
+            handle.write(bytes(RESERVED_BYTES))
+    except OSError:  # no room to keep (a file-size limit, a disk already full): the run still starts
+        (root / RESERVE_FILE).unlink(missing_ok=True)
 
 
 def _lock_run_directory(root: Path) -> None:
