@@ -47,6 +47,7 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Exit, Limits, Outcome, Supervisor
+from orchestrator.errors import RunFailed
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder, loss_metrics, step_mark
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
@@ -400,7 +401,13 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                       failure_reason=prepared.mask(reason) if reason else None,
                       final_metrics=dict(reporter.tracker.latest), model_artifact=ending.model,
                       output_artifact=ending.output, smoke=ending.smoke)
-    run_layout.write_result(prepared.layout.root, asdict(result))
+    try:
+        run_layout.write_result(prepared.layout.root, asdict(result))
+    except OSError as error:  # not even the room kept for it: the console says it in one line
+        raise RunFailed(f"the run ended {result.status}"
+                        f"{f' ({result.failure_reason.splitlines()[0]})' if result.failure_reason else ''}, but "
+                        f"result.json could not be written in {prepared.layout.root}: {error.strerror or error}",
+                        fix="free disk space; the logs are in the run directory") from None
     if prepared.report is not None:
         prepared.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
                                ending.model)
