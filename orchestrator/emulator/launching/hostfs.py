@@ -4,9 +4,11 @@ Run as `python -I -S hostfs.py enter <host root> -- <program> [args]`: standard 
 `orchestrator` (the MPI hooks start it for each rank's host). It enters a new mount namespace (as an ordinary
 user inside a new user namespace that maps the user to itself, so the program runs with its own uid and no
 capabilities; as root a mount namespace alone), makes every mount private (nothing propagates to the machine),
-places the host's folder at /opt/ml, then execs the program: every process it starts (torchrun's workers,
-Open MPI's daemons and ranks) sees the same /opt/ml, and a literal `open("/opt/ml/model/model.pth", "w")` lands
-in the run directory.
+places the host's folder at /opt/ml and the host's own folder of the run at /tmp, then runs the program: every
+process it starts (torchrun's workers, Open MPI's daemons and ranks) sees the same /opt/ml, and a literal
+`open("/opt/ml/model/model.pth", "w")` lands in the run directory. Where the kernel gives a PID namespace too, the
+program runs under a first process of its own (`contain`), so nothing it starts outlives the host (or smtrain);
+else it is exec'd in place. `contain -- <program>` gives pip and its build hooks the PID namespace alone.
 
 Where /opt/ml does not exist on the machine it is never created there: /opt is covered by an empty tmpfs (inside
 the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. Where /opt
