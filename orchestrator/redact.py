@@ -21,8 +21,13 @@ MIN_MASKED_LENGTH = 4
 _SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[\w.-]*"
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
+# The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}=))(?P<value>[^\s\"']+)", re.IGNORECASE)
+    rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}[ \t]*=(?!=)[ \t]*))"
+    rf"(?P<value>[^\s\"'=][^\s\"']*)", re.IGNORECASE)
+MIN_MACHINE_SECRET_LENGTH = 8
+"""A secret-looking variable of this machine's environment (which every job inherits) is masked when its value is at
+least this long: AWS keys and tokens are, while `USE_KEYRING=true` would mask every "true"."""
 _USER_MAPS = frozenset({"environment", "Environment", "hyperparameters", "HyperParameters", "StaticHyperParameters",
                         "tags"})
 _TAG_LISTS = frozenset({"Tags", "tags"})
@@ -48,6 +53,13 @@ def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
     for mapping in mappings:
         _collect_secrets(mapping, secret=False, found=found)
     return frozenset(found)
+
+
+def machine_secrets(environ: Mapping[str, str]) -> frozenset[str]:
+    """The values of this machine's secret-looking environment variables (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+    HF_TOKEN...): a job inherits them and may print them, so its output is masked for them as for the spec's."""
+    return frozenset(value for name, value in environ.items()
+                     if is_secret_name(name) and len(value) >= MIN_MACHINE_SECRET_LENGTH)
 
 
 def _collect_secrets(value: Any, secret: bool, found: set[str]) -> None:

@@ -17,6 +17,7 @@ from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import Channel, JobSpec
+from orchestrator.spec.path_names import require_path_name
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
@@ -61,6 +62,8 @@ def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
     """The spec with its `local_inputs`, then `--input NAME=PATH`, in place of (or added to) its channels."""
     if not overrides and not spec.local_inputs:
         return spec
+    for name in overrides:  # `--input NAME=PATH` bypasses the spec's validation: NAME becomes input/data/NAME
+        require_path_name("--input NAME=PATH", name)
     locations = {**spec.local_inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
     inputs = {**spec.inputs, **{name: spec.inputs[name].model_copy(update={"uri": location}) if name in spec.inputs
                                 else Channel(uri=location) for name, location in locations.items()}}

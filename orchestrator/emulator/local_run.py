@@ -43,6 +43,7 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
+from orchestrator.errors import RunFailed
 from orchestrator.observing.metric_series import (
     METRICS_FILE,
     STEP_FORMATS,
@@ -432,12 +433,20 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
                                      f"{layout.root / STACKS_FILE}")),
     }[outcome.status]
     failures = _host_failures(prepared, processes, outcome)
-    run_layout.write_status_files(layout, failures)
+    run_layout.clear_host_tmp(layout)
+    try:
+        run_layout.write_status_files(layout, failures)
+        unwritten = None
+    except OSError as error:  # a full disk: result.json says so, in the room kept for it
+        unwritten = (f"StatusFileError: writing each host's status file in {layout.root} failed: "
+                     f"{'the disk is full (ENOSPC)' if error.errno == errno.ENOSPC else error.strerror or error}")
     cause = max_runtime_cause(job.max_run_seconds) if outcome.status == "timeout" else None
     if outcome.log_failure is not None:
         reason = outcome.log_failure
     elif outcome.status == "failed":
         reason, cause = _failure_reason(prepared, processes, outcome, failures)
+    if unwritten is not None:
+        status, exit_code, reason = "Failed", 1, ((reason + "\n") if reason else "") + unwritten
     if smoke is not None and outcome.status == "stopped" and smoke.failure():
         status, exit_code, reason, cause = "Failed", 1, smoke.failure(), None
     if outcome.leftover:
@@ -466,7 +475,13 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                       final_metrics=dict(reporter.tracker.latest), model_artifact=ending.model,
                       output_artifact=ending.output, smoke=ending.smoke,
                       failure_cause=_masked_cause(prepared, ending.cause))
-    run_layout.write_result(prepared.layout.root, asdict(result))
+    try:
+        run_layout.write_result(prepared.layout.root, asdict(result))
+    except OSError as error:  # not even the room kept for it: the console says it in one line
+        raise RunFailed(f"the run ended {result.status}"
+                        f"{f' ({result.failure_reason.splitlines()[0]})' if result.failure_reason else ''}, but "
+                        f"result.json could not be written in {prepared.layout.root}: {error.strerror or error}",
+                        fix="free disk space; the logs are in the run directory") from None
     if prepared.report is not None:
         prepared.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
                                ending.model)

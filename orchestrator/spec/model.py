@@ -31,6 +31,7 @@ from orchestrator.spec.catalog import catalog
 from orchestrator.spec.datafiles import load_data_file
 from orchestrator.spec.metric_regex import MetricRegexError, compile_metric_regex
 from orchestrator.spec.modes import Mode, ModeRules
+from orchestrator.spec.path_names import path_name_problem
 
 # CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
 # by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
@@ -154,6 +155,8 @@ def _channel_name(name: str) -> str:
         raise _invalid(f"{name!r} is not a channel name SageMaker accepts",
                        f"use letters, digits, '.', '-' and '_' (at most {limit}), e.g. "
                        f"{re.sub(r'[^A-Za-z0-9._-]', '_', name) or 'train'}")
+    if (problem := path_name_problem(name)) is not None:  # it names the channel's folder in /opt/ml/input/data
+        raise _invalid(f"channel name {name!r} {problem}", "use a name such as train or validation")
     return name
 
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load
@@ -46,12 +47,15 @@ def test_a_relative_checkpoint_path_is_refused(make_spec, tmp_path):
         run_local(load(spec), Options(run_dir=tmp_path / "run"))
 
 
-def test_a_full_disk_fails_the_run_whole_and_says_so(make_spec, tmp_path):
+def test_a_full_disk_fails_the_run_whole_and_says_so(make_spec, tmp_path, monkeypatch):
     spec = make_spec("env_dump.py", count=1)
     first = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert first.status == "Completed" and first.model_artifact.is_file()
-    # The next archive is written through a file whose every write the kernel refuses with ENOSPC.
-    (tmp_path / "run" / ".model.tar.gz.partial").symlink_to("/dev/full")
+    # The next archive is written into a file whose every write the kernel refuses with ENOSPC (a link planted
+    # in the run directory would be refused: smtrain never writes through one).
+    opened = run_files.open_for_writing
+    monkeypatch.setattr(run_files, "open_for_writing", lambda path, *args, **kwargs: os.open("/dev/full", os.O_WRONLY)
+                        if path.name == ".model.tar.gz.partial" else opened(path, *args, **kwargs))
     second = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert second.status == "Failed" and second.exit_code == 1
     assert "the disk is full (ENOSPC)" in second.failure_reason

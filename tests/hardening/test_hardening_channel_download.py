@@ -65,3 +65,24 @@ def test_an_ordinary_channel_is_downloaded_into_the_cache(tmp_path, cache):
 def _prepare(spec: Path, settings: LocalSettings) -> PreparedRun:
     """The run prepared as `run_local` prepares it: planned for this machine first, then written out."""
     return prepare_run(local_plan(load(spec), settings), settings)
+
+
+def test_an_object_that_is_also_a_folder_of_others_gives_one_clear_error(tmp_path, cache):
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket="chan-bucket", Key="data/train/a", Body=b"1\n")
+    s3.put_object(Bucket="chan-bucket", Key="data/train/a/b", Body=b"2\n")
+    with pytest.raises(SpecError, match=r"'a' is an object and also the folder of 'a/b'"):
+        _prepare(_spec(tmp_path, "s3://chan-bucket/data/train/"), LocalSettings(run_dir=tmp_path / "run"))
+
+
+def test_an_object_deleted_from_s3_is_not_served_from_the_cache(tmp_path, cache):
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket="chan-bucket", Key="data/train/keep.csv", Body=b"1\n")
+    s3.put_object(Bucket="chan-bucket", Key="data/train/gone.csv", Body=b"2\n")
+    s3.put_object(Bucket="chan-bucket", Key="data/train/marker/", Body=b"")
+    spec = _spec(tmp_path, "s3://chan-bucket/data/train/")
+    _prepare(spec, LocalSettings(run_dir=tmp_path / "run"))
+    s3.delete_object(Bucket="chan-bucket", Key="data/train/gone.csv")
+    prepared = _prepare(spec, LocalSettings(run_dir=tmp_path / "run"))
+    assert sorted(path.name for path in (prepared.layout.hosts[0].data_dir / "train").iterdir()) == ["keep.csv"]
+    assert _everything_under(cache / "s3") == {"chan-bucket/data/train/keep.csv"}

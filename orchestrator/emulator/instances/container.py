@@ -213,12 +213,29 @@ def env_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+CONTAINER_PATHS = "container-paths"
+"""The run directory's folder for each host's container paths outside /opt/ml: `container-paths/<host>/<path>`."""
+HOST_TMP = "host-tmp"
+"""The run directory's folder for each host's /tmp while the run lasts: `host-tmp/<host>`."""
+
+
 @dataclass(frozen=True)
 class Host:
-    """One emulated instance: its name and its /opt/ml root on this machine."""
+    """One emulated instance: its name and its /opt/ml root on this machine (`<run>/<host>`)."""
 
     name: str
     root: Path
+
+    @property
+    def home_dir(self) -> Path:
+        """The container's home (/root, HOME): the job's ~/.netrc or ~/.aws/credentials land in the run."""
+        return self.root.parent / CONTAINER_PATHS / self.name / "root"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """The container's /tmp: bound at /tmp in the host's namespace, removed when the run ends. Not under
+        CONTAINER_PATHS, where a checkpoint path below /tmp is kept past the run."""
+        return self.root.parent / HOST_TMP / self.name
 
     @property
     def code_dir(self) -> Path:

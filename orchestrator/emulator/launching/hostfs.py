@@ -4,9 +4,11 @@ Run as `python -I -S hostfs.py enter <host root> -- <program> [args]`: standard 
 `orchestrator` (the MPI hooks start it for each rank's host). It enters a new mount namespace (as an ordinary
 user inside a new user namespace that maps the user to itself, so the program runs with its own uid and no
 capabilities; as root a mount namespace alone), makes every mount private (nothing propagates to the machine),
-places the host's folder at /opt/ml, then execs the program: every process it starts (torchrun's workers,
-Open MPI's daemons and ranks) sees the same /opt/ml, and a literal `open("/opt/ml/model/model.pth", "w")` lands
-in the run directory.
+places the host's folder at /opt/ml and the host's own folder of the run at /tmp, then runs the program: every
+process it starts (torchrun's workers, Open MPI's daemons and ranks) sees the same /opt/ml, and a literal
+`open("/opt/ml/model/model.pth", "w")` lands in the run directory. Where the kernel gives a PID namespace too, the
+program runs under a first process of its own (`contain`), so nothing it starts outlives the host (or smtrain);
+else it is exec'd in place. `contain -- <program>` gives pip and its build hooks the PID namespace alone.
 
 Where /opt/ml does not exist on the machine it is never created there: /opt is covered by an empty tmpfs (inside
 the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. Where /opt
@@ -16,9 +18,11 @@ itself is missing, or the kernel refuses namespaces (another OS, a locked-down c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import signal
 import sys
 
 OPT = "/opt"
@@ -27,11 +31,19 @@ HOSTS_FILE = "/etc/hosts"
 HOSTS_FILE_VARIABLE = "SMTRAIN_HOSTS_FILE"
 """A file of the run naming every emulated host at 127.0.0.1, bound over /etc/hosts in the namespace, as the
 container's /etc/hosts names its cluster: a script that meets at SM_HOSTS[0] (MASTER_ADDR=algo-1) resolves it."""
+TMP = "/tmp"
+HOST_TMP_VARIABLE = "SMTRAIN_HOST_TMP"
+"""The host's own /tmp, a folder of the run bound at /tmp in the namespace, as a container has its own: what a job
+writes there lands in the run and is gone when the run ends. Every entry of the machine's /tmp is bound back into
+it (a run directory or a virtual environment under /tmp stays where it is)."""
 READ_ONLY_DATA_VARIABLE = "SMTRAIN_READ_ONLY_DATA"
 """Set to 1 in a host's environment (--link-inputs): its input/data, the user's own files linked, is mounted
 read-only in the namespace (at the host's folder and at /opt/ml), so the job reads them and changes nothing."""
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_PR_SET_PDEATHSIG = 1
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _MS_RDONLY = 1
 _MS_REMOUNT = 32
 _MS_BIND = 4096
@@ -55,13 +67,15 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
                        data and data.encode()), f"mount {source or fstype} on {target}")
 
 
-def _new_namespace() -> None:
-    """A mount namespace of our own, and as an ordinary user a user namespace in which we keep our uid/gid."""
-    if os.geteuid() == 0:
-        _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    else:
-        uid, gid = os.geteuid(), os.getegid()
-        _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+def _new_namespace() -> bool:
+    """A mount namespace of our own, and as an ordinary user a user namespace in which we keep our uid/gid; a PID
+    namespace for our children where the kernel gives one. Returns whether it did."""
+    uid, gid = os.geteuid(), os.getegid()
+    base = _CLONE_NEWNS if uid == 0 else _CLONE_NEWUSER | _CLONE_NEWNS
+    with_pids = _libc.unshare(base | _CLONE_NEWPID) == 0
+    if not with_pids:
+        _check(_libc.unshare(base), "unshare(CLONE_NEWNS)" if uid == 0 else "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+    if uid != 0:
         try:
             with open("/proc/self/setgroups", "w") as handle:
                 handle.write("deny")
@@ -72,6 +86,7 @@ def _new_namespace() -> None:
         except OSError as error:
             raise Refused(f"mapping uid {uid} into a user namespace: {error.strerror}") from None
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    return with_pids
 
 
 def _cover_opt() -> None:
@@ -97,8 +112,36 @@ def _cover_opt() -> None:
         os.close(real)
 
 
-def enter(host_root: str) -> None:
-    """Makes `host_root` this process's /opt/ml, in a namespace of its own.
+def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
+    """/tmp becomes `host_tmp`, into which every entry of the machine's /tmp is bound back (an entry that cannot
+    be is left out, unless a path the host needs lies in it)."""
+    real = os.open(TMP, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        entries = os.listdir(real)
+        _mount(host_tmp, TMP, None, _MS_BIND | _MS_REC)
+        for name in entries:
+            hidden, visible = f"/proc/self/fd/{real}/{name}", os.path.join(TMP, name)
+            try:  # an entry the run made there (a checkpoint path under /tmp) is covered: the machine's wins
+                if os.path.islink(hidden):
+                    if not os.path.lexists(visible):
+                        os.symlink(os.readlink(hidden), visible)
+                elif os.path.isdir(hidden):
+                    os.makedirs(visible, exist_ok=True)
+                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+                else:
+                    if not os.path.lexists(visible):
+                        open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
+                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+            except (OSError, Refused):
+                if any(path == visible or path.startswith(visible + "/") for path in needed):
+                    raise
+    finally:
+        os.close(real)
+
+
+def enter(host_root: str) -> bool:
+    """Makes `host_root` this process's /opt/ml, in a namespace of its own. Returns whether the processes this
+    one starts get a PID namespace of their own (`contain`).
 
     Raises:
         Refused: no namespace here, /opt is missing, or the result is not the host's folder.
@@ -109,7 +152,7 @@ def enter(host_root: str) -> None:
     if not os.path.isdir(OPT):
         raise Refused(f"{OPT} does not exist on this machine")
     cwd = os.getcwd()
-    _new_namespace()
+    with_pids = _new_namespace()
     hosts = os.environ.get(HOSTS_FILE_VARIABLE)
     if hosts and os.path.isfile(HOSTS_FILE):
         _mount(hosts, HOSTS_FILE, None, _MS_BIND)
@@ -123,18 +166,102 @@ def enter(host_root: str) -> None:
     placed, wanted = os.stat(OPT_ML), os.stat(host_root)
     if (placed.st_dev, placed.st_ino) != (wanted.st_dev, wanted.st_ino):
         raise Refused(f"{OPT_ML} is not {host_root} after the bind mount")
+    host_tmp = os.environ.get(HOST_TMP_VARIABLE)
+    if host_tmp and os.path.isdir(host_tmp) and os.path.isdir(TMP):
+        needed = (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable))
+        _cover_tmp(os.path.realpath(host_tmp), needed)
     os.chdir(cwd)
+    return with_pids
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent process dies (however: a SIGKILL included); at once if it already has."""
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(137)
+
+
+def contain(argv: list[str]) -> None:
+    """Runs `argv` under a first process (PID 1) of the new PID namespace, and ends as it ends.
+
+    Nothing started inside outlives the namespace's first process: when it exits, the kernel kills every process
+    left in the namespace (a daemon, a re-forking `setsid` chain), and it dies with this process, which dies with
+    smtrain (parent-death signals), so `kill -9` of smtrain leaves no job process. The first process forwards no
+    signal and is never a job's: a job's process keeps the default actions a PID 1 would lose.
+    """
+    parent = os.getppid()
+    _die_with_parent(parent)
+    status_read, status_write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(status_read)
+        _die_with_parent(os.getppid())
+        _run_first_process(argv, status_write)
+    os.close(status_write)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # smtrain signals the job's processes itself, and
+        signal.signal(sig, signal.SIG_IGN)  # a SIGTERM meant for them all must not cut their grace short
+    os.waitpid(first, 0)
+    with os.fdopen(status_read, "rb") as pipe:
+        reported = pipe.read()
+    _end_as(int(reported) if reported else 137 << 8)
+
+
+def _run_first_process(argv: list[str], status_pipe: int) -> None:
+    """PID 1: mounts the namespace's own /proc, starts `argv`, reaps every orphan, reports `argv`'s wait status."""
+    with contextlib.suppress(Refused):  # a /proc the kernel will not mount here: the machine's stays
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(status_pipe)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as error:
+            sys.stderr.write(f"smtrain hostfs: {argv[0]}: {error.strerror}\n")
+            os._exit(127)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        if pid == child:
+            os.write(status_pipe, str(status).encode())
+            break
+    os._exit(0)  # the namespace ends here: the kernel kills what the job left running
+
+
+def _end_as(status: int) -> None:
+    """Exits as the job's process ended: with its code, or killed by its signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        sys.exit(128 + sig)
+    sys.exit(os.WEXITSTATUS(status))
 
 
 def main() -> None:
-    """`enter <host root> -- <program> [args]`: exits 125 with the reason when the namespace is refused."""
+    """`enter <host root> -- <program> [args]`: exits 125 with the reason when the namespace is refused.
+    `contain -- <program> [args]`: the program in a PID namespace of its own where the kernel gives one (pip and
+    its build hooks), else as it is."""
+    if len(sys.argv) >= 3 and sys.argv[1:3] == ["contain", "--"]:
+        try:
+            with_pids = _new_namespace()
+        except (Refused, OSError):
+            with_pids = False
+        if with_pids:
+            contain(sys.argv[3:])
+        os.execvp(sys.argv[3], sys.argv[3:])
     if len(sys.argv) < 5 or sys.argv[1] != "enter" or sys.argv[3] != "--":
         sys.exit("usage: hostfs.py enter <host root> -- <program> [args]")
     try:
-        enter(sys.argv[2])
+        with_pids = enter(sys.argv[2])
     except (Refused, OSError) as error:
         sys.stderr.write(f"smtrain hostfs: {error}\n")
         sys.exit(125)
+    if with_pids:
+        contain(sys.argv[4:])
     os.execvp(sys.argv[4], sys.argv[4:])
 
 

@@ -145,6 +145,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         RUN_DIR_VARIABLE: str(attempt.run_dir),
         "PYTHONUNBUFFERED": "1",
         HOSTNAME_VARIABLE: host.name,
+        "HOME": str(host.home_dir),  # the container's own home, never the user's (~/.netrc, ~/.aws/credentials)
     })
     if attempt.hostname_library is not None:
         own["LD_PRELOAD"] = str(attempt.hostname_library)
@@ -153,7 +154,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if file_system is not None:
-        own.update(file_system.environment())
+        own.update(file_system.environment(host))
     own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)}
     return {**outside, **own}, own

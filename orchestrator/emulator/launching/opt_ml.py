@@ -17,7 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.launching.hostfs import HOSTS_FILE, HOSTS_FILE_VARIABLE, READ_ONLY_DATA_VARIABLE
+from orchestrator.emulator.instances import run_files
+from orchestrator.emulator.instances.container import Host
+from orchestrator.emulator.launching.hostfs import (
+    HOST_TMP_VARIABLE,
+    HOSTS_FILE,
+    HOSTS_FILE_VARIABLE,
+    READ_ONLY_DATA_VARIABLE,
+)
 from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
 
 HOSTFS = Path(__file__).with_name("hostfs.py")
@@ -39,11 +46,12 @@ class HostFileSystem:
     hosts_file: Path | None = None
     """The run's /etc/hosts, naming the emulated hosts (with_hosts_file)."""
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, host: Host) -> dict[str, str]:
         """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
         if not self.namespaced:
             return {}
-        return {HOSTFS_VARIABLE: str(HOSTFS), **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
+        return {HOSTFS_VARIABLE: str(HOSTFS), HOST_TMP_VARIABLE: str(host.tmp_dir),
+                **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
                 **({HOSTS_FILE_VARIABLE: str(self.hosts_file)} if self.hosts_file else {})}
 
     def with_hosts_file(self, run_dir: Path, host_names: list[str]) -> HostFileSystem:
@@ -55,7 +63,8 @@ class HostFileSystem:
         except OSError:
             machine = ""
         path = run_dir / "etc-hosts"
-        path.write_text(f"{machine.rstrip()}\n# smtrain local: the emulated hosts\n127.0.0.1 {' '.join(host_names)}\n")
+        run_files.write_text(path, f"{machine.rstrip()}\n# smtrain local: the emulated hosts\n"
+                                   f"127.0.0.1 {' '.join(host_names)}\n")
         return replace(self, hosts_file=path)
 
     def enter(self, host_root: Path) -> tuple[str, ...]:
@@ -63,6 +72,14 @@ class HostFileSystem:
         if not self.namespaced:
             return ()
         return (sys.executable, "-I", "-S", str(HOSTFS), "enter", str(host_root), "--")
+
+
+def contained(argv: list[str]) -> list[str]:
+    """`argv` run in a PID namespace of its own where this machine gives one (hostfs.py `contain`): when it exits,
+    whatever it started (a build hook's daemon holding its output) is killed with it."""
+    if os.environ.get(NO_NAMESPACES_VARIABLE) == "1" or not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-S", str(HOSTFS), "contain", "--", *argv]
 
 
 def choose(host_root: Path) -> HostFileSystem:
@@ -86,7 +103,8 @@ def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[
     lines = [f"no mount namespace here ({file_system.refused_because}): each host's /opt/ml is its folder under "
              "the run directory through SAGEMAKER_BASE_DIR and the SM_* variables only; a literal /opt/ml path "
              "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
-             "is written there"]
+             "is written there; /tmp is this machine's too, and what the job starts is ended by smtrain alone "
+             "(not after its own kill -9)"]
     lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "
               "(read SM_MODEL_DIR, SM_OUTPUT_DATA_DIR, SM_CHANNEL_<NAME> instead)"
               for where in literal_paths(source_dir, files)]

@@ -17,13 +17,14 @@ import gzip
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import RUN_MARKER_FILE
 
 _CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def objects(source: Path) -> list[Path]:
@@ -33,6 +34,16 @@ def objects(source: Path) -> list[Path]:
     runs = {marker.parent for marker in source.rglob(RUN_MARKER_FILE)}  # never a run directory inside the data
     found = (path for path in source.rglob("*") if path.is_file() and not runs.intersection(path.parents))
     return sorted(found, key=lambda path: path.relative_to(source).as_posix())
+
+
+def first_not_gzip(items: list[Path]) -> Path | None:
+    """The first of `items` that is not gzip data (its first bytes are not gzip's magic number), or None: a
+    channel that says CompressionType Gzip over plain files would otherwise feed the job empty epochs."""
+    for item in items:
+        with open(item, "rb") as handle:
+            if handle.read(2) != _GZIP_MAGIC:
+                return item
+    return None
 
 
 def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:
@@ -50,6 +61,45 @@ def place_share(source: Path, items: list[Path], target: Path, link: bool) -> No
             destination.symlink_to(item.resolve())
         else:
             shutil.copy2(item, destination)
+
+
+def copy_tree(source: Path, target: Path, skip: Callable[[str, list[str]], set[str]]) -> None:
+    """A host's copy of a channel folder, as an upload to S3 and SageMaker's download would leave it: never a
+    link to outside the channel (the job's write to its copy would change the user's file there), so a link that
+    leads outside is copied as what it points at, and a link that stays inside becomes the same relative link in
+    the copy (it reads the copy's file). A link that leads nowhere is left out, as an upload skips it. `skip`
+    names, as shutil.copytree's `ignore` does, the folders not to copy (a run directory inside the channel)."""
+    root = Path(os.path.realpath(source))
+    _copy_folder(root, root, target, skip, {root})
+
+
+def _copy_folder(root: Path, folder: Path, target: Path, skip: Callable[[str, list[str]], set[str]],
+                 copying: set[Path]) -> None:
+    target.mkdir(exist_ok=True)
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    skipped = skip(str(folder), [entry.name for entry in entries])
+    for entry in entries:
+        if entry.name in skipped:
+            continue
+        source, destination = Path(entry.path), target / entry.name
+        if not entry.is_symlink():
+            if entry.is_dir():
+                _copy_folder(root, source, destination, skip, copying)
+            elif entry.is_file():
+                shutil.copy2(source, destination)
+            continue
+        resolved = Path(os.path.realpath(source))
+        if not resolved.exists():
+            continue
+        if resolved == root or resolved.is_relative_to(root):
+            inside = target.joinpath(*[".."] * len(folder.relative_to(root).parts)) if folder != root else target
+            destination.symlink_to(os.path.relpath(inside / resolved.relative_to(root), target))
+        elif resolved.is_dir():
+            if resolved not in copying:  # a link back to a folder being copied would copy forever
+                _copy_folder(resolved, resolved, destination, skip, copying | {resolved})
+        else:
+            shutil.copy2(resolved, destination)
 
 
 @dataclass(frozen=True)

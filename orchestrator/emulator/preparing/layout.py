@@ -4,7 +4,8 @@
       .smtrain-run                  marks a run directory: packaging never ships it, a reuse may clear it
       .smtrain-lock                 held by the `smtrain local` using it (its process id): a second one is refused
       algo-1/ ... algo-N/           each host's /opt/ml: input/{config,data}, code, model, output, checkpoints
-      container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host
+      container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host; root/ is the host's HOME
+      host-tmp/algo-N/              each host's /tmp while the run lasts
       logs/algo-N.log               each host's log (what CloudWatch would hold)
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
@@ -35,12 +36,15 @@ from typing import Any
 
 from orchestrator.contract import FAILURE_FILE, OPT_ML, RUN_MARKER_FILE, SUCCESS_FILE
 from orchestrator.emulator.instances.container import (
+    CONTAINER_PATHS,
+    HOST_TMP,
     Channel,
     ContainerJob,
     Host,
     InstanceGroup,
     resource_config,
 )
+from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.preparing import channels
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
@@ -52,10 +56,12 @@ SOURCE_DIR = "source"
 LOCK_FILE = ".smtrain-lock"
 """Held (flock) by the `smtrain local` using the run directory; holds its process id."""
 _HELD_LOCKS: dict[Path, int] = {}
+RESERVE_FILE = ".smtrain-reserve"
+RESERVED_BYTES = 64 * 1024
+"""Room kept on the disk for result.json, status.json and each host's status file when the job fills it."""
 TENSORBOARD_DIR = "tensorboard"
-CONTAINER_PATHS = "container-paths"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
-_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
+_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
             "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
@@ -141,13 +147,18 @@ def open_run_directory(root: Path) -> None:
         if root.is_dir() and any(root.iterdir()) and not (root / RUN_MARKER_FILE).is_file():
             raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
                             fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
+        if root.is_dir() and (links := run_files.planted_links(root)):
+            raise SpecError(f"--run-dir {root} holds {len(links)} link(s) smtrain did not make "
+                            f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
+                            "or read through them, outside the run", fix="remove the links, or give a new --run-dir")
         root.mkdir(parents=True, exist_ok=True)
         _lock_run_directory(root)
-        (root / RUN_MARKER_FILE).write_text("smtrain local run directory: never packaged, cleared on reuse\n")
+        run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         (root / "logs").mkdir()
+        _reserve_room(root)
     except OSError as error:
         raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
@@ -162,6 +173,16 @@ def hold_directory(root: Path) -> None:
     _lock_run_directory(root)
 
 
+def _reserve_room(root: Path) -> None:
+    """Keeps RESERVED_BYTES of the disk for the run's last words: a job that fills the disk with its output still
+    ends with a result.json and a final status.json, written once this file is gone (`write_result`)."""
+    try:
+        with os.fdopen(run_files.open_for_writing(root / RESERVE_FILE), "wb") as handle:
+            handle.write(bytes(RESERVED_BYTES))
+    except OSError:  # no room to keep (a file-size limit, a disk already full): the run still starts
+        (root / RESERVE_FILE).unlink(missing_ok=True)
+
+
 def _lock_run_directory(root: Path) -> None:
     """Holds the run directory for this process until it exits (or opens the directory again), so a second
     `smtrain local --run-dir` on it cannot clear the tree of a run still going.
@@ -174,7 +195,7 @@ def _lock_run_directory(root: Path) -> None:
     previous = _HELD_LOCKS.pop(root, None)
     if previous is not None:
         os.close(previous)
-    descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -231,7 +252,7 @@ def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> None:
         source_path.write_bytes(source.data)
         for host in layout.hosts:
             for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir,
-                              host.output_dir / "data", host.checkpoint_dir):
+                              host.output_dir / "data", host.checkpoint_dir, host.home_dir, host.tmp_dir):
                 directory.mkdir(parents=True, exist_ok=True)
             if not any(host.code_dir.iterdir()):
                 _extract(source.data, host.code_dir)
@@ -357,7 +378,7 @@ def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host
     elif link:
         _link_tree(source.resolve(), target)
     elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
-        shutil.copytree(source, target, symlinks=True, ignore=_run_directories)
+        channels.copy_tree(source, target, _run_directories)
     else:
         target.mkdir()
         shutil.copy2(source, target / source.name)
@@ -407,7 +428,14 @@ def replace_instances(layout: RunLayout) -> None:
                 shutil.rmtree(directory, ignore_errors=True)
         host.model_dir.mkdir(parents=True)
         (host.output_dir / "data").mkdir(parents=True)
+        shutil.rmtree(host.tmp_dir, ignore_errors=True)  # a fresh instance's /tmp is empty
+        host.tmp_dir.mkdir(parents=True)
     restore_checkpoints(layout)
+
+
+def clear_host_tmp(layout: RunLayout) -> None:
+    """A container's /tmp ends with it: each host's is emptied when the run ends (its home stays in the run)."""
+    shutil.rmtree(layout.root / HOST_TMP, ignore_errors=True)
 
 
 def write_status_files(layout: RunLayout, failures: dict[str, str | None]) -> None:
@@ -452,7 +480,7 @@ def _merged_tar(target: Path, directories: list[Path]) -> Path:
                     members[path.relative_to(directory).as_posix()] = path
     partial = target.with_name(f".{target.name}.partial")
     try:
-        with open(partial, "wb") as handle:
+        with os.fdopen(run_files.open_for_writing(partial), "wb") as handle:
             with tarfile.open(fileobj=handle, mode="w:gz") as tar:
                 for name in sorted(members):
                     tar.add(members[name], arcname=name)
@@ -485,7 +513,8 @@ def failed_before_start(root: Path, job_name: str, failure: RunFailed) -> RunFai
 
 
 def write_result(root: Path, document: dict[str, Any]) -> None:
-    """result.json, written whole or not at all."""
+    """result.json, written whole or not at all (in the room kept for it, when the disk is full)."""
+    (root / RESERVE_FILE).unlink(missing_ok=True)
     partial = root / ".result.json.partial"
-    partial.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    run_files.write_text(partial, json.dumps(document, indent=2, default=str) + "\n")
     os.replace(partial, root / "result.json")

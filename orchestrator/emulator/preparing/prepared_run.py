@@ -14,10 +14,11 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.cache import cache_root
@@ -58,7 +59,7 @@ from orchestrator.emulator.launching.toolkit_launchers import (
     toolkit_command,
 )
 from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.preparing.channels import PipeChannel
+from orchestrator.emulator.preparing.channels import PipeChannel, first_not_gzip, objects
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
@@ -66,7 +67,7 @@ from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
-from orchestrator.redact import mask_text, redact, secret_values
+from orchestrator.redact import machine_secrets, mask_text, redact, secret_values
 from orchestrator.spec.catalog import InstanceType, lookup
 
 MLFLOW_STORE = "mlruns"
@@ -245,7 +246,7 @@ def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> Pre
                                                    read_only_data=settings.link_inputs
                                                    ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
                        machine_opt_ml=opt_ml.snapshot(),
-                       secrets=secret_values(spec.environment, spec.hyperparameters))
+                       secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
@@ -383,6 +384,12 @@ def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
             raise SpecError(f"input {channel.name}: {path} does not exist",
                             fix=f"--input {channel.name}=<local path>")
         channels[channel.name] = path.resolve()
+    for channel in job.channels:
+        if channel.pipe and channel.compression == "Gzip" and channels[channel.name].exists():
+            plain = first_not_gzip(objects(channels[channel.name]))
+            if plain is not None:
+                raise SpecError(f"input {channel.name}: CompressionType is Gzip but {plain} is not gzip data, so "
+                                "its Pipe-mode epochs would be empty", fix="gzip the files, or drop compression: Gzip")
     return channels
 
 
@@ -401,19 +408,42 @@ def _download_channel(name: str, uri: str) -> Path:
         raise SpecError(f"input {name}: {uri} has a `..` path segment; its download would land outside the "
                         "channel's cache", fix="write the prefix without `.` or `..` segments")
     target = cache_root() / "s3" / bucket / prefix
+    # Downloaded whole into a folder of its own, then put in place of the last download: an object deleted from
+    # S3 since then is never served from the cache.
+    partial = target.parent / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
     client = session.client("s3")
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            relative = item["Key"][len(prefix):].lstrip("/")
-            if _climbs(relative):
-                raise SpecError(f"input {name}: the object s3://{bucket}/{item['Key']} has a `..` path segment, "
-                                f"so its file would land outside the channel ({target})",
-                                fix="rename the object, or give a local copy of the channel with --input")
-            if relative:
-                destination = target / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(bucket, item["Key"], str(destination))
-    target.mkdir(parents=True, exist_ok=True)
+    files: set[str] = set()
+    folders: set[str] = set()
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                relative = item["Key"][len(prefix):].lstrip("/")
+                if _climbs(relative):
+                    raise SpecError(f"input {name}: the object s3://{bucket}/{item['Key']} has a `..` path segment, "
+                                    f"so its file would land outside the channel ({target})",
+                                    fix="rename the object, or give a local copy of the channel with --input")
+                parts = PurePosixPath(relative).parts
+                above = {"/".join(parts[:end]) for end in range(1, len(parts))}
+                if relative.endswith("/"):  # a folder marker (the S3 console's "Create folder"): no file
+                    folders.update(above | {"/".join(parts)})
+                    continue
+                if relative in folders or above & files:
+                    clash = relative if relative in folders else sorted(above & files)[0]
+                    raise SpecError(f"input {name} ({uri}): {clash!r} is an object and also the folder of "
+                                    f"{relative!r}; on disk one name cannot be both a file and a folder",
+                                    fix="rename one of them, or give a local copy of the channel with --input")
+                if relative:
+                    files.add(relative)
+                    folders.update(above)
+                    destination = partial / relative
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    client.download_file(bucket, item["Key"], str(destination))
+        partial.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return target.resolve()
 
 

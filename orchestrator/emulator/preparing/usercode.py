@@ -25,8 +25,10 @@ import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from orchestrator.emulator.instances.cache import cached_directory
+from orchestrator.emulator.launching.opt_ml import contained
 from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
 
 REQUIREMENTS_FILE = "requirements.txt"
@@ -98,8 +100,9 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
     if command is None:
         return None
     pip_args, error_class = command
-    content = (code_dir / REQUIREMENTS_FILE).read_bytes() if kind is EntryPointType.python_program \
-        else source_sha256.encode()
+    local = _local_references(code_dir, error_class, f"{python} -m pip {' '.join(command[0])}")
+    content = (code_dir / REQUIREMENTS_FILE).read_bytes() + _digest(local) \
+        if kind is EntryPointType.python_program else source_sha256.encode()
     environment = _probe(python)
     # two virtualenvs of one base Python differ here: their prefix and installed distributions
     identity = json.dumps([environment["prefix"], environment["version"], environment["dists"]]).encode()
@@ -125,6 +128,65 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
                    replaced=_replaced(environment["dists"], site_packages))
 
 
+_PATH_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable"})
+_INDEX_OPTIONS = frozenset({"-f", "--find-links", "-i", "--index-url", "--extra-index-url"})
+"""Where pip looks for packages, not what it installs: a local wheelhouse for offline work is left as it is."""
+_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2")
+
+
+def _local_references(code_dir: Path, error_class: str, command: str) -> list[Path]:
+    """The files and folders requirements.txt installs from on this machine (`./pkg`, a wheel, `file:` URLs, `-r`,
+    `-c` and `-e` paths), which must lie in the source dir: SageMaker's container has nothing else.
+
+    Raises:
+        InstallFailed: a path outside the source dir (the toolkit's install would fail there).
+    """
+    path = code_dir / REQUIREMENTS_FILE
+    if not path.is_file():
+        return []
+    found: list[Path] = []
+    root = code_dir.resolve()
+    for line in path.read_text(errors="replace").splitlines():
+        words = re.sub(r"(^|\s)#.*", "", line).split()
+        option = ""
+        for word in words:
+            if word.startswith("-"):  # an option, its value next or after `=`
+                option, _, word = word.partition("=")
+                if not word:
+                    continue
+            current, option = option, ""
+            if current in _INDEX_OPTIONS:
+                continue
+            after_option = current in _PATH_OPTIONS
+            if word.startswith("file:"):
+                named = unquote(urlparse(word).path) or word[len("file:"):]
+            elif after_option or word.startswith((".", "/", "~")) or word.endswith(_ARCHIVES):
+                if "://" in word:
+                    continue
+                named = word
+            else:
+                continue
+            local = (code_dir / Path(named).expanduser()).resolve()
+            if not local.is_relative_to(root):
+                raise InstallFailed(error_class, command, 1,
+                                    f"ERROR: requirements.txt names {named}, outside the source dir: SageMaker's "
+                                    "container has only the source dir, so the install fails there; put it in "
+                                    "the source dir and name it relative to requirements.txt")
+            found.append(local)
+    return found
+
+
+def _digest(paths: list[Path]) -> bytes:
+    """The content of the files and folders requirements.txt names: a wheel rebuilt under the same name is a new
+    overlay, not a stale one."""
+    digest = hashlib.sha256()
+    for path in paths:
+        for item in sorted([path] if path.is_file() else path.rglob("*") if path.is_dir() else []):
+            if item.is_file():
+                digest.update(str(item.relative_to(path.parent)).encode() + b"\0" + item.read_bytes() + b"\0")
+    return digest.digest()
+
+
 def _replaced(environment_dists: list[list[str]], site_packages: Path) -> tuple[str, ...]:
     """`name old -> new` for each distribution of the environment that the overlay holds in another version."""
     have = {_canonical(name): version for name, version in environment_dists}
@@ -143,9 +205,10 @@ def _canonical(name: str) -> str:
 
 
 def _run_to_the_end(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """pip in a session of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or pip times out, pip
-    and every build it started are killed and waited for, never left running."""
-    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    """pip in a session and a PID namespace of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or
+    pip times out, pip and every build it started are killed and waited for, never left running; when pip ends,
+    so does whatever a build hook started (a daemon holding pip's output open would otherwise hang the read)."""
+    with subprocess.Popen(contained(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=_PIP_TIMEOUT_SECONDS)

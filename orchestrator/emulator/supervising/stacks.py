@@ -194,9 +194,11 @@ def _stack_of(process: RankProcess, text: str) -> str:
 
 
 def _is_launcher(command: Sequence[str]) -> bool:
-    """torchrun's agent: `python .../torchrun ...` or `python -m torch.distributed.run ...`."""
-    arguments = command[1:3]
-    return any(Path(argument).name == "torchrun" for argument in arguments) or "torch.distributed.run" in arguments
+    """torchrun's agent: `python .../torchrun ...` or `python -m torch.distributed.run ...`; a host's namespace
+    holder: `python -I -S .../hostfs.py ...`."""
+    arguments = command[1:4]
+    return (any(Path(argument).name in ("torchrun", "hostfs.py") for argument in arguments)
+            or "torch.distributed.run" in arguments)
 
 
 def rank_of(env: Mapping[str, str]) -> int | None:

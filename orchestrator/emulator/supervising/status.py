@@ -16,6 +16,7 @@ from one still going.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -26,7 +27,8 @@ from typing import Any
 
 import psutil
 
-from orchestrator.errors import DamagedRun
+from orchestrator.emulator.instances import run_files
+from orchestrator.errors import DamagedRun, SpecError
 
 STATUS_FILE = "status.json"
 STOP_FILE = "stop-requested"
@@ -100,9 +102,16 @@ class StatusReport:
             self._write()
 
     def _write(self) -> None:
+        """Written as the run goes; a write a full disk refuses leaves the last one, and the final one comes after
+        the room kept for it is freed (layout.write_result)."""
         temporary = self._path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self._described, default=_encode, indent=1) + "\n")
-        temporary.replace(self._path)
+        try:
+            run_files.write_text(temporary, json.dumps(self._described, default=_encode, indent=1) + "\n")
+            temporary.replace(self._path)
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            temporary.unlink(missing_ok=True)
 
 
 def terminal_status(local_status: str, failure_reason: str | None) -> tuple[str, str]:
@@ -179,7 +188,13 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
 
 def request_stop(run_dir: Path) -> None:
     """Asks the run to stop (StopTrainingJob): it sees the file within a moment, wherever it runs."""
-    (run_dir / STOP_FILE).write_text(f"requested by pid {os.getpid()} at {now().isoformat()}\n")
+    try:
+        run_files.write_text(run_dir / STOP_FILE, f"requested by pid {os.getpid()} at {now().isoformat()}\n")
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise SpecError(f"{run_dir / STOP_FILE} is a link smtrain did not make: the stop request is not written "
+                        "through it", fix="remove the link, then stop the run again") from None
 
 
 class StopWatch:

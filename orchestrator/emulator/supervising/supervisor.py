@@ -45,8 +45,9 @@ from orchestrator.emulator.launching.launch import Launch
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
 # workers itself and SIGKILL those still running 30 s later, mid-step, before they could checkpoint.)
 _LAUNCHER_NAMES = {"sh", "dash", "bash", "mpirun", "prterun", "prted", "orterun", "orted"}
-_LAUNCHER_SCRIPTS = {"torchrun", "torch.distributed.run"}
-"""Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`)."""
+_LAUNCHER_SCRIPTS = {"torchrun", "torch.distributed.run", "hostfs.py"}
+"""Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`; hostfs.py's two
+processes hold a host's namespaces: `python -I -S hostfs.py`)."""
 FAILURE_GRACE_SECONDS = 10.0
 INTERRUPT_GRACE_SECONDS = 10.0
 STRAY_GRACE_SECONDS = 2.0
@@ -485,7 +486,7 @@ def is_launcher(process: psutil.Process) -> bool:
         command = process.cmdline()
     except psutil.Error:
         return False
-    return any(Path(word).name in _LAUNCHER_SCRIPTS for word in command[1:3])
+    return any(Path(word).name in _LAUNCHER_SCRIPTS for word in command[1:4])
 
 
 def _has_children(process: psutil.Process) -> bool:
