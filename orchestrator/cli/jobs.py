@@ -478,9 +478,6 @@ def _local_rows(status_equals: str | None, name_contains: str | None, max_result
 _LIST_KEYS = ("job_name", "status", "secondary_status", "created", "ended")
 
 
-JOB_COMMANDS = (submit, status, logs, metrics, stop, list_command)
-
-
 def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool) -> JobStatus:
     def show_status(current: JobStatus) -> None:
         latest = current.transitions[-1] if current.transitions else None

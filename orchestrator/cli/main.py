@@ -16,7 +16,7 @@ import click
 
 from orchestrator import __version__
 from orchestrator.cli.options import (
-    UserErrorGroup,
+    LazyGroup,
     echo_json,
     error_document,
     key_value_pairs,
@@ -25,7 +25,7 @@ from orchestrator.cli.options import (
 )
 
 
-@click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="smtrain")
 def main() -> None:
     """Describe a PyTorch training job in YAML; validate it, see the exact SageMaker request, run it locally
@@ -336,9 +336,10 @@ def _forward_signals(supervisor: Any) -> None:
               help="The schema as JSON, or as YAML (the same document).")
 def schema(output: str) -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
+    from orchestrator.spec.field_docs import json_schema
     from orchestrator.spec.model import JobSpec
 
-    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
+    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **json_schema(JobSpec)}
     if output == "yaml":
         import yaml
 
@@ -382,17 +383,12 @@ def images(output: str) -> None:
     print_images(rows)
 
 
-def _add_command_groups() -> None:
-    from orchestrator.cli.check import check
-    from orchestrator.cli.infra import infra
-    from orchestrator.cli.jobs import JOB_COMMANDS
-    from orchestrator.cli.tune import tune
-
-    main.add_command(check)
-    main.add_command(infra)
-    main.add_command(tune)
-    for command in JOB_COMMANDS:
-        main.add_command(command)
-
-
-_add_command_groups()
+_LAZY_COMMANDS = {
+    "check": "orchestrator.cli.check:check",
+    "infra": "orchestrator.cli.infra:infra",
+    "tune": "orchestrator.cli.tune:tune",
+    **{name: f"orchestrator.cli.jobs:{attribute}" for name, attribute in (
+        ("submit", "submit"), ("status", "status"), ("logs", "logs"), ("metrics", "metrics"), ("stop", "stop"),
+        ("list", "list_command"))},
+}
+main.lazy_commands.update(_LAZY_COMMANDS)

@@ -236,7 +236,7 @@ TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max")), Af
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # field docstrings: field_docs.py
 
 
 # CreateTrainingJob states no maximum instance count (account quotas decide, in the tens or hundreds of
