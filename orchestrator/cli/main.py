@@ -183,6 +183,11 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "(step=N/M) shows step N, stopped as at the deadline (checkpoints kept); fail when the "
                    "deadline comes first. A CI smoke then takes what the job needs to start and train N steps, "
                    "on any machine, and the deadline only bounds a job that never gets there.")
+@click.option("--exact-autocast", is_flag=True,
+              help="Under the CPU stand-in, compute CUDA autocast regions in bfloat16 even on a CPU without native "
+                   "bfloat16 (AVX-512 BF16, AMX or Arm BF16), which emulates it tens of times slower. By default "
+                   "such a CPU computes them in float32 and says so; what the script converts itself keeps its "
+                   "dtype.")
 @click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,
               help="Run a GPU instance's processes as this machine is. By default, where this machine has fewer "
                    "GPUs per host than the instance (or none), every training process gets smtrain's CPU stand-in "
@@ -207,7 +212,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           host_order: str | None, link_inputs: bool, smoke: float | None, smoke_steps: int | None,
-          no_gpu_standin: bool, python: str | None, stall_timeout: float,
+          exact_autocast: bool, no_gpu_standin: bool, python: str | None, stall_timeout: float,
           verbose: bool, quiet: bool, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
@@ -236,7 +241,8 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
-                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke, smoke_steps=smoke_steps,
+                      gpu_standin=not no_gpu_standin, exact_autocast=exact_autocast, smoke_seconds=smoke,
+                      smoke_steps=smoke_steps,
                       **({"python": _interpreter(python)} if python else {}))
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
