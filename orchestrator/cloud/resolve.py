@@ -38,7 +38,8 @@ STUDIO_METADATA = Path("/opt/ml/metadata/resource-metadata.json")
 
 REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
 """Where `cloud.sdk.boto_session` finds a region before the profile, in its order: read here without boto3,
-whose import is most of a plan's time when the answer is already in the environment."""
+whose import is most of a plan's time (and of `smtrain local`'s own) when the answer is already in the
+environment. Only a profile's region (in the AWS config file) needs boto3 to read it."""
 
 
 def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
@@ -50,6 +51,8 @@ def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
         variable = _region_variable()
         if variable:
             return os.environ[variable], False
+        if not _aws_config_file().is_file():  # no profile can name one: boto3 would find none either
+            return FALLBACK_REGION, True
         from orchestrator.cloud.sdk import boto_session
 
         boto = boto_session()
@@ -156,6 +159,11 @@ def _region_source(boto: Any | None, fallback: bool) -> Source:
     if variable:
         return Source(ENVIRONMENT, variable)
     return Source(ENVIRONMENT, "boto3 region chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)")
+
+
+def _aws_config_file() -> Path:
+    """Where boto3 reads profiles' regions: $AWS_CONFIG_FILE, else ~/.aws/config."""
+    return Path(os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
 
 
 def _region_variable() -> str | None:
