@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.emulator.launching.launch import find_tool
+from orchestrator.emulator.launching.launch import find_tool, interpreter_versions
 
 WHICH_PYTHON = """import json, os, sys
 seen = {"prefix": sys.prefix, "torch": os.environ.get("SM_DLC_TORCH_VERSION")}
@@ -54,3 +56,14 @@ def test_a_virtualenv_keeps_the_mpirun_of_the_interpreter_it_links_to(tmp_path, 
     monkeypatch.setenv("PATH", str(elsewhere))
     assert find_tool("mpirun", str(venv / "python")) == str(base / "mpirun")
     assert find_tool("mpirun", str(tmp_path / "python")) == str(elsewhere / "mpirun")
+
+
+def test_smtrain_s_own_interpreter_answers_its_versions_in_process_as_a_probe_would():
+    """The default interpreter is smtrain's: its torch and Python versions come without starting another
+    process, and are what the probe of the same environment through another name of it says."""
+    other_name = Path(sys.executable).with_name("python3")
+    if not other_name.exists() or other_name == Path(sys.executable):
+        pytest.skip("no second name of this interpreter in its own directory")
+    here = interpreter_versions(sys.executable)
+    assert here == interpreter_versions(str(other_name))
+    assert here[1] == sys.version_info[:2] and here[0] is not None  # the suite's environment has torch
