@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "local": (["bench_local.py"], ["bench_local.py", "--repeats", "5"]),
     "submit": (["bench_submit.py"], ["bench_submit.py", "--jobs", "8"]),
     "standin": (["bench_standin.py"], ["bench_standin.py", "--rounds", "3"]),
+    "autocast": (["bench_autocast.py"], ["bench_autocast.py", "--rounds", "2"]),
     "trainer": (["bench_trainer.py"], ["bench_trainer.py", "--quick"]),
     "sharded": (["bench_sharded.py"], ["bench_sharded.py", "--quick"]),
     "tune": (["bench_tune.py"], ["bench_tune.py", "--repeats", "2"]),

@@ -185,7 +185,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "on any machine, and the deadline only bounds a job that never gets there.")
 @click.option("--exact-autocast", is_flag=True,
               help="Under the CPU stand-in, compute CUDA autocast regions in bfloat16 even on a CPU without native "
-                   "bfloat16 (AVX-512 BF16, AMX or Arm BF16), which emulates it tens of times slower. By default "
+                   "bfloat16 (AVX-512 BF16, AMX or Arm BF16), which emulates it about ten times slower. By default "
                    "such a CPU computes them in float32 and says so; what the script converts itself keeps its "
                    "dtype.")
 @click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,

@@ -81,8 +81,8 @@ def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, s
 
 @functools.cache
 def cpu_has_native_bf16(cpu_info: Path = CPU_INFO) -> bool:
-    """Whether this CPU computes bfloat16 in hardware. Without it torch emulates bfloat16 tens of times slower than
-    float32 (a 4096-wide layer's autocast step: minutes instead of seconds), so a CUDA job's autocast would make a
+    """Whether this CPU computes bfloat16 in hardware. Without it torch emulates bfloat16 about ten times slower
+    than float32 (bench/bench_autocast.py), so a CUDA job's autocast would make a
     smoke's cost hang on the CPU model. True where /proc/cpuinfo cannot be read: nothing is changed unasked."""
     try:
         text = cpu_info.read_text(encoding="utf-8", errors="replace")

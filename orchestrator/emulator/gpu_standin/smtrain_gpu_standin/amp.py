@@ -7,8 +7,8 @@ numerics themselves are not checked. A requested bfloat16 stays bfloat16. ``torc
 ``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast. ``GradScaler("cuda")`` scales on the CPU and
 keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale).
 
-On a CPU without native bfloat16 (no AVX-512 BF16 or AMX, as on AVX2-only machines) torch emulates it, tens of
-times slower than float32: a 4096-wide layer's step went from seconds to minutes. There the emulator asks
+On a CPU without native bfloat16 (no AVX-512 BF16 or AMX, as on AVX2-only machines) torch emulates it, about
+ten times slower than float32 (bench/bench_autocast.py: a 4096-wide layer's step, 8-10x). There the emulator asks
 (``env.AUTOCAST``) for CUDA autocast regions to compute in float32: the region is entered with autocast off, so
 each op runs in the dtype of its inputs. What a script converts itself (``model.to(torch.bfloat16)``,
 ``x.half()``) keeps its dtype; ``torch.is_autocast_enabled()`` answers False inside such a region.

@@ -19,7 +19,7 @@ GPU_MEMORY_GIB = "SMTRAIN_GPU_STANDIN_MEMORY_GIB"
 
 AUTOCAST = "SMTRAIN_GPU_STANDIN_AUTOCAST"
 """``float32``: CUDA autocast regions compute in float32 (the emulator sets it on a CPU without native bfloat16,
-which would emulate it many times slower). Unset or empty: in the dtype asked for (fp16 as bfloat16)."""
+which would emulate it about ten times slower). Unset or empty: in the dtype asked for (fp16 as bfloat16)."""
 
 AUTOCAST_FLOAT32 = "float32"
 

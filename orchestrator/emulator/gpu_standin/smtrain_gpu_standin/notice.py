@@ -12,7 +12,7 @@ NOTICE = (
 )
 AUTOCAST_BF16 = "CUDA autocast runs as CPU bfloat16 autocast"
 AUTOCAST_FLOAT32 = (
-    "CUDA autocast regions compute in float32, as this CPU has no native bfloat16 and would emulate it tens of "
+    "CUDA autocast regions compute in float32, as this CPU has no native bfloat16 and would emulate it about ten "
     "times slower (tensors and modules the script converts itself keep their dtype; --exact-autocast keeps "
     "bfloat16)"
 )
