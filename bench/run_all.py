@@ -31,7 +31,7 @@ REPO = BENCH.parent
 # name: (arguments at their defaults, arguments with --quick)
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "cli": (["bench_cli.py"], ["bench_cli.py", "--repeats", "5"]),
-    "local": (["bench_local.py"], ["bench_local.py", "--repeats", "5"]),
+    "local": (["bench_local.py"], ["bench_local.py", "--repeats", "3", "--phase-runs", "1"]),
     "submit": (["bench_submit.py"], ["bench_submit.py", "--jobs", "8"]),
     "standin": (["bench_standin.py"], ["bench_standin.py", "--rounds", "3"]),
     "autocast": (["bench_autocast.py"], ["bench_autocast.py", "--rounds", "2"]),
