@@ -44,6 +44,7 @@ def report(title: str, timings: dict[str, list[float]], ratios: dict[str, tuple[
         verdict = "" if goal is None else ("  (goal <= %.2f: %s)" % (goal, "met" if ratio <= goal else "NOT met"))
         print(f"  {label:<34} {ratio:8.3f}x{verdict}")
         summary["ratios"][label] = ratio
+        summary.setdefault("goals", {})[label] = goal
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{title}.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -4,20 +4,26 @@ All train the 2-host CPU gloo example (job_specs/mlp-gloo-none-2x-c5.2xlarge.yam
 2 processes of 1 thread each: smtrain emulates 2 hosts (mode none: one python per host, SM_* environment, run
 directory, tarball, artifacts). Baselines: `torchrun --nproc-per-node 2 entrypoints/train.py <same args>` (the
 issue's), and the two `python train.py` processes smtrain starts, started by hand with SM_HOSTS/SM_CURRENT_HOST
-(what is left is smtrain's own overhead). Goal from the issue: <= 1.25x wall time against torchrun.
-Run: .venv/bin/python bench/bench_local.py [--repeats N]
+(what is left is smtrain's own overhead). Goals from issue 36: <= 1.0x wall time against torchrun and <= 1.05x
+against the processes by hand. Then smtrain's own time, phase by phase (_local_phases.py: planning, environment
+probes, preparing hosts, installing, launching, the job's processes, packaging, and the start-up and the rest),
+medians of --phase-runs runs: what remains is printed and kept in bench/results/local.json.
+Run: .venv/bin/python bench/bench_local.py [--repeats N] [--phase-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _timing import alternate, report
+from _timing import RESULTS, alternate, report
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
@@ -34,6 +40,7 @@ def _hyperparameter_args() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--phase-runs", type=int, default=3, help="runs of smtrain local with its phases timed")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="smtrain-bench-"))
     for name in ("model", "output", "checkpoints"):
@@ -57,12 +64,34 @@ def main() -> None:
         timings = alternate({"smtrain local (2 emulated hosts)": smtrain_run,
                              "bare torchrun, same script": baseline,
                              "2 processes by hand, SM_HOSTS": by_hand}, repeats=args.repeats, env=env, cwd=work)
+        phases = _phases(work, env, args.phase_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report("local", timings, {
-        "smtrain local / torchrun": ("smtrain local (2 emulated hosts)", "bare torchrun, same script", 1.25),
-        "smtrain local / by hand": ("smtrain local (2 emulated hosts)", "2 processes by hand, SM_HOSTS", None),
+    summary = report("local", timings, {
+        "smtrain local / torchrun": ("smtrain local (2 emulated hosts)", "bare torchrun, same script", 1.0),
+        "smtrain local / by hand": ("smtrain local (2 emulated hosts)", "2 processes by hand, SM_HOSTS", 1.05),
     })
+    own = phases["total"] - phases["the job's processes"]
+    print(f"\nsmtrain local's own time, phase by phase (medians of {args.phase_runs} runs; the job's processes "
+          "are what the by-hand baseline runs too):")
+    for phase, seconds in phases.items():
+        print(f"  {phase:<34} {seconds:8.3f} s")
+    print(f"  {'own time (total less the job)':<34} {own:8.3f} s; measured smtrain - by hand: "
+          f"{summary['medians_s']['smtrain local (2 emulated hosts)'] - summary['medians_s']['2 processes by hand, SM_HOSTS']:.3f} s")
+    summary["phases_s"] = phases
+    (RESULTS / "local.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def _phases(work: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """Medians, phase by phase, of `runs` runs of smtrain local under _local_phases.py."""
+    measured: list[dict[str, float]] = []
+    for index in range(runs):
+        out = work / f"phases-{index}.json"
+        subprocess.run([sys.executable, str(Path(__file__).with_name("_local_phases.py")), "local", str(SPEC), "-q",
+                        "--run-dir", str(work / f"phased-{index}")], env={**env, "PHASES_OUT": str(out)}, cwd=work,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        measured.append(json.loads(out.read_text()))
+    return {phase: statistics.median(run[phase] for run in measured) for phase in measured[0]}
 
 
 if __name__ == "__main__":

@@ -11,21 +11,33 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.jobs import Job
 from orchestrator.cloud.resolve import resolve
-from orchestrator.cloud.tuning import Tuning
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
-from orchestrator.planning.tuning import TuningPlan, build_tuning_plan
 from orchestrator.spec.loader import LoadedSpec, load, load_spec
 from orchestrator.spec.model import JobSpec
-from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
+
+if TYPE_CHECKING:  # the tuning modules load when a tuning function runs: planning one job never pays for them
+    from orchestrator.cloud.tuning import Tuning
+    from orchestrator.planning.tuning import TuningPlan
+    from orchestrator.spec.tuning_loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
            "run", "submit", "submit_tuning"]
+_TUNING_TYPES = {"Tuning": "orchestrator.cloud.tuning", "TuningPlan": "orchestrator.planning.tuning"}
+
+
+def __getattr__(name: str) -> Any:
+    """`orchestrator.api.Tuning` and `.TuningPlan`, imported when first asked for."""
+    if name not in _TUNING_TYPES:
+        raise AttributeError(f"module 'orchestrator.api' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_TUNING_TYPES[name]), name)
 
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
@@ -116,6 +128,9 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
     Raises:
         SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
     """
+    from orchestrator.planning.tuning import build_tuning_plan
+    from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
+
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job, boto)
     assert isinstance(job, LoadedSpec)
@@ -127,6 +142,7 @@ def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto:
                   name: str | None = None) -> Tuning:
     """Plans (unless given a TuningPlan), uploads the source once, creates the tuning job once; its handle."""
     from orchestrator.cloud.tuning import submit_tuning_plan
+    from orchestrator.planning.tuning import TuningPlan
 
     tuning_plan = spec_or_plan if isinstance(spec_or_plan, TuningPlan) else plan_tuning(spec_or_plan, name=name,
                                                                                         boto=boto)

@@ -10,6 +10,7 @@ from typing import Any, Union, get_origin
 
 from pydantic import BaseModel
 
+from orchestrator.spec.field_docs import field_description
 from orchestrator.spec.model import Channel, ChannelEntry, JobSpec
 from orchestrator.spec.modes import Mode
 
@@ -55,7 +56,7 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[str]:
     lines = []
     for name, field in model.model_fields.items():
         nested, is_list = _nested(field.annotation)
-        description = " ".join((field.description or "").split()).replace("|", "\\|")
+        description = " ".join(field_description(model, name).split()).replace("|", "\\|")
         by_name = nested is Channel
         kind = f"list of {nested.__name__}" if is_list else (
             f"dict of {nested.__name__}" if by_name else nested.__name__ if nested else _type_name(field.annotation))

@@ -775,4 +775,3 @@ def _time(moment: datetime | None) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
 
 
-JOB_COMMANDS = (submit, status, watch, logs, metrics, stop, list_command)

@@ -16,7 +16,7 @@ import click
 
 from orchestrator import __version__
 from orchestrator.cli.options import (
-    UserErrorGroup,
+    LazyGroup,
     echo_json,
     error_document,
     key_value_pairs,
@@ -25,7 +25,7 @@ from orchestrator.cli.options import (
 )
 
 
-@click.group(cls=UserErrorGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="smtrain")
 def main() -> None:
     """Describe a PyTorch training job in YAML; validate it, see the exact SageMaker request, run it locally
@@ -184,6 +184,11 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                    "the deadline (checkpoints kept); fail when the "
                    "deadline comes first. A CI smoke then takes what the job needs to start and train N steps, "
                    "on any machine, and the deadline only bounds a job that never gets there.")
+@click.option("--exact-autocast", is_flag=True,
+              help="Under the CPU stand-in, compute CUDA autocast regions in bfloat16 even on a CPU without native "
+                   "bfloat16 (AVX-512 BF16, AMX or Arm BF16), which emulates it about ten times slower. By default "
+                   "such a CPU computes them in float32 and says so; what the script converts itself keeps its "
+                   "dtype.")
 @click.option("--no-gpu-standin", "no_gpu_standin", is_flag=True,
               help="Run a GPU instance's processes as this machine is. By default, where this machine has fewer "
                    "GPUs per host than the instance (or none), every training process gets smtrain's CPU stand-in "
@@ -215,7 +220,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir: Path | None,
           processes_per_host: int | None, simulate_spot_interruption: float | None, master_host: str | None,
           host_order: str | None, link_inputs: bool, smoke: float | None, smoke_steps: int | None,
-          no_gpu_standin: bool, python: str | None, stall_timeout: float,
+          exact_autocast: bool, no_gpu_standin: bool, python: str | None, stall_timeout: float,
           verbose: bool, quiet: bool, hyperparameters_file: Path | None, output: str) -> None:
     """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
 
@@ -244,7 +249,8 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
                       simulate_spot_interruption=simulate_spot_interruption, master_host=master_host,
                       host_order=tuple(filter(None, host_order.split(","))) if host_order else None,
                       link_inputs=link_inputs, stall_timeout_seconds=stall_timeout or None,
-                      gpu_standin=not no_gpu_standin, smoke_seconds=smoke, smoke_steps=smoke_steps,
+                      gpu_standin=not no_gpu_standin, exact_autocast=exact_autocast, smoke_seconds=smoke,
+                      smoke_steps=smoke_steps,
                       **({"python": _interpreter(python)} if python else {}))
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
@@ -359,9 +365,10 @@ def _forward_signals(supervisor: Any) -> None:
               help="The schema as JSON, or as YAML (the same document).")
 def schema(output: str) -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
+    from orchestrator.spec.field_docs import json_schema
     from orchestrator.spec.model import JobSpec
 
-    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **JobSpec.model_json_schema()}
+    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **json_schema(JobSpec)}
     if output == "yaml":
         import yaml
 
@@ -405,17 +412,13 @@ def images(output: str) -> None:
     print_images(rows)
 
 
-def _add_command_groups() -> None:
-    from orchestrator.cli.check import check
-    from orchestrator.cli.infra import infra
-    from orchestrator.cli.jobs import JOB_COMMANDS
-    from orchestrator.cli.tune import tune
-
-    main.add_command(check)
-    main.add_command(infra)
-    main.add_command(tune)
-    for command in JOB_COMMANDS:
-        main.add_command(command)
-
-
-_add_command_groups()
+_LAZY_COMMANDS = {
+    "check": "orchestrator.cli.check:check",
+    "infra": "orchestrator.cli.infra:infra",
+    "tune": "orchestrator.cli.tune:tune",
+    **{name: f"orchestrator.cli.jobs:{attribute}" for name, attribute in (
+        ("submit", "submit"), ("status", "status"), ("watch", "watch"), ("logs", "logs"), ("metrics", "metrics"),
+        ("stop", "stop"),
+        ("list", "list_command"))},
+}
+main.lazy_commands.update(_LAZY_COMMANDS)

@@ -50,6 +50,27 @@ class UserErrorGroup(click.Group):
             ctx.exit(130)
 
 
+class LazyGroup(UserErrorGroup):
+    """A group whose subcommands in `lazy_commands` ("name": "module:attribute") are imported only when run or
+    listed: `smtrain validate` then never loads the job, tuning and infra commands' modules (and what they
+    import: the spec model, the AWS readers)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands: dict[str, str] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            import importlib
+
+            module, _, attribute = self.lazy_commands[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 def _wants_json(ctx: click.Context) -> bool:
     """--output json was given: recorded by the option (eager, so before other options fail), else read from
     the raw arguments (an unknown option fails before any option is processed)."""

@@ -36,11 +36,23 @@ OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"
 STUDIO_METADATA = Path("/opt/ml/metadata/resource-metadata.json")
 
 
+REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION")
+"""Where `cloud.sdk.boto_session` finds a region before the profile, in its order: read here without boto3,
+whose import is most of a plan's time (and of `smtrain local`'s own) when the answer is already in the
+environment. Only a profile's region (in the AWS config file) needs boto3 to read it."""
+
+
 def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
-    """The spec's region, else the session's; us-east-1 (flagged as a fallback) when nothing names one."""
+    """The spec's region, else the session's (the environment's, as the session would read it, when no session
+    is given); us-east-1 (flagged as a fallback) when nothing names one."""
     if spec.region:
         return spec.region, False
     if boto is None:
+        variable = _region_variable()
+        if variable:
+            return os.environ[variable], False
+        if not _aws_config_file().is_file():  # no profile can name one: boto3 would find none either
+            return FALLBACK_REGION, True
         from orchestrator.cloud.sdk import boto_session
 
         boto = boto_session()
@@ -169,9 +181,20 @@ def _first(sources: dict[str, Source], name: str, *candidates: tuple[str | None,
 def _region_source(boto: Any | None, fallback: bool) -> Source:
     if fallback:
         return Source(FALLBACK, FALLBACK_REGION)
-    if os.environ.get("AWS_REGION") and boto is None:
-        return Source(ENVIRONMENT, "AWS_REGION")
+    variable = _region_variable() if boto is None else None
+    if variable:
+        return Source(ENVIRONMENT, variable)
     return Source(ENVIRONMENT, "boto3 region chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)")
+
+
+def _aws_config_file() -> Path:
+    """Where boto3 reads profiles' regions: $AWS_CONFIG_FILE, else ~/.aws/config."""
+    return Path(os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
+
+
+def _region_variable() -> str | None:
+    """The first of REGION_ENV that is set (and not empty)."""
+    return next((name for name in REGION_ENV if os.environ.get(name)), None)
 
 
 def _sdk_value(defaults: SdkDefaults, key: str) -> tuple[str, Source] | None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.spec.capabilities import Finding, check
+from orchestrator.spec.field_docs import field_description
 from orchestrator.spec.model import JobSpec, printable
 
 Loc = tuple[Any, ...]
@@ -616,5 +617,5 @@ def _describe(loc: Loc) -> str:
     model = _model_at(loc[:-1])
     if model is None or loc[-1] not in model.model_fields:
         return ""
-    description = model.model_fields[str(loc[-1])].description or ""
+    description = field_description(model, str(loc[-1]))
     return re.split(r"(?<!e\.g)\.\s", description)[0].rstrip(".")

@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from enum import Enum
+from functools import cache
 from typing import Annotated, Any
 
 from pydantic import (
@@ -45,17 +46,19 @@ def api_limit(member: str, trait: str) -> Any:
     return _REQUEST_LIMITS[member][trait]
 
 
+@cache
 def _api_pattern(member: str) -> re.Pattern[str]:
-    """The member's pattern, to be matched whole; \\d and \\w are ASCII as in the service's Java regexes."""
+    """The member's pattern, to be matched whole; \\d and \\w are ASCII as in the service's Java regexes.
+    Compiled when a value is first checked against it, not at import: most specs meet few of them."""
     return re.compile(_REQUEST_LIMITS[member]["pattern"], re.ASCII)
 
 
-_JOB_NAME = _api_pattern("TrainingJobName")
-_ENV_KEY = _api_pattern("Environment{key}")
-_CHANNEL_NAME = _api_pattern("InputDataConfig[].ChannelName")
-_ROLE_ARN = _api_pattern("RoleArn")
 _ROLE_NAME_LIMITS: dict[str, Any] = _API_LIMITS["GetRole"]["RoleName"]
-_ROLE_NAME = re.compile(_ROLE_NAME_LIMITS["pattern"], re.ASCII)
+
+
+@cache
+def _role_name_pattern() -> re.Pattern[str]:
+    return re.compile(_ROLE_NAME_LIMITS["pattern"], re.ASCII)
 # `name_from_base` appends "-YYYY-MM-DD-HH-MM-SS-mmm" (24 characters) and trims the base to fit the API's 63.
 JOB_NAME_SUFFIX_LENGTH = 24
 MAX_BASE_NAME_LENGTH = api_limit("TrainingJobName", "max") - JOB_NAME_SUFFIX_LENGTH
@@ -79,7 +82,7 @@ def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
 
 def _environment_name(name: str) -> str:
     limit = api_limit("Environment{key}", "max")
-    if not _ENV_KEY.fullmatch(name) or len(name) > limit:
+    if not _api_pattern("Environment{key}").fullmatch(name) or len(name) > limit:
         raise _invalid(f"{name!r} is not an environment variable name SageMaker accepts",
                        f"use letters, digits and underscores, not starting with a digit (at most {limit}), "
                        f"e.g. {re.sub(r'[^a-zA-Z0-9_]', '_', name).lstrip('0123456789') or 'MY_VARIABLE'}")
@@ -151,7 +154,7 @@ def _hyperparameter_value(value: Any) -> Any:
 
 def _channel_name(name: str) -> str:
     limit = api_limit("InputDataConfig[].ChannelName", "max")
-    if not _CHANNEL_NAME.fullmatch(name) or len(name) > limit:
+    if not _api_pattern("InputDataConfig[].ChannelName").fullmatch(name) or len(name) > limit:
         raise _invalid(f"{name!r} is not a channel name SageMaker accepts",
                        f"use letters, digits, '.', '-' and '_' (at most {limit}), e.g. "
                        f"{re.sub(r'[^A-Za-z0-9._-]', '_', name) or 'train'}")
@@ -196,10 +199,10 @@ def _channel_location(location: str) -> str:
 
 
 def _vpc_id(member: str, example: str) -> AfterValidator:
-    pattern, limit = _api_pattern(member), api_limit(member, "max")
+    limit = api_limit(member, "max")
 
     def check(value: str) -> str:
-        if not pattern.fullmatch(value) or len(value) > limit:
+        if not _api_pattern(member).fullmatch(value) or len(value) > limit:
             raise _invalid(f"{value!r} is not a VPC resource id", f"write the id, e.g. {example}")
         return value
 
@@ -213,12 +216,12 @@ def _api_enum(member: str, name: str) -> type[Enum]:
 
 def _api_string(member: str, example: str) -> AfterValidator:
     """A string the API's length limits and pattern for `member` accept."""
-    pattern, low, high = _api_pattern(member), api_limit(member, "min"), api_limit(member, "max")
+    low, high = api_limit(member, "min"), api_limit(member, "max")
 
     def check(value: str) -> str:
-        if not low <= len(value) <= high or not pattern.fullmatch(value):
+        if not low <= len(value) <= high or not _api_pattern(member).fullmatch(value):
             raise _invalid(f"{value!r} is not what SageMaker accepts here ({low} to {high} characters matching "
-                           f"{pattern.pattern})", f"write it as {example}")
+                           f"{_api_pattern(member).pattern})", f"write it as {example}")
         return value
 
     return AfterValidator(check)
@@ -261,7 +264,7 @@ TagValue = Annotated[str, Field(max_length=api_limit("Tags[].Value", "max")), Af
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # field docstrings: field_docs.py
 
 
 # CreateTrainingJob states no maximum instance count (account quotas decide, in the tens or hundreds of
@@ -767,7 +770,7 @@ class JobSpec(_Spec):
     @field_validator("name")
     @classmethod
     def _job_name_shape(cls, value: str) -> str:
-        if not _JOB_NAME.fullmatch(value):
+        if not _api_pattern("TrainingJobName").fullmatch(value):
             raise ValueError(f"{value!r} is not a valid job name: use letters, digits and single hyphens")
         return value
 
@@ -778,13 +781,13 @@ class JobSpec(_Spec):
             return value
         fix = "give the execution role's ARN, e.g. arn:aws:iam::123456789012:role/SageMakerExecution, or its name"
         if value.startswith("arn:"):
-            if _ROLE_ARN.fullmatch(value) and api_limit("RoleArn", "min") <= len(value) <= api_limit("RoleArn", "max"):
+            if _api_pattern("RoleArn").fullmatch(value) and api_limit("RoleArn", "min") <= len(value) <= api_limit("RoleArn", "max"):
                 return value
             service = value.split(":")[2] if value.count(":") >= 2 else ""
             if service == "s3":
                 fix += "; an S3 location goes in output_path as s3://<bucket>/<prefix>/"
             raise _invalid(f"{value!r} is not an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)", fix)
-        if not _ROLE_NAME.fullmatch(value) or len(value) > _ROLE_NAME_LIMITS["max"]:
+        if not _role_name_pattern().fullmatch(value) or len(value) > _ROLE_NAME_LIMITS["max"]:
             raise _invalid(f"{value!r} is neither an IAM role ARN nor a role name (letters, digits and +=,.@_-, "
                            f"at most {_ROLE_NAME_LIMITS['max']})", fix)
         return value

@@ -69,7 +69,7 @@ class Scaling(str, Enum):
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # field docstrings: field_docs.py
 
 
 class Objective(_Spec):

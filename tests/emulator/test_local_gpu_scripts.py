@@ -112,7 +112,8 @@ def test_model_parallel_layers_on_cuda0_and_cuda1(tmp_path):
 
 
 def test_prefetch_thread_side_stream_autocast_and_grad_scaler(tmp_path):
-    result, _ = _local("prefetch_amp-none-1x-g5.12xlarge.yaml", tmp_path / "run")
+    """--exact-autocast: bfloat16 on any CPU (without it, a CPU without native bfloat16 computes in float32)."""
+    result, _ = _local("prefetch_amp-none-1x-g5.12xlarge.yaml", tmp_path / "run", "--exact-autocast")
     assert (result["status"], result["exit_code"]) == ("Completed", 0), result
     [outcome] = _json_lines(tmp_path / "run")["algo-1"]
     assert outcome["finite"] is True

@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.emulator.launching.launch import find_tool
+from orchestrator.emulator.launching.launch import find_tool, interpreter_versions
 
 WHICH_PYTHON = """import json, os, sys
 seen = {"prefix": sys.prefix, "torch": os.environ.get("SM_DLC_TORCH_VERSION")}
@@ -70,3 +72,14 @@ def test_a_program_that_is_not_python_is_refused_before_the_run(make_spec, tmp_p
         assert f"{program} is not a Python interpreter" in result.output and "--python" in result.output
         assert "Traceback" not in result.output and isinstance(result.exception, SystemExit | None)
         assert not (run_dir / "model.tar.gz").exists()
+
+
+def test_smtrain_s_own_interpreter_answers_its_versions_in_process_as_a_probe_would():
+    """The default interpreter is smtrain's: its torch and Python versions come without starting another
+    process, and are what the probe of the same environment through another name of it says."""
+    other_name = Path(sys.executable).with_name("python3")
+    if not other_name.exists() or other_name == Path(sys.executable):
+        pytest.skip("no second name of this interpreter in its own directory")
+    here = interpreter_versions(sys.executable)
+    assert here == interpreter_versions(str(other_name))
+    assert here[1] == sys.version_info[:2] and here[0] is not None  # the suite's environment has torch

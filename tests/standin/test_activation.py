@@ -4,6 +4,9 @@ sitecustomize it shadows, never importing torch itself; and the torch-free modul
 from __future__ import annotations
 
 import json
+import sys
+
+import pytest
 
 REPORT = ("import json, sys, torch; print(json.dumps({'cuda': torch.cuda.is_available(), "
           "'patched': 'smtrain_gpu_standin.patches' in sys.modules, 'tensor_to': type(torch.Tensor.to).__name__}))")
@@ -59,6 +62,38 @@ def test_env_read_parses_the_variables(standin):
     assert (settings.num_gpus, settings.gpu_name, settings.memory_gib) == (8, "A100", 80.0)
     assert env.read({}) is None
     assert env.read({env.NUM_GPUS: "1"}).gpu_name == "GPU"
+    assert env.read({env.NUM_GPUS: "1"}).autocast_in_float32 is False
+    assert env.read({env.NUM_GPUS: "1", env.AUTOCAST: "float32"}).autocast_in_float32 is True
+    with pytest.raises(env.SettingsError, match="SMTRAIN_GPU_STANDIN_AUTOCAST='fp8' is not 'float32'. To fix:"):
+        env.read({env.NUM_GPUS: "1", env.AUTOCAST: "fp8"})
+
+
+AUTOCAST_PROBE = """
+import json, torch
+layer = torch.nn.Linear(4, 4).cuda()
+converted = torch.nn.Linear(4, 4).cuda().to(torch.bfloat16)
+with torch.autocast("cuda", dtype=torch.float16):
+    out = layer(torch.randn(2, 4, device="cuda"))
+    kept = converted(torch.randn(2, 4, device="cuda", dtype=torch.bfloat16))
+    enabled = torch.is_autocast_enabled()
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    asked_for_cpu = layer(torch.randn(2, 4))
+print(json.dumps({"autocast": str(out.dtype), "converted": str(kept.dtype), "enabled": enabled,
+                  "cpu_autocast": str(asked_for_cpu.dtype)}))
+"""
+
+
+@pytest.mark.parametrize(("autocast", "expected"), [
+    ("float32", {"autocast": "torch.float32", "converted": "torch.bfloat16", "enabled": False,
+                 "cpu_autocast": "torch.bfloat16"}),
+    ("", {"autocast": "torch.bfloat16", "converted": "torch.bfloat16", "enabled": True,
+          "cpu_autocast": "torch.bfloat16"}),
+])
+def test_cuda_autocast_computes_in_float32_only_when_asked(standin, autocast, expected):
+    """float32 changes CUDA autocast regions only: what the script converts, and CPU autocast it asks for, stay."""
+    env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
+    result = standin.run([sys.executable, "-c", AUTOCAST_PROBE], env)
+    assert standin.json_lines(result.stdout)[-1] == expected
 
 
 def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):

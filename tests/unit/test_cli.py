@@ -45,12 +45,18 @@ def test_instances_table_and_filters():
     assert "ml.trn1.32xlarge" in text and "32 cores" in text and "ml.c5" not in text
 
 
-def _modules_loaded_by(*args: str) -> set[str]:
+def _all_modules_loaded_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module `smtrain ARGS` has imported when it exits, in a fresh interpreter."""
     script = ("import sys\nfrom orchestrator.cli.main import main\n"
               "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-              "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600)
+              "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600,
+                          env=env)
     return set(done.stderr.split())
+
+
+def _modules_loaded_by(*args: str) -> set[str]:
+    return {module.split(".")[0] for module in _all_modules_loaded_by(*args)}
 
 
 def test_help_and_validate_never_import_heavy_libraries():
@@ -58,6 +64,28 @@ def test_help_and_validate_never_import_heavy_libraries():
     assert not heavy & _modules_loaded_by("--help")
     assert not heavy & _modules_loaded_by("validate", str(EXAMPLE))
     assert not heavy & _modules_loaded_by("validate", str(EXAMPLE), "--set", "instance.count=0")
+
+
+def test_validate_and_plan_import_only_what_their_answer_needs(tmp_path, monkeypatch):
+    """A spec (or the environment) that names the region, role and output path needs no AWS library to plan:
+    no boto3 session for the region, no tuning, no emulator."""
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
+                   "AWS_EC2_METADATA_DISABLED": "true"}
+    region_in_environment = {**environment, "AWS_REGION": "eu-west-1"}
+    runs = {
+        "validate": _all_modules_loaded_by("validate", str(EXAMPLE), env=environment),
+        "plan, region in the spec": _all_modules_loaded_by("plan", str(EXAMPLE), "--set", "region=us-west-2",
+                                                           "-o", "json", env=environment),
+        "plan, region from $AWS_REGION": _all_modules_loaded_by("plan", str(EXAMPLE), "-o", "json",
+                                                                env=region_in_environment),
+    }
+    for run, modules in runs.items():
+        assert "orchestrator.spec.model" in modules, f"{run}: did not run"
+        unneeded = {module for module in modules
+                    if module.split(".")[0] in {"boto3", "botocore", "sagemaker", "torch"}
+                    or module.startswith(("orchestrator.emulator", "orchestrator.cloud.tuning"))}
+        assert not unneeded, f"{run} imported {sorted(unneeded)[:8]}"
+        assert run == "validate" or "orchestrator.planning.plan" in modules, f"{run}: planned nothing"
 
 
 def test_user_errors_have_no_traceback():

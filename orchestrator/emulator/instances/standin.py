@@ -10,6 +10,7 @@ for its `smdistributed` stand-in, with the CUDA stand-in itself off.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -21,6 +22,10 @@ from orchestrator.spec.catalog import InstanceType
 
 STANDIN_DIR = Path(__file__).resolve().parent.with_name("gpu_standin")
 NO_STANDIN_FLAG = "--no-gpu-standin"
+EXACT_AUTOCAST_FLAG = "--exact-autocast"
+CPU_INFO = Path("/proc/cpuinfo")
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+"""/proc/cpuinfo's names for bfloat16 arithmetic in hardware: x86's AVX-512 BF16 and AMX, Arm's FEAT_BF16."""
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,16 @@ class Accelerators:
         return int(self.environment.get(standin_env.NUM_GPUS, "0"))
 
 
-def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, standin_allowed: bool) -> Accelerators:
+def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, standin_allowed: bool,
+                 exact_autocast: bool = False) -> Accelerators:
     """The stand-in's part of a run of `instance` on a machine with `local_gpus` GPUs.
 
     Args:
         smddp_library: the mode launches SageMaker's SMDDP library (smddp, and pytorchddp which the SDK rewrites
             to it), which no machine but SageMaker's GPU images has.
         standin_allowed: False with --no-gpu-standin: the processes see this machine as it is.
+        exact_autocast: True with --exact-autocast: CUDA autocast computes in bfloat16 even on a CPU that only
+            emulates it (else such a CPU computes autocast regions in float32: see `cpu_has_native_bf16`).
     """
     if instance.gpus == 0:
         return Accelerators()
@@ -62,10 +70,26 @@ def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, s
     environment = {standin_env.NUM_GPUS: str(instance.gpus), standin_env.GPU_NAME: _model(instance)}
     if instance.accelerator_memory_gib:
         environment[standin_env.GPU_MEMORY_GIB] = f"{instance.accelerator_memory_gib:g}"
+    in_float32 = not exact_autocast and not cpu_has_native_bf16()
+    if in_float32:
+        environment[standin_env.AUTOCAST] = standin_env.AUTOCAST_FLOAT32
     fewer = f" This machine has {local_gpus} GPU(s), fewer than the instance." if local_gpus else ""
     return Accelerators(python_path=(STANDIN_DIR,), environment=environment,
-                        notice=f"{start_of_run_notice(instance.gpus, _model(instance))}{fewer} Turn it off with "
-                               f"{NO_STANDIN_FLAG}.")
+                        notice=f"{start_of_run_notice(instance.gpus, _model(instance), in_float32)}{fewer} Turn it "
+                               f"off with {NO_STANDIN_FLAG}.")
+
+
+@functools.cache
+def cpu_has_native_bf16(cpu_info: Path = CPU_INFO) -> bool:
+    """Whether this CPU computes bfloat16 in hardware. Without it torch emulates bfloat16 about ten times slower
+    than float32 (bench/bench_autocast.py), so a CUDA job's autocast would make a
+    smoke's cost hang on the CPU model. True where /proc/cpuinfo cannot be read: nothing is changed unasked."""
+    try:
+        text = cpu_info.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return any(NATIVE_BF16_FLAGS & set(line.partition(":")[2].split()) for line in text.splitlines()
+               if line.startswith(("flags", "Features")))
 
 
 def _model(instance: InstanceType) -> str:

@@ -239,8 +239,11 @@ def _torch1_on_python311(python: str) -> bool:
 @cache
 def interpreter_versions(python: str) -> tuple[str | None, tuple[int, int]]:
     """torch's version (None: no torch) and the Python version of an interpreter, from its metadata, without
-    importing torch (Debian's python3-torch says 1.13.0a0+gitunknown); asked once per interpreter. The version is
-    (0, 0) when the program did not answer as a Python interpreter does (/bin/true, /bin/echo, one printing 5)."""
+    importing torch (Debian's python3-torch says 1.13.0a0+gitunknown); asked once per interpreter, and of
+    smtrain's own interpreter (the default) in this process rather than in a new one. The version is (0, 0)
+    when the program did not answer as a Python interpreter does (/bin/true, /bin/echo, one printing 5)."""
+    if python == sys.executable:
+        return _torch_version(), (sys.version_info[0], sys.version_info[1])
     probe = ("import json, sys\nfrom importlib import metadata\n"
              "try:\n    torch = metadata.version('torch')\nexcept metadata.PackageNotFoundError:\n    torch = None\n"
              "print(json.dumps([torch, sys.version_info[:2]]))")
@@ -253,6 +256,15 @@ def interpreter_versions(python: str) -> tuple[str | None, tuple[int, int]]:
     if not (isinstance(torch, str | None) and isinstance(major, int) and isinstance(minor, int)):
         return None, (0, 0)
     return torch, (major, minor)
+
+
+def _torch_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,

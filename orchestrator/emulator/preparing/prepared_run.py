@@ -88,6 +88,8 @@ class LocalSettings:
     python: str = sys.executable
     gpu_standin: bool = True
     """Load the CPU stand-in for CUDA where the instance has more GPUs per host than this machine."""
+    exact_autocast: bool = False
+    """Under the stand-in, CUDA autocast keeps bfloat16 even on a CPU without native bfloat16."""
 
 
 @dataclass
@@ -236,11 +238,12 @@ def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> Pre
                        code_files=code_files,
                        world_size=world, hostname=hostname_shim(),
                        accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
-                                                 local_gpus, settings.gpu_standin),
+                                                 local_gpus, settings.gpu_standin, settings.exact_autocast),
                        python=settings.python, processes_override=settings.processes_per_host,
                        group_accelerators={group.name: accelerators(
                            lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
-                           settings.gpu_standin) for group in job.groups} if len(job.groups) > 1 else {},
+                           settings.gpu_standin, settings.exact_autocast) for group in job.groups}
+                       if len(job.groups) > 1 else {},
                        pipes=run_layout.pipe_channels(layout, job, channel_paths),
                        host_fs=dataclasses.replace(opt_ml.choose(layout.hosts[0].root),
                                                    read_only_data=settings.link_inputs

@@ -6,6 +6,12 @@ bfloat16's float32-sized exponent cannot overflow where fp16 would need the Grad
 numerics themselves are not checked. A requested bfloat16 stays bfloat16. ``torch.is_autocast_enabled()`` and
 ``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast. ``GradScaler("cuda")`` scales on the CPU and
 keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale).
+
+On a CPU without native bfloat16 (no AVX-512 BF16 or AMX, as on AVX2-only machines) torch emulates it, about
+ten times slower than float32 (bench/bench_autocast.py: a 4096-wide layer's step, 8-10x). There the emulator asks
+(``env.AUTOCAST``) for CUDA autocast regions to compute in float32: the region is entered with autocast off, so
+each op runs in the dtype of its inputs. What a script converts itself (``model.to(torch.bfloat16)``,
+``x.half()``) keeps its dtype; ``torch.is_autocast_enabled()`` answers False inside such a region.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ except ModuleNotFoundError:  # before torch 2.3 the only GradScaler is torch.cud
     GradScaler = None
 
 
-def install() -> None:
+def install(in_float32: bool = False) -> None:
+    """CUDA autocast runs on the CPU: in bfloat16, or with `in_float32` in float32."""
     autocast = torch.amp.autocast_mode.autocast
-    autocast.__init__ = _autocast_init(autocast.__init__)
+    autocast.__init__ = _autocast_init(autocast.__init__, in_float32)
     if GradScaler is not None:
         GradScaler.__init__ = _scaler_init(GradScaler.__init__)
     for name in ("is_autocast_enabled", "get_autocast_dtype"):
@@ -34,12 +41,13 @@ def install() -> None:
             setattr(torch, name, torchscript.same_operator(_cuda_means_cpu(original), original))
 
 
-def _autocast_init(init):
+def _autocast_init(init, in_float32: bool):
     @functools.wraps(init)
     def on_cpu(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None) -> None:
         if device_type == "cuda":
             device_type = "cpu"
             dtype = torch.bfloat16 if dtype in (None, torch.float16) else dtype
+            enabled = enabled and not in_float32
         init(self, device_type, dtype, enabled, cache_enabled)
 
     return on_cpu

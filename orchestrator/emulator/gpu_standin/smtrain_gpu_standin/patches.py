@@ -14,6 +14,6 @@ def apply(settings: Settings) -> None:
     streams.install()
     accelerator.install()
     placement.install()
-    amp.install()
+    amp.install(settings.autocast_in_float32)
     distributed.install()
     unsupported.install()
