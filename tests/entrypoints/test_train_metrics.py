@@ -17,8 +17,8 @@ def test_metric_line_format():
 
 def test_metric_definitions_read_the_line_even_behind_an_mpi_prefix():
     line = "[1,mpirank:0,algo-1]<stdout>:" + metrics.metric_line(2, 96, 96, 1.5e-07, 99.0)
-    found = {definition["Name"]: float(re.search(definition["Regex"], line).group(1))
-             for definition in DEFAULT_METRIC_DEFINITIONS}
+    found = {definition["Name"]: float(match.group(1)) for definition in DEFAULT_METRIC_DEFINITIONS
+             if (match := re.search(definition["Regex"], line))}
     assert found == {"train:loss": 0.0, "train:samples_per_sec": 99.0, "train:epoch": 2.0}
 
 
