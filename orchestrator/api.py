@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.jobs import Job
+from orchestrator.backends.job import Job
 from orchestrator.cloud.resolve import resolve
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
@@ -55,16 +55,21 @@ def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
-    """Plans (unless given a Plan), uploads the source once, creates the job once; returns its handle."""
+    """Plans (unless given a Plan), uploads the source once, creates the job once; returns its `Job`, the same
+    handle `run` returns, with `.submission` saying what was sent."""
+    from orchestrator.backends.sagemaker import SageMakerBackend
     from orchestrator.cloud.submission import submit as submit_plan
 
     job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
-    return submit_plan(job_plan, boto=boto)
+    created = submit_plan(job_plan, boto=boto)
+    handle = Job(SageMakerBackend(created.session), created.name, job_plan)
+    handle.submission = created.submission
+    return handle
 
 
 def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None,
         local_options: Any | None = None) -> Any:
-    """Plans the job for `backend` and starts it there; returns its `backends.job.Job` at once (it runs on).
+    """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
 
     Args:
         backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`).
@@ -74,7 +79,6 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there; nothing was started.
     """
     from orchestrator.backends.base import BACKENDS, Backend
-    from orchestrator.backends.job import Job as Handle
     from orchestrator.errors import SpecError
 
     chosen: Backend
@@ -93,11 +97,11 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     source = spec_or_plan if isinstance(spec_or_plan, Plan) else (
         load(spec_or_plan) if isinstance(spec_or_plan, (str, Path)) else spec_or_plan)
     job_plan = chosen.plan(source)
-    return Handle(chosen, chosen.schedule(job_plan), job_plan)
+    return Job(chosen, chosen.schedule(job_plan), job_plan)
 
 
 def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Any:
-    """The `backends.job.Job` of a local run (its directory, or its name under runs/) or a SageMaker job."""
+    """The `Job` of a local run (its directory, or its name under runs/) or a SageMaker job."""
     from orchestrator.backends.job import attach as attach_job
 
     return attach_job(name_or_run_dir, region=region, boto=boto)

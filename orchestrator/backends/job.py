@@ -1,4 +1,4 @@
-"""The handle on one job, wherever it runs: what `orchestrator.run(..., backend=...)` returns.
+"""The handle on one job, wherever it runs: what `orchestrator.run`, `orchestrator.submit` and `attach` return.
 
 The same methods for a local run and a SageMaker job (status, wait, logs, metrics, plot, stop, artifacts), each
 a call on the backend; like `cloud.jobs.Job`, it holds nothing that could go stale but the last status it read,
@@ -39,6 +39,13 @@ class Job:
         self._latest: dict[str, float] = {}
         self._progress: JobProgress | None = None
         self._live = LiveSummary()
+        self.submission: Any | None = None
+        """What `orchestrator.submit` sent (`cloud.submission.Submission`); None for other jobs."""
+
+    @classmethod
+    def attach(cls, name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:
+        """The job a user names: a local run (its directory, or its name under runs/), else a SageMaker job."""
+        return attach(name_or_run_dir, region=region, boto=boto)
 
     @property
     def name(self) -> str:
@@ -167,6 +174,11 @@ class Job:
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
+            if self._progress and self._progress.failure_cause:
+                rows += self._progress.failure_cause.rows()
+            rows += current.settings
+        if self.submission is not None:
+            rows += self.submission.summary_rows()
         rows += [("notice", text) for text in self.backend.notices(self.id)]
         if self.backend.name == "sagemaker" and current:
             links = [("SageMaker console", current.console_url),

@@ -182,6 +182,10 @@ class _KeptNotices:
         pass
 
 
+def _non_empty_lines(data: bytes) -> int:
+    return sum(1 for piece in data.split(b"\n") if piece not in (b"", b"\r"))
+
+
 class _LogFile:
     """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end),
     without empty lines, which CloudWatch does not hold either (an event has at least one character)."""
@@ -195,26 +199,25 @@ class _LogFile:
         self._offset = 0
 
     def skip_to_last(self, lines: int) -> None:
-        """Starts reading at the last `lines` lines, found from the end backwards: `status` of a run with a log of
-        gigabytes reads a few blocks of it, not all of it."""
+        """Starts reading at the last `lines` non-empty lines (what `read_new` gives, as CloudWatch holds them),
+        found from the end backwards: `status` of a run with a log of gigabytes reads a few blocks of it."""
         with self._path.open("rb") as log:
             size = log.seek(0, 2)
-            start, newlines, limit = size, 0, max(0, size - lines * self._MOST_BYTES_PER_LINE)
-            while start > limit and newlines <= lines:
+            start, limit, tail = size, max(0, size - lines * self._MOST_BYTES_PER_LINE), b""
+            while start > limit and _non_empty_lines(tail) <= lines:
                 step = min(self._BLOCK, start - limit)
                 start -= step
                 log.seek(start)
-                block = log.read(step)
-                newlines += block.count(b"\n")
-            log.seek(start)
-            skipped = log.read(size - start)
-        # Past the newline before the last `lines` lines (the last one may lack its newline: it counts as one).
-        cut = len(skipped)
-        for _ in range(lines + (0 if skipped.endswith(b"\n") else -1) + 1):
-            cut = skipped.rfind(b"\n", 0, cut)
-            if cut < 0:
-                break
-        self._offset = start + cut + 1 if cut >= 0 else start
+                tail = log.read(step) + tail
+        position, kept = len(tail), 0
+        for piece in reversed(tail.split(b"\n")):
+            position -= len(piece)
+            if piece not in (b"", b"\r"):
+                kept += 1
+                if kept == lines:
+                    break
+            position -= 1  # the newline before it
+        self._offset = start + max(position, 0)
 
     def read_new(self, final: bool) -> list[LogLine]:
         with self._path.open("rb") as log:

@@ -221,6 +221,11 @@ class Job:
         return self._last_status
 
     @property
+    def session(self) -> Any:
+        """The boto3 session this job is read through."""
+        return self._boto
+
+    @property
     def region(self) -> str:
         return self._boto.region_name
 

@@ -11,7 +11,6 @@ from job_fakes import BUCKET, SECRET, described, shared_loader_session
 
 import orchestrator
 from orchestrator.errors import AwsError, CapabilityError
-from orchestrator.cloud.jobs import Job
 from orchestrator.api import plan
 from orchestrator.cloud.submission import ensure_source_uploaded, submit
 
@@ -211,6 +210,16 @@ def test_submit_reports_a_genuine_name_clash(tiny_plan, stubbed):
 
 def test_notebook_api_exposes_submit_and_job_lazily():
     from orchestrator import api
+    from orchestrator.backends.job import Job as Handle
 
     assert orchestrator.submit is api.submit
-    assert orchestrator.Job is Job
+    assert orchestrator.Job is Handle
+
+
+def test_run_submit_and_attach_return_the_one_job_handle(tiny_plan, bucket, tmp_path):
+    """Issue 32: one handle for every place a job runs."""
+    submitted = orchestrator.submit(tiny_plan)
+    assert type(submitted) is orchestrator.Job and submitted.backend.name == "sagemaker"
+    assert submitted.submission.source_uploaded and submitted.name == tiny_plan.job_name
+    assert type(orchestrator.attach(submitted.name)) is orchestrator.Job
+    assert type(orchestrator.Job.attach(submitted.name)) is orchestrator.Job
