@@ -17,7 +17,6 @@ from botocore.validate import validate_parameters
 
 import orchestrator
 from orchestrator.backends.function_results import RESULTS_FOLDER
-from orchestrator.backends.job import Job
 from orchestrator.errors import SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
@@ -100,7 +99,7 @@ def test_run_on_sagemaker_submits_an_ordinary_job_to_the_aws_emulator(aws):
     job = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
         functions.where_am_i).run("cloud", backend="sagemaker")
 
-    assert type(job) is Job and job.backend.name == "sagemaker"
+    assert type(job) is orchestrator.Job and job.backend.name == "sagemaker"
     described = boto3.client("sagemaker").describe_training_job(TrainingJobName=job.name)
     assert described["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
 
