@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda_api, devices, distributed, placement, streams, unsupported
+from . import accelerator, amp, collectives, cuda_api, devices, distributed, placement, streams, unsupported
 from .env import Settings
 
 
@@ -16,4 +16,5 @@ def apply(settings: Settings) -> None:
     placement.install()
     amp.install()
     distributed.install()
+    collectives.install()
     unsupported.install()
