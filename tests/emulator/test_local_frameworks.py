@@ -46,7 +46,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
-    """`smtrain local SPEC -o json`, as a user types it: the result, and every host's log."""
+    """`smtrain local SPEC -o json`, as a user types it: the result, and every host's log (algo-1's first)."""
     command = [str(SMTRAIN), "local", str(FRAMEWORKS / spec), "--run-dir", str(run_dir), "-o", "json", *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert done.stdout, done.stderr
@@ -60,12 +60,11 @@ def _json_lines(logs: str) -> list[dict]:
     return [json.loads(line[line.index('{"'):]) for line in logs.splitlines() if '{"' in line and line.endswith("}")]
 
 
-def _trainer_logs(logs: str, key: str) -> list[dict]:
+def _trainer_logs(run_dir: Path, key: str) -> list[dict]:
     """The Trainer's own log lines (`{'loss': '0.69', ..., 'epoch': '1'}`) that hold `key`, from the first host's
     log (the main process of each host prints them; hosts agree)."""
-    first_host = logs.split("\n[algo-2]")[0] if "[algo-2]" in logs else logs
     found = []
-    for line in first_host.splitlines():
+    for line in (run_dir / "logs" / "algo-1.log").read_text().splitlines():
         start = line.find("{'")
         if start >= 0 and f"'{key}'" in line:
             found.append({name: float(value) for name, value in ast.literal_eval(line[start:]).items()})
@@ -77,13 +76,13 @@ def _model_files(run_dir: Path) -> set[str]:
         return set(archive.getnames())
 
 
-def _assert_trainer_run(logs: str, world_size: int, epochs: int = 3) -> dict:
+def _assert_trainer_run(run_dir: Path, logs: str, world_size: int, epochs: int = 3) -> dict:
     """The Trainer counted `world_size` processes, logged a falling training loss and evaluated every epoch."""
     counted = [line for line in _json_lines(logs) if "parallel_mode" in line]
     assert len(counted) == 1 and counted[0]["world_size"] == world_size, counted
-    losses = [entry["loss"] for entry in _trainer_logs(logs, "loss") if "eval_loss" not in entry]
+    losses = [entry["loss"] for entry in _trainer_logs(run_dir, "loss") if "eval_loss" not in entry]
     assert len(losses) == epochs and losses[-1] < losses[0], losses
-    evaluations = _trainer_logs(logs, "eval_loss")
+    evaluations = _trainer_logs(run_dir, "eval_loss")
     assert [entry["epoch"] for entry in evaluations] == [float(epoch) for epoch in range(1, epochs + 1)]
     return counted[0]
 
@@ -92,7 +91,7 @@ def test_trainer_under_torchrun_on_two_g5_hosts_evaluating_every_epoch(tiny_mode
     result, logs = _local("trainer-torch_distributed-2x-g5.12xlarge.yaml", tmp_path / "run",
                           "--input", f"model={tiny_model}")
     assert result["world_size"] == 8
-    counted = _assert_trainer_run(logs, world_size=8)
+    counted = _assert_trainer_run(tmp_path / "run", logs, world_size=8)
     assert (counted["parallel_mode"], counted["device"]) == ("ParallelMode.DISTRIBUTED", "cuda:0")
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
 
@@ -100,7 +99,7 @@ def test_trainer_under_torchrun_on_two_g5_hosts_evaluating_every_epoch(tiny_mode
 def test_trainer_under_smddp(tiny_model, tmp_path):
     result, logs = _local("trainer-smddp-1x-p4d.24xlarge.yaml", tmp_path / "run", "--input", f"model={tiny_model}")
     assert result["world_size"] == 8
-    counted = _assert_trainer_run(logs, world_size=8)
+    counted = _assert_trainer_run(tmp_path / "run", logs, world_size=8)
     assert counted["parallel_mode"] == "ParallelMode.SAGEMAKER_DATA_PARALLEL"
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
 
@@ -108,7 +107,7 @@ def test_trainer_under_smddp(tiny_model, tmp_path):
 def test_trainer_with_fsdp_and_bf16(tiny_model, tmp_path):
     result, logs = _local("trainer-fsdp-bf16-1x-g5.12xlarge.yaml", tmp_path / "run", "--input", f"model={tiny_model}")
     assert result["world_size"] == 4
-    _assert_trainer_run(logs, world_size=4)
+    _assert_trainer_run(tmp_path / "run", logs, world_size=4)
     assert "FullyShardedDataParallel" in logs or "fsdp" in logs.lower()
     assert {"config.json", "model.safetensors"} <= _model_files(tmp_path / "run")
 

@@ -47,6 +47,11 @@ def test_fsdp_v1_and_v2_wrap_and_step_on_the_current_device(probed):
                                                       "v2_grad": True}
 
 
+def test_refused_cuda_classes_still_serve_in_annotations(probed):
+    assert probed["cuda_classes_in_annotations"] == ["torch.cuda.CUDAGraph | None",
+                                                     "torch.cuda.ExternalStream | None"]
+
+
 def test_placement_every_way_lands_on_the_cpu(probed):
     placements = dict(probed["placement"])
     assert placements.pop("device_object_stays_cuda") == "cuda:1"

@@ -299,6 +299,12 @@ def process_group_and_parallel_wrappers():
 
 
 @probe
+def cuda_classes_in_annotations():
+    """transformers evaluates `torch.cuda.CUDAGraph | None` when it is imported."""
+    return [str(torch.cuda.CUDAGraph | None), str(torch.cuda.ExternalStream | None)]
+
+
+@probe
 def unsupported_cuda_graph():
     torch.cuda.CUDAGraph()
 
