@@ -74,7 +74,7 @@ report("all_to_all_single_uneven", a2a_output)
 report("all_reduce_avg", (dist.all_reduce(t := torch.full((3,), rank + 1.0, device=device), op=dist.ReduceOp.AVG),
                           t)[1])
 report("all_reduce_premul_sum_scalar", (dist.all_reduce(t := torch.full((3,), rank + 1.0, device=device),
-                                                        op=dist._make_nccl_premul_sum(0.25)), t)[1])
+                                                        dist._make_nccl_premul_sum(0.25)), t)[1])  # op by position
 report("all_reduce_premul_sum_tensor", (dist.all_reduce(t := torch.full((3,), rank + 1.0, device=device),
                                                         op=dist._make_nccl_premul_sum(torch.tensor(2.0))), t)[1])
 report("all_reduce_async", [float(t.sum()) for t in (lambda ts: (

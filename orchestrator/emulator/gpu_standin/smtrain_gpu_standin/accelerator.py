@@ -2,9 +2,8 @@
 
 Device-agnostic scripts (the current PyTorch DDP tutorials) ask it which accelerator to use, and torch itself asks
 it whether to pin DataLoader batches and which device ``torchrun --nproc-per-node gpu`` counts. Torch's own
-``torch._C._get_accelerator()``, which FSDP v1 and v2 ask for the device of a module on the CPU (FSDP v1:
-"FSDP needs a non-CPU accelerator device"), answers CUDA too; the backend torch would derive from it for
-``init_process_group()`` without a backend (NCCL) is settled in ``distributed`` (gloo).
+``torch._C._get_accelerator()`` keeps answering CPU: ``barrier`` and the default backend read it and must get
+gloo's CPU (FSDP v1, which also reads it, is served in ``fsdp``).
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ def get_memory_info(device=None) -> tuple[int, int]:
 
 
 def install() -> None:
-    if hasattr(torch._C, "_get_accelerator"):
-        torch._C._get_accelerator = current_accelerator
     if not hasattr(torch, "accelerator"):
         return  # torch before 2.6 has no torch.accelerator: scripts cannot ask it
     replacements = {

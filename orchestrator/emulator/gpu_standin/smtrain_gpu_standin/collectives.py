@@ -22,6 +22,7 @@ and what to do.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import torch
 import torch.distributed
@@ -115,22 +116,20 @@ def _coalesced_by_torch(coalescing_manager):
 
 
 def _premultiplied(collective, operand: str, in_place: bool):
-    """`collective` taking a ``PremulSum`` op: its `operand` (a tensor or a list of them) multiplied by the
-    factor, in place when the collective writes its result there (all_reduce, reduce), else as a copy."""
+    """`collective` taking a ``PremulSum`` op (by keyword or position): its `operand` (a tensor or a list of
+    them) multiplied by the factor, in place when the collective writes its result there (all_reduce, reduce),
+    else as a copy, and summed."""
+    signature = inspect.signature(collective)
 
     @functools.wraps(collective)
     def with_premul_sum(*args, **kwargs):
-        op = kwargs.get("op")
+        call = signature.bind(*args, **kwargs)
+        op = call.arguments.get("op")
         if not isinstance(op, PremulSum):
             return collective(*args, **kwargs)
-        position = 0 if operand == "tensor" else 1
-        given = kwargs[operand] if operand in kwargs else args[position]
-        scaled = _scale(given, op.factor, in_place)
-        if operand in kwargs:
-            kwargs[operand] = scaled
-        else:
-            args = (*args[:position], scaled, *args[position + 1:])
-        return collective(*args, **{**kwargs, "op": c10d.ReduceOp.SUM})
+        call.arguments[operand] = _scale(call.arguments[operand], op.factor, in_place)
+        call.arguments["op"] = c10d.ReduceOp.SUM
+        return collective(*call.args, **call.kwargs)
 
     return with_premul_sum
 

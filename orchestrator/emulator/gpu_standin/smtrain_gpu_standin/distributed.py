@@ -2,8 +2,7 @@
 
 * ``init_process_group`` and ``new_group``: ``"nccl"``, ``"cuda:nccl"`` or ``"cpu:gloo,cuda:nccl"`` become
   ``"gloo"`` (every tensor is on the CPU, which gloo serves); a CUDA ``device_id`` is checked and dropped.
-  No backend means gloo, as torch picks it on a CPU-only build (torch's own choice would follow the
-  accelerator, which answers CUDA here, to NCCL). ``dist.get_backend()`` therefore says ``"gloo"``
+  No backend means gloo, as torch picks it on a CPU-only build. ``dist.get_backend()`` therefore says ``"gloo"``
   (or ``"smddp"``): torch's own code asks it to pick devices for collectives, so it must tell the truth.
 * ``dist.is_nccl_available()`` is True, so scripts choose NCCL as they do on the instance.
 * ``DistributedDataParallel(model, device_ids=[local_rank], output_device=...)``: torch refuses device ids for a
@@ -33,9 +32,9 @@ from . import devices
 
 
 def install() -> None:
-    init = _settled_at_exit(_on_gloo(c10d.init_process_group, default_backend="gloo"))
+    init = _settled_at_exit(_on_gloo(c10d.init_process_group))
     torch.distributed.init_process_group = c10d.init_process_group = init
-    torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)  # None: the world's backend
+    torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
     torch.distributed.is_nccl_available = _nccl_available
     DistributedDataParallel.__init__ = _ddp_init(DistributedDataParallel.__init__)
@@ -83,16 +82,14 @@ def gloo_for(backend: str | None) -> str | None:
     return backend
 
 
-def _on_gloo(create, default_backend: str | None = None):
-    """`create` (init_process_group, new_group) on gloo; `default_backend` stands for a backend not given."""
+def _on_gloo(create):
     signature = inspect.signature(create)
 
     @functools.wraps(create)
     def create_on_gloo(*args, **kwargs):
         call = signature.bind(*args, **kwargs)
-        backend = call.arguments.get("backend")
-        if backend is not None or default_backend is not None:
-            call.arguments["backend"] = gloo_for(backend) if backend is not None else default_backend
+        if "backend" in call.arguments:
+            call.arguments["backend"] = gloo_for(call.arguments["backend"])
         if call.arguments.get("device_id") is not None and devices.is_gpu(call.arguments["device_id"]):
             call.arguments["device_id"] = None
         return create(*call.args, **call.kwargs)
