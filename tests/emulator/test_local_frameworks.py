@@ -33,7 +33,10 @@ pytestmark = [
 
 FRAMEWORKS = Path(__file__).parent / "frameworks"
 SMTRAIN = Path(sys.executable).with_name("smtrain")
-TIMEOUT_S = 1200  # only a hang reaches it: eight ranks importing transformers take minutes on a loaded 2-core machine
+TIMEOUT_S = 1800  # only a hang reaches it: eight ranks importing transformers take minutes on a loaded 2-core machine
+# The stall clock's default (300 s) can stop a run whose ranks are still importing transformers on a loaded machine;
+# a generous one keeps these tests independent of the machine's speed.
+STALL_TIMEOUT_S = "1200"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,8 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
     """`smtrain local SPEC -o json`, as a user types it: the result, and every host's log (algo-1's first)."""
-    command = [str(SMTRAIN), "local", str(FRAMEWORKS / spec), "--run-dir", str(run_dir), "-o", "json", *args]
+    command = [str(SMTRAIN), "local", str(FRAMEWORKS / spec), "--run-dir", str(run_dir), "-o", "json",
+               "--stall-timeout", STALL_TIMEOUT_S, *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert done.stdout, done.stderr
     result = json.loads(done.stdout)

@@ -20,7 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--mixed_precision", type=str, default="fp16")
 parser.add_argument("--learning_rate", type=float, default=5e-3)
-parser.add_argument("--train_size", type=int, default=128)
+parser.add_argument("--train_size", type=int, default=512)
 args, _ = parser.parse_known_args()
 
 accelerator = Accelerator(mixed_precision=args.mixed_precision)
