@@ -108,14 +108,6 @@ def test_trainer_under_smddp(tiny_model, tmp_path):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
 
 
-def test_trainer_with_fsdp_and_bf16(tiny_model, tmp_path):
-    result, logs = _local("trainer-fsdp-bf16-1x-g5.12xlarge.yaml", tmp_path / "run", "--input", f"model={tiny_model}")
-    assert result["world_size"] == 4
-    _assert_trainer_run(tmp_path / "run", logs, world_size=4)
-    assert "FullyShardedDataParallel" in logs or "fsdp" in logs.lower()
-    assert {"config.json", "model.safetensors"} <= _model_files(tmp_path / "run")
-
-
 @pytest.mark.parametrize(("spec", "world_size", "distributed_type", "backend"), [
     ("accelerate-torch_distributed-1x-g5.12xlarge.yaml", 4, "DistributedType.MULTI_GPU", "nccl"),
     ("accelerate-smddp-1x-p4d.24xlarge.yaml", 8, "DistributedType.MULTI_GPU", "smddp"),
@@ -130,7 +122,7 @@ def test_accelerate_loop_with_fp16(tiny_model, tmp_path, spec, world_size, distr
     epochs = [line for line in lines if "epoch" in line]
     assert [line["epoch"] for line in epochs] == [0, 1, 2]
     assert epochs[-1]["loss"] < epochs[0]["loss"], epochs
-    assert {"config.json", "model.safetensors"} <= _model_files(tmp_path / "run")
+    assert "model.safetensors" in _model_files(tmp_path / "run")  # save_model writes the weights only
 
 
 def test_lightning_ddp_with_mixed_precision_on_two_hosts(tmp_path):

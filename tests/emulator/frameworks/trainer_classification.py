@@ -18,9 +18,6 @@ parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--train_batch_size", type=int, default=4)
 parser.add_argument("--learning_rate", type=float, default=1e-2)
 parser.add_argument("--train_size", type=int, default=512)
-parser.add_argument("--fsdp", type=str, default="")
-parser.add_argument("--bf16", type=str, default="false")
-parser.add_argument("--deepspeed", type=str, default=None)
 parser.add_argument("--model_dir", type=str, default=os.environ["SM_MODEL_DIR"])
 parser.add_argument("--model_channel", type=str, default=os.environ["SM_CHANNEL_MODEL"])
 args, _ = parser.parse_known_args()
@@ -53,9 +50,6 @@ training_args = TrainingArguments(
     logging_strategy="epoch",
     save_strategy="no",
     report_to=[],
-    fsdp=args.fsdp,
-    bf16=args.bf16 == "true",
-    deepspeed=args.deepspeed,
     disable_tqdm=True,
 )
 trainer = Trainer(model=model, args=training_args, train_dataset=Encoded(sentences(args.train_size, seed=0)),
