@@ -56,12 +56,22 @@ def _local(spec: str, run_dir: Path, *args: str) -> tuple[dict, str]:
     assert done.stdout, done.stderr
     result = json.loads(done.stdout)
     logs = "\n".join(log.read_text() for log in sorted((run_dir / "logs").glob("algo-*.log")))
-    assert (result["status"], result["exit_code"]) == ("Completed", 0), (result, logs[-6000:])
+    assert (result["status"], result["exit_code"]) == ("Completed", 0), (result["failure_reason"], logs[-6000:])
     return result, logs
 
 
 def _json_lines(logs: str) -> list[dict]:
-    return [json.loads(line[line.index('{"'):]) for line in logs.splitlines() if '{"' in line and line.endswith("}")]
+    """The JSON objects the scripts printed. A rank's stderr may share the line (a warning without its newline
+    first), so objects are decoded where they start, whatever follows."""
+    decoder = json.JSONDecoder()
+    found = []
+    for line in logs.splitlines():
+        start = line.find('{"')
+        while start >= 0:
+            item, end = decoder.raw_decode(line, start)
+            found.append(item)
+            start = line.find('{"', end)
+    return found
 
 
 def _trainer_logs(run_dir: Path, key: str) -> list[dict]:

@@ -52,8 +52,8 @@ trainer = L.Trainer(accelerator="gpu", devices="auto", strategy="ddp", precision
                     max_epochs=args.epochs, logger=False, enable_checkpointing=False, enable_progress_bar=False)
 model = Classifier()
 trainer.fit(model, torch.utils.data.DataLoader(bag_of_words(sentences(256, seed=0)), batch_size=8, shuffle=True))
+trainer.save_checkpoint(os.path.join(os.environ["SM_MODEL_DIR"], "model.ckpt"))  # every rank calls it; rank 0 writes
 if trainer.is_global_zero:
-    trainer.save_checkpoint(os.path.join(os.environ["SM_MODEL_DIR"], "model.ckpt"))
     print(json.dumps({"world_size": trainer.world_size, "num_devices": trainer.num_devices,
                       "num_nodes": trainer.num_nodes, "strategy": type(trainer.strategy).__name__,
                       "precision": trainer.precision, "root_device": str(trainer.strategy.root_device)}), flush=True)
