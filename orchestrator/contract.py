@@ -43,6 +43,14 @@ OMPI_VARS = (
     "OMPI_COMM_WORLD_LOCAL_SIZE",
 )
 
+# SMDDP's launcher (smddp and pytorchddp modes), docs/smddp-environment.md: the toolkit's SMDataParallel runner
+# exports the first four to every rank; SMDDP's smddprun gives each rank the last (the CPU stand-in sets it here).
+SMDDP_USE_SINGLENODE = "SMDATAPARALLEL_USE_SINGLENODE"
+SMDDP_USE_HOMOGENEOUS = "SMDATAPARALLEL_USE_HOMOGENEOUS"
+SMDDP_SERVER_ADDR = "SMDATAPARALLEL_SERVER_ADDR"
+SMDDP_SERVER_PORT = "SMDATAPARALLEL_SERVER_PORT"
+SMDDP_LOCAL_RANK = "SMDATAPARALLEL_LOCAL_RANK"
+
 # Hyperparameters of the shared entry point `entrypoints/train.py` (passed as `--key value`).
 HYPERPARAMETERS = frozenset(
     {

@@ -78,3 +78,16 @@ def test_contract_example_hyperparameters_are_known_to_train_py():
         spec = load(path).spec
         if spec.entry_point == "train.py":
             assert set(spec.hyperparameters) <= contract.HYPERPARAMETERS, path.name
+
+
+@pytest.mark.parametrize(("contract_name", "standin_name"), [
+    ("SMDDP_USE_SINGLENODE", "USE_SINGLENODE"), ("SMDDP_USE_HOMOGENEOUS", "USE_HOMOGENEOUS"),
+    ("SMDDP_SERVER_ADDR", "SERVER_ADDR"), ("SMDDP_SERVER_PORT", "SERVER_PORT"), ("SMDDP_LOCAL_RANK", "LOCAL_RANK"),
+])
+def test_contract_smddp_names_agree_with_the_cpu_standin(contract_name, standin_name):
+    """The CPU stand-in runs inside the training processes and cannot import the orchestrator: it defines SMDDP's
+    launcher variables on its side (smtrain_gpu_standin/smddp_env.py)."""
+    from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import smddp_env
+
+    assert getattr(smddp_env, standin_name) == getattr(contract, contract_name)
+    assert set(smddp_env.FROM_OPEN_MPI.values()) == set(contract.OMPI_VARS)

@@ -33,6 +33,25 @@ def test_current_device_is_per_thread(probed):
         "new_thread_after_set_device": 3, "main_thread_after_thread": 2}
 
 
+def test_device_objects_by_index_name_emulated_gpus(probed):
+    """A CPU build of torch refuses torch.device(0) ("Cannot access accelerator device when none is available");
+    on the instance it is cuda:0."""
+    assert probed["device_objects"] == {
+        "index": "cuda:1", "current": "cuda:2", "no_index": "None", "isinstance": True,
+        "tensor_device_isinstance": True, "torchscript": "cpu", "accelerator": ["cuda", 0],
+        "placed_by_index_device": ["cpu"]}
+
+
+def test_fsdp_v1_and_v2_wrap_and_step_on_the_current_device(probed):
+    assert probed["fsdp_v1_and_v2_wrap_and_step"] == {"v1_compute_device": "cpu", "v1_grad": True,
+                                                      "v2_grad": True}
+
+
+def test_refused_cuda_classes_still_serve_in_annotations(probed):
+    assert probed["cuda_classes_in_annotations"] == ["torch.cuda.CUDAGraph | None",
+                                                     "torch.cuda.ExternalStream | None"]
+
+
 def test_placement_every_way_lands_on_the_cpu(probed):
     placements = dict(probed["placement"])
     assert placements.pop("device_object_stays_cuda") == "cuda:1"

@@ -11,13 +11,15 @@ import sys
 
 
 def _arm_standin() -> None:
-    from smtrain_gpu_standin import env, hook
+    from smtrain_gpu_standin import env, hook, smddp_env
 
     try:
         settings = env.read(os.environ)
     except env.SettingsError as error:
         # Without the stand-in the script would fail later and obscurely; stop every process now, with the fix.
         raise SystemExit(f"smtrain CPU stand-in for CUDA: {error}") from None
+    if settings is not None and smddp_env.launched_by_smddp(os.environ):
+        smddp_env.fill(os.environ)  # before the script runs, as smddprun does
     if settings is not None:
         hook.when_imported("torch", lambda _torch: _apply_patches(settings))
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from orchestrator.contract import SAGEMAKER_BASE_DIR
+from orchestrator.contract import SAGEMAKER_BASE_DIR, SMDDP_SERVER_ADDR
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.instances.standin import Accelerators
@@ -331,8 +331,8 @@ def _exported(item: str, env: Mapping[str, str], hostname_library: Path | None) 
         return ["-x", shlex.quote(f"LD_PRELOAD={hostname_library}")] if hostname_library else []
     if name == "NCCL_SOCKET_IFNAME":
         return ["-x", f"NCCL_SOCKET_IFNAME={LOOPBACK_INTERFACE}"]
-    if name == "SMDATAPARALLEL_SERVER_ADDR":
-        return ["-x", f"SMDATAPARALLEL_SERVER_ADDR={LOOPBACK}"]
+    if name == SMDDP_SERVER_ADDR:
+        return ["-x", f"{SMDDP_SERVER_ADDR}={LOOPBACK}"]
     if not has_value and name == "LD_LIBRARY_PATH" and name not in env:
         return []  # the DLC always has one; exporting an unset one makes Open MPI warn
     return ["-x", item]

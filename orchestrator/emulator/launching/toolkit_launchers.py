@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from orchestrator.contract import SMDDP_ENABLED_FLAG
+from orchestrator.contract import (SMDDP_ENABLED_FLAG, SMDDP_SERVER_ADDR, SMDDP_SERVER_PORT, SMDDP_USE_HOMOGENEOUS,
+                                   SMDDP_USE_SINGLENODE)
 from orchestrator.emulator.instances.container import user_args
 
 # The EFA instance lists of sagemaker_training/__init__.py (5.1.4): NCCL over EFA, and EFA's RDMA.
@@ -31,7 +32,7 @@ EFA_RDMA_INSTANCES = frozenset({
     "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.trn1.32xlarge",
     "ml.p6e-gb200.36xlarge",
 })
-SMDDP_SERVER_PORT = 7592
+SMDDP_SERVER_PORT_NUMBER = 7592
 TORCHRUN_MASTER_PORT = "7777"
 # Stands for the path of the toolkit's gethostname extension (`inspect.getfile(gethostname)`) that mpirun
 # exports as LD_PRELOAD; launch.py puts this machine's shim there.
@@ -242,7 +243,7 @@ def smddp_command(cluster: LauncherHosts, *, custom_mpi_options: str, smddprun: 
         "-mca", "plm_rsh_num_concurrent", str(len(hosts)),
         "-x", f"NCCL_SOCKET_IFNAME={interface}", "-x", f"NCCL_DEBUG={nccl_debug}",
         "-x", "LD_LIBRARY_PATH", "-x", "PATH",
-        "-x", "SMDATAPARALLEL_USE_HOMOGENEOUS=1" if multi_node else "SMDATAPARALLEL_USE_SINGLENODE=1",
+        "-x", f"{SMDDP_USE_HOMOGENEOUS if multi_node else SMDDP_USE_SINGLENODE}=1",
         "-x", "FI_PROVIDER=efa", "-x", "RDMAV_FORK_SAFE=1", "-x", f"LD_PRELOAD={GETHOSTNAME_LIBRARY}",
         *extra,
     ]
@@ -251,8 +252,8 @@ def smddp_command(cluster: LauncherHosts, *, custom_mpi_options: str, smddprun: 
     if instance_type in EFA_RDMA_INSTANCES:
         command += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
     if multi_node:
-        command += ["-x", f"SMDATAPARALLEL_SERVER_ADDR={master}",
-                    "-x", f"SMDATAPARALLEL_SERVER_PORT={SMDDP_SERVER_PORT}",
+        command += ["-x", f"{SMDDP_SERVER_ADDR}={master}",
+                    "-x", f"{SMDDP_SERVER_PORT}={SMDDP_SERVER_PORT_NUMBER}",
                     "-x", f"SAGEMAKER_INSTANCE_TYPE={instance_type}"]
     if smddprun:
         command.append("smddprun")

@@ -240,6 +240,45 @@ def grad_scalers():
 
 
 @probe
+def device_objects():
+    """torch.device(<index>) is resolved in C++ against the compiled accelerator: CUDA on the instance."""
+    torch.cuda.set_device(2)
+    current = torch.device(torch.cuda.current_device())  # FSDP v1's compute device
+    torch.cuda.set_device(0)
+    scripted = torch.jit.script(lambda_device)
+    return {"index": str(torch.device(1)), "current": str(current), "no_index": repr(torch.device("cuda").index),
+            "isinstance": isinstance(torch.device(0), torch.device) and isinstance(torch.device("cpu"), torch.device),
+            "tensor_device_isinstance": isinstance(torch.zeros(1).device, torch.device),
+            "torchscript": str(scripted(torch.ones(1)).device),
+            "accelerator": [str(torch.accelerator.current_accelerator()), torch.accelerator.current_device_index()],
+            "placed_by_index_device": devices_of(torch.ones(1, device=torch.device(3)))}
+
+
+def lambda_device(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.device("cpu"))
+
+
+@probe
+def fsdp_v1_and_v2_wrap_and_step():
+    from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
+
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        torch.cuda.set_device(1)
+        v1 = FullyShardedDataParallel(torch.nn.Linear(4, 2).cuda())  # computes torch.device(current_device())
+        v1(torch.randn(3, 4).cuda()).sum().backward()
+        v2 = torch.nn.Sequential(torch.nn.Linear(4, 2))
+        fully_shard(v2)
+        v2(torch.randn(3, 4).cuda()).sum().backward()
+        return {"v1_compute_device": str(v1.compute_device),
+                "v1_grad": all(p.grad is not None for p in v1.parameters()),
+                "v2_grad": all(p.grad is not None for p in v2.parameters())}
+    finally:
+        torch.cuda.set_device(0)
+        dist.destroy_process_group()
+
+
+@probe
 def process_group_and_parallel_wrappers():
     dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1, device_id=torch.device("cuda", 0))
     model = torch.nn.Linear(4, 2).to(0)
@@ -257,6 +296,12 @@ def process_group_and_parallel_wrappers():
     return {"backend": backend, "new_group_backend": group_backend, "ddp_grad": model.weight.grad is not None,
             "data_parallel_device_ids": parallel.device_ids, "data_parallel_same_output": same,
             "sync_batch_norm_same_output": sync_batch_norm_same}
+
+
+@probe
+def cuda_classes_in_annotations():
+    """transformers evaluates `torch.cuda.CUDAGraph | None` when it is imported."""
+    return [str(torch.cuda.CUDAGraph | None), str(torch.cuda.ExternalStream | None)]
 
 
 @probe

@@ -1,7 +1,9 @@
 """``torch.accelerator`` reports the emulated GPUs, as it reports CUDA on the instance.
 
 Device-agnostic scripts (the current PyTorch DDP tutorials) ask it which accelerator to use, and torch itself asks
-it whether to pin DataLoader batches and which device ``torchrun --nproc-per-node gpu`` counts.
+it whether to pin DataLoader batches and which device ``torchrun --nproc-per-node gpu`` counts. Torch's own
+``torch._C._get_accelerator()`` keeps answering CPU: ``barrier`` and the default backend read it and must get
+gloo's CPU (FSDP v1, which also reads it, is served in ``fsdp``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda_api, devices, distributed, placement, streams, unsupported
+from . import (accelerator, amp, collectives, cuda_api, device_type, devices, distributed, fsdp, placement, streams,
+               unsupported)
 from .env import Settings
 
 
@@ -14,6 +15,9 @@ def apply(settings: Settings) -> None:
     streams.install()
     accelerator.install()
     placement.install()
+    device_type.install()
     amp.install(settings.autocast_in_float32)
     distributed.install()
+    collectives.install()
+    fsdp.install()
     unsupported.install()

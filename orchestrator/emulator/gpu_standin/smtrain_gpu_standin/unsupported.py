@@ -39,6 +39,16 @@ def _refuse(call: str) -> Callable[..., None]:
     return refuse
 
 
+def _refused_class(call: str) -> type:
+    """A class standing for a CUDA class (``torch.cuda.CUDAGraph``): it still works in annotations such as
+    ``CUDAGraph | None`` (transformers evaluates one at import time), and refuses to be instantiated."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise StandinUnsupported(call)
+
+    return type(call.rpartition(".")[2], (), {"__init__": __init__, "__module__": "torch.cuda"})
+
+
 def _lazy_init() -> None:
     """Replaces ``torch.cuda._lazy_init``, which every CUDA-runtime call goes through: names the caller."""
     caller = sys._getframe(1)
@@ -57,7 +67,8 @@ _REFUSED = {
 def install() -> None:
     for module, names in _REFUSED.items():
         for name in names:
-            setattr(module, name, _refuse(f"{module.__name__}.{name}"))
+            refuse = _refused_class if name[0].isupper() else _refuse
+            setattr(module, name, refuse(f"{module.__name__}.{name}"))
     import torch.cuda.jiterator
 
     torch.cuda.jiterator._create_jit_fn = _refuse("torch.cuda.jiterator._create_jit_fn")

@@ -1,0 +1,165 @@
+"""The collectives keep NCCL's contract on the gloo group that stands in for it.
+
+Frameworks call collectives as NCCL defines them, and gloo (torch 2.13) differs in two places; the rest
+(``reduce_scatter_tensor``, ``all_to_all_single`` with uneven splits, ``ReduceOp.AVG``, the coalescing manager, the
+object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL does:
+
+* ``all_gather_into_tensor`` into an output of any shape holding world x numel elements (Accelerate's gather
+  passes a flat one for a 2-D input; FSDP a stacked ``(world, ...)`` one): gloo takes only the concatenation along
+  dim 0. The output is viewed as that concatenation, which has the same memory layout, so the call stays one
+  native collective (async handles and coalescing unchanged).
+* ``_coalescing_manager(device=...)`` (the coalesced forms): with a device, torch asks the backend to coalesce
+  itself, which gloo does not implement ("Backend gloo does not implement startCoalescing"); without one, torch
+  coalesces all_reduce, all_gather_into_tensor and reduce_scatter_tensor itself (one call to gloo for all of them,
+  one work handle), which gloo serves. The device is dropped.
+* ``ReduceOp.PREMUL_SUM`` (``dist._make_nccl_premul_sum(factor)``, FSDP's gradient pre-division): each rank's
+  input is multiplied by the factor, then summed (``ReduceOp.SUM``), which is what NCCL computes.
+
+Anything else that gloo refuses fails with the stand-in's message: the call, that gloo stands in for NCCL here,
+and what to do.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+import torch.distributed
+import torch.distributed.distributed_c10d as c10d
+
+# Collectives whose gloo errors are re-raised with the stand-in's message.
+_COLLECTIVES = (
+    "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "scatter", "barrier",
+    "all_reduce_coalesced", "all_gather_coalesced", "all_gather_object", "broadcast_object_list",
+    "gather_object", "scatter_object_list", "send", "recv", "isend", "irecv",
+    "_all_gather_base", "_reduce_scatter_base",  # deprecated aliases that FSDP v1 of torch < 2.1 calls
+)
+
+
+class StandinCollectiveError(RuntimeError):
+    """A collective that gloo, standing in for NCCL, cannot run as NCCL would."""
+
+
+class PremulSum:
+    """What ``dist._make_nccl_premul_sum(factor)`` returns under the stand-in: it compares equal to
+    ``ReduceOp.PREMUL_SUM`` as the real one does, and keeps its factor (torch's own object hides it in C++)."""
+
+    def __init__(self, factor) -> None:
+        self.factor = factor
+
+    def __eq__(self, other) -> bool:
+        return other is self or other == c10d.ReduceOp.PREMUL_SUM
+
+    def __hash__(self) -> int:
+        return hash(c10d.ReduceOp.PREMUL_SUM)
+
+    def __repr__(self) -> str:
+        return f"PremulSum(factor={self.factor!r})"
+
+
+def install() -> None:
+    replacements = {
+        "all_gather_into_tensor": _flat_output(c10d.all_gather_into_tensor),
+        "_all_gather_base": _flat_output(c10d._all_gather_base) if hasattr(c10d, "_all_gather_base") else None,
+        "all_reduce": _premultiplied(c10d.all_reduce, "tensor", in_place=True),
+        "reduce": _premultiplied(c10d.reduce, "tensor", in_place=True),
+        "reduce_scatter_tensor": _premultiplied(c10d.reduce_scatter_tensor, "input", in_place=False),
+        "reduce_scatter": _premultiplied(c10d.reduce_scatter, "input_list", in_place=False),
+        "_reduce_scatter_base": (_premultiplied(c10d._reduce_scatter_base, "input", in_place=False)
+                                 if hasattr(c10d, "_reduce_scatter_base") else None),
+    }
+    for name in _COLLECTIVES:
+        original = replacements.get(name) or getattr(c10d, name, None)
+        if original is not None:
+            _set(name, _explained(name, original))
+    if hasattr(c10d, "_coalescing_manager"):
+        c10d._coalescing_manager = _coalesced_by_torch(c10d._coalescing_manager)
+    for module in (c10d, torch.distributed):  # torch.distributed takes it from torch._C, not from c10d
+        if hasattr(module, "_make_nccl_premul_sum"):
+            module._make_nccl_premul_sum = PremulSum
+
+
+def _set(name: str, function) -> None:
+    # torch's own modules call c10d's globals; frameworks call torch.distributed's names.
+    setattr(c10d, name, function)
+    if hasattr(torch.distributed, name):
+        setattr(torch.distributed, name, function)
+
+
+def concatenated_view(output: torch.Tensor, input: torch.Tensor) -> torch.Tensor:
+    """`output` seen as gloo wants it: the inputs concatenated along dim 0. NCCL only requires world x numel
+    elements, contiguous, so a flat or stacked output has the same memory as this view."""
+    rest = input.shape[1:]
+    if input.dim() == 0 or output.shape[1:] == rest:
+        return output
+    if not output.is_contiguous() or rest.numel() == 0 or output.numel() % rest.numel():
+        return output  # not NCCL's contract either: gloo's own error names the sizes
+    return output.view(-1, *rest)
+
+
+def _flat_output(all_gather_into_tensor):
+    @functools.wraps(all_gather_into_tensor)
+    def any_output_shape(output_tensor, input_tensor, group=None, async_op=False):
+        return all_gather_into_tensor(concatenated_view(output_tensor, input_tensor), input_tensor, group, async_op)
+
+    return any_output_shape
+
+
+def _coalesced_by_torch(coalescing_manager):
+    @functools.wraps(coalescing_manager)
+    def without_device(group=None, device=None, async_ops=False):
+        return coalescing_manager(group, None, async_ops)
+
+    return without_device
+
+
+def _premultiplied(collective, operand: str, in_place: bool):
+    """`collective` taking a ``PremulSum`` op (by keyword or position): its `operand` (a tensor or a list of
+    them) multiplied by the factor, in place when the collective writes its result there (all_reduce, reduce),
+    else as a copy, and summed."""
+    signature = inspect.signature(collective)
+
+    @functools.wraps(collective)
+    def with_premul_sum(*args, **kwargs):
+        call = signature.bind(*args, **kwargs)
+        op = call.arguments.get("op")
+        if not isinstance(op, PremulSum):
+            return collective(*args, **kwargs)
+        call.arguments[operand] = _scale(call.arguments[operand], op.factor, in_place)
+        call.arguments["op"] = c10d.ReduceOp.SUM
+        return collective(*call.args, **call.kwargs)
+
+    return with_premul_sum
+
+
+def _scale(operand, factor, in_place: bool):
+    if isinstance(operand, list):
+        return [_scale(tensor, factor, in_place) for tensor in operand]
+    return operand.mul_(factor) if in_place else operand * factor
+
+
+def refused_by_gloo(error: RuntimeError) -> bool:
+    """Whether gloo refused the call itself (not a peer that went away or a timeout, which NCCL would also
+    report), and the stand-in has not explained it yet."""
+    message = str(error).lower()
+    return ("gloo" in message and not isinstance(error, StandinCollectiveError)
+            and not any(word in message for word in ("connection", "timed out", "timeout", "closed by peer")))
+
+
+def _explained(name: str, collective):
+    @functools.wraps(collective)
+    def explained(*args, **kwargs):
+        try:
+            return collective(*args, **kwargs)
+        except RuntimeError as error:
+            if not refused_by_gloo(error):
+                raise
+            raise StandinCollectiveError(
+                f"torch.distributed.{name} failed on smtrain's CPU stand-in for CUDA, where gloo runs the "
+                f"collectives of NCCL: {str(error).splitlines()[0]}. To fix: run this step on the GPU instance "
+                f"(smtrain submit), or, if NCCL accepts this call, report it to smtrain with the call's "
+                f"arguments (shapes, dtypes, op).") from error
+
+    return explained

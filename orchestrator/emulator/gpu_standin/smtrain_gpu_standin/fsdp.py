@@ -1,0 +1,62 @@
+"""FSDP v1 (``FullyShardedDataParallel``, what ``Trainer --fsdp`` and Accelerate's FSDP plugin wrap with) and FSDP2
+(``fully_shard``) compute on the CPU that stands in for their GPU.
+
+FSDP v1 picks its device module (``torch.cuda``) from the current accelerator when the module is on the CPU; the
+stand-in leaves torch's own ``torch._C._get_accelerator()`` answering CPU (``barrier`` and the default backend
+read it too, and must get gloo's CPU), and hands FSDP v1 the current emulated GPU instead. FSDP v1 takes its
+compute device from the module's parameters or, for a module on the CPU, from
+``torch.device(torch.cuda.current_device())``, and later insists that every flat parameter lives there ("An
+FSDP-managed module unexpectedly has parameters on cpu"). Under the stand-in tensors asked onto ``cuda:N`` live
+on the CPU, so the compute device it settles on is the CPU, after torch's own checks of ``device_id`` against the
+current GPU. FSDP2 takes its device from its mesh: ``cuda:<current>`` for a CUDA mesh (``init_device_mesh("cuda",
+...)``), and asserts that the parameters are there; for a CUDA mesh it is the CPU too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from . import devices, hook
+
+
+def install() -> None:
+    hook.when_imported("torch.distributed.fsdp._init_utils", _device_handle_for_cuda)
+    hook.when_imported("torch.distributed.fsdp._init_utils", _compute_on_cpu)
+    hook.when_imported("torch.distributed.fsdp._fully_shard._fsdp_init", _mesh_device_on_cpu)
+
+
+def _device_handle_for_cuda(init_utils) -> None:
+    init_device_handle = init_utils._init_device_handle
+
+    @functools.wraps(init_device_handle)
+    def for_cuda(state, module, ignored_params, device_id):
+        if device_id is None and all(param.device.type in ("cpu", "meta") for param in module.parameters()):
+            device_id = torch.device("cuda", devices.current())  # what the accelerator gives on the instance
+        return init_device_handle(state, module, ignored_params, device_id)
+
+    init_utils._init_device_handle = for_cuda
+
+
+def _compute_on_cpu(init_utils) -> None:
+    get_compute_device = init_utils._get_compute_device
+
+    @functools.wraps(get_compute_device)
+    def on_cpu(module, ignored_params, device_from_device_id, rank, device_handle):
+        device = get_compute_device(module, ignored_params, None, rank, device_handle)
+        if device_from_device_id is not None and devices.is_gpu(device_from_device_id):
+            devices.placement(device_from_device_id)  # its index checked, as CUDA would
+        return devices.CPU if devices.is_gpu(device) else device
+
+    init_utils._get_compute_device = on_cpu
+
+
+def _mesh_device_on_cpu(fsdp_init) -> None:
+    get_device_from_mesh = fsdp_init._get_device_from_mesh
+
+    @functools.wraps(get_device_from_mesh)
+    def on_cpu(mesh):
+        return devices.placement(get_device_from_mesh(mesh))
+
+    fsdp_init._get_device_from_mesh = on_cpu

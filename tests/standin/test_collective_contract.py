@@ -1,0 +1,122 @@
+"""NCCL's contract for each collective a framework calls, kept by the stand-in on gloo: scripts/collective_contract.py
+runs every call on an NCCL group under the stand-in (2 and 4 ranks, torchrun on loopback), and each rank's result is
+compared with what NCCL's documentation says that call returns, computed here from the same inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=lambda world: f"{world}-ranks")
+def run(request, module_standin):
+    """World size and every rank's results (case -> {"shape", "values"}), from one torchrun of the script."""
+    world = request.param
+    out = module_standin.work_dir / f"world{world}"
+    out.mkdir()
+    env = module_standin.environment(num_gpus=4)
+    module_standin.run(module_standin.torchrun("--nproc-per-node", str(world), "--master-port", env["MASTER_PORT"],
+                                               str(module_standin.scripts / "collective_contract.py"), str(out)), env)
+    return world, [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(world)]
+
+
+def _block(rank: int) -> torch.Tensor:
+    return torch.arange(6, dtype=torch.float32).reshape(2, 3) + 100 * rank
+
+
+def _scatter_input(rank: int, world: int) -> torch.Tensor:
+    return torch.arange(world * 6, dtype=torch.float32).reshape(world * 2, 3) + rank
+
+
+def _assert_result(result: dict, expected: torch.Tensor) -> None:
+    assert result["shape"] == list(expected.shape)
+    assert result["values"] == expected.flatten().tolist()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "shape"), [
+    ("all_gather_into_tensor_flat", lambda world: (world * 6,)),  # Accelerate's gather of a 2-D tensor
+    ("all_gather_into_tensor_stacked", lambda world: (world, 2, 3)),
+    ("all_gather_into_tensor_concatenated", lambda world: (world * 2, 3)),
+    ("all_gather_into_tensor_flat_async", lambda world: (world * 6,)),
+    ("all_gather_base_flat", lambda world: (world * 6,)),
+])
+def test_all_gather_into_tensor_fills_any_output_of_world_times_numel(run, case, shape):
+    """NCCL: the output holds every rank's input in rank order, in any shape of world x numel elements."""
+    world, ranks = run
+    everyone = torch.stack([_block(rank) for rank in range(world)])
+    for results in ranks:
+        _assert_result(results[case], everyone.reshape(shape(world)))
+
+
+@pytest.mark.slow
+def test_coalesced_all_gathers_with_a_device_complete_under_one_handle(run):
+    world, ranks = run
+    everyone = torch.stack([_block(rank) for rank in range(world)]).flatten()
+    for results in ranks:
+        _assert_result(results["all_gather_into_tensor_coalesced"], torch.cat([everyone, everyone * 2]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "scale"), [("reduce_scatter_tensor", lambda world: 1.0),
+                                             ("reduce_scatter_tensor_avg", lambda world: 1.0 / world),
+                                             ("reduce_scatter_tensor_premul_sum", lambda world: 0.5)])
+def test_reduce_scatter_tensor_gives_each_rank_its_reduced_chunk(run, case, scale):
+    """NCCL: rank r receives chunk r of the element-wise reduction of every rank's input; PREMUL_SUM multiplies
+    each input by the factor before summing."""
+    world, ranks = run
+    total = sum(_scatter_input(rank, world) for rank in range(world)) * scale(world)
+    for rank, results in enumerate(ranks):
+        _assert_result(results[case], total.chunk(world)[rank])
+        _assert_result(results["reduce_scatter_tensor_input_kept"], _scatter_input(rank, world))
+
+
+@pytest.mark.slow
+def test_all_to_all_single_with_uneven_splits(run):
+    """Rank r sends r + j + 1 elements, all equal to 10 r + j, to rank j, which keeps them in sender order."""
+    world, ranks = run
+    for rank, results in enumerate(ranks):
+        expected = torch.cat([torch.full((sender + rank + 1,), 10.0 * sender + rank) for sender in range(world)])
+        _assert_result(results["all_to_all_single_uneven"], expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "reduce"), [
+    ("all_reduce_avg", lambda values: sum(values) / len(values)),
+    ("all_reduce_premul_sum_scalar", lambda values: 0.25 * sum(values)),
+    ("all_reduce_premul_sum_tensor", lambda values: 2.0 * sum(values)),
+])
+def test_all_reduce_with_nccl_only_ops(run, case, reduce):
+    world, ranks = run
+    expected = torch.full((3,), reduce([rank + 1.0 for rank in range(world)]))
+    for results in ranks:
+        _assert_result(results[case], expected)
+
+
+@pytest.mark.slow
+def test_async_all_reduces_and_barrier_with_device_ids(run):
+    world, ranks = run
+    for results in ranks:
+        assert results["all_reduce_async"]["values"] == [2 * world * (world + 1) / 2, 2.0 * world * (world - 1) / 2]
+        assert results["barrier_device_ids"]["values"] == "passed"
+
+
+@pytest.mark.slow
+def test_object_collectives(run):
+    world, ranks = run
+    for rank, results in enumerate(ranks):
+        assert results["all_gather_object"]["values"] == [{"rank": peer, "name": f"r{peer}"} for peer in range(world)]
+        assert results["broadcast_object_list"]["values"] == [{"from": world - 1}, 3 * (world - 1)]
+        assert results["gather_object"]["values"] == ([7 * peer for peer in range(world)] if rank == 0 else None)
+
+
+@pytest.mark.slow
+def test_a_call_gloo_refuses_names_the_standin_the_call_and_the_fix(run):
+    _, ranks = run
+    for results in ranks:
+        message = results["refused_call_error"]["values"]
+        assert message.startswith("torch.distributed.all_gather_into_tensor failed on smtrain's CPU stand-in")
+        assert "ProcessGroupGloo::allgather: invalid tensor size" in message
+        assert "To fix: run this step on the GPU instance (smtrain submit)" in message
