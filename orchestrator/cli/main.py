@@ -239,8 +239,10 @@ def local(file: str, overrides: tuple[str, ...], inputs: dict[str, str], run_dir
     """
     from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.local_run import Options, run_local
+    from orchestrator.emulator.supervising.supervisor import stop_with_parent
     from orchestrator.spec.loader import load
 
+    stop_with_parent()
     if smoke_steps is not None and smoke is None:
         raise click.UsageError("--smoke-steps needs --smoke SECONDS (the deadline that bounds the smoke)")
     loaded = load(file, overrides, hyperparameters=_trial_values(hyperparameters_file))

@@ -44,8 +44,10 @@ max_jobs: 2
 max_parallel_jobs: 1
 random_seed: 3
 """
-SLEEPER = """import os, pathlib, time
-pathlib.Path(os.environ["PID_FOLDER"], str(os.getpid())).write_text("")
+# Each job runs in a PID namespace of its own (its pid there is not the machine's): it says it started with a
+# file of its own, and the test finds its process from outside by its environment (`_scripts`).
+SLEEPER = """import os, pathlib, time, uuid
+pathlib.Path(os.environ["PID_FOLDER"], uuid.uuid4().hex).write_text("")
 print("loss=0.5", flush=True)
 time.sleep(600)
 """
@@ -162,6 +164,20 @@ def test_a_folder_holding_another_searchs_results_is_refused_not_overwritten(sea
     assert [path.name for path in folder.iterdir() if not path.name.startswith(".")] == ["tuning.json"]
 
 
+def _scripts(pids: Path) -> list[int]:
+    """The machine's pids of the trials' scripts: the processes that run train.py with this test's PID_FOLDER."""
+    found = {}
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("PID_FOLDER") == str(pids) and "train.py" in process.cmdline():
+                found[process.pid] = process
+        except psutil.Error:
+            continue
+    # The script itself, not the launchers above it whose command lines name it too: the lowest in each chain.
+    return [pid for pid, process in found.items()
+            if not any(child.pid in found for child in process.children(recursive=True))]
+
+
 def _wait_for(predicate, what: str, seconds: float = 300) -> None:
     """A generous safety net only: a slow machine makes it slower, not a failure."""
     deadline = time.monotonic() + seconds
@@ -182,7 +198,8 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
     scripts: list[int] = []
     try:
         _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
-        scripts = [int(path.name) for path in pids.iterdir()]
+        scripts = _scripts(pids)
+        assert len(scripts) == 2, scripts
         second = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
         assert second.returncode == 2 and "in use" in second.stderr + second.stdout, second.stderr
         tune.send_signal(signum)
@@ -194,6 +211,33 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         assert len(trials) == 2 and all(trial["status"] == "Stopped" for trial in trials), trials
     finally:
         tune.kill()
+        for pid in scripts:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_search_killed_by_sigkill_leaves_no_trial_running(search, tmp_path):
+    """SIGKILL cannot be caught: each trial's `smtrain local` asked the kernel to be told when the search dies."""
+    (tmp_path / "train.py").write_text(SLEEPER)
+    search.write_text(SEARCH.replace("max_parallel_jobs: 1", "max_parallel_jobs: 2"))
+    pids, folder = tmp_path / "pids", tmp_path / "out"
+    pids.mkdir()
+    environment = {**os.environ, "PID_FOLDER": str(pids), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "orchestrator", "tune", "local", str(search), "--run-dir", str(folder)]
+    tune = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scripts: list[int] = []
+    try:
+        _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
+        scripts = _scripts(pids)
+        assert len(scripts) == 2, scripts
+        trials = [child.pid for child in psutil.Process(tune.pid).children()]
+        tune.kill()
+        tune.wait(timeout=60)
+        _wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                                  for pid in [*scripts, *trials]), "the trials and their scripts to end")
+    finally:
         for pid in scripts:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -62,7 +62,9 @@ TAIL_LINE_CHARACTERS = 4096
 _READ_BYTES = 64 * 1024
 FAILURE_TAIL_LINES = 2000
 """Lines of each host's output kept for the failure reason's root cause."""
-_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 1, 36, 37
+STOP_WITH_PARENT = "SMTRAIN_STOP_WITH_PARENT"
+"""Set by a supervisor of `smtrain local` processes (`tune local`) to its pid: see `stop_with_parent`."""
 
 _log = logging.getLogger(__name__)
 
@@ -452,6 +454,19 @@ def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+
+
+def stop_with_parent() -> None:
+    """In a `smtrain local` started by another supervisor (a trial of `tune local`, which names itself in
+    STOP_WITH_PARENT): the kernel sends this process SIGTERM when that supervisor dies, even by SIGKILL, so the
+    run stops as for any SIGTERM and nothing outlives the search."""
+    parent = os.environ.pop(STOP_WITH_PARENT, "")
+    prctl = _prctl()
+    if not parent.isdigit() or prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != int(parent):  # it died before the request was made
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _child_subreaper() -> bool:

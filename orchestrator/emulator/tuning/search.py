@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.emulator.preparing.layout import hold_directory
+from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
@@ -270,7 +271,8 @@ class _Search:
                 with self._lock:
                     if self._stopping:
                         return
-                    process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                    process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                               env={**os.environ, STOP_WITH_PARENT: str(os.getpid())})
                     self._processes[key] = process
                 while process.poll() is None:
                     watch.read()
