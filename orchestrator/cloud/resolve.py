@@ -8,6 +8,7 @@ Studio's execution role; an output path last from the SDK's default bucket (an S
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
         variable = _region_variable()
         if variable:
             return os.environ[variable], False
-        if not _aws_config_file().is_file():  # no profile can name one: boto3 would find none either
+        if not _readable(_aws_config_file()):  # no profile can name one: boto3 would find none either
             return FALLBACK_REGION, True
         from orchestrator.cloud.sdk import boto_session
 
@@ -112,9 +113,10 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     bucket_to_create = None
     if output_path and "output_path" in sources and sources["output_path"].kind == SDK_DEFAULTS:
         bucket_to_create = bucket_of(output_path)
-    credentials = _have_credentials(boto, region)
+    # Asked only when something is missing: a spec that names its role and output path needs no boto3 to plan.
+    credentials = functools.cache(lambda: _have_credentials(boto, region))
     missing: list[Missing] = []
-    if (not role or not output_path) and credentials:
+    if (not role or not output_path) and credentials():
         stack = _stack_outputs_or_none(boto, region)
         if stack is not None:
             stack_source = Source(INFRA_STACK, stack.stack_name)
@@ -123,10 +125,10 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
                 output_path = _first(sources, "output_path", (stack.output_path, stack_source))
                 code_location = code_location or _first(sources, "code_location", (stack.code_prefix, stack_source))
     if not role:
-        studio = _studio_role(boto, region, credentials)
+        studio = _studio_role(boto, region, credentials())
         role = _first(sources, "role", (studio, Source(STUDIO, str(STUDIO_METADATA))))
     if not role:
-        stack = ("no smtrain infra stack was found, and this is not SageMaker Studio" if credentials else
+        stack = ("no smtrain infra stack was found, and this is not SageMaker Studio" if credentials() else
                  "and with no AWS credentials the infra stack and Studio could not be asked")
         missing.append(Missing(
             "role", f"no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, the SageMaker "
@@ -135,7 +137,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
             "`smtrain infra deploy`"))
         role = ROLE_PLACEHOLDER
     if not output_path:
-        bucket = _default_bucket(boto, region, defaults) if credentials else None
+        bucket = _default_bucket(boto, region, defaults) if credentials() else None
         output_path = _first(sources, "output_path", bucket)
         if not output_path:
             missing.append(Missing(
@@ -190,6 +192,14 @@ def _region_source(boto: Any | None, fallback: bool) -> Source:
 def _aws_config_file() -> Path:
     """Where boto3 reads profiles' regions: $AWS_CONFIG_FILE, else ~/.aws/config."""
     return Path(os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
+
+
+def _readable(path: Path) -> bool:
+    """A file boto3 could read (a path this user may not even look at, such as another user's home, is not)."""
+    try:
+        return path.is_file() and os.access(path, os.R_OK)
+    except OSError:
+        return False
 
 
 def _region_variable() -> str | None:

@@ -79,9 +79,11 @@ def test_metric_lines_have_the_documented_format_and_match_the_metric_definition
     assert [line.split()[1] for line in lines] == ["step=4/32", "step=8/32", "step=12/32", "step=16/32",
                                                    "step=20/32", "step=24/32", "step=28/32", "step=32/32"]
     assert all(METRIC_LINE.match(line) for line in lines), lines
+    # train.py's line carries these three; the other defaults (eval loss, learning rate) read other scripts' lines.
+    read = {"train:loss", "train:samples_per_sec", "train:epoch"}
     for definition in DEFAULT_METRIC_DEFINITIONS:
         values = [float(match.group(1)) for line in lines if (match := re.search(definition["Regex"], line))]
-        assert len(values) == len(lines), definition
+        assert len(values) == (len(lines) if definition["Name"] in read else 0), definition
     final_loss = two_ranks.model_json()["final_loss"]
     assert f"final train_loss={final_loss:.6f}" in two_ranks.output
 
