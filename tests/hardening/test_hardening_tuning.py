@@ -142,6 +142,28 @@ def test_a_32_mib_log_line_is_skipped_in_bounded_memory(tmp_path):
     assert peak < 8 << 20, f"reading the log took {peak / 2**20:.0f} MiB"
 
 
+def test_a_stop_asked_for_while_the_trial_opens_its_run_directory_is_not_lost(tmp_path):
+    # The budget can end between a trial's `smtrain local` creating its run directory and clearing the previous
+    # run's files from it (stop-requested among them): the stop waits for the run's first status.
+    from orchestrator.emulator.preparing.layout import open_run_directory
+    from orchestrator.emulator.supervising.status import STOP_FILE, StatusReport, now
+    from orchestrator.emulator.tuning.search import _ObjectiveWatch
+
+    class NeverStop:
+        def should_stop(self, *args: object) -> bool:
+            return False
+
+    run_dir = tmp_path / "trial-001"
+    watch = _ObjectiveWatch(NeverStop(), 1, "loss", [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}], run_dir)
+    run_dir.mkdir()  # smtrain local's first step in open_run_directory
+    watch.stop("stopped at the search's budget")
+    open_run_directory(run_dir)  # ... then it clears the per-run files
+    assert not (run_dir / STOP_FILE).exists()
+    StatusReport(run_dir, {"TrainingJobName": "trial-001"}, now()).transition("Starting")
+    watch.deliver_stop()
+    assert (run_dir / STOP_FILE).is_file(), "the stop request was lost: the trial would run to its end"
+
+
 def test_tune_validate_refuses_what_tune_plan_refuses(search):
     """A local channel path, and 30 job tags plus 30 of the tuning spec (each file within its own limit)."""
     search.write_text(SEARCH + "tags: {" + ", ".join(f"s{index}: v" for index in range(30)) + "}\n")

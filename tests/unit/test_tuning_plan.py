@@ -266,3 +266,13 @@ def test_tuning_job_names_fit_the_api():
 
     assert len(name) <= 32 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,31}", name)
     assert tuning_job_name("x") != tuning_job_name("x")
+
+
+def test_a_trials_values_merge_over_the_spec_and_keep_the_set_overrides():
+    # A trial's `smtrain local` gets the search's --set overrides and its tuned values (--hyperparameters-file):
+    # the tuned names take the trial's values, every other hyperparameter keeps the spec's or the override's.
+    hyperparameters = load(EXAMPLE_JOB, ["hyperparameters.epochs=500", "hyperparameters.lr=9"],
+                           hyperparameters={"lr": 0.1, "batch-size": 32}).spec.hyperparameters
+    assert hyperparameters["epochs"] == 500
+    assert hyperparameters["lr"] == 0.1 and hyperparameters["batch-size"] == 32
+    assert hyperparameters["seed"] == 1 and hyperparameters["model"] == "mlp"

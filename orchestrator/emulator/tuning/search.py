@@ -326,10 +326,14 @@ def _run_result(out: str, err: str, returncode: int) -> dict[str, Any]:
 
 
 def _request_stop(run_dir: Path) -> bool:
-    """Asks the trial's run to stop; False while its run directory does not exist yet."""
-    from orchestrator.emulator.supervising.status import request_stop
+    """Asks the trial's run to stop; False while its run has not reported a status yet.
 
-    if not run_dir.is_dir():
+    The run directory existing is not enough: `smtrain local` creates it, then clears the files of a previous
+    run from it (`stop-requested` among them) before it writes its first `status.json`, so a request written in
+    between would be lost and the trial would run to its end (a budget that ends while trials still start)."""
+    from orchestrator.emulator.supervising.status import STATUS_FILE, request_stop
+
+    if not (run_dir / STATUS_FILE).is_file():
         return False
     request_stop(run_dir)
     return True
