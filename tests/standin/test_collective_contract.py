@@ -104,6 +104,15 @@ def test_async_all_reduces_and_barrier_with_device_ids(run):
 
 
 @pytest.mark.slow
+def test_waiting_on_the_last_async_collective_finishes_the_earlier_ones(run):
+    """NCCL runs a group's collectives in order on one stream: once the last async work is waited on, every earlier
+    one's result is there (gloo, by default, runs two at once on two threads)."""
+    world, ranks = run
+    for results in ranks:
+        assert results["all_reduce_async_in_order"]["values"] == [100_000 * world * (world + 1) / 2]
+
+
+@pytest.mark.slow
 def test_object_collectives(run):
     world, ranks = run
     for rank, results in enumerate(ranks):

@@ -81,6 +81,17 @@ report("all_reduce_async", [float(t.sum()) for t in (lambda ts: (
     [dist.all_reduce(t, async_op=True) for t in ts][-1].wait(), ts)[1])(
     [torch.full((2,), rank + 1.0, device=device), torch.full((1,), 2.0 * rank, device=device)])])
 
+# NCCL runs a group's collectives in order on one stream, so waiting on the last work covers the earlier ones; a
+# large first all_reduce and a small second, many times, catch a backend that runs them at once (gloo's 2 threads).
+in_order = []
+for _ in range(50):
+    large, small = torch.full((100_000,), rank + 1.0, device=device), torch.full((1,), 1.0, device=device)
+    works = [dist.all_reduce(large, async_op=True), dist.all_reduce(small, async_op=True)]
+    works[-1].wait()
+    in_order.append(float(large.sum()))
+    works[0].wait()
+report("all_reduce_async_in_order", sorted(set(in_order)))
+
 dist.barrier(device_ids=[local_rank])
 report("barrier_device_ids", "passed")
 

@@ -4,6 +4,11 @@
   ``"gloo"`` (every tensor is on the CPU, which gloo serves); a CUDA ``device_id`` is checked and dropped.
   No backend means gloo, as torch picks it on a CPU-only build. ``dist.get_backend()`` therefore says ``"gloo"``
   (or ``"smddp"``): torch's own code asks it to pick devices for collectives, so it must tell the truth.
+* Each gloo group runs its collectives one at a time, in the order they were called, as NCCL does on its
+  communicator's stream: waiting on an async collective's work therefore means every earlier one on that group has
+  finished too (``[dist.all_reduce(t, async_op=True) for t in ts][-1].wait()``). Gloo's default of two worker
+  threads runs two async collectives at once, so the last one's wait() could return while an earlier one was still
+  writing its tensor.
 * ``dist.is_nccl_available()`` is True, so scripts choose NCCL as they do on the instance.
 * ``DistributedDataParallel(model, device_ids=[local_rank], output_device=...)``: torch refuses device ids for a
   module on the CPU, so they are checked against the emulated GPUs and dropped.
@@ -17,8 +22,10 @@
 from __future__ import annotations
 
 import atexit
+import datetime
 import functools
 import inspect
+import os
 import time
 import warnings
 
@@ -35,6 +42,8 @@ def install() -> None:
     init = _settled_at_exit(_on_gloo(c10d.init_process_group))
     torch.distributed.init_process_group = c10d.init_process_group = init
     torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
+    if hasattr(c10d, "ProcessGroupGloo") and hasattr(c10d, "_new_process_group_helper"):
+        c10d._new_process_group_helper = _gloo_in_order(c10d._new_process_group_helper)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
     torch.distributed.is_nccl_available = _nccl_available
     DistributedDataParallel.__init__ = _ddp_init(DistributedDataParallel.__init__)
@@ -95,6 +104,42 @@ def _on_gloo(create):
         return create(*call.args, **call.kwargs)
 
     return create_on_gloo
+
+
+@functools.cache
+def in_order_gloo() -> type:
+    """Gloo's process group (backend) class with one worker thread instead of gloo's default two per device, and
+    gloo's defaults otherwise: its collectives run one at a time, in the order they were called."""
+    from torch._C._distributed_c10d import ProcessGroupGloo as gloo  # c10d's name is swapped while groups are built
+
+    class InOrderGloo(gloo):
+        def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30)) -> None:
+            options = gloo._Options()
+            interfaces = os.environ.get("GLOO_SOCKET_IFNAME")  # what gloo's own constructor reads
+            options._devices = ([gloo.create_device(interface=name) for name in interfaces.split(",")]
+                                if interfaces else [gloo.create_default_device()])
+            options._timeout = timeout
+            options._threads = 1
+            super().__init__(store, rank, size, options)
+
+    return InOrderGloo
+
+
+def _gloo_in_order(new_process_group_helper):
+    """Torch builds every group's gloo backend in `new_process_group_helper` by calling ``c10d.ProcessGroupGloo``
+    (store, rank, size, timeout); there it builds `in_order_gloo()` instead. The name is restored afterwards, so
+    torch's isinstance checks elsewhere see gloo's own class (of which the in-order one is a subclass)."""
+
+    @functools.wraps(new_process_group_helper)
+    def with_in_order_gloo(*args, **kwargs):
+        gloo = c10d.ProcessGroupGloo
+        c10d.ProcessGroupGloo = in_order_gloo()
+        try:
+            return new_process_group_helper(*args, **kwargs)
+        finally:
+            c10d.ProcessGroupGloo = gloo
+
+    return with_in_order_gloo
 
 
 def _ddp_init(init):

@@ -4,7 +4,8 @@ As with SMDDP, the job is started by mpirun, so a process's rank, world size and
 ``OMPI_COMM_WORLD_*``; they are copied to torch's ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` and
 to SMDDP's ``SMDATAPARALLEL_LOCAL_RANK`` where those are unset (``smtrain_gpu_standin.smddp_env``), so that
 ``dist.init_process_group(backend="smddp")`` (``env://``) finds them, with the ``MASTER_ADDR``/``MASTER_PORT``
-that the launcher sets. Underneath, the backend is gloo, on the CPU.
+that the launcher sets. Underneath, the backend is gloo, on the CPU, running its collectives in order as the
+stand-in's NCCL groups do (``smtrain_gpu_standin.distributed.in_order_gloo``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from datetime import timedelta
 
 import torch.distributed as dist
 from smtrain_gpu_standin import smddp_env
+from smtrain_gpu_standin.distributed import in_order_gloo
 
 
 def _create_backend(store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> dist.ProcessGroup:
-    return dist.ProcessGroupGloo(store, rank, world_size, timeout)
+    return in_order_gloo()(store, rank, world_size, timeout)
 
 
 smddp_env.fill(os.environ)
