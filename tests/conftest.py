@@ -157,7 +157,10 @@ def pytest_collection_modifyitems(config, items):
 # test_parallel_runs 129, the public examples on Debian's torch 119 (two of them 8 ranks), test_local_faults 101,
 # test_local_gpu_scripts 89, test_bench_memory 72, test_local_examples 70, the other public examples about 50,
 # test_training_runs 46, test_tune_local 43, the stand-in's GPU scripts 42. The others follow in collection order.
-LONGEST_SLOW_MODULES = ("entrypoints/test_parallel_runs.py", "examples/test_examples_debian_torch.py",
+LONGEST_SLOW_MODULES = ("emulator/test_local_frameworks.py", "entrypoints/test_parallel_runs.py",
+                        "examples/test_examples_debian_torch.py", "emulator/test_jit_extensions.py",
+                        "hardening/test_hardening_tuning.py", "function_jobs/test_remote_function.py",
+                        "observe/test_script_formats.py",
                         "emulator/test_local_faults.py", "emulator/test_local_gpu_scripts.py",
                         "entrypoints/test_bench_memory.py", "emulator/test_local_examples.py",
                         "examples/test_examples.py", "entrypoints/test_training_runs.py",

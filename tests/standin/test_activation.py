@@ -102,3 +102,20 @@ def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):
     for unchecked in ("custom CUDA and Triton kernels", "NCCL/EFA behaviour", "GPU memory limits",
                       "fp16 numerics", "speed"):
         assert unchecked in notice
+
+
+POLICY_PROBE = """
+import json, torch
+from torch.distributed.fsdp import MixedPrecisionPolicy
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(policy.reduce_dtype)}))
+"""
+
+
+@pytest.mark.parametrize(("autocast", "param_dtype"), [("float32", "None"), ("", "torch.bfloat16")])
+def test_an_fsdp_precision_policy_computes_in_float32_where_autocast_does(standin, autocast, param_dtype):
+    """FSDP2's MixedPrecisionPolicy is a precision policy like autocast: the FSDP example's first step came after
+    104 s with it in float32 on this AVX2-only CPU, and not within 500 s in emulated bfloat16."""
+    env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
+    result = standin.run([sys.executable, "-c", POLICY_PROBE], env)
+    assert standin.json_lines(result.stdout)[-1] == {"param_dtype": param_dtype, "reduce_dtype": "torch.float32"}

@@ -10,6 +10,10 @@ FSDP-managed module unexpectedly has parameters on cpu"). Under the stand-in ten
 on the CPU, so the compute device it settles on is the CPU, after torch's own checks of ``device_id`` against the
 current GPU. FSDP2 takes its device from its mesh: ``cuda:<current>`` for a CUDA mesh (``init_device_mesh("cuda",
 ...)``), and asserts that the parameters are there; for a CUDA mesh it is the CPU too.
+
+FSDP2's ``MixedPrecisionPolicy`` is a precision policy, as autocast is: where the stand-in computes CUDA autocast
+regions in float32 (a CPU without native bfloat16, docs/gpu-standin.md), a policy's reduced ``param_dtype``
+computes in float32 too, for the same reason (bfloat16 emulated in software costs about ten times as much).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import torch
 from . import devices, hook
 
 
-def install() -> None:
+def install(policies_in_float32: bool = False) -> None:
+    if policies_in_float32:
+        hook.when_imported("torch.distributed.fsdp._fully_shard._fsdp_api", _policy_in_float32)
     hook.when_imported("torch.distributed.fsdp._init_utils", _device_handle_for_cuda)
     hook.when_imported("torch.distributed.fsdp._init_utils", _compute_on_cpu)
     hook.when_imported("torch.distributed.fsdp._fully_shard._fsdp_init", _mesh_device_on_cpu)
@@ -60,3 +66,16 @@ def _mesh_device_on_cpu(fsdp_init) -> None:
         return devices.placement(get_device_from_mesh(mesh))
 
     fsdp_init._get_device_from_mesh = on_cpu
+
+
+def _policy_in_float32(fsdp_api) -> None:
+    policy = fsdp_api.MixedPrecisionPolicy
+    init = policy.__init__
+
+    @functools.wraps(init)
+    def in_float32(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if self.param_dtype in (torch.bfloat16, torch.float16):
+            object.__setattr__(self, "param_dtype", None)  # a frozen dataclass: the parameters' own float32
+
+    policy.__init__ = in_float32

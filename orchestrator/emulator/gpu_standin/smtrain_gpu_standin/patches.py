@@ -19,5 +19,5 @@ def apply(settings: Settings) -> None:
     amp.install(settings.autocast_in_float32)
     distributed.install()
     collectives.install()
-    fsdp.install()
+    fsdp.install(settings.autocast_in_float32)
     unsupported.install()
