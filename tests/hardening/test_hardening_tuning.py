@@ -208,6 +208,7 @@ def _wait_for(predicate, what: str, seconds: float = 300) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # a search of real trials, each a `smtrain local` of its own
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held(search, tmp_path, signum):
     (tmp_path / "train.py").write_text(SLEEPER)
@@ -240,6 +241,7 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
                 pass
 
 
+@pytest.mark.slow
 def test_a_search_killed_by_sigkill_leaves_no_trial_running(search, tmp_path):
     """SIGKILL cannot be caught: each trial's `smtrain local` asked the kernel to be told when the search dies."""
     (tmp_path / "train.py").write_text(SLEEPER)
