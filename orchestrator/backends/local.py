@@ -19,7 +19,7 @@ from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
-from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.local_run import Options, QuietObserver, run_local
 from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.preparing.prepared_run import LocalSettings
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
@@ -154,7 +154,7 @@ class _Start:
     notices: list[str] = dataclasses.field(default_factory=list)
 
 
-class _KeptNotices:
+class _KeptNotices(QuietObserver):
     """The observer of a run started through the API (a notebook): the CPU stand-in's notice is kept for the
     job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
     the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO."""
@@ -168,18 +168,6 @@ class _KeptNotices:
             logger.warning("%s", text)
         else:
             logger.info("%s", text)
-
-    def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
-        pass
-
-    def line(self, host: str, text: str) -> None:
-        pass
-
-    def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
-        pass
-
-    def attempt(self, number: int, reason: str) -> None:
-        pass
 
 
 def _non_empty_lines(data: bytes) -> int:

@@ -85,7 +85,7 @@ class Observer(Protocol):
     def attempt(self, number: int, reason: str) -> None: ...
 
 
-class _Quiet:
+class QuietObserver:
     """The observer of the API and the tests: the logs are in the run directory."""
 
     def notice(self, text: str) -> None:
@@ -190,7 +190,7 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (a missing input, mpirun or
             torch, a refusal of the toolkit, an unusable run directory).
     """
-    observer = observer or _Quiet()
+    observer = observer or QuietObserver()
     settings = replace(options, host_order=options.host_order or (
         (options.master_host,) if options.master_host else None))
     created = now()
