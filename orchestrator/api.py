@@ -58,13 +58,10 @@ def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: 
     """Plans (unless given a Plan), uploads the source once, creates the job once; returns its `Job`, the same
     handle `run` returns, with `.submission` saying what was sent."""
     from orchestrator.backends.sagemaker import SageMakerBackend
-    from orchestrator.cloud.submission import submit as submit_plan
 
     job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
-    created = submit_plan(job_plan, boto=boto)
-    handle = Job(SageMakerBackend(created.session), created.name, job_plan)
-    handle.submission = created.submission
-    return handle
+    backend = SageMakerBackend(boto, job_plan.target.region)
+    return Job(backend, backend.schedule(job_plan), job_plan)
 
 
 def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None,
@@ -100,11 +97,13 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     return Job(chosen, chosen.schedule(job_plan), job_plan)
 
 
-def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Any:
-    """The `Job` of a local run (its directory, or its name under runs/) or a SageMaker job."""
+def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
+           backend: str | None = None) -> Job:
+    """The `Job` of `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare name: a
+    local run of that name, else a SageMaker job (`backend`: "local" or "sagemaker", as the prefix says)."""
     from orchestrator.backends.job import attach as attach_job
 
-    return attach_job(name_or_run_dir, region=region, boto=boto)
+    return attach_job(job, region=region, boto=boto, backend=backend)
 
 
 def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None, upload_source: bool = True) -> Any:

@@ -2,17 +2,22 @@
 
 A backend takes a `Plan` (TorchX's shape: `schedule(plan(spec))`, the plan inspectable in between) and answers
 for the job by its id: a SageMaker job's name, or a local run's directory. `describe` returns
-`cloud.jobs.JobStatus` for both: SageMaker's TrainingJobStatus and SecondaryStatus with its transitions, which a
-local run writes as it goes (`emulator/supervising/status.py`).
+`observing.job_status.JobStatus` for both: SageMaker's TrainingJobStatus and SecondaryStatus with its transitions,
+which a local run writes as it goes (`emulator/supervising/status.py`). Every verb of the command line and every
+method of `orchestrator.Job` is a call here, so neither ever asks which backend it holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from orchestrator.cloud.jobs import JobStatus
+    from orchestrator.cloud.job_liveness import JobLiveness
+    from orchestrator.observing.job_status import JobStatus, JobSummary
+    from orchestrator.observing.progress import JobProgress
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.root_cause import FailureCause
@@ -20,14 +25,45 @@ if TYPE_CHECKING:
     from orchestrator.spec.loader import LoadedSpec
     from orchestrator.spec.model import JobSpec
 
-# DescribeTrainingJob's TrainingJobStatus and SecondaryStatus (botocore's sagemaker model, 2026-11).
-STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
-SECONDARY_STATUSES = (
-    "Starting", "LaunchingMLInstances", "PreparingTrainingStack", "Downloading", "DownloadingTrainingImage",
-    "Training", "Uploading", "Stopping", "Stopped", "MaxRuntimeExceeded", "Completed", "Failed", "Interrupted",
-    "MaxWaitTimeExceeded", "Updating", "Restarting", "Pending",
-)
 BACKENDS = ("local", "sagemaker")
+
+
+class NewLines(Protocol):
+    """Every host's lines not read before, at each call (a follow loop's source of lines)."""
+
+    def read_new(self) -> list[LogLine]: ...
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """A job's metric points, where they were read (`local run NAME`, `CloudWatch ..., 60 s averages`) and what
+    the reading noticed on the way (skipped lines, TensorBoard files), for the person who asked."""
+
+    points: list[MetricPoint]
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """What `smtrain status` shows of one job: its status, progress from its logs' last lines, the liveness of a
+    training job, and the rows only its place has (billing; the console link or the run directory)."""
+
+    status: JobStatus
+    progress: JobProgress | None
+    unread: str | None = None
+    """Why the logs could not be read (then `progress` is None)."""
+    liveness: JobLiveness | None = None
+    liveness_unknown: str | None = None
+    """Why the liveness of a training job could not be judged."""
+    billed: bool = False
+    place: list[tuple[str, str]] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    """What the JSON document holds besides the status and the progress."""
+
+    def to_dict(self, now: datetime) -> dict[str, Any]:
+        progress = self.progress.to_dict(now) if self.progress else {"progress": None, "logs_unreadable": self.unread}
+        return {**self.status.to_dict(), **progress, **self.fields}
 
 
 class Backend(Protocol):
@@ -46,15 +82,44 @@ class Backend(Protocol):
 
     def describe(self, job_id: str) -> JobStatus: ...
 
+    def status_report(self, job_id: str, stall_timeout: float | None) -> StatusReport:
+        """The status, read once, with what `smtrain status` shows beside it."""
+        ...
+
+    def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
+        """How far the job is, from each host's last `tail_lines` lines and the status read last."""
+        ...
+
+    def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> JobLiveness | None:
+        """Moving, slow or hung, judged from outside; None where the job judges itself (a local run's own stall
+        timeout stops it: `emulator/supervising/stall.py`)."""
+        ...
+
+    def list_jobs(self, status: str | None, name_contains: str | None, max_results: int) -> list[JobSummary]:
+        """The most recent jobs there, newest first."""
+        ...
+
+    def log_reader(self, job_id: str) -> NewLines:
+        """A reader of every host's lines not read before: what a follow loop reads after each status."""
+        ...
+
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Every host's lines (or one host's), the last `tail` per host, and with `follow` until the end."""
         ...
 
-    def metric_points(self, job_id: str, names: list[str] | None = None) -> list[MetricPoint]: ...
+    def metric_series(self, job_id: str, names: list[str] | None = None,
+                      period_seconds: int | None = None) -> MetricSeries:
+        """The job's metric points (`period_seconds`: SageMaker's seconds per CloudWatch average)."""
+        ...
 
-    def stop(self, job_id: str) -> bool:
-        """Asks the job to stop; False when it was not running (which is not an error)."""
+    def stop(self, job_id: str) -> tuple[bool, JobStatus]:
+        """Asks the job to stop: whether a stop was requested (not when it was not running, which is not an error),
+        and the status it was in."""
+        ...
+
+    def submission(self, job_id: str) -> Any | None:
+        """What `schedule` sent for a job scheduled here (`cloud.submission.Submission`); None otherwise."""
         ...
 
     def artifacts(self, job_id: str) -> dict[str, str]:

@@ -1,25 +1,29 @@
 """The handle on one job, wherever it runs: what `orchestrator.run`, `orchestrator.submit` and `attach` return.
 
-The same methods for a local run and a SageMaker job (status, wait, logs, metrics, plot, stop, artifacts), each
-a call on the backend; like `cloud.jobs.Job`, it holds nothing that could go stale but the last status it read,
-for `repr`.
+The same methods for a local run and a SageMaker job (status, wait, follow, logs, metrics, plot, stop, artifacts),
+each a call on the backend; it holds nothing that could go stale but what its last calls read, for `repr` and the
+notebook's summary. `follow` is the one loop that follows a job to its end (`wait`, `smtrain watch`,
+`submit --wait`), judging a SageMaker job's liveness on the way.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.backends.base import Backend
+from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
+from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
+from orchestrator.observing.liveness import Verdict
+from orchestrator.observing.metric_series import loss_metrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from orchestrator.cloud.jobs import JobStatus
+    from orchestrator.observing.job_status import JobStatus
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.progress import JobProgress
@@ -33,19 +37,27 @@ class Job:
     def __init__(self, backend: Backend, job_id: str, plan: Plan | None = None) -> None:
         self.backend = backend
         self.id = job_id
-        """A SageMaker job's name, or a local run's directory."""
+        """A SageMaker job's name, or a local run's directory: the backend's own id (`full_id` names both)."""
         self.plan = plan
         self.last_status: JobStatus | None = None
         self._latest: dict[str, float] = {}
         self._progress: JobProgress | None = None
         self._live = LiveSummary()
-        self.submission: Any | None = None
+
+    @property
+    def submission(self) -> Any | None:
         """What `orchestrator.submit` sent (`cloud.submission.Submission`); None for other jobs."""
+        return self.backend.submission(self.id)
 
     @classmethod
     def attach(cls, name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:
-        """The job a user names: a local run (its directory, or its name under runs/), else a SageMaker job."""
+        """The job a user names: `local:RUN`, `sagemaker:NAME`, or a bare name (`backends.resolve`)."""
         return attach(name_or_run_dir, region=region, boto=boto)
+
+    @property
+    def full_id(self) -> str:
+        """`local:<run directory>` or `sagemaker:<job name>`: what `attach` and every CLI verb take back."""
+        return f"{self.backend.name}:{self.id}"
 
     @property
     def name(self) -> str:
@@ -60,19 +72,28 @@ class Job:
 
     def wait(self, poll_seconds: float = 30.0, on_status: Callable[[JobStatus], None] | None = None,
              on_log: Callable[[LogLine], None] | None = None) -> JobStatus:
-        """Polls until Completed, Failed or Stopped; returns that final status.
+        """Polls until Completed, Failed or Stopped; returns that final status (`follow` without a stall timeout).
 
         Args:
             on_status: called with the status whenever its status or secondary status changes.
-            on_log: called with every host's lines as they come, from a thread that follows the logs; every
-                line has been shown when `wait` returns.
+            on_log: called with every host's new lines after each poll; every line has been shown when `wait`
+                returns.
         """
-        follower = None
-        if on_log is not None:  # a thread follows the logs (to the job's end) while this one polls the status
-            lines = self.backend.logs(self.id, follow=True, poll_seconds=poll_seconds)
-            follower = threading.Thread(target=lambda: [on_log(line) for line in lines], daemon=True)
-            follower.start()
+        return self.follow(WatchOptions(stall_timeout=None, poll_seconds=poll_seconds), on_status, on_log).status
+
+    def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
+               on_log: Callable[[LogLine], None] | None = None,
+               on_verdict: Callable[[JobLiveness], None] | None = None) -> WatchOutcome:
+        """Follows the job until it ends, or until it is judged hung (then stops it, unless `options.stop` is
+        False). Status first, new lines second, each poll: the read after a terminal status gets the last lines.
+
+        Args:
+            on_verdict: called whenever the verdict changes (slow, hung, moving again); the first `moving` is not.
+        """
+        reader = self.backend.log_reader(self.id) if on_log else None
         seen: tuple[str, str | None] | None = None
+        reported = Verdict.MOVING
+        judged_at: datetime | None = None
         while True:
             current = self.status()
             if self._live.shown:  # shown in a notebook: its summary follows the steps and the loss too
@@ -80,12 +101,24 @@ class Job:
             if on_status and (current.status, current.secondary_status) != seen:
                 seen = (current.status, current.secondary_status)
                 on_status(current)
+            if reader and on_log:
+                for line in reader.read_new():
+                    on_log(line)
             if current.is_terminal:
-                break
-            time.sleep(poll_seconds)
-        if follower is not None:
-            follower.join()
-        return current
+                return WatchOutcome(current)
+            now = options.clock()
+            due = judged_at is None or (now - judged_at).total_seconds() >= options.liveness_seconds
+            if options.stall_timeout and is_judged(current.status, current.secondary_status) and due:
+                judged_at = now
+                liveness = self.backend.liveness(self.id, options.stall_timeout, now)
+                if liveness is not None and liveness.verdict is not reported:
+                    reported = liveness.verdict
+                    if on_verdict:
+                        on_verdict(liveness)
+                if liveness is not None and liveness.verdict is Verdict.HUNG:
+                    requested = self.stop() if options.stop else False
+                    return WatchOutcome(self.last_status or current, liveness, requested)
+            options.sleep(options.poll_seconds)
 
     def logs(self, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
@@ -94,43 +127,41 @@ class Job:
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:
-        """How far the job is, from the progress lines among each host's last `tail_lines` lines, and the latest
-        value of each metric there (a local run's lines carry no time each, so it gets no rate)."""
-        from orchestrator.observing.progress import job_progress
-
-        tails: dict[str, list[LogLine]] = {}
-        for line in self.logs(tail=tail_lines):
-            tails.setdefault(line.host, []).append(line)
-        request = self.plan.create_training_job_request if self.plan else {}
-        status = self.last_status.status if self.last_status else "InProgress"
-        self._progress = job_progress({**request, "TrainingJobStatus": status}, tails)
+        """How far the job is, from the progress lines among each host's last `tail_lines` lines (and the status
+        read last), and the latest value of each metric there (a local run's lines carry no time each: no rate)."""
+        self._progress = self.backend.progress(self.id, tail_lines)
         self._latest.update(self._progress.latest)
-        if self.plan is None:  # attached: no metric definitions here, so the backend's series gives the latest
-            self.metric_points()
         self._live.update(self.summary())
         return self._progress
 
-    def metric_points(self, names: list[str] | None = None) -> list[MetricPoint]:
-        points = self.backend.metric_points(self.id, names)
+    def liveness(self, stall_timeout: float) -> JobLiveness | None:
+        """Moving, slow or hung now, judged from outside (SageMaker: silence and utilization); None for a local run,
+        whose own stall timeout judges it."""
+        return self.backend.liveness(self.id, stall_timeout, datetime.now(timezone.utc))
+
+    def metric_points(self, names: list[str] | None = None, period_seconds: int | None = None) -> list[MetricPoint]:
+        """The metric series as points (SageMaker: CloudWatch averages over `period_seconds`, default 60)."""
+        points = self.backend.metric_series(self.id, names, period_seconds).points
         self._latest.update((point.metric, point.value) for point in points)
         self._live.update(self.summary())
         return points
 
-    def metrics(self, names: list[str] | None = None) -> Any:
+    def metrics(self, names: list[str] | None = None, period_seconds: int | None = None) -> Any:
         """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts."""
         from orchestrator.observing.metric_series import to_frame
 
-        return to_frame(self.metric_points(names))
+        return to_frame(self.metric_points(names, period_seconds))
 
-    def plot(self, names: list[str] | None = None) -> Figure:
+    def plot(self, names: list[str] | None = None, period_seconds: int | None = None) -> Figure:
         """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
         from orchestrator.observing.metric_charts import figure
 
-        return figure(self.metric_points(names), names, title=self.name)
+        return figure(self.metric_points(names, period_seconds), names, title=self.name)
 
     def stop(self) -> bool:
         """Stops the job as StopTrainingJob does; False when it was not running."""
-        return self.backend.stop(self.id)
+        requested, self.last_status = self.backend.stop(self.id)
+        return requested
 
     def artifacts(self) -> dict[str, str]:
         """Where the model and output archives are: `model`, `output` (an s3:// URI, or a local path)."""
@@ -160,15 +191,30 @@ class Job:
         return self.backend.failure_cause(self.id)
 
     def __repr__(self) -> str:
+        """`Job(name, region=... | backend='local', status=..., progress=..., <loss>=...)` from what was read."""
         status = self.last_status.status if self.last_status else "not read yet"
-        return f"Job({self.name!r}, backend={self.backend.name!r}, status={status!r})"
+        region = getattr(getattr(self.backend, "boto", None), "region_name", None)
+        where = f"region={region!r}" if region else f"backend={self.backend.name!r}"
+        known = "".join(f", {key}={value!r}" for key, value in self._known_progress())
+        return f"Job({self.name!r}, {where}, status={status!r}{known})"
+
+    def _known_progress(self) -> list[tuple[str, str]]:
+        """Progress and the latest loss, as far as calls made earlier have read them."""
+        rows = []
+        estimate = self._progress.estimate if self._progress else None
+        if estimate:
+            as_of = estimate.at.astimezone(timezone.utc).strftime("%H:%M:%S UTC")
+            rows.append(("progress", estimate.describe(as_of=as_of)))
+        for name in loss_metrics(list(self._latest)):
+            rows.append((name, f"{self._latest[name]:.6g}"))
+        return rows
 
     def summary(self) -> Summary:
         """What the notebook shows, from what earlier calls read (no call)."""
         current = self.last_status
         rows = [("backend", self.backend.name)]
         if current:
-            rows.append(("instances", f"{current.instance_count} x {current.instance_type}"))
+            rows.append(("instances", current.instances))
             if current.cost and current.cost.total is not None:
                 about = "about " if current.cost.estimated else ""
                 rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
@@ -197,22 +243,17 @@ class Job:
         self._live.show(self.summary())
 
 
-def attach(name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:
-    """The job a user names: a local run (its directory, or its name under runs/), else a SageMaker job.
+def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
+           backend: str | None = None) -> Job:
+    """The job a user names: `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare
+    name, resolved as every CLI verb resolves it (`backends.resolve`); its status read once.
 
     Raises:
-        JobNotFound: neither a local run nor a SageMaker job of that name (in `region`).
+        JobNotFound: no such local run or SageMaker job (in `region`); AmbiguousJob: a bare name that is both.
     """
-    from orchestrator.backends.runs import find_run
+    from orchestrator.backends.resolve import resolve_job
 
-    run_dir = find_run(name_or_run_dir)
-    if run_dir is not None:
-        from orchestrator.backends.local import LocalBackend
-
-        job = Job(LocalBackend(), str(run_dir))
-    else:
-        from orchestrator.backends.sagemaker import SageMakerBackend
-
-        job = Job(SageMakerBackend(boto, region), str(name_or_run_dir))
-    job.status()
-    return job
+    chosen, job_id = resolve_job(str(job), backend, region, boto)
+    handle = Job(chosen, job_id)
+    handle.status()
+    return handle

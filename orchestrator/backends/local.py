@@ -12,21 +12,24 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from orchestrator.backends.base import last_lines
-from orchestrator.cloud.jobs import JobNotFound, JobStatus
+from orchestrator.backends.base import MetricSeries, StatusReport, last_lines
+from orchestrator.backends.runs import local_runs
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.emulator.local_run import Options, QuietObserver, run_local
-from orchestrator.emulator.preparing.layout import read_result
+from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
 from orchestrator.emulator.preparing.prepared_run import LocalSettings
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
-from orchestrator.errors import DamagedRun
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.errors import DamagedRun, SmtrainError
+from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine, host_order
-from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
-from orchestrator.observing.root_cause import FailureCause
+from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted
+from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, job_progress
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
@@ -77,7 +80,7 @@ class LocalBackend:
                 described is None or described["TrainingJobStatus"] not in TERMINAL):
             raise start.error  # it stopped the run before the run could report it
         if described is None and alive:  # planned, preparing the hosts: status.json comes next
-            return JobStatus(name=Path(job_id).name, region="local", status="InProgress",
+            return JobStatus(name=Path(job_id).name, region=LOCAL_REGION, status="InProgress",
                              secondary_status="Starting", transitions=(), instance_type=None, instance_count=None,
                              billable_seconds=None, failure_reason=None, model_artifact=None, created=None,
                              ended=None)
@@ -85,44 +88,104 @@ class LocalBackend:
             raise JobNotFound(f"{job_id} holds no local run status (status.json)",
                               fix="give the run directory of a `smtrain local` run, or a SageMaker job name")
         try:
-            current = JobStatus.from_description(described, "local")
+            current = JobStatus.from_description(described, LOCAL_REGION)
         except (KeyError, TypeError, AttributeError, ValueError) as error:
             raise DamagedRun(f"{Path(job_id) / STATUS_FILE} is damaged ({type(error).__name__}: {error}): the "
                              "run's status cannot be read") from None
         # A local run bills nothing: no cost so far.
         return dataclasses.replace(current, cost=None)
 
+    def status_report(self, job_id: str, stall_timeout: float | None) -> StatusReport:
+        """The run's status.json read as DescribeTrainingJob, progress from its logs; a run judges its own stalls."""
+        current = self.describe(job_id)
+        progress = self.progress(job_id, FAILURE_READ_LINES if current.status == "Failed" else 200)
+        return StatusReport(current, progress, place=[("run dir", job_id)],
+                            fields={"backend": self.name, "run_dir": job_id})
+
+    def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
+        """From each host's last `tail_lines` lines, as SageMaker's from CloudWatch; a failed run's cause is the one
+        it wrote itself (every launcher's exit code and its whole tail)."""
+        run_dir = Path(job_id)
+        tails: dict[str, list[LogLine]] = {}
+        for line in self.logs(job_id, tail=tail_lines):
+            tails.setdefault(line.host, []).append(line)
+        copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
+        progress = job_progress(read_status(run_dir) or {}, tails, SourcePaths((*copies, SourcePaths().copies[0])))
+        stored = self.failure_cause(job_id)
+        return dataclasses.replace(progress, failure_cause=stored) if stored else progress
+
+    def liveness(self, job_id: str, stall_timeout: float, now: object) -> None:
+        """None: a local run's own stall timeout judges it (`emulator/supervising/stall.py`)."""
+        return None
+
+    def list_jobs(self, status: str | None, name_contains: str | None, max_results: int) -> list[JobSummary]:
+        """The runs under runs/, newest first; a run whose status cannot be read is a Damaged row of its own
+        (saying why), not an error of the whole list; a run that never started (no status) is left out."""
+        rows = []
+        for run_dir in local_runs():
+            try:
+                current = self.describe(str(run_dir))
+            except DamagedRun as damage:
+                row = JobSummary(run_dir.name, "Damaged", None, None, None, self.name, str(run_dir), damage.message)
+            except SmtrainError:
+                continue
+            else:
+                row = JobSummary(current.name, current.status, current.secondary_status, current.created,
+                                 current.ended, self.name, str(run_dir))
+            if (status is None or row.status == status) and (not name_contains or name_contains in row.name):
+                rows.append(row)
+        return rows[:max_results]
+
+    def log_reader(self, job_id: str) -> _RunLogs:
+        return _RunLogs(Path(job_id), lambda: self.describe(job_id).is_terminal)
+
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Each host's log, host after host (local logs carry no time per line; each line has its log's time
         of last write). With `follow`, new lines as they come, until the run has ended."""
-        readers: dict[str, _LogFile] = {}
+        reader = _RunLogs(Path(job_id), lambda: not follow or self.describe(job_id).is_terminal, tail)
         first = True
         while True:
-            ended = not follow or self.describe(job_id).is_terminal
-            for path in sorted((Path(job_id) / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
-                if path.stem not in readers:
-                    readers[path.stem] = _LogFile(path)
-                    if first and tail is not None:
-                        readers[path.stem].skip_to_last(tail)
-            lines = [line for reader in readers.values() for line in reader.read_new(final=ended)]
+            ended = reader.ended()
+            lines = reader.read_new(ended)
             yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
             first = False
             if ended:
                 return
             time.sleep(poll_seconds)
 
-    def metric_points(self, job_id: str, names: list[str] | None = None) -> list[MetricPoint]:
-        path = Path(job_id) / METRICS_FILE
-        points = read_points(path) if path.is_file() else []
-        return [point for point in points if point.metric in names] if names else points
+    def metric_series(self, job_id: str, names: list[str] | None = None,
+                      period_seconds: int | None = None) -> MetricSeries:
+        """The points the run recorded (`metrics.jsonl`), by the job's metric definitions as SageMaker's."""
+        run_dir = Path(job_id)
+        path = run_dir / METRICS_FILE
+        notes = []
+        if path.is_file():
+            points, skipped = read_points_counted(path)
+            if skipped:
+                notes.append(f"skipped {skipped} line(s) of {path} that are not metric points")
+        elif (run_dir / RUN_MARKER_FILE).is_file():  # a run that has recorded no point yet
+            points = []
+        else:
+            raise SmtrainError(f"{run_dir} has no {METRICS_FILE}: it is not a run directory of `smtrain local`",
+                               fix="give the run directory of a local run (default runs/<job-name>/), or a "
+                                   "SageMaker job name")
+        tensorboard = run_dir / TENSORBOARD_DIR
+        if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
+            notes.append(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})")
+        kept = [point for point in points if point.metric in names] if names else points
+        return MetricSeries(kept, f"local run {job_id}", notes)
 
-    def stop(self, job_id: str) -> bool:
+    def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does."""
-        if self.describe(job_id).status != "InProgress":
-            return False
+        current = self.describe(job_id)
+        if current.status != "InProgress":
+            return False, current
         request_stop(Path(job_id))
-        return True
+        return True, current
+
+    def submission(self, job_id: str) -> None:
+        return None
 
     def notices(self, job_id: str) -> list[str]:
         """The CPU stand-in's notice of a run started by this backend (one started elsewhere printed its own)."""
@@ -172,6 +235,28 @@ class _KeptNotices(QuietObserver):
 
 def _non_empty_lines(data: bytes) -> int:
     return sum(1 for piece in data.split(b"\n") if piece not in (b"", b"\r"))
+
+
+class _RunLogs:
+    """Every host's log of a run, read on from where the last read ended (the unfinished last line of each only
+    once the run has ended); a host whose log appears later is read from its start."""
+
+    def __init__(self, run_dir: Path, ended: Callable[[], bool], tail: int | None = None) -> None:
+        self._run_dir = run_dir
+        self.ended = ended
+        self._tail = tail
+        self._files: dict[str, _LogFile] = {}
+        self._first = True
+
+    def read_new(self, final: bool | None = None) -> list[LogLine]:
+        final = self.ended() if final is None else final
+        for path in sorted((self._run_dir / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
+            if path.stem not in self._files:
+                self._files[path.stem] = _LogFile(path)
+                if self._first and self._tail is not None:
+                    self._files[path.stem].skip_to_last(self._tail)
+        self._first = False
+        return [line for reader in self._files.values() for line in reader.read_new(final=final)]
 
 
 class _LogFile:

@@ -1,16 +1,20 @@
-"""The SageMaker backend: a thin adapter over `cloud.submission` (schedule) and `cloud.jobs.Job` (the rest)."""
+"""The SageMaker backend: a thin adapter over `cloud.submission` (schedule) and `cloud.jobs.JobClient` (the rest)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
-from orchestrator.backends.base import last_lines
-from orchestrator.cloud.jobs import Job as CloudJob
-from orchestrator.cloud.jobs import JobStatus
+from orchestrator.backends.base import MetricSeries, NewLines, StatusReport, last_lines
+from orchestrator.cloud.job_liveness import JobLiveness, is_judged
+from orchestrator.cloud.jobs import JobClient, list_jobs
+from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
+from orchestrator.errors import AwsError
+from orchestrator.observing.job_status import JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
-from orchestrator.observing.metric_series import MetricPoint
+from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
@@ -18,14 +22,22 @@ from orchestrator.spec.model import JobSpec
 
 
 class SageMakerBackend:
-    """Jobs on SageMaker in one region, through one boto3 session (default: boto3's chain)."""
+    """Jobs on SageMaker in one region, through one boto3 session (default: boto3's chain).
+
+    One `JobClient` per job id, kept: the status read last serves the progress, liveness and failure cause read
+    right after it (one DescribeTrainingJob for `smtrain status`), and a job submitted here keeps its submission.
+    """
 
     name = "sagemaker"
 
-    def __init__(self, boto: Any | None = None, region: str | None = None) -> None:
+    def __init__(self, boto: Any | None = None, region: str | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
+        """`say`: told what `submit` is about to do beyond creating the job (the SDK's default bucket)."""
         from orchestrator.cloud.sdk import boto_session
 
         self.boto = boto or boto_session(region)
+        self._say = say
+        self._clients: dict[str, JobClient] = {}
 
     def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
         from orchestrator.cloud.resolve import resolve
@@ -42,17 +54,51 @@ class SageMakerBackend:
     def schedule(self, plan: Plan) -> str:
         from orchestrator.cloud.submission import submit
 
-        return submit(plan, boto=self.boto).name
+        created = submit(plan, boto=self.boto, say=self._say)
+        self._clients[created.name] = created
+        return created.name
 
-    def job(self, job_id: str) -> CloudJob:
-        return CloudJob(job_id, self.boto)
+    def client(self, job_id: str) -> JobClient:
+        """The client of job `job_id` (the one `schedule` made for a job submitted here)."""
+        if job_id not in self._clients:
+            self._clients[job_id] = JobClient(job_id, self.boto)
+        return self._clients[job_id]
 
     def describe(self, job_id: str) -> JobStatus:
-        return self.job(job_id).status()
+        return self.client(job_id).status()
+
+    def status_report(self, job_id: str, stall_timeout: float | None) -> StatusReport:
+        job = self.client(job_id)
+        current = job.status()
+        try:
+            progress, unread = job.progress(refresh_status=False), None
+        except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status itself is still worth showing
+            progress, unread = None, exc.message
+        liveness, unknown = None, None
+        if is_judged(current.status, current.secondary_status):
+            try:
+                liveness = job.liveness(stall_timeout or None, refresh_status=False)
+            except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics: unknown only)
+                unknown = exc.message
+        return StatusReport(current, progress, unread, liveness, unknown, billed=True,
+                            place=[("console", current.console_url)],
+                            fields={"liveness": liveness.to_dict() if liveness else None})
+
+    def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
+        return self.client(job_id).progress(tail_lines, refresh_status=False)
+
+    def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> JobLiveness | None:
+        return self.client(job_id).liveness(stall_timeout, now=now, refresh_status=False)
+
+    def list_jobs(self, status: str | None, name_contains: str | None, max_results: int) -> list[JobSummary]:
+        return list_jobs(boto=self.boto, status=status, name_contains=name_contains, max_results=max_results)
+
+    def log_reader(self, job_id: str) -> NewLines:
+        return self.client(job_id).log_reader()
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
-        job = self.job(job_id)
+        job = self.client(job_id)
         if tail is not None and not follow:
             yield from last_lines(job.tail_lines(tail), host, tail)
             return
@@ -68,14 +114,23 @@ class SageMakerBackend:
                 return
             time.sleep(poll_seconds)
 
-    def metric_points(self, job_id: str, names: list[str] | None = None) -> list[MetricPoint]:
-        return self.job(job_id).metric_points(names)
+    def metric_series(self, job_id: str, names: list[str] | None = None,
+                      period_seconds: int | None = None) -> MetricSeries:
+        period = period_seconds or DEFAULT_PERIOD_SECONDS
+        return MetricSeries(self.client(job_id).metric_points(names, period),
+                            f"CloudWatch {NAMESPACE}, {period} s averages")
 
-    def stop(self, job_id: str) -> bool:
-        return self.job(job_id).stop()
+    def stop(self, job_id: str) -> tuple[bool, JobStatus]:
+        job = self.client(job_id)
+        requested = job.stop()
+        assert job.last_status is not None  # stop reads the status first
+        return requested, job.last_status
+
+    def submission(self, job_id: str) -> Any | None:
+        return self.client(job_id).submission
 
     def failure_cause(self, job_id: str) -> FailureCause | None:
-        return self.job(job_id).failure_cause()
+        return self.client(job_id).failure_cause()
 
     def notices(self, job_id: str) -> list[str]:
         return []
@@ -108,4 +163,3 @@ class SageMakerBackend:
                     if extracted is not None:
                         files[name[len(folder) + 1:]] = extracted.read()
         return files
-

@@ -1,16 +1,12 @@
-"""Training jobs on SageMaker, by name: status, logs, wait, stop, and the list of recent jobs.
+"""A SageMaker training job read by name: the client `backends.sagemaker.SageMakerBackend` answers through.
 
-`Job` is what `submit` returns and what `Job.attach(name)` rebuilds later (another process, a restarted
-notebook). It holds a name and a boto3 session, nothing else that could go stale: each method asks SageMaker
-or CloudWatch. What the latest calls read (status, progress, metric values) is remembered only for `repr`,
-which never makes a call.
+`JobClient` holds a name and a boto3 session, and the description it read last (so that one status read serves
+the progress, the failure cause and the liveness read right after it). It reads and stops; waiting, following,
+summaries and charts belong to the one job handle, `orchestrator.Job` (backends/job.py).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,25 +14,14 @@ from orchestrator.cloud.aws_errors import aws_errors, is_not_found
 from orchestrator.cloud.job_liveness import Clients, JobLiveness, read_liveness
 from orchestrator.cloud.logs import LogReader, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
-from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.cloud.settings_view import setting_rows
-from orchestrator.errors import SmtrainError
+from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
-from orchestrator.observing.metric_series import MetricPoint, loss_metrics, to_frame
-from orchestrator.observing.progress import (
-    FAILURE_READ_LINES,
-    CostSoFar,
-    JobProgress,
-    cost_so_far,
-    failure_cause,
-    job_progress,
-)
+from orchestrator.observing.metric_series import MetricPoint
+from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, failure_cause, job_progress
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from orchestrator.planning.plan import Plan
 
 
@@ -47,146 +32,10 @@ class SubmissionSummary(Protocol):
 
     def summary_rows(self) -> list[tuple[str, str]]: ...
 
-TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
-STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 
-
-class JobNotFound(SmtrainError):
-    """No training job of that name in the region: the name given is wrong, so exit 2 like other bad input."""
-
-
-def console_url(region: str, job_name: str) -> str:
-    return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/jobs/{job_name}"
-
-
-@dataclass(frozen=True)
-class Transition:
-    """One entry of SecondaryStatusTransitions: Starting, Downloading, Training, Uploading, ..."""
-
-    status: str
-    message: str
-    start: datetime | None
-    end: datetime | None
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """What DescribeTrainingJob says about a job, reduced to what a person or a script acts on."""
-
-    name: str
-    region: str
-    status: str
-    secondary_status: str | None
-    transitions: tuple[Transition, ...]
-    instance_type: str | None
-    instance_count: int | None
-    billable_seconds: int | None
-    failure_reason: str | None
-    model_artifact: str | None
-    created: datetime | None
-    ended: datetime | None
-    started: datetime | None = None
-    """TrainingStartTime: when the instances were ready and billing began."""
-    cost: CostSoFar | None = None
-    """Billed so far at on-demand prices, as of this read."""
-    settings: tuple[tuple[str, str], ...] = ()
-    """What the job's further settings produced (settings_view.setting_rows): selected type, groups, retries, ..."""
-
-    @classmethod
-    def from_description(cls, described: dict[str, Any], region: str) -> JobStatus:
-        resources = described.get("ResourceConfig", {})
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
-        reason = described.get("FailureReason")
-        return cls(
-            name=described["TrainingJobName"],
-            region=region,
-            status=described["TrainingJobStatus"],
-            secondary_status=described.get("SecondaryStatus"),
-            transitions=tuple(
-                Transition(
-                    item["Status"], item.get("StatusMessage", ""), item.get("StartTime"), item.get("EndTime")
-                )
-                for item in described.get("SecondaryStatusTransitions", [])
-            ),
-            instance_type=resources.get("InstanceType") or resources.get("SelectedInstanceType"),
-            instance_count=(resources.get("InstanceCount") or resources.get("SelectedInstanceCount")
-                            or sum(group["InstanceCount"] for group in resources.get("InstanceGroups", [])) or None),
-            billable_seconds=described.get("BillableTimeInSeconds"),
-            failure_reason=mask_text(reason, secrets) if reason else None,
-            model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
-            created=described.get("CreationTime"),
-            ended=described.get("TrainingEndTime"),
-            started=described.get("TrainingStartTime"),
-            cost=cost_so_far(described),
-            settings=tuple(setting_rows(described, region)),
-        )
-
-    @property
-    def instances(self) -> str:
-        """`2 x ml.g5.12xlarge`, the selected preference's, or `3 in instance groups` (the groups' row lists them)."""
-        if self.instance_type is None and self.instance_count:
-            return f"{self.instance_count} in instance groups"
-        return f"{self.instance_count} x {self.instance_type}"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-    @property
-    def console_url(self) -> str:
-        return console_url(self.region, self.name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "job_name": self.name,
-            "region": self.region,
-            "status": self.status,
-            "secondary_status": self.secondary_status,
-            "history": [
-                {
-                    "status": item.status,
-                    "message": item.message,
-                    "start": _iso(item.start),
-                    "end": _iso(item.end),
-                }
-                for item in self.transitions
-            ],
-            "instance_type": self.instance_type,
-            "instance_count": self.instance_count,
-            "billable_seconds": self.billable_seconds,
-            "failure_reason": self.failure_reason,
-            "model_artifact": self.model_artifact,
-            "created": _iso(self.created),
-            "started": _iso(self.started),
-            "ended": _iso(self.ended),
-            "cost_so_far": self.cost.to_dict() if self.cost else None,
-            "settings": dict(self.settings),
-            "console_url": self.console_url,
-        }
-
-
-@dataclass(frozen=True)
-class JobSummary:
-    """One row of ListTrainingJobs."""
-
-    name: str
-    status: str
-    secondary_status: str | None
-    created: datetime | None
-    ended: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "job_name": self.name,
-            "status": self.status,
-            "secondary_status": self.secondary_status,
-            "created": _iso(self.created),
-            "ended": _iso(self.ended),
-        }
-
-
-class Job:
-    """A handle on one training job. `orchestrator.submit(...)` returns one; `Job.attach(name)` finds one."""
+class JobClient:
+    """Reads (and stops) one training job: describe, status, log tails and a reader of new lines, metric points,
+    liveness, the failure cause's inputs. `cloud.submission.submit` returns one, with `.submission`."""
 
     def __init__(self, name: str, boto: Any, submission: SubmissionSummary | None = None) -> None:
         from orchestrator.cloud.sdk import client
@@ -197,23 +46,7 @@ class Job:
         with aws_errors(f"connecting to SageMaker for job {name}"):
             self._sagemaker = client(boto, "sagemaker")
         self._last_status: JobStatus | None = None
-        self._last_progress: JobProgress | None = None
-        self._latest_metrics: dict[str, float] = {}
         self._described: dict[str, Any] | None = None
-        self._live = LiveSummary()
-
-    @classmethod
-    def attach(cls, name: str, *, region: str | None = None, boto: Any | None = None) -> Job:
-        """The job called `name` in `region` (default: boto3's chain).
-
-        Raises:
-            JobNotFound: there is no such job there.
-        """
-        from orchestrator.cloud.sdk import boto_session
-
-        job = cls(name, boto or boto_session(region))
-        job.status()
-        return job
 
     @property
     def last_status(self) -> JobStatus | None:
@@ -228,10 +61,6 @@ class Job:
     @property
     def region(self) -> str:
         return self._boto.region_name
-
-    @property
-    def console_url(self) -> str:
-        return console_url(self.region, self.name)
 
     def describe(self) -> dict[str, Any]:
         """The raw DescribeTrainingJob response.
@@ -255,7 +84,6 @@ class Job:
     def status(self) -> JobStatus:
         self._described = self.describe()
         self._last_status = JobStatus.from_description(self._described, self.region)
-        self._live.update(self.summary())
         return self._last_status
 
     def progress(self, tail_lines: int = 200, refresh_status: bool = True) -> JobProgress:
@@ -269,10 +97,7 @@ class Job:
         described = self._read_status_description() if refresh_status or not self._described else self._described
         if described.get("TrainingJobStatus") == "Failed":  # room for every rank's traceback: still one call each
             tail_lines = max(tail_lines, FAILURE_READ_LINES)
-        self._last_progress = job_progress(described, self._tails(described, tail_lines), self._source_paths())
-        self._latest_metrics.update(self._last_progress.latest)
-        self._live.update(self.summary())
-        return self._last_progress
+        return job_progress(described, self._tails(described, tail_lines), self._source_paths())
 
     def failure_cause(self) -> FailureCause | None:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
@@ -301,22 +126,7 @@ class Job:
         described = self._read_status_description()
         with aws_errors("connecting to CloudWatch"):
             cloudwatch = client(self._boto, "cloudwatch")
-        points = cloudwatch_points(cloudwatch, described, names, period_seconds)
-        self._latest_metrics.update((point.metric, point.value) for point in points)
-        self._live.update(self.summary())
-        return points
-
-    def metrics(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Any:
-        """The series of `metric_points` as a pandas DataFrame (columns metric, value, timestamp, step, host),
-        or as a list of dicts where pandas is not installed."""
-        return to_frame(self.metric_points(names, period_seconds))
-
-    def plot(self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS) -> Figure:
-        """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
-        from orchestrator.observing.metric_charts import figure
-
-        points = self.metric_points(names, period_seconds)
-        return figure(points, names, title=self.name)
+        return cloudwatch_points(cloudwatch, described, names, period_seconds)
 
     def liveness(self, stall_timeout: float | None, now: datetime | None = None,
                  refresh_status: bool = True) -> JobLiveness:
@@ -341,48 +151,6 @@ class Job:
         self.status()
         assert self._described is not None
         return self._described
-
-    def wait(
-        self,
-        poll_seconds: float = 30.0,
-        on_status: Callable[[JobStatus], None] | None = None,
-        on_log: Callable[[LogLine], None] | None = None,
-    ) -> JobStatus:
-        """Polls until the job is Completed, Failed or Stopped; returns that final status.
-
-        Args:
-            on_status: called with the status whenever its status or secondary status changes.
-            on_log: when given, called with every host's new log lines after each poll.
-        """
-        reader = self.log_reader() if on_log else None
-        seen: tuple[str, str | None] | None = None
-        while True:
-            current = self.status()
-            if self._live.shown:  # shown in a notebook: its summary follows the steps and the loss too
-                self.progress(refresh_status=False)
-            if on_status and (current.status, current.secondary_status) != seen:
-                seen = (current.status, current.secondary_status)
-                on_status(current)
-            if reader and on_log:
-                for line in reader.read_new():
-                    on_log(line)
-            if current.is_terminal:
-                return current
-            time.sleep(poll_seconds)
-
-    def logs(self, follow: bool = False, poll_seconds: float = 10.0) -> Iterator[LogLine]:
-        """Every host's log lines merged in time order, values of secret-looking variables masked.
-
-        With `follow`, keeps polling until the job has ended and its last lines are read.
-        """
-        reader = self.log_reader()
-        while True:
-            # Status first, logs second: the read after a terminal status still gets the final lines.
-            ended = not follow or self.status().is_terminal
-            yield from reader.read_new()
-            if ended:
-                return
-            time.sleep(poll_seconds)
 
     def stop(self) -> bool:
         """Asks SageMaker to stop the job if it is running.
@@ -427,49 +195,6 @@ class Job:
             logs_client = client(self._boto, "logs")
         return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets))
 
-    def __repr__(self) -> str:
-        status = self._last_status.status if self._last_status else "not read yet"
-        known = "".join(f", {key}={value!r}" for key, value in self._known_progress())
-        return f"Job({self.name!r}, region={self.region!r}, status={status!r}{known})"
-
-    def _known_progress(self) -> list[tuple[str, str]]:
-        """Progress and the latest loss, as far as calls made earlier have read them."""
-        rows = []
-        estimate = self._last_progress.estimate if self._last_progress else None
-        if estimate:
-            rows.append(("progress", estimate.describe(as_of=_clock(estimate.at))))
-        for name in loss_metrics(list(self._latest_metrics)):
-            rows.append((name, f"{self._latest_metrics[name]:.6g}"))
-        return rows
-
-    def summary(self) -> Summary:
-        """What the notebook shows, from what earlier calls read (no call)."""
-        rows = [("region", self.region)]
-        current = self._last_status
-        if current:
-            rows.append(("instances", current.instances))
-            if current.cost and current.cost.total is not None:
-                about = "about " if current.cost.estimated else ""
-                rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
-            if current.failure_reason:
-                rows.append(("failure", current.failure_reason))
-            if self._last_progress and self._last_progress.failure_cause:
-                rows += self._last_progress.failure_cause.rows()
-            rows += current.settings
-        if self.submission:
-            rows += self.submission.summary_rows()
-        return Summary(title=f"Training job {self.name}", status=current.status if current else None,
-                       secondary_status=current.secondary_status if current else None,
-                       progress=self._last_progress, latest=dict(self._latest_metrics), rows=rows,
-                       links=[("SageMaker console", self.console_url),
-                              ("CloudWatch logs", cloudwatch_logs_url(self.region, self.name))])
-
-    def _repr_html_(self) -> str:
-        return self.summary().to_html()
-
-    def _ipython_display_(self) -> None:
-        """Shown in a notebook: a summary that later status reads update in place."""
-        self._live.show(self.summary())
 
 
 def list_jobs(
@@ -507,11 +232,3 @@ def list_jobs(
             if len(summaries) >= max_results:
                 break
     return summaries[:max_results]
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment else None
-
-
-def _clock(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%H:%M:%S UTC")

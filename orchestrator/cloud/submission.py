@@ -26,7 +26,8 @@ from orchestrator.cloud.aws_errors import (
     is_not_found,
     is_transient,
 )
-from orchestrator.cloud.jobs import Job, console_url
+from orchestrator.cloud.jobs import JobClient
+from orchestrator.observing.job_status import console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri, Target
@@ -80,7 +81,7 @@ class Submission:
         ]
 
 
-def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None] | None = None) -> Job:
+def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None] | None = None) -> JobClient:
     """Uploads the plan's source (once) and creates exactly its job, exactly once.
 
     Args:
@@ -90,7 +91,7 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
             warning on the `orchestrator` logger).
 
     Returns:
-        A handle on the created job, with `.submission` saying what was sent.
+        The client of the created job, with `.submission` saying what was sent.
 
     Raises:
         CapabilityError: the plan has blocking findings; nothing was sent.
@@ -112,7 +113,7 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
     created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
     uploaded = ensure_source_uploaded(job_plan, boto)
     _create_training_job_once(job_plan, boto)
-    return Job(job_plan.job_name, boto, Submission(job_plan, uploaded, created))
+    return JobClient(job_plan.job_name, boto, Submission(job_plan, uploaded, created))
 
 
 def _ensure_default_bucket(job_plan: Plan, boto: Any, say: Callable[[str], None]) -> bool:

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.aws_errors import aws_errors, is_name_taken, is_not_found, is_transient
-from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.jobs import JobClient
 from orchestrator.cloud.submission import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
@@ -186,13 +186,14 @@ class Tuning:
     def best_trial(self) -> Trial | None:
         return (self._last or self.status()).best
 
-    def best_job(self) -> Job:
-        """The `Job` handle of the best trial so far (its logs, metrics, model)."""
+    def best_job(self) -> JobClient:
+        """The client of the best trial so far (its status, log tails, metric points, model); for the whole
+        `orchestrator.Job` handle: `orchestrator.attach("sagemaker:" + tuning.best_trial().name)`."""
         best = self.status().best
         if best is None:
             raise SmtrainError(f"tuning job {self.name} has no completed trial with an objective yet",
                                fix="wait for a trial to complete (`smtrain tune status`)")
-        return Job(best.name, self._boto)
+        return JobClient(best.name, self._boto)
 
     def table(self) -> str:
         goal, metric = self._goal()

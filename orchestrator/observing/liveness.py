@@ -19,6 +19,9 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+EXIT_HUNG = 4
+"""The exit code of a run or a watch that ended because the job hung (`smtrain local`, `watch`, `submit --wait`)."""
+
 
 class Verdict(enum.Enum):
     MOVING = "moving"

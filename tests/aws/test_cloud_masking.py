@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from job_fakes import described
 
-from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.jobs import JobClient
 from orchestrator.redact import MASK
 
 
@@ -15,7 +15,7 @@ def test_the_cloud_side_masks_secret_looking_assignments_the_spec_never_held(stu
         "tiny-x", "Failed", "Failed", TrainingEndTime=described("x", "Failed", "Failed")["CreationTime"],
         FailureReason="AlgorithmError: HF_TOKEN=hf_abcdefgh1234 rejected; cmd: train.py --db-password s3cr3t-pw"))
 
-    reason = Job("tiny-x", stubbed).status().failure_reason
+    reason = JobClient("tiny-x", stubbed).status().failure_reason
 
     assert "hf_abcdefgh1234" not in reason and "s3cr3t-pw" not in reason
     assert reason == f"AlgorithmError: HF_TOKEN={MASK} rejected; cmd: train.py --db-password {MASK}"

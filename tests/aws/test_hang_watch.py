@@ -1,4 +1,4 @@
-"""A SageMaker job's liveness (cloud.job_liveness) and the watch that stops a hung job (cloud.hang_watch).
+"""A SageMaker job's liveness (cloud.job_liveness) and the watch that stops a hung job (`orchestrator.Job.follow`).
 
 CloudWatch Logs and metrics are moto's server; SageMaker is a Stubber, since moto creates every job Completed and
 has no StopTrainingJob. A fake clock and sleep stand for minutes of watching: nothing here waits or depends on
@@ -13,14 +13,21 @@ from collections import Counter
 import pytest
 from job_fakes import T0, seed_host_metrics, seed_logs, training
 
-from orchestrator.cloud.hang_watch import WatchOptions, watch
+from orchestrator.backends.job import Job
+from orchestrator.backends.sagemaker import SageMakerBackend
+from orchestrator.cloud.hang_watch import WatchOptions
 from orchestrator.cloud.job_liveness import GPU_BUSY_PERCENT
-from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.liveness import Verdict
 
 MINUTE = 60_000
 IDLE = {"GPUUtilization": 0.0, "GPUMemoryUtilization": 41.0, "CPUUtilization": 2.0}
 BUSY = {"GPUUtilization": 97.0, "GPUMemoryUtilization": 80.0, "CPUUtilization": 110.0}
+
+
+def _job(name: str, session) -> Job:
+    """The job handle every watch follows: `orchestrator.Job` on the SageMaker backend."""
+    return Job(SageMakerBackend(session), name)
 
 
 class FakeClock:
@@ -54,7 +61,7 @@ def test_silent_logs_and_idle_gpus_are_hung_and_say_which_host_went_silent_first
     seed_host_metrics("tiny-hang", {"algo-1": IDLE, "algo-2": IDLE})
     queue(stubbed_sagemaker, "tiny-hang", ("InProgress", "Training"))
 
-    liveness = Job("tiny-hang", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-hang", stubbed_sagemaker).liveness(600)
 
     assert liveness.verdict is Verdict.HUNG
     assert liveness.silent_seconds >= 20 * 60
@@ -77,7 +84,7 @@ def test_silent_logs_with_one_busy_gpu_host_are_slow(stubbed_sagemaker):
     seed_host_metrics("tiny-slow", {"algo-1": BUSY, "algo-2": IDLE})
     queue(stubbed_sagemaker, "tiny-slow", ("InProgress", "Training"))
 
-    liveness = Job("tiny-slow", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-slow", stubbed_sagemaker).liveness(600)
 
     assert liveness.verdict is Verdict.SLOW
     assert liveness.summary().endswith("GPUs busy on algo-1; GPUs idle on algo-2")
@@ -90,7 +97,7 @@ def test_a_gpu_just_under_the_threshold_is_idle_and_one_at_it_is_busy(stubbed_sa
                                     "algo-2": {**IDLE, "GPUUtilization": GPU_BUSY_PERCENT}})
     queue(stubbed_sagemaker, "tiny-edge", ("InProgress", "Training"))
 
-    liveness = Job("tiny-edge", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-edge", stubbed_sagemaker).liveness(600)
 
     assert [host.activity.busy for host in liveness.hosts] == [False, True]
 
@@ -99,7 +106,7 @@ def test_hosts_without_utilization_metrics_are_never_called_hung(stubbed_sagemak
     silent_logs("tiny-unknown")
     queue(stubbed_sagemaker, "tiny-unknown", ("InProgress", "Training"))
 
-    liveness = Job("tiny-unknown", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-unknown", stubbed_sagemaker).liveness(600)
 
     assert liveness.verdict is Verdict.SLOW
     assert liveness.summary().endswith("utilization unknown on every host (algo-1, algo-2)")
@@ -118,7 +125,7 @@ def test_a_recent_metric_point_is_speech_even_when_the_logs_are_silent(stubbed_s
         "tiny-metric", AlgorithmSpecification={"TrainingInputMode": "File", "TrainingImage": "pytorch-training",
                                                "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"}]}))
 
-    liveness = Job("tiny-metric", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-metric", stubbed_sagemaker).liveness(600)
 
     assert liveness.verdict is Verdict.MOVING
     # The point's minute holds the logged value; its end is the latest the job can have spoken.
@@ -132,8 +139,8 @@ def test_watch_stops_a_hung_job_once_and_says_why(stubbed_sagemaker):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("stop_training_job", {}, {"TrainingJobName": "tiny-stop"})
     clock, verdicts = FakeClock(), []
 
-    outcome = watch(Job("tiny-stop", stubbed_sagemaker),
-                    WatchOptions(stall_timeout=600, clock=clock, sleep=clock.sleep), on_verdict=verdicts.append)
+    outcome = _job("tiny-stop", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=600, clock=clock, sleep=clock.sleep), on_verdict=verdicts.append)
 
     assert outcome.stop_requested and outcome.hang is not None and outcome.hang.verdict is Verdict.HUNG
     assert [item.verdict for item in verdicts] == [Verdict.HUNG]
@@ -148,8 +155,8 @@ def test_watch_reports_a_slow_job_and_follows_it_to_its_end_without_stopping_it(
           ("Completed", "Completed"))
     clock, verdicts = FakeClock(), []
 
-    outcome = watch(Job("tiny-busy", stubbed_sagemaker),
-                    WatchOptions(stall_timeout=600, poll_seconds=60, clock=clock, sleep=clock.sleep),
+    outcome = _job("tiny-busy", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=600, poll_seconds=60, clock=clock, sleep=clock.sleep),
                     on_verdict=verdicts.append)
 
     assert outcome.status.status == "Completed" and outcome.hang is None and not outcome.stop_requested
@@ -162,7 +169,8 @@ def test_watch_without_stop_reports_the_hang_and_leaves_the_job_running(stubbed_
     seed_host_metrics("tiny-keep", {"algo-1": IDLE, "algo-2": IDLE})
     queue(stubbed_sagemaker, "tiny-keep", ("InProgress", "Training"))
 
-    outcome = watch(Job("tiny-keep", stubbed_sagemaker), WatchOptions(stall_timeout=600, stop=False))
+    outcome = _job("tiny-keep", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=600, stop=False))
 
     assert outcome.hang is not None and outcome.hang.verdict is Verdict.HUNG and not outcome.stop_requested
     assert outcome.status.status == "InProgress"  # the Stubber would fail on any StopTrainingJob
@@ -177,8 +185,8 @@ def test_the_stall_clock_runs_on_the_injected_clock_and_stops_at_the_timeout(stu
     queue(stubbed_sagemaker, "tiny-clock", *[("InProgress", "Training")] * 14)
     stubbed_sagemaker.stubbers["sagemaker"].add_response("stop_training_job", {}, {"TrainingJobName": "tiny-clock"})
 
-    outcome = watch(Job("tiny-clock", stubbed_sagemaker),
-                    WatchOptions(stall_timeout=300, clock=clock, sleep=clock.sleep), on_verdict=verdicts.append)
+    outcome = _job("tiny-clock", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=300, clock=clock, sleep=clock.sleep), on_verdict=verdicts.append)
 
     assert outcome.stop_requested and [item.verdict for item in verdicts] == [Verdict.HUNG]
     assert clock.slept == [15.0] * 12  # 13 polls: the liveness looks at 0, 60, 120 and 180 s
@@ -192,8 +200,8 @@ def test_watching_costs_one_metric_call_and_a_log_read_per_host_a_minute(stubbed
     queue(stubbed_sagemaker, "tiny-cost", *[("InProgress", "Training")] * 20, ("Completed", "Completed"))
     clock = FakeClock()
 
-    outcome = watch(Job("tiny-cost", stubbed_sagemaker),
-                    WatchOptions(stall_timeout=1800, clock=clock, sleep=clock.sleep))
+    outcome = _job("tiny-cost", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=1800, clock=clock, sleep=clock.sleep))
 
     assert outcome.status.status == "Completed"
     minutes = sum(clock.slept) / 60  # 20 polls of 15 s: 5 minutes watched
@@ -207,8 +215,8 @@ def test_a_job_that_is_not_training_is_never_judged(stubbed_sagemaker, secondary
     queue(stubbed_sagemaker, "tiny-phase", ("InProgress", secondary), ("Completed", "Completed"))
     clock = FakeClock()
 
-    outcome = watch(Job("tiny-phase", stubbed_sagemaker),
-                    WatchOptions(stall_timeout=1, clock=clock, sleep=clock.sleep))
+    outcome = _job("tiny-phase", stubbed_sagemaker).follow(
+        WatchOptions(stall_timeout=1, clock=clock, sleep=clock.sleep))
 
     assert outcome.hang is None and stubbed_sagemaker.sent == []
 
@@ -241,7 +249,7 @@ def test_a_secret_in_a_hosts_last_lines_is_masked_in_the_reason_and_the_json(stu
     stubbed_sagemaker.stubbers["sagemaker"].add_response(
         "describe_training_job", training("tiny-secret", Environment={"WANDB_API_KEY": SECRET}))
 
-    liveness = Job("tiny-secret", stubbed_sagemaker).liveness(600)
+    liveness = JobClient("tiny-secret", stubbed_sagemaker).liveness(600)
 
     assert liveness.hosts[0].last_lines == ("connecting with token ****",)
     assert SECRET not in liveness.last_lines_text() + str(liveness.to_dict())

@@ -1,4 +1,5 @@
-"""orchestrator.cloud.jobs: list, status and logs against moto's server; wait, follow and stop on a Stubber, since
+"""The SageMaker side of orchestrator.Job (cloud.jobs' client behind SageMakerBackend): list, status and logs against
+moto's server; wait, follow and stop on a Stubber, since
 moto creates every job Completed and lacks StopTrainingJob (HTTP 500, NotImplementedError)."""
 
 from __future__ import annotations
@@ -8,8 +9,15 @@ from datetime import datetime, timezone
 import pytest
 from job_fakes import BUCKET, EPOCH, NOW, SECRET, T0, create_jobs, described, seed_logs
 
-from orchestrator.cloud.jobs import Job, JobNotFound, list_jobs
+import orchestrator
+from orchestrator.backends.sagemaker import SageMakerBackend
+from orchestrator.cloud.jobs import list_jobs
+from orchestrator.observing.job_status import JobNotFound
 from orchestrator.cloud.logs import LOG_GROUP
+
+
+def _job(name: str, session) -> orchestrator.Job:
+    return orchestrator.Job(SageMakerBackend(session), name)
 
 
 @pytest.fixture
@@ -31,7 +39,7 @@ def test_list_jobs_filters_by_status_and_name_and_stops_at_max(three_jobs):
 
 
 def test_status_reads_what_describe_training_job_says(three_jobs):
-    current = Job.attach("tiny-a").status()
+    current = orchestrator.attach("tiny-a").status()
 
     assert (current.status, current.secondary_status) == ("Completed", "Completed")
     assert (current.instance_type, current.instance_count) == ("ml.c5.2xlarge", 2)
@@ -43,7 +51,7 @@ def test_status_reads_what_describe_training_job_says(three_jobs):
 
 def test_attach_to_an_unknown_job_raises_job_not_found(aws):
     with pytest.raises(JobNotFound, match="no training job named nope in us-east-1") as raised:
-        Job.attach("nope")
+        orchestrator.attach("nope")
     assert raised.value.exit_code == 2
 
 
@@ -58,7 +66,7 @@ def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
     # A job whose name starts with the same letters must not leak into tiny-a's logs.
     seed_logs("tiny-ab", {"algo-1": [(5, "someone else")]})
 
-    lines = list(Job.attach("tiny-a").logs())
+    lines = list(orchestrator.attach("tiny-a").logs())
 
     assert [str(line) for line in lines] == [
         "[algo-1] a: start",
@@ -72,7 +80,7 @@ def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
 
 
 def test_logs_of_a_job_that_has_not_logged_yet_are_empty(three_jobs):
-    assert list(Job.attach("tiny-b").logs()) == []
+    assert list(orchestrator.attach("tiny-b").logs()) == []
 
 
 def test_follow_reads_until_the_job_ends_and_then_the_last_lines(stubbed):
@@ -112,7 +120,7 @@ def test_follow_reads_until_the_job_ends_and_then_the_last_lines(stubbed):
     )
     logs.add_response("get_log_events", {"events": [], "nextForwardToken": "f/2", "nextBackwardToken": "b/2"})
 
-    lines = [str(line) for line in Job(name, stubbed).logs(follow=True, poll_seconds=0)]
+    lines = [str(line) for line in _job(name, stubbed).logs(follow=True, poll_seconds=0)]
 
     assert lines == ["[algo-1] epoch 1", "[algo-1] saved model"]
 
@@ -140,7 +148,7 @@ def test_wait_reports_each_status_change_once_and_returns_the_final_status(stubb
     )
     seen = []
 
-    final = Job(name, stubbed).wait(poll_seconds=0, on_status=seen.append)
+    final = _job(name, stubbed).wait(poll_seconds=0, on_status=seen.append)
 
     assert [(item.status, item.secondary_status) for item in seen] == [
         ("InProgress", "Starting"),
@@ -158,7 +166,7 @@ def test_stop_leaves_a_job_that_is_not_running_alone(stubbed, status):
         "describe_training_job", described("tiny-done", status, status)
     )
 
-    assert Job("tiny-done", stubbed).stop() is False
+    assert _job("tiny-done", stubbed).stop() is False
 
 
 def test_stop_of_a_running_job_calls_stop_training_job(stubbed):
@@ -166,7 +174,7 @@ def test_stop_of_a_running_job_calls_stop_training_job(stubbed):
     sagemaker.add_response("describe_training_job", described("tiny-run", "InProgress", "Training"))
     sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": "tiny-run"})
 
-    job = Job("tiny-run", stubbed)
+    job = _job("tiny-run", stubbed)
 
     assert job.stop() is True
     assert job.last_status.status == "InProgress"
@@ -182,14 +190,14 @@ def test_stop_of_a_job_that_ended_meanwhile_is_not_an_error(stubbed):
     )
     sagemaker.add_response("describe_training_job", described("tiny-race", "Completed", "Completed"))
 
-    assert Job("tiny-race", stubbed).stop() is False
+    assert _job("tiny-race", stubbed).stop() is False
 
 
 def test_job_repr_shows_what_is_known_without_a_call(stubbed):
     stubbed.stubbers["sagemaker"].add_response(
         "describe_training_job", described("tiny-r", "InProgress", "Training")
     )
-    job = Job("tiny-r", stubbed)
+    job = _job("tiny-r", stubbed)
 
     assert repr(job) == "Job('tiny-r', region='us-east-1', status='not read yet')"
     job.status()

@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 import orchestrator
-from orchestrator.backends.base import SECONDARY_STATUSES, STATUSES
+from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, read_status

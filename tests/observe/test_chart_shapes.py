@@ -7,8 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from orchestrator.backends.job import Job as BackendJob
-from orchestrator.cloud.jobs import Job
+from orchestrator.backends.job import Job
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.errors import SmtrainError
 from orchestrator.observing.metric_charts import figure, text_chart
@@ -48,8 +47,8 @@ def test_the_epoch_panel_is_drawn_as_steps_with_whole_number_ticks(points):
     assert ticks and all(float(tick).is_integer() for tick in ticks)
 
 
-@pytest.mark.parametrize("job_class", [Job, BackendJob], ids=["cloud.Job", "backends.Job"])
-def test_job_plot_without_data_says_so(monkeypatch, job_class):
+def test_job_plot_without_data_says_so(monkeypatch):
+    job_class = Job
     job = job_class.__new__(job_class)
     monkeypatch.setattr(job_class, "name", "quiet-job", raising=False)
     monkeypatch.setattr(job, "metric_points", lambda *args: [], raising=False)

@@ -20,7 +20,7 @@ from job_fakes import described
 from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
 from orchestrator.cli.main import main
-from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.jobs import JobClient
 from orchestrator.cloud.logs import LOG_GROUP
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.spec.image_packages import image_packages
@@ -164,7 +164,7 @@ def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubb
         def summary_rows(self):
             return []
 
-    cause = Job("ddp-handle", stubbed_sagemaker, Submitted()).failure_cause()
+    cause = JobClient("ddp-handle", stubbed_sagemaker, Submitted()).failure_cause()
 
     assert cause.headline() == HEADLINE.replace("at train.py:48", "at src/train.py:48")
 
@@ -276,7 +276,7 @@ def test_a_requirements_install_failure(stubbed_sagemaker):
 def test_max_runtime_exceeded_from_the_jobs_description(stubbed_sagemaker):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
         "too-long", status="Stopped", secondary="MaxRuntimeExceeded", reason=""))
-    cause = Job("too-long", stubbed_sagemaker).failure_cause()  # no log read: the description says it
+    cause = JobClient("too-long", stubbed_sagemaker).failure_cause()  # no log read: the description says it
     assert cause.category == "max_runtime" and "max_run_seconds=3600" in cause.exception
     assert "raise max_run_seconds" in cause.fix
 
@@ -284,5 +284,5 @@ def test_max_runtime_exceeded_from_the_jobs_description(stubbed_sagemaker):
 def test_spot_capacity_from_the_jobs_description(stubbed_sagemaker):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
         "no-spot", status="Stopped", secondary="MaxWaitTimeExceeded", reason="", EnableManagedSpotTraining=True))
-    cause = Job("no-spot", stubbed_sagemaker).failure_cause()
+    cause = JobClient("no-spot", stubbed_sagemaker).failure_cause()
     assert cause.category == "spot_capacity" and "spot.max_wait_seconds" in cause.fix

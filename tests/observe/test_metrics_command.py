@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from job_fakes import create_jobs
 
 from orchestrator.cli.main import main
-from orchestrator.cloud.jobs import Job
+from orchestrator import Job
 from orchestrator.cloud.metrics import JOB_DIMENSION, NAMESPACE
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder

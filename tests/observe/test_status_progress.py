@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from job_fakes import create_jobs, described
 
 from orchestrator.cli.main import main
-from orchestrator.cloud.jobs import Job
+from orchestrator import Job
 from orchestrator.cloud.logs import LOG_GROUP
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.spec.catalog import lookup

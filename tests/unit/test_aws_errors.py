@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 
 from orchestrator.cloud import infra
-from orchestrator.cloud.jobs import Job
+from orchestrator.cloud.jobs import JobClient
 from orchestrator.errors import AwsError, EnvironmentProblem
 
 DENIED = ("User: arn:aws:iam::123456789012:user/dev is not authorized to perform: {action} on resource: "
@@ -37,7 +37,7 @@ def _failure(call, service: str, method: str, code: str, action: str) -> AwsErro
 def test_access_denied_gets_the_same_advice_from_infra_and_job_commands():
     from_infra = _failure(lambda session: infra.stack_outputs(session=session), "cloudformation",
                           "describe_stacks", "AccessDenied", "cloudformation:DescribeStacks")
-    from_jobs = _failure(lambda session: Job("tiny-1", session).status(), "sagemaker",
+    from_jobs = _failure(lambda session: JobClient("tiny-1", session).status(), "sagemaker",
                          "describe_training_job", "AccessDeniedException", "sagemaker:DescribeTrainingJob")
 
     assert "reading CloudFormation stack smtrain: DescribeStacks failed: AccessDenied" in str(from_infra)
@@ -52,7 +52,7 @@ def test_missing_region_gets_the_same_advice_from_infra_and_job_commands(monkeyp
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     bare = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
     problems = []
-    for call in (lambda: infra.stack_outputs(session=bare), lambda: Job("tiny-1", bare).status()):
+    for call in (lambda: infra.stack_outputs(session=bare), lambda: JobClient("tiny-1", bare).status()):
         with pytest.raises(EnvironmentProblem, match="no AWS region configured") as raised:
             call()
         problems.append(raised.value.fix)

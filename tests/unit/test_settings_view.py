@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.cloud.jobs import JobStatus
-from orchestrator.cloud.settings_view import setting_rows
+from orchestrator.observing.settings_view import setting_rows
 
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-reserved"
 MLFLOW_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/team"

@@ -1,0 +1,143 @@
+"""Which backend a job a user names belongs to: the one resolver of `orchestrator.attach` and every CLI verb.
+
+A job id names its backend: `local:<run name or directory>` or `sagemaker:<job name>`; `--backend` says the same
+for a bare name. A bare name is resolved without asking AWS where it can be: a run directory, or the name of a run
+under runs/, is local (a SageMaker name holds no `/`, and a user who has a local run of that name means it); any
+other name is SageMaker's, checked as a job name first. Only when the user points at SageMaker as well, with an
+explicit region, is SageMaker asked whether it has a job of a local run's name too: then the name is ambiguous,
+and the error names both ids to choose from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from orchestrator.backends.base import BACKENDS, Backend
+from orchestrator.backends.runs import find_run, is_directory, near_runs
+from orchestrator.errors import SmtrainError
+from orchestrator.observing.job_status import JobNotFound
+from orchestrator.planning.job_name import check_job_name
+
+
+class AmbiguousJob(SmtrainError):
+    """A bare name that is both a local run and a SageMaker job: bad input (exit 2), the fix names both ids."""
+
+
+def split_job_id(job: str, backend: str | None) -> tuple[str | None, str]:
+    """(`local`, `sagemaker` or None for a bare name; the backend's own id) from `local:RUN` / `sagemaker:NAME` and
+    `--backend`; an id and a `--backend` that disagree are bad input."""
+    prefix, colon, rest = job.partition(":")
+    named = prefix if colon and prefix in BACKENDS else None
+    if backend is not None and backend not in BACKENDS:
+        raise SmtrainError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
+                           fix="pass --backend local or --backend sagemaker")
+    if named and backend and named != backend:
+        raise SmtrainError(f"{job} names the {named} backend, but --backend says {backend}",
+                           fix=f"drop --backend, or give the bare name {rest}")
+    return named or backend, rest if named else job
+
+
+def resolve_job(job: str, backend: str | None = None, region: str | None = None,
+                boto: Any | None = None) -> tuple[Backend, str]:
+    """(the backend, its id of the job) for what a user typed (`job`, `--backend`, `--region`; `boto`: a session
+    that replaces boto3's chain, as the tests give one).
+
+    Raises:
+        JobNotFound: `local:` names no run; AmbiguousJob: a bare local run's name is a SageMaker job's too (asked
+        only with `region` given); SmtrainError: a name SageMaker could not hold, no region, no credentials (for
+        a bare name that is near a local run's, the error names the near runs first).
+    """
+    chosen, name = split_job_id(job, backend)
+    if chosen == "local":
+        return _local(), str(_local_run_dir(name))
+    run_dir = find_run(name) if chosen is None and name else None
+    if run_dir is not None:
+        if region is not None and _sagemaker_has(name, boto, region):
+            raise AmbiguousJob(f"{name} is both a local run ({_relative(run_dir)}) and a SageMaker job in {region}",
+                               fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
+        return _local(), str(run_dir)
+    if chosen is None and "/" in name and is_directory(Path(name)):  # a folder, not a run: what it holds is read
+        return _local(), name
+    return _sagemaker(name, boto, region, near=near_runs(name) if chosen is None else []), name
+
+
+def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
+    """Whether SageMaker in `region` has a job called `name` (a name it could not hold, or no answer: no)."""
+    from orchestrator.backends.sagemaker import SageMakerBackend
+
+    try:
+        check_job_name(name, "JOB_NAME")
+        SageMakerBackend(boto, region).describe(name)
+    except SmtrainError:
+        return False
+    return True
+
+
+def _local_run_dir(name: str) -> Path:
+    """The run directory `local:NAME` means: a directory, or runs/NAME/; else the near runs are named."""
+    run_dir = find_run(name)
+    if run_dir is not None:
+        return run_dir
+    if is_directory(Path(name)):
+        return Path(name)
+    near = near_runs(name)
+    hint = f"did you mean {', '.join(str(_relative(path)) for path in near)}?" if near else (
+        "list the local runs with `smtrain list --local`")
+    raise JobNotFound(f"{name} is no local run (no run directory, nor runs/{name}/)", fix=hint)
+
+
+def _local() -> Backend:
+    from orchestrator.backends.local import LocalBackend
+
+    return LocalBackend()
+
+
+def _sagemaker(name: str, boto: Any | None, region: str | None, near: list[Path]) -> Backend:
+    """SageMaker's backend for job `name`; for a bare name near local runs' names, an error on the way (a malformed
+    name, no region, no credentials, no such job) names those runs first."""
+    from orchestrator.backends.sagemaker import SageMakerBackend
+
+    with naming_near_runs(name, near):
+        check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
+        chosen = SageMakerBackend(boto, region)
+        if near:  # an unknown name fails here, while the near runs can still be named
+            chosen.describe(name)
+    return chosen
+
+
+@contextlib.contextmanager
+def naming_near_runs(name: str, near: list[Path]) -> Iterator[None]:
+    """Where SageMaker cannot answer for NAME, which is no local run, the local runs NAME is near to are named."""
+    try:
+        yield
+    except SmtrainError as error:
+        if not near:
+            raise
+        shown = ", ".join(str(_relative(path)) for path in near)
+        error.message = (f"{name} is no local run; did you mean {shown}? Nor could SageMaker answer for it: "
+                         f"{error.message}")
+        error.args = (error.message,)
+        raise
+
+
+def _relative(path: Path) -> Path:
+    """`runs/NAME` for a run under the working directory, else the path as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+
+def backend_for(name: str | None, region: str | None = None, boto: Any | None = None,
+                say: Callable[[str], None] | None = None) -> Backend:
+    """The backend called `name` (None: SageMaker), to schedule on or to list: `submit`, `list`."""
+    chosen, _ = split_job_id("", name)
+    if chosen == "local":
+        return _local()
+    from orchestrator.backends.sagemaker import SageMakerBackend
+
+    return SageMakerBackend(boto, region, say)
