@@ -3,7 +3,7 @@
 The run directory's `status.json` holds the members of DescribeTrainingJob a person or a script acts on
 (TrainingJobStatus, SecondaryStatus and its transitions, times, FailureReason, ModelArtifacts, ResourceConfig,
 the metric definitions, hyperparameters and environment with secrets masked), so one status vocabulary and one
-reader (`cloud.jobs.JobStatus.from_description`) serve both executors. A local run goes
+reader (`observing.job_status.JobStatus.from_description`) serve both executors. A local run goes
 
     InProgress: Starting -> Downloading -> Training [-> Interrupted -> Restarting -> Training] -> Uploading
     then Completed, Failed, or Stopped (Stopped, MaxRuntimeExceeded, Interrupted: Ctrl-C or SIGTERM)
