@@ -9,7 +9,7 @@ method of `orchestrator.Job` is a call here, so neither ever asks which backend 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,6 +139,23 @@ class Backend(Protocol):
         """What the job's start said about how it runs (a local run: the CPU stand-in, the deviations), as
         `smtrain local` prints it; none for SageMaker."""
         ...
+
+
+def follow_lines(reader: NewLines, ended: Callable[[], bool], host: str | None, tail: int | None,
+                 poll_seconds: float) -> Iterator[LogLine]:
+    """The one log-follow loop of both backends: new lines from `reader` until `ended()` (read first, so that the
+    read after the end still gets the last lines); one host's (or all), the first read cut to the last `tail`."""
+    import time
+
+    first = True
+    while True:
+        done = ended()
+        lines = reader.read_new()
+        yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
+        first = False
+        if done:
+            return
+        time.sleep(poll_seconds)
 
 
 def last_lines(lines: list[LogLine], host: str | None, tail: int | None) -> list[LogLine]:

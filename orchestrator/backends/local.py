@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import time
+from datetime import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from orchestrator.backends.base import MetricSeries, StatusReport, last_lines
+from orchestrator.backends.base import MetricSeries, StatusReport, follow_lines
 from orchestrator.backends.runs import local_runs
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
@@ -114,7 +114,7 @@ class LocalBackend:
         stored = self.failure_cause(job_id)
         return dataclasses.replace(progress, failure_cause=stored) if stored else progress
 
-    def liveness(self, job_id: str, stall_timeout: float, now: object) -> None:
+    def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> None:
         """None: a local run's own stall timeout judges it (`emulator/supervising/stall.py`)."""
         return None
 
@@ -143,16 +143,10 @@ class LocalBackend:
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Each host's log, host after host (local logs carry no time per line; each line has its log's time
         of last write). With `follow`, new lines as they come, until the run has ended."""
-        reader = _RunLogs(Path(job_id), lambda: not follow or self.describe(job_id).is_terminal, tail)
-        first = True
-        while True:
-            ended = reader.ended()
-            lines = reader.read_new(ended)
-            yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
-            first = False
-            if ended:
-                return
-            time.sleep(poll_seconds)
+        def ended() -> bool:  # asked by the loop and by the reader (whose last unfinished line waits for the end)
+            return not follow or self.describe(job_id).is_terminal
+
+        yield from follow_lines(_RunLogs(Path(job_id), ended, tail), ended, host, tail, poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,
                       period_seconds: int | None = None) -> MetricSeries:
@@ -243,13 +237,13 @@ class _RunLogs:
 
     def __init__(self, run_dir: Path, ended: Callable[[], bool], tail: int | None = None) -> None:
         self._run_dir = run_dir
-        self.ended = ended
+        self._ended = ended
         self._tail = tail
         self._files: dict[str, _LogFile] = {}
         self._first = True
 
-    def read_new(self, final: bool | None = None) -> list[LogLine]:
-        final = self.ended() if final is None else final
+    def read_new(self) -> list[LogLine]:
+        final = self._ended()
         for path in sorted((self._run_dir / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
             if path.stem not in self._files:
                 self._files[path.stem] = _LogFile(path)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from orchestrator.backends.base import MetricSeries, NewLines, StatusReport, last_lines
+from orchestrator.backends.base import MetricSeries, NewLines, StatusReport, follow_lines, last_lines
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.jobs import JobClient, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
@@ -102,17 +101,8 @@ class SageMakerBackend:
         if tail is not None and not follow:
             yield from last_lines(job.tail_lines(tail), host, tail)
             return
-        reader = job.log_reader()
-        first = True
-        while True:
-            # Status first, logs second: the read after a terminal status still gets the final lines.
-            ended = not follow or job.status().is_terminal
-            lines = reader.read_new()
-            yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
-            first = False
-            if ended:
-                return
-            time.sleep(poll_seconds)
+        yield from follow_lines(job.log_reader(), lambda: not follow or job.status().is_terminal, host, tail,
+                                poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,
                       period_seconds: int | None = None) -> MetricSeries:

@@ -5,15 +5,31 @@ and a SageMaker job (asked only with an explicit --region) is bad input that nam
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import finished_run
 from job_fakes import create_jobs, seed_logs
 
 import orchestrator
 from orchestrator.backends.resolve import AmbiguousJob
 from orchestrator.cli.main import main
+from orchestrator.contract import RUN_MARKER_FILE
+
+
+def finished_run(root: Path, name: str, status: str = "Completed") -> Path:
+    """A finished run directory under root/runs/ as `smtrain local` leaves it: status.json, one host's log."""
+    run_dir = root / "runs" / name
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    (run_dir / "status.json").write_text(json.dumps({
+        "TrainingJobName": name, "TrainingJobStatus": status, "SecondaryStatus": status,
+        "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
+        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
+    (run_dir / "logs" / "algo-1.log").write_text("epoch=1 step=2/2 train_loss=0.5\n")
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"metric": "train:loss", "value": 0.5, "timestamp": "2026-11-26T10:00:01+00:00",
+                                                       "step": 2, "host": "algo-1"}) + "\n")
+    return run_dir
 
 
 def smtrain(*args: str):
