@@ -65,7 +65,7 @@ def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: 
 
 
 def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None,
-        local_options: Any | None = None) -> Any:
+        local_options: Any | None = None) -> Job:
     """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
 
     Args:

@@ -84,6 +84,8 @@ def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_
     artifacts = job.artifacts()
     assert Path(artifacts["model"]).is_file() and Path(artifacts["output"]).is_file()
     assert orchestrator.attach(job.id).status().status == "Completed"
+    assert type(job) is type(orchestrator.attach(job.full_id)) is orchestrator.Job  # issue 32: one handle
+    assert job.full_id == f"local:{job.id}"
 
 
 def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, monkeypatch):
