@@ -19,9 +19,9 @@ from orchestrator.backends.base import last_lines
 from orchestrator.cloud.jobs import JobNotFound, JobStatus
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
-from orchestrator.emulator.local_run import Options, QuietObserver, run_local
+from orchestrator.emulator.local_run import QuietObserver, run_local
 from orchestrator.emulator.preparing.layout import read_result
-from orchestrator.emulator.preparing.prepared_run import LocalSettings
+from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun
 from orchestrator.observing.log_lines import LogLine, host_order
@@ -46,7 +46,7 @@ class LocalBackend:
         self._starting: dict[str, _Start] = {}
 
     def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
-        return local_plan(spec, self._settings())
+        return local_plan(spec, self.options)
 
     def schedule(self, plan: Plan) -> str:
         plan = self.plan(plan)
@@ -142,9 +142,6 @@ class LocalBackend:
         """The cause the run wrote into result.json when it ended."""
         stored = (read_result(Path(job_id)) or {}).get("failure_cause")
         return FailureCause.from_dict(stored) if stored else None
-
-    def _settings(self) -> LocalSettings:
-        return LocalSettings(run_dir=self.options.run_dir, inputs=self.options.inputs)
 
 
 @dataclasses.dataclass

@@ -30,7 +30,6 @@ from orchestrator.emulator.supervising.stacks import (
 from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
 from orchestrator.observing.metric_series import format_duration
 
-DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 EXIT_HUNG = 4
 STACKS_FILE = "stacks.txt"
 _BUILD_LOCK_WAIT = "file_baton.py"
