@@ -17,6 +17,7 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,7 +169,9 @@ def default_of(name: str) -> Any:
 
 
 _PYTHON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "int": (int, "an integer"), "number": ((int, float), "a number"), "flag": (bool, "True or False")}
+    "int": (int, "an integer"), "number": ((int, float), "a number"), "flag": (bool, "True or False"),
+    "directory": ((str, PathLike), "a path"), "pairs": (Mapping, "a mapping, e.g. {\"train\": \"./data\"}")}
+"""What an API keyword must be, by what its flag takes (a text option's normalize says what it accepts)."""
 
 
 def options_from(keywords: Mapping[str, Any]) -> Options:

@@ -91,6 +91,8 @@ def test_an_unknown_or_out_of_range_keyword_is_refused_before_anything_starts(tm
         orchestrator.run(EXAMPLE, backend="local", processes_per_host=0)
     with pytest.raises(SpecError, match="is not an integer"):
         orchestrator.run(EXAMPLE, backend="local", processes_per_host="2")
+    with pytest.raises(SpecError, match="is not a mapping"):
+        orchestrator.run(EXAMPLE, backend="local", inputs="train=./data")
     with pytest.raises(SpecError, match="smoke_steps needs smoke_seconds"):
         orchestrator.run(EXAMPLE, backend="local", smoke_steps=3)
     with pytest.raises(SpecError, match="takes no local run options: run_dir"):
