@@ -316,6 +316,9 @@ def _signal_advice(number: int) -> str:
 def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code: int | None) -> list[_Candidate]:
     """Every rank's first error in one host's output, and the launcher's own report of its failed ranks."""
     streams: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
+    stderr: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
+    """A tagged rank's stderr alone: mpirun forwards stdout and stderr apart, so a line the rank printed before
+    its traceback may land inside it."""
     for position, line in enumerate(lines):
         tagged = _MPI_TAG.match(line)
         prefixed = _RANK_PREFIX.match(line)
@@ -323,6 +326,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             rank = int(tagged[1])
             owner = tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host, lines)
             streams.setdefault((owner, rank), []).append((position, tagged[4]))
+            if tagged[3] == "stderr":
+                stderr.setdefault((owner, rank), []).append((position, tagged[4]))
         elif prefixed:
             streams.setdefault((host, int(prefixed[1])), []).append((position, prefixed[2]))
         else:
@@ -339,7 +344,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             rank = _untagged_rank(host, launcher, reported, lines)
         code = reported.get((owner, rank), exit_code if launcher.kind == PROCESS else None)
         # a stream of one rank's own (mode none's host, a tagged rank) may end in a SystemExit message
-        found = _first_error(stream) or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None)
+        found = (_first_error(stderr.get((owner, rank), [])) or _first_error(stream)
+                 or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None))
         if found is not None and found.by_agent:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
