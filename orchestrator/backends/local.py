@@ -24,7 +24,7 @@ from orchestrator.emulator.preparing.layout import read_result
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun
-from orchestrator.observing.log_lines import LogLine, host_order
+from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, read_points
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -95,18 +95,23 @@ class LocalBackend:
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Each host's log, host after host (local logs carry no time per line; each line has its log's time
-        of last write). With `follow`, new lines as they come, until the run has ended."""
+        of last write). With `follow`, new lines as they come, until the run has ended. Lines are read a block at
+        a time and handed on as they are read: a log of gigabytes is never held whole."""
         readers: dict[str, _LogFile] = {}
         first = True
         while True:
             ended = not follow or self.describe(job_id).is_terminal
             for path in sorted((Path(job_id) / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
-                if path.stem not in readers:
+                if path.stem not in readers and host in (None, path.stem):
                     readers[path.stem] = _LogFile(path)
                     if first and tail is not None:
                         readers[path.stem].skip_to_last(tail)
-            lines = [line for reader in readers.values() for line in reader.read_new(final=ended)]
-            yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
+            if first and tail is not None:  # a few lines per host: trimmed to exactly `tail` each
+                yield from last_lines([line for reader in readers.values() for line in reader.read_new(final=ended)],
+                                      host, tail)
+            else:
+                for reader in readers.values():
+                    yield from reader.read_new(final=ended)
             first = False
             if ended:
                 return
@@ -177,7 +182,8 @@ class _LogFile:
 
     _BLOCK = 64 * 1024
     _MOST_BYTES_PER_LINE = 64 * 1024
-    """How far back `skip_to_last` reads per line wanted, at most: a log of huge lines is not read whole either."""
+    """The longest line handed on whole (longer ones come in pieces, as the supervisor showed them), and how far
+    back `skip_to_last` reads per line wanted: a log of huge lines is not read whole either."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -204,12 +210,33 @@ class _LogFile:
             position -= 1  # the newline before it
         self._offset = start + max(position, 0)
 
-    def read_new(self, final: bool) -> list[LogLine]:
+    def read_new(self, final: bool) -> Iterator[LogLine]:
+        """The lines added since the last read, a block at a time: memory holds one block and one line, whatever
+        the log's size. A line longer than `_MOST_BYTES_PER_LINE` comes in pieces of that size, as the console
+        showed it while the run printed it; the last, unfinished line only when `final`."""
+        stamp = int(self._path.stat().st_mtime * 1000)
         with self._path.open("rb") as log:
             log.seek(self._offset)
-            data = log.read()
-        end = len(data) if final else data.rfind(b"\n") + 1
-        self._offset += end
-        stamp = int(self._path.stat().st_mtime * 1000)
-        text = data[:end].decode("utf-8", errors="replace")
-        return [LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line]
+            pending = b""
+            while block := log.read(self._BLOCK):
+                pending += block
+                start = 0
+                while True:
+                    newline = pending.find(b"\n", start, start + self._MOST_BYTES_PER_LINE + 1)
+                    if newline >= 0:
+                        end, after = newline, newline + 1
+                    elif len(pending) - start > self._MOST_BYTES_PER_LINE:
+                        end = after = character_boundary(pending, start + self._MOST_BYTES_PER_LINE)
+                    else:
+                        break
+                    yield from self._lines(pending[start:end], stamp)
+                    self._offset += after - start
+                    start = after
+                pending = pending[start:]
+            if final and pending:
+                yield from self._lines(pending, stamp)
+                self._offset += len(pending)
+
+    def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
+        text = data.decode("utf-8", errors="replace")
+        return (LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line)

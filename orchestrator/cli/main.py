@@ -69,6 +69,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
     from orchestrator.cli.render import findings_text, summary_line
     from orchestrator.errors import SmtrainError
+    from orchestrator.planning.request import offline_request
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
     from orchestrator.spec.capabilities import submit_refusals
@@ -86,6 +87,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
                 raise InvalidSpec([Problem(loaded.where(finding.field), finding.field,
                                            f"{finding.severity}: {finding.message}", finding.fix)
                                    for finding in refusals])
+            offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
         except SmtrainError as exc:
             failed = True
             problems = ([problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec)

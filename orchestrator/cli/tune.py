@@ -50,17 +50,20 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
     2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it."""
     from orchestrator.errors import CapabilityError
-    from orchestrator.planning.tuning import tuning_tags
+    from orchestrator.planning.sdk_defaults import load_sdk_defaults
+    from orchestrator.planning.training_defaults import sdk_defaults_findings
+    from orchestrator.planning.tuning import check_offline
     from orchestrator.spec.capabilities import submit_refusals
     from orchestrator.spec.tuning_loader import load_tuning
 
     loaded = load_tuning(file, overrides)
-    spec = loaded.spec
-    refusals = submit_refusals(loaded.job.spec, loaded.job.findings)  # what plan refuses in the job spec
+    spec, job = loaded.spec, loaded.job
+    # what `validate` checks in the job spec, the SDK defaults files (local ones: offline) among it
+    refusals = submit_refusals(job.spec, [*job.findings, *sdk_defaults_findings(job.spec, load_sdk_defaults())])
     if refusals:
-        raise CapabilityError("\n".join(f"{loaded.job.where(finding.field)}: {finding.field}: {finding.message}"
+        raise CapabilityError("\n".join(f"{job.where(finding.field)}: {finding.field}: {finding.message}"
                                         for finding in refusals), fix=refusals[0].fix)
-    tuning_tags(spec, dict(loaded.job.spec.tags))
+    check_offline(spec, job.spec)
     summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
                f"{', '.join(spec.parameters)}: {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time")
     if output == "json":
