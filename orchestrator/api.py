@@ -64,16 +64,17 @@ def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: 
     return Job(backend, backend.schedule(job_plan), job_plan)
 
 
-def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None,
-        local_options: Any | None = None) -> Job:
+def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None, **options: Any) -> Job:
     """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
 
     Args:
         backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`).
-        local_options: `emulator.local_run.Options` for a local run (run directory, processes per host, ...).
+        options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
+            flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
 
     Raises:
-        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there; nothing was started.
+        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, or an option is unknown
+            (naming the nearest) or out of range; nothing was started.
     """
     from orchestrator.backends.base import BACKENDS, Backend
     from orchestrator.errors import SpecError
@@ -81,9 +82,12 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     chosen: Backend
     if backend == "local":
         from orchestrator.backends.local import LocalBackend
-        from orchestrator.emulator.local_run import Options
+        from orchestrator.emulator.run_options import options_from
 
-        chosen = LocalBackend(local_options or Options())
+        chosen = LocalBackend(options_from(options))
+    elif backend == "sagemaker" and options:
+        raise SpecError(f"a SageMaker job takes no local run options: {', '.join(options)}",
+                        fix="leave them out, or pass backend=\"local\"")
     elif backend == "sagemaker":
         from orchestrator.backends.sagemaker import SageMakerBackend
 

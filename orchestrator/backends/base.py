@@ -9,7 +9,7 @@ method of `orchestrator.Job` is a call here, so neither ever asks which backend 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,9 +29,9 @@ BACKENDS = ("local", "sagemaker")
 
 
 class NewLines(Protocol):
-    """Every host's lines not read before, at each call (a follow loop's source of lines)."""
+    """Every host's lines not read before, at each call (a follow loop's source of lines), as they are read."""
 
-    def read_new(self) -> list[LogLine]: ...
+    def read_new(self) -> Iterable[LogLine]: ...
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,10 @@ def follow_lines(reader: NewLines, ended: Callable[[], bool], host: str | None, 
     first = True
     while True:
         done = ended()
-        lines = reader.read_new()
-        yield from last_lines(lines, host, tail) if first else (line for line in lines if host in (None, line.host))
+        if first and tail is not None:  # a few lines per host: trimmed to exactly `tail` each
+            yield from last_lines(list(reader.read_new()), host, tail)
+        else:  # handed on as they are read: a log of gigabytes is never held whole
+            yield from (line for line in reader.read_new() if host in (None, line.host))
         first = False
         if done:
             return

@@ -19,14 +19,14 @@ from orchestrator.backends.base import MetricSeries, StatusReport, follow_lines
 from orchestrator.backends.runs import local_runs
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
-from orchestrator.emulator.local_run import Options, QuietObserver, run_local
-from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
-from orchestrator.emulator.preparing.prepared_run import LocalSettings
-from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.local_run import QuietObserver, run_local
+from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
+from orchestrator.emulator.run_options import Options
+from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun, SmtrainError
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
-from orchestrator.observing.log_lines import LogLine, host_order
+from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted
 from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, job_progress
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
@@ -49,7 +49,7 @@ class LocalBackend:
         self._starting: dict[str, _Start] = {}
 
     def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
-        return local_plan(spec, self._settings())
+        return local_plan(spec, self.options)
 
     def schedule(self, plan: Plan) -> str:
         plan = self.plan(plan)
@@ -137,16 +137,19 @@ class LocalBackend:
         return rows[:max_results]
 
     def log_reader(self, job_id: str) -> _RunLogs:
-        return _RunLogs(Path(job_id), lambda: self.describe(job_id).is_terminal)
+        return _RunLogs(Path(job_id), lambda: self.describe(job_id).is_terminal, None, None)
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Each host's log, host after host (local logs carry no time per line; each line has its log's time
-        of last write). With `follow`, new lines as they come, until the run has ended."""
+        of last write). With `follow`, new lines as they come, until the run has ended. Lines are read a block at
+        a time and handed on as they are read: a log of gigabytes is never held whole."""
+
         def ended() -> bool:  # asked by the loop and by the reader (whose last unfinished line waits for the end)
             return not follow or self.describe(job_id).is_terminal
 
-        yield from follow_lines(_RunLogs(Path(job_id), ended, tail), ended, host, tail, poll_seconds)
+
+        yield from follow_lines(_RunLogs(Path(job_id), ended, host, tail), ended, host, tail, poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,
                       period_seconds: int | None = None) -> MetricSeries:
@@ -200,9 +203,6 @@ class LocalBackend:
         stored = (read_result(Path(job_id)) or {}).get("failure_cause")
         return FailureCause.from_dict(stored) if stored else None
 
-    def _settings(self) -> LocalSettings:
-        return LocalSettings(run_dir=self.options.run_dir, inputs=self.options.inputs)
-
 
 @dataclasses.dataclass
 class _Start:
@@ -235,22 +235,26 @@ class _RunLogs:
     """Every host's log of a run, read on from where the last read ended (the unfinished last line of each only
     once the run has ended); a host whose log appears later is read from its start."""
 
-    def __init__(self, run_dir: Path, ended: Callable[[], bool], tail: int | None = None) -> None:
+    def __init__(self, run_dir: Path, ended: Callable[[], bool], host: str | None, tail: int | None) -> None:
+        """`host`: only this host's log is opened; `tail`: the first read starts at each log's last `tail` lines."""
         self._run_dir = run_dir
         self._ended = ended
+        self._host = host
         self._tail = tail
         self._files: dict[str, _LogFile] = {}
         self._first = True
 
-    def read_new(self) -> list[LogLine]:
+    def read_new(self) -> Iterator[LogLine]:
+        """The new lines, host after host, as they are read (a block at a time)."""
         final = self._ended()
         for path in sorted((self._run_dir / "logs").glob("algo-*.log"), key=lambda item: host_order(item.stem)):
-            if path.stem not in self._files:
+            if path.stem not in self._files and self._host in (None, path.stem):
                 self._files[path.stem] = _LogFile(path)
                 if self._first and self._tail is not None:
                     self._files[path.stem].skip_to_last(self._tail)
         self._first = False
-        return [line for reader in self._files.values() for line in reader.read_new(final=final)]
+        for reader in list(self._files.values()):
+            yield from reader.read_new(final=final)
 
 
 class _LogFile:
@@ -259,7 +263,8 @@ class _LogFile:
 
     _BLOCK = 64 * 1024
     _MOST_BYTES_PER_LINE = 64 * 1024
-    """How far back `skip_to_last` reads per line wanted, at most: a log of huge lines is not read whole either."""
+    """The longest line handed on whole (longer ones come in pieces, as the supervisor showed them), and how far
+    back `skip_to_last` reads per line wanted: a log of huge lines is not read whole either."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -286,12 +291,33 @@ class _LogFile:
             position -= 1  # the newline before it
         self._offset = start + max(position, 0)
 
-    def read_new(self, final: bool) -> list[LogLine]:
+    def read_new(self, final: bool) -> Iterator[LogLine]:
+        """The lines added since the last read, a block at a time: memory holds one block and one line, whatever
+        the log's size. A line longer than `_MOST_BYTES_PER_LINE` comes in pieces of that size, as the console
+        showed it while the run printed it; the last, unfinished line only when `final`."""
+        stamp = int(self._path.stat().st_mtime * 1000)
         with self._path.open("rb") as log:
             log.seek(self._offset)
-            data = log.read()
-        end = len(data) if final else data.rfind(b"\n") + 1
-        self._offset += end
-        stamp = int(self._path.stat().st_mtime * 1000)
-        text = data[:end].decode("utf-8", errors="replace")
-        return [LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line]
+            pending = b""
+            while block := log.read(self._BLOCK):
+                pending += block
+                start = 0
+                while True:
+                    newline = pending.find(b"\n", start, start + self._MOST_BYTES_PER_LINE + 1)
+                    if newline >= 0:
+                        end, after = newline, newline + 1
+                    elif len(pending) - start > self._MOST_BYTES_PER_LINE:
+                        end = after = character_boundary(pending, start + self._MOST_BYTES_PER_LINE)
+                    else:
+                        break
+                    yield from self._lines(pending[start:end], stamp)
+                    self._offset += after - start
+                    start = after
+                pending = pending[start:]
+            if final and pending:
+                yield from self._lines(pending, stamp)
+                self._offset += len(pending)
+
+    def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
+        text = data.decode("utf-8", errors="replace")
+        return (LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line)

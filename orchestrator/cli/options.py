@@ -1,12 +1,19 @@
-"""What every smtrain command group shares: user-error handling, the `--set` and `--output` options, JSON out."""
+"""What every smtrain command group shares: user-error handling, the `--set` and `--output` options, the local
+run's options generated from their declaration, JSON out."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
+
+if TYPE_CHECKING:
+    from orchestrator.emulator.run_options import Declared
 
 SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax: 3, true, \"2.3.0\", [a, b]). "
             "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
@@ -125,6 +132,72 @@ def key_value_pairs(ctx: click.Context, param: click.Parameter, values: tuple[st
             raise click.BadParameter(f"'{item}' is not {param.metavar}", ctx=ctx, param=param)
         pairs[key] = value
     return pairs
+
+
+def local_run_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags of a local run's options, generated from their one declaration (emulator/run_options.py): all
+    of them in declaration order, or the `names` given. The command receives them as one `Options`, its
+    `options` parameter, holding what the command line gave and the declared defaults for the rest."""
+    from orchestrator.emulator.run_options import declarations
+
+    chosen = {name: option for name, option in declarations().items() if not names or name in names}
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def collect(**given: Any) -> Any:
+            from orchestrator.emulator.run_options import Options, flag_of
+
+            context = click.get_current_context()
+            values = {name: given.pop(name) for name in chosen}
+            values = {name: value for name, value in values.items()
+                      if context.get_parameter_source(name) is not ParameterSource.DEFAULT}
+            for name in values:
+                needed = chosen[name].needs
+                if needed and needed not in values:
+                    raise click.UsageError(f"{flag_of(name)} needs {flag_of(needed)} {chosen[needed].metavar or ''}"
+                                           .rstrip())
+            return command(**given, options=Options(**values))
+
+        for name, option in reversed(chosen.items()):
+            collect = _declared_option(name, option)(collect)
+        return collect
+
+    return decorate
+
+
+def _declared_option(name: str, option: Declared) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One declared option as a click option: its flag, type and range, metavar, help; the value converted by
+    the declaration's `normalize` (a ValueError is a usage error naming the flag, exit 2)."""
+    from orchestrator.emulator.run_options import default_of, flag_of
+
+    default = default_of(name)
+    settings: dict[str, Any] = {"help": option.help, "metavar": option.metavar, "hidden": option.hidden}
+    if option.takes == "flag":
+        settings["is_flag"] = True
+    elif option.takes == "pairs":
+        settings["multiple"] = True
+    elif option.takes == "directory":
+        settings["type"] = click.Path(file_okay=False, path_type=Path)
+    elif option.takes == "int":
+        settings["type"] = click.IntRange(min=option.minimum) if option.minimum is not None else click.INT
+    elif option.takes == "number":
+        settings["type"] = click.FloatRange(min=option.minimum) if option.minimum is not None else click.FLOAT
+    if option.show_default:
+        settings.update(default=option.word(default), show_default=True)  # as its word: 300, not 300.0
+
+    def convert(context: click.Context, parameter: click.Parameter, value: Any) -> Any:
+        if context.get_parameter_source(name) is ParameterSource.DEFAULT:
+            return value
+        if option.takes == "flag":
+            return not default  # the flag turns the option from its default
+        if option.takes == "pairs":
+            value = key_value_pairs(context, parameter, value)
+        try:
+            return option.normalize(value) if option.normalize else value
+        except ValueError as error:
+            raise click.BadParameter(str(error), ctx=context, param=parameter) from None
+
+    return click.option(flag_of(name), name, callback=convert, **settings)
 
 
 def echo_json(document: Any) -> None:

@@ -9,13 +9,20 @@ interrupted.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cli.options import echo_json, local_run_options, output_option, set_option
+
+if TYPE_CHECKING:
+    from orchestrator.emulator.run_options import Options
 
 _STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping")
+TRIAL_OPTIONS = ("inputs", "processes_per_host", "link_inputs", "exact_autocast", "gpu_standin", "python",
+                 "stall_timeout_seconds", "stop_grace_seconds")
+"""`smtrain local`'s options that `tune local` hands every trial (its own --run-dir is the search's directory;
+a smoke, a spot interruption or a host order are single runs' checks, not a search's)."""
 
 
 def _region_option(function: Any) -> Any:
@@ -43,17 +50,20 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
     2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it."""
     from orchestrator.errors import CapabilityError
-    from orchestrator.planning.tuning import tuning_tags
+    from orchestrator.planning.sdk_defaults import load_sdk_defaults
+    from orchestrator.planning.training_defaults import sdk_defaults_findings
+    from orchestrator.planning.tuning import check_offline
     from orchestrator.spec.capabilities import submit_refusals
     from orchestrator.spec.tuning_loader import load_tuning
 
     loaded = load_tuning(file, overrides)
-    spec = loaded.spec
-    refusals = submit_refusals(loaded.job.spec, loaded.job.findings)  # what plan refuses in the job spec
+    spec, job = loaded.spec, loaded.job
+    # what `validate` checks in the job spec, the SDK defaults files (local ones: offline) among it
+    refusals = submit_refusals(job.spec, [*job.findings, *sdk_defaults_findings(job.spec, load_sdk_defaults())])
     if refusals:
-        raise CapabilityError("\n".join(f"{loaded.job.where(finding.field)}: {finding.field}: {finding.message}"
+        raise CapabilityError("\n".join(f"{job.where(finding.field)}: {finding.field}: {finding.message}"
                                         for finding in refusals), fix=refusals[0].fix)
-    tuning_tags(spec, dict(loaded.job.spec.tags))
+    check_offline(spec, job.spec)
     summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
                f"{', '.join(spec.parameters)}: {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time")
     if output == "json":
@@ -200,13 +210,16 @@ def stop(ctx: click.Context, name: str, region: str | None, output: str) -> None
               help="Where the trials' run directories go (default runs/<tuning-name>/).")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Draw the objective over the trials and against each parameter (needs matplotlib).")
+@local_run_options(*TRIAL_OPTIONS)
 @output_option
 def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs: int | None,
-          budget_seconds: float | None, run_dir: Path | None, plot_file: Path | None, output: str) -> None:
+          budget_seconds: float | None, run_dir: Path | None, plot_file: Path | None, options: Options,
+          output: str) -> None:
     """Run the search of FILE on this machine: each trial a real `smtrain local` run of the job spec (its own
     run directory, every host emulated), at most N at once, the objective read from each trial's log with the
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
-    for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one."""
+    for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one. The
+    options of `smtrain local` below apply to every trial."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
     from orchestrator.observing.trials import table
     from orchestrator.spec.tuning_loader import load_tuning
@@ -217,7 +230,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
         click.echo(line, err=output == "json")
 
     result = tune_local(loaded, SearchOptions(parallel=parallel, max_jobs=max_jobs, budget_seconds=budget_seconds,
-                                              run_dir=run_dir), on_event=show)
+                                              run_dir=run_dir, trial=options), on_event=show)
     if plot_file is not None:
         result.figure().savefig(plot_file, dpi=100)
     if output == "json":

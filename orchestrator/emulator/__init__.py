@@ -22,6 +22,8 @@ launching/      the toolkit's launchers, argument for argument (toolkit_launcher
 instances/      what the platform hands each instance (container: hyperparameters, resourceconfig, SM_*), its
                 name (hostname: the gethostname.c shim), its GPUs (standin: whether it gets the CPU stand-in),
                 and smtrain's cache on this machine (cache)
+run_options.py  what a run may be told (run directory, inputs, processes per host, smoke, stall timeout, ...),
+                declared once: the CLI's flags, the API's keywords and `tune local`'s trial options come from it
 gpu_standin/    the CPU stand-in for CUDA, loaded into the training processes (torch + stdlib only)
 overlay_site/   the sitecustomize that puts installed requirements after the standard library in each process
 """

@@ -11,7 +11,8 @@ import dataclasses
 from pathlib import Path
 
 from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.preparing.prepared_run import LocalSettings, run_dir_for
+from orchestrator.emulator.preparing.prepared_run import run_dir_for
+from orchestrator.emulator.run_options import Options
 from orchestrator.planning.job_name import timestamped_job_name
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
@@ -34,7 +35,7 @@ def local_target(spec: JobSpec, run_dir: Path) -> Target:
                   code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=fallback)
 
 
-def local_plan(source: Plan | LoadedSpec | JobSpec, settings: LocalSettings) -> Plan:
+def local_plan(source: Plan | LoadedSpec | JobSpec, settings: Options) -> Plan:
     """The plan of a local run: the same `build_plan` call submit's plan makes, for this machine's target.
 
     A plan made for SageMaker is planned again for the local target under the same job name (its request names

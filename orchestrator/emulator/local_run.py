@@ -29,13 +29,12 @@ from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeFeeders
 from orchestrator.emulator.preparing.deviations import notices, setting_notices
 from orchestrator.emulator.preparing.image_match import image_notices
-from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, toolkit_failure
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
+from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stall import (
-    DEFAULT_STALL_TIMEOUT_SECONDS,
-    EXIT_HUNG,
     STACKS_FILE,
     HangReport,
     StallCheck,
@@ -44,6 +43,7 @@ from orchestrator.emulator.supervising.stall import (
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
 from orchestrator.errors import RunFailed
+from orchestrator.observing.liveness import EXIT_HUNG
 from orchestrator.observing.metric_series import (
     METRICS_FILE,
     STEP_FORMATS,
@@ -67,9 +67,6 @@ from orchestrator.redact import redact
 from orchestrator.spec import images
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
-
-DEFAULT_STOP_GRACE_SECONDS = 120.0
-
 
 class Observer(Protocol):
     """What a run tells its caller as it goes; the CLI draws it (render.LocalConsole)."""
@@ -125,25 +122,6 @@ class LocalRun:
     failure_cause: dict[str, Any] | None = None
     """Where the failure started (observing/root_cause.py's FailureCause): host, rank, exception, location,
     category, fix; the same fields `smtrain status -o json` gives for a SageMaker job."""
-
-
-@dataclass(frozen=True)
-class Options(LocalSettings):
-    """How `smtrain local` runs a job here: what preparation reads (LocalSettings) and how the run goes."""
-
-    simulate_spot_interruption: float | None = None
-    master_host: str | None = None
-    """Shorthand for a host order that starts with this host."""
-    stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
-    stall_timeout_seconds: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
-    """When no rank writes a line for this long, the run is slow while its work still uses the CPU (said, not
-    stopped) and hung when every host is idle (stopped, with every rank's stack); None: never."""
-    smoke_seconds: float | None = None
-    """Stop the job after this long as StopTrainingJob would; it passes (exit 0) when every rank started and
-    none failed before (see smoke.py)."""
-    smoke_steps: int | None = None
-    """With smoke_seconds: stop it as soon as every rank started and a progress line shows this step; the
-    smoke fails when the deadline comes first."""
 
 
 @dataclass(frozen=True)

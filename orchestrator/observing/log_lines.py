@@ -27,6 +27,15 @@ class LogLine:
         return {"host": self.host, "time": time.isoformat(), "message": self.message}
 
 
+def character_boundary(data: bytes, end: int) -> int:
+    """`end`, moved back to the start of a UTF-8 character it would cut (at most 3 bytes): where a line too long
+    to hold is split into pieces."""
+    for cut in range(end, max(end - 3, 1), -1):
+        if data[cut] & 0xC0 != 0x80:
+            return cut
+    return end
+
+
 def host_order(host: str) -> int:
     """`algo-12` -> 12, so that hosts sort as numbers."""
     number = host.rsplit("-", 1)[-1]

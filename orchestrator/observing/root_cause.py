@@ -4,7 +4,9 @@ CloudWatch streams, so both say `algo-2 (rank 5) failed: TypeError: ... at src/t
 Each host's lines are split by the rank that printed them (torch.distributed's `[rankN]:` prefix, mpirun's
 `[1,N]<stderr>:` tag, else the host's own process: mode none's one rank, or what torchrun's summary names). In
 each rank's output the first error it reports is found: a traceback's last line, argparse's `error:` line, a C++
-`terminate`, a signal or exit code the launcher reports. The root is chosen by rule, never by timing, so the same
+`terminate`, a signal or exit code the launcher reports. torchrun's agent is no rank: a traceback through its own
+code (a rendezvous that timed out, the signal that stopped it) is named as the agent's, and leads only where no
+rank said or reported anything in its tier. The root is chosen by rule, never by timing, so the same
 failure gives the same reason on every run and every launcher: an error of the rank's own (tier 0) leads over a
 collective timeout or a fatal signal (1), which leads over what a rank gets because a peer failed first (a closed
 socket, tier 2), which leads over a bare exit or stop signal (3); within a tier the lowest rank leads.
@@ -41,6 +43,11 @@ _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d 
 _NOTE = re.compile(r"^\[?[IW]\d{4} ")
 """A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
 _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
+# Frames of torchrun's agent (the console script, `python -m torch.distributed.run`, its launcher API): a
+# traceback through them is the agent's own, whatever rank the host's summary names.
+_AGENT_FRAME = re.compile(r"(^|/)torchrun$|torch/distributed/run\.py$|torch/distributed/launcher/api\.py$")
+TORCHRUN_AGENT = "torchrun agent"
+_STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
                           r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
@@ -135,10 +142,14 @@ class FailureCause:
     fix: str | None = None
     detail: tuple[str, ...] = ()
     """Lines that belong with the error: argparse's usage, or the last line of a rank that printed no error."""
+    launcher: str | None = None
+    """Who said it where no rank did: `torchrun agent`."""
 
     def headline(self) -> str:
-        """`algo-2 (rank 1) failed: ValueError: bad shape at src/train.py:42`."""
-        where = (self.host or "the job") + (f" (rank {self.rank})" if self.rank is not None else "")
+        """`algo-2 (rank 1) failed: ValueError: bad shape at src/train.py:42`; `algo-2 (torchrun agent) failed:
+        ...` where the agent, not a rank, raised it."""
+        who = f" (rank {self.rank})" if self.rank is not None else f" ({self.launcher})" if self.launcher else ""
+        where = (self.host or "the job") + who
         at = f" at {self.location}" if self.location else ""
         if self.exception:
             return f"{where} failed: {self.exception}{at}"
@@ -167,12 +178,12 @@ class FailureCause:
         """The cause a local run wrote into result.json."""
         return cls(document.get("host"), document.get("rank"), document.get("exception"), document.get("exit_code"),
                    document.get("location"), document.get("category", "exit"), document.get("fix"),
-                   tuple(document.get("detail") or ()))
+                   tuple(document.get("detail") or ()), document.get("launcher"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.host, "rank": self.rank, "exception": self.exception, "exit_code": self.exit_code,
                 "location": self.location, "category": self.category, "fix": self.fix, "detail": list(self.detail),
-                "headline": self.headline()}
+                "launcher": self.launcher, "headline": self.headline()}
 
 
 @dataclass(frozen=True)
@@ -186,12 +197,15 @@ class _Candidate:
     detail: tuple[str, ...] = ()
     tagged: bool = False
     """Printed under the rank's own tag, not among a launcher's lines."""
+    launcher: str | None = None
+    """The launcher's own error (torchrun's agent), not a rank's."""
 
-    def order(self, hosts: Sequence[str]) -> tuple[int, bool, int, int, bool]:
-        """An error leads over a rank's last words (`detail` only), then the lower rank, host and a tagged one."""
+    def order(self, hosts: Sequence[str]) -> tuple[int, bool, bool, int, int, bool]:
+        """A rank leads over a launcher, an error over a rank's last words (`detail` only), then the lower rank,
+        host and a tagged one."""
         rank = self.rank if self.rank is not None else 1 << 30
         place = hosts.index(self.host) if self.host in hosts else len(hosts)
-        return self.tier, self.exception is None, rank, place, not self.tagged
+        return self.tier, self.launcher is not None, self.exception is None, rank, place, not self.tagged
 
 
 def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_codes: Mapping[str, int] | None = None,
@@ -218,7 +232,8 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail)
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail,
+                        best.launcher)
 
 
 def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),
@@ -301,6 +316,9 @@ def _signal_advice(number: int) -> str:
 def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code: int | None) -> list[_Candidate]:
     """Every rank's first error in one host's output, and the launcher's own report of its failed ranks."""
     streams: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
+    stderr: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
+    """A tagged rank's stderr alone: mpirun forwards stdout and stderr apart, so a line the rank printed before
+    its traceback may land inside it."""
     for position, line in enumerate(lines):
         tagged = _MPI_TAG.match(line)
         prefixed = _RANK_PREFIX.match(line)
@@ -308,6 +326,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             rank = int(tagged[1])
             owner = tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host, lines)
             streams.setdefault((owner, rank), []).append((position, tagged[4]))
+            if tagged[3] == "stderr":
+                stderr.setdefault((owner, rank), []).append((position, tagged[4]))
         elif prefixed:
             streams.setdefault((host, int(prefixed[1])), []).append((position, prefixed[2]))
         else:
@@ -324,8 +344,12 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             rank = _untagged_rank(host, launcher, reported, lines)
         code = reported.get((owner, rank), exit_code if launcher.kind == PROCESS else None)
         # a stream of one rank's own (mode none's host, a tagged rank) may end in a SystemExit message
-        found = _first_error(stream) or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None)
-        if found is not None and found.exception:
+        found = (_first_error(stderr.get((owner, rank), [])) or _first_error(stream)
+                 or (_last_words(stream, code) if tagged or launcher.kind == PROCESS else None))
+        if found is not None and found.by_agent:
+            candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
+                                         found.frames, launcher=TORCHRUN_AGENT))
+        elif found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
                                          found.detail, tagged))
         elif found is not None:
@@ -359,6 +383,12 @@ def _tier(exception: str) -> int:
     if _CONSEQUENCE.search(exception):
         return CONSEQUENCE
     return OWN
+
+
+def _agent_tier(exception: str) -> int:
+    """The agent's own error: a stop signal it was sent is the stop, never the root; the rest as a rank's."""
+    stopped = _STOPPED_BY_SIGNAL.search(exception)
+    return BARE if stopped and int(stopped[1]) in _STOP_SIGNALS else _tier(exception)
 
 
 def _exit_tier(code: int) -> int:
@@ -421,15 +451,19 @@ class _Found:
     exception: str
     frames: tuple[tuple[str, int], ...] = ()
     detail: tuple[str, ...] = ()
+    by_agent: bool = False
+    """Raised through torchrun's agent's own code: the agent's error, not a rank's."""
 
 
 def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     """The first error one rank's output reports: a traceback's last line (a chained exception's final one),
     argparse's `error:` line with its usage, a C++ terminate, or an error line printed without a traceback
-    (`SystemExit("ValueError: ...")`). The launcher's own ChildFailedError is not the rank's error."""
+    (`SystemExit("ValueError: ...")`). The launcher's own ChildFailedError is not the rank's error; an error torchrun's
+    agent raised is returned (as the agent's) only where no rank's follows."""
     began = False
     frames: list[tuple[str, int]] = []
     usage: list[str] = []
+    agent: _Found | None = None
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
@@ -445,6 +479,10 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
                 continue
             began = False
             if _LAUNCHER_EXCEPTION.search(stripped):
+                frames = []
+                continue
+            if any(_AGENT_FRAME.search(path) for path, _ in frames):
+                agent = agent or _Found(stripped, tuple(frames), by_agent=True)
                 frames = []
                 continue
             return _Found(stripped, tuple(frames))
@@ -466,7 +504,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             return _Found(stripped)
         elif _EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
             return _Found(stripped)
-    return None
+    return agent
 
 
 def launcher_of(described: Mapping[str, Any]) -> Launcher:

@@ -16,14 +16,18 @@ from orchestrator.planning.estimator import estimator_kwargs
 from orchestrator.planning.job_name import check_job_name, timestamped_job_name
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
 from orchestrator.planning.provenance import DEFAULT, Source, leaves
-from orchestrator.planning.request import RequestContext, create_training_job_request
+from orchestrator.planning.request import (
+    RequestContext,
+    create_training_job_request,
+    require_image_in_region,
+    require_request_limits,
+)
 from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, redact, secret_values
-from orchestrator.spec import images
 from orchestrator.spec.capabilities import Finding, check
 from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec, api_limit
+from orchestrator.spec.model import JobSpec
 from orchestrator.spec.topology import Topology, topology
 
 WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"
@@ -174,7 +178,7 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     findings = [*findings, *(Finding(rule="needed-by-submit", severity="notice", field=item.field,
                                      message=f"submit needs it: {item.message}", fix=item.fix, source="smtrain")
                              for item in target.missing)]
-    _require_image_in_region(job_spec, target.region)
+    require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance_type)
     source = package(job_spec.source_dir, max_source_bytes, withhold=_spec_file_with_secrets(spec))
     if source.withheld:
@@ -189,7 +193,7 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     name = job_name or timestamped_job_name(job_spec.name)
     request = create_training_job_request(RequestContext(spec=job_spec, target=target, instance=instance,
                                                          job_name=name, source_uri=source_uri))
-    _require_hyperparameter_room(request)
+    require_request_limits(request)
     return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
                 source=source, estimator_kwargs=estimator_kwargs(job_spec, target, source_uri),
                 create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings,
@@ -212,24 +216,6 @@ def value_sources(spec: JobSpec | LoadedSpec, target: Target) -> dict[str, Sourc
             found[path] = Source(origin, mask_text(spec.where(path), secrets)) if origin else Source(DEFAULT)
     found.update((path, source) for path, source in target.sources.items() if path not in found)
     return found
-
-
-def _require_hyperparameter_room(request: dict[str, Any]) -> None:
-    """The API's count limit covers the sagemaker_* keys too, so it is known only once the request is built."""
-    limit = api_limit("HyperParameters", "max")
-    sent = request["HyperParameters"]
-    if len(sent) > limit:
-        own = sum(1 for key in sent if key.startswith("sagemaker_"))
-        raise CapabilityError(
-            f"hyperparameters: {len(sent) - own} of yours plus {own} sagemaker_* keys the mode needs make "
-            f"{len(sent)}; CreateTrainingJob accepts at most {limit}",
-            fix=f"drop {len(sent) - limit} hyperparameters, or pass them in a config file in source_dir")
-
-
-def _require_image_in_region(spec: JobSpec, region: str) -> None:
-    if spec.image_uri is None and images.registry_account(region) is None:
-        raise CapabilityError(f"no SageMaker PyTorch training images are published in region {region!r}",
-                              fix="pick another region, or give image_uri (an image in your own ECR)")
 
 
 def _require_s3_inputs(spec: JobSpec) -> None:

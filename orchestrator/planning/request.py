@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.planning.target import Target
-from orchestrator.spec.catalog import InstanceType
-from orchestrator.spec.images import default_python, image_uri, processor
-from orchestrator.spec.model import Channel, InstancePreference, JobSpec
+from orchestrator.errors import CapabilityError
+from orchestrator.planning.target import FALLBACK_REGION, Target
+from orchestrator.spec.catalog import InstanceType, lookup
+from orchestrator.spec.images import default_python, image_uri, processor, registry_account
+from orchestrator.spec.model import Channel, InstancePreference, JobSpec, api_limit
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
 CONTAINER_LOG_LEVEL = 20
@@ -130,6 +131,51 @@ def create_training_job_request(context: RequestContext) -> dict[str, Any]:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint.s3_uri, "LocalPath": spec.checkpoint.local_path}
     request.update(_debugger_and_profiler(context))
     request.update(job_options(spec))
+    return request
+
+
+def require_request_limits(request: dict[str, Any]) -> None:
+    """The API's limits that only the built request shows: its count of hyperparameters includes the sagemaker_*
+    keys the mode adds.
+
+    Raises:
+        CapabilityError: CreateTrainingJob would refuse the request.
+    """
+    limit = api_limit("HyperParameters", "max")
+    sent = request["HyperParameters"]
+    if len(sent) > limit:
+        own = sum(1 for key in sent if key.startswith("sagemaker_"))
+        raise CapabilityError(
+            f"hyperparameters: {len(sent) - own} of yours plus {own} sagemaker_* keys the mode needs make "
+            f"{len(sent)}; CreateTrainingJob accepts at most {limit}",
+            fix=f"drop {len(sent) - limit} hyperparameters, or pass them in a config file in source_dir")
+
+
+def require_image_in_region(spec: JobSpec, region: str) -> None:
+    """Raises CapabilityError where no PyTorch training image is published in `region` and the spec names none."""
+    if spec.image_uri is None and registry_account(region) is None:
+        raise CapabilityError(f"no SageMaker PyTorch training images are published in region {region!r}",
+                              fix="pick another region, or give image_uri (an image in your own ECR)")
+
+
+_OFFLINE = "s3://placeholder-offline-check/"
+
+
+def offline_request(spec: JobSpec) -> dict[str, Any]:
+    """The request `plan` would build for `spec`, with placeholders for what only resolving knows (role, output
+    path, the source's address), its request limits checked: what `validate` and `tune validate` check without
+    credentials or packing the source, so that they refuse what `plan` refuses.
+
+    Raises:
+        CapabilityError: the request breaks a limit of the API.
+    """
+    if spec.region:
+        require_image_in_region(spec, spec.region)
+    target = Target(region=spec.region or FALLBACK_REGION, role="arn:aws:iam::000000000000:role/placeholder",
+                    output_path=_OFFLINE, code_location=_OFFLINE)
+    request = create_training_job_request(RequestContext(spec=spec, target=target, instance=lookup(spec.instance_type),
+                                                         job_name=spec.name, source_uri=f"{_OFFLINE}sourcedir.tar.gz"))
+    require_request_limits(request)
     return request
 
 

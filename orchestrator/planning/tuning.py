@@ -21,9 +21,11 @@ from typing import Any
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
+from orchestrator.planning.request import offline_request
 from orchestrator.planning.target import Target
 from orchestrator.redact import redact
 from orchestrator.spec.datafiles import load_data_file
+from orchestrator.spec.model import JobSpec
 from orchestrator.spec.tuning import (
     MAX_TUNING_JOB_NAME,
     CategoricalRange,
@@ -123,6 +125,17 @@ def build_tuning_plan(loaded: LoadedTuning, target: Target, *, name: str | None 
     cost = TuningCost(per_trial=job_cost.max_total, trials=spec.total_jobs(), parallel=spec.max_parallel_jobs,
                       currency=job_cost.currency, basis=f"trials x ({job_cost.basis})")
     return TuningPlan(spec=spec, job=job_plan, name=tuning_name, request=request, cost=cost)
+
+
+def check_offline(spec: TuningSpec, job: JobSpec) -> None:
+    """What `build_tuning_plan` refuses once the requests are built (the trial's request limits, a job setting the
+    training definition has no place for, too many static hyperparameters or tags), checked on requests built
+    offline with placeholders: `tune validate` refuses what `tune plan` refuses, with no credentials.
+
+    Raises:
+        CapabilityError: naming the setting and the fix.
+    """
+    create_tuning_job_request(spec, offline_request(job), spec.name or job.name)
 
 
 def create_tuning_job_request(spec: TuningSpec, training_request: dict[str, Any], name: str) -> dict[str, Any]:

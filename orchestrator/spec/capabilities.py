@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from orchestrator.contract import ZERO_STAGE_TRAINERS
@@ -26,6 +27,8 @@ from orchestrator.spec.topology import processes_per_host
 Severity = Literal["error", "unverified", "warning", "notice"]
 _SMDDP_MODES = tuple(mode for mode in Mode if mode.runs_smddp)
 _SHELL_UNSAFE = re.compile(r"[\s*?\[\]$`'\"\\;&|<>(){}]")
+BUNDLED_SCRIPT = Path(__file__).resolve().parents[2] / "entrypoints" / "train.py"
+"""smtrain's own training script, in a checkout (an installed package has none)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class _Rule:
     checked: str
     message: str
     fix: str
+    script_fix: str | None = None
+    """The fix for a job that runs its own script, where `fix` names smtrain's train.py hyperparameters."""
 
 
 @lru_cache(maxsize=1)
@@ -58,6 +63,17 @@ def _matrix() -> tuple[dict[str, _Rule], dict[str, Any]]:
     data = load_data_file("capabilities.yaml")
     rules = {row["id"]: _Rule(**row) for row in data["rules"]}
     return rules, data["lists"]
+
+
+def runs_bundled_script(spec: JobSpec) -> bool:
+    """Whether the job runs smtrain's own entrypoints/train.py (or a copy of it): only then does advice in its
+    hyperparameters' words (`trainer gloo`) mean something."""
+    entry_point = Path(spec.source_dir) / spec.entry_point
+    try:
+        return entry_point.resolve() == BUNDLED_SCRIPT or (
+            entry_point.name == BUNDLED_SCRIPT.name and entry_point.read_bytes() == BUNDLED_SCRIPT.read_bytes())
+    except OSError:
+        return False
 
 
 def rules() -> dict[str, _Rule]:
@@ -86,6 +102,7 @@ class _Context:
         self.custom_image = spec.image_uri is not None
         self.py_version = resolved_py_version(spec)
         self.image = images.lookup(spec.framework_version) if spec.framework_version else None
+        self.bundled_script = runs_bundled_script(spec)
 
     def facts(self) -> dict[str, Any]:
         spec, instance = self.spec, self.instance
@@ -456,8 +473,9 @@ def check(spec: JobSpec) -> list[Finding]:
     for rule_id, rule in rules().items():
         for field, extra in _PREDICATES[rule_id](ctx):
             values = {**facts, **extra}
+            fix = rule.fix if ctx.bundled_script or rule.script_fix is None else rule.script_fix
             findings.append(Finding(rule=rule_id, severity=rule.severity, field=field,
-                                    message=rule.message.format(**values), fix=rule.fix.format(**values),
+                                    message=rule.message.format(**values), fix=fix.format(**values),
                                     source=f"{rule.source} (checked {rule.checked})"))
     order = {"error": 0, "unverified": 1, "warning": 2, "notice": 3}
     return sorted(findings, key=lambda finding: order[finding.severity])

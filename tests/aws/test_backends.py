@@ -141,3 +141,30 @@ def test_smtrain_logs_host_and_tail_on_a_sagemaker_job(tiny_plan, aws):
     assert tailed.stdout.splitlines() == ["[algo-1] a2", "[algo-1] a3", "[algo-2] b2", "[algo-2] b3"]
     assert one_host.stdout.splitlines() == ["[algo-2] b3"]
     assert followed.stdout.splitlines() == ["[algo-1] a1", "[algo-1] a2", "[algo-1] a3"]
+
+
+def test_list_max_counts_local_runs_and_sagemaker_jobs_together_newest_first(tiny_plan, aws, tmp_path, monkeypatch):
+    """Issue 31: `--max N` is N rows in all, newest first across both places, in one JSON document."""
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.contract import RUN_MARKER_FILE
+
+    create_jobs(tiny_plan.create_training_job_request, ["cloud-a", "cloud-b"])
+    monkeypatch.chdir(tmp_path)
+    for name, hours in (("local-newest", 1), ("local-oldest", -48)):
+        run_dir = tmp_path / "runs" / name
+        (run_dir / "logs").mkdir(parents=True)
+        (run_dir / RUN_MARKER_FILE).write_text("")
+        created = (datetime.now(timezone.utc) + timedelta(hours=hours)).isoformat()
+        (run_dir / "status.json").write_text(json.dumps({
+            "TrainingJobName": name, "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+            "CreationTime": created, "SecondaryStatusTransitions": [],
+            "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
+
+    every = CliRunner().invoke(main, ["list", "-o", "json"])
+    limited = CliRunner().invoke(main, ["list", "--max", "2", "-o", "json"])
+
+    assert every.exit_code == 0 and limited.exit_code == 0, every.output + limited.output
+    names = [row["job_name"] for row in json.loads(every.stdout)]
+    assert names[0] == "local-newest" and names[-1] == "local-oldest" and set(names[1:3]) == {"cloud-a", "cloud-b"}
+    assert [row["job_name"] for row in json.loads(limited.stdout)] == names[:2]

@@ -62,7 +62,7 @@ def _wait_for(check, what: str, deadline_seconds: float = 600.0):
 
 
 def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_and_artifacts(tmp_path):
-    job = orchestrator.run(_spec(tmp_path), backend="local", local_options=Options(run_dir=tmp_path / "run"))
+    job = orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run")
     seen: list[tuple[str, str | None]] = []
 
     final = job.wait(poll_seconds=0.05, on_status=lambda current: seen.append((current.status,
@@ -153,14 +153,13 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
 def test_a_spot_interruption_and_max_run_seconds_read_as_sagemaker_reports_them(tmp_path):
     spot = tmp_path / "spot"
     spot.mkdir()
-    interrupted = orchestrator.run(_spec(spot, steps=20), backend="local", local_options=Options(
-        run_dir=spot / "run", simulate_spot_interruption=0.5)).wait(poll_seconds=0.1)
+    interrupted = orchestrator.run(_spec(spot, steps=20), backend="local", run_dir=spot / "run",
+                                   simulate_spot_interruption=0.5).wait(poll_seconds=0.1)
     timed = tmp_path / "timed"
     timed.mkdir()
     path = _spec(timed, forever=True)
     path.write_text(path.read_text().replace("max_run_seconds: 600", "max_run_seconds: 2"))
-    stopped = orchestrator.run(path, backend="local", local_options=Options(run_dir=timed / "run",
-                                                                           stop_grace_seconds=5)).wait(0.1)
+    stopped = orchestrator.run(path, backend="local", run_dir=timed / "run", stop_grace_seconds=5).wait(0.1)
 
     assert [item.status for item in interrupted.transitions] == [
         "Starting", "Downloading", "Training", "Interrupted", "Restarting", "Training", "Uploading", "Completed"]
@@ -199,7 +198,7 @@ def test_a_run_whose_process_died_reads_as_failed_not_forever_in_progress(tmp_pa
 
 def test_a_problem_that_stops_a_local_run_before_it_starts_is_raised_by_the_handle(tmp_path):
     job = orchestrator.run(_spec(tmp_path), backend="local",
-                           local_options=Options(run_dir=tmp_path / "run", host_order=("algo-9",)))
+                           run_dir=tmp_path / "run", host_order=("algo-9",))
 
     with pytest.raises(SpecError, match="host order algo-9 is not an ordering of algo-1, algo-2"):
         job.wait(poll_seconds=0.05)
@@ -242,7 +241,7 @@ def test_a_gpu_job_run_from_a_notebook_says_it_runs_on_the_cpu_stand_in(tmp_path
 
     with caplog.at_level("WARNING", logger="orchestrator"):
         job = orchestrator.run(str(tmp_path / "spec.yaml"), backend="local",
-                               local_options=Options(run_dir=tmp_path / "run"))
+                               run_dir=tmp_path / "run")
         assert job.wait(poll_seconds=0.1).status == "Completed"
 
     [notice] = [text for key, text in job.summary().rows if key == "notice"]

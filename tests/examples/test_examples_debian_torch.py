@@ -4,7 +4,7 @@ byte for byte (each folder's SOURCE), run unchanged through `smtrain local` by D
 Every published script for these modes reads MNIST through torchvision, and the only CPU torchvision this machine
 reaches is Debian's (python3-torchvision 0.14 over python3-torch 1.13, for /usr/bin/python3): PyPI's torchvision
 needs PyPI's CUDA torch, and PyTorch's CPU index is not reachable. So these jobs run with that interpreter
-(LocalSettings.python), not this environment's torch; scripts/test.sh installs the packages as root on Debian.
+(Options.python), not this environment's torch; scripts/test.sh installs the packages as root on Debian.
 """
 
 from __future__ import annotations

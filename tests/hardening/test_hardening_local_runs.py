@@ -19,7 +19,8 @@ import yaml
 
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.layout import open_run_directory
-from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
+from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load
 
@@ -62,14 +63,14 @@ def test_a_script_printing_its_arguments_leaves_no_secret_in_the_log_the_console
 def test_a_container_path_whose_dots_leave_it_is_refused(tmp_path):
     spec = _spec(tmp_path, hyperparameters={"model-dir": "/opt/ml/model/../../../../../escaped"})
     with pytest.raises(SpecError, match=r"leads out of it \(to /escaped\)"):
-        _prepare(spec, LocalSettings(run_dir=tmp_path / "run"))
+        _prepare(spec, Options(run_dir=tmp_path / "run"))
     assert not (tmp_path / "escaped").exists()
 
 
 def test_a_container_path_is_normalised_before_it_is_placed(tmp_path):
     spec = _spec(tmp_path, hyperparameters={"out": "/opt/ml/model/../output/data"},
                  environment={"OUT_DIR": "/opt/ml/./model//x"})
-    prepared = _prepare(spec, LocalSettings(run_dir=tmp_path / "run"))
+    prepared = _prepare(spec, Options(run_dir=tmp_path / "run"))
     host = prepared.layout.hosts[0]
     config = json.loads((host.config_dir / "hyperparameters.json").read_text())
     assert json.loads(config["out"]) == str(host.root / "output" / "data")
@@ -80,7 +81,7 @@ def test_a_container_path_is_normalised_before_it_is_placed(tmp_path):
 def test_a_channel_that_holds_the_run_directory_is_copied_without_it(tmp_path):
     (tmp_path / "data.csv").write_text("1,2\n")
     spec = _spec(tmp_path, inputs={"train": "s3://bucket/train/"}, local_inputs={"train": "."})
-    prepared = _prepare(spec, LocalSettings(run_dir=tmp_path / "runs" / "one"))
+    prepared = _prepare(spec, Options(run_dir=tmp_path / "runs" / "one"))
     channel = prepared.layout.hosts[0].data_dir / "train"
     assert (channel / "data.csv").read_text() == "1,2\n"
     assert list((channel / "runs").iterdir()) == []  # the run directory (marked) is left out of its own channel
@@ -201,6 +202,6 @@ def test_link_inputs_without_namespaces_keeps_the_users_data_when_the_job_delete
     assert (data / "a.csv").read_text() == "a\n" and (data / "sub" / "b.csv").read_text() == "b\n"
 
 
-def _prepare(spec: Path, settings: LocalSettings) -> PreparedRun:
+def _prepare(spec: Path, settings: Options) -> PreparedRun:
     """The run prepared as `run_local` prepares it: planned for this machine first, then written out."""
     return prepare_run(local_plan(load(spec), settings), settings)

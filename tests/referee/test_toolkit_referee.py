@@ -20,7 +20,8 @@ import yaml
 
 from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.emulator.local_plan import local_plan
-from orchestrator.emulator.preparing.prepared_run import LocalSettings, PreparedRun, prepare_run
+from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
+from orchestrator.emulator.run_options import Options
 from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import load
 
@@ -92,7 +93,7 @@ def _prepare(tmp_path: Path, fields: dict[str, Any], files: dict[str, str], entr
                                                 else str(data) for name, value in spec.get("inputs", {}).items()}}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    settings = LocalSettings(run_dir=tmp_path / "run", host_order=host_order)
+    settings = Options(run_dir=tmp_path / "run", host_order=host_order)
     return prepare_run(local_plan(load(path), settings), settings)
 
 

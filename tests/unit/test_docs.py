@@ -21,8 +21,10 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def _commands(group: click.Group, prefix: str = "smtrain") -> list[str]:
-    found = []
-    for name, command in sorted(group.commands.items()):
+    """Every command, those the group imports only when run (`smtrain local`, `submit`, `tune`, ...) too."""
+    found, context = [], click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
         found.append(f"{prefix} {name}")
         if isinstance(command, click.Group):
             found += _commands(command, f"{prefix} {name}")

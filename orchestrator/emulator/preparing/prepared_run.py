@@ -16,7 +16,6 @@ import posixpath
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -61,6 +60,7 @@ from orchestrator.emulator.launching.toolkit_launchers import (
 from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeChannel, first_not_gzip, objects
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
+from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
@@ -72,24 +72,6 @@ from orchestrator.spec.catalog import InstanceType, lookup
 
 MLFLOW_STORE = "mlruns"
 MAX_WORLD_SIZE = 64
-
-
-@dataclass(frozen=True)
-class LocalSettings:
-    """What `smtrain local` may change about how the job runs here, as preparation reads it (local_run.Options
-    adds how the run goes)."""
-
-    run_dir: Path | None = None
-    inputs: dict[str, Path] = field(default_factory=dict)
-    processes_per_host: int | None = None
-    host_order: tuple[str, ...] | None = None
-    """The instance group's host order (first: the master in distributed modes); unnamed hosts follow."""
-    link_inputs: bool = False
-    python: str = sys.executable
-    gpu_standin: bool = True
-    """Load the CPU stand-in for CUDA where the instance has more GPUs per host than this machine."""
-    exact_autocast: bool = False
-    """Under the stand-in, CUDA autocast keeps bfloat16 even on a CPU without native bfloat16."""
 
 
 @dataclass
@@ -198,12 +180,12 @@ class PreparedRun:
         self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
 
 
-def run_dir_for(settings: LocalSettings, job_name: str) -> Path:
+def run_dir_for(settings: Options, job_name: str) -> Path:
     """The run directory of a job: `--run-dir`, else runs/<job-name>/ under the current directory."""
     return (settings.run_dir or Path("runs") / job_name).resolve()
 
 
-def prepare_run(plan: Plan, settings: LocalSettings, local_gpus: int = 0) -> PreparedRun:
+def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedRun:
     """Checks the planned job can run here, and writes every host's /opt/ml tree from its request.
 
     Args:
@@ -313,13 +295,13 @@ def _group_order(count: int, host_order: tuple[str, ...] | None) -> list[str]:
     return [*host_order, *(host for host in hosts if host not in host_order)]
 
 
-def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: LocalSettings,
+def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: Options,
                launcher_hosts: int) -> int:
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
     spec, python = plan.spec, settings.python
     if not Path(python).exists():
         raise EnvironmentProblem(f"python {python} does not exist",
-                                 fix="pass an interpreter with --python (Options.python in Python)")
+                                 fix="pass an interpreter with --python (python= in Python)")
     if interpreter_versions(python)[1] == (0, 0):  # the job would "complete" without its script ever running
         raise EnvironmentProblem(f"{python} is not a Python interpreter: asked with -c for its version, it did not "
                                  "answer as Python does", fix="pass a Python interpreter with --python, e.g. python3")

@@ -27,10 +27,9 @@ from orchestrator.emulator.supervising.stacks import (
     py_spy_dump,
     rank_processes,
 )
-from orchestrator.observing.liveness import EXIT_HUNG, HostActivity, Verdict, busy_hosts, judge
+from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
 from orchestrator.observing.metric_series import format_duration
 
-DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 STACKS_FILE = "stacks.txt"
 _BUILD_LOCK_WAIT = "file_baton.py"
 """torch.utils.file_baton: where a rank waits for another process's JIT compile (or a stopped one's lock)."""

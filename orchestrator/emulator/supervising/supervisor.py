@@ -40,6 +40,7 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
+from orchestrator.observing.log_lines import character_boundary
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
@@ -313,7 +314,7 @@ class Supervisor:
                         log.write(self._hand_on(host, pending[start:newline]) + "\n")
                         start = newline + 1
                     elif len(pending) - start > MAX_LINE_BYTES:
-                        end = _character_boundary(pending, start + MAX_LINE_BYTES)
+                        end = character_boundary(pending, start + MAX_LINE_BYTES)
                         if not split_said:
                             split_said = True
                             self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
@@ -483,14 +484,6 @@ def _set_child_subreaper(on: bool) -> None:
     prctl = _prctl()
     if prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
         _log.warning("cannot become a child subreaper: %s", os.strerror(ctypes.get_errno()))
-
-
-def _character_boundary(data: bytes, end: int) -> int:
-    """`end`, moved back to the start of a UTF-8 character it would cut (at most 3 bytes)."""
-    for cut in range(end, max(end - 3, 1), -1):
-        if data[cut] & 0xC0 != 0x80:
-            return cut
-    return end
 
 
 def is_launcher(process: psutil.Process) -> bool:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.emulator.preparing.layout import hold_directory
+from orchestrator.emulator.run_options import Options, command_words
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
@@ -61,7 +62,8 @@ class SearchOptions:
     """Start no trial after this long, and stop the running ones then."""
     run_dir: Path | None = None
     """The search's directory (default runs/<tuning-name>/); each trial's run directory is inside it."""
-    stall_timeout_seconds: float | None = 300.0
+    trial: Options = Options()
+    """How every trial runs (`smtrain local`'s options; its run directory is the search's to choose)."""
 
 
 @dataclass
@@ -255,8 +257,8 @@ class _Search:
         descriptor = os.open(values_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump({**values, TUNING_OBJECTIVE_KEY: spec.objective.metric}, handle, allow_nan=False)
-        command = [sys.executable, "-m", "orchestrator", "local", str(job.path), "--run-dir", str(run_dir), "-q",
-                   "-o", "json", "--stall-timeout", str(self._options.stall_timeout_seconds or 0),
+        command = [sys.executable, "-m", "orchestrator", "local", str(job.path), "-q", "-o", "json",
+                   *command_words(dataclasses.replace(self._options.trial, run_dir=run_dir)),
                    "--hyperparameters-file", str(values_file),
                    *(item for override in self._loaded.job_overrides for item in ("--set", override))]
         watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job.spec), run_dir)

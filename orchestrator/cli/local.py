@@ -1,0 +1,160 @@
+"""`smtrain local`: runs a spec here as SageMaker would, every host emulated (emulator/local_run.py).
+
+Its run options are not declared here: `local_run_options` generates their flags from `emulator/run_options.py`
+and hands the command one `Options`; what stays here is how the command line shows the run (--verbose, --quiet,
+--output, --explain) and --hyperparameters-file, how `tune local` hands a trial its values (they change the spec,
+not how it runs).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from orchestrator.cli.options import echo_json, local_run_options, output_option, set_option
+
+if TYPE_CHECKING:
+    from orchestrator.emulator.run_options import Options
+
+
+def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value:
+        return
+    from orchestrator.emulator.preparing.deviations import DEVIATIONS
+
+    click.echo("How `smtrain local` differs from SageMaker's training container (everything else follows it):")
+    for deviation in DEVIATIONS:
+        click.echo(f"- {deviation}")
+    ctx.exit(0)
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@set_option
+@local_run_options()
+@click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
+                                                    "progress bar (when stdout is not a terminal, they are streamed "
+                                                    "to it anyway).")
+@click.option("--quiet", "-q", is_flag=True, help="No notices and no host log lines: only the progress bar and the "
+                                                  "result.")
+@click.option("--hyperparameters-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True,
+              help="A JSON object of hyperparameters that replace the spec's, each name and value verbatim (how "
+                   "`tune local` hands a trial its values: never on a command line).")
+@click.option("--explain", is_flag=True, is_eager=True, expose_value=False, callback=_explain,
+              help="Print how this emulation differs from SageMaker's training container, and exit.")
+@output_option
+def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool, quiet: bool,
+          hyperparameters_file: Path | None, output: str) -> None:
+    """Run FILE on this machine as SageMaker would: every host emulated, no docker, no AWS account.
+
+    Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
+    run directory, the SM_* environment the training toolkit sets, and the launcher of the spec's mode
+    (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Logs are prefixed
+    [algo-N] in the logs (printed with --verbose; otherwise a progress bar with steps/s, ETA and loss, and the
+    loss curve at the end); model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
+    kept in metrics.jsonl (`smtrain metrics RUN_DIR`). A GPU instance's script runs unchanged on a machine
+    without its GPUs, on smtrain's CPU stand-in for CUDA (see --no-gpu-standin). Exit code: 0 Completed (or
+    passed --smoke), 1 Failed (the reason names the host and rank; with --smoke also a rank that never
+    started), 3 Stopped (at max_run_seconds, or by `smtrain stop RUN_DIR` from another shell), 4 Hung
+    (--stall-timeout), 130 interrupted. Ctrl-C (or SIGTERM, SIGHUP) gives the ranks up to 10 s to checkpoint, then
+    kills them; a second Ctrl-C kills at once. Nothing the run starts outlives it. While it runs, `smtrain status`,
+    `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
+    """
+    from orchestrator.cli.render import LocalConsole
+    from orchestrator.emulator.local_run import run_local
+    from orchestrator.emulator.supervising.supervisor import stop_with_parent
+    from orchestrator.spec.loader import load
+
+    stop_with_parent()
+    loaded = load(file, overrides, hyperparameters=_trial_values(hyperparameters_file))
+    _print_warnings(loaded)
+    # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
+    # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
+    stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
+    with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream, spec_file=file) as console:
+        _interrupt_on_termination()
+        result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
+        console.result(result)
+    if result.smoke is not None:
+        click.echo(_smoke_line(result), err=True)
+    if output == "json":
+        from dataclasses import asdict
+
+        echo_json(asdict(result))
+    sys.exit(result.exit_code)
+
+
+def _trial_values(path: Path | None) -> dict[str, Any] | None:
+    """--hyperparameters-file: a JSON object (the trial values `tune local` wrote), or None without the option."""
+    import json
+
+    if path is None:
+        return None
+    try:
+        values = json.loads(path.read_bytes())
+    except (OSError, ValueError) as error:
+        raise click.BadParameter(f"{path} is not a readable JSON file ({error})", param_hint="--hyperparameters-file")
+    if not isinstance(values, dict):
+        raise click.BadParameter(f"{path} holds no JSON object", param_hint="--hyperparameters-file")
+    return values
+
+
+def _print_warnings(loaded: Any) -> None:
+    """A spec's warnings (an image past its end of patch) are worth a line before a local run too."""
+    for finding in loaded.findings:
+        if finding.severity == "warning":
+            click.secho(f"WARNING: {loaded.where(finding.field)}: {finding.message}\n  fix: {finding.fix}",
+                        fg="yellow", err=True)
+
+
+def _smoke_line(result: Any) -> str:
+    """`smoke passed: 16 of 16 ranks started, step 12 reached (progress line), last loss 0.4321, stopped at the
+    deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so."""
+    smoke = result.smoke
+    verdict = "passed" if result.exit_code == 0 else "FAILED"
+    if result.status == "Stopped" and result.exit_code == 0 and smoke.steps_wanted is not None:
+        ending = f"stopped at step {smoke.steps_wanted} (--smoke-steps), within the deadline of "
+    elif result.status == "Stopped" and result.exit_code == 0:
+        ending = "stopped at the deadline of "
+    else:
+        ending = f"{result.status.lower()} within "
+    ending += f"{smoke.deadline_seconds:g} s"
+    if result.seconds > smoke.deadline_seconds:
+        ending += f" ({result.seconds:.1f} s in all: set-up, the stop's grace and packing)"
+    steps = (f"step {smoke.steps_reached} reached ({smoke.step_source})" if smoke.steps_reached is not None
+             else "NO rank reached a step (no step=N/M line, no step in metrics.jsonl, no checkpoint)")
+    loss = f", last loss {smoke.last_loss:.6g}" if smoke.last_loss is not None else ""
+    return (f"smoke {verdict}: {smoke.ranks_started} of {smoke.ranks_expected} ranks started, {steps}{loss}, "
+            f"{ending}")
+
+
+def _interrupt_on_termination() -> None:
+    """Until the job's processes start (while requirements install, say), SIGTERM and SIGHUP stop smtrain as
+    Ctrl-C does: what it started is ended and result.json written, instead of smtrain dying alone."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
+
+
+def _forward_signals(supervisor: Any) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop the run as a spot interruption would: SIGTERM to
+    every training process, a bounded grace to checkpoint, then SIGKILL; a second one kills at once. Once the
+    run's processes have ended (merging artifacts, between attempts), they interrupt smtrain itself."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if supervisor.finished:
+            raise KeyboardInterrupt
+        supervisor.interrupt()
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
+
+
