@@ -23,7 +23,7 @@ from orchestrator.spec.model import JobSpec
 if TYPE_CHECKING:  # the tuning modules load when a tuning function runs: planning one job never pays for them
     from orchestrator.cloud.tuning import Tuning
     from orchestrator.planning.tuning import TuningPlan
-    from orchestrator.spec.tuning_loader import LoadedTuning
+    from orchestrator.spec.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
@@ -136,7 +136,7 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
         SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
     """
     from orchestrator.planning.tuning import build_tuning_plan
-    from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
+    from orchestrator.spec.loader import LoadedTuning, load_tuning
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job, boto)

@@ -41,7 +41,7 @@ from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.topology import topology
 from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
-from orchestrator.spec.tuning_loader import LoadedTuning
+from orchestrator.spec.loader import LoadedTuning
 
 RESULT_FILE = "tuning.json"
 WATCH_SECONDS = 0.5
