@@ -408,19 +408,26 @@ class _ProcessTree:
         self._owned.update(process.pid for process in processes)
 
     def alive(self) -> list[psutil.Process]:
-        found: dict[int, psutil.Process] = {}
-        for child in self._new_children():
+        """The run's live processes: every descendant of smtrain's process under a child the run started,
+        zombies left out. psutil finds children by reading the parent of every process on the machine (hundreds
+        of files on a busy one): that is done once here, for the whole tree, not once more for each host."""
+        try:
+            descendants = self._me.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        parents: dict[int, int] = {}
+        live: list[psutil.Process] = []
+        for process in descendants:
             try:
-                family = [child, *child.children(recursive=True)]
+                with process.oneshot():  # one read of /proc/<pid>/stat for both
+                    parents[process.pid] = process.ppid()
+                    if process.status() != psutil.STATUS_ZOMBIE:
+                        live.append(process)
             except psutil.NoSuchProcess:
                 continue
-            for process in family:
-                try:
-                    if process.status() != psutil.STATUS_ZOMBIE:
-                        found[process.pid] = process
-                except psutil.NoSuchProcess:
-                    continue
-        return list(found.values())
+        started = {process.pid for process in descendants
+                   if parents.get(process.pid) == self._me.pid and _started_by_run(process, self._before)}
+        return [process for process in live if _top_ancestor(process.pid, parents, self._me.pid) in started]
 
     def reap(self) -> None:
         """Waits for the orphans that have exited, so none stays a zombie of smtrain's."""
@@ -436,14 +443,26 @@ class _ProcessTree:
             _set_child_subreaper(False)
 
     def _new_children(self) -> list[psutil.Process]:
-        children = []
-        for child in self._me.children():
-            try:
-                if _identity(child) not in self._before:
-                    children.append(child)
-            except psutil.NoSuchProcess:
-                continue
-        return children
+        return [child for child in self._me.children() if _started_by_run(child, self._before)]
+
+
+def _started_by_run(child: psutil.Process, before: set[tuple[int, float]]) -> bool:
+    try:
+        return _identity(child) not in before
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _top_ancestor(pid: int, parents: dict[int, int], root: int) -> int | None:
+    """The child of `root` that `pid` descends from (itself, for a child); None when the chain is broken (a
+    parent that exited between the reads: the next look finds it, re-parented to smtrain, the subreaper)."""
+    for _ in range(len(parents)):  # bounded: reads made at different moments cannot loop it
+        if pid not in parents:
+            return None
+        if parents[pid] == root:
+            return pid
+        pid = parents[pid]
+    return None
 
 
 def _identity(process: psutil.Process) -> tuple[int, float]:
