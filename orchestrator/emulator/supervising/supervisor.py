@@ -55,7 +55,9 @@ STRAY_GRACE_SECONDS = 2.0
 ANNOUNCE_AFTER_SECONDS = 1.0
 KILL_WAIT_SECONDS = 5.0
 POLL_SECONDS = 0.1
-WATCH_SECONDS = 0.5
+WATCH_SECONDS = 1.0
+"""How often the run's process tree is read for the stall check and the smoke census: as often as the stall check
+samples CPU times, and a rank's start is seen within a second (each read costs CPU that the job's ranks share)."""
 MAX_LINE_BYTES = 64 * 1024
 TAIL_LINE_CHARACTERS = 4096
 """A failure reason shows at most 1024 characters: the tails keep no more of each line than that needs."""
