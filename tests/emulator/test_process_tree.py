@@ -1,5 +1,6 @@
 """The supervisor's view of a run's processes: every process the run started (children, grandchildren, orphans
-re-parented to smtrain), none it had before, from one read of the machine's process table per look."""
+re-parented to smtrain), none it had before; read from the kernel's lists of each thread's children where it keeps
+them, else from one read of the machine's process table per look."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from orchestrator.emulator.supervising import supervisor
 from orchestrator.emulator.supervising.supervisor import _ProcessTree
 
+KERNEL_LISTS = [pytest.param(True, id="kernel-children-lists"), pytest.param(False, id="process-table")]
+
 
 def _wait_until(condition, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
@@ -22,8 +25,11 @@ def _wait_until(condition, seconds: float = 60) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def tree():
+@pytest.fixture(params=KERNEL_LISTS)
+def tree(request, monkeypatch):
+    if request.param and not supervisor._CHILDREN_LISTS:
+        pytest.skip("this kernel keeps no /proc/PID/task/TID/children")
+    monkeypatch.setattr(supervisor, "_CHILDREN_LISTS", request.param)
     before = subprocess.Popen(["sleep", "300"])  # smtrain's own child from before the run: never the run's
     tree = _ProcessTree()
     started: list[subprocess.Popen[bytes]] = []
@@ -33,7 +39,7 @@ def tree():
         process.wait()
     for process in tree.alive():
         process.kill()
-    tree.reap()
+    _wait_until(lambda: (tree.reap(), not tree.alive())[1])
     tree.close()
 
 
@@ -56,7 +62,7 @@ def test_every_process_of_the_run_and_none_from_before(tree):
     _wait_until(lambda: (processes.reap(), orphan not in {process.pid for process in processes.alive()})[1])
 
 
-def test_one_read_of_the_process_table_per_look_whatever_the_number_of_hosts(tree, monkeypatch):
+def test_no_read_of_the_whole_process_table_more_than_once_per_look(tree, monkeypatch):
     processes, _, started = tree
     for _ in range(4):
         started.append(subprocess.Popen(["sh", "-c", "sleep 300 & wait"]))
@@ -70,7 +76,7 @@ def test_one_read_of_the_process_table_per_look_whatever_the_number_of_hosts(tre
 
     monkeypatch.setattr(psutil.Process, "children", counted)
     assert len(processes.alive()) >= 8
-    assert reads == [os.getpid()]
+    assert reads == ([] if supervisor._CHILDREN_LISTS else [os.getpid()])
 
 
 def test_a_broken_chain_of_parents_is_no_ones_and_never_loops():

@@ -411,12 +411,15 @@ class _ProcessTree:
 
     def alive(self) -> list[psutil.Process]:
         """The run's live processes: every descendant of smtrain's process under a child the run started,
-        zombies left out. psutil finds children by reading the parent of every process on the machine (hundreds
-        of files on a busy one): that is done once here, for the whole tree, not once more for each host."""
-        try:
-            descendants = self._me.children(recursive=True)
-        except psutil.NoSuchProcess:
-            return []
+        zombies left out. Read from the kernel's lists of each thread's children where it keeps them; else
+        psutil reads the parent of every process on the machine (hundreds of files on a busy one), once here for
+        the whole tree rather than once more for each host."""
+        descendants = _descendants(self._me.pid)
+        if descendants is None:
+            try:
+                descendants = self._me.children(recursive=True)
+            except psutil.NoSuchProcess:
+                return []
         parents: dict[int, int] = {}
         live: list[psutil.Process] = []
         for process in descendants:
@@ -446,6 +449,39 @@ class _ProcessTree:
 
     def _new_children(self) -> list[psutil.Process]:
         return [child for child in self._me.children() if _started_by_run(child, self._before)]
+
+
+_CHILDREN_LISTS = Path(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children").exists()
+"""Whether the kernel lists each thread's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN)."""
+
+
+def _descendants(root: int) -> list[psutil.Process] | None:
+    """Every descendant of `root`, from the kernel's lists of each thread's children: a read per thread of the
+    tree, not one per process of the machine; None where the kernel keeps no such lists. A process forked or
+    ended while the lists are read may be missed: the next look finds it, as with any reading of /proc."""
+    if not _CHILDREN_LISTS:
+        return None
+    found: list[psutil.Process] = []
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # it has ended
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/children", "rb") as listing:
+                    children = [int(child) for child in listing.read().split()]
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    found.append(psutil.Process(child))
+                except psutil.Error:
+                    continue
+                pending.append(child)
+    return found
 
 
 def _started_by_run(child: psutil.Process, before: set[tuple[int, float]]) -> bool:
