@@ -457,8 +457,9 @@ _CHILDREN_LISTS = Path(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/ch
 
 def _descendants(root: int) -> list[psutil.Process] | None:
     """Every descendant of `root`, from the kernel's lists of each thread's children: a read per thread of the
-    tree, not one per process of the machine; None where the kernel keeps no such lists. A process forked or
-    ended while the lists are read may be missed: the next look finds it, as with any reading of /proc."""
+    tree, not one per process of the machine; None where the kernel keeps no such lists or will not show one
+    (then psutil reads the process table). A process forked or ended while the lists are read may be missed: the
+    next look finds it, as with any reading of /proc."""
     if not _CHILDREN_LISTS:
         return None
     found: list[psutil.Process] = []
@@ -467,14 +468,18 @@ def _descendants(root: int) -> list[psutil.Process] | None:
         pid = pending.pop()
         try:
             threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:  # it has ended
+        except (FileNotFoundError, ProcessLookupError):  # it has ended
             continue
+        except OSError:
+            return None
         for thread in threads:
             try:
                 with open(f"/proc/{pid}/task/{thread}/children", "rb") as listing:
                     children = [int(child) for child in listing.read().split()]
-            except OSError:
+            except (FileNotFoundError, ProcessLookupError):  # the thread has ended
                 continue
+            except OSError:
+                return None
             for child in children:
                 try:
                     found.append(psutil.Process(child))
