@@ -6,7 +6,7 @@ and tokenizer are built locally (tiny_model.py) and handed over as the `model` c
 (HF_HUB_OFFLINE=1). Each test checks the world size as the framework counts it, that training progressed by the
 framework's own loss or evaluation lines, and the model files in model.tar.gz.
 
-Needs the `frameworks` extra (transformers, accelerate, lightning, deepspeed); skipped without it.
+Needs the `frameworks` extra (transformers, accelerate, lightning; deepspeed for its tests); skipped without it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from orchestrator.emulator.instances.standin import local_gpu_count
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 pytest.importorskip("lightning")
-pytest.importorskip("deepspeed")
 
 pytestmark = [
     pytest.mark.slow,
@@ -127,6 +126,7 @@ def test_trainer_with_fsdp_and_bf16_on_two_hosts(tiny_model, tmp_path):
 def test_trainer_with_deepspeed_zero_on_two_hosts(tiny_model, tmp_path, config):
     """DeepSpeed ZeRO-2 and ZeRO-3 through the Trainer (`deepspeed=<json>`, bf16) on DeepSpeed's CUDA accelerator;
     ZeRO-3 gathers the partitioned weights into model.safetensors when saving."""
+    pytest.importorskip("deepspeed")
     result, logs = _local("trainer-deepspeed-torch_distributed-2x-g5.2xlarge.yaml", tmp_path / "run",
                           "--input", f"model={tiny_model}", "--set", f"hyperparameters.deepspeed={config}")
     assert result["world_size"] == 2
