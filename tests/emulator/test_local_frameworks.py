@@ -1,11 +1,12 @@
-"""Scripts written for the frameworks users train with (transformers' Trainer, Accelerate, Lightning) run unchanged
+"""Scripts written for the frameworks users train with (transformers' Trainer, with FSDP or DeepSpeed too, Accelerate,
+Lightning) run unchanged
 by `smtrain local` on this CPU-only machine, on the CPU stand-in for CUDA, at the instance's full world size and
 under the launcher each mode uses (tests/emulator/frameworks/, SOURCE says where each script comes from). The model
 and tokenizer are built locally (tiny_model.py) and handed over as the `model` channel; nothing reaches the hub
 (HF_HUB_OFFLINE=1). Each test checks the world size as the framework counts it, that training progressed by the
 framework's own loss or evaluation lines, and the model files in model.tar.gz.
 
-Needs the `frameworks` extra (transformers, accelerate, lightning); skipped without it.
+Needs the `frameworks` extra (transformers, accelerate, lightning; deepspeed for its tests); skipped without it.
 """
 
 from __future__ import annotations
@@ -106,6 +107,30 @@ def test_trainer_under_torchrun_on_two_g5_hosts_evaluating_every_epoch(tiny_mode
                           "--input", f"model={tiny_model}")
     assert result["world_size"] == 8
     counted = _assert_trainer_run(tmp_path / "run", logs, world_size=8)
+    assert (counted["parallel_mode"], counted["device"]) == ("ParallelMode.DISTRIBUTED", "cuda:0")
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
+
+
+def test_trainer_with_fsdp_and_bf16_on_two_hosts(tiny_model, tmp_path):
+    """`--fsdp "full_shard auto_wrap"` with bf16: the Trainer wraps with FSDP2 through Accelerate, whose precision
+    policy casts each wrapped layer's outputs to bf16."""
+    result, logs = _local("trainer-fsdp-torch_distributed-2x-g5.2xlarge.yaml", tmp_path / "run",
+                          "--input", f"model={tiny_model}")
+    assert result["world_size"] == 2
+    counted = _assert_trainer_run(tmp_path / "run", logs, world_size=2)
+    assert (counted["parallel_mode"], counted["device"]) == ("ParallelMode.DISTRIBUTED", "cuda:0")
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
+
+
+@pytest.mark.parametrize("config", ["ds_zero2.json", "ds_zero3.json"])
+def test_trainer_with_deepspeed_zero_on_two_hosts(tiny_model, tmp_path, config):
+    """DeepSpeed ZeRO-2 and ZeRO-3 through the Trainer (`deepspeed=<json>`, bf16) on DeepSpeed's CUDA accelerator;
+    ZeRO-3 gathers the partitioned weights into model.safetensors when saving."""
+    pytest.importorskip("deepspeed")
+    result, logs = _local("trainer-deepspeed-torch_distributed-2x-g5.2xlarge.yaml", tmp_path / "run",
+                          "--input", f"model={tiny_model}", "--set", f"hyperparameters.deepspeed={config}")
+    assert result["world_size"] == 2
+    counted = _assert_trainer_run(tmp_path / "run", logs, world_size=2)
     assert (counted["parallel_mode"], counted["device"]) == ("ParallelMode.DISTRIBUTED", "cuda:0")
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
 

@@ -107,15 +107,19 @@ def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):
 POLICY_PROBE = """
 import json, torch
 from torch.distributed.fsdp import MixedPrecisionPolicy
-policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(policy.reduce_dtype)}))
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, output_dtype=torch.bfloat16)
+print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(policy.reduce_dtype),
+                  "output_dtype": str(policy.output_dtype)}))
 """
 
 
-@pytest.mark.parametrize(("autocast", "param_dtype"), [("float32", "None"), ("", "torch.bfloat16")])
-def test_an_fsdp_precision_policy_computes_in_float32_where_autocast_does(standin, autocast, param_dtype):
+@pytest.mark.parametrize(("autocast", "computed"), [("float32", "None"), ("", "torch.bfloat16")])
+def test_an_fsdp_precision_policy_computes_in_float32_where_autocast_does(standin, autocast, computed):
     """FSDP2's MixedPrecisionPolicy is a precision policy like autocast: the FSDP example's first step came after
-    104 s with it in float32 on this AVX2-only CPU, and not within 500 s in emulated bfloat16."""
+    104 s with it in float32 on this AVX2-only CPU, and not within 500 s in emulated bfloat16. Its output dtype goes
+    with the parameters' (the policy Accelerate builds for bf16 casts outputs to bf16, which float32 layers then
+    refuse); the gradients' reduction keeps the dtype asked for."""
     env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
     result = standin.run([sys.executable, "-c", POLICY_PROBE], env)
-    assert standin.json_lines(result.stdout)[-1] == {"param_dtype": param_dtype, "reduce_dtype": "torch.float32"}
+    assert standin.json_lines(result.stdout)[-1] == {"param_dtype": computed, "reduce_dtype": "torch.bfloat16",
+                                                     "output_dtype": computed}

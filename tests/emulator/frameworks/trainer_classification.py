@@ -2,6 +2,9 @@
 (hyperparameters as arguments, the model from a channel, evaluation every epoch, the model saved to
 SM_MODEL_DIR), written for GPUs: no device or backend is named; the Trainer takes them from the launcher.
 
+The Trainer's sharding and precision options come as hyperparameters, as the published example scripts take
+them: ``--fsdp "full_shard auto_wrap" --fsdp_config FILE``, ``--deepspeed FILE``, ``--bf16 true``.
+
 Rank 0 prints one JSON line with what the Trainer counted: {"world_size", "n_gpu", "parallel_mode", "device"}.
 """
 
@@ -20,6 +23,10 @@ parser.add_argument("--learning_rate", type=float, default=1e-2)
 parser.add_argument("--train_size", type=int, default=512)
 parser.add_argument("--model_dir", type=str, default=os.environ["SM_MODEL_DIR"])
 parser.add_argument("--model_channel", type=str, default=os.environ["SM_CHANNEL_MODEL"])
+parser.add_argument("--fsdp", type=str, default="")
+parser.add_argument("--fsdp_config", type=str, default=None)
+parser.add_argument("--deepspeed", type=str, default=None)
+parser.add_argument("--bf16", type=lambda value: value.lower() == "true", default=False)
 args, _ = parser.parse_known_args()
 
 tokenizer = AutoTokenizer.from_pretrained(args.model_channel)
@@ -51,6 +58,10 @@ training_args = TrainingArguments(
     save_strategy="no",
     report_to=[],
     disable_tqdm=True,
+    fsdp=args.fsdp,
+    fsdp_config=args.fsdp_config,
+    deepspeed=args.deepspeed,
+    bf16=args.bf16,
 )
 trainer = Trainer(model=model, args=training_args, train_dataset=Encoded(sentences(args.train_size, seed=0)),
                   eval_dataset=Encoded(sentences(16, seed=1)))

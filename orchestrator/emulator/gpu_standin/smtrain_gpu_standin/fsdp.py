@@ -13,7 +13,11 @@ current GPU. FSDP2 takes its device from its mesh: ``cuda:<current>`` for a CUDA
 
 FSDP2's ``MixedPrecisionPolicy`` is a precision policy, as autocast is: where the stand-in computes CUDA autocast
 regions in float32 (a CPU without native bfloat16, docs/gpu-standin.md), a policy's reduced ``param_dtype``
-computes in float32 too, for the same reason (bfloat16 emulated in software costs about ten times as much).
+computes in float32 too, for the same reason (bfloat16 emulated in software costs about ten times as much). Its
+reduced ``output_dtype`` goes with it: the outputs it would cast feed layers whose parameters are then float32
+(Accelerate, and the Trainer through it, asks for ``output_dtype=bfloat16`` with ``bf16``; kept, the next layer
+fails with "mat1 and mat2 must have the same dtype"). ``reduce_dtype`` stays as asked: it is the precision of the
+gradients' reduction, not of the compute.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ def _policy_in_float32(fsdp_api) -> None:
     @functools.wraps(init)
     def in_float32(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        if self.param_dtype in (torch.bfloat16, torch.float16):
-            object.__setattr__(self, "param_dtype", None)  # a frozen dataclass: the parameters' own float32
+        for field in ("param_dtype", "output_dtype"):
+            if getattr(self, field) in (torch.bfloat16, torch.float16):
+                object.__setattr__(self, field, None)  # a frozen dataclass: the parameters' own float32
 
     policy.__init__ = in_float32

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import (accelerator, amp, collectives, cuda_api, device_type, devices, distributed, fsdp, placement, streams,
-               unsupported)
+from . import (accelerator, amp, collectives, cuda_api, deepspeed_accelerator, device_type, devices, distributed, fsdp,
+               placement, streams, unsupported)
 from .env import Settings
 
 
@@ -20,4 +20,5 @@ def apply(settings: Settings) -> None:
     distributed.install()
     collectives.install()
     fsdp.install(settings.autocast_in_float32)
+    deepspeed_accelerator.install()
     unsupported.install()
