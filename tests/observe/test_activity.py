@@ -82,3 +82,23 @@ def test_a_launchers_start_up_before_it_has_children_is(start):
     found = _activities([start("algo-1", "/bin/sh", "-c", "while :; do :; done")])
 
     assert found["algo-1"].busy is True, found["algo-1"].detail
+
+
+PINNED = "import os\nos.sched_setaffinity(0, {0})\n"
+STARVED_SPIN = PINNED + "os.nice(19)\n" + SPIN  # nice 19 beside a nice 0 spinner: about 1.5% of the core
+STARVED_SLEEP = PINNED + "os.nice(19)\n" + SLEEP
+
+
+def test_a_rank_starved_of_cpu_by_a_loaded_machine_is_busy_and_a_sleeping_one_still_idle(start):
+    """A JIT compile beside a loaded CI runner's other work gets a few percent of a core: it waits for a core (the
+    kernel's state R), which is not idle; a process asleep on the same loaded core is."""
+    competitor = subprocess.Popen([sys.executable, "-c", PINNED + SPIN])
+    try:
+        found = _activities([start("algo-1", sys.executable, "-c", STARVED_SPIN),
+                             start("algo-2", sys.executable, "-c", STARVED_SLEEP)])
+    finally:
+        competitor.kill()
+        competitor.wait()
+
+    assert found["algo-1"].busy is True, found["algo-1"].detail
+    assert found["algo-2"].busy is False, found["algo-2"].detail

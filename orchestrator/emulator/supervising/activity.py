@@ -11,8 +11,11 @@ not the job's progress; before (torchrun importing torch), their start-up is.
 
 Why a tenth of a core: a rank blocked in a gloo collective, or sleeping, uses about 0.3% of a core (measured on
 a loaded 2-core machine: 0.03-0.04 CPU seconds in 10 s), so even 16 idle ranks on one host stay far below it;
-a rank that computes gets a tenth of a core unless more than ten runnable threads share each core, far more load
-than a machine that can run the job at all carries.
+a rank that computes gets a tenth of a core unless more than ten runnable threads share each core. A machine can
+carry that much (a CI runner with parallel test workers: a JIT compile's cc1plus got 10% of a core at a load
+average of 35 on 2 cores), so a host is also busy when one of its work processes was runnable (the kernel's state
+R: computing, or waiting only for a core) in at least half the samples of the window: a blocked or sleeping
+process is in state S, however loaded the machine, and a starved one is still R.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from orchestrator.emulator.supervising.supervisor import is_launcher
 from orchestrator.observing.liveness import HostActivity
 
 BUSY_CORE_FRACTION = 0.1
+RUNNABLE_SAMPLE_FRACTION = 0.5
+"""The share of a window's samples in which a host's work was runnable that makes it busy, whatever CPU it got."""
 SAMPLE_SECONDS = 0.5
 """The shortest time between two reads of the processes' CPU times: each offer of the supervisor (every
 WATCH_SECONDS, a second) is read, a caller offering them more often is not."""
@@ -56,6 +61,8 @@ class _Sample:
     """Every work process's CPU seconds so far, launchers too (a launcher's start-up counts, its polling not)."""
     counted: set[_Identity] = field(default_factory=set)
     """The processes whose CPU time is the job's work: all but the launchers that have children."""
+    runnable: set[_Identity] = field(default_factory=set)
+    """The counted processes the kernel had in state R (running, or ready and waiting for a core)."""
 
 
 class ActivitySampler:
@@ -93,6 +100,8 @@ class ActivitySampler:
                     sample.cpu[identity] = times.user + times.system + reaped
                     if not (work.launcher and process.pid in parents):
                         sample.counted.add(identity)
+                        if process.status() == psutil.STATUS_RUNNING:
+                            sample.runnable.add(identity)
             except psutil.Error:
                 continue
         self._samples.append(sample)
@@ -107,7 +116,8 @@ class ActivitySampler:
         current, baseline = self._samples[-1], self._baseline(current_time := self._samples[-1].at)
         span = current_time - baseline.at
         hosts = sorted({work.host for identity in current.cpu if (work := self._work[identity][1]) is not None})
-        return [self._host_activity(host, current, baseline, span) for host in hosts]
+        window = self._samples[self._samples.index(baseline) + 1:]
+        return [self._host_activity(host, window, baseline, span) for host in hosts]
 
     def busiest_rank(self) -> RankProcess | None:
         """The rank whose processes used the most CPU over the window (whose stack a slow report shows)."""
@@ -121,7 +131,8 @@ class ActivitySampler:
                 per_rank[work.rank] = per_rank.get(work.rank, 0.0) + used
         return max(per_rank, key=lambda rank: per_rank[rank]) if per_rank else None
 
-    def _host_activity(self, host: str, current: _Sample, baseline: _Sample, span: float) -> HostActivity:
+    def _host_activity(self, host: str, window: list[_Sample], baseline: _Sample, span: float) -> HostActivity:
+        current = window[-1] if window else baseline
         used = {identity: seconds for identity, seconds in _used(current, baseline).items()
                 if (work := self._work[identity][1]) is not None and work.host == host and identity in current.counted}
         if span <= 0:
@@ -136,7 +147,11 @@ class ActivitySampler:
         detail = f"{work.label} at {used[top] / span:.0%} CPU"
         if appeared:
             detail += f", {len(appeared)} new process{'es' if len(appeared) != 1 else ''}"
-        return HostActivity(host, share >= BUSY_CORE_FRACTION or bool(appeared), detail)
+        runnable = sum(1 for sample in window if any(identity in used for identity in sample.runnable))
+        starved = bool(window) and runnable >= RUNNABLE_SAMPLE_FRACTION * len(window)
+        if starved and share < BUSY_CORE_FRACTION:
+            detail += f", runnable in {runnable} of {len(window)} samples (waiting for a core)"
+        return HostActivity(host, share >= BUSY_CORE_FRACTION or bool(appeared) or starved, detail)
 
     def _baseline(self, now: float) -> _Sample:
         """The latest sample at least a window old, else the oldest."""
