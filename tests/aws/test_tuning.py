@@ -19,9 +19,12 @@ from botocore.exceptions import ConnectionClosedError
 from click.testing import CliRunner
 from job_fakes import BUCKET, NOW, SECRET, shared_loader_session
 
+import orchestrator
 from orchestrator.api import plan_tuning, submit_tuning
+from orchestrator.backends.tuning import SageMakerTuning, Tuning
 from orchestrator.cli.main import main
-from orchestrator.cloud.tuning import Tuning, TuningNotFound, list_tunings
+from orchestrator.cloud.tuning import list_tunings
+from orchestrator.observing.trials import TuningNotFound
 
 SEARCH = """\
 job: job.yaml
@@ -182,21 +185,19 @@ def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed,
 def test_tuning_handle_gives_trials_best_job_table_and_plot(stubbed, tmp_path):
     sagemaker = stubbed.stubbers["sagemaker"]
     counters = {"Completed": 2, "InProgress": 1, "Stopped": 1}
-    for _ in range(2):
-        sagemaker.add_response("describe_hyper_parameter_tuning_job",
-                               _described("ts", "InProgress", counters, TRIALS[1]))
-    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
     sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))
-    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+    for _ in range(2):  # the results, then the plot's trials
+        sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+    sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))
 
-    tuning = Tuning("ts", stubbed)
+    tuning = Tuning(SageMakerTuning(stubbed), "ts")
     status = tuning.status()
-    job = tuning.best_job()
+    best = tuning.best_trial()
     frame = tuning.results()
     figure = tuning.plot()
 
     assert status.counts == {"Completed": 2, "InProgress": 1, "Stopped": 1, "Failed": 0}
-    assert job.name == "ts-002-bbb"
+    assert best.name == "ts-002-bbb"
     assert list(frame["name"]) == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
     assert list(frame["optimizer"])[:2] == ["adam", "sgd"]
     assert len(figure.axes) == 3  # objective over trials, against lr, against optimizer
@@ -211,7 +212,7 @@ def test_stop_requests_a_stop_of_a_running_search_only(stubbed):
     sagemaker.add_response("stop_hyper_parameter_tuning_job", {}, {"HyperParameterTuningJobName": "ts"})
     sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "Completed", {"Completed": 6}, None))
 
-    assert Tuning("ts", stubbed).stop() is True
+    assert Tuning(SageMakerTuning(stubbed), "ts").stop() is True
     result = CliRunner().invoke(main, ["tune", "stop", "ts"], obj=stubbed)
     assert result.exit_code == 0 and "ts is already Completed: nothing to stop" in result.output
 
@@ -223,3 +224,27 @@ def test_the_submitted_plan_is_kept_on_the_handle(search_file, bucket, calls):
     tuning = submit_tuning(tuning_plan, boto=session)
 
     assert dataclasses.asdict(tuning.plan.cost) == dataclasses.asdict(tuning_plan.cost)
+
+
+def test_submit_tuning_returns_the_one_tuning_handle_whose_best_job_is_an_orchestrator_job(search_file, bucket,
+                                                                                            calls):
+    """moto completes a tuning job at once with a made-up best trial; `best_job` is that trial as the whole
+    `orchestrator.Job` handle (the same class `run`, `submit` and `attach` return), read from SageMaker."""
+    session, _ = calls
+    tuning = submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-6"), boto=session)
+    assert type(tuning) is orchestrator.Tuning and tuning.full_id == "sagemaker:tiny-search-6"
+    best = tuning.best_trial()
+    assert best is not None
+    sagemaker = boto3.client("sagemaker")
+    definition = tuning.plan.request["TrainingJobDefinition"]
+    sagemaker.create_training_job(
+        TrainingJobName=best.name, AlgorithmSpecification=definition["AlgorithmSpecification"],
+        RoleArn=definition["RoleArn"], OutputDataConfig=definition["OutputDataConfig"],
+        ResourceConfig=definition["ResourceConfig"], StoppingCondition=definition["StoppingCondition"])
+
+    job = tuning.best_job()
+
+    assert type(job) is orchestrator.Job
+    assert job.full_id == f"sagemaker:{best.name}" and job.last_status.name == best.name
+    again = Tuning.attach(f"sagemaker:{tuning.name}", boto=session)
+    assert again.best_job().full_id == job.full_id

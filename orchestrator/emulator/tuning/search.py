@@ -34,7 +34,7 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.observing.trials import Trial, best, ranked
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked
 from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.spec.catalog import lookup
@@ -43,7 +43,6 @@ from orchestrator.spec.topology import topology
 from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
 from orchestrator.spec.tuning_loader import LoadedTuning
 
-RESULT_FILE = "tuning.json"
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
@@ -81,6 +80,8 @@ class SearchResult:
     log_scaled: tuple[str, ...] = ()
     search_spec: str | None = None
     """The tuning spec file the search ran: a folder holds one search's results."""
+    status: str = "Completed"
+    """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
 
     @property
     def best(self) -> Trial | None:
@@ -94,7 +95,7 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
         return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
-                "strategy": self.strategy,
+                "status": self.status, "strategy": self.strategy, "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
@@ -140,8 +141,9 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                           goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
                           trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled,
-                          search_spec=search_spec)
-    (root / RESULT_FILE).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+                          search_spec=search_spec,
+                          status="Stopped" if interrupted else "Failed" if search.errors else "Completed")
+    (root / SEARCH_RESULTS_FILE).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
     if interrupted:
         raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
     if search.errors:
@@ -162,7 +164,7 @@ def _claim_folder(root: Path, search_spec: str | None) -> None:
         raise SpecError(f"cannot use {root} for the search: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
     hold_directory(root)
-    previous = root / RESULT_FILE
+    previous = root / SEARCH_RESULTS_FILE
     if not previous.exists():
         return
     try:
