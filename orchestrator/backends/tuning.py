@@ -1,8 +1,8 @@
 """A search, wherever it ran: one interface (`TuningBackend`), two places, one handle (`Tuning`), one resolver.
 
 A SageMaker tuning job is read through `cloud.tuning.TuningClient`; a search `smtrain tune local` ran is read
-from its results folder (`tuning.json`, which the search writes when it ends). Both answer in `observing.trials`'
-words (`TuningStatus`, `Trial`, `TuningSummary`), and each hands a trial on as the backend of single jobs it ran
+from its results folder (`tuning.json`, which the search rewrites after each trial and when it ends; a stop is
+the folder's stop request, as for a run). Both answer in `observing.trials`' words (`TuningStatus`, `Trial`, `TuningSummary`), and each hands a trial on as the backend of single jobs it ran
 on, so `Tuning.best_job()` is an `orchestrator.Job` either way. `smtrain tune status | list | stop` and
 `orchestrator.Tuning.attach` resolve a tuning id here, by `backends.resolve`'s rules: `local:<folder or name under
 runs/>`, `sagemaker:<tuning job name>`, `--backend`, or a bare name (a results folder of that name, else SageMaker's).
@@ -110,7 +110,7 @@ class LocalTuning:
             document = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise TuningNotFound(f"{tuning_id} holds no search results ({RESULT_FILE})",
-                                 fix="a search writes them when it ends; point at the folder `smtrain tune local` "
+                                 fix="a search writes them as it starts; point at the folder `smtrain tune local` "
                                      "named (its --run-dir, default runs/<tuning-name>/)") from None
         except (OSError, ValueError) as error:
             raise TuningNotFound(f"{path} cannot be read as a search's results: {error}",
@@ -118,18 +118,24 @@ class LocalTuning:
         return document
 
     def status(self, tuning_id: str) -> TuningStatus:
+        """What the search's tuning.json says (rewritten after each trial); a search that says InProgress but whose
+        process no longer holds its folder was killed before it could say how it ended: Failed."""
         document = self._document(tuning_id)
         trials = _trials_of(document)
         objective = document.get("objective", {})
-        ended = datetime.fromtimestamp((Path(tuning_id) / RESULT_FILE).stat().st_mtime).astimezone()
+        status, failure = document.get("status", "Completed"), document.get("failure_reason")
+        if status == "InProgress" and not _running(tuning_id):
+            status, failure = "Failed", "the search's process ended without writing how the search ended"
+        ended = None if status == "InProgress" else datetime.fromtimestamp(
+            (Path(tuning_id) / RESULT_FILE).stat().st_mtime).astimezone()
         return TuningStatus(
-            name=document["tuning_job_name"], status=document.get("status", "Completed"),
+            name=document["tuning_job_name"], status=status,
             strategy=document["strategy"], metric=objective.get("metric", ""),
             goal=objective.get("type", "Minimize"), max_jobs=document.get("max_jobs"),
             parallel=document["parallel"], counts=counts_of(trials),
             best=trial_tables.best(trials, objective.get("type", "Minimize")),
             created=min((trial.started for trial in trials if trial.started), default=None), ended=ended,
-            failure_reason=document.get("failure_reason"), place={"run_dir": str(Path(tuning_id))})
+            failure_reason=failure, place={"run_dir": str(Path(tuning_id))})
 
     def trials(self, tuning_id: str) -> list[Trial]:
         return _trials_of(self._document(tuning_id))
@@ -138,8 +144,14 @@ class LocalTuning:
         return tuple(self._document(tuning_id).get("log_scaled", ()))
 
     def stop(self, tuning_id: str) -> tuple[bool, TuningStatus]:
-        """A search with results has ended (a running one is stopped by its own Ctrl-C or SIGTERM)."""
-        return False, self.status(tuning_id)
+        """Writes the search's stop request (the one a run reads): no trial starts after it, the running ones stop."""
+        current = self.status(tuning_id)
+        if current.status != "InProgress":
+            return False, current
+        from orchestrator.emulator.supervising.status import request_stop
+
+        request_stop(Path(tuning_id))
+        return True, current
 
     def list_tunings(self, status: str | None, name_contains: str | None, max_results: int) -> list[TuningSummary]:
         folders = sorted((path / RESULT_FILE for path in _folders(self.runs_root) if (path / RESULT_FILE).is_file()),
@@ -165,6 +177,12 @@ class LocalTuning:
 
 def _folders(root: Path) -> list[Path]:
     return [path for path in root.iterdir() if path.is_dir()] if is_directory(root) else []
+
+
+def _running(folder: str) -> bool:
+    from orchestrator.emulator.preparing.layout import is_held
+
+    return is_held(Path(folder))
 
 
 def _trials_of(document: dict[str, Any]) -> list[Trial]:

@@ -109,3 +109,41 @@ def test_a_bare_name_without_a_local_search_goes_to_sagemaker_offline(tmp_path, 
 
     assert isinstance(local, LocalTuning) and Path(local_id).name == "lr-search"
     assert remote.name == "sagemaker" and name == "other-search"
+
+
+def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, monkeypatch):
+    """A real search of three long trials, in its own process: `tune status` reads it InProgress, `tune stop
+    local:FOLDER` stops it (the running trial is asked to stop, no other starts) and `tune status` then says
+    Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
+    one that reached max_resource: what is asserted is the search's end.)"""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).resolve().parents[2] / "job_specs" / "tuning" / "mlp-lr-search.yaml"
+    folder = tmp_path / "runs" / "long"
+    search = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "tune", "local", str(example), "--parallel", "1", "--max-jobs", "3",
+         "--set", "hyperparameters.epochs=500", "--run-dir", str(folder), "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "AWS_REGION": "us-east-1"})
+    try:
+        deadline = time.monotonic() + 300  # a safety net only: the search writes tuning.json as it starts
+        while not list(folder.glob("*/status.json")) and time.monotonic() < deadline and search.poll() is None:
+            time.sleep(0.5)
+        running = CliRunner().invoke(main, ["tune", "status", "local:long", "-o", "json"])
+        assert json.loads(running.stdout)["status"] == "InProgress", running.output
+
+        stopped = CliRunner().invoke(main, ["tune", "stop", "local:long"])
+        assert stopped.exit_code == 0 and "stop requested for local:long" in stopped.output
+        out, err = search.communicate(timeout=300)
+    finally:
+        if search.poll() is None:
+            search.kill()
+            search.wait()
+
+    document = json.loads(out)
+    assert document["status"] == "Stopped" and len(document["trials"]) < 3, err.decode()[-2000:]
+    after = CliRunner().invoke(main, ["tune", "status", "local:long"])
+    assert after.output.startswith(f"{document['tuning_job_name']}: Stopped (Bayesian)"), after.output
