@@ -2,10 +2,11 @@
 
 A SageMaker tuning job is read through `cloud.tuning.TuningClient`; a search `smtrain tune local` ran is read
 from its results folder (`tuning.json`, which the search rewrites after each trial and when it ends; a stop is
-the folder's stop request, as for a run). Both answer in `observing.trials`' words (`TuningStatus`, `Trial`, `TuningSummary`), and each hands a trial on as the backend of single jobs it ran
-on, so `Tuning.best_job()` is an `orchestrator.Job` either way. `smtrain tune status | list | stop` and
-`orchestrator.Tuning.attach` resolve a tuning id here, by `backends.resolve`'s rules: `local:<folder or name under
-runs/>`, `sagemaker:<tuning job name>`, `--backend`, or a bare name (a results folder of that name, else SageMaker's).
+the folder's stop request, as for a run). Both answer in `observing.trials`' words (`TuningStatus`, `Trial`,
+`TuningSummary`), and each hands a trial on as the backend of single jobs it ran on, so `Tuning.best_job()` is
+an `orchestrator.Job` either way. `smtrain tune status | list | stop` and `orchestrator.Tuning.attach` resolve a
+tuning id here, by `backends.resolve`'s rules: `local:<folder or name under runs/>`, `sagemaker:<tuning job
+name>`, `--backend`, or a bare name (a results folder of that name, else SageMaker's).
 """
 
 from __future__ import annotations

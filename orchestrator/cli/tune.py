@@ -3,7 +3,8 @@
 Thin, as the job commands are: `status`, `list` and `stop` resolve the search a user names to a tuning backend
 and its id (`backends.tuning`: `local:FOLDER`, `sagemaker:NAME`, `--backend`, or a bare name) and call it, never
 asking which backend they hold; `validate`, `plan`, `submit` and `local` call the planning, API or emulator
-function and print what it returns. A boto3 session given as click's context object replaces the default session (the tests' Stubber).
+function and print what it returns. A boto3 session given as click's context object replaces the default
+session (the tests' Stubber).
 Exit codes as for single jobs: 0 ok, 1 an AWS call or the search failed, 2 bad input (nothing sent), 130
 interrupted.
 """
@@ -126,8 +127,9 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
 def _tuning_options(function: Any) -> Any:
     """TUNING, --backend and --region: how every verb that answers for one search is told which."""
     function = _region_option(function)
-    function = click.option("--backend", type=click.Choice(BACKENDS),
-                            help="Where TUNING is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    function = click.option(
+        "--backend", type=click.Choice(BACKENDS),
+        help="Where TUNING is, for a bare name (as the prefix local: or sagemaker: says).")(function)
     return click.argument("tuning", metavar="TUNING")(function)
 
 
