@@ -10,6 +10,7 @@ only way to see smtrain's calls and its reading of the answers.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -248,3 +249,26 @@ def test_submit_tuning_returns_the_one_tuning_handle_whose_best_job_is_an_orches
     assert job.full_id == f"sagemaker:{best.name}" and job.last_status.name == best.name
     again = Tuning.attach(f"sagemaker:{tuning.name}", boto=session)
     assert again.best_job().full_id == job.full_id
+
+
+def test_a_bare_name_that_is_a_local_search_and_a_tuning_job_asks_which(search_file, bucket, calls, tmp_path,
+                                                                        monkeypatch):
+    """With --region SageMaker is asked too: a name both have is refused naming both ids (exit 2); the prefixed
+    ids and --backend each pick one (moto completes a tuning job at once, so the SageMaker one has nothing to
+    stop; moto lists no trials, so its status is not asked for)."""
+    session, _ = calls
+    submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-7"), boto=session)
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "runs" / "tiny-search-7"
+    folder.mkdir(parents=True)
+    (folder / "tuning.json").write_text(json.dumps({
+        "tuning_job_name": "tiny-search-7", "status": "Completed", "strategy": "Grid", "parallel": 1,
+        "objective": {"metric": "train:loss", "type": "Minimize"}, "trials": []}))
+
+    both = CliRunner().invoke(main, ["tune", "status", "tiny-search-7", "--region", "us-east-1"], obj=session)
+    local = CliRunner().invoke(main, ["tune", "status", "local:tiny-search-7", "--region", "us-east-1"], obj=session)
+    remote = CliRunner().invoke(main, ["tune", "stop", "tiny-search-7", "--backend", "sagemaker"], obj=session)
+
+    assert both.exit_code == 2 and "local:tiny-search-7 or sagemaker:tiny-search-7" in both.output
+    assert local.exit_code == 0 and local.output.startswith("tiny-search-7: Completed (Grid)"), local.output
+    assert remote.exit_code == 0 and "tiny-search-7 is already Completed" in remote.output, remote.output
