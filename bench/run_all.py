@@ -3,6 +3,7 @@
     .venv/bin/python bench/run_all.py            # each benchmark at its own defaults (about an hour on 2 cores)
     .venv/bin/python bench/run_all.py --quick    # fewer repetitions of each (about 20 minutes on 2 cores)
     .venv/bin/python bench/run_all.py --only cli local submit
+    .venv/bin/python bench/run_all.py --only cli local --against /tmp/before   # before/after in one run
 
 Each benchmark runs in its own process, as its docstring describes (contenders alternated, medians, the baseline
 in the same run); the file keeps, for each, the command, its exit code, its wall time, the load average before
@@ -40,8 +41,10 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "tune": (["bench_tune.py"], ["bench_tune.py", "--repeats", "2"]),
     "exit_aborts": (["bench_exit_aborts.py"], ["bench_exit_aborts.py", "--runs", "20"]),
 }
-SUMMARY = re.compile(r"\d\.\d+x|median|goal|ratio", re.IGNORECASE)
-"""A line about a benchmark's result: its medians, ratios (`0.123x`) and goals."""
+TAKES_AGAINST = {"cli", "local"}
+"""The benchmarks that time another checkout alongside (`--against DIR`): a before/after in one run."""
+SUMMARY = re.compile(r"\d\.\d+x|median|goal|ratio| s wall|/tmp holds", re.IGNORECASE)
+"""A line about a benchmark's result: its medians, ratios (`0.123x`) and goals, and a phase's times."""
 
 
 def machine() -> dict[str, str]:
@@ -86,6 +89,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions of each benchmark")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks")
+    parser.add_argument("--against", metavar="DIR",
+                        help=f"another checkout, timed alongside by {', '.join(sorted(TAKES_AGAINST))}")
     args = parser.parse_args()
     chosen = args.only or list(BENCHMARKS)
     started = datetime.now(timezone.utc)
@@ -98,6 +103,8 @@ def main() -> None:
     failed = []
     for name in chosen:
         script, *arguments = BENCHMARKS[name][1 if args.quick else 0]
+        if args.against and name in TAKES_AGAINST:
+            arguments += ["--against", args.against]
         command = [sys.executable, str(BENCH / script), *arguments]
         shown_command = " ".join(["python", f"bench/{script}", *arguments])
         print(f"== {name}: {shown_command}   (load {load()})", flush=True)

@@ -21,7 +21,7 @@ _API = {
     "plan_tuning": "orchestrator.api",
     "submit_tuning": "orchestrator.api",
     "Tuning": "orchestrator.api",
-    "load_tuning": "orchestrator.spec.tuning_loader",
+    "load_tuning": "orchestrator.spec.loader",
     "tune_local": "orchestrator.emulator.tuning.search",
     "run_local": "orchestrator.emulator.local_run",
     "run": "orchestrator.api",

@@ -14,31 +14,33 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.backends.job import Job
 from orchestrator.cloud.resolve import resolve
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.spec.loader import LoadedSpec, load, load_spec
 from orchestrator.spec.model import JobSpec
 
-if TYPE_CHECKING:  # the tuning modules load when a tuning function runs: planning one job never pays for them
+if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
+    # one job never pays for them (the handle brings the progress and root-cause readers)
+    from orchestrator.backends.job import Job
     from orchestrator.backends.tuning import Tuning
     from orchestrator.planning.tuning import TuningPlan
-    from orchestrator.spec.tuning_loader import LoadedTuning
+    from orchestrator.spec.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
            "run", "submit", "submit_tuning"]
-_TUNING_TYPES = {"Tuning": "orchestrator.backends.tuning", "TuningPlan": "orchestrator.planning.tuning"}
+_LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.backends.tuning",
+               "TuningPlan": "orchestrator.planning.tuning"}
 
 
 def __getattr__(name: str) -> Any:
-    """`orchestrator.api.Tuning` and `.TuningPlan`, imported when first asked for."""
-    if name not in _TUNING_TYPES:
+    """`orchestrator.api.Job`, `.Tuning` and `.TuningPlan`, imported when first asked for."""
+    if name not in _LAZY_TYPES:
         raise AttributeError(f"module 'orchestrator.api' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_TUNING_TYPES[name]), name)
+    return getattr(importlib.import_module(_LAZY_TYPES[name]), name)
 
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
@@ -58,6 +60,7 @@ def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
     """Plans (unless given a Plan), uploads the source once, creates the job once; returns its `Job`, the same
     handle `run` returns, with `.submission` saying what was sent."""
+    from orchestrator.backends.job import Job
     from orchestrator.backends.sagemaker import SageMakerBackend
 
     job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
@@ -78,6 +81,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
             (naming the nearest) or out of range; nothing was started.
     """
     from orchestrator.backends.base import BACKENDS, Backend
+    from orchestrator.backends.job import Job
     from orchestrator.errors import SpecError
 
     chosen: Backend
@@ -137,7 +141,7 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
         SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
     """
     from orchestrator.planning.tuning import build_tuning_plan
-    from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
+    from orchestrator.spec.loader import LoadedTuning, load_tuning
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job, boto)

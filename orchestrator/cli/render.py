@@ -1,5 +1,5 @@
 """Human-readable output: findings, plans and tables. Plain text for `validate` (no rich import on the fast
-path), rich for the rest."""
+path), rich for the rest; what only a local run's console draws with (the metric series) loads with it."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
 from orchestrator.spec.catalog import hourly_price, lookup
-from orchestrator.spec.model import Channel, JobSpec
 from orchestrator.spec.topology import topology
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from orchestrator.observing.metric_series import StepMark
     from orchestrator.planning.plan import Plan
     from orchestrator.spec.catalog import Catalog, InstanceType
     from orchestrator.spec.loader import LoadedSpec
+    from orchestrator.spec.model import Channel, JobSpec
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "warning": "WARNING", "notice": "notice"}
@@ -309,6 +309,8 @@ class LocalConsole:
                                          soft_wrap=True)
 
     def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
+        from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
+
         now = datetime.now(timezone.utc)
         self._marks.append((now, StepMark(step, total, None)))
         estimate = estimate_progress(list(self._marks))
@@ -363,7 +365,7 @@ class LocalConsole:
 
     def _print_loss_curve(self, points: list[Any]) -> None:
         from orchestrator.observing.metric_charts import text_chart
-        from orchestrator.observing.metric_series import metric_names
+        from orchestrator.observing.metric_series import loss_metrics, metric_names
 
         for name in loss_metrics(metric_names(points)):
             series = [point for point in points if point.metric == name]

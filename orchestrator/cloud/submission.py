@@ -1,44 +1,28 @@
 """Submitting a plan: upload the source once, then create exactly the job `smtrain plan` showed, exactly once.
 
 * The request is the plan's: `plan.create_training_job_request` goes to boto3's `create_training_job` as is.
-* One submit creates at most one job. CreateTrainingJob goes out with botocore's automatic retries off:
-  after a lost response (read timeout, connection closed) botocore would resend it, and the resend's
-  ResourceInUse would hide that the first call worked. Instead, after any failure that may be transient, the
-  job is looked up by name before another attempt, and adopted when its request is the plan's. ResourceInUse
-  on a call that no earlier attempt could have answered is a genuine name clash.
+* One submit creates at most one job: CreateTrainingJob goes out through create_once.py (botocore's retries
+  off; after a failure that may be transient the job is looked up by name, and adopted when it is the plan's).
 * The source tarball is content-addressed (packaging.py): HeadObject first, PutObject only when it is absent.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import (
-    NO_CREDENTIALS_FIX,
-    aws_errors,
-    is_missing_in_s3,
-    is_name_taken,
-    is_not_found,
-    is_transient,
-)
+from orchestrator.cloud.aws_errors import NO_CREDENTIALS_FIX, aws_errors, is_missing_in_s3
+from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri, Target
-from orchestrator.redact import mask_text, secret_values
+from orchestrator.redact import secret_values
 
 logger = logging.getLogger(__name__)
-
-CREATE_ATTEMPTS = 5
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_CAP_SECONDS = 8.0
-
 
 @dataclass(frozen=True)
 class Submission:
@@ -214,102 +198,18 @@ def _stored_checksum(s3: Any, bucket: str, key: str) -> str | None:
 
 
 def _create_training_job_once(job_plan: Plan, boto: Any) -> None:
-    """CreateTrainingJob with the plan's request, retried by hand so that a lost response never makes 2 jobs."""
-    from botocore.exceptions import ClientError, HTTPClientError
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-
+    """CreateTrainingJob with the plan's request, exactly once (create_once.py)."""
     from orchestrator.cloud.sdk import client
 
-    single_attempt = client(boto, "sagemaker", max_attempts=0)
     request = job_plan.create_training_job_request
-    secrets = secret_values(request.get("Environment", {}), request.get("HyperParameters", {}))
-    name = job_plan.job_name
-    may_exist = False  # could an earlier attempt have created the job?
-    with aws_errors(f"creating training job {name}", secrets):
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                single_attempt.create_training_job(**request)
-                return
-            except ClientError as exc:
-                if is_name_taken(exc):
-                    _adopt_or_refuse(job_plan, boto, may_exist)
-                    return
-                if not is_transient(exc):
-                    raise
-                failure: Exception = exc
-            except (BotoConnectionError, HTTPClientError) as exc:
-                failure = exc
-            may_exist = True
-            if _existing_job_adopted(job_plan, boto):
-                logger.warning(
-                    "CreateTrainingJob %s failed (%s) after creating the job: adopted it", name, failure
-                )
-                return
-            if attempt == CREATE_ATTEMPTS:
-                raise AwsError(
-                    mask_text(
-                        f"creating training job {name} failed {attempt} times, last: {failure}", secrets
-                    ),
-                    fix="check the network and AWS_ENDPOINT_URL; no job of that name was found "
-                    "afterwards, so submitting again is safe",
-                )
-            pause = random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
-            logger.warning(
-                "CreateTrainingJob %s failed (%s) and no such job exists: retrying in %.1f s",
-                name,
-                failure,
-                pause,
-            )
-            time.sleep(pause)
-
-
-def _existing_job_adopted(job_plan: Plan, boto: Any) -> bool:
-    """Looks the job up by name (with ordinary retries). True: it exists and is this plan's job.
-
-    Raises:
-        AwsError: a job of that name exists with another request (a genuine name clash).
-    """
-    described = _describe_or_none(job_plan, boto)
-    if described is None:
-        return False
-    if not _is_this_plans_job(described, job_plan):
-        raise _name_clash(job_plan)
-    return True
-
-
-def _adopt_or_refuse(job_plan: Plan, boto: Any, may_exist: bool) -> None:
-    """After ResourceInUse: adopt the job only if an earlier attempt of ours may have created it."""
-    described = _describe_or_none(job_plan, boto) if may_exist else None
-    if described is None or not _is_this_plans_job(described, job_plan):
-        raise _name_clash(job_plan)
-    logger.warning(
-        "CreateTrainingJob %s: ResourceInUse after a lost response; adopted our job", job_plan.job_name
-    )
-
-
-def _describe_or_none(job_plan: Plan, boto: Any) -> dict[str, Any] | None:
-    from botocore.exceptions import ClientError
-
-    from orchestrator.cloud.sdk import client
-
-    with aws_errors(f"looking for job {job_plan.job_name} after a failed CreateTrainingJob"):
-        try:
-            return client(boto, "sagemaker").describe_training_job(TrainingJobName=job_plan.job_name)
-        except ClientError as exc:
-            if is_not_found(exc):
-                return None
-            raise
-
-
-def _is_this_plans_job(described: dict[str, Any], job_plan: Plan) -> bool:
-    """Same hyperparameters (they carry the job name, the source's SHA-256 and the region), image and role."""
-    request = job_plan.create_training_job_request
-    return (
-        described.get("HyperParameters") == request.get("HyperParameters")
-        and described.get("AlgorithmSpecification", {}).get("TrainingImage")
-        == request["AlgorithmSpecification"].get("TrainingImage")
-        and described.get("RoleArn") == request.get("RoleArn")
-    )
+    single_attempt, sagemaker = client(boto, "sagemaker", max_attempts=0), client(boto, "sagemaker")
+    create_once(Creation(
+        what=f"training job {job_plan.job_name}", operation="CreateTrainingJob",
+        send=lambda: single_attempt.create_training_job(**request),
+        describe=lambda: sagemaker.describe_training_job(TrainingJobName=job_plan.job_name),
+        is_ours=lambda described: same_training_definition(described, request, "HyperParameters"),
+        name_clash=_name_clash(job_plan),
+        secrets=secret_values(request.get("Environment", {}), request.get("HyperParameters", {}))))
 
 
 def _name_clash(job_plan: Plan) -> AwsError:

@@ -1,24 +1,19 @@
 """Tuning jobs on SageMaker: submit once, then status, trials, stop and the list of recent ones.
 
 Submitting follows single jobs (submission.py): the plan's source is uploaded once (content-addressed), and
-CreateHyperParameterTuningJob goes out with botocore's retries off; after a failure that may be transient the
-tuning job is looked up by name and adopted when it is this plan's (same training definition), so one submit
-never creates two searches. `TuningClient` reads and stops one; the handle a user holds is `orchestrator.Tuning`
-(backends/tuning.py), which also answers for a search run here and gives the best trial as an `orchestrator.Job`.
+CreateHyperParameterTuningJob goes out through create_once.py, so one submit never creates two searches.
+`TuningClient` reads and stops one; the handle a user holds is `orchestrator.Tuning` (backends/tuning.py), which
+also answers for a search run here and gives the best trial as an `orchestrator.Job`.
 """
 
 from __future__ import annotations
 
 import json
-import random
-import time
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors, is_name_taken, is_not_found, is_transient
+from orchestrator.cloud.aws_errors import aws_errors, is_not_found
+from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
 from orchestrator.cloud.submission import (
-    BACKOFF_BASE_SECONDS,
-    BACKOFF_CAP_SECONDS,
-    CREATE_ATTEMPTS,
     ensure_source_uploaded,
     refuse_blocking_findings,
     refuse_unready,
@@ -26,7 +21,7 @@ from orchestrator.cloud.submission import (
 from orchestrator.errors import AwsError, SmtrainError
 from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
-from orchestrator.redact import mask_text, secret_values
+from orchestrator.redact import secret_values
 
 
 def console_url(region: str, name: str) -> str:
@@ -207,69 +202,20 @@ def _with_role_arn(tuning_plan: TuningPlan, boto: Any) -> TuningPlan:
 
 
 def _create_once(tuning_plan: TuningPlan, boto: Any) -> None:
-    from botocore.exceptions import ClientError, HTTPClientError
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-
+    """CreateHyperParameterTuningJob with the plan's request, exactly once (create_once.py)."""
     from orchestrator.cloud.sdk import client
 
-    single_attempt = client(boto, "sagemaker", max_attempts=0)
     request = tuning_plan.request
     definition = request["TrainingJobDefinition"]
-    secrets = secret_values(definition.get("Environment", {}), definition.get("StaticHyperParameters", {}))
-    may_exist = False
-    with aws_errors(f"creating tuning job {tuning_plan.name}", secrets):
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                single_attempt.create_hyper_parameter_tuning_job(**request)
-                return
-            except ClientError as exc:
-                if is_name_taken(exc):
-                    if may_exist and _is_ours(_described_or_none(tuning_plan, boto), tuning_plan):
-                        return
-                    raise _name_clash(tuning_plan) from None
-                if not is_transient(exc):
-                    raise
-                failure: Exception = exc
-            except (BotoConnectionError, HTTPClientError) as exc:
-                failure = exc
-            may_exist = True
-            described = _described_or_none(tuning_plan, boto)
-            if described is not None:
-                if _is_ours(described, tuning_plan):
-                    return
-                raise _name_clash(tuning_plan)
-            if attempt == CREATE_ATTEMPTS:
-                raise AwsError(mask_text(f"creating tuning job {tuning_plan.name} failed {attempt} times, last: "
-                                            f"{failure}", secrets),
-                               fix="check the network and AWS_ENDPOINT_URL; no tuning job of that name was found "
-                                   "afterwards, so submitting again is safe")
-            time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))))
-
-
-def _described_or_none(tuning_plan: TuningPlan, boto: Any) -> dict[str, Any] | None:
-    from botocore.exceptions import ClientError
-
-    from orchestrator.cloud.sdk import client
-
-    with aws_errors(f"looking for tuning job {tuning_plan.name} after a failed create"):
-        try:
-            return client(boto, "sagemaker").describe_hyper_parameter_tuning_job(
-                HyperParameterTuningJobName=tuning_plan.name)
-        except ClientError as exc:
-            if is_not_found(exc):
-                return None
-            raise
-
-
-def _is_ours(described: dict[str, Any] | None, tuning_plan: TuningPlan) -> bool:
-    """Same static hyperparameters (they carry the name, the source's SHA-256 and the region), image and role."""
-    if described is None:
-        return False
-    ours, theirs = tuning_plan.request["TrainingJobDefinition"], described.get("TrainingJobDefinition") or {}
-    return (theirs.get("StaticHyperParameters") == ours["StaticHyperParameters"]
-            and theirs.get("AlgorithmSpecification", {}).get("TrainingImage")
-            == ours["AlgorithmSpecification"].get("TrainingImage")
-            and theirs.get("RoleArn") == ours["RoleArn"])
+    single_attempt, sagemaker = client(boto, "sagemaker", max_attempts=0), client(boto, "sagemaker")
+    create_once(Creation(
+        what=f"tuning job {tuning_plan.name}", operation="CreateHyperParameterTuningJob",
+        send=lambda: single_attempt.create_hyper_parameter_tuning_job(**request),
+        describe=lambda: sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=tuning_plan.name),
+        is_ours=lambda described: same_training_definition(described.get("TrainingJobDefinition") or {},
+                                                           definition, "StaticHyperParameters"),
+        name_clash=_name_clash(tuning_plan),
+        secrets=secret_values(definition.get("Environment", {}), definition.get("StaticHyperParameters", {}))))
 
 
 def _name_clash(tuning_plan: TuningPlan) -> AwsError:

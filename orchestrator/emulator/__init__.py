@@ -26,4 +26,5 @@ run_options.py  what a run may be told (run directory, inputs, processes per hos
                 declared once: the CLI's flags, the API's keywords and `tune local`'s trial options come from it
 gpu_standin/    the CPU stand-in for CUDA, loaded into the training processes (torch + stdlib only)
 overlay_site/   the sitecustomize that puts installed requirements after the standard library in each process
+shadowed_site.py  which sitecustomize those two hooks shadow and run (stdlib only, loaded by its path)
 """

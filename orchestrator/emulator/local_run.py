@@ -126,10 +126,12 @@ class LocalRun:
 
 @dataclass(frozen=True)
 class _Reporter:
-    """What every way a run ends reports from: the prepared run and the metrics it recorded."""
+    """What every way a run ends reports from: the prepared run, the metrics it recorded and its status.json."""
 
     prepared: PreparedRun
     tracker: MetricRecorder
+    report: StatusReport
+    """status.json, the run's DescribeTrainingJob as it goes."""
 
 
 @dataclass(frozen=True)
@@ -177,15 +179,13 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
     prepared = prepare_run(plan, settings, local_gpu_count())
     layout = prepared.layout
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
-    reporter = _Reporter(prepared, tracker)
     # From here on the run reports its status, and every way it ends writes the last one (Failed for an error).
-    prepared.report = StatusReport(layout.root, _described(prepared), created)
+    reporter = _Reporter(prepared, tracker, StatusReport(layout.root, _described(prepared), created))
     started = time.monotonic()
     active: list[Any] = []
 
     def stop_requested() -> None:
-        assert prepared.report is not None
-        prepared.report.transition("Stopping")
+        reporter.report.transition("Stopping")
         observer.notice("stop requested: stopping the job as StopTrainingJob does")
         for supervisor in active[-1:]:
             supervisor.stop()
@@ -198,8 +198,8 @@ def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(),
             supervisor_hook(supervisor)
 
     try:
-        prepared.report.transition("Starting", created)
-        prepared.report.transition("Downloading", planned)
+        reporter.report.transition("Starting", created)
+        reporter.report.transition("Downloading", planned)
         for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
                                  prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
             observer.notice(deviation)
@@ -259,11 +259,11 @@ def _described(prepared: PreparedRun) -> dict[str, Any]:
 def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_hook: Any,
          started: float) -> LocalRun:
     """Installs the user's code, then runs the attempts holding the hosts' build cache (build_cache.py)."""
-    prepared = reporter.prepared
     try:
-        prepared.install_user_code()
+        prepared = reporter.prepared.with_user_code_installed()
     except InstallFailed as failure:
         return _install_failed(reporter, failure, time.monotonic() - started)
+    reporter = replace(reporter, prepared=prepared)
     if prepared.overlay is not None:
         observer.notice(f"requirements installed as the toolkit installs them, into {prepared.overlay.root}"
                         + (" (cached)" if not prepared.overlay.freshly_installed else ""))
@@ -318,9 +318,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                                 mask=prepared.mask)
         if supervisor_hook:
             supervisor_hook(supervisor)
-        assert prepared.report is not None
-        if not prepared.report.stop_requested:
-            prepared.report.transition("Training")
+        if not reporter.report.stop_requested:
+            reporter.report.transition("Training")
         elapsed = time.monotonic() - started
         smoke_left = None if options.smoke_seconds is None else max(options.smoke_seconds - elapsed, 0.0)
         watchdog.activity()
@@ -332,9 +331,9 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         if outcome.status == "interrupted" and interrupt_after is not None:
             observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
                                           "replaced, checkpoints restored, job restarted")
-            prepared.report.transition("Interrupted")
+            reporter.report.transition("Interrupted")
             run_layout.replace_instances(layout)
-            prepared.report.transition("Restarting")
+            reporter.report.transition("Restarting")
             interrupt_after = None
             continue
         break
@@ -403,7 +402,8 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
         "completed": ("Completed", 0, None),
         "timeout": ("Stopped", 3, (f"MaxRuntimeExceeded: the job ran longer than max_run_seconds="
                                    f"{job.max_run_seconds}")),
-        "stopped": ("Stopped", 3 if _stop_was_requested(prepared) else 0, None),
+        # exit 3 when `smtrain stop` / `Job.stop()` asked (as for a stopped SageMaker job); 0 for --smoke's deadline
+        "stopped": ("Stopped", 3 if reporter.report.stop_requested else 0, None),
         "interrupted": ("Interrupted", 130, ("interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
                                              f"are kept in {layout.root}")),
         "failed": ("Failed", 1, None),
@@ -434,8 +434,7 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _escape_failure(escaped)
     model = output = None
-    if prepared.report is not None:
-        prepared.report.transition("Uploading")
+    reporter.report.transition("Uploading")
     try:
         model, output = run_layout.merge_artifacts(layout)
     except OSError as error:
@@ -460,9 +459,8 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                         f"{f' ({result.failure_reason.splitlines()[0]})' if result.failure_reason else ''}, but "
                         f"result.json could not be written in {prepared.layout.root}: {error.strerror or error}",
                         fix="free disk space; the logs are in the run directory") from None
-    if prepared.report is not None:
-        prepared.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
-                               ending.model)
+    reporter.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
+                           ending.model)
     return result
 
 
@@ -499,11 +497,6 @@ def _escape_failure(paths: list[str]) -> str:
     return (f"WrittenOutsideTheRun: the job wrote to this machine's own {OPT_ML} ({shown}), not the emulated "
             f"host's: on SageMaker that is the instance's {OPT_ML} (model.tar.gz here lacks it); write under "
             "SM_MODEL_DIR / SM_OUTPUT_DATA_DIR, or run where mount namespaces are allowed")
-
-
-def _stop_was_requested(prepared: PreparedRun) -> bool:
-    """Stopped by `smtrain stop` / `Job.stop()` (exit 3, as a stopped SageMaker job), not by --smoke's deadline."""
-    return prepared.report is not None and prepared.report.stop_requested
 
 
 def _artifact_failure(root: Path, error: OSError) -> str:

@@ -35,7 +35,7 @@ from orchestrator.spec.tuning import (
     encode_value,
     tuning_limit,
 )
-from orchestrator.spec.tuning_loader import LoadedTuning
+from orchestrator.spec.loader import LoadedTuning
 
 DEFINITION_MEMBERS: dict[str, list[str] | None] = load_data_file("api_limits.yaml")["HyperParameterTrainingJobDefinition"]
 # CreateTrainingJob members (and nested members) the definition has no place for, and why that loses nothing.

@@ -183,7 +183,7 @@ def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed,
     assert rows == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
 
 
-def test_tuning_handle_gives_trials_best_job_table_and_plot(stubbed, tmp_path):
+def test_tuning_handle_gives_trials_best_trial_table_and_plot(stubbed, tmp_path):
     sagemaker = stubbed.stubbers["sagemaker"]
     counters = {"Completed": 2, "InProgress": 1, "Stopped": 1}
     sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))

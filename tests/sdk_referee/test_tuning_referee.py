@@ -26,7 +26,7 @@ from orchestrator.cloud.sdk import boto_session, import_sagemaker, sagemaker_ses
 from orchestrator.planning.target import Target
 from orchestrator.planning.tuning import build_tuning_plan
 from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
-from orchestrator.spec.tuning_loader import load_tuning
+from orchestrator.spec.loader import load_tuning
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"

@@ -64,3 +64,16 @@ def test_what_a_mode_means_is_its_row_of_the_mode_table():
                      if branching.search(path.read_text()))
     assert readers == ["spec/capabilities.py", "spec/modes.py"]
     assert set(MODES) == set(Mode)
+
+
+def test_a_job_is_created_once_by_one_loop():
+    """Training and tuning jobs both go through cloud/create_once.py: no other module decides what a failed create
+    call means (a name clash, a failure worth another attempt)."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "orchestrator"
+    deciding = re.compile(r"\b(is_name_taken|is_transient)\(")
+    deciders = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                      if deciding.search(path.read_text()))
+    assert deciders == ["cloud/aws_errors.py", "cloud/create_once.py"]

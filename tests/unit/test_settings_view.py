@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.cloud.jobs import JobStatus
+from orchestrator.observing.job_status import JobStatus
 from orchestrator.observing.settings_view import setting_rows
 
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-reserved"

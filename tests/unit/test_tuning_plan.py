@@ -26,7 +26,7 @@ from orchestrator.planning.tuning import DEFINITION_MEMBERS, NOT_CARRIED, build_
 from orchestrator.spec.capabilities import check
 from orchestrator.spec.loader import LoadedSpec, load
 from orchestrator.spec.model import JobSpec
-from orchestrator.spec.tuning_loader import LoadedTuning, load_tuning
+from orchestrator.spec.loader import LoadedTuning, load_tuning
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"

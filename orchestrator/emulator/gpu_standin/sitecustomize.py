@@ -2,12 +2,11 @@
 
 With ``SMTRAIN_GPU_STANDIN`` set, torch is patched right after it is first imported; torch itself is never
 imported here, so processes that do not use it pay nothing. Without the variable nothing changes. Either way the
-``sitecustomize`` that this one shadows (the next one on ``sys.path``, e.g. a distribution's or a user's) runs
-afterwards, as it would have without the stand-in.
+``sitecustomize`` that this one shadows (e.g. a distribution's or a user's; ``../shadowed_site.py`` says which)
+runs afterwards, as it would have without the stand-in.
 """
 
 import os
-import sys
 
 
 def _arm_standin() -> None:
@@ -31,17 +30,14 @@ def _apply_patches(settings) -> None:
 
 
 def _run_shadowed_sitecustomize() -> None:
-    from importlib.machinery import PathFinder
-    from importlib.util import module_from_spec
+    """The one rule, in ../shadowed_site.py, loaded by its path: this folder is all a training process has."""
+    from importlib.util import module_from_spec, spec_from_file_location
 
-    here = os.path.realpath(os.path.dirname(__file__))
-    others = [entry for entry in sys.path if os.path.realpath(entry or os.curdir) != here]
-    spec = PathFinder.find_spec("sitecustomize", others)
-    if spec is None or spec.loader is None:
-        return
+    shared = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "shadowed_site.py")
+    spec = spec_from_file_location("_smtrain_shadowed_site", shared)
     module = module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
+    module.run_shadowed_sitecustomize(__file__)
 
 
 _arm_standin()

@@ -5,7 +5,7 @@ standard library (``site`` imports this module at start-up in every training pro
 before this interpreter's own site-packages: a requirement shadows what the environment has (as an upgrade in
 the image replaces it), never the standard library (a backport such as ``dataclasses==0.6`` or ``typing`` lands
 there in the image too, after the standard library, and is never imported). Then the ``sitecustomize`` this one
-shadows, the next one on ``sys.path`` after this folder, runs as it would have.
+shadows runs as it would have (``../shadowed_site.py`` says which).
 """
 
 import os
@@ -27,18 +27,14 @@ def _place_overlay() -> None:
 
 
 def _run_shadowed_sitecustomize() -> None:
-    from importlib.machinery import PathFinder
-    from importlib.util import module_from_spec
+    """The one rule, in ../shadowed_site.py, loaded by its path: this folder is all a training process has."""
+    from importlib.util import module_from_spec, spec_from_file_location
 
-    here = os.path.realpath(os.path.dirname(__file__))
-    positions = [index for index, entry in enumerate(sys.path) if os.path.realpath(entry or os.curdir) == here]
-    later = sys.path[positions[-1] + 1:] if positions else list(sys.path)
-    spec = PathFinder.find_spec("sitecustomize", later)
-    if spec is None or spec.loader is None:
-        return
+    shared = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "shadowed_site.py")
+    spec = spec_from_file_location("_smtrain_shadowed_site", shared)
     module = module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
+    module.run_shadowed_sitecustomize(__file__)
 
 
 _place_overlay()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from orchestrator.spec.image_packages import ImagePackages, ShippedPackage, image_packages
@@ -32,16 +34,32 @@ def script_imports(source_dir: Path, files: tuple[str, ...]) -> dict[str, str]:
             tree = ast.parse((source_dir / name).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
-        for node in ast.walk(tree):
+        for node in sorted(_import_statements(tree.body), key=lambda statement: statement.lineno):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+                [node.module] if node.module and not node.level else []
             for module in modules:
                 found.setdefault(module.split(".")[0], f"{source_dir / name}:{node.lineno}")
     return found
 
 
+def _import_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, however deep in blocks (def, class, if, try, with, match): an import is a
+    statement, so only the statement lists are walked, not the expressions (most of a tree's nodes)."""
+    pending = list(statements)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+            continue
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            pending.extend(getattr(node, block, ()))
+
+
 def installed_versions(python: str, distributions: list[str]) -> dict[str, str | None]:
-    """Each distribution's version in the environment of `python` (None: not installed)."""
+    """Each distribution's version in the environment of `python` (None: not installed); of smtrain's own
+    interpreter (the default) read in this process, as `interpreter_versions` does, rather than in a new one."""
+    if python == sys.executable:
+        return {name: _version(name) for name in distributions}
     probe = ("import json, sys\nfrom importlib import metadata\nfound = {}\nfor name in sys.argv[1:]:\n"
              "    try:\n        found[name] = metadata.version(name)\n"
              "    except metadata.PackageNotFoundError:\n        found[name] = None\nprint(json.dumps(found))")
@@ -90,6 +108,15 @@ def image_notices(framework_version: str, source_dir: Path, files: tuple[str, ..
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
     return compare(image, imports, local)
+
+
+def _version(distribution: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _install_command(package: ShippedPackage, local_torch: str | None) -> str:

@@ -2,8 +2,9 @@
 
 The plan comes from outside, already made for this machine (`emulator.local_plan`: the same `build_plan` call
 submit's plan makes); `prepare_run` checks before anything starts that this machine and the toolkit can run it,
-and writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun.install_user_code`
-installs requirements.txt / setup.py as the toolkit does; `host_processes` gives each host's environment and the
+and writes every host's /opt/ml tree from the plan's CreateTrainingJob request. `PreparedRun` is frozen: what
+changes while the run goes (its status.json) lives with the run (local_run.py); `with_user_code_installed`
+installs requirements.txt / setup.py as the toolkit does and returns the run with its overlay; `host_processes` gives each host's environment and the
 toolkit's command, and `launches` what the emulator starts, fresh for every attempt.
 """
 
@@ -62,7 +63,6 @@ from orchestrator.emulator.preparing.channels import PipeChannel, first_not_gzip
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
-from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
 from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.planning.plan import Plan
@@ -74,7 +74,7 @@ MLFLOW_STORE = "mlruns"
 MAX_WORLD_SIZE = 64
 
 
-@dataclass
+@dataclass(frozen=True)
 class PreparedRun:
     plan: Plan
     job: ContainerJob
@@ -99,8 +99,6 @@ class PreparedRun:
     """Every host's Pipe-mode channels, fed while each attempt runs."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
-    report: StatusReport | None = None
-    """status.json, the run's DescribeTrainingJob as it goes (local_run.run_local sets it once the tree exists)."""
 
     @property
     def instance(self) -> InstanceType:
@@ -167,8 +165,9 @@ class PreparedRun:
         return launches(processes, python=self.python, master_port=master_port,
                         hostname_library=self.hostname.library, mask=self.mask, host_fs=self.host_fs)
 
-    def install_user_code(self) -> None:
-        """requirements.txt / setup.py, as the toolkit installs them before the entry point.
+    def with_user_code_installed(self) -> PreparedRun:
+        """requirements.txt / setup.py, as the toolkit installs them before the entry point; this run with the
+        overlay they went into (None: nothing to install).
 
         Raises:
             usercode.InstallFailed: pip failed (the toolkit's InstallRequirementsError / InstallModuleError).
@@ -177,7 +176,8 @@ class PreparedRun:
         if kind is EntryPointType.command:
             for host in self.layout.hosts:  # the toolkit makes it executable (0o777; here not world-writable)
                 (host.code_dir / self.plan.spec.entry_point).chmod(0o755)
-        self.overlay = install_user_code(self.python, self.layout.hosts[0].code_dir, kind, self.plan.source.sha256)
+        return dataclasses.replace(self, overlay=install_user_code(self.python, self.layout.hosts[0].code_dir, kind,
+                                                                   self.plan.source.sha256))
 
 
 def run_dir_for(settings: Options, job_name: str) -> Path:

@@ -30,8 +30,9 @@ from orchestrator.emulator.supervising.supervisor import is_launcher
 from orchestrator.observing.liveness import HostActivity
 
 BUSY_CORE_FRACTION = 0.1
-SAMPLE_SECONDS = 1.0
-"""How often the processes' CPU times are read (the supervisor offers them every half second)."""
+SAMPLE_SECONDS = 0.5
+"""The shortest time between two reads of the processes' CPU times: each offer of the supervisor (every
+WATCH_SECONDS, a second) is read, a caller offering them more often is not."""
 WINDOW_SECONDS = 10.0
 """The span a host's activity is judged over, shorter where the stall timeout is shorter."""
 

@@ -56,7 +56,9 @@ STRAY_GRACE_SECONDS = 2.0
 ANNOUNCE_AFTER_SECONDS = 1.0
 KILL_WAIT_SECONDS = 5.0
 POLL_SECONDS = 0.1
-WATCH_SECONDS = 0.5
+WATCH_SECONDS = 1.0
+"""How often the run's process tree is read for the stall check and the smoke census: as often as the stall check
+samples CPU times, and a rank's start is seen within a second (each read costs CPU that the job's ranks share)."""
 MAX_LINE_BYTES = 64 * 1024
 TAIL_LINE_CHARACTERS = 4096
 """A failure reason shows at most 1024 characters: the tails keep no more of each line than that needs."""
@@ -409,19 +411,29 @@ class _ProcessTree:
         self._owned.update(process.pid for process in processes)
 
     def alive(self) -> list[psutil.Process]:
-        found: dict[int, psutil.Process] = {}
-        for child in self._new_children():
+        """The run's live processes: every descendant of smtrain's process under a child the run started,
+        zombies left out. Read from the kernel's lists of each thread's children where it keeps them; else
+        psutil reads the parent of every process on the machine (hundreds of files on a busy one), once here for
+        the whole tree rather than once more for each host."""
+        descendants = _descendants(self._me.pid)
+        if descendants is None:
             try:
-                family = [child, *child.children(recursive=True)]
+                descendants = self._me.children(recursive=True)
+            except psutil.NoSuchProcess:
+                return []
+        parents: dict[int, int] = {}
+        live: list[psutil.Process] = []
+        for process in descendants:
+            try:
+                with process.oneshot():  # one read of /proc/<pid>/stat for both
+                    parents[process.pid] = process.ppid()
+                    if process.status() != psutil.STATUS_ZOMBIE:
+                        live.append(process)
             except psutil.NoSuchProcess:
                 continue
-            for process in family:
-                try:
-                    if process.status() != psutil.STATUS_ZOMBIE:
-                        found[process.pid] = process
-                except psutil.NoSuchProcess:
-                    continue
-        return list(found.values())
+        started = {process.pid for process in descendants
+                   if parents.get(process.pid) == self._me.pid and _started_by_run(process, self._before)}
+        return [process for process in live if _top_ancestor(process.pid, parents, self._me.pid) in started]
 
     def reap(self) -> None:
         """Waits for the orphans that have exited, so none stays a zombie of smtrain's."""
@@ -437,14 +449,64 @@ class _ProcessTree:
             _set_child_subreaper(False)
 
     def _new_children(self) -> list[psutil.Process]:
-        children = []
-        for child in self._me.children():
+        return [child for child in self._me.children() if _started_by_run(child, self._before)]
+
+
+_CHILDREN_LISTS = Path(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children").exists()
+"""Whether the kernel lists each thread's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN)."""
+
+
+def _descendants(root: int) -> list[psutil.Process] | None:
+    """Every descendant of `root`, from the kernel's lists of each thread's children: a read per thread of the
+    tree, not one per process of the machine; None where the kernel keeps no such lists or will not show one
+    (then psutil reads the process table). A process forked or ended while the lists are read may be missed: the
+    next look finds it, as with any reading of /proc."""
+    if not _CHILDREN_LISTS:
+        return None
+    found: list[psutil.Process] = []
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except (FileNotFoundError, ProcessLookupError):  # it has ended
+            continue
+        except OSError:
+            return None
+        for thread in threads:
             try:
-                if _identity(child) not in self._before:
-                    children.append(child)
-            except psutil.NoSuchProcess:
+                with open(f"/proc/{pid}/task/{thread}/children", "rb") as listing:
+                    children = [int(child) for child in listing.read().split()]
+            except (FileNotFoundError, ProcessLookupError):  # the thread has ended
                 continue
-        return children
+            except OSError:
+                return None
+            for child in children:
+                try:
+                    found.append(psutil.Process(child))
+                except psutil.Error:
+                    continue
+                pending.append(child)
+    return found
+
+
+def _started_by_run(child: psutil.Process, before: set[tuple[int, float]]) -> bool:
+    try:
+        return _identity(child) not in before
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _top_ancestor(pid: int, parents: dict[int, int], root: int) -> int | None:
+    """The child of `root` that `pid` descends from (itself, for a child); None when the chain is broken (a
+    parent that exited between the reads: the next look finds it, re-parented to smtrain, the subreaper)."""
+    for _ in range(len(parents)):  # bounded: reads made at different moments cannot loop it
+        if pid not in parents:
+            return None
+        if parents[pid] == root:
+            return pid
+        pid = parents[pid]
+    return None
 
 
 def _identity(process: psutil.Process) -> tuple[int, float]:

@@ -44,7 +44,7 @@ from orchestrator.spec.catalog import lookup
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.topology import topology
 from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
-from orchestrator.spec.tuning_loader import LoadedTuning
+from orchestrator.spec.loader import LoadedTuning
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""

@@ -1,0 +1,86 @@
+"""The supervisor's view of a run's processes: every process the run started (children, grandchildren, orphans
+re-parented to smtrain), none it had before; read from the kernel's lists of each thread's children where it keeps
+them, else from one read of the machine's process table per look."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from orchestrator.emulator.supervising import supervisor
+from orchestrator.emulator.supervising.supervisor import _ProcessTree
+
+KERNEL_LISTS = [pytest.param(True, id="kernel-children-lists"), pytest.param(False, id="process-table")]
+
+
+def _wait_until(condition, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the processes did not start"
+        time.sleep(0.05)
+
+
+@pytest.fixture(params=KERNEL_LISTS)
+def tree(request, monkeypatch):
+    if request.param and not supervisor._CHILDREN_LISTS:
+        pytest.skip("this kernel keeps no /proc/PID/task/TID/children")
+    monkeypatch.setattr(supervisor, "_CHILDREN_LISTS", request.param)
+    before = subprocess.Popen(["sleep", "300"])  # smtrain's own child from before the run: never the run's
+    tree = _ProcessTree()
+    started: list[subprocess.Popen[bytes]] = []
+    yield tree, before, started
+    for process in [before, *started]:
+        process.kill()
+        process.wait()
+    for process in tree.alive():
+        process.kill()
+    _wait_until(lambda: (tree.reap(), not tree.alive())[1])
+    tree.close()
+
+
+def test_every_process_of_the_run_and_none_from_before(tree):
+    processes, before, started = tree
+    # Two "hosts": one with a child and a grandchild, one whose child exits and leaves an orphan behind (it is
+    # re-parented to smtrain, the subreaper).
+    started.append(subprocess.Popen(["sh", "-c", "sleep 300 & sh -c 'sleep 300' & wait"]))
+    started.append(subprocess.Popen(["sh", "-c", "sleep 300 & exit 0"]))
+    started[1].wait()
+    _wait_until(lambda: len(processes.alive()) >= 5)
+    alive = {process.pid for process in processes.alive()}
+    assert before.pid not in alive
+    assert started[0].pid in alive and started[1].pid not in alive  # the second host's launcher has exited
+    names = sorted(psutil.Process(pid).name() for pid in alive)
+    assert names == ["sh", "sh", "sleep", "sleep", "sleep"], names
+    orphan = next(pid for pid in alive if psutil.Process(pid).ppid() == os.getpid() and pid != started[0].pid)
+    assert psutil.Process(orphan).name() == "sleep"
+    os.kill(orphan, signal.SIGKILL)
+    _wait_until(lambda: (processes.reap(), orphan not in {process.pid for process in processes.alive()})[1])
+
+
+def test_no_read_of_the_whole_process_table_more_than_once_per_look(tree, monkeypatch):
+    processes, _, started = tree
+    for _ in range(4):
+        started.append(subprocess.Popen(["sh", "-c", "sleep 300 & wait"]))
+    _wait_until(lambda: len(processes.alive()) >= 8)
+    reads = []
+    children = psutil.Process.children
+
+    def counted(self, recursive=False):
+        reads.append(self.pid)
+        return children(self, recursive=recursive)
+
+    monkeypatch.setattr(psutil.Process, "children", counted)
+    assert len(processes.alive()) >= 8
+    assert reads == ([] if supervisor._CHILDREN_LISTS else [os.getpid()])
+
+
+def test_a_broken_chain_of_parents_is_no_ones_and_never_loops():
+    assert supervisor._top_ancestor(30, {30: 20, 20: 10}, root=10) == 20
+    assert supervisor._top_ancestor(20, {30: 20, 20: 10}, root=10) == 20
+    assert supervisor._top_ancestor(30, {30: 25}, root=10) is None
+    assert supervisor._top_ancestor(30, {30: 40, 40: 30}, root=10) is None
