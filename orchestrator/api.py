@@ -5,6 +5,7 @@
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
+    best = tuning.best_job()              # the best trial as a Job, as for a search run here (Tuning.attach)
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from orchestrator.spec.model import JobSpec
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
     # one job never pays for them (the handle brings the progress and root-cause readers)
     from orchestrator.backends.job import Job
-    from orchestrator.cloud.tuning import Tuning
+    from orchestrator.backends.tuning import Tuning
     from orchestrator.planning.tuning import TuningPlan
     from orchestrator.spec.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
            "run", "submit", "submit_tuning"]
-_LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.cloud.tuning",
+_LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.backends.tuning",
                "TuningPlan": "orchestrator.planning.tuning"}
 
 
@@ -151,10 +152,13 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
 
 def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto: Any | None = None,
                   name: str | None = None) -> Tuning:
-    """Plans (unless given a TuningPlan), uploads the source once, creates the tuning job once; its handle."""
+    """Plans (unless given a TuningPlan), uploads the source once, creates the tuning job once; its handle, the
+    same `Tuning` that `Tuning.attach` gives for a search run on either backend."""
+    from orchestrator.backends.tuning import SageMakerTuning, Tuning
     from orchestrator.cloud.tuning import submit_tuning_plan
     from orchestrator.planning.tuning import TuningPlan
 
     tuning_plan = spec_or_plan if isinstance(spec_or_plan, TuningPlan) else plan_tuning(spec_or_plan, name=name,
                                                                                         boto=boto)
-    return submit_tuning_plan(tuning_plan, boto=boto)
+    created = submit_tuning_plan(tuning_plan, boto=boto)
+    return Tuning(SageMakerTuning(created.boto), created.name, created.plan)

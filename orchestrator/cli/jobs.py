@@ -27,7 +27,7 @@ import click
 from orchestrator.backends.base import BACKENDS
 from orchestrator.backends.resolve import backend_for, resolve_job
 from orchestrator.cli import job_views as views
-from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cli.options import declared_options, echo_json, follow_options, output_option, set_option
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS
 from orchestrator.observing.job_status import STATUSES
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from orchestrator.observing.root_cause import FailureCause
 
 EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
-POLL_SECONDS = 15.0
 
 
 def _job_options(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,33 +58,6 @@ def _job_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | None) -> tuple[Backend, str]:
     return resolve_job(job, backend, region, ctx.obj)
-
-
-def _poll_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--poll-seconds",
-        type=click.FloatRange(min=0),
-        default=POLL_SECONDS,
-        show_default=True,
-        help="Pause between status and log reads while following.",
-    )(function)
-
-
-def _stall_options(default: float, what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """--stall-timeout and --no-stop, as `watch` and `submit --wait` share them."""
-
-    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        function = click.option(
-            "--no-stop", is_flag=True,
-            help="Report a hung job (exit 4) but leave it running: no StopTrainingJob.")(function)
-        return click.option(
-            "--stall-timeout", type=click.FloatRange(min=0), default=default, show_default=True, metavar="SECONDS",
-            help=f"{what}A job whose hosts wrote no line and advanced no metric for this long is hung when every "
-                 "host's CPUs and GPUs are idle (SageMaker's utilization metrics): it is stopped with the reason "
-                 "and each host's last lines, exit 4. Busy devices make it slow: reported, never stopped.",
-        )(function)
-
-    return decorate
 
 
 @click.command()
@@ -112,8 +84,7 @@ def _stall_options(default: float, what: str) -> Callable[[Callable[..., Any]], 
 @click.option(
     "--logs", "stream_logs", is_flag=True, help="Stream every host's logs while waiting (implies --wait)."
 )
-@_stall_options(0, "With --wait; 0: never judged. ")
-@_poll_option
+@follow_options(defaults={"stall_timeout": None})  # judged only when asked: a --wait in CI must not stop a job
 @click.pass_context
 def submit(
     ctx: click.Context,
@@ -126,9 +97,7 @@ def submit(
     dry_run: bool,
     wait: bool,
     stream_logs: bool,
-    stall_timeout: float,
-    no_stop: bool,
-    poll_seconds: float,
+    options: WatchOptions,
 ) -> None:
     """Create the training job that `smtrain plan FILE` shows, exactly that request.
 
@@ -160,8 +129,7 @@ def submit(
             echo_json(job.submission.to_dict())
         return
     try:
-        outcome = _follow(job, stream_logs, poll_seconds, to_stderr=output == "json",
-                          stall=(stall_timeout, not no_stop))
+        outcome = _follow(job, options, stream_logs, to_stderr=output == "json")
     except KeyboardInterrupt:
         click.echo(
             f"stopped following; {job.name} keeps running (`smtrain stop {job.name}` stops it)", err=True
@@ -202,10 +170,10 @@ def status(ctx: click.Context, job: str, backend: str | None, region: str | None
 @click.option("--tail", type=click.IntRange(min=1), metavar="N", help="Only the last N lines of each host (then "
                                                                       "the new ones, with --follow).")
 @output_option
-@_poll_option
+@declared_options(WatchOptions, "poll_seconds")
 @click.pass_context
 def logs(ctx: click.Context, job: str, backend: str | None, region: str | None, follow: bool, host: str | None,
-         tail: int | None, output: str, poll_seconds: float) -> None:
+         tail: int | None, output: str, options: WatchOptions) -> None:
     """Every host's log lines of JOB (SageMaker: CloudWatch, /aws/sagemaker/TrainingJobs, merged in time order; a
     local run: host after host), each prefixed with its host, e.g. [algo-2]. `--output json` prints one JSON
     object per line.
@@ -214,7 +182,7 @@ def logs(ctx: click.Context, job: str, backend: str | None, region: str | None, 
     run of that name, else a SageMaker job."""
     chosen, job_id = _resolve(ctx, job, backend, region)
     printed = 0
-    for line in chosen.logs(job_id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds):
+    for line in chosen.logs(job_id, follow=follow, host=host, tail=tail, poll_seconds=options.poll_seconds):
         click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
         printed += 1
     if not printed:
@@ -330,13 +298,12 @@ def list_command(ctx: click.Context, status_equals: str | None, name_contains: s
 
 @click.command()
 @_job_options
-@_stall_options(DEFAULT_STALL_TIMEOUT_SECONDS, "")
+@follow_options()
 @click.option("--logs", "stream_logs", is_flag=True, help="Stream every host's logs while watching.")
 @output_option
-@_poll_option
 @click.pass_context
-def watch(ctx: click.Context, job: str, backend: str | None, region: str | None, stall_timeout: float,
-          no_stop: bool, stream_logs: bool, output: str, poll_seconds: float) -> None:
+def watch(ctx: click.Context, job: str, backend: str | None, region: str | None, options: WatchOptions,
+          stream_logs: bool, output: str) -> None:
     """Follow JOB to its end and stop it if it hangs: silent for --stall-timeout with every host's CPUs and GPUs
     idle. A silent job whose devices work is slow: reported, left running. A SageMaker job's utilization is read
     once a minute: DescribeTrainingJob and the new log lines every --poll-seconds, then one DescribeLogStreams, one
@@ -347,14 +314,12 @@ def watch(ctx: click.Context, job: str, backend: str | None, region: str | None,
     chosen, job_id = _resolve(ctx, job, backend, region)
     handle = Job(chosen, job_id)
     handle.status()  # an unknown name fails here, before anything is followed
-    outcome = _follow(handle, stream_logs, poll_seconds, to_stderr=output == "json",
-                      stall=(stall_timeout, not no_stop))
+    outcome = _follow(handle, options, stream_logs, to_stderr=output == "json")
     _finish(ctx, outcome, output, {"job_name": job}, _cause_of(handle, outcome))
 
 
-def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool,
-            stall: tuple[float, bool]) -> WatchOutcome:
-    """Follows the job to its end, printing status changes (and log lines); `stall` is (stall timeout, stop)."""
+def _follow(job: Job, options: WatchOptions, stream_logs: bool, to_stderr: bool) -> WatchOutcome:
+    """Follows the job to its end as `options` say, printing status changes (and log lines)."""
 
     def show_status(current: JobStatus) -> None:
         latest = current.transitions[-1] if current.transitions else None
@@ -369,7 +334,6 @@ def _follow(job: Job, stream_logs: bool, poll_seconds: float, to_stderr: bool,
         now = datetime.now(timezone.utc).strftime("%H:%M:%S")
         click.echo(f"{now}  {views.verdict_words(liveness)}", err=to_stderr)
 
-    options = WatchOptions(stall_timeout=stall[0] or None, stop=stall[1], poll_seconds=poll_seconds)
     return job.follow(options, on_status=show_status, on_log=show_line if stream_logs else None,
                       on_verdict=show_verdict)
 

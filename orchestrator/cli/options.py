@@ -1,5 +1,5 @@
-"""What every smtrain command group shares: user-error handling, the `--set` and `--output` options, the local
-run's options generated from their declaration, JSON out."""
+"""What every smtrain command group shares: user-error handling, the `--set` and `--output` options, the options
+declared once (a local run's, how a job is followed) as flags generated from their declaration, JSON out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import click
 from click.core import ParameterSource
 
 if TYPE_CHECKING:
-    from orchestrator.emulator.run_options import Declared
+    from orchestrator.declaration import Declared
 
 SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax: 3, true, \"2.3.0\", [a, b]). "
             "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
@@ -135,17 +135,35 @@ def key_value_pairs(ctx: click.Context, param: click.Parameter, values: tuple[st
 
 
 def local_run_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The flags of a local run's options, generated from their one declaration (emulator/run_options.py): all
-    of them in declaration order, or the `names` given. The command receives them as one `Options`, its
-    `options` parameter, holding what the command line gave and the declared defaults for the rest."""
-    from orchestrator.emulator.run_options import declarations
+    """The flags of a local run's options (emulator/run_options.py): all of them, or the `names` given."""
+    from orchestrator.emulator.run_options import Options
 
-    chosen = {name: option for name, option in declarations().items() if not names or name in names}
+    return declared_options(Options, *names)
+
+
+def follow_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags of how a job is followed (`cloud/hang_watch.py`'s WatchOptions): `watch`'s and `submit --wait`'s;
+    `defaults` where the command's differ from the declaration's."""
+    from orchestrator.cloud.hang_watch import WatchOptions
+
+    return declared_options(WatchOptions, defaults=defaults)
+
+
+def declared_options(options: type, *names: str, defaults: dict[str, Any] | None = None,
+                     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags of the options `options` declares (orchestrator/declaration.py), all of them in declaration order
+    or the `names` given, with the declared defaults or the field values `defaults` gives instead. The command
+    receives them as one instance, its `options` parameter, holding what the command line gave and the defaults
+    for the rest."""
+    from orchestrator.declaration import declarations
+
+    chosen = {name: option for name, option in declarations(options).items() if not names or name in names}
+    given_defaults = defaults or {}
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
         def collect(**given: Any) -> Any:
-            from orchestrator.emulator.run_options import Options, flag_of
+            from orchestrator.declaration import flag_of
 
             context = click.get_current_context()
             values = {name: given.pop(name) for name in chosen}
@@ -154,23 +172,24 @@ def local_run_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..
             for name in values:
                 needed = chosen[name].needs
                 if needed and needed not in values:
-                    raise click.UsageError(f"{flag_of(name)} needs {flag_of(needed)} {chosen[needed].metavar or ''}"
-                                           .rstrip())
-            return command(**given, options=Options(**values))
+                    raise click.UsageError(f"{flag_of(options, name)} needs {flag_of(options, needed)} "
+                                           f"{chosen[needed].metavar or ''}".rstrip())
+            return command(**given, options=options(**{**given_defaults, **values}))
 
         for name, option in reversed(chosen.items()):
-            collect = _declared_option(name, option)(collect)
+            collect = _declared_option(options, name, option, given_defaults)(collect)
         return collect
 
     return decorate
 
 
-def _declared_option(name: str, option: Declared) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _declared_option(options: type, name: str, option: Declared,
+                     defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """One declared option as a click option: its flag, type and range, metavar, help; the value converted by
     the declaration's `normalize` (a ValueError is a usage error naming the flag, exit 2)."""
-    from orchestrator.emulator.run_options import default_of, flag_of
+    from orchestrator.declaration import default_of, flag_of
 
-    default = default_of(name)
+    default = defaults[name] if name in defaults else default_of(options, name)
     settings: dict[str, Any] = {"help": option.help, "metavar": option.metavar, "hidden": option.hidden}
     if option.takes == "flag":
         settings["is_flag"] = True
@@ -197,7 +216,7 @@ def _declared_option(name: str, option: Declared) -> Callable[[Callable[..., Any
         except ValueError as error:
             raise click.BadParameter(str(error), ctx=context, param=parameter) from None
 
-    return click.option(flag_of(name), name, callback=convert, **settings)
+    return click.option(flag_of(options, name), name, callback=convert, **settings)
 
 
 def echo_json(document: Any) -> None:

@@ -1,7 +1,10 @@
 """`smtrain tune plan | submit | status | list | stop | local`: hyperparameter search from a tuning spec.
 
-Thin, as the job commands are: each command calls the planning, cloud or emulator function and prints what it
-returns. A boto3 session given as click's context object replaces the default session (the tests' Stubber).
+Thin, as the job commands are: `status`, `list` and `stop` resolve the search a user names to a tuning backend
+and its id (`backends.tuning`: `local:FOLDER`, `sagemaker:NAME`, `--backend`, or a bare name) and call it, never
+asking which backend they hold; `validate`, `plan`, `submit` and `local` call the planning, API or emulator
+function and print what it returns. A boto3 session given as click's context object replaces the default
+session (the tests' Stubber).
 Exit codes as for single jobs: 0 ok, 1 an AWS call or the search failed, 2 bad input (nothing sent), 130
 interrupted.
 """
@@ -13,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from orchestrator.backends.base import BACKENDS
 from orchestrator.cli.options import echo_json, local_run_options, output_option, set_option
 
 if TYPE_CHECKING:
@@ -38,7 +42,8 @@ def tune() -> None:
       smtrain tune plan search.yaml        the exact CreateHyperParameterTuningJob request, jobs, worst-case cost
       smtrain tune local search.yaml       run the search here: each trial a real emulated job
       smtrain tune submit search.yaml      create the tuning job on SageMaker
-      smtrain tune status NAME             progress, best trial so far, every trial sorted by objective
+      smtrain tune status TUNING           progress, best trial so far, every trial sorted by objective
+                                           (TUNING: a SageMaker tuning job, or local:FOLDER of `tune local`)
     """
 
 
@@ -109,7 +114,8 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     tuning = submit_tuning(plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides), boto=ctx.obj)
     assert tuning.plan is not None
     if output == "json":
-        echo_json({"tuning_job_name": tuning.name, "region": tuning.region, "jobs": tuning.plan.spec.total_jobs(),
+        echo_json({"tuning_job_name": tuning.name, "region": tuning.plan.job.target.region,
+                   "jobs": tuning.plan.spec.total_jobs(),
                    "cost": tuning.plan.cost.to_dict()})
         return
     click.echo(f"submitted tuning job {tuning.name}: {tuning.plan.spec.total_jobs()} trials, "
@@ -118,23 +124,42 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     click.echo(f"  follow   smtrain tune status {tuning.name}")
 
 
+def _tuning_options(function: Any) -> Any:
+    """TUNING, --backend and --region: how every verb that answers for one search is told which."""
+    function = _region_option(function)
+    function = click.option(
+        "--backend", type=click.Choice(BACKENDS),
+        help="Where TUNING is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    return click.argument("tuning", metavar="TUNING")(function)
+
+
+def _resolve(ctx: click.Context, tuning: str, backend: str | None, region: str | None) -> tuple[Any, str]:
+    from orchestrator.backends.tuning import resolve_tuning
+
+    return resolve_tuning(tuning, backend, region, ctx.obj)
+
+
 @tune.command()
-@click.argument("name")
-@_region_option
+@_tuning_options
 @output_option
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Draw the objective over the trials and against each parameter (needs matplotlib).")
 @click.pass_context
-def status(ctx: click.Context, name: str, region: str | None, output: str, plot_file: Path | None) -> None:
-    """Progress of tuning job NAME (trials completed, running, stopped, failed), the best trial so far with its
-    objective and hyperparameters, and every trial sorted by objective."""
+def status(ctx: click.Context, tuning: str, backend: str | None, region: str | None, output: str,
+           plot_file: Path | None) -> None:
+    """Progress of search TUNING (trials completed, running, stopped, failed), the best trial so far with its
+    objective and hyperparameters, and every trial sorted by objective.
+
+    TUNING: `sagemaker:NAME` (a tuning job), `local:FOLDER` (what `tune local` wrote: its --run-dir, or a name
+    under runs/), or a bare name: a local search of that name, else a SageMaker tuning job."""
+    from orchestrator.backends.tuning import Tuning
     from orchestrator.observing.trials import table
 
-    tuning = _tuning(ctx, name, region)
-    current = tuning.status()
-    trials = tuning.trials()
+    handle = Tuning(*_resolve(ctx, tuning, backend, region))
+    current = handle.status()
+    trials = handle.trials()
     if plot_file is not None:
-        tuning.plot().savefig(plot_file, dpi=100)
+        handle.plot().savefig(plot_file, dpi=100)
     if output == "json":
         echo_json({**current.to_dict(), "trial_list": [trial.to_dict() for trial in trials]})
         return
@@ -156,16 +181,17 @@ def status(ctx: click.Context, name: str, region: str | None, output: str, plot_
 @click.option("--status", "status_equals", type=click.Choice(_STATUSES), help="Only tuning jobs in this status.")
 @click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
 @click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="sagemaker", show_default=True,
+              help="SageMaker's tuning jobs, or the searches `tune local` wrote under runs/.")
 @_region_option
 @output_option
 @click.pass_context
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
-                 region: str | None, output: str) -> None:
+                 backend: str, region: str | None, output: str) -> None:
     """The most recent tuning jobs, newest first."""
-    from orchestrator.cloud.tuning import list_tunings
+    from orchestrator.backends.tuning import tuning_backend_for
 
-    rows = list_tunings(boto=ctx.obj, region=region, status=status_equals, name_contains=name_contains,
-                        max_results=max_results)
+    rows = tuning_backend_for(backend, region, ctx.obj).list_tunings(status_equals, name_contains, max_results)
     if output == "json":
         echo_json([row.to_dict() for row in rows])
         return
@@ -180,21 +206,19 @@ def list_command(ctx: click.Context, status_equals: str | None, name_contains: s
 
 
 @tune.command()
-@click.argument("name")
-@_region_option
+@_tuning_options
 @output_option
 @click.pass_context
-def stop(ctx: click.Context, name: str, region: str | None, output: str) -> None:
-    """Ask SageMaker to stop tuning job NAME and its running trials. One that has ended is fine (exit 0)."""
-    tuning = _tuning(ctx, name, region)
-    requested = tuning.stop()
-    was = tuning.last_status.status
+def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | None, output: str) -> None:
+    """Stop search TUNING and its running trials. One that has ended is fine (exit 0). TUNING as for `status`."""
+    chosen, tuning_id = _resolve(ctx, tuning, backend, region)
+    requested, was = chosen.stop(tuning_id)
     if output == "json":
-        echo_json({"tuning_job_name": name, "stop_requested": requested, "status": was})
+        echo_json({"tuning_job_name": tuning, "stop_requested": requested, "status": was.status})
     elif requested:
-        click.echo(f"stop requested for {name}: its running trials stop, then it is Stopped")
+        click.echo(f"stop requested for {tuning}: its running trials stop, then it is Stopped")
     else:
-        click.echo(f"{name} is already {was}: nothing to stop")
+        click.echo(f"{tuning} is already {was.status}: nothing to stop")
 
 
 @tune.command()
@@ -245,13 +269,6 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
     raise SystemExit(0 if result.best is not None else 1)
-
-
-def _tuning(ctx: click.Context, name: str, region: str | None) -> Any:
-    from orchestrator.cloud.sdk import boto_session
-    from orchestrator.cloud.tuning import Tuning
-
-    return Tuning(name, ctx.obj or boto_session(region))
 
 
 def _cost_words(tuning_plan: Any) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from orchestrator.cloud.job_liveness import JobLiveness
+from orchestrator.declaration import declared
 from orchestrator.observing.job_status import JobStatus
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 1800.0
@@ -33,11 +34,22 @@ def _utc_now() -> datetime:
 class WatchOptions:
     """How to watch: the stall timeout (None or 0: never judge), whether a hung job is stopped, how often to look.
 
-    `clock` and `sleep` are the wall clock and the pause between polls; tests pass a fake pair."""
+    Declared once (orchestrator/declaration.py): `smtrain watch`'s and `submit --wait`'s flags are generated from
+    the declared fields, and `Job.follow` reads them. `clock` and `sleep` are the wall clock and the pause between
+    polls; tests pass a fake pair."""
 
-    stall_timeout: float | None = DEFAULT_STALL_TIMEOUT_SECONDS
-    stop: bool = True
-    poll_seconds: float = 15.0
+    stall_timeout: float | None = declared(
+        DEFAULT_STALL_TIMEOUT_SECONDS, takes="number", minimum=0, metavar="SECONDS", show_default=True,
+        normalize=lambda seconds: seconds or None, word=lambda seconds: format(seconds or 0, "g"),
+        help="A job whose hosts wrote no line and advanced no metric for this long is hung when every host's CPUs "
+             "and GPUs are idle (SageMaker's utilization metrics): it is stopped with the reason and each host's "
+             "last lines, exit 4. Busy devices make it slow: reported, never stopped. 0: never judged.")
+    stop: bool = declared(
+        True, takes="flag", flag="--no-stop",
+        help="Report a hung job (exit 4) but leave it running: no StopTrainingJob.")
+    poll_seconds: float = declared(
+        15.0, takes="number", minimum=0, show_default=True,
+        help="Pause between status and log reads while following.")
     liveness_seconds: float = LIVENESS_POLL_SECONDS
     clock: Callable[[], datetime] = field(default=_utc_now)
     sleep: Callable[[float], None] = field(default=time.sleep)

@@ -1,97 +1,56 @@
-"""Tuning jobs on SageMaker: submit once, then status, trials, best job, stop and the list of recent ones.
+"""Tuning jobs on SageMaker: submit once, then status, trials, stop and the list of recent ones.
 
 Submitting follows single jobs (submission.py): the plan's source is uploaded once (content-addressed), and
 CreateHyperParameterTuningJob goes out through create_once.py, so one submit never creates two searches.
-`Tuning` is the handle `submit` returns and `Tuning.attach(name)` rebuilds.
+`TuningClient` reads and stops one; the handle a user holds is `orchestrator.Tuning` (backends/tuning.py), which
+also answers for a search run here and gives the best trial as an `orchestrator.Job`.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, is_not_found
 from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
-from orchestrator.cloud.jobs import JobClient
 from orchestrator.cloud.submission import (
     ensure_source_uploaded,
     refuse_blocking_findings,
     refuse_unready,
 )
 from orchestrator.errors import AwsError, SmtrainError
-from orchestrator.observing import trials as trial_tables
-from orchestrator.observing.trials import Trial
+from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
 from orchestrator.redact import secret_values
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
-
-
-class TuningNotFound(SmtrainError):
-    """No tuning job of that name in the region (exit 2, like an unknown job name)."""
 
 
 def console_url(region: str, name: str) -> str:
     return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/hyper-tuning-jobs/{name}"
 
 
-@dataclass(frozen=True)
-class TuningStatus:
-    """What DescribeHyperParameterTuningJob says, reduced to what a person acts on."""
+def status_of(described: dict[str, Any], region: str) -> TuningStatus:
+    """A DescribeHyperParameterTuningJob answer as the status both places report in."""
+    config = described["HyperParameterTuningJobConfig"]
+    objective = config.get("HyperParameterTuningJobObjective", {})
+    best = described.get("BestTrainingJob")
+    name = described["HyperParameterTuningJobName"]
+    return TuningStatus(
+        name=name, status=described["HyperParameterTuningJobStatus"], strategy=config["Strategy"],
+        metric=objective.get("MetricName", ""), goal=objective.get("Type", "Minimize"),
+        max_jobs=config["ResourceLimits"].get("MaxNumberOfTrainingJobs"),
+        parallel=config["ResourceLimits"]["MaxParallelTrainingJobs"],
+        counts=_counts(described.get("TrainingJobStatusCounters", {})),
+        best=trial_of(best) if best else None,
+        created=described.get("CreationTime"), ended=described.get("HyperParameterTuningEndTime"),
+        failure_reason=described.get("FailureReason") or None,
+        place={"region": region, "console_url": console_url(region, name)})
 
-    name: str
-    region: str
-    status: str
-    strategy: str
-    metric: str
-    goal: str
-    max_jobs: int | None
-    parallel: int
-    counts: dict[str, int]
-    """Trials Completed, InProgress, Stopped (early or with the search), Failed (RetryableError +
-    NonRetryableError)."""
-    best: Trial | None
-    created: datetime | None
-    ended: datetime | None
-    failure_reason: str | None
 
-    @classmethod
-    def from_description(cls, described: dict[str, Any], region: str) -> TuningStatus:
-        config = described["HyperParameterTuningJobConfig"]
-        counters = described.get("TrainingJobStatusCounters", {})
-        objective = config.get("HyperParameterTuningJobObjective", {})
-        best = described.get("BestTrainingJob")
-        return cls(
-            name=described["HyperParameterTuningJobName"], region=region,
-            status=described["HyperParameterTuningJobStatus"], strategy=config["Strategy"],
-            metric=objective.get("MetricName", ""), goal=objective.get("Type", "Minimize"),
-            max_jobs=config["ResourceLimits"].get("MaxNumberOfTrainingJobs"),
-            parallel=config["ResourceLimits"]["MaxParallelTrainingJobs"],
-            counts={"Completed": counters.get("Completed", 0), "InProgress": counters.get("InProgress", 0),
-                    "Stopped": counters.get("Stopped", 0),
-                    "Failed": counters.get("RetryableError", 0) + counters.get("NonRetryableError", 0)},
-            best=trial_of(best) if best else None,
-            created=described.get("CreationTime"), ended=described.get("HyperParameterTuningEndTime"),
-            failure_reason=described.get("FailureReason") or None)
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tuning_job_name": self.name, "region": self.region, "status": self.status,
-                "strategy": self.strategy, "objective": {"metric": self.metric, "type": self.goal},
-                "max_jobs": self.max_jobs, "parallel_jobs": self.parallel, "trials": self.counts,
-                "best": self.best.to_dict() if self.best else None,
-                "created": self.created.isoformat() if self.created else None,
-                "ended": self.ended.isoformat() if self.ended else None,
-                "failure_reason": self.failure_reason, "console_url": console_url(self.region, self.name)}
+def _counts(counters: dict[str, int]) -> dict[str, int]:
+    """TrainingJobStatusCounters as Completed, InProgress, Stopped and Failed (RetryableError + NonRetryableError)."""
+    return {"Completed": counters.get("Completed", 0), "InProgress": counters.get("InProgress", 0),
+            "Stopped": counters.get("Stopped", 0),
+            "Failed": counters.get("RetryableError", 0) + counters.get("NonRetryableError", 0)}
 
 
 def trial_of(summary: dict[str, Any], number: int = 0) -> Trial:
@@ -113,40 +72,22 @@ def _decoded(text: str) -> Any:
         return text
 
 
-class Tuning:
-    """A handle on one tuning job. `orchestrator.submit_tuning(...)` returns one; `Tuning.attach(name)` finds one."""
+class TuningClient:
+    """Reads and stops one tuning job: what `backends.tuning`'s SageMaker side (and so `orchestrator.Tuning`)
+    asks of SageMaker. It neither waits nor draws."""
 
     def __init__(self, name: str, boto: Any, plan: TuningPlan | None = None) -> None:
         from orchestrator.cloud.sdk import client
 
         self.name = name
         self.plan = plan
-        self._boto = boto
+        self.boto = boto
         with aws_errors(f"connecting to SageMaker for tuning job {name}"):
             self._sagemaker = client(boto, "sagemaker")
-        self._last: TuningStatus | None = None
-
-    @classmethod
-    def attach(cls, name: str, *, region: str | None = None, boto: Any | None = None) -> Tuning:
-        """The tuning job called `name` in `region` (default: boto3's chain).
-
-        Raises:
-            TuningNotFound: there is no such tuning job there.
-        """
-        from orchestrator.cloud.sdk import boto_session
-
-        tuning = cls(name, boto or boto_session(region))
-        tuning.status()
-        return tuning
 
     @property
     def region(self) -> str:
-        return self._boto.region_name
-
-    @property
-    def last_status(self) -> TuningStatus | None:
-        """The status read by the latest call that read one; None before any. Makes no call."""
-        return self._last
+        return self.boto.region_name
 
     def describe(self) -> dict[str, Any]:
         from botocore.exceptions import ClientError
@@ -162,8 +103,7 @@ class Tuning:
 
     def status(self) -> TuningStatus:
         """Progress (trials completed, running, stopped, failed) and the best trial so far."""
-        self._last = TuningStatus.from_description(self.describe(), self.region)
-        return self._last
+        return status_of(self.describe(), self.region)
 
     def trials(self) -> list[Trial]:
         """Every trial with its tuned values, status and final objective, in the order they were created."""
@@ -175,98 +115,27 @@ class Tuning:
                 rows += page["TrainingJobSummaries"]
         return [trial_of(row, number) for number, row in enumerate(rows, start=1)]
 
-    def _goal(self) -> tuple[str, str]:
-        current = self._last or self.status()
-        return current.goal, current.metric
+    def log_scaled(self) -> tuple[str, ...]:
+        """The parameters searched on a logarithmic scale (a figure draws them on one)."""
+        ranges = self.describe()["HyperParameterTuningJobConfig"].get("ParameterRanges", {})
+        return tuple(item["Name"] for kind in ("ContinuousParameterRanges", "IntegerParameterRanges")
+                     for item in ranges.get(kind, []) if item.get("ScalingType") == "Logarithmic")
 
-    def best_trial(self) -> Trial | None:
-        return (self._last or self.status()).best
-
-    def best_job(self) -> JobClient:
-        """The client of the best trial so far (its status, log tails, metric points, model); for the whole
-        `orchestrator.Job` handle: `orchestrator.attach("sagemaker:" + tuning.best_trial().name)`."""
-        best = self.status().best
-        if best is None:
-            raise SmtrainError(f"tuning job {self.name} has no completed trial with an objective yet",
-                               fix="wait for a trial to complete (`smtrain tune status`)")
-        return JobClient(best.name, self._boto)
-
-    def table(self) -> str:
-        goal, metric = self._goal()
-        return trial_tables.table(self.trials(), goal, metric)
-
-    def results(self) -> Any:
-        """All trials sorted by objective, as a pandas DataFrame (a list of dicts without pandas)."""
-        goal, _ = self._goal()
-        return trial_tables.to_frame(self.trials(), goal)
-
-    def plot(self) -> Figure:
-        """The objective over the trials and against each tuned parameter (needs matplotlib)."""
-        goal, metric = self._goal()
-        described = self.describe()
-        ranges = described["HyperParameterTuningJobConfig"].get("ParameterRanges", {})
-        logs = [item["Name"] for kind in ("ContinuousParameterRanges", "IntegerParameterRanges")
-                for item in ranges.get(kind, []) if item.get("ScalingType") == "Logarithmic"]
-        return trial_tables.figure(self.trials(), goal, metric, logs, title=self.name)
-
-    def stop(self) -> bool:
-        """Asks SageMaker to stop the search and its running trials. False when it was not InProgress."""
-        if self.status().status != "InProgress":
-            return False
+    def stop(self) -> tuple[bool, TuningStatus]:
+        """Asks SageMaker to stop the search and its running trials: whether it was asked (not when the search was
+        not InProgress, which is no error), and the status it was in."""
+        current = self.status()
+        if current.status != "InProgress":
+            return False, current
         try:
             with aws_errors(f"stopping tuning job {self.name}"):
                 self._sagemaker.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName=self.name)
         except AwsError:
-            if self.status().status != "InProgress":
-                return False
-            raise
-        return True
-
-    def wait(self, poll_seconds: float = 60.0) -> TuningStatus:
-        while True:
             current = self.status()
-            if current.is_terminal:
-                return current
-            time.sleep(poll_seconds)
-
-    def __repr__(self) -> str:
-        if self._last is None:
-            return f"Tuning({self.name!r}, region={self.region!r}, status='not read yet')"
-        counts = ", ".join(f"{key.lower()}={value}" for key, value in self._last.counts.items())
-        best = self._last.best
-        shown = f", best={best.name!r} {self._last.metric}={best.objective!r}" if best else ""
-        return f"Tuning({self.name!r}, status={self._last.status!r}, {counts}{shown})"
-
-    def _repr_markdown_(self) -> str:
-        rows = [("region", self.region)]
-        if self._last:
-            current = self._last
-            rows += [("status", current.status), ("strategy", current.strategy),
-                     ("trials", ", ".join(f"{value} {key.lower()}" for key, value in current.counts.items())
-                      + (f" of {current.max_jobs}" if current.max_jobs else ""))]
-            if current.best:
-                rows.append(("best", f"{current.best.name}: {current.metric} = {current.best.objective} "
-                                     f"with {current.best.hyperparameters}"))
-        else:
-            rows.append(("status", "not read yet: `tuning.status()`"))
-        body = "\n".join(f"| {key} | {value} |" for key, value in rows)
-        return (f"**Tuning job [`{self.name}`]({console_url(self.region, self.name)})**\n\n| | |\n|---|---|\n"
-                f"{body}\n")
-
-
-@dataclass(frozen=True)
-class TuningSummary:
-    """One row of ListHyperParameterTuningJobs."""
-
-    name: str
-    status: str
-    strategy: str
-    counts: dict[str, int]
-    created: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tuning_job_name": self.name, "status": self.status, "strategy": self.strategy,
-                "trials": self.counts, "created": self.created.isoformat() if self.created else None}
+            if current.status != "InProgress":
+                return False, current
+            raise
+        return True, current
 
 
 def list_tunings(*, boto: Any | None = None, region: str | None = None, status: str | None = None,
@@ -285,19 +154,15 @@ def list_tunings(*, boto: Any | None = None, region: str | None = None, status: 
         for page in sagemaker.get_paginator("list_hyper_parameter_tuning_jobs").paginate(
                 **filters, PaginationConfig={"PageSize": min(max_results, 100)}):
             for item in page["HyperParameterTuningJobSummaries"]:
-                counters = item.get("TrainingJobStatusCounters", {})
                 rows.append(TuningSummary(
                     item["HyperParameterTuningJobName"], item["HyperParameterTuningJobStatus"], item["Strategy"],
-                    {"Completed": counters.get("Completed", 0), "InProgress": counters.get("InProgress", 0),
-                     "Stopped": counters.get("Stopped", 0),
-                     "Failed": counters.get("RetryableError", 0) + counters.get("NonRetryableError", 0)},
-                    item.get("CreationTime")))
+                    _counts(item.get("TrainingJobStatusCounters", {})), item.get("CreationTime")))
             if len(rows) >= max_results:
                 break
     return rows[:max_results]
 
 
-def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> Tuning:
+def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> TuningClient:
     """Uploads the plan's source (once) and creates exactly its tuning job, exactly once.
 
     Raises:
@@ -317,7 +182,7 @@ def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> T
     tuning_plan = _with_role_arn(tuning_plan, boto)
     ensure_source_uploaded(job_plan, boto)
     _create_once(tuning_plan, boto)
-    return Tuning(tuning_plan.name, boto, tuning_plan)
+    return TuningClient(tuning_plan.name, boto, tuning_plan)
 
 
 def _with_role_arn(tuning_plan: TuningPlan, boto: Any) -> TuningPlan:

@@ -12,51 +12,19 @@ Standard library only: `smtrain local --help` and `smtrain tune --help` read it 
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
-from os import PathLike
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from orchestrator.errors import SpecError
+from orchestrator import declaration
+from orchestrator.declaration import Declared, declared
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 DEFAULT_STOP_GRACE_SECONDS = 120.0
 """SageMaker's grace between StopTrainingJob's SIGTERM and SIGKILL."""
-
-Takes = Literal["text", "int", "number", "flag", "directory", "pairs"]
-"""What the flag takes on a command line: a word, an integer, a number, nothing (a switch that turns the
-field from its default), a directory, or repeatable NAME=VALUE pairs (a mapping)."""
-
-
-@dataclass(frozen=True)
-class Declared:
-    """One option as every front end shows it (kept in its field's metadata; see `declared`)."""
-
-    help: str
-    takes: Takes = "text"
-    flag: str | None = None
-    """The command-line flag; default: the field's name, --with-dashes."""
-    metavar: str | None = None
-    minimum: float | None = None
-    needs: str | None = None
-    """The field of another option this one means nothing without."""
-    normalize: Callable[[Any], Any] | None = None
-    """A given value (the API's keyword or the flag's word) as the field holds it; ValueError when it cannot be."""
-    word: Callable[[Any], str] = str
-    """The field's value as the flag's word again (for a trial's command line)."""
-    hidden: bool = False
-    show_default: bool = False
-
-
-def declared(default: Any, help: str, **details: Any) -> Any:
-    """A dataclass field that is an option: `default` (a callable for a mutable default) and its `Declared`."""
-    where = {"default_factory": default} if callable(default) else {"default": default}
-    return field(**where, metadata={"option": Declared(help=help, **details)})
-
 
 def _input_paths(inputs: Mapping[str, Any]) -> dict[str, Path]:
     """Channel NAME to a local path; an empty path would silently mean the current directory."""
@@ -159,57 +127,25 @@ class Options:
 
 
 def declarations() -> dict[str, Declared]:
-    """Each option's name (the field's, the API's keyword) and its declaration, in declaration order."""
-    return {item.name: item.metadata["option"] for item in fields(Options)}
+    """Each local run option's name (the field's, the API's keyword) and its declaration, in declaration order."""
+    return declaration.declarations(Options)
 
 
 def default_of(name: str) -> Any:
-    [item] = [item for item in fields(Options) if item.name == name]
-    return item.default_factory() if item.default is MISSING else item.default  # type: ignore[misc]
-
-
-_PYTHON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "int": (int, "an integer"), "number": ((int, float), "a number"), "flag": (bool, "True or False"),
-    "directory": ((str, PathLike), "a path"), "pairs": (Mapping, "a mapping, e.g. {\"train\": \"./data\"}")}
-"""What an API keyword must be, by what its flag takes (a text option's normalize says what it accepts)."""
+    return declaration.default_of(Options, name)
 
 
 def options_from(keywords: Mapping[str, Any]) -> Options:
-    """The API's keywords (`orchestrator.run(spec, backend="local", **keywords)`) as Options, each given value
-    normalized as its flag's would be.
+    """The API's keywords (`orchestrator.run(spec, backend="local", **keywords)`) as Options.
 
     Raises:
-        SpecError: a keyword that is no option (naming the nearest), a value below its minimum or that cannot be
-            normalized, an option given without the one it needs.
+        SpecError: an unknown keyword (naming the nearest), a value out of range or of the wrong kind.
     """
-    options = declarations()
-    unknown = [name for name in keywords if name not in options]
-    if unknown:
-        near = difflib.get_close_matches(unknown[0], options, n=1)
-        raise SpecError(f"a local run has no option {unknown[0]!r}",
-                        fix=f"did you mean `{near[0]}`?" if near else f"use one of: {', '.join(options)}")
-    values = {}
-    for name, value in keywords.items():
-        option = options[name]
-        wanted = _PYTHON_TYPES.get(option.takes)
-        if wanted and value is not None and (not isinstance(value, wanted[0]) or (
-                isinstance(value, bool) and option.takes != "flag")):
-            raise SpecError(f"{name}={value!r} is not {wanted[1]}", fix=f"pass {name} as {wanted[1]}")
-        if option.minimum is not None and value is not None and value < option.minimum:
-            raise SpecError(f"{name}={value!r} is below its minimum {option.minimum:g}",
-                            fix=f"pass {name} of at least {option.minimum:g}")
-        try:
-            values[name] = option.normalize(value) if option.normalize and value is not None else value
-        except ValueError as error:
-            raise SpecError(f"{name}: {error}", fix=f"pass another {name}") from None
-    for name, option in options.items():
-        if option.needs and values.get(name) is not None and values.get(option.needs) is None:
-            raise SpecError(f"{name} needs {option.needs}", fix=f"pass {option.needs} as well")
-    return Options(**values)
+    return declaration.options_from(Options, keywords, "a local run")
 
 
 def flag_of(name: str) -> str:
-    return declarations()[name].flag or "--" + name.replace("_", "-")
+    return declaration.flag_of(Options, name)
 
 
 def command_words(options: Options) -> list[str]:

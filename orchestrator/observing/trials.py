@@ -2,7 +2,9 @@
 
 A cloud tuning job (ListTrainingJobsForHyperParameterTuningJob) and `smtrain tune local` both reduce to a list
 of `Trial`, so `smtrain tune status` and `smtrain tune local` print the same table and draw the same figure:
-the objective over the trials (with the best so far) and against each tuned parameter.
+the objective over the trials (with the best so far) and against each tuned parameter. A search's progress is a
+`TuningStatus` and a row of a list a `TuningSummary`, in SageMaker's words, wherever it ran: they live here,
+below both places, as a job's statuses do (job_status.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.errors import SmtrainError
 from orchestrator.observing.metric_charts import _figure_class
 
 if TYPE_CHECKING:
@@ -47,6 +50,79 @@ class Trial:
                 "started": self.started.isoformat() if self.started else None,
                 "ended": self.ended.isoformat() if self.ended else None,
                 "failure_reason": self.failure_reason, "run_dir": self.run_dir}
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> Trial:
+        """A trial as `to_dict` wrote it (a local search's tuning.json)."""
+        started, ended = document.get("started"), document.get("ended")
+        return cls(name=document["name"], status=document["status"], objective=document.get("objective"),
+                   hyperparameters=document.get("hyperparameters", {}), number=document.get("trial", 0),
+                   seconds=document.get("seconds"), started=datetime.fromisoformat(started) if started else None,
+                   ended=datetime.fromisoformat(ended) if ended else None,
+                   failure_reason=document.get("failure_reason"), run_dir=document.get("run_dir"))
+
+
+SEARCH_RESULTS_FILE = "tuning.json"
+"""What `smtrain tune local` writes into the search's folder when it ends, and what reads that search back."""
+TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
+
+
+@dataclass(frozen=True)
+class TuningStatus:
+    """A search's progress, reduced to what a person acts on (DescribeHyperParameterTuningJob's words)."""
+
+    name: str
+    status: str
+    strategy: str
+    metric: str
+    goal: str
+    max_jobs: int | None
+    parallel: int
+    counts: dict[str, int]
+    """Trials Completed, InProgress, Stopped (early or with the search), Failed."""
+    best: Trial | None
+    created: datetime | None
+    ended: datetime | None
+    failure_reason: str | None
+    place: dict[str, str] = field(default_factory=dict)
+    """Where it is, for the JSON document and the notebook: a region and a console link, or a results folder."""
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tuning_job_name": self.name, **self.place, "status": self.status, "strategy": self.strategy,
+                "objective": {"metric": self.metric, "type": self.goal}, "max_jobs": self.max_jobs,
+                "parallel_jobs": self.parallel, "trials": self.counts,
+                "best": self.best.to_dict() if self.best else None,
+                "created": self.created.isoformat() if self.created else None,
+                "ended": self.ended.isoformat() if self.ended else None, "failure_reason": self.failure_reason}
+
+
+@dataclass(frozen=True)
+class TuningSummary:
+    """One search in a list of recent ones (a row of ListHyperParameterTuningJobs, or a local results folder)."""
+
+    name: str
+    status: str
+    strategy: str
+    counts: dict[str, int]
+    created: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tuning_job_name": self.name, "status": self.status, "strategy": self.strategy,
+                "trials": self.counts, "created": self.created.isoformat() if self.created else None}
+
+
+class TuningNotFound(SmtrainError):
+    """No search of that name there (exit 2, like an unknown job name)."""
+
+
+def counts_of(trials: Sequence[Trial]) -> dict[str, int]:
+    """Trials per status, in the order `TuningStatus.counts` shows them."""
+    return {status: sum(trial.status == status for trial in trials)
+            for status in ("Completed", "InProgress", "Stopped", "Failed")}
 
 
 def better(goal: str, candidate: float, incumbent: float) -> bool:

@@ -10,6 +10,7 @@ only way to see smtrain's calls and its reading of the answers.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,9 +20,12 @@ from botocore.exceptions import ConnectionClosedError
 from click.testing import CliRunner
 from job_fakes import BUCKET, NOW, SECRET, shared_loader_session
 
+import orchestrator
 from orchestrator.api import plan_tuning, submit_tuning
+from orchestrator.backends.tuning import SageMakerTuning, Tuning
 from orchestrator.cli.main import main
-from orchestrator.cloud.tuning import Tuning, TuningNotFound, list_tunings
+from orchestrator.cloud.tuning import list_tunings
+from orchestrator.observing.trials import TuningNotFound
 
 SEARCH = """\
 job: job.yaml
@@ -179,24 +183,22 @@ def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed,
     assert rows == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
 
 
-def test_tuning_handle_gives_trials_best_job_table_and_plot(stubbed, tmp_path):
+def test_tuning_handle_gives_trials_best_trial_table_and_plot(stubbed, tmp_path):
     sagemaker = stubbed.stubbers["sagemaker"]
     counters = {"Completed": 2, "InProgress": 1, "Stopped": 1}
-    for _ in range(2):
-        sagemaker.add_response("describe_hyper_parameter_tuning_job",
-                               _described("ts", "InProgress", counters, TRIALS[1]))
-    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
     sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))
-    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+    for _ in range(2):  # the results, then the plot's trials
+        sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS})
+    sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "InProgress", counters, TRIALS[1]))
 
-    tuning = Tuning("ts", stubbed)
+    tuning = Tuning(SageMakerTuning(stubbed), "ts")
     status = tuning.status()
-    job = tuning.best_job()
+    best = tuning.best_trial()
     frame = tuning.results()
     figure = tuning.plot()
 
     assert status.counts == {"Completed": 2, "InProgress": 1, "Stopped": 1, "Failed": 0}
-    assert job.name == "ts-002-bbb"
+    assert best.name == "ts-002-bbb"
     assert list(frame["name"]) == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
     assert list(frame["optimizer"])[:2] == ["adam", "sgd"]
     assert len(figure.axes) == 3  # objective over trials, against lr, against optimizer
@@ -211,7 +213,7 @@ def test_stop_requests_a_stop_of_a_running_search_only(stubbed):
     sagemaker.add_response("stop_hyper_parameter_tuning_job", {}, {"HyperParameterTuningJobName": "ts"})
     sagemaker.add_response("describe_hyper_parameter_tuning_job", _described("ts", "Completed", {"Completed": 6}, None))
 
-    assert Tuning("ts", stubbed).stop() is True
+    assert Tuning(SageMakerTuning(stubbed), "ts").stop() is True
     result = CliRunner().invoke(main, ["tune", "stop", "ts"], obj=stubbed)
     assert result.exit_code == 0 and "ts is already Completed: nothing to stop" in result.output
 
@@ -223,3 +225,50 @@ def test_the_submitted_plan_is_kept_on_the_handle(search_file, bucket, calls):
     tuning = submit_tuning(tuning_plan, boto=session)
 
     assert dataclasses.asdict(tuning.plan.cost) == dataclasses.asdict(tuning_plan.cost)
+
+
+def test_submit_tuning_returns_the_one_tuning_handle_whose_best_job_is_an_orchestrator_job(search_file, bucket,
+                                                                                            calls):
+    """moto completes a tuning job at once with a made-up best trial; `best_job` is that trial as the whole
+    `orchestrator.Job` handle (the same class `run`, `submit` and `attach` return), read from SageMaker."""
+    session, _ = calls
+    tuning = submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-6"), boto=session)
+    assert type(tuning) is orchestrator.Tuning and tuning.full_id == "sagemaker:tiny-search-6"
+    best = tuning.best_trial()
+    assert best is not None
+    sagemaker = boto3.client("sagemaker")
+    definition = tuning.plan.request["TrainingJobDefinition"]
+    sagemaker.create_training_job(
+        TrainingJobName=best.name, AlgorithmSpecification=definition["AlgorithmSpecification"],
+        RoleArn=definition["RoleArn"], OutputDataConfig=definition["OutputDataConfig"],
+        ResourceConfig=definition["ResourceConfig"], StoppingCondition=definition["StoppingCondition"])
+
+    job = tuning.best_job()
+
+    assert type(job) is orchestrator.Job
+    assert job.full_id == f"sagemaker:{best.name}" and job.last_status.name == best.name
+    again = Tuning.attach(f"sagemaker:{tuning.name}", boto=session)
+    assert again.best_job().full_id == job.full_id
+
+
+def test_a_bare_name_that_is_a_local_search_and_a_tuning_job_asks_which(search_file, bucket, calls, tmp_path,
+                                                                        monkeypatch):
+    """With --region SageMaker is asked too: a name both have is refused naming both ids (exit 2); the prefixed
+    ids and --backend each pick one (moto completes a tuning job at once, so the SageMaker one has nothing to
+    stop; moto lists no trials, so its status is not asked for)."""
+    session, _ = calls
+    submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-7"), boto=session)
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "runs" / "tiny-search-7"
+    folder.mkdir(parents=True)
+    (folder / "tuning.json").write_text(json.dumps({
+        "tuning_job_name": "tiny-search-7", "status": "Completed", "strategy": "Grid", "parallel": 1,
+        "objective": {"metric": "train:loss", "type": "Minimize"}, "trials": []}))
+
+    both = CliRunner().invoke(main, ["tune", "status", "tiny-search-7", "--region", "us-east-1"], obj=session)
+    local = CliRunner().invoke(main, ["tune", "status", "local:tiny-search-7", "--region", "us-east-1"], obj=session)
+    remote = CliRunner().invoke(main, ["tune", "stop", "tiny-search-7", "--backend", "sagemaker"], obj=session)
+
+    assert both.exit_code == 2 and "local:tiny-search-7 or sagemaker:tiny-search-7" in both.output
+    assert local.exit_code == 0 and local.output.startswith("tiny-search-7: Completed (Grid)"), local.output
+    assert remote.exit_code == 0 and "tiny-search-7 is already Completed" in remote.output, remote.output

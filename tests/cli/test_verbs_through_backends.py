@@ -1,6 +1,7 @@
 """No CLI verb branches on the backend: `cli/jobs.py` asks `backends.resolve` for (backend, id) and calls the
-backend; it never imports the executors or the cloud's job modules, never names a backend class, and never compares
-anything with a backend's name. Read from the source's syntax tree, like the mode-table tests."""
+backend, and `cli/tune.py`'s status, list and stop ask `backends.tuning` the same way; they never import the
+executors or the cloud's job and tuning modules, never name a backend class, and never compare anything with a
+backend's name. Read from the source's syntax tree, like the mode-table tests."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import orchestrator
 
 VERB_MODULES = ("cli/jobs.py",)
 """The modules whose commands answer for one job or list them: status, logs, metrics, stop, watch, list, submit."""
+TUNING_VERBS = ("status", "list_command", "stop")
+"""`cli/tune.py`'s commands that answer for one search or list them (plan, submit, local start one)."""
 FORBIDDEN_MODULES = ("orchestrator.emulator", "orchestrator.cloud.jobs", "orchestrator.cloud.submission",
-                     "orchestrator.cloud.logs", "orchestrator.backends.local", "orchestrator.backends.sagemaker",
-                     "orchestrator.backends.runs")
+                     "orchestrator.cloud.logs", "orchestrator.cloud.tuning", "orchestrator.cloud.sdk",
+                     "orchestrator.backends.local", "orchestrator.backends.sagemaker", "orchestrator.backends.runs")
 """Where a verb would go around its backend: the executors, the SageMaker client, the run-directory guesses."""
-FORBIDDEN_NAMES = frozenset({"LocalBackend", "SageMakerBackend", "JobClient", "find_run", "local_runs"})
+FORBIDDEN_NAMES = frozenset({"LocalBackend", "SageMakerBackend", "JobClient", "find_run", "local_runs",
+                             "LocalTuning", "SageMakerTuning", "TuningClient", "list_tunings"})
 BACKEND_NAMES = frozenset({"local", "sagemaker"})
 
 
@@ -46,6 +50,26 @@ def test_no_cli_verb_branches_on_the_backend():
     root = Path(orchestrator.__file__).parent
     for module in VERB_MODULES:
         assert findings((root / module).read_text()) == [], module
+
+
+def test_no_tuning_verb_branches_on_the_backend():
+    source = (Path(orchestrator.__file__).parent / "cli/tune.py").read_text()
+    verbs = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    assert set(TUNING_VERBS) <= set(verbs)
+    for name in TUNING_VERBS:
+        assert findings(ast.unparse(verbs[name])) == [], name
+
+
+def test_the_check_sees_a_tuning_verb_that_goes_around_its_backend():
+    """What `tune status` looked like before the tuning backend: SageMaker's client, by hand."""
+    around = (
+        "def status(ctx, name, region):\n"
+        "    from orchestrator.cloud.tuning import Tuning\n"
+        "    return Tuning(name, ctx.obj).status()\n"
+    )
+
+    assert findings(around) == ["line 2: imports orchestrator.cloud.tuning",
+                                "line 2: imports orchestrator.cloud.tuning.Tuning"]
 
 
 def test_the_check_sees_a_verb_that_goes_around_its_backend():

@@ -173,6 +173,23 @@ def hold_directory(root: Path) -> None:
     _lock_run_directory(root)
 
 
+def is_held(root: Path) -> bool:
+    """Whether a process (this one too) holds `root` now, as `hold_directory` holds it: its search still runs."""
+    import fcntl
+
+    try:
+        descriptor = os.open(root / LOCK_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+    return False
+
+
 def _reserve_room(root: Path) -> None:
     """Keeps RESERVED_BYTES of the disk for the run's last words: a job that fills the disk with its output still
     ends with a result.json and a final status.json, written once this file is gone (`write_result`)."""

@@ -7,7 +7,9 @@ must not share one. The objective is read as SageMaker reads it: the job's metri
 the final value the trial's objective. At most `parallel` trials run at once (default: the spec's
 max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks values and says when to stop a
 trial early. A bounded `budget_seconds` starts no trial after it and stops running ones at it, as
-StopHyperParameterTuningJob would; results go to `tuning.json` in the search's directory.
+StopHyperParameterTuningJob would; results go to `tuning.json` in the search's directory, rewritten after each
+trial (InProgress) and at the end, where `smtrain tune status local:FOLDER` reads them. `smtrain tune stop
+local:FOLDER` writes the folder's stop request, which the search takes as StopHyperParameterTuningJob.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from typing import Any
 
 from orchestrator.emulator.preparing.layout import hold_directory
 from orchestrator.emulator.run_options import Options, command_words
+from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.observing.trials import Trial, best, ranked
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked
 from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.spec.catalog import lookup
@@ -43,7 +46,6 @@ from orchestrator.spec.topology import topology
 from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
 from orchestrator.spec.loader import LoadedTuning
 
-RESULT_FILE = "tuning.json"
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
@@ -81,6 +83,8 @@ class SearchResult:
     log_scaled: tuple[str, ...] = ()
     search_spec: str | None = None
     """The tuning spec file the search ran: a folder holds one search's results."""
+    status: str = "Completed"
+    """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
 
     @property
     def best(self) -> Trial | None:
@@ -94,7 +98,7 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
         return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
-                "strategy": self.strategy,
+                "status": self.status, "strategy": self.strategy, "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
@@ -113,13 +117,29 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     root = (options.run_dir or Path("runs") / name).resolve()
     search_spec = str(loaded.path.resolve()) if loaded.path else None
     _claim_folder(root, search_spec)
+    (root / STOP_FILE).unlink(missing_ok=True)  # a request left by an earlier search into this folder
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
     parallel = options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)
-    search = _Search(loaded, root, name, options, say)
+    log_scaled = tuple(name for name, item in spec.parameters.items()
+                       if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
     started = time.monotonic()
+
+    def results(status: str) -> SearchResult:
+        """The search as it stands, written to tuning.json (whole, by a rename: a reader never sees half)."""
+        result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
+                              goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
+                              trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled,
+                              search_spec=search_spec, status=status)
+        written = root / f".{SEARCH_RESULTS_FILE}.partial"
+        written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(written, root / SEARCH_RESULTS_FILE)
+        return result
+
+    search = _Search(loaded, root, name, options, say, on_trial=lambda: results("InProgress"))
     say(f"tuning {name}: {total} trials of {job.name}, {parallel} at a time ({spec.strategy.value}); "
         f"trials in {root}")
     interrupted: list[int] = []
+    asked_to_stop: list[bool] = []
 
     def stop(signum: int, frame: Any) -> None:
         """SIGTERM or SIGHUP: as Ctrl-C, every trial stops (each `smtrain local` ends its own process tree) and the
@@ -127,7 +147,14 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         interrupted.append(signum)
         search.stop_all(signal.SIGTERM)
 
-    with _signals_handled((signal.SIGTERM, signal.SIGHUP), stop):
+    def stop_requested() -> None:
+        """`smtrain tune stop local:FOLDER`: as StopHyperParameterTuningJob, no new trial, the running ones stopped."""
+        asked_to_stop.append(True)
+        say(f"tuning {name}: stop requested; stopping the running trials")
+        search.stop_all()
+
+    results("InProgress")
+    with _signals_handled((signal.SIGTERM, signal.SIGHUP), stop), StopWatch(root, stop_requested):
         try:
             with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
                 for _ in range(parallel):
@@ -135,13 +162,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         except KeyboardInterrupt:
             search.stop_all()
             raise
-    log_scaled = tuple(name for name, item in spec.parameters.items()
-                       if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
-    result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
-                          goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
-                          trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled,
-                          search_spec=search_spec)
-    (root / RESULT_FILE).write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+    result = results("Stopped" if interrupted or asked_to_stop else "Failed" if search.errors else "Completed")
     if interrupted:
         raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
     if search.errors:
@@ -162,7 +183,7 @@ def _claim_folder(root: Path, search_spec: str | None) -> None:
         raise SpecError(f"cannot use {root} for the search: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
     hold_directory(root)
-    previous = root / RESULT_FILE
+    previous = root / SEARCH_RESULTS_FILE
     if not previous.exists():
         return
     try:
@@ -203,8 +224,10 @@ class _Search:
     """The trials of one search, started by worker threads until the count or the budget is reached."""
 
     def __init__(self, loaded: LoadedTuning, root: Path, name: str, options: SearchOptions,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], on_trial: Callable[[], object]) -> None:
         self._loaded, self._root, self._name, self._options, self._say = loaded, root, name, options, say
+        self._on_trial = on_trial
+        """Called (under the lock) after each trial ends: the results so far are written."""
         self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
         self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource)
         self._lock = threading.Lock()
@@ -295,6 +318,7 @@ class _Search:
         self._chooser.tell(key, trial.objective, trial.status)
         with self._lock:
             self.trials.append(trial)
+            self._on_trial()
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
         why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
                              else f" - {watch.why.replace('stopped', 'asked to stop')}; it completed first")

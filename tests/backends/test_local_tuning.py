@@ -1,0 +1,149 @@
+"""A search `smtrain tune local` ran, behind the tuning backend: `smtrain tune status | list | stop` on its results
+folder (`local:NAME`, a folder, a bare name), and `orchestrator.Tuning.attach(...).best_job()` is the best trial's
+run as an `orchestrator.Job`. The folder is written as the search writes it (`SearchResult.to_dict`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import orchestrator
+from orchestrator.backends.tuning import LocalTuning, resolve_tuning
+from orchestrator.cli.main import main
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.tuning.search import SearchResult
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial
+
+START = datetime(2026, 11, 26, 10, 0, tzinfo=timezone.utc)
+
+
+def _trial_run(folder: Path, name: str, status: str) -> Path:
+    run_dir = folder / name
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    (run_dir / "status.json").write_text(json.dumps({
+        "TrainingJobName": name, "TrainingJobStatus": status, "SecondaryStatus": status,
+        "CreationTime": START.isoformat(), "SecondaryStatusTransitions": [],
+        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
+    return run_dir
+
+
+def _search(root: Path, name: str = "lr-search") -> Path:
+    """A finished search of three trials under root/runs/NAME: the second is best (Minimize), the third failed."""
+    folder = root / "runs" / name
+    values = [(0.41, "Completed", 0.01), (0.22, "Completed", 0.05), (None, "Failed", 0.002)]
+    trials = [Trial(name=f"{name}-{number:03d}", status=status, objective=loss, hyperparameters={"lr": lr},
+                    number=number, seconds=30.0, started=START + timedelta(minutes=number),
+                    ended=START + timedelta(minutes=number, seconds=30),
+                    run_dir=str(_trial_run(folder, f"{name}-{number:03d}", status)))
+              for number, (loss, status, lr) in enumerate(values, start=1)]
+    result = SearchResult(name=name, run_dir=folder, strategy="Random", metric="train:loss", goal="Minimize",
+                          parallel=2, seconds=95.0, trials=trials, log_scaled=("lr",))
+    (folder / SEARCH_RESULTS_FILE).write_text(json.dumps(result.to_dict(), default=str))
+    return folder
+
+
+def test_tune_status_reads_a_local_search_by_local_id_folder_or_bare_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = _search(tmp_path)
+
+    for named in ("local:lr-search", str(folder), "lr-search"):
+        result = CliRunner().invoke(main, ["tune", "status", named])
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert lines[0] == "lr-search: Completed (Random); trials: 2 completed, 0 inprogress, 0 stopped, 1 failed"
+        assert lines[1].startswith("  best: lr-search-002  train:loss = 0.22  {'lr': 0.05}")
+        assert [line.split()[1] for line in lines[3:]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
+
+    document = json.loads(CliRunner().invoke(main, ["tune", "status", "local:lr-search", "-o", "json"]).stdout)
+    assert document["run_dir"] == str(folder.resolve()) and "console_url" not in document
+    assert document["best"]["name"] == "lr-search-002"
+
+
+def test_tune_list_and_stop_answer_for_local_searches(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _search(tmp_path, "first")
+    _search(tmp_path, "second")
+
+    listed = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "--name-contains", "sec"])
+    stopped = CliRunner().invoke(main, ["tune", "stop", "--backend", "local", "first"])
+
+    assert listed.exit_code == 0, listed.output
+    assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["second"]
+    assert stopped.exit_code == 0 and "first is already Completed: nothing to stop" in stopped.output
+
+
+def test_the_best_trial_of_a_local_search_is_an_orchestrator_job(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = _search(tmp_path)
+
+    tuning = orchestrator.Tuning.attach("local:lr-search")
+    job = tuning.best_job()
+
+    assert type(job) is orchestrator.Job
+    assert job.full_id == f"local:{folder / 'lr-search-002'}" and job.last_status.status == "Completed"
+    assert tuning.full_id == f"local:{folder.resolve()}"
+    assert tuning.plot().axes[1].get_xscale() == "log"  # lr was searched on a log scale
+
+
+def test_a_local_id_without_results_and_an_unknown_folder_are_exit_2_naming_the_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "running").mkdir(parents=True)
+
+    no_results = CliRunner().invoke(main, ["tune", "status", "local:running"])
+    unknown = CliRunner().invoke(main, ["tune", "status", "local:nope"])
+
+    assert no_results.exit_code == 2 and "no local search" in no_results.output
+    assert unknown.exit_code == 2 and "smtrain tune list --backend local" in unknown.output
+
+
+def test_a_bare_name_without_a_local_search_goes_to_sagemaker_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _search(tmp_path)
+
+    local, local_id = resolve_tuning("lr-search")
+    remote, name = resolve_tuning("other-search", region="us-east-1")
+
+    assert isinstance(local, LocalTuning) and Path(local_id).name == "lr-search"
+    assert remote.name == "sagemaker" and name == "other-search"
+
+
+def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, monkeypatch):
+    """A real search of three long trials, in its own process: `tune status` reads it InProgress, `tune stop
+    local:FOLDER` stops it (the running trial is asked to stop, no other starts) and `tune status` then says
+    Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
+    one that reached max_resource: what is asserted is the search's end.)"""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).resolve().parents[2] / "job_specs" / "tuning" / "mlp-lr-search.yaml"
+    folder = tmp_path / "runs" / "long"
+    search = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "tune", "local", str(example), "--parallel", "1", "--max-jobs", "3",
+         "--set", "hyperparameters.epochs=500", "--run-dir", str(folder), "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "AWS_REGION": "us-east-1"})
+    try:
+        deadline = time.monotonic() + 300  # a safety net only: the search writes tuning.json as it starts
+        while not list(folder.glob("*/status.json")) and time.monotonic() < deadline and search.poll() is None:
+            time.sleep(0.5)
+        running = CliRunner().invoke(main, ["tune", "status", "local:long", "-o", "json"])
+        assert json.loads(running.stdout)["status"] == "InProgress", running.output
+
+        stopped = CliRunner().invoke(main, ["tune", "stop", "local:long"])
+        assert stopped.exit_code == 0 and "stop requested for local:long" in stopped.output
+        out, err = search.communicate(timeout=300)
+    finally:
+        if search.poll() is None:
+            search.kill()
+            search.wait()
+
+    document = json.loads(out)
+    assert document["status"] == "Stopped" and len(document["trials"]) < 3, err.decode()[-2000:]
+    after = CliRunner().invoke(main, ["tune", "status", "local:long"])
+    assert after.output.startswith(f"{document['tuning_job_name']}: Stopped (Bayesian)"), after.output
