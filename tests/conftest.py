@@ -16,6 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The fixtures of the SageMaker job tests, shared by tests/cli, cloud, backends, api and observing.
+pytest_plugins = ["job_fixtures"]
+
 # Variables that would make a test depend on the developer's machine or leak a launcher's identity into it.
 _ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_")
 _ISOLATED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
@@ -159,12 +162,12 @@ def pytest_collection_modifyitems(config, items):
 # test_training_runs 46, test_tune_local 43, the stand-in's GPU scripts 42. The others follow in collection order.
 LONGEST_SLOW_MODULES = ("emulator/test_local_frameworks.py", "entrypoints/test_parallel_runs.py",
                         "examples/test_examples_debian_torch.py", "emulator/test_jit_extensions.py",
-                        "hardening/test_hardening_tuning.py", "function_jobs/test_remote_function.py",
-                        "observe/test_script_formats.py",
+                        "emulator/test_hardening_tuning.py", "function_jobs/test_remote_function.py",
+                        "observing/test_script_formats.py",
                         "emulator/test_local_faults.py", "emulator/test_local_gpu_scripts.py",
                         "entrypoints/test_bench_memory.py", "emulator/test_local_examples.py",
                         "examples/test_examples.py", "entrypoints/test_training_runs.py",
-                        "emulator/test_tune_local.py", "standin/test_gpu_scripts.py")
+                        "emulator/test_tune_local.py", "emulator/gpu_standin/test_gpu_scripts.py")
 
 
 def _place(item: pytest.Item, marks: set[str]) -> tuple[int, int]:

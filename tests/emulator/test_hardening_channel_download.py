@@ -14,6 +14,8 @@ from orchestrator.emulator.preparing.prepared_run import LocalSettings, Prepared
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load
 
+pytestmark = pytest.mark.hardening
+
 
 def _spec(tmp_path: Path, channel: str) -> Path:
     (tmp_path / "src").mkdir()

@@ -15,6 +15,8 @@ import yaml
 
 from orchestrator.emulator.preparing.channels import copy_tree
 
+pytestmark = pytest.mark.hardening
+
 
 def _no_run_directories(_directory: str, _names: list[str]) -> set[str]:
     return set()

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.hardening
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.hardening
+
 _JOB = """
     import os, pathlib, sys
     home = pathlib.Path(os.path.expanduser("~"))

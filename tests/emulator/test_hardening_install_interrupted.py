@@ -16,7 +16,7 @@ import psutil
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.hardening]
 
 
 def _pip_processes(root: psutil.Process) -> list[psutil.Process]:

@@ -23,6 +23,8 @@ from orchestrator.emulator.preparing.prepared_run import LocalSettings, Prepared
 from orchestrator.errors import SpecError
 from orchestrator.spec.loader import load
 
+pytestmark = pytest.mark.hardening
+
 SECRET = "hunter22-do-not-show"
 
 

@@ -8,9 +8,12 @@ import sys
 import threading
 
 import psutil
+import pytest
 
 from orchestrator.emulator.launching.launch import Launch
 from orchestrator.emulator.supervising.supervisor import MAX_LINE_BYTES, Limits, Supervisor
+
+pytestmark = pytest.mark.hardening
 
 LINE_BYTES = 50 * 1024 * 1024
 # One 50 MB line without a newline in it, a line with a 2-byte character cut across the split, then short lines.

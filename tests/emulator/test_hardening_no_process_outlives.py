@@ -17,6 +17,8 @@ import psutil
 import pytest
 import yaml
 
+pytestmark = pytest.mark.hardening
+
 _JOB = """
     import subprocess, sys, time
     token = sys.argv[-1]

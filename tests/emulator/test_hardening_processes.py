@@ -21,7 +21,7 @@ from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising.supervisor import INTERRUPT_GRACE_SECONDS
 from orchestrator.spec.loader import load
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.hardening]
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).parent / "scripts"

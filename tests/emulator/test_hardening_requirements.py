@@ -15,7 +15,7 @@ import yaml
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.spec.loader import load
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.hardening]
 
 
 @pytest.fixture(autouse=True)

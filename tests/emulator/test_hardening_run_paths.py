@@ -15,6 +15,8 @@ from orchestrator.emulator.supervising.status import STOP_FILE, request_stop
 from orchestrator.errors import SpecError
 from orchestrator.spec.path_names import require_path_name
 
+pytestmark = pytest.mark.hardening
+
 
 def _spec(tmp_path: Path, **extra) -> Path:
     (tmp_path / "train.py").write_text("print('ran')\n")

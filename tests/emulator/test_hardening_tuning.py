@@ -22,6 +22,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 
+pytestmark = pytest.mark.hardening
+
 REPO = Path(__file__).resolve().parents[2]
 SECRETS = ("hunter22-alpha", "hunter22-beta")
 JOB = """name: tiny

@@ -9,8 +9,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from orchestrator.planning.job_name import timestamped_job_name
 from orchestrator.spec.model import MAX_BASE_NAME_LENGTH, api_limit
+
+pytestmark = pytest.mark.hardening
 
 SAGEMAKER_NAME = re.compile(api_limit("TrainingJobName", "pattern"))
 SHAPE = r"-\d{4}(-\d{2}){5}-\d{3}-[0-9a-z]{4}"

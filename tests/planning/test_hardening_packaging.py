@@ -17,6 +17,8 @@ from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import package
 
+pytestmark = pytest.mark.hardening
+
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"
 
 

@@ -15,6 +15,8 @@ import pytest
 from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import package
 
+pytestmark = pytest.mark.hardening
+
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI"
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from orchestrator.errors import EnvironmentProblem
 
+pytestmark = pytest.mark.hardening
+
 REPO = Path(__file__).resolve().parents[2]
 SPEC = """name: defaults-probe
 entry_point: train.py

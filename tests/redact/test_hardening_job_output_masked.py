@@ -15,6 +15,8 @@ import yaml
 
 from orchestrator.redact import machine_secrets, mask_text
 
+pytestmark = pytest.mark.hardening
+
 SHELL_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSHELLKEY"
 FILE_SECRET = "fIlEsEcReT/abc+123"
 

@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from orchestrator.cli.main import main
 from orchestrator.redact import MASK, mask_text, redact, secret_values
 
+pytestmark = pytest.mark.hardening
+
 SPEC = """\
 name: leak
 entry_point: train.py

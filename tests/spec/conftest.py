@@ -1,4 +1,5 @@
-"""Fixtures for the fast tests: spec files in a temporary folder beside a train.py."""
+"""Specs as the text a user writes: spec files in a temporary folder beside a train.py. Here `write_spec` takes
+that text; elsewhere (tests/support/job_fixtures.py) it takes the fields to change in a complete job spec."""
 
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 
+pytestmark = pytest.mark.hardening
+
 SPEC = """\
 name: bounded
 entry_point: train.py

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 
+pytestmark = pytest.mark.hardening
+
 CATASTROPHIC = r"loss=(\d+\d+)+x"
 LINE = "loss=" + "1" * 34
 

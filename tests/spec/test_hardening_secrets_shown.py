@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
+
+pytestmark = pytest.mark.hardening
 
 SPEC = """name: secrets
 entry_point: train.py

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.hardening
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
 HEAD = "name: hostile\nentry_point: train.py\nframework_version: '2.3.0'\ninstance: {type: ml.c5.2xlarge}\n"

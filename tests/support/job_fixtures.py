@@ -1,4 +1,5 @@
-"""Fixtures for the job-lifecycle tests: specs, a bucket and call-recording sessions on moto's server, and a
+"""Fixtures for the tests of SageMaker jobs (tests/cli, cloud, backends, api, observing; a pytest plugin that
+tests/conftest.py loads): specs, a bucket and call-recording sessions on moto's server, a planned request, and a
 Stubber-backed session where moto has gaps (StopTrainingJob; jobs that are not Completed at once)."""
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def tiny_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
         region_name="us-east-1", aws_access_key_id="unused", aws_secret_access_key="unused"
     )
     return plan(write_spec_file(tmp_path_factory.mktemp("tiny")), job_name="tiny-1", boto=session)
+
+
+@pytest.fixture(scope="session")
+def tiny_request(tiny_plan: Plan) -> dict:
+    """The CreateTrainingJob request of job_fakes' BASE_SPEC (2 x ml.c5.2xlarge, default metric definitions)."""
+    return tiny_plan.create_training_job_request
 
 
 @pytest.fixture

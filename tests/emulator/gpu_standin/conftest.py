@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STANDIN_DIR = REPO / "orchestrator" / "emulator" / "gpu_standin"
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT_S = 600  # only a hang reaches it: a loaded machine can take minutes for a multi-rank run

@@ -35,7 +35,7 @@ from orchestrator.planning.target import Target
 from orchestrator.spec.loader import load
 from orchestrator.spec.model import JobSpec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPECS = sorted((REPO / "job_specs").glob("*.yaml"))
 ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution"
 CUSTOM_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-training:1.0"
@@ -248,7 +248,7 @@ def test_role_given_by_name_is_expanded_as_sdk_v2_does(source_dir):
 # (TrainingInput), instance groups and the training group, input mode, training plan, KMS keys, retries, infra
 # check, remote debug, session tag chaining, TensorBoard, Experiments. v2 has no argument for MlflowConfig,
 # InstancePreferences or MaxPendingTimeInSeconds: those are left out of the comparison and checked by the golden
-# requests and botocore's validation (tests/unit/test_job_settings.py).
+# requests and botocore's validation (tests/spec/test_job_settings.py).
 SETTINGS = sorted((REPO / "job_specs" / "settings").glob("*.yaml"))
 V2_HAS_NO_ARGUMENT = ("MlflowConfig",)
 

@@ -28,7 +28,7 @@ from orchestrator.planning.tuning import build_tuning_plan
 from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
 from orchestrator.spec.tuning_loader import load_tuning
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"
 JOB = REPO / "job_specs" / "tuning" / "mlp-cpu.yaml"
 TARGET = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/SageMakerExecution",

@@ -3,7 +3,7 @@ probe name -> what it returned (JSON-able), or {"error": type, "message": ...} w
 
     SMTRAIN_GPU_STANDIN=4 SMTRAIN_GPU_STANDIN_NAME="NVIDIA A10G" python api_probe.py
 
-Run in a subprocess by tests/standin/test_api_surface.py, so that the stand-in never patches pytest's torch.
+Run in a subprocess by tests/emulator/gpu_standin/test_api_surface.py, so that the stand-in never patches pytest's torch.
 """
 
 import io
