@@ -1,6 +1,6 @@
 """No function outside click commands takes more than 6 parameters (house style: pass a context object).
 
-Issue 21 gave the functions that predated the rule context objects; none is left over it.
+The functions that predated the rule were given context objects; none is left over it.
 """
 
 from __future__ import annotations

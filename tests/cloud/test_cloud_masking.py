@@ -1,4 +1,4 @@
-"""Issue 24: the cloud side masks with redact.py's one mechanism, as `smtrain local` does."""
+"""The cloud side masks with redact.py's one mechanism, as `smtrain local` does."""
 
 from __future__ import annotations
 

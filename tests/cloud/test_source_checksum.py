@@ -1,4 +1,4 @@
-"""Issue 24: a re-submit reuses the content-addressed source tarball only when S3's own SHA-256 checksum of the
+"""A re-submit reuses the content-addressed source tarball only when S3's own SHA-256 checksum of the
 object at that key is the tarball's; an object replaced there (or stored without a checksum) is uploaded over.
 Against moto's server, which keeps the checksum S3 verified at upload."""
 

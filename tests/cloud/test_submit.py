@@ -217,7 +217,7 @@ def test_notebook_api_exposes_submit_and_job_lazily():
 
 
 def test_run_submit_and_attach_return_the_one_job_handle(tiny_plan, bucket, tmp_path):
-    """Issue 32: one handle for every place a job runs."""
+    """One handle for every place a job runs."""
     submitted = orchestrator.submit(tiny_plan)
     assert type(submitted) is orchestrator.Job and submitted.backend.name == "sagemaker"
     assert submitted.submission.source_uploaded and submitted.name == tiny_plan.job_name

@@ -1,4 +1,4 @@
-"""Issue 24: an S3 channel is downloaded into smtrain's cache and nowhere else: an object key or a channel prefix
+"""An S3 channel is downloaded into smtrain's cache and nowhere else: an object key or a channel prefix
 with `..` segments is refused (exit 2), before anything lands outside the cache. moto's server stands in for S3."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 35, links in a local channel folder: a host's copy never writes through to outside the channel, and a
+"""Links in a local channel folder: a host's copy never writes through to outside the channel, and a
 link inside the channel reads the copy's file, as an upload to S3 and the download SageMaker makes would give."""
 
 from __future__ import annotations

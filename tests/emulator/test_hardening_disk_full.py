@@ -1,4 +1,4 @@
-"""Issue 35, a disk that a job's output fills: no traceback, and result.json and status.json say why (written in
+"""A disk that a job's output fills: no traceback, and result.json and status.json say why (written in
 the room the run kept for them). A small tmpfs in a mount namespace of the test's own stands in for the disk."""
 
 from __future__ import annotations

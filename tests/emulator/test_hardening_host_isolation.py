@@ -1,4 +1,4 @@
-"""Issue 35, each emulated host's own home and /tmp: a job writing ~/.netrc, ~/.aws/credentials or
+"""Each emulated host's own home and /tmp: a job writing ~/.netrc, ~/.aws/credentials or
 ~/.ssh/known_hosts writes them inside the run, never into the user's home, and a file it writes to /tmp does not
 outlive the run (the container has its own /tmp)."""
 

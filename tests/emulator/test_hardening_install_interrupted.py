@@ -1,4 +1,4 @@
-"""Issue 24: SIGTERM or SIGHUP while requirements.txt installs stops smtrain as Ctrl-C does: pip (and what it
+"""SIGTERM or SIGHUP while requirements.txt installs stops smtrain as Ctrl-C does: pip (and what it
 started) is killed and waited for, result.json says Interrupted, exit 130. pip is held mid-install by an index on
 127.0.0.1 that accepts its connection and never answers."""
 

@@ -1,4 +1,4 @@
-"""Issue 24, `smtrain local`: nothing outside the run directory, no secret in the run's files or console, a run
+"""`smtrain local`: nothing outside the run directory, no secret in the run's files or console, a run
 directory used by one run at a time, and a full disk (or a file-size limit) failing the run with a reason."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12, a flood of output: a 50 MB line (standing in for the probe's 1 GB one) leaves smtrain's memory
+"""A flood of output: a 50 MB line (standing in for the probe's 1 GB one) leaves smtrain's memory
 where it was, reaches the log file whole, and reaches the console in 64 KiB pieces, said once, none dropped."""
 
 from __future__ import annotations

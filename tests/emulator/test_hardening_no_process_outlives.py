@@ -1,4 +1,4 @@
-"""Issue 35, nothing smtrain starts outlives it: `kill -9` of `smtrain local` during a 2-host run leaves no job
+"""Nothing smtrain starts outlives it: `kill -9` of `smtrain local` during a 2-host run leaves no job
 process (a `setsid` daemon with an empty environment and a re-forking chain included), and a package build hook
 that starts a daemon holding pip's output neither hangs the install nor stays behind."""
 

@@ -1,4 +1,4 @@
-"""Issue 12, no process outlives a run: children, orphans and `setsid` + `env -i` escapees started by the entry
+"""No process outlives a run: children, orphans and `setsid` + `env -i` escapees started by the entry
 point (also under torchrun) are gone after every exit path, and a process that ignores SIGTERM delays Ctrl-C by
 a bounded, announced grace that a second Ctrl-C cuts short."""
 

@@ -1,4 +1,4 @@
-"""Issue 35, requirements.txt: the overlay cache follows the content of the local files it installs (a wheel
+"""`requirements.txt`: the overlay cache follows the content of the local files it installs (a wheel
 rebuilt under the same name is installed again, not served stale), and a local path outside the source dir is
 refused as SageMaker's container would fail it, before pip builds anything."""
 

@@ -1,4 +1,4 @@
-"""Issue 35, names that become paths and files smtrain writes: nothing lands outside the run directory."""
+"""Names that become paths and files smtrain writes: nothing lands outside the run directory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 35, `smtrain tune` meets hostile input: secret-looking tuned values are masked everywhere and never on a
+"""`smtrain tune` meets hostile input: secret-looking tuned values are masked everywhere and never on a
 command line, tuned names and values reach the trial verbatim and finite, a huge grid is lazy, a huge log line
 costs nothing, `tune validate` refuses what `tune plan` refuses, and `tune local` is a supervisor: SIGTERM ends
 every trial and leaves the results, its folder is held, and another search's results are never overwritten."""

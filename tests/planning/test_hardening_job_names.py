@@ -1,4 +1,4 @@
-"""Issue 12, generated job names: two made in the same millisecond, in one process or in two, differ, and every
+"""Generated job names: two made in the same millisecond, in one process or in two, differ, and every
 name is one SageMaker accepts."""
 
 from __future__ import annotations

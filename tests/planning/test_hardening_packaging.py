@@ -1,4 +1,4 @@
-"""Issue 12, secrets in the source tarball: run directories, re-includes, the never-shipped list, symlinks, and
+"""Secrets in the source tarball: run directories, re-includes, the never-shipped list, symlinks, and
 the trees that used to end in a traceback (a symlink loop, an unreadable file, a bad .smtrainignore line)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 24, the source package: hard links to secrets, other tools' credentials, shell histories, cloud SDK folders
+"""The source package: hard links to secrets, other tools' credentials, shell histories, cloud SDK folders
 and the spec file holding secret values are never packed; packing a large file does not take its size in
 memory."""
 

@@ -1,4 +1,4 @@
-"""Issue 35, the SageMaker SDK defaults files as hostile input: each is read with the spec loader's guards (size,
+"""The SageMaker SDK defaults files as hostile input: each is read with the spec loader's guards (size,
 encoding, depth, aliases), locally and from S3, and what it applies is held to the spec's own rules and masking:
 one line and exit 2 from validate and plan, never a traceback, a runaway allocation or a secret in clear."""
 

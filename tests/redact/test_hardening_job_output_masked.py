@@ -1,4 +1,4 @@
-"""Issue 35, what a job prints: the shell's own credentials (every job inherits them) and the credentials-file
+"""What a job prints: the shell's own credentials (every job inherits them) and the credentials-file
 form `aws_secret_access_key = v` are masked on the console, in the log, the failure file, result.json and
 status.json."""
 

@@ -1,4 +1,4 @@
-"""Issue 24: one masking mechanism (orchestrator/redact.py) for every output: the cloud side's failure reasons and
+"""One masking mechanism (orchestrator/redact.py) for every output: the cloud side's failure reasons and
 log lines, nested hyperparameter values in plans, `--set` notices, and the run's files and console."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a new user meets in the first hour (issue 20): fixes that name what the user wrote, warnings that show,
+"""What a new user meets in the first hour: fixes that name what the user wrote, warnings that show,
 JSON errors under `--output json`, one table style, exit codes in `smtrain --help`, `schema -o`."""
 
 from __future__ import annotations

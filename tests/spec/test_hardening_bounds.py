@@ -1,4 +1,4 @@
-"""Issue 24, every input bounded: instance counts, --set depth, NUL characters, job names and metrics.jsonl lines
+"""Every input bounded: instance counts, --set depth, NUL characters, job names and metrics.jsonl lines
 are refused or skipped with a message (exit 2 for bad input), never a traceback, MemoryError or AWS call."""
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ def test_a_huge_instance_count_is_refused_before_anything_is_sized(spec, command
 ], ids=["processes-per-host", "world-size"])
 @pytest.mark.parametrize("command", ["validate", "plan"])
 def test_a_huge_process_count_is_refused_before_the_ranks_are_sized(spec, command, overrides, expected):
-    """Issue 35: 10**9 processes per host, or 10,000 hosts x 1,024, in a process that could not hold their rank
-    table."""
+    """10**9 processes per host, or 10,000 hosts x 1,024, in a process that could not hold their rank table."""
     def small_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 

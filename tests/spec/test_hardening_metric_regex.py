@@ -1,4 +1,4 @@
-"""Issue 24: metric matching is bounded: regexes are matched by RE2 (google-re2), a linear-time engine, so a
+"""Metric matching is bounded: regexes are matched by RE2 (google-re2), a linear-time engine, so a
 regex with catastrophic backtracking costs microseconds per line instead of freezing the run; validate refuses
 what RE2 cannot run (backreferences, lookaround) with the reason."""
 

@@ -1,4 +1,4 @@
-"""Issue 12, secret values printed: a fix hint, an override's echo and the shell-split notice show `****` where
+"""Secret values printed: a fix hint, an override's echo and the shell-split notice show `****` where
 a secret-looking name's value would be, through redact's one mechanism."""
 
 from __future__ import annotations

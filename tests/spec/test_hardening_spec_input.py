@@ -1,4 +1,4 @@
-"""Issue 12, hostile spec files: each gets exit 2 and one message naming the file and the problem, fast and in
+"""Hostile spec files: each gets exit 2 and one message naming the file and the problem, fast and in
 bounded memory, instead of a segfault, a RecursionError, a MemoryError or a decode traceback."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_hostile_overrides_are_one_message(override, expected):
 
 @pytest.mark.parametrize("character", ["\u202e", "\u200b", "\u2028", "\x1b"], ids=["rlo", "zwsp", "lsep", "esc"])
 def test_a_hyperparameter_name_with_a_bidi_or_control_character_is_refused_and_shown_escaped(spec_file, character):
-    """Issue 35: `lr<U+202E>esab` was printed raw by plan, shown as another name."""
+    """`lr<U+202E>esab` printed raw by plan would show as another name."""
     from click.testing import CliRunner
 
     from orchestrator.cli.main import main
@@ -147,7 +147,7 @@ def test_a_tuned_parameter_name_with_a_bidi_character_is_refused_escaped(spec_fi
 
 
 def test_validate_warns_that_a_secret_looking_hyperparameter_is_on_the_command_line(spec_file):
-    """Issue 35: kept as SageMaker's toolkit does it (on the script's command line), but said, with where to put
+    """Kept as SageMaker's toolkit does it (on the script's command line), but said, with where to put
     such a value instead; the value itself is not shown."""
     from click.testing import CliRunner
 
