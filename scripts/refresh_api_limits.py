@@ -2,7 +2,7 @@
 
 The job spec's and the tuning spec's limits (lengths, counts, patterns, ranges, the training instance types) are SageMaker's
 CreateTrainingJob limits and IAM's role-name rule as botocore states them. Loading botocore's sagemaker model
-costs ~0.3 s, so `smtrain validate` reads this small extract instead; tests/unit/test_capabilities.py
+costs ~0.3 s, so `smtrain validate` reads this small extract instead; tests/spec/test_capabilities.py
 regenerates it in memory and fails when it differs from the file (a botocore upgrade that moved a limit).
 
     python scripts/refresh_api_limits.py          # rewrite the file

@@ -9,7 +9,7 @@ A version is `verified` when its release data and build config agree for both pr
 and Python, the config's production tag among the released tags, and the release published. The table then
 names the full-version tag (2.11.0-cu130-amzn2023-sagemaker). `toolkit` says the sagemaker-training and
 sagemaker-pytorch-training toolkits are installed, `smddp` that SMDDP (smdistributed-dataparallel) is.
-tests/unit/test_images_table.py regenerates the rows in memory and fails when the file differs.
+tests/spec/test_images_table.py regenerates the rows in memory and fails when the file differs.
 
     python scripts/refresh_images.py                    # rewrite the rows from scripts/dlc_release/
     python scripts/refresh_images.py --from GIT_DIR     # first copy the files from a checkout (its HEAD)

@@ -1,5 +1,5 @@
 """Prints the job-spec field reference (Markdown) from the Pydantic models: the README's table comes from here,
-and tests/unit/test_docs.py fails when the two disagree."""
+and tests/docs/test_docs.py fails when the two disagree."""
 
 from __future__ import annotations
 

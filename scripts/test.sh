@@ -2,11 +2,13 @@
 # The test suite: sets everything up, then runs pytest on parallel workers; extra arguments go to pytest.
 #   bash scripts/test.sh                 # the whole suite (what .ci/run runs)
 #   bash scripts/test.sh -m "not slow"   # the everyday loop: everything but the multi-process runs
-#   bash scripts/test.sh tests/unit -n 0 # some tests, in this process (-n 0: no workers)
+#   bash scripts/test.sh tests/spec -n 0 # some tests, in this process (-n 0: no workers)
+#   bash scripts/test.sh --record-durations  # the whole suite, then each module's seconds into tests/durations.json
 # Two workers fit 2 cores and 24 GB: each takes a module at a time (--dist loadscope, so a module's shared runs
 # are made once), in the order tests/conftest.py gives (--no-loadscope-reorder: xdist would put the modules with
 # the most tests first): the example smokes first, the fast modules beside them, the multi-process modules last,
-# none of them beside the smokes, which hold most of the memory. SMTRAIN_TEST_WORKERS overrides the count.
+# longest first by tests/durations.json, none of them beside the smokes, which hold most of the memory.
+# SMTRAIN_TEST_WORKERS overrides the count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh

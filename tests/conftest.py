@@ -13,8 +13,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from suite_durations import DurationRecorder, module_path, recorded
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The fixtures of the SageMaker job tests, shared by tests/cli, cloud, backends, api and observing.
+pytest_plugins = ["job_fixtures"]
 
 # Variables that would make a test depend on the developer's machine or leak a launcher's identity into it.
 _ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_")
@@ -136,45 +140,42 @@ def startup_seconds():
     return measure
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--record-durations", action="store_true",
+                     help="after the run, write each module's seconds into tests/durations.json (run the whole "
+                          "suite: the slow modules' order comes from it)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The recorder runs in the process that gets every report: xdist's controller, or the only process."""
+    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(DurationRecorder(), "smtrain-durations")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason.
 
     Then the order the workers take modules in (scripts/test.sh: `--dist loadscope --no-loadscope-reorder`, a
     module at a time, in this order): the modules with an `alone` test first, as their long runs decide the
     suite's length, then the fast modules, which one worker runs while another holds the machine for an `alone`
-    module, then the modules of slow tests, longest first."""
+    module, then the modules of slow tests, longest first (tests/durations.json)."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
         for item in gpu_tests:
             item.add_marker(skip)
     marks = _module_marks(items)
-    items.sort(key=lambda item: _place(item, marks[item.module]))
+    seconds = recorded()
+    items.sort(key=lambda item: _place(item, marks[item.module], seconds))
 
 
-# The modules of slow tests that take longest (seconds of tests on two workers beside other work, 2026-11-24),
-# handed out first so that the suite does not end with one worker running a long module while the other waits:
-# test_parallel_runs 129, the public examples on Debian's torch 119 (two of them 8 ranks), test_local_faults 101,
-# test_local_gpu_scripts 89, test_bench_memory 72, test_local_examples 70, the other public examples about 50,
-# test_training_runs 46, test_tune_local 43, the stand-in's GPU scripts 42. The others follow in collection order.
-LONGEST_SLOW_MODULES = ("emulator/test_local_frameworks.py", "entrypoints/test_parallel_runs.py",
-                        "examples/test_examples_debian_torch.py", "emulator/test_jit_extensions.py",
-                        "hardening/test_hardening_tuning.py", "function_jobs/test_remote_function.py",
-                        "observe/test_script_formats.py",
-                        "emulator/test_local_faults.py", "emulator/test_local_gpu_scripts.py",
-                        "entrypoints/test_bench_memory.py", "emulator/test_local_examples.py",
-                        "examples/test_examples.py", "entrypoints/test_training_runs.py",
-                        "emulator/test_tune_local.py", "standin/test_gpu_scripts.py")
-
-
-def _place(item: pytest.Item, marks: set[str]) -> tuple[int, int]:
-    """The `alone` modules, then the fast ones, then the slow ones, the longest of those first."""
-    if "alone" in marks:
-        return 0, 0
-    if "slow" not in marks:
+def _place(item: pytest.Item, marks: set[str], seconds: dict[str, float]) -> tuple[int, float]:
+    """The `alone` modules, then the fast ones, then the slow ones; within the first and the last, the longest in
+    the recorded durations first, so that the suite does not end with one worker running a long module while the
+    other waits."""
+    if "slow" not in marks and "alone" not in marks:
         return 1, 0
-    module = item.path.relative_to(REPO / "tests").as_posix()
-    return 2, LONGEST_SLOW_MODULES.index(module) if module in LONGEST_SLOW_MODULES else len(LONGEST_SLOW_MODULES)
+    return (0 if "alone" in marks else 2), -seconds.get(module_path(item.nodeid), 0.0)
 
 
 def _module_marks(items: list[pytest.Item]) -> dict[object, set[str]]:

@@ -20,7 +20,7 @@ def sdk_kwargs(job_plan: Plan) -> dict[str, Any]:
 
     v2's image table ends at 2.8.0, and v2 refuses SMDDP past 2.2.0 although the 2.3-2.5 images carry it.
     With `image_uri` given v2 sends that image and skips those two checks; every other key of the request is
-    still v2's own (tests/sdk_referee holds the two requests key for key).
+    still v2's own (tests/referees/sdk holds the two requests key for key).
 
     Raises:
         EnvironmentProblem: SDK v2 is not installed (v3 or nothing is).

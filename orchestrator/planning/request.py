@@ -1,7 +1,7 @@
 """The CreateTrainingJob request, built from the spec: the exact keys and values SDK v2 sends for the same job.
 
 No SDK on this path. What v2's `sagemaker.pytorch.PyTorch(...).fit()` adds on its own is written down here
-once, each with the SDK code it mirrors (sagemaker 2.257.7), and `tests/sdk_referee` builds the real v2
+once, each with the SDK code it mirrors (sagemaker 2.257.7), and `tests/referees/sdk` builds the real v2
 estimator from `plan.estimator_kwargs` over a matrix of specs and compares the two requests key for key.
 """
 

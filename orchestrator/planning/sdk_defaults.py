@@ -12,7 +12,7 @@ apply them to every training job. This module mirrors SDK v2 (sagemaker 2.257.7)
   other value, a list included (Tags, Subnets), replaced whole by the later file's.
 * `sagemaker/utils.py` `resolve_value_from_config`: a value the caller gives wins over the merged config.
 
-`tests/sdk_referee/test_sdk_defaults_referee.py` holds this reading against SDK v2's own loader.
+`tests/referees/sdk/test_sdk_defaults_referee.py` holds this reading against SDK v2's own loader.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The launcher, processes per host and single-host rendezvous of each mode are its row of spec/modes.py; this
 module lays them out over the job's hosts. Read by `plan` (the rank table shown before submit). The local
 emulator derives the same from the request, as SageMaker's toolkit does
-(emulator/launching/toolkit_launchers.py); tests/backends/test_one_topology.py holds the two to each other for
+(emulator/launching/toolkit_launchers.py); tests/emulator/test_one_topology.py holds the two to each other for
 every example spec, so the table a user reads is the topology the emulator runs.
 """
 

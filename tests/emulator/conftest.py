@@ -1,4 +1,4 @@
-"""Specs around the fixture scripts, run through the emulator."""
+"""Specs around the fixture scripts (scripts/), run through the emulator."""
 
 from __future__ import annotations
 
@@ -27,6 +27,18 @@ def make_spec(tmp_path):
         return path
 
     return make
+
+
+@pytest.fixture
+def hang_spec(tmp_path: Path) -> Path:
+    """Two hosts in mode none running scripts/hang_script.py: rank 0 blocks in an all_reduce rank 1 never joins."""
+    shutil.copytree(SCRIPTS, tmp_path / "src")
+    spec = {"name": "hang-test", "entry_point": "hang_script.py", "source_dir": "src", "framework_version": "2.3.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 2}, "distribution": {"mode": "none"},
+            "max_run_seconds": 600}
+    path = tmp_path / "hang.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
 
 
 # A smoke deadline that the ranks must start within is this many times what importing smtrain's runner takes now

@@ -1,5 +1,5 @@
-"""Unmodified GPU-shaped scripts (tests/standin/scripts/, which tests/standin also runs without the emulator) run
-by `smtrain local` on this CPU-only machine: every training process gets the emulator's CPU stand-in for CUDA (the
+"""Unmodified GPU-shaped scripts (gpu_standin/scripts/, which the tests beside them also run without the emulator)
+run by `smtrain local` on this CPU-only machine: every training process gets the emulator's CPU stand-in for CUDA (the
 instance's GPUs, nccl and smddp over gloo), under python, torchrun and mpirun, and the launches, ranks, shards and
 collectives are really exercised."""
 
@@ -22,7 +22,7 @@ pytestmark = [
 
 SPECS = Path(__file__).parent / "gpu_scripts"
 SMTRAIN = Path(sys.executable).with_name("smtrain")
-SOURCE_FILES = sorted(path.name for path in (SPECS.parent.parent / "standin" / "scripts").glob("*.py"))
+SOURCE_FILES = sorted(path.name for path in (SPECS.parent / "gpu_standin" / "scripts").glob("*.py"))
 STANDIN_NOTICE = "This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in for CUDA"
 
 

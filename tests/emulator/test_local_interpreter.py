@@ -59,7 +59,7 @@ def test_a_virtualenv_keeps_the_mpirun_of_the_interpreter_it_links_to(tmp_path, 
 
 
 def test_a_program_that_is_not_python_is_refused_before_the_run(make_spec, tmp_path):
-    """Issue 35: /bin/true "completed" the job without running its script, and a fake answering 5 gave a
+    """/bin/true would "complete" the job without running its script, and a fake answering 5 would give a
     traceback; each is refused, exit 2, before the job starts."""
     fake = tmp_path / "fake-python"
     fake.write_text("#!/bin/sh\necho 5\n")

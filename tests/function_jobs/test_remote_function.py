@@ -21,7 +21,7 @@ from orchestrator.errors import SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
 
-import functions  # noqa: E402  (tests/remote/functions.py: a module file, so shipped by reference)
+import functions  # noqa: E402  (functions.py beside this file: a module file, so shipped by reference)
 
 CLOUD = {"role": "arn:aws:iam::123456789012:role/SageMakerExecution", "region": "us-east-1",
          "output_path": "s3://my-bucket/outputs/"}

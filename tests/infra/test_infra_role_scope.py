@@ -1,4 +1,4 @@
-"""Issue 24: the execution role cannot overwrite other jobs' work: it writes only under outputs/ and checkpoints/
+"""The execution role cannot overwrite other jobs' work: it writes only under outputs/ and checkpoints/
 (never code/, whose content-addressed tarballs a re-submit reuses), the bucket keeps old versions by default, and
 image pulls are limited to the repositories of smtrain's image table."""
 

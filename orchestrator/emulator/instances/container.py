@@ -3,7 +3,7 @@
 Two halves: what the platform hands every instance, read from the plan's CreateTrainingJob request
 (`ContainerJob`: hyperparameters, channels, environment, checkpoint path, stopping condition), and what the
 training toolkit derives from it on each host (`resource_config`, `training_env`, `sm_variables`, `user_args`)
-plus what the PyTorch toolkit and the DLC add (`framework_variables`). `tests/referee` runs the real toolkit on
+plus what the PyTorch toolkit and the DLC add (`framework_variables`). `tests/referees/toolkit` runs the real toolkit on
 the files written from these and compares every variable.
 """
 

@@ -3,7 +3,7 @@
 Mirrors sagemaker-training 5.1.4 (`runner.py`, `process.py`, `mpi.py`, `smdataparallel.py`,
 `torch_distributed.py`, `_entry_point_type.py`) and the PyTorch toolkit's runner choice (`training.py`):
 which runner a host uses, how many processes it starts, how the entry point is typed and refused, and the
-exact argument list. `launch.py` adapts these lists to one machine; `tests/referee` compares them with the
+exact argument list. `launch.py` adapts these lists to one machine; `tests/referees/toolkit` compares them with the
 toolkit's own, built on the same config files.
 """
 

@@ -2,7 +2,7 @@
 
 A run prints it once at its start (`notices`); docs/host-file-system.md shows the same text. Everything else a script can
 observe (config files, SM_* variables, launcher command lines, rank placement, host names, failure files) follows
-the container and is checked against the training toolkit itself by `tests/referee`.
+the container and is checked against the training toolkit itself by `tests/referees/toolkit`.
 """
 
 from __future__ import annotations

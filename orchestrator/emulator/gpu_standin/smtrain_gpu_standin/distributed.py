@@ -70,7 +70,7 @@ def _settled_at_exit(init):
 
 # bench/bench_exit_aborts.py (a finished 2-rank DDP script that destroys its group): without this yield 3 of 40
 # runs aborted at exit (plain gloo: 7 of 40), with it 0 of 40; an earlier count, 6 of 80 against 0 of 100.
-# tests/standin/test_exit.py fails without the destroy or the yield.
+# tests/emulator/gpu_standin/test_exit.py fails without the destroy or the yield.
 _EXIT_YIELD_SECONDS = 0.05
 
 

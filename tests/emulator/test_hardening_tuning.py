@@ -1,0 +1,271 @@
+"""`smtrain tune` meets hostile input: secret-looking tuned values are masked everywhere and never on a
+command line, tuned names and values reach the trial verbatim and finite, a huge grid is lazy, a huge log line
+costs nothing, `tune validate` refuses what `tune plan` refuses, and `tune local` is a supervisor: SIGTERM ends
+every trial and leaves the results, its folder is held, and another search's results are never overwritten."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+
+pytestmark = pytest.mark.hardening
+
+REPO = Path(__file__).resolve().parents[2]
+SECRETS = ("hunter22-alpha", "hunter22-beta")
+JOB = """name: tiny
+entry_point: train.py
+framework_version: "2.10.0"
+py_version: py313
+role: arn:aws:iam::123456789012:role/R
+output_path: s3://bucket/out/
+region: us-east-1
+instance: {type: ml.c5.xlarge, count: 1}
+metrics: [{name: loss, regex: "loss=([0-9.]+)"}]
+"""
+SEARCH = """job: job.yaml
+objective: {metric: loss, type: Minimize}
+strategy: Random
+parameters:
+  db_password: {type: categorical, values: [hunter22-alpha, hunter22-beta]}
+  lr.base: {type: continuous, min: -1.0e308, max: 1.0e308}
+max_jobs: 2
+max_parallel_jobs: 1
+random_seed: 3
+"""
+# Each job runs in a PID namespace of its own (its pid there is not the machine's): it says it started with a
+# file of its own, and the test finds its process from outside by its environment (`_scripts`).
+SLEEPER = """import os, pathlib, time, uuid
+pathlib.Path(os.environ["PID_FOLDER"], uuid.uuid4().hex).write_text("")
+print("loss=0.5", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def search(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text("print('loss=0.5')\n")
+    (tmp_path / "job.yaml").write_text(JOB)
+    path = tmp_path / "search.yaml"
+    path.write_text(SEARCH)
+    return path
+
+
+def test_tune_plan_and_validate_mask_the_values_of_a_secret_looking_tuned_parameter(search):
+    for args in (["plan"], ["plan", "-o", "json"], ["validate"], ["validate", "-o", "json"]):
+        result = CliRunner().invoke(main, ["tune", args[0], str(search), *args[1:]])
+        assert result.exit_code == 0, result.output
+        assert not any(secret in result.output for secret in SECRETS), (args, result.output)
+    assert "db_password" in CliRunner().invoke(main, ["tune", "plan", str(search)]).output
+
+
+def test_trial_values_reach_the_trial_verbatim_finite_masked_and_off_the_command_line(search, tmp_path, monkeypatch):
+    import orchestrator.emulator.tuning.search as search_module
+
+    commands: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def spy(command, *args, **kwargs):
+        commands.append([str(item) for item in command])
+        return real_popen(command, *args, **kwargs)
+
+    monkeypatch.setattr(search_module.subprocess, "Popen", spy)
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    document = (tmp_path / "out" / "tuning.json").read_text()
+    for text in (result.output, document, *(" ".join(command) for command in commands)):
+        assert not any(secret in text for secret in SECRETS), text
+    trials = json.loads(document)["trials"]
+    assert len(trials) == 2 and all(trial["status"] == "Completed" for trial in trials), document
+    for trial in trials:
+        config = Path(trial["run_dir"]) / "algo-1" / "input" / "config" / "hyperparameters.json"
+        sent = json.loads(config.read_text())
+        assert "lr.base" in sent and "lr" not in sent, sent  # one name, not {"lr": {"base": ...}}
+        value = json.loads(sent["lr.base"])
+        assert isinstance(value, float) and math.isfinite(value) and -1e308 <= value <= 1e308, sent
+        assert json.loads(sent["db_password"]) in SECRETS  # the trial itself gets the real value
+        assert trial["hyperparameters"]["db_password"] == "****"
+
+
+def test_a_huge_grid_is_chosen_from_lazily(tmp_path):
+    """8 parameters of 30 values: 6.6 * 10**11 combinations, once built whole before the first trial
+    (MemoryError); the first is asked for in a process whose address space could not hold them."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "job.yaml").write_text(JOB)
+    values = ", ".join(str(index) for index in range(30))
+    (tmp_path / "grid.yaml").write_text(
+        "job: job.yaml\nobjective: {metric: loss, type: Minimize}\nstrategy: Grid\nparameters:\n"
+        + "".join(f"  p{index}: {{type: categorical, values: [{values}]}}\n" for index in range(8)))
+    program = ("import sys; from orchestrator.spec.loader import load_tuning\n"
+               "from orchestrator.emulator.tuning.choosers import chooser_for\n"
+               "print(chooser_for(load_tuning(sys.argv[1]).spec, None).ask())\n")
+
+    def small_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    result = subprocess.run([sys.executable, "-c", program, str(tmp_path / "grid.yaml")], capture_output=True,
+                            text=True, timeout=600, preexec_fn=small_memory, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "(1, {'p0': '0', 'p1': '0'" in result.stdout
+
+
+def test_a_32_mib_log_line_is_skipped_in_bounded_memory(tmp_path):
+    from orchestrator.emulator.tuning.search import _ObjectiveWatch
+
+    class NeverStop:
+        def should_stop(self, *args: object) -> bool:
+            return False
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "algo-1.log").write_bytes(b"loss=0.75\n" + b"x" * (32 << 20) + b" loss=0.1\nloss=0.25\n")
+    watch = _ObjectiveWatch(NeverStop(), 1, "loss", [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}], tmp_path)
+    tracemalloc.start()
+    try:
+        watch.read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert watch.final == 0.25
+    assert peak < 8 << 20, f"reading the log took {peak / 2**20:.0f} MiB"
+
+
+def test_a_stop_asked_for_while_the_trial_opens_its_run_directory_is_not_lost(tmp_path):
+    # The budget can end between a trial's `smtrain local` creating its run directory and clearing the previous
+    # run's files from it (stop-requested among them): the stop waits for the run's first status.
+    from orchestrator.emulator.preparing.layout import open_run_directory
+    from orchestrator.emulator.supervising.status import STOP_FILE, StatusReport, now
+    from orchestrator.emulator.tuning.search import _ObjectiveWatch
+
+    class NeverStop:
+        def should_stop(self, *args: object) -> bool:
+            return False
+
+    run_dir = tmp_path / "trial-001"
+    watch = _ObjectiveWatch(NeverStop(), 1, "loss", [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}], run_dir)
+    run_dir.mkdir()  # smtrain local's first step in open_run_directory
+    watch.stop("stopped at the search's budget")
+    open_run_directory(run_dir)  # ... then it clears the per-run files
+    assert not (run_dir / STOP_FILE).exists()
+    StatusReport(run_dir, {"TrainingJobName": "trial-001"}, now()).transition("Starting")
+    watch.deliver_stop()
+    assert (run_dir / STOP_FILE).is_file(), "the stop request was lost: the trial would run to its end"
+
+
+def test_tune_validate_refuses_what_tune_plan_refuses(search):
+    """A local channel path, and 30 job tags plus 30 of the tuning spec (each file within its own limit)."""
+    search.write_text(SEARCH + "tags: {" + ", ".join(f"s{index}: v" for index in range(30)) + "}\n")
+    for override in ("inputs.train=/tmp", "tags={" + ", ".join(f"j{index}: v" for index in range(30)) + "}"):
+        plan = CliRunner().invoke(main, ["tune", "plan", str(search), "--set", override])
+        validate = CliRunner().invoke(main, ["tune", "validate", str(search), "--set", override])
+        assert plan.exit_code == 2, plan.output
+        assert validate.exit_code == 2, (override, validate.output)
+
+
+def test_a_folder_holding_another_searchs_results_is_refused_not_overwritten(search, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    theirs = json.dumps({"tuning_job_name": "theirs-1", "search_spec": "/elsewhere/search.yaml", "trials": []})
+    (folder / "tuning.json").write_text(theirs)
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(folder)])
+    assert result.exit_code == 2, result.output
+    assert "another search's results" in result.output and "/elsewhere/search.yaml" in result.output
+    assert (folder / "tuning.json").read_text() == theirs
+    assert [path.name for path in folder.iterdir() if not path.name.startswith(".")] == ["tuning.json"]
+
+
+def _scripts(pids: Path) -> list[int]:
+    """The machine's pids of the trials' scripts: the processes that run train.py with this test's PID_FOLDER."""
+    found = {}
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("PID_FOLDER") == str(pids) and "train.py" in process.cmdline():
+                found[process.pid] = process
+        except psutil.Error:
+            continue
+    # The script itself, not the launchers above it whose command lines name it too: the lowest in each chain.
+    return [pid for pid, process in found.items()
+            if not any(child.pid in found for child in process.children(recursive=True))]
+
+
+def _wait_for(predicate, what: str, seconds: float = 300) -> None:
+    """A generous safety net only: a slow machine makes it slower, not a failure."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow  # a search of real trials, each a `smtrain local` of its own
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held(search, tmp_path, signum):
+    (tmp_path / "train.py").write_text(SLEEPER)
+    search.write_text(SEARCH.replace("max_parallel_jobs: 1", "max_parallel_jobs: 2"))
+    pids, folder = tmp_path / "pids", tmp_path / "out"
+    pids.mkdir()
+    environment = {**os.environ, "PID_FOLDER": str(pids), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "orchestrator", "tune", "local", str(search), "--run-dir", str(folder)]
+    tune = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    scripts: list[int] = []
+    try:
+        _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
+        scripts = _scripts(pids)
+        assert len(scripts) == 2, scripts
+        second = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
+        assert second.returncode == 2 and "in use" in second.stderr + second.stdout, second.stderr
+        tune.send_signal(signum)
+        tune.wait(timeout=600)
+        assert tune.returncode == 130, tune.stderr.read()
+        _wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                                  for pid in scripts), "the trials' scripts to end", seconds=60)
+        trials = json.loads((folder / "tuning.json").read_text())["trials"]
+        assert len(trials) == 2 and all(trial["status"] == "Stopped" for trial in trials), trials
+    finally:
+        tune.kill()
+        for pid in scripts:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.slow
+def test_a_search_killed_by_sigkill_leaves_no_trial_running(search, tmp_path):
+    """SIGKILL cannot be caught: each trial's `smtrain local` asked the kernel to be told when the search dies."""
+    (tmp_path / "train.py").write_text(SLEEPER)
+    search.write_text(SEARCH.replace("max_parallel_jobs: 1", "max_parallel_jobs: 2"))
+    pids, folder = tmp_path / "pids", tmp_path / "out"
+    pids.mkdir()
+    environment = {**os.environ, "PID_FOLDER": str(pids), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "orchestrator", "tune", "local", str(search), "--run-dir", str(folder)]
+    tune = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scripts: list[int] = []
+    try:
+        _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
+        scripts = _scripts(pids)
+        assert len(scripts) == 2, scripts
+        trials = [child.pid for child in psutil.Process(tune.pid).children()]
+        tune.kill()
+        tune.wait(timeout=60)
+        _wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                                  for pid in [*scripts, *trials]), "the trials and their scripts to end")
+    finally:
+        for pid in scripts:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -1,0 +1,71 @@
+"""One masking mechanism (orchestrator/redact.py) for every output: the cloud side's failure reasons and
+log lines, nested hyperparameter values in plans, `--set` notices, and the run's files and console."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.redact import MASK, mask_text, redact, secret_values
+
+pytestmark = pytest.mark.hardening
+
+SPEC = """\
+name: leak
+entry_point: train.py
+framework_version: "2.3.0"
+role: arn:aws:iam::123456789012:role/R
+output_path: s3://bucket/out/
+region: us-east-1
+instance: {type: ml.c5.2xlarge, count: 1}
+metrics: []
+hyperparameters:
+  api_keys: [alpha-secret-1, beta-secret-2]
+  creds: {private: gamma-secret-3}
+  db_password: delta-secret-4
+"""
+
+
+def test_the_request_values_are_masked_json_decoded_and_nested():
+    """The cloud side reads the request back: hyperparameters are JSON text there, nested ones included."""
+    secrets = secret_values({"api-token": '"tok-12345"', "creds": '{"private": "gamma-secret-3"}',
+                             "api_keys": '["alpha-secret-1", "beta-secret-2"]'})
+    text = "tok-12345 gamma-secret-3 alpha-secret-1 beta-secret-2"
+    assert mask_text(text, secrets) == " ".join([MASK] * 4)
+
+
+def test_aws_errors_has_no_masking_of_its_own():
+    import orchestrator.cloud.aws_errors as aws_errors
+
+    assert not hasattr(aws_errors, "mask_secrets") and not hasattr(aws_errors, "secret_values")
+
+
+def test_plan_masks_list_and_nested_values(tmp_path):
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    for output in ("json", "text"):
+        result = CliRunner().invoke(main, ["plan", str(tmp_path / "spec.yaml"), "-o", output])
+        assert result.exit_code == 0, result.output
+        assert "secret-" not in result.output, output
+
+
+def test_redact_masks_inside_the_json_text_of_a_request_hyperparameter():
+    request = {"HyperParameters": {"creds": json.dumps({"private": "gamma-secret-3", "user": "bob"}),
+                                   "layers": "[1, 2]"}}
+    assert json.loads(redact(request)["HyperParameters"]["creds"]) == {"private": MASK, "user": "bob"}
+    assert redact(request)["HyperParameters"]["layers"] == "[1, 2]"
+
+
+@pytest.mark.parametrize("override", ["hyperparameters.db_password=eps secret$5",
+                                      "hyperparameters.db_password=[epsilon-secret-5, x]",
+                                      "hyperparameters.creds={private: eps secret$5}"])
+def test_set_notice_does_not_echo_a_secret_value(tmp_path, override):
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "spec.yaml"), "--set", override])
+    assert result.exit_code == 0, result.output
+    assert "--set hyperparameters." in result.output  # the notice is there, naming the override
+    assert "eps" not in result.output and "secret-" not in result.output

@@ -1,0 +1,163 @@
+"""Hostile spec files: each gets exit 2 and one message naming the file and the problem, fast and in
+bounded memory, instead of a segfault, a RecursionError, a MemoryError or a decode traceback."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.hardening
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
+HEAD = "name: hostile\nentry_point: train.py\nframework_version: '2.3.0'\ninstance: {type: ml.c5.2xlarge}\n"
+
+# The classic "billion laughs": 9 levels of 9 aliases, 9**9 = 387 million strings from about 400 bytes.
+ALIAS_BOMB = "name: bomb\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n" for previous, name in zip("abcdefgh", "bcdefghi", strict=True))
+
+
+def _validate(spec: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`smtrain validate` in its own process, so a segfault or a runaway allocation cannot take pytest down;
+    its address space is capped at 2 GB for the same reason."""
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "orchestrator", "validate", str(spec), *args], capture_output=True,
+                          text=True, timeout=600, preexec_fn=limit_memory, cwd=REPO, check=False)
+
+
+def _assert_one_message(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "Traceback" not in output, output
+    assert "1 problem in the job spec:" in output or output.count("To fix:") == 1, output
+    for text in expected:
+        assert text in output, output
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    (tmp_path / "train.py").write_text("print(1)\n")
+
+    def write(content: str | bytes) -> Path:
+        path = tmp_path / "spec.yaml"
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        return path
+
+    return write
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("hyperparameters: {deep: " + "[" * 100_000 + "]" * 100_000 + "}\n", "nested more than 32 levels deep"),
+    ("hyperparameters: {deep: " + "[" * 1000 + "]" * 1000 + "}\n", "nested more than 32 levels deep"),
+    ("hyperparameters: &a {x: *a}\n", "alias *a is inside its own anchor &a"),
+    ("tags: [&a [*a]]\n", "alias *a is inside its own anchor &a"),
+    ("hyperparameters: {n: " + "7" * 5000 + "}\n", "a number with more than 4300 digits"),
+    ("name2: \x01\n", "control characters are not allowed"),
+])
+def test_hostile_yaml_is_one_message(spec_file, body, expected):
+    path = spec_file(HEAD + body)
+    _assert_one_message(_validate(path), f"{path}:", expected)
+
+
+def test_alias_bomb_is_refused_fast_in_bounded_memory(spec_file):
+    assert len(ALIAS_BOMB) < 600
+    started = time.monotonic()
+    assert _validate(EXAMPLE).returncode == 0  # what starting `smtrain validate` costs on this machine now
+    plain_seconds = time.monotonic() - started
+    path = spec_file(ALIAS_BOMB)
+    started = time.monotonic()
+    result = _validate(path)
+    assert time.monotonic() - started < plain_seconds + 10, "the bomb is refused without expanding it"
+    _assert_one_message(result, f"{path}:", "more than 10000 values once aliases are expanded")
+
+
+def test_aliases_within_bounds_still_work(spec_file):
+    path = spec_file(HEAD + "environment: &env {A: '1'}\ntags: *env\nhyperparameters: {<<: *env, epochs: 1}\n")
+    result = _validate(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("name: x\n".encode("utf-16"), "UTF-16 (or UTF-32) text"),
+    (codecs.BOM_UTF16_BE + "name: x\n".encode("utf-16-be"), "UTF-16 (or UTF-32) text"),
+    (b"name: x\x00\n", "NUL byte at offset 7"),
+    (HEAD.encode() + b"environment: {CITY: M\xfcnchen}\n", ":5: not UTF-8 (byte 0xfc"),
+    (b"name: x\n" + b"#" * (1024 * 1024), "larger than 1024 KiB"),
+])
+def test_unreadable_encodings_and_sizes_are_one_message(spec_file, content, expected):
+    path = spec_file(content)
+    _assert_one_message(_validate(path), str(path), expected)
+
+
+def test_a_device_or_fifo_is_not_read(tmp_path):
+    _assert_one_message(_validate("/dev/zero"), "/dev/zero: not a regular file")
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    _assert_one_message(_validate(fifo), f"{fifo}: not a regular file")
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("instance.count=&a [*a]", "--set instance.count=&a [*a]: alias *a is inside its own anchor &a"),
+    ("hyperparameters.deep=" + "[" * 5000 + "]" * 5000, "nested more than 32 levels deep"),
+    ("instance.count=" + "1" * 5000, "a number with more than 4300 digits"),
+])
+def test_hostile_overrides_are_one_message(override, expected):
+    _assert_one_message(_validate(EXAMPLE, "--set", override), expected)
+
+
+@pytest.mark.parametrize("character", ["\u202e", "\u200b", "\u2028", "\x1b"], ids=["rlo", "zwsp", "lsep", "esc"])
+def test_a_hyperparameter_name_with_a_bidi_or_control_character_is_refused_and_shown_escaped(spec_file, character):
+    """`lr<U+202E>esab` printed raw by plan would show as another name."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    name = f"lr{character}esab"
+    written = HEAD + f'hyperparameters: {{"{name.encode("unicode_escape").decode()}": 1}}\n'
+    for body, args in ((written, ["validate"]), (written, ["validate", "-o", "json"]), (written, ["plan"]),
+                       (HEAD, ["validate", "--set", f"hyperparameters.{name}=1"])):
+        result = CliRunner().invoke(main, [args[0], str(spec_file(body)), *args[1:]])
+        assert result.exit_code == 2, (args, result.output)
+        assert character not in result.output, (args, result.output)
+        assert f"\\u{ord(character):04x}" in result.output, (args, result.output)
+
+
+def test_a_tuned_parameter_name_with_a_bidi_character_is_refused_escaped(spec_file, tmp_path):
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    job = spec_file(HEAD)
+    search = tmp_path / "search.yaml"
+    search.write_text(f'job: {job}\nobjective: {{metric: "train:loss", type: Minimize}}\nstrategy: Random\n'
+                      'parameters: {"lr\\u202eesab": {type: continuous, min: 0.1, max: 0.2}}\nmax_jobs: 2\n')
+    for command in ("validate", "plan"):
+        result = CliRunner().invoke(main, ["tune", command, str(search)])
+        assert result.exit_code == 2, result.output
+        assert "\u202e" not in result.output and "\\u202e" in result.output, result.output
+
+
+def test_validate_warns_that_a_secret_looking_hyperparameter_is_on_the_command_line(spec_file):
+    """Kept as SageMaker's toolkit does it (on the script's command line), but said, with where to put
+    such a value instead; the value itself is not shown."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    path = spec_file(HEAD + "hyperparameters: {db_password: hunter22-value, epochs: 2}\n")
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "hyperparameters.db_password" in result.output and "process list" in result.output
+    assert "environment" in result.output and "Secrets Manager" in result.output
+    assert "hunter22-value" not in result.output
+    document = CliRunner().invoke(main, ["validate", str(path), "-o", "json"]).output
+    assert "hyperparameter-on-command-line" in document and "hunter22-value" not in document
