@@ -52,9 +52,16 @@ def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None
         SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
         or a broken SDK defaults file.
     """
-    loaded = load(spec) if isinstance(spec, (str, Path)) else spec
-    completed, target = resolve(loaded, boto)
+    completed, target = resolve(_loaded(spec), boto)
     return build_plan(completed, target, job_name=job_name, max_source_bytes=max_source_bytes)
+
+
+def _loaded(spec: SpecLike) -> LoadedSpec:
+    """The API's edge: a file is read, a JobSpec built in Python is wrapped once; below here every function
+    takes a LoadedSpec (or a Plan)."""
+    if isinstance(spec, (str, Path)):
+        return load(spec)
+    return LoadedSpec.of(spec) if isinstance(spec, JobSpec) else spec
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
@@ -100,8 +107,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
-    source = spec_or_plan if isinstance(spec_or_plan, Plan) else (
-        load(spec_or_plan) if isinstance(spec_or_plan, (str, Path)) else spec_or_plan)
+    source = spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan)
     job_plan = chosen.plan(source)
     return Job(chosen, chosen.schedule(job_plan), job_plan)
 
@@ -145,7 +151,6 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job, boto)
-    assert isinstance(job, LoadedSpec)
     return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=name,
                              max_source_bytes=max_source_bytes)
 

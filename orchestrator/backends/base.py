@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
     from orchestrator.spec.loader import LoadedSpec
-    from orchestrator.spec.model import JobSpec
 
 BACKENDS = ("local", "sagemaker")
 
@@ -72,7 +71,7 @@ class Backend(Protocol):
     name: str
     """`local` or `sagemaker`."""
 
-    def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
+    def plan(self, spec: LoadedSpec | Plan) -> Plan:
         """The plan for this place (a given plan is planned again where its target is another place's)."""
         ...
 

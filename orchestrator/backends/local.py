@@ -32,7 +32,6 @@ from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, job
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
@@ -48,7 +47,7 @@ class LocalBackend:
         self.options = options
         self._starting: dict[str, _Start] = {}
 
-    def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
+    def plan(self, spec: LoadedSpec | Plan) -> Plan:
         return local_plan(spec, self.options)
 
     def schedule(self, plan: Plan) -> str:

@@ -17,7 +17,6 @@ from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec
 
 
 class SageMakerBackend:
@@ -38,14 +37,14 @@ class SageMakerBackend:
         self._say = say
         self._clients: dict[str, JobClient] = {}
 
-    def plan(self, spec: LoadedSpec | JobSpec | Plan) -> Plan:
+    def plan(self, spec: LoadedSpec | Plan) -> Plan:
         from orchestrator.cloud.resolve import resolve
         from orchestrator.planning.plan import build_plan
 
         if isinstance(spec, Plan):
             if spec.target.output_path.startswith("s3://"):
                 return spec
-            completed, target = resolve(spec.spec, self.boto)
+            completed, target = resolve(spec.loaded, self.boto)
             return build_plan(completed, target, job_name=spec.job_name)
         completed, target = resolve(spec, self.boto)
         return build_plan(completed, target)

@@ -60,23 +60,21 @@ def resolve_region(spec: JobSpec, boto: Any | None = None) -> tuple[str, bool]:
     return (boto.region_name, False) if boto.region_name else (FALLBACK_REGION, True)
 
 
-def resolve(loaded: LoadedSpec | JobSpec, boto: Any | None = None) -> tuple[LoadedSpec | JobSpec, Target]:
+def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Target]:
     """The spec completed from the SageMaker SDK's defaults files, and where it goes (`resolve_target`).
 
     Raises:
         EnvironmentProblem: an SDK defaults file is broken, or no role or output path can be found.
     """
-    spec = loaded.spec if isinstance(loaded, LoadedSpec) else loaded
+    spec = loaded.spec
     region, _ = resolve_region(spec, boto)
     defaults = read_sdk_defaults(boto, region)
     applied = apply_training_defaults(spec, defaults)
     target = resolve_target(applied.spec, boto, defaults)
     target = dataclasses.replace(target, training_defaults=applied.request,
                                  sources={**target.sources, **applied.sources})
-    if isinstance(loaded, LoadedSpec):
-        findings = loaded.findings if applied.spec is spec else check(applied.spec)
-        return dataclasses.replace(loaded, spec=applied.spec, findings=[*findings, *applied.findings]), target
-    return applied.spec, target
+    findings = loaded.findings if applied.spec is spec else check(applied.spec)
+    return dataclasses.replace(loaded, spec=applied.spec, findings=[*findings, *applied.findings]), target
 
 
 def read_sdk_defaults(boto: Any | None, region: str) -> SdkDefaults:

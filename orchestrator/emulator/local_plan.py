@@ -35,7 +35,7 @@ def local_target(spec: JobSpec, run_dir: Path) -> Target:
                   code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=fallback)
 
 
-def local_plan(source: Plan | LoadedSpec | JobSpec, settings: Options) -> Plan:
+def local_plan(source: Plan | LoadedSpec, settings: Options) -> Plan:
     """The plan of a local run: the same `build_plan` call submit's plan makes, for this machine's target.
 
     A plan made for SageMaker is planned again for the local target under the same job name (its request names
@@ -45,17 +45,13 @@ def local_plan(source: Plan | LoadedSpec | JobSpec, settings: Options) -> Plan:
         run_dir = run_dir_for(settings, source.job_name)
         if source.target == local_target(source.spec, run_dir) and not settings.inputs:
             return source
-        loaded: LoadedSpec | JobSpec = source.spec
+        loaded = source.loaded
         job_name = source.job_name
     else:
         loaded = source
-        job_name = timestamped_job_name((source.spec if isinstance(source, LoadedSpec) else source).name)
-    if isinstance(loaded, LoadedSpec):
-        loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
-        spec = loaded.spec
-    else:
-        spec = loaded = _with_inputs(loaded, settings.inputs)
-    return build_plan(loaded, local_target(spec, run_dir_for(settings, job_name)), job_name=job_name,
+        job_name = timestamped_job_name(source.spec.name)
+    loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
+    return build_plan(loaded, local_target(loaded.spec, run_dir_for(settings, job_name)), job_name=job_name,
                       local_inputs=True)
 
 

@@ -66,7 +66,6 @@ from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
 from orchestrator.spec import images
 from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec
 
 class Observer(Protocol):
     """What a run tells its caller as it goes; the CLI draws it (render.LocalConsole)."""
@@ -156,7 +155,7 @@ class _Ending:
     cause: FailureCause | None = None
 
 
-def run_local(loaded: LoadedSpec | JobSpec | Plan, options: Options = Options(), observer: Observer | None = None,
+def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer: Observer | None = None,
               supervisor_hook: Any = None) -> LocalRun:
     """Runs the job on this machine and returns how it ended; `status.json` in the run directory says how it
     goes meanwhile (SageMaker's statuses), and `status.request_stop(run_dir)` stops it from anywhere.

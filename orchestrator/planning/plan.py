@@ -24,7 +24,7 @@ from orchestrator.planning.request import (
 )
 from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, redact, secret_values
-from orchestrator.spec.capabilities import Finding, check
+from orchestrator.spec.capabilities import Finding
 from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.spec.loader import LoadedSpec
 from orchestrator.spec.model import JobSpec
@@ -108,6 +108,8 @@ class Plan:
     create_training_job_request: dict[str, Any]
     cost: Cost
     findings: list[Finding]
+    loaded: LoadedSpec = field(repr=False, compare=False)
+    """What it was planned from (`spec` is its spec): another place plans it again from this."""
     sources: dict[str, Source] = field(default_factory=dict)
     """Where each resolved value came from: every leaf of the spec (dotted), plus the request values that have
     no spec field (output_kms_key, volume_kms_key, disable_profiler, debug_hook)."""
@@ -141,16 +143,16 @@ class Plan:
         })
 
 
-def _spec_file_with_secrets(spec: JobSpec | LoadedSpec) -> tuple[Path, ...]:
+def _spec_file_with_secrets(spec: LoadedSpec) -> tuple[Path, ...]:
     """The spec file, when it holds secret values: with the default source_dir it would be packed beside the
     code, and the job does not need it (it gets those values through the request)."""
-    if not isinstance(spec, LoadedSpec) or spec.path is None:
+    if spec.path is None:
         return ()
     job_spec = spec.spec
     return (spec.path,) if secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags) else ()
 
 
-def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | None = None,
+def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
                max_source_bytes: int = DEFAULT_MAX_BYTES, local_inputs: bool = False) -> Plan:
     """The plan for a spec going to `target`. Pure: no AWS call, no SDK.
 
@@ -163,8 +165,8 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     """
     if job_name is not None:
         check_job_name(job_name)
-    job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
-    findings = spec.findings if isinstance(spec, LoadedSpec) else check(job_spec)
+    job_spec = spec.spec
+    findings = spec.findings
     errors = [finding for finding in findings if finding.severity == "error"]
     if errors:
         raise CapabilityError("\n".join(f"{finding.field}: {finding.message}" for finding in errors),
@@ -194,22 +196,22 @@ def build_plan(spec: JobSpec | LoadedSpec, target: Target, *, job_name: str | No
     request = create_training_job_request(RequestContext(spec=job_spec, target=target, instance=instance,
                                                          job_name=name, source_uri=source_uri))
     require_request_limits(request)
-    return Plan(spec=job_spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
+    return Plan(spec=job_spec, loaded=spec, job_name=name, target=target, instance=instance, topology=topology(job_spec, instance),
                 source=source, estimator_kwargs=estimator_kwargs(job_spec, target, source_uri),
                 create_training_job_request=request, cost=worst_case_cost(job_spec, instance), findings=findings,
                 sources=value_sources(spec, target))
 
 
-def value_sources(spec: JobSpec | LoadedSpec, target: Target) -> dict[str, Source]:
+def value_sources(spec: LoadedSpec, target: Target) -> dict[str, Source]:
     """The origin of every leaf of the spec, then of the request values without a spec field: what resolving
     filled in (target.sources), else the spec file's line or --set, else the model's default."""
-    job_spec = spec.spec if isinstance(spec, LoadedSpec) else spec
+    job_spec = spec.spec
     secrets = secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags)  # --set texts hold values
     found: dict[str, Source] = {}
     for path, _ in leaves(job_spec.model_dump(mode="json")):
         if path in target.sources:
             found[path] = target.sources[path]
-        elif not isinstance(spec, LoadedSpec):
+        elif spec.built_in_python:  # no file and no line to name
             found[path] = Source("spec")
         else:
             origin = spec.origin(path)

@@ -91,6 +91,14 @@ class LoadedSpec:
     path: Path | None
     _positions: dict[Loc, tuple[int, int]] = field(default_factory=dict, repr=False)
     _overrides: dict[Loc, str] = field(default_factory=dict, repr=False)
+    built_in_python: bool = False
+    """Made by `of` from a JobSpec built in Python: no file, every field the caller's."""
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> LoadedSpec:
+        """A JobSpec built in Python, checked as a file's spec is (an error finding stops planning, not this):
+        the API's edge wraps one so that everything below it takes one input type."""
+        return cls(spec=spec, findings=check(spec), path=None, built_in_python=True)
 
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
@@ -98,6 +106,8 @@ class LoadedSpec:
     def origin(self, dotted: str) -> str | None:
         """"--set" when an override wrote the field (or a mapping holding it), "spec" when the file does, None
         when neither did (a default)."""
+        if self.built_in_python:
+            return "spec"
         loc = _loc_of(dotted)
         if any(loc[:depth] in self._overrides for depth in range(len(loc), 0, -1)):
             return "--set"
