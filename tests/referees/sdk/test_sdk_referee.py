@@ -32,7 +32,7 @@ from orchestrator.cloud.estimator import sdk_kwargs
 from orchestrator.cloud.sdk import import_sagemaker
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
-from orchestrator.spec.loader import load
+from orchestrator.spec.loader import LoadedSpec, load
 from orchestrator.spec.model import JobSpec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -198,7 +198,8 @@ def test_matrix_is_pairwise_over_every_setting():
 
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(case) for case in CASES])
 def test_matrix_request_equals_what_sdk_v2_sends(case, source_dir):
-    _compare_with_sdk_v2(build_plan(_spec(case, source_dir), _target(case["region"]), job_name="referee-1"))
+    spec = LoadedSpec.of(_spec(case, source_dir))
+    _compare_with_sdk_v2(build_plan(spec, _target(case["region"]), job_name="referee-1"))
 
 
 def _compare_with_sdk_v2(job_plan: Plan) -> None:
@@ -235,7 +236,7 @@ def _assert_image_from_the_release_data(job_plan: Plan) -> None:
 def test_role_given_by_name_is_expanded_as_sdk_v2_does(source_dir):
     """The plan keeps the name (submit expands it with IAM GetRole); v2 expands it at fit() the same way."""
     spec = _spec({**CASES[0], "setup": "none-cpu-2.3.0"}, source_dir)
-    job_plan = build_plan(spec, _target("us-east-1", role="SageMakerExecution"), job_name="referee-1")
+    job_plan = build_plan(LoadedSpec.of(spec), _target("us-east-1", role="SageMakerExecution"), job_name="referee-1")
     capture = capture_create_training_job(job_plan)
 
     assert capture.calls == [("iam.GetRole", {"RoleName": "SageMakerExecution"})]
