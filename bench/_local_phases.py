@@ -23,7 +23,7 @@ STARTED = time.monotonic(), time.process_time()
 from orchestrator.cli.main import main  # noqa: E402  (the clock starts before the imports it measures)
 from orchestrator.emulator import local_run  # noqa: E402
 from orchestrator.emulator.launching import launch  # noqa: E402
-from orchestrator.emulator.preparing import image_match, layout, prepared_run  # noqa: E402
+from orchestrator.emulator.preparing import layout, prepared_run  # noqa: E402
 from orchestrator.emulator.supervising import status  # noqa: E402
 from orchestrator.emulator.supervising.supervisor import Supervisor  # noqa: E402
 

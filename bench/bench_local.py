@@ -35,7 +35,7 @@ SPEC = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
 def _hyperparameter_args() -> list[str]:
     sys.path.insert(0, str(REPO))
     from orchestrator.emulator.instances.container import user_args
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     return user_args(load(SPEC).spec.hyperparameters)
 

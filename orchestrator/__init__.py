@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _API = {
     "load_spec": "orchestrator.api",
-    "JobSpec": "orchestrator.spec.model",
+    "JobSpec": "orchestrator.specs.model",
     "plan": "orchestrator.api",
     "Plan": "orchestrator.api",
     "build_estimator": "orchestrator.api",
@@ -21,7 +21,7 @@ _API = {
     "plan_tuning": "orchestrator.api",
     "submit_tuning": "orchestrator.api",
     "Tuning": "orchestrator.api",
-    "load_tuning": "orchestrator.spec.loader",
+    "load_tuning": "orchestrator.specs.loader",
     "tune_local": "orchestrator.emulator.tuning.search",
     "run_local": "orchestrator.emulator.local_run",
     "run": "orchestrator.api",

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.cloud.resolve import resolve
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
-from orchestrator.spec.loader import LoadedSpec, load, load_spec
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.loader import LoadedSpec, load, load_spec
+from orchestrator.specs.model import JobSpec
 
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
     # one job never pays for them (the handle brings the progress and root-cause readers)
     from orchestrator.backends.job import Job
     from orchestrator.backends.tuning import Tuning
     from orchestrator.planning.tuning import TuningPlan
-    from orchestrator.spec.loader import LoadedTuning
+    from orchestrator.specs.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
@@ -147,7 +147,7 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
         SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
     """
     from orchestrator.planning.tuning import build_tuning_plan
-    from orchestrator.spec.loader import LoadedTuning, load_tuning
+    from orchestrator.specs.loader import LoadedTuning, load_tuning
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job, boto)

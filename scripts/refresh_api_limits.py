@@ -1,8 +1,8 @@
-"""Regenerates orchestrator/spec/data/api_limits.yaml from the installed botocore's service models.
+"""Regenerates orchestrator/specs/data/api_limits.yaml from the installed botocore's service models.
 
 The job spec's and the tuning spec's limits (lengths, counts, patterns, ranges, the training instance types) are SageMaker's
 CreateTrainingJob limits and IAM's role-name rule as botocore states them. Loading botocore's sagemaker model
-costs ~0.3 s, so `smtrain validate` reads this small extract instead; tests/spec/test_capabilities.py
+costs ~0.3 s, so `smtrain validate` reads this small extract instead; tests/specs/test_capabilities.py
 regenerates it in memory and fails when it differs from the file (a botocore upgrade that moved a limit).
 
     python scripts/refresh_api_limits.py          # rewrite the file
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TARGET = Path(__file__).resolve().parents[1] / "orchestrator" / "spec" / "data" / "api_limits.yaml"
+TARGET = Path(__file__).resolve().parents[1] / "orchestrator" / "specs" / "data" / "api_limits.yaml"
 
 # Members of the CreateTrainingJob input that the spec writes, as paths: `.` a structure member, `[]` a list's
 # item, `{key}`/`{value}` a map's keys or values.

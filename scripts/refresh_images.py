@@ -1,4 +1,4 @@
-"""Regenerates the Amazon Linux 2023 rows (PyTorch 2.11-2.13) of orchestrator/spec/data/images.yaml from
+"""Regenerates the Amazon Linux 2023 rows (PyTorch 2.11-2.13) of orchestrator/specs/data/images.yaml from
 aws/deep-learning-containers' own data files, kept in scripts/dlc_release/ (COMMIT names the commit they are from).
 
 For each version and processor three files of that repository are read:
@@ -9,7 +9,7 @@ A version is `verified` when its release data and build config agree for both pr
 and Python, the config's production tag among the released tags, and the release published. The table then
 names the full-version tag (2.11.0-cu130-amzn2023-sagemaker). `toolkit` says the sagemaker-training and
 sagemaker-pytorch-training toolkits are installed, `smddp` that SMDDP (smdistributed-dataparallel) is.
-tests/spec/test_images_table.py regenerates the rows in memory and fails when the file differs.
+tests/specs/test_images_table.py regenerates the rows in memory and fails when the file differs.
 
     python scripts/refresh_images.py                    # rewrite the rows from scripts/dlc_release/
     python scripts/refresh_images.py --from GIT_DIR     # first copy the files from a checkout (its HEAD)
@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET = REPO / "orchestrator" / "spec" / "data" / "images.yaml"
+TARGET = REPO / "orchestrator" / "specs" / "data" / "images.yaml"
 SOURCE = REPO / "scripts" / "dlc_release"
 VERSIONS = ("2.11", "2.12", "2.13")
 PROCESSORS = {"cpu": "cpu", "gpu": "cuda"}  # the table's processor -> the repository's device folder

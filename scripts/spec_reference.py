@@ -10,9 +10,9 @@ from typing import Any, Union, get_origin
 
 from pydantic import BaseModel
 
-from orchestrator.spec.field_docs import field_description
-from orchestrator.spec.model import Channel, ChannelEntry, JobSpec
-from orchestrator.spec.modes import Mode
+from orchestrator.specs.field_docs import field_description
+from orchestrator.specs.model import Channel, ChannelEntry, JobSpec
+from orchestrator.specs.modes import Mode
 
 
 def _type_name(annotation: Any) -> str:
@@ -24,7 +24,7 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type) and issubclass(annotation, Enum) and annotation is not Mode:
         return "str"
     text = getattr(annotation, "__name__", None) or str(annotation)
-    text = text.replace("typing.", "").replace("orchestrator.spec.", "").replace("NoneType", "None")
+    text = text.replace("typing.", "").replace("orchestrator.specs.", "").replace("NoneType", "None")
     return text.replace(" | ", " or ")
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
-    from orchestrator.spec.loader import LoadedSpec
+    from orchestrator.specs.loader import LoadedSpec
 
 BACKENDS = ("local", "sagemaker")
 

@@ -31,7 +31,7 @@ from orchestrator.observing.metric_series import METRICS_FILE, read_points_count
 from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, job_progress
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
-from orchestrator.spec.loader import LoadedSpec
+from orchestrator.specs.loader import LoadedSpec
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]

@@ -16,7 +16,7 @@ from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
-from orchestrator.spec.loader import LoadedSpec
+from orchestrator.specs.loader import LoadedSpec
 
 
 class SageMakerBackend:

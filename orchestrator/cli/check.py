@@ -26,7 +26,7 @@ def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], regi
     """
     from orchestrator.cloud.preflight import run_checks
     from orchestrator.cloud.sdk import boto_session
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     spec = load(file, overrides).spec if file else None
     session = ctx.obj or boto_session(region or (spec.region if spec else None))

@@ -13,7 +13,7 @@ import click
 from orchestrator.cli.options import echo_json
 from orchestrator.observing.job_status import console_url
 from orchestrator.observing.metric_series import STEP_FORMATS, MetricPoint, format_duration, loss_metrics, summarize
-from orchestrator.spec.catalog import hourly_price
+from orchestrator.specs.catalog import hourly_price
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import StatusReport

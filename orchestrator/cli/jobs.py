@@ -114,7 +114,7 @@ def submit(
         return
     from orchestrator.api import plan
     from orchestrator.backends.job import Job
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     job_plan = plan(
         load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)

@@ -66,7 +66,7 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.local_run import run_local
     from orchestrator.emulator.supervising.supervisor import stop_with_parent
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     stop_with_parent()
     loaded = load(file, overrides, hyperparameters=_trial_values(hyperparameters_file))

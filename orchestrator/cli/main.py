@@ -72,8 +72,8 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     from orchestrator.planning.request import offline_request
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
-    from orchestrator.spec.capabilities import submit_refusals
-    from orchestrator.spec.loader import InvalidSpec, Problem, load
+    from orchestrator.specs.capabilities import submit_refusals
+    from orchestrator.specs.loader import InvalidSpec, Problem, load
 
     results, failed = [], False
     defaults = load_sdk_defaults()  # local files only: validate stays offline
@@ -138,8 +138,8 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
               help="The schema as JSON, or as YAML (the same document).")
 def schema(output: str) -> None:
     """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
-    from orchestrator.spec.field_docs import json_schema
-    from orchestrator.spec.model import JobSpec
+    from orchestrator.specs.field_docs import json_schema
+    from orchestrator.specs.model import JobSpec
 
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **json_schema(JobSpec)}
     if output == "yaml":
@@ -156,7 +156,7 @@ def schema(output: str) -> None:
 @output_option
 def instances(family: str | None, accelerator: str | None, output: str) -> None:
     """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour."""
-    from orchestrator.spec.catalog import catalog
+    from orchestrator.specs.catalog import catalog
 
     rows = [entry for entry in catalog().instances.values()
             if (family is None or entry.family == family) and (accelerator is None or entry.accelerator == accelerator)]

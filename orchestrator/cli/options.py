@@ -92,7 +92,7 @@ def _wants_json(ctx: click.Context) -> bool:
 def error_document(exc: Exception) -> dict[str, Any]:
     """`{"error": {"type", "message", "fix", "file", "line", "column", "field"}}`; a spec with several problems
     also lists each of them under "problems" (the first one fills the top-level place)."""
-    from orchestrator.spec.loader import InvalidSpec
+    from orchestrator.specs.loader import InvalidSpec
 
     problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
     place = problems[0] if problems else {"file": None, "line": None, "column": None, "field": None}

@@ -10,17 +10,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from orchestrator.spec.catalog import hourly_price, lookup
-from orchestrator.spec.topology import topology
+from orchestrator.specs.catalog import hourly_price, lookup
+from orchestrator.specs.topology import topology
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from orchestrator.observing.metric_series import StepMark
     from orchestrator.planning.plan import Plan
-    from orchestrator.spec.catalog import Catalog, InstanceType
-    from orchestrator.spec.loader import LoadedSpec
-    from orchestrator.spec.model import Channel, JobSpec
+    from orchestrator.specs.catalog import Catalog, InstanceType
+    from orchestrator.specs.loader import LoadedSpec
+    from orchestrator.specs.model import Channel, JobSpec
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "warning": "WARNING", "notice": "notice"}
@@ -197,7 +197,7 @@ def image_rows() -> list[dict[str, Any]]:
     """
     from datetime import date
 
-    from orchestrator.spec import images
+    from orchestrator.specs import images
 
     rows = []
     for version, image in images.versions().items():
@@ -222,7 +222,7 @@ def image_rows() -> list[dict[str, Any]]:
 
 
 def print_images(rows: list[dict[str, Any]]) -> None:
-    from orchestrator.spec import images
+    from orchestrator.specs import images
 
     table = _listing("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP", "status",
                      caption=f"smtrain's image table (aws/deep-learning-containers release data; registries as in SDK "
@@ -385,7 +385,7 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
     screen) or "full" (text with the whole request)."""
     from orchestrator.api import plan
     from orchestrator.cli.options import echo_json
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     job_plan = plan(load(file, overrides), job_name=job_name, boto=boto, max_source_bytes=int(max_source_mb * 1e6))
     if view == "json":

@@ -58,8 +58,8 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
     from orchestrator.planning.tuning import check_offline
-    from orchestrator.spec.capabilities import submit_refusals
-    from orchestrator.spec.loader import load_tuning
+    from orchestrator.specs.capabilities import submit_refusals
+    from orchestrator.specs.loader import load_tuning
 
     loaded = load_tuning(file, overrides)
     spec, job = loaded.spec, loaded.job
@@ -246,7 +246,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     options of `smtrain local` below apply to every trial."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
     from orchestrator.observing.trials import table
-    from orchestrator.spec.loader import load_tuning
+    from orchestrator.specs.loader import load_tuning
 
     loaded = load_tuning(file, overrides)
 

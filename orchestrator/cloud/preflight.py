@@ -16,10 +16,10 @@ from typing import Any
 
 from orchestrator.cloud.aws_errors import error_code, is_missing_in_s3
 from orchestrator.planning.target import bucket_of
-from orchestrator.spec import images
-from orchestrator.spec.capabilities import resolved_py_version
-from orchestrator.spec.catalog import lookup
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs import images
+from orchestrator.specs.capabilities import resolved_py_version
+from orchestrator.specs.catalog import lookup
+from orchestrator.specs.model import JobSpec
 
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 _ECR_URI = re.compile(r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"

@@ -27,9 +27,9 @@ from orchestrator.planning.provenance import (
 from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefaults, load_sdk_defaults
 from orchestrator.planning.target import FALLBACK_REGION, Missing, Target, bucket_of
 from orchestrator.planning.training_defaults import apply_training_defaults, source_of
-from orchestrator.spec.capabilities import check
-from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.capabilities import check
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.model import JobSpec
 
 ROLE_ENV = "SMTRAIN_ROLE"
 OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"

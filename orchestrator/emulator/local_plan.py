@@ -16,9 +16,9 @@ from orchestrator.emulator.run_options import Options
 from orchestrator.planning.job_name import timestamped_job_name
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
-from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import Channel, JobSpec
-from orchestrator.spec.path_names import require_path_name
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.model import Channel, JobSpec
+from orchestrator.specs.path_names import require_path_name
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"

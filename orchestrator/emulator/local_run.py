@@ -64,8 +64,8 @@ from orchestrator.observing.root_cause import (
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
-from orchestrator.spec import images
-from orchestrator.spec.loader import LoadedSpec
+from orchestrator.specs import images
+from orchestrator.specs.loader import LoadedSpec
 
 class Observer(Protocol):
     """What a run tells its caller as it goes; the CLI draws it (render.LocalConsole)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem, SpecError
-from orchestrator.spec import images
+from orchestrator.specs import images
 
 RUNNER = "smtrain_remote_runner.py"
 SHIPPED = "smtrain_remote"
@@ -172,7 +172,7 @@ def _module_files(function: Callable[..., Any]) -> dict[str, bytes]:
 def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: Path) -> Any:
     """The LoadedSpec: the starting spec (a file, a mapping or nothing), the keywords over it, the runner as the
     entry point. Problems are reported as a spec's are, naming the keyword as its field."""
-    from orchestrator.spec.loader import from_mapping, load
+    from orchestrator.specs.loader import from_mapping, load
 
     fields = {_FIELDS[key]: _as_field(key, value) for key, value in options.items() if key in _FIELDS}
     fields["entry_point"] = RUNNER
@@ -220,7 +220,7 @@ def _image_for_this_python() -> str:
 
 def _check_python(spec: Any, backend: str) -> None:
     """A by-value function's bytecode needs the image's Python to be the notebook's."""
-    from orchestrator.spec.capabilities import resolved_py_version
+    from orchestrator.specs.capabilities import resolved_py_version
 
     if backend == "local" or spec.image_uri:  # local: the job runs with this interpreter; a custom image: unknown
         return

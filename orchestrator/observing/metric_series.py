@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from orchestrator.spec.metric_regex import compile_metric_regex
+from orchestrator.specs.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
 """Where `smtrain local` keeps a run's series: one point per line, in the run directory."""

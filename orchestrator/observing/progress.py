@@ -33,7 +33,7 @@ from orchestrator.observing.metric_series import (
     extract,
     step_mark,
 )
-from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
+from orchestrator.specs.catalog import catalog, lookup, on_demand_cost
 
 _HOST = re.compile(r"\balgo-\d+\b")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b")

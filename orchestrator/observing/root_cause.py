@@ -23,7 +23,7 @@ from typing import Any
 
 from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
-from orchestrator.spec.image_packages import image_packages
+from orchestrator.specs.image_packages import image_packages
 
 PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
 

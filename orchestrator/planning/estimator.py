@@ -11,12 +11,12 @@ from typing import Any
 
 from orchestrator.planning.request import metric_definitions, resource_config
 from orchestrator.planning.target import Target
-from orchestrator.spec.capabilities import resolved_py_version
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.capabilities import resolved_py_version
+from orchestrator.specs.model import JobSpec
 
 
 def distribution_dict(spec: JobSpec) -> dict[str, Any] | None:
-    """The SDK's `distribution=` dict for the spec's mode: its row of the mode table (spec/modes.py)."""
+    """The SDK's `distribution=` dict for the spec's mode: its row of the mode table (specs/modes.py)."""
     return spec.distribution.rules.sdk_distribution(spec.distribution)
 
 

@@ -2,7 +2,7 @@
 
 A name given on the command line is checked against CreateTrainingJob's own pattern and limit here, so a bad
 name sends nothing; a made one follows the SDK's `name_from_base` stamp plus a random tag (see
-`timestamped_job_name`). The spec holds only the base (`name:`, validated in spec/model.py).
+`timestamped_job_name`). The spec holds only the base (`name:`, validated in specs/model.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 import time
 
 from orchestrator.errors import SpecError
-from orchestrator.spec.model import api_limit
+from orchestrator.specs.model import api_limit
 
 _JOB_NAME = re.compile(api_limit("TrainingJobName", "pattern"), re.ASCII)
 

@@ -24,11 +24,11 @@ from orchestrator.planning.request import (
 )
 from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, redact, secret_values
-from orchestrator.spec.capabilities import Finding
-from orchestrator.spec.catalog import InstanceType, catalog, lookup, on_demand_cost
-from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.model import JobSpec
-from orchestrator.spec.topology import Topology, topology
+from orchestrator.specs.capabilities import Finding
+from orchestrator.specs.catalog import InstanceType, catalog, lookup, on_demand_cost
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.model import JobSpec
+from orchestrator.specs.topology import Topology, topology
 
 WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"
 

@@ -14,9 +14,9 @@ from typing import Any
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.target import FALLBACK_REGION, Target
-from orchestrator.spec.catalog import InstanceType, lookup
-from orchestrator.spec.images import default_python, image_uri, processor, registry_account
-from orchestrator.spec.model import Channel, InstancePreference, JobSpec, api_limit
+from orchestrator.specs.catalog import InstanceType, lookup
+from orchestrator.specs.images import default_python, image_uri, processor, registry_account
+from orchestrator.specs.model import Channel, InstancePreference, JobSpec, api_limit
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
 CONTAINER_LOG_LEVEL = 20
@@ -43,7 +43,7 @@ class RequestContext:
 
 
 def distribution_hyperparameters(spec: JobSpec) -> dict[str, Any]:
-    """The `sagemaker_*` keys the spec's mode injects: its row of the mode table (spec/modes.py)."""
+    """The `sagemaker_*` keys the spec's mode injects: its row of the mode table (specs/modes.py)."""
     return spec.distribution.rules.hyperparameters(spec.distribution, spec.instance_type)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem, SpecError
-from orchestrator.spec.loader import MAX_SPEC_BYTES, load_untrusted_yaml
+from orchestrator.specs.loader import MAX_SPEC_BYTES, load_untrusted_yaml
 
 ADMIN_OVERRIDE_ENV = "SAGEMAKER_ADMIN_CONFIG_OVERRIDE"
 USER_OVERRIDE_ENV = "SAGEMAKER_USER_CONFIG_OVERRIDE"

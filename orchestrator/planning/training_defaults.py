@@ -30,8 +30,8 @@ from orchestrator.errors import EnvironmentProblem
 from orchestrator.planning.provenance import SDK_DEFAULTS, Source
 from orchestrator.planning.sdk_defaults import ESTIMATOR, TRAINING_JOB, SdkDefaults, Setting, lookup
 from orchestrator.redact import MASK, is_secret_name, mask_text
-from orchestrator.spec.capabilities import Finding
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.capabilities import Finding
+from orchestrator.specs.model import JobSpec
 
 _SOURCE = "the SageMaker SDK's defaults configuration (docs/sdk-defaults.md)"
 

@@ -24,9 +24,9 @@ from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.request import offline_request
 from orchestrator.planning.target import Target
 from orchestrator.redact import redact
-from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.model import JobSpec
-from orchestrator.spec.tuning import (
+from orchestrator.specs.datafiles import load_data_file
+from orchestrator.specs.model import JobSpec
+from orchestrator.specs.tuning import (
     MAX_TUNING_JOB_NAME,
     CategoricalRange,
     ContinuousRange,
@@ -35,7 +35,7 @@ from orchestrator.spec.tuning import (
     encode_value,
     tuning_limit,
 )
-from orchestrator.spec.loader import LoadedTuning
+from orchestrator.specs.loader import LoadedTuning
 
 DEFINITION_MEMBERS: dict[str, list[str] | None] = load_data_file("api_limits.yaml")["HyperParameterTrainingJobDefinition"]
 # CreateTrainingJob members (and nested members) the definition has no place for, and why that loses nothing.
@@ -266,7 +266,7 @@ def _completion(spec: TuningSpec) -> dict[str, Any]:
 
 def hyperband_max_resource(spec: TuningSpec, static: dict[str, Any]) -> int | None:
     """MaxResource as SageMaker settles it: the spec's, else the first epochs-like static hyperparameter."""
-    from orchestrator.spec.tuning import HYPERBAND_EPOCH_KEYS
+    from orchestrator.specs.tuning import HYPERBAND_EPOCH_KEYS
 
     if spec.hyperband is not None and spec.hyperband.max_resource is not None:
         return spec.hyperband.max_resource

@@ -6,8 +6,8 @@ from __future__ import annotations
 from orchestrator.observing.progress import cost_so_far
 from orchestrator.planning.plan import worst_case_cost
 from orchestrator.planning.target import S3Uri, bucket_of
-from orchestrator.spec.catalog import catalog, lookup, on_demand_cost
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.catalog import catalog, lookup, on_demand_cost
+from orchestrator.specs.model import JobSpec
 
 
 def test_the_worst_case_and_the_cost_so_far_are_one_formula_over_one_price():
@@ -32,7 +32,7 @@ def test_an_s3_uri_is_taken_apart_in_one_place():
 
 
 def test_which_modes_run_the_smddp_library_is_said_once():
-    from orchestrator.spec.modes import Mode
+    from orchestrator.specs.modes import Mode
 
     assert [mode.value for mode in Mode if mode.runs_smddp] == ["pytorchddp", "smddp"]
 
@@ -50,19 +50,19 @@ def test_only_the_translator_takes_an_aws_error_response_apart():
 
 
 def test_what_a_mode_means_is_its_row_of_the_mode_table():
-    """The request's keys, the SDK's argument, the launcher and processes per host come from spec/modes.py: no
+    """The request's keys, the SDK's argument, the launcher and processes per host come from specs/modes.py: no
     other module branches on a mode (capabilities' validation rules excepted; the spec's field names its default)."""
     import re
     from pathlib import Path
 
-    from orchestrator.spec.modes import MODES, Mode
+    from orchestrator.specs.modes import MODES, Mode
 
     package = Path(__file__).resolve().parents[2] / "orchestrator"
     branching = re.compile(r"(?<!default=)\bMode\.(none|mpi|pytorchddp|torch_distributed|smddp)\b|\bmode\.value\s*[!=]=|"
                            r"\bmode (is|in|not in)\b")
     readers = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
                      if branching.search(path.read_text()))
-    assert readers == ["spec/capabilities.py", "spec/modes.py"]
+    assert readers == ["specs/capabilities.py", "specs/modes.py"]
     assert set(MODES) == set(Mode)
 
 

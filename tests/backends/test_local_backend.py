@@ -216,7 +216,7 @@ class _BrokenConsole:
 
 def test_an_error_once_the_run_reports_its_status_still_ends_that_status(tmp_path):
     from orchestrator.emulator.local_run import run_local
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     with pytest.raises(RuntimeError, match="console gone"):
         run_local(load(_spec(tmp_path)), Options(run_dir=tmp_path / "run"), _BrokenConsole())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator.cloud.resolve import resolve_target
 from orchestrator.emulator.local_plan import local_target
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.model import JobSpec
 
 
 def _spec(**fields) -> JobSpec:
@@ -51,7 +51,7 @@ def test_the_region_is_read_without_boto3_unless_a_profile_may_name_it(tmp_path)
     """boto3's import is most of a plan's time: the environment, or the absence of any AWS config file, answers
     without it; only a config file (a profile's region) needs boto3 to read it."""
     script = ("import sys\nfrom pathlib import Path\nfrom orchestrator.emulator.local_plan import local_target\n"
-              "from orchestrator.spec.model import JobSpec\n"
+              "from orchestrator.specs.model import JobSpec\n"
               "spec = JobSpec(name='region', entry_point='train.py', framework_version='2.10.0', "
               "instance={'type': 'ml.c5.2xlarge'})\n"
               "target = local_target(spec, Path('run'))\n"

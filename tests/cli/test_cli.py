@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.catalog import hourly_price, lookup
+from orchestrator.specs.catalog import hourly_price, lookup
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
@@ -81,7 +81,7 @@ def test_validate_and_plan_import_only_what_their_answer_needs(tmp_path, monkeyp
                                                                 env=region_in_environment),
     }
     for run, modules in runs.items():
-        assert "orchestrator.spec.model" in modules, f"{run}: did not run"
+        assert "orchestrator.specs.model" in modules, f"{run}: did not run"
         unneeded = {module for module in modules
                     if module.split(".")[0] in {"boto3", "botocore", "sagemaker", "torch", "rich"}
                     or module.startswith(("orchestrator.emulator", "orchestrator.cloud.tuning",

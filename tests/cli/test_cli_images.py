@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec import images
+from orchestrator.specs import images
 
 
 class _Nov22(datetime.date):

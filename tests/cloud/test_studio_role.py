@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from orchestrator.cloud import resolve
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.model import JobSpec
 
 ROLE = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
 SPEC = JobSpec.model_validate({"name": "tiny", "entry_point": "train.py", "framework_version": "2.3.0",

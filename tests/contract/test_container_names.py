@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator import contract
 from orchestrator.planning.request import distribution_hyperparameters
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_NAMES = [

@@ -23,7 +23,7 @@ import yaml
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising import stall
 from orchestrator.emulator.supervising.stacks import find_py_spy
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.hardening
 

@@ -4,7 +4,6 @@ directory used by one run at a time, and a full disk (or a file-size limit) fail
 from __future__ import annotations
 
 import json
-import os
 import resource
 import signal
 import stat
@@ -22,7 +21,7 @@ from orchestrator.emulator.preparing.layout import open_run_directory
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.hardening
 

@@ -4,14 +4,12 @@ that starts a daemon holding pip's output neither hangs the install nor stays be
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 import uuid
-from pathlib import Path
 
 import psutil
 import pytest

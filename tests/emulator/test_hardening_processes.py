@@ -19,7 +19,7 @@ import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising.supervisor import INTERRUPT_GRACE_SECONDS
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = [pytest.mark.slow, pytest.mark.hardening]
 

@@ -13,7 +13,7 @@ from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.preparing.layout import LOCK_FILE, open_run_directory, write_result
 from orchestrator.emulator.supervising.status import STOP_FILE, request_stop
 from orchestrator.errors import SpecError
-from orchestrator.spec.path_names import require_path_name
+from orchestrator.specs.path_names import require_path_name
 
 pytestmark = pytest.mark.hardening
 

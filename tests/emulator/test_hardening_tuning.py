@@ -109,7 +109,7 @@ def test_a_huge_grid_is_chosen_from_lazily(tmp_path):
     (tmp_path / "grid.yaml").write_text(
         "job: job.yaml\nobjective: {metric: loss, type: Minimize}\nstrategy: Grid\nparameters:\n"
         + "".join(f"  p{index}: {{type: categorical, values: [{values}]}}\n" for index in range(8)))
-    program = ("import sys; from orchestrator.spec.loader import load_tuning\n"
+    program = ("import sys; from orchestrator.specs.loader import load_tuning\n"
                "from orchestrator.emulator.tuning.choosers import chooser_for\n"
                "print(chooser_for(load_tuning(sys.argv[1]).spec, None).ask())\n")
 

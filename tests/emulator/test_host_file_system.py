@@ -19,7 +19,7 @@ import yaml
 
 from orchestrator.emulator.launching import opt_ml
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 SCRIPTS = Path(__file__).parent / "scripts"
 LAUNCHERS = {

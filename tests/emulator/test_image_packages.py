@@ -15,9 +15,9 @@ from orchestrator.emulator.preparing.image_match import (
     image_notices,
     script_imports,
 )
-from orchestrator.spec import images
-from orchestrator.spec.image_packages import covered_versions, image_packages
-from orchestrator.spec.loader import load
+from orchestrator.specs import images
+from orchestrator.specs.image_packages import covered_versions, image_packages
+from orchestrator.specs.loader import load
 
 
 def test_every_recorded_image_is_in_the_image_table_and_names_its_source():

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 SEEN_FILES = """import json, os, pathlib
 host = os.environ["SM_CURRENT_HOST"]

@@ -12,7 +12,7 @@ import pytest
 from orchestrator.emulator.instances.standin import STANDIN_DIR
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.deviations import DEVIATIONS
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

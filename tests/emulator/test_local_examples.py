@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import torch
 from orchestrator.backends.job import attach
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import SpecError
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

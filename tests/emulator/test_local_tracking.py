@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 SCRIPT = """import json, os, pathlib
 board = pathlib.Path("/opt/ml/output/tensorboard")

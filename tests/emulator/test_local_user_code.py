@@ -17,7 +17,7 @@ import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import SpecError
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import yaml
 
 from orchestrator.emulator import local_run
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 
 def _spec(tmp_path):

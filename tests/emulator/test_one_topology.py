@@ -12,7 +12,7 @@ from orchestrator.emulator.instances.container import DISTRIBUTION_FLAGS, Contai
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, processes_per_host, runner_type
 from orchestrator.planning.plan import build_plan
 from orchestrator.planning.target import Target
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 SPECS = sorted((Path(__file__).resolve().parents[2] / "job_specs").glob("*.yaml"))
 TARGET = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/SageMakerExecution",

@@ -11,7 +11,7 @@ import yaml
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 
 def test_preparation_makes_a_run_no_module_can_change_afterwards(tmp_path):

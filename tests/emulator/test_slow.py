@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

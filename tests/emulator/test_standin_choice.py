@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.emulator.instances import standin
 from orchestrator.emulator.instances.standin import STANDIN_DIR, accelerators, cpu_has_native_bf16
-from orchestrator.spec.catalog import lookup
+from orchestrator.specs.catalog import lookup
 
 G5 = lookup("ml.g5.12xlarge")
 P4D = lookup("ml.p4d.24xlarge")

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from orchestrator.emulator.tuning.choosers import chooser_for, draw
-from orchestrator.spec.tuning import ContinuousRange, IntegerRange, TuningSpec
+from orchestrator.specs.tuning import ContinuousRange, IntegerRange, TuningSpec
 
 
 def _spec(**fields) -> TuningSpec:

@@ -21,7 +21,7 @@ import pytest
 from example_data import EXAMPLES, mnist_idx, model_files, write_spec
 
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ import pytest
 from example_data import mnist_idx, model_files, write_spec
 
 from orchestrator.emulator.local_run import Options, run_local
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 INSTALL = "apt-get install -y python3-torchvision python3-mpi4py"

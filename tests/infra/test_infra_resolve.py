@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from orchestrator.api import plan
 from orchestrator.cli.main import main
 from orchestrator.cloud import infra
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"

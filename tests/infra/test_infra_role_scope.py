@@ -9,7 +9,7 @@ from typing import Any
 from cfnlint.decode import cfn_yaml
 from test_infra_template import TEMPLATE, _statements
 
-from orchestrator.spec.datafiles import load_data_file
+from orchestrator.specs.datafiles import load_data_file
 
 BUCKET_OBJECTS = "${Bucket.Arn}/"
 

@@ -23,7 +23,7 @@ from orchestrator.cli.main import main
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.cloud.logs import LOG_GROUP
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.spec.image_packages import image_packages
+from orchestrator.specs.image_packages import image_packages
 
 EPOCH = 1_700_000_000
 

@@ -19,7 +19,7 @@ from orchestrator.cli.main import main
 from orchestrator import Job
 from orchestrator.cloud.logs import LOG_GROUP
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.spec.catalog import lookup
+from orchestrator.specs.catalog import lookup
 
 PRICE = lookup("ml.c5.2xlarge").price_per_hour
 

@@ -54,7 +54,7 @@ def test_packaging_leaves_out_run_directories(tmp_path):
 def test_a_real_local_run_inside_source_dir_is_not_packed(tmp_path):
     """`smtrain local` with the default layout: the spec's folder is source_dir and the run lands in it."""
     from orchestrator.emulator.local_run import Options, run_local
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     _write(tmp_path, {"train.py": "print('trained')\n",
                       "spec.yaml": "name: packed\nentry_point: train.py\nframework_version: '2.3.0'\n"

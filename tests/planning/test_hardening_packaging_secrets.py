@@ -63,7 +63,7 @@ def test_other_tools_credentials_histories_and_cloud_sdk_folders_are_never_packe
 def test_the_spec_file_holding_secret_values_is_not_packed_with_the_default_source_dir(tmp_path):
     from orchestrator.planning.plan import build_plan
     from orchestrator.planning.target import Target
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     _write(tmp_path, {"train.py": "x\n", "spec.yaml": textwrap.dedent("""\
         name: packed

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.errors import CapabilityError
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 from orchestrator.api import plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,7 +160,7 @@ def test_plan_refuses_more_hyperparameters_than_the_api_takes_counting_the_sdk_k
     from orchestrator.errors import CapabilityError
     from orchestrator.planning.plan import build_plan
     from orchestrator.planning.target import Target
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     spec_file = tmp_path / "spec.yaml"
     hyperparameters = ", ".join(f"h{index}: {index}" for index in range(96))
@@ -180,7 +180,7 @@ def test_plan_names_what_it_left_out_as_secrets(tmp_path):
     surprise on SageMaker."""
     from orchestrator.planning.plan import build_plan
     from orchestrator.planning.target import Target
-    from orchestrator.spec.loader import load
+    from orchestrator.specs.loader import load
 
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text("name: pkg\nentry_point: train.py\nframework_version: \"2.10.0\"\n"

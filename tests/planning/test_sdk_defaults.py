@@ -16,7 +16,7 @@ from orchestrator.api import plan
 from orchestrator.cli.main import main
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.planning.sdk_defaults import default_locations, load_sdk_defaults
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 ADMIN_ROLE = "arn:aws:iam::111122223333:role/PlatformTraining"
 SPEC_ROLE = "arn:aws:iam::111122223333:role/MyOwnRole"

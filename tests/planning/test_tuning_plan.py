@@ -23,10 +23,10 @@ from orchestrator.cli.main import main
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.target import Target
 from orchestrator.planning.tuning import DEFINITION_MEMBERS, NOT_CARRIED, build_tuning_plan, training_definition
-from orchestrator.spec.capabilities import check
-from orchestrator.spec.loader import LoadedSpec, load
-from orchestrator.spec.model import JobSpec
-from orchestrator.spec.loader import LoadedTuning, load_tuning
+from orchestrator.specs.capabilities import check
+from orchestrator.specs.loader import LoadedSpec, load
+from orchestrator.specs.model import JobSpec
+from orchestrator.specs.loader import LoadedTuning, load_tuning
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"

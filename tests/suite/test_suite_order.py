@@ -46,10 +46,10 @@ def test_the_recorder_sums_each_modules_reports_and_keeps_the_figures_it_did_not
     for nodeid, duration in [("tests/suite/test_suite_order.py::test_a", 0.25),
                              ("tests/suite/test_suite_order.py::test_a", 2.0),  # the setup, call and teardown
                              ("tests/suite/test_suite_order.py::test_b", 1.0),
-                             ("tests/spec/test_topology.py::test_c", 4.04)]:
+                             ("tests/specs/test_topology.py::test_c", 4.04)]:
         recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=duration))
     recorder.pytest_sessionfinish(session=None)
-    assert json.loads(path.read_text()) == {"cli/test_cli.py": 7.0, "spec/test_topology.py": 4.0,
+    assert json.loads(path.read_text()) == {"cli/test_cli.py": 7.0, "specs/test_topology.py": 4.0,
                                             "suite/test_suite_order.py": 3.2}
 
 

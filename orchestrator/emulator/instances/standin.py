@@ -18,7 +18,7 @@ from pathlib import Path
 
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import start_of_run_notice
-from orchestrator.spec.catalog import InstanceType
+from orchestrator.specs.catalog import InstanceType
 
 STANDIN_DIR = Path(__file__).resolve().parent.with_name("gpu_standin")
 NO_STANDIN_FLAG = "--no-gpu-standin"

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from orchestrator.spec.image_packages import ImagePackages, ShippedPackage, image_packages
+from orchestrator.specs.image_packages import ImagePackages, ShippedPackage, image_packages
 
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")

@@ -68,7 +68,7 @@ from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
 from orchestrator.redact import machine_secrets, mask_text, redact, secret_values
-from orchestrator.spec.catalog import InstanceType, lookup
+from orchestrator.specs.catalog import InstanceType, lookup
 
 MLFLOW_STORE = "mlruns"
 MAX_WORLD_SIZE = 64

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.observing.trials import better
-from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
+from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
 
 MEDIAN_RULE_MIN_COMPLETED = 2
 

@@ -40,11 +40,11 @@ from orchestrator.planning.request import metric_definitions
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked
 from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
-from orchestrator.spec.catalog import lookup
-from orchestrator.spec.loader import LoadedSpec
-from orchestrator.spec.topology import topology
-from orchestrator.spec.tuning import ContinuousRange, IntegerRange, Scaling
-from orchestrator.spec.loader import LoadedTuning
+from orchestrator.specs.catalog import lookup
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.topology import topology
+from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
+from orchestrator.specs.loader import LoadedTuning
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""

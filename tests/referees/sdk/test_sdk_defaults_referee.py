@@ -20,7 +20,7 @@ from orchestrator.api import plan
 from orchestrator.cloud.estimator import sdk_kwargs
 from orchestrator.cloud.sdk import TELEMETRY_OPT_OUT, import_sagemaker
 from orchestrator.planning.sdk_defaults import load_sdk_defaults, merge_dicts
-from orchestrator.spec.loader import load
+from orchestrator.specs.loader import load
 
 ROLE = "arn:aws:iam::123456789012:role/PlatformTraining"
 KEY = "arn:aws:kms:us-east-1:123456789012:key/"

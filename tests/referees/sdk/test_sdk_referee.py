@@ -32,8 +32,8 @@ from orchestrator.cloud.estimator import sdk_kwargs
 from orchestrator.cloud.sdk import import_sagemaker
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.target import Target
-from orchestrator.spec.loader import LoadedSpec, load
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.loader import LoadedSpec, load
+from orchestrator.specs.model import JobSpec
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = sorted((REPO / "job_specs").glob("*.yaml"))
@@ -249,7 +249,7 @@ def test_role_given_by_name_is_expanded_as_sdk_v2_does(source_dir):
 # (TrainingInput), instance groups and the training group, input mode, training plan, KMS keys, retries, infra
 # check, remote debug, session tag chaining, TensorBoard, Experiments. v2 has no argument for MlflowConfig,
 # InstancePreferences or MaxPendingTimeInSeconds: those are left out of the comparison and checked by the golden
-# requests and botocore's validation (tests/spec/test_job_settings.py).
+# requests and botocore's validation (tests/specs/test_job_settings.py).
 SETTINGS = sorted((REPO / "job_specs" / "settings").glob("*.yaml"))
 V2_HAS_NO_ARGUMENT = ("MlflowConfig",)
 

@@ -25,8 +25,8 @@ from orchestrator.cloud.estimator import build
 from orchestrator.cloud.sdk import boto_session, import_sagemaker, sagemaker_session
 from orchestrator.planning.target import Target
 from orchestrator.planning.tuning import build_tuning_plan
-from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
-from orchestrator.spec.loader import load_tuning
+from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
+from orchestrator.specs.loader import load_tuning
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"

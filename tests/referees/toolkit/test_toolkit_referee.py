@@ -22,8 +22,8 @@ from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, pa
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
-from orchestrator.spec.catalog import lookup
-from orchestrator.spec.loader import load
+from orchestrator.specs.catalog import lookup
+from orchestrator.specs.loader import load
 
 HARNESS = Path(__file__).with_name("toolkit_harness.py")
 ENTRY = "import os\nprint(os.environ['SM_CURRENT_HOST'])\n"

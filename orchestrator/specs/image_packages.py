@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.spec.datafiles import load_data_file
+from orchestrator.specs.datafiles import load_data_file
 
 _FILE = "image_packages.yaml"
 

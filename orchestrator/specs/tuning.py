@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
-from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.model import JobSpec, TagKey, TagValue, hyperparameter_name
+from orchestrator.specs.datafiles import load_data_file
+from orchestrator.specs.model import JobSpec, TagKey, TagValue, hyperparameter_name
 
 _LIMITS: dict[str, dict[str, Any]] = load_data_file("api_limits.yaml")["CreateHyperParameterTuningJob"]
 _CONFIG = "HyperParameterTuningJobConfig."

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.model import TAG_PATTERN, api_limit
+from orchestrator.specs.model import TAG_PATTERN, api_limit
 
 BASE_SPEC = """\
 name: demo

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.capabilities import check
-from orchestrator.spec.model import JobSpec
+from orchestrator.specs.capabilities import check
+from orchestrator.specs.model import JobSpec
 
 REPO = Path(__file__).resolve().parents[2]
 # (spec settings, rule): each rule fires for any script; its fix used to say "trainer gloo" or "trainer dp".

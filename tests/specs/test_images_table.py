@@ -25,11 +25,11 @@ def _script():
 def test_image_table_is_what_the_release_data_says():
     script = _script()
     assert script.TARGET.read_text(encoding="utf-8") == script.render(), \
-        "orchestrator/spec/data/images.yaml is stale: run `python scripts/refresh_images.py`"
+        "orchestrator/specs/data/images.yaml is stale: run `python scripts/refresh_images.py`"
 
 
 def test_the_al2023_images_are_verified_with_full_version_tags_dates_and_toolkit():
-    from orchestrator.spec import images
+    from orchestrator.specs import images
 
     expected = {"2.11.0": ("2.11.0-cu130-amzn2023-sagemaker", "2.11.0-cpu-amzn2023-sagemaker", "2026-04-30"),
                 "2.12.1": ("2.12.1-cu130-amzn2023-sagemaker", "2.12.1-cpu-amzn2023-sagemaker", "2026-07-02"),

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.tuning import MAX_CATEGORICAL_VALUES, MAX_ENVIRONMENT, MAX_TUNED, tuning_limit
-from orchestrator.spec.loader import load_tuning
+from orchestrator.specs.tuning import MAX_CATEGORICAL_VALUES, MAX_ENVIRONMENT, MAX_TUNED, tuning_limit
+from orchestrator.specs.loader import load_tuning
 
 JOB = """\
 name: demo

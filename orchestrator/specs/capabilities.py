@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from orchestrator.contract import ZERO_STAGE_TRAINERS
 from orchestrator.redact import is_secret_name, redact_value
-from orchestrator.spec import images
-from orchestrator.spec.catalog import InstanceType, lookup
-from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.model import JobSpec
-from orchestrator.spec.modes import Mode
-from orchestrator.spec.topology import processes_per_host
+from orchestrator.specs import images
+from orchestrator.specs.catalog import InstanceType, lookup
+from orchestrator.specs.datafiles import load_data_file
+from orchestrator.specs.model import JobSpec
+from orchestrator.specs.modes import Mode
+from orchestrator.specs.topology import processes_per_host
 
 Severity = Literal["error", "unverified", "warning", "notice"]
 _SMDDP_MODES = tuple(mode for mode in Mode if mode.runs_smddp)

@@ -11,7 +11,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any
 
-from orchestrator.spec.datafiles import load_data_file
+from orchestrator.specs.datafiles import load_data_file
 
 
 @dataclass(frozen=True)

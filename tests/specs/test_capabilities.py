@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec import capabilities, images
-from orchestrator.spec.model import TRAINING_INSTANCE_TYPES
-from orchestrator.spec.catalog import catalog, lookup
-from orchestrator.spec.loader import from_mapping
+from orchestrator.specs import capabilities, images
+from orchestrator.specs.model import TRAINING_INSTANCE_TYPES
+from orchestrator.specs.catalog import catalog, lookup
+from orchestrator.specs.loader import from_mapping
 from orchestrator.cloud.sdk import import_sagemaker
 
 
@@ -78,7 +78,7 @@ def test_api_limits_file_is_what_the_installed_botocore_says():
 
     script = _refresh_script()
     assert script.TARGET.read_text(encoding="utf-8") == script.render(botocore.session.get_session()), \
-        "orchestrator/spec/data/api_limits.yaml is stale: run `python scripts/refresh_api_limits.py`"
+        "orchestrator/specs/data/api_limits.yaml is stale: run `python scripts/refresh_api_limits.py`"
 
 
 def test_api_limits_extract_refuses_a_documented_maximum_that_is_gone():
@@ -169,7 +169,7 @@ def test_capability_custom_image_skips_sdk_version_rules(spec_dir):
 
 def test_capability_processes_per_host_on_a_type_outside_the_catalog_stays_an_error(spec_dir):
     """The device count of an uncatalogued type is a guess, so an equal value is not known to be harmless."""
-    from orchestrator.spec.loader import InvalidSpec
+    from orchestrator.specs.loader import InvalidSpec
 
     with pytest.raises(InvalidSpec, match="has no effect in mode torch_distributed"):
         _rules_fired(spec_dir, distribution__mode="torch_distributed", distribution__processes_per_host=1,
@@ -195,7 +195,7 @@ def test_capability_unverified_blocks_only_without_override():
      "zero-stage 1 is offered by trainer ddp or gloo, and this job's trainer is fsdp"),
 ])
 def test_capability_trainer_rules_refuse(spec_dir, changes, message):
-    from orchestrator.spec.loader import InvalidSpec
+    from orchestrator.specs.loader import InvalidSpec
 
     with pytest.raises(InvalidSpec, match=message):
         _rules_fired(spec_dir, **changes)

@@ -2,7 +2,7 @@
 needs one rather than when the models are built.
 
 pydantic's `use_attribute_docstrings` finds them at class creation by walking frames and tokenizing each class's
-source, which was about half of `orchestrator.spec.model`'s import time and so of every `smtrain validate`. Here
+source, which was about half of `orchestrator.specs.model`'s import time and so of every `smtrain validate`. Here
 one `ast.parse` of the module, the first time a description is asked for, serves every model in it.
 """
 

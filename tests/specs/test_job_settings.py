@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from orchestrator.api import plan
 from orchestrator.cli.main import main
-from orchestrator.spec.loader import from_mapping, load
+from orchestrator.specs.loader import from_mapping, load
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "job_specs").glob("*.yaml"))
@@ -195,7 +195,7 @@ def test_instance_groups_put_every_host_in_the_resource_config_and_the_ranks_on_
     assert {row.host for row in job.topology.ranks()} == {"algo-2", "algo-3"}
     assert job.topology.world_size == 8 and job.topology.master_addr == "algo-2"
     # the groups' prices summed: 1 x c5.2xlarge + 2 x g5.12xlarge
-    from orchestrator.spec.catalog import lookup
+    from orchestrator.specs.catalog import lookup
     hourly = lookup("ml.c5.2xlarge").price_per_hour + 2 * lookup("ml.g5.12xlarge").price_per_hour
     assert job.cost.max_total == pytest.approx(hourly * 7200 / 3600)
 

@@ -4,7 +4,7 @@ A mode is one row: the `sagemaker_*` hyperparameters the request carries for it 
 rewrites pytorchddp into SMDDP, §4), the `distribution=` argument of SDK v2's estimator that sends the same
 request, the launcher the container picks from those hyperparameters, how many processes it starts per host
 (docs/sagemaker-contract.md §6-7), and whether it runs SageMaker's SMDDP library. The request
-(planning/request.py), the SDK arguments (planning/estimator.py), the rank table (spec/topology.py) and what
+(planning/request.py), the SDK arguments (planning/estimator.py), the rank table (specs/topology.py) and what
 `plan` prints (cli/render.py) read their column here instead of branching on the mode; which modes go with
 which instances and images is validation, and stays in capabilities.py.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from orchestrator.spec.catalog import InstanceType
+from orchestrator.specs.catalog import InstanceType
 
 
 class Mode(str, Enum):

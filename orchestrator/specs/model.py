@@ -28,11 +28,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
-from orchestrator.spec.catalog import catalog
-from orchestrator.spec.datafiles import load_data_file
-from orchestrator.spec.metric_regex import MetricRegexError, compile_metric_regex
-from orchestrator.spec.modes import Mode, ModeRules
-from orchestrator.spec.path_names import path_name_problem
+from orchestrator.specs.catalog import catalog
+from orchestrator.specs.datafiles import load_data_file
+from orchestrator.specs.metric_regex import MetricRegexError, compile_metric_regex
+from orchestrator.specs.modes import Mode, ModeRules
+from orchestrator.specs.path_names import path_name_problem
 
 # CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
 # by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
@@ -450,7 +450,7 @@ class Distribution(_Spec):
 
     @property
     def rules(self) -> ModeRules:
-        """The mode's row of the mode table (spec/modes.py): what the request, the SDK and the launcher make of it."""
+        """The mode's row of the mode table (specs/modes.py): what the request, the SDK and the launcher make of it."""
         return self.mode.rules
 
 

@@ -26,12 +26,12 @@ from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
-from orchestrator.spec.capabilities import Finding, check
-from orchestrator.spec.field_docs import field_description
-from orchestrator.spec.model import JobSpec, printable
+from orchestrator.specs.capabilities import Finding, check
+from orchestrator.specs.field_docs import field_description
+from orchestrator.specs.model import JobSpec, printable
 
 if TYPE_CHECKING:
-    from orchestrator.spec.tuning import TuningSpec
+    from orchestrator.specs.tuning import TuningSpec
 
 Loc = tuple[Any, ...]
 
@@ -670,7 +670,7 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
     Raises:
         InvalidTuningSpec: listing every problem of both files, each with its location and a fix.
     """
-    from orchestrator.spec.tuning import TuningSpec, job_problems, strategy_problems
+    from orchestrator.specs.tuning import TuningSpec, job_problems, strategy_problems
 
     path = Path(path)
     text = _read_text(path)
@@ -803,7 +803,7 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
 
 def _tuning_fields_at(loc: Loc) -> set[str]:
     """The keys allowed at a place of the tuning spec, for did-you-mean suggestions."""
-    from orchestrator.spec.tuning import CategoricalRange, ContinuousRange, TuningSpec
+    from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, TuningSpec
 
     if len(loc) == 2 and loc[0] == "parameters":
         return set(ContinuousRange.model_fields) | set(CategoricalRange.model_fields)

@@ -1,6 +1,6 @@
 """Which processes a mode starts on which hosts, and the ranks they get (docs/sagemaker-contract.md §6-7).
 
-The launcher, processes per host and single-host rendezvous of each mode are its row of spec/modes.py; this
+The launcher, processes per host and single-host rendezvous of each mode are its row of specs/modes.py; this
 module lays them out over the job's hosts. Read by `plan` (the rank table shown before submit). The local
 emulator derives the same from the request, as SageMaker's toolkit does
 (emulator/launching/toolkit_launchers.py); tests/emulator/test_one_topology.py holds the two to each other for
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.contract import DEFAULT_MASTER_PORT
-from orchestrator.spec.catalog import InstanceType
-from orchestrator.spec.model import JobSpec
-from orchestrator.spec.modes import ModeRules
+from orchestrator.specs.catalog import InstanceType
+from orchestrator.specs.model import JobSpec
+from orchestrator.specs.modes import ModeRules
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Topology:
 
 
 def processes_per_host(spec: JobSpec, instance: InstanceType) -> int:
-    """What the container starts per host for this mode (the toolkit's rule, contract §7; spec/modes.py)."""
+    """What the container starts per host for this mode (the toolkit's rule, contract §7; specs/modes.py)."""
     return spec.distribution.rules.processes_per_host(spec.distribution, instance)
 
 

@@ -11,8 +11,8 @@ import yaml
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.spec.capabilities import check
-from orchestrator.spec.loader import load
+from orchestrator.specs.capabilities import check
+from orchestrator.specs.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = """\

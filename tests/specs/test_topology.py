@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec.catalog import lookup
-from orchestrator.spec.loader import load
-from orchestrator.spec.topology import topology
+from orchestrator.specs.catalog import lookup
+from orchestrator.specs.loader import load
+from orchestrator.specs.topology import topology
 
 SPECS = Path(__file__).resolve().parents[2] / "job_specs"
 
