@@ -33,7 +33,7 @@ PHASES = {
                            (launch, "interpreter_versions"), (prepared_run, "_require_module")],
     "image notices (script imports)": [(local_run, "image_notices")],
     "preparing hosts": [(local_run, "prepare_run")],
-    "installing": [(prepared_run.PreparedRun, "install_user_code")],
+    "installing": [(prepared_run.PreparedRun, "with_user_code_installed")],
     "launching": [(prepared_run.PreparedRun, "host_processes"), (prepared_run.PreparedRun, "launches")],
     "the job's processes": [(Supervisor, "run")],
     "packaging: model and output tarballs": [(layout, "merge_artifacts")],
