@@ -14,21 +14,22 @@ RUNS_ROOT = Path("runs")
 """Where `smtrain local` puts run directories by default, and where a run is found by its job name."""
 
 
-def find_run(name_or_dir: str | Path, runs_root: Path = RUNS_ROOT) -> Path | None:
+def find_run(name_or_dir: str | Path, runs_root: Path = RUNS_ROOT, marker: str = RUN_MARKER_FILE) -> Path | None:
     """The run directory a user means: a directory `smtrain local` made, or runs/<name>/; None for neither, also
-    for a name no file system could hold (too long, a NUL): that is for the caller's name check to say."""
+    for a name no file system could hold (too long, a NUL): that is for the caller's name check to say. `marker`:
+    the file that makes a folder one (a search's folder is found by its tuning.json)."""
     for candidate in (Path(name_or_dir), runs_root / str(name_or_dir)):
-        if _is_run(candidate):
+        if _holds(candidate, marker):
             return candidate.resolve()
     return None
 
 
-def local_runs(runs_root: Path = RUNS_ROOT) -> list[Path]:
-    """The run directories under `runs_root`, newest first."""
-    if not runs_root.is_dir():
+def local_runs(runs_root: Path = RUNS_ROOT, marker: str = RUN_MARKER_FILE) -> list[Path]:
+    """The run directories under `runs_root` (the folders holding `marker`), newest first."""
+    if not is_directory(runs_root):
         return []
-    runs = [path.resolve() for path in runs_root.iterdir() if _is_run(path)]
-    return sorted(runs, key=lambda path: (path / RUN_MARKER_FILE).stat().st_mtime, reverse=True)
+    runs = [path.resolve() for path in runs_root.iterdir() if _holds(path, marker)]
+    return sorted(runs, key=lambda path: (path / marker).stat().st_mtime, reverse=True)
 
 
 def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3) -> list[Path]:
@@ -45,9 +46,9 @@ def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3) -> list[Pa
     return [runs[match] for match in dict.fromkeys([*extended, *close])][:limit]
 
 
-def _is_run(path: Path) -> bool:
+def _holds(path: Path, marker: str) -> bool:
     try:
-        return (path / RUN_MARKER_FILE).is_file()
+        return (path / marker).is_file()
     except (OSError, ValueError):  # a name too long for the file system, a NUL in it
         return False
 

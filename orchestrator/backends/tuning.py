@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.backends.job import Job
 from orchestrator.backends.resolve import AmbiguousJob, split_job_id
-from orchestrator.backends.runs import RUNS_ROOT, is_directory
+from orchestrator.backends.runs import RUNS_ROOT, find_run, local_runs
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE as RESULT_FILE
@@ -155,12 +155,10 @@ class LocalTuning:
         return True, current
 
     def list_tunings(self, status: str | None, name_contains: str | None, max_results: int) -> list[TuningSummary]:
-        folders = sorted((path / RESULT_FILE for path in _folders(self.runs_root) if (path / RESULT_FILE).is_file()),
-                         key=lambda path: path.stat().st_mtime, reverse=True)
         rows = []
-        for result in folders:
+        for folder in local_runs(self.runs_root, RESULT_FILE):
             try:
-                found = self.status(str(result.parent))
+                found = self.status(str(folder))
             except (TuningNotFound, KeyError):  # a folder whose tuning.json is not a search's: not listed
                 continue
             if (status is None or found.status == status) and (not name_contains or name_contains in found.name):
@@ -174,10 +172,6 @@ class LocalTuning:
             raise SmtrainError(f"trial {trial.name} has no run directory on record",
                                fix="run the search again with smtrain tune local")
         return Job(LocalBackend(), trial.run_dir)
-
-
-def _folders(root: Path) -> list[Path]:
-    return [path for path in root.iterdir() if path.is_dir()] if is_directory(root) else []
 
 
 def _running(folder: str) -> bool:
@@ -307,7 +301,7 @@ def resolve_tuning(tuning: str, backend: str | None = None, region: str | None =
         TuningNotFound: `local:` names no results folder; AmbiguousJob: a bare name that is both.
     """
     chosen, name = split_job_id(tuning, backend)
-    folder = _results_folder(name, LocalTuning().runs_root) if chosen != "sagemaker" else None
+    folder = find_run(name, LocalTuning().runs_root, RESULT_FILE) if chosen != "sagemaker" else None
     if chosen == "local" and folder is None:
         raise TuningNotFound(f"{name} is no local search (no {name}/{RESULT_FILE}, nor runs/{name}/{RESULT_FILE})",
                              fix="list the local searches with `smtrain tune list --backend local`")
@@ -323,16 +317,6 @@ def tuning_backend_for(name: str | None, region: str | None = None, boto: Any | 
     """The tuning backend called `name` (None: SageMaker), to list searches there."""
     chosen, _ = split_job_id("", name)
     return LocalTuning() if chosen == "local" else SageMakerTuning(boto, region)
-
-
-def _results_folder(name: str, runs_root: Path) -> Path | None:
-    for candidate in (Path(name), runs_root / name):
-        try:
-            if (candidate / RESULT_FILE).is_file():
-                return candidate.resolve()
-        except (OSError, ValueError):  # a name no file system could hold
-            continue
-    return None
 
 
 def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
