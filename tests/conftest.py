@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from suite_durations import DurationRecorder, module_path, recorded
+from suite_durations import CpuClock, DurationRecorder, module_path, recorded
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -148,8 +148,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The recorder runs in the process that gets every report: xdist's controller, or the only process."""
-    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(DurationRecorder(), "smtrain-durations")
+    if config.getoption("record_durations"):
+        config.pluginmanager.register(CpuClock(), "smtrain-cpu-clock")
+        if not hasattr(config, "workerinput"):
+            config.pluginmanager.register(DurationRecorder(), "smtrain-durations")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from suite_durations import DURATIONS_FILE, TESTS, DurationRecorder, merged, module_path, recorded
+import pytest
+
+from suite_durations import (CPU_PROPERTY, DURATIONS_FILE, TESTS, CpuClock, DurationRecorder, merged, module_path,
+                             recorded)
 
 
 def _suite_conftest():
@@ -47,7 +52,7 @@ def test_the_recorder_sums_each_modules_reports_and_keeps_the_figures_it_did_not
                              ("tests/suite/test_suite_order.py::test_a", 2.0),  # the setup, call and teardown
                              ("tests/suite/test_suite_order.py::test_b", 1.0),
                              ("tests/specs/test_topology.py::test_c", 4.04)]:
-        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=duration))
+        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=duration, user_properties=[]))
     recorder.pytest_sessionfinish(session=None)
     assert json.loads(path.read_text()) == {"cli/test_cli.py": 7.0, "specs/test_topology.py": 4.0,
                                             "suite/test_suite_order.py": 3.2}
@@ -58,3 +63,19 @@ def test_merging_drops_modules_that_no_longer_exist(tmp_path: Path):
     (tmp_path / "a" / "test_kept.py").write_text("")
     assert merged({"a/test_kept.py": 1.0, "a/test_gone.py": 2.0}, {"a/test_new.py": 0.04}, tmp_path) == \
         {"a/test_kept.py": 1.0, "a/test_new.py": 0.0}
+
+
+def test_the_cpu_clock_puts_the_cpu_a_test_and_its_children_spent_into_its_report(tmp_path):
+    clock = CpuClock()
+    subprocess.run([sys.executable, "-c", "sum(range(3 * 10**7))"], check=True)
+    report = SimpleNamespace(user_properties=[])
+    hook = clock.pytest_runtest_makereport(item=None, call=None)
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(SimpleNamespace(get_result=lambda: report))
+    (name, cpu), = report.user_properties
+    assert name == CPU_PROPERTY and cpu > 0.1  # the child's loop, summed once its parent waited for it
+    recorder = DurationRecorder(tmp_path / "durations.json")
+    recorder.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/a/test_x.py::t", duration=1.0,
+                                                      user_properties=report.user_properties))
+    assert recorder.cpu_seconds == {"a/test_x.py": cpu}
