@@ -14,9 +14,9 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.resolve import resolve
+from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
-from orchestrator.planning.plan import Plan, build_plan
+from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, load, load_spec
 from orchestrator.specs.model import JobSpec
 
@@ -45,15 +45,15 @@ def __getattr__(name: str) -> Any:
 
 def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
          max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
-    """Plans a job: applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
+    """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
+    without the backend's AWS session when none is needed): applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
     defaults, infra stack, Studio, the SDK's default bucket), then builds the plan.
 
     Raises:
         SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
         or a broken SDK defaults file.
     """
-    completed, target = resolve(_loaded(spec), boto)
-    return build_plan(completed, target, job_name=job_name, max_source_bytes=max_source_bytes)
+    return plan_on_sagemaker(_loaded(spec), boto, job_name=job_name, max_source_bytes=max_source_bytes)
 
 
 def _loaded(spec: SpecLike) -> LoadedSpec:

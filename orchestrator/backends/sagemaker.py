@@ -38,16 +38,9 @@ class SageMakerBackend:
         self._clients: dict[str, JobClient] = {}
 
     def plan(self, spec: LoadedSpec | Plan) -> Plan:
-        from orchestrator.cloud.resolve import resolve
-        from orchestrator.planning.plan import build_plan
+        from orchestrator.cloud.resolve import plan_on_sagemaker
 
-        if isinstance(spec, Plan):
-            if spec.target.output_path.startswith("s3://"):
-                return spec
-            completed, target = resolve(spec.loaded, self.boto)
-            return build_plan(completed, target, job_name=spec.job_name)
-        completed, target = resolve(spec, self.boto)
-        return build_plan(completed, target)
+        return plan_on_sagemaker(spec, self.boto)
 
     def schedule(self, plan: Plan) -> str:
         from orchestrator.cloud.submission import submit

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.provenance import (
     DEFAULT,
     ENVIRONMENT,
@@ -75,6 +77,19 @@ def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Ta
                                  sources={**target.sources, **applied.sources})
     findings = loaded.findings if applied.spec is spec else check(applied.spec)
     return dataclasses.replace(loaded, spec=applied.spec, findings=[*findings, *applied.findings]), target
+
+
+def plan_on_sagemaker(spec: LoadedSpec | Plan, boto: Any | None = None, *, job_name: str | None = None,
+                      max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
+    """The one way a spec is planned for SageMaker (`SageMakerBackend.plan`, `orchestrator.plan`, `smtrain plan`):
+    resolved where it goes, then built. A plan made for another place (a local run's) is planned again from its
+    spec, under its job name; a SageMaker plan is returned as it is."""
+    if isinstance(spec, Plan):
+        if spec.target.output_path.startswith("s3://"):
+            return spec
+        spec, job_name = spec.loaded, job_name or spec.job_name
+    completed, target = resolve(spec, boto)
+    return build_plan(completed, target, job_name=job_name, max_source_bytes=max_source_bytes)
 
 
 def read_sdk_defaults(boto: Any | None, region: str) -> SdkDefaults:
