@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
+from orchestrator.emulator.supervising.launchers import is_launcher_command
 
 FAULTHANDLER_ENVIRONMENT = {"PYTHONFAULTHANDLER": "1"}
 PY_SPY_TIMEOUT_SECONDS = 10.0
@@ -118,7 +119,7 @@ def rank_processes(run_id: str) -> list[RankProcess]:
         command = process.info["cmdline"] or []
         if env.get(RUN_ID_VARIABLE) != run_id or not command:
             continue
-        if not Path(command[0]).name.startswith("python") or _is_launcher(command):
+        if not Path(command[0]).name.startswith("python") or is_launcher_command(Path(command[0]).name, command):
             continue
         candidates[process.info["pid"]] = (process.info["ppid"], env)
     return sorted(
@@ -191,14 +192,6 @@ def _stack_of(process: RankProcess, text: str) -> str:
     lines = own or untagged
     start = next((index for index, line in enumerate(lines) if _FAULTHANDLER_START in line), None)
     return "\n".join(lines[start:]) if start is not None else ""
-
-
-def _is_launcher(command: Sequence[str]) -> bool:
-    """torchrun's agent: `python .../torchrun ...` or `python -m torch.distributed.run ...`; a host's namespace
-    holder: `python -I -S .../hostfs.py ...`."""
-    arguments = command[1:4]
-    return (any(Path(argument).name in ("torchrun", "hostfs.py") for argument in arguments)
-            or "torch.distributed.run" in arguments)
 
 
 def rank_of(env: Mapping[str, str]) -> int | None:

@@ -40,15 +40,12 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
+from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, is_launcher_command
 from orchestrator.observing.log_lines import character_boundary
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
 # workers itself and SIGKILL those still running 30 s later, mid-step, before they could checkpoint.)
-_LAUNCHER_NAMES = {"sh", "dash", "bash", "mpirun", "prterun", "prted", "orterun", "orted"}
-_LAUNCHER_SCRIPTS = {"torchrun", "torch.distributed.run", "hostfs.py"}
-"""Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`; hostfs.py's two
-processes hold a host's namespaces: `python -I -S hostfs.py`)."""
 FAILURE_GRACE_SECONDS = 10.0
 INTERRUPT_GRACE_SECONDS = 10.0
 STRAY_GRACE_SECONDS = 2.0
@@ -550,13 +547,13 @@ def _set_child_subreaper(on: bool) -> None:
 
 def is_launcher(process: psutil.Process) -> bool:
     """A shell, Open MPI's mpirun or daemon, or torchrun's agent: it waits for the processes it started."""
-    if _name(process) in _LAUNCHER_NAMES:
+    name = _name(process)
+    if name in LAUNCHER_NAMES:
         return True
     try:
-        command = process.cmdline()
+        return is_launcher_command(name, process.cmdline())
     except psutil.Error:
         return False
-    return any(Path(word).name in _LAUNCHER_SCRIPTS for word in command[1:4])
 
 
 def _has_children(process: psutil.Process) -> bool:
