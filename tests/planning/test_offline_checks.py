@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from tuning_specs import TINY_JOB as JOB
 
 from orchestrator.cli.main import main
 
-JOB = """name: tiny
-entry_point: train.py
-framework_version: "2.10.0"
-py_version: py313
-role: arn:aws:iam::123456789012:role/R
-output_path: s3://bucket/out/
-region: us-east-1
-instance: {type: ml.c5.xlarge, count: 1}
-metrics: [{name: loss, regex: "loss=([0-9.]+)"}]
-"""
 SEARCH = """job: job.yaml
 objective: {metric: loss, type: Minimize}
 strategy: Random

@@ -18,57 +18,24 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from click.testing import CliRunner
+from tuning_specs import EXAMPLE, EXAMPLE_JOB, TARGET, TUNING_SPECS
 
 from orchestrator.cli.main import main
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.target import Target
-from orchestrator.planning.tuning import DEFINITION_MEMBERS, NOT_CARRIED, build_tuning_plan, training_definition
+from orchestrator.planning.tuning import (
+    DEFINITION_MEMBERS,
+    NOT_CARRIED,
+    build_tuning_plan,
+    training_definition,
+)
 from orchestrator.specs.capabilities import check
-from orchestrator.specs.loader import LoadedSpec, load
+from orchestrator.specs.loader import LoadedSpec, LoadedTuning, load, load_tuning
 from orchestrator.specs.model import JobSpec
-from orchestrator.specs.loader import LoadedTuning, load_tuning
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"
-EXAMPLE_JOB = REPO / "job_specs" / "tuning" / "mlp-cpu.yaml"
 GOLDEN = REPO / "tests" / "golden"
 SHA = re.compile(r"[0-9a-f]{64}")
-TARGET = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/SageMakerExecution",
-                output_path="s3://my-bucket/outputs/", code_location="s3://my-bucket/code")
-
-COMMON = f"job: {EXAMPLE_JOB}\nname: mlp-search\nobjective: {{metric: \"train:loss\", type: Minimize}}\n"
-STRATEGIES = {
-    "bayesian": EXAMPLE.read_text().replace("job: mlp-cpu.yaml", f"job: {EXAMPLE_JOB}"),
-    "random": COMMON + """strategy: Random
-parameters:
-  lr: {type: continuous, min: 0.0001, max: 0.9, scaling: ReverseLogarithmic}
-  mlp-hidden: {type: integer, min: 8, max: 64, scaling: Linear}
-max_jobs: 20
-max_parallel_jobs: 4
-random_seed: 11
-completion: {target_objective: 0.05}
-""".replace("mlp-hidden", "batch-size"),
-    "grid": COMMON + """strategy: Grid
-parameters:
-  optimizer: {type: categorical, values: [sgd, adam]}
-  batch-size: {type: categorical, values: [32, 64, 128]}
-  lr: {type: categorical, values: [0.01, 0.1]}
-max_parallel_jobs: 3
-""",
-    "hyperband": COMMON + """strategy: Hyperband
-hyperband: {min_resource: 1, max_resource: 4}
-parameters:
-  lr: {type: continuous, min: 0.001, max: 0.5, scaling: Logarithmic}
-  batch-size: {type: integer, min: 16, max: 128, scaling: Auto}
-  optimizer: {type: categorical, values: [sgd, adam]}
-max_jobs: 30
-max_parallel_jobs: 5
-max_runtime_seconds: 7200
-completion: {max_jobs_not_improving: 10, complete_on_convergence: true}
-warm_start: {type: TransferLearning, parents: [mlp-lr-261124-104053-gx68]}
-tags: {search: hyperband}
-""",
-}
 
 
 def _validate(request: dict) -> None:
@@ -77,10 +44,10 @@ def _validate(request: dict) -> None:
     assert not report.has_errors(), report.generate_report()
 
 
-@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("strategy", list(TUNING_SPECS))
 def test_tuning_request_matches_golden_and_botocore_accepts_it(tmp_path, strategy):
     path = tmp_path / f"{strategy}.yaml"
-    path.write_text(STRATEGIES[strategy])
+    path.write_text(TUNING_SPECS[strategy])
 
     request = build_tuning_plan(load_tuning(path), TARGET, name="golden-tuning").request
 

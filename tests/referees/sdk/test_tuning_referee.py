@@ -20,50 +20,15 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
+from tuning_specs import TARGET, TUNING_SPECS
 
 from orchestrator.cloud.estimator import build
 from orchestrator.cloud.sdk import boto_session, import_sagemaker, sagemaker_session
-from orchestrator.planning.target import Target
 from orchestrator.planning.tuning import build_tuning_plan
-from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
 from orchestrator.specs.loader import load_tuning
+from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, Strategy, TuningSpec
 
 REPO = Path(__file__).resolve().parents[3]
-EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"
-JOB = REPO / "job_specs" / "tuning" / "mlp-cpu.yaml"
-TARGET = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/SageMakerExecution",
-                output_path="s3://my-bucket/outputs/", code_location="s3://my-bucket/code")
-HEAD = f"job: {JOB}\nobjective: {{metric: \"train:loss\", type: Minimize}}\n"
-SPECS = {
-    "bayesian": EXAMPLE.read_text().replace("job: mlp-cpu.yaml", f"job: {JOB}"),
-    "random": HEAD + """strategy: Random
-parameters:
-  lr: {type: continuous, min: 0.0001, max: 0.9, scaling: ReverseLogarithmic}
-  batch-size: {type: integer, min: 8, max: 64, scaling: Linear}
-max_jobs: 20
-max_parallel_jobs: 4
-random_seed: 11
-completion: {target_objective: 0.05}
-""",
-    "grid": HEAD + """strategy: Grid
-parameters:
-  optimizer: {type: categorical, values: [sgd, adam]}
-  batch-size: {type: categorical, values: [32, 64, 128]}
-max_parallel_jobs: 3
-""",
-    "hyperband": HEAD + """strategy: Hyperband
-hyperband: {min_resource: 1, max_resource: 4}
-parameters:
-  lr: {type: continuous, min: 0.001, max: 0.5, scaling: Logarithmic}
-  optimizer: {type: categorical, values: [sgd, adam]}
-max_jobs: 30
-max_parallel_jobs: 5
-max_runtime_seconds: 7200
-completion: {max_jobs_not_improving: 10, complete_on_convergence: true}
-warm_start: {type: TransferLearning, parents: [mlp-lr-261124-104053-gx68]}
-tags: {search: hyperband}
-""",
-}
 
 
 class _EmptyBody:
@@ -132,10 +97,10 @@ def _v2_ranges(spec: TuningSpec) -> dict[str, Any]:
     return ranges
 
 
-@pytest.mark.parametrize("strategy", list(SPECS))
+@pytest.mark.parametrize("strategy", list(TUNING_SPECS))
 def test_tuning_request_is_what_sdk_v2s_tuner_sends(tmp_path, strategy):
     path = tmp_path / "search.yaml"
-    path.write_text(SPECS[strategy])
+    path.write_text(TUNING_SPECS[strategy])
     tuning_plan = build_tuning_plan(load_tuning(path), TARGET, name="referee-tuning")
     ours = copy.deepcopy(tuning_plan.request)
     assert ours["HyperParameterTuningJobConfig"]["Strategy"] == Strategy(ours["HyperParameterTuningJobConfig"]
@@ -145,7 +110,7 @@ def test_tuning_request_is_what_sdk_v2s_tuner_sends(tmp_path, strategy):
 
     if strategy == "grid":
         limits = theirs["HyperParameterTuningJobConfig"]["ResourceLimits"]
-        assert limits.pop("MaxNumberOfTrainingJobs") == tuning_plan.spec.total_jobs() == 6
+        assert limits.pop("MaxNumberOfTrainingJobs") == tuning_plan.spec.total_jobs() == 2 * 3 * 2  # optimizer x batch-size x lr
     definition, their_definition = ours["TrainingJobDefinition"], theirs["TrainingJobDefinition"]
     assert their_definition.pop("HyperParameterTuningResourceConfig") == definition.pop("ResourceConfig")
     assert ours["HyperParameterTuningJobConfig"] == theirs["HyperParameterTuningJobConfig"], (ours["HyperParameterTuningJobConfig"], theirs["HyperParameterTuningJobConfig"])
