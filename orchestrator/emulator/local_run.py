@@ -290,7 +290,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
     defaults = prepared.plan.spec.metrics is None
     stalls: list[StallCheck] = []
     steps: list[int] = []
-    attempt, outcome, interrupt_after = 0, None, options.simulate_spot_interruption
+    attempt, outcome = 0, None
+    interrupt_after, interrupt_at_step = options.simulate_spot_interruption, options.simulate_spot_interruption_at_step
     while True:
         attempt += 1
         # Every attempt runs under a new id and fresh rendezvous ports, as a restarted job gets.
@@ -324,16 +325,18 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         watchdog.activity()
         with PipeFeeders(prepared.pipes):
             limits = Limits(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
-                            stop_after=smoke_left, stop_when=_smoke_steps_reached(options, census, steps))
+                            stop_after=smoke_left, stop_when=_smoke_steps_reached(options, census, steps),
+                            interrupt_when=_step_reached(interrupt_at_step, steps))
             outcome = supervisor.run(limits, hung=stall,
                                      watch=census.observe if options.smoke_seconds is not None else None)
-        if outcome.status == "interrupted" and interrupt_after is not None:
-            observer.attempt(attempt + 1, f"simulated spot interruption after {interrupt_after:g} s: instances "
-                                          "replaced, checkpoints restored, job restarted")
+        if outcome.status == "interrupted" and (interrupt_after is not None or interrupt_at_step is not None):
+            when = f"after {interrupt_after:g} s" if interrupt_after is not None else f"at step {interrupt_at_step}"
+            observer.attempt(attempt + 1, f"simulated spot interruption {when}: instances replaced, checkpoints "
+                                          "restored, job restarted")
             reporter.report.transition("Interrupted")
             run_layout.replace_instances(layout)
             reporter.report.transition("Restarting")
-            interrupt_after = None
+            interrupt_after = interrupt_at_step = None
             continue
         break
     run_layout.upload_checkpoints(layout)
@@ -380,6 +383,13 @@ def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int])
     if wanted is None or options.smoke_seconds is None:
         return None
     return lambda: not census.missing() and max(steps, default=0) >= wanted
+
+
+def _step_reached(step: int | None, steps: list[int]) -> Callable[[], bool] | None:
+    """Whether a progress line has shown `step` yet (None: no step is waited for)."""
+    if step is None:
+        return None
+    return lambda: max(steps, default=0) >= step
 
 
 def _smoke_report(options: Options, census: RankCensus, step: tuple[int | None, str | None],

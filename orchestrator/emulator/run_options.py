@@ -67,6 +67,10 @@ class Options:
         None, takes="number", minimum=0, metavar="AFTER_SECONDS",
         help="Interrupt the job after this many seconds as a spot reclaim would, restore the checkpoints on fresh "
              "instances and run it to the end.")
+    simulate_spot_interruption_at_step: int | None = declared(
+        None, takes="int", minimum=1, metavar="STEP",
+        help="The same interruption once a progress line shows this step: at the same point of training on any "
+             "machine, however fast (what a CI test of resuming wants).")
     master_host: str | None = declared(
         None, metavar="algo-N",
         help="Put this host first in the instance group, as SageMaker sometimes does: it becomes the master in "

@@ -84,6 +84,9 @@ class Limits:
     """Stop the job after this many seconds as StopTrainingJob does (status `stopped`)."""
     stop_when: Callable[[], bool] | None = None
     """Stop it so as soon as this says so (asked every WATCH_SECONDS, after `watch`): `--smoke-steps`."""
+    interrupt_when: Callable[[], bool] | None = None
+    """A simulated spot interruption as soon as this says so (asked as often as the processes are polled):
+    `--simulate-spot-interruption-at-step`."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,8 @@ class Supervisor:
                 self._stop(tree, signal.SIGTERM, min(stop_grace_seconds, INTERRUPT_GRACE_SECONDS),
                            workers_only=True, why="interrupted", hint="; Ctrl-C again kills them now")
                 break
-            if interrupt_after is not None and elapsed >= interrupt_after:
+            if (interrupt_after is not None and elapsed >= interrupt_after) or (
+                    limits.interrupt_when is not None and limits.interrupt_when()):
                 status = "interrupted"
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True,
                            why="simulated spot interruption")
