@@ -6,8 +6,8 @@
 #   bash scripts/test.sh --record-durations  # the whole suite, then each module's seconds into tests/durations.json
 # Two workers fit 2 cores and 24 GB: each takes a module at a time (--dist loadscope, so a module's shared runs
 # are made once), in the order tests/conftest.py gives (--no-loadscope-reorder: xdist would put the modules with
-# the most tests first): the example smokes first, the fast modules beside them, the multi-process modules last,
-# longest first by tests/durations.json, none of them beside the smokes, which hold most of the memory.
+# the most tests first): the multi-process (slow) modules first, longest first by tests/durations.json, then the
+# fast modules.
 # SMTRAIN_TEST_WORKERS overrides the count.
 set -euo pipefail
 cd "$(dirname "$0")/.."

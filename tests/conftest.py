@@ -1,9 +1,8 @@
 """Isolation for every test, a real moto server on 127.0.0.1 for the AWS tests (one per xdist worker), and the
-order and the memory lock under which scripts/test.sh runs the suite on parallel workers."""
+order in which scripts/test.sh's parallel workers take the modules."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
@@ -158,9 +157,9 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked `gpu` run only where CUDA GPUs are visible; elsewhere they are skipped, with the reason.
 
     Then the order the workers take modules in (scripts/test.sh: `--dist loadscope --no-loadscope-reorder`, a
-    module at a time, in this order): the modules with an `alone` test first, as their long runs decide the
-    suite's length, then the fast modules, which one worker runs while another holds the machine for an `alone`
-    module, then the modules of slow tests, longest first (tests/durations.json)."""
+    module at a time, in this order): the modules of slow tests first, longest first (tests/durations.json), so
+    that the suite does not end with one worker running a long module while the other waits; the fast modules
+    after them fill the gaps."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible on this machine)")
@@ -172,12 +171,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _place(item: pytest.Item, marks: set[str], seconds: dict[str, float]) -> tuple[int, float]:
-    """The `alone` modules, then the fast ones, then the slow ones; within the first and the last, the longest in
-    the recorded durations first, so that the suite does not end with one worker running a long module while the
-    other waits."""
-    if "slow" not in marks and "alone" not in marks:
+    """The slow modules, the longest in the recorded durations first, then the fast ones."""
+    if "slow" not in marks:
         return 1, 0
-    return (0 if "alone" in marks else 2), -seconds.get(module_path(item.nodeid), 0.0)
+    return 0, -seconds.get(module_path(item.nodeid), 0.0)
 
 
 def _module_marks(items: list[pytest.Item]) -> dict[object, set[str]]:
@@ -186,25 +183,6 @@ def _module_marks(items: list[pytest.Item]) -> dict[object, set[str]]:
     for item in items:
         marks.setdefault(item.module, set()).update(mark.name for mark in item.iter_markers())
     return marks
-
-
-@pytest.fixture(scope="module", autouse=True)
-def machine_share(request, tmp_path_factory):
-    """A module with `alone` tests holds an exclusive lock, one with `slow` tests a shared one, for as long as it
-    runs (its module fixtures, e.g. the example smokes, included): the example smokes take most of this machine's
-    memory (tests/emulator/test_example_smoke.py), so no other multi-process test runs beside them, on any
-    worker. Fast modules take no lock. The lock file is common to the run's workers (pytest's basetemp)."""
-    marks = _module_marks([item for item in request.session.items if item.module is request.module])
-    marks = marks.get(request.module, set())
-    if not marks & {"alone", "slow"}:
-        yield
-        return
-    root = tmp_path_factory.getbasetemp()
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    lock_path = (root.parent if worker else root) / "smtrain-machine-share.lock"
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if "alone" in marks else fcntl.LOCK_SH)
-        yield
 
 
 def _cuda_available() -> bool:

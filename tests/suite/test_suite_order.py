@@ -1,5 +1,5 @@
 """The order the workers take modules in comes from recorded durations (tests/durations.json): the file names real
-modules, the slow ones run longest first after the fast ones, and `--record-durations` refreshes it."""
+modules, the slow ones run first, longest first, then the fast ones, and `--record-durations` refreshes it."""
 
 from __future__ import annotations
 
@@ -29,15 +29,15 @@ def test_the_durations_file_names_only_modules_that_exist():
                        "file with `bash scripts/test.sh --record-durations`")
 
 
-def test_alone_modules_first_then_fast_ones_then_slow_ones_longest_first_and_unknown_ones_last():
+def test_slow_modules_first_longest_first_and_unknown_ones_last_then_fast_ones():
     place = _suite_conftest()._place
     seconds = {"a/test_short.py": 5.0, "a/test_long.py": 90.0, "a/test_smoke.py": 300.0, "a/test_fast.py": 2.0}
     modules = [("a/test_new_slow.py", {"slow"}), ("a/test_short.py", {"slow"}), ("a/test_fast.py", set()),
-               ("a/test_long.py", {"slow"}), ("a/test_smoke.py", {"alone", "slow"}), ("a/test_new_fast.py", set())]
+               ("a/test_long.py", {"slow"}), ("a/test_smoke.py", {"slow"}), ("a/test_new_fast.py", set())]
     order = sorted(modules, key=lambda entry: place(SimpleNamespace(nodeid=f"tests/{entry[0]}::t"), entry[1],
                                                     seconds))
-    assert [module for module, _ in order] == ["a/test_smoke.py", "a/test_fast.py", "a/test_new_fast.py",
-                                               "a/test_long.py", "a/test_short.py", "a/test_new_slow.py"]
+    assert [module for module, _ in order] == ["a/test_smoke.py", "a/test_long.py", "a/test_short.py",
+                                               "a/test_new_slow.py", "a/test_fast.py", "a/test_new_fast.py"]
 
 
 def test_a_module_is_named_by_its_path_under_tests():
