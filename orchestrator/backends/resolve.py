@@ -40,6 +40,21 @@ def split_job_id(job: str, backend: str | None) -> tuple[str | None, str]:
     return named or backend, rest if named else job
 
 
+def place_of(typed: str, backend: str | None, region: str | None, *, find_local: Callable[[str], Path | None],
+             on_sagemaker: Callable[[str], bool], nouns: tuple[str, str]) -> tuple[str | None, str, Path | None]:
+    """The rules every id a user types is read by, jobs' and searches' alike: (the place its prefix or `--backend`
+    names, or None for a bare name; the backend's own id; the local folder found for it, if any). A bare name
+    whose local folder exists is local, unless `region` is given and SageMaker has one of that name too
+    (`on_sagemaker`): then it is ambiguous, and the error names both ids. `nouns`: what a local and a SageMaker
+    one are called ("local run", "SageMaker job")."""
+    chosen, name = split_job_id(typed, backend)
+    folder = find_local(name) if chosen != "sagemaker" and name else None
+    if folder is not None and chosen is None and region is not None and on_sagemaker(name):
+        raise AmbiguousJob(f"{name} is both a {nouns[0]} ({_relative(folder)}) and a {nouns[1]} in {region}",
+                           fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
+    return chosen, name, folder
+
+
 def resolve_job(job: str, backend: str | None = None, region: str | None = None,
                 boto: Any | None = None) -> tuple[Backend, str]:
     """(the backend, its id of the job) for what a user typed (`job`, `--backend`, `--region`; `boto`: a session
@@ -50,15 +65,13 @@ def resolve_job(job: str, backend: str | None = None, region: str | None = None,
         only with `region` given); SmtrainError: a name SageMaker could not hold, no region, no credentials (for
         a bare name that is near a local run's, the error names the near runs first).
     """
-    chosen, name = split_job_id(job, backend)
+    chosen, name, run_dir = place_of(job, backend, region, find_local=find_run,
+                                     on_sagemaker=lambda name: _sagemaker_has(name, boto, region),
+                                     nouns=("local run", "SageMaker job"))
+    if run_dir is not None:
+        return _local(), str(run_dir)
     if chosen == "local":
         return _local(), str(_local_run_dir(name))
-    run_dir = find_run(name) if chosen is None and name else None
-    if run_dir is not None:
-        if region is not None and _sagemaker_has(name, boto, region):
-            raise AmbiguousJob(f"{name} is both a local run ({_relative(run_dir)}) and a SageMaker job in {region}",
-                               fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
-        return _local(), str(run_dir)
     if chosen is None and "/" in name and is_directory(Path(name)):  # a folder, not a run: what it holds is read
         return _local(), name
     return _sagemaker(name, boto, region, near=near_runs(name) if chosen is None else []), name

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.backends.job import Job
-from orchestrator.backends.resolve import AmbiguousJob, split_job_id
+from orchestrator.backends.resolve import place_of, split_job_id
 from orchestrator.backends.runs import RUNS_ROOT, find_run, local_runs
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
@@ -292,24 +292,23 @@ class Tuning:
 
 def resolve_tuning(tuning: str, backend: str | None = None, region: str | None = None,
                    boto: Any | None = None) -> tuple[TuningBackend, str]:
-    """(the backend, its id of the search) for what a user typed, by `backends.resolve`'s rules: a prefix or
-    `--backend` says the place; a bare name is a local results folder (the folder, or runs/NAME) where there is
+    """(the backend, its id of the search) for what a user typed, by the rules of every id (`place_of`): a prefix
+    or `--backend` says the place; a bare name is a local results folder (the folder, or runs/NAME) where there is
     one, else a SageMaker tuning job; with `region` given, SageMaker is asked too, and a name both have is
     ambiguous.
 
     Raises:
         TuningNotFound: `local:` names no results folder; AmbiguousJob: a bare name that is both.
     """
-    chosen, name = split_job_id(tuning, backend)
-    folder = find_run(name, LocalTuning().runs_root, RESULT_FILE) if chosen != "sagemaker" else None
-    if chosen == "local" and folder is None:
+    chosen, name, folder = place_of(tuning, backend, region,
+                                    find_local=lambda name: find_run(name, LocalTuning().runs_root, RESULT_FILE),
+                                    on_sagemaker=lambda name: _sagemaker_has(name, boto, region),
+                                    nouns=("local search", "SageMaker tuning job"))
+    if folder is not None:
+        return LocalTuning(), str(folder)
+    if chosen == "local":
         raise TuningNotFound(f"{name} is no local search (no {name}/{RESULT_FILE}, nor runs/{name}/{RESULT_FILE})",
                              fix="list the local searches with `smtrain tune list --backend local`")
-    if folder is not None:
-        if chosen is None and region is not None and _sagemaker_has(name, boto, region):
-            raise AmbiguousJob(f"{name} is both a local search ({folder}) and a SageMaker tuning job in {region}",
-                               fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
-        return LocalTuning(), str(folder)
     return SageMakerTuning(boto, region), name
 
 
