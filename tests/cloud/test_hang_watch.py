@@ -11,7 +11,7 @@ import datetime as dt
 from collections import Counter
 
 import pytest
-from job_fakes import T0, seed_host_metrics, seed_logs, training
+from job_fakes import seed_host_metrics, seed_logs, training
 
 from orchestrator.backends.job import Job
 from orchestrator.backends.sagemaker import SageMakerBackend
@@ -178,8 +178,9 @@ def test_watch_without_stop_reports_the_hang_and_leaves_the_job_running(stubbed_
 
 def test_the_stall_clock_runs_on_the_injected_clock_and_stops_at_the_timeout(stubbed_sagemaker):
     clock, verdicts = FakeClock(), []
-    last_line = int(clock.now.timestamp() * 1000) - T0 - 150_000  # 150 s before the clock starts
-    seed_logs("tiny-clock", {"algo-1": [(last_line, "step=5/100")], "algo-2": [(last_line, "step=5/100")]})
+    last_line = -150_000  # 150 s before the clock starts
+    seed_logs("tiny-clock", {"algo-1": [(last_line, "step=5/100")], "algo-2": [(last_line, "step=5/100")]},
+              base=int(clock.now.timestamp()))
     seed_host_metrics("tiny-clock", {"algo-1": IDLE, "algo-2": IDLE})
     # Polls every 15 s, liveness every 60 s: silent 150, 210, 270, 330 s; the 300 s timeout passes at the 4th look.
     queue(stubbed_sagemaker, "tiny-clock", *[("InProgress", "Training")] * 14)

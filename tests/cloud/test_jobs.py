@@ -56,7 +56,7 @@ def test_attach_to_an_unknown_job_raises_job_not_found(aws):
 
 
 def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
-    seed_logs(
+    base = seed_logs(
         "tiny-a",
         {
             "algo-1": [(0, "a: start"), (20, f"a: token={SECRET}"), (40, "a: done")],
@@ -75,7 +75,7 @@ def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
         "[algo-2] b: done",
         "[algo-1] a: done",
     ]
-    started = datetime.fromtimestamp(EPOCH, tz=timezone.utc).isoformat()
+    started = datetime.fromtimestamp(base, tz=timezone.utc).isoformat()
     assert lines[0].to_dict() == {"host": "algo-1", "time": started, "message": "a: start"}
 
 

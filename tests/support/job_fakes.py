@@ -116,8 +116,12 @@ def described(name: str, status: str, secondary: str, **extra: Any) -> dict[str,
     }
 
 
-def seed_logs(job_name: str, events_by_host: dict[str, list[tuple[int, str]]]) -> None:
-    """Streams as SageMaker names them, `<job>/algo-N-<epoch>`, with (millisecond offset, message) events."""
+def seed_logs(job_name: str, events_by_host: dict[str, list[tuple[int, str]]], base: int | None = None) -> int:
+    """Streams as SageMaker names them, `<job>/algo-N-<epoch>`, with (millisecond offset, message) events; the
+    offsets count from `base` (seconds since the epoch), by default a minute before this call, not from when this
+    module was imported, so that a test's "20 minutes ago" holds however late in the suite it runs. Returns the
+    base."""
+    base = int(time.time()) - 60 if base is None else base
     logs = boto3.client("logs")
     if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
         logs.create_log_group(logGroupName=LOG_GROUP)
@@ -127,8 +131,9 @@ def seed_logs(job_name: str, events_by_host: dict[str, list[tuple[int, str]]]) -
         logs.put_log_events(
             logGroupName=LOG_GROUP,
             logStreamName=stream,
-            logEvents=[{"timestamp": T0 + offset, "message": text} for offset, text in events],
+            logEvents=[{"timestamp": base * 1000 + offset, "message": text} for offset, text in events],
         )
+    return base
 
 
 class SageMakerStubbedSession(StubbedSession):
