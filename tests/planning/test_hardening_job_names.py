@@ -31,6 +31,20 @@ def test_names_made_on_several_threads_differ():
     assert len(set(names)) == len(names)
 
 
+def test_a_millisecond_seen_again_keeps_its_tags(monkeypatch):
+    """A thread that read one millisecond and names its job after another thread named one in the next (or a
+    clock stepped back) must not get a tag already given with that millisecond. Tags of one character make a
+    clash certain if the earlier millisecond's tags were forgotten: 36 names per stamp use every tag once."""
+    from orchestrator.planning import job_name
+
+    clock = iter([1764151357.123, 1764151357.124] * 36)
+    monkeypatch.setattr(job_name.time, "time", lambda: next(clock))
+    monkeypatch.setattr(job_name._NameTags, "LENGTH", 1)
+    monkeypatch.setattr(job_name, "_NAME_TAGS", job_name._NameTags())
+    names = [timestamped_job_name("job") for _ in range(72)]
+    assert len(set(names)) == 72
+
+
 def test_names_made_by_two_processes_at_once_differ():
     """Two submitting processes naming jobs in the same millisecond (their clocks pinned to it, so the test does
     not hang on the two being scheduled together) get different names: each draws its own random tags. Ten names
