@@ -20,15 +20,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from installed import needs_packages
 
 from orchestrator.emulator.instances.standin import local_gpu_count
 
-pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
-pytest.importorskip("lightning")
-
 pytestmark = [
     pytest.mark.slow,
+    needs_packages("transformers", "accelerate", "lightning"),
     pytest.mark.skipif(local_gpu_count() > 0, reason="checks the CPU stand-in; with GPUs here real CUDA runs"),
 ]
 
@@ -122,11 +120,11 @@ def test_trainer_with_fsdp_and_bf16_on_two_hosts(tiny_model, tmp_path):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= _model_files(tmp_path / "run")
 
 
+@needs_packages("deepspeed")
 @pytest.mark.parametrize("config", ["ds_zero2.json", "ds_zero3.json"])
 def test_trainer_with_deepspeed_zero_on_two_hosts(tiny_model, tmp_path, config):
     """DeepSpeed ZeRO-2 and ZeRO-3 through the Trainer (`deepspeed=<json>`, bf16) on DeepSpeed's CUDA accelerator;
     ZeRO-3 gathers the partitioned weights into model.safetensors when saving."""
-    pytest.importorskip("deepspeed")
     result, logs = _local("trainer-deepspeed-torch_distributed-2x-g5.2xlarge.yaml", tmp_path / "run",
                           "--input", f"model={tiny_model}", "--set", f"hyperparameters.deepspeed={config}")
     assert result["world_size"] == 2

@@ -7,8 +7,9 @@ from __future__ import annotations
 import sys
 
 import pytest
+from installed import needs_packages
 
-pytest.importorskip("deepspeed")
+pytestmark = needs_packages("deepspeed")
 
 
 @pytest.mark.slow
