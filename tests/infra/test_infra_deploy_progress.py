@@ -5,6 +5,7 @@ stack at once, with no events in between)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -44,7 +45,12 @@ def _stub_a_create(stub, outputs: list[dict]) -> None:
 
 @pytest.fixture
 def prompt_heartbeat(monkeypatch):
+    """The heartbeat at once, and no poll waiting its 5 s for answers that are stubbed (the CLI's deployment keeps
+    the default interval: 10 s of sleep a test without this)."""
     monkeypatch.setattr(infra, "HEARTBEAT_SECONDS", 0.0)
+    pause = infra._Poller.pause
+    monkeypatch.setattr(infra._Poller, "pause",
+                        lambda poller, waiting_for: pause(dataclasses.replace(poller, poll_seconds=0.0), waiting_for))
 
 
 def test_each_stack_event_and_the_wait_are_printed_with_elapsed_time(stubbed, prompt_heartbeat):
