@@ -50,8 +50,8 @@ class Example:
     pytorchddp step 35, model parallel (400 M parameters, one process) and FSDP's 8 ranks step 1; ZeRO-1's stop
     then takes most of its 72 s (its ZeroRedundancyOptimizer consolidates the optimizer state to checkpoint)."""
     peak_gb: float = OTHER_PEAK_GB
-    """The memory its ranks reach here. ZeRO-1, model parallel and FSDP use 7.5 to 9.4 GB each; the others stay
-    small."""
+    """The memory its ranks reach here. Model parallel uses 9.5 GB (ZeRO-1 and FSDP did 7.5 to 9.4 GB real-sized);
+    the others stay small (SMDDP's 16 CI-sized ranks about 7)."""
     ci_size: tuple[str, ...] = ()
     """`--set`s that cut each rank's work to what a 2-core CI machine holds, as a CI user's smoke of a GPU-sized
     spec would: the world size, launcher, backend, precision and trainer stay. Measured alone on this machine
