@@ -55,10 +55,10 @@ class Example:
     ci_size: tuple[str, ...] = ()
     """`--set`s that cut each rank's work to what a 2-core CI machine holds, as a CI user's smoke of a GPU-sized
     spec would: the world size, launcher, backend, precision and trainer stay. Measured alone on this machine
-    (2026-11-27, AMD EPYC without native bf16; CPU seconds of smtrain and every rank):
-    SMDDP, 16 ranks of 100 M parameters: held 22 GB of 24 and thrashed (332 s for a 206 s deadline, no step);
-    at 512-wide layers and 32 samples a batch, first step in 47 s, 90 CPU-s, 7 GB.
-    ZeRO-1, 4 ranks: 91 s, 126 CPU-s (30 of them in the kernel), 2.7 GB a rank; CI-sized 22 s, 37 CPU-s.
+    (AMD EPYC without native bf16; CPU seconds of smtrain and every rank):
+    SMDDP (2026-11-26), 16 ranks of 100 M parameters: held 22 GB of 24 and thrashed (332 s for a 206 s deadline,
+    no step); at 512-wide layers and 32 samples a batch, first step in 47 s, 90 CPU-s, 7 GB.
+    ZeRO-1 (2026-11-27, as FSDP), 4 ranks: 91 s, 126 CPU-s (30 of them in the kernel), 2.7 GB a rank; CI-sized 22 s, 37 CPU-s.
     FSDP, 8 ranks: 111 s, 213 CPU-s (92 in the kernel); CI-sized 37 s, 66 CPU-s.
     What the real sizes add here is memory pressure and bf16 arithmetic the CPU emulates, not coverage:
     entrypoints/test_parallel_runs.py checks these trainers' numbers against DDP, test_bench_memory.py their
