@@ -29,6 +29,12 @@ _ISOLATED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROU
 # session: kept warm between sessions, inside the checkout's own pytest cache rather than the user's home.
 TEST_CACHE = REPO / ".pytest_cache" / "smtrain-test-cache"
 
+# pytest keeps each test module's assertion rewriting as byte code beside it, unless writing byte code is off, as
+# PYTHONDONTWRITEBYTECODE=1 (set on CI machines and here) turns it off: then every worker rewrote every module
+# on every run, about 6 CPU-s a worker. The test processes write it again; the processes the tests start keep the
+# variable as it is.
+sys.dont_write_bytecode = False
+
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory):

@@ -1,8 +1,8 @@
 """Every example spec in job_specs/ runs with the user's command `smtrain local SPEC --smoke SECONDS` on this
 machine, without AWS credentials: every rank starts, none fails before the deadline, and the examples that train
-reach a step. The world size, launcher, backend, precision and trainer are always the spec's own. Three
-data-parallel examples sized for GPUs (SMDDP, ZeRO-1, FSDP) run at the size a CI user's smoke would give them
-(`Example.ci_size`); the model-parallel example runs real-sized, 400 M parameters in one process.
+reach a step. The world size, launcher, backend, precision and trainer are always the spec's own. The four
+examples sized for GPUs' memory (SMDDP, ZeRO-1, FSDP, model parallel) run at the size a CI user's smoke would
+give them (`Example.ci_size`).
 
 The smokes are the suite's longest runs: most examples are sized for GPU instances and never end here. Those that
 train end as a CI user's smoke would, with `--smoke-steps 1` (and `--set hyperparameters.log-every=1`, so that
@@ -50,8 +50,8 @@ class Example:
     pytorchddp step 35, model parallel (400 M parameters, one process) and FSDP's 8 ranks step 1; ZeRO-1's stop
     then takes most of its 72 s (its ZeroRedundancyOptimizer consolidates the optimizer state to checkpoint)."""
     peak_gb: float = OTHER_PEAK_GB
-    """The memory its ranks reach here. Model parallel uses 9.5 GB (ZeRO-1 and FSDP did 7.5 to 9.4 GB real-sized);
-    the others stay small (SMDDP's 16 CI-sized ranks about 7)."""
+    """The memory its ranks reach here: small (SMDDP's 16 CI-sized ranks about 7 GB). Real-sized, model parallel
+    used 9.5 GB and ZeRO-1 and FSDP 7.5 to 9.4."""
     ci_size: tuple[str, ...] = ()
     """`--set`s that cut each rank's work to what a 2-core CI machine holds, as a CI user's smoke of a GPU-sized
     spec would: the world size, launcher, backend, precision and trainer stay. Measured alone on this machine
@@ -60,6 +60,9 @@ class Example:
     no step); at 512-wide layers and 32 samples a batch, first step in 47 s, 90 CPU-s, 7 GB.
     ZeRO-1 (2026-11-27, as FSDP), 4 ranks: 91 s, 126 CPU-s (30 of them in the kernel), 2.7 GB a rank; CI-sized 22 s, 37 CPU-s.
     FSDP, 8 ranks: 111 s, 213 CPU-s (92 in the kernel); CI-sized 37 s, 66 CPU-s.
+    Model parallel (2026-11-27), 400 M parameters over 4 stand-in devices in one process: 75 s, 110 CPU-s, 9.5 GB;
+    CI-sized 8 s, 9 CPU-s, 0.5 GB (its pipeline, stages and bf16 unchanged; gpu_standin/test_gpu_scripts.py
+    checks its numbers against the unsplit model).
     What the real sizes add here is memory pressure and bf16 arithmetic the CPU emulates, not coverage:
     entrypoints/test_parallel_runs.py checks these trainers' numbers against DDP, test_bench_memory.py their
     memory per rank."""
@@ -69,13 +72,13 @@ CI_SIZE = ("hyperparameters.mlp-hidden=512", "hyperparameters.batch-size=32")
 
 # Longest first, with what each took (beside the others unless alone is said; 2026-11-26/27).
 EXAMPLES = {
-    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": Example(True, True, 9.5),  # 400 M parameters: 75 s alone
     "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": Example(True, True, 7.5, ci_size=CI_SIZE),  # 16 ranks: 47 s
     "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": Example(True),  # completes on its local_inputs mirror: 51 s
     "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": Example(True, True, 3.5, ci_size=CI_SIZE),  # 8 ranks: 37 s
     "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": Example(True, True),  # 57 s
     "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # ZeRO-1: 22 s
-    "mlp-gloo-none-2x-c5.2xlarge.yaml": Example(True, True),  # ran its 192 steps: 87 s (26 s alone)
+    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # 8 s alone
+    "mlp-gloo-none-2x-c5.2xlarge.yaml": Example(True, True),  # 8 s alone (all its 192 steps: 26 s)
     "convnet-dp-none-1x-g5.12xlarge.yaml": Example(True),  # completes: 31 s
     "mpi-demo-mpi-3x-c5.2xlarge.yaml": Example(False),  # completes: 13 s
 }
@@ -141,8 +144,8 @@ def _smoke(spec: str, context: SmokeContext) -> Smoke:
         until_first_step = ["--smoke-steps", "1", "--set", "hyperparameters.log-every=1"]
         started = time.monotonic()
         # The deadline bounds the smoke; the stall clock (300 s of silence) is not what it checks (test_hang.py
-        # does), and the model-parallel example's first backward pass of 400 M parameters, silent, took longer
-        # than that beside scripts/test_under_load.sh and other work (load average 28).
+        # does), and the model-parallel example's first backward pass of 400 M parameters (real-sized), silent,
+        # took longer than that beside scripts/test_under_load.sh and other work (load average 28).
         done = subprocess.run([str(SMTRAIN), "local", str(REPO / "job_specs" / spec), "--smoke", f"{seconds:g}",
                                "--stall-timeout", "0", *(until_first_step if example.until_first_step else []),
                                *[word for setting in example.ci_size for word in ("--set", setting)],

@@ -40,8 +40,16 @@ def _debian_torchvision() -> str | None:
     return None
 
 
-_MISSING = _debian_torchvision()
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def debian_torchvision() -> None:
+    """Skips the module where Debian's packages cannot run the scripts. Asked when its tests run, not when they are
+    collected: the probe imports torch and torchvision (2 s), which every worker of the everyday loop paid too."""
+    missing = _debian_torchvision()
+    if missing is not None:
+        pytest.skip(missing)
 
 
 def _run(spec: Path, tmp_path: Path, observer=None, python: str = DEBIAN_PYTHON):
