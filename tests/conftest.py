@@ -31,7 +31,7 @@ TEST_CACHE = REPO / ".pytest_cache" / "smtrain-test-cache"
 
 # pytest keeps each test module's assertion rewriting as byte code beside it, unless writing byte code is off, as
 # PYTHONDONTWRITEBYTECODE=1 (set on CI machines and here) turns it off: then every worker rewrote every module
-# on every run, about 6 CPU-s a worker. The test processes write it again; the processes the tests start keep the
+# on every run, about 8 CPU-s a worker. The test processes write it again; the processes the tests start keep the
 # variable as it is.
 sys.dont_write_bytecode = False
 

@@ -70,17 +70,17 @@ class Example:
 
 CI_SIZE = ("hyperparameters.mlp-hidden=512", "hyperparameters.batch-size=32")
 
-# Longest first, with what each took (beside the others unless alone is said; 2026-11-26/27).
+# Longest first, by what each took in one run of this module, three at a time (2026-11-27).
 EXAMPLES = {
-    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": Example(True, True, 7.5, ci_size=CI_SIZE),  # 16 ranks: 47 s
-    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": Example(True),  # completes on its local_inputs mirror: 51 s
-    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": Example(True, True, 3.5, ci_size=CI_SIZE),  # 8 ranks: 37 s
-    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": Example(True, True),  # 57 s
-    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # ZeRO-1: 22 s
-    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # 8 s alone
-    "mlp-gloo-none-2x-c5.2xlarge.yaml": Example(True, True),  # 8 s alone (all its 192 steps: 26 s)
-    "convnet-dp-none-1x-g5.12xlarge.yaml": Example(True),  # completes: 31 s
-    "mpi-demo-mpi-3x-c5.2xlarge.yaml": Example(False),  # completes: 13 s
+    "mlp-ddp-smddp-2x-p4d.24xlarge.yaml": Example(True, True, 7.5, ci_size=CI_SIZE),  # 16 ranks: 127 s
+    "mlp-fsdp-torch_distributed-2x-g5.12xlarge.yaml": Example(True, True, 3.5, ci_size=CI_SIZE),  # 8 ranks: 71 s
+    "convnet-dp-none-1x-g5.12xlarge.yaml": Example(True),  # completes: 68 s
+    "mlp-ddp-torch_distributed-2x-g5.12xlarge.yaml": Example(True),  # completes on its local_inputs mirror: 45 s
+    "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml": Example(True, True),  # 34 s
+    "mlp-ddp-torch_distributed-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # ZeRO-1: 32 s
+    "mlp-gloo-none-2x-c5.2xlarge.yaml": Example(True, True),  # 26 s
+    "mlp-model_parallel-none-1x-g5.12xlarge.yaml": Example(True, True, ci_size=CI_SIZE),  # 19 s
+    "mpi-demo-mpi-3x-c5.2xlarge.yaml": Example(False),  # completes: 11 s
 }
 # The deadline, in imports of torch: the SMDDP example's 16 ranks take about a minute to start on an idle machine
 # (an import of torch there takes 1.5 to 2.5 s of CPU).
