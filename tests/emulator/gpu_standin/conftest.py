@@ -56,10 +56,12 @@ class Standin:
     def environment(self, num_gpus: int | None = 4, gpu_name: str = "NVIDIA A10G", pythonpath: str = "",
                     **extra: str) -> dict[str, str]:
         """A clean environment with the stand-in's directory first on PYTHONPATH and the stand-in on for
-        `num_gpus` GPUs per host (None: off). One thread per process and gloo on loopback, for 2-core machines."""
+        `num_gpus` GPUs per host (None: off). One thread per process and gloo on loopback, for 2-core machines.
+        TMPDIR is the test's folder: torchrun's agents leave a torchelastic_* folder there, not in /tmp."""
         env = {
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "HOME": str(self.work_dir),
+            "TMPDIR": str(self.work_dir),
             "LANG": "C.UTF-8",
             "OMP_NUM_THREADS": "1",
             "GLOO_SOCKET_IFNAME": "lo",
