@@ -59,7 +59,8 @@ def main() -> None:
     smtrain_run = ["sh", "-c", f"rm -rf {work}/runs && exec {bin_dir}/smtrain local {SPEC} -q --run-dir {work}/runs"]
     # TMPDIR: torchrun's agent leaves a torchelastic_* folder behind in it; under /tmp those folders pile up, and each
     # emulated host binds every entry of /tmp back into its own.
-    baseline = ["sh", "-c", f"rm -rf {work}/baseline/checkpoints/* && TMPDIR={work} exec {bin_dir}/torchrun --nproc-per-node 2 "
+    baseline = ["sh", "-c", f"rm -rf {work}/baseline/checkpoints/* && TMPDIR={work} exec {bin_dir}/torchrun "
+                            "--nproc-per-node 2 "
                             f"--master-port 29871 {REPO}/entrypoints/train.py {' '.join(_hyperparameter_args())}"]
     train = f"{sys.executable} {REPO}/entrypoints/train.py {' '.join(_hyperparameter_args())}"
     by_hand = ["sh", "-c", " & ".join(

@@ -41,6 +41,7 @@ def _assert_result(result: dict, expected: torch.Tensor) -> None:
     ("all_gather_into_tensor_stacked", lambda world: (world, 2, 3)),
     ("all_gather_into_tensor_concatenated", lambda world: (world * 2, 3)),
     ("all_gather_into_tensor_flat_async", lambda world: (world * 6,)),
+    ("all_gather_into_tensor_requires_grad", lambda world: (world * 2, 3)),  # gloo alone refuses it
     ("all_gather_base_flat", lambda world: (world * 6,)),
 ])
 def test_all_gather_into_tensor_fills_any_output_of_world_times_numel(run, case, shape):
@@ -49,6 +50,15 @@ def test_all_gather_into_tensor_fills_any_output_of_world_times_numel(run, case,
     everyone = torch.stack([_block(rank) for rank in range(world)])
     for results in ranks:
         _assert_result(results[case], everyone.reshape(shape(world)))
+
+
+@pytest.mark.slow
+def test_all_gather_into_tensor_of_a_parameter_clone(run):
+    """Accelerate's `gather` of a model's weight (its published test_script.py checks every rank holds the same
+    model this way): gloo alone fails, as its output views were made without grad; NCCL only reads the input."""
+    world, ranks = run
+    for results in ranks:
+        _assert_result(results["all_gather_into_tensor_of_a_weight"], torch.arange(world, dtype=torch.float32))
 
 
 @pytest.mark.slow

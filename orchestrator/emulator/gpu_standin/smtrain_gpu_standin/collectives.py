@@ -1,13 +1,16 @@
 """The collectives keep NCCL's contract on the gloo group that stands in for it.
 
-Frameworks call collectives as NCCL defines them, and gloo (torch 2.13) differs in two places; the rest
+Frameworks call collectives as NCCL defines them, and gloo (torch 2.13) differs in these places; the rest
 (``reduce_scatter_tensor``, ``all_to_all_single`` with uneven splits, ``ReduceOp.AVG``, the coalescing manager, the
 object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL does:
 
 * ``all_gather_into_tensor`` into an output of any shape holding world x numel elements (Accelerate's gather
   passes a flat one for a 2-D input; FSDP a stacked ``(world, ...)`` one): gloo takes only the concatenation along
   dim 0. The output is viewed as that concatenation, which has the same memory layout, so the call stays one
-  native collective (async handles and coalescing unchanged).
+  native collective (async handles and coalescing unchanged). Its input may require grad (a parameter, or a
+  clone of one: Accelerate's gather of a model's weights): NCCL only reads it, while gloo copies it into views of
+  the output that it made without grad and fails ("A view was created in no_grad mode and is being modified
+  inplace"). The input is passed detached, the same memory; the collective records no autograd on NCCL either.
 * ``_coalescing_manager(device=...)`` (the coalesced forms): with a device, torch asks the backend to coalesce
   itself, which gloo does not implement ("Backend gloo does not implement startCoalescing"); without one, torch
   coalesces all_reduce, all_gather_into_tensor and reduce_scatter_tensor itself (one call to gloo for all of them,
@@ -102,7 +105,8 @@ def concatenated_view(output: torch.Tensor, input: torch.Tensor) -> torch.Tensor
 def _flat_output(all_gather_into_tensor):
     @functools.wraps(all_gather_into_tensor)
     def any_output_shape(output_tensor, input_tensor, group=None, async_op=False):
-        return all_gather_into_tensor(concatenated_view(output_tensor, input_tensor), input_tensor, group, async_op)
+        return all_gather_into_tensor(concatenated_view(output_tensor, input_tensor), input_tensor.detach(), group,
+                                      async_op)
 
     return any_output_shape
 

@@ -32,9 +32,9 @@ def report(case: str, result) -> None:
         results[case] = {"values": result}
 
 
-def all_gather_into(shape, async_op=False):
+def all_gather_into(shape, async_op=False, requires_grad=False):
     output = torch.empty(shape, device=device)
-    work = dist.all_gather_into_tensor(output, block(rank), async_op=async_op)
+    work = dist.all_gather_into_tensor(output, block(rank).requires_grad_(requires_grad), async_op=async_op)
     if async_op:
         work.wait()
     return output
@@ -44,6 +44,12 @@ report("all_gather_into_tensor_flat", all_gather_into((world * 6,)))
 report("all_gather_into_tensor_stacked", all_gather_into((world, 2, 3)))
 report("all_gather_into_tensor_concatenated", all_gather_into((world * 2, 3)))
 report("all_gather_into_tensor_flat_async", all_gather_into((world * 6,), async_op=True))
+report("all_gather_into_tensor_requires_grad", all_gather_into((world * 2, 3), requires_grad=True))
+# Accelerate's gather of a model's 0-dim weight: a clone of the parameter, one element, still requiring grad.
+weight = torch.nn.Parameter(torch.tensor(float(rank), device=device))
+gathered = torch.empty(world, device=device)
+dist.all_gather_into_tensor(gathered, weight.clone()[None])
+report("all_gather_into_tensor_of_a_weight", gathered)
 report("all_gather_base_flat", (dist._all_gather_base(out := torch.empty(world * 6, device=device), block(rank)), out)[1]
        if hasattr(dist, "_all_gather_base") else torch.cat([block(r).flatten() for r in range(world)]))
 
