@@ -74,23 +74,36 @@ layer = torch.nn.Linear(4, 4).cuda()
 converted = torch.nn.Linear(4, 4).cuda().to(torch.bfloat16)
 with torch.autocast("cuda", dtype=torch.float16):
     out = layer(torch.randn(2, 4, device="cuda"))
-    kept = converted(torch.randn(2, 4, device="cuda", dtype=torch.bfloat16))
+    from_half = layer(torch.randn(2, 4, device="cuda").half())
+    from_converted = converted(torch.randn(2, 4, device="cuda", dtype=torch.bfloat16))
+    kept = converted.weight.dtype
     enabled = torch.is_autocast_enabled()
+    with torch.autocast("cuda", enabled=False):
+        try:
+            layer(torch.randn(2, 4, device="cuda").half())
+            uncast = "ran"
+        except RuntimeError:
+            uncast = "dtype mismatch"
 with torch.autocast("cpu", dtype=torch.bfloat16):
     asked_for_cpu = layer(torch.randn(2, 4))
-print(json.dumps({"autocast": str(out.dtype), "converted": str(kept.dtype), "enabled": enabled,
-                  "cpu_autocast": str(asked_for_cpu.dtype)}))
+print(json.dumps({"autocast": str(out.dtype), "float16 input": str(from_half.dtype),
+                  "converted module": str(from_converted.dtype), "its weight": str(kept), "enabled": enabled,
+                  "autocast(enabled=False)": uncast, "cpu_autocast": str(asked_for_cpu.dtype)}))
 """
 
 
 @pytest.mark.parametrize(("autocast", "expected"), [
-    ("float32", {"autocast": "torch.float32", "converted": "torch.bfloat16", "enabled": False,
+    ("float32", {"autocast": "torch.float32", "float16 input": "torch.float32", "converted module": "torch.float32",
+                 "its weight": "torch.bfloat16", "enabled": False, "autocast(enabled=False)": "dtype mismatch",
                  "cpu_autocast": "torch.bfloat16"}),
-    ("", {"autocast": "torch.bfloat16", "converted": "torch.bfloat16", "enabled": True,
+    ("", {"autocast": "torch.bfloat16", "float16 input": "torch.bfloat16", "converted module": "torch.bfloat16",
+          "its weight": "torch.bfloat16", "enabled": True, "autocast(enabled=False)": "dtype mismatch",
           "cpu_autocast": "torch.bfloat16"}),
 ])
 def test_cuda_autocast_computes_in_float32_only_when_asked(standin, autocast, expected):
-    """float32 changes CUDA autocast regions only: what the script converts, and CPU autocast it asks for, stay."""
+    """float32 changes CUDA autocast regions only, and casts there as autocast does (a float16 input to a float32
+    layer works, as on the GPU, in float32); what the script converts keeps its dtype, a region nested with
+    `enabled=False` casts nothing (a dtype mismatch fails as on the GPU), CPU autocast the script asks for stays."""
     env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
     result = standin.run([sys.executable, "-c", AUTOCAST_PROBE], env)
     assert standin.json_lines(result.stdout)[-1] == expected

@@ -9,17 +9,23 @@ keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the s
 
 On a CPU without native bfloat16 (no AVX-512 BF16 or AMX, as on AVX2-only machines) torch emulates it, about
 ten times slower than float32 (bench/bench_autocast.py: a 4096-wide layer's step, 8-10x). There the emulator asks
-(``env.AUTOCAST``) for CUDA autocast regions to compute in float32: the region is entered with autocast off, so
-each op runs in the dtype of its inputs. What a script converts itself (``model.to(torch.bfloat16)``,
-``x.half()``) keeps its dtype; ``torch.is_autocast_enabled()`` answers False inside such a region.
+(``env.AUTOCAST``) for CUDA autocast regions to compute in float32: the region is entered with autocast off, and
+the ops autocast casts (its CUDA lists: matmuls, linear and convolution layers, attention, and the norms it runs in
+float32) take float16 and bfloat16 inputs as float32, as autocast would have cast them to one dtype: a float16
+input to a float32 layer works as on the GPU, and computes in float32. What a script converts itself
+(``model.to(torch.bfloat16)``, ``x.half()``) keeps its dtype; ``torch.is_autocast_enabled()`` answers False inside
+such a region. The ops are torch's Python functions, patched: what they call inside (and ops reached from C++
+only) is not cast.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
 import torch
 import torch.amp.autocast_mode
+import torch.nn.functional
 
 from . import torchscript
 
@@ -29,10 +35,32 @@ except ModuleNotFoundError:  # before torch 2.3 the only GradScaler is torch.cud
     GradScaler = None
 
 
+# The functions whose float16 and bfloat16 inputs a float32 region casts: autocast's CUDA lists, the ops it casts to
+# the region's dtype and those it runs in float32, as torch's Python API names them.
+_CAST_BY_AUTOCAST = (
+    (torch.nn.functional, ("linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                           "conv_transpose3d", "prelu", "scaled_dot_product_attention", "layer_norm", "group_norm")),
+    (torch, ("matmul", "mm", "bmm", "addmm", "addmv", "addr", "baddbmm", "addbmm", "einsum", "chain_matmul")),
+    (torch.Tensor, ("__matmul__", "__rmatmul__", "matmul", "mm", "bmm", "addmm", "baddbmm")),
+)
+_REDUCED = (torch.float16, torch.bfloat16)
+_regions = threading.local()
+"""Per thread, as autocast's own state: for each CUDA autocast region entered in float32 mode and not left, whether
+it casts (a nested ``autocast(enabled=False)`` does not)."""
+
+
 def install(in_float32: bool = False) -> None:
     """CUDA autocast runs on the CPU: in bfloat16, or with `in_float32` in float32."""
     autocast = torch.amp.autocast_mode.autocast
     autocast.__init__ = _autocast_init(autocast.__init__, in_float32)
+    if in_float32:
+        autocast.__enter__ = _entering(autocast.__enter__)
+        autocast.__exit__ = _leaving(autocast.__exit__)
+        for owner, names in _CAST_BY_AUTOCAST:
+            for name in names:
+                original = getattr(owner, name, None)
+                if original is not None:
+                    setattr(owner, name, torchscript.same_operator(_in_float32(original), original))
     if GradScaler is not None:
         GradScaler.__init__ = _scaler_init(GradScaler.__init__)
     for name in ("is_autocast_enabled", "get_autocast_dtype"):
@@ -44,13 +72,68 @@ def install(in_float32: bool = False) -> None:
 def _autocast_init(init, in_float32: bool):
     @functools.wraps(init)
     def on_cpu(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None) -> None:
+        casts = None
         if device_type == "cuda":
             device_type = "cpu"
             dtype = torch.bfloat16 if dtype in (None, torch.float16) else dtype
+            casts = enabled if in_float32 else None
             enabled = enabled and not in_float32
         init(self, device_type, dtype, enabled, cache_enabled)
+        self._smtrain_casts_to_float32 = casts
 
     return on_cpu
+
+
+def _open_regions() -> list[bool]:
+    if not hasattr(_regions, "casts"):
+        _regions.casts = []
+    return _regions.casts
+
+
+def _entering(enter):
+    @functools.wraps(enter)
+    def entering(self):
+        casts = getattr(self, "_smtrain_casts_to_float32", None)
+        if casts is not None:
+            _open_regions().append(casts)
+        return enter(self)
+
+    return entering
+
+
+def _leaving(leave):
+    @functools.wraps(leave)
+    def leaving(self, *exc):
+        try:
+            return leave(self, *exc)
+        finally:
+            if getattr(self, "_smtrain_casts_to_float32", None) is not None:
+                _open_regions().pop()
+
+    return leaving
+
+
+def _in_float32(function):
+    """`function`, taking float16 and bfloat16 tensors (also in a list, as einsum's operands) as float32 inside a
+    region that casts."""
+
+    @functools.wraps(function)
+    def computed_in_float32(*args, **kwargs):
+        casts = getattr(_regions, "casts", None)
+        if casts and casts[-1]:
+            args = tuple(_as_float32(value) for value in args)
+            kwargs = {name: _as_float32(value) for name, value in kwargs.items()}
+        return function(*args, **kwargs)
+
+    return computed_in_float32
+
+
+def _as_float32(value):
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.dtype in _REDUCED else value
+    if type(value) in (list, tuple):
+        return type(value)(_as_float32(item) for item in value)
+    return value
 
 
 def _scaler_init(init):
