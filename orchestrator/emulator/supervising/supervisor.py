@@ -359,11 +359,14 @@ class Supervisor:
         """Signals the run's processes (only the training processes when `workers_only`: their launchers then
         exit on their own, except those with no process to wait for, such as a torchrun agent still waiting for
         its rendezvous), waits up to `grace_seconds` for all of them to end, says what it waits for after a
-        second, then kills what is left. A second interruption cuts the wait short."""
-        for process in tree.alive():
-            if not (workers_only and is_launcher(process) and _has_children(process)):
-                _send(process, sig)
-                self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
+        second, then kills what is left. A second interruption cuts the wait short.
+
+        With `workers_only`, a training process that starts during the wait gets the signal too: a stop can come
+        while a host's launcher is still starting its script (the namespace's first process, which as a PID
+        namespace's init drops a SIGTERM, forks it a moment later), and the script would otherwise train to its
+        end. What a signalled training process starts for its own exit (an upload, a shell) is left alone."""
+        signalled: set[tuple[int, str]] = set()
+        self._signal(tree.alive(), sig, workers_only, signalled)
         deadline = time.monotonic() + grace_seconds
         announce_at = time.monotonic() + ANNOUNCE_AFTER_SECONDS
         while time.monotonic() < deadline and not self._kill_now.is_set():
@@ -371,6 +374,8 @@ class Supervisor:
             waiting = tree.alive()
             if not waiting:
                 return
+            if workers_only:
+                self._signal(waiting, sig, workers_only, signalled, started_later=True)
             if announce_at is not None and time.monotonic() >= announce_at and sig != signal.SIGKILL:
                 announce_at = None
                 self._notice(f"{why}: waiting up to {grace_seconds:g} s for {_described(waiting)} to exit after "
@@ -381,6 +386,21 @@ class Supervisor:
             cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
             self._notice(f"killing {_described(waiting)} {cause}")
         self._kill_all(tree, waiting)
+
+    def _signal(self, processes: list[psutil.Process], sig: int, workers_only: bool,
+                signalled: set[tuple[int, str]], started_later: bool = False) -> None:
+        """Sends `sig` to each of `processes` not signalled yet (a process is known by its pid and name, so one
+        that exec'd its script is new), skipping launchers that have started their children when `workers_only`,
+        and, of those `started_later`, the ones a signalled training process started."""
+        for process in processes:
+            key = (process.pid, _name(process))
+            if key in signalled or (workers_only and is_launcher(process) and _has_children(process)):
+                continue
+            if started_later and _started_by_signalled_worker(process, signalled):
+                continue
+            _send(process, sig)
+            signalled.add(key)
+            self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
 
     def _kill_all(self, tree: _ProcessTree, processes: list[psutil.Process]) -> None:
         self._sent_sigkill = self._sent_sigkill or bool(processes)
@@ -558,6 +578,14 @@ def is_launcher(process: psutil.Process) -> bool:
         return is_launcher_command(name, process.cmdline())
     except psutil.Error:
         return False
+
+
+def _started_by_signalled_worker(process: psutil.Process, signalled: set[tuple[int, str]]) -> bool:
+    try:
+        parent = process.parent()
+    except psutil.Error:
+        return False
+    return parent is not None and (parent.pid, _name(parent)) in signalled and not is_launcher(parent)
 
 
 def _has_children(process: psutil.Process) -> bool:
