@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from smtrain_forked import smtrain
 
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.preparing.layout import LOCK_FILE, open_run_directory, write_result
@@ -28,8 +28,7 @@ def _spec(tmp_path: Path, **extra) -> Path:
 
 
 def _smtrain(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return smtrain(*args, cwd=cwd, timeout=300)
 
 
 @pytest.mark.parametrize("name", ["<tmp>/escaped", "..", ".", "a/b", "x" * 300])

@@ -5,12 +5,11 @@ one line and exit 2 from validate and plan, never a traceback, a runaway allocat
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from smtrain_forked import smtrain
 
 from orchestrator.errors import EnvironmentProblem
 
@@ -46,12 +45,8 @@ def spec(tmp_path: Path) -> Path:
 def _smtrain(command: str, spec: Path, admin: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """validate or plan in its own process, its address space capped at 2 GB (an alias bomb must not take
     pytest down), with `admin` as the admin's defaults file."""
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    environment = {**os.environ, "SAGEMAKER_ADMIN_CONFIG_OVERRIDE": str(admin), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "orchestrator", command, str(spec), *args], capture_output=True,
-                          text=True, timeout=600, preexec_fn=limit_memory, cwd=REPO, env=environment, check=False)
+    environment = {**os.environ, "SAGEMAKER_ADMIN_CONFIG_OVERRIDE": str(admin)}
+    return smtrain(command, str(spec), *args, cwd=REPO, env=environment, memory_limit_bytes=2 << 30)
 
 
 def _assert_refused(result: subprocess.CompletedProcess[str], *expected: str) -> None:

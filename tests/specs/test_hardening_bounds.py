@@ -4,13 +4,11 @@ are refused or skipped with a message (exit 2 for bad input), never a traceback,
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from smtrain_forked import smtrain
 
 from orchestrator.cli.main import main
 
@@ -43,12 +41,8 @@ def _invoke(*args: str):
 @pytest.mark.parametrize("command", ["validate", "plan"])
 def test_a_huge_instance_count_is_refused_before_anything_is_sized(spec, command):
     """10**9 hosts: refused by the bound, in a process whose address space could not hold a list of that size."""
-    def small_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    result = subprocess.run([sys.executable, "-m", "orchestrator", command, str(spec),
-                             "--set", "instance.count=1000000000"],
-                            capture_output=True, text=True, timeout=120, preexec_fn=small_memory)
+    result = smtrain(command, str(spec), "--set", "instance.count=1000000000", memory_limit_bytes=2 << 30,
+                     timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "instance.count" in result.stdout + result.stderr and "10000" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
@@ -62,12 +56,8 @@ def test_a_huge_instance_count_is_refused_before_anything_is_sized(spec, command
 @pytest.mark.parametrize("command", ["validate", "plan"])
 def test_a_huge_process_count_is_refused_before_the_ranks_are_sized(spec, command, overrides, expected):
     """10**9 processes per host, or 10,000 hosts x 1,024, in a process that could not hold their rank table."""
-    def small_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    result = subprocess.run([sys.executable, "-m", "orchestrator", command, str(spec),
-                             *(item for override in overrides for item in ("--set", override))],
-                            capture_output=True, text=True, timeout=600, preexec_fn=small_memory)
+    result = smtrain(command, str(spec), *(item for override in overrides for item in ("--set", override)),
+                     memory_limit_bytes=2 << 30)
     assert result.returncode == 2, result.stdout + result.stderr
     assert expected in result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr

@@ -92,21 +92,39 @@ print(json.dumps({"autocast": str(out.dtype), "float16 input": str(from_half.dty
 """
 
 
-@pytest.mark.parametrize(("autocast", "expected"), [
-    ("float32", {"autocast": "torch.float32", "float16 input": "torch.float32", "converted module": "torch.float32",
-                 "its weight": "torch.bfloat16", "enabled": False, "autocast(enabled=False)": "dtype mismatch",
-                 "cpu_autocast": "torch.bfloat16"}),
-    ("", {"autocast": "torch.bfloat16", "float16 input": "torch.bfloat16", "converted module": "torch.bfloat16",
-          "its weight": "torch.bfloat16", "enabled": True, "autocast(enabled=False)": "dtype mismatch",
-          "cpu_autocast": "torch.bfloat16"}),
-])
-def test_cuda_autocast_computes_in_float32_only_when_asked(standin, autocast, expected):
+POLICY_PROBE = """
+import json, torch
+from torch.distributed.fsdp import MixedPrecisionPolicy
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, output_dtype=torch.bfloat16)
+print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(policy.reduce_dtype),
+                  "output_dtype": str(policy.output_dtype)}))
+"""
+
+
+@pytest.fixture(scope="module", params=["float32", ""], ids=["float32", "exact"])
+def precision_probes(request, module_standin) -> dict:
+    """The autocast probe and the FSDP policy probe, in one process per autocast setting (each starts torch)."""
+    env = module_standin.environment(**{module_standin.env_module.AUTOCAST: request.param})
+    result = module_standin.run([sys.executable, "-c", AUTOCAST_PROBE + POLICY_PROBE], env)
+    autocast_probe, policy_probe = module_standin.json_lines(result.stdout)[-2:]
+    return {"autocast": request.param, "autocast probe": autocast_probe, "policy probe": policy_probe}
+
+
+AUTOCAST_EXPECTED = {
+    "float32": {"autocast": "torch.float32", "float16 input": "torch.float32", "converted module": "torch.float32",
+                "its weight": "torch.bfloat16", "enabled": False, "autocast(enabled=False)": "dtype mismatch",
+                "cpu_autocast": "torch.bfloat16"},
+    "": {"autocast": "torch.bfloat16", "float16 input": "torch.bfloat16", "converted module": "torch.bfloat16",
+         "its weight": "torch.bfloat16", "enabled": True, "autocast(enabled=False)": "dtype mismatch",
+         "cpu_autocast": "torch.bfloat16"},
+}
+
+
+def test_cuda_autocast_computes_in_float32_only_when_asked(precision_probes):
     """float32 changes CUDA autocast regions only, and casts there as autocast does (a float16 input to a float32
     layer works, as on the GPU, in float32); what the script converts keeps its dtype, a region nested with
     `enabled=False` casts nothing (a dtype mismatch fails as on the GPU), CPU autocast the script asks for stays."""
-    env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
-    result = standin.run([sys.executable, "-c", AUTOCAST_PROBE], env)
-    assert standin.json_lines(result.stdout)[-1] == expected
+    assert precision_probes["autocast probe"] == AUTOCAST_EXPECTED[precision_probes["autocast"]]
 
 
 def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):
@@ -117,22 +135,11 @@ def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):
         assert unchecked in notice
 
 
-POLICY_PROBE = """
-import json, torch
-from torch.distributed.fsdp import MixedPrecisionPolicy
-policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, output_dtype=torch.bfloat16)
-print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(policy.reduce_dtype),
-                  "output_dtype": str(policy.output_dtype)}))
-"""
-
-
-@pytest.mark.parametrize(("autocast", "computed"), [("float32", "None"), ("", "torch.bfloat16")])
-def test_an_fsdp_precision_policy_computes_in_float32_where_autocast_does(standin, autocast, computed):
+def test_an_fsdp_precision_policy_computes_in_float32_where_autocast_does(precision_probes):
     """FSDP2's MixedPrecisionPolicy is a precision policy like autocast: the FSDP example's first step came after
     104 s with it in float32 on this AVX2-only CPU, and not within 500 s in emulated bfloat16. Its output dtype goes
     with the parameters' (the policy Accelerate builds for bf16 casts outputs to bf16, which float32 layers then
     refuse); the gradients' reduction keeps the dtype asked for."""
-    env = standin.environment(**{standin.env_module.AUTOCAST: autocast})
-    result = standin.run([sys.executable, "-c", POLICY_PROBE], env)
-    assert standin.json_lines(result.stdout)[-1] == {"param_dtype": computed, "reduce_dtype": "torch.bfloat16",
-                                                     "output_dtype": computed}
+    computed = {"float32": "None", "": "torch.bfloat16"}[precision_probes["autocast"]]
+    assert precision_probes["policy probe"] == {"param_dtype": computed, "reduce_dtype": "torch.bfloat16",
+                                                "output_dtype": computed}

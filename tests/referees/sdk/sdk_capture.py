@@ -9,6 +9,7 @@ still reach the network, so a missed fake fails the test instead of calling AWS.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,13 +71,36 @@ def capture_create_training_job(job_plan: Plan, kwargs: dict[str, Any] | None = 
     """
     from orchestrator.errors import CapabilityError
 
-    region = job_plan.target.region
     capture = Capture()
-    # Fixed fake credentials: nothing of the developer's is read or needed.
+    boto, session = _captured_sessions(job_plan.target.region, job_plan.target.bucket)
+    if sagemaker_config is not None:
+        session = type(session)(boto_session=boto, sagemaker_client=session.sagemaker_client,
+                                sagemaker_config=sagemaker_config)
+    _capturing[:] = [capture]
+    try:
+        estimator = build(job_plan, session) if kwargs is None else build_from(kwargs, session)
+        estimator.fit(**fit_arguments(job_plan), job_name=job_plan.job_name, wait=False, logs=False)
+    except ValueError as exc:
+        raise CapabilityError(f"SDK v2 refused the job at fit(): {exc}", fix="-") from None
+    finally:
+        _capturing.clear()
+    return capture
+
+
+# The capture the session's handlers record into while one runs; none between captures.
+_capturing: list[Capture] = []
+
+
+@functools.cache
+def _captured_sessions(region: str, bucket: str) -> tuple[Any, Any]:
+    """A boto3 session with the capture's handlers, and the v2 Session on it, made once per region and bucket:
+    a v2 Session makes seven botocore clients (about 0.2 CPU-s), and the clients it makes later copy the
+    handlers from the boto3 session. Fixed fake credentials: nothing of the developer's is read or needed."""
     boto = boto_session(region, aws_access_key_id="REFEREE", aws_secret_access_key="REFEREE")
 
     def record(params: dict[str, Any], model: Any, **_: Any) -> None:
         key = f"{model.service_model.service_name}.{model.name}"
+        capture = _capturing[-1]
         if key == "sagemaker.CreateTrainingJob":
             capture.request = copy.deepcopy(params)
         else:
@@ -84,7 +108,7 @@ def capture_create_training_job(job_plan: Plan, kwargs: dict[str, Any] | None = 
 
     def short_circuit(model: Any, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         key = f"{model.service_model.service_name}.{model.name}"
-        body = _fake_response(key, _last_params(key, capture), region)
+        body = _fake_response(key, _last_params(key, _capturing[-1]), region)
         return AWSResponse(params["url"], 200, {}, _EmptyBody()), body
 
     def refuse(request: Any, **_: Any) -> None:
@@ -93,16 +117,7 @@ def capture_create_training_job(job_plan: Plan, kwargs: dict[str, Any] | None = 
     boto.events.register("before-parameter-build", record)
     boto.events.register("before-call", short_circuit)
     boto.events.register("before-send", refuse)
-    session = sagemaker_session(boto, job_plan.target.bucket)
-    if sagemaker_config is not None:
-        session = type(session)(boto_session=boto, sagemaker_client=session.sagemaker_client,
-                                sagemaker_config=sagemaker_config)
-    estimator = build(job_plan, session) if kwargs is None else build_from(kwargs, session)
-    try:
-        estimator.fit(**fit_arguments(job_plan), job_name=job_plan.job_name, wait=False, logs=False)
-    except ValueError as exc:
-        raise CapabilityError(f"SDK v2 refused the job at fit(): {exc}", fix="-") from None
-    return capture
+    return boto, sagemaker_session(boto, bucket)
 
 
 def _last_params(key: str, capture: Capture) -> dict[str, Any]:
