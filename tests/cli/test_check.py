@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from click.testing import CliRunner
-from job_fakes import BUCKET, write_spec_file
+from job_fakes import BUCKET, shared_loader_core, write_spec_file
 
 from orchestrator.cli.main import main
 
@@ -32,7 +32,7 @@ class QuotaSession(boto3.Session):
 
     def __init__(self, quota_value: float | None = 4, region: str | None = "us-east-1",
                  stub_s3: Any = None) -> None:
-        super().__init__(region_name=region)
+        super().__init__(region_name=region, botocore_session=shared_loader_core())
         self.quotas = super().client("service-quotas", region_name=region or "us-east-1")
         stubber = Stubber(self.quotas)
         quotas = [] if quota_value is None else [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
+from job_fakes import shared_loader_session
 
 from orchestrator.cloud import infra
 from orchestrator.cloud.jobs import JobClient
@@ -18,7 +18,8 @@ DENIED = ("User: arn:aws:iam::123456789012:user/dev is not authorized to perform
 
 
 def _session_answering(service: str, method: str, code: str, message: str) -> Any:
-    session = boto3.Session(region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    session = shared_loader_session(region_name="us-east-1", aws_access_key_id="testing",
+                                    aws_secret_access_key="testing")
     client = session.client(service)
     stubber = Stubber(client)
     stubber.add_client_error(method, service_error_code=code, service_message=message, http_status_code=403)
@@ -50,7 +51,7 @@ def test_access_denied_gets_the_same_advice_from_infra_and_job_commands():
 
 def test_missing_region_gets_the_same_advice_from_infra_and_job_commands(monkeypatch):
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    bare = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing")
+    bare = shared_loader_session(aws_access_key_id="testing", aws_secret_access_key="testing")
     problems = []
     for call in (lambda: infra.stack_outputs(session=bare), lambda: JobClient("tiny-1", bare).status()):
         with pytest.raises(EnvironmentProblem, match="no AWS region configured") as raised:
@@ -74,9 +75,8 @@ def test_the_aws_error_path_masks_secret_looking_flags_as_the_rest_does():
     from orchestrator.redact import MASK, mask_text
 
     quoted = "Value 'train.py --api_key abc --epochs 3' at 'hyperParameters' failed"
-    with pytest.raises(AwsError) as raised:
-        with aws_errors("creating training job tiny-1"):
-            raise _client_error("ValidationException", quoted, operation="CreateTrainingJob")
+    with pytest.raises(AwsError) as raised, aws_errors("creating training job tiny-1"):
+        raise _client_error("ValidationException", quoted, operation="CreateTrainingJob")
 
     assert f"--api_key {MASK} --epochs 3" in str(raised.value) and "abc" not in str(raised.value)
     assert mask_text(quoted) in str(raised.value)

@@ -9,6 +9,7 @@ import json
 import boto3
 import pytest
 from botocore.stub import Stubber
+from job_fakes import shared_loader_session
 
 from orchestrator.cloud import resolve
 from orchestrator.specs.model import JobSpec
@@ -30,7 +31,7 @@ def studio_metadata(tmp_path, monkeypatch):
 
 def test_role_from_the_metadata_file_needs_no_call(studio_metadata):
     studio_metadata({"DomainId": "d-1", "UserProfileName": "me", "ExecutionRoleArn": ROLE})
-    session = boto3.Session(region_name="us-east-1")  # no credentials, no endpoint: any call would fail
+    session = shared_loader_session(region_name="us-east-1")  # no credentials, no endpoint: any call would fail
     target = resolve.resolve_target(SPEC.model_copy(update={"region": "us-east-1"}), session)
     assert target.role == ROLE
     assert target.sources["role"].to_dict() == {"from": "studio-metadata", "where": str(resolve.STUDIO_METADATA)}
@@ -47,7 +48,7 @@ def test_role_of_a_notebook_instance(aws, studio_metadata):
 def test_role_of_a_studio_user_profile_else_its_domain(aws, studio_metadata, profile_role):
     """The user profile's role; without one, the domain's default (each call queued must be the one made)."""
     studio_metadata({"DomainId": "d-1", "UserProfileName": "me", "ResourceName": "default"})
-    session = boto3.Session()
+    session = shared_loader_session()
     sagemaker = session.client("sagemaker")
     stubber = Stubber(sagemaker)
     stubber.add_response("describe_user_profile", {"UserSettings": {"ExecutionRole": profile_role}}

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 import boto3
 import pytest
 from botocore.stub import Stubber
+from job_fakes import shared_loader_core, shared_loader_session
 
 from orchestrator.cloud.infra import CAPABILITIES
 
@@ -35,7 +36,7 @@ def moto_session(aws) -> boto3.Session:
     this asks moto for an UpdateStack of every stack (the tests make one) with its current template and
     parameters, which builds the outputs from the template as CloudFormation would. Nothing is faked.
     """
-    return with_moto_outputs(boto3.Session())
+    return with_moto_outputs(shared_loader_session())
 
 
 @pytest.fixture
@@ -62,9 +63,8 @@ class StubbedSession(boto3.Session):
     """A real boto3 Session whose CloudFormation client answers from `self.stubber`, without network."""
 
     def __init__(self) -> None:
-        super().__init__(
-            region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-        )
+        super().__init__(region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing",
+                         botocore_session=shared_loader_core())
         self.cfn = super().client("cloudformation")
         self.stubber = Stubber(self.cfn)
 

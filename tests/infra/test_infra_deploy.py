@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-import boto3
 import pytest
 from botocore.stub import ANY
+from job_fakes import shared_loader_session
 
 from orchestrator.cloud import infra
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
@@ -273,5 +273,5 @@ def test_stack_outputs_without_region_or_credentials_says_how_to_fix(monkeypatch
     if region:
         monkeypatch.setenv("AWS_DEFAULT_REGION", region)
     with pytest.raises(EnvironmentProblem, match=expected) as raised:
-        infra.stack_outputs(session=boto3.Session())
+        infra.stack_outputs(session=shared_loader_session())
     assert raised.value.fix

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from job_fakes import shared_loader_session
 from smtrain_forked import smtrain
 
 from orchestrator.errors import EnvironmentProblem
@@ -76,11 +77,10 @@ def test_a_hostile_local_defaults_file_is_refused_in_one_line(spec, tmp_path, co
     (ALIAS_BOMB.encode(), "alias bomb"),
 ], ids=["invalid-utf8", "alias-bomb"])
 def test_a_hostile_defaults_object_in_s3_is_refused_in_one_line(aws, monkeypatch, content, expected):
-    import boto3
 
     from orchestrator.cloud.resolve import read_sdk_defaults
 
-    boto = boto3.Session(region_name="us-east-1")
+    boto = shared_loader_session(region_name="us-east-1")
     boto.client("s3").create_bucket(Bucket="platform")
     boto.client("s3").put_object(Bucket="platform", Key="sagemaker/config.yaml", Body=content)
     monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "s3://platform/sagemaker/config.yaml")

@@ -60,15 +60,20 @@ def create_jobs(request: dict[str, Any], names: list[str]) -> None:
 _LOADER = botocore.loaders.create_loader()
 
 
-def shared_loader_session(**kwargs: Any) -> boto3.Session:
-    """A boto3 Session that shares one botocore data loader with every other test session.
+def shared_loader_core() -> botocore.session.Session:
+    """A botocore session that shares one data loader with every other test session.
 
     botocore parses its JSON models (endpoints, service shapes) once per loader; a new Session per test would
     parse them again, about a second per test on a busy 2-core machine.
     """
     core = botocore.session.get_session()
     core.register_component("data_loader", _LOADER)
-    return boto3.Session(botocore_session=core, **kwargs)
+    return core
+
+
+def shared_loader_session(**kwargs: Any) -> boto3.Session:
+    """A boto3 Session on `shared_loader_core`."""
+    return boto3.Session(botocore_session=shared_loader_core(), **kwargs)
 
 
 class StubbedSession(boto3.Session):
@@ -80,13 +85,11 @@ class StubbedSession(boto3.Session):
     STUBBED = ("sagemaker", "s3", "logs")
 
     def __init__(self) -> None:
-        core = botocore.session.get_session()
-        core.register_component("data_loader", _LOADER)
         super().__init__(
             region_name="us-east-1",
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
-            botocore_session=core,
+            botocore_session=shared_loader_core(),
         )
         self.clients = {service: super(StubbedSession, self).client(service) for service in self.STUBBED}
         self.stubbers = {service: Stubber(client) for service, client in self.clients.items()}
