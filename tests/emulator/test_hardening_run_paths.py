@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from smtrain_forked import smtrain
+from forked import smtrain
 
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.preparing.layout import LOCK_FILE, open_run_directory, write_result

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from job_fakes import shared_loader_session
-from smtrain_forked import smtrain
+from forked import smtrain
 
 from orchestrator.errors import EnvironmentProblem
 

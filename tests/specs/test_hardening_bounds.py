@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from smtrain_forked import smtrain
+from forked import smtrain
 
 from orchestrator.cli.main import main
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from smtrain_forked import smtrain
+from forked import smtrain
 
 pytestmark = pytest.mark.hardening
 

@@ -3,20 +3,20 @@ and sagemaker-pytorch-training from PyPI) read each emulated host's config tree 
 and run; the emulator must have exported the same, variable by variable, and built the same launcher.
 
 The emulator prepares the run from the plan (nothing is launched); `toolkit_harness.py` runs the toolkits in a
-subprocess per case, with an `nvidia-smi` that lists the instance's GPUs (the toolkit counts them there).
+process per case (forked from one that imported them, tests/support/forked.py), with an `nvidia-smi` that lists the
+instance's GPUs (the toolkit counts them there).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from forked import run_forked
 
 from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.emulator.local_plan import local_plan
@@ -117,8 +117,9 @@ def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]
                SAGEMAKER_TRAINING_MODULE="sagemaker_pytorch_container.training:main",
                PATH=os.pathsep.join([str(bin_dir), env.get("PATH", "")]))
     output = tmp_path / "toolkit.json"
-    subprocess.run([sys.executable, str(HARNESS), str(output), *(str(host.root) for host in prepared.layout.hosts)],
-                   env=env, check=True, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    harness = run_forked(str(HARNESS), [str(output), *(str(host.root) for host in prepared.layout.hosts)],
+                         (str(HARNESS),), env=env, cwd=tmp_path)
+    assert harness.returncode == 0, harness.stderr
     return json.loads(output.read_text())
 
 
