@@ -5,6 +5,7 @@ never branch on which of the two they were given."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
@@ -12,7 +13,9 @@ EDGE = Path("api.py")
 SPEC_TYPES = {"JobSpec", "LoadedSpec"}
 
 
+@functools.cache
 def _modules_below_the_edge() -> dict[Path, ast.Module]:
+    """Parsed once for the module's tests, which only read the trees."""
     return {path.relative_to(PACKAGE): ast.parse(path.read_text(), str(path))
             for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE) != EDGE}
 
