@@ -1,0 +1,31 @@
+"""SDK v2 as smtrain imports it: its config schema is checked once, and every document is still validated with
+the error `jsonschema.validate` gives."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from orchestrator.cloud.sdk import import_sagemaker
+
+GOOD = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+BAD = {"SchemaVersion": "1.0", "SageMaker": {"TrainingJob": {"EnableNetworkIsolation": "yes"}}}
+
+
+def test_each_reference_the_sdk_validates_through_checks_the_schema_once_and_every_document(monkeypatch):
+    sagemaker = import_sagemaker()
+    schema = sagemaker.config.config.SAGEMAKER_PYTHON_SDK_CONFIG_SCHEMA
+    with pytest.raises(jsonschema.ValidationError) as expected:
+        jsonschema.validate(BAD, schema)
+    checked = []
+    validator_class = jsonschema.validators.validator_for(schema)
+    monkeypatch.setattr(validator_class, "check_schema", classmethod(lambda cls, schema: checked.append(schema)))
+    for validate in (sagemaker.config.config.validate_sagemaker_config, sagemaker.config.validate_sagemaker_config,
+                     sagemaker.utils.validate_sagemaker_config, sagemaker.session.validate_sagemaker_config):
+        validate(GOOD)
+        with pytest.raises(jsonschema.ValidationError) as raised:
+            validate(BAD)
+        assert (raised.value.message, list(raised.value.path)) == (expected.value.message, list(expected.value.path))
+    assert checked == []
+    # What the SDK's own loader of defaults files calls refuses a bad file as before.
+    assert sagemaker.config.config.load_sagemaker_config.__globals__["validate_sagemaker_config"] is validate
