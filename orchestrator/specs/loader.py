@@ -28,7 +28,7 @@ from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
-from orchestrator.specs.model import JOB_NAME_SUFFIX_LENGTH, MAX_BASE_NAME_LENGTH, JobSpec, printable
+from orchestrator.specs.model import JobSpec, printable
 
 if TYPE_CHECKING:
     from orchestrator.specs.tuning import TuningSpec
@@ -606,12 +606,6 @@ def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bo
         return f"{name} is a list, e.g. {name}: [a, b]"
     if kind == "string_pattern_mismatch":
         return f"the value must match {ctx.get('pattern')}"
-    if kind == "string_too_long" and loc == ("name",) and isinstance(value, str):
-        cut = value[:MAX_BASE_NAME_LENGTH]
-        shorter = cut if value[len(cut):].startswith("-") or "-" not in cut else cut.rsplit("-", 1)[0]
-        return (f"at most {MAX_BASE_NAME_LENGTH} characters: each job is named "
-                f"`name-<{JOB_NAME_SUFFIX_LENGTH}-character time stamp>` within SageMaker's "
-                f"{MAX_BASE_NAME_LENGTH + JOB_NAME_SUFFIX_LENGTH}; e.g. name: {shorter}")
     if kind in ("too_long", "string_too_long"):
         return f"at most {ctx.get('max_length')} entries or characters are allowed"
     return None

@@ -64,6 +64,16 @@ JOB_NAME_SUFFIX_LENGTH = 24
 MAX_BASE_NAME_LENGTH = api_limit("TrainingJobName", "max") - JOB_NAME_SUFFIX_LENGTH
 
 
+def _shorter_name_fix(name: str) -> str:
+    """Why 39, and the name cut there (at its last hyphen where it has one)."""
+    cut = name[:MAX_BASE_NAME_LENGTH]
+    shorter = cut if name[len(cut):].startswith("-") or "-" not in cut else cut.rsplit("-", 1)[0]
+    return (f"at most {MAX_BASE_NAME_LENGTH} characters, as SDK v2 allows: each job is named "
+            f"`name-<{JOB_NAME_SUFFIX_LENGTH}-character time stamp>` within SageMaker's "
+            f"{MAX_BASE_NAME_LENGTH + JOB_NAME_SUFFIX_LENGTH} (smtrain adds a 5-character random tag too, and "
+            f"shortens the name to fit); e.g. name: {shorter}")
+
+
 def _invalid(message: str, fix: str) -> PydanticCustomError:
     """A validation error whose fix the loader prints on its own `fix:` line."""
     return PydanticCustomError("spec_value", "{message}", {"message": message, "fix": fix})
@@ -622,7 +632,7 @@ class Experiment(_Spec):
 class JobSpec(_Spec):
     """One SageMaker PyTorch training job."""
 
-    name: str = Field(min_length=1, max_length=MAX_BASE_NAME_LENGTH)
+    name: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_BASE_NAME_LENGTH})  # checked below
     """Base job name; submit appends a timestamp and a random tag (`name-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`)."""
 
     entry_point: str = Field(min_length=1)
@@ -770,6 +780,10 @@ class JobSpec(_Spec):
     @field_validator("name")
     @classmethod
     def _job_name_shape(cls, value: str) -> str:
+        if len(value) > MAX_BASE_NAME_LENGTH:
+            shown = repr(printable(value[:60])) + ("..." if len(value) > 60 else "")
+            raise _invalid(f"{shown} is {len(value)} characters long, more than a job's name leaves for it",
+                           _shorter_name_fix(value))
         if not _api_pattern("TrainingJobName").fullmatch(value):
             raise ValueError(f"{value!r} is not a valid job name: use letters, digits and single hyphens")
         return value
