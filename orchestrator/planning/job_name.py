@@ -13,7 +13,7 @@ import threading
 import time
 
 from orchestrator.errors import SpecError
-from orchestrator.specs.model import api_limit
+from orchestrator.specs.model import JOB_NAME_TAG_LENGTH, api_limit
 
 _JOB_NAME = re.compile(api_limit("TrainingJobName", "pattern"), re.ASCII)
 
@@ -27,7 +27,7 @@ class _NameTags:
     """
 
     ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-    LENGTH = 4
+    LENGTH = JOB_NAME_TAG_LENGTH
     STAMPS_KEPT = 64
 
     def __init__(self) -> None:

@@ -61,6 +61,8 @@ def _role_name_pattern() -> re.Pattern[str]:
     return re.compile(_ROLE_NAME_LIMITS["pattern"], re.ASCII)
 # `name_from_base` appends "-YYYY-MM-DD-HH-MM-SS-mmm" (24 characters) and trims the base to fit the API's 63.
 JOB_NAME_SUFFIX_LENGTH = 24
+# smtrain's job names add a random tag after the stamp (`-xxxx`, planning/job_name.py), so a long base is cut to fit.
+JOB_NAME_TAG_LENGTH = 4
 MAX_BASE_NAME_LENGTH = api_limit("TrainingJobName", "max") - JOB_NAME_SUFFIX_LENGTH
 
 
@@ -70,8 +72,8 @@ def _shorter_name_fix(name: str) -> str:
     shorter = cut if name[len(cut):].startswith("-") or "-" not in cut else cut.rsplit("-", 1)[0]
     return (f"at most {MAX_BASE_NAME_LENGTH} characters, as SDK v2 allows: each job is named "
             f"`name-<{JOB_NAME_SUFFIX_LENGTH}-character time stamp>` within SageMaker's "
-            f"{MAX_BASE_NAME_LENGTH + JOB_NAME_SUFFIX_LENGTH} (smtrain adds a 5-character random tag too, and "
-            f"shortens the name to fit); e.g. name: {shorter}")
+            f"{MAX_BASE_NAME_LENGTH + JOB_NAME_SUFFIX_LENGTH} (smtrain adds a {JOB_NAME_TAG_LENGTH + 1}-character "
+            f"random tag too, and shortens the name to fit); e.g. name: {shorter}")
 
 
 def _invalid(message: str, fix: str) -> PydanticCustomError:

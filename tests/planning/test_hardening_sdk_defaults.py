@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from job_fakes import shared_loader_session
 from forked import smtrain
+from job_fakes import shared_loader_session
 
 from orchestrator.errors import EnvironmentProblem
 
@@ -77,7 +77,6 @@ def test_a_hostile_local_defaults_file_is_refused_in_one_line(spec, tmp_path, co
     (ALIAS_BOMB.encode(), "alias bomb"),
 ], ids=["invalid-utf8", "alias-bomb"])
 def test_a_hostile_defaults_object_in_s3_is_refused_in_one_line(aws, monkeypatch, content, expected):
-
     from orchestrator.cloud.resolve import read_sdk_defaults
 
     boto = shared_loader_session(region_name="us-east-1")

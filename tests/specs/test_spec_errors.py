@@ -38,9 +38,9 @@ CASES = [
     ("missing-name", _replace("name: demo\n", ""), [], "spec.yaml:1:1", "name", "add `name:`"),
     ("bad-job-name", _replace("name: demo", "name: my_job"), [], "spec.yaml:1:1", "name", "not a valid job name"),
     ("job-name-too-long", _replace("name: demo", "name: accelerate-published-distributed-data-loop"), [],
-     "spec.yaml:1:1", "name", "at most 39 characters, as SDK v2 allows: each job is named `name-<24-character time "
-     "stamp>` within SageMaker's 63 (smtrain adds a 5-character random tag too, and shortens the name to fit); "
-     "e.g. name: accelerate-published-distributed-data\n"),
+     "spec.yaml:1:1", "name", ("at most 39 characters, as SDK v2 allows: each job is named `name-<24-character time "
+                               "stamp>` within SageMaker's 63 (smtrain adds a 5-character random tag too, and shortens "
+                               "the name to fit); e.g. name: accelerate-published-distributed-data\n")),
     ("unquoted-version", _replace('"2.3.0"', "2.3"), [], "spec.yaml:4:1", "framework_version",
      'write it in quotes: framework_version: "2.3"'),
     ("not-a-version", _replace('"2.3.0"', "latest"), [], "spec.yaml:4:1", "framework_version",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,7 +56,7 @@ def run_forked(program: str, args: list[str], preload: tuple[str, ...], *, cwd: 
         if not answer:
             raise RuntimeError(f"the forked-process server for {preload} has died")
         returncode = json.loads(answer)["returncode"]
-        if returncode == -14:  # SIGALRM: the child's time limit
+        if returncode == -signal.SIGALRM:  # the child's time limit
             raise subprocess.TimeoutExpired(command, timeout, stdout.read_bytes(), stderr.read_bytes())
         return subprocess.CompletedProcess(command, returncode, stdout.read_text(errors="replace"),
                                            stderr.read_text(errors="replace"))
@@ -101,7 +102,6 @@ def _serve(preload: list[str]) -> dict | None:
 def _become(call: dict) -> None:
     """The forked child takes the call's process state, as `subprocess.run` would have given a new process."""
     import resource
-    import signal
 
     os.chdir(call["cwd"])
     os.environ.clear()
