@@ -17,7 +17,7 @@ from typing import Any
 
 from orchestrator.backends.base import BACKENDS, Backend
 from orchestrator.backends.runs import find_run, is_directory, near_runs
-from orchestrator.errors import SmtrainError
+from orchestrator.errors import EnvironmentProblem, SmtrainError
 from orchestrator.observing.job_status import JobNotFound
 from orchestrator.planning.job_name import check_job_name
 
@@ -74,7 +74,7 @@ def resolve_job(job: str, backend: str | None = None, region: str | None = None,
         return _local(), str(_local_run_dir(name))
     if chosen is None and "/" in name and is_directory(Path(name)):  # a folder, not a run: what it holds is read
         return _local(), name
-    return _sagemaker(name, boto, region, near=near_runs(name) if chosen is None else []), name
+    return _sagemaker(name, boto, region, bare=chosen is None), name
 
 
 def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
@@ -108,30 +108,35 @@ def _local() -> Backend:
     return LocalBackend()
 
 
-def _sagemaker(name: str, boto: Any | None, region: str | None, near: list[Path]) -> Backend:
-    """SageMaker's backend for job `name`; for a bare name near local runs' names, an error on the way (a malformed
-    name, no region, no credentials, no such job) names those runs first."""
+def _sagemaker(name: str, boto: Any | None, region: str | None, bare: bool) -> Backend:
+    """SageMaker's backend for job `name`; for a bare name (no local run has it), an error on the way (a malformed
+    name, no region, no credentials, no such job) says first that it is no local run, naming the near ones."""
     from orchestrator.backends.sagemaker import SageMakerBackend
+    from orchestrator.cloud.aws_errors import NO_REGION_FIX
 
-    with naming_near_runs(name, near):
+    near = near_runs(name) if bare else []
+    with naming_local_runs(name, near, bare):
         check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
         chosen = SageMakerBackend(boto, region)
+        if bare and chosen.boto.region_name is None:  # said here, where the error can say it is no local run
+            raise EnvironmentProblem("no AWS region configured", fix=NO_REGION_FIX)
         if near:  # an unknown name fails here, while the near runs can still be named
             chosen.describe(name)
     return chosen
 
 
 @contextlib.contextmanager
-def naming_near_runs(name: str, near: list[Path]) -> Iterator[None]:
-    """Where SageMaker cannot answer for NAME, which is no local run, the local runs NAME is near to are named."""
+def naming_local_runs(name: str, near: list[Path], bare: bool) -> Iterator[None]:
+    """Where SageMaker cannot answer for a bare NAME, which is no local run, the error says so first (a user who
+    meant a run learns that none has the name), naming the local runs NAME is near to."""
     try:
         yield
     except SmtrainError as error:
-        if not near:
+        if not bare:
             raise
         shown = ", ".join(str(_relative(path)) for path in near)
-        error.message = (f"{name} is no local run; did you mean {shown}? Nor could SageMaker answer for it: "
-                         f"{error.message}")
+        local = f"; did you mean {shown}?" if near else f" (no run directory, nor runs/{name}/)."
+        error.message = f"{name} is no local run{local} Nor could SageMaker answer for it: {error.message}"
         error.args = (error.message,)
         raise
 

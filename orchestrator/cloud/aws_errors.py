@@ -36,7 +36,7 @@ _NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})
 # S3 answers HEAD requests with the bare status as the code; GET-style calls name it.
 _S3_MISSING_CODES = frozenset({"404", "NotFound", "NoSuchKey", "NoSuchBucket"})
 NO_CREDENTIALS_FIX = "run `aws configure` or `aws sso login`, or set AWS_PROFILE"
-_NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or a profile region "
+NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or a profile region "
                  "(`aws configure set region <region>`)")
 
 
@@ -55,7 +55,7 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     except NoCredentialsError:
         raise EnvironmentProblem("no AWS credentials found", fix=NO_CREDENTIALS_FIX) from None
     except NoRegionError:
-        raise EnvironmentProblem("no AWS region configured", fix=_NO_REGION_FIX) from None
+        raise EnvironmentProblem("no AWS region configured", fix=NO_REGION_FIX) from None
     except ClientError as exc:
         code = _error(exc).get("Code", "")
         message = f"{doing}: {exc.operation_name} failed: {code}: {error_message(exc)}"

@@ -73,6 +73,21 @@ def test_a_mistyped_local_run_names_the_near_one_before_any_aws_error(tmp_path, 
     assert "other-thing" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["status", "logs", "stop"])
+def test_a_bare_name_of_no_run_says_so_before_the_aws_error_and_a_sagemaker_id_does_not(tmp_path, monkeypatch,
+                                                                                      command):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "other-thing")
+
+    bare, cloud = smtrain(command, "nosuch-job"), smtrain(command, "sagemaker:nosuch-job")
+
+    _assert_one_clear_error(bare)
+    assert bare.stderr.startswith("Error: nosuch-job is no local run (no run directory, nor runs/nosuch-job/). Nor "
+                                  "could SageMaker answer for it: no AWS region configured")
+    _assert_one_clear_error(cloud)
+    assert cloud.stderr.startswith("Error: no AWS region configured")
+
+
 def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for age, stamp in ((1000, "2026-11-25-10-00-00-000-aaaa"), (0, "2026-11-26-10-00-00-000-bbbb")):
