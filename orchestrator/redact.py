@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+Shown = TypeVar("Shown", bound=type)
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
 MASK = "****"
@@ -113,9 +115,34 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
     Known values shorter than MIN_MASKED_LENGTH are masked only in those flag positions: masking every "42" in a
     traceback would hide more than it protects.
     """
+    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, mask_values(text, secrets))
+
+
+def mask_values(text: str, secrets: Iterable[str]) -> str:
+    """`text` with the known secret values masked (those of at least MIN_MASKED_LENGTH), nothing else: for
+    structured text such as a repr, whose `key=None` is no secret."""
     for value in sorted((value for value in secrets if len(value) >= MIN_MASKED_LENGTH), key=len, reverse=True):
         text = text.replace(value, MASK)
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, text)
+    return text
+
+
+def masks_its_repr(secrets_of: Callable[[Any], Iterable[str]]) -> Callable[[Shown], Shown]:
+    """A class decorator: the class's repr and str (what a notebook shows for an object a cell ends with) with
+    `secrets_of(obj)` masked, in the escaped form repr gives a value (quotes, backslashes) as well."""
+
+    def decorate(cls: Shown) -> Shown:
+        shown_repr, shown_str = cls.__repr__, cls.__str__
+
+        def masked(text: str, obj: Any) -> str:
+            secrets = set(secrets_of(obj))
+            return mask_values(text, secrets | {repr(value)[1:-1] for value in secrets})
+
+        cls.__repr__ = lambda self: masked(shown_repr(self), self)
+        if shown_str is not object.__str__:  # object's str is the repr, masked above
+            cls.__str__ = lambda self: masked(shown_str(self), self)
+        return cls
+
+    return decorate
 
 
 def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from orchestrator.planning.request import (
     require_request_limits,
 )
 from orchestrator.planning.target import Target
-from orchestrator.redact import mask_text, redact, secret_values
+from orchestrator.redact import mask_text, masks_its_repr, redact
 from orchestrator.specs.capabilities import Finding
 from orchestrator.specs.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.specs.loader import LoadedSpec
@@ -94,6 +94,7 @@ def worst_case_cost(spec: JobSpec, instance: InstanceType) -> Cost:
                 price_source=prices.price_source)
 
 
+@masks_its_repr(lambda plan: plan.spec.secret_values())
 @dataclass(frozen=True)
 class Plan:
     """A job ready to submit, and everything a person needs to check before it is."""
@@ -149,7 +150,7 @@ def _spec_file_with_secrets(spec: LoadedSpec) -> tuple[Path, ...]:
     if spec.path is None:
         return ()
     job_spec = spec.spec
-    return (spec.path,) if secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags) else ()
+    return (spec.path,) if job_spec.secret_values() else ()
 
 
 def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
@@ -206,7 +207,7 @@ def value_sources(spec: LoadedSpec, target: Target) -> dict[str, Source]:
     """The origin of every leaf of the spec, then of the request values without a spec field: what resolving
     filled in (target.sources), else the spec file's line or --set, else the model's default."""
     job_spec = spec.spec
-    secrets = secret_values(job_spec.environment, job_spec.hyperparameters, job_spec.tags)  # --set texts hold values
+    secrets = job_spec.secret_values()  # --set texts hold values
     found: dict[str, Source] = {}
     for path, _ in leaves(job_spec.model_dump(mode="json")):
         if path in target.sources:

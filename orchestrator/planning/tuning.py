@@ -23,7 +23,7 @@ from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.request import offline_request
 from orchestrator.planning.target import Target
-from orchestrator.redact import redact
+from orchestrator.redact import is_secret_name, masks_its_repr, redact
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.tuning import (
@@ -83,6 +83,14 @@ class TuningCost:
                 "parallel": self.parallel, "currency": self.currency, "basis": self.basis}
 
 
+def _tuning_secrets(plan: TuningPlan) -> frozenset[str]:
+    """The trial job's secrets, and the values searched for a secret-looking hyperparameter."""
+    searched = {str(value) for name, item in plan.spec.parameters.items() if is_secret_name(name)
+                for value in getattr(item, "values", ())}
+    return plan.job.spec.secret_values() | searched
+
+
+@masks_its_repr(_tuning_secrets)
 @dataclass(frozen=True)
 class TuningPlan:
     """A tuning job ready to submit: its request, the single-job plan its definition came from, the cost."""

@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
+from orchestrator.redact import masks_its_repr, secret_values
 from orchestrator.specs.catalog import catalog
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.metric_regex import MetricRegexError, compile_metric_regex
@@ -631,6 +632,7 @@ class Experiment(_Spec):
     """The run within the experiment."""
 
 
+@masks_its_repr(lambda spec: spec.secret_values())
 class JobSpec(_Spec):
     """One SageMaker PyTorch training job."""
 
@@ -778,6 +780,10 @@ class JobSpec(_Spec):
     def channel_locations(self) -> dict[str, str]:
         """Channel name -> its URI or local path."""
         return {name: channel.uri for name, channel in self.inputs.items()}
+
+    def secret_values(self) -> frozenset[str]:
+        """The values under secret-looking names in the maps users fill (environment, hyperparameters, tags)."""
+        return secret_values(self.environment, self.hyperparameters, self.tags)
 
     @field_validator("name")
     @classmethod

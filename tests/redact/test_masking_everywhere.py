@@ -9,7 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
+from orchestrator.planning.plan import build_plan
+from orchestrator.planning.target import Target
+from orchestrator.planning.tuning import build_tuning_plan
 from orchestrator.redact import MASK, mask_text, redact, secret_values
+from orchestrator.specs.loader import load, load_tuning
 
 pytestmark = pytest.mark.hardening
 
@@ -69,3 +73,23 @@ def test_set_notice_does_not_echo_a_secret_value(tmp_path, override):
     assert result.exit_code == 0, result.output
     assert "--set hyperparameters." in result.output  # the notice is there, naming the override
     assert "eps" not in result.output and "secret-" not in result.output
+
+
+def test_what_a_notebook_shows_of_a_spec_or_plan_hides_its_secrets(tmp_path):
+    """A notebook cell ending in a spec, a plan or a submission shows its repr; the repr and str mask the
+    secrets (nested, in lists, quoted) and nothing else: `output_kms_key=None` is no secret."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "spec.yaml").write_text(SPEC.replace("metrics: []", "metrics: [{name: 'train:loss', regex: 'loss=(\\S+)'}]")
+                                        + "environment: {HF_TOKEN: \"it's-zeta-secret-6\"}\n")
+    loaded = load(tmp_path / "spec.yaml")
+    job_plan = build_plan(loaded, Target(region="us-east-1", role="arn:aws:iam::123456789012:role/R",
+                                         output_path="s3://bucket/out/", code_location="s3://bucket/code"))
+    tuning_file = tmp_path / "search.yaml"
+    tuning_file.write_text(f"job: {tmp_path / 'spec.yaml'}\nobjective: {{metric: \"train:loss\", type: Minimize}}\n"
+                           "strategy: Grid\nparameters: {api_token: {type: categorical, values: [eta-secret-7]}}\n")
+    tuning = build_tuning_plan(load_tuning(tuning_file), job_plan.target, name="search")
+    shown = {f"{kind.__name__}({type(value).__name__})": kind(value) for value in (loaded.spec, loaded, job_plan, tuning)
+             for kind in (repr, str)}
+    for name, text in shown.items():
+        assert "secret-" not in text and MASK in text, name
+    assert "output_kms_key=None" in shown["repr(Plan)"] and "output_kms_key=None" in shown["str(JobSpec)"]
