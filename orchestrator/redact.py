@@ -24,9 +24,10 @@ _SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
+# A value ends before the punctuation that follows it in prose (`--api-key x; train.py takes ...`).
 _SECRET_ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}[ \t]*=(?!=)[ \t]*))"
-    rf"(?P<value>[^\s\"'=][^\s\"']*)", re.IGNORECASE)
+    rf"(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
 MIN_MACHINE_SECRET_LENGTH = 8
 """A secret-looking variable of this machine's environment (which every job inherits) is masked when its value is at
 least this long: AWS keys and tokens are, while `USE_KEYRING=true` would mask every "true"."""

@@ -271,7 +271,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
 
 
 def _argparse_fix(message: str) -> str:
-    unknown = re.match(r"unrecognized arguments: (.+)", message)
+    unknown = re.match(r"unrecognized arguments: ([^;\n]+)", message)  # a parser may add `; <its usage>`
     if unknown:
         options = unknown[1].split()
         names = [option for option in options if option.startswith("--")]

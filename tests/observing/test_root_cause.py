@@ -135,6 +135,15 @@ def test_torchruns_own_child_failed_error_never_hides_the_workers_argparse_error
     assert cause.category == "argument_rejected"
 
 
+def test_the_fix_names_only_the_rejected_options_not_those_a_parser_lists_after_them():
+    """smtrain's train.py appends `; train.py takes --trainer, --model, ...` to argparse's message; masking a
+    secret-looking option's value keeps the `;`."""
+    lines = ["train.py: error: unrecognized arguments: --api-key **** --lrr 1; train.py takes --trainer, --lr"]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]))
+    assert cause.category == "argument_rejected"
+    assert cause.fix.startswith("the script's argument parser rejects --api-key, --lrr: name the hyperparameter")
+
+
 def test_the_same_error_on_every_rank_names_the_lowest_rank_whatever_the_order_or_host_that_exited_first():
     """Which launcher exits first, and whose lines come first, varies from run to run: the reason does not."""
     algo1 = ["usage: t.py [-h]", "t.py: error: unrecognized arguments: --lr 1"]

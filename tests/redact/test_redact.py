@@ -38,6 +38,12 @@ def test_mask_text_masks_known_values_and_secret_flags():
         f'--api_key {MASK} --pin_secret {MASK} --epochs 3 --db-password={MASK} HF_TOKEN={MASK}"')
 
 
+def test_a_masked_value_keeps_the_punctuation_that_follows_it():
+    text = "unrecognized arguments: --api-key x; train.py takes --lr (--db-password=pw2) HF_TOKEN=abc.def, done"
+    assert mask_text(text) == (f"unrecognized arguments: --api-key {MASK}; train.py takes --lr "
+                               f"(--db-password={MASK}) HF_TOKEN={MASK}, done")
+
+
 def test_mask_text_leaves_prose_and_short_values_elsewhere_alone():
     secrets = secret_values({"pin_secret": "42"})
     text = "KeyError: 'the key was not found' after 42 steps; --monkey-flag --epochs 3"
