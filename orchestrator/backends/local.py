@@ -54,16 +54,18 @@ class LocalBackend:
         plan = self.plan(plan)
         run_dir = plan.target.output_path.removeprefix("file://").rstrip("/")
         options = dataclasses.replace(self.options, run_dir=Path(run_dir))
-        start = _Start(threading.Thread(target=self._run, args=(plan, options, run_dir), name=f"smtrain-{run_dir}"))
+        start = _Start(threading.Thread(target=self._run, args=(plan, options, run_dir), name=f"smtrain-{run_dir}"),
+                       Path(run_dir), plan.job_name)
         self._starting[run_dir] = start
         start.thread.start()
         return run_dir
 
     def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
+        start = self._starting[run_dir]
         try:
-            run_local(plan, options, _KeptNotices(self._starting[run_dir].notices))
+            run_local(plan, options, _KeptNotices(start.notices), supervisor_hook=start.stop_if_asked_early)
         except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
-            self._starting[run_dir].error = error
+            start.error = error
 
     def describe(self, job_id: str) -> JobStatus:
         """The run's status.json read as SageMaker's DescribeTrainingJob.
@@ -75,6 +77,8 @@ class LocalBackend:
         start = self._starting.get(job_id)
         alive = start is not None and start.thread.is_alive()  # before reading: an error is set before it ends
         described = read_status(Path(job_id))
+        if start is not None and described is not None and described.get("TrainingJobName") != start.job_name:
+            described = None  # another run's: an earlier one this run is about to clear, or one it could not clear
         if start is not None and start.error is not None and (
                 described is None or described["TrainingJobStatus"] not in TERMINAL):
             raise start.error  # it stopped the run before the run could report it
@@ -173,11 +177,16 @@ class LocalBackend:
         return MetricSeries(kept, f"local run {job_id}", notes)
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
-        """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does."""
+        """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does. A run
+        started here that is still preparing its hosts (no status of its own yet) is asked as its processes start."""
         current = self.describe(job_id)
         if current.status != "InProgress":
             return False, current
-        request_stop(Path(job_id))
+        start = self._starting.get(job_id)
+        if start is not None and current.transitions == ():  # the made-up Starting status: nothing written yet
+            start.stop_asked = True
+        else:
+            request_stop(Path(job_id))
         return True, current
 
     def submission(self, job_id: str) -> None:
@@ -206,8 +215,18 @@ class LocalBackend:
 @dataclasses.dataclass
 class _Start:
     thread: threading.Thread
+    run_dir: Path
+    job_name: str
     error: BaseException | None = None
     notices: list[str] = dataclasses.field(default_factory=list)
+    stop_asked: bool = False
+    """`stop()` came before the run wrote its status (preparing its hosts): there was no run to stop yet."""
+
+    def stop_if_asked_early(self, supervisor: object) -> None:
+        """Run's supervisor hook: a stop asked for while the run prepared is asked now, as `smtrain stop` asks
+        (its status goes Stopping, then Stopped, exit 3)."""
+        if self.stop_asked:
+            request_stop(self.run_dir)
 
 
 class _KeptNotices(QuietObserver):

@@ -225,6 +225,8 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
             _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",
                                       _Effort(1, time.monotonic() - started)))
         raise
+    finally:
+        run_layout.release_directory(layout.root)  # the run has ended: another may use its directory
 
 
 RANK_MEMORY_GB = 1.4

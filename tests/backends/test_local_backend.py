@@ -204,6 +204,32 @@ def test_a_problem_that_stops_a_local_run_before_it_starts_is_raised_by_the_hand
         job.wait(poll_seconds=0.05)
 
 
+def test_a_notebook_rerunning_into_one_run_directory_never_clears_a_running_run_nor_reads_an_earlier_status(
+        tmp_path):
+    running = orchestrator.run(_spec(tmp_path, forever=True), backend="local", run_dir=tmp_path / "run")
+    _wait_for(lambda: running.status().secondary_status == "Training", "the first run to train")
+
+    refused = orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run")
+
+    with pytest.raises(SpecError, match="is in use by a run still going in this process"):
+        refused.wait(poll_seconds=0.05)
+    assert running.status().status == "InProgress" and running.logs(host="algo-1", tail=1)
+    running.stop()
+    assert running.wait(poll_seconds=0.05).status == "Stopped"
+    again = orchestrator.run(_spec(tmp_path, steps=5), backend="local", run_dir=tmp_path / "run")
+    final = again.wait(poll_seconds=0.05)  # not the stopped run's status, left in the directory
+    assert (final.name, final.status) == (again.name, "Completed") and again.name != running.name
+
+
+def test_a_stop_right_after_run_stops_the_run_that_is_still_preparing(tmp_path):
+    job = orchestrator.run(_spec(tmp_path, forever=True), backend="local", run_dir=tmp_path / "run")
+
+    job.stop()
+
+    final = job.wait(poll_seconds=0.05)  # unasked, the run goes on to max_run_seconds (Stopped, MaxRuntimeExceeded)
+    assert (final.name, final.status, final.failure_reason) == (job.name, "Stopped", None)
+
+
 class _BrokenConsole:
     """An observer that fails as the run starts (a closed terminal, a bug in a notebook's callback)."""
 

@@ -136,7 +136,8 @@ def checkpoint_container_path(local_path: str | None) -> str | None:
 
 
 def open_run_directory(root: Path) -> None:
-    """Creates the run directory, or clears a reused one for a new run; refuses anything else.
+    """Creates the run directory, or clears a reused one for a new run, and holds it for the run (the caller lets
+    go with `release_directory`); refuses anything else.
 
     Raises:
         SpecError: the path is a file, a non-empty directory smtrain did not make, or not writable.
@@ -152,7 +153,11 @@ def open_run_directory(root: Path) -> None:
                             f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
                             "or read through them, outside the run", fix="remove the links, or give a new --run-dir")
         root.mkdir(parents=True, exist_ok=True)
-        _lock_run_directory(root)
+    except OSError as error:
+        raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
+                        fix="pass a writable --run-dir") from None
+    _lock_run_directory(root)
+    try:
         run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
@@ -160,17 +165,27 @@ def open_run_directory(root: Path) -> None:
         (root / "logs").mkdir()
         _reserve_room(root)
     except OSError as error:
+        release_directory(root)
         raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
                         fix="pass a writable --run-dir") from None
 
 
 def hold_directory(root: Path) -> None:
-    """Holds `root` (a tuning search's folder) as a run directory is held, for as long as this process runs.
+    """Holds `root` (a tuning search's folder) as a run directory is held, for as long as this process runs (or
+    until it holds the folder again: a search of this process into it has ended, `tune_local` returned).
 
     Raises:
         SpecError: another process holds it.
     """
+    release_directory(root)
     _lock_run_directory(root)
+
+
+def release_directory(root: Path) -> None:
+    """Lets go of `root`, held by this process: its run has ended, and another may use the directory."""
+    descriptor = _HELD_LOCKS.pop(root, None)
+    if descriptor is not None:
+        os.close(descriptor)
 
 
 def is_held(root: Path) -> bool:
@@ -201,17 +216,17 @@ def _reserve_room(root: Path) -> None:
 
 
 def _lock_run_directory(root: Path) -> None:
-    """Holds the run directory for this process until it exits (or opens the directory again), so a second
-    `smtrain local --run-dir` on it cannot clear the tree of a run still going.
+    """Holds the run directory for this process until its run ends (`release_directory`), so a second
+    `smtrain local --run-dir` on it, or a second run of a notebook's, cannot clear the tree of a run still going.
 
     Raises:
-        SpecError: another process holds it; the message names that process.
+        SpecError: another process holds it (the message names that process), or this one does.
     """
     import fcntl
 
-    previous = _HELD_LOCKS.pop(root, None)
-    if previous is not None:
-        os.close(previous)
+    if root in _HELD_LOCKS:  # an earlier run of this process (a notebook's) that has not ended
+        raise SpecError(f"--run-dir {root} is in use by a run still going in this process",
+                        fix="wait for that run to end (Job.wait()) or stop it (Job.stop()), or give another run directory")
     descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -208,30 +208,34 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     channel_paths = _resolve_channels(job, run_dir)
 
     run_layout.open_run_directory(run_dir)
-    run_layout.write_request(run_dir, redact(plan.create_training_job_request))
-    source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
     try:
-        hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
-        run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths, host_groups,
-                                                              hyperparameters, settings.link_inputs))
-    except RunFailed as failure:
-        raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
-    return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
-                       code_files=code_files,
-                       world_size=world, hostname=hostname_shim(),
-                       accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
-                                                 local_gpus, settings.gpu_standin, settings.exact_autocast),
-                       python=settings.python, processes_override=settings.processes_per_host,
-                       group_accelerators={group.name: accelerators(
-                           lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
-                           settings.gpu_standin, settings.exact_autocast) for group in job.groups}
-                       if len(job.groups) > 1 else {},
-                       pipes=run_layout.pipe_channels(layout, job, channel_paths),
-                       host_fs=dataclasses.replace(opt_ml.choose(layout.hosts[0].root),
-                                                   read_only_data=settings.link_inputs
-                                                   ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
-                       machine_opt_ml=opt_ml.snapshot(),
-                       secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
+        run_layout.write_request(run_dir, redact(plan.create_training_job_request))
+        source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
+        try:
+            hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
+            run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths,
+                                                                  host_groups, hyperparameters, settings.link_inputs))
+        except RunFailed as failure:
+            raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
+        return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
+                           code_files=code_files,
+                           world_size=world, hostname=hostname_shim(),
+                           accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
+                                                     local_gpus, settings.gpu_standin, settings.exact_autocast),
+                           python=settings.python, processes_override=settings.processes_per_host,
+                           group_accelerators={group.name: accelerators(
+                               lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
+                               settings.gpu_standin, settings.exact_autocast) for group in job.groups}
+                           if len(job.groups) > 1 else {},
+                           pipes=run_layout.pipe_channels(layout, job, channel_paths),
+                           host_fs=dataclasses.replace(
+                               opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
+                           ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
+                           machine_opt_ml=opt_ml.snapshot(),
+                           secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
+    except BaseException:
+        run_layout.release_directory(run_dir)  # held by open_run_directory for a run that will not start
+        raise
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
