@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function
 from orchestrator.specs import images
 
 RUNNER = "smtrain_remote_runner.py"
@@ -120,8 +121,8 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
 
     files: dict[str, bytes] = {
         RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
-        f"{SHIPPED}/function.pkl": cloudpickle.dumps(function),
-        f"{SHIPPED}/arguments.pkl": cloudpickle.dumps((args, kwargs)),
+        f"{SHIPPED}/function.pkl": pickled_function(function),
+        f"{SHIPPED}/arguments.pkl": pickled_arguments(args, kwargs),
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     if not by_value:

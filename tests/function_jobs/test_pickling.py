@@ -1,0 +1,49 @@
+"""What cannot travel to a function job is refused before anything is written, naming it (function_jobs/pickling.py)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import orchestrator
+from orchestrator.errors import SpecError
+
+
+def _takes(*args, **kwargs):
+    return len(args) + len(kwargs)
+
+
+def _cache_entries(tmp_path):
+    remote = tmp_path / "cache" / "remote"
+    return sorted(remote.iterdir()) if remote.is_dir() else []
+
+
+@pytest.mark.parametrize(("args", "kwargs", "named"), [
+    ((1, threading.Lock()), {}, "positional argument 1 (a lock)"),
+    ((), {"rows": (n for n in range(3))}, "keyword argument 'rows' (a generator)"),
+])
+def test_an_argument_that_cannot_be_pickled_is_named_and_nothing_is_written(args, kwargs, named, tmp_path):
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
+
+    with pytest.raises(SpecError) as error:
+        job.run(*args, backend="local", **kwargs)
+
+    assert error.value.message.startswith(f"{named} cannot travel to the job: TypeError: cannot pickle")
+    assert "inside the function" in error.value.fix and "inputs=" in error.value.fix
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_a_function_that_takes_along_an_unpicklable_global_is_refused_with_the_fix(tmp_path):
+    lock = threading.Lock()
+
+    def locked():
+        with lock:
+            return 1
+
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(locked).run(backend="local")
+
+    assert "function" in error.value.message and "locked cannot travel" in error.value.message
+    assert "cannot pickle '_thread.lock'" in error.value.message and "module file" in error.value.fix
+    assert _cache_entries(tmp_path) == []
