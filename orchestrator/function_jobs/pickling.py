@@ -1,5 +1,6 @@
 """The function and the arguments of a function job as cloudpickle's bytes, or a SpecError saying which of them
-cannot travel and why, before anything is written.
+cannot travel and why (not picklable, or too large for the code tarball they travel in), before anything is
+written.
 
 A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
 argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.errors import SpecError
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
 
 def pickled_function(function: Callable[..., Any]) -> bytes:
@@ -20,8 +22,9 @@ def pickled_function(function: Callable[..., Any]) -> bytes:
     Raises:
         SpecError: a global or closure value a by-value function takes along cannot be pickled.
     """
+    sink = _Sink()
     try:
-        return _dumps(function)
+        _dump(function, sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {function.__qualname__} cannot travel to the job: {_why(error)}",
@@ -29,16 +32,20 @@ def pickled_function(function: Callable[..., Any]) -> bytes:
                 "such an object (a lock, a client, an open file) inside the function, or define the function in "
                 "a module file so it travels by reference",
         ) from None
+    return sink.getvalue()
 
 
 def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
-    """The pickle of `(args, kwargs)`.
+    """The pickle of `(args, kwargs)`, measured as it is written: arguments larger than a job's code tarball may
+    hold are refused without a second copy of them in memory.
 
     Raises:
-        SpecError: an argument cannot be pickled (the first such, by position or keyword).
+        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments pickle
+            to more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
     """
+    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
     try:
-        return _dumps((args, kwargs))
+        _dump((args, kwargs), sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
@@ -47,6 +54,16 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
                 "what can travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input "
                 "(`inputs=`) and open it there",
         ) from None
+    if sink.size > DEFAULT_MAX_BYTES:
+        raise SpecError(
+            f"the arguments are {sink.size / 1e6:.1f} MB pickled, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
+            "job's code tarball may hold (they travel in it)",
+            fix='pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
+                '{"data": "a/local/folder"}), and read it in the function from the folder '
+                'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder '
+                "given as the input itself)",
+        )
+    return sink.getvalue()
 
 
 def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
@@ -57,28 +74,37 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
               for name, value in kwargs.items()]
     for where, value in named:
         try:
-            _dumps(value, _Discard())
+            _dump(value, _Sink(keep_up_to=0))
         except Exception as error:  # noqa: BLE001 (the same failures as the whole call's)
             return where, _why(error)
     return None
 
 
-def _dumps(value: Any, file: Any = None) -> bytes:
+def _dump(value: Any, sink: _Sink) -> None:
     import cloudpickle
 
-    sink = file if file is not None else io.BytesIO()
     cloudpickle.Pickler(sink).dump(value)
-    return sink.getvalue()
 
 
-class _Discard:
-    """A file that only takes bytes: pickling an argument again to find the failing one keeps no copy of it."""
+class _Sink:
+    """A file that keeps what is written up to `keep_up_to` bytes and past that only counts: arguments too large
+    to travel, or pickled again only to find the one that fails, are not copied in memory."""
+
+    def __init__(self, keep_up_to: int | None = None) -> None:
+        self.size = 0
+        self._keep_up_to = keep_up_to
+        self._kept = io.BytesIO()
 
     def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self._keep_up_to is None or self.size <= self._keep_up_to:
+            self._kept.write(data)
+        elif self._kept.tell():
+            self._kept = io.BytesIO()
         return len(data)
 
     def getvalue(self) -> bytes:
-        return b""
+        return self._kept.getvalue()
 
 
 def _why(error: Exception) -> str:

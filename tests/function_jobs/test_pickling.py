@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 
 import orchestrator
 from orchestrator.errors import SpecError
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
 
 def _takes(*args, **kwargs):
@@ -47,3 +49,16 @@ def test_a_function_that_takes_along_an_unpicklable_global_is_refused_with_the_f
     assert "function" in error.value.message and "locked cannot travel" in error.value.message
     assert "cannot pickle '_thread.lock'" in error.value.message and "module file" in error.value.fix
     assert _cache_entries(tmp_path) == []
+
+
+def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_and_nothing_is_written(tmp_path):
+    job = orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=2)(_takes)
+
+    with pytest.raises(SpecError) as error:
+        job.run(os.urandom(DEFAULT_MAX_BYTES + 1_000_000), backend="local")
+
+    assert error.value.message.startswith("the arguments are 105.9 MB pickled, over the 105 MB a job's code")
+    assert "source_dir" not in str(error.value) and "--max-source-mb" not in str(error.value)
+    assert 'inputs={"data": "s3://' in error.value.fix and "local_inputs=" in error.value.fix
+    assert "SM_CHANNEL_DATA" in error.value.fix
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
