@@ -4,19 +4,41 @@ written.
 
 A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
 argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
+
+cloudpickle writes "<dynamic-code>" for the file of code it pickles by value (a notebook cell's function, its
+helpers), so the job's traceback would name no file. The pickler here keeps each code object's own file name
+and notes the lines that code spans; those lines travel too (`shipped_lines`), since a notebook cell is no file
+where the job runs, and the runner gives them to linecache: the traceback shows the cell, the line and its code.
+Only the code that travels gets its name back; the other lines of its file travel empty.
 """
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Callable
+import json
+import linecache
+import operator
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
+_NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
 
-def pickled_function(function: Callable[..., Any]) -> bytes:
+
+@dataclass(frozen=True)
+class Pickled:
+    """A pickle, and the lines of each file its by-value code comes from."""
+
+    data: bytes
+    code_lines: Mapping[str, frozenset[int]]
+
+
+def pickled_function(function: Callable[..., Any]) -> Pickled:
     """The function's pickle.
 
     Raises:
@@ -24,7 +46,7 @@ def pickled_function(function: Callable[..., Any]) -> bytes:
     """
     sink = _Sink()
     try:
-        _dump(function, sink)
+        code_lines = _dump(function, sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {function.__qualname__} cannot travel to the job: {_why(error)}",
@@ -32,10 +54,10 @@ def pickled_function(function: Callable[..., Any]) -> bytes:
                 "such an object (a lock, a client, an open file) inside the function, or define the function in "
                 "a module file so it travels by reference",
         ) from None
-    return sink.getvalue()
+    return Pickled(sink.getvalue(), code_lines)
 
 
-def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
     """The pickle of `(args, kwargs)`, measured as it is written: arguments larger than a job's code tarball may
     hold are refused without a second copy of them in memory.
 
@@ -45,7 +67,7 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
     """
     sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
     try:
-        _dump((args, kwargs), sink)
+        code_lines = _dump((args, kwargs), sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
@@ -63,7 +85,22 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
                 'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder '
                 "given as the input itself)",
         )
-    return sink.getvalue()
+    return Pickled(sink.getvalue(), code_lines)
+
+
+def shipped_lines(*pickles: Pickled) -> bytes:
+    """JSON for the runner's linecache: each file of the pickles' by-value code -> its lines, those the code
+    spans as linecache has them here (a notebook registers its cells there), every other line empty."""
+    spanned: dict[str, set[int]] = {}
+    for pickle in pickles:
+        for filename, numbers in pickle.code_lines.items():
+            spanned.setdefault(filename, set()).update(numbers)
+    shipped = {}
+    for filename, numbers in spanned.items():
+        lines = linecache.getlines(filename)[:max(numbers)]
+        if lines:
+            shipped[filename] = [line if number in numbers else "\n" for number, line in enumerate(lines, 1)]
+    return json.dumps(shipped, sort_keys=True).encode()
 
 
 def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
@@ -80,10 +117,34 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
     return None
 
 
-def _dump(value: Any, sink: _Sink) -> None:
+def _dump(value: Any, sink: _Sink) -> dict[str, frozenset[int]]:
+    """Pickles `value` into `sink`; returns the lines of each file its by-value code comes from."""
+    pickler = _file_keeping_pickler()(sink)
+    pickler.dump(value)
+    return {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()}
+
+
+@functools.cache
+def _file_keeping_pickler() -> type:
+    """cloudpickle's Pickler, keeping the file name of the code it pickles by value (defined when first needed:
+    cloudpickle is an optional dependency, imported only by a function job)."""
     import cloudpickle
 
-    cloudpickle.Pickler(sink).dump(value)
+    class FileKeepingPickler(cloudpickle.Pickler):  # type: ignore[misc]
+        def __init__(self, file: Any) -> None:
+            super().__init__(file)
+            self.code_lines: dict[str, set[int]] = {}
+
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.CodeType) and obj.co_filename != _NO_FILE:
+                last = max((line for _, _, line in obj.co_lines() if line is not None), default=obj.co_firstlineno)
+                self.code_lines.setdefault(obj.co_filename, set()).update(range(obj.co_firstlineno, last + 1))
+                # cloudpickle's own reduction of the code, then its file name put back (CodeType.replace)
+                return operator.methodcaller("replace", co_filename=obj.co_filename), \
+                    (obj.replace(co_filename=_NO_FILE),)
+            return super().reducer_override(obj)
+
+    return FileKeepingPickler
 
 
 class _Sink:

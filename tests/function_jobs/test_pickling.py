@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import threading
 
 import pytest
 
 import orchestrator
 from orchestrator.errors import SpecError
+from orchestrator.function_jobs.pickling import pickled_function, shipped_lines
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
 
@@ -62,3 +65,19 @@ def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_
     assert 'inputs={"data": "s3://' in error.value.fix and "local_inputs=" in error.value.fix
     assert "SM_CHANNEL_DATA" in error.value.fix
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_function):
+    cell = "/nonexistent/ipykernel_1/cell-3.py"
+    square = cell_function("""
+        NOT_FOR_THE_JOB = "a line the function does not span"
+
+        def square(x):
+            return x * x
+        """, "square", cell)
+
+    pickled = pickled_function(square)
+
+    assert pickle.loads(pickled.data).__code__.co_filename == cell
+    assert json.loads(shipped_lines(pickled)) == {cell: ["\n", "\n", "\n", "def square(x):\n",
+                                                         "    return x * x\n"]}
