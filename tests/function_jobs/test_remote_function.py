@@ -167,6 +167,7 @@ def test_the_example_notebook_runs_a_cell_function_on_eight_ranks_and_gets_its_e
     failure = _text(code[4])
     assert failure.startswith("ValueError\nrank 3 found a bad shard\nraised on rank 3 (algo-1) of job fails-on-rank-3")
     assert "in fails_on_rank_3" in failure and 'ValueError: rank 3 found a bad shard' in failure
+    assert 'raise ValueError("rank 3 found a bad shard")' in failure and "<dynamic-code>" not in failure
 
 
 def test_a_cell_function_s_remote_traceback_names_its_cell_its_lines_and_their_code(cell_function):
