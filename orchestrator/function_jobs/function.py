@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.specs import images
 
 RUNNER = "smtrain_remote_runner.py"
@@ -107,8 +108,8 @@ def travels_by_value(function: Callable[..., Any]) -> bool:
 
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
           requirements: Any, by_value: bool) -> Path:
-    """The job's source_dir: the runner, the pickled function and arguments, requirements.txt and, for a
-    function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
+    """The job's source_dir: the runner, the pickled function and arguments, the lines of by-value code (for
+    tracebacks), requirements.txt and, for a function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
     reuses it, and nothing is written outside the cache."""
     from orchestrator.emulator.instances.cache import cache_root
 
@@ -118,10 +119,13 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         raise EnvironmentProblem("a function job needs cloudpickle in this environment",
                                  fix="pip install 'smtrain[remote]'") from None
 
+    function_pickle = pickled_function(function)
+    arguments_pickle = pickled_arguments(args, kwargs)
     files: dict[str, bytes] = {
         RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
-        f"{SHIPPED}/function.pkl": cloudpickle.dumps(function),
-        f"{SHIPPED}/arguments.pkl": cloudpickle.dumps((args, kwargs)),
+        f"{SHIPPED}/function.pkl": function_pickle.data,
+        f"{SHIPPED}/arguments.pkl": arguments_pickle.data,
+        f"{SHIPPED}/lines.json": shipped_lines(function_pickle, arguments_pickle),
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     if not by_value:

@@ -8,6 +8,7 @@ exits 1, so the job fails as any script's would and its logs show the traceback.
 """
 
 import json
+import linecache
 import os
 import pickle
 import socket
@@ -44,12 +45,13 @@ def main() -> int:
         function = pickle.load(file)
     with open(os.path.join(SHIPPED, "arguments.pkl"), "rb") as file:
         args, kwargs = pickle.load(file)
+    _know_shipped_lines()
     me = rank()
     outcome = {"rank": me, "host": host()}
     try:
         outcome["value"] = function(*args, **kwargs)
         code = 0
-    except BaseException as error:  # noqa: BLE001: every failure, SystemExit included, goes back to the caller
+    except BaseException as error:  # noqa: BLE001 (every failure, SystemExit included, goes back to the caller)
         text = traceback.format_exc()
         sys.stderr.write(text)
         outcome["traceback"] = text
@@ -59,6 +61,14 @@ def main() -> int:
     return code
 
 
+def _know_shipped_lines() -> None:
+    """Gives linecache the lines of the code that travelled by value (its file, a notebook cell, is not here), so
+    the traceback shows them; no modification time, so linecache never checks a file for them."""
+    with open(os.path.join(SHIPPED, "lines.json")) as file:
+        for filename, lines in json.load(file).items():
+            linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+
+
 def _keep(me: int, outcome: dict) -> None:
     import cloudpickle
 
@@ -66,7 +76,7 @@ def _keep(me: int, outcome: dict) -> None:
     os.makedirs(folder, exist_ok=True)
     try:
         data = cloudpickle.dumps(outcome)
-    except Exception as error:  # noqa: BLE001: a value or exception that cannot travel still says what it was
+    except Exception as error:  # noqa: BLE001 (a value or exception that cannot travel still says what it was)
         kept = {key: value for key, value in outcome.items() if key not in ("value", "error")}
         if "error" in outcome:
             kept["error"] = RuntimeError(f"{type(outcome['error']).__name__}: {outcome['error']}")

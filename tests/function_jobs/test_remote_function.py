@@ -167,6 +167,28 @@ def test_the_example_notebook_runs_a_cell_function_on_eight_ranks_and_gets_its_e
     failure = _text(code[4])
     assert failure.startswith("ValueError\nrank 3 found a bad shard\nraised on rank 3 (algo-1) of job fails-on-rank-3")
     assert "in fails_on_rank_3" in failure and 'ValueError: rank 3 found a bad shard' in failure
+    assert 'raise ValueError("rank 3 found a bad shard")' in failure and "<dynamic-code>" not in failure
+
+
+def test_a_cell_function_s_remote_traceback_names_its_cell_its_lines_and_their_code(cell_function):
+    cell = "/nonexistent/ipykernel_1/cell-7.py"
+    fails = cell_function("""
+        def helper(rows):
+            return rows / 0
+
+        def fails(rows):
+            rows += 1
+            return helper(rows)
+        """, "fails", cell)
+
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
+
+    with pytest.raises(ZeroDivisionError) as error:
+        job.result()
+    remote = str(error.value.__cause__)
+    assert f'File "{cell}", line 7, in fails\n    return helper(rows)' in remote
+    assert f'File "{cell}", line 3, in helper\n    return rows / 0' in remote
+    assert "<dynamic-code>" not in remote and f"{RUNNER}\", line" in remote  # the runner's frame stays its own
 
 
 def _text(cell, name: str = "stdout") -> str:

@@ -1,0 +1,172 @@
+"""The function and the arguments of a function job as cloudpickle's bytes, or a SpecError saying which of them
+cannot travel and why (not picklable, or too large for the code tarball they travel in), before anything is
+written.
+
+A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
+argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
+
+cloudpickle writes "<dynamic-code>" for the file of code it pickles by value (a notebook cell's function, its
+helpers), so the job's traceback would name no file. The pickler here keeps each code object's own file name
+and notes the lines that code spans; those lines travel too (`shipped_lines`), since a notebook cell is no file
+where the job runs, and the runner gives them to linecache: the traceback shows the cell, the line and its code.
+Only the code that travels gets its name back; the other lines of its file travel empty.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import linecache
+import operator
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.errors import SpecError
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+
+_NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
+
+
+@dataclass(frozen=True)
+class Pickled:
+    """A pickle, and the lines of each file its by-value code comes from."""
+
+    data: bytes
+    code_lines: Mapping[str, frozenset[int]]
+
+
+def pickled_function(function: Callable[..., Any]) -> Pickled:
+    """The function's pickle.
+
+    Raises:
+        SpecError: a global or closure value a by-value function takes along cannot be pickled.
+    """
+    sink = _Sink()
+    try:
+        code_lines = _dump(function, sink)
+    except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
+        raise SpecError(
+            f"the function {function.__qualname__} cannot travel to the job: {_why(error)}",
+            fix="a function defined in a notebook takes along the globals and closure values it uses: create "
+                "such an object (a lock, a client, an open file) inside the function, or define the function in "
+                "a module file so it travels by reference",
+        ) from None
+    return Pickled(sink.getvalue(), code_lines)
+
+
+def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
+    """The pickle of `(args, kwargs)`, measured as it is written: arguments larger than a job's code tarball may
+    hold are refused without a second copy of them in memory.
+
+    Raises:
+        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments pickle
+            to more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
+    """
+    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
+    try:
+        code_lines = _dump((args, kwargs), sink)
+    except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
+        where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
+        raise SpecError(
+            f"{where} cannot travel to the job: {why}",
+            fix="create such an object (a lock, a generator, an open file, a client) inside the function from "
+                "what can travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input "
+                "(`inputs=`) and open it there",
+        ) from None
+    if sink.size > DEFAULT_MAX_BYTES:
+        raise SpecError(
+            f"the arguments are {sink.size / 1e6:.1f} MB pickled, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
+            "job's code tarball may hold (they travel in it)",
+            fix='pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
+                '{"data": "a/local/folder"}), and read it in the function from the folder '
+                'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder '
+                "given as the input itself)",
+        )
+    return Pickled(sink.getvalue(), code_lines)
+
+
+def shipped_lines(*pickles: Pickled) -> bytes:
+    """JSON for the runner's linecache: each file of the pickles' by-value code -> its lines, those the code
+    spans as linecache has them here (a notebook registers its cells there), every other line empty."""
+    spanned: dict[str, set[int]] = {}
+    for pickle in pickles:
+        for filename, numbers in pickle.code_lines.items():
+            spanned.setdefault(filename, set()).update(numbers)
+    shipped = {}
+    for filename, numbers in spanned.items():
+        lines = linecache.getlines(filename)[:max(numbers)]
+        if lines:
+            shipped[filename] = [line if number in numbers else "\n" for number, line in enumerate(lines, 1)]
+    return json.dumps(shipped, sort_keys=True).encode()
+
+
+def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
+    """(which argument, why) for the first argument that cannot be pickled alone; None if each can."""
+    named = [(f"positional argument {index} (a {type(value).__name__})", value)
+             for index, value in enumerate(args)]
+    named += [(f"keyword argument {name!r} (a {type(value).__name__})", value)
+              for name, value in kwargs.items()]
+    for where, value in named:
+        try:
+            _dump(value, _Sink(keep_up_to=0))
+        except Exception as error:  # noqa: BLE001 (the same failures as the whole call's)
+            return where, _why(error)
+    return None
+
+
+def _dump(value: Any, sink: _Sink) -> dict[str, frozenset[int]]:
+    """Pickles `value` into `sink`; returns the lines of each file its by-value code comes from."""
+    pickler = _file_keeping_pickler()(sink)
+    pickler.dump(value)
+    return {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()}
+
+
+@functools.cache
+def _file_keeping_pickler() -> type:
+    """cloudpickle's Pickler, keeping the file name of the code it pickles by value (defined when first needed:
+    cloudpickle is an optional dependency, imported only by a function job)."""
+    import cloudpickle
+
+    class FileKeepingPickler(cloudpickle.Pickler):  # type: ignore[misc]
+        def __init__(self, file: Any) -> None:
+            super().__init__(file)
+            self.code_lines: dict[str, set[int]] = {}
+
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.CodeType) and obj.co_filename != _NO_FILE:
+                last = max((line for _, _, line in obj.co_lines() if line is not None), default=obj.co_firstlineno)
+                self.code_lines.setdefault(obj.co_filename, set()).update(range(obj.co_firstlineno, last + 1))
+                # cloudpickle's own reduction of the code, then its file name put back (CodeType.replace)
+                return operator.methodcaller("replace", co_filename=obj.co_filename), \
+                    (obj.replace(co_filename=_NO_FILE),)
+            return super().reducer_override(obj)
+
+    return FileKeepingPickler
+
+
+class _Sink:
+    """A file that keeps what is written up to `keep_up_to` bytes and past that only counts: arguments too large
+    to travel, or pickled again only to find the one that fails, are not copied in memory."""
+
+    def __init__(self, keep_up_to: int | None = None) -> None:
+        self.size = 0
+        self._keep_up_to = keep_up_to
+        self._kept = io.BytesIO()
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self._keep_up_to is None or self.size <= self._keep_up_to:
+            self._kept.write(data)
+        elif self._kept.tell():
+            self._kept = io.BytesIO()
+        return len(data)
+
+    def getvalue(self) -> bytes:
+        return self._kept.getvalue()
+
+
+def _why(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

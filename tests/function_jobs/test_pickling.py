@@ -1,0 +1,83 @@
+"""What cannot travel to a function job is refused before anything is written, naming it (function_jobs/pickling.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import threading
+
+import pytest
+
+import orchestrator
+from orchestrator.errors import SpecError
+from orchestrator.function_jobs.pickling import pickled_function, shipped_lines
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+
+
+def _takes(*args, **kwargs):
+    return len(args) + len(kwargs)
+
+
+def _cache_entries(tmp_path):
+    remote = tmp_path / "cache" / "remote"
+    return sorted(remote.iterdir()) if remote.is_dir() else []
+
+
+@pytest.mark.parametrize(("args", "kwargs", "named"), [
+    ((1, threading.Lock()), {}, "positional argument 1 (a lock)"),
+    ((), {"rows": (n for n in range(3))}, "keyword argument 'rows' (a generator)"),
+])
+def test_an_argument_that_cannot_be_pickled_is_named_and_nothing_is_written(args, kwargs, named, tmp_path):
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
+
+    with pytest.raises(SpecError) as error:
+        job.run(*args, backend="local", **kwargs)
+
+    assert error.value.message.startswith(f"{named} cannot travel to the job: TypeError: cannot pickle")
+    assert "inside the function" in error.value.fix and "inputs=" in error.value.fix
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_a_function_that_takes_along_an_unpicklable_global_is_refused_with_the_fix(tmp_path):
+    lock = threading.Lock()
+
+    def locked():
+        with lock:
+            return 1
+
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(locked).run(backend="local")
+
+    assert "function" in error.value.message and "locked cannot travel" in error.value.message
+    assert "cannot pickle '_thread.lock'" in error.value.message and "module file" in error.value.fix
+    assert _cache_entries(tmp_path) == []
+
+
+def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_and_nothing_is_written(tmp_path):
+    job = orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=2)(_takes)
+
+    with pytest.raises(SpecError) as error:
+        job.run(os.urandom(DEFAULT_MAX_BYTES + 1_000_000), backend="local")
+
+    assert error.value.message.startswith("the arguments are 105.9 MB pickled, over the 105 MB a job's code")
+    assert "source_dir" not in str(error.value) and "--max-source-mb" not in str(error.value)
+    assert 'inputs={"data": "s3://' in error.value.fix and "local_inputs=" in error.value.fix
+    assert "SM_CHANNEL_DATA" in error.value.fix
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_function):
+    cell = "/nonexistent/ipykernel_1/cell-3.py"
+    square = cell_function("""
+        NOT_FOR_THE_JOB = "a line the function does not span"
+
+        def square(x):
+            return x * x
+        """, "square", cell)
+
+    pickled = pickled_function(square)
+
+    assert pickle.loads(pickled.data).__code__.co_filename == cell
+    assert json.loads(shipped_lines(pickled)) == {cell: ["\n", "\n", "\n", "def square(x):\n",
+                                                         "    return x * x\n"]}
