@@ -84,8 +84,10 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
             flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
 
     Raises:
-        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, or an option is unknown
-            (naming the nearest) or out of range; nothing was started.
+        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, an option is unknown
+            (naming the nearest) or out of range, or a local run's input does not exist or its host order orders
+            no hosts of the job; nothing was started. What this machine lacks to run it (mpirun, torch, a working
+            python) is raised by the job's `status()`, as the run finds it while it prepares.
     """
     from orchestrator.backends.base import BACKENDS, Backend
     from orchestrator.backends.job import Job
