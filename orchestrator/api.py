@@ -43,17 +43,19 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LAZY_TYPES[name]), name)
 
 
-def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
+def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None = None,
          max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
     """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
     without the backend's AWS session when none is needed): applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
-    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan.
+    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan. A plan made for a local run is
+    planned again from its spec, under its job name; a SageMaker plan is returned as it is.
 
     Raises:
         SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
         or a broken SDK defaults file.
     """
-    return plan_on_sagemaker(_loaded(spec), boto, job_name=job_name, max_source_bytes=max_source_bytes)
+    return plan_on_sagemaker(spec if isinstance(spec, Plan) else _loaded(spec), boto, job_name=job_name,
+                             max_source_bytes=max_source_bytes)
 
 
 def _loaded(spec: SpecLike) -> LoadedSpec:
@@ -65,12 +67,13 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
-    """Plans (unless given a Plan), uploads the source once, creates the job once; returns its `Job`, the same
-    handle `run` returns, with `.submission` saying what was sent."""
+    """Plans (a Plan for SageMaker is sent as it is, a local run's is planned again, as `run` plans it), uploads the
+    source once, creates the job once; returns its `Job`, the same handle `run` returns, with `.submission` saying
+    what was sent."""
     from orchestrator.backends.job import Job
     from orchestrator.backends.sagemaker import SageMakerBackend
 
-    job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
+    job_plan = plan(spec_or_plan, job_name=job_name, boto=boto)
     backend = SageMakerBackend(boto, job_plan.target.region)
     return Job(backend, backend.schedule(job_plan), job_plan)
 
@@ -133,7 +136,7 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
     from orchestrator.cloud.sdk import boto_session
     from orchestrator.cloud.submission import ensure_source_uploaded
 
-    job_plan = spec if isinstance(spec, Plan) else plan(spec)
+    job_plan = plan(spec)
     if upload_source:
         boto = sagemaker_session.boto_session if sagemaker_session else boto_session(job_plan.target.region)
         ensure_source_uploaded(job_plan, boto)
