@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
+from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, load, load_spec
@@ -63,7 +64,13 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     takes a LoadedSpec (or a Plan)."""
     if isinstance(spec, (str, Path)):
         return load(spec)
-    return LoadedSpec.of(spec) if isinstance(spec, JobSpec) else spec
+    if isinstance(spec, JobSpec):
+        return LoadedSpec.of(spec)
+    if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
+        raise SpecError(f"a job is given as a spec file's path, what load_spec returned, a JobSpec or a Plan, not "
+                        f"{type(spec).__name__} {spec!r:.60}",
+                        fix='pass e.g. "job.yaml", orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan')
+    return spec
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
@@ -94,7 +101,6 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     """
     from orchestrator.backends.base import BACKENDS, Backend
     from orchestrator.backends.job import Job
-    from orchestrator.errors import SpecError
 
     chosen: Backend
     if backend == "local":
