@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
+from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, load, load_spec
@@ -43,17 +44,19 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LAZY_TYPES[name]), name)
 
 
-def plan(spec: SpecLike, *, job_name: str | None = None, boto: Any | None = None,
+def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None = None,
          max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
     """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
     without the backend's AWS session when none is needed): applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
-    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan.
+    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan. A plan made for a local run is
+    planned again from its spec, under its job name; a SageMaker plan is returned as it is.
 
     Raises:
         SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
         or a broken SDK defaults file.
     """
-    return plan_on_sagemaker(_loaded(spec), boto, job_name=job_name, max_source_bytes=max_source_bytes)
+    return plan_on_sagemaker(spec if isinstance(spec, Plan) else _loaded(spec), boto, job_name=job_name,
+                             max_source_bytes=max_source_bytes)
 
 
 def _loaded(spec: SpecLike) -> LoadedSpec:
@@ -61,16 +64,23 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     takes a LoadedSpec (or a Plan)."""
     if isinstance(spec, (str, Path)):
         return load(spec)
-    return LoadedSpec.of(spec) if isinstance(spec, JobSpec) else spec
+    if isinstance(spec, JobSpec):
+        return LoadedSpec.of(spec)
+    if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
+        raise SpecError(f"a job is given as a spec file's path, what load_spec returned, a JobSpec or a Plan, not "
+                        f"{type(spec).__name__} {spec!r:.60}",
+                        fix='pass e.g. "job.yaml", orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan')
+    return spec
 
 
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
-    """Plans (unless given a Plan), uploads the source once, creates the job once; returns its `Job`, the same
-    handle `run` returns, with `.submission` saying what was sent."""
+    """Plans (a Plan for SageMaker is sent as it is, a local run's is planned again, as `run` plans it), uploads the
+    source once, creates the job once; returns its `Job`, the same handle `run` returns, with `.submission` saying
+    what was sent."""
     from orchestrator.backends.job import Job
     from orchestrator.backends.sagemaker import SageMakerBackend
 
-    job_plan = spec_or_plan if isinstance(spec_or_plan, Plan) else plan(spec_or_plan, job_name=job_name, boto=boto)
+    job_plan = plan(spec_or_plan, job_name=job_name, boto=boto)
     backend = SageMakerBackend(boto, job_plan.target.region)
     return Job(backend, backend.schedule(job_plan), job_plan)
 
@@ -84,12 +94,13 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
             flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
 
     Raises:
-        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, or an option is unknown
-            (naming the nearest) or out of range; nothing was started.
+        SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, an option is unknown
+            (naming the nearest) or out of range, or a local run's input does not exist or its host order orders
+            no hosts of the job; nothing was started. What this machine lacks to run it (mpirun, torch, a working
+            python) is raised by the job's `status()`, as the run finds it while it prepares.
     """
     from orchestrator.backends.base import BACKENDS, Backend
     from orchestrator.backends.job import Job
-    from orchestrator.errors import SpecError
 
     chosen: Backend
     if backend == "local":
@@ -131,7 +142,7 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
     from orchestrator.cloud.sdk import boto_session
     from orchestrator.cloud.submission import ensure_source_uploaded
 
-    job_plan = spec if isinstance(spec, Plan) else plan(spec)
+    job_plan = plan(spec)
     if upload_source:
         boto = sagemaker_session.boto_session if sagemaker_session else boto_session(job_plan.target.region)
         ensure_source_uploaded(job_plan, boto)

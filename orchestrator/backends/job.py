@@ -50,9 +50,11 @@ class Job:
         return self.backend.submission(self.id)
 
     @classmethod
-    def attach(cls, name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None) -> Job:
-        """The job a user names: `local:RUN`, `sagemaker:NAME`, or a bare name (`backends.resolve`)."""
-        return attach(name_or_run_dir, region=region, boto=boto)
+    def attach(cls, name_or_run_dir: str | Path, *, region: str | None = None, boto: Any | None = None,
+               backend: str | None = None) -> Job:
+        """The job a user names: `local:RUN`, `sagemaker:NAME`, or a bare name (`backends.resolve`); `backend`:
+        "local" or "sagemaker", as the prefix says (`orchestrator.attach`)."""
+        return attach(name_or_run_dir, region=region, boto=boto, backend=backend)
 
     @property
     def full_id(self) -> str:

@@ -22,6 +22,7 @@ from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE 
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.local_run import QuietObserver, run_local
 from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
+from orchestrator.emulator.preparing.prepared_run import check_run_input
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun, SmtrainError
@@ -51,9 +52,16 @@ class LocalBackend:
         return local_plan(spec, self.options)
 
     def schedule(self, plan: Plan) -> str:
+        """Starts the run in a thread and returns its run directory; a mistake in what the user gave (a missing
+        input, a bad host order) is raised here, before anything starts.
+
+        Raises:
+            SpecError: `prepared_run.check_run_input`'s; the run's other problems come from its `describe`.
+        """
         plan = self.plan(plan)
         run_dir = plan.target.output_path.removeprefix("file://").rstrip("/")
         options = dataclasses.replace(self.options, run_dir=Path(run_dir))
+        check_run_input(plan, options)
         start = _Start(threading.Thread(target=self._run, args=(plan, options, run_dir), name=f"smtrain-{run_dir}"),
                        Path(run_dir), plan.job_name)
         self._starting[run_dir] = start

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.backends.base import BACKENDS, Backend
-from orchestrator.backends.runs import find_run, is_directory, near_runs
+from orchestrator.backends.runs import find_run, is_directory, near_runs, relative_to_cwd
 from orchestrator.errors import EnvironmentProblem, SmtrainError
 from orchestrator.observing.job_status import JobNotFound
 from orchestrator.planning.job_name import check_job_name
@@ -50,7 +50,7 @@ def place_of(typed: str, backend: str | None, region: str | None, *, find_local:
     chosen, name = split_job_id(typed, backend)
     folder = find_local(name) if chosen != "sagemaker" and name else None
     if folder is not None and chosen is None and region is not None and on_sagemaker(name):
-        raise AmbiguousJob(f"{name} is both a {nouns[0]} ({_relative(folder)}) and a {nouns[1]} in {region}",
+        raise AmbiguousJob(f"{name} is both a {nouns[0]} ({relative_to_cwd(folder)}) and a {nouns[1]} in {region}",
                            fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
     return chosen, name, folder
 
@@ -97,7 +97,7 @@ def _local_run_dir(name: str) -> Path:
     if is_directory(Path(name)):
         return Path(name)
     near = near_runs(name)
-    hint = f"did you mean {', '.join(str(_relative(path)) for path in near)}?" if near else (
+    hint = f"did you mean {', '.join(str(relative_to_cwd(path)) for path in near)}?" if near else (
         "list the local runs with `smtrain list --local`")
     raise JobNotFound(f"{name} is no local run (no run directory, nor runs/{name}/)", fix=hint)
 
@@ -134,20 +134,11 @@ def naming_local_runs(name: str, near: list[Path], bare: bool) -> Iterator[None]
     except SmtrainError as error:
         if not bare:
             raise
-        shown = ", ".join(str(_relative(path)) for path in near)
+        shown = ", ".join(str(relative_to_cwd(path)) for path in near)
         local = f"; did you mean {shown}?" if near else f" (no run directory, nor runs/{name}/)."
         error.message = f"{name} is no local run{local} Nor could SageMaker answer for it: {error.message}"
         error.args = (error.message,)
         raise
-
-
-def _relative(path: Path) -> Path:
-    """`runs/NAME` for a run under the working directory, else the path as it is."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
-
 
 
 def backend_for(name: str | None, region: str | None = None, boto: Any | None = None,

@@ -32,18 +32,30 @@ def local_runs(runs_root: Path = RUNS_ROOT, marker: str = RUN_MARKER_FILE) -> li
     return sorted(runs, key=lambda path: (path / marker).stat().st_mtime, reverse=True)
 
 
-def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3) -> list[Path]:
+def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3, marker: str = RUN_MARKER_FILE) -> list[Path]:
     """The local runs whose name is close to `name` (a mistyped run name or run directory): those under runs/,
     and those beside the directory `name` points into. Runs named `name` plus a suffix come first, newest first
-    (`my-job` for `my-job-2026-11-26-...`, the name `smtrain local` gives a run), then the closest by difflib."""
+    (`my-job` for `my-job-2026-11-26-...`, the name `smtrain local` gives a run), then those whose name starts
+    with a near spelling of it (`my-jbo`), then the closest by difflib. `marker`: as `find_run`'s (a search's
+    folders are near ones by their tuning.json)."""
     places = {runs_root}
     if "/" in name:
         places.add(Path(name).parent)
-    runs = {path.name: path for place in places if is_directory(place) for path in local_runs(place)}
+    runs = {path.name: path for place in places if is_directory(place) for path in local_runs(place, marker)}
     wanted = Path(name).name if "/" in name else name
     extended = [run for run in runs if wanted and run.startswith(wanted)]
+    misspelt = [run for run in runs if wanted and len(run) > len(wanted)
+                and difflib.SequenceMatcher(None, wanted, run[:len(wanted)]).ratio() >= 0.8]
     close = difflib.get_close_matches(wanted, list(runs), n=limit, cutoff=0.6)
-    return [runs[match] for match in dict.fromkeys([*extended, *close])][:limit]
+    return [runs[match] for match in dict.fromkeys([*extended, *misspelt, *close])][:limit]
+
+
+def relative_to_cwd(path: Path) -> Path:
+    """`runs/NAME` for a run under the working directory, else the path as it is: how an error names a run."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _holds(path: Path, marker: str) -> bool:

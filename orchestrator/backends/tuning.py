@@ -5,8 +5,9 @@ from its results folder (`tuning.json`, which the search rewrites after each tri
 the folder's stop request, as for a run). Both answer in `observing.trials`' words (`TuningStatus`, `Trial`,
 `TuningSummary`), and each hands a trial on as the backend of single jobs it ran on, so `Tuning.best_job()` is
 an `orchestrator.Job` either way. `smtrain tune status | list | stop` and `orchestrator.Tuning.attach` resolve a
-tuning id here, by `backends.resolve`'s rules: `local:<folder or name under runs/>`, `sagemaker:<tuning job
-name>`, `--backend`, or a bare name (a results folder of that name, else SageMaker's).
+tuning id here, by `backends.resolve`'s rules: `local:<folder or name under runs/>` (or the tuning spec's name:
+the newest search named after it), `sagemaker:<tuning job name>`, `--backend`, or a bare name (a results folder of
+that name, else SageMaker's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.backends.job import Job
 from orchestrator.backends.resolve import place_of, split_job_id
-from orchestrator.backends.runs import RUNS_ROOT, find_run, local_runs
+from orchestrator.backends.runs import RUNS_ROOT, find_run, local_runs, near_runs, relative_to_cwd
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE as RESULT_FILE
@@ -300,16 +301,31 @@ def resolve_tuning(tuning: str, backend: str | None = None, region: str | None =
     Raises:
         TuningNotFound: `local:` names no results folder; AmbiguousJob: a bare name that is both.
     """
-    chosen, name, folder = place_of(tuning, backend, region,
-                                    find_local=lambda name: find_run(name, LocalTuning().runs_root, RESULT_FILE),
+    runs_root = LocalTuning().runs_root
+    chosen, name, folder = place_of(tuning, backend, region, find_local=lambda name: _find_search(name, runs_root),
                                     on_sagemaker=lambda name: _sagemaker_has(name, boto, region),
                                     nouns=("local search", "SageMaker tuning job"))
     if folder is not None:
         return LocalTuning(), str(folder)
     if chosen == "local":
-        raise TuningNotFound(f"{name} is no local search (no {name}/{RESULT_FILE}, nor runs/{name}/{RESULT_FILE})",
-                             fix="list the local searches with `smtrain tune list --backend local`")
+        near = ", ".join(f"local:{relative_to_cwd(path)}" for path in near_runs(name, runs_root, marker=RESULT_FILE))
+        raise TuningNotFound(f"{name} is no local search (no {name}/{RESULT_FILE}, nor runs/{name}/{RESULT_FILE}, "
+                             f"nor runs/{name}-YYMMDD-HHMMSS-xxxx/)",
+                             fix=f"did you mean {near}?" if near
+                             else "list the local searches with `smtrain tune list --backend local`")
     return SageMakerTuning(boto, region), name
+
+
+def _find_search(name: str, runs_root: Path) -> Path | None:
+    """The results folder a user means: a folder, runs/NAME, else the newest search `tune local` named after NAME
+    (NAME-YYMMDD-HHMMSS-xxxx, its tuning name, under runs/)."""
+    found = find_run(name, runs_root, RESULT_FILE)
+    if found is not None or "/" in name:
+        return found
+    from orchestrator.planning.tuning import is_named_after
+
+    named = [folder for folder in local_runs(runs_root, RESULT_FILE) if is_named_after(folder.name, name)]
+    return max(named, key=lambda folder: folder.name, default=None)  # the stamp in the name: started last
 
 
 def tuning_backend_for(name: str | None, region: str | None = None, boto: Any | None = None) -> TuningBackend:

@@ -170,12 +170,10 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
             torch, a refusal of the toolkit, an unusable run directory).
     """
     observer = observer or QuietObserver()
-    settings = replace(options, host_order=options.host_order or (
-        (options.master_host,) if options.master_host else None))
     created = now()
-    plan = local_plan(loaded, settings)
+    plan = local_plan(loaded, options)
     planned = now()
-    prepared = prepare_run(plan, settings, local_gpu_count())
+    prepared = prepare_run(plan, options, local_gpu_count())
     layout = prepared.layout
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
     # From here on the run reports its status, and every way it ends writes the last one (Failed for an error).

@@ -129,6 +129,11 @@ class Options:
         help="How long a stopped run's ranks get between SIGTERM and SIGKILL to checkpoint (SageMaker gives 120 "
              "s; tests shorten it).")
 
+    @property
+    def hosts_in_order(self) -> tuple[str, ...] | None:
+        """The instance group's host order: `host_order`, else `master_host` first (the other hosts follow)."""
+        return self.host_order or ((self.master_host,) if self.master_host else None)
+
 
 def declarations() -> dict[str, Declared]:
     """Each local run option's name (the field's, the API's keyword) and its declaration, in declaration order."""

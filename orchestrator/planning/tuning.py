@@ -13,6 +13,7 @@ channels and environment variables.
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -61,7 +62,16 @@ def tuning_job_name(base: str) -> str:
     """`base-YYMMDD-HHMMSS-xxxx`, the base trimmed (as the SDK trims it) to fit the API's 32 characters."""
     stamp = time.strftime("%y%m%d-%H%M%S", time.gmtime())
     tag = "".join(secrets.choice(_TAG_ALPHABET) for _ in range(4))
-    return f"{base[:MAX_TUNING_JOB_NAME - _SUFFIX_LENGTH].rstrip('-')}-{stamp}-{tag}"
+    return f"{_trimmed(base)}-{stamp}-{tag}"
+
+
+def is_named_after(name: str, base: str) -> bool:
+    """Whether `name` is one `tuning_job_name(base)` gives: how a search's base name finds its results folders."""
+    return re.fullmatch(rf"{re.escape(_trimmed(base))}-\d{{6}}-\d{{6}}-[{_TAG_ALPHABET}]{{4}}", name) is not None
+
+
+def _trimmed(base: str) -> str:
+    return base[:MAX_TUNING_JOB_NAME - _SUFFIX_LENGTH].rstrip("-")
 
 
 @dataclass(frozen=True)

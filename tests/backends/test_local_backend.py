@@ -19,7 +19,7 @@ from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, read_status
-from orchestrator.errors import SpecError
+from orchestrator.errors import EnvironmentProblem, SpecError
 
 SMTRAIN = str(Path(sys.executable).with_name("smtrain"))
 # Each host prints STEPS progress lines with its own loss, then a last line; with `forever`, it runs until SIGTERM.
@@ -196,11 +196,10 @@ def test_a_run_whose_process_died_reads_as_failed_not_forever_in_progress(tmp_pa
     assert f"pid {int(gone.stdout)}) ended without a result" in described["FailureReason"]
 
 
-def test_a_problem_that_stops_a_local_run_before_it_starts_is_raised_by_the_handle(tmp_path):
-    job = orchestrator.run(_spec(tmp_path), backend="local",
-                           run_dir=tmp_path / "run", host_order=("algo-9",))
+def test_a_problem_of_this_machine_that_stops_a_local_run_before_it_starts_is_raised_by_the_handle(tmp_path):
+    job = orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run", python="/bin/true")
 
-    with pytest.raises(SpecError, match="host order algo-9 is not an ordering of algo-1, algo-2"):
+    with pytest.raises(EnvironmentProblem, match="/bin/true is not a Python interpreter"):
         job.wait(poll_seconds=0.05)
 
 
@@ -209,10 +208,8 @@ def test_a_notebook_rerunning_into_one_run_directory_never_clears_a_running_run_
     running = orchestrator.run(_spec(tmp_path, forever=True), backend="local", run_dir=tmp_path / "run")
     _wait_for(lambda: running.status().secondary_status == "Training", "the first run to train")
 
-    refused = orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run")
-
     with pytest.raises(SpecError, match="is in use by a run still going in this process"):
-        refused.wait(poll_seconds=0.05)
+        orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run")
     assert running.status().status == "InProgress" and running.logs(host="algo-1", tail=1)
     running.stop()
     assert running.wait(poll_seconds=0.05).status == "Stopped"
@@ -228,6 +225,17 @@ def test_a_stop_right_after_run_stops_the_run_that_is_still_preparing(tmp_path):
 
     final = job.wait(poll_seconds=0.05)  # unasked, the run goes on to max_run_seconds (Stopped, MaxRuntimeExceeded)
     assert (final.name, final.status, final.failure_reason) == (job.name, "Stopped", None)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"inputs": {"train": "/nonexistent"}}, "input train: /nonexistent does not exist"),
+    ({"host_order": "algo-3,algo-1"}, "host order algo-3, algo-1 is not an ordering of algo-1, algo-2"),
+    ({"master_host": "algo-9"}, "host order algo-9 is not an ordering of algo-1, algo-2"),
+])
+def test_a_mistake_in_a_local_runs_input_is_raised_by_run_before_anything_starts(tmp_path, options, message):
+    with pytest.raises(SpecError, match=message):
+        orchestrator.run(_spec(tmp_path), backend="local", run_dir=tmp_path / "run", **options)
+    assert not (tmp_path / "run").exists()
 
 
 class _BrokenConsole:

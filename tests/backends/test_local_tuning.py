@@ -16,6 +16,7 @@ from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.tuning.search import SearchResult
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial
+from orchestrator.planning.tuning import tuning_job_name
 
 START = datetime(2026, 11, 26, 10, 0, tzinfo=timezone.utc)
 
@@ -87,6 +88,31 @@ def test_the_best_trial_of_a_local_search_is_an_orchestrator_job(tmp_path, monke
     assert job.full_id == f"local:{folder / 'lr-search-002'}" and job.last_status.status == "Completed"
     assert tuning.full_id == f"local:{folder.resolve()}"
     assert tuning.plot().axes[1].get_xscale() == "log"  # lr was searched on a log scale
+
+
+def test_a_search_base_name_reads_its_newest_results_folder(tmp_path, monkeypatch):
+    """`tune local` names its folder runs/<name>-YYMMDD-HHMMSS-xxxx; `local:<name>` (and the bare name) is the
+    newest search named after it, in the CLI and in Python alike."""
+    monkeypatch.chdir(tmp_path)
+    older = _search(tmp_path, "mlp-lr-261126-090000-aaaa")
+    newer = _search(tmp_path, tuning_job_name("mlp-lr"))
+    _search(tmp_path, tuning_job_name("mlp-lr-long"))  # another base name: never mlp-lr's
+
+    for named in ("local:mlp-lr", "mlp-lr"):
+        result = CliRunner().invoke(main, ["tune", "status", named])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(f"{newer.name}: Completed (Random)"), result.output
+    assert orchestrator.Tuning.attach("local:mlp-lr").full_id == f"local:{newer.resolve()}"
+    assert orchestrator.Tuning.attach(f"local:{older.name}").full_id == f"local:{older.resolve()}"
+
+
+def test_a_mistyped_local_search_names_the_near_folders(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = _search(tmp_path, tuning_job_name("mlp-lr"))
+
+    result = CliRunner().invoke(main, ["tune", "status", "local:mlp-lx"])
+
+    assert result.exit_code == 2 and f"did you mean local:runs/{folder.name}?" in result.output, result.output
 
 
 def test_a_local_id_without_results_and_an_unknown_folder_are_exit_2_naming_the_fix(tmp_path, monkeypatch):

@@ -101,6 +101,16 @@ def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path
             "runs/my-job-2026-11-25-10-00-00-000-aaaa?") in result.stderr
 
 
+def test_a_misspelt_job_name_without_its_timestamp_names_the_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "my-job-2026-11-26-10-00-00-000-bbbb")
+
+    result = smtrain("status", "local:my-jbo")
+
+    _assert_one_clear_error(result)
+    assert "did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb?" in result.stderr
+
+
 @pytest.mark.parametrize("command", ["status", "logs", "stop"])
 @pytest.mark.parametrize("name", ["a" * 300, "bad\x00name", "../../etc", "", "runs/" + "b" * 300])
 def test_a_malformed_name_is_one_clear_error(tmp_path, monkeypatch, command, name):

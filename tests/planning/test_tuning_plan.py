@@ -235,6 +235,15 @@ def test_tuning_job_names_fit_the_api():
     assert tuning_job_name("x") != tuning_job_name("x")
 
 
+def test_a_tuning_job_name_is_known_by_its_base_even_when_trimmed():
+    from orchestrator.planning.tuning import is_named_after, tuning_job_name
+
+    long_base = "a-very-long-base-name-for-a-search"
+
+    assert is_named_after(tuning_job_name("mlp-lr"), "mlp-lr") and is_named_after(tuning_job_name(long_base), long_base)
+    assert not is_named_after(tuning_job_name("mlp-lr-long"), "mlp-lr") and not is_named_after("mlp-lr", "mlp-lr")
+
+
 def test_a_trials_values_merge_over_the_spec_and_keep_the_set_overrides():
     # A trial's `smtrain local` gets the search's --set overrides and its tuned values (--hyperparameters-file):
     # the tuned names take the trial's values, every other hyperparameter keeps the spec's or the override's.

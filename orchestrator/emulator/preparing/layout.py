@@ -224,9 +224,7 @@ def _lock_run_directory(root: Path) -> None:
     """
     import fcntl
 
-    if root in _HELD_LOCKS:  # an earlier run of this process (a notebook's) that has not ended
-        raise SpecError(f"--run-dir {root} is in use by a run still going in this process",
-                        fix="wait for that run to end (Job.wait()) or stop it (Job.stop()), or give another run directory")
+    refuse_if_running_here(root)
     descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -238,6 +236,17 @@ def _lock_run_directory(root: Path) -> None:
     os.ftruncate(descriptor, 0)
     os.write(descriptor, f"{os.getpid()}\n".encode())
     _HELD_LOCKS[root] = descriptor
+
+
+def refuse_if_running_here(root: Path) -> None:
+    """Refuses `root` while a run of this process (a notebook's earlier one) still uses it.
+
+    Raises:
+        SpecError: this process holds `root` (`flock` would refuse it too, naming no run).
+    """
+    if root in _HELD_LOCKS:
+        raise SpecError(f"--run-dir {root} is in use by a run still going in this process",
+                        fix="wait for that run to end (Job.wait()) or stop it (Job.stop()), or give another run directory")
 
 
 def _describe_process(pid_text: str) -> str:

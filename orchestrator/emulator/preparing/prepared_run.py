@@ -24,6 +24,7 @@ from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.cache import cache_root
 from orchestrator.emulator.instances.container import (
     DISTRIBUTION_FLAGS,
+    Channel,
     ContainerJob,
     Host,
     HostConfig,
@@ -201,7 +202,7 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
     code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
-    host_groups = _host_groups(job, settings.host_order)
+    host_groups = _host_groups(job, settings.hosts_in_order)
     group_hosts = _launcher_hosts(job, host_groups)
     world = _preflight(plan, job, code_files, settings, len(group_hosts))
     layout = run_layout.new_layout(run_dir, job)
@@ -236,6 +237,24 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     except BaseException:
         run_layout.release_directory(run_dir)  # held by open_run_directory for a run that will not start
         raise
+
+
+def check_run_input(plan: Plan, settings: Options) -> None:
+    """What the user gave a run that no machine could run (a local input that does not exist, a host order that
+    orders no hosts of the job, the run directory of a run of this process still going), checked without starting
+    or writing anything: the local backend checks it before
+    it prepares the run in the background, so that `orchestrator.run` raises it rather than the job's handle later.
+
+    Raises:
+        SpecError: the check `prepare_run` makes of the same input, with the same message.
+    """
+    job = ContainerJob.from_request(plan.create_training_job_request)
+    _host_groups(job, settings.hosts_in_order)
+    run_dir = run_dir_for(settings, plan.job_name)
+    run_layout.refuse_if_running_here(run_dir)
+    for channel in job.channels:
+        if not channel.source.startswith("s3://"):
+            _local_channel(channel, run_dir)
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
@@ -368,11 +387,7 @@ def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
         if channel.source.startswith("s3://"):
             channels[channel.name] = _download_channel(channel.name, channel.source)
             continue
-        path = Path(channel.source.removeprefix("file://"))
-        if not path.exists() and not path.is_relative_to(run_dir):
-            raise SpecError(f"input {channel.name}: {path} does not exist",
-                            fix=f"--input {channel.name}=<local path>")
-        channels[channel.name] = path.resolve()
+        channels[channel.name] = _local_channel(channel, run_dir)
     for channel in job.channels:
         if channel.pipe and channel.compression == "Gzip" and channels[channel.name].exists():
             plain = first_not_gzip(objects(channels[channel.name]))
@@ -380,6 +395,14 @@ def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
                 raise SpecError(f"input {channel.name}: CompressionType is Gzip but {plain} is not gzip data, so "
                                 "its Pipe-mode epochs would be empty", fix="gzip the files, or drop compression: Gzip")
     return channels
+
+
+def _local_channel(channel: Channel, run_dir: Path) -> Path:
+    """A channel's local path, which must exist (a file:// stand-in of the run's own is made as the run starts)."""
+    path = Path(channel.source.removeprefix("file://"))
+    if not path.exists() and not path.is_relative_to(run_dir):
+        raise SpecError(f"input {channel.name}: {path} does not exist", fix=f"--input {channel.name}=<local path>")
+    return path.resolve()
 
 
 def _download_channel(name: str, uri: str) -> Path:

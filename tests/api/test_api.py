@@ -1,0 +1,43 @@
+"""The notebook API (`orchestrator/api.py`): what it takes, and a plan made for one place sent to the other (against
+moto's server)."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+import orchestrator
+from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.run_options import Options
+from orchestrator.errors import SmtrainError, SpecError
+from orchestrator.observing.job_status import JobNotFound
+from orchestrator.specs.loader import load
+
+
+def test_submit_plans_a_local_runs_plan_again_for_sagemaker(write_spec, bucket, tmp_path):
+    local = local_plan(load(write_spec()), Options(run_dir=tmp_path / "run"))
+    assert local.target.output_path.startswith("file://")
+
+    job = orchestrator.submit(local)
+
+    assert job.name == local.job_name and job.plan.target.output_path == f"s3://{bucket}/outputs/"
+    created = boto3.client("sagemaker").describe_training_job(TrainingJobName=local.job_name)
+    assert created["OutputDataConfig"]["S3OutputPath"] == f"s3://{bucket}/outputs/"
+    assert job.submission.source_uploaded
+
+
+@pytest.mark.parametrize("given", [123, None, {"name": "tiny"}])
+def test_run_and_plan_of_no_spec_say_which_kinds_they_take(given):
+    for call in (lambda: orchestrator.run(given), lambda: orchestrator.plan(given)):
+        with pytest.raises(SpecError, match=f"a spec file's path, what load_spec returned, a JobSpec or a Plan, "
+                                            f"not {type(given).__name__}"):
+            call()
+
+
+def test_job_attach_takes_a_backend_as_attach_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(SmtrainError, match="local:nope names the local backend, but --backend says sagemaker"):
+        orchestrator.Job.attach("local:nope", backend="sagemaker")
+    with pytest.raises(JobNotFound, match="nope is no local run"):
+        orchestrator.Job.attach("nope", backend="local")
