@@ -90,12 +90,11 @@ def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
 
 
 def _local_run_dir(name: str) -> Path:
-    """The run directory `local:NAME` means: a directory, or runs/NAME/; else the near runs are named."""
+    """The run directory `local:NAME` means: a run directory, or runs/NAME/; else the near runs are named (a
+    folder `smtrain local` did not make, such as the source dir of the same name, is no run)."""
     run_dir = find_run(name)
     if run_dir is not None:
         return run_dir
-    if is_directory(Path(name)):
-        return Path(name)
     near = near_runs(name)
     hint = f"did you mean {', '.join(str(relative_to_cwd(path)) for path in near)}?" if near else (
         "list the local runs with `smtrain list --local`")
@@ -137,6 +136,8 @@ def naming_local_runs(name: str, near: list[Path], bare: bool) -> Iterator[None]
         shown = ", ".join(str(relative_to_cwd(path)) for path in near)
         local = f"; did you mean {shown}?" if near else f" (no run directory, nor runs/{name}/)."
         error.message = f"{name} is no local run{local} Nor could SageMaker answer for it: {error.message}"
+        if near:  # the run is the likelier meaning: its id comes first in the fix
+            error.fix = f"give the run, e.g. local:{shown.split(', ')[0]}; for a SageMaker job: {error.fix}"
         error.args = (error.message,)
         raise
 

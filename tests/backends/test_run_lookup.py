@@ -99,6 +99,23 @@ def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path
     _assert_one_clear_error(result)
     assert ("my-job is no local run; did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb, "
             "runs/my-job-2026-11-25-10-00-00-000-aaaa?") in result.stderr
+    assert ("To fix: give the run, e.g. local:runs/my-job-2026-11-26-10-00-00-000-bbbb; for a SageMaker job: set "
+            "AWS_REGION") in result.stderr  # the run first: offline, the AWS advice alone would mislead
+
+
+@pytest.mark.parametrize("command", ["status", "logs", "metrics"])
+def test_a_local_id_naming_a_folder_that_is_no_run_is_refused_naming_the_runs(tmp_path, monkeypatch, command):
+    """`local:plain` beside the source folder `plain/`: the runs of that name are meant, not the folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "train.py").write_text("print(1)\n")
+    _run(tmp_path, "plain-2026-11-26-10-00-00-000-aaaa")
+
+    result = smtrain(command, "local:plain")
+
+    _assert_one_clear_error(result, (2,))
+    assert "plain is no local run" in result.stderr
+    assert "did you mean runs/plain-2026-11-26-10-00-00-000-aaaa?" in result.stderr
 
 
 def test_a_misspelt_job_name_without_its_timestamp_names_the_run(tmp_path, monkeypatch):
