@@ -91,7 +91,7 @@ class LocalBackend:
                 described is None or described["TrainingJobStatus"] not in TERMINAL):
             raise start.error  # it stopped the run before the run could report it
         if described is None and alive:  # planned, preparing the hosts: status.json comes next
-            return JobStatus(name=Path(job_id).name, region=LOCAL_REGION, status="InProgress",
+            return JobStatus(name=start.job_name, region=LOCAL_REGION, status="InProgress",
                              secondary_status="Starting", transitions=(), instance_type=None, instance_count=None,
                              billable_seconds=None, failure_reason=None, model_artifact=None, created=None,
                              ended=None)

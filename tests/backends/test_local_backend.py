@@ -220,6 +220,7 @@ def test_a_notebook_rerunning_into_one_run_directory_never_clears_a_running_run_
 
 def test_a_stop_right_after_run_stops_the_run_that_is_still_preparing(tmp_path):
     job = orchestrator.run(_spec(tmp_path, forever=True), backend="local", run_dir=tmp_path / "run")
+    assert job.status().name == job.name  # Starting or on: the job's name, not its folder's
 
     job.stop()
 
