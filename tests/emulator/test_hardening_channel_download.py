@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.layout import release_directory
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
@@ -66,8 +67,11 @@ def test_an_ordinary_channel_is_downloaded_into_the_cache(tmp_path, cache):
 
 
 def _prepare(spec: Path, settings: Options) -> PreparedRun:
-    """The run prepared as `run_local` prepares it: planned for this machine first, then written out."""
-    return prepare_run(local_plan(load(spec), settings), settings)
+    """The run prepared as `run_local` prepares it: planned for this machine first, then written out; the run
+    directory let go as `run_local` lets go of it when its run ends."""
+    prepared = prepare_run(local_plan(load(spec), settings), settings)
+    release_directory(prepared.layout.root)
+    return prepared
 
 
 def test_an_object_that_is_also_a_folder_of_others_gives_one_clear_error(tmp_path, cache):

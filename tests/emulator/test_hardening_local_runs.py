@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from orchestrator.emulator.local_plan import local_plan
-from orchestrator.emulator.preparing.layout import open_run_directory
+from orchestrator.emulator.preparing.layout import open_run_directory, release_directory
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
@@ -94,7 +94,7 @@ def test_a_run_directory_in_use_is_refused_naming_the_process(tmp_path):
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys
             from pathlib import Path
-            from orchestrator.emulator.preparing.layout import open_run_directory
+            from orchestrator.emulator.preparing.layout import open_run_directory, release_directory
             open_run_directory(Path({str(run)!r}))
             print("held", flush=True)
             sys.stdin.read()
@@ -204,5 +204,8 @@ def test_link_inputs_without_namespaces_keeps_the_users_data_when_the_job_delete
 
 
 def _prepare(spec: Path, settings: Options) -> PreparedRun:
-    """The run prepared as `run_local` prepares it: planned for this machine first, then written out."""
-    return prepare_run(local_plan(load(spec), settings), settings)
+    """The run prepared as `run_local` prepares it: planned for this machine first, then written out; the run
+    directory let go as `run_local` lets go of it when its run ends."""
+    prepared = prepare_run(local_plan(load(spec), settings), settings)
+    release_directory(prepared.layout.root)
+    return prepared

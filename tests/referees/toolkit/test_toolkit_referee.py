@@ -20,6 +20,7 @@ from forked import run_forked
 
 from orchestrator.emulator.launching.toolkit_launchers import ToolkitRefusal, parse_custom_mpi_options
 from orchestrator.emulator.local_plan import local_plan
+from orchestrator.emulator.preparing.layout import release_directory
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.run_options import Options
 from orchestrator.specs.catalog import lookup
@@ -94,7 +95,9 @@ def _prepare(tmp_path: Path, fields: dict[str, Any], files: dict[str, str], entr
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     settings = Options(run_dir=tmp_path / "run", host_order=host_order)
-    return prepare_run(local_plan(load(path), settings), settings)
+    prepared = prepare_run(local_plan(load(path), settings), settings)
+    release_directory(prepared.layout.root)  # as run_local lets go of it when its run ends
+    return prepared
 
 
 def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]:
