@@ -3,6 +3,8 @@ and the lines of one rank in an mpirun-tagged log. Pure text, as the two dumpers
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from orchestrator.emulator.supervising.stacks import RankProcess, RankStack, _stack_of
 from orchestrator.emulator.supervising.stall import HangReport
 
@@ -220,3 +222,35 @@ def test_frames_are_read_per_thread_innermost_first():
     assert [[frame.function for frame in thread][:1] for thread in stack.threads] == [
         ["WaitForData.backward"], ["wait"]]
     assert len(stack.frames) == 7
+
+
+def test_a_hangs_cause_is_the_rank_the_others_wait_for(tmp_path):
+    stacks_file = tmp_path / "stacks.txt"
+    in_backward = RankStack(RANK_0, PY_SPY_IN_DDP_BACKWARD, "py-spy")
+    asleep = RankStack(RANK_1, PY_SPY_ASLEEP_IN_THE_STEP, "py-spy")
+
+    cause = HangReport(16.0, (in_backward, asleep)).cause(stacks_file)
+
+    assert (cause.host, cause.rank, cause.category, cause.exit_code) == ("algo-2", 1, "hung", None)
+    assert cause.headline() == cause.exception == (
+        "Hung: rank 1 (algo-2) is not in a collective, at check (train.py:12); the others wait for it: "
+        "rank 0 (algo-1) in backward's gradient all-reduce called at main (train.py:27)")
+    assert cause.fix.startswith("find why rank 1 (algo-2) never reaches the collective")
+    assert cause.fix.endswith(f"every rank's stack is in {stacks_file}")
+    assert type(cause).from_dict(cause.to_dict()).headline() == cause.headline()
+
+
+def test_a_hang_without_a_rank_to_blame_says_why_and_names_none():
+    stacks_file = Path("stacks.txt")
+    both_wait = (RankStack(RANK_0, PY_SPY_WAITING, "py-spy"),
+                 RankStack(RANK_1, PY_SPY_BARRIER_UNDER_THE_STANDIN, "py-spy"))
+    waiting = HangReport(9.0, both_wait).cause(stacks_file)
+    idle = HangReport(9.0, (RankStack(RANK_0, PY_SPY_ASLEEP_IN_THE_STEP, "py-spy"),)).cause(stacks_file)
+
+    assert (waiting.host, waiting.rank) == (idle.host, idle.rank) == (None, None)
+    assert waiting.headline().startswith("Hung: every rank waits in a collective: rank 0 (algo-1) in ")
+    assert "same ones in the same order" in waiting.fix
+    assert idle.headline() == ("Hung: no rank is in a collective, and every one is idle: rank 0 (algo-1) at "
+                               "check (train.py:12)")
+    nobody = HangReport(5.0, ()).cause(stacks_file)
+    assert nobody.headline() == "Hung: no training process was left to inspect"
