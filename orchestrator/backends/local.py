@@ -29,8 +29,8 @@ from orchestrator.errors import DamagedRun, SmtrainError
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted
-from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, job_progress
-from orchestrator.observing.root_cause import FailureCause, SourcePaths
+from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LINES, JobProgress, job_progress
+from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec
 
@@ -123,7 +123,13 @@ class LocalBackend:
         copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
         progress = job_progress(read_status(run_dir) or {}, tails, SourcePaths((*copies, SourcePaths().copies[0])))
         stored = self.failure_cause(job_id)
-        return dataclasses.replace(progress, failure_cause=stored) if stored else progress
+        if stored is None:
+            return progress
+        if stored.category == HUNG:  # the host of the rank the others wait for, not the reason's first host
+            host = stored.host if stored.host in tails else None
+            return dataclasses.replace(progress, failure_cause=stored, failing_host=host,
+                                       failing_lines=tuple(tails[host][-FAILURE_TAIL_LINES:]) if host else ())
+        return dataclasses.replace(progress, failure_cause=stored)
 
     def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> None:
         """None: a local run's own stall timeout judges it (`emulator/supervising/stall.py`)."""

@@ -73,7 +73,11 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         for item in current.transitions:
             click.echo(f"    {time_text(item.start)}  {item.status:<{width}}  {item.message}{_took(item, current, now)}")
     if progress and progress.failing_host:
-        click.echo(f"  last lines of {progress.failing_host} (the host that failed first)")
+        from orchestrator.observing.root_cause import HUNG
+
+        hung = progress.failure_cause is not None and progress.failure_cause.category == HUNG
+        click.echo(f"  last lines of {progress.failing_host} "
+                   f"({'the host the others wait for' if hung else 'the host that failed first'})")
         for line in progress.failing_lines:
             click.echo(f"    {line}")
 

@@ -428,6 +428,8 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
         unwritten = (f"StatusFileError: writing each host's status file in {layout.root} failed: "
                      f"{'the disk is full (ENOSPC)' if error.errno == errno.ENOSPC else error.strerror or error}")
     cause = max_runtime_cause(job.max_run_seconds) if outcome.status == "timeout" else None
+    if outcome.status == "hung" and hang is not None:
+        cause = hang.cause(layout.root / STACKS_FILE)
     if outcome.log_failure is not None:
         reason = outcome.log_failure
     elif outcome.status == "failed":
@@ -468,8 +470,8 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                         f"{f' ({result.failure_reason.splitlines()[0]})' if result.failure_reason else ''}, but "
                         f"result.json could not be written in {prepared.layout.root}: {error.strerror or error}",
                         fix="free disk space; the logs are in the run directory") from None
-    reporter.report.finish(*terminal_status(ending.status, result.failure_reason), result.failure_reason,
-                           ending.model)
+    status, secondary, message = terminal_status(ending.status, result.failure_reason, result.failure_cause)
+    reporter.report.finish(status, secondary, result.failure_reason, ending.model, message=message)
     return result
 
 

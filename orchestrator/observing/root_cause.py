@@ -127,6 +127,10 @@ class SourcePaths:
         return text
 
 
+HUNG = "hung"
+"""The category of a local run stopped as hung; `host` and `rank` name the rank the others wait for."""
+
+
 @dataclass(frozen=True)
 class FailureCause:
     """Where a failure started and what to do about it: the same fields for a local run and a SageMaker job."""
@@ -148,6 +152,8 @@ class FailureCause:
     def headline(self) -> str:
         """`algo-2 (rank 1) failed: ValueError: bad shape at src/train.py:42`; `algo-2 (torchrun agent) failed:
         ...` where the agent, not a rank, raised it."""
+        if self.category == HUNG and self.exception:
+            return self.exception  # a hang's own words (emulator/supervising/stall.py): who waits for whom
         who = f" (rank {self.rank})" if self.rank is not None else f" ({self.launcher})" if self.launcher else ""
         where = (self.host or "the job") + who
         at = f" at {self.location}" if self.location else ""

@@ -23,6 +23,7 @@ import yaml
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising import stall
 from orchestrator.emulator.supervising.stacks import find_py_spy
+from orchestrator.emulator.supervising.status import read_status
 from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
@@ -137,6 +138,13 @@ def test_without_py_spy_the_ranks_faulthandler_gives_the_stacks(hang_spec, tmp_p
     assert idle is not None, result.failure_reason
     assert STALL_SECONDS <= int(idle.group(1)) <= STALL_SECONDS + 10, result.failure_reason
     assert result.failure_reason.endswith(f"every rank's stack: {run_dir.resolve() / 'stacks.txt'}")
+    cause = result.failure_cause
+    assert (cause["host"], cause["rank"], cause["category"]) == ("algo-2", 1, "hung"), cause
+    assert cause["headline"].startswith(
+        "Hung: rank 1 (algo-2) is not in a collective, at load_next_batch_forever")
+    described = read_status(run_dir)
+    assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Failed", "Failed")
+    assert described["SecondaryStatusTransitions"][-1]["StatusMessage"] == cause["headline"]
     assert processes_of(run_dir.resolve()) == []
 
 

@@ -3,6 +3,8 @@ and the lines of one rank in an mpirun-tagged log. Pure text, as the two dumpers
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from orchestrator.emulator.supervising.stacks import RankProcess, RankStack, _stack_of
 from orchestrator.emulator.supervising.stall import HangReport
 
@@ -120,3 +122,135 @@ def test_a_rank_waiting_for_a_jit_build_lock_is_told_how_to_free_it():
         "`lock` file in the extension's folder under TORCH_EXTENSIONS_DIR, or leave that variable to smtrain, which "
         "removes such locks")
     assert "not in a collective: rank 0 (algo-1) at <module> (train.py:8)" in report.summary()
+
+
+# `smtrain local` of a GPU-instance spec: the CPU stand-in for CUDA wraps each collective (py-spy's text of a rank
+# blocked in `dist.barrier()` at train.py:32, recorded from such a run).
+PY_SPY_BARRIER_UNDER_THE_STANDIN = """Process 26551: /work/main/.venv/bin/python -u train.py
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+
+Thread 6 (active): "MainThread"
+    barrier (torch/distributed/distributed_c10d.py:5356)
+    _exception_logger.<locals>.wrapper (torch/distributed/c10d_logger.py:83)
+    _explained.<locals>.explained (orchestrator/emulator/gpu_standin/smtrain_gpu_standin/collectives.py:159)
+    main (train.py:32)
+    <module> (train.py:37)
+"""
+FAULTHANDLER_BARRIER_UNDER_THE_STANDIN = """Fatal Python error: Aborted
+
+Current thread 0x00007f29086aeb80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 5356 in barrier
+  File "/src/smtrain/orchestrator/emulator/gpu_standin/smtrain_gpu_standin/collectives.py", line 159 in explained
+  File "/run/algo-1/code/train.py", line 32 in main
+"""
+PY_SPY_STANDIN_ON_ITS_OWN_PATH = """Thread 6 (idle): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:3252)
+    _explained.<locals>.explained (smtrain_gpu_standin/collectives.py:159)
+    allreduce (smdistributed/dataparallel/torch/distributed.py:40)
+    step (train.py:20)
+"""
+
+
+def test_the_gpu_standins_collective_wrapper_is_not_the_scripts_line():
+    under_py_spy = RankStack(RANK_0, PY_SPY_BARRIER_UNDER_THE_STANDIN, "py-spy")
+    under_faulthandler = RankStack(RANK_0, FAULTHANDLER_BARRIER_UNDER_THE_STANDIN, "faulthandler")
+
+    assert (under_py_spy.collective, under_py_spy.where) == ("barrier", "main (train.py:32)")
+    assert (under_faulthandler.collective, under_faulthandler.where) == ("barrier", "main (train.py:32)")
+    assert RankStack(RANK_0, PY_SPY_STANDIN_ON_ITS_OWN_PATH, "py-spy").where == "step (train.py:20)"
+    report = HangReport(15.0, (under_py_spy, RankStack(RANK_1, FAULTHANDLER_ELSEWHERE, "faulthandler")))
+    assert "waiting in a collective: rank 0 (algo-1) in barrier called at main (train.py:32);" in report.summary()
+
+
+# DDP's gradient all-reduce runs from a C++ autograd hook: a rank blocked in it shows only autograd's frames
+# (py-spy's text recorded from a DDP run whose rank 1 sleeps before its backward).
+PY_SPY_IN_DDP_BACKWARD = """Process 27371: /work/main/.venv/bin/python -u train.py
+Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)
+
+Thread 6 (active): "MainThread"
+    _engine_run_backward (torch/autograd/graph.py:979)
+    backward (torch/autograd/__init__.py:395)
+    Tensor.backward (torch/_tensor.py:623)
+    main (train.py:27)
+    <module> (train.py:36)
+"""
+PY_SPY_ASLEEP_IN_THE_STEP = """Thread 5 (active): "MainThread"
+    check (train.py:12)
+    main (train.py:26)
+    <module> (train.py:36)
+"""
+FAULTHANDLER_IN_BACKWARD_OF_OLD_TORCH = """Fatal Python error: Aborted
+
+Current thread 0x00007f (most recent call first):
+  File "/venv/lib/python3.10/site-packages/torch/autograd/__init__.py", line 200 in backward
+  File "/venv/lib/python3.10/site-packages/torch/_tensor.py", line 487 in backward
+  File "/opt/ml/code/train.py", line 27 in main
+"""
+# A backward that waits in the script's own autograd Function (a lock, a queue) waits there, not in a collective;
+# so does a main thread asleep while another thread's backward is in the script's hook.
+PY_SPY_IN_A_CUSTOM_BACKWARD = """Thread 6 (idle): "MainThread"
+    WaitForData.backward (train.py:14)
+    apply (torch/autograd/function.py:307)
+    _engine_run_backward (torch/autograd/graph.py:979)
+    Tensor.backward (torch/_tensor.py:623)
+    main (train.py:27)
+
+Thread 9 (idle): "Thread-1 (load)"
+    wait (threading.py:331)
+    load (train.py:40)
+"""
+
+
+def test_a_rank_idle_in_autograds_engine_waits_in_ddps_gradient_all_reduce():
+    in_backward = RankStack(RANK_0, PY_SPY_IN_DDP_BACKWARD, "py-spy")
+    asleep = RankStack(RANK_1, PY_SPY_ASLEEP_IN_THE_STEP, "py-spy")
+
+    assert in_backward.collective == "backward's gradient all-reduce"
+    assert in_backward.where == "main (train.py:27)"
+    assert RankStack(RANK_0, FAULTHANDLER_IN_BACKWARD_OF_OLD_TORCH, "faulthandler").collective == (
+        "backward's gradient all-reduce")
+    assert RankStack(RANK_0, PY_SPY_IN_A_CUSTOM_BACKWARD, "py-spy").collective is None
+    assert HangReport(16.0, (in_backward, asleep)).summary() == (
+        "Hung: no rank wrote a line or advanced a step for 16 s; waiting in a collective: rank 0 (algo-1) in "
+        "backward's gradient all-reduce called at main (train.py:27); not in a collective (the ranks above wait "
+        "for it): rank 1 (algo-2) at check (train.py:12)")
+
+
+def test_frames_are_read_per_thread_innermost_first():
+    stack = RankStack(RANK_0, PY_SPY_IN_A_CUSTOM_BACKWARD, "py-spy")
+
+    assert [[frame.function for frame in thread][:1] for thread in stack.threads] == [
+        ["WaitForData.backward"], ["wait"]]
+    assert len(stack.frames) == 7
+
+
+def test_a_hangs_cause_is_the_rank_the_others_wait_for(tmp_path):
+    stacks_file = tmp_path / "stacks.txt"
+    in_backward = RankStack(RANK_0, PY_SPY_IN_DDP_BACKWARD, "py-spy")
+    asleep = RankStack(RANK_1, PY_SPY_ASLEEP_IN_THE_STEP, "py-spy")
+
+    cause = HangReport(16.0, (in_backward, asleep)).cause(stacks_file)
+
+    assert (cause.host, cause.rank, cause.category, cause.exit_code) == ("algo-2", 1, "hung", None)
+    assert cause.headline() == cause.exception == (
+        "Hung: rank 1 (algo-2) is not in a collective, at check (train.py:12); the others wait for it: "
+        "rank 0 (algo-1) in backward's gradient all-reduce called at main (train.py:27)")
+    assert cause.fix.startswith("find why rank 1 (algo-2) never reaches the collective")
+    assert cause.fix.endswith(f"every rank's stack is in {stacks_file}")
+    assert type(cause).from_dict(cause.to_dict()).headline() == cause.headline()
+
+
+def test_a_hang_without_a_rank_to_blame_says_why_and_names_none():
+    stacks_file = Path("stacks.txt")
+    both_wait = (RankStack(RANK_0, PY_SPY_WAITING, "py-spy"),
+                 RankStack(RANK_1, PY_SPY_BARRIER_UNDER_THE_STANDIN, "py-spy"))
+    waiting = HangReport(9.0, both_wait).cause(stacks_file)
+    idle = HangReport(9.0, (RankStack(RANK_0, PY_SPY_ASLEEP_IN_THE_STEP, "py-spy"),)).cause(stacks_file)
+
+    assert (waiting.host, waiting.rank) == (idle.host, idle.rank) == (None, None)
+    assert waiting.headline().startswith("Hung: every rank waits in a collective: rank 0 (algo-1) in ")
+    assert "same ones in the same order" in waiting.fix
+    assert idle.headline() == ("Hung: no rank is in a collective, and every one is idle: rank 0 (algo-1) at "
+                               "check (train.py:12)")
+    nobody = HangReport(5.0, ()).cause(stacks_file)
+    assert nobody.headline() == "Hung: no training process was left to inspect"

@@ -31,9 +31,22 @@ FAULTHANDLER_WAIT_SECONDS = 3.0
 # Frames of these files mean the rank is inside a collective (or DDP's gradient sync), waiting for the others.
 _COLLECTIVE_FILES = ("torch/distributed/", "torch/nn/parallel/distributed.py")
 _C10D_API = "distributed_c10d.py"
+# Where a thread enters autograd's engine (torch >= 2.1: graph.py's `_engine_run_backward`; before: the engine is
+# called from `torch.autograd.backward`/`grad` themselves). An idle thread whose innermost Python frame is one of
+# these waits in C++ below it: DDP's reducer runs its gradient all-reduce from a C++ autograd hook, with no
+# torch.distributed frame on the stack; a backward that computes uses the CPU and is never idle.
+_AUTOGRAD_ENGINE = (("torch/autograd/graph.py", "_engine_run_backward"), ("torch/autograd/__init__.py", "backward"),
+                    ("torch/autograd/__init__.py", "grad"))
+AUTOGRAD_COLLECTIVE = "backward's gradient all-reduce"
+"""The collective named for a rank idle in autograd's engine: DDP's (or another C++ hook's) gradient sync."""
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python3", "<frozen")
-# py-spy shortens an installed package's path to the package (`torch/distributed/...`).
-_LIBRARY_PACKAGES = re.compile(r"(^|/)(torch|mpi4py|numpy)/")
+# py-spy shortens an installed package's path to the package (`torch/distributed/...`). smtrain's CPU stand-in for
+# CUDA (`gpu_standin/`, on the ranks' PYTHONPATH: `smtrain_gpu_standin/`, and its `smdistributed/`) wraps the
+# collectives, so its frames sit between torch's and the script's: library code too, never the script's line.
+_LIBRARY_PACKAGES = re.compile(r"(^|/)(torch|mpi4py|numpy|smdistributed|smtrain_gpu_standin|emulator/gpu_standin)/")
+# A thread's header: py-spy's `Thread 23312 (idle): "MainThread"`, faulthandler's `Current thread 0x7f29... (most
+# recent call first):` or `Thread 0x7f29...`.
+_THREAD_HEADER = re.compile(r"^\s*(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+)")
 # py-spy: `    all_reduce (torch/distributed/distributed_c10d.py:2834)`
 _PY_SPY_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^()]+):(?P<line>\d+)\)")
 # faulthandler: `  File "/.../distributed_c10d.py", line 2834 in all_reduce`
@@ -83,22 +96,39 @@ class RankStack:
 
     @property
     def frames(self) -> list[Frame]:
-        frames = []
+        """Every thread's frames, each thread's innermost first."""
+        return [frame for thread in self.threads for frame in thread]
+
+    @property
+    def threads(self) -> list[list[Frame]]:
+        """Each thread's frames, innermost first (frames before any thread header count as one thread)."""
+        threads: list[list[Frame]] = [[]]
         for line in self.text.splitlines():
+            if _THREAD_HEADER.match(line):
+                threads.append([])
+                continue
             match = _PY_SPY_FRAME.match(line) or _FAULTHANDLER_FRAME.search(line)
             if match:
-                frames.append(Frame(match["function"], match["file"], int(match["line"])))
-        return frames
+                threads[-1].append(Frame(match["function"], match["file"], int(match["line"])))
+        return [thread for thread in threads if thread]
 
     @property
     def collective(self) -> str | None:
-        """The torch.distributed call it waits in (`all_reduce`), when it waits in one."""
+        """The torch.distributed call it waits in (`all_reduce`), when it waits in one.
+
+        Read from a stack taken while the rank was idle (the hang check dumps stacks only once every host's work
+        is idle): a thread idle in autograd's engine with no Python frame below it waits in a gradient all-reduce
+        that DDP's reducer runs from C++ (AUTOGRAD_COLLECTIVE), since a backward that computes is not idle.
+        """
         frames = [frame for frame in self.frames if any(part in frame.file for part in _COLLECTIVE_FILES)]
-        if not frames:
-            return None
-        api = [frame for frame in frames if frame.file.endswith(_C10D_API)]
-        # Innermost first: the last torch.distributed frame is the call the script made.
-        return (api or frames)[-1].function
+        if frames:
+            api = [frame for frame in frames if frame.file.endswith(_C10D_API)]
+            # Innermost first: the last torch.distributed frame is the call the script made.
+            return (api or frames)[-1].function
+        if any(thread[0].file.endswith(file) and thread[0].function == function
+               for thread in self.threads for file, function in _AUTOGRAD_ENGINE):
+            return AUTOGRAD_COLLECTIVE
+        return None
 
     @property
     def where(self) -> str:

@@ -29,6 +29,7 @@ from orchestrator.emulator.supervising.stacks import (
 )
 from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
 from orchestrator.observing.metric_series import format_duration
+from orchestrator.observing.root_cause import HUNG, FailureCause
 
 STACKS_FILE = "stacks.txt"
 _BUILD_LOCK_WAIT = "file_baton.py"
@@ -95,6 +96,33 @@ class HangReport:
                          "under TORCH_EXTENSIONS_DIR, or leave that variable to smtrain, which removes such locks")
         return "; ".join(parts)
 
+    def cause(self, stacks_file: Path) -> FailureCause:
+        """The hang as a failure's cause (result.json, `smtrain status`): the rank the others wait for, where
+        there is one (the first rank outside a collective while others wait in one), and what to do."""
+        stacks = f"every rank's stack is in {stacks_file}"
+        waiting = ", ".join(f"{stack.process.name} in {stack.collective} called at {stack.where}"
+                            for stack in self.waiting)
+        if not self.stacks:
+            return _hung(None, "no training process was left to inspect", "read the hosts' logs for how the "
+                         "ranks ended")
+        if not self.waiting:
+            return _hung(None, "no rank is in a collective, and every one is idle: "
+                         f"{_places(self.not_waiting)}",
+                         "each rank waits outside torch.distributed (a sleep, a lock, a socket, input that "
+                         f"never comes); {stacks}")
+        if not self.not_waiting:
+            return _hung(None, f"every rank waits in a collective: {waiting}",
+                         "ranks that call different collectives, or the same ones in another order, wait "
+                         "for each other forever: make every rank call the same ones in the same order; "
+                         f"{stacks}")
+        culprit, *others = self.not_waiting
+        also = f"; also not in a collective: {_places(others)}" if others else ""
+        name = culprit.process.name
+        return _hung(culprit, f"{name} is not in a collective, at {culprit.where}; the others wait for it: "
+                     f"{waiting}{also}",
+                     f"find why {name} never reaches the collective (a branch only some ranks take, a "
+                     f"blocking read, a sleep, a lock); {stacks}")
+
     def text(self) -> str:
         """The summary, then each rank's stack as its dumper printed it."""
         sections = [self.summary()]
@@ -102,6 +130,16 @@ class HangReport:
             body = stack.text.strip() or "(no stack could be read: py-spy missing or refused, no faulthandler output)"
             sections.append(f"--- {stack.process.name}, pid {stack.process.pid}, stack from {stack.source} ---\n{body}")
         return "\n\n".join(sections) + "\n"
+
+
+def _hung(culprit: RankStack | None, what: str, fix: str) -> FailureCause:
+    """A hang's cause: `Hung: <what>`, on the culprit's host and rank where there is one."""
+    host, rank = (culprit.process.host, culprit.process.rank) if culprit else (None, None)
+    return FailureCause(host, rank, f"Hung: {what}", None, category=HUNG, fix=fix)
+
+
+def _places(stacks: list[RankStack]) -> str:
+    return ", ".join(f"{stack.process.name} at {stack.where}" for stack in stacks)
 
 
 @dataclass(frozen=True)

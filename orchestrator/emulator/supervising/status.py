@@ -20,7 +20,7 @@ import errno
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,10 @@ class StatusReport:
             "LocalRun": {"run_dir": str(root), "pid": os.getpid(), "process_started": _process_started()},
         }
 
-    def transition(self, secondary: str, started: datetime | None = None, status: str = "InProgress") -> None:
-        """Ends the current secondary status and begins `secondary` (at `started`, default now)."""
+    def transition(self, secondary: str, started: datetime | None = None, status: str = "InProgress",
+                   message: str | None = None) -> None:
+        """Ends the current secondary status and begins `secondary` (at `started`, default now), with
+        `message` as its StatusMessage (default: SageMaker's words for it)."""
         with self._lock:
             self.stop_requested = self.stop_requested or secondary == "Stopping"
             moment = started or now()
@@ -82,15 +84,17 @@ class StatusReport:
             if transitions and transitions[-1].get("EndTime") is None:
                 transitions[-1]["EndTime"] = moment
             transitions.append({"Status": secondary, "StartTime": moment,
-                                "StatusMessage": _MESSAGES.get(secondary, secondary)})
+                                "StatusMessage": message or _MESSAGES.get(secondary, secondary)})
             if secondary == "Training" and "TrainingStartTime" not in self._described:
                 self._described["TrainingStartTime"] = moment
             self._described.update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=moment)
             self._write()
 
-    def finish(self, status: str, secondary: str, failure_reason: str | None, model_artifact: Path | None) -> None:
-        """The terminal status, as SageMaker ends a job: the last transition, end time, reason, model."""
-        self.transition(secondary, status=status)
+    def finish(self, status: str, secondary: str, failure_reason: str | None, model_artifact: Path | None,
+               message: str | None = None) -> None:
+        """The terminal status, as SageMaker ends a job: the last transition (with `message`, where given),
+        end time, reason, model."""
+        self.transition(secondary, status=status, message=message)
         with self._lock:
             ended = self._described["LastModifiedTime"]
             self._described["SecondaryStatusTransitions"][-1]["EndTime"] = ended
@@ -114,15 +118,22 @@ class StatusReport:
             temporary.unlink(missing_ok=True)
 
 
-def terminal_status(local_status: str, failure_reason: str | None) -> tuple[str, str]:
-    """A finished local run's status (LocalRun.status) as SageMaker's (TrainingJobStatus, SecondaryStatus)."""
+def terminal_status(local_status: str, failure_reason: str | None,
+                    failure_cause: Mapping[str, Any] | None = None) -> tuple[str, str, str | None]:
+    """A finished local run's status (LocalRun.status) as SageMaker's (TrainingJobStatus, SecondaryStatus),
+    and the last transition's StatusMessage where SageMaker's words for the secondary status do not say it.
+
+    Hung has no word in SageMaker's API: it is Failed, Failed there, and the last transition's StatusMessage
+    (the cause's headline: `Hung: rank 1 (algo-2) is not in a collective, ...`), the FailureReason and
+    result.json's failure_cause say Hung and which rank the others wait for."""
     if local_status == "Stopped" and (failure_reason or "").startswith("MaxRuntimeExceeded"):
-        return "Stopped", "MaxRuntimeExceeded"
+        return "Stopped", "MaxRuntimeExceeded", None
     if local_status == "Interrupted":
-        return "Stopped", "Interrupted"
+        return "Stopped", "Interrupted", None
     if local_status == "Hung":
-        return "Failed", "Failed"
-    return local_status, local_status
+        headline = (failure_cause or {}).get("headline")
+        return "Failed", "Failed", headline or "Hung: stopped by smtrain's stall check"
+    return local_status, local_status, None
 
 
 _MAX_STATUS_BYTES = 4 * 1024 * 1024
