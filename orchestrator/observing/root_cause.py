@@ -15,6 +15,7 @@ socket, tier 2), which leads over a bare exit or stop signal (3); within a tier 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ _CHAINED = ("During handling of the above exception, another exception occurred:
             "The above exception was the direct cause of the following exception:")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_SYNTAX_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)$')
+"""The one frame Python prints, without a traceback header, for a syntax error in the script it was asked to run:
+the file and line, then the code and carets, then `SyntaxError: ...`."""
+_SYNTAX_ERROR = re.compile(r"^(SyntaxError|IndentationError|TabError)\b")
 _ARGPARSE_ERROR = re.compile(r"^(\S+): error: (.+)$")
 _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .*|without an active exception)$")
 # Lines the launchers and the toolkit print themselves: never a rank's own words.
@@ -112,7 +117,14 @@ class SourcePaths:
         return cls(tuple(copies), shown)
 
     def user_path(self, path: str) -> str | None:
-        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's)."""
+        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's). A relative
+        path (`train.py`: mpirun and mpi4py run the entry point as argv names it) is the code directory's, the
+        working directory of every launcher, locally and on SageMaker."""
+        if not path.startswith(("/", "<")):
+            rest = posixpath.normpath(path)
+            if rest == ".." or rest.startswith("../"):
+                return None
+            return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
         for copy in self.copies:
             prefix = copy.rstrip("/") + "/"
             if path.startswith(prefix):
@@ -464,11 +476,21 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     frames: list[tuple[str, int]] = []
     usage: list[str] = []
     agent: _Found | None = None
+    syntax: tuple[str, int] | None = None
+    """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
+        if syntax is not None and not began and line and not line[0].isspace():
+            if _SYNTAX_ERROR.match(stripped):
+                return _Found(stripped, (syntax,))
+            syntax = None
         if stripped == _TRACEBACK:
-            began, frames = True, []
+            began, frames, syntax = True, [], None
+        elif not began and (headerless := _SYNTAX_FRAME.match(line.rstrip())):
+            syntax = (headerless[1], int(headerless[2]))
+        elif syntax is not None:
+            continue  # the code and its carets
         elif stripped in _CHAINED:
             frames = []
         elif began and frame:
