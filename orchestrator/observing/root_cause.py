@@ -70,6 +70,9 @@ _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the
                           r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
                           r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
                           r"InstallModuleError")
+_PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
+_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+_VERSIONS_KEPT = 3
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
@@ -311,10 +314,30 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
 
 
 def _pip_fix(lines: Sequence[str]) -> str:
-    failed = next((line.strip() for line in lines if _PIP_FAILURE.search(line) and line.startswith("ERROR:")), None)
+    failed = pip_failure_line(lines)
     said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
     return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
             "image's Python, or drop packages the image already ships")
+
+
+def pip_failure_line(lines: Sequence[str]) -> str | None:
+    """pip's decisive `ERROR:` line, never an informational one (`Ignored the following yanked versions`):
+    `No matching distribution found for x`, else `Could not find a version that satisfies ...`, else the first
+    other failure pip names (`Cannot install ...`, `Failed building wheel ...`), else its last `ERROR:` line. A
+    `(from versions: ...)` list of hundreds is cut to its first and last few."""
+    errors = [text for line in lines if (text := line.strip()).startswith("ERROR:")]
+    chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+              or next((line for line in errors if _PIP_FAILURE.match(line)), None)
+              or (errors[-1] if errors else None))
+    return _FROM_VERSIONS.sub(_shorter_versions, chosen) if chosen else None
+
+
+def _shorter_versions(match: re.Match[str]) -> str:
+    versions = [item.strip() for item in match[1].split(",") if item.strip()]
+    if len(versions) <= 2 * _VERSIONS_KEPT + 1:
+        return match[0]
+    return (f"(from versions: {', '.join(versions[:_VERSIONS_KEPT])}, ..., {', '.join(versions[-_VERSIONS_KEPT:])};"
+            f" {len(versions)} in all)")
 
 
 def _signal_advice(number: int) -> str:
@@ -516,8 +539,9 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             usage.append(stripped)
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
-        elif _PIP_FAILURE.match(stripped) or (
-                (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped)):
+        elif _PIP_FAILURE.match(stripped):
+            return _Found(pip_failure_line([text for _, text in lines[index:]]) or stripped)
+        elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
@@ -593,7 +617,6 @@ def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
 
 def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
     """The toolkit's install of requirements.txt failed on every host, before the script ran."""
-    said = next((line.strip() for line in pip_output if line.startswith("ERROR: ") and _PIP_FAILURE.match(line)),
-                None)
+    said = pip_failure_line(pip_output)
     return FailureCause(None, None, f"{error_class}: {said or 'pip could not install requirements.txt'}", None,
                         category="requirements_install", fix=_pip_fix(pip_output))
