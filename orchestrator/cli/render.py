@@ -355,10 +355,14 @@ class LocalConsole:
         elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
                           soft_wrap=not console.is_terminal)
-        # One path per line, never wrapped, so each can be copied.
-        for label, path in (("logs", run.run_dir / "logs"), ("model", run.model_artifact),
-                            ("output", run.output_artifact)):
+        # One path per line, never wrapped, so each can be copied; only the archives the run wrote (a run that
+        # failed before its script ran, such as a failed pip install, wrote none).
+        artifacts = [(label, path) for label, path in (("model", run.model_artifact), ("output", run.output_artifact))
+                     if path is not None]
+        for label, path in (("logs", run.run_dir / "logs"), *artifacts):
             console.print(f"{label + ':':<9}{path}", highlight=False, soft_wrap=True)
+        if not artifacts:
+            console.print("archives: none written (no model.tar.gz, no output.tar.gz)", highlight=False)
         if points:
             console.print(f"{'metrics:':<9}{run.run_dir / METRICS_FILE}", highlight=False, soft_wrap=True)
             console.print(f"chart:   smtrain metrics {run.run_dir}", highlight=False, soft_wrap=True)

@@ -31,7 +31,7 @@ from orchestrator.emulator.preparing.deviations import notices, setting_notices
 from orchestrator.emulator.preparing.image_match import image_notices
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
-from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, toolkit_failure
+from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stall import (
@@ -553,12 +553,21 @@ def _failure_reason(prepared: PreparedRun, processes: list[HostProcess], outcome
                     failures: dict[str, str | None]) -> tuple[str, FailureCause | None]:
     """The root cause first (`algo-2 (rank 1) failed: ValueError: ... at src/train.py:42`, argparse's usage, the
     fix), then what the failing host reports: the failure file its script wrote, else the toolkit's message;
-    paths of the hosts' code copies name the user's source dir instead."""
+    paths of the hosts' code copies name the user's source dir instead. The toolkit's message is the cause's
+    host's, or the first failed host's where smtrain stopped the cause's host after that one failed (its message
+    would describe smtrain's SIGTERM)."""
     cause = failure_cause(prepared, processes, outcome)
     first = outcome.first_failure.host if outcome.first_failure else None
     hosts = [host for host in (cause.host if cause else None, first) if host]
-    report = (next((text for host in hosts if (text := run_layout.script_failure_reason(prepared.layout, host))),
-                   None) or next((failures[host] for host in hosts if failures.get(host)), ""))
+    toolkit_hosts = quoted_hosts(cause.host if cause else None, first,
+                                 {item.host: item.returncode for item in outcome.exits})
+
+    def script_wrote(host: str) -> str | None:  # the failure file, unless it is the toolkit's message we wrote
+        text = run_layout.script_failure_reason(prepared.layout, host)
+        return text if text and text != (failures.get(host) or "")[:FAILURE_REASON_LIMIT] else None
+
+    report = (next((text for host in hosts if (text := script_wrote(host))), None)
+              or next((failures[host] for host in toolkit_hosts if failures.get(host)), ""))
     headline = cause.text() if cause else ""
     return prepared.user_paths(f"{headline}\n{report[:FAILURE_REASON_LIMIT]}".strip()), cause
 

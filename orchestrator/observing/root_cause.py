@@ -15,6 +15,7 @@ socket, tier 2), which leads over a bare exit or stop signal (3); within a tier 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ _CHAINED = ("During handling of the above exception, another exception occurred:
             "The above exception was the direct cause of the following exception:")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_SYNTAX_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)$')
+"""The one frame Python prints, without a traceback header, for a syntax error in the script it was asked to run:
+the file and line, then the code and carets, then `SyntaxError: ...`."""
+_SYNTAX_ERROR = re.compile(r"^(SyntaxError|IndentationError|TabError)\b")
 _ARGPARSE_ERROR = re.compile(r"^(\S+): error: (.+)$")
 _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .*|without an active exception)$")
 # Lines the launchers and the toolkit print themselves: never a rank's own words.
@@ -65,6 +70,9 @@ _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the
                           r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
                           r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
                           r"InstallModuleError")
+_PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
+_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+_VERSIONS_KEPT = 3
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
@@ -112,7 +120,14 @@ class SourcePaths:
         return cls(tuple(copies), shown)
 
     def user_path(self, path: str) -> str | None:
-        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's)."""
+        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's). A relative
+        path (`train.py`: mpirun and mpi4py run the entry point as argv names it) is the code directory's, the
+        working directory of every launcher, locally and on SageMaker."""
+        if not path.startswith(("/", "<")):
+            rest = posixpath.normpath(path)
+            if rest == ".." or rest.startswith("../"):
+                return None
+            return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
         for copy in self.copies:
             prefix = copy.rstrip("/") + "/"
             if path.startswith(prefix):
@@ -305,10 +320,30 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
 
 
 def _pip_fix(lines: Sequence[str]) -> str:
-    failed = next((line.strip() for line in lines if _PIP_FAILURE.search(line) and line.startswith("ERROR:")), None)
+    failed = pip_failure_line(lines)
     said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
     return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
             "image's Python, or drop packages the image already ships")
+
+
+def pip_failure_line(lines: Sequence[str]) -> str | None:
+    """pip's decisive `ERROR:` line, never an informational one (`Ignored the following yanked versions`):
+    `No matching distribution found for x`, else `Could not find a version that satisfies ...`, else the first
+    other failure pip names (`Cannot install ...`, `Failed building wheel ...`), else its last `ERROR:` line. A
+    `(from versions: ...)` list of hundreds is cut to its first and last few."""
+    errors = [text for line in lines if (text := line.strip()).startswith("ERROR:")]
+    chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+              or next((line for line in errors if _PIP_FAILURE.match(line)), None)
+              or (errors[-1] if errors else None))
+    return _FROM_VERSIONS.sub(_shorter_versions, chosen) if chosen else None
+
+
+def _shorter_versions(match: re.Match[str]) -> str:
+    versions = [item.strip() for item in match[1].split(",") if item.strip()]
+    if len(versions) <= 2 * _VERSIONS_KEPT + 1:
+        return match[0]
+    return (f"(from versions: {', '.join(versions[:_VERSIONS_KEPT])}, ..., {', '.join(versions[-_VERSIONS_KEPT:])};"
+            f" {len(versions)} in all)")
 
 
 def _signal_advice(number: int) -> str:
@@ -470,11 +505,21 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     frames: list[tuple[str, int]] = []
     usage: list[str] = []
     agent: _Found | None = None
+    syntax: tuple[str, int] | None = None
+    """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
+        if syntax is not None and not began and line and not line[0].isspace():
+            if _SYNTAX_ERROR.match(stripped):
+                return _Found(stripped, (syntax,))
+            syntax = None
         if stripped == _TRACEBACK:
-            began, frames = True, []
+            began, frames, syntax = True, [], None
+        elif not began and (headerless := _SYNTAX_FRAME.match(line.rstrip())):
+            syntax = (headerless[1], int(headerless[2]))
+        elif syntax is not None:
+            continue  # the code and its carets
         elif stripped in _CHAINED:
             frames = []
         elif began and frame:
@@ -500,8 +545,9 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             usage.append(stripped)
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
-        elif _PIP_FAILURE.match(stripped) or (
-                (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped)):
+        elif _PIP_FAILURE.match(stripped):
+            return _Found(pip_failure_line([text for _, text in lines[index:]]) or stripped)
+        elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
@@ -577,7 +623,6 @@ def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
 
 def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
     """The toolkit's install of requirements.txt failed on every host, before the script ran."""
-    said = next((line.strip() for line in pip_output if line.startswith("ERROR: ") and _PIP_FAILURE.match(line)),
-                None)
+    said = pip_failure_line(pip_output)
     return FailureCause(None, None, f"{error_class}: {said or 'pip could not install requirements.txt'}", None,
                         category="requirements_install", fix=_pip_fix(pip_output))

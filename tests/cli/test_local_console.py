@@ -115,3 +115,24 @@ def test_a_note_is_not_wrapped_inside_a_command_where_no_terminal_reads_it(capsy
         console.notice(f"torch is 2.13.0 here and 2.3.0 in the image: to match it: {command}")
 
     assert f"to match it: {command}\n" in capsys.readouterr().err
+
+
+def test_result_of_a_run_without_archives_names_none_and_prints_no_none_path(tmp_path, capsys):
+    with LocalConsole() as console:
+        console.result(Finished(tmp_path, status="Failed", failure_reason="every host: InstallRequirementsError: "
+                                "pip could not install the source dir's requirements: ERROR: No matching "
+                                "distribution found for numpy==0.0.1"))
+
+    shown = capsys.readouterr().err.splitlines()
+    assert f"logs:    {tmp_path / 'logs'}" in shown
+    assert "archives: none written (no model.tar.gz, no output.tar.gz)" in shown
+    assert not any("None" in line for line in shown)
+
+
+def test_result_prints_only_the_archives_the_run_wrote(tmp_path, capsys):
+    with LocalConsole() as console:
+        console.result(Finished(tmp_path, model_artifact=tmp_path / "model.tar.gz"))
+
+    shown = capsys.readouterr().err.splitlines()
+    assert f"model:   {tmp_path / 'model.tar.gz'}" in shown
+    assert not any(line.startswith(("output:", "archives:")) for line in shown)

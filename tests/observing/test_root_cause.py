@@ -50,7 +50,7 @@ def test_a_python_traceback_printed_first_still_leads():
     lines = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
              "ValueError: bad shape", "terminate called without an active exception"]
     cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1})
-    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape"
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad shape at train.py:3"
 
 
 # torchrun on algo-1 when rank 1 (on algo-2) raised: rank 0 reports its peer's closed socket, prefixed [rank0]:.

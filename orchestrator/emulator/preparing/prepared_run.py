@@ -202,7 +202,7 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
     code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
-    host_groups = _host_groups(job, settings.hosts_in_order)
+    host_groups = _host_groups(job, settings.hosts_in_order, settings.master_host)
     group_hosts = _launcher_hosts(job, host_groups)
     world = _preflight(plan, job, code_files, settings, len(group_hosts))
     layout = run_layout.new_layout(run_dir, job)
@@ -249,7 +249,7 @@ def check_run_input(plan: Plan, settings: Options) -> None:
         SpecError: the check `prepare_run` makes of the same input, with the same message.
     """
     job = ContainerJob.from_request(plan.create_training_job_request)
-    _host_groups(job, settings.hosts_in_order)
+    _host_groups(job, settings.hosts_in_order, settings.master_host)
     run_dir = run_dir_for(settings, plan.job_name)
     run_layout.refuse_if_running_here(run_dir)
     for channel in job.channels:
@@ -286,11 +286,12 @@ def mlflow_environment(job: ContainerJob, run_dir: Path) -> dict[str, str]:
     return variables
 
 
-def _host_groups(job: ContainerJob, host_order: tuple[str, ...] | None) -> list[tuple[InstanceGroup, list[str]]]:
-    """Each instance group with its hosts: one group in `--host-order`'s order, or the request's groups, hosts
-    numbered across them in order."""
+def _host_groups(job: ContainerJob, host_order: tuple[str, ...] | None,
+                 master_host: str | None = None) -> list[tuple[InstanceGroup, list[str]]]:
+    """Each instance group with its hosts: one group in `--host-order`'s order (`master_host` first where that
+    is all it says), or the request's groups, hosts numbered across them in order."""
     if len(job.groups) == 1:
-        return [(job.groups[0], _group_order(job.instance_count, host_order))]
+        return [(job.groups[0], _group_order(job.instance_count, host_order, master_host))]
     if host_order:
         raise SpecError("--host-order and --master-host order the hosts of one instance group; this job has "
                         f"{len(job.groups)}", fix="drop --host-order/--master-host (the first host of the "
@@ -305,13 +306,16 @@ def _launcher_hosts(job: ContainerJob, host_groups: list[tuple[InstanceGroup, li
     return [host for group, hosts in host_groups if not named or group.name in named for host in hosts]
 
 
-def _group_order(count: int, host_order: tuple[str, ...] | None) -> list[str]:
+def _group_order(count: int, host_order: tuple[str, ...] | None, master_host: str | None = None) -> list[str]:
     """The instance group's host order (SageMaker does not promise algo-1 first): `--host-order`, where a prefix
     (`--master-host algo-2`) is followed by the other hosts in order."""
     hosts = [f"algo-{index + 1}" for index in range(count)]
     if not host_order:
         return hosts
     unknown = [name for name in host_order if name not in hosts]
+    if unknown and host_order == (master_host,):
+        raise SpecError(f"--master-host {master_host} is not a host of this job, which has {', '.join(hosts)}",
+                        fix=f"name one of {', '.join(hosts)} with --master-host (master_host= in Python)")
     if unknown or len(set(host_order)) != len(host_order):
         raise SpecError(f"host order {', '.join(host_order)} is not an ordering of {', '.join(hosts)}",
                         fix=f"name each of {', '.join(hosts)} at most once")

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 from orchestrator.emulator.instances.cache import cached_directory
 from orchestrator.emulator.launching.opt_ml import contained
 from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
+from orchestrator.observing.root_cause import pip_failure_line
 
 REQUIREMENTS_FILE = "requirements.txt"
 _PIP_TIMEOUT_SECONDS = 1800
@@ -54,7 +55,8 @@ class Overlay:
 
 def pip_error(output: str) -> str:
     """pip's own account of a failure: the error a build subprocess printed (the last line of its output block,
-    after pip's `×` line), else pip's first `ERROR:` line, else its last line that is not a note."""
+    after pip's `×` line), else pip's decisive `ERROR:` line (`No matching distribution found for x`, not the
+    informational `Ignored the following yanked versions`), else its last line that is not a note."""
     lines = [line.strip() for line in output.splitlines()]
     for index, line in enumerate(lines):
         if line.startswith("×"):
@@ -62,9 +64,9 @@ def pip_error(output: str) -> str:
             end = next((at for at, text in enumerate(block) if text == "[end of output]"), None)
             inner = [text for text in (block[:end] if end is not None else []) if text and text[0] not in "│╰"]
             return f"{line.lstrip('× ').strip()}: {inner[-1]}" if inner else line.lstrip("× ").strip()
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    if errors:
-        return errors[0]
+    failed = pip_failure_line(lines)
+    if failed:
+        return failed
     return next((line for line in reversed(lines) if line and not line.startswith(("note:", "hint:"))), "")
 
 

@@ -9,7 +9,7 @@ Each host's failure file holds the toolkit's own message
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 # sagemaker_training/__init__.py (5.1.4) _PYTHON_ERRORS_ + _MPI_ERRORS_, plus the error classes the runners add
 # (ExecuteUserScriptError when neither smdebug nor TensorFlow is installed): a line containing any of them
@@ -28,6 +28,8 @@ TOOLKIT_ERROR_NAMES = (
     "ExecuteUserScriptError",
 )
 OUT_OF_MEMORY = "OutOfMemory: Process killed by SIGKILL (signal 9)"
+STOPPED_EXITS = (-15, 128 + 15)
+"""A launcher's exit when smtrain stopped it with SIGTERM: killed by the signal, or a shell's 128 + 15."""
 FAILURE_REASON_LIMIT = 1024
 
 _RELABELLED = re.compile(r"\[(\d),mpirank:(\d+),[^\]]*\]<(std\w+)>")
@@ -56,3 +58,15 @@ def toolkit_failure(return_code: int, command: str, lines: Sequence[str],
     code = 128 - return_code if return_code < 0 else return_code  # a shell reports a signal as 128 + n
     extra = f'\nExtraInfo "{OUT_OF_MEMORY}"' if code == 137 else ""
     return f'{error_class}:\nExitCode {code}\nErrorMessage "{message}"{extra}\nCommand "{command}"'.strip()
+
+
+def quoted_hosts(cause_host: str | None, first_failed: str | None, exit_codes: Mapping[str, int]) -> list[str]:
+    """The hosts whose toolkit message a failure reason quotes, best first: the root cause's host, then the host
+    whose launcher failed first. A host smtrain stopped with SIGTERM because another failed is left out: its
+    message (`ExitCode 143`, an empty `ErrorMessage`) describes smtrain's stop, not the failure, and contradicts
+    the cause (a rank of a torchrun host that exited 2 is still in torchrun's exit barrier when it is stopped)."""
+    hosts: list[str] = []
+    for host in (cause_host, first_failed):
+        if host and host not in hosts and (host == first_failed or exit_codes.get(host) not in STOPPED_EXITS):
+            hosts.append(host)
+    return hosts

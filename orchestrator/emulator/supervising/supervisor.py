@@ -336,8 +336,9 @@ class Supervisor:
         self._notice(self._log_failure)
 
     def _hand_on(self, host: str, raw: bytes) -> str:
-        """Hands one line (masked) to the console and the failure tails; returns it for the log."""
-        line = self._mask(raw.decode("utf-8", errors="replace").rstrip("\r"))
+        """Hands one line (masked) to the console and the failure tails; returns it for the log. NUL bytes are
+        dropped: Open MPI's tagged output carries one where a rank's stderr closes, and the logs stay text."""
+        line = self._mask(raw.replace(b"\0", b"").decode("utf-8", errors="replace").rstrip("\r"))
         with self._lock:
             tail = self._tails[host]
             tail.append(line[:TAIL_LINE_CHARACTERS])
