@@ -355,7 +355,8 @@ def _cause_of(job: Job, outcome: WatchOutcome) -> FailureCause | None:
 def _finish(ctx: click.Context, outcome: WatchOutcome, output: str, document: dict[str, Any],
             cause: FailureCause | None) -> None:
     """Prints how following ended (for a failed job: the failing rank's error; for a hung job: why, each host's
-    last lines, whether it was stopped) and exits with its code: the final status's, or 4 for a hung job."""
+    last lines, whether it was stopped) and exits with its code: the final status's, or 4 for a hung job (one
+    this watch stopped, or a local run that ended hung)."""
     from orchestrator.observing.liveness import EXIT_HUNG
 
     hang = outcome.hang
@@ -371,4 +372,5 @@ def _finish(ctx: click.Context, outcome: WatchOutcome, output: str, document: di
         else:
             click.echo(f"{hang.job_name} left running ({outcome.status.status}): "
                        f"`smtrain stop {hang.job_name}` stops it")
-    ctx.exit(EXIT_HUNG if hang else EXIT_CODES[outcome.status.status])
+    hung_by_itself = cause is not None and cause.category == "hung"  # a local run its own stall clock stopped
+    ctx.exit(EXIT_HUNG if hang or hung_by_itself else EXIT_CODES[outcome.status.status])

@@ -76,6 +76,16 @@ def test_a_hung_local_run_reads_failed_with_hung_and_its_culprit_as_the_cause(tm
     assert "  last lines of algo-2 (the host the others wait for)" in lines
 
 
+def test_watching_a_run_that_ended_hung_exits_4_as_the_run_did(tmp_path):
+    run_dir = tmp_path / "hang-ddp-1"
+    _hung_run(run_dir)
+
+    watched = CliRunner().invoke(main, ["watch", str(run_dir), "--stall-timeout", "600"])
+
+    assert watched.exit_code == 4, watched.output
+    assert CULPRIT in watched.output
+
+
 def test_only_a_hung_run_gets_a_status_message_of_its_own():
     cause = {"headline": CULPRIT}
 
