@@ -193,6 +193,34 @@ def _scripts(pids: Path) -> list[int]:
             if not any(child.pid in found for child in process.children(recursive=True))]
 
 
+def _processes(pids: list[int]) -> list[psutil.Process]:
+    """The processes as they are now: a Process keeps its start time, so a number the kernel gives to another
+    process or thread later (pid_max is 32768 here, and a busy suite wraps it) is not taken for this one."""
+    found = []
+    for pid in pids:
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def _wait_for_end(processes: list[psutil.Process], what: str, seconds: float = 300) -> None:
+    """Until none of `processes` runs (ended or a zombie); past `seconds`, fails naming those still running."""
+    deadline = time.monotonic() + seconds
+    while running := [process for process in processes if _runs(process)]:
+        assert time.monotonic() < deadline, f"{what} still run after {seconds:g} s: " + "; ".join(
+            f"{process.pid} {' '.join(process.cmdline())[:200]}" for process in running if _runs(process))
+        time.sleep(0.2)
+
+
+def _runs(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _wait_for(predicate, what: str, seconds: float = 300) -> None:
     """A generous safety net only: a slow machine makes it slower, not a failure."""
     deadline = time.monotonic() + seconds
@@ -216,13 +244,13 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
         scripts = _scripts(pids)
         assert len(scripts) == 2, scripts
+        script_processes = _processes(scripts)
         second = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
         assert second.returncode == 2 and "in use" in second.stderr + second.stdout, second.stderr
         tune.send_signal(signum)
         tune.wait(timeout=600)
         assert tune.returncode == 130, tune.stderr.read()
-        _wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                                  for pid in scripts), "the trials' scripts to end", seconds=60)
+        _wait_for_end(script_processes, "the trials' scripts", seconds=60)
         trials = json.loads((folder / "tuning.json").read_text())["trials"]
         assert len(trials) == 2 and all(trial["status"] == "Stopped" for trial in trials), trials
     finally:
@@ -249,11 +277,10 @@ def test_a_search_killed_by_sigkill_leaves_no_trial_running(search, tmp_path):
         _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
         scripts = _scripts(pids)
         assert len(scripts) == 2, scripts
-        trials = [child.pid for child in psutil.Process(tune.pid).children()]
+        watched = [*_processes(scripts), *psutil.Process(tune.pid).children()]
         tune.kill()
         tune.wait(timeout=60)
-        _wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                                  for pid in [*scripts, *trials]), "the trials and their scripts to end")
+        _wait_for_end(watched, "the trials and their scripts")
     finally:
         for pid in scripts:
             try:
