@@ -7,6 +7,7 @@ second run builds the extension and completes instead of waiting on that lock.""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -59,3 +60,28 @@ def test_a_jit_compile_is_slow_not_hung_and_a_stopped_one_blocks_no_later_run(ma
     assert built, "built in smtrain's cache, keyed by Python and torch"
     assert not (user_cache / "torch_extensions").exists(), "nothing in the user's own cache"
     assert _build_locks(cache) == []
+
+
+def test_a_compiled_gpu_script_trains_and_the_next_run_reuses_what_torch_compile_built(make_spec, tmp_path,
+                                                                                       monkeypatch):
+    """torch.compile on the CPU stand-in (scripts/compiled_step.py: a step compiled on "cuda", bf16 autocast,
+    torch.cuda's and torch.accelerator's stream calls). Its C++ goes to smtrain's cache, not each host's /tmp,
+    which the run empties: the second run compiles nothing."""
+    cache = tmp_path / "smtrain-cache"
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(cache))
+    spec = make_spec("compiled_step.py", count=1, instance="ml.g5.xlarge")
+
+    outcomes = []
+    for run in ("first", "second"):
+        result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                                 str(tmp_path / run), "-o", "json"], capture_output=True, text=True,
+                                timeout=RUN_DEADLINE_SECONDS, cwd=tmp_path, check=False)
+        assert result.returncode == 0, result.stderr
+        log = (tmp_path / run / "logs" / "algo-1.log").read_text()
+        outcomes.append(json.loads(next(line for line in log.splitlines() if line.startswith("{"))))
+
+    first, second = outcomes
+    assert first["agree"] and first["compiled"][-1] < first["compiled"][0], first
+    assert first["graphs_compiled"] > 0 and first["graphs_from_cache"] == 0
+    assert second["graphs_compiled"] == 0 and second["graphs_from_cache"] == first["graphs_compiled"], second
+    assert list(cache.glob("torchinductor/py*-torch*/fxgraph")), "kept in smtrain's cache, keyed by Python and torch"

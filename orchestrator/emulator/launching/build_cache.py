@@ -7,8 +7,14 @@ into the user's, where a compile that is stopped mid-way (Ctrl-C, a stop, a hang
 forever. So the hosts get TORCH_EXTENSIONS_DIR in smtrain's cache, one folder per torch version and Python
 version (what an extension is built against), and every run holds a shared flock on it while it runs. A run that
 can take that flock exclusively knows no run builds there, and removes the build locks left behind, when it
-starts and when it ends. (Triton's cache is not set: Triton compiles for GPUs only, which the CPU stand-in
-replaces.)
+starts and when it ends.
+
+torch.compile (inductor) keeps the C++ it compiled for the CPU, keyed by the graph, torch and compiler, in
+TORCHINDUCTOR_CACHE_DIR. Its default is /tmp/torchinductor_<user>, which is each host's own /tmp here, emptied at
+the run's end: every run, every rank, compiled again (about 20 CPU-s for a two-layer model on 2 cores). Its folder
+is in smtrain's cache too, beside the extensions'. Inductor writes it atomically under fcntl locks, which a killed
+compile releases, so nothing there needs removing. (Triton's cache is not set: Triton compiles for GPUs only,
+which the CPU stand-in replaces.)
 """
 
 from __future__ import annotations
@@ -28,8 +34,17 @@ _BUILD_LOCK = "lock"
 
 def extensions_dir(python: str) -> Path:
     """`<smtrain cache>/torch_extensions/py3.11-torch2.13.0+cpu`: one folder per ABI an extension is built for."""
+    return cache_root() / "torch_extensions" / _abi(python)
+
+
+def inductor_cache_dir(python: str) -> Path:
+    """`<smtrain cache>/torchinductor/py3.11-torch2.13.0+cpu`: torch.compile's output, per ABI as extensions."""
+    return cache_root() / "torchinductor" / _abi(python)
+
+
+def _abi(python: str) -> str:
     torch, (major, minor) = interpreter_versions(python)
-    return cache_root() / "torch_extensions" / f"py{major}.{minor}-torch{torch or 'none'}"
+    return f"py{major}.{minor}-torch{torch or 'none'}"
 
 
 @contextmanager

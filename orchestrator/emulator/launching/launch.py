@@ -39,6 +39,7 @@ TORCH1_TORCHRUN = Path(__file__).parent / "torch1" / "torchrun"
 OVERLAY_SITE_HOOK = Path(__file__).parent.with_name("overlay_site")
 OVERLAY_SITE_VARIABLE = "SMTRAIN_OVERLAY_SITE"
 EXTENSIONS_VARIABLE = "TORCH_EXTENSIONS_DIR"
+INDUCTOR_CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"
 LOOPBACK = "127.0.0.1"
@@ -114,6 +115,8 @@ class AttemptSetup:
     file_system: HostFileSystem | None = None
     extensions_dir: Path | None = None
     """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where."""
+    inductor_cache_dir: Path | None = None
+    """Where torch.compile keeps what it compiled (build_cache.py), unless the job's environment says where."""
 
 
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
@@ -125,7 +128,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     container's variables), the platform's (the request's Environment), the toolkits' on top, then the local
     deviations (loopback rendezvous, SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the
     hook that puts the installed requirements after the standard library, the CPU stand-in for CUDA first on
-    it with its variables, torch's JIT extensions built in smtrain's cache).
+    it with its variables, torch's JIT extensions and torch.compile's output in smtrain's cache).
     """
     overlay_site, file_system = attempt.overlay_site, attempt.file_system
     own: dict[str, str] = {**platform, **toolkit}
@@ -149,8 +152,10 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     })
     if attempt.hostname_library is not None:
         own["LD_PRELOAD"] = str(attempt.hostname_library)
-    if attempt.extensions_dir is not None and EXTENSIONS_VARIABLE not in platform:
-        own[EXTENSIONS_VARIABLE] = str(attempt.extensions_dir)
+    for variable, directory in ((EXTENSIONS_VARIABLE, attempt.extensions_dir),
+                                (INDUCTOR_CACHE_VARIABLE, attempt.inductor_cache_dir)):
+        if directory is not None and variable not in platform:
+            own[variable] = str(directory)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if file_system is not None:

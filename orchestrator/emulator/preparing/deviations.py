@@ -26,9 +26,10 @@ DEVIATIONS = (
     ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
      "see as site-packages (after the standard library), not per host into the interpreter"),
     ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
-    ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) build into smtrain's cache, shared by the "
-     "runs of one torch and Python version (TORCH_EXTENSIONS_DIR, unless the job's environment sets it), not into "
-     "a fresh ~/.cache per job: a second run reuses the build"),
+    ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
+     "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
+     "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "
+     "a second run reuses the build"),
     ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
      "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
 )

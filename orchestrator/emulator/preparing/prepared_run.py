@@ -110,6 +110,11 @@ class PreparedRun:
         """Where the hosts build torch's JIT extensions (build_cache.py)."""
         return build_cache.extensions_dir(self.python)
 
+    @property
+    def inductor_cache_dir(self) -> Path:
+        """Where the hosts' torch.compile keeps what it compiled (build_cache.py)."""
+        return build_cache.inductor_cache_dir(self.python)
+
     def mask(self, text: str) -> str:
         """Free text (a failure reason, a command line) with the spec's secret values masked."""
         return mask_text(text, self.secrets)
@@ -136,7 +141,7 @@ class PreparedRun:
                                python=self.python, overlay_site=self.overlay.site_packages if self.overlay else None,
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
                                hostname_library=self.hostname.library, file_system=self.host_fs,
-                               extensions_dir=self.extensions_dir)
+                               extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir)
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)

@@ -8,6 +8,8 @@ gloo's CPU (FSDP v1, which also reads it, is served in ``fsdp``).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from . import cuda_api, devices, streams
@@ -36,4 +38,15 @@ def install() -> None:
         "reset_peak_memory_stats": torch.cuda.reset_peak_memory_stats,
     }
     for name, function in replacements.items():
-        setattr(torch.accelerator, name, function)
+        setattr(torch.accelerator, name, _own(function))
+
+
+def _own(function):
+    """`function` as an object of its own: torch.compile keeps one handler per function and refuses the same
+    object registered for both ``torch.cuda.current_stream`` and ``torch.accelerator.current_stream``."""
+
+    @functools.wraps(function)
+    def same(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    return same

@@ -43,6 +43,12 @@ class DeviceProperties:
     is_integrated: bool = False
     is_multi_gpu_board: bool = False
 
+    @property
+    def gcnArchName(self) -> str:  # noqa: N802 (torch's name)
+        """torch.compile keys its cache on this field when ``torch.version.cuda`` is None, as on a CPU build of
+        torch (it takes that for ROCm); on the instance it keys on the name."""
+        return self.name
+
     def __repr__(self) -> str:
         return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
                 f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count})")
