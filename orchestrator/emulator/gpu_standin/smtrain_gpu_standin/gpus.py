@@ -44,7 +44,7 @@ class DeviceProperties:
     is_multi_gpu_board: bool = False
 
     @property
-    def gcnArchName(self) -> str:  # noqa: N802 (torch's name)
+    def gcnArchName(self) -> str:  # torch's name
         """torch.compile keys its cache on this field when ``torch.version.cuda`` is None, as on a CPU build of
         torch (it takes that for ROCm); on the instance it keys on the name."""
         return self.name
