@@ -9,10 +9,11 @@ from typing import Any
 from orchestrator.backends.base import MetricSeries, NewLines, StatusReport, follow_lines, last_lines
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.jobs import JobClient, list_jobs
-from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE
+from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE, defined_metric_names
 from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.metric_series import unknown_metric_notes
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -99,8 +100,11 @@ class SageMakerBackend:
     def metric_series(self, job_id: str, names: list[str] | None = None,
                       period_seconds: int | None = None) -> MetricSeries:
         period = period_seconds or DEFAULT_PERIOD_SECONDS
-        return MetricSeries(self.client(job_id).metric_points(names, period),
-                            f"CloudWatch {NAMESPACE}, {period} s averages")
+        job = self.client(job_id)
+        points = job.metric_points(names, period)
+        assert job.described is not None  # metric_points reads the job first
+        return MetricSeries(points, f"CloudWatch {NAMESPACE}, {period} s averages",
+                            unknown_metric_notes(names, defined_metric_names(job.described), points, job_id))
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         job = self.client(job_id)

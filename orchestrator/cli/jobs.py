@@ -114,6 +114,7 @@ def submit(
         return
     from orchestrator.api import plan
     from orchestrator.backends.job import Job
+    from orchestrator.errors import SmtrainError
     from orchestrator.specs.loader import load
 
     job_plan = plan(
@@ -130,10 +131,10 @@ def submit(
         return
     try:
         outcome = _follow(job, options, stream_logs, to_stderr=output == "json")
-    except KeyboardInterrupt:
-        click.echo(
-            f"stopped following; {job.name} keeps running (`smtrain stop {job.name}` stops it)", err=True
-        )
+    except (KeyboardInterrupt, SmtrainError):  # Ctrl-C, or AWS failing mid-way: the job itself goes on billing
+        if job.last_status is None or not job.last_status.is_terminal:
+            click.echo(f"stopped following; {job.name} keeps running (`smtrain watch {job.name}` follows it "
+                       f"again, `smtrain stop {job.name}` stops it)", err=True)
         raise
     _finish(ctx, outcome, output, job.submission.to_dict(), _cause_of(job, outcome))
 

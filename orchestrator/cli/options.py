@@ -23,6 +23,8 @@ _OUTPUT_KEY = "smtrain.output"
 """ctx.meta key under which the eager --output option records its choice, for the error handler."""
 _WORDS_KEY = "smtrain.words"
 """ctx.meta key of the command line's words as the group received them (click consumes them as it goes)."""
+_PLACE_KEYS = ("file", "line", "column", "field")
+"""Where in a spec an error is: every JSON error document has these keys, null where no file is involved."""
 
 
 class UserErrorGroup(click.Group):
@@ -45,13 +47,11 @@ class UserErrorGroup(click.Group):
             if not _wants_json(ctx):
                 raise
             command = exc.ctx.command_path if exc.ctx else "smtrain"
-            echo_json({"error": {"type": "UsageError", "message": exc.format_message(),
-                                 "fix": f"see `{command} --help`", "file": None, "line": None, "field": None}})
+            echo_json(_unplaced_error("UsageError", exc.format_message(), f"see `{command} --help`"))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             if _wants_json(ctx):
-                echo_json({"error": {"type": "Interrupted", "message": "interrupted", "fix": None, "file": None,
-                                     "line": None, "field": None}})
+                echo_json(_unplaced_error("Interrupted", "interrupted", None))
             else:
                 click.secho("interrupted", fg="yellow", err=True)
             ctx.exit(130)
@@ -95,15 +95,20 @@ def error_document(exc: Exception) -> dict[str, Any]:
     from orchestrator.specs.loader import InvalidSpec
 
     problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
-    place = problems[0] if problems else {"file": None, "line": None, "column": None, "field": None}
+    place = problems[0] if problems else dict.fromkeys(_PLACE_KEYS)
     message, fix = getattr(exc, "message", str(exc)), getattr(exc, "fix", None)
     if problems:  # "2 problems in the job spec: <the first one's message>", and the first one's fix
         message, fix = f"{message.splitlines()[0]} {problems[0]['message']}", problems[0]["fix"]
     error = {"type": type(exc).__name__, "message": message, "fix": fix,
-             **{key: place[key] for key in ("file", "line", "column", "field")}}
+             **{key: place[key] for key in _PLACE_KEYS}}
     if problems:
         error["problems"] = problems
     return {"error": error}
+
+
+def _unplaced_error(kind: str, message: str, fix: str | None) -> dict[str, Any]:
+    """An error that no file holds (bad usage, Ctrl-C) in error_document's shape: scripts read one set of keys."""
+    return {"error": {"type": kind, "message": message, "fix": fix, **dict.fromkeys(_PLACE_KEYS)}}
 
 
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:

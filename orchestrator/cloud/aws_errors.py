@@ -19,6 +19,9 @@ from orchestrator.redact import mask_text
 _ACCESS_FIX = ("allow your credentials the action named above: docs/sagemaker.md (\"Permissions the caller needs\") "
                "lists every action smtrain calls, `smtrain infra deploy`'s included")
 _EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
+_INVALID_CREDENTIALS_FIX = ("AWS does not know the access key, or the secret does not match it: see which credentials "
+                            "are used with `aws sts get-caller-identity` (AWS_PROFILE, AWS_ACCESS_KEY_ID), then "
+                            "`aws configure` or `aws sso login`")
 _FIXES = {
     "AccessDenied": _ACCESS_FIX,
     "AccessDeniedException": _ACCESS_FIX,
@@ -30,6 +33,12 @@ _FIXES = {
     "ResourceLimitExceeded": "request a SageMaker quota increase for this instance type, or use another type",
     "ExpiredToken": _EXPIRED_FIX,
     "ExpiredTokenException": _EXPIRED_FIX,
+    # Each protocol's words for an unknown key (JSON: SageMaker, Logs; query: STS, IAM; S3) and a wrong secret.
+    "UnrecognizedClientException": _INVALID_CREDENTIALS_FIX,
+    "InvalidClientTokenId": _INVALID_CREDENTIALS_FIX,
+    "InvalidAccessKeyId": _INVALID_CREDENTIALS_FIX,
+    "InvalidSignatureException": _INVALID_CREDENTIALS_FIX,
+    "SignatureDoesNotMatch": _INVALID_CREDENTIALS_FIX,
 }
 _THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 _NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})

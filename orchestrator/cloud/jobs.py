@@ -54,6 +54,11 @@ class JobClient:
         return self._last_status
 
     @property
+    def described(self) -> dict[str, Any] | None:
+        """The DescribeTrainingJob response read by the latest call that read one; None before any. Makes no call."""
+        return self._described
+
+    @property
     def session(self) -> Any:
         """The boto3 session this job is read through."""
         return self._boto

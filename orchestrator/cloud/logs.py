@@ -17,6 +17,8 @@ from orchestrator.observing.log_lines import LogLine, host_order
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
+MAX_EVENTS_PER_CALL = 10_000
+"""GetLogEvents' largest `limit`: CloudWatch refuses a larger one (InvalidParameterException)."""
 
 
 def host_of(stream_name: str, job_name: str) -> str:
@@ -100,14 +102,27 @@ def tail(
     with aws_errors(f"reading the logs of {job_name}"):
         for stream in stream_names(logs_client, job_name):
             host = host_of(stream, job_name)
-            page = logs_client.get_log_events(
-                logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=False, limit=lines
-            )
             by_host.setdefault(host, []).extend(
-                LogLine(host, event["timestamp"], mask(event["message"].rstrip("\n"))) for event in page["events"]
+                LogLine(host, event["timestamp"], mask(event["message"].rstrip("\n")))
+                for event in _last_events(logs_client, stream, lines)
             )
     return {
         host: sorted(by_host[host], key=lambda line: line.timestamp_ms)[-lines:]
         for host in sorted(by_host, key=host_order)
     }
 
+
+def _last_events(logs_client: Any, stream: str, count: int) -> list[dict[str, Any]]:
+    """The last `count` events of a stream, oldest first: one GetLogEvents call from its end, and further ones
+    backward only while each returned all it was asked for (more than MAX_EVENTS_PER_CALL lines asked)."""
+    events: list[dict[str, Any]] = []
+    token = None
+    while len(events) < count:
+        limit = min(count - len(events), MAX_EVENTS_PER_CALL)
+        page = logs_client.get_log_events(logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=False,
+                                          limit=limit, **({"nextToken": token} if token else {}))
+        events = page["events"] + events
+        if len(page["events"]) < limit or page["nextBackwardToken"] == token:  # its start (or a 1 MB page)
+            break
+        token = page["nextBackwardToken"]
+    return events

@@ -210,6 +210,15 @@ def metric_names(points: Iterable[MetricPoint]) -> list[str]:
     return list(dict.fromkeys(point.metric for point in points))
 
 
+def unknown_metric_notes(asked: Sequence[str] | None, defined: Sequence[str], points: Iterable[MetricPoint],
+                         job: str) -> list[str]:
+    """One note per asked metric that the job neither defines nor has points of: a mistyped `--metric`
+    otherwise reads as "no metric data yet"."""
+    found = set(metric_names(points))
+    return [f"{job} has no metric {name}: its metric definitions are {', '.join(defined) or 'none'}"
+            for name in asked or () if name not in defined and name not in found]
+
+
 def loss_metrics(names: Sequence[str]) -> list[str]:
     """The metrics worth a chart by default: those named like a loss, else the first one."""
     losses = [name for name in names if _LOSS_WORD in name.lower()]

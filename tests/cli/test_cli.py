@@ -108,3 +108,22 @@ def test_an_hourly_price_reads_the_same_in_instances_plan_and_status():
     assert row.split()[-1] == "1.1267"
     assert "= 1.1267/h x 1 x " in planned
     assert hourly_price(lookup("ml.g6.xlarge").price_per_hour) == "1.1267" and hourly_price(98.32) == "98.32"
+
+
+def test_every_json_error_has_the_keys_the_readme_names(monkeypatch, tmp_path):
+    """Bad usage and Ctrl-C left out `column`: a script reading the documented shape met a KeyError there."""
+    from orchestrator.cli import jobs
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jobs, "resolve_job", interrupted)
+    results = [CliRunner().invoke(main, args) for args in (
+        ["plan", str(tmp_path / "nope.yaml"), "-o", "json"],
+        ["status", "tiny-1", "--no-such-flag", "-o", "json"],
+        ["status", "tiny-1", "-o", "json"],
+    )]
+
+    assert [result.exit_code for result in results] == [2, 2, 130]
+    for result in results:
+        assert set(json.loads(result.stdout)["error"]) == {"type", "message", "fix", "file", "line", "column", "field"}

@@ -240,6 +240,27 @@ def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, fin
     assert SECRET not in result.output
 
 
+def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubbed):
+    """Credentials that expire during a long --wait end the following, not the job: it bills on, so the user is
+    told it runs and how to follow or stop it."""
+    name = "tiny-expiring"
+    sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_object", {})
+    stubbed.stubbers["s3"].add_response("put_object", {})
+    sagemaker.add_response(
+        "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
+    )
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
+    sagemaker.add_client_error("describe_training_job", "ExpiredTokenException",
+                               "The security token included in the request is expired")
+
+    result = smtrain("submit", str(write_spec()), "--job-name", name, "--wait", "--poll-seconds", "0", obj=stubbed)
+
+    assert_user_error(result, 1, "ExpiredTokenException")
+    assert (f"stopped following; {name} keeps running (`smtrain watch {name}` follows it again, "
+            f"`smtrain stop {name}` stops it)") in result.stderr
+
+
 def test_stop_asks_only_a_running_job_to_stop(stubbed):
     sagemaker = stubbed.stubbers["sagemaker"]
     sagemaker.add_response("describe_training_job", described("tiny-run", "InProgress", "Training"))

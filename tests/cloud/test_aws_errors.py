@@ -62,6 +62,25 @@ def test_missing_region_gets_the_same_advice_from_infra_and_job_commands(monkeyp
     assert "AWS_REGION" in problems[0] and "--region" in problems[0]
 
 
+@pytest.mark.parametrize("service, method, code", [
+    ("sagemaker", "describe_training_job", "UnrecognizedClientException"),  # an unknown key, JSON protocol
+    ("sagemaker", "describe_training_job", "InvalidSignatureException"),  # a wrong secret, JSON protocol
+    ("cloudformation", "describe_stacks", "InvalidClientTokenId"),  # an unknown key, query protocol
+    ("cloudformation", "describe_stacks", "SignatureDoesNotMatch"),  # a wrong secret, query protocol and S3
+])
+def test_credentials_aws_does_not_accept_get_advice_that_names_them(service, method, code):
+    """A mistyped key or secret used to print only AWS's words ("The security token included in the request is
+    invalid"), with no fix."""
+    session = _session_answering(service, method, code, "The security token included in the request is invalid.")
+    call = (lambda: JobClient("tiny-1", session).status()) if service == "sagemaker" else (
+        lambda: infra.stack_outputs(session=session))
+
+    with pytest.raises(AwsError, match=code) as raised:
+        call()
+
+    assert raised.value.fix is not None and "`aws sts get-caller-identity`" in raised.value.fix
+
+
 def _client_error(code: str, message: str = "", status: int = 400, operation: str = "AnyCall") -> Exception:
     from botocore.exceptions import ClientError
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import boto3
 import pytest
 from job_fakes import BUCKET, EPOCH, NOW, SECRET, T0, create_jobs, described, seed_logs
 
@@ -77,6 +78,22 @@ def test_logs_merge_every_host_in_time_order_and_mask_secret_values(three_jobs):
     ]
     started = datetime.fromtimestamp(base, tz=timezone.utc).isoformat()
     assert lines[0].to_dict() == {"host": "algo-1", "time": started, "message": "a: start"}
+
+
+def test_logs_tail_longer_than_one_get_log_events_call_gives_every_line_asked_for(three_jobs):
+    """GetLogEvents returns at most 10,000 events a call and refuses a larger limit (`smtrain logs --tail 20000`
+    failed with InvalidParameterException): a longer tail pages back from the end."""
+    base = seed_logs("tiny-a", {"algo-1": [(index, f"line {index}") for index in range(6000)]})
+    boto3.client("logs").put_log_events(
+        logGroupName=LOG_GROUP, logStreamName=f"tiny-a/algo-1-{EPOCH}",
+        logEvents=[{"timestamp": base * 1000 + index, "message": f"line {index}"} for index in range(6000, 12000)])
+    job = orchestrator.attach("tiny-a")
+
+    asked = [line.message for line in job.logs(tail=10_001)]
+    everything = [line.message for line in job.logs(tail=20_000)]
+
+    assert asked == [f"line {index}" for index in range(1999, 12000)]
+    assert everything == [f"line {index}" for index in range(12000)]
 
 
 def test_logs_of_a_job_that_has_not_logged_yet_are_empty(three_jobs):

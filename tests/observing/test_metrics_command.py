@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 from click.testing import CliRunner
-from job_fakes import create_jobs
+from job_fakes import create_jobs, described
 
 from orchestrator.cli.main import main
 from orchestrator import Job
@@ -147,6 +147,20 @@ def test_metrics_of_a_job_without_data_says_so(aws, tiny_request):
 
     assert result.exit_code == 0 and result.stdout == ""
     assert "no metric data for tiny-empty yet" in result.stderr
+
+
+def test_metrics_of_a_name_the_job_does_not_define_names_the_ones_it_does(stubbed_sagemaker):
+    """A mistyped --metric read only "no metric data for JOB yet ... a few minutes after the lines are logged",
+    as if waiting would help."""
+    job = described("tiny-typo", "Completed", "Completed")
+    job["AlgorithmSpecification"]["MetricDefinitions"] = [
+        {"Name": "train:loss", "Regex": "loss=(\\S+)"}, {"Name": "train:lr", "Regex": "lr=(\\S+)"}]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", job)
+
+    result = smtrain("metrics", "tiny-typo", "--metric", "train:los", obj=stubbed_sagemaker)
+
+    assert result.exit_code == 0, result.output
+    assert "tiny-typo has no metric train:los: its metric definitions are train:loss, train:lr" in result.stderr
 
 
 def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
