@@ -108,3 +108,14 @@ def test_an_hourly_price_reads_the_same_in_instances_plan_and_status():
     assert row.split()[-1] == "1.1267"
     assert "= 1.1267/h x 1 x " in planned
     assert hourly_price(lookup("ml.g6.xlarge").price_per_hour) == "1.1267" and hourly_price(98.32) == "98.32"
+
+
+def test_validate_help_describes_the_json_it_prints():
+    """validate's --help promised `{"error": {...}}` for errors, as other commands print them; validate prints its
+    list of reports instead, a missing file's error among its problems."""
+    result = CliRunner().invoke(main, ["validate", "no-such-spec.yaml", "-o", "json"])
+    [report] = json.loads(result.stdout)
+    assert result.exit_code == 2 and report["valid"] is False
+    help_text = " ".join(CliRunner().invoke(main, ["validate", "--help"]).output.split())
+    assert '{"error"' not in help_text
+    assert "[{" + ", ".join(f'"{key}"' for key in report) + "}]" in help_text
