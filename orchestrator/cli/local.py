@@ -74,7 +74,8 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
     stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
-    with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream, spec_file=file) as console:
+    with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream,
+                      command=_command(file, overrides, options, hyperparameters_file)) as console:
         _interrupt_on_termination()
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
@@ -85,6 +86,18 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
 
         echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _command(file: str, overrides: tuple[str, ...], options: Options, hyperparameters_file: Path | None) -> list[str]:
+    """The words after `smtrain local` that run this job again, but --run-dir (the resume line adds the run's)."""
+    from dataclasses import replace
+
+    from orchestrator.emulator.run_options import command_words
+
+    words = [file, *(word for override in overrides for word in ("--set", override))]
+    if hyperparameters_file is not None:
+        words += ["--hyperparameters-file", str(hyperparameters_file)]
+    return words + command_words(replace(options, run_dir=None))
 
 
 def _trial_values(path: Path | None) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from orchestrator.cli.options import (
     echo_json,
     error_document,
     output_option,
+    report_output_option,
     set_option,
 )
 
@@ -46,7 +47,8 @@ def main() -> None:
       3    the job was stopped
       4    a local run or SageMaker job hung: silent for --stall-timeout, every rank or host idle
       130  interrupted (Ctrl-C)
-    With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}.
+    With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}
+    (validate: its report per file, with the file's problems).
     """
 
 
@@ -56,7 +58,7 @@ def main() -> None:
 @click.option("--allow-unverified", is_flag=True,
               help="Pass unverified combinations, as submit --allow-unverified does (overrides allow_unverified "
                    "in the spec).")
-@output_option
+@report_output_option
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
     """Check spec FILES against the schema, SageMaker's API limits and the capability matrix. Offline and fast.
 

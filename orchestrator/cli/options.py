@@ -115,11 +115,19 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
 
 
-def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
+_JSON_HELP = ("machine-readable output on stdout for scripts and CI (progress goes to stderr), errors too: "
+              "{\"error\": {...}}.")
+
+
+def output_option(function: Callable[..., Any], json_help: str = _JSON_HELP) -> Callable[..., Any]:
     return click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-                        is_eager=True, callback=_record_output,
-                        help="json: machine-readable output on stdout for scripts and CI (progress goes to "
-                             "stderr), errors too: {\"error\": {...}}.")(function)
+                        is_eager=True, callback=_record_output, help=f"json: {json_help}")(function)
+
+
+def report_output_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`validate`'s --output: it reports on several files, each valid or not, so its JSON is one list."""
+    return output_option(function, "one report per file on stdout, for scripts and CI: [{\"file\", \"valid\", "
+                                   "\"problems\", \"warnings\"}], a file's error among its problems.")
 
 
 def _record_output(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -4,8 +4,10 @@ path), rich for the rest; what only a local run's console draws with (the metric
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections import deque
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -251,13 +253,15 @@ class LocalConsole:
     """Progress lines the rate is measured over: recent enough to follow a change of pace."""
 
     def __init__(self, verbose: bool = False, quiet: bool = False, stream: TextIO | None = None,
-                 spec_file: str | None = None) -> None:
+                 command: Sequence[str] = ("SPEC",)) -> None:
+        """`command`: the words after `smtrain local` that ran this job (the spec, its `--set`s, the run options but
+        --run-dir), so an interrupted run's resume line repeats them: a checkpoint refuses other settings."""
         from rich.console import Console
 
         self._verbose = verbose
         self._quiet = quiet
         self._stream = stream
-        self._spec_file = spec_file
+        self._command = tuple(command)
         self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
         self._progress: Any = None
         self._task: Any = None
@@ -350,8 +354,8 @@ class LocalConsole:
             console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
         elif run.status == "Interrupted":
             console.print(f"[yellow]interrupted:[/] {escape(run.failure_reason or '')}", highlight=False, soft_wrap=True)
-            console.print(f"resume from its checkpoints: smtrain local {self._spec_file or 'SPEC'} --run-dir "
-                          f"{run.run_dir}", highlight=False, soft_wrap=True)
+            console.print(f"resume from its checkpoints: smtrain local {shlex.join(self._command)} --run-dir "
+                          f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
                           soft_wrap=not console.is_terminal)

@@ -45,6 +45,7 @@ _NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})
 # S3 answers HEAD requests with the bare status as the code; GET-style calls name it.
 _S3_MISSING_CODES = frozenset({"404", "NotFound", "NoSuchKey", "NoSuchBucket"})
 NO_CREDENTIALS_FIX = "run `aws configure` or `aws sso login`, or set AWS_PROFILE"
+NETWORK_FIX = "check the network, the region and AWS_ENDPOINT_URL"
 NO_REGION_FIX = ("set AWS_REGION (or pass --region), `region:` in the spec, or a profile region "
                  "(`aws configure set region <region>`)")
 
@@ -70,9 +71,7 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
         message = f"{doing}: {exc.operation_name} failed: {code}: {error_message(exc)}"
         raise AwsError(mask_text(message, secrets), fix=_FIXES.get(code)) from None
     except BotoCoreError as exc:
-        raise AwsError(
-            mask_text(f"{doing}: {exc}", secrets), fix="check the network, the region and AWS_ENDPOINT_URL"
-        ) from None
+        raise AwsError(mask_text(f"{doing}: {exc}", secrets), fix=NETWORK_FIX) from None
 
 
 def error_code(exc: Exception) -> str:

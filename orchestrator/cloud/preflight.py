@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import error_code, is_missing_in_s3
+from orchestrator.cloud.aws_errors import NETWORK_FIX, error_code, is_missing_in_s3
 from orchestrator.planning.target import bucket_of
 from orchestrator.specs import images
 from orchestrator.specs.capabilities import resolved_py_version
@@ -61,10 +61,13 @@ def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
 
 
 def _credentials(state: _Account) -> Check:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as Unreachable
 
     try:
         identity = state.session.client("sts").get_caller_identity()
+    except (Unreachable, HTTPClientError) as exc:  # STS unreachable says nothing about the credentials
+        return Check("credentials", False, f"STS GetCallerIdentity failed: {exc}", NETWORK_FIX)
     except (BotoCoreError, ClientError) as exc:
         return Check("credentials", False, f"STS GetCallerIdentity failed: {error_code(exc)}",
                      "run `aws configure` or `aws sso login`, or set AWS_PROFILE (expired keys: get new ones)")

@@ -558,7 +558,8 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: 
     secret = any(is_secret_name(str(part)) for part in loc)
     written = _as_written(loc, error.get("input"), places.texts, overrides)
     return Problem(_where(path, places.positions, overrides, loc), dotted, message,
-                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written),
+                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written,
+                            overrides[loc].partition("=")[0] if loc in overrides else None),
                    order=_order(places.positions, overrides, loc))
 
 
@@ -571,9 +572,10 @@ def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc
 
 
 def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bool = False,
-             written: str | None = None) -> str | None:
+             written: str | None = None, set_key: str | None = None) -> str | None:
     """The fix hint for one pydantic error; `secret`: the value is shown masked; `written`: the value's text as
-    the user wrote it."""
+    the user wrote it; `set_key`: the key of the `--set` that gave the value, whose fix is a `--set` too (the
+    shell would strip quotes written as in the file)."""
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
@@ -586,7 +588,8 @@ def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bo
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
     if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f'write it in quotes: {name}: "{MASK if secret else (written or value)}"'
+        quoted = f'"{MASK if secret else (written or value)}"'
+        return f"write it in quotes: --set '{set_key}={quoted}'" if set_key else f"write it in quotes: {name}: {quoted}"
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":

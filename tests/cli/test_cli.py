@@ -127,3 +127,14 @@ def test_every_json_error_has_the_keys_the_readme_names(monkeypatch, tmp_path):
     assert [result.exit_code for result in results] == [2, 2, 130]
     for result in results:
         assert set(json.loads(result.stdout)["error"]) == {"type", "message", "fix", "file", "line", "column", "field"}
+
+
+def test_validate_help_describes_the_json_it_prints():
+    """validate's --help promised `{"error": {...}}` for errors, as other commands print them; validate prints its
+    list of reports instead, a missing file's error among its problems."""
+    result = CliRunner().invoke(main, ["validate", "no-such-spec.yaml", "-o", "json"])
+    [report] = json.loads(result.stdout)
+    assert result.exit_code == 2 and report["valid"] is False
+    help_text = " ".join(CliRunner().invoke(main, ["validate", "--help"]).output.split())
+    assert '{"error"' not in help_text
+    assert "[{" + ", ".join(f'"{key}"' for key in report) + "}]" in help_text

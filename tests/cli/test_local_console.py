@@ -8,9 +8,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from click.testing import CliRunner
+
+import orchestrator.cli.local as local_command
+from orchestrator.cli.main import main
 from orchestrator.cli.render import LocalConsole
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.emulator import local_run
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
 
 
 @dataclass
@@ -97,7 +104,7 @@ def test_before_the_first_step_the_bar_says_so_not_step_0_of_none():
 
 def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, capsys):
     deep = tmp_path / ("a-long-directory-name-" * 6) / "run"
-    with LocalConsole(spec_file="job.yaml") as console:
+    with LocalConsole(command=["job.yaml"]) as console:
         console.result(Finished(deep, status="Interrupted", failure_reason="interrupted (SIGINT/SIGTERM forwarded "
                                 "to every process); checkpoints are kept in " + str(deep),
                                 model_artifact=deep / "model.tar.gz"))
@@ -106,6 +113,28 @@ def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, ca
     assert "failure reason" not in shown
     assert f"resume from its checkpoints: smtrain local job.yaml --run-dir {deep}" in shown.splitlines()
     assert f"model:   {deep / 'model.tar.gz'}" in shown.splitlines()
+
+
+def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatch):
+    """Resuming from a checkpoint needs the settings that wrote it: a resume line without the run's `--set`s had
+    the shared entrypoint refuse its own checkpoint (CheckpointMismatch: batch_size=32, this run 64)."""
+    run_dir = tmp_path / "run"
+
+    @dataclass
+    class Interrupted(Finished):
+        status: str = "Interrupted"
+        exit_code: int = 130
+        smoke: None = None
+
+    monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Interrupted(run_dir))
+    monkeypatch.setattr(local_command, "_interrupt_on_termination", lambda: None)
+    result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--set", "hyperparameters.batch-size=32", "--set",
+                                       "hyperparameters.note=two words", "--processes-per-host", "2"])
+
+    assert result.exit_code == 130, result.output
+    assert (f"resume from its checkpoints: smtrain local {EXAMPLE} --set hyperparameters.batch-size=32 "
+            f"--set 'hyperparameters.note=two words' --processes-per-host 2 --run-dir {run_dir}"
+            in result.stderr.splitlines())
 
 
 def test_a_note_is_not_wrapped_inside_a_command_where_no_terminal_reads_it(capsys):

@@ -42,10 +42,14 @@ def test_unquoted_version_fix_quotes_the_text_written_not_the_float(write_spec):
     assert '"2.1"' not in result.output
 
 
-def test_unquoted_version_in_a_set_is_quoted_as_written(write_spec):
+def test_unquoted_version_in_a_set_is_quoted_as_written_in_a_set_the_shell_keeps(write_spec):
+    """The fix of a `--set` is a `--set`: the file's form (`framework_version: "2.10"`) does not fit the flag, and
+    `--set framework_version="2.10"` loses its quotes to the shell, which leaves the float again."""
     result = _invoke("validate", str(write_spec(SPEC)), "--set", "framework_version=2.10")
     assert result.exit_code == 2
-    assert 'framework_version: "2.10"' in result.output and "--set framework_version=2.10" in result.output
+    assert "--set framework_version=2.10: framework_version:" in result.output
+    assert "fix: write it in quotes: --set 'framework_version=\"2.10\"'" in result.output
+    assert _invoke("validate", str(write_spec(SPEC)), "--set", 'framework_version="2.10.0"').exit_code == 0
 
 
 def test_an_image_past_its_end_of_patch_is_a_warning_not_a_notice(write_spec):

@@ -41,7 +41,7 @@ def test_override_echo_does_not_show_the_secret(write_spec):
     problems = json.loads(result.output)[0]["problems"]
     assert [(problem["override"], problem["field"], problem["message"], problem["fix"]) for problem in problems] == [
         ("environment.DB_PASSWORD=****", "environment.DB_PASSWORD", "Input should be a valid string",
-         'write it in quotes: DB_PASSWORD: "****"')]
+         "write it in quotes: --set 'environment.DB_PASSWORD=\"****\"'")]
 
 
 def test_shell_split_notice_masks_a_secret_value(write_spec):

@@ -1,8 +1,9 @@
 """What `smtrain local` does differently from SageMaker's training container, and why: the one list.
 
-A run prints it once at its start (`notices`); docs/host-file-system.md shows the same text. Everything else a script can
-observe (config files, SM_* variables, launcher command lines, rank placement, host names, failure files) follows
-the container and is checked against the training toolkit itself by `tests/referees/toolkit`.
+A run points to it once at its start (`notices`) and `smtrain local --explain` prints it; docs/local.md shows the
+same text. Everything else a script can observe (config files, SM_* variables, launcher command lines, rank
+placement, host names, failure files) follows the container and is checked against the training toolkit itself by
+`tests/referees/toolkit`.
 """
 
 from __future__ import annotations
