@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -154,14 +154,18 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         search.stop_all()
 
     results("InProgress")
-    with _signals_handled((signal.SIGTERM, signal.SIGHUP), stop), StopWatch(root, stop_requested):
+    with (_signals_handled((signal.SIGTERM, signal.SIGHUP), stop), StopWatch(root, stop_requested),
+          ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool):
+        workers = [pool.submit(search.worker, total, started) for _ in range(parallel)]
         try:
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
-                for _ in range(parallel):
-                    pool.submit(search.worker, total, started)
+            wait(workers)
         except KeyboardInterrupt:
+            # Ctrl-C: the running trials stop and are recorded, and the results say Stopped, as on SIGTERM.
+            # Waited for on the futures: a thread join that Ctrl-C interrupted returns at once when retried.
+            interrupted.append(signal.SIGINT)
+            say(f"tuning {name}: interrupted; stopping the running trials")
             search.stop_all()
-            raise
+            wait(workers)
     result = results("Stopped" if interrupted or asked_to_stop else "Failed" if search.errors else "Completed")
     if interrupted:
         raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
