@@ -148,12 +148,12 @@ def _resolve(ctx: click.Context, tuning: str, backend: str | None, region: str |
 def status(ctx: click.Context, tuning: str, backend: str | None, region: str | None, output: str,
            plot_file: Path | None) -> None:
     """Progress of search TUNING (trials completed, running, stopped, failed), the best trial so far with its
-    objective and hyperparameters, and every trial sorted by objective.
+    objective and hyperparameters, every trial sorted by objective, and why each failed trial failed.
 
     TUNING: `sagemaker:NAME` (a tuning job), `local:FOLDER` (what `tune local` wrote: its --run-dir, or a name
     under runs/), or a bare name: a local search of that name, else a SageMaker tuning job."""
     from orchestrator.backends.tuning import Tuning
-    from orchestrator.observing.trials import table
+    from orchestrator.observing.trials import failures, table
 
     handle = Tuning(*_resolve(ctx, tuning, backend, region))
     current = handle.status()
@@ -173,6 +173,8 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
         click.echo(f"  failure: {current.failure_reason}")
     if trials:
         click.echo(table(trials, current.goal, current.metric))
+    for line in failures(trials):
+        click.echo(f"  {line}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
 

@@ -19,6 +19,7 @@ from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial
 from orchestrator.planning.tuning import tuning_job_name
 
 START = datetime(2026, 11, 26, 10, 0, tzinfo=timezone.utc)
+FAILURE = "algo-1 (rank 0) failed: ValueError: lr too small\nTraceback (most recent call last):\n  ..."
 
 
 def _trial_run(folder: Path, name: str, status: str) -> Path:
@@ -39,6 +40,7 @@ def _search(root: Path, name: str = "lr-search") -> Path:
     trials = [Trial(name=f"{name}-{number:03d}", status=status, objective=loss, hyperparameters={"lr": lr},
                     number=number, seconds=30.0, started=START + timedelta(minutes=number),
                     ended=START + timedelta(minutes=number, seconds=30),
+                    failure_reason=FAILURE if status == "Failed" else None,
                     run_dir=str(_trial_run(folder, f"{name}-{number:03d}", status)))
               for number, (loss, status, lr) in enumerate(values, start=1)]
     result = SearchResult(name=name, run_dir=folder, strategy="Random", metric="train:loss", goal="Minimize",
@@ -47,7 +49,7 @@ def _search(root: Path, name: str = "lr-search") -> Path:
     return folder
 
 
-def test_tune_status_reads_a_local_search_by_local_id_folder_or_bare_name(tmp_path, monkeypatch):
+def test_tune_status_reads_a_local_search_by_any_id_and_says_why_its_trials_failed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder = _search(tmp_path)
 
@@ -57,7 +59,8 @@ def test_tune_status_reads_a_local_search_by_local_id_folder_or_bare_name(tmp_pa
         lines = result.output.splitlines()
         assert lines[0] == "lr-search: Completed (Random); trials: 2 completed, 0 inprogress, 0 stopped, 1 failed"
         assert lines[1].startswith("  best: lr-search-002  train:loss = 0.22  {'lr': 0.05}")
-        assert [line.split()[1] for line in lines[3:]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
+        assert [line.split()[1] for line in lines[3:6]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
+        assert lines[6:] == ["  lr-search-003 failed: algo-1 (rank 0) failed: ValueError: lr too small"]
 
     document = json.loads(CliRunner().invoke(main, ["tune", "status", "local:lr-search", "-o", "json"]).stdout)
     assert document["run_dir"] == str(folder.resolve()) and "console_url" not in document

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tuning_specs import TINY_JOB
 
 from orchestrator.cli.main import main
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
@@ -105,3 +106,23 @@ def test_tune_local_budget_starts_no_trial_after_it_and_stops_the_running_ones(t
     assert document["best"] is None
     for trial in document["trials"]:
         assert json.loads((Path(trial["run_dir"]) / "result.json").read_text())["status"] == "Stopped"
+
+
+def test_a_failed_trial_says_why_as_it_ends(tmp_path):
+    (tmp_path / "train.py").write_text("raise ValueError('lr too small')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text("""job: job.yaml
+objective: {metric: loss, type: Minimize}
+strategy: Random
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1}
+max_jobs: 1
+max_parallel_jobs: 1
+""")
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 1, result.output
+    ended = next(line for line in result.output.splitlines() if line.startswith("trial 1 failed"))
+    assert " - algo-1 (rank 0) failed: ValueError: lr too small at " in ended and ended.endswith("train.py:1"), ended

@@ -326,6 +326,8 @@ class _Search:
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
         why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
                              else f" - {watch.why.replace('stopped', 'asked to stop')}; it completed first")
+        if trial.failure_line:
+            why += f" - {trial.failure_line}"
         self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
                   f"{why}")
 
