@@ -270,7 +270,22 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
                    f"results in {result.run_dir}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
+    if result.best is None:
+        show(_why_no_best(result, loaded.job.path))
     raise SystemExit(0 if result.best is not None else 1)
+
+
+def _why_no_best(result: Any, job_spec: Path | None) -> str:
+    """Why the search has no best trial (its exit 1): the objective never read, or no trial completed."""
+    from orchestrator.observing.trials import counts_of
+
+    completed = [trial for trial in result.trials if trial.status == "Completed"]
+    if completed:
+        return (f"no best trial: no completed trial reported {result.metric} (its metric definition matched no line "
+                f"of their logs); `smtrain metrics {completed[0].run_dir}` shows what the job's definitions read, "
+                f"and `metrics:` in {job_spec or 'the job spec'} sets the regex that reads {result.metric}")
+    counts = ", ".join(f"{count} {status.lower()}" for status, count in counts_of(result.trials).items() if count)
+    return f"no best trial: no trial completed ({counts or 'none ran'})"
 
 
 def _cost_words(tuning_plan: Any) -> str:
