@@ -100,7 +100,8 @@ class SageMakerBackend:
                       period_seconds: int | None = None) -> MetricSeries:
         period = period_seconds or DEFAULT_PERIOD_SECONDS
         return MetricSeries(self.client(job_id).metric_points(names, period),
-                            f"CloudWatch {NAMESPACE}, {period} s averages")
+                            f"CloudWatch {NAMESPACE}, {period} s averages",
+                            empty="none published yet: SageMaker publishes values a few minutes after the lines are logged")
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         job = self.client(job_id)
