@@ -141,9 +141,9 @@ def test_a_bare_name_without_a_local_search_goes_to_sagemaker_offline(tmp_path, 
 
 
 def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, monkeypatch):
-    """A real search of three long trials, in its own process: `tune status` reads it InProgress, `tune stop
-    local:FOLDER` stops it (the running trial is asked to stop, no other starts) and `tune status` then says
-    Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
+    """A real search of three long trials, in its own process: `tune status` reads it InProgress with its running
+    trial (1 of 3), `tune stop local:FOLDER` stops it (the running trial is asked to stop, no other starts) and
+    `tune status` then says Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
     one that reached max_resource: what is asserted is the search's end.)"""
     import os
     import subprocess
@@ -162,7 +162,10 @@ def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, 
         while not list(folder.glob("*/status.json")) and time.monotonic() < deadline and search.poll() is None:
             time.sleep(0.5)
         running = CliRunner().invoke(main, ["tune", "status", "local:long", "-o", "json"])
-        assert json.loads(running.stdout)["status"] == "InProgress", running.output
+        document = json.loads(running.stdout)
+        assert document["status"] == "InProgress", running.output
+        assert document["trials"]["InProgress"] == 1 and document["max_jobs"] == 3, running.output  # 1 running of 3
+        assert document["trial_list"][0]["status"] == "InProgress", running.output
 
         stopped = CliRunner().invoke(main, ["tune", "stop", "local:long"])
         assert stopped.exit_code == 0 and "stop requested for local:long" in stopped.output
