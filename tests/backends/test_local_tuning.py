@@ -78,6 +78,8 @@ def test_tune_list_and_stop_answer_for_local_searches(tmp_path, monkeypatch):
     assert listed.exit_code == 0, listed.output
     assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["second"]
     assert stopped.exit_code == 0 and "first is already Completed: nothing to stop" in stopped.output
+    listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "--name-contains", "sec", "-o", "json"])
+    assert json.loads(listed_json.stdout)[0]["created"] == (START + timedelta(minutes=1)).isoformat()  # its first trial
 
 
 def test_the_best_trial_of_a_local_search_is_an_orchestrator_job(tmp_path, monkeypatch):
