@@ -41,6 +41,9 @@ class MetricSeries:
     points: list[MetricPoint]
     source: str
     notes: list[str] = field(default_factory=list)
+    empty: str = "no point has been read yet"
+    """Why there is no point, as only its place knows (CloudWatch publishes late; a finished local run's lines
+    matched no definition), said when `points` is empty."""
 
 
 @dataclass(frozen=True)

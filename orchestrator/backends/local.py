@@ -188,7 +188,9 @@ class LocalBackend:
         if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
             notes.append(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})")
         kept = [point for point in points if point.metric in names] if names else points
-        return MetricSeries(kept, f"local run {job_id}", notes)
+        if kept:
+            return MetricSeries(kept, f"local run {job_id}", notes)
+        return MetricSeries(kept, f"local run {job_id}", notes, empty=_why_no_points(run_dir, names))
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does. A run
@@ -257,6 +259,23 @@ class _KeptNotices(QuietObserver):
             logger.warning("%s", text)
         else:
             logger.info("%s", text)
+
+
+def _why_no_points(run_dir: Path, names: list[str] | None) -> str:
+    """Why a local run has no point (of `names`): a name it does not define, none of its lines matched yet, or,
+    once it has ended, none ever did (the lines are all there: no later publication will bring one)."""
+    described = read_status(run_dir) or {}
+    defined = [item.get("Name") for item in
+               (described.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []]
+    unknown = [name for name in names or () if name not in defined]
+    if defined and unknown:
+        return (f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not among the run's metric definitions "
+                f"({', '.join(defined)}); `--metric` takes one of those")
+    if described.get("TrainingJobStatus") not in TERMINAL:
+        return "no line of the run has matched its metric definitions yet"
+    return (f"no line of the run matched its metric definitions ({', '.join(defined) or 'none'}); `metrics:` in "
+            "the job spec sets your own, group 1 of each regex being the number, e.g. "
+            "{name: train:loss, regex: 'my_loss=([-+0-9.eE]+)'}")
 
 
 def _non_empty_lines(data: bytes) -> int:

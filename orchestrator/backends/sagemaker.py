@@ -104,7 +104,9 @@ class SageMakerBackend:
         points = job.metric_points(names, period)
         assert job.described is not None  # metric_points reads the job first
         return MetricSeries(points, f"CloudWatch {NAMESPACE}, {period} s averages",
-                            unknown_metric_notes(names, defined_metric_names(job.described), points, job_id))
+                            unknown_metric_notes(names, defined_metric_names(job.described), points, job_id),
+                            empty="none published yet: SageMaker publishes values a few minutes after the lines "
+                                  "are logged")
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         job = self.client(job_id)

@@ -163,7 +163,7 @@ class LocalTuning:
             except (TuningNotFound, KeyError):  # a folder whose tuning.json is not a search's: not listed
                 continue
             if (status is None or found.status == status) and (not name_contains or name_contains in found.name):
-                rows.append(TuningSummary(found.name, found.status, found.strategy, found.counts, found.ended))
+                rows.append(TuningSummary(found.name, found.status, found.strategy, found.counts, found.created))
         return rows[:max_results]
 
     def trial_job(self, trial: Trial) -> Job:

@@ -225,8 +225,7 @@ def metrics(ctx: click.Context, job: str, backend: str | None, region: str | Non
     elif output == "csv":
         click.echo(to_csv(points), nl=False)
     elif not points:
-        click.echo(f"no metric data for {job} yet ({series.source}); SageMaker publishes values a few minutes "
-                   "after the lines are logged", err=True)
+        click.echo(f"no metric data for {job} ({series.source}): {series.empty}", err=True)
     else:
         views.print_metrics(title, points, series.source, list(names))
     if plot_file is not None:

@@ -148,12 +148,12 @@ def _resolve(ctx: click.Context, tuning: str, backend: str | None, region: str |
 def status(ctx: click.Context, tuning: str, backend: str | None, region: str | None, output: str,
            plot_file: Path | None) -> None:
     """Progress of search TUNING (trials completed, running, stopped, failed), the best trial so far with its
-    objective and hyperparameters, and every trial sorted by objective.
+    objective and hyperparameters, every trial sorted by objective, and why each failed trial failed.
 
     TUNING: `sagemaker:NAME` (a tuning job), `local:FOLDER` (what `tune local` wrote: its --run-dir, or a name
     under runs/), or a bare name: a local search of that name, else a SageMaker tuning job."""
     from orchestrator.backends.tuning import Tuning
-    from orchestrator.observing.trials import table
+    from orchestrator.observing.trials import failures, table
 
     handle = Tuning(*_resolve(ctx, tuning, backend, region))
     current = handle.status()
@@ -173,6 +173,8 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
         click.echo(f"  failure: {current.failure_reason}")
     if trials:
         click.echo(table(trials, current.goal, current.metric))
+    for line in failures(trials):
+        click.echo(f"  {line}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
 
@@ -268,7 +270,22 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
                    f"results in {result.run_dir}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
+    if result.best is None:
+        show(_why_no_best(result, loaded.job.path))
     raise SystemExit(0 if result.best is not None else 1)
+
+
+def _why_no_best(result: Any, job_spec: Path | None) -> str:
+    """Why the search has no best trial (its exit 1): the objective never read, or no trial completed."""
+    from orchestrator.observing.trials import counts_of
+
+    completed = [trial for trial in result.trials if trial.status == "Completed"]
+    if completed:
+        return (f"no best trial: no completed trial reported {result.metric} (its metric definition matched no line "
+                f"of their logs); `smtrain metrics {completed[0].run_dir}` shows what the job's definitions read, "
+                f"and `metrics:` in {job_spec or 'the job spec'} sets the regex that reads {result.metric}")
+    counts = ", ".join(f"{count} {status.lower()}" for status, count in counts_of(result.trials).items() if count)
+    return f"no best trial: no trial completed ({counts or 'none ran'})"
 
 
 def _cost_words(tuning_plan: Any) -> str:

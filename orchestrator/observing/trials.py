@@ -44,6 +44,14 @@ class Trial:
     intermediate: dict[int, float] = field(default_factory=dict)
     """Local trials: the objective at the end of each epoch, as early stopping saw it."""
 
+    @property
+    def failure_line(self) -> str | None:
+        """A failed trial's reason in one line (its first), for a console or a table's foot: the rest of it
+        (a traceback, the usage of the script) is in the document and the trial's logs."""
+        if self.status != "Failed" or not self.failure_reason or not self.failure_reason.strip():
+            return None
+        return self.failure_reason.strip().splitlines()[0]
+
     def to_dict(self) -> dict[str, Any]:
         return {"trial": self.number, "name": self.name, "status": self.status, "objective": self.objective,
                 "hyperparameters": self.hyperparameters, "seconds": self.seconds,
@@ -154,6 +162,12 @@ def table(trials: Sequence[Trial], goal: str, metric: str) -> str:
     widths = [max(len(row[index]) for row in [header, *body]) for index in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
                      for row in [header, *body])
+
+
+def failures(trials: Sequence[Trial]) -> list[str]:
+    """Why each failed trial failed, one line each in the order they started: the table has no room for it."""
+    return [f"{trial.name} failed: {trial.failure_line}"
+            for trial in sorted(trials, key=lambda trial: trial.number) if trial.failure_line]
 
 
 def to_frame(trials: Sequence[Trial], goal: str) -> Any:

@@ -19,6 +19,7 @@ from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial
 from orchestrator.planning.tuning import tuning_job_name
 
 START = datetime(2026, 11, 26, 10, 0, tzinfo=timezone.utc)
+FAILURE = "algo-1 (rank 0) failed: ValueError: lr too small\nTraceback (most recent call last):\n  ..."
 
 
 def _trial_run(folder: Path, name: str, status: str) -> Path:
@@ -39,6 +40,7 @@ def _search(root: Path, name: str = "lr-search") -> Path:
     trials = [Trial(name=f"{name}-{number:03d}", status=status, objective=loss, hyperparameters={"lr": lr},
                     number=number, seconds=30.0, started=START + timedelta(minutes=number),
                     ended=START + timedelta(minutes=number, seconds=30),
+                    failure_reason=FAILURE if status == "Failed" else None,
                     run_dir=str(_trial_run(folder, f"{name}-{number:03d}", status)))
               for number, (loss, status, lr) in enumerate(values, start=1)]
     result = SearchResult(name=name, run_dir=folder, strategy="Random", metric="train:loss", goal="Minimize",
@@ -47,7 +49,7 @@ def _search(root: Path, name: str = "lr-search") -> Path:
     return folder
 
 
-def test_tune_status_reads_a_local_search_by_local_id_folder_or_bare_name(tmp_path, monkeypatch):
+def test_tune_status_reads_a_local_search_by_any_id_and_says_why_its_trials_failed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder = _search(tmp_path)
 
@@ -57,7 +59,8 @@ def test_tune_status_reads_a_local_search_by_local_id_folder_or_bare_name(tmp_pa
         lines = result.output.splitlines()
         assert lines[0] == "lr-search: Completed (Random); trials: 2 completed, 0 inprogress, 0 stopped, 1 failed"
         assert lines[1].startswith("  best: lr-search-002  train:loss = 0.22  {'lr': 0.05}")
-        assert [line.split()[1] for line in lines[3:]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
+        assert [line.split()[1] for line in lines[3:6]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
+        assert lines[6:] == ["  lr-search-003 failed: algo-1 (rank 0) failed: ValueError: lr too small"]
 
     document = json.loads(CliRunner().invoke(main, ["tune", "status", "local:lr-search", "-o", "json"]).stdout)
     assert document["run_dir"] == str(folder.resolve()) and "console_url" not in document
@@ -75,6 +78,8 @@ def test_tune_list_and_stop_answer_for_local_searches(tmp_path, monkeypatch):
     assert listed.exit_code == 0, listed.output
     assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["second"]
     assert stopped.exit_code == 0 and "first is already Completed: nothing to stop" in stopped.output
+    listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "--name-contains", "sec", "-o", "json"])
+    assert json.loads(listed_json.stdout)[0]["created"] == (START + timedelta(minutes=1)).isoformat()  # its first trial
 
 
 def test_the_best_trial_of_a_local_search_is_an_orchestrator_job(tmp_path, monkeypatch):
@@ -138,9 +143,9 @@ def test_a_bare_name_without_a_local_search_goes_to_sagemaker_offline(tmp_path, 
 
 
 def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, monkeypatch):
-    """A real search of three long trials, in its own process: `tune status` reads it InProgress, `tune stop
-    local:FOLDER` stops it (the running trial is asked to stop, no other starts) and `tune status` then says
-    Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
+    """A real search of three long trials, in its own process: `tune status` reads it InProgress with its running
+    trial (1 of 3), `tune stop local:FOLDER` stops it (the running trial is asked to stop, no other starts) and
+    `tune status` then says Stopped. (A trial that reaches its last epoch before its stop lands counts as Completed, as SageMaker counts
     one that reached max_resource: what is asserted is the search's end.)"""
     import os
     import subprocess
@@ -159,7 +164,10 @@ def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, 
         while not list(folder.glob("*/status.json")) and time.monotonic() < deadline and search.poll() is None:
             time.sleep(0.5)
         running = CliRunner().invoke(main, ["tune", "status", "local:long", "-o", "json"])
-        assert json.loads(running.stdout)["status"] == "InProgress", running.output
+        document = json.loads(running.stdout)
+        assert document["status"] == "InProgress", running.output
+        assert document["trials"]["InProgress"] == 1 and document["max_jobs"] == 3, running.output  # 1 running of 3
+        assert document["trial_list"][0]["status"] == "InProgress", running.output
 
         stopped = CliRunner().invoke(main, ["tune", "stop", "local:long"])
         assert stopped.exit_code == 0 and "stop requested for local:long" in stopped.output

@@ -1,7 +1,8 @@
 """`smtrain tune` meets hostile input: secret-looking tuned values are masked everywhere and never on a
 command line, tuned names and values reach the trial verbatim and finite, a huge grid is lazy, a huge log line
-costs nothing, `tune validate` refuses what `tune plan` refuses, and `tune local` is a supervisor: SIGTERM ends
-every trial and leaves the results, its folder is held, and another search's results are never overwritten."""
+costs nothing, `tune validate` refuses what `tune plan` refuses, and `tune local` is a supervisor: Ctrl-C or
+SIGTERM ends every trial and leaves the results (the search Stopped), its folder is held, and another search's
+results are never overwritten."""
 
 from __future__ import annotations
 
@@ -230,7 +231,8 @@ def _wait_for(predicate, what: str, seconds: float = 300) -> None:
 
 
 @pytest.mark.slow  # a search of real trials, each a `smtrain local` of its own
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["Ctrl-C", "SIGTERM", "SIGHUP"])
 def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held(search, tmp_path, signum):
     (tmp_path / "train.py").write_text(SLEEPER)
     search.write_text(SEARCH.replace("max_parallel_jobs: 1", "max_parallel_jobs: 2"))
@@ -251,8 +253,10 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         tune.wait(timeout=600)
         assert tune.returncode == 130, tune.stderr.read()
         _wait_for_end(script_processes, "the trials' scripts", seconds=60)
-        trials = json.loads((folder / "tuning.json").read_text())["trials"]
+        results = json.loads((folder / "tuning.json").read_text())
+        trials = results["trials"]
         assert len(trials) == 2 and all(trial["status"] == "Stopped" for trial in trials), trials
+        assert results["status"] == "Stopped"
     finally:
         tune.kill()
         for pid in scripts:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tuning_specs import TINY_JOB
 
 from orchestrator.cli.main import main
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
@@ -17,6 +18,15 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"
+ONE_TRIAL = """job: job.yaml
+objective: {metric: loss, type: Minimize}
+strategy: Random
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1}
+max_jobs: 1
+max_parallel_jobs: 1
+"""
+"""A search of one trial of tuning_specs.TINY_JOB, whose train.py each test writes."""
 LOSS = re.compile(next(item["Regex"] for item in DEFAULT_METRIC_DEFINITIONS if item["Name"] == "train:loss"))
 
 
@@ -105,3 +115,33 @@ def test_tune_local_budget_starts_no_trial_after_it_and_stops_the_running_ones(t
     assert document["best"] is None
     for trial in document["trials"]:
         assert json.loads((Path(trial["run_dir"]) / "result.json").read_text())["status"] == "Stopped"
+
+
+def test_a_failed_trial_says_why_as_it_ends(tmp_path):
+    (tmp_path / "train.py").write_text("raise ValueError('lr too small')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL)
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 1, result.output
+    ended = next(line for line in result.output.splitlines() if line.startswith("trial 1 failed"))
+    assert " - algo-1 (rank 0) failed: ValueError: lr too small at " in ended and ended.endswith("train.py:1"), ended
+    assert result.output.splitlines()[-1] == "no best trial: no trial completed (1 failed)"
+
+
+def test_a_search_whose_objective_never_shows_says_so_and_where_to_look(tmp_path):
+    (tmp_path / "train.py").write_text("print('accuracy=0.5')\n")  # completes, but prints no loss=
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL)
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 1, result.output
+    trial = json.loads((tmp_path / "search" / "tuning.json").read_text())["trials"][0]
+    assert trial["status"] == "Completed" and trial["objective"] is None
+    last = result.output.splitlines()[-1]
+    assert last.startswith("no best trial: no completed trial reported loss (its metric definition matched no line"), last
+    assert f"`smtrain metrics {trial['run_dir']}`" in last and f"`metrics:` in {tmp_path / 'job.yaml'}" in last

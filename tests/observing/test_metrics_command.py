@@ -15,7 +15,7 @@ from job_fakes import create_jobs, described
 from orchestrator.cli.main import main
 from orchestrator import Job
 from orchestrator.cloud.metrics import JOB_DIMENSION, NAMESPACE
-from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS, RUN_MARKER_FILE
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
 
 LOSSES = [0.9, 0.7, 0.52, 0.41, 0.33, 0.3]
@@ -146,7 +146,32 @@ def test_metrics_of_a_job_without_data_says_so(aws, tiny_request):
     result = smtrain("metrics", "tiny-empty")
 
     assert result.exit_code == 0 and result.stdout == ""
-    assert "no metric data for tiny-empty yet" in result.stderr
+    assert "no metric data for tiny-empty (CloudWatch" in result.stderr
+    assert "none published yet: SageMaker publishes values a few minutes after" in result.stderr
+
+
+def ended_run_without_points(run_dir, definitions: list[dict]) -> None:
+    """A local run that completed with an empty metrics.jsonl: none of its lines matched its definitions."""
+    run_dir.mkdir()
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    (run_dir / METRICS_FILE).write_text("")
+    (run_dir / "status.json").write_text(json.dumps({
+        "TrainingJobName": "quiet", "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+        "CreationTime": "2026-01-01T00:00:00+00:00", "SecondaryStatusTransitions": [],
+        "AlgorithmSpecification": {"MetricDefinitions": definitions},
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1}}))
+
+
+def test_metrics_of_an_ended_local_run_whose_lines_matched_nothing_say_so_not_wait_for_sagemaker(tmp_path):
+    ended_run_without_points(tmp_path / "run", [{"Name": "val:acc", "Regex": "val_acc=([0-9.]+)"}])
+
+    empty = smtrain("metrics", str(tmp_path / "run"))
+    unknown = smtrain("metrics", str(tmp_path / "run"), "--metric", "train:loss")
+
+    assert empty.exit_code == 0 and empty.stdout == ""
+    assert "SageMaker" not in empty.stderr and "yet" not in empty.stderr
+    assert "no line of the run matched its metric definitions (val:acc); `metrics:` in the job spec" in empty.stderr
+    assert "train:loss is not among the run's metric definitions (val:acc)" in unknown.stderr
 
 
 def test_metrics_of_a_name_the_job_does_not_define_names_the_ones_it_does(stubbed_sagemaker):

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,6 +85,8 @@ class SearchResult:
     """The tuning spec file the search ran: a folder holds one search's results."""
     status: str = "Completed"
     """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
+    max_jobs: int | None = None
+    """The trials the search runs at most: `tune status` shows the trials so far out of it."""
 
     @property
     def best(self) -> Trial | None:
@@ -98,7 +100,8 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
         return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
-                "status": self.status, "strategy": self.strategy, "log_scaled": list(self.log_scaled),
+                "status": self.status, "strategy": self.strategy, "max_jobs": self.max_jobs,
+                "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
@@ -125,11 +128,13 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     started = time.monotonic()
 
     def results(status: str) -> SearchResult:
-        """The search as it stands, written to tuning.json (whole, by a rename: a reader never sees half)."""
+        """The search as it stands, its running trials InProgress, written to tuning.json (whole, by a rename: a
+        reader never sees half)."""
+        trials = sorted([*search.trials, *search.running.values()], key=lambda trial: trial.number)
         result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                               goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
-                              trials=sorted(search.trials, key=lambda trial: trial.number), log_scaled=log_scaled,
-                              search_spec=search_spec, status=status)
+                              trials=trials, log_scaled=log_scaled, search_spec=search_spec, status=status,
+                              max_jobs=total)
         written = root / f".{SEARCH_RESULTS_FILE}.partial"
         written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(written, root / SEARCH_RESULTS_FILE)
@@ -154,14 +159,18 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         search.stop_all()
 
     results("InProgress")
-    with _signals_handled((signal.SIGTERM, signal.SIGHUP), stop), StopWatch(root, stop_requested):
+    with (_signals_handled((signal.SIGTERM, signal.SIGHUP), stop), StopWatch(root, stop_requested),
+          ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool):
+        workers = [pool.submit(search.worker, total, started) for _ in range(parallel)]
         try:
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool:
-                for _ in range(parallel):
-                    pool.submit(search.worker, total, started)
+            wait(workers)
         except KeyboardInterrupt:
+            # Ctrl-C: the running trials stop and are recorded, and the results say Stopped, as on SIGTERM.
+            # Waited for on the futures: a thread join that Ctrl-C interrupted returns at once when retried.
+            interrupted.append(signal.SIGINT)
+            say(f"tuning {name}: interrupted; stopping the running trials")
             search.stop_all()
-            raise
+            wait(workers)
     result = results("Stopped" if interrupted or asked_to_stop else "Failed" if search.errors else "Completed")
     if interrupted:
         raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
@@ -227,12 +236,13 @@ class _Search:
                  say: Callable[[str], None], on_trial: Callable[[], object]) -> None:
         self._loaded, self._root, self._name, self._options, self._say = loaded, root, name, options, say
         self._on_trial = on_trial
-        """Called (under the lock) after each trial ends: the results so far are written."""
+        """Called (under the lock) as each trial starts and ends: the results so far are written."""
         self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
         self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource)
         self._lock = threading.Lock()
         self._started = 0
-        self._running: dict[int, Path] = {}
+        self.running: dict[int, Trial] = {}
+        """The trials started and not ended yet, InProgress, by their number."""
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._stopping = False
         self.trials: list[Trial] = []
@@ -260,12 +270,12 @@ class _Search:
         on Ctrl-C (which the trials got from the terminal too) each is asked to stop as StopTrainingJob stops it."""
         with self._lock:
             self._stopping = True
-            for key, run_dir in self._running.items():
+            for key, trial in self.running.items():
                 process = self._processes.get(key)
                 if signum is not None and process is not None and process.poll() is None:
                     process.send_signal(signum)
                 else:
-                    _request_stop(run_dir)
+                    _request_stop(self._root / trial.name)
 
     def _run_trial(self, key: int, values: dict[str, Any], deadline: float | None) -> None:
         """One trial: `smtrain local` of the job spec with the trial's values, in a process of its own (a run
@@ -288,7 +298,10 @@ class _Search:
         self._say(f"trial {key} started: {_values_text(values)}")
         began, started_at = time.monotonic(), datetime.now(timezone.utc)
         with self._lock:
-            self._running[key] = run_dir
+            self.running[key] = Trial(name=trial_name, status="InProgress", objective=None,
+                                      hyperparameters=redact_mapping(values), number=key, started=started_at,
+                                      run_dir=str(run_dir))
+            self._on_trial()
         # Files, not pipes: a trial's console (its progress bar) must never block on a pipe nobody reads yet.
         out_file, err_file = self._root / f"{trial_name}.result.json", self._root / f"{trial_name}.console.txt"
         try:
@@ -307,7 +320,7 @@ class _Search:
                     time.sleep(WATCH_SECONDS)
         finally:
             with self._lock:
-                self._running.pop(key, None)
+                self.running.pop(key, None)
                 self._processes.pop(key, None)
         watch.read()
         watch.finish()
@@ -322,6 +335,8 @@ class _Search:
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
         why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
                              else f" - {watch.why.replace('stopped', 'asked to stop')}; it completed first")
+        if trial.failure_line:
+            why += f" - {trial.failure_line}"
         self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
                   f"{why}")
 
