@@ -81,6 +81,19 @@ def test_model_parallel_matches_the_unsplit_model(standin):
     assert outcome["max_weight_difference"] == 0.0
 
 
+def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_op(standin, tmp_path):
+    """Asked for CUDA activity, a CPU build of torch that sees a GPU tries a CUDA event around every op and logs
+    each failure with its C++ backtrace; the stand-in's profiler records the CPU only."""
+    result = standin.python(str(standin.scripts / "profiled_steps.py"), str(tmp_path / "traces"), num_gpus=1)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"aten::addmm", "aten::mm", "Optimizer.step#SGD.step"} <= set(outcome["recipe_ops"])
+    assert "aten::addmm" in outcome["legacy_ops"]
+    assert len(outcome["traces"]) == 1 and outcome["traces"][0].endswith(".pt.trace.json")
+    assert "Self CPU" in outcome["table"]
+    assert "Failed to record CUDA event" not in result.stderr
+    assert len(result.stderr.splitlines()) < 20, result.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_prefetch_thread_streams_and_amp_train_to_the_end(standin):
     result = standin.run([sys.executable, "-W", "error::UserWarning", str(standin.scripts / "prefetch_amp.py")],

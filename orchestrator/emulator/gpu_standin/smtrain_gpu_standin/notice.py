@@ -7,8 +7,9 @@ NOTICE = (
     "This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in for CUDA, emulating "
     "{num_gpus} x {gpu_name} per host. torch.cuda answers as on the instance; tensors and modules put on a GPU "
     "stay on the CPU; NCCL and smddp run over gloo; {autocast}; streams and "
-    "events are synchronous; GPU memory statistics read 0. Not checked here: custom CUDA and Triton kernels, "
-    "CUDA graphs, NCCL/EFA behaviour, GPU memory limits, {unchecked_numerics}, speed."
+    "events are synchronous; GPU memory statistics read 0; the profiler records CPU activity only. Not checked "
+    "here: custom CUDA and Triton kernels, CUDA graphs, NCCL/EFA behaviour, GPU memory limits, "
+    "{unchecked_numerics}, speed."
 )
 AUTOCAST_BF16 = "CUDA autocast runs as CPU bfloat16 autocast"
 AUTOCAST_FLOAT32 = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import (accelerator, amp, collectives, cuda_api, deepspeed_accelerator, device_type, devices, distributed, fsdp,
-               placement, streams, unsupported)
+               placement, profiler, streams, unsupported)
 from .env import Settings
 
 
@@ -21,4 +21,5 @@ def apply(settings: Settings) -> None:
     collectives.install()
     fsdp.install(settings.autocast_in_float32)
     deepspeed_accelerator.install()
+    profiler.install()
     unsupported.install()
