@@ -73,7 +73,9 @@ def _credentials(state: _Account) -> Check:
 
 
 def _region(state: _Account) -> Check:
-    region = (state.spec.region if state.spec else None) or state.session.region_name
+    """The session's region, which every client here calls: the one checked, even where the spec names another
+    (`check --region`), which fails this line, since submit would run the job in the spec's region."""
+    region = state.session.region_name
     if not region:
         return Check("region", False, "no region: neither the spec, --region, $AWS_REGION nor the profile names one",
                      "export AWS_REGION=<region> (e.g. us-east-1), or set `region:` in the spec")
@@ -83,6 +85,12 @@ def _region(state: _Account) -> Check:
         return Check("region", False, f"{region} is not a region where SageMaker runs",
                      f"use one of: {', '.join(sorted(offered)[:8])}, ...")
     state.region = region
+    named = state.spec.region if state.spec else None
+    if named and named != region:
+        return Check("region", False, f"{region}, but the spec says `region: {named}`: these checks are for "
+                                      f"{region}, and submit runs the job in {named}",
+                     f"check where the job runs (leave --region out), or run it in {region}: give check and "
+                     f"submit --set region={region}")
     return Check("region", True, region)
 
 
