@@ -19,10 +19,17 @@ from orchestrator.redact import mask_text
 _ACCESS_FIX = ("allow your credentials the action named above: docs/sagemaker.md (\"Permissions the caller needs\") "
                "lists every action smtrain calls, `smtrain infra deploy`'s included")
 _EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
+_THROTTLING_FIX = ("AWS throttled the call and botocore's retries ran out: wait a minute and run it again; AWS "
+                   "throttles each API per account and region, so if it keeps happening, look for what else calls "
+                   "it there (scripts or dashboards polling SageMaker or CloudWatch, several `smtrain watch` at "
+                   "once) and poll less often (--poll-seconds)")
 _INVALID_CREDENTIALS_FIX = ("AWS does not know the access key, or the secret does not match it: see which credentials "
                             "are used with `aws sts get-caller-identity` (AWS_PROFILE, AWS_ACCESS_KEY_ID), then "
                             "`aws configure` or `aws sso login`")
+# S3 says SlowDown (HTTP 503) where the other services say ThrottlingException or Throttling.
+_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "SlowDown"})
 _FIXES = {
+    **dict.fromkeys(_THROTTLING_CODES, _THROTTLING_FIX),
     "AccessDenied": _ACCESS_FIX,
     "AccessDeniedException": _ACCESS_FIX,
     "UnauthorizedOperation": _ACCESS_FIX,
@@ -40,7 +47,6 @@ _FIXES = {
     "InvalidSignatureException": _INVALID_CREDENTIALS_FIX,
     "SignatureDoesNotMatch": _INVALID_CREDENTIALS_FIX,
 }
-_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 _NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})
 # S3 answers HEAD requests with the bare status as the code; GET-style calls name it.
 _S3_MISSING_CODES = frozenset({"404", "NotFound", "NoSuchKey", "NoSuchBucket"})
