@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import error_code, is_missing_in_s3
+from orchestrator.cloud.aws_errors import error_code, fix_for, is_access_denied, is_missing_in_s3
 from orchestrator.planning.target import bucket_of
 from orchestrator.specs import images
 from orchestrator.specs.capabilities import resolved_py_version
@@ -140,12 +140,19 @@ def _role(state: _Account) -> Check:
                          "check the name or ARN in `role:` ($SMTRAIN_ROLE), or create one with `smtrain infra "
                          "deploy`")
         return Check("role", False, f"cannot read role {name}: {error_code(exc)}",
-                     "allow your credentials iam:GetRole, or check the role in the IAM console")
+                     _failed_call_fix(exc, "allow your credentials iam:GetRole", "check the role in the IAM console"))
     if not _trusts_sagemaker(found.get("AssumeRolePolicyDocument")):
         return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
                      f"add a statement allowing sts:AssumeRole to the service principal {SAGEMAKER_SERVICE} (IAM "
                      "console: the role's Trust relationships)")
     return Check("role", True, f"{found['Arn']} (from {source}), assumable by {SAGEMAKER_SERVICE}")
+
+
+def _failed_call_fix(exc: Exception, permission: str, otherwise: str) -> str:
+    """A permission is the fix only where AWS denied one; a throttled call, a server error or refused credentials
+    get the advice every command gives them; `otherwise`, what to do without the call, goes with each."""
+    fix = permission if is_access_denied(exc) else fix_for(exc)
+    return f"{fix}; or {otherwise}" if fix else otherwise
 
 
 def _trusts_sagemaker(document: Any) -> bool:
@@ -232,7 +239,8 @@ def _bucket(state: _Account) -> Check:
                          f"create it in {state.region} (`aws s3 mb s3://{bucket} --region {state.region}`), point "
                          "output_path at an existing one, or `smtrain infra deploy`")
         return Check("bucket", False, f"cannot read bucket {bucket}: {error_code(exc)}",
-                     "allow your credentials s3:GetBucketLocation on it, or use a bucket of this account")
+                     _failed_call_fix(exc, "allow your credentials s3:GetBucketLocation on it",
+                               "use a bucket of this account"))
     if location == "EU":
         location = "eu-west-1"
     if location != state.region:
@@ -246,7 +254,8 @@ def _bucket(state: _Account) -> Check:
         s3.delete_object(Bucket=bucket, Key=probe)
     except ClientError as exc:
         return Check("bucket", False, f"cannot write to {state.output_path}: {error_code(exc)}",
-                     f"allow your credentials (and the execution role) s3:PutObject on arn:aws:s3:::{bucket}/*")
+                     _failed_call_fix(exc, f"allow your credentials (and the execution role) s3:PutObject on "
+                                    f"arn:aws:s3:::{bucket}/*", "point output_path at another bucket"))
     return Check("bucket", True, f"{bucket} in {location}, writable at {state.output_path}")
 
 
@@ -306,8 +315,8 @@ def _quota(state: _Account) -> Check:
         found = next((quota for page in pages for quota in page["Quotas"] if quota["QuotaName"] == wanted), None)
     except (BotoCoreError, ClientError) as exc:
         return Check("quota", False, f"cannot read the SageMaker quotas: {error_code(exc)}",
-                     f"allow your credentials servicequotas:ListServiceQuotas, or look up '{wanted}' in the Service "
-                     "Quotas console")
+                     _failed_call_fix(exc, "allow your credentials servicequotas:ListServiceQuotas",
+                               f"look up '{wanted}' in the Service Quotas console"))
     if found is None:
         return Check("quota", False, f"no quota '{wanted}' in {state.region}: the instance type is not offered "
                                      "for training there",
