@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from orchestrator.errors import SmtrainError
+
 if TYPE_CHECKING:
     from orchestrator.cloud.job_liveness import JobLiveness
     from orchestrator.observing.job_status import JobStatus, JobSummary
@@ -141,6 +143,16 @@ class Backend(Protocol):
         """What the job's start said about how it runs (a local run: the CPU stand-in, the deviations), as
         `smtrain local` prints it; none for SageMaker."""
         ...
+
+
+def check_host(current: JobStatus, host: str | None) -> None:
+    """Refuses a host the job does not have: its lines will never come, so "no lines yet" would mislead."""
+    if host is None or not current.hosts or host in current.hosts:
+        return
+    hosts = current.hosts
+    named = ", ".join(hosts) if len(hosts) <= 8 else f"{hosts[0]} to {hosts[-1]}"
+    raise SmtrainError(f"{current.name} has no host {host}: its hosts are {named}",
+                       fix=f"name one of them (e.g. {hosts[-1]}), or none for every host's lines")
 
 
 def follow_lines(reader: NewLines, ended: Callable[[], bool], host: str | None, tail: int | None,

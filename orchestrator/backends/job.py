@@ -125,7 +125,11 @@ class Job:
     def logs(self, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Every host's lines (only `host`'s, e.g. "algo-2"; the last `tail` of each host); with `follow`, new
-        lines until the job has ended."""
+        lines until the job has ended.
+
+        Raises:
+            SmtrainError: `host` is not one of the job's hosts (naming them), when the lines are first asked for.
+        """
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:

@@ -15,7 +15,7 @@ from datetime import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from orchestrator.backends.base import MetricSeries, StatusReport, follow_lines
+from orchestrator.backends.base import MetricSeries, StatusReport, check_host, follow_lines
 from orchestrator.backends.runs import local_runs
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
@@ -160,12 +160,14 @@ class LocalBackend:
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
         """Each host's log, host after host (local logs carry no time per line; each line has its log's time
         of last write). With `follow`, new lines as they come, until the run has ended. Lines are read a block at
-        a time and handed on as they are read: a log of gigabytes is never held whole."""
+        a time and handed on as they are read: a log of gigabytes is never held whole. A host the run does not have
+        is refused before any line is read."""
 
         def ended() -> bool:  # asked by the loop and by the reader (whose last unfinished line waits for the end)
             return not follow or self.describe(job_id).is_terminal
 
-
+        if host is not None:
+            check_host(self.describe(job_id), host)
         yield from follow_lines(_RunLogs(Path(job_id), ended, host, tail), ended, host, tail, poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,

@@ -82,7 +82,7 @@ def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
     from orchestrator.backends.sagemaker import SageMakerBackend
 
     try:
-        check_job_name(name, "JOB_NAME")
+        check_job_name(name)
         SageMakerBackend(boto, region).describe(name)
     except SmtrainError:
         return False
@@ -115,7 +115,7 @@ def _sagemaker(name: str, boto: Any | None, region: str | None, bare: bool) -> B
 
     near = near_runs(name) if bare else []
     with naming_local_runs(name, near, bare):
-        check_job_name(name, "JOB_NAME")  # neither a run directory nor a name SageMaker could have: nothing is sent
+        check_job_name(name)  # neither a run directory nor a name SageMaker could have: nothing is sent
         chosen = SageMakerBackend(boto, region)
         if bare and chosen.boto.region_name is None:  # said here, where the error can say it is no local run
             raise EnvironmentProblem("no AWS region configured", fix=NO_REGION_FIX)

@@ -6,7 +6,14 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from orchestrator.backends.base import MetricSeries, NewLines, StatusReport, follow_lines, last_lines
+from orchestrator.backends.base import (
+    MetricSeries,
+    NewLines,
+    StatusReport,
+    check_host,
+    follow_lines,
+    last_lines,
+)
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.jobs import JobClient, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE, defined_metric_names
@@ -90,7 +97,10 @@ class SageMakerBackend:
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
+        """A host the job does not have is refused (one DescribeTrainingJob) before any line is read."""
         job = self.client(job_id)
+        if host is not None:
+            check_host(job.status(), host)
         if tail is not None and not follow:
             yield from last_lines(job.tail_lines(tail), host, tail)
             return

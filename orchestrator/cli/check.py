@@ -12,7 +12,9 @@ from orchestrator.cli.options import echo_json, output_option, set_option
 @click.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @set_option
-@click.option("--region", help="AWS region [default: the spec's region, $AWS_REGION, then boto3's chain].")
+@click.option("--region", help="AWS region to check [default: the spec's region, $AWS_REGION, then boto3's chain]; "
+                               "one other than the spec's fails the region line, as submit runs the job in the "
+                               "spec's (--set region=X moves both).")
 @output_option
 @click.pass_context
 def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], region: str | None, output: str) -> None:

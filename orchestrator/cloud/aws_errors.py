@@ -19,13 +19,26 @@ from orchestrator.redact import mask_text
 _ACCESS_FIX = ("allow your credentials the action named above: docs/sagemaker.md (\"Permissions the caller needs\") "
                "lists every action smtrain calls, `smtrain infra deploy`'s included")
 _EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
+_THROTTLING_FIX = ("AWS throttled the call and botocore's retries ran out: wait a minute and run it again; AWS "
+                   "throttles each API per account and region, so if it keeps happening, look for what else calls "
+                   "it there (scripts or dashboards polling SageMaker or CloudWatch, several `smtrain watch` at "
+                   "once) and poll less often (--poll-seconds)")
+_SERVER_ERROR_FIX = ("AWS failed on its side (HTTP 5xx) and botocore's retries ran out: run it again in a few "
+                     "minutes; if it keeps failing, see the AWS Health Dashboard for the service and region")
+# S3 gives no reason for a refused HEAD request (no body, so the code is the bare status): both causes are named.
+_HEAD_FORBIDDEN_FIX = ("S3 refused the HEAD request without saying why: either AWS did not accept your credentials "
+                       "(`aws sts get-caller-identity` shows whether it does and whose they are), or they may not "
+                       "read the bucket named above (allow them s3:GetObject on its objects and s3:ListBucket on it)")
 _INVALID_CREDENTIALS_FIX = ("AWS does not know the access key, or the secret does not match it: see which credentials "
                             "are used with `aws sts get-caller-identity` (AWS_PROFILE, AWS_ACCESS_KEY_ID), then "
                             "`aws configure` or `aws sso login`")
+# S3 says SlowDown (HTTP 503) where the other services say ThrottlingException or Throttling.
+_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "SlowDown"})
+_ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
 _FIXES = {
-    "AccessDenied": _ACCESS_FIX,
-    "AccessDeniedException": _ACCESS_FIX,
-    "UnauthorizedOperation": _ACCESS_FIX,
+    **dict.fromkeys(_THROTTLING_CODES, _THROTTLING_FIX),
+    **dict.fromkeys(_ACCESS_DENIED_CODES, _ACCESS_FIX),
+    "403": _HEAD_FORBIDDEN_FIX,
     "NoSuchBucket": "create the bucket, point output_path/code_location at an existing one, "
     "or run `smtrain infra deploy`",
     "NoSuchEntity": "check the role's name, give its full ARN (arn:aws:iam::<account>:role/<name>), "
@@ -40,7 +53,6 @@ _FIXES = {
     "InvalidSignatureException": _INVALID_CREDENTIALS_FIX,
     "SignatureDoesNotMatch": _INVALID_CREDENTIALS_FIX,
 }
-_THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
 _NAME_TAKEN_CODES = frozenset({"ResourceInUse", "ResourceInUseException"})
 # S3 answers HEAD requests with the bare status as the code; GET-style calls name it.
 _S3_MISSING_CODES = frozenset({"404", "NotFound", "NoSuchKey", "NoSuchBucket"})
@@ -69,9 +81,19 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     except ClientError as exc:
         code = _error(exc).get("Code", "")
         message = f"{doing}: {exc.operation_name} failed: {code}: {error_message(exc)}"
-        raise AwsError(mask_text(message, secrets), fix=_FIXES.get(code)) from None
+        raise AwsError(mask_text(message, secrets), fix=fix_for(exc)) from None
     except BotoCoreError as exc:
         raise AwsError(mask_text(f"{doing}: {exc}", secrets), fix=NETWORK_FIX) from None
+
+
+def fix_for(exc: Exception) -> str | None:
+    """What to do about a failed call, where its code or HTTP status says (None: AWS's message is all there is)."""
+    return _FIXES.get(error_code(exc)) or (_SERVER_ERROR_FIX if _status(exc) >= 500 else None)
+
+
+def is_access_denied(exc: Exception) -> bool:
+    """AWS refused the call for want of a permission: the one failure a permission fixes."""
+    return error_code(exc) in _ACCESS_DENIED_CODES
 
 
 def error_code(exc: Exception) -> str:
@@ -87,8 +109,7 @@ def error_message(exc: Exception) -> str:
 
 def is_transient(exc: Exception) -> bool:
     """Throttled, or a server-side failure (HTTP 5xx): worth another attempt."""
-    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return error_code(exc) in _THROTTLING_CODES or status >= 500
+    return error_code(exc) in _THROTTLING_CODES or _status(exc) >= 500
 
 
 def is_name_taken(exc: Exception) -> bool:
@@ -112,6 +133,10 @@ def is_missing_in_s3(exc: Exception) -> bool:
 def is_missing_stack(exc: Exception) -> bool:
     """CloudFormation says the stack does not exist (a ValidationError, told apart by its message)."""
     return "does not exist" in error_message(exc)
+
+
+def _status(exc: Exception) -> int:
+    return getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
 
 
 def _error(exc: Exception) -> dict[str, str]:

@@ -18,7 +18,7 @@ from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
 from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, failure_cause, job_progress
-from orchestrator.observing.root_cause import FailureCause, SourcePaths
+from orchestrator.observing.root_cause import FailureCause, SourcePaths, service_cause
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
@@ -108,9 +108,10 @@ class JobClient:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
         file:line and a fix; None while it runs or when it completed. Reads the status (unless a call just read
         it) and the last lines of each host's stream: one DescribeLogStreams page per 50 streams and one
-        GetLogEvents call per stream."""
+        GetLogEvents call per stream. A cause the status names (the run-time limit, no spot capacity: hosts that
+        may never have started) reads no logs."""
         described = self._described or self._read_status_description()
-        if described.get("TrainingJobStatus") != "Failed":  # a limit SageMaker reports: no log read needed
+        if described.get("TrainingJobStatus") != "Failed" or service_cause(described) is not None:
             return failure_cause(described, {})
         return self.progress(refresh_status=False).failure_cause
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import NETWORK_FIX, error_code, is_missing_in_s3
+from orchestrator.cloud.aws_errors import NETWORK_FIX, error_code, fix_for, is_access_denied, is_missing_in_s3
 from orchestrator.planning.target import bucket_of
 from orchestrator.specs import images
 from orchestrator.specs.capabilities import resolved_py_version
@@ -76,7 +76,9 @@ def _credentials(state: _Account) -> Check:
 
 
 def _region(state: _Account) -> Check:
-    region = (state.spec.region if state.spec else None) or state.session.region_name
+    """The session's region, which every client here calls: the one checked, even where the spec names another
+    (`check --region`), which fails this line, since submit would run the job in the spec's region."""
+    region = state.session.region_name
     if not region:
         return Check("region", False, "no region: neither the spec, --region, $AWS_REGION nor the profile names one",
                      "export AWS_REGION=<region> (e.g. us-east-1), or set `region:` in the spec")
@@ -86,6 +88,12 @@ def _region(state: _Account) -> Check:
         return Check("region", False, f"{region} is not a region where SageMaker runs",
                      f"use one of: {', '.join(sorted(offered)[:8])}, ...")
     state.region = region
+    named = state.spec.region if state.spec else None
+    if named and named != region:
+        return Check("region", False, f"{region}, but the spec says `region: {named}`: these checks are for "
+                                      f"{region}, and submit runs the job in {named}",
+                     f"check where the job runs (leave --region out), or run it in {region}: give check and "
+                     f"submit --set region={region}")
     return Check("region", True, region)
 
 
@@ -135,12 +143,19 @@ def _role(state: _Account) -> Check:
                          "check the name or ARN in `role:` ($SMTRAIN_ROLE), or create one with `smtrain infra "
                          "deploy`")
         return Check("role", False, f"cannot read role {name}: {error_code(exc)}",
-                     "allow your credentials iam:GetRole, or check the role in the IAM console")
+                     _failed_call_fix(exc, "allow your credentials iam:GetRole", "check the role in the IAM console"))
     if not _trusts_sagemaker(found.get("AssumeRolePolicyDocument")):
         return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
                      f"add a statement allowing sts:AssumeRole to the service principal {SAGEMAKER_SERVICE} (IAM "
                      "console: the role's Trust relationships)")
     return Check("role", True, f"{found['Arn']} (from {source}), assumable by {SAGEMAKER_SERVICE}")
+
+
+def _failed_call_fix(exc: Exception, permission: str, otherwise: str) -> str:
+    """A permission is the fix only where AWS denied one; a throttled call, a server error or refused credentials
+    get the advice every command gives them; `otherwise`, what to do without the call, goes with each."""
+    fix = permission if is_access_denied(exc) else fix_for(exc)
+    return f"{fix}; or {otherwise}" if fix else otherwise
 
 
 def _trusts_sagemaker(document: Any) -> bool:
@@ -227,7 +242,8 @@ def _bucket(state: _Account) -> Check:
                          f"create it in {state.region} (`aws s3 mb s3://{bucket} --region {state.region}`), point "
                          "output_path at an existing one, or `smtrain infra deploy`")
         return Check("bucket", False, f"cannot read bucket {bucket}: {error_code(exc)}",
-                     "allow your credentials s3:GetBucketLocation on it, or use a bucket of this account")
+                     _failed_call_fix(exc, "allow your credentials s3:GetBucketLocation on it",
+                               "use a bucket of this account"))
     if location == "EU":
         location = "eu-west-1"
     if location != state.region:
@@ -241,7 +257,8 @@ def _bucket(state: _Account) -> Check:
         s3.delete_object(Bucket=bucket, Key=probe)
     except ClientError as exc:
         return Check("bucket", False, f"cannot write to {state.output_path}: {error_code(exc)}",
-                     f"allow your credentials (and the execution role) s3:PutObject on arn:aws:s3:::{bucket}/*")
+                     _failed_call_fix(exc, f"allow your credentials (and the execution role) s3:PutObject on "
+                                    f"arn:aws:s3:::{bucket}/*", "point output_path at another bucket"))
     return Check("bucket", True, f"{bucket} in {location}, writable at {state.output_path}")
 
 
@@ -301,8 +318,8 @@ def _quota(state: _Account) -> Check:
         found = next((quota for page in pages for quota in page["Quotas"] if quota["QuotaName"] == wanted), None)
     except (BotoCoreError, ClientError) as exc:
         return Check("quota", False, f"cannot read the SageMaker quotas: {error_code(exc)}",
-                     f"allow your credentials servicequotas:ListServiceQuotas, or look up '{wanted}' in the Service "
-                     "Quotas console")
+                     _failed_call_fix(exc, "allow your credentials servicequotas:ListServiceQuotas",
+                               f"look up '{wanted}' in the Service Quotas console"))
     if found is None:
         return Check("quota", False, f"no quota '{wanted}' in {state.region}: the instance type is not offered "
                                      "for training there",

@@ -106,6 +106,11 @@ class JobStatus:
         return f"{self.instance_count} x {self.instance_type}"
 
     @property
+    def hosts(self) -> tuple[str, ...]:
+        """`algo-1` to `algo-N`, one per instance (every group's, numbered on); none while the count is unknown."""
+        return tuple(f"algo-{number}" for number in range(1, (self.instance_count or 0) + 1))
+
+    @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
 

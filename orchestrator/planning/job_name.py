@@ -52,8 +52,9 @@ class _NameTags:
 _NAME_TAGS = _NameTags()
 
 
-def check_job_name(name: str, where: str = "--job-name") -> str:
-    """`name` if CreateTrainingJob accepts it as TrainingJobName (checked here, so a bad name sends nothing).
+def check_job_name(name: str) -> str:
+    """`name` if CreateTrainingJob accepts it as TrainingJobName (checked here, so a bad name sends nothing). The
+    message names no argument: the command line's and the Python API's both come here.
 
     Raises:
         SpecError: empty, too long, or a character outside the API's pattern (letters, digits, single hyphens).
@@ -61,7 +62,7 @@ def check_job_name(name: str, where: str = "--job-name") -> str:
     limit = api_limit("TrainingJobName", "max")
     if not _JOB_NAME.fullmatch(name) or len(name) > limit:
         shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... ({len(name)} characters)"
-        raise SpecError(f"{where} {shown} is not a training job name SageMaker accepts",
+        raise SpecError(f"{shown} is not a training job name SageMaker accepts",
                         fix=f"use 1 to {limit} letters, digits and hyphens, starting and ending with a letter or "
                         "digit, e.g. " + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-")[:limit] or "my-job"))
     return name

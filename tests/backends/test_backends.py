@@ -168,3 +168,34 @@ def test_list_max_counts_local_runs_and_sagemaker_jobs_together_newest_first(tin
     names = [row["job_name"] for row in json.loads(every.stdout)]
     assert names[0] == "local-newest" and names[-1] == "local-oldest" and set(names[1:3]) == {"cloud-a", "cloud-b"}
     assert [row["job_name"] for row in json.loads(limited.stdout)] == names[:2]
+
+
+def test_a_host_the_job_does_not_have_is_an_input_error_on_both_backends(tiny_plan, aws, tmp_path, monkeypatch):
+    """`logs --host algo-7` of a 2-host job: exit 2 naming the job's hosts, on SageMaker and locally alike (before,
+    "no log lines for JOB yet", exit 0, as if algo-7's lines might still come); `Job.logs` raises the same."""
+    from orchestrator.contract import RUN_MARKER_FILE
+    from orchestrator.errors import SmtrainError
+
+    create_jobs(tiny_plan.create_training_job_request, ["cloud-two"])
+    seed_logs("cloud-two", {"algo-1": [(0, "a1")], "algo-2": [(1, "b1")]})
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "runs" / "local-two"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    (run_dir / "logs" / "algo-1.log").write_text("a1\n")
+    (run_dir / "status.json").write_text(json.dumps({
+        "TrainingJobName": "local-two", "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+        "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
+        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 2}}))
+
+    for job in ("sagemaker:cloud-two", "local:local-two"):
+        for extra in ([], ["--tail", "5"], ["--follow", "--poll-seconds", "0"], ["-o", "json"]):
+            result = CliRunner().invoke(main, ["logs", job, "--host", "algo-7", *extra])
+
+            assert result.exit_code == 2, (job, extra, result.output)
+            assert "yet" not in result.output
+            assert "has no host algo-7: its hosts are algo-1, algo-2" in result.output, result.output
+        with pytest.raises(SmtrainError, match="has no host algo-7: its hosts are algo-1, algo-2"):
+            list(orchestrator.attach(job).logs(host="algo-7"))
+    assert CliRunner().invoke(main, ["logs", "local:local-two", "--host", "algo-2"]).stderr == (
+        "no log lines for local:local-two yet\n")  # a host of the job with nothing written: lines may still come

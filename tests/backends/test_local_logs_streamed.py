@@ -29,7 +29,7 @@ def _run(root: Path, status: str = "Completed") -> Path:
     (run_dir / "status.json").write_text(json.dumps({
         "TrainingJobName": "chatty", "TrainingJobStatus": status, "SecondaryStatus": status,
         "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
-        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1},
+        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 2},
         "LocalRun": {"run_dir": str(run_dir), "pid": os.getpid(), "process_started": psutil.Process().create_time()}}))
     return run_dir
 

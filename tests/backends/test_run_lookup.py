@@ -188,3 +188,22 @@ def test_status_reads_a_huge_log_from_its_tail(tmp_path, monkeypatch):
     assert peak < 8 * 1024 * 1024, f"{peak} bytes held to read 200 lines"
     assert status.exit_code == 0, status.output
     assert json.loads(status.stdout)["progress"]["step"] == 500
+
+
+def test_the_python_api_names_no_command_line_argument_for_a_bad_job_name(tmp_path, monkeypatch):
+    """`orchestrator.attach("sagemaker:no_such")` said `JOB_NAME 'no_such' is not a training job name`, the CLI's
+    argument name (and not even its own: the verbs' argument is JOB); `plan(..., job_name=)` said `--job-name`."""
+    from job_fakes import write_spec_file
+
+    import orchestrator
+    from orchestrator.errors import SpecError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as attached:
+        orchestrator.attach("sagemaker:no_such")
+    with pytest.raises(SpecError) as planned:
+        orchestrator.plan(str(write_spec_file(tmp_path)), job_name="a_b")
+
+    assert attached.value.message == "'no_such' is not a training job name SageMaker accepts"
+    assert planned.value.message == "'a_b' is not a training job name SageMaker accepts"
+    assert "e.g. no-such" in attached.value.fix

@@ -202,3 +202,69 @@ def test_check_reports_the_sdk_default_bucket_and_reads_the_sdk_defaults_role(aw
     boto3.client("s3").create_bucket(Bucket=default)
     code, checks, _ = _check(spec, QuotaSession())
     assert checks["bucket"]["detail"] == f"{default} in us-east-1, writable at s3://{default}/"
+
+
+def test_region_other_than_the_specs_is_the_one_checked_and_reported_and_fails_its_line(aws, tmp_path, monkeypatch):
+    """`check --region eu-west-1` of a spec with `region: us-east-1`: every line is about eu-west-1, the region every
+    client called, and the region line fails, since submit runs the job in us-east-1 (before: ✓ us-east-1, and the
+    bucket in eu-west-1 was judged against us-east-1 while the quotas were read in eu-west-1)."""
+    sessions: list[QuotaSession] = []
+    monkeypatch.setattr("orchestrator.cloud.sdk.boto_session",
+                        lambda region=None: sessions.append(QuotaSession(region=region)) or sessions[-1])
+    boto3.client("iam").create_role(RoleName="SageMakerExecution", AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    boto3.client("s3", region_name="eu-west-1").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    spec = write_spec_file(tmp_path, framework_version="2.10.0", py_version="py313", region="us-east-1")
+
+    flagged = CliRunner().invoke(main, ["check", str(spec), "--region", "eu-west-1", "-o", "json"])
+    moved = CliRunner().invoke(main, ["check", str(spec), "--set", "region=eu-west-1", "-o", "json"])
+
+    checks = {item["name"]: item for item in json.loads(flagged.stdout)["checks"]}
+    assert flagged.exit_code == 1 and [name for name, item in checks.items() if not item["ok"]] == ["region"]
+    assert checks["region"]["detail"] == ("eu-west-1, but the spec says `region: us-east-1`: these checks are for "
+                                          "eu-west-1, and submit runs the job in us-east-1")
+    assert "--set region=eu-west-1" in checks["region"]["fix"]
+    assert checks["bucket"]["detail"].startswith(f"{BUCKET} in eu-west-1, writable")
+    assert ".dkr.ecr.eu-west-1.amazonaws.com/" in checks["image"]["detail"]
+    assert sessions[0].quotas.meta.region_name == "eu-west-1"
+    assert moved.exit_code == 0, moved.output  # what submit --set region=eu-west-1 would do: all checked there
+
+
+class RefusingSession(boto3.Session):
+    """moto, but for IAM's GetRole and Service Quotas' ListServiceQuotas, which answer `code` (HTTP `status`)."""
+
+    def __init__(self, code: str, status: int) -> None:
+        super().__init__(region_name="us-east-1", botocore_session=shared_loader_core())
+        self.refusing = {}
+        for service, method in (("iam", "get_role"), ("service-quotas", "list_service_quotas")):
+            client = super().client(service)
+            stubber = Stubber(client)
+            stubber.add_client_error(method, code, "refused", status)
+            stubber.activate()
+            self.refusing[service] = client
+
+    def client(self, service_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.refusing.get(service_name) or super().client(service_name, *args, **kwargs)
+
+
+@pytest.mark.parametrize("code, status, advice", [
+    ("AccessDenied", 403, "allow your credentials "),
+    ("ThrottlingException", 400, "AWS throttled the call and botocore's retries ran out"),
+    ("InternalFailure", 500, "AWS failed on its side (HTTP 5xx)"),  # what moto's server answers for the quotas
+])
+def test_only_a_denied_read_gets_permission_advice(aws, tmp_path, code, status, advice):
+    """The role and quota lines said "allow your credentials <permission>" whatever AWS answered (against moto:
+    `cannot read the SageMaker quotas: 500` → `fix: allow your credentials servicequotas:ListServiceQuotas`)."""
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+
+    exit_code, checks, _ = _check(write_spec_file(tmp_path), RefusingSession(code, status))
+
+    assert exit_code == 1
+    assert checks["role"]["detail"] == f"cannot read role SageMakerExecution: {code}"
+    assert checks["quota"]["detail"] == f"cannot read the SageMaker quotas: {code}"
+    for line, permission, otherwise in (("role", "iam:GetRole", "check the role in the IAM console"),
+                                        ("quota", "servicequotas:ListServiceQuotas",
+                                         f"look up '{QUOTA}' in the Service Quotas console")):
+        fix = checks[line]["fix"]
+        assert fix.startswith(advice) and fix.endswith(f"; or {otherwise}"), fix
+        assert (permission in fix) is (code == "AccessDenied"), fix

@@ -120,3 +120,24 @@ def test_expected_failures_are_told_apart_by_the_translator_alone():
     assert translator.error_code(_client_error("AccessDenied")) == "AccessDenied"
     assert translator.error_code(NoRegionError()) == "NoRegionError"
     assert translator.error_message(_client_error("X", "why")) == "why"
+
+
+def test_a_call_still_throttled_after_botocores_retries_gets_a_fix(stubbed):
+    """`smtrain stop j1` answered ThrottlingException used to print only AWS's "Rate exceeded", with no fix."""
+    from click.testing import CliRunner
+    from job_fakes import described
+
+    from orchestrator.cli.main import main
+
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("j1", "InProgress", "Training"))
+    sagemaker.add_client_error("stop_training_job", service_error_code="ThrottlingException",
+                               service_message="Rate exceeded", http_status_code=400)
+    sagemaker.add_response("describe_training_job", described("j1", "InProgress", "Training"))
+
+    result = CliRunner().invoke(main, ["stop", "sagemaker:j1"], obj=stubbed)
+
+    assert result.exit_code == 1
+    assert "StopTrainingJob failed: ThrottlingException: Rate exceeded\n  To fix: AWS throttled the call and " \
+           "botocore's retries ran out: wait a minute and run it again;" in result.stderr
+    assert "per account and region" in result.stderr

@@ -223,3 +223,25 @@ def test_job_repr_shows_what_is_known_without_a_call(stubbed):
     assert "<b>Training job tiny-r</b>" in shown and ">InProgress</b> · Training" in shown
     assert 'href="https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/tiny-r"' in shown
     assert "log-group/$252Faws$252Fsagemaker$252FTrainingJobs/log-events$3FlogStreamNameFilter$3Dtiny-r" in shown
+
+
+def test_failure_cause_reads_no_logs_where_the_status_names_the_cause(stubbed_sagemaker):
+    """A spot job Failed for want of capacity (hosts that never started) read every host's stream for a cause
+    DescribeTrainingJob already gave, against docs/failures.md; a job failed by its script still reads them."""
+    capacity = described("no-capacity", "Failed", "Failed", EnableManagedSpotTraining=True,
+                         FailureReason="InsufficientCapacityError: Insufficient capacity for ml.c5.2xlarge spot")
+    script = described("script-error", "Failed", "Failed", FailureReason="AlgorithmError: ExecuteUserScriptError")
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", capacity)
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", script)
+    for name in ("no-capacity", "script-error"):
+        seed_logs(name, {"algo-1": [(0, "Traceback (most recent call last):"), (1, "ValueError: bad")],
+                         "algo-2": [(0, "waiting")]})
+    stubbed_sagemaker.sent.clear()
+
+    spot = _job("no-capacity", stubbed_sagemaker).failure_cause()
+    read_none = list(stubbed_sagemaker.sent)
+    _job("script-error", stubbed_sagemaker).failure_cause()
+
+    assert spot.category == "spot_capacity" and "InsufficientCapacityError" in spot.exception
+    assert read_none == []
+    assert stubbed_sagemaker.sent == ["cloudwatch-logs.DescribeLogStreams"] + ["cloudwatch-logs.GetLogEvents"] * 2

@@ -207,6 +207,20 @@ def test_submit_reports_a_genuine_name_clash(tiny_plan, stubbed):
         submit(tiny_plan, boto=stubbed)
 
 
+def test_a_refused_head_object_names_both_likely_causes(tiny_plan, stubbed):
+    """Submit's first call with credentials AWS does not accept: S3 answers the HEAD with a bare 403 and no reason
+    (botocore's code is "403"). Before, `HeadObject failed: 403: Forbidden` came with no fix."""
+    stubbed.stubbers["s3"].add_client_error("head_object", "403", "Forbidden", http_status_code=403)
+
+    with pytest.raises(AwsError) as raised:
+        submit(tiny_plan, boto=stubbed)
+
+    shown = str(raised.value)
+    assert f"uploading the source to {tiny_plan.source_uri}: HeadObject failed: 403: Forbidden\n  To fix: " in shown
+    assert "either AWS did not accept your credentials (`aws sts get-caller-identity`" in shown
+    assert "s3:GetObject on its objects and s3:ListBucket on it" in shown
+
+
 def test_notebook_api_exposes_submit_and_job_lazily():
     from orchestrator import api
     from orchestrator.backends.job import Job as Handle
