@@ -145,3 +145,21 @@ def test_a_search_whose_objective_never_shows_says_so_and_where_to_look(tmp_path
     last = result.output.splitlines()[-1]
     assert last.startswith("no best trial: no completed trial reported loss (its metric definition matched no line"), last
     assert f"`smtrain metrics {trial['run_dir']}`" in last and f"`metrics:` in {tmp_path / 'job.yaml'}" in last
+
+
+def test_a_search_cut_to_one_trial_says_one_trial_run_one_at_a_time(tmp_path):
+    """It said `1 trials of tiny, 2 at a time` and `1 trials in 1.0 s, up to 2 at once`: max_parallel_jobs, not
+    what ran."""
+    (tmp_path / "train.py").write_text("print('loss=0.5')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL.replace("max_jobs: 1\nmax_parallel_jobs: 1", "max_jobs: 4\nmax_parallel_jobs: 2"))
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--max-jobs", "1",
+                                       "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert ": 1 trial of tiny, 1 at a time (Random); trials in " in lines[0], lines[0]
+    assert re.fullmatch(r"1 trial in [0-9.]+ s, up to 1 at once; results in .*", lines[-1]), lines[-1]
+    assert json.loads((tmp_path / "search" / "tuning.json").read_text())["parallel"] == 1

@@ -37,7 +37,7 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked, trials_text
 from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.specs.catalog import lookup
@@ -122,7 +122,8 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     _claim_folder(root, search_spec)
     (root / STOP_FILE).unlink(missing_ok=True)  # a request left by an earlier search into this folder
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
-    parallel = options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)
+    # No more at once than the trials to run: `--max-jobs 1` runs one at a time, whatever max_parallel_jobs says.
+    parallel = min(total, options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job))
     log_scaled = tuple(name for name, item in spec.parameters.items()
                        if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
     started = time.monotonic()
@@ -141,7 +142,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         return result
 
     search = _Search(loaded, root, name, options, say, on_trial=lambda: results("InProgress"))
-    say(f"tuning {name}: {total} trials of {job.name}, {parallel} at a time ({spec.strategy.value}); "
+    say(f"tuning {name}: {trials_text(total)} of {job.name}, {parallel} at a time ({spec.strategy.value}); "
         f"trials in {root}")
     interrupted: list[int] = []
     asked_to_stop: list[bool] = []
