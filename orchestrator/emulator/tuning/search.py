@@ -87,6 +87,8 @@ class SearchResult:
     """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
     max_jobs: int | None = None
     """The trials the search runs at most: `tune status` shows the trials so far out of it."""
+    created: datetime | None = None
+    """When the search started (SageMaker's CreationTime): `tune list` shows the newest first by it."""
 
     @property
     def best(self) -> Trial | None:
@@ -100,7 +102,8 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
         return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
-                "status": self.status, "strategy": self.strategy, "max_jobs": self.max_jobs,
+                "status": self.status, "created": self.created.isoformat() if self.created else None,
+                "strategy": self.strategy, "max_jobs": self.max_jobs,
                 "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
@@ -126,7 +129,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     parallel = min(total, options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job))
     log_scaled = tuple(name for name, item in spec.parameters.items()
                        if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
-    started = time.monotonic()
+    started, created = time.monotonic(), datetime.now(timezone.utc)
 
     def results(status: str) -> SearchResult:
         """The search as it stands, its running trials InProgress, written to tuning.json (whole, by a rename: a
@@ -135,7 +138,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                               goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
                               trials=trials, log_scaled=log_scaled, search_spec=search_spec, status=status,
-                              max_jobs=total)
+                              max_jobs=total, created=created)
         written = root / f".{SEARCH_RESULTS_FILE}.partial"
         written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(written, root / SEARCH_RESULTS_FILE)
