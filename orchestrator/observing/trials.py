@@ -57,7 +57,8 @@ class Trial:
                 "hyperparameters": self.hyperparameters, "seconds": self.seconds,
                 "started": self.started.isoformat() if self.started else None,
                 "ended": self.ended.isoformat() if self.ended else None,
-                "failure_reason": self.failure_reason, "run_dir": self.run_dir}
+                "failure_reason": self.failure_reason, "run_dir": self.run_dir,
+                "intermediate": {str(epoch): value for epoch, value in self.intermediate.items()}}
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> Trial:
@@ -67,7 +68,8 @@ class Trial:
                    hyperparameters=document.get("hyperparameters", {}), number=document.get("trial", 0),
                    seconds=document.get("seconds"), started=datetime.fromisoformat(started) if started else None,
                    ended=datetime.fromisoformat(ended) if ended else None,
-                   failure_reason=document.get("failure_reason"), run_dir=document.get("run_dir"))
+                   failure_reason=document.get("failure_reason"), run_dir=document.get("run_dir"),
+                   intermediate={int(epoch): value for epoch, value in (document.get("intermediate") or {}).items()})
 
 
 SEARCH_RESULTS_FILE = "tuning.json"
