@@ -14,6 +14,7 @@ import threading
 from datetime import datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from orchestrator.backends.base import MetricSeries, StatusReport, check_host, follow_lines
 from orchestrator.backends.runs import local_runs
@@ -28,7 +29,7 @@ from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read
 from orchestrator.errors import DamagedRun, SmtrainError
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
-from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted
+from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
 from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LINES, JobProgress, job_progress
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
@@ -189,10 +190,13 @@ class LocalBackend:
         tensorboard = run_dir / TENSORBOARD_DIR
         if tensorboard.is_dir():  # what the job's TensorBoard output config would have uploaded
             notes.append(f"TensorBoard event files: {tensorboard} (tensorboard --logdir {tensorboard})")
+        described = read_status(run_dir) or {}
+        if "AlgorithmSpecification" in described:  # the run's definitions are known once it has said its status
+            refuse_unknown_metrics(names, _defined_metrics(described), points, job_id)
         kept = [point for point in points if point.metric in names] if names else points
         if kept:
             return MetricSeries(kept, f"local run {job_id}", notes)
-        return MetricSeries(kept, f"local run {job_id}", notes, empty=_why_no_points(run_dir, names))
+        return MetricSeries(kept, f"local run {job_id}", notes, empty=_why_no_points(described))
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         """Writes the run's stop request; the run (in whatever process) stops as StopTrainingJob does. A run
@@ -263,20 +267,17 @@ class _KeptNotices(QuietObserver):
             logger.info("%s", text)
 
 
-def _why_no_points(run_dir: Path, names: list[str] | None) -> str:
-    """Why a local run has no point (of `names`): a name it does not define, none of its lines matched yet, or,
-    once it has ended, none ever did (the lines are all there: no later publication will bring one)."""
-    described = read_status(run_dir) or {}
-    defined = [item.get("Name") for item in
-               (described.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []]
-    unknown = [name for name in names or () if name not in defined]
-    if defined and unknown:
-        return (f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not among the run's metric definitions "
-                f"({', '.join(defined)}); `--metric` takes one of those")
+def _defined_metrics(described: dict[str, Any]) -> list[str]:
+    return [item.get("Name") for item in (described.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []]
+
+
+def _why_no_points(described: dict[str, Any]) -> str:
+    """Why a local run has no point: none of its lines matched yet, or, once it has ended, none ever did (the lines
+    are all there: no later publication will bring one)."""
     if described.get("TrainingJobStatus") not in TERMINAL:
         return "no line of the run has matched its metric definitions yet"
-    return (f"no line of the run matched its metric definitions ({', '.join(defined) or 'none'}); `metrics:` in "
-            "the job spec sets your own, group 1 of each regex being the number, e.g. "
+    return (f"no line of the run matched its metric definitions ({', '.join(_defined_metrics(described)) or 'none'}); "
+            "`metrics:` in the job spec sets your own, group 1 of each regex being the number, e.g. "
             "{name: train:loss, regex: 'my_loss=([-+0-9.eE]+)'}")
 
 

@@ -20,7 +20,7 @@ from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE, define
 from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
-from orchestrator.observing.metric_series import unknown_metric_notes
+from orchestrator.observing.metric_series import refuse_unknown_metrics
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -113,8 +113,8 @@ class SageMakerBackend:
         job = self.client(job_id)
         points = job.metric_points(names, period)
         assert job.described is not None  # metric_points reads the job first
+        refuse_unknown_metrics(names, defined_metric_names(job.described), points, job_id)
         return MetricSeries(points, f"CloudWatch {NAMESPACE}, {period} s averages",
-                            unknown_metric_notes(names, defined_metric_names(job.described), points, job_id),
                             empty="none published yet: SageMaker publishes values a few minutes after the lines "
                                   "are logged")
 

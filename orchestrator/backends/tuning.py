@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -136,7 +136,7 @@ class LocalTuning:
             goal=objective.get("type", "Minimize"), max_jobs=document.get("max_jobs"),
             parallel=document["parallel"], counts=counts_of(trials),
             best=trial_tables.best(trials, objective.get("type", "Minimize")),
-            created=min((trial.started for trial in trials if trial.started), default=None), ended=ended,
+            created=_created(document, trials), ended=ended,
             failure_reason=failure, place={"run_dir": str(Path(tuning_id))})
 
     def trials(self, tuning_id: str) -> list[Trial]:
@@ -164,6 +164,9 @@ class LocalTuning:
                 continue
             if (status is None or found.status == status) and (not name_contains or name_contains in found.name):
                 rows.append(TuningSummary(found.name, found.status, found.strategy, found.counts, found.created))
+        # Newest first by creation, as ListHyperParameterTuningJobs sorts (not by the last write of tuning.json,
+        # which a search makes as each trial ends); one that says no creation time last.
+        rows.sort(key=lambda row: row.created or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
         return rows[:max_results]
 
     def trial_job(self, trial: Trial) -> Job:
@@ -179,6 +182,14 @@ def _running(folder: str) -> bool:
     from orchestrator.emulator.preparing.layout import is_held
 
     return is_held(Path(folder))
+
+
+def _created(document: dict[str, Any], trials: list[Trial]) -> datetime | None:
+    """When the search started: as it wrote it, else (a search written before it did) its first trial's start."""
+    try:
+        return datetime.fromisoformat(document["created"])
+    except (KeyError, TypeError, ValueError):
+        return min((trial.started for trial in trials if trial.started), default=None)
 
 
 def _trials_of(document: dict[str, Any]) -> list[Trial]:

@@ -247,7 +247,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one. The
     options of `smtrain local` below apply to every trial."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
-    from orchestrator.observing.trials import table
+    from orchestrator.observing.trials import table, trials_text
     from orchestrator.specs.loader import load_tuning
 
     loaded = load_tuning(file, overrides)
@@ -266,7 +266,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
         if result.best is not None:
             click.echo(f"best: {result.best.name}  {result.metric} = {result.best.objective:.6g}  "
                        f"{result.best.hyperparameters}  ({result.best.run_dir})")
-        click.echo(f"{len(result.trials)} trials in {result.seconds:.1f} s, up to {result.parallel} at once; "
+        click.echo(f"{trials_text(len(result.trials))} in {result.seconds:.1f} s, up to {result.parallel} at once; "
                    f"results in {result.run_dir}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import SmtrainError
 from orchestrator.specs.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
@@ -210,13 +211,20 @@ def metric_names(points: Iterable[MetricPoint]) -> list[str]:
     return list(dict.fromkeys(point.metric for point in points))
 
 
-def unknown_metric_notes(asked: Sequence[str] | None, defined: Sequence[str], points: Iterable[MetricPoint],
-                         job: str) -> list[str]:
-    """One note per asked metric that the job neither defines nor has points of: a mistyped `--metric`
-    otherwise reads as "no metric data yet"."""
+def refuse_unknown_metrics(asked: Sequence[str] | None, defined: Sequence[str], points: Iterable[MetricPoint],
+                           job: str) -> None:
+    """A `--metric` that the job neither defines nor has points of is a typo, not data still to come: refused
+    (exit 2) naming the job's metric definitions, the same for a local run and a SageMaker job.
+
+    Raises:
+        SmtrainError: a name asked for is unknown to the job.
+    """
     found = set(metric_names(points))
-    return [f"{job} has no metric {name}: its metric definitions are {', '.join(defined) or 'none'}"
-            for name in asked or () if name not in defined and name not in found]
+    unknown = [name for name in asked or () if name not in defined and name not in found]
+    if unknown:
+        raise SmtrainError(f"{job} has no metric {', '.join(unknown)}: its metric definitions are "
+                           f"{', '.join(defined) or 'none'}",
+                           fix="give --metric one of those, or leave it out for every metric")
 
 
 def loss_metrics(names: Sequence[str]) -> list[str]:

@@ -57,7 +57,8 @@ class Trial:
                 "hyperparameters": self.hyperparameters, "seconds": self.seconds,
                 "started": self.started.isoformat() if self.started else None,
                 "ended": self.ended.isoformat() if self.ended else None,
-                "failure_reason": self.failure_reason, "run_dir": self.run_dir}
+                "failure_reason": self.failure_reason, "run_dir": self.run_dir,
+                "intermediate": {str(epoch): value for epoch, value in self.intermediate.items()}}
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> Trial:
@@ -67,7 +68,8 @@ class Trial:
                    hyperparameters=document.get("hyperparameters", {}), number=document.get("trial", 0),
                    seconds=document.get("seconds"), started=datetime.fromisoformat(started) if started else None,
                    ended=datetime.fromisoformat(ended) if ended else None,
-                   failure_reason=document.get("failure_reason"), run_dir=document.get("run_dir"))
+                   failure_reason=document.get("failure_reason"), run_dir=document.get("run_dir"),
+                   intermediate={int(epoch): value for epoch, value in (document.get("intermediate") or {}).items()})
 
 
 SEARCH_RESULTS_FILE = "tuning.json"
@@ -131,6 +133,11 @@ def counts_of(trials: Sequence[Trial]) -> dict[str, int]:
     """Trials per status, in the order `TuningStatus.counts` shows them."""
     return {status: sum(trial.status == status for trial in trials)
             for status in ("Completed", "InProgress", "Stopped", "Failed")}
+
+
+def trials_text(count: int) -> str:
+    """`1 trial`, `2 trials`: a count as a person writes it."""
+    return f"{count} trial{'' if count == 1 else 's'}"
 
 
 def better(goal: str, candidate: float, incumbent: float) -> bool:

@@ -5,6 +5,8 @@ run as an `orchestrator.Job`. The folder is written as the search writes it (`Se
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -33,7 +35,7 @@ def _trial_run(folder: Path, name: str, status: str) -> Path:
     return run_dir
 
 
-def _search(root: Path, name: str = "lr-search") -> Path:
+def _search(root: Path, name: str = "lr-search", created: datetime | None = None) -> Path:
     """A finished search of three trials under root/runs/NAME: the second is best (Minimize), the third failed."""
     folder = root / "runs" / name
     values = [(0.41, "Completed", 0.01), (0.22, "Completed", 0.05), (None, "Failed", 0.002)]
@@ -44,7 +46,7 @@ def _search(root: Path, name: str = "lr-search") -> Path:
                     run_dir=str(_trial_run(folder, f"{name}-{number:03d}", status)))
               for number, (loss, status, lr) in enumerate(values, start=1)]
     result = SearchResult(name=name, run_dir=folder, strategy="Random", metric="train:loss", goal="Minimize",
-                          parallel=2, seconds=95.0, trials=trials, log_scaled=("lr",))
+                          parallel=2, seconds=95.0, trials=trials, log_scaled=("lr",), created=created)
     (folder / SEARCH_RESULTS_FILE).write_text(json.dumps(result.to_dict(), default=str))
     return folder
 
@@ -80,6 +82,23 @@ def test_tune_list_and_stop_answer_for_local_searches(tmp_path, monkeypatch):
     assert stopped.exit_code == 0 and "first is already Completed: nothing to stop" in stopped.output
     listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "--name-contains", "sec", "-o", "json"])
     assert json.loads(listed_json.stdout)[0]["created"] == (START + timedelta(minutes=1)).isoformat()  # its first trial
+
+
+def test_tune_list_of_local_searches_puts_the_newest_created_first_not_the_last_written(tmp_path, monkeypatch):
+    """It sorted by the last write of tuning.json: an older search that wrote last (continued, or ended after a
+    newer one started) listed above the newer one, unlike SageMaker's list, newest created first."""
+    monkeypatch.chdir(tmp_path)
+    older = _search(tmp_path, "older", created=START)
+    _search(tmp_path, "newer", created=START + timedelta(hours=1))
+    os.utime(older / SEARCH_RESULTS_FILE, (time.time() + 60, time.time() + 60))  # written last
+
+    listed = CliRunner().invoke(main, ["tune", "list", "--backend", "local"])
+    listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "-o", "json"])
+
+    assert listed.exit_code == 0, listed.output
+    assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["newer", "older"]
+    assert [row["created"] for row in json.loads(listed_json.stdout)] == [
+        (START + timedelta(hours=1)).isoformat(), START.isoformat()]
 
 
 def test_the_best_trial_of_a_local_search_is_an_orchestrator_job(tmp_path, monkeypatch):

@@ -145,3 +145,55 @@ def test_a_search_whose_objective_never_shows_says_so_and_where_to_look(tmp_path
     last = result.output.splitlines()[-1]
     assert last.startswith("no best trial: no completed trial reported loss (its metric definition matched no line"), last
     assert f"`smtrain metrics {trial['run_dir']}`" in last and f"`metrics:` in {tmp_path / 'job.yaml'}" in last
+
+
+def test_a_search_cut_to_one_trial_says_one_trial_run_one_at_a_time(tmp_path):
+    """It said `1 trials of tiny, 2 at a time` and `1 trials in 1.0 s, up to 2 at once`: max_parallel_jobs, not
+    what ran."""
+    (tmp_path / "train.py").write_text("print('loss=0.5')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL.replace("max_jobs: 1\nmax_parallel_jobs: 1", "max_jobs: 4\nmax_parallel_jobs: 2"))
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--max-jobs", "1",
+                                       "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert ": 1 trial of tiny, 1 at a time (Random); trials in " in lines[0], lines[0]
+    assert re.fullmatch(r"1 trial in [0-9.]+ s, up to 1 at once; results in .*", lines[-1]), lines[-1]
+    assert json.loads((tmp_path / "search" / "tuning.json").read_text())["parallel"] == 1
+
+
+def test_a_search_run_again_into_its_folder_continues_it_and_other_settings_are_refused(tmp_path):
+    """Run again into its folder, a search started anew under a new name and overwrote tuning.json: the earlier
+    trials (maybe the best) dropped out of the results. Now it continues: the same name, the earlier trials kept
+    and counted toward max_jobs, the new ones numbered and drawn after them as one uninterrupted search would."""
+    (tmp_path / "train.py").write_text("import sys\nprint(f'loss={sys.argv[sys.argv.index(\"--lr\") + 1]}')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL.replace("max_jobs: 1", "max_jobs: 3\nrandom_seed: 5"))
+
+    def tune(folder: str, *args: str):
+        return CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / folder), *args])
+
+    first = tune("search", "--max-jobs", "1")
+    earlier = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    again = tune("search")
+    whole = tune("whole")  # the same search, uninterrupted
+    refused = tune("search", "--set", "hyperparameters.epochs=2")
+
+    assert first.exit_code == 0 and again.exit_code == 0, first.output + again.output
+    assert "continuing the search in" in again.output and "its 1 trial so far count toward its 3" in again.output
+    document = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    assert document["tuning_job_name"] == earlier["tuning_job_name"] and document["created"] == earlier["created"]
+    assert sorted(trial["trial"] for trial in document["trials"]) == [1, 2, 3]
+    assert earlier["trials"][0] in document["trials"]
+    values = sorted(trial["hyperparameters"]["lr"] for trial in document["trials"])
+    assert whole.exit_code == 0, whole.output
+    whole_trials = json.loads((tmp_path / "whole" / "tuning.json").read_text())["trials"]
+    assert values == sorted(trial["hyperparameters"]["lr"] for trial in whole_trials)
+    assert document["best"]["objective"] == min(values)
+    assert refused.exit_code == 2 and "with other settings" in refused.output
+    assert "give another --run-dir to keep them beside a new search, or delete" in refused.output
+    assert json.loads((tmp_path / "search" / "tuning.json").read_text()) == document

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from orchestrator.emulator.tuning.choosers import chooser_for, draw
+from orchestrator.observing.trials import Trial
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, TuningSpec
 
 
@@ -111,3 +112,23 @@ def test_hyperband_stops_a_trial_at_max_resource():
     key, _ = chooser.ask()
 
     assert chooser.should_stop(key, 3, 0.5)
+
+
+def test_a_continued_search_skips_what_its_earlier_trials_ran_and_numbers_new_ones_after_them():
+    grid = _spec(strategy="Grid", max_jobs=None, parameters={
+        "optimizer": {"type": "categorical", "values": ["sgd", "adam"]},
+        "batch-size": {"type": "categorical", "values": [32, 64]}})
+    ran = [Trial(name="s-001", status="Completed", objective=0.3, number=1,
+                 hyperparameters={"optimizer": "sgd", "batch-size": "64"}),
+           Trial(name="s-002", status="Failed", objective=None, number=2,
+                 hyperparameters={"optimizer": "adam", "batch-size": "32"})]
+
+    continued = chooser_for(grid, None, ran)
+    bayesian = chooser_for(_spec(strategy="Bayesian"), None, [
+        Trial(name="b-001", status="Completed", objective=0.2, number=1,
+              hyperparameters={"lr": 0.01, "optimizer": "adam"})])
+
+    assert [continued.ask() for _ in range(2)] == [(3, {"optimizer": "sgd", "batch-size": "32"}),
+                                                    (4, {"optimizer": "adam", "batch-size": "64"})]
+    assert bayesian.ask()[0] == 2
+    assert [trial.value for trial in bayesian._study.trials if trial.value is not None] == [0.2]  # told, not re-run

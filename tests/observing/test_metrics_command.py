@@ -171,12 +171,32 @@ def test_metrics_of_an_ended_local_run_whose_lines_matched_nothing_say_so_not_wa
     assert empty.exit_code == 0 and empty.stdout == ""
     assert "SageMaker" not in empty.stderr and "yet" not in empty.stderr
     assert "no line of the run matched its metric definitions (val:acc); `metrics:` in the job spec" in empty.stderr
-    assert "train:loss is not among the run's metric definitions (val:acc)" in unknown.stderr
+    assert unknown.exit_code == 2 and unknown.stdout == ""
+    assert f"{tmp_path / 'run'} has no metric train:loss: its metric definitions are val:acc" in unknown.stderr
+
+
+def test_a_mistyped_metric_of_a_local_run_with_data_is_bad_input_naming_its_definitions(tmp_path):
+    """`--metric train:los` of a run that has train:loss points exited 0 with 'no metric data'."""
+    record_local_run(tmp_path / "run", datetime(2026, 1, 1, tzinfo=timezone.utc))
+    (tmp_path / "run" / "status.json").write_text(json.dumps({
+        "TrainingJobName": "run", "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+        "CreationTime": "2026-01-01T00:00:00+00:00", "SecondaryStatusTransitions": [],
+        "AlgorithmSpecification": {"MetricDefinitions": DEFAULT_METRIC_DEFINITIONS},
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1}}))
+
+    typo = smtrain("metrics", str(tmp_path / "run"), "--metric", "train:los")
+    typo_json = smtrain("metrics", str(tmp_path / "run"), "--metric", "train:los", "-o", "json")
+
+    defined = ", ".join(item["Name"] for item in DEFAULT_METRIC_DEFINITIONS)
+    assert typo.exit_code == 2 and typo.stdout == ""
+    assert f"has no metric train:los: its metric definitions are {defined}" in typo.stderr
+    assert "no metric data" not in typo.stderr
+    assert typo_json.exit_code == 2 and "train:loss" in json.loads(typo_json.stdout)["error"]["message"]
 
 
 def test_metrics_of_a_name_the_job_does_not_define_names_the_ones_it_does(stubbed_sagemaker):
     """A mistyped --metric read only "no metric data for JOB yet ... a few minutes after the lines are logged",
-    as if waiting would help."""
+    as if waiting would help; then it named the definitions but exited 0, as if the data were merely missing."""
     job = described("tiny-typo", "Completed", "Completed")
     job["AlgorithmSpecification"]["MetricDefinitions"] = [
         {"Name": "train:loss", "Regex": "loss=(\\S+)"}, {"Name": "train:lr", "Regex": "lr=(\\S+)"}]
@@ -184,8 +204,9 @@ def test_metrics_of_a_name_the_job_does_not_define_names_the_ones_it_does(stubbe
 
     result = smtrain("metrics", "tiny-typo", "--metric", "train:los", obj=stubbed_sagemaker)
 
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
     assert "tiny-typo has no metric train:los: its metric definitions are train:loss, train:lr" in result.stderr
+    assert "no metric data" not in result.stderr
 
 
 def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):

@@ -14,6 +14,10 @@
   trial whose objective is worse than the median of the completed trials' running averages up to that epoch
   is stopped (once two trials have completed: with fewer the median says little).
 
+A search continued in its folder hands each chooser its earlier trials: Grid skips the combinations they ran,
+Random draws on past their values, optuna's study and the median rule learn their results, and new trials are
+numbered after them.
+
 optuna is imported only here, and only for Bayesian and Hyperband (`pip install 'smtrain[tune]'`).
 """
 
@@ -24,10 +28,11 @@ import math
 import random
 import statistics
 import threading
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from orchestrator.errors import EnvironmentProblem
-from orchestrator.observing.trials import better
+from orchestrator.observing.trials import Trial, better
 from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
 
 MEDIAN_RULE_MIN_COMPLETED = 2
@@ -49,17 +54,18 @@ class Chooser(Protocol):
         ...
 
 
-def chooser_for(spec: TuningSpec, max_resource: int | None) -> Chooser:
+def chooser_for(spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = ()) -> Chooser:
     """The chooser standing in for the spec's strategy.
 
     Args:
         max_resource: Hyperband's max resource in epochs (the spec's, else the job's epochs).
+        earlier: the trials of the search this one continues (its folder's tuning.json).
     """
     if spec.strategy is Strategy.Grid:
-        return _GridChooser(spec)
+        return _GridChooser(spec, earlier)
     if spec.strategy is Strategy.Random:
-        return _RandomChooser(spec)
-    return _OptunaChooser(spec, max_resource)
+        return _RandomChooser(spec, earlier)
+    return _OptunaChooser(spec, max_resource, earlier)
 
 
 class _MedianRule:
@@ -86,17 +92,26 @@ class _MedianRule:
     def completed(self, key: int) -> None:
         self._completed.append(key)
 
+    def learn(self, earlier: Sequence[Trial]) -> None:
+        """The completed trials of the search continued, with their curves, as if they had just ended."""
+        for trial in earlier:
+            if trial.status == "Completed":
+                self._curves[trial.number] = dict(trial.intermediate)
+                self.completed(trial.number)
+
 
 class _GridChooser:
-    def __init__(self, spec: TuningSpec) -> None:
+    def __init__(self, spec: TuningSpec, earlier: Sequence[Trial] = ()) -> None:
         names = list(spec.parameters)
         values = [spec.parameters[name].values for name in names]  # type: ignore[union-attr]
+        ran = [trial.hyperparameters for trial in earlier]
         # Lazily: a grid of millions of combinations costs only the trials that run (--max-jobs 1 builds one).
-        self._combinations = (dict(zip(names, combination, strict=True))
-                              for combination in itertools.product(*values))
-        self._count = itertools.count(1)
+        combinations = (dict(zip(names, chosen, strict=True)) for chosen in itertools.product(*values))
+        self._combinations = (combination for combination in combinations if combination not in ran)
+        self._count = _numbers_after(earlier)
         self._lock = threading.Lock()
         self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+        self._rule.learn(earlier)
 
     def ask(self) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -113,16 +128,27 @@ class _GridChooser:
 
 
 class _RandomChooser(_GridChooser):
-    def __init__(self, spec: TuningSpec) -> None:
+    def __init__(self, spec: TuningSpec, earlier: Sequence[Trial] = ()) -> None:
         self._spec = spec
         self._random = random.Random(spec.random_seed)
-        self._count = itertools.count(1)
+        self._count = _numbers_after(earlier)
         self._lock = threading.Lock()
         self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+        self._rule.learn(earlier)
+        for _ in range(max((trial.number for trial in earlier), default=0)):  # the earlier trials' draws, again
+            self._draw()
 
     def ask(self) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            return next(self._count), {name: draw(item, self._random) for name, item in self._spec.parameters.items()}
+            return next(self._count), self._draw()
+
+    def _draw(self) -> dict[str, Any]:
+        return {name: draw(item, self._random) for name, item in self._spec.parameters.items()}
+
+
+def _numbers_after(earlier: Sequence[Trial]) -> itertools.count[int]:
+    """New trials' numbers: 1, 2, ... or, continuing a search, after its earlier trials' (their folders stay)."""
+    return itertools.count(max((trial.number for trial in earlier), default=0) + 1)
 
 
 def draw(item: Any, rng: random.Random) -> Any:
@@ -148,7 +174,7 @@ def within(item: ContinuousRange, value: float) -> float:
 
 
 class _OptunaChooser:
-    def __init__(self, spec: TuningSpec, max_resource: int | None) -> None:
+    def __init__(self, spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = ()) -> None:
         optuna = _import_optuna()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._spec = spec
@@ -164,16 +190,42 @@ class _OptunaChooser:
         self._study = optuna.create_study(direction=direction, sampler=sampler, pruner=pruner)
         self._distributions = {name: _distribution(optuna, item) for name, item in spec.parameters.items()}
         self._trials: dict[int, Any] = {}
+        """optuna's trial of each running trial, by the search's number for it."""
+        self._count = _numbers_after(earlier)
         self._lock = threading.Lock()
         self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
+        self._rule.learn(earlier)
         self._optuna = optuna
+        for trial in earlier:
+            self._learn(trial)
+
+    def _learn(self, trial: Trial) -> None:
+        """An earlier trial, told to the study as it ended; one whose values no longer fit the ranges (masked, or
+        from other ranges) tells it nothing."""
+        states = self._optuna.trial.TrialState
+        if trial.status == "Completed" and trial.objective is not None:
+            state, value = states.COMPLETE, trial.objective
+        else:
+            state, value = (states.PRUNED if trial.status == "Stopped" else states.FAIL), None
+        try:
+            params = {name: self._taken_back(name, trial.hyperparameters[name]) for name in self._distributions}
+            self._study.add_trial(self._optuna.trial.create_trial(
+                params=params, distributions=self._distributions, value=value, state=state,
+                intermediate_values=dict(trial.intermediate)))
+        except (KeyError, TypeError, ValueError):
+            pass
 
     def ask(self) -> tuple[int, dict[str, Any]]:
         with self._lock:
             trial = self._study.ask(self._distributions)
-            self._trials[trial.number] = trial
-            values = {name: self._handed_out(name, value) for name, value in trial.params.items()}
-            return trial.number + 1, values
+            key = next(self._count)
+            self._trials[key] = trial
+            return key, {name: self._handed_out(name, value) for name, value in trial.params.items()}
+
+    def _taken_back(self, name: str, value: Any) -> Any:
+        """A value as `_handed_out` gave it, as the study sampled it."""
+        item = self._spec.parameters[name]
+        return 1 - value if isinstance(item, ContinuousRange) and item.scaling is Scaling.ReverseLogarithmic else value
 
     def _handed_out(self, name: str, value: Any) -> Any:
         """ReverseLogarithmic is sampled as 1 - x; every continuous value is kept inside its (finite) range."""
@@ -184,7 +236,7 @@ class _OptunaChooser:
 
     def should_stop(self, key: int, epoch: int, value: float) -> bool:
         with self._lock:
-            trial = self._trials[key - 1]
+            trial = self._trials[key]
             if self._spec.strategy is Strategy.Hyperband:
                 trial.report(value, epoch)
                 return trial.should_prune() or (self._max_resource is not None and epoch >= self._max_resource)
@@ -193,7 +245,7 @@ class _OptunaChooser:
     def tell(self, key: int, objective: float | None, status: str) -> None:
         states = self._optuna.trial.TrialState
         with self._lock:
-            trial = self._trials[key - 1]
+            trial = self._trials.pop(key)
             if status == "Completed" and objective is not None:
                 self._rule.completed(key)
                 self._study.tell(trial, objective)

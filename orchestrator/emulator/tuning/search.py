@@ -9,12 +9,16 @@ max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks
 trial early. A bounded `budget_seconds` starts no trial after it and stops running ones at it, as
 StopHyperParameterTuningJob would; results go to `tuning.json` in the search's directory, rewritten after each
 trial (InProgress) and at the end, where `smtrain tune status local:FOLDER` reads them. `smtrain tune stop
-local:FOLDER` writes the folder's stop request, which the search takes as StopHyperParameterTuningJob.
+local:FOLDER` writes the folder's stop request, which the search takes as StopHyperParameterTuningJob. The same
+spec with the same settings run into a folder holding its earlier search continues that search (as `smtrain
+local` resumes a run in its folder): its trials are kept, count toward max_jobs and the best, and inform the
+chooser; other settings are refused, as overwriting would lose those trials.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -37,7 +41,7 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.planning.request import metric_definitions
-from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked, trials_text
 from orchestrator.redact import redact_mapping
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.specs.catalog import lookup
@@ -87,6 +91,11 @@ class SearchResult:
     """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
     max_jobs: int | None = None
     """The trials the search runs at most: `tune status` shows the trials so far out of it."""
+    settings: str | None = None
+    """A digest of what the trials' objectives depend on (the tuning spec but its job counts, the job spec after
+    --set): a search into this folder continues this one only when its digest is the same."""
+    created: datetime | None = None
+    """When the search started (SageMaker's CreationTime): `tune list` shows the newest first by it."""
 
     @property
     def best(self) -> Trial | None:
@@ -100,7 +109,9 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         winner = self.best
         return {"tuning_job_name": self.name, "search_spec": self.search_spec, "run_dir": str(self.run_dir),
-                "status": self.status, "strategy": self.strategy, "max_jobs": self.max_jobs,
+                "status": self.status, "created": self.created.isoformat() if self.created else None,
+                "settings": self.settings,
+                "strategy": self.strategy, "max_jobs": self.max_jobs,
                 "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
@@ -119,13 +130,18 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     name = tuning_job_name(spec.name or job.name)
     root = (options.run_dir or Path("runs") / name).resolve()
     search_spec = str(loaded.path.resolve()) if loaded.path else None
-    _claim_folder(root, search_spec)
+    settings = search_settings(loaded)
+    earlier = _claim_folder(root, search_spec, settings)
     (root / STOP_FILE).unlink(missing_ok=True)  # a request left by an earlier search into this folder
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
-    parallel = options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)
+    # No more at once than the trials to run: `--max-jobs 1` runs one at a time, whatever max_parallel_jobs says.
+    to_run = max(0, total - len(earlier.trials)) if earlier else total
+    parallel = max(1, min(to_run, options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)))
     log_scaled = tuple(name for name, item in spec.parameters.items()
                        if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
-    started = time.monotonic()
+    started, created = time.monotonic(), datetime.now(timezone.utc)
+    if earlier:
+        name, created = earlier.name, earlier.created or created
 
     def results(status: str) -> SearchResult:
         """The search as it stands, its running trials InProgress, written to tuning.json (whole, by a rename: a
@@ -134,15 +150,23 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                               goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
                               trials=trials, log_scaled=log_scaled, search_spec=search_spec, status=status,
-                              max_jobs=total)
+                              max_jobs=total, created=created, settings=settings)
         written = root / f".{SEARCH_RESULTS_FILE}.partial"
         written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(written, root / SEARCH_RESULTS_FILE)
         return result
 
-    search = _Search(loaded, root, name, options, say, on_trial=lambda: results("InProgress"))
-    say(f"tuning {name}: {total} trials of {job.name}, {parallel} at a time ({spec.strategy.value}); "
-        f"trials in {root}")
+    search = _Search(loaded, root, name, options, say, on_trial=lambda: results("InProgress"),
+                     earlier=earlier.trials if earlier else [])
+    if earlier and not to_run:
+        say(f"tuning {name}: the search in {root} has run {trials_text(len(earlier.trials))} of its {total}: nothing "
+            "more to run (a larger --max-jobs or max_jobs continues it)")
+    elif earlier:
+        say(f"tuning {name}: continuing the search in {root}: its {trials_text(len(earlier.trials))} so far count "
+            f"toward its {total} and the best; {to_run} more to run, {parallel} at a time ({spec.strategy.value})")
+    else:
+        say(f"tuning {name}: {trials_text(total)} of {job.name}, {parallel} at a time ({spec.strategy.value}); "
+            f"trials in {root}")
     interrupted: list[int] = []
     asked_to_stop: list[bool] = []
 
@@ -179,12 +203,21 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     return result
 
 
-def _claim_folder(root: Path, search_spec: str | None) -> None:
-    """The search's folder, held as a run directory is (a second search into it is refused while this one runs),
-    and refused when it holds another search's tuning.json (overwriting it would lose that search's results).
+def search_settings(loaded: LoadedTuning) -> str:
+    """What a trial's objective depends on, as a digest: the tuning spec but how many trials run (max_jobs and
+    max_parallel_jobs may change between a search and its continuation), and the job spec after --set."""
+    settings = {"tuning": loaded.spec.model_dump(mode="json", exclude={"max_jobs", "max_parallel_jobs"}),
+                "job": loaded.job.spec.model_dump(mode="json")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _claim_folder(root: Path, search_spec: str | None, settings: str) -> SearchResult | None:
+    """The search's folder, held as a run directory is (a second search into it is refused while this one runs);
+    the earlier search it holds, which this one continues when it is of the same spec with the same settings.
 
     Raises:
-        SpecError: the folder is in use, or holds another search's results.
+        SpecError: the folder is in use, or holds the results of a search this one cannot continue (overwriting
+            them would lose them).
     """
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -200,10 +233,34 @@ def _claim_folder(root: Path, search_spec: str | None) -> None:
     except (OSError, ValueError):
         document = None
     owner = document.get("search_spec") if isinstance(document, dict) else None
+    keep_or_discard = (f"give another --run-dir to keep them beside a new search, or delete {previous} to "
+                       "discard them")
     if owner is None or owner != search_spec:
         raise SpecError(f"{root} already holds another search's results ({previous}"
                         f"{f', of {owner}' if isinstance(owner, str) else ''}); writing this search's would lose them",
-                        fix="give another --run-dir (or move that folder's tuning.json away)")
+                        fix=keep_or_discard)
+    assert isinstance(document, dict)
+    if document.get("settings") != settings:
+        raise SpecError(f"{root} holds an earlier search of {owner} with other settings (its ranges, objective or "
+                        "job spec, --set included, differ, or are not on record): this search cannot continue it, and writing its "
+                        "results would lose that one's",
+                        fix=f"run it with the earlier settings to continue it; or {keep_or_discard}")
+    return _earlier_search(document)
+
+
+def _earlier_search(document: dict[str, Any]) -> SearchResult:
+    """The search a folder's tuning.json holds, its trials as they ended: one still InProgress there ran when
+    that search's process died, and failed with it."""
+    trials = [Trial.from_dict(item) for item in document.get("trials", [])]
+    trials = [dataclasses.replace(trial, status="Failed", failure_reason="the search's process ended while it ran")
+              if trial.status == "InProgress" else trial for trial in trials]
+    created = document.get("created")
+    objective = document.get("objective", {})
+    return SearchResult(name=document["tuning_job_name"], run_dir=Path(document.get("run_dir", ".")),
+                        strategy=document.get("strategy", ""), metric=objective.get("metric", ""),
+                        goal=objective.get("type", "Minimize"), parallel=document.get("parallel", 1),
+                        seconds=document.get("seconds", 0.0), trials=trials,
+                        created=datetime.fromisoformat(created) if isinstance(created, str) else None)
 
 
 class _signals_handled:
@@ -233,19 +290,20 @@ class _Search:
     """The trials of one search, started by worker threads until the count or the budget is reached."""
 
     def __init__(self, loaded: LoadedTuning, root: Path, name: str, options: SearchOptions,
-                 say: Callable[[str], None], on_trial: Callable[[], object]) -> None:
+                 say: Callable[[str], None], on_trial: Callable[[], object], earlier: list[Trial]) -> None:
         self._loaded, self._root, self._name, self._options, self._say = loaded, root, name, options, say
         self._on_trial = on_trial
         """Called (under the lock) as each trial starts and ends: the results so far are written."""
         self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
-        self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource)
+        self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource, earlier)
         self._lock = threading.Lock()
-        self._started = 0
+        self._started = len(earlier)
+        """Trials started, the continued search's earlier ones included: they count toward the total."""
         self.running: dict[int, Trial] = {}
         """The trials started and not ended yet, InProgress, by their number."""
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._stopping = False
-        self.trials: list[Trial] = []
+        self.trials: list[Trial] = list(earlier)
         self.errors: list[BaseException] = []
 
     def worker(self, total: int, began: float) -> None:
