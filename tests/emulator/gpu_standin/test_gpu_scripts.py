@@ -94,6 +94,19 @@ def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_
     assert len(result.stderr.splitlines()) < 20, result.stderr[-3000:]
 
 
+def test_attention_on_a_gpu_only_kernel_runs_on_the_cpus_and_the_switches_read_as_set(standin):
+    """A CPU build has no memory-efficient or cuDNN attention kernel: asked for only those, it found no kernel."""
+    result = standin.python(str(standin.scripts / "attention_kernels.py"), num_gpus=1)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    # flash, mem_efficient, math, cudnn: as the script switched them
+    assert outcome["choices"] == {
+        "efficient": {"equal": True, "inside": [False, True, False, False]},
+        "cudnn": {"equal": True, "inside": [False, False, False, True]},
+        "efficient_or_cudnn": {"equal": True, "inside": [False, True, False, True]},
+        "switched_off_flash_and_math": {"equal": True, "inside": [False, True, False, True]}}
+    assert outcome["after"] == [False, True, False, True]
+
+
 @pytest.mark.slow
 def test_prefetch_thread_streams_and_amp_train_to_the_end(standin):
     result = standin.run([sys.executable, "-W", "error::UserWarning", str(standin.scripts / "prefetch_amp.py")],

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import (accelerator, amp, collectives, cuda_api, deepspeed_accelerator, device_type, devices, distributed, fsdp,
-               placement, profiler, streams, unsupported)
+from . import (accelerator, amp, attention, collectives, cuda_api, deepspeed_accelerator, device_type, devices,
+               distributed, fsdp, placement, profiler, streams, unsupported)
 from .env import Settings
 
 
@@ -22,4 +22,5 @@ def apply(settings: Settings) -> None:
     fsdp.install(settings.autocast_in_float32)
     deepspeed_accelerator.install()
     profiler.install()
+    attention.install()
     unsupported.install()
