@@ -99,6 +99,11 @@ def test_memory_statistics_read_zero_and_the_gpu_is_free(probed):
                                            "mem_get_info": [24 * GIB, 24 * GIB], "memory_module": 0}
 
 
+def test_a_memory_snapshot_is_recorded_and_dumped_empty(probed):
+    """A CPU build of torch has no CUDA allocator to record: torch.cuda.memory's calls raised AttributeError."""
+    assert probed["memory_snapshot"] == {"segments": [], "device_traces": [[], [], [], []]}
+
+
 def test_random_state_round_trips(probed):
     assert probed["random_state"] == {"restored": True, "count": 4, "initial_seed_after_torch_manual_seed": 3}
 

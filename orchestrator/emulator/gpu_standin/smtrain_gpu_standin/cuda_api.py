@@ -8,6 +8,9 @@
 * Each GPU's random generator is a CPU ``torch.Generator``: seeding and saving/restoring its state work as on the
   instance, but nothing draws from it, since random ops on "GPU" tensors run on the CPU's generator.
 * NVTX ranges and marks do nothing, as on the instance when no profiler is attached.
+* Memory snapshots (``torch.cuda.memory._record_memory_history``, ``_snapshot``, ``_dump_snapshot``, PyTorch's
+  recipe for finding what holds GPU memory) record nothing: a snapshot has no segments and empty traces, and
+  pytorch.org/memory_viz opens the dumped file as an empty timeline.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def install(settings: Settings) -> None:
     torch.cuda.device = device
     torch.cuda.default_generators = _generators
     torch.cuda.nvtx._nvtx = _Nvtx()
+    torch._C._cuda_record_memory_history = _record_nothing
+    torch._C._cuda_record_memory_history_legacy = _record_nothing
+    torch._C._cuda_memorySnapshot = _empty_snapshot
 
 
 def is_available() -> bool:
@@ -121,6 +127,15 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
     index = devices.index_of(device)
     return (f"|  cuda:{index}: smtrain CPU stand-in, no CUDA caching allocator: 0 bytes allocated, 0 reserved "
             f"(tensors live in CPU memory)  |")
+
+
+def _record_nothing(*args, **kwargs) -> None:
+    """torch.cuda.memory._record_memory_history's recorder: no allocation here goes through CUDA's allocator."""
+
+
+def _empty_snapshot(*args, **kwargs) -> dict:
+    """torch.cuda.memory._snapshot's: the dictionary the allocator gives, with nothing allocated."""
+    return {"segments": [], "device_traces": [[] for _ in range(devices.count())]}
 
 
 def empty_cache() -> None:

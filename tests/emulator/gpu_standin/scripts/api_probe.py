@@ -200,6 +200,23 @@ def memory_statistics():
 
 
 @probe
+def memory_snapshot():
+    """PyTorch's recipe for what holds GPU memory: record the allocations, dump a snapshot for memory_viz."""
+    import pickle
+    import tempfile
+
+    torch.cuda.memory._record_memory_history(max_entries=1000)
+    torch.randn(64, 64, device="cuda") @ torch.randn(64, 64, device="cuda")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "snapshot.pickle")
+        torch.cuda.memory._dump_snapshot(path)
+        with open(path, "rb") as dumped:
+            snapshot = pickle.load(dumped)
+    torch.cuda.memory._record_memory_history(enabled=None)
+    return snapshot
+
+
+@probe
 def random_state():
     torch.cuda.manual_seed(1)
     torch.cuda.manual_seed_all(2)
