@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.specs import images
 from orchestrator.specs.loader import FieldWords
@@ -121,7 +121,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         import cloudpickle
     except ImportError:
         raise EnvironmentProblem("a function job needs cloudpickle in this environment",
-                                 fix="pip install 'smtrain[remote]'") from None
+                                 fix=install_extra("remote")) from None
 
     function_pickle = pickled_function(function)
     arguments_pickle = pickled_arguments(args, kwargs)

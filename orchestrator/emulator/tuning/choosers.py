@@ -14,7 +14,7 @@
   trial whose objective is worse than the median of the completed trials' running averages up to that epoch
   is stopped (once two trials have completed: with fewer the median says little).
 
-optuna is imported only here, and only for Bayesian and Hyperband (`pip install 'smtrain[tune]'`).
+optuna is imported only here, and only for Bayesian and Hyperband (smtrain's `tune` extra).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import statistics
 import threading
 from typing import Any, Protocol
 
-from orchestrator.errors import EnvironmentProblem
+from orchestrator.errors import EnvironmentProblem, install_extra
 from orchestrator.observing.trials import better
 from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
 
@@ -219,5 +219,5 @@ def _import_optuna() -> Any:
         import optuna
     except ImportError:
         raise EnvironmentProblem("strategies Bayesian and Hyperband run here on optuna, which is not installed",
-                                 fix="pip install 'smtrain[tune]' (or optuna); Random and Grid need nothing") from None
+                                 fix=f"{install_extra('tune')} (or optuna); Random and Grid need nothing") from None
     return optuna
