@@ -59,3 +59,44 @@ class JobFailed(SmtrainError):
     before the function returned, and no rank's own exception was kept."""
 
     exit_code = 1
+
+
+def install_extra(extra: str) -> str:
+    """The command that adds smtrain's optional `extra` (plot, tune, remote, sdk) to the environment smtrain runs in.
+
+    smtrain is not on PyPI (docs/install.md): `pip install 'smtrain[tune]'` works only through the pip of an
+    environment where smtrain is installed, which keeps it and adds the extra's packages; any other pip (the
+    system's, beside an unactivated `.venv`) finds no smtrain. So the command names this interpreter's pip, and
+    where smtrain runs without being installed (a clone on PYTHONPATH), installs it from that clone.
+    """
+    import shlex
+    import sys
+
+    installed = _installed_origin() is not None
+    return f"{shlex.quote(sys.executable)} -m pip install " + shlex.quote(
+        f"{'smtrain' if installed else smtrain_source()}[{extra}]")
+
+
+def smtrain_source() -> str:
+    """What pip installs this smtrain from elsewhere (a fresh virtualenv): the clone or wheel it was installed
+    from, else the clone it runs from, else its name (for an index that has it)."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    url = urlparse((_installed_origin() or {}).get("url", ""))
+    if url.scheme == "file" and Path(unquote(url.path)).exists():
+        return unquote(url.path)
+    checkout = Path(__file__).resolve().parents[1]
+    return str(checkout) if (checkout / "pyproject.toml").is_file() else "smtrain"
+
+
+def _installed_origin() -> dict | None:
+    """The installed smtrain's direct_url.json (PEP 610: `{}` when it came from an index), None when it is not
+    installed."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        return json.loads(distribution("smtrain").read_text("direct_url.json") or "{}")
+    except PackageNotFoundError:
+        return None

@@ -24,7 +24,7 @@ from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.local_run import QuietObserver, run_local
 from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
 from orchestrator.emulator.preparing.prepared_run import check_run_input
-from orchestrator.emulator.run_options import Options
+from orchestrator.emulator.run_options import Options, in_keywords
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun, SmtrainError
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
@@ -33,10 +33,13 @@ from orchestrator.observing.metric_series import METRICS_FILE, read_points_count
 from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LINES, JobProgress, job_progress
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
-from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.loader import SPEC_WORDS, LoadedSpec
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
+FUNCTION_JOB_SWITCHES = (" Such switches are keywords of orchestrator.run(spec, backend=\"local\", ...); a function "
+                         "job's run() has none: it runs on the stand-in wherever this machine has fewer GPUs per host "
+                         "than the instance.")
 
 
 class LocalBackend:
@@ -72,7 +75,8 @@ class LocalBackend:
     def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
         start = self._starting[run_dir]
         try:
-            run_local(plan, options, _KeptNotices(start.notices), supervisor_hook=start.stop_if_asked_early)
+            observer = _KeptNotices(start.notices, function_job=plan.loaded.field_words is not SPEC_WORDS)
+            run_local(plan, options, observer, supervisor_hook=start.stop_if_asked_early)
         except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
             start.error = error
 
@@ -254,13 +258,18 @@ class _Start:
 class _KeptNotices(QuietObserver):
     """The observer of a run started through the API (a notebook): the CPU stand-in's notice is kept for the
     job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
-    the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO."""
+    the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO. They name
+    `orchestrator.run`'s keywords, not `smtrain local`'s flags; for a function job (whose `run()` passes its
+    keywords to the function) the stand-in's notice says that it has no such switch."""
 
-    def __init__(self, kept: list[str]) -> None:
+    def __init__(self, kept: list[str], function_job: bool = False) -> None:
         self._kept = kept
+        self._function_job = function_job
 
     def notice(self, text: str) -> None:
+        text = in_keywords(text)
         if text.startswith(STANDIN_NOTICE_START):
+            text += FUNCTION_JOB_SWITCHES if self._function_job else ""
             self._kept.append(text)
             logger.warning("%s", text)
         else:

@@ -2,8 +2,9 @@
 
 A job id names its backend: `local:<run name or directory>` or `sagemaker:<job name>`; `--backend` says the same
 for a bare name. A bare name is resolved without asking AWS where it can be: a run directory, or the name of a run
-under runs/, is local (a SageMaker name holds no `/`, and a user who has a local run of that name means it); any
-other name is SageMaker's, checked as a job name first. Only when the user points at SageMaker as well, with an
+under runs/, is local (a SageMaker name holds no `/`, and a user who has a local run of that name means it), and
+so is a path that names none (the runs near it are named); any other name is SageMaker's, checked as a job name
+first. Only when the user points at SageMaker as well, with an
 explicit region, is SageMaker asked whether it has a job of a local run's name too: then the name is ambiguous,
 and the error names both ids to choose from.
 """
@@ -11,6 +12,7 @@ and the error names both ids to choose from.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,15 @@ def resolve_job(job: str, backend: str | None = None, region: str | None = None,
         return _local(), str(_local_run_dir(name))
     if chosen is None and "/" in name and is_directory(Path(name)):  # a folder, not a run: what it holds is read
         return _local(), name
+    if chosen is None and _names_a_path(name):  # no SageMaker job name could be meant: only the runs near it
+        return _local(), str(_local_run_dir(name))
     return _sagemaker(name, boto, region, bare=chosen is None), name
+
+
+def _names_a_path(name: str) -> bool:
+    """A path a user typed (`runs/my-job`, `./my-job`, `~/runs/x`): SageMaker's job names hold no separator and
+    start with a letter or digit, so its name rules would be noise in the answer."""
+    return "/" in name or os.sep in name or name.startswith((".", "~"))
 
 
 def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:
@@ -98,7 +108,8 @@ def _local_run_dir(name: str) -> Path:
     near = near_runs(name)
     hint = f"did you mean {', '.join(str(relative_to_cwd(path)) for path in near)}?" if near else (
         "list the local runs with `smtrain list --local`")
-    raise JobNotFound(f"{name} is no local run (no run directory, nor runs/{name}/)", fix=hint)
+    where = "no run directory there" if _names_a_path(name) else f"no run directory, nor runs/{name}/"
+    raise JobNotFound(f"{name} is no local run ({where})", fix=hint)
 
 
 def _local() -> Backend:

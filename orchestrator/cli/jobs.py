@@ -198,7 +198,7 @@ def logs(ctx: click.Context, job: str, backend: str | None, region: str | None, 
               help="text: a summary table and a chart in the terminal; json and csv: every point, one per row "
                    "(metric, value, timestamp, step, host).")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
-              help="Also draw every selected metric into this image (needs matplotlib: pip install 'smtrain[plot]').")
+              help="Also draw every selected metric into this image (needs matplotlib: smtrain's plot extra, docs/install.md).")
 @click.option("--period", "period_seconds", type=click.IntRange(min=1), default=DEFAULT_PERIOD_SECONDS,
               show_default=True, help="SageMaker jobs: seconds per CloudWatch datapoint (each is the average "
                                       "of the values logged in its period).")

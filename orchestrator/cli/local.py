@@ -125,11 +125,15 @@ def _print_warnings(loaded: Any) -> None:
 
 def _smoke_line(result: Any) -> str:
     """`smoke passed: 16 of 16 ranks started, step 12 reached (progress line), last loss 0.4321, stopped at the
-    deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so."""
+    deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so.
+    Under --smoke-steps N the smoke stops at the first step line at N or past it: a script that logs every 50 steps
+    may first show step 51, so the step reached is the one the script reported and N only what was asked."""
     smoke = result.smoke
     verdict = "passed" if result.exit_code == 0 else "FAILED"
     if result.status == "Stopped" and result.exit_code == 0 and smoke.steps_wanted is not None:
-        ending = f"stopped at step {smoke.steps_wanted} (--smoke-steps), within the deadline of "
+        wanted = smoke.steps_wanted
+        past = "" if smoke.steps_reached == wanted else " or past it"
+        ending = f"stopped once a line showed step {wanted}{past} (--smoke-steps {wanted}), within the deadline of "
     elif result.status == "Stopped" and result.exit_code == 0:
         ending = "stopped at the deadline of "
     else:

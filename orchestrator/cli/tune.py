@@ -244,7 +244,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     """Run the search of FILE on this machine: each trial a real `smtrain local` run of the job spec (its own
     run directory, every host emulated), at most N at once, the objective read from each trial's log with the
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
-    for by optuna (pip install 'smtrain[tune]'). Prints every trial sorted by objective and the best one. The
+    for by optuna (smtrain's tune extra: docs/install.md). Prints every trial sorted by objective and the best one. The
     options of `smtrain local` below apply to every trial."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
     from orchestrator.observing.trials import table, trials_text

@@ -30,7 +30,7 @@ from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefault
 from orchestrator.planning.target import FALLBACK_REGION, Missing, Target, bucket_of
 from orchestrator.planning.training_defaults import apply_training_defaults, source_of
 from orchestrator.specs.capabilities import check
-from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.loader import SPEC_WORDS, FieldWords, LoadedSpec
 from orchestrator.specs.model import JobSpec
 
 ROLE_ENV = "SMTRAIN_ROLE"
@@ -72,7 +72,7 @@ def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Ta
     region, _ = resolve_region(spec, boto)
     defaults = read_sdk_defaults(boto, region)
     applied = apply_training_defaults(spec, defaults)
-    target = resolve_target(applied.spec, boto, defaults)
+    target = resolve_target(applied.spec, boto, defaults, loaded.field_words)
     target = dataclasses.replace(target, training_defaults=applied.request,
                                  sources={**target.sources, **applied.sources})
     findings = loaded.findings if applied.spec is spec else check(applied.spec)
@@ -103,8 +103,10 @@ def read_sdk_defaults(boto: Any | None, region: str) -> SdkDefaults:
     return load_sdk_defaults(read_s3)
 
 
-def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults | None = None) -> Target:
-    """Fills in what the spec leaves out, noting where each value came from.
+def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults | None = None,
+                   words: FieldWords = SPEC_WORDS) -> Target:
+    """Fills in what the spec leaves out, noting where each value came from; `words` name the spec's fields in
+    the fixes of what is missing (a function job's are keywords).
 
     Role: the spec, $SMTRAIN_ROLE, the SDK defaults' RoleArn, the infra stack, Studio's execution role.
     Output path: the spec, $SMTRAIN_OUTPUT_PATH, the SDK defaults' DefaultS3Bucket (and prefix), the infra
@@ -144,9 +146,9 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
         stack = ("no smtrain infra stack was found, and this is not SageMaker Studio" if credentials() else
                  "and with no AWS credentials the infra stack and Studio could not be asked")
         missing.append(Missing(
-            "role", f"no SageMaker execution role: the spec has no `role:`, $SMTRAIN_ROLE is unset, the SageMaker "
+            "role", f"no SageMaker execution role: {words.lacks('role')}, $SMTRAIN_ROLE is unset, the SageMaker "
                     f"SDK defaults set no SageMaker.TrainingJob.RoleArn, {stack}",
-            "set `role: arn:aws:iam::<account>:role/<name>` in the spec, export SMTRAIN_ROLE, or create one with "
+            f"{words.set('role', 'arn:aws:iam::<account>:role/<name>')}, export SMTRAIN_ROLE, or create one with "
             "`smtrain infra deploy`"))
         role = ROLE_PLACEHOLDER
     if not output_path:
@@ -156,7 +158,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
             missing.append(Missing(
                 "output_path", "no output path: nothing names one, and the SageMaker SDK's default bucket "
                                "sagemaker-<region>-<account> cannot be named without AWS credentials",
-                "set `output_path: s3://<bucket>/<prefix>/` in the spec or $SMTRAIN_OUTPUT_PATH, or configure "
+                f"{words.set('output_path', 's3://<bucket>/<prefix>/')} or $SMTRAIN_OUTPUT_PATH, or configure "
                 "AWS credentials"))
             output_path = sdk_output_path(f"sagemaker-{region}-<account>", _prefix(defaults))
         bucket_to_create = bucket_of(output_path)

@@ -46,23 +46,24 @@ def import_sagemaker() -> Any:
 
 
 def _no_sdk_v2() -> Exception:
+    import shlex
     from importlib.metadata import PackageNotFoundError, version
 
-    from orchestrator.errors import EnvironmentProblem
+    from orchestrator.errors import EnvironmentProblem, install_extra, smtrain_source
 
     try:
         installed = version("sagemaker")
     except PackageNotFoundError:
         return EnvironmentProblem(
             "the SageMaker Python SDK v2 is not installed (orchestrator.build_estimator needs it)",
-            fix="pip install 'smtrain[sdk]'; plan, submit, status, logs, stop and list work without it",
+            fix=f"{install_extra('sdk')}; plan, submit, status, logs, stop and list work without it",
         )
     return EnvironmentProblem(
         f"sagemaker {installed} is installed here, which has no sagemaker.pytorch.PyTorch: "
         "orchestrator.build_estimator needs the SageMaker Python SDK v2",
         fix="use smtrain plan/submit (or orchestrator.plan/submit), which need no SDK; or install "
-        "'smtrain[sdk]' in a separate virtualenv: v2 and v3 share the distribution name, so installing v2 here "
-        "would replace v3",
+        f"{shlex.quote(f'{smtrain_source()}[sdk]')} in a separate virtualenv: v2 and v3 share the distribution "
+        "name, so installing v2 here would replace v3",
     )
 
 

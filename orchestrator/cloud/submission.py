@@ -19,7 +19,7 @@ from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
 from orchestrator.planning.plan import Plan
-from orchestrator.planning.target import S3Uri, Target
+from orchestrator.planning.target import S3Uri
 from orchestrator.redact import secret_values
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
 
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
-    refuse_unready(job_plan.target, boto)
+    refuse_unready(job_plan, boto)
     if boto is not None and boto.region_name != region:
         raise SmtrainError(
             f"the boto3 session is for {boto.region_name} but the plan targets {region}",
@@ -129,14 +129,16 @@ def _with_role_arn(job_plan: Plan, boto: Any) -> Plan:
                                estimator_kwargs={**job_plan.estimator_kwargs, "role": arn})
 
 
-def refuse_unready(target: Target, boto: Any | None) -> None:
+def refuse_unready(job_plan: Plan, boto: Any | None) -> None:
     """EnvironmentProblem (exit 2, nothing sent) naming, all at once, what a submit lacks: a region (a plan may
     assume one to show a request; a billable job goes only where someone said), credentials, and what planning
     could not find (a role, an output path)."""
     from orchestrator.cloud.sdk import boto_session
 
+    target = job_plan.target
     problems = [(f"no AWS region configured: the plan assumed {target.region}",
-                 "set `region:` in the spec, or AWS_REGION / a profile region")] if target.region_is_fallback else []
+                 f"{job_plan.loaded.field_words.set('region')}, or AWS_REGION / a profile region")
+                ] if target.region_is_fallback else []
     if (boto or boto_session(target.region)).get_credentials() is None:
         problems.append(("no AWS credentials found", NO_CREDENTIALS_FIX))
     problems += [(item.message, item.fix) for item in target.missing]

@@ -174,7 +174,7 @@ def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> T
     job_plan = tuning_plan.job
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
-    refuse_unready(job_plan.target, boto)
+    refuse_unready(job_plan, boto)
     if boto is not None and boto.region_name != region:
         raise SmtrainError(f"the boto3 session is for {boto.region_name} but the plan targets {region}",
                            fix=f"pass a session for {region}, or plan with this session")

@@ -157,6 +157,16 @@ def flag_of(name: str) -> str:
     return declaration.flag_of(Options, name)
 
 
+def in_keywords(text: str) -> str:
+    """`text` with each switch's flag written as the keyword that does the same (`--no-gpu-standin` as
+    `gpu_standin=False`): a notice of a run started from Python names what Python takes, not `smtrain local`'s
+    flags."""
+    for name, option in declarations().items():
+        if option.takes == "flag":
+            text = text.replace(flag_of(name), f"{name}={not default_of(name)}")
+    return text
+
+
 def command_words(options: Options) -> list[str]:
     """`smtrain local`'s flags for every option that differs from its default: the command line of a run with
     these options (how `tune local` starts each trial)."""

@@ -11,6 +11,7 @@ results in output.tar.gz (each rank's own file), never in hyperparameters.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -24,9 +25,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.specs import images
+from orchestrator.specs.loader import FieldWords
 
 RUNNER = "smtrain_remote_runner.py"
 SHIPPED = "smtrain_remote"
@@ -41,6 +43,8 @@ _FIELDS = {
 }
 _OWN = ("spec", "requirements")
 KEYWORDS = (*_FIELDS, *_OWN)
+KEYWORD_WORDS = FieldWords(keywords_of="@orchestrator.remote(...)")
+"""A fix names a missing region, role or output path as the keyword to pass: a function job has no spec."""
 
 
 def remote(function: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -117,7 +121,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         import cloudpickle
     except ImportError:
         raise EnvironmentProblem("a function job needs cloudpickle in this environment",
-                                 fix="pip install 'smtrain[remote]'") from None
+                                 fix=install_extra("remote")) from None
 
     function_pickle = pickled_function(function)
     arguments_pickle = pickled_arguments(args, kwargs)
@@ -183,14 +187,15 @@ def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: 
     fields["source_dir"] = str(source_dir)
     start = options.get("spec")
     if isinstance(start, (str, Path)):
-        return load(start, overrides=[f"{field}={json.dumps(value)}" for field, value in fields.items()])
+        loaded = load(start, overrides=[f"{field}={json.dumps(value)}" for field, value in fields.items()])
+        return dataclasses.replace(loaded, field_words=KEYWORD_WORDS)
     data: dict[str, Any] = json.loads(json.dumps(dict(start or {})))
     data.setdefault("name", _job_name(function.__name__))
     if not any(key in data or key in fields for key in ("framework_version", "image_uri")):
         data["framework_version"] = _image_for_this_python()
     for field, value in fields.items():
         _set(data, field, value)
-    return from_mapping(data, base_dir=Path.cwd())
+    return dataclasses.replace(from_mapping(data, base_dir=Path.cwd()), field_words=KEYWORD_WORDS)
 
 
 def _as_field(key: str, value: Any) -> Any:

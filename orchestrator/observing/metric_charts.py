@@ -10,7 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import EnvironmentProblem, SmtrainError
+from orchestrator.errors import EnvironmentProblem, SmtrainError, install_extra
 from orchestrator.observing.metric_series import MetricPoint, metric_names
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _figure_class() -> type[Figure]:
         from matplotlib.figure import Figure
     except ImportError:
         raise EnvironmentProblem(
-            "plotting needs matplotlib, which is not installed", fix="pip install 'smtrain[plot]' (or matplotlib)"
+            "plotting needs matplotlib, which is not installed", fix=f"{install_extra('plot')} (or matplotlib)"
         ) from None
 
     class MetricsFigure(Figure):

@@ -83,6 +83,27 @@ class InvalidSpec(SpecError):
 
 
 @dataclass(frozen=True)
+class FieldWords:
+    """How a fix names a top-level field for the user to give: in the spec, or, where a call's keywords stand for
+    the spec (a function job's `@orchestrator.remote(...)`, which has no spec to edit), as that call's keyword."""
+
+    keywords_of: str | None = None
+
+    def lacks(self, field: str) -> str:
+        """E.g. "the spec has no `role:`"."""
+        return f"{self.keywords_of} has no `{field}=`" if self.keywords_of else f"the spec has no `{field}:`"
+
+    def set(self, field: str, value: str = "") -> str:
+        """E.g. "set `role: arn:...` in the spec", or "pass `role='arn:...'` to @orchestrator.remote(...)"."""
+        if self.keywords_of:
+            return f"pass `{field}={repr(value) if value else ''}` to {self.keywords_of}"
+        return f"set `{field}:{f' {value}' if value else ''}` in the spec"
+
+
+SPEC_WORDS = FieldWords()
+
+
+@dataclass(frozen=True)
 class LoadedSpec:
     """A valid spec with the non-blocking findings about it and where each field came from."""
 
@@ -93,6 +114,8 @@ class LoadedSpec:
     _overrides: dict[Loc, str] = field(default_factory=dict, repr=False)
     built_in_python: bool = False
     """Made by `of` from a JobSpec built in Python: no file, every field the caller's."""
+    field_words: FieldWords = SPEC_WORDS
+    """How fixes tell the user to give a field (in the spec, or as a function job's keyword)."""
 
     @classmethod
     def of(cls, spec: JobSpec) -> LoadedSpec:

@@ -283,3 +283,16 @@ def test_a_gpu_job_run_from_a_notebook_says_it_runs_on_the_cpu_stand_in(tmp_path
     assert notice.startswith("This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in")
     assert "1 x A10G per host" in notice and "This GPU job runs on the CPU" in job._repr_html_()
     assert [record.message for record in caplog.records if record.levelname == "WARNING"] == [notice]
+    assert notice.endswith("Turn it off with gpu_standin=False.")  # run's keyword, not smtrain local's flag
+
+
+def test_a_gpu_function_job_s_stand_in_notice_says_its_run_has_no_switch_for_it(tmp_path):
+    def where():
+        return "ran"
+
+    job = orchestrator.remote(instance_type="ml.g5.xlarge")(where).run(backend="local")
+
+    assert job.result() == "ran"
+    [notice] = [text for key, text in job.summary().rows if key == "notice"]
+    assert "--no-gpu-standin" not in notice
+    assert "a function job's run() has none: it runs on the stand-in wherever this machine has fewer GPUs" in notice

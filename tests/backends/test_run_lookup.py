@@ -129,7 +129,7 @@ def test_a_misspelt_job_name_without_its_timestamp_names_the_run(tmp_path, monke
 
 
 @pytest.mark.parametrize("command", ["status", "logs", "stop"])
-@pytest.mark.parametrize("name", ["a" * 300, "bad\x00name", "../../etc", "", "runs/" + "b" * 300])
+@pytest.mark.parametrize("name", ["a" * 300, "bad\x00name", ""])
 def test_a_malformed_name_is_one_clear_error(tmp_path, monkeypatch, command, name):
     monkeypatch.chdir(tmp_path)
     _run(tmp_path, "mlp-demo-1")
@@ -138,6 +138,22 @@ def test_a_malformed_name_is_one_clear_error(tmp_path, monkeypatch, command, nam
 
     _assert_one_clear_error(result)
     assert "is not a training job name SageMaker accepts" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["metrics", "status", "stop"])
+@pytest.mark.parametrize("name", ["runs/my-job", "./my-job", "../../etc", "runs/" + "b" * 300])
+def test_a_path_to_no_run_names_the_runs_near_it_and_not_sagemaker_s_name_rules(tmp_path, monkeypatch, command,
+                                                                                  name):
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path, "my-job-2026-11-26-10-00-00-000-bbbb")
+
+    result = smtrain(command, name)
+
+    _assert_one_clear_error(result, (2,))
+    assert result.stderr.startswith(f"Error: {name} is no local run (no run directory there)\n  To fix: ")
+    assert "SageMaker" not in result.stderr and "e.g. runs-my-job" not in result.stderr
+    if "my-job" in name:
+        assert result.stderr.endswith("To fix: did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb?\n")
 
 
 DAMAGED = {"not JSON": ("{garbage", "Expecting"), "a list": ("[1, 2]", "a JSON list, not an object"),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import orchestrator.cli.local as local_command
@@ -15,6 +16,7 @@ from orchestrator.cli.main import main
 from orchestrator.cli.render import LocalConsole
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.emulator import local_run
+from orchestrator.emulator.reporting.smoke import SmokeReport
 from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "job_specs" / "mlp-gloo-none-2x-c5.2xlarge.yaml"
@@ -135,6 +137,29 @@ def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatc
     assert (f"resume from its checkpoints: smtrain local {EXAMPLE} --set hyperparameters.batch-size=32 "
             f"--set 'hyperparameters.note=two words' --processes-per-host 2 --run-dir {run_dir}"
             in result.stderr.splitlines())
+
+
+@pytest.mark.parametrize(("reported", "ending"), [
+    (51, "step 51 reached (progress line), stopped once a line showed step 1 or past it (--smoke-steps 1), within"),
+    (1, "step 1 reached (progress line), stopped once a line showed step 1 (--smoke-steps 1), within")])
+def test_a_smoke_stopped_by_smoke_steps_says_the_step_the_script_showed_not_only_the_one_asked_for(
+        tmp_path, monkeypatch, reported, ending):
+    """A script logging every 50 steps first shows step 51: the summary said "stopped at step 1"."""
+    smoke = SmokeReport(deadline_seconds=60, ranks_expected=2, ranks_started=2, missing=[], steps_reached=reported,
+                        last_loss=None, killed_after_deadline=[], step_source="progress line", steps_wanted=1)
+
+    @dataclass
+    class Smoked(Finished):
+        status: str = "Stopped"
+        exit_code: int = 0
+        smoke: SmokeReport | None = None
+
+    monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Smoked(tmp_path / "run", smoke=smoke))
+    monkeypatch.setattr(local_command, "_interrupt_on_termination", lambda: None)
+    result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--smoke", "60", "--smoke-steps", "1"])
+
+    assert result.exit_code == 0, result.output
+    assert f"smoke passed: 2 of 2 ranks started, {ending} the deadline of 60 s" in result.stderr
 
 
 def test_a_note_is_not_wrapped_inside_a_command_where_no_terminal_reads_it(capsys):

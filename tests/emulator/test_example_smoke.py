@@ -185,7 +185,8 @@ def test_example_passes_its_smoke_without_aws(spec, smokes):
     assert report["missing"] == [] and report["killed_after_deadline"] == [], report
     assert "smoke passed" in smoke.printed
     if EXAMPLES[spec].until_first_step:
-        assert "stopped at step 1 (--smoke-steps)" in smoke.printed, smoke.printed[-3000:]
+        assert f"step {report['steps_reached']} reached (" in smoke.printed, smoke.printed[-3000:]
+        assert "stopped once a line showed step 1" in smoke.printed and "(--smoke-steps 1)" in smoke.printed
     if EXAMPLES[spec].trains:
         checkpoints = Path(result["run_dir"]).glob("algo-1/checkpoints/ckpt-*")
         checkpointed = max((int(path.stem.removeprefix("ckpt-")) for path in checkpoints), default=0)

@@ -17,7 +17,7 @@ from botocore.validate import validate_parameters
 
 import orchestrator
 from orchestrator.backends.function_results import RESULTS_FOLDER
-from orchestrator.errors import SpecError
+from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
 
@@ -215,6 +215,20 @@ def test_a_spec_file_is_the_start_and_the_keywords_override_it(tmp_path):
     with tarfile.open(fileobj=io.BytesIO(plan.source.data)) as archive:
         requirements = archive.extractfile("requirements.txt").read().decode().splitlines()
     assert requirements[0].startswith("cloudpickle==") and requirements[1] == "einops==0.8.1"
+
+
+def test_a_missing_region_role_and_output_path_are_fixed_by_the_decorator_s_keywords_as_it_has_no_spec():
+    square = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0")(functions.where_am_i)
+
+    fixes = {finding.field: finding.fix for finding in square.plan("x").findings}
+    with pytest.raises(EnvironmentProblem) as refused:
+        square.run("x", backend="sagemaker")
+
+    assert fixes["region"].startswith("pass `region=` to @orchestrator.remote(...)")
+    assert fixes["role"].startswith("pass `role='arn:aws:iam::<account>:role/<name>'` to @orchestrator.remote(")
+    assert fixes["output_path"].startswith("pass `output_path='s3://<bucket>/<prefix>/'` to @orchestrator.remote(")
+    assert "(1) pass `region=` to @orchestrator.remote(...)" in refused.value.fix
+    assert "in the spec" not in refused.value.fix and "spec has no" not in refused.value.message
 
 
 def test_a_bad_value_is_reported_as_a_spec_problem_naming_the_field():

@@ -3,15 +3,19 @@ then GetMetricData), local series from a run directory, and the PNG checked to h
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import shlex
 import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import boto3
 import pytest
 from click.testing import CliRunner
 from job_fakes import create_jobs, described
 
+import orchestrator
 from orchestrator.cli.main import main
 from orchestrator import Job
 from orchestrator.cloud.metrics import JOB_DIMENSION, NAMESPACE
@@ -216,7 +220,24 @@ def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
     result = smtrain("metrics", str(tmp_path / "run"), "--plot", str(tmp_path / "x.png"))
 
     assert result.exit_code == 2 and "plotting needs matplotlib" in result.stderr
-    assert "pip install 'smtrain[plot]'" in result.stderr
+    # smtrain is on no index: only this environment's pip, where smtrain is installed, can add the extra
+    assert f"To fix: {shlex.quote(sys.executable)} -m pip install 'smtrain[plot]' (or matplotlib)" in result.stderr
+
+
+def test_plot_without_matplotlib_run_from_an_uninstalled_clone_installs_the_extra_from_that_clone(tmp_path,
+                                                                                                 monkeypatch):
+    record_local_run(tmp_path / "run", datetime(2026, 1, 1, tzinfo=timezone.utc))
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+
+    def not_installed(name: str):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)  # smtrain on PYTHONPATH only
+
+    result = smtrain("metrics", str(tmp_path / "run"), "--plot", str(tmp_path / "x.png"))
+
+    clone = Path(orchestrator.__file__).resolve().parents[1]
+    assert f"To fix: {shlex.quote(sys.executable)} -m pip install '{clone}[plot]' (or matplotlib)" in result.stderr
 
 
 def test_job_metrics_is_a_dataframe_plot_is_a_figure_and_repr_shows_the_latest_loss(job_with_metrics):

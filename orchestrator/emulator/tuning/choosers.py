@@ -18,7 +18,7 @@ A search continued in its folder hands each chooser its earlier trials: Grid ski
 Random draws on past their values, optuna's study and the median rule learn their results, and new trials are
 numbered after them.
 
-optuna is imported only here, and only for Bayesian and Hyperband (`pip install 'smtrain[tune]'`).
+optuna is imported only here, and only for Bayesian and Hyperband (smtrain's `tune` extra).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from orchestrator.errors import EnvironmentProblem
+from orchestrator.errors import EnvironmentProblem, install_extra
 from orchestrator.observing.trials import Trial, better
 from orchestrator.specs.tuning import CategoricalRange, ContinuousRange, IntegerRange, Scaling, Strategy, TuningSpec
 
@@ -271,5 +271,5 @@ def _import_optuna() -> Any:
         import optuna
     except ImportError:
         raise EnvironmentProblem("strategies Bayesian and Hyperband run here on optuna, which is not installed",
-                                 fix="pip install 'smtrain[tune]' (or optuna); Random and Grid need nothing") from None
+                                 fix=f"{install_extra('tune')} (or optuna); Random and Grid need nothing") from None
     return optuna
