@@ -123,7 +123,8 @@ def test_watch_refuses_bad_input_before_any_aws_call(stubbed_sagemaker):
     bad_name = smtrain(stubbed_sagemaker, "watch", "not a job name!")
     negative = smtrain(stubbed_sagemaker, "watch", "tiny-x", "--stall-timeout", "-5")
 
-    assert bad_name.exit_code == 2 and "Traceback" not in bad_name.output and "JOB_NAME" in bad_name.output
+    assert bad_name.exit_code == 2 and "Traceback" not in bad_name.output
+    assert "not a training job name SageMaker accepts" in bad_name.output
     assert negative.exit_code == 2 and "--stall-timeout" in negative.output
     assert stubbed_sagemaker.sent == []  # and the Stubber, with nothing queued, saw no call
 
