@@ -580,9 +580,9 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: 
         message = message.removeprefix("Value error, ")
     secret = any(is_secret_name(str(part)) for part in loc)
     written = _as_written(loc, error.get("input"), places.texts, overrides)
-    return Problem(_where(path, places.positions, overrides, loc), dotted, message,
-                   _fix_for(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written,
-                            overrides[loc].partition("=")[0] if loc in overrides else None),
+    wrong = _Wrong(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written,
+                   overrides[loc].partition("=")[0] if loc in overrides else None)
+    return Problem(_where(path, places.positions, overrides, loc), dotted, message, _fix_for(wrong),
                    order=_order(places.positions, overrides, loc))
 
 
@@ -594,11 +594,27 @@ def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc
     return texts.get(loc, str(value))
 
 
-def _fix_for(kind: str, loc: Loc, value: Any, ctx: Mapping[str, Any], secret: bool = False,
-             written: str | None = None, set_key: str | None = None) -> str | None:
-    """The fix hint for one pydantic error; `secret`: the value is shown masked; `written`: the value's text as
-    the user wrote it; `set_key`: the key of the `--set` that gave the value, whose fix is a `--set` too (the
-    shell would strip quotes written as in the file)."""
+@dataclass(frozen=True)
+class _Wrong:
+    """One pydantic error, as its fix needs it."""
+
+    kind: str
+    loc: Loc
+    value: Any
+    ctx: Mapping[str, Any]
+    secret: bool = False
+    """The value is shown masked."""
+    written: str | None = None
+    """The value's text as the user wrote it."""
+    set_key: str | None = None
+    """The key of the `--set` that gave the value, whose fix is a `--set` too (the shell would strip quotes
+    written as in the file)."""
+
+
+def _fix_for(wrong: _Wrong) -> str | None:
+    """The fix hint for one pydantic error."""
+    kind, loc, value, ctx = wrong.kind, wrong.loc, wrong.value, wrong.ctx
+    secret, written, set_key = wrong.secret, wrong.written, wrong.set_key
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])

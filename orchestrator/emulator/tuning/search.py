@@ -156,7 +156,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         os.replace(written, root / SEARCH_RESULTS_FILE)
         return result
 
-    search = _Search(loaded, root, name, options, say, on_trial=lambda: results("InProgress"),
+    search = _Search(loaded, _Folder(root, name), options, say, on_trial=lambda: results("InProgress"),
                      earlier=earlier.trials if earlier else [])
     if earlier and not to_run:
         say(f"tuning {name}: the search in {root} has run {trials_text(len(earlier.trials))} of its {total}: nothing "
@@ -286,12 +286,21 @@ def default_parallel(max_parallel: int, job: LoadedSpec) -> int:
     return max(1, min(max_parallel, (os.cpu_count() or 1) // max(1, processes)))
 
 
+@dataclass(frozen=True)
+class _Folder:
+    """A search's folder and name, which its trials' run directories and names are made of."""
+
+    root: Path
+    name: str
+
+
 class _Search:
     """The trials of one search, started by worker threads until the count or the budget is reached."""
 
-    def __init__(self, loaded: LoadedTuning, root: Path, name: str, options: SearchOptions,
-                 say: Callable[[str], None], on_trial: Callable[[], object], earlier: list[Trial]) -> None:
-        self._loaded, self._root, self._name, self._options, self._say = loaded, root, name, options, say
+    def __init__(self, loaded: LoadedTuning, folder: _Folder, options: SearchOptions, say: Callable[[str], None],
+                 on_trial: Callable[[], object], earlier: list[Trial]) -> None:
+        self._loaded, self._options, self._say = loaded, options, say
+        self._root, self._name = folder.root, folder.name
         self._on_trial = on_trial
         """Called (under the lock) as each trial starts and ends: the results so far are written."""
         self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
