@@ -99,6 +99,13 @@ def test_memory_statistics_read_zero_and_the_gpu_is_free(probed):
                                            "mem_get_info": [24 * GIB, 24 * GIB], "memory_module": 0}
 
 
+def test_legacy_cuda_tensor_types_make_and_name_cpu_tensors(probed):
+    """A CPU build refuses them: "type torch.cuda.FloatTensor not available. Torch not compiled with CUDA"."""
+    assert probed["legacy_tensor_types"] == {
+        "constructed": [[4, 1], 4.0], "from_list": "torch.int64", "isinstance": True, "cast_by_class": "torch.float32",
+        "cast_by_name": "torch.float16", "default_type": "torch.float32", "dtype_cast": "torch.float64"}
+
+
 def test_a_memory_snapshot_is_recorded_and_dumped_empty(probed):
     """A CPU build of torch has no CUDA allocator to record: torch.cuda.memory's calls raised AttributeError."""
     assert probed["memory_snapshot"] == {"segments": [], "device_traces": [[], [], [], []]}

@@ -33,6 +33,11 @@ _FACTORIES = (
     "hann_window", "kaiser_window",
 )
 _TENSOR_FACTORIES = ("new_tensor", "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full")
+# torch.cuda's legacy tensor types, which older scripts still use (`Tensor = torch.cuda.FloatTensor if cuda else
+# torch.FloatTensor`, `x.type(torch.cuda.LongTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`).
+_LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                 "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
+_LEGACY_PREFIX = "torch.cuda."
 
 
 def install() -> None:
@@ -56,6 +61,7 @@ def install() -> None:
     if device_contexts is not None:
         device_contexts.DeviceContext.__init__ = _device_context_init(device_contexts.DeviceContext.__init__)
     torch.load = _load(torch.load)
+    _legacy_types_on_the_cpu()
 
 
 def _factory(factory):
@@ -90,6 +96,31 @@ def _tensor_cuda(to):
         return to(self, devices.CPU, non_blocking=non_blocking, copy=True, memory_format=memory_format)
 
     return cuda
+
+
+def _legacy_types_on_the_cpu() -> None:
+    """torch.cuda.FloatTensor and its kin are the CPU's types, by class or by name: a CPU build refuses to make one
+    ("type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled")."""
+    for name in _LEGACY_TYPES:
+        setattr(torch.cuda, name, getattr(torch, name))
+    torch.Tensor.type = _tensor_type(torch.Tensor.type)
+    set_default_tensor_type = torch.set_default_tensor_type
+    torch.set_default_tensor_type = functools.wraps(set_default_tensor_type)(
+        lambda kind: set_default_tensor_type(_on_the_cpu(kind)))
+
+
+def _tensor_type(type_):
+    @functools.wraps(type_)
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        return type_(self) if dtype is None else type_(self, _on_the_cpu(dtype), non_blocking, **kwargs)
+
+    return type
+
+
+def _on_the_cpu(kind):
+    """A legacy CUDA tensor type's name (``"torch.cuda.FloatTensor"``) as the CPU type's; anything else as is."""
+    return "torch." + kind.removeprefix(_LEGACY_PREFIX) if isinstance(kind, str) and kind.startswith(
+        _LEGACY_PREFIX) else kind
 
 
 def _pin_memory(self, device=None):

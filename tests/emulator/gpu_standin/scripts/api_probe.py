@@ -85,6 +85,21 @@ def placement():
 
 
 @probe
+def legacy_tensor_types():
+    """Older scripts' torch.cuda.FloatTensor and kin: as constructors, classes and names."""
+    Tensor = torch.cuda.FloatTensor  # noqa: N806 (PyTorch-GAN's spelling)
+    valid = Tensor(4, 1).fill_(1.0)
+    torch.set_default_tensor_type("torch.cuda.FloatTensor")
+    default = torch.zeros(2).dtype
+    torch.set_default_tensor_type(torch.FloatTensor)
+    return {"constructed": [list(valid.shape), valid.sum().item()], "from_list": str(torch.cuda.LongTensor([1]).dtype),
+            "isinstance": isinstance(torch.randn(2).cuda(), torch.cuda.FloatTensor),
+            "cast_by_class": str(torch.arange(3).type(torch.cuda.FloatTensor).dtype),
+            "cast_by_name": str(torch.arange(3).type("torch.cuda.HalfTensor").dtype),
+            "default_type": str(default), "dtype_cast": str(torch.arange(3).type(torch.float64).dtype)}
+
+
+@probe
 def moved_tensor_is_a_copy():
     x = torch.zeros(3)
     moved = x.to("cuda")
