@@ -42,7 +42,7 @@ SECRETS = (
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
 NEVER_SHIPPED = (
     # version control
-    ".git/", ".hg/", ".svn/",
+    ".git", ".hg/", ".svn/",  # .git: a folder, or the file naming one (a worktree or submodule: gitdir: PATH)
     *SECRETS,
     # caches, virtual environments, smtrain's own file
     "__pycache__/", "*.pyc", "*.pyo", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",

@@ -180,3 +180,13 @@ def test_entry_point_symlink_out_of_source_dir_is_refused_at_validate(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(spec)])
     assert result.exit_code == 2, result.output
     assert "entry_point: train.py leads outside source_dir" in result.output
+
+
+def test_a_git_file_of_a_worktree_or_submodule_is_never_shipped_nor_linked_to(tmp_path):
+    """A worktree's or a submodule's `.git` is a file naming the repository's folder on this machine."""
+    source = _write(tmp_path, {"train.py": "x\n", ".git": "gitdir: /home/me/project/.git/worktrees/wt\n",
+                               "sub/.git": "gitdir: ../.git/modules/sub\n", "sub/mod.py": "x\n"})
+    assert _shipped(source) == {"train.py", "sub/mod.py"}
+    (source / "notes.txt").symlink_to(".git")
+    with pytest.raises(SpecError, match="notes.txt is a symlink to .git, which is never shipped"):
+        package(source)
