@@ -35,8 +35,11 @@ SECRETS = (
     ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
     "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
     "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
-    # other tools' credentials (s3cmd, boto 2, s3fs, gcloud, the Azure CLI) and shell histories
+    # other tools' credentials (s3cmd, boto 2, s3fs, gcloud, the Azure CLI, Hugging Face's login, the GitHub CLI,
+    # Kaggle, Vault, Databricks, Windows' netrc) and shell histories
     ".s3cfg", ".boto", ".passwd-s3fs", "passwd-s3fs", "**/.config/gcloud/", ".azure/",
+    "**/huggingface/token", "**/huggingface/stored_tokens", ".huggingface/", "**/.config/gh/", "kaggle.json",
+    ".vault-token", ".databrickscfg", "_netrc",
     "application_default_credentials.json", ".*_history", ".histfile",
 )
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
