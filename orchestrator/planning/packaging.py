@@ -29,6 +29,9 @@ from orchestrator.errors import SpecError
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+MAX_DEPTH = 100
+"""Folders nested deeper in source_dir are refused: no source tree nests so deep, and walking one that does would
+exhaust Python's recursion limit (os.walk recurses before Python 3.12) with a traceback."""
 # Credentials and keys: never shipped, and named in the plan (a package directory called credentials/ or a
 # .env.example is left out too: safer than shipping a secret, and the user is told).
 SECRETS = (
@@ -184,6 +187,10 @@ class _Selection:
         for root, dirs, names in os.walk(self._directory, onerror=self._walk_error):
             root_path = Path(root)
             dirs[:] = [name for name in sorted(dirs) if self._keeps_directory(root_path / name)]
+            parts = root_path.relative_to(self._directory).parts
+            if dirs and len(parts) >= MAX_DEPTH:
+                raise SpecError(f"source_dir {self._directory}: {parts[0]}/ nests folders more than {MAX_DEPTH} deep",
+                                fix=f"move it out of source_dir, or list {parts[0]}/ in {IGNORE_FILE}")
             for name in sorted(names):
                 path = root_path / name
                 relative = self._relative(path)

@@ -190,3 +190,15 @@ def test_a_git_file_of_a_worktree_or_submodule_is_never_shipped_nor_linked_to(tm
     (source / "notes.txt").symlink_to(".git")
     with pytest.raises(SpecError, match="notes.txt is a symlink to .git, which is never shipped"):
         package(source)
+
+
+def test_a_tree_nested_past_the_depth_limit_is_one_message_not_a_recursion_error(tmp_path):
+    source = _write(tmp_path, {"train.py": "x\n"})
+    deep = source
+    for _ in range(1200):  # deeper than os.walk's recursion reaches before Python 3.12
+        deep = deep / "a"
+        deep.mkdir()
+    with pytest.raises(SpecError, match=r"a/ nests folders more than 100 deep"):
+        package(source)
+    (source / ".smtrainignore").write_text("a/\n")
+    assert _shipped(source) == {"train.py"}
