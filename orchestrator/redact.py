@@ -6,6 +6,7 @@ the request carries for a hyperparameter: the API's own field names such as `Kms
 structure, not secrets. Free text (a failure reason, a log line, a command line, an AWS error, an error's fix
 hint), on this machine and from the cloud alike: `mask_text` with the `secret_values` of the spec or request,
 which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`).
+Both also mask what is a credential by its form whatever its name (`AKIA...`, `hf_...`, `https://u:pw@host`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ _SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[
 _SECRET_ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}[ \t]*=(?!=)[ \t]*))"
     rf"(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
+# A value that is a credential whatever its name: an AWS access key ID, a GitHub or Hugging Face token, a PEM
+# private key (to its END line, else to the end of the line), and the password of a URL (`https://user:pw@host`,
+# where only the password is masked).
+_SECRET_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
+    r"|hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY-----|.*)"
+    r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)")
 MIN_MACHINE_SECRET_LENGTH = 8
 """A secret-looking variable of this machine's environment (which every job inherits) is masked when its value is at
 least this long: AWS keys and tokens are, while `USE_KEYRING=true` would mask every "true"."""
@@ -58,6 +67,12 @@ def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
+def mask_patterns(text: str) -> str:
+    """`text` with every value that is a credential by its form alone masked, whatever it is called: `AKIA...`,
+    `ghp_...`, `hf_...`, a PEM private key, a URL's password."""
+    return _SECRET_VALUE.sub(lambda match: match.group("userinfo") + MASK if match.group("userinfo") else MASK, text)
+
+
 def machine_secrets(environ: Mapping[str, str]) -> frozenset[str]:
     """The values of this machine's secret-looking environment variables (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
     HF_TOKEN...): a job inherits them and may print them, so its output is masked for them as for the spec's."""
@@ -80,6 +95,7 @@ def _collect_secrets(value: Any, secret: bool, found: set[str]) -> None:
         decoded = _json_container(value)
         if decoded is not None:
             _collect_secrets(decoded, secret, found)
+        found.update(match.group("password") or match.group(0) for match in _SECRET_VALUE.finditer(value))
         if secret and value:
             found.add(value)
             if isinstance(decoded := _json_scalar(value), str) and decoded:
@@ -116,7 +132,7 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
     Known values shorter than MIN_MASKED_LENGTH are masked only in those flag positions: masking every "42" in a
     traceback would hide more than it protects.
     """
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, mask_values(text, secrets))
+    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, mask_patterns(mask_values(text, secrets)))
 
 
 def mask_values(text: str, secrets: Iterable[str]) -> str:
@@ -164,7 +180,7 @@ def _redact_value(value: Any) -> Any:
     if isinstance(value, str) and (decoded := _json_container(value)) is not None:
         redacted = _redact_value(decoded)
         return value if redacted == decoded else json.dumps(redacted)
-    return value
+    return mask_patterns(value) if isinstance(value, str) else value
 
 
 def redact(document: Any) -> Any:
@@ -173,7 +189,7 @@ def redact(document: Any) -> Any:
         return {key: _redact_field(key, value) for key, value in document.items()}
     if isinstance(document, list):
         return [redact(item) for item in document]
-    return document
+    return mask_patterns(document) if isinstance(document, str) else document
 
 
 def _redact_field(name: str, value: Any) -> Any:
@@ -181,13 +197,13 @@ def _redact_field(name: str, value: Any) -> Any:
         return redact_mapping(value)
     if name in _RANGE_LISTS and isinstance(value, list):
         return [{key: (item if key == "Name" else MASK) for key, item in entry.items()}
-                if isinstance(entry, dict) and is_secret_name(str(entry.get("Name", ""))) else entry
+                if isinstance(entry, dict) and is_secret_name(str(entry.get("Name", ""))) else redact(entry)
                 for entry in value]
     if name in _RANGE_MAPS and isinstance(value, dict):
         return {key: ({part: (item if part == "type" else MASK) for part, item in entry.items()}
-                      if is_secret_name(str(key)) and isinstance(entry, dict) else entry)
+                      if is_secret_name(str(key)) and isinstance(entry, dict) else redact(entry))
                 for key, entry in value.items()}
     if name in _TAG_LISTS and isinstance(value, list):
-        return [{**tag, "Value": MASK} if isinstance(tag, dict) and is_secret_name(str(tag.get("Key", ""))) else tag
-                for tag in value]
+        return [{**tag, "Value": MASK} if isinstance(tag, dict) and is_secret_name(str(tag.get("Key", "")))
+                else redact(tag) for tag in value]
     return redact(value)

@@ -311,7 +311,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
 
-        stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice)
+        stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice, prepared.mask)
         stalls.append(stall)
 
         supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line, on_notice=observer.notice,

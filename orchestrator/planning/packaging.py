@@ -29,20 +29,26 @@ from orchestrator.errors import SpecError
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+MAX_DEPTH = 100
+"""Folders nested deeper in source_dir are refused: no source tree nests so deep, and walking one that does would
+exhaust Python's recursion limit (os.walk recurses before Python 3.12) with a traceback."""
 # Credentials and keys: never shipped, and named in the plan (a package directory called credentials/ or a
 # .env.example is left out too: safer than shipping a secret, and the user is told).
 SECRETS = (
     ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
     "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
     "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
-    # other tools' credentials (s3cmd, boto 2, s3fs, gcloud, the Azure CLI) and shell histories
+    # other tools' credentials (s3cmd, boto 2, s3fs, gcloud, the Azure CLI, Hugging Face's login, the GitHub CLI,
+    # Kaggle, Vault, Databricks, Windows' netrc) and shell histories
     ".s3cfg", ".boto", ".passwd-s3fs", "passwd-s3fs", "**/.config/gcloud/", ".azure/",
+    "**/huggingface/token", "**/huggingface/stored_tokens", ".huggingface/", "**/.config/gh/", "kaggle.json",
+    ".vault-token", ".databrickscfg", "_netrc",
     "application_default_credentials.json", ".*_history", ".histfile",
 )
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
 NEVER_SHIPPED = (
     # version control
-    ".git/", ".hg/", ".svn/",
+    ".git", ".hg/", ".svn/",  # .git: a folder, or the file naming one (a worktree or submodule: gitdir: PATH)
     *SECRETS,
     # caches, virtual environments, smtrain's own file
     "__pycache__/", "*.pyc", "*.pyo", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",
@@ -181,6 +187,10 @@ class _Selection:
         for root, dirs, names in os.walk(self._directory, onerror=self._walk_error):
             root_path = Path(root)
             dirs[:] = [name for name in sorted(dirs) if self._keeps_directory(root_path / name)]
+            parts = root_path.relative_to(self._directory).parts
+            if dirs and len(parts) >= MAX_DEPTH:
+                raise SpecError(f"source_dir {self._directory}: {parts[0]}/ nests folders more than {MAX_DEPTH} deep",
+                                fix=f"move it out of source_dir, or list {parts[0]}/ in {IGNORE_FILE}")
             for name in sorted(names):
                 path = root_path / name
                 relative = self._relative(path)

@@ -180,3 +180,25 @@ def test_entry_point_symlink_out_of_source_dir_is_refused_at_validate(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(spec)])
     assert result.exit_code == 2, result.output
     assert "entry_point: train.py leads outside source_dir" in result.output
+
+
+def test_a_git_file_of_a_worktree_or_submodule_is_never_shipped_nor_linked_to(tmp_path):
+    """A worktree's or a submodule's `.git` is a file naming the repository's folder on this machine."""
+    source = _write(tmp_path, {"train.py": "x\n", ".git": "gitdir: /home/me/project/.git/worktrees/wt\n",
+                               "sub/.git": "gitdir: ../.git/modules/sub\n", "sub/mod.py": "x\n"})
+    assert _shipped(source) == {"train.py", "sub/mod.py"}
+    (source / "notes.txt").symlink_to(".git")
+    with pytest.raises(SpecError, match="notes.txt is a symlink to .git, which is never shipped"):
+        package(source)
+
+
+def test_a_tree_nested_past_the_depth_limit_is_one_message_not_a_recursion_error(tmp_path):
+    source = _write(tmp_path, {"train.py": "x\n"})
+    deep = source
+    for _ in range(1200):  # deeper than os.walk's recursion reaches before Python 3.12
+        deep = deep / "a"
+        deep.mkdir()
+    with pytest.raises(SpecError, match=r"a/ nests folders more than 100 deep"):
+        package(source)
+    (source / ".smtrainignore").write_text("a/\n")
+    assert _shipped(source) == {"train.py"}

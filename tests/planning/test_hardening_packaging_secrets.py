@@ -52,7 +52,10 @@ def test_hard_links_whose_every_name_is_packed_are_packed(tmp_path):
 @pytest.mark.parametrize("name", [".s3cfg", ".boto", ".passwd-s3fs", "sub/.passwd-s3fs", ".bash_history",
                                   ".zsh_history", "sub/.python_history", ".config/gcloud/credentials.db",
                                   "pkg/.config/gcloud/application_default_credentials.json",
-                                  ".azure/accessTokens.json", "sub/.azure/msal_token_cache.json"])
+                                  ".azure/accessTokens.json", "sub/.azure/msal_token_cache.json",
+                                  ".cache/huggingface/token", "hf/.cache/huggingface/stored_tokens",
+                                  ".huggingface/token", ".config/gh/hosts.yml", ".kaggle/kaggle.json",
+                                  ".vault-token", ".databrickscfg", "_netrc"])
 def test_other_tools_credentials_histories_and_cloud_sdk_folders_are_never_packed(tmp_path, name):
     _write(tmp_path, {"train.py": "x\n", name: SECRET})
     packed = package(tmp_path)

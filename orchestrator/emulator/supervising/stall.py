@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -172,8 +172,9 @@ class StallCheck:
     is slow, and dumps the stacks of one that is hung (then True: stop it)."""
 
     def __init__(self, run_id: str, run_dir: Path, logs_dir: Path, watchdog: StallWatchdog,
-                 notice: Callable[[str], None]) -> None:
+                 notice: Callable[[str], None], mask: Callable[[str], str]) -> None:
         self._run_id, self._run_dir, self._logs_dir = run_id, run_dir, logs_dir
+        self._mask = mask
         self._watchdog = watchdog
         self._notice = notice
         self._sampler = ActivitySampler(run_id, watchdog.timeout_seconds or 0.0)
@@ -199,7 +200,7 @@ class StallCheck:
         self._notice(f"no rank wrote a line for {silent:.0f} s and every host's work is idle "
                      f"({'; '.join(f'{item.host}: {item.detail}' for item in activities) or 'no process left'}): "
                      "reading every rank's stack")
-        self.hang = diagnose(self._run_id, self._run_dir, self._logs_dir, silent)
+        self.hang = diagnose(self._run_id, self._run_dir, self._logs_dir, silent, self._mask)
         return True
 
     def _slow(self, silent: float, activities: list[HostActivity], timeout: float) -> SlowReport:
@@ -215,9 +216,12 @@ class StallCheck:
                           (last[0], self._watchdog.since(last[1])) if last else None, timeout)
 
 
-def diagnose(run_id: str, run_dir: Path, logs_dir: Path, idle_seconds: float) -> HangReport:
+def diagnose(run_id: str, run_dir: Path, logs_dir: Path, idle_seconds: float,
+             mask: Callable[[str], str]) -> HangReport:
     """Dumps every rank's stack (py-spy where it is installed and may attach) and writes the report to
-    `<run_dir>/stacks.txt`."""
-    report = HangReport(idle_seconds, tuple(dump_stacks(rank_processes(run_id), logs_dir, find_py_spy())))
+    `<run_dir>/stacks.txt`, each stack masked as the run's log lines are: py-spy's first line is the rank's command
+    line, which holds its hyperparameters."""
+    stacks = dump_stacks(rank_processes(run_id), logs_dir, find_py_spy())
+    report = HangReport(idle_seconds, tuple(replace(stack, text=mask(stack.text)) for stack in stacks))
     (run_dir / STACKS_FILE).write_text(report.text())
     return report
