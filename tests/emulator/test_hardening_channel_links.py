@@ -89,3 +89,29 @@ def test_a_gzip_pipe_channel_over_plain_files_is_refused_before_the_run(tmp_path
                              str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job)
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"{data / 'rows.csv'} is not gzip data" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_channel_folder_nested_deeper_than_any_s3_key_is_refused_before_the_run(tmp_path):
+    """Copying a local channel walks it recursively: 1,200 folders deep it died with a RecursionError."""
+    data = tmp_path / "data"
+    folders = [data / "a"]
+    for _ in range(1200):
+        folders[-1].mkdir(parents=True)
+        folders.append(folders[-1] / "a")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.py").write_text("print('ran')\n")
+    spec = job / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "deep", "entry_point": "train.py", "framework_version": "2.3.0",
+                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600,
+                                    "inputs": {"train": str(data)}}))
+    try:
+        result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                                 str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job,
+                                check=False)
+    finally:  # shutil.rmtree recurses too: left here, the tree would crash pytest's cleanup of old temp folders
+        for folder in reversed(folders[:-1]):
+            folder.rmdir()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "input train: " in result.stderr and "nests folders more than 512 deep (a/...)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()

@@ -25,6 +25,9 @@ from orchestrator.contract import RUN_MARKER_FILE
 
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
+MAX_DEPTH = 512
+"""No S3 key (at most 1,024 bytes) names a file more folders deep than this; walking a folder nested past about
+1,000 would also exhaust Python's recursion (os.walk and rglob recurse before Python 3.12)."""
 
 
 def objects(source: Path) -> list[Path]:
@@ -34,6 +37,19 @@ def objects(source: Path) -> list[Path]:
     runs = {marker.parent for marker in source.rglob(RUN_MARKER_FILE)}  # never a run directory inside the data
     found = (path for path in source.rglob("*") if path.is_file() and not runs.intersection(path.parents))
     return sorted(found, key=lambda path: path.relative_to(source).as_posix())
+
+
+def folder_too_deep(source: Path) -> Path | None:
+    """A folder under `source` nested more than MAX_DEPTH deep, or None; walked without recursion, links not
+    followed (the copy follows those that leave `source` once, and never back into a folder it is copying)."""
+    pending = [(source, 0)] if source.is_dir() else []
+    while pending:
+        folder, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            return folder
+        with contextlib.suppress(OSError), os.scandir(folder) as scan:
+            pending.extend((Path(entry.path), depth + 1) for entry in scan if entry.is_dir(follow_symlinks=False))
+    return None
 
 
 def first_not_gzip(items: list[Path]) -> Path | None:

@@ -60,7 +60,7 @@ from orchestrator.emulator.launching.toolkit_launchers import (
     toolkit_command,
 )
 from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.preparing.channels import PipeChannel, first_not_gzip, objects
+from orchestrator.emulator.preparing.channels import MAX_DEPTH, PipeChannel, first_not_gzip, folder_too_deep, objects
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
@@ -411,6 +411,11 @@ def _local_channel(channel: Channel, run_dir: Path) -> Path:
     path = Path(channel.source.removeprefix("file://"))
     if not path.exists() and not path.is_relative_to(run_dir):
         raise SpecError(f"input {channel.name}: {path} does not exist", fix=f"--input {channel.name}=<local path>")
+    deep = folder_too_deep(path)
+    if deep is not None:
+        raise SpecError(f"input {channel.name}: {path} nests folders more than {MAX_DEPTH} deep "
+                        f"({deep.relative_to(path).parts[0]}/...); no S3 key (at most 1,024 bytes) names a file so "
+                        "deep, so SageMaker could not deliver it", fix=f"--input {channel.name}=<a shallower folder>")
     return path.resolve()
 
 
