@@ -60,7 +60,13 @@ from orchestrator.emulator.launching.toolkit_launchers import (
     toolkit_command,
 )
 from orchestrator.emulator.preparing import layout as run_layout
-from orchestrator.emulator.preparing.channels import MAX_DEPTH, PipeChannel, first_not_gzip, folder_too_deep, objects
+from orchestrator.emulator.preparing.channels import (
+    MAX_DEPTH,
+    PipeChannel,
+    first_not_gzip,
+    folder_too_deep,
+    objects,
+)
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
