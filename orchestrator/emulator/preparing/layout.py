@@ -30,6 +30,7 @@ import posixpath
 import shutil
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -433,9 +434,26 @@ def checkpoint_dirs(layout: RunLayout) -> list[Path]:
 
 def upload_checkpoints(layout: RunLayout) -> None:
     """SageMaker uploads new and changed checkpoint files of every instance to one shared prefix."""
-    for directory in checkpoint_dirs(layout):
+    for host, directory in zip(layout.hosts, checkpoint_dirs(layout)):
         if directory.is_dir():
-            shutil.copytree(directory, layout.s3_checkpoints, dirs_exist_ok=True)
+            shutil.copytree(directory, layout.s3_checkpoints, copy_function=_host_copy(layout, host),
+                            dirs_exist_ok=True)
+
+
+def _host_copy(layout: RunLayout, host: Host) -> Callable[[str, str], None]:
+    """Copies a checkpoint file, or what a link names, as the host sees it (uploads follow links): the job's
+    `latest -> /opt/ml/checkpoints/step-10` names its host's folder, which is not at /opt/ml outside the host's
+    namespace. A link that names nothing there is skipped."""
+
+    def copy(source: str, target: str) -> None:
+        if os.path.islink(source) and os.path.isabs(named := os.readlink(source)):
+            source = layout.rewrite(host, posixpath.normpath(named))
+        if os.path.isdir(source):
+            shutil.copytree(source, target, copy_function=copy, dirs_exist_ok=True)
+        elif os.path.exists(source):
+            shutil.copy2(source, target)
+
+    return copy
 
 
 def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:
