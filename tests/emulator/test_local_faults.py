@@ -99,6 +99,20 @@ def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path
     assert all(torch.equal(expected[key], resumed[key]) for key in expected)
 
 
+def test_a_simulated_spot_interruption_that_never_came_is_said(make_spec, tmp_path, notice_recorder):
+    """The job completes before any line shows the step: the run passes with one attempt, and says its resume was
+    never tried, so that no CI run takes it for a tested one."""
+    spec = make_spec("three_steps.py", count=1)
+    (tmp_path / "src" / "three_steps.py").write_text("for step in (1, 2, 3):\n    print(f'step={step}/3', flush=True)\n")
+
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", simulate_spot_interruption_at_step=12),
+                       notice_recorder)
+
+    assert (result.status, result.attempts) == ("Completed", 1), result.failure_reason
+    assert ("--simulate-spot-interruption-at-step 12: the job completed before a line showed step 12 (the last step "
+            "a line showed was 3), so it was never interrupted") in "\n".join(notice_recorder.notices)
+
+
 def test_max_run_seconds_stops_the_job(make_spec, tmp_path):
     spec = make_spec("fail_script.py", hyperparameters={"fail-rank": 9}, max_run_seconds=3)
     result = run_local(load(spec), Options(run_dir=tmp_path / "run", stop_grace_seconds=2))
