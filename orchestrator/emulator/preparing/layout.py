@@ -17,7 +17,8 @@
       status.json                   the run's DescribeTrainingJob, written as it goes (status.py)
 
 Every path the emulator writes lies inside the run directory. A directory is reused only when it carries the
-marker: the hosts start afresh (new instances), the checkpoint prefix stays.
+marker: the hosts start afresh (new instances), the checkpoint prefix stays (first given the checkpoints of a run
+that ended without result.json: smtrain killed before its upload).
 """
 
 from __future__ import annotations
@@ -136,9 +137,11 @@ def checkpoint_container_path(local_path: str | None) -> str | None:
     return normal
 
 
-def open_run_directory(root: Path) -> None:
+def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
     """Creates the run directory, or clears a reused one for a new run, and holds it for the run (the caller lets
-    go with `release_directory`); refuses anything else.
+    go with `release_directory`); refuses anything else. With the new run's `layout`, the checkpoints of a run that
+    ended without a result (smtrain killed: its upload at the end never came) are uploaded before its hosts are
+    cleared, as SageMaker would have uploaded them while it ran.
 
     Raises:
         SpecError: the path is a file, a non-empty directory smtrain did not make, or not writable.
@@ -160,6 +163,8 @@ def open_run_directory(root: Path) -> None:
     _lock_run_directory(root)
     try:
         run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
+        if layout is not None and not (root / "result.json").is_file():
+            upload_checkpoints(layout)
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
