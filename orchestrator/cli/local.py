@@ -75,7 +75,8 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
     stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream,
-                      command=_command(file, overrides, options, hyperparameters_file)) as console:
+                      command=_command(file, overrides, options, hyperparameters_file),
+                      keeps_checkpoints=loaded.spec.checkpoint is not None) as console:
         _interrupt_on_termination()
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)

@@ -253,15 +253,18 @@ class LocalConsole:
     """Progress lines the rate is measured over: recent enough to follow a change of pace."""
 
     def __init__(self, verbose: bool = False, quiet: bool = False, stream: TextIO | None = None,
-                 command: Sequence[str] = ("SPEC",)) -> None:
+                 command: Sequence[str] = ("SPEC",), keeps_checkpoints: bool = True) -> None:
         """`command`: the words after `smtrain local` that ran this job (the spec, its `--set`s, the run options but
-        --run-dir), so an interrupted run's resume line repeats them: a checkpoint refuses other settings."""
+        --run-dir), so an interrupted run's resume line repeats them: a checkpoint refuses other settings.
+        `keeps_checkpoints`: the spec has `checkpoint:`; without it a rerun resumes nothing, and no line says it
+        would."""
         from rich.console import Console
 
         self._verbose = verbose
         self._quiet = quiet
         self._stream = stream
         self._command = tuple(command)
+        self._keeps_checkpoints = keeps_checkpoints
         self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
         self._progress: Any = None
         self._task: Any = None
@@ -354,8 +357,9 @@ class LocalConsole:
             console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
         elif run.status == "Interrupted":
             console.print(f"[yellow]interrupted:[/] {escape(run.failure_reason or '')}", highlight=False, soft_wrap=True)
-            console.print(f"resume from its checkpoints: smtrain local {shlex.join(self._command)} --run-dir "
-                          f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)
+            if self._keeps_checkpoints:
+                console.print(f"resume from its checkpoints: smtrain local {shlex.join(self._command)} --run-dir "
+                              f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
                           soft_wrap=not console.is_terminal)

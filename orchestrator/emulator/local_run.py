@@ -343,6 +343,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
     run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
     for unseen in _unseen_notices(tracker, options):
         observer.notice(unseen)
+    if outcome.status == "completed" and (interrupt_after is not None or interrupt_at_step is not None):
+        observer.notice(_never_interrupted(options, max(steps, default=None)))
     smoke = None
     if options.smoke_seconds is not None:
         for item in outcome.exits:
@@ -374,6 +376,19 @@ def _unseen_notices(tracker: MetricRecorder, options: Options) -> list[str]:
         found.append(f"--smoke-steps {options.smoke_steps}: no line of the job showed a step; smtrain reads "
                      f"{', '.join(STEP_FORMATS)}: print one of them (rank 0 is enough)")
     return found
+
+
+def _never_interrupted(options: Options, last_step: int | None) -> str:
+    """Said when the job completed before the simulated spot interruption came: its resume was never tried, though
+    the run passes."""
+    if options.simulate_spot_interruption_at_step is None:
+        return (f"--simulate-spot-interruption {options.simulate_spot_interruption:g}: the job completed sooner, so it "
+                "was never interrupted and resuming from its checkpoints was not tried (1 attempt)")
+    step = options.simulate_spot_interruption_at_step
+    seen = (f"the last step a line showed was {last_step}" if last_step is not None else
+            f"no line showed a step; smtrain reads {', '.join(STEP_FORMATS)}")
+    return (f"--simulate-spot-interruption-at-step {step}: the job completed before a line showed step {step} "
+            f"({seen}), so it was never interrupted and resuming from its checkpoints was not tried (1 attempt)")
 
 
 def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int]) -> Callable[[], bool] | None:
@@ -413,8 +428,11 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
                                    f"{job.max_run_seconds}")),
         # exit 3 when `smtrain stop` / `Job.stop()` asked (as for a stopped SageMaker job); 0 for --smoke's deadline
         "stopped": ("Stopped", 3 if reporter.report.stop_requested else 0, None),
-        "interrupted": ("Interrupted", 130, ("interrupted (SIGINT/SIGTERM forwarded to every process); checkpoints "
-                                             f"are kept in {layout.root}")),
+        "interrupted": ("Interrupted", 130, "interrupted (SIGINT/SIGTERM forwarded to every process); " + (
+            f"checkpoints are kept in {layout.root}" if layout.checkpoint_path else
+            "no checkpoint is kept: the spec has no `checkpoint:`, so a rerun starts from the beginning, as SageMaker "
+            "restarts such a job; add checkpoint: {s3_uri: s3://BUCKET/checkpoints/JOB/} and save to "
+            "/opt/ml/checkpoints to resume")),
         "failed": ("Failed", 1, None),
         "hung": ("Hung", EXIT_HUNG, (f"{hang.summary() if hang else 'Hung'}; every rank's stack: "
                                      f"{layout.root / STACKS_FILE}")),

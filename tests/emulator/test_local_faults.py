@@ -84,6 +84,25 @@ def test_ctrl_c_reaches_every_rank_and_keeps_the_checkpoint(tmp_path):
     assert _processes_of(run_dir) == []
 
 
+def test_ctrl_c_of_a_job_without_a_checkpoint_prefix_promises_no_resume(make_spec, tmp_path):
+    """Without `checkpoint:` a rerun starts afresh (as on SageMaker): the run says so, and prints no resume line."""
+    spec = make_spec("checkpoint_script.py", count=1, hyperparameters={"checkpoint-dir": "/opt/ml/checkpoints"})
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run_dir)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    log = run_dir / "logs" / "algo-1.log"
+    deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+    while not (log.exists() and "checkpoint written" in log.read_text(errors="replace")):
+        assert time.monotonic() < deadline and process.poll() is None, "no checkpoint within the deadline"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=RUN_DEADLINE_SECONDS)
+
+    assert process.returncode == 130, output
+    assert "no checkpoint is kept: the spec has no `checkpoint:`, so a rerun starts from the beginning" in output
+    assert "resume from its checkpoints" not in output and "checkpoints are kept" not in output
+
+
 def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path):
     # 24 steps; the interruption comes at step 12, wherever in time that falls on this machine now.
     loaded = load(GLOO_EXAMPLE, [*SLOW_TRAINING, "hyperparameters.epochs=3", "hyperparameters.simulate-step-seconds=0.1"])
@@ -97,6 +116,20 @@ def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path
     resumed = torch.load(tmp_path / "spot" / "algo-1" / "model" / "model.pt")
     assert expected.keys() == resumed.keys()
     assert all(torch.equal(expected[key], resumed[key]) for key in expected)
+
+
+def test_a_simulated_spot_interruption_that_never_came_is_said(make_spec, tmp_path, notice_recorder):
+    """The job completes before any line shows the step: the run passes with one attempt, and says its resume was
+    never tried, so that no CI run takes it for a tested one."""
+    spec = make_spec("three_steps.py", count=1)
+    (tmp_path / "src" / "three_steps.py").write_text("for step in (1, 2, 3):\n    print(f'step={step}/3', flush=True)\n")
+
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", simulate_spot_interruption_at_step=12),
+                       notice_recorder)
+
+    assert (result.status, result.attempts) == ("Completed", 1), result.failure_reason
+    assert ("--simulate-spot-interruption-at-step 12: the job completed before a line showed step 12 (the last step "
+            "a line showed was 3), so it was never interrupted") in "\n".join(notice_recorder.notices)
 
 
 def test_max_run_seconds_stops_the_job(make_spec, tmp_path):

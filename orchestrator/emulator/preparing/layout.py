@@ -17,7 +17,8 @@
       status.json                   the run's DescribeTrainingJob, written as it goes (status.py)
 
 Every path the emulator writes lies inside the run directory. A directory is reused only when it carries the
-marker: the hosts start afresh (new instances), the checkpoint prefix stays.
+marker: the hosts start afresh (new instances), the checkpoint prefix stays (first given the checkpoints of a run
+that ended without result.json: smtrain killed before its upload).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import posixpath
 import shutil
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,9 +137,11 @@ def checkpoint_container_path(local_path: str | None) -> str | None:
     return normal
 
 
-def open_run_directory(root: Path) -> None:
+def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
     """Creates the run directory, or clears a reused one for a new run, and holds it for the run (the caller lets
-    go with `release_directory`); refuses anything else.
+    go with `release_directory`); refuses anything else. With the new run's `layout`, the checkpoints of a run that
+    ended without a result (smtrain killed: its upload at the end never came) are uploaded before its hosts are
+    cleared, as SageMaker would have uploaded them while it ran.
 
     Raises:
         SpecError: the path is a file, a non-empty directory smtrain did not make, or not writable.
@@ -159,6 +163,8 @@ def open_run_directory(root: Path) -> None:
     _lock_run_directory(root)
     try:
         run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
+        if layout is not None and not (root / "result.json").is_file():
+            upload_checkpoints(layout)
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
@@ -433,9 +439,26 @@ def checkpoint_dirs(layout: RunLayout) -> list[Path]:
 
 def upload_checkpoints(layout: RunLayout) -> None:
     """SageMaker uploads new and changed checkpoint files of every instance to one shared prefix."""
-    for directory in checkpoint_dirs(layout):
+    for host, directory in zip(layout.hosts, checkpoint_dirs(layout)):
         if directory.is_dir():
-            shutil.copytree(directory, layout.s3_checkpoints, dirs_exist_ok=True)
+            shutil.copytree(directory, layout.s3_checkpoints, copy_function=_host_copy(layout, host),
+                            dirs_exist_ok=True)
+
+
+def _host_copy(layout: RunLayout, host: Host) -> Callable[[str, str], None]:
+    """Copies a checkpoint file, or what a link names, as the host sees it (uploads follow links): the job's
+    `latest -> /opt/ml/checkpoints/step-10` names its host's folder, which is not at /opt/ml outside the host's
+    namespace. A link that names nothing there is skipped."""
+
+    def copy(source: str, target: str) -> None:
+        if os.path.islink(source) and os.path.isabs(named := os.readlink(source)):
+            source = layout.rewrite(host, posixpath.normpath(named))
+        if os.path.isdir(source):
+            shutil.copytree(source, target, copy_function=copy, dirs_exist_ok=True)
+        elif os.path.exists(source):
+            shutil.copy2(source, target)
+
+    return copy
 
 
 def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:

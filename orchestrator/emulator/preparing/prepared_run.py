@@ -219,7 +219,7 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     layout = run_layout.new_layout(run_dir, job)
     channel_paths = _resolve_channels(job, run_dir)
 
-    run_layout.open_run_directory(run_dir)
+    run_layout.open_run_directory(run_dir, layout)
     try:
         run_layout.write_request(run_dir, redact(plan.create_training_job_request))
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"

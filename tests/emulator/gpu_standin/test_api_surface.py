@@ -115,6 +115,13 @@ def test_random_state_round_trips(probed):
     assert probed["random_state"] == {"restored": True, "count": 4, "initial_seed_after_torch_manual_seed": 3}
 
 
+def test_a_generator_made_for_a_gpu_draws_and_restores_its_state(probed):
+    """torch's CPU build refuses torch.Generator(device="cuda") ("Cannot get CUDA generator without ATen_cuda
+    library"); here it is a CPU generator, and every generator is still a torch.Generator."""
+    assert probed["gpu_generator"] == {"device": "cpu", "restored": True, "on_gpu_3": "cpu",
+                                       "isinstance": [True, True, True]}
+
+
 def test_autocast_cuda_fp16_runs_as_cpu_bfloat16(probed):
     assert probed["autocast_fp16"] == {"dtype": "torch.bfloat16", "enabled_inside": True, "enabled_after": False,
                                        "legacy_dtype": "torch.bfloat16"}

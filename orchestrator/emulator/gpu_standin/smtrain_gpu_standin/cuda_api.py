@@ -6,7 +6,9 @@
   manage); ``mem_get_info`` reports the emulated GPU's whole memory as free; ``empty_cache`` and
   ``set_per_process_memory_fraction`` do nothing. GPU memory limits are therefore not checked.
 * Each GPU's random generator is a CPU ``torch.Generator``: seeding and saving/restoring its state work as on the
-  instance, but nothing draws from it, since random ops on "GPU" tensors run on the CPU's generator.
+  instance, but nothing draws from it, since random ops on "GPU" tensors run on the CPU's generator. A generator
+  the script makes for a GPU (``torch.Generator(device="cuda")``) is a CPU one too, and random ops given it draw
+  from it, as on the instance.
 * NVTX ranges and marks do nothing, as on the instance when no profiler is attached.
 * Memory snapshots (``torch.cuda.memory._record_memory_history``, ``_snapshot``, ``_dump_snapshot``, PyTorch's
   recipe for finding what holds GPU memory) record nothing: a snapshot has no segments and empty traces, and
@@ -36,11 +38,28 @@ def install(settings: Settings) -> None:
             if hasattr(module, name):
                 setattr(module, name, function)
     torch.cuda.device = device
+    torch.Generator = Generator
     torch.cuda.default_generators = _generators
     torch.cuda.nvtx._nvtx = _Nvtx()
     torch._C._cuda_record_memory_history = _record_nothing
     torch._C._cuda_record_memory_history_legacy = _record_nothing
     torch._C._cuda_memorySnapshot = _empty_snapshot
+
+
+class _GeneratorType(type(torch.Generator)):
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, torch._C.Generator)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return issubclass(subclass, torch._C.Generator)
+
+
+class Generator(torch._C.Generator, metaclass=_GeneratorType):
+    """``torch.Generator``, whose GPU generators are CPU ones: torch's CPU build cannot make a CUDA generator ("Cannot
+    get CUDA generator without ATen_cuda library"). Every generator, torch's own included, is still an instance."""
+
+    def __new__(cls, device="cpu"):
+        return super().__new__(cls, devices.placement(device))
 
 
 def is_available() -> bool:

@@ -232,6 +232,19 @@ def memory_snapshot():
 
 
 @probe
+def gpu_generator():
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    state = generator.get_state()
+    first = torch.randn(3, device="cuda", generator=generator)
+    generator.set_state(state)
+    again = torch.randn(3, device="cuda", generator=generator)
+    return {"device": str(generator.device), "restored": torch.equal(first, again),
+            "on_gpu_3": str(torch.Generator(torch.device("cuda", 3)).device),
+            "isinstance": [isinstance(item, torch.Generator) for item in (generator, torch.default_generator,
+                                                                          torch.cuda.default_generators[0])]}
+
+
+@probe
 def random_state():
     torch.cuda.manual_seed(1)
     torch.cuda.manual_seed_all(2)
