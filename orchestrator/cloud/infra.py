@@ -196,6 +196,8 @@ def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None 
         # REVIEW_IN_PROGRESS: no resources yet (a deploy stopped before executing), so create into it.
         creating = existing is None or existing["StackStatus"] == "REVIEW_IN_PROGRESS"
         previous = set() if creating else _parameter_keys(existing)
+        if creating:
+            overrides = {**_regional_parameters(declared, cfn.meta.region_name), **overrides}
         change_set = _create_change_set(
             cfn, name, template_body, _parameter_list(declared, overrides, previous), creating, poller
         )
@@ -293,6 +295,18 @@ def _declared_parameters(template_body: str, path: Path) -> list[str]:
 
 def _parameter_keys(stack: dict[str, Any] | None) -> set[str]:
     return {parameter["ParameterKey"] for parameter in (stack or {}).get("Parameters", [])}
+
+
+def _regional_parameters(declared: list[str], region: str) -> dict[str, str]:
+    """The template parameters whose right value depends on the stack's region, for a stack being created.
+
+    The Deep Learning Containers registry is another account in the opt-in regions (af-south-1: 626614931356),
+    so the template's default 763104351884 would let the role pull none of the images smtrain plans there.
+    """
+    from orchestrator.specs.images import registry_account
+
+    account = registry_account(region)
+    return {"ImageRegistryAccountId": account} if account and "ImageRegistryAccountId" in declared else {}
 
 
 def _parameter_list(
