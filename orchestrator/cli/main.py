@@ -152,8 +152,27 @@ def schema(output: str) -> None:
         echo_json(document)
 
 
+def _catalog_family(context: click.Context, parameter: click.Parameter, family: str | None) -> str | None:
+    """The family as the catalog spells it (`ML.P4D` and `ml.p4d.24xlarge` are p4d); one it lacks is an error
+    naming the known ones, since an empty table would read as "no such instances"."""
+    if family is None:
+        return None
+    import difflib
+
+    from orchestrator.specs.catalog import catalog
+
+    wanted = family.lower().removeprefix("ml.").split(".")[0]
+    families = sorted({entry.family for entry in catalog().instances.values()})
+    if wanted in families:
+        return wanted
+    close = difflib.get_close_matches(wanted, families, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise click.BadParameter(f"'{family}' is not a family of smtrain's instance catalog; {hint}"
+                             f"the families: {', '.join(families)}", ctx=context, param=parameter)
+
+
 @main.command()
-@click.option("--family", help="Only this family, e.g. g5 or p4d.")
+@click.option("--family", callback=_catalog_family, help="Only this family, e.g. g5 or p4d.")
 @click.option("--accelerator", type=click.Choice(["cpu", "gpu", "trainium"]), help="Only this kind.")
 @output_option
 def instances(family: str | None, accelerator: str | None, output: str) -> None:

@@ -12,7 +12,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -169,7 +169,8 @@ def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None 
         The stack's outputs, or None when `confirm` declined (then nothing changed).
 
     Raises:
-        SmtrainError: a parameter the template does not declare, or a bad stack name.
+        SmtrainError: a parameter the template does not declare or a value its constraints refuse, or a bad stack
+            name.
         EnvironmentProblem: the template file, AWS credentials or region are missing.
         AwsError: CloudFormation refused the change set, the stack rolled back, or the timeout passed.
     """
@@ -184,6 +185,8 @@ def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None 
             f"{template_path.name} has no parameter {', '.join(unknown)}",
             fix=f"use one of {', '.join(declared)}",
         )
+    for key, value in overrides.items():
+        _check_parameter(key, value, declared[key])
     notify = deployment.on_event or (lambda event: None)
     poller = _Poller(deployment.poll_seconds, deployment.timeout_seconds)
     with aws_errors(f"deploying CloudFormation stack {name}"):
@@ -196,6 +199,8 @@ def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None 
         # REVIEW_IN_PROGRESS: no resources yet (a deploy stopped before executing), so create into it.
         creating = existing is None or existing["StackStatus"] == "REVIEW_IN_PROGRESS"
         previous = set() if creating else _parameter_keys(existing)
+        if creating:
+            overrides = {**_regional_parameters(declared, cfn.meta.region_name), **overrides}
         change_set = _create_change_set(
             cfn, name, template_body, _parameter_list(declared, overrides, previous), creating, poller
         )
@@ -286,17 +291,65 @@ def _load_template(template_body: str, path: Path) -> Any:
         raise EnvironmentProblem(f"{path} is not valid YAML: {exc}", fix="run cfn-lint on it") from exc
 
 
-def _declared_parameters(template_body: str, path: Path) -> list[str]:
-    """Parameter names in template order."""
-    return list((_load_template(template_body, path) or {}).get("Parameters") or {})
+def _declared_parameters(template_body: str, path: Path) -> dict[str, dict[str, Any]]:
+    """Parameter name -> its definition, in template order."""
+    return dict((_load_template(template_body, path) or {}).get("Parameters") or {})
+
+
+def _check_parameter(key: str, value: str, definition: dict[str, Any]) -> None:
+    """Refuse a value the template's constraints refuse, before anything is sent. CloudFormation refuses it only
+    when the change set is created (moto never does), and a list parameter's bad item only the IAM policy refuses,
+    once a first deploy has created the bucket: a ROLLBACK_COMPLETE stack to delete before trying again.
+
+    Raises:
+        SmtrainError: the value breaks the parameter's AllowedValues, AllowedPattern or MinValue/MaxValue.
+    """
+    # A list's constraints hold for each of its items (CloudFormation's own rule for CommaDelimitedList).
+    items = [item.strip() for item in value.split(",")] if definition.get("Type") == "CommaDelimitedList" else [value]
+    allowed = [str(choice) for choice in definition.get("AllowedValues", [])]
+    pattern = definition.get("AllowedPattern")
+    for item in items:
+        if allowed and item not in allowed:
+            constraint = f"must be one of {', '.join(allowed)}"
+        elif pattern and not re.fullmatch(pattern, item):
+            constraint = definition.get("ConstraintDescription") or f"must match {pattern}"
+        elif definition.get("Type") == "Number" and not _within(item, definition):
+            bounds = [f"{word} {definition[bound]}" for word, bound in (("at least", "MinValue"), ("at most", "MaxValue"))
+                      if bound in definition]
+            constraint = ", ".join(["must be a number", *bounds])
+        else:
+            continue
+        raise SmtrainError(f"parameter {key}: '{item}' {constraint}",
+                           fix=f"{key}: {definition.get('Description', 'see the template')}")
+
+
+def _within(number: str, definition: dict[str, Any]) -> bool:
+    """A number within the parameter's MinValue and MaxValue."""
+    try:
+        value = float(number)
+    except ValueError:
+        return False
+    return float(definition.get("MinValue", "-inf")) <= value <= float(definition.get("MaxValue", "inf"))
 
 
 def _parameter_keys(stack: dict[str, Any] | None) -> set[str]:
     return {parameter["ParameterKey"] for parameter in (stack or {}).get("Parameters", [])}
 
 
+def _regional_parameters(declared: Collection[str], region: str) -> dict[str, str]:
+    """The template parameters whose right value depends on the stack's region, for a stack being created.
+
+    The Deep Learning Containers registry is another account in the opt-in regions (af-south-1: 626614931356),
+    so the template's default 763104351884 would let the role pull none of the images smtrain plans there.
+    """
+    from orchestrator.specs.images import registry_account
+
+    account = registry_account(region)
+    return {"ImageRegistryAccountId": account} if account and "ImageRegistryAccountId" in declared else {}
+
+
 def _parameter_list(
-    declared: list[str], overrides: dict[str, str], previous: set[str]
+    declared: Collection[str], overrides: dict[str, str], previous: set[str]
 ) -> list[dict[str, Any]]:
     parameters: list[dict[str, Any]] = []
     for key in declared:

@@ -149,11 +149,18 @@ def _offered_versions() -> str:
 def _image_exists(ctx: _Context) -> Iterator[_Hit]:
     if ctx.custom_image:
         return
+    # Named as the spec has them: a py_version it leaves out is no part of the problem (it printed as None).
+    version = f"framework_version {ctx.spec.framework_version!r}"
+    offered = f"one of: {_offered_versions()}"
     if ctx.instance.accelerator == "trainium":
-        yield "image_uri", {"versions": _offered_versions()}
-    elif ctx.image is None or ctx.py_version not in ctx.image.python:
-        field = "framework_version" if ctx.image is None else "py_version"
-        yield field, {"versions": _offered_versions()}
+        yield "image_uri", {"value": version, "versions": offered}
+    elif ctx.image is None:
+        yield "framework_version", {"value": version, "versions": offered}
+    elif ctx.py_version not in ctx.image.python:
+        pythons = "/".join(ctx.image.python)
+        yield "py_version", {"value": f"{version} with py_version {ctx.py_version!r}",
+                             "versions": f"py_version {pythons} (the Python of the {ctx.spec.framework_version} images), "
+                                         f"or another framework_version, {offered}"}
 
 
 @_rule("image-end-of-patch")

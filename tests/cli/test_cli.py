@@ -45,6 +45,17 @@ def test_instances_table_and_filters():
     assert "ml.trn1.32xlarge" in text and "32 cores" in text and "ml.c5" not in text
 
 
+def test_instances_family_as_a_user_may_write_it_or_an_unknown_one_with_the_families():
+    spelled = CliRunner().invoke(main, ["instances", "--family", "ML.P4D", "-o", "json"])
+    [entry] = json.loads(spelled.stdout)
+    assert entry["name"] == "ml.p4d.24xlarge"
+
+    unknown = CliRunner().invoke(main, ["instances", "--family", "g55"])
+    assert unknown.exit_code == 2, unknown.output
+    assert "'g55' is not a family of smtrain's instance catalog; did you mean g5?" in unknown.stderr
+    assert "p4d, p4de, p5" in unknown.stderr
+
+
 def _all_modules_loaded_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
     """Every module `smtrain ARGS` has imported when it exits, in a fresh interpreter."""
     script = ("import sys\nfrom orchestrator.cli.main import main\n"

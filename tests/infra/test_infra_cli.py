@@ -75,6 +75,13 @@ def test_infra_show_of_an_unknown_stack_is_a_clean_error(aws):
         (["--yes", "--parameter", "Bogus=1"], "smtrain.yaml has no parameter Bogus"),
         (["--yes", "--stack-name", "9lives"], "'9lives' is not a valid CloudFormation stack name"),
         (["--yes", "--template-file", "missing.yaml"], "cannot read the CloudFormation template"),
+        # CloudFormation would refuse the last two only at CreateChangeSet; the bucket name or s3:// URI in a list
+        # only IAM would, as a malformed policy once the bucket exists (a ROLLBACK_COMPLETE stack to delete).
+        (["--yes", "-p", "DataBucketArns=s3://my-data"],
+         "parameter DataBucketArns: 's3://my-data' must be a bucket ARN (arn:aws:s3:::<bucket>)"),
+        (["--yes", "-p", "DataBucketArns=arn:aws:s3:::training-data,my-data"], "'my-data' must be a bucket ARN"),
+        (["--yes", "-p", "EnableVpcAccess=yes"], "parameter EnableVpcAccess: 'yes' must be one of true, false"),
+        (["--yes", "-p", "CheckpointExpirationDays=0"], "'0' must be a number, at least 1"),
     ],
 )
 def test_infra_deploy_rejects_bad_input_before_calling_aws(args, expected):

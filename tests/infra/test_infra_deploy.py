@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import ANY
 from job_fakes import shared_loader_session
 
 from orchestrator.cloud import infra
+from orchestrator.cloud.aws_errors import aws_errors
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 
 STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/smtrain/1"
@@ -22,6 +25,7 @@ OUTPUTS = [
     {"OutputKey": "CodePrefix", "OutputValue": "s3://smtrain-bucket-x/code/"},
 ]
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_resolve_stack_name_prefers_argument_then_environment_then_default(monkeypatch):
@@ -96,6 +100,26 @@ def test_deploy_declined_leaves_nothing_behind(moto_session, all_features):
     assert moto_session.client("s3").list_buckets()["Buckets"] == []
     with pytest.raises(EnvironmentProblem, match="does not exist"):
         infra.stack_outputs(session=moto_session)
+
+
+def test_the_permissions_an_access_denied_points_to_name_every_call_deploy_makes(moto_session, all_features):
+    """AccessDenied's fix sends the user to docs/sagemaker.md's "Permissions the caller needs", saying it lists
+    `smtrain infra deploy`'s actions: a declined first deploy and a deploy that runs, as they call CloudFormation."""
+    called: set[str] = set()
+    moto_session.events.register("before-call.cloudformation",
+                                 lambda model, **_: called.add(model.name))
+    infra.deploy(infra.Deployment(parameters=all_features, confirm=lambda _: False, poll_seconds=0),
+                 session=moto_session)
+    infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
+    called.discard("UpdateStack")  # moto_session's own nudge for the outputs
+
+    listed = (REPO / "docs" / "sagemaker.md").read_text().split("Permissions the caller needs:", 1)[1].split("\n\n")[0]
+    with pytest.raises(AwsError) as denied, aws_errors("deploying CloudFormation stack smtrain"):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not authorized"}}, "CreateChangeSet")
+    assert 'docs/sagemaker.md ("Permissions the caller needs") lists' in denied.value.fix
+    assert {"DeleteStack", "ExecuteChangeSet", "DescribeStackEvents"} <= called
+    assert sorted(action for action in called if f"`{action}`" not in listed
+                  and f"`cloudformation:{action}`" not in listed) == []
 
 
 def test_stack_outputs_of_a_stack_that_is_not_smtrains(moto_session):

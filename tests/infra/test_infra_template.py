@@ -198,3 +198,12 @@ def test_role_deletes_objects_only_under_the_checkpoint_prefix(template):
     assert deleting == [("DeleteCheckpoints", [{"Fn::Sub": "${Bucket.Arn}/checkpoints/*"}])]
     outputs = template["Outputs"]
     assert outputs["CheckpointPrefix"]["Value"] == {"Fn::Sub": "s3://${Bucket}/checkpoints/"}
+
+
+def test_a_failed_first_deploy_leaves_no_bucket_while_deleting_the_stack_keeps_it(template):
+    """Plain Retain also keeps a bucket whose stack's creation rolls back (a role the caller may not create, a bad
+    DataBucketArns): every retry after `delete-stack` left one more empty bucket. moto never rolls a failed create
+    back, so this asserts the policy CloudFormation applies."""
+    bucket = template["Resources"]["Bucket"]
+    assert bucket["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert bucket["UpdateReplacePolicy"] == "Retain"

@@ -226,6 +226,13 @@ API_CASES = [
      "spec.yaml:10:", "network.security_group_ids.0", "'sg_1' is not a VPC resource id", "e.g. sg-0abc123"),
     ("image-uri-length", _replace('framework_version: "2.3.0"', "image_uri: " + "i" * 256), [], "spec.yaml:4:1",
      "image_uri", "at most 255 characters", "at most 255"),
+    # The py_version a spec leaves out is named in neither (it printed "with py_version None").
+    ("unknown-framework-version", BASE_SPEC, ["framework_version=2.99.0"], "--set framework_version=2.99.0",
+     "framework_version", "no SageMaker PyTorch training image for framework_version '2.99.0' on ml.c5.2xlarge",
+     "use one of: 1.13.1 (py39)"),
+    ("python-of-another-version", BASE_SPEC, ["py_version=py313"], "--set py_version=py313", "py_version",
+     "for framework_version '2.3.0' with py_version 'py313' on ml.c5.2xlarge",
+     "use py_version py311 (the Python of the 2.3.0 images), or another framework_version, one of: 1.13.1"),
 ]
 
 
