@@ -96,7 +96,8 @@ def test_streams_and_events(probed):
 
 def test_memory_statistics_read_zero_and_the_gpu_is_free(probed):
     assert probed["memory_statistics"] == {"allocated": 0, "max_allocated": 0, "reserved": 0, "max_reserved": 0,
-                                           "mem_get_info": [24 * GIB, 24 * GIB], "memory_module": 0}
+                                           "mem_get_info": [24 * GIB, 24 * GIB], "memory_module": 0,
+                                           "stats_peak": 0, "stats_ooms": 0, "stats_count": 9 * 3 * 4 + 2 * 4 + 5}
 
 
 def test_legacy_cuda_tensor_types_make_and_name_cpu_tensors(probed):

@@ -137,6 +137,23 @@ def _reset(device=None) -> None:
     devices.index_of(device)
 
 
+_POOLED_STATISTICS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+                      "active_bytes", "inactive_split_bytes", "requested_bytes")
+_METRICS = ("current", "peak", "allocated", "freed")
+
+
+def memory_stats_as_nested_dict(device=None) -> dict:
+    """The caching allocator's statistics, every one 0, so that ``torch.cuda.memory_stats()`` has the keys scripts
+    read (``"allocated_bytes.all.peak"``): a CPU build answers an empty dictionary."""
+    devices.index_of(device)
+    zeros = dict.fromkeys(_METRICS, 0)
+    return {**{name: {pool: dict(zeros) for pool in ("all", "large_pool", "small_pool")}
+               for name in _POOLED_STATISTICS},
+            "oversize_allocations": dict(zeros), "oversize_segments": dict(zeros),
+            **dict.fromkeys(("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+                             "num_device_free"), 0)}
+
+
 def mem_get_info(device=None) -> tuple[int, int]:
     devices.index_of(device)
     return _properties.total_memory, _properties.total_memory
@@ -213,7 +230,8 @@ _FUNCTIONS = {
     "memory_allocated": _zero_bytes, "max_memory_allocated": _zero_bytes, "memory_reserved": _zero_bytes,
     "max_memory_reserved": _zero_bytes, "reset_peak_memory_stats": _reset, "reset_max_memory_allocated": _reset,
     "reset_max_memory_cached": _reset, "reset_accumulated_memory_stats": _reset, "mem_get_info": mem_get_info,
-    "memory_summary": memory_summary, "empty_cache": empty_cache,
+    "memory_summary": memory_summary, "memory_stats_as_nested_dict": memory_stats_as_nested_dict,
+    "empty_cache": empty_cache,
     "set_per_process_memory_fraction": set_per_process_memory_fraction,
     "manual_seed": manual_seed, "manual_seed_all": manual_seed_all, "seed": seed, "seed_all": seed_all,
     "initial_seed": initial_seed, "get_rng_state": get_rng_state, "set_rng_state": set_rng_state,

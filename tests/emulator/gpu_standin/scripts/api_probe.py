@@ -211,7 +211,9 @@ def memory_statistics():
     torch.cuda.empty_cache()
     return {"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated(0),
             "reserved": torch.cuda.memory_reserved(), "max_reserved": torch.cuda.max_memory_reserved(),
-            "mem_get_info": list(torch.cuda.mem_get_info()), "memory_module": torch.cuda.memory.memory_allocated()}
+            "mem_get_info": list(torch.cuda.mem_get_info()), "memory_module": torch.cuda.memory.memory_allocated(),
+            "stats_peak": torch.cuda.memory_stats()["allocated_bytes.all.peak"],
+            "stats_ooms": torch.cuda.memory_stats(0)["num_ooms"], "stats_count": len(torch.cuda.memory_stats())}
 
 
 @probe
