@@ -24,6 +24,7 @@ def all_features() -> dict[str, str]:
         "KmsKeyArn": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
         "DataBucketArns": "arn:aws:s3:::training-data-a,arn:aws:s3:::training-data-b",
         "EnableVpcAccess": "true",
+        "EnableRemoteDebug": "true",
     }
 
 

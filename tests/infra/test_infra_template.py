@@ -207,3 +207,16 @@ def test_a_failed_first_deploy_leaves_no_bucket_while_deleting_the_stack_keeps_i
     bucket = template["Resources"]["Bucket"]
     assert bucket["DeletionPolicy"] == "RetainExceptOnCreate"
     assert bucket["UpdateReplacePolicy"] == "Retain"
+
+
+def test_the_role_opens_a_remote_debug_shell_only_when_the_stack_allows_it(template):
+    """A job with `remote_debug: true` runs the SSM agent, which opens the shell's channels as the job's role;
+    without these permissions `aws ssm start-session` never connects."""
+    [(condition, debug)] = [(node["Fn::If"][0], node["Fn::If"][1])
+                            for node in template["Resources"]["ExecutionPolicy"]["Properties"]["PolicyDocument"]
+                            ["Statement"] if isinstance(node, dict) and "Fn::If" in node
+                            and node["Fn::If"][1].get("Sid") == "OpenRemoteDebugChannels"]
+    assert template["Conditions"][condition] == {"Fn::Equals": [{"Ref": "EnableRemoteDebug"}, "true"]}
+    assert template["Parameters"]["EnableRemoteDebug"]["Default"] == "false"
+    assert sorted(debug["Action"]) == ["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
+                                       "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
