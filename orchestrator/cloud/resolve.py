@@ -27,7 +27,7 @@ from orchestrator.planning.provenance import (
     Source,
 )
 from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefaults, load_sdk_defaults
-from orchestrator.planning.target import FALLBACK_REGION, Missing, Target, bucket_of
+from orchestrator.planning.target import FALLBACK_REGION, Missing, RoleWrites, Target, bucket_of
 from orchestrator.planning.training_defaults import apply_training_defaults, source_of
 from orchestrator.specs.capabilities import check
 from orchestrator.specs.loader import SPEC_WORDS, FieldWords, LoadedSpec
@@ -131,11 +131,14 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     # Asked only when something is missing: a spec that names its role and output path needs no boto3 to plan.
     credentials = functools.cache(lambda: _have_credentials(boto, region))
     missing: list[Missing] = []
+    role_writes = None
     if (not role or not output_path) and credentials():
         stack = _stack_outputs_or_none(boto, region)
         if stack is not None:
             stack_source = Source(INFRA_STACK, stack.stack_name)
-            role = role or _first(sources, "role", (stack.role_arn, stack_source))
+            if not role:
+                role = _first(sources, "role", (stack.role_arn, stack_source))
+                role_writes = RoleWrites(stack.output_path, stack.checkpoint_prefix)
             if not output_path:
                 output_path = _first(sources, "output_path", (stack.output_path, stack_source))
                 code_location = code_location or _first(sources, "code_location", (stack.code_prefix, stack_source))
@@ -170,7 +173,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
                                (_code_next_to(output_path, sources.get("output_path"), defaults), Source(DEFAULT)))
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
                   region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create,
-                  missing=tuple(missing))
+                  role_writes=role_writes, missing=tuple(missing))
 
 
 ROLE_PLACEHOLDER = "<execution role: submit needs one>"

@@ -181,7 +181,7 @@ def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
                                        source="boto3 region chain")]
     findings = [*findings, *(Finding(rule="needed-by-submit", severity="notice", field=item.field,
                                      message=f"submit needs it: {item.message}", fix=item.fix, source="smtrain")
-                             for item in target.missing)]
+                             for item in target.missing), *_beyond_the_roles_reach(spec, target)]
     require_image_in_region(job_spec, target.region)
     instance = lookup(job_spec.instance_type)
     source = package(job_spec.source_dir, max_source_bytes, withhold=_spec_file_with_secrets(spec))
@@ -220,6 +220,27 @@ def value_sources(spec: LoadedSpec, target: Target) -> dict[str, Source]:
             found[path] = Source(origin, mask_text(spec.where(path), secrets)) if origin else Source(DEFAULT)
     found.update((path, source) for path, source in target.sources.items() if path not in found)
     return found
+
+
+def _beyond_the_roles_reach(spec: LoadedSpec, target: Target) -> list[Finding]:
+    """Where the job writes that the infra stack's role may not: SageMaker would train to the end, then fail to
+    upload the model (or, for checkpoints and TensorBoard, fail as it syncs them), the hours billed."""
+    reach = target.role_writes
+    if reach is None:
+        return []
+    job_spec = spec.spec
+    destinations = [("output_path", target.output_path, (reach.outputs, reach.checkpoints)),
+                    ("checkpoint.s3_uri", job_spec.checkpoint.s3_uri if job_spec.checkpoint else None,
+                     (reach.checkpoints,)),
+                    ("tensorboard.s3_uri", job_spec.tensorboard.s3_uri if job_spec.tensorboard else None,
+                     (reach.outputs, reach.checkpoints))]
+    return [Finding(rule="beyond-the-stack-role", severity="warning", field=name,
+                    message=f"the infra stack's role may write only under {' and '.join(prefixes)}: SageMaker "
+                            f"could not write {uri} with it",
+                    fix=f"put it under {prefixes[0]}, or {spec.field_words.set('role', '<a role that may write there>')}",
+                    source=target.sources["role"].where)
+            for name, uri, prefixes in destinations
+            if uri is not None and uri.startswith("s3://") and not uri.startswith(prefixes)]
 
 
 def _require_s3_inputs(spec: JobSpec) -> None:

@@ -26,6 +26,15 @@ class Missing:
 
 
 @dataclass(frozen=True)
+class RoleWrites:
+    """Where a role smtrain made (the infra stack's) may write in S3: job outputs under `outputs`, checkpoints under
+    `checkpoints`, the one prefix where it may also delete, as SageMaker's checkpoint sync does."""
+
+    outputs: str
+    checkpoints: str
+
+
+@dataclass(frozen=True)
 class Target:
     region: str
     role: str
@@ -40,6 +49,8 @@ class Target:
     bucket_to_create: str | None = None
     """The SDK's default bucket (`sagemaker-<region>-<account>`), when nothing named an output path: submit
     creates it if it does not exist yet, after saying so."""
+    role_writes: RoleWrites | None = None
+    """Where the role may write, when smtrain knows (the infra stack's role); None: not known."""
     missing: tuple[Missing, ...] = ()
     """What submit will need and nothing here names (a role; credentials to name the default bucket): the plan
     shows a placeholder for each and says so; submit refuses, naming them all at once."""

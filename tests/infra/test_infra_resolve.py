@@ -42,3 +42,25 @@ def test_infra_show_and_plan_agree(moto_session, all_features, monkeypatch):
                                        "-o", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["create_training_job_request"]["RoleArn"] == outputs.role_arn
+
+
+def test_a_job_writing_where_the_stacks_role_may_not_is_warned_before_it_trains(moto_session, all_features):
+    """The stack's role writes only under outputs/ and checkpoints/: a checkpoint or TensorBoard prefix elsewhere
+    (docs/specs.md's example is s3://<bucket>/tensorboard/) planned clean and failed on SageMaker."""
+    outputs = infra.deploy(infra.Deployment(parameters=all_features, poll_seconds=0), session=moto_session)
+    bucket = f"s3://{outputs.bucket}"
+    elsewhere = plan(load(EXAMPLE, ["role=null", "output_path=s3://another-bucket/out/",
+                                    f"checkpoint.s3_uri={bucket}/ckpt/", f"tensorboard.s3_uri={bucket}/tensorboard/"]),
+                     boto=moto_session)
+    warned = {finding.field: finding for finding in elsewhere.findings if finding.rule == "beyond-the-stack-role"}
+    assert sorted(warned) == ["checkpoint.s3_uri", "output_path", "tensorboard.s3_uri"]
+    assert warned["checkpoint.s3_uri"].message == (
+        f"the infra stack's role may write only under {outputs.checkpoint_prefix}: SageMaker could not write "
+        f"{bucket}/ckpt/ with it")
+    assert warned["checkpoint.s3_uri"].fix.startswith(f"put it under {outputs.checkpoint_prefix}, or set `role:")
+
+    inside = plan(load(EXAMPLE, ["role=null", "output_path=null", f"checkpoint.s3_uri={outputs.checkpoint_prefix}j/",
+                                 f"tensorboard.s3_uri={outputs.output_path}tb/"]), boto=moto_session)
+    assert not [finding for finding in inside.findings if finding.rule == "beyond-the-stack-role"]
+    named_role = plan(load(EXAMPLE, [f"tensorboard.s3_uri={bucket}/tensorboard/"]), boto=moto_session)
+    assert not [finding for finding in named_role.findings if finding.rule == "beyond-the-stack-role"]
