@@ -4,6 +4,7 @@ sitecustomize it shadows, never importing torch itself; and the torch-free modul
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -23,6 +24,16 @@ def test_sitecustomize_without_variable_changes_nothing(standin):
     result = standin.python("-c", REPORT, num_gpus=None)
     assert _report(result.stdout) == {"cuda": False, "patched": False, "tensor_to": "method_descriptor"}
     assert result.stderr == ""
+
+
+def test_the_stand_in_patches_an_older_torch_that_lacks_the_newer_switches(standin):
+    """Debian's torch 1.13, as the public examples run it, lacks what later torch added (the memory-efficient and
+    cuDNN attention switches): every patch of the stand-in must hold on it, or every GPU script fails at import."""
+    older = "/usr/bin/python3"
+    if subprocess.run([older, "-c", "import torch"], capture_output=True, check=False).returncode:
+        pytest.skip(f"{older} has no torch (Debian: apt-get install python3-torch)")
+    result = standin.run([older, "-c", REPORT + "; torch.backends.cuda.enable_flash_sdp(False)"], standin.environment())
+    assert _report(result.stdout) == {"cuda": True, "patched": True, "tensor_to": "function"}
 
 
 def test_sitecustomize_zero_gpus_means_off(standin):
