@@ -25,7 +25,8 @@ def _cpu_only(init):
     def __init__(self, *args, **kwargs) -> None:
         if kwargs.get("use_device") == "cuda":
             kwargs["use_device"] = None
-        kwargs["use_cuda"] = False
+        if kwargs.get("use_cuda"):  # deprecated: a later torch may not take it at all
+            kwargs["use_cuda"] = False
         init(self, *args, **kwargs)
 
     return __init__
