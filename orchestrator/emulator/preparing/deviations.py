@@ -26,7 +26,8 @@ DEVIATIONS = (
      "library (only in its GPU images); --no-gpu-standin leaves both out"),
     ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
      "see as site-packages (after the standard library), not per host into the interpreter"),
-    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
+    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
+     "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
     ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
      "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
      "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "
