@@ -124,8 +124,17 @@ class HangReport:
                      f"blocking read, a sleep, a lock); {stacks}")
 
     def text(self) -> str:
-        """The summary, then each rank's stack as its dumper printed it."""
+        """The summary, why py-spy could not read a rank where it could not, then each rank's stack as its dumper
+        printed it."""
         sections = [self.summary()]
+        refused = [stack for stack in self.stacks if stack.py_spy_refusal]
+        if refused:
+            sections.append(
+                f"py-spy could not read {', '.join(stack.process.name for stack in refused)} "
+                f"({refused[0].py_spy_refusal}): each of them wrote its own stack with faulthandler on SIGABRT, "
+                "which ended it (its log's `Fatal Python error: Aborted`). To read stacks without ending the ranks, "
+                "let py-spy attach: run smtrain as root, or allow this user ptrace (kernel.yama.ptrace_scope 0; in "
+                "a container, --cap-add SYS_PTRACE)")
         for stack in self.stacks:
             body = stack.text.strip() or "(no stack could be read: py-spy missing or refused, no faulthandler output)"
             sections.append(f"--- {stack.process.name}, pid {stack.process.pid}, stack from {stack.source} ---\n{body}")
