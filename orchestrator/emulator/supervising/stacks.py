@@ -187,14 +187,9 @@ def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | 
     return [stacks[process.pid] for process in processes]
 
 
-def py_spy_dump(py_spy: str, pid: int) -> str | None:
-    """One stack of a live process, read without stopping it; None when py-spy cannot."""
-    return py_spy_read(py_spy, pid)[0]
-
-
 def py_spy_read(py_spy: str, pid: int) -> tuple[str | None, str | None]:
-    """py_spy_dump's stack, else None and py-spy's last error line (where ptrace is refused to this user:
-    `Permission Denied: Try running again with elevated permissions ...`)."""
+    """One stack of a live process, read without stopping it; else None and py-spy's last error line (where
+    ptrace is refused to this user: `Permission Denied: Try running again with elevated permissions ...`)."""
     try:
         done = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
                               timeout=PY_SPY_TIMEOUT_SECONDS, check=False)

@@ -24,7 +24,7 @@ from orchestrator.emulator.supervising.stacks import (
     RankStack,
     dump_stacks,
     find_py_spy,
-    py_spy_dump,
+    py_spy_read,
     rank_processes,
 )
 from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
@@ -213,13 +213,16 @@ class StallCheck:
         return True
 
     def _slow(self, silent: float, activities: list[HostActivity], timeout: float) -> SlowReport:
-        """One py-spy dump of the busiest rank (never faulthandler's, which would end it)."""
+        """One py-spy dump of the busiest rank (never faulthandler's, which would end it); where py-spy is refused,
+        its error instead, so that the missing place is explained."""
         where = None
         rank, py_spy = self._sampler.busiest_rank(), find_py_spy()
         if rank is not None and py_spy is not None:
-            text = py_spy_dump(py_spy, rank.pid)
+            text, refusal = py_spy_read(py_spy, rank.pid)
             if text:
                 where = f"{rank.name} is at {RankStack(rank, text, 'py-spy').where}"
+            elif refusal:
+                where = f"where {rank.name} is, py-spy could not read ({refusal})"
         last = self._watchdog.last_step
         return SlowReport(silent, tuple(busy_hosts(activities)), where,
                           (last[0], self._watchdog.since(last[1])) if last else None, timeout)
