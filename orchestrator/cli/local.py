@@ -8,6 +8,7 @@ not how it runs).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,7 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     _print_warnings(loaded)
     # Where no terminal shows the progress bar (a file, a CI log), the script's own lines are the record of the
     # run: they go to stdout, as SageMaker's fit() prints them (to stderr under --output json).
-    stream = None if quiet or sys.stdout.isatty() else (sys.stdout if output == "text" else sys.stderr)
+    stream = None if quiet or _redraws_a_bar() else (sys.stdout if output == "text" else sys.stderr)
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream,
                       command=_command(file, overrides, options, hyperparameters_file),
                       keeps_checkpoints=loaded.spec.checkpoint is not None) as console:
@@ -87,6 +88,12 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
 
         echo_json(asdict(result))
     sys.exit(result.exit_code)
+
+
+def _redraws_a_bar() -> bool:
+    """stdout is a terminal that redraws a line in place: not TERM=dumb (an editor's shell, a CI console with a
+    pseudo-terminal), where rich draws no progress bar and the run showed nothing until it ended."""
+    return sys.stdout.isatty() and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
 
 
 def _command(file: str, overrides: tuple[str, ...], options: Options, hyperparameters_file: Path | None) -> list[str]:

@@ -115,7 +115,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     """The job's source_dir: the runner, the pickled function and arguments, the lines of by-value code (for
     tracebacks), requirements.txt and, for a function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
     reuses it, and nothing is written outside the cache."""
-    from orchestrator.emulator.instances.cache import cache_root
+    from orchestrator.emulator.instances.cache import writable_cache_root
 
     try:
         import cloudpickle
@@ -137,7 +137,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    target = cache_root() / "remote" / digest.hexdigest()[:32]
+    target = writable_cache_root() / "remote" / digest.hexdigest()[:32]
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

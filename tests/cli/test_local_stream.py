@@ -4,6 +4,8 @@ it prefixed [algo-N], as SageMaker's fit() prints them; --quiet turns them off; 
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +69,28 @@ def test_the_emulator_notes_are_one_line_pointing_to_explain(greeting_spec, tmp_
     assert any("`smtrain local --explain`" in line for line in notes), done.stderr
     assert not any("Open MPI 5 runs in place" in line for line in done.stderr.splitlines())
     assert len(notes) <= 3, notes
+
+
+def test_a_dumb_terminal_which_draws_no_progress_bar_gets_the_scripts_own_lines(greeting_spec, tmp_path):
+    """TERM=dumb (an editor's shell, a CI console with a pseudo-terminal): rich draws no bar there, and the run
+    showed nothing between its first notes and its end."""
+    leader, follower = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "orchestrator", "local", str(greeting_spec), "--run-dir",
+                           str(tmp_path / "run")], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+                          cwd=tmp_path, env={**os.environ, "TERM": "dumb"}) as process:
+        os.close(follower)
+        shown = b""
+        while chunk := _read(leader):
+            shown += chunk
+        assert process.wait(timeout=300) == 0, shown.decode(errors="replace")
+    os.close(leader)
+    lines = shown.decode(errors="replace").splitlines()
+    assert "[algo-1] result from algo-1: 42" in lines and "[algo-2] result from algo-2: 42" in lines, lines
+
+
+def _read(fd: int) -> bytes:
+    """The terminal's next output; empty once the last process holding it has closed it (Linux answers EIO)."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return b""

@@ -168,3 +168,26 @@ def test_a_rank_that_computes_before_it_stops_is_slow_first_then_hung(hang_spec,
         result.failure_reason)
     assert "rank 1 (algo-2) at load_next_batch_forever (hang_script.py:" in result.failure_reason
     assert processes_of((tmp_path / "run").resolve()) == []
+
+
+def test_where_ptrace_is_refused_the_report_says_py_spy_could_not_attach_and_how_to_let_it(
+        hang_spec, tmp_path, monkeypatch):
+    """As a CI user under kernel.yama.ptrace_scope 1 (or in a container without SYS_PTRACE) py-spy is refused: the
+    report said only `stack from faulthandler`, beside each rank's `Fatal Python error: Aborted`, not why nor
+    what would read the stacks without ending the ranks."""
+    refused = tmp_path / "py-spy"
+    refused.write_text("#!/bin/sh\necho \"Permission Denied: Try running again with elevated permissions by going "
+                       "'sudo env \\\"PATH=\\$PATH\\\" !!'\" >&2\nexit 1\n")
+    refused.chmod(0o755)
+    monkeypatch.setattr(stall, "find_py_spy", lambda: str(refused))
+    run_dir = tmp_path / "run"
+
+    result = run_local(load(hang_spec), Options(run_dir=run_dir, stall_timeout_seconds=STALL_SECONDS))
+
+    assert (result.status, result.exit_code) == ("Hung", 4)
+    stacks = (run_dir / "stacks.txt").read_text()
+    assert "stack from faulthandler ---" in stacks and " in all_reduce" in stacks
+    assert ("py-spy could not read rank 0 (algo-1), rank 1 (algo-2) (Permission Denied: Try running again with "
+            "elevated permissions") in stacks
+    assert "wrote its own stack with faulthandler on SIGABRT, which ended it" in stacks
+    assert "kernel.yama.ptrace_scope 0; in a container, --cap-add SYS_PTRACE" in stacks

@@ -55,3 +55,24 @@ def test_a_job_writes_its_home_and_tmp_files_inside_the_run(tmp_path):
         assert not (run / "host-tmp").exists()
     finally:
         Path(probe).unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+def test_a_job_s_temporary_files_go_to_its_host_s_tmp_even_where_this_shell_sets_tmpdir(tmp_path):
+    """CI runners often set TMPDIR: inherited, it sent the job's tempfile (and Open MPI's session directory) past
+    the host's own /tmp into that folder, where they stayed after the run."""
+    user_tmp = tmp_path / "user-tmp"
+    user_tmp.mkdir()
+    (tmp_path / "train.py").write_text("import tempfile\nprint('tempdir', tempfile.mkdtemp(), flush=True)\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "tmpdir", "entry_point": "train.py", "framework_version": "2.3.0",
+                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600}))
+    run = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False,
+                            env={**os.environ, "TMPDIR": str(user_tmp), "TEMP": str(user_tmp), "TMP": str(user_tmp)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    if "no mount namespace here" in result.stdout + result.stderr:
+        pytest.skip("no mount namespaces on this machine: /tmp stays the machine's (docs/security.md)")
+    assert "tempdir /tmp/tmp" in (run / "logs" / "algo-1.log").read_text()
+    assert list(user_tmp.iterdir()) == []

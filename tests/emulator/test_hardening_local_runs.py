@@ -61,6 +61,24 @@ def test_a_script_printing_its_arguments_leaves_no_secret_in_the_log_the_console
     assert stat.S_IMODE(config.stat().st_mode) == 0o600  # ... but only this user may read it here
 
 
+def test_a_home_that_cannot_hold_the_cache_is_refused_before_the_run_with_the_variable_that_moves_it(
+        tmp_path, monkeypatch):
+    """A CI user's HOME is often absent or read-only (HOME=/nonexistent): the run said nothing of the cache and
+    stopped half-way with mkdir's traceback."""
+    home = tmp_path / "home"
+    home.write_text("a file, so that not even root can make ~/.cache under it\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SMTRAIN_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    run = tmp_path / "run"
+    result = _smtrain("local", str(_spec(tmp_path)), "--run-dir", str(run))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"smtrain's cache {home}/.cache/smtrain cannot be written" in result.stderr
+    assert "export SMTRAIN_CACHE_DIR=" in result.stderr
+    assert not run.exists()
+
+
 def test_a_container_path_whose_dots_leave_it_is_refused(tmp_path):
     spec = _spec(tmp_path, hyperparameters={"model-dir": "/opt/ml/model/../../../../../escaped"})
     with pytest.raises(SpecError, match=r"leads out of it \(to /escaped\)"):

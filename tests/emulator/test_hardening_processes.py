@@ -141,5 +141,5 @@ def test_second_ctrl_c_kills_at_once(spawner_spec, tmp_path):
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=600) == 130, "".join(lines)
     assert time.monotonic() - first < INTERRUPT_GRACE_SECONDS, "killed before the first Ctrl-C's grace ran out"
-    assert "on a second interruption" in "".join(lines)
+    assert "on a second interruption: killing 1 process: algo-1 rank 0 (pid" in "".join(lines)
     assert _tagged(tag) == []

@@ -19,6 +19,7 @@ import yaml
 
 from orchestrator.emulator.launching import opt_ml
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.deviations import DEVIATIONS
 from orchestrator.specs.loader import load
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -146,3 +147,13 @@ def test_a_write_to_the_machines_opt_ml_is_found(tmp_path):
     (root / "model" / "model.pth").write_bytes(b"weights")
     assert opt_ml.escaped(before, opt_ml.snapshot(str(root))) == [str(root / "model"), str(root / "model/model.pth")]
     assert opt_ml.snapshot(str(tmp_path / "absent")) == {}
+
+
+def test_without_namespaces_the_notice_says_the_host_names_do_not_resolve(tmp_path):
+    """Without a namespace no /etc/hosts names algo-N: the notice said /opt/ml and /tmp were the machine's, not
+    that a script meeting at algo-1 fails, and `--explain` said the names never resolve, though with namespaces
+    they do."""
+    notice = opt_ml.fallback_notice(opt_ml.HostFileSystem(False, "SMTRAIN_NO_NAMESPACES=1"), tmp_path, ())[0]
+    assert "the host names algo-N do not resolve (no /etc/hosts naming them" in notice
+    assert ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do "
+            "not resolve)") in DEVIATIONS[0]

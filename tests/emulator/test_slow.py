@@ -67,3 +67,21 @@ def test_a_busy_smoke_longer_than_the_stall_timeout_ends_at_its_first_step(tmp_p
     assert result["smoke"]["steps_reached"] >= 1 and result["smoke"]["missing"] == []
     assert "slow, not hung: " in done.stderr
     assert "smoke passed: 2 of 2 ranks started" in done.stderr
+
+
+def test_where_py_spy_is_refused_the_slow_notice_says_so_instead_of_where_the_rank_is(tmp_path, notice_recorder,
+                                                                                     monkeypatch):
+    """As a user py-spy may not attach for, the slow notice dropped the busiest rank's place without a word."""
+    from orchestrator.emulator.supervising import stall
+
+    refused = tmp_path / "py-spy"
+    refused.write_text("#!/bin/sh\necho 'Permission Denied: Try running again with elevated permissions' >&2\nexit 1\n")
+    refused.chmod(0o755)
+    monkeypatch.setattr(stall, "find_py_spy", lambda: str(refused))
+    result = run_local(load(busy_spec(tmp_path, "loop")),
+                       Options(run_dir=tmp_path / "run", stall_timeout_seconds=STALL_SECONDS), notice_recorder)
+
+    assert (result.status, result.exit_code) == ("Completed", 0), (result.failure_reason, notice_recorder.notices)
+    slow = [text for text in notice_recorder.notices if text.startswith("slow, not hung: ")]
+    assert slow, notice_recorder.notices
+    assert "py-spy could not read (Permission Denied: Try running again with elevated permissions)" in slow[0]

@@ -86,6 +86,17 @@ def test_a_by_value_function_whose_python_differs_from_the_image_is_refused_at_p
     assert "framework_version=" in error.value.fix and "by reference" in error.value.fix
 
 
+def test_a_cache_that_cannot_be_written_is_refused_with_the_variable_that_moves_it(tmp_path, monkeypatch):
+    """The function travels through smtrain's cache: under an unwritable HOME, mkdir's traceback came instead."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "a-file" / "smtrain"))
+    (tmp_path / "a-file").write_text("")
+    square = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
+        functions.where_am_i)
+    with pytest.raises(EnvironmentProblem, match="smtrain's cache .* cannot be written") as error:
+        square.plan("x")
+    assert "SMTRAIN_CACHE_DIR" in error.value.fix
+
+
 def test_without_a_version_the_image_is_the_newest_with_this_python():
     def cell_function():
         return 1

@@ -125,10 +125,11 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     """A host's process environment, and the part of it the emulator sets.
 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
-    container's variables), the platform's (the request's Environment), the toolkits' on top, then the local
-    deviations (loopback rendezvous, SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the
-    hook that puts the installed requirements after the standard library, the CPU stand-in for CUDA first on
-    it with its variables, torch's JIT extensions and torch.compile's output in smtrain's cache).
+    container's variables and, where the host has its own /tmp, this shell's TMPDIR), the platform's (the
+    request's Environment), the toolkits' on top, then the local deviations (loopback rendezvous,
+    SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the hook that puts the installed
+    requirements after the standard library, the CPU stand-in for CUDA first on it with its variables, torch's JIT
+    extensions and torch.compile's output in smtrain's cache).
     """
     overlay_site, file_system = attempt.overlay_site, attempt.file_system
     own: dict[str, str] = {**platform, **toolkit}
@@ -161,8 +162,14 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     if file_system is not None:
         own.update(file_system.environment(host))
     own.update(accelerators.environment)
-    outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)}
+    outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)
+               and not (file_system is not None and file_system.namespaced and key in _MACHINE_TEMP_VARIABLES)}
     return {**outside, **own}, own
+
+
+_MACHINE_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+"""This shell's temporary folder, which the container's environment lacks: inherited where the host has its own
+/tmp, a job's temporary files (tempfile, Open MPI's session directory) would land there, beside the run, and stay."""
 
 
 def _belongs_to_a_container(name: str) -> bool:

@@ -103,8 +103,9 @@ def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[
     lines = [f"no mount namespace here ({file_system.refused_because}): each host's /opt/ml is its folder under "
              "the run directory through SAGEMAKER_BASE_DIR and the SM_* variables only; a literal /opt/ml path "
              "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
-             "is written there; /tmp is this machine's too, and what the job starts is ended by smtrain alone "
-             "(not after its own kill -9)"]
+             "is written there; /tmp is this machine's too; the host names algo-N do not resolve (no /etc/hosts "
+             "naming them: a script that meets at algo-1 fails, while MASTER_ADDR, 127.0.0.1, works); and what the "
+             "job starts is ended by smtrain alone (not after its own kill -9)"]
     lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "
               "(read SM_MODEL_DIR, SM_OUTPUT_DATA_DIR, SM_CHANNEL_<NAME> instead)"
               for where in literal_paths(source_dir, files)]

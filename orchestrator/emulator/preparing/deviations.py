@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 DEVIATIONS = (
-    ("host names algo-N do not resolve here: MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and "
-     "rendezvous ports are free ports instead of 7777, so runs can share this machine (SM_HOSTS, the config files "
-     "and gethostname() keep algo-N)"),
+    ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do not "
+     "resolve): MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and rendezvous ports are free ports "
+     "instead of 7777, so runs can share this machine (SM_HOSTS, the config files and gethostname() keep algo-N)"),
     ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
      "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
      "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "
@@ -26,7 +26,8 @@ DEVIATIONS = (
      "library (only in its GPU images); --no-gpu-standin leaves both out"),
     ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
      "see as site-packages (after the standard library), not per host into the interpreter"),
-    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables"),
+    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
+     "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
     ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
      "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
      "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.instances.cache import cache_root
+from orchestrator.emulator.instances.cache import cache_root, writable_cache_root
 from orchestrator.emulator.instances.container import (
     DISTRIBUTION_FLAGS,
     Channel,
@@ -343,6 +343,7 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     if interpreter_versions(python)[1] == (0, 0):  # the job would "complete" without its script ever running
         raise EnvironmentProblem(f"{python} is not a Python interpreter: asked with -c for its version, it did not "
                                  "answer as Python does", fix="pass a Python interpreter with --python, e.g. python3")
+    writable_cache_root()
     framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
     runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
     try:

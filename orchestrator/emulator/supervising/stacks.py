@@ -93,6 +93,8 @@ class RankStack:
     text: str
     source: str
     """`py-spy`, `faulthandler`, or `none` when neither could read it."""
+    py_spy_refusal: str | None = None
+    """What py-spy said when it could not read this rank (`Permission Denied: ...`), so faulthandler did."""
 
     @property
     def frames(self) -> list[Frame]:
@@ -168,27 +170,37 @@ def find_py_spy() -> str | None:
 def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | None) -> list[RankStack]:
     """Each rank's stack: py-spy for every rank it can read, faulthandler (which ends the rank) for the rest."""
     stacks: dict[int, RankStack] = {}
+    refusals: dict[int, str] = {}
     if py_spy:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(processes)))) as pool:
-            dumps = pool.map(lambda process: py_spy_dump(py_spy, process.pid), processes)
-            for process, text in zip(processes, dumps, strict=True):
+            dumps = pool.map(lambda process: py_spy_read(py_spy, process.pid), processes)
+            for process, (text, refusal) in zip(processes, dumps, strict=True):
                 if text:
                     stacks[process.pid] = RankStack(process, text, "py-spy")
+                elif refusal:
+                    refusals[process.pid] = refusal
     unread = [process for process in processes if process.pid not in stacks]
     if unread:
         for process, text in _faulthandler_dumps(unread, logs_dir).items():
-            stacks[process.pid] = RankStack(process, text, "faulthandler" if text else "none")
+            stacks[process.pid] = RankStack(process, text, "faulthandler" if text else "none",
+                                            refusals.get(process.pid))
     return [stacks[process.pid] for process in processes]
 
 
-def py_spy_dump(py_spy: str, pid: int) -> str | None:
-    """One stack of a live process, read without stopping it; None when py-spy cannot."""
+def py_spy_read(py_spy: str, pid: int) -> tuple[str | None, str | None]:
+    """One stack of a live process, read without stopping it; else None and py-spy's last error line (where
+    ptrace is refused to this user: `Permission Denied: Try running again with elevated permissions ...`)."""
     try:
         done = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
                               timeout=PY_SPY_TIMEOUT_SECONDS, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+    except subprocess.TimeoutExpired:
+        return None, f"py-spy did not answer within {PY_SPY_TIMEOUT_SECONDS:g} s"
+    except OSError as error:
+        return None, str(error)
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout, None
+    said = done.stderr.strip().splitlines()
+    return None, said[-1] if said else f"py-spy exited {done.returncode}"
 
 
 def _faulthandler_dumps(processes: Sequence[RankProcess], logs_dir: Path) -> dict[RankProcess, str]:

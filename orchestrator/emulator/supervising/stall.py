@@ -24,7 +24,7 @@ from orchestrator.emulator.supervising.stacks import (
     RankStack,
     dump_stacks,
     find_py_spy,
-    py_spy_dump,
+    py_spy_read,
     rank_processes,
 )
 from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
@@ -124,8 +124,17 @@ class HangReport:
                      f"blocking read, a sleep, a lock); {stacks}")
 
     def text(self) -> str:
-        """The summary, then each rank's stack as its dumper printed it."""
+        """The summary, why py-spy could not read a rank where it could not, then each rank's stack as its dumper
+        printed it."""
         sections = [self.summary()]
+        refused = [stack for stack in self.stacks if stack.py_spy_refusal]
+        if refused:
+            sections.append(
+                f"py-spy could not read {', '.join(stack.process.name for stack in refused)} "
+                f"({refused[0].py_spy_refusal}): each of them wrote its own stack with faulthandler on SIGABRT, "
+                "which ended it (its log's `Fatal Python error: Aborted`). To read stacks without ending the ranks, "
+                "let py-spy attach: run smtrain as root, or allow this user ptrace (kernel.yama.ptrace_scope 0; in "
+                "a container, --cap-add SYS_PTRACE)")
         for stack in self.stacks:
             body = stack.text.strip() or "(no stack could be read: py-spy missing or refused, no faulthandler output)"
             sections.append(f"--- {stack.process.name}, pid {stack.process.pid}, stack from {stack.source} ---\n{body}")
@@ -204,13 +213,16 @@ class StallCheck:
         return True
 
     def _slow(self, silent: float, activities: list[HostActivity], timeout: float) -> SlowReport:
-        """One py-spy dump of the busiest rank (never faulthandler's, which would end it)."""
+        """One py-spy dump of the busiest rank (never faulthandler's, which would end it); where py-spy is refused,
+        its error instead, so that the missing place is explained."""
         where = None
         rank, py_spy = self._sampler.busiest_rank(), find_py_spy()
         if rank is not None and py_spy is not None:
-            text = py_spy_dump(py_spy, rank.pid)
+            text, refusal = py_spy_read(py_spy, rank.pid)
             if text:
                 where = f"{rank.name} is at {RankStack(rank, text, 'py-spy').where}"
+            elif refusal:
+                where = f"where {rank.name} is, py-spy could not read ({refusal})"
         last = self._watchdog.last_step
         return SlowReport(silent, tuple(busy_hosts(activities)), where,
                           (last[0], self._watchdog.since(last[1])) if last else None, timeout)

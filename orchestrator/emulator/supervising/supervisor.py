@@ -384,8 +384,9 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
         waiting = tree.alive()
         if waiting and sig != signal.SIGKILL:
+            # The cause first: after a list cut short (`..., and 2 more`) it read as what happens to those 2.
             cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
-            self._notice(f"killing {_described(waiting)} {cause}")
+            self._notice(f"{cause}: killing {_described(waiting)}")
         self._kill_all(tree, waiting)
 
     def _signal(self, processes: list[psutil.Process], sig: int, workers_only: bool,
