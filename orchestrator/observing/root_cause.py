@@ -18,7 +18,7 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -585,22 +585,34 @@ def framework_version_of(described: Mapping[str, Any]) -> str | None:
     return match[1] if match else None
 
 
-def max_runtime_cause(limit_seconds: int | None) -> FailureCause:
-    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped."""
-    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds={limit_seconds}",
-                        None, category="max_runtime",
+def max_runtime_cause(limit_seconds: int | None, found: FailureCause | None = None) -> FailureCause:
+    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped. Where a rank's own
+    error is in the logs (`found`), that error is the cause: the other ranks waited for it until the limit, and a
+    higher limit would only have them wait longer."""
+    limit = f"max_run_seconds={limit_seconds}"
+    if found is not None and found.exception and found.launcher is None and not _CONSEQUENCE.search(found.exception):
+        waited = f"then: the other ranks waited for it until MaxRuntimeExceeded ({limit}) stopped the job"
+        return replace(found, detail=(*found.detail, waited),
+                       fix=found.fix or "fix this error: the run-time limit only ended the wait for it")
+    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than {limit}", None,
+                        category="max_runtime",
                         fix=("raise max_run_seconds in the spec, or save checkpoints (checkpoint.s3_uri) so a new "
                              "job resumes where this one stopped"))
 
 
-def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity."""
+def service_cause(described: Mapping[str, Any], found: FailureCause | None = None) -> FailureCause | None:
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity.
+
+    Args:
+        found: the cause read from the hosts' logs, where read: a rank's error leads over the run-time limit the
+            other ranks ran into waiting for it.
+    """
     secondary = described.get("SecondaryStatus")
     reason = described.get("FailureReason") or ""
     transitions = " ".join(item.get("StatusMessage", "") for item in described.get("SecondaryStatusTransitions", []))
     limit = (described.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
-    if secondary == "MaxRuntimeExceeded" or "MaxRuntimeExceeded" in reason:
-        return max_runtime_cause(limit)
+    if stopped_at_max_runtime(described):
+        return max_runtime_cause(limit, found)
     capacity = re.search(r"(InsufficientCapacity\w*|CapacityError|[Ii]nsufficient capacity)[^.\n]*", reason)
     spot = described.get("EnableManagedSpotTraining")
     if secondary == "MaxWaitTimeExceeded" or (spot and capacity) or ("spot" in transitions.lower() and capacity):
@@ -610,6 +622,11 @@ def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
                                  "spot.max_wait_seconds, try another instance type or region, or run on demand "
                                  "(spot.enabled: false)"))
     return None
+
+
+def stopped_at_max_runtime(described: Mapping[str, Any]) -> bool:
+    return (described.get("SecondaryStatus") == "MaxRuntimeExceeded"
+            or "MaxRuntimeExceeded" in (described.get("FailureReason") or ""))
 
 
 def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:

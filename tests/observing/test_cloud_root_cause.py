@@ -16,6 +16,7 @@ import boto3
 import pytest
 from click.testing import CliRunner
 from job_fakes import described
+from recorded_sagemaker_logs import TORCHRUN, steps, toolkit_start
 
 from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
@@ -286,3 +287,36 @@ def test_spot_capacity_from_the_jobs_description(stubbed_sagemaker):
         "no-spot", status="Stopped", secondary="MaxWaitTimeExceeded", reason="", EnableManagedSpotTraining=True))
     cause = JobClient("no-spot", stubbed_sagemaker).failure_cause()
     assert cause.category == "spot_capacity" and "spot.max_wait_seconds" in cause.fix
+
+
+# torchrun, 2 hosts x 4: rank 3 raised on algo-1, whose agent stopped its host's ranks; algo-2's ranks waited in
+# their next all-reduce (gloo, no watchdog) until SageMaker stopped the job at MaxRuntimeInSeconds.
+RAISED_THEN_HUNG = {
+    "algo-1": [*toolkit_start(TORCHRUN.format(node=0)), *steps(30), *traceback(3, "    x = batch['pixel_values']",
+                                                                              "KeyError: 'pixel_values'")],
+    "algo-2": [*toolkit_start(TORCHRUN.format(node=1)), *steps(30)],
+}
+
+
+def test_a_rank_that_raised_while_the_others_hung_until_max_run_is_the_cause_not_the_limit(stubbed_sagemaker):
+    """Before, the cause was `MaxRuntimeExceeded` with the fix `raise max_run_seconds`: a higher limit would only
+    have billed the hung ranks longer."""
+    cause = cause_of(stubbed_sagemaker, "raised-hung", RAISED_THEN_HUNG, status="Stopped",
+                     secondary="MaxRuntimeExceeded", reason="")
+    assert cause["headline"] == "algo-1 (rank 3) failed: KeyError: 'pixel_values' at train.py:30"
+    waited = "then: the other ranks waited for it until MaxRuntimeExceeded (max_run_seconds=3600) stopped the job"
+    assert cause["detail"] == [waited]
+    assert "max_run_seconds" not in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
+        "raised-hung", status="Stopped", secondary="MaxRuntimeExceeded", reason=""))
+    stubbed_sagemaker.sent.clear()
+    handle = JobClient("raised-hung", stubbed_sagemaker).failure_cause()  # as submit --wait asks, at the end
+    assert handle.headline() == cause["headline"]
+    assert stubbed_sagemaker.sent == ["cloudwatch-logs.DescribeLogStreams"] + ["cloudwatch-logs.GetLogEvents"] * 2
+
+
+def test_a_job_stopped_at_max_run_without_an_error_in_its_logs_is_the_limit(stubbed_sagemaker):
+    hung = {host: lines[:-6] if host == "algo-1" else lines for host, lines in RAISED_THEN_HUNG.items()}
+    cause = cause_of(stubbed_sagemaker, "slow", hung, status="Stopped", secondary="MaxRuntimeExceeded", reason="")
+    assert cause["category"] == "max_runtime" and "raise max_run_seconds" in cause["fix"]

@@ -1,0 +1,52 @@
+"""What a SageMaker PyTorch training container writes around a script, one CloudWatch event per line, as the
+sagemaker-training-toolkit prints it (shortened): shared by the tests that read a failed job's streams."""
+
+from __future__ import annotations
+
+TORCHRUN = ("torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank {node} "
+            "train.py --epochs 3")
+PYTHON = "/opt/conda/bin/python3.11 train.py --epochs 3"
+
+
+def toolkit_start(command: str, installs: list[str] | None = None) -> list[str]:
+    """The toolkit's lines before the script: its imports, an install of requirements.txt where `installs` gives
+    pip's lines, the environment, and the command it invokes."""
+    installing = "2026-11-26 10:40:01,000 sagemaker-training-toolkit INFO     Installing dependencies from requirements"
+    install = ([installing, "/opt/conda/bin/python3.11 -m pip install -r requirements.txt", *installs]
+               if installs is not None else [])
+    return [
+        "bash: cannot set terminal process group (-1): Inappropriate ioctl for device",
+        "bash: no job control in this shell",
+        "2026-11-26 10:40:00,100 sagemaker-training-toolkit INFO     Imported framework sagemaker_pytorch_container",
+        "2026-11-26 10:40:00,200 sagemaker_pytorch_container.training INFO     Block until all host DNS lookups",
+        "2026-11-26 10:40:00,300 sagemaker_pytorch_container.training INFO     Invoking user training script.",
+        *install,
+        "2026-11-26 10:40:05,000 sagemaker-training-toolkit INFO     Invoking user script",
+        "Training Env:", "{", '    "current_host": "algo-1",', '    "hosts": ["algo-1", "algo-2"]', "}",
+        "Environment variables:", 'SM_HOSTS=["algo-1","algo-2"]', "SM_NUM_GPUS=4",
+        "Invoking script with the following command:", "", command, "",
+    ]
+
+
+def toolkit_failure(exit_code: int, command: str = PYTHON, error_class: str = "ExecuteUserScriptError") -> list[str]:
+    """The toolkit's report of a script (or an install) that failed: the lines it logs and SageMaker's
+    FailureReason repeats."""
+    return [
+        "2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Waiting for the process to finish",
+        f"2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Done waiting. Received {exit_code} from it.",
+        "2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    Reporting training FAILURE",
+        f"2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    {error_class}:",
+        f"ExitCode {exit_code}", 'ErrorMessage ""', f'Command "{command}"',
+        f"2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    Encountered exit_code {exit_code}",
+    ]
+
+
+def failure_reason(exit_code: int, command: str = PYTHON, error_class: str = "ExecuteUserScriptError") -> str:
+    """DescribeTrainingJob's FailureReason for the toolkit's report above."""
+    return f'AlgorithmError: {error_class}:\nExitCode {exit_code}\nErrorMessage ""\nCommand "{command}", exit code: ' \
+           f"{exit_code}"
+
+
+def steps(count: int) -> list[str]:
+    """A script's progress lines."""
+    return [f"epoch=1 step={step}/900 train_loss={1 / (step + 1):.4f}" for step in range(1, count + 1)]
