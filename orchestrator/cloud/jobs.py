@@ -114,8 +114,9 @@ class JobClient:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
         file:line and a fix; None while it runs or when it completed. Reads the status (unless a call just read
         it) and the last lines of each host's stream: one DescribeLogStreams page per 50 streams and one
-        GetLogEvents call per stream. A cause the status names (no spot capacity: hosts that may never have
-        started) reads no logs; the run-time limit does, for a rank's error the others waited for until it."""
+        GetLogEvents call per stream. A cause the status names (no spot capacity, an input download that failed:
+        hosts that may never have started) reads no logs; the run-time limit does, for a rank's error the others
+        waited for until it."""
         described = self._described or self._read_status_description()
         if not cause_in_logs(described):
             return failure_cause(described, {})

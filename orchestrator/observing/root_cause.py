@@ -601,7 +601,8 @@ def max_runtime_cause(limit_seconds: int | None, found: FailureCause | None = No
 
 
 def service_cause(described: Mapping[str, Any], found: FailureCause | None = None) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity.
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, and the failures
+    before the script (the input download, capacity, a quota, SageMaker's own error).
 
     Args:
         found: the cause read from the hosts' logs, where read: a rank's error leads over the run-time limit the
@@ -621,6 +622,49 @@ def service_cause(described: Mapping[str, Any], found: FailureCause | None = Non
                             fix=("SageMaker found no spot capacity for this instance type: raise "
                                  "spot.max_wait_seconds, try another instance type or region, or run on demand "
                                  "(spot.enabled: false)"))
+    return _before_the_script(reason)
+
+
+_DATA_DOWNLOAD = re.compile(r"ClientError: Data download failed")
+_SERVICE_FAILURES = (
+    (re.compile(r"CapacityError|InsufficientCapacity|[Ii]nsufficient capacity"), "capacity",
+     ("SageMaker had no capacity for this instance type in the region when the job started: submit it again "
+      "later, list other types in instance.preferences, use another region, or reserve capacity "
+      "(instance.training_plan_arn)")),
+    (re.compile(r"ResourceLimitExceeded"), "quota",
+     ("an account quota of SageMaker is lower than the job needs: request an increase of the quota it names in "
+      "Service Quotas, or use fewer or other instances (`smtrain check SPEC` compares a spec with the quotas)")),
+    (re.compile(r"^InternalServerError"), "service_error",
+     ("SageMaker failed on its side, not in the script: submit the job again; max_retry_attempts in the spec has "
+      "SageMaker retry such a failure by itself")),
+)
+_DOWNLOAD_FIXES = (
+    (re.compile(r"NoSuchKey|NoSuchBucket|\(404\)|does not exist|[Nn]o S3 objects"),
+     ("no S3 object is under an input channel's URI: check the spec's inputs (`aws s3 ls URI`), and that the "
+      "bucket is in the job's region")),
+    (re.compile(r"AccessDenied|\(403\)|Forbidden|KMS"),
+     ("the execution role cannot read an input channel: allow it s3:GetObject and s3:ListBucket on the inputs' "
+      "bucket (and kms:Decrypt on its key, for a KMS-encrypted bucket)")),
+    (re.compile(r"disk space|No space left"),
+     ("the inputs do not fit the instance's volume: raise instance.volume_size_gb, or stream them (inputs' "
+      "input_mode: FastFile)")),
+)
+
+
+def _before_the_script(reason: str) -> FailureCause | None:
+    """What SageMaker's FailureReason names where the hosts' logs cannot: the input download, capacity, a quota
+    or SageMaker's own error, all before (or beside) the script, often before any host wrote a line."""
+    if not reason.strip() or reason.startswith("AlgorithmError"):  # the script's: its message may say anything
+        return None
+    said = reason.strip().splitlines()[0]
+    if _DATA_DOWNLOAD.search(reason):
+        fix = next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
+                   "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
+                   "URIs, region and the role's access to them)")
+        return FailureCause(None, None, said, None, category="data_download", fix=fix)
+    for pattern, category, fix in _SERVICE_FAILURES:
+        if pattern.search(reason):
+            return FailureCause(None, None, said, None, category=category, fix=fix)
     return None
 
 

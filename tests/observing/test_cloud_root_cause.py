@@ -320,3 +320,32 @@ def test_a_job_stopped_at_max_run_without_an_error_in_its_logs_is_the_limit(stub
     hung = {host: lines[:-6] if host == "algo-1" else lines for host, lines in RAISED_THEN_HUNG.items()}
     cause = cause_of(stubbed_sagemaker, "slow", hung, status="Stopped", secondary="MaxRuntimeExceeded", reason="")
     assert cause["category"] == "max_runtime" and "raise max_run_seconds" in cause["fix"]
+
+
+@pytest.mark.parametrize(("reason", "category", "words"), [
+    ("ClientError: Data download failed:NoSuchKey (404): The specified key does not exist.", "data_download",
+     "no S3 object is under an input channel's URI"),
+    ("ClientError: Data download failed:Failed to download data. AccessDenied (403): Access Denied", "data_download",
+     "allow it s3:GetObject and s3:ListBucket"),
+    (("ClientError: Data download failed:Could not download s3://my-bucket/data/train/part-0001.parquet: "
+      "insufficient disk space"), "data_download", "raise instance.volume_size_gb"),
+    (("CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML "
+      "instance type."), "capacity", "instance.preferences"),
+    (("ResourceLimitExceeded: The account-level service limit 'ml.p4d.24xlarge for training job usage' is 2 "
+      "Instances, with current utilization of 2 Instances and a request delta of 2 Instances. Please use AWS Service "
+      "Quotas to request an increase for this quota."), "quota", "Service Quotas"),
+    ("InternalServerError: We encountered an internal error. Please try again.", "service_error", "max_retry_attempts"),
+])
+def test_a_job_that_failed_before_its_hosts_wrote_a_line_is_named_by_its_failure_reason(stubbed_sagemaker, reason,
+                                                                                        category, words):
+    """No stream exists: before, status showed the FailureReason with no cause or fix, `failure_cause` was null in
+    `-o json` and Job.failure_cause() None; now SageMaker's own words are the cause, with the fix, and no log is
+    read for them."""
+    cause = cause_of(stubbed_sagemaker, f"early-{category.replace('_', '-')}", {}, reason=reason)
+    assert (cause["category"], cause["host"], cause["rank"]) == (category, None, None)
+    assert cause["headline"] == f"the job failed: {reason}" and words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("early", reason=reason))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("early", stubbed_sagemaker).failure_cause().category == category
+    assert stubbed_sagemaker.sent == []
