@@ -69,7 +69,13 @@ _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([
 _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
                           r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
                           r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
-                          r"InstallModuleError")
+                          r"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b")
+"""pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
+`error: metadata-generation-failed`), which a failed build of a package prints instead."""
+_PIP_COLLECTING = re.compile(r"^Collecting (\S+)")
+_PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
+_PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
+_PIP_OUTPUT_END = "[end of output]"
 _PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _VERSIONS_KEPT = 3
@@ -273,11 +279,11 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     argparse_error = _ARGPARSE_ERROR.match(text)
     if argparse_error:
         return "argument_rejected", _argparse_fix(argparse_error[2])
+    if _PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
+        return "requirements_install", _pip_fix([text, *lines])
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
-    if _PIP_FAILURE.search(text):
-        return "requirements_install", _pip_fix([text, *lines])
     if exit_code is not None and (exit_code == 137 or exit_code == -9):
         return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
                               "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
@@ -321,6 +327,11 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
 
 def _pip_fix(lines: Sequence[str]) -> str:
     failed = pip_failure_line(lines)
+    if failed and failed.startswith("error: "):
+        return ("pip had to build a package of requirements.txt from source, and the build failed: require a version "
+                "with a wheel for the image's Python and CUDA (or the wheel's URL); a build that imports torch does "
+                "not see the image's torch in pip's isolated build environment: install such a package from the "
+                "script with `pip install --no-build-isolation`")
     said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
     return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
             "image's Python, or drop packages the image already ships")
@@ -333,9 +344,30 @@ def pip_failure_line(lines: Sequence[str]) -> str | None:
     `(from versions: ...)` list of hundreds is cut to its first and last few."""
     errors = [text for line in lines if (text := line.strip()).startswith("ERROR:")]
     chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+              or _failed_build(lines)
               or next((line for line in errors if _PIP_FAILURE.match(line)), None)
               or (errors[-1] if errors else None))
     return _FROM_VERSIONS.sub(_shorter_versions, chosen) if chosen else None
+
+
+def _failed_build(lines: Sequence[str]) -> str | None:
+    """A package pip had to build and could not, as pip >= 22 reports it: its diagnostic code, the requirement
+    it collected last, the step that failed and the build's own error, which pip prints indented between
+    `╰─> [N lines of output]` and `[end of output]`: `error: subprocess-exited-with-error: flash-attn==2.5.6:
+    Getting requirements to build wheel did not run successfully: ModuleNotFoundError: No module named 'torch'`."""
+    stripped = [line.strip() for line in lines]
+    start = next((index for index, line in enumerate(stripped) if line.startswith("error: ")
+                  and _PIP_FAILURE.match(line)), None)
+    if start is None:
+        return None
+    package = next((match[1] for line in reversed(stripped[:start]) if (match := _PIP_COLLECTING.match(line))), None)
+    step = next((match[1] for line in stripped[start:] if (match := _PIP_FAILED_STEP.match(line))), None)
+    begin = next((index + 1 for index, line in enumerate(stripped) if index > start and _PIP_OUTPUT.match(line)),
+                 len(stripped))
+    end = next((index for index in range(begin, len(stripped)) if stripped[index] == _PIP_OUTPUT_END), begin)
+    output = [line for line in stripped[begin:end] if line]
+    said = next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None)
+    return ": ".join(part for part in (stripped[start], package, step, said) if part)
 
 
 def _shorter_versions(match: re.Match[str]) -> str:
@@ -514,7 +546,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             if _SYNTAX_ERROR.match(stripped):
                 return _Found(stripped, (syntax,))
             syntax = None
-        if stripped == _TRACEBACK:
+        if line.rstrip() == _TRACEBACK:  # indented, it is another process's (a package's build under pip)
             began, frames, syntax = True, [], None
         elif not began and (headerless := _SYNTAX_FRAME.match(line.rstrip())):
             syntax = (headerless[1], int(headerless[2]))
@@ -546,7 +578,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
         elif _PIP_FAILURE.match(stripped):
-            return _Found(pip_failure_line([text for _, text in lines[index:]]) or stripped)
+            return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):

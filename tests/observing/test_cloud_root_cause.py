@@ -16,7 +16,7 @@ import boto3
 import pytest
 from click.testing import CliRunner
 from job_fakes import described
-from recorded_sagemaker_logs import TORCHRUN, steps, toolkit_start
+from recorded_sagemaker_logs import TORCHRUN_COMMAND, steps, toolkit_start
 
 from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
@@ -292,9 +292,9 @@ def test_spot_capacity_from_the_jobs_description(stubbed_sagemaker):
 # torchrun, 2 hosts x 4: rank 3 raised on algo-1, whose agent stopped its host's ranks; algo-2's ranks waited in
 # their next all-reduce (gloo, no watchdog) until SageMaker stopped the job at MaxRuntimeInSeconds.
 RAISED_THEN_HUNG = {
-    "algo-1": [*toolkit_start(TORCHRUN.format(node=0)), *steps(30), *traceback(3, "    x = batch['pixel_values']",
-                                                                              "KeyError: 'pixel_values'")],
-    "algo-2": [*toolkit_start(TORCHRUN.format(node=1)), *steps(30)],
+    "algo-1": [*toolkit_start(TORCHRUN_COMMAND.format(node=0)), *steps(30),
+               *traceback(3, "    x = batch['pixel_values']", "KeyError: 'pixel_values'")],
+    "algo-2": [*toolkit_start(TORCHRUN_COMMAND.format(node=1)), *steps(30)],
 }
 
 

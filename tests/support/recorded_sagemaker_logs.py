@@ -3,7 +3,7 @@ sagemaker-training-toolkit prints it (shortened): shared by the tests that read 
 
 from __future__ import annotations
 
-TORCHRUN = ("torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank {node} "
+TORCHRUN_COMMAND = ("torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank {node} "
             "train.py --epochs 3")
 PYTHON = "/opt/conda/bin/python3.11 train.py --epochs 3"
 
