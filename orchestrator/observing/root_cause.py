@@ -64,6 +64,9 @@ _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|
                                  r"[Cc]ollective operation timeout", re.IGNORECASE)
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
                        r"memory'")
+_DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
+                        r"unexpected pos \d+ vs \d+")
+"""A full disk, also as torch.save reports it: its zip writer's `unexpected pos 1641891200 vs 1641891088`."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
 _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
@@ -271,6 +274,10 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "cuda_out_of_memory", ("the GPU ran out of memory: lower the per-device batch size, accumulate "
                                       "gradients over smaller batches, use activation checkpointing or bf16, or an "
                                       "instance type with more GPU memory")
+    if _DISK_FULL.search(text):  # before pip's failure: `Could not install packages due to an OSError: [Errno 28]`
+        return "disk_full", ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
+                             "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
+                             "save_total_limit), and write large files under /opt/ml")
     if _COLLECTIVE_TIMEOUT.search(text):
         return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
                                       "stopped joining it; read the other ranks' last lines for the one that failed "

@@ -16,7 +16,14 @@ import boto3
 import pytest
 from click.testing import CliRunner
 from job_fakes import described
-from recorded_sagemaker_logs import TORCHRUN_COMMAND, steps, toolkit_start
+from recorded_sagemaker_logs import (
+    PYTHON,
+    TORCH_SAVE_DISK_FULL,
+    TORCHRUN_COMMAND,
+    steps,
+    toolkit_failure,
+    toolkit_start,
+)
 
 from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
@@ -349,3 +356,17 @@ def test_a_job_that_failed_before_its_hosts_wrote_a_line_is_named_by_its_failure
     stubbed_sagemaker.sent.clear()
     assert JobClient("early", stubbed_sagemaker).failure_cause().category == category
     assert stubbed_sagemaker.sent == []
+
+
+@pytest.mark.parametrize("error", [
+    TORCH_SAVE_DISK_FULL,
+    ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 120, in <module>',
+     '    shutil.copy(tmp, f"/opt/ml/checkpoints/step_{step}.pt")', "OSError: [Errno 28] No space left on device"],
+])
+def test_a_checkpoint_written_to_a_full_volume(stubbed_sagemaker, error):
+    """Before: category `exception`, no fix."""
+    cause = cause_of(stubbed_sagemaker, "disk-full", {"algo-1": [*toolkit_start(PYTHON), *steps(100), *error,
+                                                                 *toolkit_failure(1)]}, mode="none")
+    assert (cause["category"], cause["location"]) == ("disk_full", "train.py:120")
+    assert cause["headline"] == f"algo-1 (rank 0) failed: {error[-1]} at train.py:120"
+    assert "raise instance.volume_size_gb" in cause["fix"]

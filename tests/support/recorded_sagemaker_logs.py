@@ -50,3 +50,26 @@ def failure_reason(exit_code: int, command: str = PYTHON, error_class: str = "Ex
 def steps(count: int) -> list[str]:
     """A script's progress lines."""
     return [f"epoch=1 step={step}/900 train_loss={1 / (step + 1):.4f}" for step in range(1, count + 1)]
+
+
+SITE = "/opt/conda/lib/python3.11/site-packages"
+TORCH_SAVE_DISK_FULL = f"""\
+Traceback (most recent call last):
+  File "{SITE}/torch/serialization.py", line 628, in save
+    _save(obj, opened_zipfile, pickle_module, pickle_protocol, _disable_byteorder_record)
+  File "{SITE}/torch/serialization.py", line 862, in _save
+    zip_file.write_record(name, storage, num_bytes)
+RuntimeError: [enforce fail at inline_container.cc:764] . PytorchStreamWriter failed writing file data/74: file write failed
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/opt/ml/code/train.py", line 120, in <module>
+    torch.save(state, f"/opt/ml/checkpoints/step_{{step}}.pt")
+  File "{SITE}/torch/serialization.py", line 627, in save
+    with _open_zipfile_writer(f) as opened_zipfile:
+  File "{SITE}/torch/serialization.py", line 475, in __exit__
+    self.file_like.write_end_of_file()
+RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891200 vs 1641891088
+""".splitlines()
+"""torch.save into a full volume: neither exception says `No space left on device`."""
