@@ -67,6 +67,8 @@ _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of 
 _DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
                         r"unexpected pos \d+ vs \d+")
 """A full disk, also as torch.save reports it: its zip writer's `unexpected pos 1641891200 vs 1641891088`."""
+_WORKER_KILLED = re.compile(r"killed by signal: Killed")
+"""A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
 _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
@@ -229,6 +231,8 @@ class _Candidate:
     """Printed under the rank's own tag, not among a launcher's lines."""
     launcher: str | None = None
     """The launcher's own error (torchrun's agent), not a rank's."""
+    chained: tuple[str, ...] = ()
+    """The exceptions the error was raised while handling, or from, oldest first."""
 
     def order(self, hosts: Sequence[str]) -> tuple[int, bool, bool, int, int, bool]:
         """A rank leads over a launcher, an error over a rank's last words (`detail` only), then the lower rank,
@@ -261,8 +265,16 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
                      if (user := source.user_path(path)) is not None), None)
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
+    detail = best.detail
+    if category == "exception":  # a wrapper (`DataLoader worker exited unexpectedly`): what it was raised from
+        for earlier in reversed(best.chained):
+            earlier_category, earlier_fix = classify(earlier, None, all_lines, framework_version)
+            if earlier_category != "exception":
+                category, fix = earlier_category, earlier_fix
+                detail = (*detail, f"caused by: {source.in_text(earlier)}")
+                break
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail,
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, detail,
                         best.launcher)
 
 
@@ -291,7 +303,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
-    if exit_code is not None and (exit_code == 137 or exit_code == -9):
+    if (exit_code is not None and (exit_code == 137 or exit_code == -9)) or _WORKER_KILLED.search(text):
         return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
                               "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
                               "type with more memory")
@@ -431,7 +443,7 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
                                          found.frames, launcher=TORCHRUN_AGENT))
         elif found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
-                                         found.detail, tagged))
+                                         found.detail, tagged, chained=found.chained))
         elif found is not None:
             candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
     named = {(item.host, item.rank) for item in candidates}
@@ -533,6 +545,8 @@ class _Found:
     detail: tuple[str, ...] = ()
     by_agent: bool = False
     """Raised through torchrun's agent's own code: the agent's error, not a rank's."""
+    chained: tuple[str, ...] = ()
+    """The exceptions it was raised while handling, or from (`During handling of the above exception`)."""
 
 
 def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
@@ -546,6 +560,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     agent: _Found | None = None
     syntax: tuple[str, int] | None = None
     """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
+    chained: list[str] = []
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
@@ -566,16 +581,17 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif began and line and not line[0].isspace():
             following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
             if following in _CHAINED:
+                chained.append(stripped)
                 continue
             began = False
             if _LAUNCHER_EXCEPTION.search(stripped):
-                frames = []
+                frames, chained = [], []
                 continue
             if any(_AGENT_FRAME.search(path) for path, _ in frames):
                 agent = agent or _Found(stripped, tuple(frames), by_agent=True)
-                frames = []
+                frames, chained = [], []
                 continue
-            return _Found(stripped, tuple(frames))
+            return _Found(stripped, tuple(frames), chained=tuple(chained))
         elif began:
             continue
         elif stripped.startswith("usage: "):
