@@ -84,6 +84,7 @@ _PIP_OUTPUT_END = "[end of output]"
 _PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _VERSIONS_KEPT = 3
+_MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
@@ -233,6 +234,8 @@ class _Candidate:
     """The launcher's own error (torchrun's agent), not a rank's."""
     chained: tuple[str, ...] = ()
     """The exceptions the error was raised while handling, or from, oldest first."""
+    more: tuple[str, ...] = ()
+    """The lines its message goes on over."""
 
     def order(self, hosts: Sequence[str]) -> tuple[int, bool, bool, int, int, bool]:
         """A rank leads over a launcher, an error over a rank's last words (`detail` only), then the lower rank,
@@ -266,6 +269,10 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
     detail = best.detail
+    if best.more:  # a message over several lines: NCCL's `Last error: Cuda failure 'out of memory'` decides
+        whole = classify(" ".join((best.exception or "", *best.more)), best.exit_code, all_lines, framework_version)
+        if whole[0] != category:
+            (category, fix), detail = whole, (*detail, f"message: {' '.join(best.more)}")
     if category == "exception":  # a wrapper (`DataLoader worker exited unexpectedly`): what it was raised from
         for earlier in reversed(best.chained):
             earlier_category, earlier_fix = classify(earlier, None, all_lines, framework_version)
@@ -442,8 +449,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
         elif found is not None and found.exception:
-            candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
-                                         found.detail, tagged, chained=found.chained))
+            candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
+                                         found.frames, found.detail, tagged, chained=found.chained, more=found.more))
         elif found is not None:
             candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
     named = {(item.host, item.rank) for item in candidates}
@@ -469,7 +476,9 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
     return _Found("", detail=(f"last line: {said}",)) if said else None
 
 
-def _tier(exception: str) -> int:
+def _tier(exception: str, more: Sequence[str] = ()) -> int:
+    if _CUDA_OOM.search(" ".join((exception, *more))):
+        return OWN  # also where NCCL reports it, its error's last line: `Cuda failure 'out of memory'`
     if _COLLECTIVE_TIMEOUT.search(exception):
         return COLLECTIVE
     if _CONSEQUENCE.search(exception):
@@ -547,6 +556,8 @@ class _Found:
     """Raised through torchrun's agent's own code: the agent's error, not a rank's."""
     chained: tuple[str, ...] = ()
     """The exceptions it was raised while handling, or from (`During handling of the above exception`)."""
+    more: tuple[str, ...] = ()
+    """The lines its message goes on over, after its first."""
 
 
 def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
@@ -591,7 +602,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
                 agent = agent or _Found(stripped, tuple(frames), by_agent=True)
                 frames, chained = [], []
                 continue
-            return _Found(stripped, tuple(frames), chained=tuple(chained))
+            return _Found(stripped, tuple(frames), chained=tuple(chained), more=_message_rest(lines, index))
         elif began:
             continue
         elif stripped.startswith("usage: "):
@@ -612,6 +623,19 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
             return _Found(stripped)
     return agent
+
+
+def _message_rest(lines: list[tuple[int, str]], index: int) -> tuple[str, ...]:
+    """The lines an error's message goes on over after its first (at most a few), up to a blank line, a
+    traceback or a launcher's line."""
+    rest: list[str] = []
+    for _, text in lines[index + 1:index + 1 + _MESSAGE_LINES]:
+        stripped = text.strip()
+        if (not stripped or stripped == _TRACEBACK or stripped in _CHAINED or _FRAME.match(text)
+                or _LAUNCHER_LINE.search(text) or _NOTE.match(stripped)):
+            break
+        rest.append(stripped)
+    return tuple(rest)
 
 
 def launcher_of(described: Mapping[str, Any]) -> Launcher:
