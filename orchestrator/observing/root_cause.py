@@ -57,6 +57,9 @@ _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
                           r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
                           r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
+_PEER_EXITED = re.compile(r"remote process exited|ncclRemoteError|Connection closed by remote peer")
+"""NCCL's words for a peer that exited (`NCCL error: remote process exited or there was a network error`): what a
+rank gets because another failed first, never a timeout of its own."""
 _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
                                  r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
                                  r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
@@ -297,6 +300,10 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "disk_full", ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
                              "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
                              "save_total_limit), and write large files under /opt/ml")
+    if _PEER_EXITED.search(text):
+        return "peer_lost", ("this rank lost a peer that exited first (NCCL: remote process exited): the peer's own "
+                             "error is the cause; read every host's last lines (`smtrain logs JOB --host algo-N --tail "
+                             "50`): a rank that exited without a word was usually killed by the OOM killer")
     if _COLLECTIVE_TIMEOUT.search(text):
         return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
                                       "stopped joining it; read the other ranks' last lines for the one that failed "
@@ -479,6 +486,8 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
 def _tier(exception: str, more: Sequence[str] = ()) -> int:
     if _CUDA_OOM.search(" ".join((exception, *more))):
         return OWN  # also where NCCL reports it, its error's last line: `Cuda failure 'out of memory'`
+    if _PEER_EXITED.search(exception):
+        return CONSEQUENCE
     if _COLLECTIVE_TIMEOUT.search(exception):
         return COLLECTIVE
     if _CONSEQUENCE.search(exception):

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import described
 from recorded_sagemaker_logs import (
+    NCCL_PEER_LOST,
     PYTHON,
     TORCH_SAVE_DISK_FULL,
     TORCHRUN_COMMAND,
@@ -370,3 +371,33 @@ def test_a_checkpoint_written_to_a_full_volume(stubbed_sagemaker, error):
     assert (cause["category"], cause["location"]) == ("disk_full", "train.py:120")
     assert cause["headline"] == f"algo-1 (rank 0) failed: {error[-1]} at train.py:120"
     assert "raise instance.volume_size_gb" in cause["fix"]
+
+
+def _torchrun_summary(host: str, root: tuple[int, int, int], others: list[tuple[int, int, int]]) -> list[str]:
+    """torchrun's ChildFailedError report: each (rank, local rank, exit code) it names, the first as the root."""
+    def entry(number: int, rank: int, local: int, code: int) -> list[str]:
+        return [f"[{number}]:", f"  host      : {host}", f"  rank      : {rank} (local_rank: {local})",
+                f"  exitcode  : {code} (pid: {90 + local})", "  error_file: <N/A>"]
+    failures = [line for number, item in enumerate(others, 1) for line in entry(number, *item)]
+    return ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60, "train.py FAILED",
+            "-" * 60, *(["Failures:", *failures, "-" * 60] if others else []),
+            "Root Cause (first observed failure):", *entry(0, *root), "=" * 60]
+
+
+def test_a_rank_the_oom_killer_ended_leads_over_the_nccl_errors_of_the_ranks_that_lost_it(stubbed_sagemaker):
+    """Rank 5 (algo-2) was killed by SIGKILL without a word; algo-1's ranks 0 and 1 then failed in NCCL with
+    `remote process exited`. Before: `algo-1 (rank 0) failed: ... NCCL error ... remote process exited` with the
+    collective-timeout fix (raise the timeout); now the killed rank, and a peer's loss is never a timeout."""
+    peer_lost = [*NCCL_PEER_LOST, *[line.replace("[rank0]", "[rank1]") for line in NCCL_PEER_LOST]]
+    logs = {"algo-1": [*toolkit_start(TORCHRUN_COMMAND.format(node=0)), *steps(20), *peer_lost,
+                       *_torchrun_summary("algo-1", (0, 0, 1), [(1, 1, 1), (2, 2, -15), (3, 3, -15)]),
+                       *toolkit_failure(1, TORCHRUN_COMMAND.format(node=0))],
+            "algo-2": [*toolkit_start(TORCHRUN_COMMAND.format(node=1)), *steps(20),
+                       *_torchrun_summary("algo-2", (5, 1, -9), [(4, 0, -15), (6, 2, -15), (7, 3, -15)]),
+                       *toolkit_failure(1, TORCHRUN_COMMAND.format(node=1))]}
+    cause = cause_of(stubbed_sagemaker, "oom-killed-rank", logs)
+    assert cause["headline"] == "algo-2 (rank 5) was killed by signal 9 (SIGKILL)"
+    assert cause["category"] == "oom_killed"
+
+    alone = cause_of(stubbed_sagemaker, "peer-lost", {"algo-1": logs["algo-1"]})  # algo-2's stream not there
+    assert (alone["rank"], alone["category"]) == (0, "peer_lost") and "timeout" not in alone["fix"]

@@ -4,6 +4,8 @@ only lost the failing rank, argparse's rejection, and each classified cause with
 
 from __future__ import annotations
 
+from recorded_sagemaker_logs import NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST
+
 from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
 
 # What torchrun printed when rank 2 aborted at exit in gloo's teardown race (a CI run, shortened).
@@ -219,25 +221,6 @@ def test_a_dataloader_worker_the_oom_killer_ended_is_classified_by_the_exception
     assert cause.category == "oom_killed" and "num_workers" in cause.fix
     alone = read_cause({"algo-1": DATALOADER_WORKER_KILLED[:6]}, _torchrun(["algo-1"], 4))
     assert (alone.category, alone.detail) == ("oom_killed", ())
-
-
-def _nccl_error(rank: int, what: str, *last_error: str) -> list[str]:
-    """A DistBackendError as torch 2.3 prints it under `[rankN]:`: NCCL's message goes on over several lines."""
-    return [f"[rank{rank}]: {line}" for line in [
-        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 40, in <module>',
-        "    model = DDP(model, device_ids=[local_rank])",
-        (f"torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
-         f"{what}, NCCL version 2.20.5"), *last_error]]
-
-
-# Rank 5 ran out of GPU memory inside NCCL's setup of DDP; rank 0, on the other host, lost it.
-NCCL_OUT_OF_MEMORY = _nccl_error(5, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
-                                 "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
-                                 "Cuda failure 'out of memory'")
-NCCL_PEER_LOST = _nccl_error(0, "remote process exited or there was a network error",
-                             ("ncclRemoteError: A call failed possibly due to a network error or a remote process "
-                              "exiting prematurely."), "Last error:",
-                             "socketProgress: Connection closed by remote peer algo-2<52322>")
 
 
 def test_an_out_of_memory_nccl_reports_in_the_last_lines_of_its_message_is_the_ranks_own_error():

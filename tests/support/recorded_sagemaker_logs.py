@@ -73,3 +73,22 @@ Traceback (most recent call last):
 RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891200 vs 1641891088
 """.splitlines()
 """torch.save into a full volume: neither exception says `No space left on device`."""
+
+
+def nccl_error(rank: int, what: str, *last_error: str) -> list[str]:
+    """A DistBackendError as torch 2.3 prints it under `[rankN]:`: NCCL's message goes on over several lines."""
+    return [f"[rank{rank}]: {line}" for line in [
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 40, in <module>',
+        "    model = DDP(model, device_ids=[local_rank])",
+        (f"torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+         f"{what}, NCCL version 2.20.5"), *last_error]]
+
+
+# Rank 5 ran out of GPU memory inside NCCL's setup of DDP; rank 0, on the other host, lost it.
+NCCL_OUT_OF_MEMORY = nccl_error(5, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+                                "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+                                "Cuda failure 'out of memory'")
+NCCL_PEER_LOST = nccl_error(0, "remote process exited or there was a network error",
+                            ("ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                             "exiting prematurely."), "Last error:",
+                            "socketProgress: Connection closed by remote peer algo-2<52322>")
