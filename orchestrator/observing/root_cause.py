@@ -770,6 +770,20 @@ def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
     return None
 
 
+def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
+    """The toolkit's FailureReason for a script that failed (`ExitCode 137`, the error lines of its `ErrorMessage`)
+    where no host's stream holds a cause: the streams expired (the log group's retention) or were never written."""
+    reason = described.get("FailureReason") or ""
+    codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
+    message = reason.partition('ErrorMessage "')[2].rpartition('"')[0].splitlines()
+    found = _first_error([(index, line.strip()) for index, line in enumerate(message)])
+    exception = found.exception if found and found.exception else None
+    if exception is None and not codes:
+        return None
+    category, fix = classify(exception, codes[0] if codes else None, message, framework_version_of(described))
+    return FailureCause(None, None, exception, codes[0] if codes else None, category=category, fix=fix)
+
+
 def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
     """The toolkit's install of requirements.txt failed on every host, before the script ran."""
     said = pip_failure_line(pip_output)

@@ -21,6 +21,7 @@ from recorded_sagemaker_logs import (
     PYTHON,
     TORCH_SAVE_DISK_FULL,
     TORCHRUN_COMMAND,
+    failure_reason,
     steps,
     toolkit_failure,
     toolkit_start,
@@ -401,3 +402,18 @@ def test_a_rank_the_oom_killer_ended_leads_over_the_nccl_errors_of_the_ranks_tha
 
     alone = cause_of(stubbed_sagemaker, "peer-lost", {"algo-1": logs["algo-1"]})  # algo-2's stream not there
     assert (alone["rank"], alone["category"]) == (0, "peer_lost") and "timeout" not in alone["fix"]
+
+
+@pytest.mark.parametrize(("exit_code", "message", "headline", "category"), [
+    (137, "", "the job exited with code 137", "oom_killed"),
+    (1, ("Traceback (most recent call last)\n File \"/opt/ml/code/train.py\", line 3, in <module>\n import wandb\n "
+         "ModuleNotFoundError: No module named 'wandb'\n"),
+     "the job failed: ModuleNotFoundError: No module named 'wandb'", "import_error"),
+])
+def test_a_failed_job_whose_streams_expired_is_named_by_the_toolkits_failure_reason(stubbed_sagemaker, exit_code,
+                                                                                    message, headline, category):
+    """The log group's retention deleted the streams (or they were never written): before, no cause and no fix;
+    now the toolkit's `ExitCode` and `ErrorMessage`, which SageMaker keeps in the FailureReason."""
+    reason = failure_reason(exit_code).replace('ErrorMessage ""', f'ErrorMessage "{message}"')
+    cause = cause_of(stubbed_sagemaker, f"expired-{exit_code}", {}, mode="none", reason=reason)
+    assert (cause["headline"], cause["category"], cause["exit_code"]) == (headline, category, exit_code)
