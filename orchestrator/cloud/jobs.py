@@ -17,8 +17,14 @@ from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
-from orchestrator.observing.progress import FAILURE_READ_LINES, JobProgress, failure_cause, job_progress
-from orchestrator.observing.root_cause import FailureCause, SourcePaths, service_cause
+from orchestrator.observing.progress import (
+    FAILURE_READ_LINES,
+    JobProgress,
+    cause_in_logs,
+    failure_cause,
+    job_progress,
+)
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
@@ -100,7 +106,7 @@ class JobClient:
                 the one read last, when the caller has just read it.
         """
         described = self._read_status_description() if refresh_status or not self._described else self._described
-        if described.get("TrainingJobStatus") == "Failed":  # room for every rank's traceback: still one call each
+        if cause_in_logs(described):  # room for every rank's traceback: still one call each
             tail_lines = max(tail_lines, FAILURE_READ_LINES)
         return job_progress(described, self._tails(described, tail_lines), self._source_paths())
 
@@ -108,10 +114,11 @@ class JobClient:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
         file:line and a fix; None while it runs or when it completed. Reads the status (unless a call just read
         it) and the last lines of each host's stream: one DescribeLogStreams page per 50 streams and one
-        GetLogEvents call per stream. A cause the status names (the run-time limit, no spot capacity: hosts that
-        may never have started) reads no logs."""
+        GetLogEvents call per stream. A cause the status names (no spot capacity, an input download that failed:
+        hosts that may never have started) reads no logs; the run-time limit does, for a rank's error the others
+        waited for until it."""
         described = self._described or self._read_status_description()
-        if described.get("TrainingJobStatus") != "Failed" or service_cause(described) is not None:
+        if not cause_in_logs(described):
             return failure_cause(described, {})
         return self.progress(refresh_status=False).failure_cause
 

@@ -17,6 +17,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.observing.log_lines import LogLine
+from orchestrator.observing.metric_series import (
+    ProgressEstimate,
+    compile_definitions,
+    estimate_progress,
+    extract,
+    step_mark,
+)
 from orchestrator.observing.root_cause import (
     FailureCause,
     SourcePaths,
@@ -24,14 +31,9 @@ from orchestrator.observing.root_cause import (
     launcher_of,
     read_cause,
     reported_install_cause,
+    reported_script_cause,
     service_cause,
-)
-from orchestrator.observing.metric_series import (
-    ProgressEstimate,
-    compile_definitions,
-    estimate_progress,
-    extract,
-    step_mark,
+    stopped_at_max_runtime,
 )
 from orchestrator.specs.catalog import catalog, lookup, on_demand_cost
 
@@ -145,12 +147,21 @@ def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[Log
     the hosts' lines; None while it runs or when it completed."""
     if described.get("TrainingJobStatus") not in ("Failed", "Stopped"):
         return None
-    said = service_cause(described)
-    if said is not None or described.get("TrainingJobStatus") != "Failed":
-        return said
     found = read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
                        launcher_of(described), source=source, framework_version=framework_version_of(described))
-    return found or reported_install_cause(described)
+    said = service_cause(described, found)
+    if said is not None or described.get("TrainingJobStatus") != "Failed":
+        return said
+    return found or reported_install_cause(described) or reported_script_cause(described)
+
+
+def cause_in_logs(described: Mapping[str, Any]) -> bool:
+    """Whether a job's failure cause is read from its hosts' logs: a failed job's, unless SageMaker names the
+    cause (no spot capacity: hosts that may never have started); a job stopped at its run-time limit's too, for the
+    rank whose error the others waited for until the limit."""
+    if stopped_at_max_runtime(described):
+        return True
+    return described.get("TrainingJobStatus") == "Failed" and service_cause(described) is None
 
 
 def failing_host(failure_reason: str, tails: Mapping[str, Sequence[LogLine]]) -> str | None:

@@ -18,7 +18,7 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,9 @@ _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
                           r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
                           r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
+_PEER_EXITED = re.compile(r"remote process exited|ncclRemoteError|Connection closed by remote peer")
+"""NCCL's words for a peer that exited (`NCCL error: remote process exited or there was a network error`): what a
+rank gets because another failed first, never a timeout of its own."""
 _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
                                  r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
                                  r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
@@ -64,15 +67,27 @@ _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|
                                  r"[Cc]ollective operation timeout", re.IGNORECASE)
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
                        r"memory'")
+_DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
+                        r"unexpected pos \d+ vs \d+")
+"""A full disk, also as torch.save reports it: its zip writer's `unexpected pos 1641891200 vs 1641891088`."""
+_WORKER_KILLED = re.compile(r"killed by signal: Killed")
+"""A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
 _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
                           r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
                           r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
-                          r"InstallModuleError")
+                          r"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b")
+"""pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
+`error: metadata-generation-failed`), which a failed build of a package prints instead."""
+_PIP_COLLECTING = re.compile(r"^Collecting (\S+)")
+_PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
+_PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
+_PIP_OUTPUT_END = "[end of output]"
 _PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _VERSIONS_KEPT = 3
+_MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
@@ -220,6 +235,10 @@ class _Candidate:
     """Printed under the rank's own tag, not among a launcher's lines."""
     launcher: str | None = None
     """The launcher's own error (torchrun's agent), not a rank's."""
+    chained: tuple[str, ...] = ()
+    """The exceptions the error was raised while handling, or from, oldest first."""
+    more: tuple[str, ...] = ()
+    """The lines its message goes on over."""
 
     def order(self, hosts: Sequence[str]) -> tuple[int, bool, bool, int, int, bool]:
         """A rank leads over a launcher, an error over a rank's last words (`detail` only), then the lower rank,
@@ -252,8 +271,20 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
                      if (user := source.user_path(path)) is not None), None)
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
+    detail = best.detail
+    if best.more:  # a message over several lines: NCCL's `Last error: Cuda failure 'out of memory'` decides
+        whole = classify(" ".join((best.exception or "", *best.more)), best.exit_code, all_lines, framework_version)
+        if whole[0] != category:
+            (category, fix), detail = whole, (*detail, f"message: {' '.join(best.more)}")
+    if category == "exception":  # a wrapper (`DataLoader worker exited unexpectedly`): what it was raised from
+        for earlier in reversed(best.chained):
+            earlier_category, earlier_fix = classify(earlier, None, all_lines, framework_version)
+            if earlier_category != "exception":
+                category, fix = earlier_category, earlier_fix
+                detail = (*detail, f"caused by: {source.in_text(earlier)}")
+                break
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, best.detail,
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, detail,
                         best.launcher)
 
 
@@ -265,6 +296,14 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "cuda_out_of_memory", ("the GPU ran out of memory: lower the per-device batch size, accumulate "
                                       "gradients over smaller batches, use activation checkpointing or bf16, or an "
                                       "instance type with more GPU memory")
+    if _DISK_FULL.search(text):  # before pip's failure: `Could not install packages due to an OSError: [Errno 28]`
+        return "disk_full", ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
+                             "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
+                             "save_total_limit), and write large files under /opt/ml")
+    if _PEER_EXITED.search(text):
+        return "peer_lost", ("this rank lost a peer that exited first (NCCL: remote process exited): the peer's own "
+                             "error is the cause; read every host's last lines (`smtrain logs JOB --host algo-N --tail "
+                             "50`): a rank that exited without a word was usually killed by the OOM killer")
     if _COLLECTIVE_TIMEOUT.search(text):
         return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
                                       "stopped joining it; read the other ranks' last lines for the one that failed "
@@ -273,12 +312,12 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     argparse_error = _ARGPARSE_ERROR.match(text)
     if argparse_error:
         return "argument_rejected", _argparse_fix(argparse_error[2])
+    if _PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
+        return "requirements_install", _pip_fix([text, *lines])
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
-    if _PIP_FAILURE.search(text):
-        return "requirements_install", _pip_fix([text, *lines])
-    if exit_code is not None and (exit_code == 137 or exit_code == -9):
+    if (exit_code is not None and (exit_code == 137 or exit_code == -9)) or _WORKER_KILLED.search(text):
         return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
                               "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
                               "type with more memory")
@@ -321,6 +360,11 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
 
 def _pip_fix(lines: Sequence[str]) -> str:
     failed = pip_failure_line(lines)
+    if failed and failed.startswith("error: "):
+        return ("pip had to build a package of requirements.txt from source, and the build failed: require a version "
+                "with a wheel for the image's Python and CUDA (or the wheel's URL); a build that imports torch does "
+                "not see the image's torch in pip's isolated build environment: install such a package from the "
+                "script with `pip install --no-build-isolation`")
     said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
     return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
             "image's Python, or drop packages the image already ships")
@@ -333,9 +377,30 @@ def pip_failure_line(lines: Sequence[str]) -> str | None:
     `(from versions: ...)` list of hundreds is cut to its first and last few."""
     errors = [text for line in lines if (text := line.strip()).startswith("ERROR:")]
     chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+              or _failed_build(lines)
               or next((line for line in errors if _PIP_FAILURE.match(line)), None)
               or (errors[-1] if errors else None))
     return _FROM_VERSIONS.sub(_shorter_versions, chosen) if chosen else None
+
+
+def _failed_build(lines: Sequence[str]) -> str | None:
+    """A package pip had to build and could not, as pip >= 22 reports it: its diagnostic code, the requirement
+    it collected last, the step that failed and the build's own error, which pip prints indented between
+    `╰─> [N lines of output]` and `[end of output]`: `error: subprocess-exited-with-error: flash-attn==2.5.6:
+    Getting requirements to build wheel did not run successfully: ModuleNotFoundError: No module named 'torch'`."""
+    stripped = [line.strip() for line in lines]
+    start = next((index for index, line in enumerate(stripped) if line.startswith("error: ")
+                  and _PIP_FAILURE.match(line)), None)
+    if start is None:
+        return None
+    package = next((match[1] for line in reversed(stripped[:start]) if (match := _PIP_COLLECTING.match(line))), None)
+    step = next((match[1] for line in stripped[start:] if (match := _PIP_FAILED_STEP.match(line))), None)
+    begin = next((index + 1 for index, line in enumerate(stripped) if index > start and _PIP_OUTPUT.match(line)),
+                 len(stripped))
+    end = next((index for index in range(begin, len(stripped)) if stripped[index] == _PIP_OUTPUT_END), begin)
+    output = [line for line in stripped[begin:end] if line]
+    said = next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None)
+    return ": ".join(part for part in (stripped[start], package, step, said) if part)
 
 
 def _shorter_versions(match: re.Match[str]) -> str:
@@ -391,8 +456,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
         elif found is not None and found.exception:
-            candidates.append(_Candidate(_tier(found.exception), owner, rank, found.exception, code, found.frames,
-                                         found.detail, tagged))
+            candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
+                                         found.frames, found.detail, tagged, chained=found.chained, more=found.more))
         elif found is not None:
             candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
     named = {(item.host, item.rank) for item in candidates}
@@ -418,7 +483,11 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
     return _Found("", detail=(f"last line: {said}",)) if said else None
 
 
-def _tier(exception: str) -> int:
+def _tier(exception: str, more: Sequence[str] = ()) -> int:
+    if _CUDA_OOM.search(" ".join((exception, *more))):
+        return OWN  # also where NCCL reports it, its error's last line: `Cuda failure 'out of memory'`
+    if _PEER_EXITED.search(exception):
+        return CONSEQUENCE
     if _COLLECTIVE_TIMEOUT.search(exception):
         return COLLECTIVE
     if _CONSEQUENCE.search(exception):
@@ -494,6 +563,10 @@ class _Found:
     detail: tuple[str, ...] = ()
     by_agent: bool = False
     """Raised through torchrun's agent's own code: the agent's error, not a rank's."""
+    chained: tuple[str, ...] = ()
+    """The exceptions it was raised while handling, or from (`During handling of the above exception`)."""
+    more: tuple[str, ...] = ()
+    """The lines its message goes on over, after its first."""
 
 
 def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
@@ -507,6 +580,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     agent: _Found | None = None
     syntax: tuple[str, int] | None = None
     """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
+    chained: list[str] = []
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
@@ -514,7 +588,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             if _SYNTAX_ERROR.match(stripped):
                 return _Found(stripped, (syntax,))
             syntax = None
-        if stripped == _TRACEBACK:
+        if line.rstrip() == _TRACEBACK:  # indented, it is another process's (a package's build under pip)
             began, frames, syntax = True, [], None
         elif not began and (headerless := _SYNTAX_FRAME.match(line.rstrip())):
             syntax = (headerless[1], int(headerless[2]))
@@ -527,16 +601,17 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif began and line and not line[0].isspace():
             following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
             if following in _CHAINED:
+                chained.append(stripped)
                 continue
             began = False
             if _LAUNCHER_EXCEPTION.search(stripped):
-                frames = []
+                frames, chained = [], []
                 continue
             if any(_AGENT_FRAME.search(path) for path, _ in frames):
                 agent = agent or _Found(stripped, tuple(frames), by_agent=True)
-                frames = []
+                frames, chained = [], []
                 continue
-            return _Found(stripped, tuple(frames))
+            return _Found(stripped, tuple(frames), chained=tuple(chained), more=_message_rest(lines, index))
         elif began:
             continue
         elif stripped.startswith("usage: "):
@@ -546,7 +621,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
         elif _PIP_FAILURE.match(stripped):
-            return _Found(pip_failure_line([text for _, text in lines[index:]]) or stripped)
+            return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(stripped)
         elif _CPP_TERMINATE.match(stripped):
@@ -557,6 +632,19 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
             return _Found(stripped)
     return agent
+
+
+def _message_rest(lines: list[tuple[int, str]], index: int) -> tuple[str, ...]:
+    """The lines an error's message goes on over after its first (at most a few), up to a blank line, a
+    traceback or a launcher's line."""
+    rest: list[str] = []
+    for _, text in lines[index + 1:index + 1 + _MESSAGE_LINES]:
+        stripped = text.strip()
+        if (not stripped or stripped == _TRACEBACK or stripped in _CHAINED or _FRAME.match(text)
+                or _LAUNCHER_LINE.search(text) or _NOTE.match(stripped)):
+            break
+        rest.append(stripped)
+    return tuple(rest)
 
 
 def launcher_of(described: Mapping[str, Any]) -> Launcher:
@@ -585,22 +673,35 @@ def framework_version_of(described: Mapping[str, Any]) -> str | None:
     return match[1] if match else None
 
 
-def max_runtime_cause(limit_seconds: int | None) -> FailureCause:
-    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped."""
-    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than max_run_seconds={limit_seconds}",
-                        None, category="max_runtime",
+def max_runtime_cause(limit_seconds: int | None, found: FailureCause | None = None) -> FailureCause:
+    """The job ran into its MaxRuntimeInSeconds (the spec's max_run_seconds) and was stopped. Where a rank's own
+    error is in the logs (`found`), that error is the cause: the other ranks waited for it until the limit, and a
+    higher limit would only have them wait longer."""
+    limit = f"max_run_seconds={limit_seconds}"
+    if found is not None and found.exception and found.launcher is None and not _CONSEQUENCE.search(found.exception):
+        waited = f"then: the other ranks waited for it until MaxRuntimeExceeded ({limit}) stopped the job"
+        return replace(found, detail=(*found.detail, waited),
+                       fix=found.fix or "fix this error: the run-time limit only ended the wait for it")
+    return FailureCause(None, None, f"MaxRuntimeExceeded: the job ran longer than {limit}", None,
+                        category="max_runtime",
                         fix=("raise max_run_seconds in the spec, or save checkpoints (checkpoint.s3_uri) so a new "
                              "job resumes where this one stopped"))
 
 
-def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity."""
+def service_cause(described: Mapping[str, Any], found: FailureCause | None = None) -> FailureCause | None:
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, and the failures
+    before the script (the input download, capacity, a quota, SageMaker's own error).
+
+    Args:
+        found: the cause read from the hosts' logs, where read: a rank's error leads over the run-time limit the
+            other ranks ran into waiting for it.
+    """
     secondary = described.get("SecondaryStatus")
     reason = described.get("FailureReason") or ""
     transitions = " ".join(item.get("StatusMessage", "") for item in described.get("SecondaryStatusTransitions", []))
     limit = (described.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
-    if secondary == "MaxRuntimeExceeded" or "MaxRuntimeExceeded" in reason:
-        return max_runtime_cause(limit)
+    if stopped_at_max_runtime(described):
+        return max_runtime_cause(limit, found)
     capacity = re.search(r"(InsufficientCapacity\w*|CapacityError|[Ii]nsufficient capacity)[^.\n]*", reason)
     spot = described.get("EnableManagedSpotTraining")
     if secondary == "MaxWaitTimeExceeded" or (spot and capacity) or ("spot" in transitions.lower() and capacity):
@@ -609,7 +710,55 @@ def service_cause(described: Mapping[str, Any]) -> FailureCause | None:
                             fix=("SageMaker found no spot capacity for this instance type: raise "
                                  "spot.max_wait_seconds, try another instance type or region, or run on demand "
                                  "(spot.enabled: false)"))
+    return _before_the_script(reason)
+
+
+_DATA_DOWNLOAD = re.compile(r"ClientError: Data download failed")
+_SERVICE_FAILURES = (
+    (re.compile(r"CapacityError|InsufficientCapacity|[Ii]nsufficient capacity"), "capacity",
+     ("SageMaker had no capacity for this instance type in the region when the job started: submit it again "
+      "later, list other types in instance.preferences, use another region, or reserve capacity "
+      "(instance.training_plan_arn)")),
+    (re.compile(r"ResourceLimitExceeded"), "quota",
+     ("an account quota of SageMaker is lower than the job needs: request an increase of the quota it names in "
+      "Service Quotas, or use fewer or other instances (`smtrain check SPEC` compares a spec with the quotas)")),
+    (re.compile(r"^InternalServerError"), "service_error",
+     ("SageMaker failed on its side, not in the script: submit the job again; max_retry_attempts in the spec has "
+      "SageMaker retry such a failure by itself")),
+)
+_DOWNLOAD_FIXES = (
+    (re.compile(r"NoSuchKey|NoSuchBucket|\(404\)|does not exist|[Nn]o S3 objects"),
+     ("no S3 object is under an input channel's URI: check the spec's inputs (`aws s3 ls URI`), and that the "
+      "bucket is in the job's region")),
+    (re.compile(r"AccessDenied|\(403\)|Forbidden|KMS"),
+     ("the execution role cannot read an input channel: allow it s3:GetObject and s3:ListBucket on the inputs' "
+      "bucket (and kms:Decrypt on its key, for a KMS-encrypted bucket)")),
+    (re.compile(r"disk space|No space left"),
+     ("the inputs do not fit the instance's volume: raise instance.volume_size_gb, or stream them (inputs' "
+      "input_mode: FastFile)")),
+)
+
+
+def _before_the_script(reason: str) -> FailureCause | None:
+    """What SageMaker's FailureReason names where the hosts' logs cannot: the input download, capacity, a quota
+    or SageMaker's own error, all before (or beside) the script, often before any host wrote a line."""
+    if not reason.strip() or reason.startswith("AlgorithmError"):  # the script's: its message may say anything
+        return None
+    said = reason.strip().splitlines()[0]
+    if _DATA_DOWNLOAD.search(reason):
+        fix = next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
+                   "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
+                   "URIs, region and the role's access to them)")
+        return FailureCause(None, None, said, None, category="data_download", fix=fix)
+    for pattern, category, fix in _SERVICE_FAILURES:
+        if pattern.search(reason):
+            return FailureCause(None, None, said, None, category=category, fix=fix)
     return None
+
+
+def stopped_at_max_runtime(described: Mapping[str, Any]) -> bool:
+    return (described.get("SecondaryStatus") == "MaxRuntimeExceeded"
+            or "MaxRuntimeExceeded" in (described.get("FailureReason") or ""))
 
 
 def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
@@ -619,6 +768,20 @@ def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
         if error_class in reason:
             return install_cause(error_class, reason.splitlines())
     return None
+
+
+def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
+    """The toolkit's FailureReason for a script that failed (`ExitCode 137`, the error lines of its `ErrorMessage`)
+    where no host's stream holds a cause: the streams expired (the log group's retention) or were never written."""
+    reason = described.get("FailureReason") or ""
+    codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
+    message = reason.partition('ErrorMessage "')[2].rpartition('"')[0].splitlines()
+    found = _first_error([(index, line.strip()) for index, line in enumerate(message)])
+    exception = found.exception if found and found.exception else None
+    if exception is None and not codes:
+        return None
+    category, fix = classify(exception, codes[0] if codes else None, message, framework_version_of(described))
+    return FailureCause(None, None, exception, codes[0] if codes else None, category=category, fix=fix)
 
 
 def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:

@@ -16,6 +16,16 @@ import boto3
 import pytest
 from click.testing import CliRunner
 from job_fakes import described
+from recorded_sagemaker_logs import (
+    NCCL_PEER_LOST,
+    PYTHON,
+    TORCH_SAVE_DISK_FULL,
+    TORCHRUN_COMMAND,
+    failure_reason,
+    steps,
+    toolkit_failure,
+    toolkit_start,
+)
 
 from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
@@ -286,3 +296,124 @@ def test_spot_capacity_from_the_jobs_description(stubbed_sagemaker):
         "no-spot", status="Stopped", secondary="MaxWaitTimeExceeded", reason="", EnableManagedSpotTraining=True))
     cause = JobClient("no-spot", stubbed_sagemaker).failure_cause()
     assert cause.category == "spot_capacity" and "spot.max_wait_seconds" in cause.fix
+
+
+# torchrun, 2 hosts x 4: rank 3 raised on algo-1, whose agent stopped its host's ranks; algo-2's ranks waited in
+# their next all-reduce (gloo, no watchdog) until SageMaker stopped the job at MaxRuntimeInSeconds.
+RAISED_THEN_HUNG = {
+    "algo-1": [*toolkit_start(TORCHRUN_COMMAND.format(node=0)), *steps(30),
+               *traceback(3, "    x = batch['pixel_values']", "KeyError: 'pixel_values'")],
+    "algo-2": [*toolkit_start(TORCHRUN_COMMAND.format(node=1)), *steps(30)],
+}
+
+
+def test_a_rank_that_raised_while_the_others_hung_until_max_run_is_the_cause_not_the_limit(stubbed_sagemaker):
+    """Before, the cause was `MaxRuntimeExceeded` with the fix `raise max_run_seconds`: a higher limit would only
+    have billed the hung ranks longer."""
+    cause = cause_of(stubbed_sagemaker, "raised-hung", RAISED_THEN_HUNG, status="Stopped",
+                     secondary="MaxRuntimeExceeded", reason="")
+    assert cause["headline"] == "algo-1 (rank 3) failed: KeyError: 'pixel_values' at train.py:30"
+    waited = "then: the other ranks waited for it until MaxRuntimeExceeded (max_run_seconds=3600) stopped the job"
+    assert cause["detail"] == [waited]
+    assert "max_run_seconds" not in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
+        "raised-hung", status="Stopped", secondary="MaxRuntimeExceeded", reason=""))
+    stubbed_sagemaker.sent.clear()
+    handle = JobClient("raised-hung", stubbed_sagemaker).failure_cause()  # as submit --wait asks, at the end
+    assert handle.headline() == cause["headline"]
+    assert stubbed_sagemaker.sent == ["cloudwatch-logs.DescribeLogStreams"] + ["cloudwatch-logs.GetLogEvents"] * 2
+
+
+def test_a_job_stopped_at_max_run_without_an_error_in_its_logs_is_the_limit(stubbed_sagemaker):
+    hung = {host: lines[:-6] if host == "algo-1" else lines for host, lines in RAISED_THEN_HUNG.items()}
+    cause = cause_of(stubbed_sagemaker, "slow", hung, status="Stopped", secondary="MaxRuntimeExceeded", reason="")
+    assert cause["category"] == "max_runtime" and "raise max_run_seconds" in cause["fix"]
+
+
+@pytest.mark.parametrize(("reason", "category", "words"), [
+    ("ClientError: Data download failed:NoSuchKey (404): The specified key does not exist.", "data_download",
+     "no S3 object is under an input channel's URI"),
+    ("ClientError: Data download failed:Failed to download data. AccessDenied (403): Access Denied", "data_download",
+     "allow it s3:GetObject and s3:ListBucket"),
+    (("ClientError: Data download failed:Could not download s3://my-bucket/data/train/part-0001.parquet: "
+      "insufficient disk space"), "data_download", "raise instance.volume_size_gb"),
+    (("CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML "
+      "instance type."), "capacity", "instance.preferences"),
+    (("ResourceLimitExceeded: The account-level service limit 'ml.p4d.24xlarge for training job usage' is 2 "
+      "Instances, with current utilization of 2 Instances and a request delta of 2 Instances. Please use AWS Service "
+      "Quotas to request an increase for this quota."), "quota", "Service Quotas"),
+    ("InternalServerError: We encountered an internal error. Please try again.", "service_error", "max_retry_attempts"),
+])
+def test_a_job_that_failed_before_its_hosts_wrote_a_line_is_named_by_its_failure_reason(stubbed_sagemaker, reason,
+                                                                                        category, words):
+    """No stream exists: before, status showed the FailureReason with no cause or fix, `failure_cause` was null in
+    `-o json` and Job.failure_cause() None; now SageMaker's own words are the cause, with the fix, and no log is
+    read for them."""
+    cause = cause_of(stubbed_sagemaker, f"early-{category.replace('_', '-')}", {}, reason=reason)
+    assert (cause["category"], cause["host"], cause["rank"]) == (category, None, None)
+    assert cause["headline"] == f"the job failed: {reason}" and words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("early", reason=reason))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("early", stubbed_sagemaker).failure_cause().category == category
+    assert stubbed_sagemaker.sent == []
+
+
+@pytest.mark.parametrize("error", [
+    TORCH_SAVE_DISK_FULL,
+    ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 120, in <module>',
+     '    shutil.copy(tmp, f"/opt/ml/checkpoints/step_{step}.pt")', "OSError: [Errno 28] No space left on device"],
+])
+def test_a_checkpoint_written_to_a_full_volume(stubbed_sagemaker, error):
+    """Before: category `exception`, no fix."""
+    cause = cause_of(stubbed_sagemaker, "disk-full", {"algo-1": [*toolkit_start(PYTHON), *steps(100), *error,
+                                                                 *toolkit_failure(1)]}, mode="none")
+    assert (cause["category"], cause["location"]) == ("disk_full", "train.py:120")
+    assert cause["headline"] == f"algo-1 (rank 0) failed: {error[-1]} at train.py:120"
+    assert "raise instance.volume_size_gb" in cause["fix"]
+
+
+def _torchrun_summary(host: str, root: tuple[int, int, int], others: list[tuple[int, int, int]]) -> list[str]:
+    """torchrun's ChildFailedError report: each (rank, local rank, exit code) it names, the first as the root."""
+    def entry(number: int, rank: int, local: int, code: int) -> list[str]:
+        return [f"[{number}]:", f"  host      : {host}", f"  rank      : {rank} (local_rank: {local})",
+                f"  exitcode  : {code} (pid: {90 + local})", "  error_file: <N/A>"]
+    failures = [line for number, item in enumerate(others, 1) for line in entry(number, *item)]
+    return ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60, "train.py FAILED",
+            "-" * 60, *(["Failures:", *failures, "-" * 60] if others else []),
+            "Root Cause (first observed failure):", *entry(0, *root), "=" * 60]
+
+
+def test_a_rank_the_oom_killer_ended_leads_over_the_nccl_errors_of_the_ranks_that_lost_it(stubbed_sagemaker):
+    """Rank 5 (algo-2) was killed by SIGKILL without a word; algo-1's ranks 0 and 1 then failed in NCCL with
+    `remote process exited`. Before: `algo-1 (rank 0) failed: ... NCCL error ... remote process exited` with the
+    collective-timeout fix (raise the timeout); now the killed rank, and a peer's loss is never a timeout."""
+    peer_lost = [*NCCL_PEER_LOST, *[line.replace("[rank0]", "[rank1]") for line in NCCL_PEER_LOST]]
+    logs = {"algo-1": [*toolkit_start(TORCHRUN_COMMAND.format(node=0)), *steps(20), *peer_lost,
+                       *_torchrun_summary("algo-1", (0, 0, 1), [(1, 1, 1), (2, 2, -15), (3, 3, -15)]),
+                       *toolkit_failure(1, TORCHRUN_COMMAND.format(node=0))],
+            "algo-2": [*toolkit_start(TORCHRUN_COMMAND.format(node=1)), *steps(20),
+                       *_torchrun_summary("algo-2", (5, 1, -9), [(4, 0, -15), (6, 2, -15), (7, 3, -15)]),
+                       *toolkit_failure(1, TORCHRUN_COMMAND.format(node=1))]}
+    cause = cause_of(stubbed_sagemaker, "oom-killed-rank", logs)
+    assert cause["headline"] == "algo-2 (rank 5) was killed by signal 9 (SIGKILL)"
+    assert cause["category"] == "oom_killed"
+
+    alone = cause_of(stubbed_sagemaker, "peer-lost", {"algo-1": logs["algo-1"]})  # algo-2's stream not there
+    assert (alone["rank"], alone["category"]) == (0, "peer_lost") and "timeout" not in alone["fix"]
+
+
+@pytest.mark.parametrize(("exit_code", "message", "headline", "category"), [
+    (137, "", "the job exited with code 137", "oom_killed"),
+    (1, ("Traceback (most recent call last)\n File \"/opt/ml/code/train.py\", line 3, in <module>\n import wandb\n "
+         "ModuleNotFoundError: No module named 'wandb'\n"),
+     "the job failed: ModuleNotFoundError: No module named 'wandb'", "import_error"),
+])
+def test_a_failed_job_whose_streams_expired_is_named_by_the_toolkits_failure_reason(stubbed_sagemaker, exit_code,
+                                                                                    message, headline, category):
+    """The log group's retention deleted the streams (or they were never written): before, no cause and no fix;
+    now the toolkit's `ExitCode` and `ErrorMessage`, which SageMaker keeps in the FailureReason."""
+    reason = failure_reason(exit_code).replace('ErrorMessage ""', f'ErrorMessage "{message}"')
+    cause = cause_of(stubbed_sagemaker, f"expired-{exit_code}", {}, mode="none", reason=reason)
+    assert (cause["headline"], cause["category"], cause["exit_code"]) == (headline, category, exit_code)

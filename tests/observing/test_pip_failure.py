@@ -4,9 +4,17 @@ quotes pip's decisive line (`No matching distribution found`), never an informat
 
 from __future__ import annotations
 
-from recorded_pip import DECISIVE, PIP_OUTPUT
+from recorded_pip import DECISIVE, FLASH_ATTN_BUILD, FLASH_ATTN_FAILED, PIP_OUTPUT
+from recorded_sagemaker_logs import PYTHON, TORCHRUN_COMMAND, toolkit_failure, toolkit_start
 
-from orchestrator.observing.root_cause import PROCESS, Launcher, install_cause, pip_failure_line, read_cause
+from orchestrator.observing.root_cause import (
+    PROCESS,
+    TORCHRUN,
+    Launcher,
+    install_cause,
+    pip_failure_line,
+    read_cause,
+)
 
 
 def test_read_cause_of_a_toolkit_log_quotes_the_decisive_pip_line():
@@ -27,3 +35,18 @@ def test_install_cause_names_the_decisive_line_in_cause_fix_and_headline():
 def test_pip_failure_line_keeps_a_short_version_list_whole():
     line = "ERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1.0, 1.1, 2.0)"
     assert pip_failure_line([line]) == line
+
+
+def test_a_package_whose_build_fails_under_pip_is_the_install_not_an_import_error_of_the_script():
+    """pip >= 22 prints no `ERROR:` line for a failed build, and the build's own traceback, indented, ends in
+    `ModuleNotFoundError: No module named 'torch'`. Before, the cause was `error: subprocess-exited-with-error` or
+    `error: metadata-generation-failed` (taken for a traceback's last line) with no fix, under torchrun; now it is
+    the build that failed, with pip's fix, and never the image's `torch` missing from the script."""
+    pip = "/opt/conda/bin/python3.11 -m pip install -r requirements.txt"
+    for launcher, command in ((Launcher(PROCESS, ("algo-1",)), PYTHON),
+                              (Launcher(TORCHRUN, ("algo-1",), 4), TORCHRUN_COMMAND.format(node=0))):
+        lines = [*toolkit_start(command, FLASH_ATTN_BUILD.splitlines()),
+                 *toolkit_failure(1, pip, "InstallRequirementsError")]
+        cause = read_cause({"algo-1": lines}, launcher, framework_version="2.3.0")
+        assert (cause.exception, cause.category) == (FLASH_ATTN_FAILED, "requirements_install")
+        assert "--no-build-isolation" in cause.fix

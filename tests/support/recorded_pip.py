@@ -11,3 +11,37 @@ ERROR: Could not find a version that satisfies the requirement numpy==0.0.1 (fro
 ERROR: No matching distribution found for numpy==0.0.1
 """
 DECISIVE = "ERROR: No matching distribution found for numpy==0.0.1"
+
+# What pip 24 printed on SageMaker for flash-attn==2.5.6 in requirements.txt: its build imports torch, which pip's
+# isolated build environment lacks (shortened).
+FLASH_ATTN_BUILD = """\
+Collecting flash-attn==2.5.6 (from -r requirements.txt (line 3))
+  Downloading flash_attn-2.5.6.tar.gz (2.5 MB)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'done'
+  Getting requirements to build wheel: started
+  Getting requirements to build wheel: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × Getting requirements to build wheel did not run successfully.
+  │ exit code: 1
+  ╰─> [20 lines of output]
+      Traceback (most recent call last):
+        File "/opt/conda/lib/python3.11/site-packages/pip/_vendor/pyproject_hooks/_in_process/_in_process.py", line 353, in <module>
+          main()
+        File "<string>", line 9, in <module>
+      ModuleNotFoundError: No module named 'torch'
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× Getting requirements to build wheel did not run successfully.
+│ exit code: 1
+╰─> See above for output.
+
+note: This error originates from a subprocess, and is likely not a problem with pip.
+"""
+FLASH_ATTN_FAILED = ("error: subprocess-exited-with-error: flash-attn==2.5.6: Getting requirements to build wheel did "
+                     "not run successfully: ModuleNotFoundError: No module named 'torch'")
+"""The build's failure as the reader names it: the requirement, pip's step and the build's own error."""

@@ -1,0 +1,94 @@
+"""What a SageMaker PyTorch training container writes around a script, one CloudWatch event per line, as the
+sagemaker-training-toolkit prints it (shortened): shared by the tests that read a failed job's streams."""
+
+from __future__ import annotations
+
+TORCHRUN_COMMAND = ("torchrun --nnodes 2 --nproc_per_node 4 --master_addr algo-1 --master_port 7777 --node_rank {node} "
+            "train.py --epochs 3")
+PYTHON = "/opt/conda/bin/python3.11 train.py --epochs 3"
+
+
+def toolkit_start(command: str, installs: list[str] | None = None) -> list[str]:
+    """The toolkit's lines before the script: its imports, an install of requirements.txt where `installs` gives
+    pip's lines, the environment, and the command it invokes."""
+    installing = "2026-11-26 10:40:01,000 sagemaker-training-toolkit INFO     Installing dependencies from requirements"
+    install = ([installing, "/opt/conda/bin/python3.11 -m pip install -r requirements.txt", *installs]
+               if installs is not None else [])
+    return [
+        "bash: cannot set terminal process group (-1): Inappropriate ioctl for device",
+        "bash: no job control in this shell",
+        "2026-11-26 10:40:00,100 sagemaker-training-toolkit INFO     Imported framework sagemaker_pytorch_container",
+        "2026-11-26 10:40:00,200 sagemaker_pytorch_container.training INFO     Block until all host DNS lookups",
+        "2026-11-26 10:40:00,300 sagemaker_pytorch_container.training INFO     Invoking user training script.",
+        *install,
+        "2026-11-26 10:40:05,000 sagemaker-training-toolkit INFO     Invoking user script",
+        "Training Env:", "{", '    "current_host": "algo-1",', '    "hosts": ["algo-1", "algo-2"]', "}",
+        "Environment variables:", 'SM_HOSTS=["algo-1","algo-2"]', "SM_NUM_GPUS=4",
+        "Invoking script with the following command:", "", command, "",
+    ]
+
+
+def toolkit_failure(exit_code: int, command: str = PYTHON, error_class: str = "ExecuteUserScriptError") -> list[str]:
+    """The toolkit's report of a script (or an install) that failed: the lines it logs and SageMaker's
+    FailureReason repeats."""
+    return [
+        "2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Waiting for the process to finish",
+        f"2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Done waiting. Received {exit_code} from it.",
+        "2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    Reporting training FAILURE",
+        f"2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    {error_class}:",
+        f"ExitCode {exit_code}", 'ErrorMessage ""', f'Command "{command}"',
+        f"2026-11-26 10:41:02,001 sagemaker-training-toolkit ERROR    Encountered exit_code {exit_code}",
+    ]
+
+
+def failure_reason(exit_code: int, command: str = PYTHON, error_class: str = "ExecuteUserScriptError") -> str:
+    """DescribeTrainingJob's FailureReason for the toolkit's report above."""
+    return f'AlgorithmError: {error_class}:\nExitCode {exit_code}\nErrorMessage ""\nCommand "{command}", exit code: ' \
+           f"{exit_code}"
+
+
+def steps(count: int) -> list[str]:
+    """A script's progress lines."""
+    return [f"epoch=1 step={step}/900 train_loss={1 / (step + 1):.4f}" for step in range(1, count + 1)]
+
+
+SITE = "/opt/conda/lib/python3.11/site-packages"
+TORCH_SAVE_DISK_FULL = f"""\
+Traceback (most recent call last):
+  File "{SITE}/torch/serialization.py", line 628, in save
+    _save(obj, opened_zipfile, pickle_module, pickle_protocol, _disable_byteorder_record)
+  File "{SITE}/torch/serialization.py", line 862, in _save
+    zip_file.write_record(name, storage, num_bytes)
+RuntimeError: [enforce fail at inline_container.cc:764] . PytorchStreamWriter failed writing file data/74: file write failed
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/opt/ml/code/train.py", line 120, in <module>
+    torch.save(state, f"/opt/ml/checkpoints/step_{{step}}.pt")
+  File "{SITE}/torch/serialization.py", line 627, in save
+    with _open_zipfile_writer(f) as opened_zipfile:
+  File "{SITE}/torch/serialization.py", line 475, in __exit__
+    self.file_like.write_end_of_file()
+RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891200 vs 1641891088
+""".splitlines()
+"""torch.save into a full volume: neither exception says `No space left on device`."""
+
+
+def nccl_error(rank: int, what: str, *last_error: str) -> list[str]:
+    """A DistBackendError as torch 2.3 prints it under `[rankN]:`: NCCL's message goes on over several lines."""
+    return [f"[rank{rank}]: {line}" for line in [
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 40, in <module>',
+        "    model = DDP(model, device_ids=[local_rank])",
+        (f"torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+         f"{what}, NCCL version 2.20.5"), *last_error]]
+
+
+# Rank 5 ran out of GPU memory inside NCCL's setup of DDP; rank 0, on the other host, lost it.
+NCCL_OUT_OF_MEMORY = nccl_error(5, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+                                "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+                                "Cuda failure 'out of memory'")
+NCCL_PEER_LOST = nccl_error(0, "remote process exited or there was a network error",
+                            ("ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                             "exiting prematurely."), "Last error:",
+                            "socketProgress: Connection closed by remote peer algo-2<52322>")
