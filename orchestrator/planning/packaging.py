@@ -34,7 +34,7 @@ MAX_DEPTH = 100
 exhaust Python's recursion limit (os.walk recurses before Python 3.12) with a traceback."""
 # Credentials and keys: never shipped, and named in the plan (a package directory called credentials/ or a
 # .env.example is left out too: safer than shipping a secret, and the user is told).
-SECRETS = (
+_SECRET_NAMES = (
     ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", "kubeconfig*", "credentials",
     "credentials.json", ".git-credentials", ".netrc", ".npmrc", ".pypirc", ".pgpass",
     "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
@@ -45,6 +45,10 @@ SECRETS = (
     ".vault-token", ".databrickscfg", "_netrc",
     "application_default_credentials.json", ".*_history", ".histfile",
 )
+_BACKUP_SUFFIXES = ("~", ".bak", ".orig", ".old", ".save")
+"""What editors and hand copies append (`.env~`, `.netrc.bak`, `key.pem.orig`): a copy of a secret is one too."""
+SECRETS = (*_SECRET_NAMES, *(name + suffix for name in _SECRET_NAMES if not name.endswith("/")
+                             for suffix in _BACKUP_SUFFIXES))
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
 NEVER_SHIPPED = (
     # version control

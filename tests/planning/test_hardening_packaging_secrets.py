@@ -55,8 +55,10 @@ def test_hard_links_whose_every_name_is_packed_are_packed(tmp_path):
                                   ".azure/accessTokens.json", "sub/.azure/msal_token_cache.json",
                                   ".cache/huggingface/token", "hf/.cache/huggingface/stored_tokens",
                                   ".huggingface/token", ".config/gh/hosts.yml", ".kaggle/kaggle.json",
-                                  ".vault-token", ".databrickscfg", "_netrc"])
+                                  ".vault-token", ".databrickscfg", "_netrc", ".env~", ".netrc.bak",
+                                  "credentials.bak", "sub/key.pem.orig", ".pypirc.old", "kaggle.json.save"])
 def test_other_tools_credentials_histories_and_cloud_sdk_folders_are_never_packed(tmp_path, name):
+    """Backup copies too (`.env~`, `.netrc.bak`): they were packed."""
     _write(tmp_path, {"train.py": "x\n", name: SECRET})
     packed = package(tmp_path)
     assert packed.files == ("train.py",)
