@@ -240,7 +240,9 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
     pids.mkdir()
     environment = {**os.environ, "PID_FOLDER": str(pids), "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "orchestrator", "tune", "local", str(search), "--run-dir", str(folder)]
-    tune = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    console = tmp_path / "console.txt"  # a file, not a pipe: a search that outlives the signal never blocks on it
+    with open(console, "w") as written:
+        tune = subprocess.Popen(command, env=environment, stdout=written, stderr=subprocess.STDOUT, text=True)
     scripts: list[int] = []
     try:
         _wait_for(lambda: len(list(pids.iterdir())) == 2, "both trials' scripts to start")
@@ -251,7 +253,7 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         assert second.returncode == 2 and "in use" in second.stderr + second.stdout, second.stderr
         tune.send_signal(signum)
         tune.wait(timeout=600)
-        assert tune.returncode == 130, tune.stderr.read()
+        assert tune.returncode == 130, console.read_text()[-4000:]
         _wait_for_end(script_processes, "the trials' scripts", seconds=60)
         results = json.loads((folder / "tuning.json").read_text())
         trials = results["trials"]
