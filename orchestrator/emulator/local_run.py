@@ -445,7 +445,11 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     except OSError as error:  # a full disk: result.json says so, in the room kept for it
         unwritten = (f"StatusFileError: writing each host's status file in {layout.root} failed: "
                      f"{'the disk is full (ENOSPC)' if error.errno == errno.ENOSPC else error.strerror or error}")
-    cause = max_runtime_cause(job.max_run_seconds) if outcome.status == "timeout" else None
+    cause = None
+    if outcome.status == "timeout":
+        cause = max_runtime_cause(job.max_run_seconds, failure_cause(prepared, processes, outcome))
+        if cause.category != "max_runtime":  # a rank's error, which the others waited on until the limit
+            reason = prepared.user_paths(cause.text())
     if outcome.status == "hung" and hang is not None:
         cause = hang.cause(layout.root / STACKS_FILE)
     if outcome.log_failure is not None:

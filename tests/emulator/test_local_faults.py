@@ -251,3 +251,17 @@ def test_a_rejected_secret_hyperparameter_is_masked_in_the_cause(make_spec, tmp_
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert result.failure_cause["exception"] == "strict_args.py: error: unrecognized arguments: --api_key ****"
     assert "sk-live-0123456789" not in (result.run_dir / "result.json").read_text()
+
+
+def test_max_run_seconds_after_a_rank_raised_names_that_error_not_the_limit(make_spec, tmp_path):
+    """As a SageMaker job's status does (root_cause.max_runtime_cause): raising the limit would only wait longer."""
+    spec = make_spec("thread_fails.py", count=1, max_run_seconds=3)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", stop_grace_seconds=2))
+    assert (result.status, result.exit_code) == ("Stopped", 3)
+    cause = result.failure_cause
+    assert cause is not None and cause["exception"] == "ValueError: corrupt shard 3", cause
+    assert "then: the other ranks waited for it until MaxRuntimeExceeded (max_run_seconds=3) stopped the job" in (
+        cause["detail"]), cause
+    headline = result.failure_reason.splitlines()[0]
+    assert headline.startswith("algo-1 (rank 0) failed: ValueError: corrupt shard 3 at ") and headline.endswith(
+        "src/thread_fails.py:9"), result.failure_reason
