@@ -6,6 +6,7 @@ results are never overwritten."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -230,10 +231,20 @@ def _wait_for(predicate, what: str, seconds: float = 300) -> None:
         time.sleep(0.2)
 
 
+def _signal_another_thread(pid: int, signum: int) -> None:
+    """A signal sent to a process lands on any of its threads: here, deliberately, on one that is not the main one
+    (glibc's tgkill), where Python's handler waits for the main thread to wake."""
+    thread = next(item.id for item in psutil.Process(pid).threads() if item.id != pid)
+    if ctypes.CDLL(None, use_errno=True).tgkill(pid, thread, signum):
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
 @pytest.mark.slow  # a search of real trials, each a `smtrain local` of its own
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
-                         ids=["Ctrl-C", "SIGTERM", "SIGHUP"])
-def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held(search, tmp_path, signum):
+@pytest.mark.parametrize(("signum", "to_a_thread"), [(signal.SIGINT, False), (signal.SIGINT, True),
+                                                     (signal.SIGTERM, False), (signal.SIGHUP, False)],
+                         ids=["Ctrl-C", "Ctrl-C-on-a-worker-thread", "SIGTERM", "SIGHUP"])
+def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held(search, tmp_path, signum,
+                                                                                 to_a_thread):
     (tmp_path / "train.py").write_text(SLEEPER)
     search.write_text(SEARCH.replace("max_parallel_jobs: 1", "max_parallel_jobs: 2"))
     pids, folder = tmp_path / "pids", tmp_path / "out"
@@ -251,7 +262,10 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         script_processes = _processes(scripts)
         second = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
         assert second.returncode == 2 and "in use" in second.stderr + second.stdout, second.stderr
-        tune.send_signal(signum)
+        if to_a_thread:
+            _signal_another_thread(tune.pid, signum)
+        else:
+            tune.send_signal(signum)
         tune.wait(timeout=600)
         assert tune.returncode == 130, console.read_text()[-4000:]
         _wait_for_end(script_processes, "the trials' scripts", seconds=60)

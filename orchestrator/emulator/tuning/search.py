@@ -52,6 +52,8 @@ from orchestrator.specs.loader import LoadedTuning
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
+SIGNAL_POLL_SECONDS = 0.5
+"""How often the main thread wakes while trials run, to handle a signal another thread received."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
 LOG_CHUNK_BYTES = 1 << 20
 """The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
@@ -187,7 +189,10 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
           ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="trial") as pool):
         workers = [pool.submit(search.worker, total, started) for _ in range(parallel)]
         try:
-            wait(workers)
+            # A signal sent to the process may land on any of its threads; Python runs the handler in this one
+            # only once it wakes, and a wait with no timeout would not wake until the trials end.
+            while wait(workers, timeout=SIGNAL_POLL_SECONDS).not_done:
+                pass
         except KeyboardInterrupt:
             # Ctrl-C: the running trials stop and are recorded, and the results say Stopped, as on SIGTERM.
             # Waited for on the futures: a thread join that Ctrl-C interrupted returns at once when retried.
