@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from deep_trees import nested_folders
 
 from orchestrator.emulator.preparing.channels import copy_tree
 
@@ -73,45 +74,32 @@ def test_a_job_writing_to_its_channel_copy_leaves_the_users_file_and_reads_insid
     assert json.dumps({"relative": "inside\n"}) in log
 
 
-def test_a_gzip_pipe_channel_over_plain_files_is_refused_before_the_run(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "rows.csv").write_text("a,b\n" * 10)
+def _local_with_input(tmp_path: Path, train: object) -> subprocess.CompletedProcess:
+    """`smtrain local` of a one-host job whose `train` input is `train`, from the job's folder."""
     job = tmp_path / "job"
     job.mkdir()
     (job / "train.py").write_text("print('ran')\n")
     spec = job / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "pipes", "entry_point": "train.py", "framework_version": "2.3.0",
+    spec.write_text(yaml.safe_dump({"name": "inputs", "entry_point": "train.py", "framework_version": "2.3.0",
                                     "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600,
-                                    "inputs": {"train": {"uri": str(data), "input_mode": "Pipe",
-                                                         "compression": "Gzip"}}}))
-    result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
-                             str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job)
+                                    "inputs": {"train": train}}))
+    return subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job, check=False)
+
+
+def test_a_gzip_pipe_channel_over_plain_files_is_refused_before_the_run(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("a,b\n" * 10)
+    result = _local_with_input(tmp_path, {"uri": str(data), "input_mode": "Pipe", "compression": "Gzip"})
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"{data / 'rows.csv'} is not gzip data" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_channel_folder_nested_deeper_than_any_s3_key_is_refused_before_the_run(tmp_path):
     """Copying a local channel walks it recursively: 1,200 folders deep it died with a RecursionError."""
-    data = tmp_path / "data"
-    folders = [data / "a"]
-    for _ in range(1200):
-        folders[-1].mkdir(parents=True)
-        folders.append(folders[-1] / "a")
-    job = tmp_path / "job"
-    job.mkdir()
-    (job / "train.py").write_text("print('ran')\n")
-    spec = job / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "deep", "entry_point": "train.py", "framework_version": "2.3.0",
-                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600,
-                                    "inputs": {"train": str(data)}}))
-    try:
-        result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
-                                 str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job,
-                                check=False)
-    finally:  # shutil.rmtree recurses too: left here, the tree would crash pytest's cleanup of old temp folders
-        for folder in reversed(folders[:-1]):
-            folder.rmdir()
+    with nested_folders(tmp_path / "data") as data:
+        result = _local_with_input(tmp_path, str(data))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "input train: " in result.stderr and "nests folders more than 512 deep (a/...)" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()

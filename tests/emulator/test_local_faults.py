@@ -63,20 +63,26 @@ def test_a_dying_rank_stops_every_process_and_is_named(make_spec, tmp_path, mode
     assert failure.startswith("ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"") and "boom on purpose" in failure
 
 
-def test_ctrl_c_reaches_every_rank_and_keeps_the_checkpoint(tmp_path):
-    run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "orchestrator", "local", str(GLOO_EXAMPLE), "--run-dir", str(run_dir), "-q",
-               *(item for override in SLOW_TRAINING for item in ("--set", override))]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+def _interrupted_once_logged(command: list[str], run_dir: Path, text: str, cwd: Path) -> str:
+    """Runs `smtrain local` (`command`), Ctrl-C once algo-1's log shows `text`; its output, once it exited 130."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
     log = run_dir / "logs" / "algo-1.log"
     deadline = time.monotonic() + RUN_DEADLINE_SECONDS
-    # A progress line: both ranks have synchronized a step (DDP), so both train and have a step to save.
-    while not (log.exists() and "step=" in log.read_text(errors="replace")):
-        assert time.monotonic() < deadline and process.poll() is None, "no step within the deadline"
+    while not (log.exists() and text in log.read_text(errors="replace")):
+        assert time.monotonic() < deadline and process.poll() is None, f"no {text!r} within the deadline"
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=RUN_DEADLINE_SECONDS)
     assert process.returncode == 130, output
+    return output
+
+
+def test_ctrl_c_reaches_every_rank_and_keeps_the_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "orchestrator", "local", str(GLOO_EXAMPLE), "--run-dir", str(run_dir), "-q",
+               *(item for override in SLOW_TRAINING for item in ("--set", override))]
+    # A progress line: both ranks have synchronized a step (DDP), so both train and have a step to save.
+    output = _interrupted_once_logged(command, run_dir, "step=", tmp_path)
     assert "Interrupted" in output
     assert list((run_dir / "algo-1" / "checkpoints").glob("*.pt")), output
     log = (run_dir / "logs" / "algo-1.log").read_text()
@@ -89,16 +95,8 @@ def test_ctrl_c_of_a_job_without_a_checkpoint_prefix_promises_no_resume(make_spe
     spec = make_spec("checkpoint_script.py", count=1, hyperparameters={"checkpoint-dir": "/opt/ml/checkpoints"})
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run_dir)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
-    log = run_dir / "logs" / "algo-1.log"
-    deadline = time.monotonic() + RUN_DEADLINE_SECONDS
-    while not (log.exists() and "checkpoint written" in log.read_text(errors="replace")):
-        assert time.monotonic() < deadline and process.poll() is None, "no checkpoint within the deadline"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=RUN_DEADLINE_SECONDS)
+    output = _interrupted_once_logged(command, run_dir, "checkpoint written", tmp_path)
 
-    assert process.returncode == 130, output
     assert "no checkpoint is kept: the spec has no `checkpoint:`, so a rerun starts from the beginning" in output
     assert "resume from its checkpoints" not in output and "checkpoints are kept" not in output
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from deep_trees import nested_folders
 
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
@@ -194,15 +195,8 @@ def test_a_git_file_of_a_worktree_or_submodule_is_never_shipped_nor_linked_to(tm
 
 def test_a_tree_nested_past_the_depth_limit_is_one_message_not_a_recursion_error(tmp_path):
     source = _write(tmp_path, {"train.py": "x\n"})
-    folders = [source / "a"]
-    for _ in range(1200):  # deeper than os.walk's recursion reaches before Python 3.12
-        folders[-1].mkdir()
-        folders.append(folders[-1] / "a")
-    try:
+    with nested_folders(source):
         with pytest.raises(SpecError, match=r"a/ nests folders more than 100 deep"):
             package(source)
         (source / ".smtrainignore").write_text("a/\n")
         assert _shipped(source) == {"train.py"}
-    finally:  # shutil.rmtree recurses too: left here, the tree would crash pytest's cleanup of old temp folders
-        for folder in reversed(folders[:-1]):
-            folder.rmdir()
