@@ -139,6 +139,24 @@ def test_nccl_groups_run_over_gloo_with_ddp_data_parallel_and_sync_batch_norm(pr
         "data_parallel_same_output": True, "sync_batch_norm_same_output": True}
 
 
+def test_bf16_gradient_compression_runs_and_nccl_has_a_version(probed):
+    """torch refuses DDP's bf16_compress_hook without CUDA and NCCL 2.10+; torch.cuda.nccl.version() raised."""
+    assert probed["bf16_compression_hook"] == {"nccl_version": [2, 21, 5], "gradient_as_compressed": True}
+
+
+def test_a_tensors_device_index_handed_back_names_its_gpu(probed):
+    """A CPU tensor's get_device() is -1, which CUDA refuses as a device ("invalid device ordinal -1")."""
+    assert probed["device_index_handed_back"] == {
+        "get_device": -1, "made": ["cpu", "cpu", "cpu"], "device_object": "cuda", "synchronize": None,
+        "current_after": 2}
+
+
+def test_nvml_queries_answer_without_nvml(probed):
+    """A CPU build raises ModuleNotFoundError ("nvidia-ml-py does not seem to be installed") for each."""
+    assert probed["nvml_queries"] == {"utilization_is_percent": True, "sensors": [0, 0, 0, 0, 0],
+                                      "processes": ["GPU:1", True]}
+
+
 @pytest.mark.parametrize(("probe", "call"), [
     ("unsupported_cuda_graph", "torch.cuda.CUDAGraph"),
     ("unsupported_graph_context", "torch.cuda.graph"),

@@ -9,6 +9,11 @@
   instance, but nothing draws from it, since random ops on "GPU" tensors run on the CPU's generator. A generator
   the script makes for a GPU (``torch.Generator(device="cuda")``) is a CPU one too, and random ops given it draw
   from it, as on the instance.
+* NVML's queries, which need the nvidia-ml-py package and a driver: ``utilization`` is how busy this process kept
+  the CPU since the previous call (the first: since torch was imported), in percent of one core, capped at 100, as
+  NVML's is how busy the GPU was over its last sample; ``memory_usage``, ``device_memory_used``, ``temperature``,
+  ``power_draw`` and ``clock_rate`` read 0, as the memory statistics do (the CPU has no GPU sensors); and
+  ``list_gpu_processes`` lists this process with 0 MB. A CPU build raises ModuleNotFoundError for all of them.
 * NVTX ranges and marks do nothing, as on the instance when no profiler is attached.
 * Memory snapshots (``torch.cuda.memory._record_memory_history``, ``_snapshot``, ``_dump_snapshot``, PyTorch's
   recipe for finding what holds GPU memory) record nothing: a snapshot has no segments and empty traces, and
@@ -16,6 +21,9 @@
 """
 
 from __future__ import annotations
+
+import os
+import time
 
 import torch
 import torch.cuda.memory
@@ -27,6 +35,7 @@ from .env import Settings
 
 _properties: gpus.DeviceProperties
 _generators: tuple[torch.Generator, ...] = ()
+_busy_since = (time.monotonic(), time.process_time())
 
 
 def install(settings: Settings) -> None:
@@ -165,6 +174,27 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
             f"(tensors live in CPU memory)  |")
 
 
+def utilization(device=None) -> int:
+    """Percent of the wall time since the previous call that this process's threads kept the CPU busy."""
+    global _busy_since
+    devices.index_of(device)
+    now = (time.monotonic(), time.process_time())
+    wall, busy = now[0] - _busy_since[0], now[1] - _busy_since[1]
+    _busy_since = now
+    return min(100, round(100 * busy / wall)) if wall > 0 else 0
+
+
+def _no_sensor(device=None) -> int:
+    devices.index_of(device)
+    return 0
+
+
+def list_gpu_processes(device=None) -> str:
+    """NVML's list for the GPU: this process, using 0 MB of it (its tensors live in CPU memory)."""
+    index = devices.index_of(device)
+    return f"GPU:{index}\nprocess {os.getpid():>10d} uses {0:>12.3f} MB GPU memory"
+
+
 def _record_nothing(*args, **kwargs) -> None:
     """torch.cuda.memory._record_memory_history's recorder: no allocation here goes through CUDA's allocator."""
 
@@ -231,7 +261,9 @@ _FUNCTIONS = {
     "max_memory_reserved": _zero_bytes, "reset_peak_memory_stats": _reset, "reset_max_memory_allocated": _reset,
     "reset_max_memory_cached": _reset, "reset_accumulated_memory_stats": _reset, "mem_get_info": mem_get_info,
     "memory_summary": memory_summary, "memory_stats_as_nested_dict": memory_stats_as_nested_dict,
-    "empty_cache": empty_cache,
+    "empty_cache": empty_cache, "utilization": utilization, "memory_usage": _no_sensor,
+    "device_memory_used": _no_sensor, "temperature": _no_sensor, "power_draw": _no_sensor, "clock_rate": _no_sensor,
+    "list_gpu_processes": list_gpu_processes,
     "set_per_process_memory_fraction": set_per_process_memory_fraction,
     "manual_seed": manual_seed, "manual_seed_all": manual_seed_all, "seed": seed, "seed_all": seed_all,
     "initial_seed": initial_seed, "get_rng_state": get_rng_state, "set_rng_state": set_rng_state,

@@ -6,7 +6,8 @@ patch of ``torch.cuda`` reaches. FSDP v1 (``torch.device(torch.cuda.current_devi
 built on it, compute their device that way. So ``torch.device`` is replaced by a class that makes
 ``torch.device(3)`` ``cuda:3`` and hands every other call to torch's own type. It constructs torch's own device
 objects, and ``isinstance(x, torch.device)`` and ``issubclass`` answer for torch's type, so code that checks,
-pickles or passes devices to C++ sees no difference (``type(x) is torch.device`` alone is False). TorchScript
+pickles or passes devices to C++ sees no difference. ``torch.device(-1)``, the index a tensor on an emulated GPU
+reports (``torch.device(x.get_device())``), is ``cuda``, the selected GPU (``type(x) is torch.device`` alone is False). TorchScript
 compiles it as the ``aten::device`` builtin. Cost: a ``torch.device(...)`` call takes about 2 µs more (5 against
 3 µs here), only in processes under the stand-in; torch.compile treats the constructor as user code.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from . import torchscript
+from . import devices, torchscript
 
 TORCH_DEVICE = torch.device
 
@@ -29,6 +30,8 @@ class _DeviceType(type):
 
     def __call__(cls, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], int) and not isinstance(args[0], bool):
+            if args[0] == devices.CPU_TENSOR_INDEX:
+                return TORCH_DEVICE("cuda")
             return TORCH_DEVICE("cuda", args[0])  # checked where it is used, as CUDA checks it
         return TORCH_DEVICE(*args, **kwargs)
 

@@ -1,7 +1,9 @@
 """The emulated GPUs: how many there are, which one each thread has selected, and where their tensors live.
 
 Every emulated GPU is the CPU. An index is checked as CUDA checks it, so a script that addresses a GPU the
-instance does not have fails here as it would there. As in CUDA, the selected device is per thread and starts at
+instance does not have fails here as it would there. Index -1 is the thread's selected GPU: a tensor on an emulated
+GPU is a CPU tensor, whose ``get_device()`` is -1 where the instance answers the GPU's index, so scripts that hand
+it back (``torch.zeros(n, device=x.get_device())``, ``.to(x.get_device())``) mean the GPU their tensor is on. As in CUDA, the selected device is per thread and starts at
 0 in every new thread (which is why prefetch threads call ``torch.cuda.set_device``).
 """
 
@@ -12,6 +14,8 @@ import threading
 import torch
 
 CPU = torch.device("cpu")
+CPU_TENSOR_INDEX = -1
+"""What ``get_device()`` answers for a tensor on an emulated GPU (a CPU tensor): here, the selected GPU."""
 
 _num_gpus = 0
 
@@ -69,7 +73,7 @@ def index_of(device: object = None) -> int:
             raise ValueError(f"Expected a cuda device, but got: {device}")
         return current() if device.index is None else check(device.index)
     if isinstance(device, int) and not isinstance(device, bool):
-        return check(device)
+        return current() if device == CPU_TENSOR_INDEX else check(device)
     raise ValueError(f"Expected a cuda device, but got: {device!r}")
 
 
@@ -85,7 +89,8 @@ def placement(device: object) -> object:
     if isinstance(device, str):
         return placement(torch.device(device)) if device.startswith("cuda") else device
     if isinstance(device, int) and not isinstance(device, bool):
-        check(device)
+        if device != CPU_TENSOR_INDEX:
+            check(device)
         return CPU
     return device
 

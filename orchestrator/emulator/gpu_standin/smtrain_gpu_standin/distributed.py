@@ -9,9 +9,14 @@
   finished too (``[dist.all_reduce(t, async_op=True) for t in ts][-1].wait()``). Gloo's default of two worker
   threads runs two async collectives at once, so the last one's wait() could return while an earlier one was still
   writing its tensor.
-* ``dist.is_nccl_available()`` is True, so scripts choose NCCL as they do on the instance.
+* ``dist.is_nccl_available()`` is True, so scripts choose NCCL as they do on the instance, and
+  ``torch.cuda.nccl.version()`` answers ``NCCL_VERSION``: no NCCL runs here, so it has no real version; this one
+  passes every check torch and the frameworks make (DDP's ``bf16_compress_hook`` wants 2.10 or newer) and is
+  printed as the version scripts log. torch.cuda.nccl's collectives stay refused (``unsupported.py``).
 * ``DistributedDataParallel(model, device_ids=[local_rank], output_device=...)``: torch refuses device ids for a
-  module on the CPU, so they are checked against the emulated GPUs and dropped.
+  module on the CPU, so they are checked against the emulated GPUs and dropped. Its bf16 gradient compression
+  hooks (``bf16_compress_hook``, ``bf16_compress_wrapper``), which torch allows only with CUDA and NCCL 2.10+,
+  are accepted: gloo reduces bfloat16 tensors.
 * ``nn.DataParallel(model)`` is built over the emulated GPUs as on the instance (``device_ids`` lists them) and
   runs the whole batch through the module on the CPU: the same math as scattering it, except that BatchNorm
   computes its batch statistics over the whole batch instead of per GPU.
@@ -37,6 +42,7 @@ from torch.nn.parallel import DataParallel, DistributedDataParallel
 
 from . import devices
 
+NCCL_VERSION = (2, 21, 5)
 
 def install() -> None:
     init = _settled_at_exit(_on_gloo(c10d.init_process_group))
@@ -46,9 +52,16 @@ def install() -> None:
         c10d._new_process_group_helper = _gloo_in_order(c10d._new_process_group_helper)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
     torch.distributed.is_nccl_available = _nccl_available
+    torch.cuda.nccl.version = _nccl_version
     DistributedDataParallel.__init__ = _ddp_init(DistributedDataParallel.__init__)
+    if hasattr(DistributedDataParallel, "_check_comm_hook"):
+        DistributedDataParallel._check_comm_hook = _bf16_hooks_allowed(DistributedDataParallel._check_comm_hook)
     DataParallel.forward = _data_parallel_forward
     SyncBatchNorm.forward = _sync_batch_norm_forward
+
+
+def _nccl_version() -> tuple[int, int, int]:
+    return NCCL_VERSION
 
 
 def _settled_at_exit(init):
@@ -150,6 +163,24 @@ def _ddp_init(init):
         init(self, module, None, None, *args, **kwargs)
 
     return without_device_ids
+
+
+_CUDA_ONLY_HOOKS = ("bf16_compress_hook", "bf16_compress_wrapper_hook")
+
+
+def _bf16_hooks_allowed(check):
+    """DDP's hook check, with torch's CUDA-build test skipped for the bf16 hooks (its other checks still run)."""
+
+    @functools.wraps(check)
+    def check_on_the_standin(self, hook) -> None:
+        if getattr(hook, "__name__", None) in _CUDA_ONLY_HOOKS:
+            original = hook
+            # The same signature (inspect follows __wrapped__) under a name torch does not single out.
+            hook = functools.wraps(original)(lambda *args, **kwargs: original(*args, **kwargs))
+            hook.__name__ = "smtrain_standin_bf16_hook"
+        check(self, hook)
+
+    return check_on_the_standin
 
 
 def _data_parallel_forward(self, *inputs, **kwargs):

@@ -59,7 +59,7 @@ def _lazy_init() -> None:
 _REFUSED = {
     torch.cuda: ("CUDAGraph", "graph", "make_graphed_callables", "graph_pool_handle", "ExternalStream"),
     torch.cuda.graphs: ("CUDAGraph", "graph", "make_graphed_callables", "graph_pool_handle"),
-    torch.cuda.nccl: ("version", "unique_id", "init_rank", "all_reduce", "reduce", "broadcast", "all_gather",
+    torch.cuda.nccl: ("unique_id", "init_rank", "all_reduce", "reduce", "broadcast", "all_gather",
                       "reduce_scatter"),
 }
 

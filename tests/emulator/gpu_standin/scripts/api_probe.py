@@ -346,6 +346,51 @@ def process_group_and_parallel_wrappers():
 
 
 @probe
+def bf16_compression_hook():
+    """DDP's bf16 gradient compression, which torch allows only with CUDA and NCCL 2.10+."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    model = torch.nn.Linear(4, 2).cuda()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
+    ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    x = torch.randn(8, 4).cuda()
+    ddp(x).sum().backward()
+    expected = x.sum(0).to(torch.bfloat16).float()  # each output's weight gradient, rounded to bfloat16 and back
+    same = all(torch.equal(row, expected) for row in model.weight.grad)
+    dist.destroy_process_group()
+    return {"nccl_version": list(torch.cuda.nccl.version()), "gradient_as_compressed": same}
+
+
+@probe
+def device_index_handed_back():
+    """Scripts put new tensors where an existing one is: `device=x.get_device()`. On the instance that is the
+    GPU's index; a stand-in tensor is a CPU tensor, whose index is -1."""
+    torch.cuda.set_device(2)
+    x = torch.ones(2).cuda()
+    made = torch.zeros(2, device=x.get_device())
+    return {"get_device": x.get_device(), "made": devices_of(made, torch.ones(2).to(x.get_device()),
+                                                                torch.ones(2).cuda(x.get_device())),
+            "device_object": str(torch.device(x.get_device())), "synchronize": torch.cuda.synchronize(-1),
+            "current_after": torch.cuda.current_device()}
+
+
+@probe
+def nvml_queries():
+    """What scripts log beside the loss: NVML's figures, through torch.cuda (a CPU build lacks pynvml)."""
+    x = torch.randn(256, 256)
+    torch.cuda.utilization()
+    for _ in range(50):
+        x = (x @ x).tanh()
+    busy = torch.cuda.utilization(0)
+    processes = torch.cuda.list_gpu_processes(1).splitlines()
+    return {"utilization_is_percent": isinstance(busy, int) and 0 <= busy <= 100,
+            "sensors": [torch.cuda.temperature(), torch.cuda.power_draw(), torch.cuda.clock_rate(),
+                        torch.cuda.memory_usage(), torch.cuda.device_memory_used()],
+            "processes": [processes[0], processes[1].split()[:2] == ["process", str(os.getpid())]]}
+
+
+@probe
 def cuda_classes_in_annotations():
     """transformers evaluates `torch.cuda.CUDAGraph | None` when it is imported."""
     return [str(torch.cuda.CUDAGraph | None), str(torch.cuda.ExternalStream | None)]
