@@ -24,6 +24,7 @@ from typing import Any
 
 from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
 
 PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
@@ -47,6 +48,9 @@ _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d 
                             r"^Training Env:|^Environment variables:|^smtrain:")
 _NOTE = re.compile(r"^\[?[IW]\d{4} ")
 """A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
+_LOG_PREFIX = re.compile(r"^\[[EF](?:\d{4} [\d:.]+)?(?: [^\]]*)?\]\s*")
+"""An error line's prefix in torch's C++ logging (`[E1126 10:41:01.426415540 ProcessGroupNCCL.cpp:629] `): its time
+differs on every run, so the error is shown without it."""
 _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # Frames of torchrun's agent (the console script, `python -m torch.distributed.run`, its launcher API): a
 # traceback through them is the agent's own, whatever rank the host's summary names.
@@ -267,6 +271,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     if not candidates:
         return None
     best = min(candidates, key=lambda item: item.order(launcher.hosts or hosts))
+    best, waited_fix = _waited_for(best, candidates, logs, launcher)
     location = next((f"{user}:{line}" for path, line in reversed(best.frames)
                      if (user := source.user_path(path)) is not None), None)
     all_lines = [line for host in hosts for line in logs.get(host, ())]
@@ -284,8 +289,45 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
                 detail = (*detail, f"caused by: {source.in_text(earlier)}")
                 break
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, detail,
-                        best.launcher)
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, waited_fix or fix,
+                        detail, best.launcher)
+
+
+def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mapping[str, Sequence[str]],
+                launcher: Launcher) -> tuple[_Candidate, str | None]:
+    """An NCCL watchdog timeout leads with the rank the others waited for (observing/straggler.py), with the fix
+    for it: every rank that entered the collective reports the timeout, the lowest of them is no cause. A rank that
+    died by a signal of its own (the OOM killer's SIGKILL) stays the cause, the timeout under it."""
+    if best.tier != COLLECTIVE or not best.exception:
+        return best, None
+    lines = [line for host in sorted(logs, key=host_order) for line in logs[host]]
+    printed = _printing_ranks(logs, launcher)
+    seen = {item.rank: item.host for item in candidates if item.rank is not None and item.launcher is None}
+    timeout = collective_timeout(best.exception, lines, {*seen, *printed})
+    if timeout is None:
+        return best, None
+    if not timeout.missing:
+        return replace(best, exception=timeout.said()), None
+    rank = timeout.missing[0]
+    own = next((item for item in candidates if item.rank == rank and item.launcher is None), None)
+    if own is not None and own.exception is None and own.exit_code is not None and _exit_tier(own.exit_code) == COLLECTIVE:
+        return replace(own, detail=(*own.detail, f"then: {timeout.said()}")), None
+    host = seen.get(rank) or printed.get(rank) or _rank_host(rank, launcher, best.host, lines)
+    return _Candidate(COLLECTIVE, host, rank, timeout.said(), own.exit_code if own else None), timeout.fix()
+
+
+def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> dict[int, str]:
+    """The host of each rank that printed a line under its own prefix (`[rank3]:`, mpirun's `[1,3]<stdout>:`)."""
+    printed: dict[int, str] = {}
+    for host, lines in logs.items():
+        for line in lines:
+            if prefixed := _RANK_PREFIX.match(line):
+                printed.setdefault(int(prefixed[1]), host)
+            elif tagged := _MPI_TAG.match(line):
+                rank = int(tagged[1])
+                printed.setdefault(rank, tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host,
+                                                                                              lines))
+    return printed
 
 
 def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),
@@ -514,12 +556,16 @@ def _host_rank(host: str, launcher: Launcher) -> int | None:
 
 
 def _rank_host(rank: int, launcher: Launcher, printer: str, lines: Sequence[str]) -> str:
-    """The host an MPI rank runs on: mpirun places ranks in slots of `per_host`, host after host."""
+    """The host a rank runs on: mpirun and torchrun place ranks in slots of `per_host`, host after host (on
+    SageMaker, their command lines say how many)."""
     hosts, per_host = launcher.hosts, launcher.per_host
     command = next((match for line in lines if (match := _MPI_COMMAND.search(line))), None)
+    torchrun = next((match for line in lines if (match := _TORCHRUN_COMMAND.search(line))), None)
     if command:
         hosts = tuple(item.split(":")[0] for item in command[1].split(","))
         per_host = max(1, int(command[2]) // max(1, len(hosts)))
+    elif torchrun:
+        per_host = int(torchrun[1])
     index = rank // max(per_host, 1)
     return hosts[index] if 0 <= index < len(hosts) else printer
 
@@ -623,7 +669,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _PIP_FAILURE.match(stripped):
             return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
-            return _Found(stripped)
+            return _Found(_LOG_PREFIX.sub("", stripped))
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
             if following.startswith("what():"):
