@@ -735,8 +735,9 @@ def max_runtime_cause(limit_seconds: int | None, found: FailureCause | None = No
 
 
 def service_cause(described: Mapping[str, Any], found: FailureCause | None = None) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, and the failures
-    before the script (the input download, capacity, a quota, SageMaker's own error).
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, the failures
+    before the script (the image, the input download, capacity, a quota, SageMaker's own error) and the upload of
+    the job's artifacts after it.
 
     Args:
         found: the cause read from the hosts' logs, where read: a rank's error leads over the run-time limit the
@@ -760,7 +761,16 @@ def service_cause(described: Mapping[str, Any], found: FailureCause | None = Non
 
 
 _DATA_DOWNLOAD = re.compile(r"ClientError: Data download failed")
+_ARTIFACT_UPLOAD = re.compile(r"ClientError: Artifact upload failed")
+"""SageMaker could not pack or upload /opt/ml/model and /opt/ml/output after the script ended (`ClientError: Artifact
+upload failed:Insufficient disk space`): the script itself completed."""
 _SERVICE_FAILURES = (
+    (re.compile(r"Cannot pull algorithm container"), "image_pull",
+     ("SageMaker could not pull or start the training image: check that image_uri exists in the job's region (an "
+      "ECR image is pulled from the job's region only: `aws ecr describe-images --region REGION ...`), that the "
+      "execution role may pull it (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer; a "
+      "repository in another account also needs its repository policy to allow the role), and that it fits "
+      "instance.volume_size_gb")),
     (re.compile(r"CapacityError|InsufficientCapacity|[Ii]nsufficient capacity"), "capacity",
      ("SageMaker had no capacity for this instance type in the region when the job started: submit it again "
       "later, list other types in instance.preferences, use another region, or reserve capacity "
@@ -785,9 +795,25 @@ _DOWNLOAD_FIXES = (
 )
 
 
+_UPLOAD_FIXES = (
+    (re.compile(r"[Dd]isk space|No space left"),
+     ("the script completed, but SageMaker could not pack /opt/ml/model and /opt/ml/output into model.tar.gz and "
+      "output.tar.gz on the instance's volume: raise instance.volume_size_gb, or save less there (checkpoints go "
+      "to /opt/ml/checkpoints, uploaded as they are written)")),
+    (re.compile(r"AccessDenied|\(403\)|Error 403|Forbidden|KMS"),
+     ("the script completed, but the execution role cannot write the job's output: allow it s3:PutObject on "
+      "output_path's bucket and prefix (and kms:GenerateDataKey on output_kms_key, for an encrypted output)")),
+    (re.compile(r"route table|VPC endpoint|NAT"),
+     ("the script completed, but the instances cannot reach S3 from the job's subnets: give the subnets' route "
+      "table an S3 VPC endpoint or a NAT gateway, and let their security groups and network ACL allow outbound "
+      "traffic to S3")),
+)
+
+
 def _before_the_script(reason: str) -> FailureCause | None:
-    """What SageMaker's FailureReason names where the hosts' logs cannot: the input download, capacity, a quota
-    or SageMaker's own error, all before (or beside) the script, often before any host wrote a line."""
+    """What SageMaker's FailureReason names where the hosts' logs cannot: the image, the input download,
+    capacity, a quota or SageMaker's own error before (or beside) the script, often before any host wrote a line,
+    and the upload of the job's artifacts after it."""
     if not reason.strip() or reason.startswith("AlgorithmError"):  # the script's: its message may say anything
         return None
     said = reason.strip().splitlines()[0]
@@ -796,6 +822,11 @@ def _before_the_script(reason: str) -> FailureCause | None:
                    "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
                    "URIs, region and the role's access to them)")
         return FailureCause(None, None, said, None, category="data_download", fix=fix)
+    if _ARTIFACT_UPLOAD.search(reason):
+        fix = next((fix for pattern, fix in _UPLOAD_FIXES if pattern.search(reason)),
+                   "the script completed, but SageMaker could not upload model.tar.gz and output.tar.gz to "
+                   "output_path: check that the bucket exists in the job's region and the role may write to it")
+        return FailureCause(None, None, said, None, category="artifact_upload", fix=fix)
     for pattern, category, fix in _SERVICE_FAILURES:
         if pattern.search(reason):
             return FailureCause(None, None, said, None, category=category, fix=fix)

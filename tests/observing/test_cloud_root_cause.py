@@ -345,6 +345,8 @@ def test_a_job_stopped_at_max_run_without_an_error_in_its_logs_is_the_limit(stub
       "Instances, with current utilization of 2 Instances and a request delta of 2 Instances. Please use AWS Service "
       "Quotas to request an increase for this quota."), "quota", "Service Quotas"),
     ("InternalServerError: We encountered an internal error. Please try again.", "service_error", "max_retry_attempts"),
+    ("ClientError: Cannot pull algorithm container. Either the image does not exist or its permissions are incorrect.",
+     "image_pull", "ecr:BatchGetImage"),
 ])
 def test_a_job_that_failed_before_its_hosts_wrote_a_line_is_named_by_its_failure_reason(stubbed_sagemaker, reason,
                                                                                         category, words):
@@ -465,3 +467,25 @@ def test_torchs_desync_report_names_the_lagging_rank(stubbed_sagemaker):
     cause = cause_of(stubbed_sagemaker, "nccl-desync", {"algo-2": lines})
     assert (cause["host"], cause["rank"]) == ("algo-1", 1)
     assert cause["exception"].endswith("on rank 4; torch's desync report names rank 1 as never joining it")
+
+
+@pytest.mark.parametrize(("reason", "words"), [
+    ("ClientError: Artifact upload failed:Insufficient disk space", "raise instance.volume_size_gb"),
+    ("ClientError: Artifact upload failed:AccessDenied (403): Access Denied", "s3:PutObject on output_path"),
+    (("ClientError: Artifact upload failed:Please ensure that the subnet's route table has a route to an S3 VPC "
+      "endpoint or a NAT device, and both the security groups and the subnet's network ACL allow outbound traffic to "
+      "S3"), "S3 VPC endpoint or a NAT gateway"),
+])
+def test_a_job_whose_artifacts_could_not_be_uploaded_after_the_script_completed(stubbed_sagemaker, reason, words):
+    """The script ended well; SageMaker then failed to pack or upload model.tar.gz. Before: no cause, no fix (the
+    logs hold no error); now SageMaker's words with the fix, and no log is read for them."""
+    logs = {"algo-1": [*toolkit_start(PYTHON), *steps(30), "saved /opt/ml/model/model.safetensors",
+                       "2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Reporting training SUCCESS"]}
+    cause = cause_of(stubbed_sagemaker, "upload-failed", logs, mode="none", reason=reason)
+    assert (cause["category"], cause["host"], cause["headline"]) == ("artifact_upload", None, f"the job failed: {reason}")
+    assert cause["fix"].startswith("the script completed") and words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("upload", reason=reason))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("upload", stubbed_sagemaker).failure_cause().category == "artifact_upload"
+    assert stubbed_sagemaker.sent == []
