@@ -56,6 +56,11 @@ _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # traceback through them is the agent's own, whatever rank the host's summary names.
 _AGENT_FRAME = re.compile(r"(^|/)torchrun$|torch/distributed/run\.py$|torch/distributed/launcher/api\.py$")
 TORCHRUN_AGENT = "torchrun agent"
+PIP_INSTALL = "pip install"
+"""Who failed where the toolkit's install of requirements.txt (or the source dir's package) failed on a host: pip,
+before the host started any rank."""
+_TOOLKIT_INSTALL = re.compile(r"-m pip install -r requirements\.txt|\b(InstallRequirementsError|InstallModuleError)\b")
+_SCRIPT_INVOKED = "Invoking script with the following command"
 _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
@@ -497,6 +502,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         if found is not None and found.by_agent:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
+        elif found is not None and not tagged and _install_failed(found.exception, lines):
+            candidates.append(_Candidate(OWN, owner, None, found.exception, exit_code, launcher=PIP_INSTALL))
         elif found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
                                          found.frames, found.detail, tagged, chained=found.chained, more=found.more))
@@ -509,6 +516,13 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     if not candidates and exit_code not in (None, 0):
         candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
     return candidates
+
+
+def _install_failed(exception: str, lines: Sequence[str]) -> bool:
+    """Whether a host's pip error is the toolkit's install before the script: the toolkit logged its install (the
+    pip command, its InstallRequirementsError) and never invoked the script, so no rank ran on that host."""
+    return (bool(_PIP_FAILURE.search(exception)) and any(_TOOLKIT_INSTALL.search(line) for line in lines)
+            and not any(_SCRIPT_INVOKED in line for line in lines))
 
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:

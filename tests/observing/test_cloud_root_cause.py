@@ -489,3 +489,22 @@ def test_a_job_whose_artifacts_could_not_be_uploaded_after_the_script_completed(
     stubbed_sagemaker.sent.clear()
     assert JobClient("upload", stubbed_sagemaker).failure_cause().category == "artifact_upload"
     assert stubbed_sagemaker.sent == []
+
+
+PIP_NOT_FOUND = [("ERROR: Could not find a version that satisfies the requirement torchmetrics==99.0 (from versions: "
+                  "1.0.0)"), "ERROR: No matching distribution found for torchmetrics==99.0"]
+PIP_COMMAND = "/opt/conda/bin/python3.11 -m pip install -r requirements.txt"
+
+
+@pytest.mark.parametrize("mode", ["none", "torch_distributed", "mpi"])
+def test_a_requirements_install_that_failed_on_each_host_names_the_host_and_pip_not_a_rank(stubbed_sagemaker, mode):
+    """The toolkit runs pip on every host before any rank exists. Before: `algo-1 (rank 0) failed: ERROR: ...` in
+    mode none, as if the script had raised; now the host and the install, `rank` null and `launcher` `pip install`."""
+    before_the_command = toolkit_start(PYTHON, installs=PIP_NOT_FOUND)[:-5]  # the toolkit never invoked it
+    host = [*before_the_command, *toolkit_failure(1, PIP_COMMAND, "InstallRequirementsError")]
+
+    cause = cause_of(stubbed_sagemaker, f"pip-{mode.replace('_', '-')}", {"algo-1": host, "algo-2": host},
+                     mode=mode, reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError"))
+    assert cause["headline"] == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
+                                 "torchmetrics==99.0")
+    assert (cause["rank"], cause["launcher"], cause["category"]) == (None, "pip install", "requirements_install")
