@@ -34,6 +34,9 @@ _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?(.*)$")
 _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
+_RERAISED = "Original Traceback (most recent call last):"
+"""torch's ExceptionWrapper.reraise (a DataLoader worker's error): `ValueError: Caught ValueError in DataLoader worker
+process 0.`, then this header and the worker's own traceback, whose last line is the error."""
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _SYNTAX_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)$')
@@ -641,6 +644,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     syntax: tuple[str, int] | None = None
     """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
     chained: list[str] = []
+    wrapper: str | None = None
+    """The exception that reraised the one a DataLoader worker raised (`Caught ValueError in DataLoader worker`)."""
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
@@ -654,7 +659,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             syntax = (headerless[1], int(headerless[2]))
         elif syntax is not None:
             continue  # the code and its carets
-        elif stripped in _CHAINED:
+        elif stripped in _CHAINED or (began and stripped == _RERAISED):
             frames = []
         elif began and frame:
             frames.append((frame[1], int(frame[2])))
@@ -662,6 +667,9 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
             if following in _CHAINED:
                 chained.append(stripped)
+                continue
+            if following == _RERAISED:
+                wrapper = stripped
                 continue
             began = False
             if _LAUNCHER_EXCEPTION.search(stripped):
@@ -671,7 +679,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
                 agent = agent or _Found(stripped, tuple(frames), by_agent=True)
                 frames, chained = [], []
                 continue
-            return _Found(stripped, tuple(frames), chained=tuple(chained), more=_message_rest(lines, index))
+            return _Found(stripped, tuple(frames), (f"reraised as: {wrapper}",) if wrapper else (),
+                          chained=tuple(chained), more=_message_rest(lines, index))
         elif began:
             continue
         elif stripped.startswith("usage: "):
