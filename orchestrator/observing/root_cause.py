@@ -24,6 +24,7 @@ from typing import Any
 
 from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
 
 PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
@@ -33,6 +34,9 @@ _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?(.*)$")
 _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception, another exception occurred:",
             "The above exception was the direct cause of the following exception:")
+_RERAISED = "Original Traceback (most recent call last):"
+"""torch's ExceptionWrapper.reraise (a DataLoader worker's error): `ValueError: Caught ValueError in DataLoader worker
+process 0.`, then this header and the worker's own traceback, whose last line is the error."""
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _SYNTAX_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)$')
@@ -47,11 +51,19 @@ _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d 
                             r"^Training Env:|^Environment variables:|^smtrain:")
 _NOTE = re.compile(r"^\[?[IW]\d{4} ")
 """A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
+_LOG_PREFIX = re.compile(r"^\[[EF](?:\d{4} [\d:.]+)?(?: [^\]]*)?\]\s*")
+"""An error line's prefix in torch's C++ logging (`[E1126 10:41:01.426415540 ProcessGroupNCCL.cpp:629] `): its time
+differs on every run, so the error is shown without it."""
 _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # Frames of torchrun's agent (the console script, `python -m torch.distributed.run`, its launcher API): a
 # traceback through them is the agent's own, whatever rank the host's summary names.
 _AGENT_FRAME = re.compile(r"(^|/)torchrun$|torch/distributed/run\.py$|torch/distributed/launcher/api\.py$")
 TORCHRUN_AGENT = "torchrun agent"
+PIP_INSTALL = "pip install"
+"""Who failed where the toolkit's install of requirements.txt (or the source dir's package) failed on a host: pip,
+before the host started any rank."""
+_TOOLKIT_INSTALL = re.compile(r"-m pip install -r requirements\.txt|\b(InstallRequirementsError|InstallModuleError)\b")
+_SCRIPT_INVOKED = "Invoking script with the following command"
 _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
@@ -267,6 +279,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     if not candidates:
         return None
     best = min(candidates, key=lambda item: item.order(launcher.hosts or hosts))
+    best, waited_fix = _waited_for(best, candidates, logs, launcher)
     location = next((f"{user}:{line}" for path, line in reversed(best.frames)
                      if (user := source.user_path(path)) is not None), None)
     all_lines = [line for host in hosts for line in logs.get(host, ())]
@@ -284,8 +297,45 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
                 detail = (*detail, f"caused by: {source.in_text(earlier)}")
                 break
     exception = source.in_text(best.exception) if best.exception else None
-    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, fix, detail,
-                        best.launcher)
+    return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, waited_fix or fix,
+                        detail, best.launcher)
+
+
+def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mapping[str, Sequence[str]],
+                launcher: Launcher) -> tuple[_Candidate, str | None]:
+    """An NCCL watchdog timeout leads with the rank the others waited for (observing/straggler.py), with the fix
+    for it: every rank that entered the collective reports the timeout, the lowest of them is no cause. A rank that
+    died by a signal of its own (the OOM killer's SIGKILL) stays the cause, the timeout under it."""
+    if best.tier != COLLECTIVE or not best.exception:
+        return best, None
+    lines = [line for host in sorted(logs, key=host_order) for line in logs[host]]
+    printed = _printing_ranks(logs, launcher)
+    seen = {item.rank: item.host for item in candidates if item.rank is not None and item.launcher is None}
+    timeout = collective_timeout(best.exception, lines, {*seen, *printed})
+    if timeout is None:
+        return best, None
+    if not timeout.missing:
+        return replace(best, exception=timeout.said()), None
+    rank = timeout.missing[0]
+    own = next((item for item in candidates if item.rank == rank and item.launcher is None), None)
+    if own is not None and own.exception is None and own.exit_code is not None and _exit_tier(own.exit_code) == COLLECTIVE:
+        return replace(own, detail=(*own.detail, f"then: {timeout.said()}")), None
+    host = seen.get(rank) or printed.get(rank) or _rank_host(rank, launcher, best.host, lines)
+    return _Candidate(COLLECTIVE, host, rank, timeout.said(), own.exit_code if own else None), timeout.fix()
+
+
+def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> dict[int, str]:
+    """The host of each rank that printed a line under its own prefix (`[rank3]:`, mpirun's `[1,3]<stdout>:`)."""
+    printed: dict[int, str] = {}
+    for host, lines in logs.items():
+        for line in lines:
+            if prefixed := _RANK_PREFIX.match(line):
+                printed.setdefault(int(prefixed[1]), host)
+            elif tagged := _MPI_TAG.match(line):
+                rank = int(tagged[1])
+                printed.setdefault(rank, tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host,
+                                                                                              lines))
+    return printed
 
 
 def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),
@@ -455,6 +505,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         if found is not None and found.by_agent:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
+        elif found is not None and not tagged and _install_failed(found.exception, lines):
+            candidates.append(_Candidate(OWN, owner, None, found.exception, exit_code, launcher=PIP_INSTALL))
         elif found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
                                          found.frames, found.detail, tagged, chained=found.chained, more=found.more))
@@ -467,6 +519,13 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     if not candidates and exit_code not in (None, 0):
         candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
     return candidates
+
+
+def _install_failed(exception: str, lines: Sequence[str]) -> bool:
+    """Whether a host's pip error is the toolkit's install before the script: the toolkit logged its install (the
+    pip command, its InstallRequirementsError) and never invoked the script, so no rank ran on that host."""
+    return (bool(_PIP_FAILURE.search(exception)) and any(_TOOLKIT_INSTALL.search(line) for line in lines)
+            and not any(_SCRIPT_INVOKED in line for line in lines))
 
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
@@ -514,12 +573,16 @@ def _host_rank(host: str, launcher: Launcher) -> int | None:
 
 
 def _rank_host(rank: int, launcher: Launcher, printer: str, lines: Sequence[str]) -> str:
-    """The host an MPI rank runs on: mpirun places ranks in slots of `per_host`, host after host."""
+    """The host a rank runs on: mpirun and torchrun place ranks in slots of `per_host`, host after host (on
+    SageMaker, their command lines say how many)."""
     hosts, per_host = launcher.hosts, launcher.per_host
     command = next((match for line in lines if (match := _MPI_COMMAND.search(line))), None)
+    torchrun = next((match for line in lines if (match := _TORCHRUN_COMMAND.search(line))), None)
     if command:
         hosts = tuple(item.split(":")[0] for item in command[1].split(","))
         per_host = max(1, int(command[2]) // max(1, len(hosts)))
+    elif torchrun:
+        per_host = int(torchrun[1])
     index = rank // max(per_host, 1)
     return hosts[index] if 0 <= index < len(hosts) else printer
 
@@ -581,6 +644,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
     syntax: tuple[str, int] | None = None
     """The headerless frame of a syntax error in the main script, until its `SyntaxError:` line."""
     chained: list[str] = []
+    wrapper: str | None = None
+    """The exception that reraised the one a DataLoader worker raised (`Caught ValueError in DataLoader worker`)."""
     for index, (_, line) in enumerate(lines):
         stripped = line.strip()
         frame = _FRAME.match(line)
@@ -594,7 +659,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             syntax = (headerless[1], int(headerless[2]))
         elif syntax is not None:
             continue  # the code and its carets
-        elif stripped in _CHAINED:
+        elif stripped in _CHAINED or (began and stripped == _RERAISED):
             frames = []
         elif began and frame:
             frames.append((frame[1], int(frame[2])))
@@ -602,6 +667,9 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             following = next((text.strip() for _, text in lines[index + 1:] if text.strip()), "")
             if following in _CHAINED:
                 chained.append(stripped)
+                continue
+            if following == _RERAISED:
+                wrapper = stripped
                 continue
             began = False
             if _LAUNCHER_EXCEPTION.search(stripped):
@@ -611,7 +679,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
                 agent = agent or _Found(stripped, tuple(frames), by_agent=True)
                 frames, chained = [], []
                 continue
-            return _Found(stripped, tuple(frames), chained=tuple(chained), more=_message_rest(lines, index))
+            return _Found(stripped, tuple(frames), (f"reraised as: {wrapper}",) if wrapper else (),
+                          chained=tuple(chained), more=_message_rest(lines, index))
         elif began:
             continue
         elif stripped.startswith("usage: "):
@@ -623,7 +692,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
         elif _PIP_FAILURE.match(stripped):
             return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
-            return _Found(stripped)
+            return _Found(_LOG_PREFIX.sub("", stripped))
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
             if following.startswith("what():"):
@@ -689,8 +758,9 @@ def max_runtime_cause(limit_seconds: int | None, found: FailureCause | None = No
 
 
 def service_cause(described: Mapping[str, Any], found: FailureCause | None = None) -> FailureCause | None:
-    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, and the failures
-    before the script (the input download, capacity, a quota, SageMaker's own error).
+    """A cause SageMaker itself reports, not the hosts' logs: the run-time limit, spot capacity, the failures
+    before the script (the image, the input download, capacity, a quota, SageMaker's own error) and the upload of
+    the job's artifacts after it.
 
     Args:
         found: the cause read from the hosts' logs, where read: a rank's error leads over the run-time limit the
@@ -714,7 +784,16 @@ def service_cause(described: Mapping[str, Any], found: FailureCause | None = Non
 
 
 _DATA_DOWNLOAD = re.compile(r"ClientError: Data download failed")
+_ARTIFACT_UPLOAD = re.compile(r"ClientError: Artifact upload failed")
+"""SageMaker could not pack or upload /opt/ml/model and /opt/ml/output after the script ended (`ClientError: Artifact
+upload failed:Insufficient disk space`): the script itself completed."""
 _SERVICE_FAILURES = (
+    (re.compile(r"Cannot pull algorithm container"), "image_pull",
+     ("SageMaker could not pull or start the training image: check that image_uri exists in the job's region (an "
+      "ECR image is pulled from the job's region only: `aws ecr describe-images --region REGION ...`), that the "
+      "execution role may pull it (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer; a "
+      "repository in another account also needs its repository policy to allow the role), and that it fits "
+      "instance.volume_size_gb")),
     (re.compile(r"CapacityError|InsufficientCapacity|[Ii]nsufficient capacity"), "capacity",
      ("SageMaker had no capacity for this instance type in the region when the job started: submit it again "
       "later, list other types in instance.preferences, use another region, or reserve capacity "
@@ -739,9 +818,25 @@ _DOWNLOAD_FIXES = (
 )
 
 
+_UPLOAD_FIXES = (
+    (re.compile(r"[Dd]isk space|No space left"),
+     ("the script completed, but SageMaker could not pack /opt/ml/model and /opt/ml/output into model.tar.gz and "
+      "output.tar.gz on the instance's volume: raise instance.volume_size_gb, or save less there (checkpoints go "
+      "to /opt/ml/checkpoints, uploaded as they are written)")),
+    (re.compile(r"AccessDenied|\(403\)|Error 403|Forbidden|KMS"),
+     ("the script completed, but the execution role cannot write the job's output: allow it s3:PutObject on "
+      "output_path's bucket and prefix (and kms:GenerateDataKey on output_kms_key, for an encrypted output)")),
+    (re.compile(r"route table|VPC endpoint|NAT"),
+     ("the script completed, but the instances cannot reach S3 from the job's subnets: give the subnets' route "
+      "table an S3 VPC endpoint or a NAT gateway, and let their security groups and network ACL allow outbound "
+      "traffic to S3")),
+)
+
+
 def _before_the_script(reason: str) -> FailureCause | None:
-    """What SageMaker's FailureReason names where the hosts' logs cannot: the input download, capacity, a quota
-    or SageMaker's own error, all before (or beside) the script, often before any host wrote a line."""
+    """What SageMaker's FailureReason names where the hosts' logs cannot: the image, the input download,
+    capacity, a quota or SageMaker's own error before (or beside) the script, often before any host wrote a line,
+    and the upload of the job's artifacts after it."""
     if not reason.strip() or reason.startswith("AlgorithmError"):  # the script's: its message may say anything
         return None
     said = reason.strip().splitlines()[0]
@@ -750,6 +845,11 @@ def _before_the_script(reason: str) -> FailureCause | None:
                    "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
                    "URIs, region and the role's access to them)")
         return FailureCause(None, None, said, None, category="data_download", fix=fix)
+    if _ARTIFACT_UPLOAD.search(reason):
+        fix = next((fix for pattern, fix in _UPLOAD_FIXES if pattern.search(reason)),
+                   "the script completed, but SageMaker could not upload model.tar.gz and output.tar.gz to "
+                   "output_path: check that the bucket exists in the job's region and the role may write to it")
+        return FailureCause(None, None, said, None, category="artifact_upload", fix=fix)
     for pattern, category, fix in _SERVICE_FAILURES:
         if pattern.search(reason):
             return FailureCause(None, None, said, None, category=category, fix=fix)

@@ -22,6 +22,7 @@ from recorded_sagemaker_logs import (
     TORCH_SAVE_DISK_FULL,
     TORCHRUN_COMMAND,
     failure_reason,
+    nccl_watchdog_timeout,
     steps,
     toolkit_failure,
     toolkit_start,
@@ -344,6 +345,8 @@ def test_a_job_stopped_at_max_run_without_an_error_in_its_logs_is_the_limit(stub
       "Instances, with current utilization of 2 Instances and a request delta of 2 Instances. Please use AWS Service "
       "Quotas to request an increase for this quota."), "quota", "Service Quotas"),
     ("InternalServerError: We encountered an internal error. Please try again.", "service_error", "max_retry_attempts"),
+    ("ClientError: Cannot pull algorithm container. Either the image does not exist or its permissions are incorrect.",
+     "image_pull", "ecr:BatchGetImage"),
 ])
 def test_a_job_that_failed_before_its_hosts_wrote_a_line_is_named_by_its_failure_reason(stubbed_sagemaker, reason,
                                                                                         category, words):
@@ -417,3 +420,91 @@ def test_a_failed_job_whose_streams_expired_is_named_by_the_toolkits_failure_rea
     reason = failure_reason(exit_code).replace('ErrorMessage ""', f'ErrorMessage "{message}"')
     cause = cause_of(stubbed_sagemaker, f"expired-{exit_code}", {}, mode="none", reason=reason)
     assert (cause["headline"], cause["category"], cause["exit_code"]) == (headline, category, exit_code)
+
+
+def _watchdog_job(stalled: int, stalled_exit: int) -> dict[str, list[str]]:
+    """2 hosts x 4 ranks: every rank but `stalled` entered ALLREDUCE #42 and its watchdog took it down after 30
+    minutes (exit -6); torchrun then stopped the rest of its host, `stalled` among them unless it died first."""
+    logs = {}
+    for node, host in enumerate(("algo-1", "algo-2")):
+        ranks = range(node * 4, node * 4 + 4)
+        timeouts = [line for rank in ranks if rank != stalled for line in nccl_watchdog_timeout(rank, 1800000 + rank)]
+        exits = [(rank, rank % 4, stalled_exit if rank == stalled else -6) for rank in ranks]
+        root = next(item for item in exits if item[2] == -6)
+        logs[host] = [*toolkit_start(TORCHRUN_COMMAND.format(node=node)), *steps(20), *timeouts,
+                      *_torchrun_summary(host, root, [item for item in exits if item != root]),
+                      *toolkit_failure(1, TORCHRUN_COMMAND.format(node=node))]
+    return logs
+
+
+def test_an_nccl_watchdog_timeout_names_the_rank_that_never_joined_the_collective(stubbed_sagemaker):
+    """Rank 3 (algo-1) never entered ALLREDUCE #42; the seven others timed out in it. Before: `algo-1 (rank 0)
+    failed: [E1126 11:11:01.026415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught ...`, the lowest rank that
+    waited, with a log time that differs on every run; now the rank they waited for and the collective."""
+    cause = cause_of(stubbed_sagemaker, "nccl-straggler", _watchdog_job(stalled=3, stalled_exit=-15))
+    assert cause["headline"] == (
+        "algo-1 (rank 3) failed: Watchdog caught collective operation timeout: ALLREDUCE (SeqNum=42) ran for 1800000 "
+        "milliseconds on ranks 0-2, 4-7; rank 3 reported no timeout: it never joined it")
+    assert cause["category"] == "collective_timeout" and "waited in ALLREDUCE for rank 3" in cause["fix"]
+
+
+def test_a_rank_killed_while_the_others_waited_in_a_collective_is_the_cause_with_the_timeout_under_it(
+        stubbed_sagemaker):
+    """Rank 6 (algo-2) was killed by SIGKILL; the others' watchdogs fired. Before: `algo-1 (rank 0) failed: ...
+    Watchdog caught ...`; now the killed rank, the OOM killer's fix, and the collective it left under it."""
+    cause = cause_of(stubbed_sagemaker, "nccl-killed", _watchdog_job(stalled=6, stalled_exit=-9))
+    assert cause["headline"] == "algo-2 (rank 6) was killed by signal 9 (SIGKILL)"
+    assert cause["category"] == "oom_killed"
+    assert cause["detail"] == [("then: Watchdog caught collective operation timeout: ALLREDUCE (SeqNum=42) ran for "
+                                "1800000 milliseconds on ranks 0-5, 7; rank 6 reported no timeout: it never joined it")]
+
+
+def test_torchs_desync_report_names_the_lagging_rank(stubbed_sagemaker):
+    """With TORCH_NCCL_DESYNC_DEBUG=1 torch names the ranks that never joined; only algo-2's stream is left."""
+    desync = ("[rank4]: \t - To our best knowledge, ranks [1] are the lagging ranks that caused this timeout. They "
+              "never joined any collectives")
+    lines = [*toolkit_start(TORCHRUN_COMMAND.format(node=1)), *nccl_watchdog_timeout(4, 1800004), desync]
+    cause = cause_of(stubbed_sagemaker, "nccl-desync", {"algo-2": lines})
+    assert (cause["host"], cause["rank"]) == ("algo-1", 1)
+    assert cause["exception"].endswith("on rank 4; torch's desync report names rank 1 as never joining it")
+
+
+@pytest.mark.parametrize(("reason", "words"), [
+    ("ClientError: Artifact upload failed:Insufficient disk space", "raise instance.volume_size_gb"),
+    ("ClientError: Artifact upload failed:AccessDenied (403): Access Denied", "s3:PutObject on output_path"),
+    (("ClientError: Artifact upload failed:Please ensure that the subnet's route table has a route to an S3 VPC "
+      "endpoint or a NAT device, and both the security groups and the subnet's network ACL allow outbound traffic to "
+      "S3"), "S3 VPC endpoint or a NAT gateway"),
+])
+def test_a_job_whose_artifacts_could_not_be_uploaded_after_the_script_completed(stubbed_sagemaker, reason, words):
+    """The script ended well; SageMaker then failed to pack or upload model.tar.gz. Before: no cause, no fix (the
+    logs hold no error); now SageMaker's words with the fix, and no log is read for them."""
+    logs = {"algo-1": [*toolkit_start(PYTHON), *steps(30), "saved /opt/ml/model/model.safetensors",
+                       "2026-11-26 10:41:02,000 sagemaker-training-toolkit INFO     Reporting training SUCCESS"]}
+    cause = cause_of(stubbed_sagemaker, "upload-failed", logs, mode="none", reason=reason)
+    assert (cause["category"], cause["host"], cause["headline"]) == ("artifact_upload", None, f"the job failed: {reason}")
+    assert cause["fix"].startswith("the script completed") and words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("upload", reason=reason))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("upload", stubbed_sagemaker).failure_cause().category == "artifact_upload"
+    assert stubbed_sagemaker.sent == []
+
+
+PIP_NOT_FOUND = [("ERROR: Could not find a version that satisfies the requirement torchmetrics==99.0 (from versions: "
+                  "1.0.0)"), "ERROR: No matching distribution found for torchmetrics==99.0"]
+PIP_COMMAND = "/opt/conda/bin/python3.11 -m pip install -r requirements.txt"
+
+
+@pytest.mark.parametrize("mode", ["none", "torch_distributed", "mpi"])
+def test_a_requirements_install_that_failed_on_each_host_names_the_host_and_pip_not_a_rank(stubbed_sagemaker, mode):
+    """The toolkit runs pip on every host before any rank exists. Before: `algo-1 (rank 0) failed: ERROR: ...` in
+    mode none, as if the script had raised; now the host and the install, `rank` null and `launcher` `pip install`."""
+    before_the_command = toolkit_start(PYTHON, installs=PIP_NOT_FOUND)[:-5]  # the toolkit never invoked it
+    host = [*before_the_command, *toolkit_failure(1, PIP_COMMAND, "InstallRequirementsError")]
+
+    cause = cause_of(stubbed_sagemaker, f"pip-{mode.replace('_', '-')}", {"algo-1": host, "algo-2": host},
+                     mode=mode, reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError"))
+    assert cause["headline"] == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
+                                 "torchmetrics==99.0")
+    assert (cause["rank"], cause["launcher"], cause["category"]) == (None, "pip install", "requirements_install")

@@ -230,3 +230,37 @@ def test_an_out_of_memory_nccl_reports_in_the_last_lines_of_its_message_is_the_r
     said = "ncclUnhandledCudaError: Call to CUDA function failed. Last error: Cuda failure 'out of memory'"
     assert cause.detail == (f"message: {said}",)
     assert "lower the per-device batch size" in cause.fix
+
+
+# A DataLoader worker raised: the main process reraises it wrapped, with the worker's traceback in its message (a local
+# run's log, torch 2.13, shortened).
+TORCH = "/opt/conda/lib/python3.11/site-packages/torch"
+DATALOADER_WORKER = f"""\
+batch torch.Size([2, 2])
+Traceback (most recent call last):
+  File "/opt/ml/code/dl.py", line 15, in <module>
+    for batch in DataLoader(Shards(), num_workers=1, batch_size=2):
+  File "{TORCH}/utils/data/dataloader.py", line 1567, in _process_data
+    data.reraise()
+  File "{TORCH}/_utils.py", line 794, in reraise
+    raise exception
+ValueError: Caught ValueError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "{TORCH}/utils/data/_utils/worker.py", line 374, in _worker_loop
+    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]
+  File "{TORCH}/utils/data/_utils/fetch.py", line 54, in <listcomp>
+    data = [self.dataset[idx] for idx in possibly_batched_index]
+            ~~~~~~~~~~~~^^^^^
+  File "/opt/ml/code/dl.py", line 11, in __getitem__
+    raise ValueError(f"corrupt record {{index}}")
+ValueError: corrupt record 3
+""".splitlines()
+
+
+def test_an_error_raised_in_a_dataloader_worker_is_the_workers_own_at_its_line():
+    """Before: `algo-1 (rank 0) failed: ValueError: Caught ValueError in DataLoader worker process 0. at
+    src/dl.py:15`, the wrapper at the loop; now the worker's error where the user's code raised it."""
+    cause = read_cause({"algo-1": DATALOADER_WORKER}, _one_process(["algo-1"]), exit_codes={"algo-1": 1},
+                       source=SourcePaths(shown="src"))
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: corrupt record 3 at src/dl.py:11"
+    assert cause.detail == ("reraised as: ValueError: Caught ValueError in DataLoader worker process 0.",)

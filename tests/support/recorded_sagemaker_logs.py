@@ -92,3 +92,34 @@ NCCL_PEER_LOST = nccl_error(0, "remote process exited or there was a network err
                             ("ncclRemoteError: A call failed possibly due to a network error or a remote process "
                              "exiting prematurely."), "Last error:",
                             "socketProgress: Connection closed by remote peer algo-2<52322>")
+
+
+def nccl_watchdog_timeout(rank: int, ran_ms: int, operation: str = "ALLREDUCE", sequence: int = 42) -> list[str]:
+    """One rank's NCCL watchdog timeout as torch 2.5 prints it (a real log's lines, shortened): its `[rankN]:`
+    error lines, then the C++ abort, unprefixed, that takes the process down (torchrun then reports exit -6)."""
+    work = (f"WorkNCCL(SeqNum={sequence}, OpType={operation}, NumelIn=25557032, NumelOut=25557032, "
+            "Timeout(ms)=1800000)")
+    said = f"[Rank {rank}] Watchdog caught collective operation timeout: {work} ran for {ran_ms} milliseconds before " \
+           "timing out."
+    group = f"[PG ID 0 PG GUID 0 Rank {rank}]"
+    raised = "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632 " \
+             "(most recent call first):"
+    frame = (f"frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7b99599e31b6 in {SITE}/torch/"
+             "lib/libc10.so)")
+    return [
+        f"[rank{rank}]:[E1126 11:11:01.{rank}26415540 ProcessGroupNCCL.cpp:629] {said}",
+        (f"[rank{rank}]:[E1126 11:11:01.484903450 ProcessGroupNCCL.cpp:2168] {group}  failure detected by watchdog "
+         f"at work sequence id: {sequence} PG status: last enqueued work: {sequence}, last completed work: "
+         f"{sequence - 1}"),
+        (f"[rank{rank}]:[E1126 11:11:01.484959605 ProcessGroupNCCL.cpp:681] [Rank {rank}] Some NCCL operations have "
+         "failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+         "corrupted/incomplete data."),
+        (f"[rank{rank}]:[E1126 11:11:01.484966856 ProcessGroupNCCL.cpp:695] [Rank {rank}] To avoid data "
+         "inconsistency, we are taking the entire process down."),
+        (f"[rank{rank}]:[E1126 11:11:01.486305774 ProcessGroupNCCL.cpp:1895] {group} Process group watchdog thread "
+         f"terminated with exception: {said}"),
+        raised, frame, "",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        f"  what():  {group} Process group watchdog thread terminated with exception: {said}",
+        raised, frame, "",
+    ]
