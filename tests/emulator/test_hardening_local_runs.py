@@ -162,7 +162,11 @@ def test_a_channel_that_cannot_be_copied_fails_the_run_with_a_reason(tmp_path):
 
 
 @pytest.mark.slow
-def test_link_inputs_channels_are_read_only_to_the_job(tmp_path):
+@pytest.mark.parametrize("channel", ["s3://bucket/train/", {"uri": "s3://bucket/train/", "distribution": "ShardedByS3Key"}],
+                         ids=["replicated", "sharded"])
+def test_link_inputs_channels_are_read_only_to_the_job(tmp_path, channel):
+    """A ShardedByS3Key share was linked symbolically, to the user's file outside the read-only mount: the job's
+    write reached the user's data."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "a.csv").write_text("a\n")
@@ -181,7 +185,7 @@ def test_link_inputs_channels_are_read_only_to_the_job(tmp_path):
                 raise SystemExit("the channel took a change")
     """)
     (tmp_path / "src").mkdir()
-    spec = _spec(tmp_path / "src", script, inputs={"train": "s3://bucket/train/"}, local_inputs={"train": "../data"},
+    spec = _spec(tmp_path / "src", script, inputs={"train": channel}, local_inputs={"train": "../data"},
                  source_dir=".")
     result = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--link-inputs", "--verbose")
     assert result.returncode == 0, result.stdout + result.stderr

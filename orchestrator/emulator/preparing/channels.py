@@ -13,6 +13,7 @@ carries every object of the host's share, in key order, concatenated (decompress
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import shutil
@@ -74,9 +75,20 @@ def place_share(source: Path, items: list[Path], target: Path, link: bool) -> No
         destination = target / (item.relative_to(source) if source.is_dir() else item.name)
         destination.parent.mkdir(parents=True, exist_ok=True)
         if link:
-            destination.symlink_to(item.resolve())
+            link_file(item, destination)
         else:
             shutil.copy2(item, destination)
+
+
+def link_file(source: Path, target: Path) -> None:
+    """`--link-inputs`' link: a hard link, which the host's read-only mount of its input/data covers (a symbolic
+    link would lead the job's writes out of it, into the user's file); symbolic only where a hard link cannot be."""
+    try:
+        os.link(source, target, follow_symlinks=True)
+    except OSError as error:
+        if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+            raise
+        target.symlink_to(source.resolve())
 
 
 def copy_tree(source: Path, target: Path, skip: Callable[[str, list[str]], set[str]]) -> None:

@@ -371,23 +371,14 @@ def _link_tree(source: Path, target: Path) -> None:
     user's data. Writing into an existing file in place still reaches the original (the option says so)."""
     if source.is_file():
         target.mkdir()
-        _link_file(source, target / source.name)
+        channels.link_file(source, target / source.name)
         return
     for root, dirs, names in os.walk(source):
         here = target / Path(root).relative_to(source)
         here.mkdir(exist_ok=True)
         dirs[:] = [name for name in dirs if name not in _run_directories(root, dirs)]
         for name in names:
-            _link_file(Path(root) / name, here / name)
-
-
-def _link_file(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target, follow_symlinks=True)
-    except OSError as error:
-        if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-            raise
-        target.symlink_to(source)
+            channels.link_file(Path(root) / name, here / name)
 
 
 def _run_directories(directory: str, names: list[str]) -> set[str]:
