@@ -36,6 +36,31 @@ def test_the_stand_in_patches_an_older_torch_that_lacks_the_newer_switches(stand
     assert _report(result.stdout) == {"cuda": True, "patched": True, "tensor_to": "function"}
 
 
+AMP_RECIPE = """
+import json, torch
+model = torch.nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.cuda.amp.GradScaler()
+before = model.weight.detach().clone()
+with torch.cuda.amp.autocast():
+    loss = model(torch.randn(8, 4, device="cuda")).float().pow(2).mean()
+scaler.scale(loss).backward()
+scaler.step(optimizer)
+scaler.update()
+print(json.dumps({"stepped": not torch.equal(before, model.weight), "scale": scaler.get_scale()}))
+"""
+
+
+def test_an_older_torch_runs_the_amp_recipe_of_its_docs(standin):
+    """torch.cuda.amp.GradScaler of torch before 2.3 asserted `outputs.is_cuda` at the first `scaler.scale(loss)`:
+    the PyTorch docs' AMP recipe failed under Debian's torch 1.13. It runs disabled, as torch runs it without CUDA."""
+    older = "/usr/bin/python3"
+    if subprocess.run([older, "-c", "import torch"], capture_output=True, check=False).returncode:
+        pytest.skip(f"{older} has no torch (Debian: apt-get install python3-torch)")
+    result = standin.run([older, "-c", AMP_RECIPE], standin.environment())
+    assert _report(result.stdout) == {"stepped": True, "scale": 1.0}
+
+
 def test_sitecustomize_zero_gpus_means_off(standin):
     assert standin.python("-c", ARMED, num_gpus=0).stdout.split() == ["False", "None"]
 

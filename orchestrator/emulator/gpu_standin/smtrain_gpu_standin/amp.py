@@ -5,7 +5,9 @@ bfloat16: the script's reduced-precision path is exercised (casts, dtypes of act
 bfloat16's float32-sized exponent cannot overflow where fp16 would need the GradScaler, so losses stay sane. fp16
 numerics themselves are not checked. A requested bfloat16 stays bfloat16. ``torch.is_autocast_enabled()`` and
 ``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast. ``GradScaler("cuda")`` scales on the CPU and
-keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale).
+keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale). Before torch 2.3 (Debian's
+1.13) the only GradScaler is ``torch.cuda.amp``'s, whose kernels exist for CUDA alone: it runs disabled, as torch
+itself runs it where CUDA is missing (scale 1, steps never skipped), which bfloat16 does not need.
 
 On a CPU without native bfloat16 (no AVX-512 BF16 or AMX, as on AVX2-only machines) torch emulates it, about
 ten times slower than float32 (bench/bench_autocast.py: a 4096-wide layer's step, 8-10x). There the emulator asks
@@ -63,6 +65,9 @@ def install(in_float32: bool = False) -> None:
                     setattr(owner, name, torchscript.same_operator(_in_float32(original), original))
     if GradScaler is not None:
         GradScaler.__init__ = _scaler_init(GradScaler.__init__)
+    else:
+        cuda_scaler = torch.cuda.amp.GradScaler
+        cuda_scaler.__init__ = _scaler_disabled(cuda_scaler.__init__)
     for name in ("is_autocast_enabled", "get_autocast_dtype"):
         original = getattr(torch, name, None)  # get_autocast_dtype came with torch 2.4
         if original is not None:
@@ -142,6 +147,16 @@ def _scaler_init(init):
         init(self, "cpu" if device == "cuda" else device, *args, **kwargs)
 
     return on_cpu
+
+
+def _scaler_disabled(init):
+    """torch.cuda.amp.GradScaler before torch 2.3: it asserts CUDA tensors and has no CPU kernels to unscale."""
+
+    @functools.wraps(init)
+    def disabled(self, *args, **kwargs) -> None:
+        init(self, *args[:4], **{**kwargs, "enabled": False})
+
+    return disabled
 
 
 def _cuda_means_cpu(query):
