@@ -145,10 +145,13 @@ def mask_values(text: str, secrets: Iterable[str]) -> str:
 
 def masks_its_repr(secrets_of: Callable[[Any], Iterable[str]]) -> Callable[[Shown], Shown]:
     """A class decorator: the class's repr and str (what a notebook shows for an object a cell ends with) with
-    `secrets_of(obj)` masked, in the escaped form repr gives a value (quotes, backslashes) as well."""
+    `secrets_of(obj)` masked, in the escaped form repr gives a value (quotes, backslashes) as well; and its
+    `__rich_repr__` where it has one (a pydantic model's), which rich's notebook display (`%load_ext rich`),
+    `rich.print` and `rich.pretty` read field by field instead of the repr."""
 
     def decorate(cls: Shown) -> Shown:
         shown_repr, shown_str = cls.__repr__, cls.__str__
+        shown_rich = getattr(cls, "__rich_repr__", None)
 
         def masked(text: str, obj: Any) -> str:
             secrets = set(secrets_of(obj))
@@ -157,9 +160,29 @@ def masks_its_repr(secrets_of: Callable[[Any], Iterable[str]]) -> Callable[[Show
         cls.__repr__ = lambda self: masked(shown_repr(self), self)
         if shown_str is not object.__str__:  # object's str is the repr, masked above
             cls.__str__ = lambda self: masked(shown_str(self), self)
+        if shown_rich is not None:
+            def rich_masked(self: Any) -> Iterable[Any]:
+                secrets = {value for value in secrets_of(self) if len(value) >= MIN_MASKED_LENGTH}
+                for item in shown_rich(self):  # a value, or (name, value) and maybe a default after
+                    yield (item[0], _masked_item(item[1], secrets), *item[2:]) if isinstance(item, tuple) else (
+                        _masked_item(item, secrets))
+
+            cls.__rich_repr__ = rich_masked
         return cls
 
     return decorate
+
+
+def _masked_item(value: Any, secrets: set[str]) -> Any:
+    """A field's value as rich shows it, the known secret values masked in its text, items and keys."""
+    if isinstance(value, str):
+        return mask_values(value, secrets)
+    if isinstance(value, Mapping):
+        return {_masked_item(key, secrets): _masked_item(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_masked_item(item, secrets) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return MASK if not isinstance(value, bool) and str(value) in secrets else value
 
 
 def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,11 @@ class LocalBackend:
         alive = start is not None and start.thread.is_alive()  # before reading: an error is set before it ends
         described = read_status(Path(job_id))
         if start is not None and described is not None and described.get("TrainingJobName") != start.job_name:
+            if not alive and start.error is None:  # a later run into the same directory cleared this one
+                raise JobNotFound(f"{job_id} now holds the later run {described.get('TrainingJobName')}, started "
+                                  f"into the same directory: this job's run, {start.job_name}, was cleared",
+                                  fix=f"orchestrator.attach({job_id!r}) follows the run there now; give each run "
+                                      "a run_dir of its own (the default, runs/<job name>, is new for every run)")
             described = None  # another run's: an earlier one this run is about to clear, or one it could not clear
         if start is not None and start.error is not None and (
                 described is None or described["TrainingJobStatus"] not in TERMINAL):

@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 import orchestrator
-from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES
+from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES, JobNotFound
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, read_status
@@ -216,6 +216,23 @@ def test_a_notebook_rerunning_into_one_run_directory_never_clears_a_running_run_
     again = orchestrator.run(_spec(tmp_path, steps=5), backend="local", run_dir=tmp_path / "run")
     final = again.wait(poll_seconds=0.05)  # not the stopped run's status, left in the directory
     assert (final.name, final.status) == (again.name, "Completed") and again.name != running.name
+
+
+def test_the_handle_of_a_run_that_a_later_run_into_its_directory_cleared_says_so(tmp_path):
+    """A notebook cell run twice with one run_dir: the first `job` must not claim the directory holds no status."""
+    first = orchestrator.run(_spec(tmp_path, steps=5), backend="local", run_dir=tmp_path / "run")
+    assert first.wait(poll_seconds=0.05).status == "Completed"
+    later = orchestrator.run(_spec(tmp_path, steps=5), backend="local", run_dir=tmp_path / "run")
+    assert later.wait(poll_seconds=0.05).status == "Completed"
+
+    with pytest.raises(JobNotFound) as raised:
+        first.status()
+
+    assert str(raised.value) == (
+        f"{tmp_path / 'run'} now holds the later run {later.name}, started into the same directory: this job's run, "
+        f"{first.name}, was cleared\n  To fix: orchestrator.attach('{tmp_path / 'run'}') follows the run there now; "
+        "give each run a run_dir of its own (the default, runs/<job name>, is new for every run)")
+    assert orchestrator.attach(tmp_path / "run").status().name == later.name
 
 
 def test_a_stop_right_after_run_stops_the_run_that_is_still_preparing(tmp_path):

@@ -143,3 +143,30 @@ def test_second_ctrl_c_kills_at_once(spawner_spec, tmp_path):
     assert time.monotonic() - first < INTERRUPT_GRACE_SECONDS, "killed before the first Ctrl-C's grace ran out"
     assert "on a second interruption: killing 1 process: algo-1 rank 0 (pid" in "".join(lines)
     assert _tagged(tag) == []
+
+
+_NOTEBOOK = """
+import json, sys
+from pathlib import Path
+import psutil
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.specs.loader import load
+try:
+    run_local(load(sys.argv[1]), Options(run_dir=Path(sys.argv[2])))
+except KeyboardInterrupt:
+    print(json.dumps([child.pid for child in psutil.Process().children(recursive=True)
+                      if child.status() == psutil.STATUS_ZOMBIE]))
+"""
+
+
+def test_a_notebooks_interrupt_leaves_no_zombie_in_its_kernel(spawner_spec, tmp_path):
+    """A kernel interrupted during `orchestrator.run_local` lives on: the run's processes must be reaped, not left
+    as zombies of the kernel (the CLI's process exits, which hid them)."""
+    spec, tag = spawner_spec("wait")
+    kernel = subprocess.Popen([sys.executable, "-c", _NOTEBOOK, str(spec), str(tmp_path / "run")],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    _wait_for(tag, 2 * SPAWNED_PER_PROCESS)
+    kernel.send_signal(signal.SIGINT)  # what Jupyter's interrupt sends the kernel
+    output, _ = kernel.communicate(timeout=600)
+    assert output.strip() == "[]", output
+    assert _tagged(tag) == []

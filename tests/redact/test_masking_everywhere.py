@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from rich.pretty import pretty_repr
 
 from orchestrator.cli.main import main
 from orchestrator.planning.plan import build_plan
@@ -75,9 +76,8 @@ def test_set_notice_does_not_echo_a_secret_value(tmp_path, override):
     assert "eps" not in result.output and "secret-" not in result.output
 
 
-def test_what_a_notebook_shows_of_a_spec_or_plan_hides_its_secrets(tmp_path):
-    """A notebook cell ending in a spec, a plan or a submission shows its repr; the repr and str mask the
-    secrets (nested, in lists, quoted) and nothing else: `output_kms_key=None` is no secret."""
+def _notebook_objects(tmp_path):
+    """A spec, what load returns, a plan and a tuning plan, with secrets nested, in lists and quoted."""
     (tmp_path / "train.py").write_text("print(1)\n")
     (tmp_path / "spec.yaml").write_text(SPEC.replace("metrics: []", "metrics: [{name: 'train:loss', regex: 'loss=(\\S+)'}]")
                                         + "environment: {HF_TOKEN: \"it's-zeta-secret-6\"}\n")
@@ -87,9 +87,24 @@ def test_what_a_notebook_shows_of_a_spec_or_plan_hides_its_secrets(tmp_path):
     tuning_file = tmp_path / "search.yaml"
     tuning_file.write_text(f"job: {tmp_path / 'spec.yaml'}\nobjective: {{metric: \"train:loss\", type: Minimize}}\n"
                            "strategy: Grid\nparameters: {api_token: {type: categorical, values: [eta-secret-7]}}\n")
-    tuning = build_tuning_plan(load_tuning(tuning_file), job_plan.target, name="search")
-    shown = {f"{kind.__name__}({type(value).__name__})": kind(value) for value in (loaded.spec, loaded, job_plan, tuning)
+    return loaded.spec, loaded, job_plan, build_tuning_plan(load_tuning(tuning_file), job_plan.target, name="search")
+
+
+def test_what_a_notebook_shows_of_a_spec_or_plan_hides_its_secrets(tmp_path):
+    """A notebook cell ending in a spec, a plan or a submission shows its repr; the repr and str mask the
+    secrets (nested, in lists, quoted) and nothing else: `output_kms_key=None` is no secret."""
+    shown = {f"{kind.__name__}({type(value).__name__})": kind(value) for value in _notebook_objects(tmp_path)
              for kind in (repr, str)}
     for name, text in shown.items():
         assert "secret-" not in text and MASK in text, name
     assert "output_kms_key=None" in shown["repr(Plan)"] and "output_kms_key=None" in shown["str(JobSpec)"]
+
+
+def test_rich_shows_a_spec_field_by_field_with_its_secrets_masked(tmp_path):
+    """rich's notebook display (`%load_ext rich`), `rich.print` and `rich.pretty` read a pydantic model's fields
+    through `__rich_repr__`, not its repr: the spec's secrets are masked there too, and its other fields shown."""
+    shown = {type(value).__name__: pretty_repr(value) for value in _notebook_objects(tmp_path)}
+    for name, text in shown.items():
+        assert "secret-" not in text and MASK in text, (name, text)
+    assert "    hyperparameters={\n        'api_keys': ['****', '****']," in shown["JobSpec"]
+    assert "environment={'HF_TOKEN': '****'}" in shown["JobSpec"] and "output_kms_key=None" in shown["JobSpec"]

@@ -416,6 +416,7 @@ class Supervisor:
         while tree.alive() and time.monotonic() < deadline:
             tree.reap()
             time.sleep(POLL_SECONDS)
+        tree.reap()  # the last to die: a notebook's kernel that Ctrl-C'd a run lives on, and would keep them as zombies
 
 
 class _ProcessTree:
@@ -425,13 +426,13 @@ class _ProcessTree:
     def __init__(self) -> None:
         self._me = psutil.Process()
         self._before = {_identity(child) for child in self._me.children()}
-        self._owned: set[int] = set()
+        self._owned: dict[int, subprocess.Popen[bytes]] = {}
         self._was_subreaper = _child_subreaper()
         _set_child_subreaper(True)
 
     def own(self, processes: Iterable[subprocess.Popen[bytes]]) -> None:
-        """Processes whose exit status their Popen reads: never reaped here."""
-        self._owned.update(process.pid for process in processes)
+        """Processes whose exit status their Popen reads: reaped through it, which keeps that status."""
+        self._owned.update((process.pid, process) for process in processes)
 
     def alive(self) -> list[psutil.Process]:
         """The run's live processes: every descendant of smtrain's process under a child the run started,
@@ -459,7 +460,10 @@ class _ProcessTree:
         return [process for process in live if _top_ancestor(process.pid, parents, self._me.pid) in started]
 
     def reap(self) -> None:
-        """Waits for the orphans that have exited, so none stays a zombie of smtrain's."""
+        """Waits for the run's processes that have exited, orphans and launchers, so none stays a zombie of
+        smtrain's."""
+        for process in self._owned.values():
+            process.poll()
         for child in self._new_children():
             if child.pid not in self._owned:
                 try:
