@@ -201,8 +201,7 @@ class FailureCause:
         at = f" at {self.location}" if self.location else ""
         if self.exception:
             return f"{where} failed: {self.exception}{at}"
-        if self.exit_code is not None and self.exit_code < 0:
-            number = -self.exit_code
+        if (number := _signal_number(self.exit_code)) is not None:
             return f"{where} was killed by signal {number} ({_SIGNALS.get(number, 'signal')}){at}"
         return f"{where} exited with code {self.exit_code}{at}"
 
@@ -371,8 +370,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
                               "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
                               "type with more memory")
-    if exit_code is not None and (exit_code < 0 or exit_code > 128) and not text:
-        number = -exit_code if exit_code < 0 else exit_code - 128
+    if (number := _signal_number(exit_code)) is not None and not text:
         name = _SIGNALS.get(number, f"signal {number}")
         return "signal", (f"the process died of {name} without a Python error: {_signal_advice(number)}")
     if text:
@@ -461,6 +459,16 @@ def _shorter_versions(match: re.Match[str]) -> str:
             f" {len(versions)} in all)")
 
 
+def _signal_number(exit_code: int | None) -> int | None:
+    """The signal that ended a process: Python reports it as -N, a shell (the toolkit's, mode none's launcher) as
+    128 + N, so the same crash reads the same under every launcher."""
+    if exit_code is None:
+        return None
+    if exit_code < 0:
+        return -exit_code
+    return exit_code - 128 if 128 < exit_code < 128 + 65 else None
+
+
 def _signal_advice(number: int) -> str:
     if number == 11:
         return "a crash in native code (a CUDA kernel, a C extension); run it with CUDA_LAUNCH_BLOCKING=1 to find it"
@@ -529,9 +537,9 @@ def _install_failed(exception: str, lines: Sequence[str]) -> bool:
 
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
-    """What a rank that exited 1 by itself printed last, when it printed no error: `SystemExit("no data in
-    /opt/ml/input")` prints its message and exits 1."""
-    if exit_code != 1:
+    """What a rank that failed without a Python error printed last: `SystemExit("no data in /opt/ml/input")` prints
+    its message and exits 1; `os._exit(3)` or a crash in native code leaves only the line before it."""
+    if exit_code in (None, 0):
         return None
     said = None
     for _, line in stream:

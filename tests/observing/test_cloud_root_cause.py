@@ -408,7 +408,7 @@ def test_a_rank_the_oom_killer_ended_leads_over_the_nccl_errors_of_the_ranks_tha
 
 
 @pytest.mark.parametrize(("exit_code", "message", "headline", "category"), [
-    (137, "", "the job exited with code 137", "oom_killed"),
+    (137, "", "the job was killed by signal 9 (SIGKILL)", "oom_killed"),
     (1, ("Traceback (most recent call last)\n File \"/opt/ml/code/train.py\", line 3, in <module>\n import wandb\n "
          "ModuleNotFoundError: No module named 'wandb'\n"),
      "the job failed: ModuleNotFoundError: No module named 'wandb'", "import_error"),

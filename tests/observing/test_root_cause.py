@@ -172,6 +172,26 @@ def test_a_system_exit_message_is_the_failing_ranks_last_line():
     assert cause.text() == "algo-1 (rank 0) exited with code 1\nlast line: no training data in /opt/ml/input/data/train"
 
 
+def test_a_rank_that_ended_itself_without_an_error_shows_its_last_line():
+    """Before: only `exited with code 3`: the last line was shown for exit code 1 alone."""
+    cause = read_cause({"algo-1": ["step 1 loss 2.3", "checkpoint written"]}, _one_process(["algo-1"]),
+                       exit_codes={"algo-1": 3})
+    assert cause.text() == "algo-1 (rank 0) exited with code 3\nlast line: checkpoint written"
+
+
+def test_a_segfault_reads_the_same_through_a_shell_and_under_torchrun():
+    """Mode none's shell reports a crash as 128 + the signal (139), torchrun as -11; before, the first read
+    `exited with code 139`, the second `was killed by signal 11 (SIGSEGV)`."""
+    said = ["step 1 loss 2.3"]
+    through_shell = read_cause({"algo-1": said}, _one_process(["algo-1"]), exit_codes={"algo-1": 139})
+    torchrun = [line.replace("-6", "-11") for line in TORCHRUN_ABORT[2:]]
+    under_torchrun = read_cause({"algo-2": [f"[rank2]:{said[0]}", *torchrun]}, _torchrun(["algo-1", "algo-2"], 2),
+                                exit_codes={"algo-2": 1})
+    assert through_shell.headline() == "algo-1 (rank 0) was killed by signal 11 (SIGSEGV)"
+    assert under_torchrun.headline() == "algo-2 (rank 2) was killed by signal 11 (SIGSEGV)"
+    assert through_shell.category == under_torchrun.category == "signal"
+
+
 def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
     lines = ["[1,0]<stdout>:step 1", "[1,3]<stderr>:Traceback (most recent call last):",
              '[1,3]<stderr>:  File "/opt/ml/code/train.py", line 5, in <module>', "[1,3]<stderr>:KeyError: 'label'",
