@@ -22,7 +22,13 @@ import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising import stall
-from orchestrator.emulator.supervising.stacks import find_py_spy
+from orchestrator.emulator.supervising.stacks import (
+    RankProcess,
+    RankStack,
+    find_py_spy,
+    py_spy_read,
+    with_data_workers,
+)
 from orchestrator.emulator.supervising.status import read_status
 from orchestrator.specs.loader import load
 
@@ -115,6 +121,27 @@ class Timeline:
 
     def attempt(self, *_) -> None:
         pass
+
+
+@pytest.mark.skipif(not py_spy_can_attach(), reason="py-spy missing, or not root: it may not attach")
+def test_the_dataloader_worker_a_rank_waits_for_is_found_and_read(tmp_path):
+    """A real DataLoader worker (forked, as torch makes it here), blocked in __getitem__: found as the rank's
+    worker and read by py-spy."""
+    script = Path(__file__).parent / "scripts" / "stuck_data_worker.py"
+    rank = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout.readline().startswith("waiting after step 0")
+        text, _ = py_spy_read(find_py_spy(), rank.pid)
+        [read] = with_data_workers([RankStack(RankProcess(rank.pid, "algo-1", 0), text, "py-spy")], find_py_spy())
+        [worker] = read.workers
+        assert worker.process.pid in [child.pid for child in psutil.Process(rank.pid).children()]
+        assert read.waiting_for == f", waiting for its DataLoader worker (pid {worker.process.pid}) at " \
+                                   "Shards.__getitem__ (stuck_data_worker.py:16)"
+    finally:
+        for child in psutil.Process(rank.pid).children(recursive=True):
+            child.kill()
+        rank.kill()
+        rank.wait()
 
 
 def test_without_py_spy_the_ranks_faulthandler_gives_the_stacks(hang_spec, tmp_path, monkeypatch):

@@ -240,6 +240,36 @@ def test_a_hangs_cause_is_the_rank_the_others_wait_for(tmp_path):
     assert type(cause).from_dict(cause.to_dict()).headline() == cause.headline()
 
 
+PY_SPY_WAITING_FOR_DATA = """Thread 3 (active): "MainThread"
+    _PollLikeSelector.select (selectors.py:415)
+    Queue.get (multiprocessing/queues.py:113)
+    _MultiProcessingDataLoaderIter._try_get_data (torch/utils/data/dataloader.py:1291)
+    _BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:725)
+    main (train.py:17)
+"""
+PY_SPY_WORKER_IN_GETITEM = """Thread 3169 (idle): "MainThread"
+    Shards.__getitem__ (train.py:12)
+    _MapDatasetFetcher.fetch (torch/utils/data/_utils/fetch.py:54)
+    _worker_loop (torch/utils/data/_utils/worker.py:374)
+"""
+
+
+def test_a_rank_waiting_for_its_dataloader_is_shown_with_where_its_worker_blocks(tmp_path):
+    """Before: `rank 0 (algo-1) at main (train.py:17)`, the loop, and nothing of the worker that blocks."""
+    worker = RankStack(RankProcess(3169, "algo-1", 0), PY_SPY_WORKER_IN_GETITEM, "py-spy")
+    waits = RankStack(RANK_0, PY_SPY_WAITING_FOR_DATA, "py-spy", workers=(worker,))
+    report = HangReport(11.0, (waits,))
+
+    assert waits.waits_for_data and not RankStack(RANK_0, PY_SPY_WAITING, "py-spy").waits_for_data
+    assert report.summary().endswith("not in a collective: rank 0 (algo-1) at main (train.py:17), waiting for its "
+                                     "DataLoader worker (pid 3169) at Shards.__getitem__ (train.py:12)")
+    assert report.cause(tmp_path / "stacks.txt").headline() == (
+        "Hung: no rank is in a collective, and every one is idle: rank 0 (algo-1) at main (train.py:17), waiting "
+        "for its DataLoader worker (pid 3169) at Shards.__getitem__ (train.py:12)")
+    assert ("--- DataLoader worker of rank 0 (algo-1), pid 3169, stack from py-spy ---\n"
+            'Thread 3169 (idle): "MainThread"') in report.text()
+
+
 def test_a_hang_without_a_rank_to_blame_says_why_and_names_none():
     stacks_file = Path("stacks.txt")
     both_wait = (RankStack(RANK_0, PY_SPY_WAITING, "py-spy"),

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
@@ -54,6 +54,9 @@ _FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in
 # mpirun --tag-output: `[1,3]<stderr>: ...`, or as the toolkit relabels it, `[1,mpirank:3,algo-2]<stderr>: ...`
 _MPI_TAG = re.compile(r"^\[\d+,(?:mpirank:)?(?P<rank>\d+)(?:,[^\]]*)?\]<std\w+>:")
 _FAULTHANDLER_START = "Fatal Python error"
+_DATALOADER_FILE = "torch/utils/data/dataloader.py"
+_COMPILE_WORKER = "compile_worker"
+"""In the command line of torch.compile's pool of compile processes, which a rank may also have as children."""
 _TORCH_RANK, _MPI_RANK = TORCHRUN_VARS[0], OMPI_VARS[0]
 
 
@@ -95,6 +98,9 @@ class RankStack:
     """`py-spy`, `faulthandler`, or `none` when neither could read it."""
     py_spy_refusal: str | None = None
     """What py-spy said when it could not read this rank (`Permission Denied: ...`), so faulthandler did."""
+    workers: tuple[RankStack, ...] = ()
+    """The stacks of its DataLoader workers, when it waits for its next batch: a worker holds the line that
+    blocks (a read that never returns), which the rank's own stack does not show."""
 
     @property
     def frames(self) -> list[Frame]:
@@ -138,6 +144,23 @@ class RankStack:
         frames = self.frames
         own = [frame for frame in frames if not frame.in_library]
         return str((own or frames)[0]) if frames else "no Python frame could be read"
+
+    @property
+    def waits_for_data(self) -> bool:
+        """Whether it is inside a DataLoader's iteration, waiting for a batch its workers make."""
+        return any(_DATALOADER_FILE in frame.file for frame in self.frames)
+
+    @property
+    def place(self) -> str:
+        """`rank 0 (algo-1) at main (train.py:17)`, with where its DataLoader workers are (`waiting_for`)."""
+        return f"{self.process.name} at {self.where}{self.waiting_for}"
+
+    @property
+    def waiting_for(self) -> str:
+        """`, waiting for its DataLoader worker (pid 812) at __getitem__ (train.py:12)`, or nothing."""
+        workers = "; ".join(f"(pid {worker.process.pid}) at {worker.where}" for worker in self.workers)
+        plural = "s" if len(self.workers) > 1 else ""
+        return f", waiting for its DataLoader worker{plural} {workers}" if workers else ""
 
 
 def rank_processes(run_id: str) -> list[RankProcess]:
@@ -185,6 +208,43 @@ def dump_stacks(processes: Sequence[RankProcess], logs_dir: Path, py_spy: str | 
             stacks[process.pid] = RankStack(process, text, "faulthandler" if text else "none",
                                             refusals.get(process.pid))
     return [stacks[process.pid] for process in processes]
+
+
+def with_data_workers(stacks: Sequence[RankStack], py_spy: str | None) -> list[RankStack]:
+    """Each rank that waits for its DataLoader, with its workers' stacks (py-spy only: faulthandler's SIGABRT
+    would end the workers, and the rank with them, before they could be read)."""
+    if not py_spy:
+        return list(stacks)
+    read = []
+    for stack in stacks:
+        workers = []
+        for pid in data_workers(stack.process.pid) if stack.waits_for_data else []:
+            text, _ = py_spy_read(py_spy, pid)
+            if text:
+                workers.append(RankStack(RankProcess(pid, stack.process.host, stack.process.rank), text, "py-spy"))
+        read.append(replace(stack, workers=tuple(workers)))
+    return read
+
+
+def data_workers(pid: int) -> list[int]:
+    """A rank's DataLoader worker processes: its Python children (a forked worker keeps the rank's command line, a
+    spawned one runs multiprocessing's), torch.compile's compile workers aside."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+    workers = []
+    for child in children:
+        try:
+            command = child.cmdline()
+        except psutil.Error:
+            continue
+        if command and Path(command[0]).name.startswith("python") and not any(
+                _COMPILE_WORKER in part for part in command):
+            workers.append(child.pid)
+    return workers
 
 
 def py_spy_read(py_spy: str, pid: int) -> tuple[str | None, str | None]:

@@ -26,6 +26,7 @@ from orchestrator.emulator.supervising.stacks import (
     find_py_spy,
     py_spy_read,
     rank_processes,
+    with_data_workers,
 )
 from orchestrator.observing.liveness import HostActivity, Verdict, busy_hosts, judge
 from orchestrator.observing.metric_series import format_duration
@@ -86,8 +87,7 @@ class HangReport:
                 f"{stack.process.name} in {stack.collective} called at {stack.where}" for stack in self.waiting))
         if self.not_waiting:
             label = "not in a collective (the ranks above wait for it)" if self.waiting else "not in a collective"
-            parts.append(f"{label}: " + ", ".join(
-                f"{stack.process.name} at {stack.where}" for stack in self.not_waiting))
+            parts.append(f"{label}: " + _places(self.not_waiting))
         locked = [stack.process.name for stack in self.stacks
                   if any(frame.file.endswith(_BUILD_LOCK_WAIT) for frame in stack.frames)]
         if locked:
@@ -118,8 +118,8 @@ class HangReport:
         culprit, *others = self.not_waiting
         also = f"; also not in a collective: {_places(others)}" if others else ""
         name = culprit.process.name
-        return _hung(culprit, f"{name} is not in a collective, at {culprit.where}; the others wait for it: "
-                     f"{waiting}{also}",
+        return _hung(culprit, f"{name} is not in a collective, at {culprit.where}{culprit.waiting_for}; the others "
+                     f"wait for it: {waiting}{also}",
                      f"find why {name} never reaches the collective (a branch only some ranks take, a "
                      f"blocking read, a sleep, a lock); {stacks}")
 
@@ -138,6 +138,8 @@ class HangReport:
         for stack in self.stacks:
             body = stack.text.strip() or "(no stack could be read: py-spy missing or refused, no faulthandler output)"
             sections.append(f"--- {stack.process.name}, pid {stack.process.pid}, stack from {stack.source} ---\n{body}")
+            sections.extend(f"--- DataLoader worker of {stack.process.name}, pid {worker.process.pid}, stack from "
+                            f"{worker.source} ---\n{worker.text.strip()}" for worker in stack.workers)
         return "\n\n".join(sections) + "\n"
 
 
@@ -148,7 +150,7 @@ def _hung(culprit: RankStack | None, what: str, fix: str) -> FailureCause:
 
 
 def _places(stacks: list[RankStack]) -> str:
-    return ", ".join(f"{stack.process.name} at {stack.where}" for stack in stacks)
+    return ", ".join(stack.place for stack in stacks)
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,10 @@ def diagnose(run_id: str, run_dir: Path, logs_dir: Path, idle_seconds: float,
     """Dumps every rank's stack (py-spy where it is installed and may attach) and writes the report to
     `<run_dir>/stacks.txt`, each stack masked as the run's log lines are: py-spy's first line is the rank's command
     line, which holds its hyperparameters."""
-    stacks = dump_stacks(rank_processes(run_id), logs_dir, find_py_spy())
-    report = HangReport(idle_seconds, tuple(replace(stack, text=mask(stack.text)) for stack in stacks))
+    py_spy = find_py_spy()
+    stacks = with_data_workers(dump_stacks(rank_processes(run_id), logs_dir, py_spy), py_spy)
+    report = HangReport(idle_seconds, tuple(
+        replace(stack, text=mask(stack.text), workers=tuple(replace(worker, text=mask(worker.text))
+                                                            for worker in stack.workers)) for stack in stacks))
     (run_dir / STACKS_FILE).write_text(report.text())
     return report
