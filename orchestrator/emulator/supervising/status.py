@@ -73,6 +73,12 @@ class StatusReport:
             "LocalRun": {"run_dir": str(root), "pid": os.getpid(), "process_started": _process_started()},
         }
 
+    def preparing(self) -> None:
+        """The run holds its directory now: Starting since it was created (planned, this machine checked), then
+        Downloading while its hosts' /opt/ml trees are written. From here on status.json says how the run goes."""
+        self.transition("Starting", self._described["CreationTime"])
+        self.transition("Downloading")
+
     def transition(self, secondary: str, started: datetime | None = None, status: str = "InProgress",
                    message: str | None = None) -> None:
         """Ends the current secondary status and begins `secondary` (at `started`, default now), with
@@ -219,19 +225,28 @@ class StopWatch:
         self._thread = threading.Thread(target=self._watch, name="smtrain-stop-watch", daemon=True)
 
     def __enter__(self) -> StopWatch:
-        self._thread.start()
+        """A stop asked for before the watch began (while the hosts were prepared) is acted on here, before the
+        job's processes start, not at the first look a moment later, which a short job may never see."""
+        if not self._stopped():
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _watch(self) -> None:
         while not self._done.wait(STOP_POLL_SECONDS):
-            if self._file.exists():
-                self.requested = True
-                self._on_stop()
+            if self._stopped():
                 return
+
+    def _stopped(self) -> bool:
+        if not self._file.exists():
+            return False
+        self.requested = True
+        self._on_stop()
+        return True
 
 
 def _alive(local: dict[str, Any]) -> bool:
