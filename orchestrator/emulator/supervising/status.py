@@ -43,6 +43,7 @@ _MESSAGES = {
     "Stopping": "Stopping the training job (stop requested)",
     "Uploading": "Uploading generated training model and output",
 }
+_INTERRUPTED_BY_SIGNAL = "smtrain was interrupted (Ctrl-C, SIGTERM or SIGHUP) and stopped every process of the job"
 _DESCRIBED_TIMES = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")
 
 
@@ -131,11 +132,14 @@ def terminal_status(local_status: str, failure_reason: str | None,
 
     Hung has no word in SageMaker's API: it is Failed, Failed there, and the last transition's StatusMessage
     (the cause's headline: `Hung: rank 1 (algo-2) is not in a collective, ...`), the FailureReason and
-    result.json's failure_cause say Hung and which rank the others wait for."""
+    result.json's failure_cause say Hung and which rank the others wait for. A run that smtrain's signal ended
+    (Ctrl-C, a CI runner's SIGTERM, a closed terminal) is Stopped, Interrupted, as a spot interruption SageMaker
+    gives up on, and its message says which it was: the words of a simulated spot interruption (the run goes on
+    after it) would send its reader after a spot setting."""
     if local_status == "Stopped" and (failure_reason or "").startswith("MaxRuntimeExceeded"):
         return "Stopped", "MaxRuntimeExceeded", None
     if local_status == "Interrupted":
-        return "Stopped", "Interrupted", None
+        return "Stopped", "Interrupted", _INTERRUPTED_BY_SIGNAL
     if local_status == "Hung":
         headline = (failure_cause or {}).get("headline")
         return "Failed", "Failed", headline or "Hung: stopped by smtrain's stall check"
