@@ -260,7 +260,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
          started: float) -> LocalRun:
     """Installs the user's code, then runs the attempts holding the hosts' build cache (build_cache.py)."""
     try:
-        prepared = reporter.prepared.with_user_code_installed()
+        prepared = reporter.prepared.with_user_code_installed(observer.notice)
     except InstallFailed as failure:
         return _install_failed(reporter, failure, time.monotonic() - started)
     reporter = replace(reporter, prepared=prepared)

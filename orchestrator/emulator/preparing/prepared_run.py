@@ -17,6 +17,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -178,9 +179,9 @@ class PreparedRun:
         return launches(processes, python=self.python, master_port=master_port,
                         hostname_library=self.hostname.library, mask=self.mask, host_fs=self.host_fs)
 
-    def with_user_code_installed(self) -> PreparedRun:
+    def with_user_code_installed(self, notice: Callable[[str], None]) -> PreparedRun:
         """requirements.txt / setup.py, as the toolkit installs them before the entry point; this run with the
-        overlay they went into (None: nothing to install).
+        overlay they went into (None: nothing to install). `notice` hears of a wait for another run's install.
 
         Raises:
             usercode.InstallFailed: pip failed (the toolkit's InstallRequirementsError / InstallModuleError).
@@ -190,7 +191,7 @@ class PreparedRun:
             for host in self.layout.hosts:  # the toolkit makes it executable (0o777; here not world-writable)
                 (host.code_dir / self.plan.spec.entry_point).chmod(0o755)
         return dataclasses.replace(self, overlay=install_user_code(self.python, self.layout.hosts[0].code_dir, kind,
-                                                                   self.plan.source.sha256))
+                                                                   self.plan.source.sha256, notice))
 
 
 def run_dir_for(settings: Options, job_name: str) -> Path:
