@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import psutil
 
 from orchestrator.contract import OPT_ML
+from orchestrator.emulator.instances.container import ContainerJob
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import build_cache, opt_ml
 from orchestrator.emulator.launching.launch import HostProcess, free_port, torch1_torchrun_notice
@@ -29,7 +30,7 @@ from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import PipeFeeders
 from orchestrator.emulator.preparing.deviations import notices, setting_notices
 from orchestrator.emulator.preparing.image_match import image_notices
-from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
+from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run, run_dir_for
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
@@ -172,12 +173,13 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
     observer = observer or QuietObserver()
     created = now()
     plan = local_plan(loaded, options)
-    planned = now()
-    prepared = prepare_run(plan, options, local_gpu_count())
+    # The run reports its status from the moment it holds its directory (prepare_run), and every way it ends writes
+    # the last one (Failed for an error).
+    report = StatusReport(run_dir_for(options, plan.job_name), _described(plan), created)
+    prepared = prepare_run(plan, options, local_gpu_count(), report)
     layout = prepared.layout
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)
-    # From here on the run reports its status, and every way it ends writes the last one (Failed for an error).
-    reporter = _Reporter(prepared, tracker, StatusReport(layout.root, _described(prepared), created))
+    reporter = _Reporter(prepared, tracker, report)
     started = time.monotonic()
     active: list[Any] = []
 
@@ -195,8 +197,6 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
             supervisor_hook(supervisor)
 
     try:
-        reporter.report.transition("Starting", created)
-        reporter.report.transition("Downloading", planned)
         for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
                                  prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
             observer.notice(deviation)
@@ -245,13 +245,14 @@ def memory_notice(ranks: int, available_bytes: int) -> str | None:
             "(--processes-per-host, --set instance.count=N) or a smaller model fit")
 
 
-def _described(prepared: PreparedRun) -> dict[str, Any]:
+def _described(plan: Plan) -> dict[str, Any]:
     """The request as DescribeTrainingJob echoes it (secrets masked); with instance preferences, the one this run
     uses as SelectedInstanceType/Count, as SageMaker reports its selection."""
-    described = redact(prepared.plan.create_training_job_request)
+    described = redact(plan.create_training_job_request)
     resources = described["ResourceConfig"]
     if "InstancePreferences" in resources:
-        resources.update(SelectedInstanceType=prepared.job.instance_type, SelectedInstanceCount=prepared.job.instance_count)
+        job = ContainerJob.from_request(plan.create_training_job_request)
+        resources.update(SelectedInstanceType=job.instance_type, SelectedInstanceCount=job.instance_count)
     return described
 
 
@@ -259,7 +260,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
          started: float) -> LocalRun:
     """Installs the user's code, then runs the attempts holding the hosts' build cache (build_cache.py)."""
     try:
-        prepared = reporter.prepared.with_user_code_installed()
+        prepared = reporter.prepared.with_user_code_installed(observer.notice)
     except InstallFailed as failure:
         return _install_failed(reporter, failure, time.monotonic() - started)
     reporter = replace(reporter, prepared=prepared)

@@ -86,7 +86,7 @@ def test_watching_a_run_that_ended_hung_exits_4_as_the_run_did(tmp_path):
     assert CULPRIT in watched.output
 
 
-def test_only_a_hung_run_gets_a_status_message_of_its_own():
+def test_a_hung_or_interrupted_run_gets_a_status_message_of_its_own():
     cause = {"headline": CULPRIT}
 
     assert terminal_status("Hung", "Hung: ...", cause) == ("Failed", "Failed", CULPRIT)
@@ -94,4 +94,6 @@ def test_only_a_hung_run_gets_a_status_message_of_its_own():
         "Failed", "Failed", "Hung: stopped by smtrain's stall check")
     assert terminal_status("Failed", "algo-2 (rank 1) failed: ValueError", cause) == (
         "Failed", "Failed", None)
-    assert terminal_status("Interrupted", None) == ("Stopped", "Interrupted", None)
+    # Ctrl-C or a CI runner's SIGTERM, not the "(simulated spot interruption)" the run goes on after
+    message = "smtrain was interrupted (Ctrl-C, SIGTERM or SIGHUP) and stopped every process of the job"
+    assert terminal_status("Interrupted", None) == ("Stopped", "Interrupted", message)

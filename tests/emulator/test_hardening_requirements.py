@@ -1,18 +1,23 @@
 """`requirements.txt`: the overlay cache follows the content of the local files it installs (a wheel
-rebuilt under the same name is installed again, not served stale), and a local path outside the source dir is
-refused as SageMaker's container would fail it, before pip builds anything."""
+rebuilt under the same name is installed again, not served stale), a local path outside the source dir is
+refused as SageMaker's container would fail it, before pip builds anything, and a run that waits for another run's
+install of the same requirements says so."""
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
+import os
+import threading
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.local_run import Options, QuietObserver, run_local
 from orchestrator.specs.loader import load
 
 pytestmark = [pytest.mark.slow, pytest.mark.hardening]
@@ -75,3 +80,40 @@ def test_a_file_url_outside_the_source_dir_is_refused_before_it_is_built(tmp_pat
     result = run_local(load(_spec(tmp_path, source)), Options(run_dir=tmp_path / "run"))
     assert result.status == "Failed" and "outside the source dir" in result.failure_reason
     assert not ran.exists()
+
+
+class _Notices(QuietObserver):
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def notice(self, text: str) -> None:
+        self.said.append(text)
+
+
+def test_a_run_waiting_for_another_runs_install_of_the_same_requirements_says_so(tmp_path):
+    source = tmp_path / "src"
+    (source / "train.py").parent.mkdir()
+    (source / "train.py").write_text("import waited_probe\nprint('value', waited_probe.VALUE)\n")
+    (source / "requirements.txt").write_text("./wheels/waited_probe-1.0-py3-none-any.whl\n")
+    _wheel(source / "wheels", "waited_probe", "1.0", "VALUE = 7\n")
+    spec = load(_spec(tmp_path, source))
+    assert run_local(spec, Options(run_dir=tmp_path / "first")).status == "Completed"
+    [entry] = (tmp_path / "cache" / "overlays").glob("*/")
+    (entry / ".complete").unlink()  # as another run leaves it while it installs: half-built, its lock held
+    notices, ended = _Notices(), []
+    with open(entry.parent / f"{entry.name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        second = threading.Thread(target=lambda: ended.append(
+            run_local(spec, Options(run_dir=tmp_path / "second"), notices)))
+        second.start()
+        deadline = time.monotonic() + 240  # a safety net only: the wait ends as soon as the run says it waits
+        while not any("waiting for another run" in text for text in notices.said) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    second.join()
+    [waited] = [text for text in notices.said if "waiting for another run" in text]
+    assert f"(process {os.getpid()})" in waited and str(entry) in waited
+    assert ended[0].status == "Completed", ended[0].failure_reason
+    assert "value 7" in (tmp_path / "second" / "logs" / "algo-1.log").read_text()

@@ -28,6 +28,6 @@ def test_preparation_makes_a_run_no_module_can_change_afterwards(tmp_path):
         prepared.overlay = None  # type: ignore[misc]
     assert "report" not in {item.name for item in dataclasses.fields(PreparedRun)}
 
-    installed = prepared.with_user_code_installed()
+    installed = prepared.with_user_code_installed(print)
     assert installed is not prepared and installed.overlay is None  # no requirements.txt: nothing to install
     assert dataclasses.replace(installed, overlay=prepared.overlay) == prepared

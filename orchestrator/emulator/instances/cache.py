@@ -45,8 +45,13 @@ def writable_cache_root() -> Path:
     return root
 
 
-def cached_directory(kind: str, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
+def cached_directory(kind: str, key: str, build: Callable[[Path], None],
+                     waiting: Callable[[Path, str], None] | None = None) -> tuple[Path, bool]:
     """The cache entry `<root>/<kind>/<key>` and whether it was built just now (by `build(directory)`).
+
+    Where another process builds the entry, `waiting(entry, holder)` is told first (`holder`: `process N`, the
+    pid that process wrote into the lock file), since the wait lasts as long as that build (a pip install: minutes)
+    and, unsaid, looks like a hang.
 
     Raises:
         whatever `build` raises; the half-built entry is removed.
@@ -55,8 +60,18 @@ def cached_directory(kind: str, key: str, build: Callable[[Path], None]) -> tupl
     if (target / _COMPLETE).is_file():
         return target, False
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with open(target.parent / f"{key}.lock", "a+") as lock:  # not "w": that would erase the holder's pid
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                lock.seek(0)
+                waiting(target, f"process {lock.read().strip() or '(unknown)'}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
         if (target / _COMPLETE).is_file():
             return target, False
         shutil.rmtree(target, ignore_errors=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -70,10 +71,42 @@ class Launch:
     """What starts the command in its host's mount namespace (opt_ml.HostFileSystem.enter); empty without one."""
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 20000
+"""Where rendezvous ports are drawn from, up to the ephemeral range: above the ports services are usually given."""
+_TRIES = 64
+
+
 def free_port() -> int:
+    """A rendezvous port (MASTER_PORT, torchrun's) free now, outside the kernel's ephemeral range.
+
+    The master binds it seconds later, once its script has imported torch. A port of the ephemeral range, which
+    `bind(0)` hands out, may meanwhile become the source port of any process's outgoing connection (the ranks of
+    another run on this machine connecting to each other, a CI runner's downloads), and the master's bind then
+    fails with EADDRINUSE: rank 0 failed, the script blamed. Ports outside the range are never given that way; where
+    the range leaves none (or none is free), any free port.
+    """
+    low, high = _ephemeral_range()
+    candidates = [*range(_LOWEST_PORT, low), *range(high + 1, 65536)]
+    for port in random.sample(candidates, min(_TRIES, len(candidates))):
+        with socket.socket() as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:  # taken, or lingering in TIME_WAIT
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's ip_local_port_range; Linux's default where it cannot be read (another OS)."""
+    try:
+        low, high = (int(word) for word in EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
 
 
 def find_tool(name: str, python: str) -> str | None:

@@ -13,7 +13,8 @@ from typing import Any
 DEVIATIONS = (
     ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do not "
      "resolve): MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and rendezvous ports are free ports "
-     "instead of 7777, so runs can share this machine (SM_HOSTS, the config files and gethostname() keep algo-N)"),
+     "outside the kernel's ephemeral range instead of 7777, so runs can share this machine (SM_HOSTS, the config "
+     "files and gethostname() keep algo-N)"),
     ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
      "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
      "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "

@@ -49,8 +49,8 @@ from orchestrator.emulator.instances.container import (
 from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.preparing import channels
 from orchestrator.emulator.supervising.stall import STACKS_FILE
-from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE
-from orchestrator.errors import RunFailed, SpecError
+from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, StatusReport, terminal_status
+from orchestrator.errors import RunFailed, SmtrainError, SpecError
 from orchestrator.observing.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
 
@@ -556,15 +556,33 @@ def read_result(root: Path) -> dict[str, Any] | None:
         return None
 
 
-def failed_before_start(root: Path, job_name: str, failure: RunFailed) -> RunFailed:
-    """`failure` with result.json written for it (status Failed, exit 1), or with why it could not be."""
+def ended_before_start(root: Path, job_name: str, report: StatusReport | None, error: BaseException,
+                       mask: Callable[[str], str]) -> BaseException:
+    """`error`, which ended the run while its hosts were prepared (no process of the job had started: a signal,
+    a channel that cannot be copied), with result.json and status.json saying so, as every way a run ends writes
+    them: `smtrain status` and `list` then tell how it ended, not a run directory without a status. Returned with
+    why they could not be written, where they could not.
+    """
+    if isinstance(error, KeyboardInterrupt):
+        status, exit_code, reason = "Interrupted", 130, ("interrupted (SIGINT/SIGTERM/SIGHUP) while the hosts' "
+                                                         "/opt/ml trees were prepared: no process of the job had "
+                                                         "started")
+    elif isinstance(error, SmtrainError):
+        status, exit_code, reason = "Failed", error.exit_code, mask(error.message)
+    else:
+        status, exit_code, reason = "Failed", 1, mask(f"smtrain stopped: {type(error).__name__}: {error}")
     try:
-        write_result(root, {"job_name": job_name, "run_dir": str(root), "status": "Failed", "exit_code": 1,
-                            "failure_reason": failure.message})
-    except OSError as error:
-        return RunFailed(f"{failure.message}; result.json could not be written either: {error.strerror or error}",
-                         fix=failure.fix)
-    return failure
+        write_result(root, {"job_name": job_name, "run_dir": str(root), "status": status,
+                            "exit_code": exit_code, "failure_reason": reason})
+        if report is not None:
+            described, secondary, message = terminal_status(status, reason)
+            report.finish(described, secondary, reason, None, message=message)
+    except OSError as unwritten:
+        if not isinstance(error, RunFailed):
+            return error
+        return RunFailed(f"{error.message}; result.json could not be written either: "
+                         f"{unwritten.strerror or unwritten}", fix=error.fix)
+    return error
 
 
 def write_result(root: Path, document: dict[str, Any]) -> None:

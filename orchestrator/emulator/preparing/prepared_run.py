@@ -17,6 +17,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -70,7 +71,8 @@ from orchestrator.emulator.preparing.channels import (
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
-from orchestrator.errors import EnvironmentProblem, RunFailed, SpecError
+from orchestrator.emulator.supervising.status import StatusReport
+from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
@@ -177,9 +179,9 @@ class PreparedRun:
         return launches(processes, python=self.python, master_port=master_port,
                         hostname_library=self.hostname.library, mask=self.mask, host_fs=self.host_fs)
 
-    def with_user_code_installed(self) -> PreparedRun:
+    def with_user_code_installed(self, notice: Callable[[str], None]) -> PreparedRun:
         """requirements.txt / setup.py, as the toolkit installs them before the entry point; this run with the
-        overlay they went into (None: nothing to install).
+        overlay they went into (None: nothing to install). `notice` hears of a wait for another run's install.
 
         Raises:
             usercode.InstallFailed: pip failed (the toolkit's InstallRequirementsError / InstallModuleError).
@@ -189,7 +191,7 @@ class PreparedRun:
             for host in self.layout.hosts:  # the toolkit makes it executable (0o777; here not world-writable)
                 (host.code_dir / self.plan.spec.entry_point).chmod(0o755)
         return dataclasses.replace(self, overlay=install_user_code(self.python, self.layout.hosts[0].code_dir, kind,
-                                                                   self.plan.source.sha256))
+                                                                   self.plan.source.sha256, notice))
 
 
 def run_dir_for(settings: Options, job_name: str) -> Path:
@@ -197,8 +199,9 @@ def run_dir_for(settings: Options, job_name: str) -> Path:
     return (settings.run_dir or Path("runs") / job_name).resolve()
 
 
-def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedRun:
-    """Checks the planned job can run here, and writes every host's /opt/ml tree from its request.
+def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: StatusReport | None = None) -> PreparedRun:
+    """Checks the planned job can run here, and writes every host's /opt/ml tree from its request; `report` (the
+    run's status.json) says so from the moment the run holds its directory, and says how it ended if it ends here.
 
     Args:
         plan: the job planned for this machine (`local_plan.local_plan`'s, with the same settings): preparation
@@ -219,16 +222,16 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
     layout = run_layout.new_layout(run_dir, job)
     channel_paths = _resolve_channels(job, run_dir)
 
+    secrets = secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ)
     run_layout.open_run_directory(run_dir, layout)
     try:
+        if report is not None:
+            report.preparing()
         run_layout.write_request(run_dir, redact(plan.create_training_job_request))
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
-        try:
-            hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
-            run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths,
-                                                                  host_groups, hyperparameters, settings.link_inputs))
-        except RunFailed as failure:
-            raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
+        hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
+        run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths,
+                                                              host_groups, hyperparameters, settings.link_inputs))
         return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
                            code_files=code_files,
                            world_size=world, hostname=hostname_shim(),
@@ -244,9 +247,13 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
                                opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
                            ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
                            machine_opt_ml=opt_ml.snapshot(),
-                           secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
-    except BaseException:
+                           secrets=secrets)
+    except BaseException as error:
+        ended = run_layout.ended_before_start(run_dir, plan.job_name, report, error,
+                                              lambda text: mask_text(text, secrets))
         run_layout.release_directory(run_dir)  # held by open_run_directory for a run that will not start
+        if ended is not error:
+            raise ended from None
         raise
 
 

@@ -22,6 +22,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -92,8 +93,10 @@ def install_command(kind: EntryPointType, code_dir: Path) -> tuple[list[str], st
     return None
 
 
-def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_sha256: str) -> Overlay | None:
-    """Installs what the toolkit would install before the entry point (once per content), or None.
+def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_sha256: str,
+                      notice: Callable[[str], None]) -> Overlay | None:
+    """Installs what the toolkit would install before the entry point (once per content), or None; `notice` says
+    when the run waits for another run that installs the same content (two jobs of a CI matrix at once).
 
     Raises:
         InstallFailed: pip exited non-zero; its output is kept for the failure reason.
@@ -124,7 +127,11 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
                                 result.stdout + result.stderr)
 
 
-    root, fresh = cached_directory("overlays", key, build)
+    def waiting(directory: Path, holder: str) -> None:
+        notice(f"waiting for another run ({holder}) that installs the same requirements into {directory}: this run "
+               "uses that install once it is complete (or installs them itself if it fails)")
+
+    root, fresh = cached_directory("overlays", key, build, waiting)
     site_packages = _site_packages(root)
     return Overlay(root=root, site_packages=site_packages, freshly_installed=fresh, pip_output="".join(output),
                    replaced=_replaced(environment["dists"], site_packages))

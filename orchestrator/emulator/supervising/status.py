@@ -43,6 +43,7 @@ _MESSAGES = {
     "Stopping": "Stopping the training job (stop requested)",
     "Uploading": "Uploading generated training model and output",
 }
+_INTERRUPTED_BY_SIGNAL = "smtrain was interrupted (Ctrl-C, SIGTERM or SIGHUP) and stopped every process of the job"
 _DESCRIBED_TIMES = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")
 
 
@@ -72,6 +73,12 @@ class StatusReport:
             "CreationTime": created,
             "LocalRun": {"run_dir": str(root), "pid": os.getpid(), "process_started": _process_started()},
         }
+
+    def preparing(self) -> None:
+        """The run holds its directory now: Starting since it was created (planned, this machine checked), then
+        Downloading while its hosts' /opt/ml trees are written. From here on status.json says how the run goes."""
+        self.transition("Starting", self._described["CreationTime"])
+        self.transition("Downloading")
 
     def transition(self, secondary: str, started: datetime | None = None, status: str = "InProgress",
                    message: str | None = None) -> None:
@@ -125,11 +132,14 @@ def terminal_status(local_status: str, failure_reason: str | None,
 
     Hung has no word in SageMaker's API: it is Failed, Failed there, and the last transition's StatusMessage
     (the cause's headline: `Hung: rank 1 (algo-2) is not in a collective, ...`), the FailureReason and
-    result.json's failure_cause say Hung and which rank the others wait for."""
+    result.json's failure_cause say Hung and which rank the others wait for. A run that smtrain's signal ended
+    (Ctrl-C, a CI runner's SIGTERM, a closed terminal) is Stopped, Interrupted, as a spot interruption SageMaker
+    gives up on, and its message says which it was: the words of a simulated spot interruption (the run goes on
+    after it) would send its reader after a spot setting."""
     if local_status == "Stopped" and (failure_reason or "").startswith("MaxRuntimeExceeded"):
         return "Stopped", "MaxRuntimeExceeded", None
     if local_status == "Interrupted":
-        return "Stopped", "Interrupted", None
+        return "Stopped", "Interrupted", _INTERRUPTED_BY_SIGNAL
     if local_status == "Hung":
         headline = (failure_cause or {}).get("headline")
         return "Failed", "Failed", headline or "Hung: stopped by smtrain's stall check"
@@ -219,19 +229,28 @@ class StopWatch:
         self._thread = threading.Thread(target=self._watch, name="smtrain-stop-watch", daemon=True)
 
     def __enter__(self) -> StopWatch:
-        self._thread.start()
+        """A stop asked for before the watch began (while the hosts were prepared) is acted on here, before the
+        job's processes start, not at the first look a moment later, which a short job may never see."""
+        if not self._stopped():
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _watch(self) -> None:
         while not self._done.wait(STOP_POLL_SECONDS):
-            if self._file.exists():
-                self.requested = True
-                self._on_stop()
+            if self._stopped():
                 return
+
+    def _stopped(self) -> bool:
+        if not self._file.exists():
+            return False
+        self.requested = True
+        self._on_stop()
+        return True
 
 
 def _alive(local: dict[str, Any]) -> bool:
