@@ -11,6 +11,7 @@ Both also mask what is a credential by its form whatever its name (`AKIA...`, `h
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -145,21 +146,24 @@ def mask_values(text: str, secrets: Iterable[str]) -> str:
 
 def masks_its_repr(secrets_of: Callable[[Any], Iterable[str]]) -> Callable[[Shown], Shown]:
     """A class decorator: the class's repr and str (what a notebook shows for an object a cell ends with) with
-    `secrets_of(obj)` masked, in the escaped form repr gives a value (quotes, backslashes) as well; and its
+    `secrets_of(obj)` masked, in the escaped form repr gives a value (quotes, backslashes) as well; its
+    `_repr_html_` where it has one (what Jupyter shows instead of the repr), in HTML's escaped form; and its
     `__rich_repr__` where it has one (a pydantic model's), which rich's notebook display (`%load_ext rich`),
     `rich.print` and `rich.pretty` read field by field instead of the repr."""
 
     def decorate(cls: Shown) -> Shown:
         shown_repr, shown_str = cls.__repr__, cls.__str__
-        shown_rich = getattr(cls, "__rich_repr__", None)
+        shown_rich, shown_html = getattr(cls, "__rich_repr__", None), getattr(cls, "_repr_html_", None)
 
-        def masked(text: str, obj: Any) -> str:
+        def masked(text: str, obj: Any, escaped: Callable[[str], str]) -> str:
             secrets = set(secrets_of(obj))
-            return mask_values(text, secrets | {repr(value)[1:-1] for value in secrets})
+            return mask_values(text, secrets | {escaped(value) for value in secrets})
 
-        cls.__repr__ = lambda self: masked(shown_repr(self), self)
+        cls.__repr__ = lambda self: masked(shown_repr(self), self, _repr_escaped)
         if shown_str is not object.__str__:  # object's str is the repr, masked above
-            cls.__str__ = lambda self: masked(shown_str(self), self)
+            cls.__str__ = lambda self: masked(shown_str(self), self, _repr_escaped)
+        if shown_html is not None:
+            cls._repr_html_ = lambda self: masked(shown_html(self), self, html.escape)
         if shown_rich is not None:
             def rich_masked(self: Any) -> Iterable[Any]:
                 secrets = {value for value in secrets_of(self) if len(value) >= MIN_MASKED_LENGTH}
@@ -171,6 +175,11 @@ def masks_its_repr(secrets_of: Callable[[Any], Iterable[str]]) -> Callable[[Show
         return cls
 
     return decorate
+
+
+def _repr_escaped(value: str) -> str:
+    """A value as repr writes it inside its quotes (quotes and backslashes escaped)."""
+    return repr(value)[1:-1]
 
 
 def _masked_item(value: Any, secrets: set[str]) -> Any:

@@ -69,8 +69,9 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     """
     import dataclasses
 
-    from orchestrator.cli.render import findings_text, summary_line
+    from orchestrator.cli.render import findings_text
     from orchestrator.errors import SmtrainError
+    from orchestrator.planning.plan_view import summary_line
     from orchestrator.planning.request import offline_request
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings

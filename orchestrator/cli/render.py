@@ -12,8 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from orchestrator.specs.catalog import hourly_price, lookup
-from orchestrator.specs.topology import topology
+from orchestrator.specs.catalog import hourly_price
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,36 +21,9 @@ if TYPE_CHECKING:
     from orchestrator.planning.plan import Plan
     from orchestrator.specs.catalog import Catalog, InstanceType
     from orchestrator.specs.loader import LoadedSpec
-    from orchestrator.specs.model import Channel, JobSpec
 
 _SEVERITY_LABEL = {"error": "error", "unverified": "unverified (needs allow_unverified: true to submit)",
                    "warning": "WARNING", "notice": "notice"}
-_ROWS_SHOWN = 16
-
-
-def _channel_options(channel: Channel) -> str:
-    """` (Pipe, ShardedByS3Key, groups train)`: what a channel sets besides its location; "" for a bare URI."""
-    options = [value for value in (channel.input_mode and channel.input_mode.value,
-                                   channel.distribution.value if channel.sharded else None,
-                                   channel.s3_data_type.value if channel.s3_data_type.value != "S3Prefix" else None,
-                                   channel.compression and channel.compression.value, channel.content_type) if value]
-    if channel.instance_groups:
-        options.append(f"groups {', '.join(channel.instance_groups)}")
-    return f" ({', '.join(options)})" if options else ""
-
-
-def summary_line(spec: JobSpec) -> str:
-    """`mode none, 2 x ml.c5.2xlarge, 1 process per host -> world size 2`."""
-    topo = topology(spec, lookup(spec.instance_type))
-    per_host = f"{topo.processes_per_host} process{'es' if topo.processes_per_host != 1 else ''} per host"
-    if spec.instance.groups:
-        groups = ", ".join(f"{group.name} {group.count} x {group.type}" for group in spec.instance.groups)
-        launched = (f" on group {', '.join(spec.distribution.instance_groups)}"
-                    if spec.distribution.instance_groups else "")
-        return (f"{spec.name}: instance groups {groups}; mode {spec.distribution.mode.value}{launched}, "
-                f"{per_host} ({topo.launcher}) -> world size {topo.world_size}")
-    return (f"{spec.name}: mode {spec.distribution.mode.value}, {spec.host_count} x {spec.instance_type}, "
-            f"{per_host} ({topo.launcher}) -> world size {topo.world_size}")
 
 
 def findings_text(loaded: LoadedSpec) -> str:
@@ -77,37 +49,18 @@ def console() -> Console:
 
 
 def print_plan(plan: Plan, full: bool = False) -> None:
-    """The plan on one screen: what runs where, the image, the findings, the ranks per host, the
-    hyperparameters and the worst-case cost. `full` adds the resolved spec, the SDK v2 estimator arguments and
-    the exact CreateTrainingJob request (also in `--output json`). Plain lines, no padding."""
+    """The plan on one screen (`planning/plan_view.py`), warnings and errors in colour. `full` adds the resolved
+    spec, the SDK v2 estimator arguments and the exact CreateTrainingJob request (also in `--output json`)."""
     import click
 
-    document = plan.to_dict()
-    request = document["create_training_job_request"]
-    lines = [click.style(f"plan for {plan.job_name}", bold=True), f"  {summary_line(plan.spec)}",
-             f"  image   {request['AlgorithmSpecification']['TrainingImage']}",
-             f"  region  {plan.target.region}",
-             f"  role    {plan.target.role}",
-             f"  output  {plan.target.output_path}",
-             f"  source  {plan.source.directory}: {len(plan.source.files)} files, {plan.source.size_bytes / 1024:.1f} "
-             f"KiB packed -> {plan.source_uri}"]
-    lines += [f"  {line}" for line in sources_lines(plan)]
-    for name, channel in plan.spec.inputs.items():
-        lines.append(f"  input   {name}: {channel.uri}{_channel_options(channel)}")
-    lines.append(f"  hyperparameters  {_hyperparameters_line(document['spec']['hyperparameters'])}")
+    from orchestrator.planning.plan_view import plan_lines
+
     colours = {"error": "red", "unverified": "yellow", "warning": "yellow", "notice": "cyan"}
-    for finding in plan.findings:
-        lines.append(click.style(f"{finding.severity}: {finding.field}: {finding.message}",
-                                 fg=colours[finding.severity], bold=finding.severity in ("error", "warning")))
-        lines.append(f"  fix: {finding.fix}")
-    lines += _rank_lines(document["ranks"], plan)
-    cost = plan.cost
-    if cost.max_total is None:
-        lines.append(f"worst-case cost: no price on record for {plan.spec.instance_type}")
-    else:
-        lines.append(f"worst-case cost: {cost.currency} {cost.max_total:,.2f} = {hourly_price(cost.price_per_instance_hour)}/h x "
-                     f"{cost.instance_count} x {cost.max_billable_seconds / 3600:g} h ({cost.basis})")
+    lines = [click.style(text, bold=True) if style == "title" else
+             click.style(text, fg=colours[style], bold=style in ("error", "warning")) if style else text
+             for style, text in plan_lines(plan)]
     if full:
+        document = plan.to_dict()
         for title, key in (("resolved spec", "spec"), ("estimator arguments (sagemaker.pytorch.PyTorch)",
                                                          "estimator_kwargs"),
                            ("CreateTrainingJob request", "create_training_job_request")):
@@ -115,55 +68,6 @@ def print_plan(plan: Plan, full: bool = False) -> None:
     else:
         lines.append(click.style("the full CreateTrainingJob request: --full, or --output json", dim=True))
     click.echo("\n".join(line.rstrip() for line in lines))
-
-
-def _hyperparameters_line(values: dict[str, Any]) -> str:
-    return " ".join(f"{key}={json.dumps(value) if not isinstance(value, str) else value}"
-                    for key, value in values.items()) or "-"
-
-
-def _rank_lines(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
-    """One line per host (its global and local ranks), at most _ROWS_SHOWN hosts, then the launcher and master."""
-    hosts: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        hosts.setdefault(row["host"], []).append(row)
-    lines = [f"ranks: world size {plan.topology.world_size}, {plan.topology.launcher}"]
-    names = list(hosts)
-    shown = names if len(names) <= _ROWS_SHOWN else names[: _ROWS_SHOWN // 2] + names[-_ROWS_SHOWN // 2:]
-    for host in shown:
-        ranks = [row["rank"] for row in hosts[host]]
-        span = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
-        lines.append(f"  {host}  {span} (local 0-{len(ranks) - 1})" if len(ranks) > 1 else f"  {host}  {span}")
-    if len(names) > len(shown):
-        lines.append(f"  ... {len(names) - len(shown)} more hosts (every rank in --output json)")
-    lines.append(f"  {_master_note(plan)}")
-    return lines
-
-
-def sources_lines(plan: Plan) -> list[str]:
-    """`from ...` lines for the values neither the spec file nor a default gave (all of them in --output json)."""
-    grouped: dict[str, list[str]] = {}
-    for name, source in plan.sources.items():
-        if source.kind in ("spec", "default"):
-            continue
-        if source.kind == "sdk-defaults":
-            origin, item = f"the {source.level}'s SageMaker SDK defaults {source.where}", name  # keys: -o json
-        elif source.kind in ("--set", "environment", "fallback"):
-            origin, item = source.kind, f"{name} ({source.where})"
-        else:
-            origin, item = f"{source.kind} {source.where}", name
-        grouped.setdefault(origin, []).append(item)
-    return [f"from {origin}: {', '.join(items)}" for origin, items in grouped.items()]
-
-
-def _master_note(plan: Plan) -> str:
-    topo = plan.topology
-    if not topo.rules.assigns_ranks:
-        return "each host runs the script once; rank = index of SM_CURRENT_HOST in SM_HOSTS"
-    if topo.rules.single_host_rendezvous == (topo.master_addr, topo.master_port):
-        return f"single node: {topo.launcher}'s own rendezvous on {topo.master_addr}:{topo.master_port}"
-    return ("the master is the first host of the instance group SageMaker writes in resourceconfig.json: "
-            "usually algo-1, not guaranteed (docs/sagemaker-contract.md §6)")
 
 
 def _listing(*columns: str, caption: str) -> Any:

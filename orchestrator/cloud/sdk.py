@@ -1,9 +1,10 @@
 """The one place that imports the SageMaker SDK and boto3: lazily, quietly, with telemetry off.
 
 `smtrain --help` and `smtrain validate` never reach this module. Everything here follows docs/sdk-facts.md §7-8:
-the v2 deprecation warning and config chatter are silenced before import, the root logger gets a handler so
-`fit()`'s `logging.basicConfig` is a no-op, telemetry is opted out through the session's config, and every
-session gets a default bucket so the SDK never needs STS to find one.
+the v2 deprecation warning and config chatter are silenced before import, the SDK's module that calls
+`logging.basicConfig` is imported while the root logger holds a handler (so that call is a no-op and the user's own
+`basicConfig` still works), telemetry is opted out through the session's config, and every session gets a default
+bucket so the SDK never needs STS to find one.
 """
 
 from __future__ import annotations
@@ -30,16 +31,23 @@ def import_sagemaker() -> Any:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.WARNING)
+    # The import of sagemaker.experiments (by `fit()`, through sagemaker.utils) runs its _metrics module's
+    # `logging.basicConfig(level=INFO)` once: importing it now, while the root logger holds a handler, makes that
+    # call a no-op; the handler goes again so that the user's own `basicConfig` still configures the root.
     root = logging.getLogger()
+    placeholder = logging.NullHandler()
     if not root.handlers:
-        root.addHandler(logging.NullHandler())
+        root.addHandler(placeholder)
     try:
         # SDK v3 is importable as `sagemaker` (a namespace over sagemaker.train, .core, ...) but has no
         # sagemaker.pytorch: the second import is the test for v2.
         import sagemaker
+        import sagemaker.experiments._metrics
         import sagemaker.pytorch  # the estimator smtrain builds
     except ImportError:
         raise _no_sdk_v2() from None
+    finally:
+        root.removeHandler(placeholder)
 
     _validate_config_once(sagemaker)
     return sagemaker

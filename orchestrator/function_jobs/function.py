@@ -27,6 +27,7 @@ from typing import Any
 
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
+from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.loader import FieldWords
 
@@ -80,6 +81,14 @@ class RemoteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        """`RemoteFunction(train, instance_type='ml.g5.xlarge', environment={'HF_TOKEN': '****'})`: the function
+        and its job's keywords, secret-looking values masked (a notebook showed only the object's address)."""
+        module = self.function.__module__
+        name = self.function.__qualname__ if module in (None, "__main__") else f"{module}.{self.function.__qualname__}"
+        keywords = "".join(f", {key}={value!r}" for key, value in redact(self.options).items())
+        return f"RemoteFunction({name}{keywords})"
 
     def plan(self, *args: Any, **kwargs: Any) -> Any:
         """The Plan of a SageMaker job that calls the function with these arguments (nothing is sent)."""

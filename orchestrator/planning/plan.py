@@ -15,6 +15,7 @@ from orchestrator.errors import CapabilityError
 from orchestrator.planning.estimator import estimator_kwargs
 from orchestrator.planning.job_name import check_job_name, timestamped_job_name
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, SourcePackage, package
+from orchestrator.planning.plan_view import plan_html, summary_line
 from orchestrator.planning.provenance import DEFAULT, Source, leaves
 from orchestrator.planning.request import (
     RequestContext,
@@ -126,6 +127,21 @@ class Plan:
 
     def blocking_findings(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.blocks(self.spec.allow_unverified)]
+
+    def __repr__(self) -> str:
+        """`Plan('name', <spec>: mode, hosts -> world size, region ..., worst-case cost ..., 1 warning)`: the
+        dataclass's repr is every field of the spec and request, pages of it in a notebook."""
+        cost = self.cost
+        worst = (f"{cost.currency} {cost.max_total:,.2f}" if cost.max_total is not None else "no price on record")
+        severities = [finding.severity for finding in self.findings]
+        counted = "".join(f", {severities.count(severity)} {severity}{'s' if severities.count(severity) > 1 else ''}"
+                          for severity in dict.fromkeys(severities))
+        return (f"Plan({self.job_name!r}, {summary_line(self.spec)}, region {self.target.region}, "
+                f"worst-case cost {worst}{counted})")
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the lines of `smtrain plan`."""
+        return plan_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The printable plan (`smtrain plan --output json`), with secret-looking values masked."""

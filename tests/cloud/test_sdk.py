@@ -1,7 +1,12 @@
 """SDK v2 as smtrain imports it: its config schema is checked once, and every document is still validated with
-the error `jsonschema.validate` gives."""
+the error `jsonschema.validate` gives; its `logging.basicConfig` stays a no-op without disabling the user's."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -29,3 +34,23 @@ def test_each_reference_the_sdk_validates_through_checks_the_schema_once_and_eve
     assert checked == []
     # What the SDK's own loader of defaults files calls refuses a bad file as before.
     assert sagemaker.config.config.load_sagemaker_config.__globals__["validate_sagemaker_config"] is validate
+
+
+@pytest.mark.slow  # a Python of its own, importing the SDK (seconds)
+def test_the_sdk_leaves_the_root_logger_to_the_users_own_basic_config(tmp_path):
+    # A fresh interpreter, as a notebook kernel is: a root logger without handlers. The SDK's `fit()` first
+    # runs `check_and_get_run_experiment_config`, whose import of sagemaker.experiments calls basicConfig(INFO).
+    script = textwrap.dedent("""
+        import logging
+        from orchestrator.cloud.sdk import import_sagemaker
+
+        import_sagemaker().utils.check_and_get_run_experiment_config()
+        print(logging.getLogger().handlers, logging.getLogger().level)
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+        logging.info("the user's line")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                            timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[] 30\n"  # the SDK configured nothing: no handler, the root still at WARNING
+    assert result.stderr == "INFO the user's line\n"

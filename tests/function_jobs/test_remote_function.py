@@ -49,6 +49,18 @@ def test_calling_the_function_runs_it_here_unchanged():
     assert orchestrator.remote(instance_type="ml.c5.xlarge")(_square)(7) == 49
 
 
+def test_a_notebook_shows_the_function_and_its_job_s_keywords_with_secrets_masked():
+    shown = orchestrator.remote(instance_type="ml.g5.xlarge", instance_count=2, distribution="torch_distributed",
+                                environment={"HF_TOKEN": "alpha-secret-1", "LOG_LEVEL": "info"},
+                                spec={"hyperparameters": {"db_password": "beta-secret-2"}})(_square)
+    assert repr(shown) == (
+        f"RemoteFunction({_square.__module__}._square, instance_type='ml.g5.xlarge', instance_count=2, "
+        "distribution='torch_distributed', environment={'HF_TOKEN': '****', 'LOG_LEVEL': 'info'}, "
+        "spec={'hyperparameters': {'db_password': '****'}})"
+    )
+    assert repr(orchestrator.remote(functions.where_am_i)) == "RemoteFunction(functions.where_am_i)"
+
+
 def test_a_module_function_travels_by_reference_and_a_nested_one_by_value():
     def nested():
         return 1

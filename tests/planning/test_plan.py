@@ -9,6 +9,7 @@ UPDATE_GOLDEN=1 and review the diff before committing.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -134,6 +135,22 @@ def test_plan_json_has_the_documented_keys():
     assert {"spec", "ranks", "estimator_kwargs", "create_training_job_request", "cost", "warnings"} <= set(document)
     assert len(document["ranks"]) == 6
     assert document["create_training_job_request"]["TrainingJobName"] == "j"
+
+
+def test_a_notebook_shows_a_plan_in_one_line_and_as_smtrain_plan_prints_it():
+    """A cell ending in a plan showed its dataclass repr: every field of the spec and the request, pages long."""
+    spec = str(REPO / "job_specs" / "mlp-ddp-pytorchddp-1x-g5.12xlarge.yaml")
+    job_plan = plan(load(spec), job_name="j")
+    assert repr(job_plan) == ("Plan('j', mlp-ddp-pytorchddp: mode pytorchddp, 1 x ml.g5.12xlarge, 4 processes per host "
+                              "(mpirun (SMDDP)) -> world size 4, region us-east-1, worst-case cost USD 7.09, "
+                              "1 unverified, 1 warning, 1 notice)")
+    shown = job_plan._repr_html_()
+    assert shown.startswith('<pre class="smtrain-plan"><b>plan for j</b>\n')
+    assert '<span style="color:#9a6700">warning: ' in shown
+    printed = CliRunner().invoke(main, ["plan", spec, "--job-name", "j"]).output.splitlines()
+    text = html.unescape(re.sub(r"<[^>]+>", "", shown)).splitlines()
+    assert text[:-1] == printed[:-1]  # the same lines; the last says where the whole request is
+    assert text[-1] == "the full CreateTrainingJob request: plan.to_dict()['create_training_job_request']"
 
 
 def test_plan_text_fits_a_screen_and_the_full_request_is_behind_a_flag():
