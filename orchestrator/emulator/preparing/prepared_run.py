@@ -65,7 +65,9 @@ from orchestrator.emulator.preparing.channels import (
     PipeChannel,
     first_not_gzip,
     folder_too_deep,
+    link_inputs_notice,
     objects,
+    unlinked_notice,
 )
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
@@ -106,6 +108,8 @@ class PreparedRun:
     """Every host's Pipe-mode channels, fed while each attempt runs."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
+    input_notices: tuple[str, ...] = ()
+    """What the channels' placing found to say at the start: what --link-inputs means, the files it copied."""
 
     @property
     def instance(self) -> InstanceType:
@@ -225,10 +229,12 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
         try:
             hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
-            run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths,
-                                                                  host_groups, hyperparameters, settings.link_inputs))
+            unlinked = run_layout.prepare(layout, job, run_layout.HostInputs(
+                plan.source, source_path, channel_paths, host_groups, hyperparameters, settings.link_inputs))
         except RunFailed as failure:
             raise run_layout.failed_before_start(run_dir, plan.job_name, failure) from None
+        host_fs = dataclasses.replace(opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
+                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts])
         return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
                            code_files=code_files,
                            world_size=world, hostname=hostname_shim(),
@@ -240,11 +246,11 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
                                settings.gpu_standin, settings.exact_autocast) for group in job.groups}
                            if len(job.groups) > 1 else {},
                            pipes=run_layout.pipe_channels(layout, job, channel_paths),
-                           host_fs=dataclasses.replace(
-                               opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
-                           ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
+                           host_fs=host_fs,
                            machine_opt_ml=opt_ml.snapshot(),
-                           secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ))
+                           secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ),
+                           input_notices=(*([link_inputs_notice(host_fs.namespaced)] if settings.link_inputs else []),
+                                          *(unlinked_notice(name, files) for name, files in unlinked.items())))
     except BaseException:
         run_layout.release_directory(run_dir)  # held by open_run_directory for a run that will not start
         raise
