@@ -68,6 +68,18 @@ def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:
     return items[hosts.index(host)::len(hosts)]
 
 
+def empty_share_notice(name: str, count: int, hosts: list[str], pipe: bool) -> str | None:
+    """The hosts `share` gives no file of a channel of `count` files (those past the first `count`), said in a
+    notice; None when every host gets one. SageMaker's S3DataSource reference says the same happens there."""
+    idle = hosts[count:]
+    if not idle:
+        return None
+    what = "an empty FIFO each epoch" if pipe else "an empty directory"
+    return (f"channel {name} is ShardedByS3Key: {', '.join(idle)} {'gets' if len(idle) == 1 else 'get'} no file "
+            f"({what}): the channel has {count} file{'' if count == 1 else 's'} for {len(hosts)} instances; "
+            "SageMaker gives those instances no data either (give the channel at least as many files as instances)")
+
+
 def link_inputs_notice(namespaced: bool) -> str:
     """What --link-inputs means for the user's files: read-only where hosts have namespaces, else only relinked."""
     if namespaced:

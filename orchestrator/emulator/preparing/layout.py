@@ -353,6 +353,18 @@ def host_items(job: ContainerJob, channel: Channel, source: Path, host: str) -> 
     return channels.share(items, channel_hosts(job, channel), host) if channel.sharded else items
 
 
+def empty_shares(job: ContainerJob, channel_paths: dict[str, Path]) -> list[str]:
+    """What each ShardedByS3Key channel with fewer files than hosts leaves some hosts (nothing), said at the start:
+    SageMaker does the same, and the script's own error on an empty channel would not say why."""
+    found = []
+    for channel in job.channels:
+        if channel.sharded:
+            count = len(channels.objects(channel_paths[channel.name]))
+            notice = channels.empty_share_notice(channel.name, count, channel_hosts(job, channel), channel.pipe)
+            found += [notice] if notice else []
+    return found
+
+
 def pipe_channels(layout: RunLayout, job: ContainerJob, channel_paths: dict[str, Path]) -> list[channels.PipeChannel]:
     """Every host's Pipe-mode channels, for the feeders."""
     return [channels.PipeChannel(host.data_dir, channel.name,

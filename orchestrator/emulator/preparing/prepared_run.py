@@ -109,7 +109,7 @@ class PreparedRun:
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
     input_notices: tuple[str, ...] = ()
-    """What the channels' placing found to say at the start: what --link-inputs means, the files it copied."""
+    """What the channels' placing found to say at the start: a host's empty share, files --link-inputs copied."""
 
     @property
     def instance(self) -> InstanceType:
@@ -249,7 +249,8 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0) -> PreparedR
                            host_fs=host_fs,
                            machine_opt_ml=opt_ml.snapshot(),
                            secrets=secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ),
-                           input_notices=(*([link_inputs_notice(host_fs.namespaced)] if settings.link_inputs else []),
+                           input_notices=(*run_layout.empty_shares(job, channel_paths),
+                                          *([link_inputs_notice(host_fs.namespaced)] if settings.link_inputs else []),
                                           *(unlinked_notice(name, files) for name, files in unlinked.items())))
     except BaseException:
         run_layout.release_directory(run_dir)  # held by open_run_directory for a run that will not start
