@@ -200,13 +200,13 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
         for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
                                  prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
             observer.notice(deviation)
+        for notice in prepared.input_notices:
+            observer.notice(notice)
         for warning in _source_notices(prepared):
             observer.notice(warning)
         if plan.spec.distribution.mode.rules.launcher == "torchrun" and (
                 torchrun := torch1_torchrun_notice(prepared.python)):
             observer.notice(torchrun)
-        if options.link_inputs:
-            observer.notice(_link_inputs_notice(prepared.host_fs.namespaced))
         if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
             observer.notice(memory)
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
@@ -503,16 +503,6 @@ def _masked_cause(prepared: PreparedRun, cause: FailureCause | None) -> dict[str
         return None
     document = {key: prepared.mask(value) if isinstance(value, str) else value for key, value in cause.to_dict().items()}
     return {**document, "detail": [prepared.mask(line) for line in cause.detail]}
-
-
-def _link_inputs_notice(namespaced: bool) -> str:
-    """What --link-inputs means for the user's files: read-only where hosts have namespaces, else only relinked."""
-    if namespaced:
-        return ("--link-inputs: the local channels are your files, linked and mounted read-only in each host: the "
-                "job reads them, and a write, delete or rename there fails (Read-only file system)")
-    return ("--link-inputs: the local channels' files are your files, linked: what the job deletes, renames or "
-            "creates stays in the run, but a write into an existing file changes yours (no mount namespace here to "
-            "make them read-only)")
 
 
 def _source_notices(prepared: PreparedRun) -> list[str]:

@@ -82,7 +82,8 @@ class Options:
     link_inputs: bool = declared(
         False, takes="flag",
         help="Link local channel files instead of copying them per host (hard links), mounted read-only in each "
-             "host's namespace: the job cannot change them. Where hosts get no mount namespace, files the job "
+             "host's namespace: the job cannot change them. A file that cannot be hard-linked (another file system "
+             "than the run directory) is copied, and the run names it. Where hosts get no mount namespace, files the job "
              "deletes, renames or creates stay in the run, but WRITING INTO an existing channel file changes your "
              "original.")
     smoke_seconds: float | None = declared(

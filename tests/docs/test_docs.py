@@ -56,6 +56,16 @@ def test_every_command_is_documented_somewhere(command):
     assert f"`{command}" in text or f"{command} " in text, f"no page of README.md or docs/ shows `{command}`"
 
 
+def test_every_option_of_smtrain_local_is_listed_on_its_page():
+    """docs/local.md lists the command's options; --link-inputs and --exact-autocast were missing from it."""
+    command = smtrain.get_command(click.Context(smtrain), "local")
+    page = (DOCS / "local.md").read_text()
+    missing = [option.opts[0] for option in command.params if isinstance(option, click.Option) and not option.hidden
+               and not any(re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", page)
+                           for flag in option.opts + option.secondary_opts)]
+    assert not missing, f"docs/local.md does not list {missing}"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_every_relative_link_resolves(page):
     broken = []

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -193,6 +195,43 @@ def test_link_inputs_channels_are_read_only_to_the_job(tmp_path, channel):
     assert "mounted read-only in each host" in shown and "read a" in shown
     assert shown.count("refused: Read-only file system") == 3
     assert sorted(path.name for path in data.iterdir()) == ["a.csv"] and (data / "a.csv").read_text() == "a\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("distribution", ["FullyReplicated", "ShardedByS3Key"])
+def test_link_inputs_copies_a_file_on_another_file_system_so_the_job_cannot_write_to_it(tmp_path, distribution):
+    """A file on another file system than the run cannot be hard-linked: it was linked symbolically, to the user's
+    file outside the read-only mount, and the job's write reached it."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs /dev/shm on another file system than the test's temporary directory")
+    data = Path(tempfile.mkdtemp(prefix="smtrain-link-inputs-", dir=other))
+    try:
+        (data / "a.csv").write_text("a\n")
+        script = textwrap.dedent("""
+            import errno, os
+            path = os.path.join(os.environ["SM_CHANNEL_TRAIN"], "a.csv")
+            try:
+                open(path, "a").write("changed\\n")
+            except OSError as error:
+                assert error.errno == errno.EROFS, error
+                print("refused:", os.strerror(error.errno))
+            print("read", open(path).read().split())
+        """)
+        spec = _spec(tmp_path, script, inputs={"train": {"uri": "s3://bucket/train/", "distribution": distribution}},
+                     local_inputs={"train": str(data)}, source_dir="src")
+        (tmp_path / "src").mkdir()
+        (tmp_path / "train.py").rename(tmp_path / "src" / "train.py")
+        result = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--link-inputs", "--verbose")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert (data / "a.csv").read_text() == "a\n"
+        shown = " ".join((result.stderr + result.stdout).split())
+        assert "refused: Read-only file system" in shown and "read ['a']" in shown
+        assert "1 file of channel train could not be hard-linked into the run directory" in shown
+        assert f"so each host got a copy, out of the job's reach (a symbolic link would lead its writes to yours): " \
+               f"{data / 'a.csv'}" in shown
+    finally:
+        shutil.rmtree(data)
 
 
 @pytest.mark.slow

@@ -90,6 +90,22 @@ def test_sharded_by_s3_key_gives_three_hosts_disjoint_shares_that_cover_the_chan
 
 
 @pytest.mark.slow
+def test_a_host_that_gets_no_file_of_a_sharded_channel_is_named_at_the_start(tmp_path):
+    """One file for two hosts left algo-2 an empty directory, as SageMaker does, with no word: the script then
+    failed with its own error."""
+    data = tmp_path / "data"
+    keys = _objects(data, 1)
+    spec = _spec(tmp_path, SEEN_FILES, instance={"type": "ml.c5.2xlarge", "count": 2},
+                 inputs={"train": {"uri": str(data), "distribution": "ShardedByS3Key"}})
+    result = CliRunner().invoke(main, ["local", str(spec), "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    records = _records(tmp_path / "run", ["algo-1", "algo-2"])
+    assert records["algo-1"]["files"]["train"] == keys and records["algo-2"]["files"]["train"] == []
+    assert ("channel train is ShardedByS3Key: algo-2 gets no file (an empty directory): the channel has 1 file "
+            "for 2 instances") in " ".join(result.output.split())
+
+
+@pytest.mark.slow
 def test_pipe_mode_script_reads_its_fifo_for_two_epochs(tmp_path):
     import hashlib
 

@@ -68,27 +68,64 @@ def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:
     return items[hosts.index(host)::len(hosts)]
 
 
-def place_share(source: Path, items: list[Path], target: Path, link: bool) -> None:
-    """Writes `items` of the channel at `source` under `target`, keeping their keys (paths under the prefix)."""
+def empty_share_notice(name: str, count: int, hosts: list[str], pipe: bool) -> str | None:
+    """The hosts `share` gives no file of a channel of `count` files (those past the first `count`), said in a
+    notice; None when every host gets one. SageMaker's S3DataSource reference says the same happens there."""
+    idle = hosts[count:]
+    if not idle:
+        return None
+    what = "an empty FIFO each epoch" if pipe else "an empty directory"
+    return (f"channel {name} is ShardedByS3Key: {', '.join(idle)} {'gets' if len(idle) == 1 else 'get'} no file "
+            f"({what}): the channel has {count} file{'' if count == 1 else 's'} for {len(hosts)} instances; "
+            "SageMaker gives those instances no data either (give the channel at least as many files as instances)")
+
+
+def link_inputs_notice(namespaced: bool) -> str:
+    """What --link-inputs means for the user's files: read-only where hosts have namespaces, else only relinked."""
+    if namespaced:
+        return ("--link-inputs: the local channels are your files, linked and mounted read-only in each host: the "
+                "job reads them, and a write, delete or rename there fails (Read-only file system)")
+    return ("--link-inputs: the local channels' files are your files, linked: what the job deletes, renames or "
+            "creates stays in the run, but a write into an existing file changes yours (no mount namespace here to "
+            "make them read-only)")
+
+
+def unlinked_notice(name: str, files: list[Path]) -> str:
+    """What --link-inputs copied instead of linking, named (the first few) so the user knows no link leads to them."""
+    shown = ", ".join(str(file) for file in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"--link-inputs: {len(files)} file{'' if len(files) == 1 else 's'} of channel {name} could not be "
+            f"hard-linked into the run directory (another file system, or the kernel refused the link), so each "
+            f"host got a copy, out of the job's reach (a symbolic link would lead its writes to yours): {shown}")
+
+
+def place_share(source: Path, items: list[Path], target: Path, link: bool) -> list[Path]:
+    """Writes `items` of the channel at `source` under `target`, keeping their keys (paths under the prefix);
+    returns those that `link` could not link (copied instead)."""
     target.mkdir(parents=True, exist_ok=True)
+    copied = []
     for item in items:
         destination = target / (item.relative_to(source) if source.is_dir() else item.name)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        if link:
-            link_file(item, destination)
-        else:
+        if not link:
             shutil.copy2(item, destination)
+        elif not link_file(item, destination):
+            copied.append(item)
+    return copied
 
 
-def link_file(source: Path, target: Path) -> None:
-    """`--link-inputs`' link: a hard link, which the host's read-only mount of its input/data covers (a symbolic
-    link would lead the job's writes out of it, into the user's file); symbolic only where a hard link cannot be."""
+def link_file(source: Path, target: Path) -> bool:
+    """`--link-inputs`' link: a hard link, which the host's read-only mount of its input/data covers. Where none
+    can be made (another file system, a file the kernel will not let this user link, its link count full) the
+    file is copied and False returned: a symbolic link would lead the job's writes out of the mount, into the
+    user's file."""
     try:
         os.link(source, target, follow_symlinks=True)
     except OSError as error:
         if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
             raise
-        target.symlink_to(source.resolve())
+        shutil.copy2(source, target)
+        return False
+    return True
 
 
 def copy_tree(source: Path, target: Path, skip: Callable[[str, list[str]], set[str]]) -> None:

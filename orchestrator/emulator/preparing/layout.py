@@ -289,11 +289,13 @@ class HostInputs:
     """Link the local channels' files instead of copying them (`--link-inputs`)."""
 
 
-def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> None:
+def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> dict[str, list[Path]]:
     """Creates every host's tree from the job's request, as SageMaker prepares instances before the container
     starts: config files, channels, code (extracted only into an empty code directory, as the toolkit does),
-    and the checkpoint prefix restored into the checkpoint path."""
+    and the checkpoint prefix restored into the checkpoint path. Returns, per channel, the files `--link-inputs`
+    had to copy (they could not be hard-linked), for the notice that says so."""
     source, source_path = inputs.source, inputs.source_path
+    unlinked: dict[str, list[Path]] = {}
     try:
         source_path.parent.mkdir(parents=True, exist_ok=True)
         source_path.write_bytes(source.data)
@@ -309,27 +311,34 @@ def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> None:
             _write_json(host.config_dir / "resourceconfig.json", resource)
             _write_json(host.config_dir / "inputdataconfig.json",
                         job.input_data_config(resource["current_group_name"]))
-            _place_channels(job, host, resource["current_group_name"], inputs.channel_paths, inputs.link_inputs)
+            for name, files in _place_channels(job, host, resource["current_group_name"], inputs.channel_paths,
+                                               inputs.link_inputs).items():
+                known = unlinked.setdefault(name, [])
+                known += [file for file in files if file not in known]
         restore_checkpoints(layout)
+        return {name: files for name, files in unlinked.items() if files}
     except (OSError, shutil.Error) as error:
         raise RunFailed(f"PreparationError: writing the hosts' /opt/ml trees in {layout.root} failed: "
                         f"{_copy_error(error)}", fix="free disk space, then run again") from None
 
 
 def _place_channels(job: ContainerJob, host: Host, group: str, channel_paths: dict[str, Path],
-                    link_inputs: bool) -> None:
-    """The channels of the host's group, except Pipe mode's (their FIFOs are made while the job runs)."""
+                    link_inputs: bool) -> dict[str, list[Path]]:
+    """The channels of the host's group, except Pipe mode's (their FIFOs are made while the job runs); returns
+    each channel's files that `link_inputs` copied."""
+    unlinked = {}
     for channel in job.channels:
         if not channel.reaches(group) or channel.pipe:
             continue
         source_dir = channel_paths[channel.name]
         try:
-            _place_channel(job, channel, source_dir, host, link_inputs)
+            unlinked[channel.name] = _place_channel(job, channel, source_dir, host, link_inputs)
         except (OSError, shutil.Error) as error:
             raise RunFailed(f"ChannelError: copying channel {channel.name} from {source_dir} into {host.name}'s "
                             f"{host.data_dir / channel.name} failed: {_copy_error(error)}",
                             fix="free disk space (or pass --link-inputs for large local data), then run again"
                             ) from None
+    return unlinked
 
 
 def channel_hosts(job: ContainerJob, channel: Channel) -> list[str]:
@@ -342,6 +351,18 @@ def host_items(job: ContainerJob, channel: Channel, source: Path, host: str) -> 
     """The channel's objects `host` gets: all of them, or with ShardedByS3Key its share."""
     items = channels.objects(source)
     return channels.share(items, channel_hosts(job, channel), host) if channel.sharded else items
+
+
+def empty_shares(job: ContainerJob, channel_paths: dict[str, Path]) -> list[str]:
+    """What each ShardedByS3Key channel with fewer files than hosts leaves some hosts (nothing), said at the start:
+    SageMaker does the same, and the script's own error on an empty channel would not say why."""
+    found = []
+    for channel in job.channels:
+        if channel.sharded:
+            count = len(channels.objects(channel_paths[channel.name]))
+            notice = channels.empty_share_notice(channel.name, count, channel_hosts(job, channel), channel.pipe)
+            found += [notice] if notice else []
+    return found
 
 
 def pipe_channels(layout: RunLayout, job: ContainerJob, channel_paths: dict[str, Path]) -> list[channels.PipeChannel]:
@@ -365,20 +386,20 @@ def _extract(data: bytes, target: Path) -> None:
             tar.extractall(target)
 
 
-def _link_tree(source: Path, target: Path) -> None:
-    """`--link-inputs`: the channel's directories made in the run, its files hard-linked (symlinked across file
-    systems), so a job that deletes, renames or replaces its channel's files does so in the run, never to the
+def _link_tree(source: Path, target: Path) -> list[Path]:
+    """`--link-inputs`: the channel's directories made in the run, its files hard-linked (copied where they cannot
+    be: returned), so a job that deletes, renames or replaces its channel's files does so in the run, never to the
     user's data. Writing into an existing file in place still reaches the original (the option says so)."""
     if source.is_file():
         target.mkdir()
-        channels.link_file(source, target / source.name)
-        return
+        return [] if channels.link_file(source, target / source.name) else [source]
+    copied = []
     for root, dirs, names in os.walk(source):
         here = target / Path(root).relative_to(source)
         here.mkdir(exist_ok=True)
         dirs[:] = [name for name in dirs if name not in _run_directories(root, dirs)]
-        for name in names:
-            channels.link_file(Path(root) / name, here / name)
+        copied += [Path(root) / name for name in names if not channels.link_file(Path(root) / name, here / name)]
+    return copied
 
 
 def _run_directories(directory: str, names: list[str]) -> set[str]:
@@ -407,19 +428,21 @@ def _write_json(path: Path, document: object, private: bool = False) -> None:
         handle.write(json.dumps(document, indent=4) + "\n")
 
 
-def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host, link: bool) -> None:
+def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host, link: bool) -> list[Path]:
     """File and FastFile mode give every instance its own copy (FastFile streams on SageMaker; here the files are
-    there before the script starts); `link` trades that for speed with large local data."""
+    there before the script starts); `link` trades that for speed with large local data. Returns the files
+    `link` could not link (copied)."""
     target = host.data_dir / channel.name
     if channel.sharded:
-        channels.place_share(source, host_items(job, channel, source, host.name), target, link)
-    elif link:
-        _link_tree(source.resolve(), target)
-    elif source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
+        return channels.place_share(source, host_items(job, channel, source, host.name), target, link)
+    if link:
+        return _link_tree(source.resolve(), target)
+    if source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
         channels.copy_tree(source, target, _run_directories)
     else:
         target.mkdir()
         shutil.copy2(source, target / source.name)
+    return []
 
 
 def checkpoint_dirs(layout: RunLayout) -> list[Path]:

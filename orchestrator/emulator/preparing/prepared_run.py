@@ -66,7 +66,9 @@ from orchestrator.emulator.preparing.channels import (
     PipeChannel,
     first_not_gzip,
     folder_too_deep,
+    link_inputs_notice,
     objects,
+    unlinked_notice,
 )
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
 from orchestrator.emulator.run_options import Options
@@ -108,6 +110,8 @@ class PreparedRun:
     """Every host's Pipe-mode channels, fed while each attempt runs."""
     overlay: Overlay | None = None
     secrets: frozenset[str] = frozenset()
+    input_notices: tuple[str, ...] = ()
+    """What the channels' placing found to say at the start: a host's empty share, files --link-inputs copied."""
 
     @property
     def instance(self) -> InstanceType:
@@ -230,8 +234,10 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
         run_layout.write_request(run_dir, redact(plan.create_training_job_request))
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
         hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
-        run_layout.prepare(layout, job, run_layout.HostInputs(plan.source, source_path, channel_paths,
-                                                              host_groups, hyperparameters, settings.link_inputs))
+        unlinked = run_layout.prepare(layout, job, run_layout.HostInputs(
+            plan.source, source_path, channel_paths, host_groups, hyperparameters, settings.link_inputs))
+        host_fs = dataclasses.replace(opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
+                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts])
         return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
                            code_files=code_files,
                            world_size=world, hostname=hostname_shim(),
@@ -243,11 +249,12 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
                                settings.gpu_standin, settings.exact_autocast) for group in job.groups}
                            if len(job.groups) > 1 else {},
                            pipes=run_layout.pipe_channels(layout, job, channel_paths),
-                           host_fs=dataclasses.replace(
-                               opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
-                           ).with_hosts_file(run_dir, [host.name for host in layout.hosts]),
+                           host_fs=host_fs,
                            machine_opt_ml=opt_ml.snapshot(),
-                           secrets=secrets)
+                           secrets=secrets,
+                           input_notices=(*run_layout.empty_shares(job, channel_paths),
+                                          *([link_inputs_notice(host_fs.namespaced)] if settings.link_inputs else []),
+                                          *(unlinked_notice(name, files) for name, files in unlinked.items())))
     except BaseException as error:
         ended = run_layout.ended_before_start(run_dir, plan.job_name, report, error,
                                               lambda text: mask_text(text, secrets))
