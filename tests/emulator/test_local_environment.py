@@ -47,7 +47,8 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
         env, argv, cwd = seen[f"{name}-0"]["env"], seen[f"{name}-0"]["argv"], seen[f"{name}-0"]["cwd"]
         assert env["SM_HOSTS"] == '["algo-1","algo-2"]'
         assert env["SM_CURRENT_HOST"] == name and env["CURRENT_HOST"] == name and seen[f"{name}-0"]["hostname"] == name
-        assert "OMP_NUM_THREADS" not in env  # the toolkit sets none; only torchrun does, for its workers
+        # The toolkit sets none; the two emulated hosts share this machine's cores (launch.thread_share).
+        assert env["OMP_NUM_THREADS"] == str(max(1, len(os.sched_getaffinity(0)) // 2))
         assert json.loads(env["SM_TRAINING_ENV"])["topology"] == []
         assert env["SM_CHANNELS"] == '["training"]'
         assert env["SM_CHANNEL_TRAINING"] == str(host / "input" / "data" / "training")
@@ -88,8 +89,9 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
 
 def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
     """2 hosts x 2 ranks, algo-2 first in the group: every rank sees its own host's name, /opt/ml folders and code
-    directory, and (as on SageMaker) the master's SM_CURRENT_HOST."""
-    spec = make_spec("env_dump.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 2})
+    directory, and (as on SageMaker) the master's SM_CURRENT_HOST; the job's own OMP_NUM_THREADS, not the share."""
+    spec = make_spec("env_dump.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 2},
+                     environment={"OMP_NUM_THREADS": "3"})
     result = run_local(load(spec), Options(run_dir=tmp_path / "run", master_host="algo-2"))
     assert result.status == "Completed", result.failure_reason
     seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(result.run_dir).values()}
@@ -114,6 +116,7 @@ def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
         assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-2"
         assert "RANK" not in env and "WORLD_SIZE" not in env
         assert not any(name.startswith("SMTRAIN_HOST_ENV_") for name in env)
+        assert env["OMP_NUM_THREADS"] == "3"
 
 
 @pytest.mark.parametrize(("mode", "hosts"), [("pytorchddp", 2), ("smddp", 3)])
@@ -134,7 +137,8 @@ def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, 
         assert item["cwd"] == str(result.run_dir / host / "code")
 
 
-def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
+def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     spec = make_spec("env_dump.py", mode="torch_distributed", instance="ml.g5.2xlarge")
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert result.status == "Completed", result.failure_reason
@@ -148,6 +152,8 @@ def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path):
         assert item["hostname"] == host and item["cwd"] == str(result.run_dir / host / "code")
         # ml.g5.2xlarge has 1 A10G, this machine none: the CPU stand-in for CUDA, first on the path.
         assert (env["SMTRAIN_GPU_STANDIN"], env["SMTRAIN_GPU_STANDIN_NAME"]) == ("1", "A10G")
+        # One worker per host, so torchrun sets no thread count: each gets its share of this machine's cores.
+        assert env["OMP_NUM_THREADS"] == str(max(1, len(os.sched_getaffinity(0)) // 2))
         assert env["PYTHONPATH"].split(os.pathsep)[:2] == [str(STANDIN_DIR), item["cwd"]]
         assert json.loads(env["SM_FRAMEWORK_PARAMS"]) == {"sagemaker_instance_type": "ml.g5.2xlarge",
                                                           "sagemaker_torch_distributed_enabled": True}

@@ -44,6 +44,7 @@ INDUCTOR_CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"
 LOOPBACK = "127.0.0.1"
+THREADS_VARIABLE = "OMP_NUM_THREADS"
 LOOPBACK_INTERFACE = "lo"
 # Open MPI 4 options of the toolkit's mpirun lines, as Open MPI 5 takes them here: None drops the option.
 _MCA_VALUES: dict[str, str | None] = {
@@ -150,6 +151,9 @@ class AttemptSetup:
     """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where."""
     inductor_cache_dir: Path | None = None
     """Where torch.compile keeps what it compiled (build_cache.py), unless the job's environment says where."""
+    cpu_threads: int | None = None
+    """Each training process's share of this machine's cores (`thread_share`), unless the job's environment or
+    this shell sets OMP_NUM_THREADS."""
 
 
 def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], toolkit: Mapping[str, str],
@@ -190,6 +194,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
                                 (INDUCTOR_CACHE_VARIABLE, attempt.inductor_cache_dir)):
         if directory is not None and variable not in platform:
             own[variable] = str(directory)
+    if attempt.cpu_threads is not None and THREADS_VARIABLE not in platform and THREADS_VARIABLE not in inherited:
+        own[THREADS_VARIABLE] = str(attempt.cpu_threads)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
     if file_system is not None:
@@ -198,6 +204,17 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)
                and not (file_system is not None and file_system.namespaced and key in _MACHINE_TEMP_VARIABLES)}
     return {**outside, **own}, own
+
+
+def thread_share(processes: int, launcher_sets_it: bool) -> int | None:
+    """How many threads each of a run's `processes` training processes may use: this machine's cores divided among
+    them (at least one). On SageMaker each host has its own cores; here the emulated hosts share one machine, and
+    torch's default of a thread per core in every process oversubscribes it (the 2-host CPU example on 2 cores:
+    about 16 CPU-s and 11 s with it, 8 CPU-s and 6 s with one thread each). None where a process runs alone
+    (torch's default is then right) or the launcher sets it (torchrun: 1 for each of several workers per host)."""
+    if processes < 2 or launcher_sets_it:
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // processes)
 
 
 _MACHINE_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")

@@ -27,6 +27,10 @@ DEVIATIONS = (
      "library (only in its GPU images); --no-gpu-standin leaves both out"),
     ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
      "see as site-packages (after the standard library), not per host into the interpreter"),
+    ("every training process of a run of several gets OMP_NUM_THREADS = this machine's cores divided among them "
+     "(at least 1), as the emulated hosts share one machine where SageMaker gives each its own cores; torch's "
+     "default of a thread per core in every process would oversubscribe it, doubling a 2-host CPU run's time here. "
+     "The job's environment, this shell or torchrun (1 for several workers per host) setting it wins"),
     ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
      "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
     ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "

@@ -47,6 +47,7 @@ from orchestrator.emulator.launching.launch import (
     host_environment,
     interpreter_versions,
     launches,
+    thread_share,
 )
 from orchestrator.emulator.launching.toolkit_launchers import (
     EntryPointType,
@@ -142,6 +143,12 @@ class PreparedRun:
         points at the file the user edits."""
         return self.source_paths.in_text(text) if "/code/" in text else text
 
+    @property
+    def _torchrun_sets_threads(self) -> bool:
+        """torchrun sets OMP_NUM_THREADS=1 for its workers where it starts several on a host."""
+        return _runner(_framework(self.job)) is RunnerType.torch_distributed and self.world_size > len(
+            self.group_hosts)
+
     def host_processes(self, run_id: str, master_port: int) -> list[HostProcess]:
         """Every host's environment and the toolkit's command on it, for one attempt."""
         torch_version = interpreter_versions(self.python)[0]  # the DLC's SM_DLC_TORCH_VERSION is its image's
@@ -153,7 +160,8 @@ class PreparedRun:
                                python=self.python, overlay_site=self.overlay.site_packages if self.overlay else None,
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
                                hostname_library=self.hostname.library, file_system=self.host_fs,
-                               extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir)
+                               extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir,
+                               cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads))
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)
@@ -347,6 +355,15 @@ def _group_order(count: int, host_order: tuple[str, ...] | None, master_host: st
     return [*host_order, *(host for host in hosts if host not in host_order)]
 
 
+def _framework(job: ContainerJob) -> dict[str, object]:
+    """The job's framework hyperparameters (`sagemaker_*`), from which the toolkit picks its launcher."""
+    return {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
+
+
+def _runner(framework: dict[str, object]) -> RunnerType:
+    return runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
+
+
 def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: Options,
                launcher_hosts: int) -> int:
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
@@ -358,8 +375,8 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
         raise EnvironmentProblem(f"{python} is not a Python interpreter: asked with -c for its version, it did not "
                                  "answer as Python does", fix="pass a Python interpreter with --python, e.g. python3")
     writable_cache_root()
-    framework = {key: value for key, value in job.decoded_hyperparameters.items() if key.startswith("sagemaker_")}
-    runner = runner_type(framework, any(framework.get(flag) for flag in DISTRIBUTION_FLAGS))
+    framework = _framework(job)
+    runner = _runner(framework)
     try:
         check_entry_point(spec.entry_point, entry_point_type(code_files, spec.entry_point), runner)
         parse_custom_mpi_options(spec.distribution.custom_mpi_options)
