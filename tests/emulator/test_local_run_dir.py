@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,8 @@ from orchestrator.errors import SpecError
 from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, tmp_path, startup_seconds):
@@ -39,6 +44,60 @@ def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, 
     assert (emulated / "ckpt-algo-1.txt").read_text() == "step 1\n"
     assert (result.run_dir / "checkpoints-s3" / "ckpt-algo-1.txt").is_file()
     assert "resumed from " + str(emulated / "ckpt-algo-1.txt") in (result.run_dir / "logs" / "algo-1.log").read_text()
+
+
+ROTATING = {"checkpoint": {"s3_uri": "s3://bucket/ckpt/"}}
+
+
+def _rotating(make_spec, steps: int, wait_at: int = 0) -> Path:
+    return make_spec("rotating_checkpoints.py", hyperparameters={"checkpoint-dir": "/opt/ml/checkpoints",
+                                                                  "steps": steps, "wait-at": wait_at}, **ROTATING)
+
+
+def test_checkpoints_a_script_rotated_away_are_not_restored_after_a_spot_interruption(make_spec, tmp_path):
+    """Keep-the-newest-2 on algo-1, across a rerun and a spot interruption: each restart gives both hosts the two
+    kept folders only, and the prefix ends with the last two (deleting a local file deletes it in S3)."""
+    run_dir = tmp_path / "run"
+    first = run_local(load(_rotating(make_spec, steps=2)), Options(run_dir=run_dir))
+    assert first.status == "Completed", first.failure_reason
+
+    spot = run_local(load(_rotating(make_spec, steps=6, wait_at=4)),
+                     Options(run_dir=run_dir, simulate_spot_interruption_at_step=4))
+
+    assert (spot.status, spot.attempts) == ("Completed", 2), spot.failure_reason
+    for host in ("algo-1", "algo-2"):
+        log = (run_dir / "logs" / f"{host}.log").read_text()
+        assert "received step-3 step-4\n" in log, log
+    assert sorted(path.name for path in (run_dir / "checkpoints-s3").iterdir()) == ["step-5", "step-6"]
+
+
+def test_a_run_killed_before_its_hosts_received_the_checkpoints_loses_none(make_spec, tmp_path):
+    """smtrain killed while it restored the prefix (algo-1 has its copy, algo-2 an empty folder): the rerun's upload
+    of the killed run's checkpoints deletes nothing, and both hosts receive the prefix whole."""
+    run_dir = tmp_path / "run"
+    spec = _rotating(make_spec, steps=2)
+    assert run_local(load(spec), Options(run_dir=run_dir)).status == "Completed"
+    killed_in_restore = (
+        "import os, runpy, shutil, signal, sys\n"
+        "copy = shutil.copytree\n"
+        "def restoring(source, target, *args, **kwargs):\n"
+        "    if str(target).endswith('algo-2/checkpoints'):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return copy(source, target, *args, **kwargs)\n"
+        "shutil.copytree = restoring\n"
+        f"sys.argv = ['smtrain', 'local', {str(spec)!r}, '--run-dir', {str(run_dir)!r}, '-q']\n"
+        "runpy.run_module('orchestrator', run_name='__main__')\n")
+    killed = subprocess.run([sys.executable, "-c", killed_in_restore], check=False, capture_output=True, text=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert not any((run_dir / "algo-2" / "checkpoints").iterdir()) and not (run_dir / "result.json").exists()
+
+    rerun = run_local(load(spec), Options(run_dir=run_dir))
+
+    assert rerun.status == "Completed", rerun.failure_reason
+    assert "received step-1 step-2\n" in (run_dir / "logs" / "algo-2.log").read_text()
+    assert [(path.parent.name, path.read_text()) for path in sorted((run_dir / "checkpoints-s3").rglob("state.txt"))
+            ] == [("step-1", "step 1\n"), ("step-2", "step 2\n")]
 
 
 def test_a_relative_checkpoint_path_is_refused(make_spec, tmp_path):

@@ -9,6 +9,7 @@
       logs/algo-N.log               each host's log (what CloudWatch would hold)
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
+      .smtrain-checkpoints-received.json   what the hosts received from it, whose copy is whole (checkpoint_sync)
       tensorboard/algo-N/           what each host wrote to the TensorBoard local path (`tensorboard:`)
       mlruns/                       the local MLflow store MLFLOW_TRACKING_URI names (`mlflow:`; kept on reuse)
       request.json                  the CreateTrainingJob request the run emulates (secrets masked)
@@ -31,7 +32,6 @@ import posixpath
 import shutil
 import tarfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from orchestrator.emulator.instances.container import (
     resource_config,
 )
 from orchestrator.emulator.instances import run_files
-from orchestrator.emulator.preparing import channels
+from orchestrator.emulator.preparing import channels, checkpoint_sync
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, StatusReport, terminal_status
 from orchestrator.errors import RunFailed, SmtrainError, SpecError
@@ -165,6 +165,7 @@ def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
         run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
         if layout is not None and not (root / "result.json").is_file():
             upload_checkpoints(layout)
+        checkpoint_sync.forget(root / checkpoint_sync.RECORD_FILE)  # before the folders it speaks of are cleared
         for entry in root.iterdir():
             if entry.name in _PER_RUN or (entry.is_dir() and entry.name.startswith("algo-")):
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
@@ -452,27 +453,27 @@ def checkpoint_dirs(layout: RunLayout) -> list[Path]:
 
 
 def upload_checkpoints(layout: RunLayout) -> None:
-    """SageMaker uploads new and changed checkpoint files of every instance to one shared prefix."""
-    for host, directory in zip(layout.hosts, checkpoint_dirs(layout)):
-        if directory.is_dir():
-            shutil.copytree(directory, layout.s3_checkpoints, copy_function=_host_copy(layout, host),
-                            dirs_exist_ok=True)
+    """SageMaker uploads new and changed checkpoint files of every instance to one shared prefix, and deletes there
+    what an instance deleted (`checkpoint_sync`)."""
+    if (sync := _prefix_sync(layout)) is not None:
+        checkpoint_sync.upload(sync)
 
 
-def _host_copy(layout: RunLayout, host: Host) -> Callable[[str, str], None]:
-    """Copies a checkpoint file, or what a link names, as the host sees it (uploads follow links): the job's
-    `latest -> /opt/ml/checkpoints/step-10` names its host's folder, which is not at /opt/ml outside the host's
-    namespace. A link that names nothing there is skipped."""
+def _prefix_sync(layout: RunLayout) -> checkpoint_sync.PrefixSync | None:
+    """The checkpoint prefix and each host's checkpoint folder (a link the job made, such as
+    `latest -> /opt/ml/checkpoints/step-10`, names its host's folder, which is not at /opt/ml here)."""
+    local_path = layout.checkpoint_path
+    if local_path is None:
+        return None
 
-    def copy(source: str, target: str) -> None:
-        if os.path.islink(source) and os.path.isabs(named := os.readlink(source)):
-            source = layout.rewrite(host, posixpath.normpath(named))
-        if os.path.isdir(source):
-            shutil.copytree(source, target, copy_function=copy, dirs_exist_ok=True)
-        elif os.path.exists(source):
-            shutil.copy2(source, target)
+    def host(name: str) -> Host:
+        return Host(name=name, root=layout.root / name)
 
-    return copy
+    return checkpoint_sync.PrefixSync(
+        prefix=layout.s3_checkpoints, record=layout.root / checkpoint_sync.RECORD_FILE, local_path=local_path,
+        hosts=tuple(item.name for item in layout.hosts),
+        directory=lambda name: layout.host_path(host(name), local_path),
+        follow=lambda name, named: layout.rewrite(host(name), posixpath.normpath(named)))
 
 
 def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:
@@ -490,16 +491,15 @@ def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:
 
 def restore_checkpoints(layout: RunLayout) -> None:
     """At (re)start every instance receives the whole checkpoint prefix in its local path."""
-    for directory in checkpoint_dirs(layout):
-        directory.mkdir(parents=True, exist_ok=True)
-        if layout.s3_checkpoints.is_dir():
-            shutil.copytree(layout.s3_checkpoints, directory, dirs_exist_ok=True)
+    if (sync := _prefix_sync(layout)) is not None:
+        checkpoint_sync.restore(sync)
 
 
 def replace_instances(layout: RunLayout) -> None:
     """After a spot interruption the job restarts on fresh instances: model, output and checkpoint directories
     start empty, then the checkpoint prefix is restored. Only folders inside the run directory are touched."""
     upload_checkpoints(layout)
+    checkpoint_sync.forget(layout.root / checkpoint_sync.RECORD_FILE)  # before the folders it speaks of are cleared
     for host in layout.hosts:
         for directory in (host.model_dir, host.output_dir, *checkpoint_dirs(layout)):
             if directory.is_relative_to(layout.root):
