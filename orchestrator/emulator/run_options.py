@@ -63,6 +63,11 @@ class Options:
         None, takes="int", minimum=1,
         help="Start this many processes per host instead of the instance's GPU count (to fit a GPU job on this "
              "machine).")
+    cpus: int | None = declared(
+        None, takes="int", minimum=1, metavar="N",
+        help="The cores this run's training processes share (default: every core smtrain may use, for a run of "
+             "several processes): each gets OMP_NUM_THREADS = N / their number, at least 1, unless the job's "
+             "environment or your shell sets it (torchrun sets 1 for several workers per host).")
     simulate_spot_interruption: float | None = declared(
         None, takes="number", minimum=0, metavar="AFTER_SECONDS",
         help="Interrupt the job after this many seconds as a spot reclaim would, restore the checkpoints on fresh "

@@ -120,11 +120,12 @@ def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
 
 
 @pytest.mark.parametrize(("mode", "hosts"), [("pytorchddp", 2), ("smddp", 3)])
-def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, mode, hosts):
+def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, monkeypatch, mode, hosts):
     """SMDataParallel's mpirun with the DLC's slot mapping: ranks 2k and 2k+1 on algo-(k+1), local ranks 0 and 1,
-    and a run on 3 hosts finishes (plm_rsh_num_concurrent is the host count)."""
+    and a run on 3 hosts finishes (plm_rsh_num_concurrent is the host count); --cpus 8 shared among the ranks."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     spec = make_spec("env_dump.py", mode=mode, count=hosts, instance="ml.p4d.24xlarge")
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run", processes_per_host=2))
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", processes_per_host=2, cpus=8))
     assert result.status == "Completed", result.failure_reason
     seen = {int(item["env"]["OMPI_COMM_WORLD_RANK"]): item for item in _seen(result.run_dir).values()}
     assert sorted(seen) == list(range(2 * hosts))
@@ -134,6 +135,7 @@ def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, 
         assert item["env"]["OMPI_COMM_WORLD_LOCAL_RANK"] == str(rank % 2)
         assert item["env"]["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
         assert item["env"]["SM_NUM_GPUS"] == "8"  # the instance's, not this machine's
+        assert item["env"]["OMP_NUM_THREADS"] == str(8 // (2 * hosts))
         assert item["cwd"] == str(result.run_dir / host / "code")
 
 

@@ -206,15 +206,21 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     return {**outside, **own}, own
 
 
-def thread_share(processes: int, launcher_sets_it: bool) -> int | None:
-    """How many threads each of a run's `processes` training processes may use: this machine's cores divided among
-    them (at least one). On SageMaker each host has its own cores; here the emulated hosts share one machine, and
-    torch's default of a thread per core in every process oversubscribes it (the 2-host CPU example on 2 cores:
-    about 16 CPU-s and 11 s with it, 8 CPU-s and 6 s with one thread each). None where a process runs alone
-    (torch's default is then right) or the launcher sets it (torchrun: 1 for each of several workers per host)."""
-    if processes < 2 or launcher_sets_it:
+def thread_share(processes: int, launcher_sets_it: bool, cores: int | None = None) -> int | None:
+    """How many threads each of a run's `processes` training processes may use: `cores` (--cpus; default: the
+    cores this process may use) divided among them, at least one. On SageMaker each host has its own cores; here
+    the emulated hosts share one machine, and torch's default of a thread per core in every process oversubscribes
+    it (the 2-host CPU example on 2 cores: about 16 CPU-s and 11 s with it, 7 CPU-s and 5.5 s with one thread
+    each). None where the launcher sets it (torchrun: 1 for each of several workers per host), or a process runs
+    alone on cores nobody limited (torch's default is then right)."""
+    if launcher_sets_it or (cores is None and processes < 2):
         return None
-    return max(1, len(os.sched_getaffinity(0)) // processes)
+    return max(1, (cores or usable_cores()) // max(1, processes))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container's or taskset's limit), not the machine's."""
+    return len(os.sched_getaffinity(0))
 
 
 _MACHINE_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")

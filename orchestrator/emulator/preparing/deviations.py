@@ -30,7 +30,8 @@ DEVIATIONS = (
     ("every training process of a run of several gets OMP_NUM_THREADS = this machine's cores divided among them "
      "(at least 1), as the emulated hosts share one machine where SageMaker gives each its own cores; torch's "
      "default of a thread per core in every process would oversubscribe it, doubling a 2-host CPU run's time here. "
-     "The job's environment, this shell or torchrun (1 for several workers per host) setting it wins"),
+     "--cpus N shares N cores instead; the job's environment, this shell or torchrun (1 for several workers per "
+     "host) setting it wins"),
     ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
      "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
     ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "

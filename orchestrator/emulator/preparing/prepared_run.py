@@ -102,6 +102,8 @@ class PreparedRun:
     """What the training group's processes see of its instance's GPUs (the notice at the start says it)."""
     python: str
     processes_override: int | None
+    cpus: int | None
+    """--cpus: the cores the training processes share (launch.thread_share)."""
     host_fs: opt_ml.HostFileSystem
     machine_opt_ml: dict[str, tuple[int, int]]
     """The machine's own /opt/ml before the run (opt_ml.snapshot): nothing may appear or change there."""
@@ -161,7 +163,7 @@ class PreparedRun:
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
                                hostname_library=self.hostname.library, file_system=self.host_fs,
                                extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir,
-                               cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads))
+                               cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads, self.cpus))
         result = []
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host)
@@ -251,7 +253,7 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
                            world_size=world, hostname=hostname_shim(),
                            accelerators=accelerators(plan.instance, spec.distribution.mode.runs_smddp,
                                                      local_gpus, settings.gpu_standin, settings.exact_autocast),
-                           python=settings.python, processes_override=settings.processes_per_host,
+                           python=settings.python, processes_override=settings.processes_per_host, cpus=settings.cpus,
                            group_accelerators={group.name: accelerators(
                                lookup(group.instance_type), spec.distribution.mode.runs_smddp, local_gpus,
                                settings.gpu_standin, settings.exact_autocast) for group in job.groups}

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orchestrator.emulator.launching.launch import usable_cores
 from orchestrator.emulator.preparing.layout import hold_directory
 from orchestrator.emulator.run_options import Options, command_words
 from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
@@ -139,6 +140,9 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     # No more at once than the trials to run: `--max-jobs 1` runs one at a time, whatever max_parallel_jobs says.
     to_run = max(0, total - len(earlier.trials)) if earlier else total
     parallel = max(1, min(to_run, options.parallel or default_parallel(spec.max_parallel_jobs, loaded.job)))
+    if parallel > 1 and options.trial.cpus is None:  # the trials at once share this machine's cores
+        options = dataclasses.replace(options, trial=dataclasses.replace(
+            options.trial, cpus=max(1, usable_cores() // parallel)))
     log_scaled = tuple(name for name, item in spec.parameters.items()
                        if isinstance(item, (ContinuousRange, IntegerRange)) and item.scaling is Scaling.Logarithmic)
     started, created = time.monotonic(), datetime.now(timezone.utc)
@@ -288,7 +292,7 @@ class _signals_handled:
 def default_parallel(max_parallel: int, job: LoadedSpec) -> int:
     """The spec's max_parallel_jobs, but no more trials than this machine's cores can run side by side."""
     processes = topology(job.spec, lookup(job.spec.instance.type)).world_size
-    return max(1, min(max_parallel, (os.cpu_count() or 1) // max(1, processes)))
+    return max(1, min(max_parallel, usable_cores() // max(1, processes)))
 
 
 @dataclass(frozen=True)
