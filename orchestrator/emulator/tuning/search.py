@@ -41,15 +41,14 @@ from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
-from orchestrator.planning.request import metric_definitions
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked, trials_text
-from orchestrator.redact import redact_mapping
+from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
+from orchestrator.redact import redact_mapping
 from orchestrator.specs.catalog import lookup
-from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.loader import LoadedSpec, LoadedTuning
 from orchestrator.specs.topology import topology
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
-from orchestrator.specs.loader import LoadedTuning
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
