@@ -154,8 +154,14 @@ from orchestrator.specs.loader import load
 try:
     run_local(load(sys.argv[1]), Options(run_dir=Path(sys.argv[2])))
 except KeyboardInterrupt:
-    print(json.dumps([child.pid for child in psutil.Process().children(recursive=True)
-                      if child.status() == psutil.STATUS_ZOMBIE]))
+    zombies = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(child.pid)
+        except psutil.NoSuchProcess:  # reaped since it was listed
+            pass
+    print(json.dumps(zombies))
 """
 
 
@@ -164,9 +170,9 @@ def test_a_notebooks_interrupt_leaves_no_zombie_in_its_kernel(spawner_spec, tmp_
     as zombies of the kernel (the CLI's process exits, which hid them)."""
     spec, tag = spawner_spec("wait")
     kernel = subprocess.Popen([sys.executable, "-c", _NOTEBOOK, str(spec), str(tmp_path / "run")],
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     _wait_for(tag, 2 * SPAWNED_PER_PROCESS)
     kernel.send_signal(signal.SIGINT)  # what Jupyter's interrupt sends the kernel
-    output, _ = kernel.communicate(timeout=600)
-    assert output.strip() == "[]", output
+    output, errors = kernel.communicate(timeout=600)
+    assert (kernel.returncode, output.strip()) == (0, "[]"), errors[-3000:]
     assert _tagged(tag) == []
