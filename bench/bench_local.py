@@ -1,7 +1,8 @@
 """`smtrain local` against the same script started by hand with torchrun and the same environment.
 
 All train the 2-host CPU gloo example (job_specs/mlp-gloo-none-2x-c5.2xlarge.yaml, its hyperparameters) with
-2 processes of 1 thread each: smtrain emulates 2 hosts (mode none: one python per host, SM_* environment, run
+2 processes of 1 thread each (the baselines by OMP_NUM_THREADS=1, smtrain by its own share of the cores, with
+this shell's OMP_NUM_THREADS unset): smtrain emulates 2 hosts (mode none: one python per host, SM_* environment, run
 directory, tarball, artifacts). Baselines: `torchrun --nproc-per-node 2 entrypoints/train.py <same args>` (the
 issue's), and the two `python train.py` processes smtrain starts, started by hand with SM_HOSTS/SM_CURRENT_HOST
 (what is left is smtrain's own overhead). Goals from issue 36: <= 1.0x wall time against torchrun and <= 1.05x
@@ -56,7 +57,10 @@ def main() -> None:
     bin_dir = Path(sys.executable).parent
     # Each smtrain run starts fresh (a reused run directory would resume from its checkpoints); so does the
     # baseline, whose checkpoint directory is emptied by the shell line before torchrun.
-    smtrain_run = ["sh", "-c", f"rm -rf {work}/runs && exec {bin_dir}/smtrain local {SPEC} -q --run-dir {work}/runs"]
+    # smtrain runs without this shell's OMP_NUM_THREADS: it gives each of its processes their share of the cores
+    # itself (launch.thread_share), which is what a user who sets nothing gets.
+    smtrain_run = ["sh", "-c", f"rm -rf {work}/runs && unset OMP_NUM_THREADS && exec {bin_dir}/smtrain local {SPEC} "
+                               f"-q --run-dir {work}/runs"]
     # TMPDIR: torchrun's agent leaves a torchelastic_* folder behind in it; under /tmp those folders pile up, and each
     # emulated host binds every entry of /tmp back into its own.
     baseline = ["sh", "-c", f"rm -rf {work}/baseline/checkpoints/* && TMPDIR={work} exec {bin_dir}/torchrun "
