@@ -180,7 +180,7 @@ def _forward_signals(supervisor: Any) -> None:
     def interrupt(signum: int, frame: Any) -> None:
         if supervisor.finished:
             raise KeyboardInterrupt
-        supervisor.interrupt()
+        supervisor.interrupt(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)

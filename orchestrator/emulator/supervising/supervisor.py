@@ -113,6 +113,8 @@ class Outcome:
     it did not send came from elsewhere, such as the kernel's out-of-memory killer."""
     log_failure: str | None = None
     """Why a host's log could not be written (status `failed`): the run was stopped for it."""
+    interrupted_by: str | None = None
+    """The signal that interrupted the run (SIGINT, SIGTERM, SIGHUP); None where none came."""
 
 
 class _HostLog:
@@ -174,16 +176,19 @@ class Supervisor:
         self._tails: dict[str, list[str]] = {launch.host: [] for launch in launches}
         self._lock = threading.Lock()
         self._sent_sigkill = False
+        self._interrupted_by: str | None = None
 
     @property
     def finished(self) -> bool:
         return self._finished.is_set()
 
-    def interrupt(self) -> None:
-        """Called from a signal handler (Ctrl-C, SIGTERM, SIGHUP): the first call stops the run gracefully, the
-        next one kills what is left at once."""
+    def interrupt(self, signum: int = signal.SIGINT) -> None:
+        """Called from a signal handler with the signal that came (Ctrl-C, SIGTERM, SIGHUP), which the result
+        names: the first call stops the run gracefully, the next one kills what is left at once."""
         if self._interrupt.is_set():
             self._kill_now.set()
+        else:
+            self._interrupted_by = signal.Signals(signum).name
         self._interrupt.set()
 
     def stop(self) -> None:
@@ -292,7 +297,7 @@ class Supervisor:
         tree.reap()
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
                        leftover=[process.pid for process in tree.alive()], sent_sigkill=self._sent_sigkill,
-                       log_failure=self._log_failure)
+                       log_failure=self._log_failure, interrupted_by=self._interrupted_by)
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         with _HostLog(self._logs_dir / f"{launch.host}.log", self._log_failed) as log:
