@@ -81,12 +81,15 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
         _interrupt_on_termination()
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
+    # The exit code is the run's, even where the terminal has closed (SIGHUP) or a pipe's reader has gone.
+    from orchestrator.cli.closed_console import Tolerant
+
     if result.smoke is not None:
-        click.echo(_smoke_line(result), err=True)
+        click.echo(_smoke_line(result), file=Tolerant(sys.stderr))
     if output == "json":
         from dataclasses import asdict
 
-        echo_json(asdict(result))
+        echo_json(asdict(result), file=Tolerant(sys.stdout))
     sys.exit(result.exit_code)
 
 
@@ -177,7 +180,7 @@ def _forward_signals(supervisor: Any) -> None:
     def interrupt(signum: int, frame: Any) -> None:
         if supervisor.finished:
             raise KeyboardInterrupt
-        supervisor.interrupt()
+        supervisor.interrupt(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)

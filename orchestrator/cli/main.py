@@ -46,7 +46,7 @@ def main() -> None:
       2    bad input: nothing was sent (the message names the file, line and field, with a fix)
       3    the job was stopped
       4    a local run or SageMaker job hung: silent for --stall-timeout, every rank or host idle
-      130  interrupted (Ctrl-C)
+      130  interrupted (Ctrl-C, SIGTERM, or SIGHUP: the terminal closed)
     With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}
     (validate: its report per file, with the file's problems).
     """

@@ -49,11 +49,15 @@ class UserErrorGroup(click.Group):
             command = exc.ctx.command_path if exc.ctx else "smtrain"
             echo_json(_unplaced_error("UsageError", exc.format_message(), f"see `{command} --help`"))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # said where it can be: a closed terminal (SIGHUP) must not make it exit 1
+            import sys
+
+            from orchestrator.cli.closed_console import Tolerant
+
             if _wants_json(ctx):
-                echo_json(_unplaced_error("Interrupted", "interrupted", None))
+                echo_json(_unplaced_error("Interrupted", "interrupted", None), file=Tolerant(sys.stdout))
             else:
-                click.secho("interrupted", fg="yellow", err=True)
+                click.secho("interrupted", fg="yellow", file=Tolerant(sys.stderr))
             ctx.exit(130)
 
 
@@ -232,5 +236,5 @@ def _declared_option(options: type, name: str, option: Declared,
     return click.option(flag_of(options, name), name, callback=convert, **settings)
 
 
-def echo_json(document: Any) -> None:
-    click.echo(json.dumps(document, indent=2, default=str))
+def echo_json(document: Any, file: Any = None) -> None:
+    click.echo(json.dumps(document, indent=2, default=str), file=file)

@@ -164,12 +164,15 @@ class LocalConsole:
         would."""
         from rich.console import Console
 
+        from orchestrator.cli.closed_console import Tolerant
+
         self._verbose = verbose
         self._quiet = quiet
-        self._stream = stream
+        self._stream = Tolerant(stream) if stream is not None else None
         self._command = tuple(command)
         self._keeps_checkpoints = keeps_checkpoints
-        self._console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+        # A terminal closed mid-run (SIGHUP) must not fail the run's report: the run's files say everything.
+        self._console = Console(file=Tolerant(sys.stderr), width=None if sys.stderr.isatty() else 160)
         self._progress: Any = None
         self._task: Any = None
         self._marks: deque[tuple[datetime, StepMark]] = deque(maxlen=self._RATE_WINDOW)

@@ -429,7 +429,8 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
                                    f"{job.max_run_seconds}")),
         # exit 3 when `smtrain stop` / `Job.stop()` asked (as for a stopped SageMaker job); 0 for --smoke's deadline
         "stopped": ("Stopped", 3 if reporter.report.stop_requested else 0, None),
-        "interrupted": ("Interrupted", 130, "interrupted (SIGINT/SIGTERM forwarded to every process); " + (
+        "interrupted": ("Interrupted", 130, f"interrupted ({outcome.interrupted_by} forwarded to every "
+                        "training process as SIGTERM); " + (
             f"checkpoints are kept in {layout.root}" if layout.checkpoint_path else
             "no checkpoint is kept: the spec has no `checkpoint:`, so a rerun starts from the beginning, as SageMaker "
             "restarts such a job; add checkpoint: {s3_uri: s3://BUCKET/checkpoints/JOB/} and save to "

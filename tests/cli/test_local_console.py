@@ -107,8 +107,8 @@ def test_before_the_first_step_the_bar_says_so_not_step_0_of_none():
 def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, capsys):
     deep = tmp_path / ("a-long-directory-name-" * 6) / "run"
     with LocalConsole(command=["job.yaml"]) as console:
-        console.result(Finished(deep, status="Interrupted", failure_reason="interrupted (SIGINT/SIGTERM forwarded "
-                                "to every process); checkpoints are kept in " + str(deep),
+        console.result(Finished(deep, status="Interrupted", failure_reason="interrupted (SIGINT forwarded to every "
+                                "training process as SIGTERM); checkpoints are kept in " + str(deep),
                                 model_artifact=deep / "model.tar.gz"))
 
     shown = capsys.readouterr().err

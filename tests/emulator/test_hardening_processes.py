@@ -4,6 +4,7 @@ a bounded, announced grace that a second Ctrl-C cuts short."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,8 @@ def test_a_signal_to_smtrain_leaves_no_process(spawner_spec, tmp_path, sig):
     process.send_signal(sig)
     assert process.wait(timeout=600) == 130, "".join(lines)
     assert _tagged(tag) == []
+    reason = json.loads((tmp_path / "run" / "result.json").read_text())["failure_reason"]
+    assert reason.startswith(f"interrupted ({sig.name} forwarded to every training process as SIGTERM); "), reason
 
 
 def test_ctrl_c_under_torchrun_leaves_no_process(spawner_spec, tmp_path):

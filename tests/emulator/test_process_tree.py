@@ -93,3 +93,19 @@ def test_a_broken_chain_of_parents_is_no_ones_and_never_loops():
     assert supervisor._top_ancestor(20, {30: 20, 20: 10}, root=10) == 20
     assert supervisor._top_ancestor(30, {30: 25}, root=10) is None
     assert supervisor._top_ancestor(30, {30: 40, 40: 30}, root=10) is None
+
+
+def test_a_process_that_exited_since_the_list_was_read_is_not_named_as_waited_for():
+    """The grace period's note read `(pid 7972 ?)` for a process that had exited (and been reaped) between the
+    list and its naming: it is left out now, and every process named has its name."""
+    gone = subprocess.Popen(["sleep", "300"])
+    waiting = subprocess.Popen(["sleep", "300"])
+    listed = [psutil.Process(gone.pid), psutil.Process(waiting.pid)]
+    try:
+        gone.kill()
+        gone.wait()
+        assert supervisor._described(listed) == f"1 process: (pid {waiting.pid} sleep)"
+        assert supervisor._described(listed[:1]) is None
+    finally:
+        waiting.kill()
+        waiting.wait()

@@ -113,6 +113,8 @@ class Outcome:
     it did not send came from elsewhere, such as the kernel's out-of-memory killer."""
     log_failure: str | None = None
     """Why a host's log could not be written (status `failed`): the run was stopped for it."""
+    interrupted_by: str | None = None
+    """The signal that interrupted the run (SIGINT, SIGTERM, SIGHUP); None where none came."""
 
 
 class _HostLog:
@@ -174,16 +176,19 @@ class Supervisor:
         self._tails: dict[str, list[str]] = {launch.host: [] for launch in launches}
         self._lock = threading.Lock()
         self._sent_sigkill = False
+        self._interrupted_by: str | None = None
 
     @property
     def finished(self) -> bool:
         return self._finished.is_set()
 
-    def interrupt(self) -> None:
-        """Called from a signal handler (Ctrl-C, SIGTERM, SIGHUP): the first call stops the run gracefully, the
-        next one kills what is left at once."""
+    def interrupt(self, signum: int = signal.SIGINT) -> None:
+        """Called from a signal handler with the signal that came (Ctrl-C, SIGTERM, SIGHUP), which the result
+        names: the first call stops the run gracefully, the next one kills what is left at once."""
         if self._interrupt.is_set():
             self._kill_now.set()
+        else:
+            self._interrupted_by = signal.Signals(signum).name
         self._interrupt.set()
 
     def stop(self) -> None:
@@ -292,7 +297,7 @@ class Supervisor:
         tree.reap()
         return Outcome(status=status, exits=exits, first_failure=first_failure, tails=dict(self._tails),
                        leftover=[process.pid for process in tree.alive()], sent_sigkill=self._sent_sigkill,
-                       log_failure=self._log_failure)
+                       log_failure=self._log_failure, interrupted_by=self._interrupted_by)
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         with _HostLog(self._logs_dir / f"{launch.host}.log", self._log_failed) as log:
@@ -377,16 +382,17 @@ class Supervisor:
                 return
             if workers_only:
                 self._signal(waiting, sig, workers_only, signalled, started_later=True)
-            if announce_at is not None and time.monotonic() >= announce_at and sig != signal.SIGKILL:
+            if announce_at is not None and time.monotonic() >= announce_at and sig != signal.SIGKILL and (
+                    described := _described(waiting)):
                 announce_at = None
-                self._notice(f"{why}: waiting up to {grace_seconds:g} s for {_described(waiting)} to exit after "
+                self._notice(f"{why}: waiting up to {grace_seconds:g} s for {described} to exit after "
                              f"{signal.Signals(sig).name}{hint}")
             time.sleep(POLL_SECONDS)
         waiting = tree.alive()
-        if waiting and sig != signal.SIGKILL:
+        if waiting and sig != signal.SIGKILL and (described := _described(waiting)):
             # The cause first: after a list cut short (`..., and 2 more`) it read as what happens to those 2.
             cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
-            self._notice(f"{cause}: killing {_described(waiting)}")
+            self._notice(f"{cause}: killing {described}")
         self._kill_all(tree, waiting)
 
     def _signal(self, processes: list[psutil.Process], sig: int, workers_only: bool,
@@ -615,18 +621,27 @@ def _send(process: psutil.Process, sig: int) -> None:
         pass
 
 
-def _described(processes: list[psutil.Process], shown: int = 6) -> str:
+def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
     """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`. Launchers only wait for their children,
-    so they are named only when nothing else is left."""
+    so they are named only when nothing else is left. One that has exited since the list was read is left out
+    (its name is gone with it, and nothing waits for it): None when none is left."""
     processes = [process for process in processes if not is_launcher(process)] or processes
-    names = [_describe(process) for process in processes[:shown]]
-    more = f", and {len(processes) - shown} more" if len(processes) > shown else ""
-    return f"{len(processes)} process{'es' if len(processes) != 1 else ''}: {', '.join(names)}{more}"
+    names = [name for name in map(_describe, processes) if name is not None]
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    if not names:
+        return None
+    return f"{len(names)} process{'es' if len(names) != 1 else ''}: {', '.join(names[:shown])}{more}"
 
 
-def _describe(process: psutil.Process) -> str:
+def _describe(process: psutil.Process) -> str | None:
     """Host and rank from the process's environment where it still has it (SAGEMAKER_BASE_DIR is the emulated
-    host's directory; RANK or Open MPI's rank), and always its pid and name."""
+    host's directory; RANK or Open MPI's rank), and always its pid and name; None once it has exited."""
+    try:
+        name = process.name()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.Error as error:
+        name = f"name unreadable: {type(error).__name__}"
     try:
         env = process.environ()
     except psutil.Error:
@@ -637,4 +652,4 @@ def _describe(process: psutil.Process) -> str:
         hosts = json.loads(env[SM_HOSTS])
         rank = str(hosts.index(host)) if host in hosts else None
     where = " ".join(part for part in (host, f"rank {rank}" if rank else None) if part)
-    return f"{where + ' ' if where else ''}(pid {process.pid} {_name(process) or '?'})"
+    return f"{where + ' ' if where else ''}(pid {process.pid} {name})"
