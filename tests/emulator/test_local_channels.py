@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.channels import PipeChannel, PipeFeeders
 from orchestrator.specs.loader import load
 
 SEEN_FILES = """import json, os, pathlib
@@ -130,6 +131,21 @@ def test_pipe_mode_script_reads_its_fifo_for_two_epochs(tmp_path):
     assert not (host_data / "train").exists()  # Pipe mode: no directory, only FIFOs
     config = json.loads((result.run_dir / "algo-1" / "input" / "config" / "inputdataconfig.json").read_text())
     assert config["train"]["TrainingInputMode"] == "Pipe"
+
+
+def test_a_script_that_closes_an_epoch_early_finds_the_next_fifo_at_once(tmp_path):
+    # SageMaker's own readers wait for `<channel>_<epoch>` to appear; the emulator makes it before the previous
+    # epoch can be opened, so a script that closes an epoch early and opens the next one at once never races it.
+    item = tmp_path / "big.bin"
+    item.write_bytes(b"x" * (4 << 20))  # far more than a pipe's buffer: the feeder is mid-write at each close
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    channel = PipeChannel(data_dir=data_dir, name="train", items=(item,), gzip=False)
+    with PipeFeeders([channel]):
+        for epoch in range(60):
+            with open(channel.fifo(epoch), "rb") as pipe:  # FileNotFoundError when the next FIFO came late
+                assert pipe.read(epoch % 2) == b"x" * (epoch % 2)  # closed at once, or after one byte
+    assert not list(data_dir.iterdir())  # the run over, no FIFO is left behind
 
 
 @pytest.mark.slow

@@ -6,8 +6,9 @@ SageMaker does not document which object goes where; here the objects, sorted by
 channel), are dealt round-robin to the hosts in host order (the deviations list says so).
 
 Pipe mode gives the script no directory but FIFOs `/opt/ml/input/data/<channel>_<epoch>`: `<channel>_0` exists
-when the script starts, and the next epoch's exists by the time the script reads one to its end. Each
-carries every object of the host's share, in key order, concatenated (decompressed when the channel says Gzip).
+when the script starts, and the next epoch's exists once the script has opened one (SageMaker promises no moment;
+its own readers wait for the file, docs/local.md). Each carries every object of the host's share, in key order,
+concatenated (decompressed when the channel says Gzip).
 """
 
 from __future__ import annotations
@@ -206,13 +207,15 @@ class PipeFeeders:
         while not self._stopped.is_set():
             path = channel.fifo(epoch)
             _make_fifo(path)
+            # The next epoch's FIFO is made before this one can open: a script that has this epoch open (and so
+            # one that closes it early and opens the next at once) always finds the next one there.
+            _make_fifo(channel.fifo(epoch + 1))
             try:
                 with open(path, "wb") as pipe:  # blocks until the script opens the epoch for reading
                     if self._stopped.is_set():
                         return
                     for item in channel.items:
                         _copy(item, pipe, channel.gzip)
-                    _make_fifo(channel.fifo(epoch + 1))  # the next epoch is there when this one ends
             except BrokenPipeError:  # the script stopped reading this epoch early: the next one follows
                 pass
             except OSError:

@@ -1,13 +1,19 @@
 """NCCL's contract for each collective a framework calls, kept by the stand-in on gloo: scripts/collective_contract.py
 runs every call on an NCCL group under the stand-in (2 and 4 ranks, torchrun on loopback), and each rank's result is
-compared with what NCCL's documentation says that call returns, computed here from the same inputs."""
+compared with what NCCL's documentation says that call returns, computed here from the same inputs.
+scripts/bfloat16_collectives.py does the same for bfloat16, which NCCL reduces, under Debian's torch 1.13 too, whose
+gloo has no bfloat16."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
+
+OLDER_PYTHON = "/usr/bin/python3"  # Debian's, with torch 1.13 (docs/host-file-system.md)
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=lambda world: f"{world}-ranks")
@@ -139,3 +145,45 @@ def test_a_call_gloo_refuses_names_the_standin_the_call_and_the_fix(run):
         assert message.startswith("torch.distributed.all_gather_into_tensor failed on smtrain's CPU stand-in")
         assert "ProcessGroupGloo::allgather: invalid tensor size" in message
         assert "To fix: run this step on the GPU instance (smtrain submit)" in message
+
+
+def _bfloat16_results(standin, python: str) -> list[dict]:
+    """Each of two ranks' results of scripts/bfloat16_collectives.py under `python` (each started by hand: torch
+    1.13's torchrun cannot start on Python 3.11)."""
+    if subprocess.run([python, "-c", "import torch"], capture_output=True, check=False).returncode:
+        pytest.skip(f"{python} has no torch (Debian: apt-get install python3-torch)")
+    env = standin.environment(num_gpus=2, WORLD_SIZE="2")
+    ranks = [standin.start([python, str(standin.scripts / "bfloat16_collectives.py")], {**env, "RANK": str(rank)})
+             for rank in range(2)]
+    return [standin.json_lines(done.stdout)[-1] for done in standin.finish_all(ranks)]
+
+
+def _bfloat16_input(rank: int) -> torch.Tensor:
+    return (torch.tensor([1.0, 0.1, 3.14159, -2.5, 1e-3, 300.7]) * (rank + 1)).to(torch.bfloat16)
+
+
+def test_bfloat16_collectives_on_an_nccl_group_run_under_torch_1_13(standin):
+    """NCCL reduces bfloat16; Debian's torch 1.13 gloo refused it ("Invalid scalar type"), so DDP's
+    bf16_compress_hook and any bfloat16 all_reduce failed there. On an NCCL group they now give NCCL's (and torch 2's
+    gloo's) answer: for two ranks, each sum rounded to bfloat16 once. A group asked for gloo keeps gloo's refusal."""
+    first, second = _bfloat16_input(0), _bfloat16_input(1)
+    summed = (first.float() + second.float()).to(torch.bfloat16).float().tolist()
+    halves = [half.float().to(torch.bfloat16).div_(2).float() for half in (first, second)]  # the hook's compression
+    hook_mean = (halves[0] + halves[1]).to(torch.bfloat16).float().tolist()
+    for results in _bfloat16_results(standin, OLDER_PYTHON):
+        assert results["all_reduce"] == results["all_reduce_async_future"] == summed
+        assert results["future_gives_the_tensor_passed"] is True  # DDP's hook reads value()[0]
+        assert results["all_reduce_max"] == torch.maximum(first, second).float().tolist()
+        assert results["all_gather"] == torch.cat([first, second]).float().tolist()
+        assert results["broadcast"] == second.float().tolist()
+        assert results["ddp_bf16_hook_weight_grad"] == hook_mean * 2  # both rows of the weight see the input
+        assert results["gloo_group"] == "Invalid scalar type"
+
+
+@pytest.mark.slow
+def test_bfloat16_collectives_under_torch_1_13_match_torch_2_gloo(standin):
+    """The same script under this venv's torch, whose gloo reduces bfloat16 itself, gives the same results."""
+    older, newer = _bfloat16_results(standin, OLDER_PYTHON), _bfloat16_results(standin, sys.executable)
+    for old, new in zip(older, newer, strict=True):
+        assert (old.pop("gloo_group"), new.pop("gloo_group")) == ("Invalid scalar type", "reduced")
+        assert old == new

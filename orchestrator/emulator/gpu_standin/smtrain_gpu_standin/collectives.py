@@ -17,6 +17,13 @@ object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL doe
   one work handle), which gloo serves. The device is dropped.
 * ``ReduceOp.PREMUL_SUM`` (``dist._make_nccl_premul_sum(factor)``, FSDP's gradient pre-division): each rank's
   input is multiplied by the factor, then summed (``ReduceOp.SUM``), which is what NCCL computes.
+* bfloat16 under a torch whose gloo lacks it (such as Debian's 1.13: "Invalid scalar type" from
+  all_reduce, reduce, broadcast, all_gather, all_to_all_single, gather, scatter and all_reduce_coalesced; DDP's
+  ``bf16_compress_hook`` all-reduces in bfloat16): on a group the script asked NCCL for, which reduces bfloat16, the
+  call runs on float32 copies of its bfloat16 tensors (exact: bfloat16 widens without loss), and when it has
+  finished (at once, or when its async work completes) every copy is written back, rounded to bfloat16. A sum of
+  many ranks is thus rounded once, where gloo of torch 2 (and NCCL) rounds after each addition. A group the script
+  asked gloo for keeps gloo's refusal, as on the instance.
 
 Anything else that gloo refuses fails with the stand-in's message: the call, that gloo stands in for NCCL here,
 and what to do.
@@ -30,6 +37,9 @@ import inspect
 import torch
 import torch.distributed
 import torch.distributed.distributed_c10d as c10d
+from torch._C._distributed_c10d import HashStore, ProcessGroupGloo, _create_work_from_future
+
+from .distributed import stands_for_nccl
 
 # Collectives whose gloo errors are re-raised with the stand-in's message.
 _COLLECTIVES = (
@@ -39,6 +49,9 @@ _COLLECTIVES = (
     "gather_object", "scatter_object_list", "send", "recv", "isend", "irecv",
     "_all_gather_base", "_reduce_scatter_base",  # deprecated aliases that FSDP v1 of torch < 2.1 calls
 )
+# Those that gloo without bfloat16 refuses for it (torch 1.13; the others it refuses for every dtype, or serves).
+_NO_BFLOAT16 = ("all_reduce", "reduce", "broadcast", "all_gather", "all_to_all_single", "gather", "scatter",
+                "all_reduce_coalesced")
 
 
 class StandinCollectiveError(RuntimeError):
@@ -63,6 +76,9 @@ class PremulSum:
 
 
 def install() -> None:
+    for name in _NO_BFLOAT16:  # first: the wrappers below, and torch's own callers, reach them through c10d
+        if hasattr(c10d, name):
+            _set(name, _bfloat16_in_float32(getattr(c10d, name)))
     replacements = {
         "all_gather_into_tensor": _flat_output(c10d.all_gather_into_tensor),
         "_all_gather_base": _flat_output(c10d._all_gather_base) if hasattr(c10d, "_all_gather_base") else None,
@@ -142,6 +158,74 @@ def _scale(operand, factor, in_place: bool):
     if isinstance(operand, list):
         return [_scale(tensor, factor, in_place) for tensor in operand]
     return operand.mul_(factor) if in_place else operand * factor
+
+
+def _bfloat16_in_float32(collective):
+    """`collective`, given bfloat16 tensors on an NCCL group where gloo lacks bfloat16: run on float32 copies of
+    them, written back when it has finished. Its async work is then the one that also writes them back."""
+    signature = inspect.signature(collective)
+
+    @functools.wraps(collective)
+    def through_float32(*args, **kwargs):
+        call = signature.bind(*args, **kwargs)
+        if not _bfloat16_beyond_gloo(call.arguments):
+            return collective(*args, **kwargs)
+        pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for name, value in call.arguments.items():
+            call.arguments[name] = _widened(value, pairs)
+        work = collective(*call.args, **call.kwargs)
+        if work is None:  # synchronous, or this rank is not in the group
+            _write_back(pairs)
+            return None
+        return _create_work_from_future(work.get_future().then(lambda done: _written_back(done.value(), pairs)))
+
+    return through_float32
+
+
+def _bfloat16_beyond_gloo(arguments: dict) -> bool:
+    tensors = [item for value in arguments.values() for item in (value if isinstance(value, list) else [value])]
+    return (any(isinstance(item, torch.Tensor) and item.dtype == torch.bfloat16 for item in tensors)
+            and stands_for_nccl(arguments.get("group")) and not _gloo_has_bfloat16())
+
+
+@functools.cache
+def _gloo_has_bfloat16() -> bool:
+    """Whether this torch's gloo runs bfloat16 collectives (2.13's does, 1.13's not): asked of a one-rank
+    group rather than guessed from torch's version."""
+    options = ProcessGroupGloo._Options()
+    options._devices = [ProcessGroupGloo.create_device(hostname="127.0.0.1")]
+    try:
+        ProcessGroupGloo(HashStore(), 0, 1, options).allreduce([torch.zeros(1, dtype=torch.bfloat16)]).wait()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _widened(value, pairs: list):
+    if isinstance(value, list):
+        return [_widened(item, pairs) for item in value]
+    if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+        pairs.append((value, value.float()))
+        return pairs[-1][1]
+    return value
+
+
+def _write_back(pairs: list) -> None:
+    for original, copy in pairs:
+        original.copy_(copy)
+
+
+def _written_back(value, pairs: list):
+    """The finished work's value after the copies were written back, each copy in it replaced by its bfloat16
+    original: the caller's future reads the tensors it passed (DDP's hook takes ``value()[0]``)."""
+    _write_back(pairs)
+    return _originals(value, pairs)
+
+
+def _originals(value, pairs: list):
+    if isinstance(value, list):
+        return [_originals(item, pairs) for item in value]
+    return next((original for original, copy in pairs if value is copy), value)
 
 
 def refused_by_gloo(error: RuntimeError) -> bool:

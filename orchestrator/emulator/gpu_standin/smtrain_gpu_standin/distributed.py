@@ -4,6 +4,9 @@
   ``"gloo"`` (every tensor is on the CPU, which gloo serves); a CUDA ``device_id`` is checked and dropped.
   No backend means gloo, as torch picks it on a CPU-only build. ``dist.get_backend()`` therefore says ``"gloo"``
   (or ``"smddp"``): torch's own code asks it to pick devices for collectives, so it must tell the truth.
+  ``stands_for_nccl(group)`` remembers which groups the script asked NCCL for (no backend included: a GPU build
+  picks NCCL for CUDA tensors, and a new group without one inherits the default group's), so that collectives can
+  keep NCCL's contract where gloo's differs (``collectives``) and gloo's own where the script asked for gloo.
 * Each gloo group runs its collectives one at a time, in the order they were called, as NCCL does on its
   communicator's stream: waiting on an async collective's work therefore means every earlier one on that group has
   finished too (``[dist.all_reduce(t, async_op=True) for t in ts][-1].wait()``). Gloo's default of two worker
@@ -16,7 +19,7 @@
 * ``DistributedDataParallel(model, device_ids=[local_rank], output_device=...)``: torch refuses device ids for a
   module on the CPU, so they are checked against the emulated GPUs and dropped. Its bf16 gradient compression
   hooks (``bf16_compress_hook``, ``bf16_compress_wrapper``), which torch allows only with CUDA and NCCL 2.10+,
-  are accepted: gloo reduces bfloat16 tensors.
+  are accepted: gloo reduces bfloat16 tensors (in float32 where its torch's gloo lacks bfloat16, ``collectives``).
 * ``nn.DataParallel(model)`` is built over the emulated GPUs as on the instance (``device_ids`` lists them) and
   runs the whole batch through the module on the CPU: the same math as scattering it, except that BatchNorm
   computes its batch statistics over the whole batch instead of per GPU.
@@ -33,6 +36,7 @@ import inspect
 import os
 import time
 import warnings
+import weakref
 
 import torch
 import torch.distributed
@@ -45,9 +49,9 @@ from . import devices
 NCCL_VERSION = (2, 21, 5)
 
 def install() -> None:
-    init = _settled_at_exit(_on_gloo(c10d.init_process_group))
+    init = _settled_at_exit(_on_gloo(c10d.init_process_group, lambda: True))
     torch.distributed.init_process_group = c10d.init_process_group = init
-    torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group)
+    torch.distributed.new_group = c10d.new_group = _on_gloo(c10d.new_group, lambda: stands_for_nccl(None))
     if hasattr(c10d, "ProcessGroupGloo") and hasattr(c10d, "_new_process_group_helper"):
         c10d._new_process_group_helper = _gloo_in_order(c10d._new_process_group_helper)
     # Only the public name: torch's own modules test c10d.is_nccl_available() before touching ProcessGroupNCCL.
@@ -99,22 +103,41 @@ def _nccl_available() -> bool:
 
 def gloo_for(backend: str | None) -> str | None:
     """The backend that runs `backend` here: gloo for any NCCL backend string, others unchanged."""
-    if backend is not None and "nccl" in str(backend).lower():
-        return "gloo"
-    return backend
+    return "gloo" if _names_nccl(backend) else backend
 
 
-def _on_gloo(create):
+def _names_nccl(backend: str | None) -> bool:
+    return backend is not None and "nccl" in str(backend).lower()
+
+
+_NCCL_GROUPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def stands_for_nccl(group) -> bool:
+    """Whether `group` (None: the default group) is one the script asked NCCL for, which gloo runs here."""
+    return (c10d._get_default_group() if group is None else group) in _NCCL_GROUPS
+
+
+def _on_gloo(create, unnamed_is_nccl):
+    """`create` (init_process_group or new_group) on gloo for an NCCL backend, the group remembered as NCCL's;
+    `unnamed_is_nccl` says whether a group created without a backend is."""
     signature = inspect.signature(create)
 
     @functools.wraps(create)
     def create_on_gloo(*args, **kwargs):
         call = signature.bind(*args, **kwargs)
+        backend = call.arguments.get("backend")
         if "backend" in call.arguments:
-            call.arguments["backend"] = gloo_for(call.arguments["backend"])
+            call.arguments["backend"] = gloo_for(backend)
         if call.arguments.get("device_id") is not None and devices.is_gpu(call.arguments["device_id"]):
             call.arguments["device_id"] = None
-        return create(*call.args, **call.kwargs)
+        group = create(*call.args, **call.kwargs)
+        nccl = unnamed_is_nccl() if backend is None else _names_nccl(backend)
+        if nccl and group is None:
+            _NCCL_GROUPS.add(c10d._get_default_group())
+        elif nccl and isinstance(group, c10d.ProcessGroup):  # not NON_GROUP_MEMBER, which a non-member gets
+            _NCCL_GROUPS.add(group)
+        return group
 
     return create_on_gloo
 
