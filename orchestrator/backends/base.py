@@ -103,6 +103,11 @@ class Backend(Protocol):
         """The most recent jobs there, newest first."""
         ...
 
+    def listed_from(self) -> str | None:
+        """Where `list_jobs` looked, said under a listing (a local backend's folder); None where it goes without
+        saying (SageMaker's region is the user's own)."""
+        ...
+
     def log_reader(self, job_id: str) -> NewLines:
         """A reader of every host's lines not read before: what a follow loop reads after each status."""
         ...

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.backends.base import MetricSeries, StatusReport, check_host, follow_lines
-from orchestrator.backends.runs import local_runs
+from orchestrator.backends.runs import RUNS_ROOT, listed_runs, looked_in
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.contract import RUN_MARKER_FILE
@@ -47,9 +47,11 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, options: Options = Options()) -> None:
-        """`options`: how runs started here run (run directory, processes per host, stall timeout, ...)."""
+    def __init__(self, options: Options = Options(), runs_root: Path = RUNS_ROOT) -> None:
+        """`options`: how runs started here run (run directory, processes per host, stall timeout, ...);
+        `runs_root`: the folder whose runs `list_jobs` lists (or a run directory itself: that run)."""
         self.options = options
+        self.runs_root = runs_root
         self._starting: dict[str, _Start] = {}
 
     def plan(self, spec: LoadedSpec | Plan) -> Plan:
@@ -146,10 +148,10 @@ class LocalBackend:
         return None
 
     def list_jobs(self, status: str | None, name_contains: str | None, max_results: int) -> list[JobSummary]:
-        """The runs under runs/, newest first; a run whose status cannot be read is a Damaged row of its own
+        """The runs under `runs_root` (runs/ unless told), newest first; a run whose status cannot be read is a Damaged row of its own
         (saying why), not an error of the whole list; a run that never started (no status) is left out."""
         rows = []
-        for run_dir in local_runs():
+        for run_dir in listed_runs(self.runs_root):
             try:
                 current = self.describe(str(run_dir))
             except DamagedRun as damage:
@@ -162,6 +164,9 @@ class LocalBackend:
             if (status is None or row.status == status) and (not name_contains or name_contains in row.name):
                 rows.append(row)
         return rows[:max_results]
+
+    def listed_from(self) -> str:
+        return looked_in(self.runs_root, "runs")
 
     def log_reader(self, job_id: str) -> _RunLogs:
         return _RunLogs(Path(job_id), lambda: self.describe(job_id).is_terminal, None, None)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.backends.base import BACKENDS, Backend
-from orchestrator.backends.runs import find_run, is_directory, near_runs, relative_to_cwd
+from orchestrator.backends.runs import RUNS_ROOT, find_run, is_directory, near_runs, relative_to_cwd
 from orchestrator.errors import EnvironmentProblem, SmtrainError
 from orchestrator.observing.job_status import JobNotFound
 from orchestrator.planning.job_name import check_job_name
@@ -154,11 +154,14 @@ def naming_local_runs(name: str, near: list[Path], bare: bool) -> Iterator[None]
 
 
 def backend_for(name: str | None, region: str | None = None, boto: Any | None = None,
-                say: Callable[[str], None] | None = None) -> Backend:
-    """The backend called `name` (None: SageMaker), to schedule on or to list: `submit`, `list`."""
+                say: Callable[[str], None] | None = None, runs_root: Path | None = None) -> Backend:
+    """The backend called `name` (None: SageMaker), to schedule on or to list: `submit`, `list` (a local one lists
+    the runs `runs_root` holds, or the run it is; None: runs/)."""
     chosen, _ = split_job_id("", name)
     if chosen == "local":
-        return _local()
+        from orchestrator.backends.local import LocalBackend
+
+        return LocalBackend(runs_root=runs_root or RUNS_ROOT)
     from orchestrator.backends.sagemaker import SageMakerBackend
 
     return SageMakerBackend(boto, region, say)

@@ -32,6 +32,23 @@ def local_runs(runs_root: Path = RUNS_ROOT, marker: str = RUN_MARKER_FILE) -> li
     return sorted(runs, key=lambda path: (path / marker).stat().st_mtime, reverse=True)
 
 
+def listed_runs(folder: Path = RUNS_ROOT, marker: str = RUN_MARKER_FILE) -> list[Path]:
+    """The runs `list --runs FOLDER` shows: FOLDER alone where it is itself one (the `--run-dir` a CI job gave
+    `smtrain local`), else the runs under it, newest first."""
+    return [folder.resolve()] if _holds(folder, marker) else local_runs(folder, marker)
+
+
+def looked_in(runs_root: Path, noun: str) -> str:
+    """The line under a listing of local runs (or searches): the folder read, so that an empty list explains itself;
+    under the default runs/, how to list the runs a `--run-dir` put elsewhere."""
+    text = f"local {noun}: read from {runs_root}" + ("" if runs_root.is_absolute() else f" ({runs_root.resolve()})")
+    if not is_directory(runs_root):
+        text += ", no such folder"
+    if runs_root == RUNS_ROOT:
+        text += f"; {noun} started elsewhere (--run-dir): --runs DIR"
+    return text
+
+
 def near_runs(name: str, runs_root: Path = RUNS_ROOT, limit: int = 3, marker: str = RUN_MARKER_FILE) -> list[Path]:
     """The local runs whose name is close to `name` (a mistyped run name or run directory): those under runs/,
     and those beside the directory `name` points into. Runs named `name` plus a suffix come first, newest first

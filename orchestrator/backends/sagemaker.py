@@ -92,6 +92,9 @@ class SageMakerBackend:
     def list_jobs(self, status: str | None, name_contains: str | None, max_results: int) -> list[JobSummary]:
         return list_jobs(boto=self.boto, status=status, name_contains=name_contains, max_results=max_results)
 
+    def listed_from(self) -> None:
+        return None
+
     def log_reader(self, job_id: str) -> NewLines:
         return self.client(job_id).log_reader()
 

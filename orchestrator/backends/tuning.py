@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.backends.job import Job
 from orchestrator.backends.resolve import place_of, split_job_id
-from orchestrator.backends.runs import RUNS_ROOT, find_run, local_runs, near_runs, relative_to_cwd
+from orchestrator.backends.runs import (
+    RUNS_ROOT,
+    find_run,
+    listed_runs,
+    local_runs,
+    looked_in,
+    near_runs,
+    relative_to_cwd,
+)
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE as RESULT_FILE
@@ -53,6 +61,10 @@ class TuningBackend(Protocol):
 
     def list_tunings(self, status: str | None, name_contains: str | None, max_results: int) -> list[TuningSummary]:
         """The most recent searches there, newest first."""
+        ...
+
+    def listed_from(self) -> str | None:
+        """Where `list_tunings` looked, said under a listing (a local folder); None where it goes without saying."""
         ...
 
     def trial_job(self, trial: Trial) -> Job:
@@ -91,6 +103,9 @@ class SageMakerTuning:
         from orchestrator.cloud.tuning import list_tunings
 
         return list_tunings(boto=self.boto, status=status, name_contains=name_contains, max_results=max_results)
+
+    def listed_from(self) -> None:
+        return None
 
     def trial_job(self, trial: Trial) -> Job:
         from orchestrator.backends.sagemaker import SageMakerBackend
@@ -157,7 +172,7 @@ class LocalTuning:
 
     def list_tunings(self, status: str | None, name_contains: str | None, max_results: int) -> list[TuningSummary]:
         rows = []
-        for folder in local_runs(self.runs_root, RESULT_FILE):
+        for folder in listed_runs(self.runs_root, RESULT_FILE):
             try:
                 found = self.status(str(folder))
             except (TuningNotFound, KeyError):  # a folder whose tuning.json is not a search's: not listed
@@ -168,6 +183,9 @@ class LocalTuning:
         # which a search makes as each trial ends); one that says no creation time last.
         rows.sort(key=lambda row: row.created or datetime.min.replace(tzinfo=timezone.utc), reverse=True)
         return rows[:max_results]
+
+    def listed_from(self) -> str:
+        return looked_in(self.runs_root, "searches")
 
     def trial_job(self, trial: Trial) -> Job:
         from orchestrator.backends.local import LocalBackend
@@ -339,10 +357,17 @@ def _find_search(name: str, runs_root: Path) -> Path | None:
     return max(named, key=lambda folder: folder.name, default=None)  # the stamp in the name: started last
 
 
-def tuning_backend_for(name: str | None, region: str | None = None, boto: Any | None = None) -> TuningBackend:
-    """The tuning backend called `name` (None: SageMaker), to list searches there."""
+def tuning_backend_for(name: str | None, region: str | None = None, boto: Any | None = None,
+                       runs_root: Path | None = None) -> TuningBackend:
+    """The tuning backend called `name`, to list searches there: locally those `runs_root` holds (or the search it
+    is; None: runs/); None names SageMaker, unless `runs_root` is given (`tune list --runs DIR`)."""
     chosen, _ = split_job_id("", name)
-    return LocalTuning() if chosen == "local" else SageMakerTuning(boto, region)
+    if runs_root is not None and chosen == "sagemaker":
+        raise SmtrainError("--runs names local searches, but --backend sagemaker lists SageMaker's tuning jobs",
+                           fix="drop --runs, or --backend sagemaker")
+    if chosen == "local" or runs_root is not None:
+        return LocalTuning(runs_root or RUNS_ROOT)
+    return SageMakerTuning(boto, region)
 
 
 def _sagemaker_has(name: str, boto: Any | None, region: str) -> bool:

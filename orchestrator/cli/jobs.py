@@ -27,7 +27,14 @@ import click
 from orchestrator.backends.base import BACKENDS
 from orchestrator.backends.resolve import backend_for, resolve_job
 from orchestrator.cli import job_views as views
-from orchestrator.cli.options import declared_options, echo_json, follow_options, output_option, set_option
+from orchestrator.cli.options import (
+    declared_options,
+    echo_json,
+    follow_options,
+    output_option,
+    runs_option,
+    set_option,
+)
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS
 from orchestrator.observing.job_status import STATUSES
@@ -265,32 +272,42 @@ def stop(ctx: click.Context, job: str, backend: str | None, region: str | None, 
     show_default=True,
     help="At most this many jobs, newest first.",
 )
-@click.option("--local", "local_only", is_flag=True, help="Only local runs (the run directories under runs/).")
+@click.option("--local", "local_only", is_flag=True,
+              help="Only local runs (the run directories under runs/, or --runs DIR).")
 @click.option("--cloud", "cloud_only", is_flag=True, help="Only SageMaker jobs.")
+@runs_option("runs")
 @click.option("--region", help="AWS region of the jobs [default: $AWS_REGION, then boto3's chain].")
 @output_option
 @click.pass_context
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
-                 local_only: bool, cloud_only: bool, region: str | None, output: str) -> None:
+                 local_only: bool, cloud_only: bool, runs_root: Path | None, region: str | None, output: str) -> None:
     """The most recent training jobs, newest first: SageMaker's, and the local runs under runs/ (`smtrain
-    local`'s default run directories) beside them, marked `local`; `--max` counts both. Where a backend cannot be
-    read (SageMaker: no region or credentials), the others are shown and stderr says why its jobs are missing
-    (exit 0; asked for alone, with --local or --cloud, it is an error). A damaged run is listed as Damaged."""
+    local`'s default run directories; another folder's with --runs DIR) beside them, marked `local`; `--max`
+    counts both, and stderr says which folder was read. Where a backend cannot be read (SageMaker: no region or
+    credentials), the others are shown and stderr says why its jobs are missing (exit 0; asked for alone, with
+    --local or --cloud, it is an error). A damaged run is listed as Damaged."""
     from orchestrator.errors import SmtrainError
 
+    if runs_root is not None and cloud_only:
+        raise click.UsageError("--runs names local runs, --cloud lists only SageMaker's jobs: drop one of them")
     asked = [name for name, only in zip(BACKENDS, (local_only, cloud_only)) if only or local_only == cloud_only]
-    rows, missing = [], []
+    rows, missing, places = [], [], []
     for name in asked:
         try:
-            found = backend_for(name, region, ctx.obj).list_jobs(status_equals, name_contains, max_results)
+            listing = backend_for(name, region, ctx.obj, runs_root=runs_root)
+            found = listing.list_jobs(status_equals, name_contains, max_results)
         except SmtrainError as error:
             if len(asked) == 1:
                 raise
             missing.append(error)
         else:
             rows += [row.to_dict() for row in found]
+            places.append(listing.listed_from())
     rows = sorted(rows, key=lambda row: row["created"] or "", reverse=True)[:max_results]
     views.print_list(rows, output)
+    if output == "text":  # where local runs were read: an empty list explains itself
+        for place in filter(None, places):
+            click.echo(place, err=True)
     for error in missing:
         fix = f" ({error.fix})" if error.fix else ""
         click.echo(f"SageMaker's jobs are not listed: {error.message}{fix}", err=True)

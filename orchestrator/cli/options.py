@@ -139,6 +139,25 @@ def _record_output(ctx: click.Context, param: click.Parameter, value: str) -> st
     return value
 
 
+def runs_option(noun: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--runs DIR` of `list` and `tune list`: a run's `--run-dir` can be anywhere (a CI job's /tmp/ci/job-1), so
+    the local listing is told which folder to read; the command gets None where it was not given."""
+    return click.option(
+        "--runs", "runs_root", type=click.Path(file_okay=False, path_type=Path), callback=_existing_folder,
+        metavar="DIR", help=f"List the local {noun} in the folder DIR (for runs started with --run-dir "
+                            f"/tmp/ci/job-1: --runs /tmp/ci), or DIR alone where it is itself one of them "
+                            f"[default: runs/].")
+
+
+def _existing_folder(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    from orchestrator.backends.runs import is_directory
+
+    if value is not None and not is_directory(value):
+        raise click.BadParameter(f"{value} is no folder here; give the folder `--run-dir` wrote into (or that "
+                                 "run directory itself)", ctx=ctx, param=param)
+    return value
+
+
 def key_value_pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
     """Click callback for repeatable `KEY=VALUE` options (`--input`, `--parameter`); a malformed one is a usage
     error (exit 2) naming the option's own form."""

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.backends.base import BACKENDS
-from orchestrator.cli.options import echo_json, local_run_options, output_option, set_option
+from orchestrator.cli.options import (
+    echo_json,
+    local_run_options,
+    output_option,
+    runs_option,
+    set_option,
+)
 
 if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
@@ -183,28 +189,35 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
 @click.option("--status", "status_equals", type=click.Choice(_STATUSES), help="Only tuning jobs in this status.")
 @click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
 @click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
-@click.option("--backend", type=click.Choice(BACKENDS), default="sagemaker", show_default=True,
-              help="SageMaker's tuning jobs, or the searches `tune local` wrote under runs/.")
+@click.option("--backend", type=click.Choice(BACKENDS),
+              help="SageMaker's tuning jobs, or the searches `tune local` wrote under runs/ (or --runs DIR) "
+                   "[default: sagemaker; local with --runs].")
+@runs_option("searches")
 @_region_option
 @output_option
 @click.pass_context
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
-                 backend: str, region: str | None, output: str) -> None:
-    """The most recent tuning jobs, newest first."""
+                 backend: str | None, runs_root: Path | None, region: str | None, output: str) -> None:
+    """The most recent tuning jobs, newest first; the local ones (--backend local) with a line on stderr saying
+    which folder was read."""
     from orchestrator.backends.tuning import tuning_backend_for
 
-    rows = tuning_backend_for(backend, region, ctx.obj).list_tunings(status_equals, name_contains, max_results)
+    listing = tuning_backend_for(backend, region, ctx.obj, runs_root)
+    rows = listing.list_tunings(status_equals, name_contains, max_results)
     if output == "json":
         echo_json([row.to_dict() for row in rows])
         return
     if not rows:
         click.echo("no tuning jobs match", err=True)
-        return
-    width = max(len(row.name) for row in rows)
-    click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  {'STRATEGY':<9}  TRIALS")
-    for row in rows:
-        counts = ", ".join(f"{value} {key.lower()}" for key, value in row.counts.items() if value)
-        click.echo(f"{row.name:<{width}}  {row.status:<10}  {row.strategy:<9}  {counts or '-'}")
+    else:
+        width = max(len(row.name) for row in rows)
+        click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  {'STRATEGY':<9}  TRIALS")
+        for row in rows:
+            counts = ", ".join(f"{value} {key.lower()}" for key, value in row.counts.items() if value)
+            click.echo(f"{row.name:<{width}}  {row.status:<10}  {row.strategy:<9}  {counts or '-'}")
+    place = listing.listed_from()
+    if place:  # where local searches were read: an empty list explains itself
+        click.echo(place, err=True)
 
 
 @tune.command()

@@ -78,7 +78,7 @@ def test_tune_list_and_stop_answer_for_local_searches(tmp_path, monkeypatch):
     stopped = CliRunner().invoke(main, ["tune", "stop", "--backend", "local", "first"])
 
     assert listed.exit_code == 0, listed.output
-    assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["second"]
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["second"]
     assert stopped.exit_code == 0 and "first is already Completed: nothing to stop" in stopped.output
     listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "--name-contains", "sec", "-o", "json"])
     assert json.loads(listed_json.stdout)[0]["created"] == (START + timedelta(minutes=1)).isoformat()  # its first trial
@@ -96,7 +96,7 @@ def test_tune_list_of_local_searches_puts_the_newest_created_first_not_the_last_
     listed_json = CliRunner().invoke(main, ["tune", "list", "--backend", "local", "-o", "json"])
 
     assert listed.exit_code == 0, listed.output
-    assert [line.split()[0] for line in listed.output.splitlines()[1:]] == ["newer", "older"]
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["newer", "older"]
     assert [row["created"] for row in json.loads(listed_json.stdout)] == [
         (START + timedelta(hours=1)).isoformat(), START.isoformat()]
 
@@ -200,3 +200,20 @@ def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, 
     assert document["status"] == "Stopped" and len(document["trials"]) < 3, err.decode()[-2000:]
     after = CliRunner().invoke(main, ["tune", "status", "local:long"])
     assert after.output.startswith(f"{document['tuning_job_name']}: Stopped (Bayesian)"), after.output
+
+
+def test_tune_list_runs_reads_searches_in_another_folder_or_that_search_itself(tmp_path, monkeypatch):
+    """`tune list --backend local` read only runs/: a search run with --run-dir elsewhere was never listed; now
+    `--runs DIR` (which implies the local backend) lists that folder's searches, or the search DIR is."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "ci"
+    _search(tmp_path, "first").rename(elsewhere)
+
+    folder = CliRunner().invoke(main, ["tune", "list", "--runs", str(tmp_path / "runs")])
+    itself = CliRunner().invoke(main, ["tune", "list", "--runs", str(elsewhere), "-o", "json"])
+    refused = CliRunner().invoke(main, ["tune", "list", "--backend", "sagemaker", "--runs", str(elsewhere)])
+
+    assert folder.exit_code == 0, folder.output
+    assert folder.stdout == "" and f"local searches: read from {tmp_path / 'runs'}" in folder.stderr
+    assert [row["tuning_job_name"] for row in json.loads(itself.stdout)] == ["first"]
+    assert refused.exit_code == 2 and "--runs names local searches, but --backend sagemaker" in refused.stderr

@@ -223,3 +223,53 @@ def test_the_python_api_names_no_command_line_argument_for_a_bad_job_name(tmp_pa
     assert attached.value.message == "'no_such' is not a training job name SageMaker accepts"
     assert planned.value.message == "'a_b' is not a training job name SageMaker accepts"
     assert "e.g. no-such" in attached.value.fix
+
+
+def test_list_runs_reads_the_folder_a_ci_job_gave_run_dir_or_that_run_itself_and_says_where_it_looked(
+        tmp_path, monkeypatch):
+    """`smtrain local --run-dir /tmp/ci/job-1` runs were never listed (only runs/ was read) and an empty list said
+    nothing of where it looked; now `--runs /tmp/ci` (or the run directory itself) lists them, offline, and
+    stderr names the folder read."""
+    monkeypatch.chdir(tmp_path)
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    _run(tmp_path, "job-1").rename(ci / "job-1")
+    _run(tmp_path, "job-2", created="2026-11-27T10:00:00+00:00").rename(ci / "job-2")
+    (tmp_path / "runs").rmdir()
+
+    default = smtrain("list", "--local")
+    folder = smtrain("list", "--local", "--runs", str(ci), "-o", "json")
+    one_run = smtrain("list", "--runs", str(ci / "job-1"), "-o", "json")
+    in_text = smtrain("list", "--local", "--runs", str(ci))
+    missing = smtrain("list", "--runs", str(tmp_path / "nowhere"))
+    with_cloud = smtrain("list", "--cloud", "--runs", str(ci))
+
+    assert default.exit_code == 0, default.output
+    assert default.stdout == "" and "no training jobs match" in default.stderr
+    assert f"local runs: read from runs ({tmp_path / 'runs'}), no such folder" in default.stderr
+    assert "; runs started elsewhere (--run-dir): --runs DIR" in default.stderr
+    assert [row["job_name"] for row in json.loads(folder.stdout)] == ["job-2", "job-1"]
+    assert [(row["job_name"], row["run_dir"]) for row in json.loads(one_run.stdout)] == [
+        ("job-1", str((ci / "job-1").resolve()))]
+    assert in_text.exit_code == 0 and in_text.stdout.splitlines()[1].startswith("job-2 ")
+    assert in_text.stderr.strip() == f"local runs: read from {ci}"
+    for refused in (missing, with_cloud):
+        assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "nowhere is no folder here; give the folder `--run-dir` wrote into" in missing.stderr
+    assert "--runs names local runs, --cloud lists only SageMaker's jobs" in with_cloud.stderr
+
+
+def test_list_of_local_runs_in_another_folder_imports_no_aws_library_nor_torch(tmp_path):
+    """`smtrain list --local --runs DIR` stays offline and light: no boto3, botocore, sagemaker or torch."""
+    import subprocess
+    import sys
+
+    _run(tmp_path, "job-1")
+    probe = ("import sys\nfrom orchestrator.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+             "except SystemExit:\n    pass\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'boto3', 'botocore', 'sagemaker', 'torch'}))")
+    done = subprocess.run([sys.executable, "-c", probe, "list", "--local", "--runs", str(tmp_path / "runs")],
+                          check=False, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+
+    assert done.stdout.splitlines()[1].startswith("job-1 ") and done.stdout.splitlines()[-1] == "[]", done.stderr
