@@ -164,8 +164,10 @@ def _interrupt_on_termination() -> None:
     Ctrl-C does: what it started is ended and result.json written, instead of smtrain dying alone."""
     import signal
 
+    from orchestrator.emulator.supervising.interruption import interruption
+
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise interruption(signum)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
@@ -177,9 +179,11 @@ def _forward_signals(supervisor: Any) -> None:
     run's processes have ended (merging artifacts, between attempts), they interrupt smtrain itself."""
     import signal
 
+    from orchestrator.emulator.supervising.interruption import interruption
+
     def interrupt(signum: int, frame: Any) -> None:
         if supervisor.finished:
-            raise KeyboardInterrupt
+            raise interruption(signum)
         supervisor.interrupt(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -40,6 +40,7 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
+from orchestrator.emulator.supervising.interruption import signal_name
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, is_launcher_command
 from orchestrator.observing.log_lines import character_boundary
 
@@ -188,7 +189,7 @@ class Supervisor:
         if self._interrupt.is_set():
             self._kill_now.set()
         else:
-            self._interrupted_by = signal.Signals(signum).name
+            self._interrupted_by = signal_name(signum)
         self._interrupt.set()
 
     def stop(self) -> None:
