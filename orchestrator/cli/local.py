@@ -64,6 +64,7 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     kills them; a second Ctrl-C kills at once. Nothing the run starts outlives it. While it runs, `smtrain status`,
     `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
     """
+    _interrupt_on_termination()
     from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.local_run import run_local
     from orchestrator.emulator.supervising.supervisor import stop_with_parent
@@ -78,7 +79,6 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     with LocalConsole(verbose=verbose and output == "text", quiet=quiet, stream=stream,
                       command=_command(file, overrides, options, hyperparameters_file),
                       keeps_checkpoints=loaded.spec.checkpoint is not None) as console:
-        _interrupt_on_termination()
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     # The exit code is the run's, even where the terminal has closed (SIGHUP) or a pipe's reader has gone.
@@ -160,12 +160,15 @@ def _smoke_line(result: Any) -> str:
 
 
 def _interrupt_on_termination() -> None:
-    """Until the job's processes start (while requirements install, say), SIGTERM and SIGHUP stop smtrain as
-    Ctrl-C does: what it started is ended and result.json written, instead of smtrain dying alone."""
+    """From the command's first moment (its imports, the spec's reading) until the job's processes start (while
+    requirements install, say), SIGTERM and SIGHUP stop smtrain as Ctrl-C does: what it started is ended and
+    result.json written, instead of smtrain dying alone, with no word, as it starts."""
     import signal
 
+    from orchestrator.emulator.supervising.interruption import interruption
+
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise interruption(signum)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
@@ -177,9 +180,11 @@ def _forward_signals(supervisor: Any) -> None:
     run's processes have ended (merging artifacts, between attempts), they interrupt smtrain itself."""
     import signal
 
+    from orchestrator.emulator.supervising.interruption import interruption
+
     def interrupt(signum: int, frame: Any) -> None:
         if supervisor.finished:
-            raise KeyboardInterrupt
+            raise interruption(signum)
         supervisor.interrupt(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -35,6 +35,7 @@ from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
 from orchestrator.emulator.run_options import Options
+from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import (
     STACKS_FILE,
     HangReport,
@@ -212,9 +213,9 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
         observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(reporter, options, observer, hook, started)
-    except KeyboardInterrupt:  # before the processes started (installing requirements), or a notebook's
+    except KeyboardInterrupt as error:  # before the processes started (installing requirements), a notebook's
         with contextlib.suppress(OSError):
-            _result(reporter, _Ending("Interrupted", 130, "interrupted (SIGINT/SIGTERM/SIGHUP) before the job's "
+            _result(reporter, _Ending("Interrupted", 130, f"interrupted ({interrupted_by(error)}) before the job's "
                                       "processes ended; nothing the run started is left running",
                                       _Effort(1, time.monotonic() - started)))
         raise

@@ -95,7 +95,7 @@ def test_a_sigterm_while_the_hosts_are_prepared_leaves_a_status_saying_interrupt
     assert process.returncode == 130, console
     status = _status(run)
     assert (status["status"], status["secondary_status"]) == ("Stopped", "Interrupted"), status
-    assert "while the hosts' /opt/ml trees were prepared" in status["failure_reason"]
+    assert status["failure_reason"].startswith("interrupted (SIGTERM) while the hosts' /opt/ml trees were prepared")
     result = json.loads((run / "result.json").read_text())
     assert (result["status"], result["exit_code"]) == ("Interrupted", 130)
     assert not (run / ".smtrain-reserve").exists()

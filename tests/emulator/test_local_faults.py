@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from orchestrator.backends.job import attach
-from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.local_run import Options, QuietObserver, run_local
+from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.specs.loader import load
 
@@ -99,6 +100,24 @@ def test_ctrl_c_of_a_job_without_a_checkpoint_prefix_promises_no_resume(make_spe
 
     assert "no checkpoint is kept: the spec has no `checkpoint:`, so a rerun starts from the beginning" in output
     assert "resume from its checkpoints" not in output and "checkpoints are kept" not in output
+
+
+@pytest.mark.parametrize(("raised", "named"), [(interruption(signal.SIGHUP), "SIGHUP"), (KeyboardInterrupt(), "SIGINT")],
+                         ids=["smtrain's SIGHUP handler", "Python's own Ctrl-C"])
+def test_an_interruption_before_the_processes_start_names_its_signal(make_spec, tmp_path, raised, named):
+    """The reason read `interrupted (SIGINT/SIGTERM/SIGHUP) before ...` whichever came; it names the one that did:
+    smtrain's handlers raise KeyboardInterrupt carrying it, and Python's own Ctrl-C (the API, a notebook) is SIGINT.
+    The interruption comes as the run announces its start, right before the job's processes would start."""
+
+    class InterruptedAtStart(QuietObserver):
+        def started(self, *args: object) -> None:
+            raise raised
+
+    with pytest.raises(KeyboardInterrupt):
+        run_local(load(make_spec("env_dump.py", count=1)), Options(run_dir=tmp_path / "run"), InterruptedAtStart())
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert (result["status"], result["exit_code"]) == ("Interrupted", 130)
+    assert result["failure_reason"].startswith(f"interrupted ({named}) before the job's processes ended; "), result
 
 
 def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import psutil
@@ -109,3 +110,24 @@ def test_a_process_that_exited_since_the_list_was_read_is_not_named_as_waited_fo
     finally:
         waiting.kill()
         waiting.wait()
+
+
+def test_a_launcher_waited_for_is_named_for_what_it_is(tmp_path):
+    """The grace period's note named a torchrun agent or a host's namespace holder by its process name only,
+    `(pid 4240 python)`, and one with SM_HOSTS in its environment (mode none) as a rank: it says what each is. The
+    two are real processes whose scripts bear the launchers' names (torchrun's, hostfs.py)."""
+    host = tmp_path / "algo-2"
+    env = {**os.environ, "SAGEMAKER_BASE_DIR": str(host), "SM_HOSTS": '["algo-1", "algo-2"]'}
+    for script in ("torchrun", "hostfs.py"):
+        (tmp_path / script).write_text("import time\ntime.sleep(300)\n")
+    agent = subprocess.Popen([sys.executable, str(tmp_path / "torchrun"), "--nproc-per-node", "2"], env=env)
+    holder = subprocess.Popen([sys.executable, "-I", "-S", str(tmp_path / "hostfs.py"), "enter", str(host), "--"],
+                              env=env)
+    try:
+        named = [f"(pid {process.pid} {psutil.Process(process.pid).name()})" for process in (agent, holder)]
+        assert supervisor._described([psutil.Process(agent.pid), psutil.Process(holder.pid)]) == (
+            f"2 processes: algo-2 torchrun agent {named[0]}, algo-2 namespace holder {named[1]}")
+    finally:
+        for process in (agent, holder):
+            process.kill()
+            process.wait()

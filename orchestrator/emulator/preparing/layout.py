@@ -48,6 +48,7 @@ from orchestrator.emulator.instances.container import (
 )
 from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.preparing import channels, checkpoint_sync
+from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import STACKS_FILE
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, StatusReport, terminal_status
 from orchestrator.errors import RunFailed, SmtrainError, SpecError
@@ -587,7 +588,7 @@ def ended_before_start(root: Path, job_name: str, report: StatusReport | None, e
     why they could not be written, where they could not.
     """
     if isinstance(error, KeyboardInterrupt):
-        status, exit_code, reason = "Interrupted", 130, ("interrupted (SIGINT/SIGTERM/SIGHUP) while the hosts' "
+        status, exit_code, reason = "Interrupted", 130, (f"interrupted ({interrupted_by(error)}) while the hosts' "
                                                          "/opt/ml trees were prepared: no process of the job had "
                                                          "started")
     elif isinstance(error, SmtrainError):

@@ -1,20 +1,33 @@
 """Which of a run's processes are launchers, which wait for the processes they started, rather than ranks: one
-rule for the supervisor (what is a work process), the activity sampler and the stack collector (whose stacks to
-dump)."""
+rule for the supervisor (what is a work process, and what each launcher it waits for is called), the activity
+sampler and the stack collector (whose stacks to dump)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-LAUNCHER_NAMES = frozenset({"sh", "dash", "bash", "mpirun", "prterun", "prted", "orterun", "orted"})
+_ROLES_BY_NAME = {"sh": "shell", "dash": "shell", "bash": "shell", "mpirun": "mpirun", "prterun": "mpirun",
+                  "orterun": "mpirun", "prted": "Open MPI daemon", "orted": "Open MPI daemon"}
+LAUNCHER_NAMES = frozenset(_ROLES_BY_NAME)
 """Shells, and Open MPI's launcher and daemons, by their process name."""
-PYTHON_LAUNCHER_SCRIPTS = frozenset({"torchrun", "torch.distributed.run", "hostfs.py"})
+_PYTHON_LAUNCHERS = {"torchrun": "torchrun agent", "torch.distributed.run": "torchrun agent",
+                     "hostfs.py": "namespace holder"}
 """Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`; hostfs.py's two
 processes hold a host's namespaces: `python -I -S hostfs.py`)."""
+
+
+def launcher_role(name: str, command: Sequence[str]) -> str | None:
+    """What a process called `name` running `command` is, where it is a launcher (`shell`, `mpirun`, `Open MPI
+    daemon`, `torchrun agent`, `namespace holder`: a note naming it by its process name read `python`); None for
+    a rank."""
+    if name in _ROLES_BY_NAME:
+        return _ROLES_BY_NAME[name]
+    return next((_PYTHON_LAUNCHERS[Path(word).name] for word in command[1:4] if Path(word).name in _PYTHON_LAUNCHERS),
+                None)
 
 
 def is_launcher_command(name: str, command: Sequence[str]) -> bool:
     """Whether a process called `name` running `command` is a launcher: a shell, mpirun or its daemon, torchrun's
     agent (`python .../torchrun ...`, `python -m torch.distributed.run ...`) or a host's namespace holder."""
-    return name in LAUNCHER_NAMES or any(Path(word).name in PYTHON_LAUNCHER_SCRIPTS for word in command[1:4])
+    return launcher_role(name, command) is not None

@@ -40,7 +40,8 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
-from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, is_launcher_command
+from orchestrator.emulator.supervising.interruption import signal_name
+from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
@@ -188,7 +189,7 @@ class Supervisor:
         if self._interrupt.is_set():
             self._kill_now.set()
         else:
-            self._interrupted_by = signal.Signals(signum).name
+            self._interrupted_by = signal_name(signum)
         self._interrupt.set()
 
     def stop(self) -> None:
@@ -583,13 +584,19 @@ def _set_child_subreaper(on: bool) -> None:
 
 def is_launcher(process: psutil.Process) -> bool:
     """A shell, Open MPI's mpirun or daemon, or torchrun's agent: it waits for the processes it started."""
+    return _launcher_role(process) is not None
+
+
+def _launcher_role(process: psutil.Process) -> str | None:
+    """What the launcher `process` is (`torchrun agent`, `namespace holder`, ...); None for a rank, or where its
+    command line cannot be read."""
     name = _name(process)
     if name in LAUNCHER_NAMES:
-        return True
+        return launcher_role(name, ())
     try:
-        return is_launcher_command(name, process.cmdline())
+        return launcher_role(name, process.cmdline())
     except psutil.Error:
-        return False
+        return None
 
 
 def _started_by_signalled_worker(process: psutil.Process, signalled: set[tuple[int, str]]) -> bool:
@@ -622,7 +629,8 @@ def _send(process: psutil.Process, sig: int) -> None:
 
 
 def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
-    """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`. Launchers only wait for their children,
+    """`2 processes: algo-1 rank 0 (pid 4242 python), (pid 4250 sleep)`, or `algo-1 torchrun agent (pid 4240
+    pt_elastic)` for a launcher. Launchers only wait for their children,
     so they are named only when nothing else is left. One that has exited since the list was read is left out
     (its name is gone with it, and nothing waits for it): None when none is left."""
     processes = [process for process in processes if not is_launcher(process)] or processes
@@ -634,8 +642,9 @@ def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
 
 
 def _describe(process: psutil.Process) -> str | None:
-    """Host and rank from the process's environment where it still has it (SAGEMAKER_BASE_DIR is the emulated
-    host's directory; RANK or Open MPI's rank), and always its pid and name; None once it has exited."""
+    """Host from the process's environment where it still has it (SAGEMAKER_BASE_DIR is the emulated host's
+    directory), then what the launcher is or the rank's number, and always its pid and name; None once it has
+    exited."""
     try:
         name = process.name()
     except psutil.NoSuchProcess:
@@ -647,9 +656,15 @@ def _describe(process: psutil.Process) -> str | None:
     except psutil.Error:
         env = {}
     host = Path(env[SAGEMAKER_BASE_DIR]).name if env.get(SAGEMAKER_BASE_DIR) else None
+    what = _launcher_role(process) or _rank(env, host)
+    where = " ".join(part for part in (host, what) if part)
+    return f"{where + ' ' if where else ''}(pid {process.pid} {name})"
+
+
+def _rank(env: dict[str, str], host: str | None) -> str | None:
+    """`rank 3`: RANK or Open MPI's rank, or in mode none (one process per host) the host's place in SM_HOSTS."""
     rank = env.get(TORCHRUN_VARS[0]) or env.get(OMPI_VARS[0])
-    if rank is None and host and env.get(SM_HOSTS):  # mode none: one process per host, ranked by host
+    if rank is None and host and env.get(SM_HOSTS):
         hosts = json.loads(env[SM_HOSTS])
         rank = str(hosts.index(host)) if host in hosts else None
-    where = " ".join(part for part in (host, f"rank {rank}" if rank else None) if part)
-    return f"{where + ' ' if where else ''}(pid {process.pid} {name})"
+    return f"rank {rank}" if rank else None
