@@ -149,9 +149,12 @@ def test_second_ctrl_c_kills_at_once(spawner_spec, tmp_path):
 
 
 _NOTEBOOK = """
-import json, sys
+import json, signal, sys
 from pathlib import Path
 import psutil
+# A Jupyter kernel installs its own SIGINT handler; a process started where SIGINT is ignored (a CI script run in
+# the background by a shell without job control) would otherwise inherit the ignoring and never be interrupted.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.specs.loader import load
 try:
