@@ -387,7 +387,7 @@ class Supervisor:
                     described := _described(waiting)):
                 announce_at = None
                 self._notice(f"{why}: waiting up to {grace_seconds:g} s for {described} to exit after "
-                             f"{signal.Signals(sig).name}{hint}")
+                             f"{signal_name(sig)}{hint}")
             time.sleep(POLL_SECONDS)
         waiting = tree.alive()
         if waiting and sig != signal.SIGKILL and (described := _described(waiting)):

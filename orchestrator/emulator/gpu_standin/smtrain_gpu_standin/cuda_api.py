@@ -137,7 +137,8 @@ def is_current_stream_capturing() -> bool:
     return False
 
 
-def _zero_bytes(device=None) -> int:
+def _zero(device=None) -> int:
+    """A memory statistic or an NVML sensor reading of a GPU the instance has: 0 here (see the module's docstring)."""
     devices.index_of(device)
     return 0
 
@@ -182,11 +183,6 @@ def utilization(device=None) -> int:
     wall, busy = now[0] - _busy_since[0], now[1] - _busy_since[1]
     _busy_since = now
     return min(100, round(100 * busy / wall)) if wall > 0 else 0
-
-
-def _no_sensor(device=None) -> int:
-    devices.index_of(device)
-    return 0
 
 
 def list_gpu_processes(device=None) -> str:
@@ -257,12 +253,12 @@ _FUNCTIONS = {
     "set_device": set_device, "synchronize": synchronize, "init": init, "get_device_name": get_device_name,
     "get_device_properties": get_device_properties, "get_device_capability": get_device_capability,
     "is_bf16_supported": is_bf16_supported, "is_current_stream_capturing": is_current_stream_capturing,
-    "memory_allocated": _zero_bytes, "max_memory_allocated": _zero_bytes, "memory_reserved": _zero_bytes,
-    "max_memory_reserved": _zero_bytes, "reset_peak_memory_stats": _reset, "reset_max_memory_allocated": _reset,
+    "memory_allocated": _zero, "max_memory_allocated": _zero, "memory_reserved": _zero,
+    "max_memory_reserved": _zero, "reset_peak_memory_stats": _reset, "reset_max_memory_allocated": _reset,
     "reset_max_memory_cached": _reset, "reset_accumulated_memory_stats": _reset, "mem_get_info": mem_get_info,
     "memory_summary": memory_summary, "memory_stats_as_nested_dict": memory_stats_as_nested_dict,
-    "empty_cache": empty_cache, "utilization": utilization, "memory_usage": _no_sensor,
-    "device_memory_used": _no_sensor, "temperature": _no_sensor, "power_draw": _no_sensor, "clock_rate": _no_sensor,
+    "empty_cache": empty_cache, "utilization": utilization, "memory_usage": _zero,
+    "device_memory_used": _zero, "temperature": _zero, "power_draw": _zero, "clock_rate": _zero,
     "list_gpu_processes": list_gpu_processes,
     "set_per_process_memory_fraction": set_per_process_memory_fraction,
     "manual_seed": manual_seed, "manual_seed_all": manual_seed_all, "seed": seed, "seed_all": seed_all,
