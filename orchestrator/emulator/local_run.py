@@ -343,7 +343,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         break
     run_layout.upload_checkpoints(layout)
     run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
-    for unseen in _unseen_notices(tracker, options):
+    for unseen in _unseen_notices(tracker, options, outcome.status):
         observer.notice(unseen)
     if outcome.status == "completed" and (interrupt_after is not None or interrupt_at_step is not None):
         observer.notice(_never_interrupted(options, max(steps, default=None)))
@@ -366,10 +366,12 @@ def _metrics_recognized(tracker: MetricRecorder) -> str:
             f"{line.strip()[:120]!r}; `metrics:` in the spec sets your own")
 
 
-def _unseen_notices(tracker: MetricRecorder, options: Options) -> list[str]:
-    """What the job's lines never showed: a value any metric definition matched, a step --smoke-steps can read."""
+def _unseen_notices(tracker: MetricRecorder, options: Options, status: str) -> list[str]:
+    """What the job's lines never showed: a value any metric definition matched (said of a completed job only: one
+    that failed or was stopped may have ended before its first metric line, and its failure is what matters), a
+    step --smoke-steps can read."""
     found = []
-    if tracker.first_match is None and tracker.definitions:
+    if tracker.first_match is None and tracker.definitions and status == "completed":
         found.append(f"metrics: none of the metric definitions ({', '.join(tracker.definitions)}) matched any line "
                      "of the job's output, so `smtrain metrics` and SageMaker's charts stay empty; add yours to the "
                      "spec, group 1 being the number, e.g.\n  metrics:\n    - name: train:loss\n      regex: "

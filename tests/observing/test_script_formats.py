@@ -106,6 +106,18 @@ def test_a_script_whose_lines_match_nothing_is_told_how_to_add_a_definition(tmp_
 
 
 @pytest.mark.slow
+def test_a_script_that_fails_before_any_metric_line_is_not_told_about_metric_definitions(tmp_path):
+    """Its failure is the news: a note about metric definitions would only stand between the user and the reason."""
+    script = "print('iteration 1 objective 0.42', flush=True)\nraise SystemExit('no data in /opt/ml/input')\n"
+
+    done = _run(tmp_path, script)
+
+    assert done.returncode == 1, done.stderr
+    assert "no data in /opt/ml/input" in done.stderr
+    assert "metric definitions" not in done.stderr
+
+
+@pytest.mark.slow
 def test_smoke_steps_with_no_step_in_any_line_says_which_formats_it_reads(tmp_path):
     script = "import time\nprint('objective 0.42', flush=True)\ntime.sleep(600)\n"
 
