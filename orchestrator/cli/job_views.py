@@ -59,14 +59,14 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         ("started", time_text(current.started)),
         ("ended", time_text(current.ended)),
         ("failure", current.failure_reason or "-"),
-        *(progress.failure_cause.rows() if progress and progress.failure_cause else []),
+        *_cause_rows(current, progress.failure_cause if progress else None),
         ("model", current.model_artifact or "-"),
         *current.settings,
         *place,
     ]
     width = max(10, *(len(key) for key, _ in rows))
     for key, value in rows:
-        click.echo(f"  {key:<{width}} {value}")
+        click.echo(f"  {key:<{width}} " + value.replace("\n", "\n" + " " * (width + 3)))
     if current.transitions:
         click.echo("  history")
         width = max(len(item.status) for item in current.transitions)
@@ -148,11 +148,20 @@ def print_final(final: JobStatus, cause: FailureCause | None) -> None:
         line += f" after {final.billable_seconds} billable seconds"
     click.echo(line)
     if final.failure_reason:
-        click.echo(f"  failure: {final.failure_reason}")
-    for key, value in cause.rows() if cause else []:
+        click.echo("  failure: " + final.failure_reason.replace("\n", "\n" + " " * 11))
+    for key, value in _cause_rows(final, cause):
         click.echo(f"  {key + ':':<8} {value}")
     if final.status == "Completed" and final.model_artifact:
         click.echo(f"  model:   {final.model_artifact}")
+
+
+def _cause_rows(current: JobStatus, cause: FailureCause | None) -> list[tuple[str, str]]:
+    """The root cause's rows, less the cause itself where the failure reason already opens with it (a local run's
+    reason is its cause's headline)."""
+    if cause is None:
+        return []
+    reason = (current.failure_reason or "").splitlines()
+    return [(key, value) for key, value in cause.rows() if not (key == "cause" and reason and value == reason[0])]
 
 
 def _progress_rows(
@@ -163,6 +172,8 @@ def _progress_rows(
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
     if estimate is None:
+        if current.status == "Failed":  # the failure is the news, not the formats that would have shown steps
+            return [("progress", "no step in the logs' last lines")]
         when = "" if current.is_terminal else " yet"
         return [("progress", f"no step in the logs' last lines{when}; smtrain reads {', '.join(STEP_FORMATS)}")]
     text = estimate.position()
