@@ -7,6 +7,8 @@ structure, not secrets. Free text (a failure reason, a log line, a command line,
 hint), on this machine and from the cloud alike: `mask_text` with the `secret_values` of the spec or request,
 which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`).
 Both also mask what is a credential by its form whatever its name (`AKIA...`, `hf_...`, `https://u:pw@host`).
+A job's output, read a line at a time (a local run's pipes, CloudWatch's events), also goes through
+`PrivateKeyLines`: a PEM private key printed over many lines is hidden whole, which no one line's masking can do.
 """
 
 from __future__ import annotations
@@ -36,8 +38,18 @@ _SECRET_ASSIGNMENT = re.compile(
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
     r"|hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY-----|.*)"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
     r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)")
+_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
+_RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")
+"""The tag that starts each line of one rank where a host's ranks share one output: mpirun's `--tag-output`
+(`[1,3]<stdout>:`, as the toolkit relabels it `[1,mpirank:3,algo-2]<stdout>:`) and torch.distributed's `[rank3]:`."""
+MAX_PRIVATE_KEY_LINES = 256
+"""The most lines a PEM private key takes, its BEGIN and END lines included: RSA-16384, the largest in use, takes
+about 200 (64 base64 characters a line), RSA-4096 about 50, an Ed25519 key 7. A BEGIN line whose END has not come
+within this many lines of the same stream is no key (a script printing the marker alone, a key cut off): the lines
+so far stay hidden, the marker says so, and masking goes back to line by line."""
 MIN_MACHINE_SECRET_LENGTH = 8
 """A secret-looking variable of this machine's environment (which every job inherits) is masked when its value is at
 least this long: AWS keys and tokens are, while `USE_KEYRING=true` would mask every "true"."""
@@ -72,6 +84,54 @@ def mask_patterns(text: str) -> str:
     """`text` with every value that is a credential by its form alone masked, whatever it is called: `AKIA...`,
     `ghp_...`, `hf_...`, a PEM private key, a URL's password."""
     return _SECRET_VALUE.sub(lambda match: match.group("userinfo") + MASK if match.group("userinfo") else MASK, text)
+
+
+class PrivateKeyLines:
+    """One stream of output lines (a host's pipe, a CloudWatch stream), each line masked by `mask`, and each PEM
+    private key printed over several lines (`-----BEGIN ... PRIVATE KEY-----`, base64 lines, `-----END ...`)
+    replaced whole by one line: line-by-line masking alone would hide its BEGIN line and show its body.
+
+    A key's lines are held back until its END line, then given as one marker line (what came before BEGIN on
+    its line, then `**** (a private key: N lines hidden)`). Ranks that share a host's output are followed apart by
+    their tag (`_RANK_TAG`): rank 3's key hides rank 3's lines only. Not thread-safe: one per reading thread.
+    """
+
+    def __init__(self, mask: Callable[[str], str]) -> None:
+        self._mask = mask
+        self._open: dict[str, tuple[str, int]] = {}
+        """By rank tag: the masked text before BEGIN on its line, and the key's lines so far."""
+
+    def line(self, text: str) -> str | None:
+        """`text` as it may be shown: masked; None while it belongs to a key being hidden; the key's marker at
+        its END line (or at the MAX_PRIVATE_KEY_LINES-th line, when END never came)."""
+        tag = match.group(0) if (match := _RANK_TAG.match(text)) else ""
+        if tag not in self._open:
+            return self._outside_key(tag, text)
+        before, count = self._open.pop(tag)
+        count += 1
+        if end := _KEY_END.search(text):
+            after = self._outside_key(tag, text[end.end():])
+            return f"{before}{MASK} (a private key: {count} lines hidden){after or ''}"
+        if count >= MAX_PRIVATE_KEY_LINES:
+            return (f"{before}{MASK} ({count} lines hidden from a private key's BEGIN line: no END line within "
+                    f"{MAX_PRIVATE_KEY_LINES} lines, so masking went back to line by line)")
+        self._open[tag] = (before, count)
+        return None
+
+    def end(self) -> list[str]:
+        """At the end of the stream: one marker line for each key whose END line never came."""
+        ended = [f"{before}{MASK} ({count} lines hidden from a private key's BEGIN line: the output ended before "
+                 "its END line)" for before, count in self._open.values()]
+        self._open.clear()
+        return ended
+
+    def _outside_key(self, tag: str, text: str) -> str | None:
+        """`text` masked, or None when a key starts on it and goes on past it (then its lines are followed)."""
+        begins = list(_KEY_BEGIN.finditer(text))
+        if not begins or _KEY_END.search(text, begins[-1].end()):
+            return self._mask(text)  # a key whole on one line is one of mask_patterns' forms
+        self._open[tag] = (self._mask(text[:begins[-1].start()]), 1)
+        return None
 
 
 def machine_secrets(environ: Mapping[str, str]) -> frozenset[str]:

@@ -3,6 +3,9 @@
 SageMaker writes one stream per host into the log group `/aws/sagemaker/TrainingJobs`, named
 `<job>/algo-<N>-<epoch seconds>`. A `LogReader` remembers how far it has read each stream, so the same reader
 serves a one-off dump (one `read_new()`) and a follow loop (`read_new()` after each poll).
+
+Each stream's events pass through its own `redact.PrivateKeyLines`, so a private key a job printed over several
+lines (several events) shows as one line saying it was hidden.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code
 from orchestrator.observing.log_lines import LogLine, host_order
+from orchestrator.redact import MAX_PRIVATE_KEY_LINES, PrivateKeyLines
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
@@ -36,6 +40,8 @@ class LogReader:
         self._job_name = job_name
         self._mask = mask
         self._tokens: dict[str, str | None] = {}
+        self._keys: dict[str, PrivateKeyLines] = {}
+        """Per stream, kept between reads: a key whose lines a follow reads in two polls is hidden whole."""
 
     def read_new(self) -> list[LogLine]:
         """Every host's new events, merged by timestamp (hosts in algo-N order on ties)."""
@@ -53,6 +59,7 @@ class LogReader:
         """Pages forward from the remembered token; CloudWatch returns the same token once at the end."""
         host = host_of(stream, self._job_name)
         token = self._tokens[stream]
+        keys = self._keys.setdefault(stream, PrivateKeyLines(self._mask))
         lines = []
         while True:
             page = self._client.get_log_events(
@@ -61,10 +68,7 @@ class LogReader:
                 startFromHead=True,
                 **({"nextToken": token} if token else {}),
             )
-            lines += [
-                LogLine(host, event["timestamp"], self._mask(event["message"].rstrip("\n")))
-                for event in page["events"]
-            ]
+            lines += _shown(host, page["events"], keys)
             if page["nextForwardToken"] == token:
                 break
             token = page["nextForwardToken"]
@@ -97,19 +101,28 @@ def tail(
     logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str], str] = str
 ) -> dict[str, list[LogLine]]:
     """The last `lines` log lines of each host, oldest first, hosts in algo-N order: one GetLogEvents call per
-    stream, read from the end, however long the job has run."""
+    stream, read from the end, however long the job has run. MAX_PRIVATE_KEY_LINES more are read before them, so
+    that a private key whose BEGIN line lies before the last lines is still hidden whole."""
     by_host: dict[str, list[LogLine]] = {}
     with aws_errors(f"reading the logs of {job_name}"):
         for stream in stream_names(logs_client, job_name):
             host = host_of(stream, job_name)
-            by_host.setdefault(host, []).extend(
-                LogLine(host, event["timestamp"], mask(event["message"].rstrip("\n")))
-                for event in _last_events(logs_client, stream, lines)
-            )
+            events = _last_events(logs_client, stream, lines + MAX_PRIVATE_KEY_LINES)
+            keys = PrivateKeyLines(mask)
+            shown = _shown(host, events, keys)
+            if events:  # a key still open at the stream's end (the job may still be printing it)
+                shown += [LogLine(host, events[-1]["timestamp"], marker) for marker in keys.end()]
+            by_host.setdefault(host, []).extend(shown)
     return {
         host: sorted(by_host[host], key=lambda line: line.timestamp_ms)[-lines:]
         for host in sorted(by_host, key=host_order)
     }
+
+
+def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> list[LogLine]:
+    """A stream's events as lines, masked, a private key's lines replaced by the one line that says so."""
+    return [LogLine(host, event["timestamp"], text) for event in events
+            if (text := keys.line(event["message"].rstrip("\n"))) is not None]
 
 
 def _last_events(logs_client: Any, stream: str, count: int) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ unchanged tree is uploaded once.
 `.smtrainignore` can only take more out: it cannot re-include what is never shipped (`!.env`, `!/pkg/` over a
 `pkg/.aws/`). A symlink is packed as the file it points at, so one that leads outside source_dir, to something
 never shipped, or nowhere (a loop, a missing target) is refused rather than skipped: the job would miss a file,
-or ship a secret under a harmless name. Listing such a link in `.smtrainignore` leaves it out.
+or ship a secret under a harmless name. Listing such a link in `.smtrainignore` leaves it out. A file holding a
+PEM private key is left out whatever its name (`deploy_key`, `config/signing.txt`), and named as the secrets are.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import base64
 import hashlib
 import io
 import os
+import re
 import tarfile
 import zlib
 from dataclasses import dataclass, field
@@ -47,6 +49,14 @@ _SECRET_NAMES = (
 )
 _BACKUP_SUFFIXES = ("~", ".bak", ".orig", ".old", ".save")
 """What editors and hand copies append (`.env~`, `.netrc.bak`, `key.pem.orig`): a copy of a secret is one too."""
+_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----\r?\n(?:[\w-]+: [^\n]*\n)*\s*"
+                          rb"[A-Za-z0-9+/=]{16}")
+"""A PEM private key (RSA, EC, DSA, OpenSSH, PKCS#8 plain or encrypted, PGP): its BEGIN line, any headers
+(`Proc-Type: ...`), base64: what `*.pem` and `id_rsa*` hold, found in a file of any name. Code that only names the
+BEGIN line (a parser, a check like this one) is no key."""
+_SCAN_BYTES = 1 << 20
+_SCAN_OVERLAP = 4096
+"""How much of one block is searched again with the next: a key's start cut across two blocks."""
 SECRETS = (*_SECRET_NAMES, *(name + suffix for name in _SECRET_NAMES if not name.endswith("/")
                              for suffix in _BACKUP_SUFFIXES))
 # Never shipped, whatever .smtrainignore says, matched without regard to case (`ID_RSA`, `KEY.PEM`, `.ENV`).
@@ -161,6 +171,20 @@ class _GzipSink:
             raise _TooLarge
 
 
+def _holds_private_key(directory: Path, relative: str) -> bool:
+    """Whether the file holds a PEM private key's BEGIN line, read a block at a time (memory stays bounded)."""
+    overlap = b""
+    try:
+        with (directory / relative).open("rb") as handle:
+            while block := handle.read(_SCAN_BYTES):
+                if _PRIVATE_KEY.search(overlap + block):
+                    return True
+                overlap = block[-_SCAN_OVERLAP:]
+    except OSError as exc:
+        raise _unreadable(directory, relative, exc) from None
+    return False
+
+
 def _unreadable(directory: Path, relative: str, exc: OSError) -> SpecError:
     return SpecError(f"source_dir {directory}: cannot read {relative}: {exc.strerror or exc}",
                      fix=f"make it readable, or list it in {IGNORE_FILE}")
@@ -205,7 +229,11 @@ class _Selection:
                     continue
                 if path.is_symlink():
                     self._check_link(path, relative)
-                if path.is_file():  # not a socket, FIFO or device
+                if not path.is_file():  # a socket, FIFO or device
+                    continue
+                if _holds_private_key(self._directory, relative):
+                    self.withheld.append(relative)
+                else:
                     included.append(relative)
         self._check_hard_links(included)
         return sorted(included)

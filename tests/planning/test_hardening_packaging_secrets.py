@@ -110,3 +110,21 @@ def test_packing_a_large_file_does_not_take_its_size_in_memory(tmp_path):
     grown_kib, size = (int(value) for value in result.stdout.split())
     assert size < 1024 * 1024  # zeros compress
     assert grown_kib < 64 * 1024, f"packing grew the peak RSS by {grown_kib} KiB"
+
+
+def test_a_file_holding_a_private_key_is_left_out_whatever_its_name_and_code_naming_the_marker_is_packed(tmp_path):
+    """`*.pem` and `id_rsa*` are left out by name; a key saved as `deploy_key` or inside a config file is found by
+    its content, even with a header or cut across the scan's blocks. A parser that only names the BEGIN line
+    is code, not a key."""
+    body = "MIIEowIBAAKCAQEA0Zf3xq7Hc2mVt9Jk3YQ8T0bqnWm+uv1bZ7oX\n"
+    _write(tmp_path, {"train.py": "x\n", "deploy_key": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}",
+                      "conf/app.yaml": f"tls:\n  key: |\n    -----BEGIN EC PRIVATE KEY-----\n    {body}",
+                      "legacy.txt": ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+                                     f"00FF\n\n{body}"),
+                      "big.log": "x" * ((1 << 20) - 10) + f"-----BEGIN PRIVATE KEY-----\n{body}",
+                      "pem_check.py": 'MARK = "-----BEGIN RSA PRIVATE KEY-----"\nassert MARK in text\n'})
+
+    source = package(tmp_path)
+
+    assert source.files == ("pem_check.py", "train.py")
+    assert source.withheld == ("big.log", "conf/app.yaml", "deploy_key", "legacy.txt")

@@ -13,9 +13,10 @@ waiting for, and a second Ctrl-C kills them at once.
 
 Output is read in chunks, so memory stays bounded whatever a process prints: each line goes, with the spec's
 secret values masked (a script that prints its arguments prints them), to the host's log file (complete), the
-console and the failure tails, a line longer than `MAX_LINE_BYTES` in pieces (said once per host). A log that
-cannot be written (a full disk) fails the run with that reason; the output is still drained, so no process
-blocks on a full pipe.
+console and the failure tails, a line longer than `MAX_LINE_BYTES` in pieces (said once per host); a private
+key printed over several lines goes to none of them, but one line saying it was hidden (redact.PrivateKeyLines).
+A log that cannot be written (a full disk) fails the run with that reason; the output is still drained, so no
+process blocks on a full pipe.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from orchestrator.emulator.launching.launch import Launch
 from orchestrator.emulator.supervising.interruption import signal_name
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
+from orchestrator.redact import PrivateKeyLines
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
@@ -309,10 +311,12 @@ class Supervisor:
 
     def _pump(self, host: str, stream: IO[bytes] | None) -> None:
         """Writes a host's output to its log file line by line, masked, and hands each line on; a line longer
-        than MAX_LINE_BYTES goes in pieces, so memory stays bounded whatever the process prints."""
+        than MAX_LINE_BYTES goes in pieces, so memory stays bounded whatever the process prints. A private key
+        printed over several lines reaches neither, but one line saying it was hidden (`PrivateKeyLines`)."""
         assert stream is not None
         pending = b""
         split_said = False
+        keys = PrivateKeyLines(self._mask)
         with _HostLog(self._logs_dir / f"{host}.log", self._log_failed) as log:
             while chunk := stream.read1(_READ_BYTES):  # type: ignore[attr-defined]
                 pending += chunk
@@ -320,7 +324,7 @@ class Supervisor:
                 while True:
                     newline = pending.find(b"\n", start, start + MAX_LINE_BYTES + 1)
                     if newline >= 0:
-                        log.write(self._hand_on(host, pending[start:newline]) + "\n")
+                        log.write(self._hand_on(host, keys.line(_text(pending[start:newline])), "\n"))
                         start = newline + 1
                     elif len(pending) - start > MAX_LINE_BYTES:
                         end = character_boundary(pending, start + MAX_LINE_BYTES)
@@ -328,23 +332,26 @@ class Supervisor:
                             split_said = True
                             self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
                                          f"shown in pieces; {self._logs_dir / (host + '.log')} has it whole")
-                        log.write(self._hand_on(host, pending[start:end]))
+                        log.write(self._hand_on(host, keys.line(_text(pending[start:end])), ""))
                         start = end
                     else:
                         break
                 pending = pending[start:]
             if pending:
-                log.write(self._hand_on(host, pending))
+                log.write(self._hand_on(host, keys.line(_text(pending)), ""))
+            for marker in keys.end():
+                log.write(self._hand_on(host, marker, "\n"))
 
     def _log_failed(self, path: Path, error: OSError) -> None:
         reason = "the disk is full (ENOSPC)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
         self._log_failure = f"LogError: writing {path} failed: {reason}; the run was stopped"
         self._notice(self._log_failure)
 
-    def _hand_on(self, host: str, raw: bytes) -> str:
-        """Hands one line (masked) to the console and the failure tails; returns it for the log. NUL bytes are
-        dropped: Open MPI's tagged output carries one where a rank's stderr closes, and the logs stay text."""
-        line = self._mask(raw.replace(b"\0", b"").decode("utf-8", errors="replace").rstrip("\r"))
+    def _hand_on(self, host: str, line: str | None, ending: str) -> str:
+        """Hands one masked line to the console and the failure tails; returns it, with `ending`, for the log.
+        None (a line of a private key being hidden) is handed nowhere."""
+        if line is None:
+            return ""
         with self._lock:
             tail = self._tails[host]
             tail.append(line[:TAIL_LINE_CHARACTERS])
@@ -353,7 +360,7 @@ class Supervisor:
             self._on_line(host, line)
         except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
             pass
-        return line
+        return line + ending
 
     def _notice(self, text: str) -> None:
         try:
@@ -626,6 +633,12 @@ def _send(process: psutil.Process, sig: int) -> None:
         process.send_signal(sig)
     except psutil.Error:
         pass
+
+
+def _text(raw: bytes) -> str:
+    """A line of output as text. NUL bytes are dropped: Open MPI's tagged output carries one where a rank's stderr
+    closes, and the logs stay text."""
+    return raw.replace(b"\0", b"").decode("utf-8", errors="replace").rstrip("\r")
 
 
 def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
