@@ -1,4 +1,4 @@
-"""`smtrain infra`: deploy the stack that holds the execution role and bucket, and show its outputs."""
+"""`smtrain infra`: deploy the stack that holds the execution role and bucket, show its outputs, delete it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def _region_option(function: Callable[..., Any]) -> Callable[..., Any]:
         "--region", help="AWS region of the stack [default: $AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, "
         "profile]."
     )(function)
+
+
+def _yes_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--yes, for each command that asks before it changes the stack."""
+    return click.option("--yes", "-y", is_flag=True, help=f"{what} without asking (needed without a terminal).")
 
 
 def _session(ctx: click.Context, region: str | None) -> Any:
@@ -58,9 +63,7 @@ def infra() -> None:
     show_default="the template shipped with smtrain (infra/smtrain.yaml)",
     help="CloudFormation template to deploy.",
 )
-@click.option(
-    "--yes", "-y", is_flag=True, help="Execute the change set without asking (needed without a terminal)."
-)
+@_yes_option("Execute the change set")
 @output_option
 @click.pass_context
 def deploy(
@@ -92,8 +95,84 @@ def show(ctx: click.Context, stack_name: str | None, region: str | None, output:
     _print_outputs(infra_lib.stack_outputs(stack_name, _session(ctx, region)), output)
 
 
+@infra.command()
+@_stack_name_option
+@_region_option
+@click.option(
+    "--delete-bucket",
+    is_flag=True,
+    help="Also delete the stack's bucket and everything in it, every object version (the stack keeps the bucket "
+    "otherwise).",
+)
+@_yes_option("Delete")
+@output_option
+@click.pass_context
+def delete(
+    ctx: click.Context, stack_name: str | None, region: str | None, delete_bucket: bool, yes: bool, output: str
+) -> None:
+    """Delete the stack: show what goes and what stays, confirm, delete, wait for DELETE_COMPLETE.
+
+    smtrain's template keeps the bucket (your outputs and checkpoints) when the stack is deleted; --delete-bucket
+    deletes it and its contents too.
+    """
+    if not yes and not _can_ask():
+        raise click.UsageError("no terminal to confirm the deletion on: pass --yes to delete the stack unasked")
+    session = _session(ctx, region)
+    teardown = infra_lib.plan_teardown(stack_name, session, delete_bucket)
+    _print_teardown(teardown, delete_bucket)
+    if not yes and not click.confirm(f"Delete stack {teardown.stack_name} in {teardown.region}?", default=False,
+                                     err=True):
+        click.echo("Cancelled: nothing was deleted.", err=True)
+        raise click.exceptions.Exit(0)
+    deleted = infra_lib.tear_down(teardown, infra_lib.Removal(delete_bucket, on_event=_print_event), session)
+    resource = teardown.bucket
+    bucket = resource.physical_id if resource else None
+    bucket_kept = bool(resource and teardown.bucket_contents and resource.kept and not delete_bucket)
+    if output == "json":
+        echo_json({"stack_name": teardown.stack_name, "region": teardown.region, "status": "DELETE_COMPLETE",
+                   "bucket": bucket, "bucket_kept": bucket_kept, "object_versions_deleted": deleted})
+        return
+    if bucket_kept:
+        said = f"; bucket {bucket} kept"
+    elif delete_bucket and teardown.bucket_contents:
+        said = f"; bucket {bucket} deleted with its {deleted} object version(s)"
+    else:
+        said = ""
+    click.echo(f"stack {teardown.stack_name} deleted in {teardown.region}{said}")
+
+
+def _print_teardown(teardown: infra_lib.Teardown, delete_bucket: bool) -> None:
+    """Every resource, one line each (unwrapped, so names and ARNs copy whole), and whether it goes or stays, then
+    what becomes of the bucket, before the question."""
+    click.echo(f"stack {teardown.stack_name} in {teardown.region} ({teardown.status}):", err=True)
+    for resource in teardown.resources:
+        kept = resource.kept and not (delete_bucket and resource is teardown.bucket)
+        fate = f"kept ({resource.deletion_policy})" if kept else "deleted"
+        click.echo(f"  {fate:<28} {resource.logical_id} ({resource.type}) {resource.physical_id}", err=True)
+    if teardown.bucket is not None:
+        click.echo(_bucket_fate(teardown.bucket, teardown.bucket_contents, delete_bucket), err=True)
+
+
+def _bucket_fate(
+    bucket: infra_lib.StackResource, contents: infra_lib.BucketContents | None, delete_bucket: bool
+) -> str:
+    name = bucket.physical_id
+    if contents is None:
+        return f"bucket {name} no longer exists"
+    if bucket.kept and not delete_bucket:
+        return (f"bucket {name} is kept: its DeletionPolicy is {bucket.deletion_policy}, so your outputs and "
+                f"checkpoints outlive the stack ({contents}); it then belongs to no stack. --delete-bucket deletes it "
+                "and everything in it too")
+    if not contents.versions:
+        return f"bucket {name} is empty and is deleted" + (" after the stack" if bucket.kept else " with the stack")
+    when = ("after the stack is deleted" if bucket.kept
+            else "before the stack is deleted, so CloudFormation can delete it")
+    return f"bucket {name} holds {contents}: --delete-bucket deletes every one of them {when}"
+
+
 def _print_event(event: infra_lib.DeployEvent) -> None:
-    """Each report as it comes; stack events and heartbeats with the time since the change set was executed."""
+    """Each report as it comes; stack events and heartbeats with the time since the change set was executed or the
+    deletion began."""
     if event.elapsed_seconds is not None:
         minutes, seconds = divmod(int(event.elapsed_seconds), 60)
         click.echo(f"[{minutes:2d}m{seconds:02d}s] {event.message}", err=True)

@@ -1,4 +1,4 @@
-"""The smtrain CloudFormation stack: deploy `infra/smtrain.yaml` through a change set and read its outputs.
+"""The smtrain CloudFormation stack: deploy `infra/smtrain.yaml` through a change set, read its outputs, delete it.
 
 A change set rather than CreateStack/UpdateStack so that the caller sees what would change (an IAM role
 among it) before anything does. boto3 and the YAML parser are imported inside the functions that need
@@ -18,7 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cloud.aws_errors import aws_errors, error_message, is_missing_stack
+from orchestrator.cloud.aws_errors import aws_errors, error_code, error_message, is_missing_stack
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
 
 if TYPE_CHECKING:
@@ -62,13 +62,15 @@ class StackOutputs:
 
 
 class DeployStage(str, Enum):
-    """The moments `deploy` reports through its `on_event` callback."""
+    """The moments `deploy` and `tear_down` report through their `on_event` callback."""
 
     PREVIEW = "preview"
     NO_CHANGES = "no-changes"
     STACK_EVENT = "stack-event"
     WAITING = "waiting"
     """No new stack event for HEARTBEAT_SECONDS: the stack is still at work (some resources take minutes)."""
+    EMPTYING_BUCKET = "emptying-bucket"
+    """`tear_down --delete-bucket` deleted one more batch (up to 1000) of the bucket's object versions."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,206 @@ def _outputs_after_deploy(name: str, session: boto3.Session | None, template_pat
             f"({', '.join(_OUTPUT_KEYS.values())}); the local AWS emulator (moto) never fills a stack's outputs after "
             "a change set (docs/check-and-infra.md)",
         ) from None
+
+
+_KEEPING_POLICIES = frozenset({"Retain", "RetainExceptOnCreate"})
+"""DeletionPolicy values under which deleting the stack leaves the resource in place."""
+
+
+@dataclass(frozen=True)
+class StackResource:
+    """One resource of the stack, and what deleting the stack does to it."""
+
+    logical_id: str
+    type: str
+    physical_id: str
+    deletion_policy: str
+    """The template's DeletionPolicy for it; "Delete" where the template names none (CloudFormation's default)."""
+
+    @property
+    def kept(self) -> bool:
+        return self.deletion_policy in _KEEPING_POLICIES
+
+
+@dataclass(frozen=True)
+class BucketContents:
+    """What a bucket holds. S3 deletes a bucket only once every version and delete marker is gone."""
+
+    objects: int
+    """Current objects: what `aws s3 ls --recursive` lists."""
+    versions: int
+    """Every object version and delete marker, the current ones included: what emptying deletes."""
+
+    def __str__(self) -> str:
+        return f"{self.objects} object(s), {self.versions} version(s) and delete marker(s) in all"
+
+
+@dataclass(frozen=True)
+class Teardown:
+    """What deleting a stack would delete and keep, read before anything is deleted (`plan_teardown`)."""
+
+    stack_name: str
+    stack_id: str
+    region: str
+    status: str
+    resources: tuple[StackResource, ...]
+    bucket: StackResource | None
+    """The stack's S3 bucket, if it has one."""
+    bucket_contents: BucketContents | None
+    """None when there is no bucket, or it no longer exists."""
+
+
+def plan_teardown(stack_name: str | None = None, session: boto3.Session | None = None,
+                  delete_bucket: bool = False) -> Teardown:
+    """Read what deleting the stack would do; nothing is changed.
+
+    Refuses, before anything is deleted, a bucket CloudFormation would try to delete while it holds objects: that
+    deletion fails (DELETE_FAILED) only after the role is gone, so jobs lose their role and the stack stays.
+
+    Raises:
+        EnvironmentProblem: the stack does not exist.
+        SmtrainError: the stack's bucket is to be deleted with the stack but holds objects, and `delete_bucket` is
+            False.
+        AwsError: an AWS call was refused.
+    """
+    name = resolve_stack_name(stack_name)
+    with aws_errors(f"reading CloudFormation stack {name}"):
+        cfn = _cloudformation(session)
+        stack = _describe_stack(cfn, name)
+        if stack is None:
+            raise EnvironmentProblem(
+                f"CloudFormation stack '{name}' does not exist in {cfn.meta.region_name}: nothing to delete",
+                fix="name the stack with --stack-name or $SMTRAIN_STACK, and its region with --region or $AWS_REGION",
+            )
+        resources = _stack_resources(cfn, stack["StackId"])
+        bucket = next((resource for resource in resources if resource.type == "AWS::S3::Bucket"), None)
+    contents = None
+    if bucket and bucket.physical_id:
+        with aws_errors(f"counting the objects in bucket {bucket.physical_id}"):
+            contents = _bucket_contents(_s3(session), bucket.physical_id)
+    teardown = Teardown(name, stack["StackId"], cfn.meta.region_name, stack["StackStatus"], resources, bucket, contents)
+    if bucket and contents and contents.versions and not bucket.kept and not delete_bucket:
+        raise SmtrainError(
+            f"CloudFormation cannot delete bucket {bucket.physical_id} with stack {name}: it holds {contents}",
+            fix="pass --delete-bucket to delete them first (every version), or move what you need out of the bucket "
+            f"and empty it (`aws s3 rm s3://{bucket.physical_id} --recursive`, and its old versions)",
+        )
+    return teardown
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How `tear_down` deletes, reports and waits."""
+
+    delete_bucket: bool = False
+    """Also delete the stack's bucket and every version in it, even where the stack keeps the bucket."""
+    on_event: Callable[[DeployEvent], None] | None = None
+    """Receives the stack's events while it is deleted, and the progress of emptying the bucket."""
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+
+
+def tear_down(teardown: Teardown, removal: Removal = Removal(), session: boto3.Session | None = None) -> int:
+    """Delete the stack `plan_teardown` read, wait for DELETE_COMPLETE, and with `delete_bucket` its bucket too.
+
+    A bucket the stack deletes is emptied before the stack is deleted, so CloudFormation can delete it; a bucket
+    the stack keeps is emptied and deleted after the stack, once its role can no longer write to it.
+
+    Returns:
+        How many object versions and delete markers were deleted from the bucket.
+
+    Raises:
+        AwsError: the deletion ended DELETE_FAILED (naming the first resource that failed, with CloudFormation's
+            reason), S3 refused to delete an object, or the timeout passed.
+    """
+    notify = removal.on_event or (lambda event: None)
+    poller = _Poller(removal.poll_seconds, removal.timeout_seconds)
+    contents = teardown.bucket_contents
+    bucket = teardown.bucket if removal.delete_bucket and contents else None
+    total = contents.versions if contents else 0
+    deleted = 0
+    if bucket and not bucket.kept:
+        deleted = _empty_bucket(_s3(session), bucket.physical_id, total, notify)
+    with aws_errors(f"deleting CloudFormation stack {teardown.stack_name}"):
+        cfn = _cloudformation(session)
+        seen = _latest_event_ids(cfn, teardown.stack_id)
+        cfn.delete_stack(StackName=teardown.stack_id)
+        _wait_for_stack(cfn, teardown.stack_id, seen, notify, poller, done={"DELETE_COMPLETE"})
+    if bucket and bucket.kept:
+        s3 = _s3(session)
+        deleted = _empty_bucket(s3, bucket.physical_id, total, notify)
+        with aws_errors(f"deleting bucket {bucket.physical_id}"):
+            s3.delete_bucket(Bucket=bucket.physical_id)
+    return deleted
+
+
+def _stack_resources(cfn: Any, stack_id: str) -> tuple[StackResource, ...]:
+    """The stack's resources with their DeletionPolicy, read from the template the stack was deployed with (which
+    may be another than the one smtrain ships: --template-file, an older smtrain)."""
+    body = cfn.get_template(StackName=stack_id)["TemplateBody"]
+    # botocore hands back a JSON template already parsed, a YAML one as text.
+    template = body if isinstance(body, dict) else _load_template(body, Path(f"the template of stack {stack_id}"))
+    declared = (template or {}).get("Resources") or {}
+    return tuple(
+        StackResource(
+            logical_id=summary["LogicalResourceId"],
+            type=summary["ResourceType"],
+            physical_id=summary.get("PhysicalResourceId", ""),
+            deletion_policy=str((declared.get(summary["LogicalResourceId"]) or {}).get("DeletionPolicy", "Delete")),
+        )
+        for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_id)
+        for summary in page["StackResourceSummaries"]
+        if summary.get("LogicalResourceId")
+    )
+
+
+def _s3(session: boto3.Session | None) -> Any:
+    from orchestrator.cloud.sdk import boto_session, client
+
+    return client(session or boto_session(), "s3")
+
+
+def _bucket_contents(s3: Any, bucket: str) -> BucketContents | None:
+    """Counts every page of ListObjectVersions (which lists an unversioned bucket's objects too); None when the
+    bucket no longer exists."""
+    from botocore.exceptions import ClientError
+
+    objects = versions = 0
+    try:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            listed = page.get("Versions", [])
+            objects += sum(1 for version in listed if version.get("IsLatest"))
+            versions += len(listed) + len(page.get("DeleteMarkers", []))
+    except ClientError as exc:
+        if error_code(exc) == "NoSuchBucket":
+            return None
+        raise
+    return BucketContents(objects, versions)
+
+
+def _empty_bucket(s3: Any, bucket: str, total: int, notify: Callable[[DeployEvent], None]) -> int:
+    """Delete every object version and delete marker, a page (up to 1000, DeleteObjects' limit) at a time,
+    reporting each against the `total` counted before; returns how many were deleted (objects written since the
+    count go too)."""
+    deleted = 0
+    with aws_errors(f"emptying bucket {bucket}"):
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            batch = [{"Key": item["Key"], "VersionId": item["VersionId"]}
+                     for item in (*page.get("Versions", []), *page.get("DeleteMarkers", []))]
+            if not batch:
+                continue
+            errors = s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True}).get("Errors", [])
+            if errors:
+                first = errors[0]
+                raise AwsError(
+                    f"S3 refused to delete {len(errors)} object version(s) of bucket {bucket}, the first "
+                    f"{first.get('Key')} ({first.get('VersionId')}): {first.get('Code')} {first.get('Message', '')}",
+                    fix="fix the cause (s3:DeleteObjectVersion permission, Object Lock) and run the command again",
+                )
+            deleted += len(batch)
+            notify(DeployEvent(DeployStage.EMPTYING_BUCKET,
+                               f"bucket {bucket}: deleted {deleted} of {total} object version(s)"))
+    return deleted
 
 
 @dataclass
@@ -479,23 +681,28 @@ def _describe_event(event: dict[str, Any]) -> str:
 
 def _wait_for_stack(
     cfn: Any,
-    name: str,
+    stack_ref: str,
     seen: set[str],
     notify: Callable[[DeployEvent], None],
     poller: _Poller,
+    done: Collection[str] = _SUCCESS_STATUSES,
 ) -> None:
-    """Poll until the stack settles, reporting its events (and, when none comes for HEARTBEAT_SECONDS, that it is
-    still at work), each with the time since the change set was executed; a rollback or failure raises
-    AwsError."""
+    """Poll until the stack reaches a status in `done`, reporting its events (and, when none comes for
+    HEARTBEAT_SECONDS, that it is still at work), each with the time since the change set was executed or the
+    deletion began; a rollback or failure raises AwsError.
+
+    `stack_ref` is the stack's name or, to follow a deletion, its id: a deleted stack answers only to its id.
+    """
+    name = stack_ref.split("/")[1] if stack_ref.startswith("arn:") else stack_ref
     failures: list[dict[str, Any]] = []
     started = last_report = time.monotonic()
     while True:
-        stack = _describe_stack(cfn, name)
+        stack = _describe_stack(cfn, stack_ref)
         if stack is None:
             raise AwsError(
                 f"stack {name} disappeared while deploying", fix="check the stack's events in the console"
             )
-        for event in _new_events(cfn, name, seen):
+        for event in _new_events(cfn, stack_ref, seen):
             seen.add(event["EventId"])
             last_report = time.monotonic()
             notify(DeployEvent(DeployStage.STACK_EVENT, _describe_event(event),
@@ -503,19 +710,19 @@ def _wait_for_stack(
             if event["ResourceStatus"].endswith("_FAILED"):
                 failures.append(event)
         status = stack["StackStatus"]
-        if status in _SUCCESS_STATUSES:
+        if status in done:
             return
         if not status.endswith("_IN_PROGRESS"):
-            raise _deployment_failed(name, status, stack.get("StackStatusReason"), failures)
+            raise _stack_failed(name, status, stack.get("StackStatusReason"), failures)
         if time.monotonic() - last_report >= HEARTBEAT_SECONDS:
             last_report = time.monotonic()
-            notify(DeployEvent(DeployStage.WAITING, f"stack {name} still {status}: CloudFormation is creating or "
-                                                    "updating resources (some take several minutes)",
+            notify(DeployEvent(DeployStage.WAITING, f"stack {name} still {status}: CloudFormation is still at work "
+                                                    "on its resources (some take several minutes)",
                                elapsed_seconds=last_report - started))
         poller.pause(f"stack {name} ({status})")
 
 
-def _deployment_failed(
+def _stack_failed(
     name: str, status: str, stack_reason: str | None, failures: list[dict[str, Any]]
 ) -> AwsError:
     """Name the first resource that failed: later failures are usually CloudFormation cancelling the rest."""
@@ -524,6 +731,12 @@ def _deployment_failed(
         fix = _delete_failed_stack_fix(name)
     elif status == "UPDATE_ROLLBACK_COMPLETE":
         fix = "the stack is back to its previous state; fix the cause and deploy again"
+    elif status == "DELETE_FAILED":
+        fix = (
+            "what was deleted stays deleted; fix the cause named above and run `smtrain infra delete` again, or leave "
+            "that resource behind with `aws cloudformation delete-stack --stack-name "
+            f"{name} --retain-resources <Logical ID>`"
+        )
     else:
         fix = f"see `aws cloudformation describe-stack-events --stack-name {name}`; the stack may need repair"
     return AwsError(f"stack {name} ended in {status}: {cause}", fix=fix)
