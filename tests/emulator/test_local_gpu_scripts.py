@@ -23,6 +23,7 @@ pytestmark = [
 SPECS = Path(__file__).parent / "gpu_scripts"
 SMTRAIN = Path(sys.executable).with_name("smtrain")
 SOURCE_FILES = sorted(path.name for path in (SPECS.parent / "gpu_standin" / "scripts").glob("*.py"))
+DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's, with torch 1.13 (docs/host-file-system.md)
 STANDIN_NOTICE = "This GPU job runs on the CPU: every training process gets smtrain's CPU stand-in for CUDA"
 
 
@@ -74,6 +75,21 @@ def test_torchrun_ddp_over_nccl_on_two_g5_hosts(tmp_path):
     _assert_one_world(lines, world_size=8, dataset_size=64, agreed=("final_loss", "checksum", "device_count"))
     assert {line["rank"]: line["device"] for line in lines} == {rank: rank % 4 for rank in range(8)}
     assert lines[0]["device_count"] == 4
+
+
+def test_fsdp_v1_trains_under_torch_1_13(tmp_path):
+    """FSDP v1 on Debian's torch 1.13, whose gloo has no reduce-scatter or all-gather into a tensor, and whose FSDP
+    does not import on Python 3.11 as it is: both ranks train, with the same falling loss."""
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True, check=False).returncode:
+        pytest.skip(f"{DEBIAN_PYTHON} has no torch (Debian: apt-get install python3-torch)")
+    result, _ = _local("fsdp_v1-torch_distributed-2x-g5.xlarge.yaml", tmp_path / "run", "--python", DEBIAN_PYTHON)
+    assert (result["status"], result["exit_code"], result["world_size"]) == ("Completed", 0, 2), result
+    hosts = _json_lines(tmp_path / "run")
+    lines = hosts["algo-1"] + hosts["algo-2"]
+    assert sorted(line["rank"] for line in lines) == [0, 1]
+    assert lines[0]["losses"] == lines[1]["losses"]
+    losses = lines[0]["losses"]
+    assert losses[-1] < losses[0] / 4 and all(later < earlier for earlier, later in zip(losses, losses[1:])), losses
 
 
 def test_spawn_one_process_per_gpu_with_a_localhost_master(tmp_path):

@@ -187,3 +187,45 @@ def test_bfloat16_collectives_under_torch_1_13_match_torch_2_gloo(standin):
     for old, new in zip(older, newer, strict=True):
         assert (old.pop("gloo_group"), new.pop("gloo_group")) == ("Invalid scalar type", "reduced")
         assert old == new
+
+
+def _reduce_scatter_results(standin, python: str, world: int) -> list[dict]:
+    """Each rank's results of scripts/reduce_scatter_collectives.py under `python`, every rank started by hand."""
+    if subprocess.run([python, "-c", "import torch"], capture_output=True, check=False).returncode:
+        pytest.skip(f"{python} has no torch (Debian: apt-get install python3-torch)")
+    env = standin.environment(num_gpus=world, WORLD_SIZE=str(world))
+    ranks = [standin.start([python, str(standin.scripts / "reduce_scatter_collectives.py")],
+                           {**env, "RANK": str(rank)}) for rank in range(world)]
+    return [standin.json_lines(done.stdout)[-1] for done in standin.finish_all(ranks)]
+
+
+def _reduce_scatter_input(rank: int, world: int) -> torch.Tensor:
+    return torch.arange(world * 6, dtype=torch.float64).reshape(world * 2, 3) + rank + 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("python", [OLDER_PYTHON, sys.executable], ids=["torch-1.13", "torch-2"])
+def test_reduce_scatters_and_all_gather_into_tensor_keep_nccls_contract(standin, python, world):
+    """NCCL: rank r receives chunk r of the element-wise reduction of every rank's input, by every op, in the tensor,
+    list and _reduce_scatter_base forms, synchronous or async, and the input is left as it was; FSDP v1 gathers its
+    flat parameter with all_gather_into_tensor. Debian's torch 1.13 gloo has none of these ("does not support
+    reduce_scatter"), and no ReduceOp.AVG; a group asked for gloo keeps gloo's refusal."""
+    inputs = torch.stack([_reduce_scatter_input(rank, world) for rank in range(world)])
+    expected = {"sum": inputs.sum(0), "avg": inputs.mean(0), "product": inputs.prod(0), "min": inputs.amin(0),
+                "max": inputs.amax(0), "premul_sum": inputs.sum(0) * 0.5}
+    expected |= {"sum_bfloat16": expected["sum"], "sum_async": expected["sum"], "list_sum": expected["sum"],
+                 "list_avg_async": expected["avg"], "base_sum": expected["sum"],
+                 "base_premul_sum_async": expected["premul_sum"]}
+    older = python == OLDER_PYTHON
+    for rank, results in enumerate(_reduce_scatter_results(standin, python, world)):
+        for case, total in expected.items():
+            _assert_result(results[case], total.chunk(world)[rank])
+        if older:  # NCCL's integer average truncates
+            average = torch.div(inputs.sum(0), world, rounding_mode="trunc")
+            _assert_result(results["avg_int64"], average.chunk(world)[rank])
+        else:
+            assert results["avg_int64"] == "result type Float can't be cast to the desired output type Long"
+        _assert_result(results["all_gather_into_tensor"], torch.arange(world).repeat_interleave(6).double())
+        refused = "ProcessGroup gloo does not support _reduce_scatter_base" if older else "reduced"
+        assert refused in results["gloo_group"]

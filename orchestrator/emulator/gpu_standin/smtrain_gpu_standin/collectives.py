@@ -24,6 +24,15 @@ object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL doe
   finished (at once, or when its async work completes) every copy is written back, rounded to bfloat16. A sum of
   many ranks is thus rounded once, where gloo of torch 2 (and NCCL) rounds after each addition. A group the script
   asked gloo for keeps gloo's refusal, as on the instance.
+* ``reduce_scatter``, ``reduce_scatter_tensor`` (``_reduce_scatter_base``) and ``all_gather_into_tensor``
+  (``_all_gather_base``) under a torch whose gloo lacks them (Debian's 1.13: "does not support reduce_scatter",
+  "no support for _allgather_base"; FSDP v1 shards with them), on a group the script asked NCCL for. A
+  reduce-scatter all-reduces a copy of its input (the list form's inputs concatenated) and copies this rank's
+  chunk into the output: every element is reduced as NCCL reduces it, by the same op (``ReduceOp.AVG``, which
+  1.13's gloo lacks too, as a sum divided by the world size, truncated for integers as NCCL does; PREMUL_SUM as
+  above), and the input is left as it was. An all-gather into a tensor all-gathers into the output's chunks. An
+  async call returns a work handle that completes once the output is written. A group asked for gloo keeps
+  gloo's refusal.
 
 Anything else that gloo refuses fails with the stand-in's message: the call, that gloo stands in for NCCL here,
 and what to do.
@@ -37,7 +46,8 @@ import inspect
 import torch
 import torch.distributed
 import torch.distributed.distributed_c10d as c10d
-from torch._C._distributed_c10d import HashStore, ProcessGroupGloo, _create_work_from_future
+from torch._C._distributed_c10d import (AllreduceOptions, HashStore, ProcessGroupGloo, ReduceOp,
+                                        _create_work_from_future)
 
 from .distributed import stands_for_nccl
 
@@ -76,6 +86,12 @@ class PremulSum:
 
 
 def install() -> None:
+    if _gloo_lacks("_reduce_scatter_base"):  # first: c10d's _reduce_scatter_base calls reduce_scatter_tensor
+        _set("reduce_scatter_tensor", _through_all_reduce(c10d.reduce_scatter_tensor, "input"))
+    if _gloo_lacks("reduce_scatter"):
+        _set("reduce_scatter", _through_all_reduce(c10d.reduce_scatter, "input_list"))
+    if _gloo_lacks("_allgather_base"):
+        _set("all_gather_into_tensor", _into_chunks(c10d.all_gather_into_tensor))
     for name in _NO_BFLOAT16:  # first: the wrappers below, and torch's own callers, reach them through c10d
         if hasattr(c10d, name):
             _set(name, _bfloat16_in_float32(getattr(c10d, name)))
@@ -188,17 +204,89 @@ def _bfloat16_beyond_gloo(arguments: dict) -> bool:
             and stands_for_nccl(arguments.get("group")) and not _gloo_has_bfloat16())
 
 
-@functools.cache
 def _gloo_has_bfloat16() -> bool:
-    """Whether this torch's gloo runs bfloat16 collectives (2.13's does, 1.13's not): asked of a one-rank
-    group rather than guessed from torch's version."""
+    """Whether this torch's gloo runs bfloat16 collectives (2.13's does, 1.13's not)."""
+    return not _gloo_lacks("bfloat16")
+
+
+def _average() -> AllreduceOptions:
+    options = AllreduceOptions()
+    options.reduceOp = ReduceOp.AVG
+    return options
+
+
+# How to ask a one-rank gloo group for each feature some gloo lacks (each lacking in 1.13's gloo).
+_PROBES = {
+    "bfloat16": lambda group: group.allreduce([torch.zeros(1, dtype=torch.bfloat16)]),
+    "avg": lambda group: group.allreduce([torch.zeros(1)], _average()),
+    "reduce_scatter": lambda group: group.reduce_scatter([torch.zeros(1)], [[torch.zeros(1)]]),
+    "_reduce_scatter_base": lambda group: group._reduce_scatter_base(torch.zeros(1), torch.zeros(1)),
+    "_allgather_base": lambda group: group._allgather_base(torch.zeros(1), torch.zeros(1)),
+}
+
+
+@functools.cache
+def _gloo_lacks(feature: str) -> bool:
+    """Whether this torch's gloo refuses `feature` (a key of `_PROBES`): asked of a one-rank group rather than
+    guessed from torch's version."""
     options = ProcessGroupGloo._Options()
     options._devices = [ProcessGroupGloo.create_device(hostname="127.0.0.1")]
     try:
-        ProcessGroupGloo(HashStore(), 0, 1, options).allreduce([torch.zeros(1, dtype=torch.bfloat16)]).wait()
+        _PROBES[feature](ProcessGroupGloo(HashStore(), 0, 1, options)).wait()
     except RuntimeError:
-        return False
-    return True
+        return True
+    return False
+
+
+def _through_all_reduce(reduce_scatter, operand: str):
+    """`reduce_scatter` (tensor form, or list form with `operand` ``input_list``) on an NCCL group, where gloo
+    lacks it: all-reduces a flat copy of every chunk and copies this rank's chunk into the output."""
+    signature = inspect.signature(reduce_scatter)
+
+    @functools.wraps(reduce_scatter)
+    def through_all_reduce(*args, **kwargs):
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        group, output, op = call.arguments["group"], call.arguments["output"], call.arguments["op"]
+        chunks = call.arguments[operand] if operand == "input_list" else [call.arguments[operand]]
+        world = c10d.get_world_size(group) if stands_for_nccl(group) else 0
+        if sum(chunk.numel() for chunk in chunks) != output.numel() * world or c10d._rank_not_in_group(group):
+            return reduce_scatter(*args, **kwargs)  # a gloo group, or a call NCCL refuses too: gloo's error says
+        flat = torch.cat([chunk.detach().reshape(-1) for chunk in chunks])
+        summed = op == ReduceOp.AVG and _gloo_lacks("avg")
+        work = c10d.all_reduce(flat, ReduceOp.SUM if summed else op, group, async_op=True)
+
+        def scatter(_done=None):
+            mine = flat.view(world, -1)[c10d.get_rank(group)]
+            if summed:  # NCCL's average: the sum divided, in integer division for integers
+                mine = mine / world if mine.is_floating_point() else torch.div(mine, world, rounding_mode="trunc")
+            output.copy_(mine.view(output.shape))
+            return [output]
+
+        if call.arguments["async_op"]:
+            return _create_work_from_future(work.get_future().then(scatter))
+        work.wait()
+        scatter()
+        return None
+
+    return through_all_reduce
+
+
+def _into_chunks(all_gather_into_tensor):
+    """`all_gather_into_tensor` on an NCCL group, where gloo lacks it: an all_gather into the output's chunks,
+    one per rank, which are views of it."""
+
+    @functools.wraps(all_gather_into_tensor)
+    def into_chunks(output_tensor, input_tensor, group=None, async_op=False):
+        if not stands_for_nccl(group) or c10d._rank_not_in_group(group):
+            return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
+        world = c10d.get_world_size(group)
+        if not output_tensor.is_contiguous() or output_tensor.numel() != input_tensor.numel() * world:
+            return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)  # NCCL refuses it too
+        chunks = list(output_tensor.view(world, *input_tensor.shape).unbind())
+        return c10d.all_gather(chunks, input_tensor.detach(), group, async_op)
+
+    return into_chunks
 
 
 def _widened(value, pairs: list):

@@ -18,11 +18,19 @@ reduced ``output_dtype`` goes with it: the outputs it would cast feed layers who
 (Accelerate, and the Trainer through it, asks for ``output_dtype=bfloat16`` with ``bf16``; kept, the next layer
 fails with "mat1 and mat2 must have the same dtype"). ``reduce_dtype`` stays as asked: it is the precision of the
 gradients' reduction, not of the compute.
+
+torch 1.x's FSDP v1 (Debian's 1.13) asks its own ``_get_compute_device`` method, which the CPU answers here in the
+same way. On Python 3.11 and later its import fails before any of that: the sharded-tensor metadata it imports
+gives a dataclass field an instance as default, which Python 3.11 refuses ("mutable default <class
+'...TensorProperties'> for field tensor_properties is not allowed: use default_factory"). That module is loaded
+with torch 2.0's fix, a default_factory, which makes the same default for every instance.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.machinery
+import sys
 
 import torch
 
@@ -35,6 +43,28 @@ def install(policies_in_float32: bool = False) -> None:
     hook.when_imported("torch.distributed.fsdp._init_utils", _device_handle_for_cuda)
     hook.when_imported("torch.distributed.fsdp._init_utils", _compute_on_cpu)
     hook.when_imported("torch.distributed.fsdp._fully_shard._fsdp_init", _mesh_device_on_cpu)
+    hook.when_imported("torch.distributed.fsdp.fully_sharded_data_parallel", _torch1_compute_on_cpu)
+    if sys.version_info >= (3, 11) and _METADATA not in sys.modules:
+        sys.meta_path.insert(0, _Torch1MetadataFix())
+
+
+_METADATA = "torch.distributed._shard.sharded_tensor.metadata"
+_MUTABLE_DEFAULT = ("field(default=TensorProperties())", "field(default_factory=TensorProperties)")
+
+
+class _Torch1MetadataFix:
+    """Finds torch 1.x's sharded-tensor metadata with the other finders, and runs its source with torch 2.0's
+    fix for Python 3.11 (torch 2's source lacks the default it replaces, and runs as it is)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _METADATA:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        source = spec.loader.get_source(name) if spec is not None and hasattr(spec.loader, "get_source") else None
+        if source is not None and _MUTABLE_DEFAULT[0] in source:
+            fixed = compile(source.replace(*_MUTABLE_DEFAULT), spec.origin, "exec")
+            spec.loader.exec_module = lambda module: exec(fixed, module.__dict__)
+        return spec
 
 
 def _device_handle_for_cuda(init_utils) -> None:
@@ -60,6 +90,22 @@ def _compute_on_cpu(init_utils) -> None:
         return devices.CPU if devices.is_gpu(device) else device
 
     init_utils._get_compute_device = on_cpu
+
+
+def _torch1_compute_on_cpu(fully_sharded) -> None:
+    fsdp = fully_sharded.FullyShardedDataParallel
+    if not hasattr(fsdp, "_get_compute_device"):  # torch 2 asks _init_utils (_compute_on_cpu)
+        return
+    get_compute_device = fsdp._get_compute_device
+
+    @functools.wraps(get_compute_device)
+    def on_cpu(self, module, ignored_params, device_from_device_id):
+        device = get_compute_device(self, module, ignored_params, None)
+        if device_from_device_id is not None and devices.is_gpu(device_from_device_id):
+            devices.placement(device_from_device_id)  # its index checked, as CUDA would
+        return devices.CPU if devices.is_gpu(device) else device
+
+    fsdp._get_compute_device = on_cpu
 
 
 def _mesh_device_on_cpu(fsdp_init) -> None:
