@@ -13,9 +13,10 @@ its metric lines, metrics.jsonl, epoch-end checkpoints (sharded, through DCP, fo
 wall-clock ratio of the medians is the goal; the CPU-time ratio and the ratio of the fastest runs move less when
 other work shares the machine, and so does the median of the ratios of each back-to-back pair.
 
-Memory: each rank builds the model exactly as train.py does (trainers.build_strategy), trains one step, and adds up
-the bytes of the storage behind its parameters, gradients and optimizer state (what a rank holds between steps;
-shared storage counted once, fsdp's padding included). Not counted: DDP's gradient buckets (another copy of the
+Memory: one torchrun per world size; each rank, for each layout in turn in the same process group, builds the model
+exactly as train.py does (trainers.build_strategy), trains one step, and adds up the bytes of the storage behind
+its parameters, gradients and optimizer state (what a rank holds between steps; shared storage counted once,
+fsdp's padding included). Not counted: DDP's gradient buckets (another copy of the
 gradients inside the reducer, so DDP and ZeRO-1 hold more than shown) and the blocks fsdp gathers while they run.
 
 Results go to bench/results/.
@@ -24,6 +25,7 @@ Results go to bench/results/.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import gc
 import json
@@ -140,11 +142,11 @@ def _memory() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-sharded-memory-") as scratch:
         for world_size in MEMORY_WORLD_SIZES:
-            for layout, options in MEMORY_LAYOUTS.items():
-                result = Path(scratch) / f"{layout}-{world_size}.json"
-                _launch([__file__, "--memory-worker", str(result), *options, *MEMORY_WORKLOAD], Path(scratch) /
-                        f"{layout}-{world_size}", world_size)
-                per_rank = json.loads(result.read_text())
+            # One launch per world size: each rank measures every layout in turn, in one process group.
+            result = Path(scratch) / f"memory-{world_size}.json"
+            _launch([__file__, "--memory-worker", str(result), *MEMORY_WORKLOAD], Path(scratch) / str(world_size),
+                    world_size)
+            for layout, per_rank in json.loads(result.read_text()).items():
                 totals = [sum(rank[kind] for kind in HELD) for rank in per_rank]
                 rows.append({"layout": layout, "world_size": world_size, "per_rank": per_rank,
                              "max_total": max(totals), "mean_total": statistics.mean(totals)})
@@ -160,28 +162,44 @@ def _memory() -> None:
     _write_result("bench_sharded-memory", {"workload": MEMORY_WORKLOAD, "rows": rows})
 
 
-def _memory_worker(result: Path, train_args: list[str]) -> None:
-    """One rank: builds the model as train.py does, trains one step, and reports the bytes it holds."""
+def _memory_worker(result: Path, workload: list[str]) -> None:
+    """One rank: for each layout, builds the model as train.py does, trains one step, and reports the bytes it
+    holds; rank 0 writes every rank's figures per layout."""
     sys.path.insert(0, str(ENTRYPOINTS))
     import backends
     import dist_env
     import torch.distributed as dist
     import train
-    import trainers
     from config import parse_config
+
+    env = dist_env.detect(os.environ)
+    group = backends.init_process_group(backends.resolve_runtime("gloo", env, print), env)
+    every_layout = {}
+    for layout, options in MEMORY_LAYOUTS.items():
+        config = parse_config([*options, *workload], {})
+        runtime = dataclasses.replace(backends.resolve_runtime(config.trainer, env, print),
+                                      control_group=group.control_group)
+        every_rank: list[Any] = [None] * env.world_size
+        dist.all_gather_object(every_rank, _held_after_one_step(config, env, runtime))
+        every_layout[layout] = every_rank
+    if env.rank == 0:
+        result.write_text(json.dumps(every_layout))
+    dist.destroy_process_group()
+    train.leave(0)  # as train.py ends: no interpreter finalization for gloo's threads to abort in
+
+
+def _held_after_one_step(config: Any, env: Any, runtime: Any) -> dict[str, int]:
+    """The bytes of parameters, gradients and optimizer state a rank holds after one step of `config`'s layout."""
+    import trainers
     from data import synthetic_dataset
     from models import TASKS
 
-    config = parse_config(train_args, {})
-    env = dist_env.detect(os.environ)
-    runtime = backends.init_process_group(backends.resolve_runtime(config.trainer, env, print), env)
     torch.manual_seed(config.seed)
     strategy = trainers.build_strategy(config, env, runtime, None, print)
     task = TASKS[config.model]
     features, targets = synthetic_dataset(task, config.batch_size, config.seed + env.rank).tensors
     task.loss_function()(strategy.module(features), targets).backward()
     strategy.optimizer.step()
-
     parameters = list(strategy.module.parameters())
     optimizers = [strategy.optimizer, getattr(strategy.optimizer, "optim", None)]  # ZeRO-1 keeps its shard in .optim
     held = {"parameters": _storage_bytes(parameters),
@@ -189,14 +207,9 @@ def _memory_worker(result: Path, train_args: list[str]) -> None:
             "optimizer": _storage_bytes(value for optimizer in optimizers if optimizer is not None
                                         for state in optimizer.state.values() for value in state.values()
                                         if isinstance(value, torch.Tensor))}
-    every_rank: list[Any] = [None] * env.world_size
-    dist.all_gather_object(every_rank, held)
-    if env.rank == 0:
-        result.write_text(json.dumps(every_rank))
-    del strategy, parameters, optimizers  # release what holds the group before it goes (see entrypoints/trainers.py)
+    del strategy, parameters, optimizers  # release what holds the group before the next layout
     gc.collect()
-    dist.destroy_process_group()
-    train.leave(0)  # as train.py ends: no interpreter finalization for gloo's threads to abort in
+    return held
 
 
 def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
