@@ -49,15 +49,17 @@ class UserErrorGroup(click.Group):
             command = exc.ctx.command_path if exc.ctx else "smtrain"
             echo_json(_unplaced_error("UsageError", exc.format_message(), f"see `{command} --help`"))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:  # said where it can be: a closed terminal (SIGHUP) must not make it exit 1
+        except KeyboardInterrupt as error:  # said where it can be: a closed terminal (SIGHUP) must not exit 1
             import sys
 
             from orchestrator.cli.closed_console import Tolerant
+            from orchestrator.emulator.supervising.interruption import interrupted_by
 
+            said = f"interrupted ({interrupted_by(error)})"  # the signal, as the run's reason names it
             if _wants_json(ctx):
-                echo_json(_unplaced_error("Interrupted", "interrupted", None), file=Tolerant(sys.stdout))
+                echo_json(_unplaced_error("Interrupted", said, None), file=Tolerant(sys.stdout))
             else:
-                click.secho("interrupted", fg="yellow", file=Tolerant(sys.stderr))
+                click.secho(said, fg="yellow", file=Tolerant(sys.stderr))
             ctx.exit(130)
 
 

@@ -155,6 +155,8 @@ class _Ending:
     output: Path | None = None
     smoke: SmokeReport | None = None
     cause: FailureCause | None = None
+    interrupted_by: str | None = None
+    """The signal that interrupted smtrain (SIGINT, SIGTERM, SIGHUP), which status.json's message names."""
 
 
 def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer: Observer | None = None,
@@ -214,10 +216,11 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
         with StopWatch(layout.root, stop_requested) as stop_watch:
             return _run(reporter, options, observer, hook, started)
     except KeyboardInterrupt as error:  # before the processes started (installing requirements), a notebook's
+        by_signal = interrupted_by(error)
         with contextlib.suppress(OSError):
-            _result(reporter, _Ending("Interrupted", 130, f"interrupted ({interrupted_by(error)}) before the job's "
-                                      "processes ended; nothing the run started is left running",
-                                      _Effort(1, time.monotonic() - started)))
+            _result(reporter, _Ending("Interrupted", 130, f"interrupted ({by_signal}) before the job's processes "
+                                      "ended; nothing the run started is left running",
+                                      _Effort(1, time.monotonic() - started), interrupted_by=by_signal))
         raise
     except BaseException as error:  # a bug: the run directory still says so
         with contextlib.suppress(OSError):
@@ -478,7 +481,8 @@ def _finish(reporter: _Reporter, processes: list[HostProcess], outcome: Outcome,
     except OSError as error:
         status, exit_code = "Failed", 1
         reason = ((reason + "\n") if reason else "") + _artifact_failure(layout.root, error)
-    return _result(reporter, _Ending(status, exit_code, reason, effort, model, output, smoke, cause))
+    return _result(reporter, _Ending(status, exit_code, reason, effort, model, output, smoke, cause,
+                                     outcome.interrupted_by))
 
 
 def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
@@ -497,7 +501,8 @@ def _result(reporter: _Reporter, ending: _Ending) -> LocalRun:
                         f"{f' ({result.failure_reason.splitlines()[0]})' if result.failure_reason else ''}, but "
                         f"result.json could not be written in {prepared.layout.root}: {error.strerror or error}",
                         fix="free disk space; the logs are in the run directory") from None
-    status, secondary, message = terminal_status(ending.status, result.failure_reason, result.failure_cause)
+    status, secondary, message = terminal_status(ending.status, result.failure_reason, result.failure_cause,
+                                                 ending.interrupted_by)
     reporter.report.finish(status, secondary, result.failure_reason, ending.model, message=message)
     return result
 

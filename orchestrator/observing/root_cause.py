@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
 
@@ -109,9 +111,7 @@ _MPI_EXIT = re.compile(r"Process name:\s*\[[^\]]*?,(\d+)\]\s*\n\s*Exit code:\s*(
 _MPI_COMMAND = re.compile(r"mpirun .*?(?:-H|--host) (\S+).*? -np (\d+)")
 _TOOLKIT_EXIT = re.compile(r"^ExitCode (-?\d+)$")
 _IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
-_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
-            11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
-_STOP_SIGNALS = {1, 2, 15}
+_STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 """Signals a launcher sends to stop the ranks that did not fail: never the root."""
 
 OWN, COLLECTIVE, CONSEQUENCE, BARE = 0, 1, 2, 3
@@ -202,7 +202,7 @@ class FailureCause:
         if self.exception:
             return f"{where} failed: {self.exception}{at}"
         if (number := _signal_number(self.exit_code)) is not None:
-            return f"{where} was killed by signal {number} ({_SIGNALS.get(number, 'signal')}){at}"
+            return f"{where} was killed by signal {number} ({signal_name(number)}){at}"
         return f"{where} exited with code {self.exit_code}{at}"
 
     def text(self) -> str:
@@ -371,8 +371,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                               "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
                               "type with more memory")
     if (number := _signal_number(exit_code)) is not None and not text:
-        name = _SIGNALS.get(number, f"signal {number}")
-        return "signal", (f"the process died of {name} without a Python error: {_signal_advice(number)}")
+        return "signal", (f"the process died of {signal_name(number)} without a Python error: "
+                          f"{_signal_advice(number)}")
     if text:
         return "exception", None
     return "exit", None
@@ -470,9 +470,9 @@ def _signal_number(exit_code: int | None) -> int | None:
 
 
 def _signal_advice(number: int) -> str:
-    if number == 11:
+    if number == signal.SIGSEGV:
         return "a crash in native code (a CUDA kernel, a C extension); run it with CUDA_LAUNCH_BLOCKING=1 to find it"
-    if number == 6:
+    if number == signal.SIGABRT:
         return "an abort in native code (often a C++ exception nothing caught); the lines before it name it"
     return "look at the host's last lines for what sent it"
 

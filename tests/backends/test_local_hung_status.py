@@ -95,5 +95,5 @@ def test_a_hung_or_interrupted_run_gets_a_status_message_of_its_own():
     assert terminal_status("Failed", "algo-2 (rank 1) failed: ValueError", cause) == (
         "Failed", "Failed", None)
     # Ctrl-C or a CI runner's SIGTERM, not the "(simulated spot interruption)" the run goes on after
-    message = "smtrain was interrupted (Ctrl-C, SIGTERM or SIGHUP) and stopped every process of the job"
-    assert terminal_status("Interrupted", None) == ("Stopped", "Interrupted", message)
+    message = "smtrain was interrupted (SIGHUP) and stopped every process of the job"
+    assert terminal_status("Interrupted", None, interrupted_by="SIGHUP") == ("Stopped", "Interrupted", message)

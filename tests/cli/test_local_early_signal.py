@@ -44,5 +44,5 @@ def test_a_sigterm_while_the_input_is_read_says_interrupted(tmp_path):
         if writer is not None:
             os.close(writer)
     assert process.returncode == 130, (process.returncode, stdout, stderr)
-    assert "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert "interrupted (SIGTERM)" in stderr and "Traceback" not in stderr, stderr
     assert not (tmp_path / "run").exists()

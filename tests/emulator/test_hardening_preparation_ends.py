@@ -96,6 +96,7 @@ def test_a_sigterm_while_the_hosts_are_prepared_leaves_a_status_saying_interrupt
     status = _status(run)
     assert (status["status"], status["secondary_status"]) == ("Stopped", "Interrupted"), status
     assert status["failure_reason"].startswith("interrupted (SIGTERM) while the hosts' /opt/ml trees were prepared")
+    assert status["history"][-1]["message"].startswith("smtrain was interrupted (SIGTERM) and "), status["history"]
     result = json.loads((run / "result.json").read_text())
     assert (result["status"], result["exit_code"]) == ("Interrupted", 130)
     assert not (run / ".smtrain-reserve").exists()

@@ -18,6 +18,7 @@ import psutil
 import pytest
 import yaml
 
+from orchestrator.backends.local import LocalBackend
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.supervising.supervisor import INTERRUPT_GRACE_SECONDS
 from orchestrator.specs.loader import load
@@ -101,6 +102,9 @@ def test_a_signal_to_smtrain_leaves_no_process(spawner_spec, tmp_path, sig):
     assert _tagged(tag) == []
     reason = json.loads((tmp_path / "run" / "result.json").read_text())["failure_reason"]
     assert reason.startswith(f"interrupted ({sig.name} forwarded to every training process as SIGTERM); "), reason
+    status = LocalBackend().describe(str(tmp_path / "run"))  # what `smtrain status` and Job.status() read later
+    said = status.transitions[-1].message
+    assert said == f"smtrain was interrupted ({sig.name}) and stopped every process of the job", said
 
 
 def test_ctrl_c_under_torchrun_leaves_no_process(spawner_spec, tmp_path):
@@ -123,7 +127,8 @@ def test_ctrl_c_with_a_process_ignoring_sigterm_is_announced_and_bounded(spawner
     seconds = time.monotonic() - interrupted
     output = "".join(lines)
     assert INTERRUPT_GRACE_SECONDS <= seconds < INTERRUPT_GRACE_SECONDS + 15, (seconds, output)
-    assert f"interrupted: waiting up to {INTERRUPT_GRACE_SECONDS:g} s for 1 process: algo-1 rank 0 (pid " in output
+    assert f"interrupted (SIGINT): waiting up to {INTERRUPT_GRACE_SECONDS:g} s for 1 process: algo-1 rank 0 (pid " \
+        in output
     assert "Ctrl-C again kills them now" in output
     assert "killing 1 process: algo-1 rank 0 (pid" in output and f"after {INTERRUPT_GRACE_SECONDS:g} s" in output
     assert _tagged(tag) == []

@@ -273,6 +273,9 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         trials = results["trials"]
         assert len(trials) == 2 and all(trial["status"] == "Stopped" for trial in trials), trials
         assert results["status"] == "Stopped"
+        said = console.read_text()  # each trial's line and the last line name the signal the search got
+        assert said.count(f" - interrupted ({signum.name})\n") == 2, said
+        assert said.rstrip().endswith(f"interrupted ({signum.name})"), said[-2000:]
     finally:
         tune.kill()
         for pid in scripts:

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from orchestrator.backends.job import attach
+from orchestrator.backends.local import LocalBackend
 from orchestrator.emulator.local_run import Options, QuietObserver, run_local
 from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.errors import EnvironmentProblem
@@ -118,6 +119,8 @@ def test_an_interruption_before_the_processes_start_names_its_signal(make_spec, 
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert (result["status"], result["exit_code"]) == ("Interrupted", 130)
     assert result["failure_reason"].startswith(f"interrupted ({named}) before the job's processes ended; "), result
+    said = LocalBackend().describe(str(tmp_path / "run")).transitions[-1].message  # `smtrain status`, Job.status()
+    assert said == f"smtrain was interrupted ({named}) and stopped every process of the job", said
 
 
 def test_simulated_spot_interruption_resumes_to_the_uninterrupted_model(tmp_path):

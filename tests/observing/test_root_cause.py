@@ -192,6 +192,19 @@ def test_a_segfault_reads_the_same_through_a_shell_and_under_torchrun():
     assert through_shell.category == under_torchrun.category == "signal"
 
 
+def test_a_signal_without_a_name_in_a_table_reads_the_same_as_an_exit_code_and_a_returncode():
+    """The names came from a table of ten signals: another (a real-time one) read `killed by signal 35 (signal)`
+    and its fix `died of signal 35`; a kill through a shell (128 + N) and as Python's returncode (-N) agree."""
+    said = ["step 1 loss 2.3"]
+    causes = [read_cause({"algo-1": said}, _one_process(["algo-1"]), exit_codes={"algo-1": code})
+              for code in (128 + 35, -35)]
+    assert {cause.headline() for cause in causes} == {"algo-1 (rank 0) was killed by signal 35 (Real-time signal 1)"}
+    assert {cause.category for cause in causes} == {"signal"}
+    assert causes[0].fix == causes[1].fix and "died of Real-time signal 1 without a Python error" in causes[0].fix
+    killed = [read_cause({"algo-1": said}, _one_process(["algo-1"]), exit_codes={"algo-1": code}) for code in (137, -9)]
+    assert {cause.headline() for cause in killed} == {"algo-1 (rank 0) was killed by signal 9 (SIGKILL)"}
+
+
 def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
     lines = ["[1,0]<stdout>:step 1", "[1,3]<stderr>:Traceback (most recent call last):",
              '[1,3]<stderr>:  File "/opt/ml/code/train.py", line 5, in <module>', "[1,3]<stderr>:KeyError: 'label'",

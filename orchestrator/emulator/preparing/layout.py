@@ -587,10 +587,10 @@ def ended_before_start(root: Path, job_name: str, report: StatusReport | None, e
     them: `smtrain status` and `list` then tell how it ended, not a run directory without a status. Returned with
     why they could not be written, where they could not.
     """
-    if isinstance(error, KeyboardInterrupt):
-        status, exit_code, reason = "Interrupted", 130, (f"interrupted ({interrupted_by(error)}) while the hosts' "
-                                                         "/opt/ml trees were prepared: no process of the job had "
-                                                         "started")
+    by_signal = interrupted_by(error) if isinstance(error, KeyboardInterrupt) else None
+    if by_signal is not None:
+        status, exit_code, reason = "Interrupted", 130, (f"interrupted ({by_signal}) while the hosts' /opt/ml trees "
+                                                         "were prepared: no process of the job had started")
     elif isinstance(error, SmtrainError):
         status, exit_code, reason = "Failed", error.exit_code, mask(error.message)
     else:
@@ -599,7 +599,7 @@ def ended_before_start(root: Path, job_name: str, report: StatusReport | None, e
         write_result(root, {"job_name": job_name, "run_dir": str(root), "status": status,
                             "exit_code": exit_code, "failure_reason": reason})
         if report is not None:
-            described, secondary, message = terminal_status(status, reason)
+            described, secondary, message = terminal_status(status, reason, interrupted_by=by_signal)
             report.finish(described, secondary, reason, None, message=message)
     except OSError as unwritten:
         if not isinstance(error, RunFailed):

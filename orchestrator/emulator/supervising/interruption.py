@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import signal
 
-
-def signal_name(signum: int) -> str:
-    """`SIGTERM` for 15."""
-    return signal.Signals(signum).name
+from orchestrator.observing.signal_names import signal_name
 
 
 def interruption(signum: int) -> KeyboardInterrupt:

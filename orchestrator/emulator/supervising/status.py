@@ -43,7 +43,6 @@ _MESSAGES = {
     "Stopping": "Stopping the training job (stop requested)",
     "Uploading": "Uploading generated training model and output",
 }
-_INTERRUPTED_BY_SIGNAL = "smtrain was interrupted (Ctrl-C, SIGTERM or SIGHUP) and stopped every process of the job"
 _DESCRIBED_TIMES = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")
 
 
@@ -125,8 +124,8 @@ class StatusReport:
             temporary.unlink(missing_ok=True)
 
 
-def terminal_status(local_status: str, failure_reason: str | None,
-                    failure_cause: Mapping[str, Any] | None = None) -> tuple[str, str, str | None]:
+def terminal_status(local_status: str, failure_reason: str | None, failure_cause: Mapping[str, Any] | None = None,
+                    interrupted_by: str | None = None) -> tuple[str, str, str | None]:
     """A finished local run's status (LocalRun.status) as SageMaker's (TrainingJobStatus, SecondaryStatus),
     and the last transition's StatusMessage where SageMaker's words for the secondary status do not say it.
 
@@ -134,12 +133,13 @@ def terminal_status(local_status: str, failure_reason: str | None,
     (the cause's headline: `Hung: rank 1 (algo-2) is not in a collective, ...`), the FailureReason and
     result.json's failure_cause say Hung and which rank the others wait for. A run that smtrain's signal ended
     (Ctrl-C, a CI runner's SIGTERM, a closed terminal) is Stopped, Interrupted, as a spot interruption SageMaker
-    gives up on, and its message says which it was: the words of a simulated spot interruption (the run goes on
-    after it) would send its reader after a spot setting."""
+    gives up on, and its message names the signal (`interrupted_by`), as the console's summary does: the words
+    of a simulated spot interruption (the run goes on after it) would send its reader after a spot setting."""
     if local_status == "Stopped" and (failure_reason or "").startswith("MaxRuntimeExceeded"):
         return "Stopped", "MaxRuntimeExceeded", None
     if local_status == "Interrupted":
-        return "Stopped", "Interrupted", _INTERRUPTED_BY_SIGNAL
+        named = f" ({interrupted_by})" if interrupted_by else ""
+        return "Stopped", "Interrupted", f"smtrain was interrupted{named} and stopped every process of the job"
     if local_status == "Hung":
         headline = (failure_cause or {}).get("headline")
         return "Failed", "Failed", headline or "Hung: stopped by smtrain's stall check"

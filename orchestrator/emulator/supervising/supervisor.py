@@ -41,9 +41,9 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
-from orchestrator.emulator.supervising.interruption import signal_name
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
+from orchestrator.observing.signal_names import signal_name
 from orchestrator.redact import PrivateKeyLines
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
@@ -261,7 +261,8 @@ class Supervisor:
             if self._interrupt.is_set():
                 status = "interrupted"
                 self._stop(tree, signal.SIGTERM, min(stop_grace_seconds, INTERRUPT_GRACE_SECONDS),
-                           workers_only=True, why="interrupted", hint="; Ctrl-C again kills them now")
+                           workers_only=True, why=f"interrupted ({self._interrupted_by})",
+                           hint="; Ctrl-C again kills them now")
                 break
             if (interrupt_after is not None and elapsed >= interrupt_after) or (
                     limits.interrupt_when is not None and limits.interrupt_when()):

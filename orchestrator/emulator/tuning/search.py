@@ -36,11 +36,13 @@ from typing import Any
 from orchestrator.emulator.launching.launch import usable_cores
 from orchestrator.emulator.preparing.layout import hold_directory
 from orchestrator.emulator.run_options import Options, command_words
+from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
+from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked, trials_text
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
@@ -179,7 +181,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         """SIGTERM or SIGHUP: as Ctrl-C, every trial stops (each `smtrain local` ends its own process tree) and the
         results so far are written before the search exits by the signal."""
         interrupted.append(signum)
-        search.stop_all(signal.SIGTERM)
+        search.stop_all(signum)
 
     def stop_requested() -> None:
         """`smtrain tune stop local:FOLDER`: as StopHyperParameterTuningJob, no new trial, the running ones stopped."""
@@ -200,12 +202,12 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
             # Ctrl-C: the running trials stop and are recorded, and the results say Stopped, as on SIGTERM.
             # Waited for on the futures: a thread join that Ctrl-C interrupted returns at once when retried.
             interrupted.append(signal.SIGINT)
-            say(f"tuning {name}: interrupted; stopping the running trials")
-            search.stop_all()
+            say(f"tuning {name}: interrupted ({signal_name(signal.SIGINT)}); stopping the running trials")
+            search.stop_all(signal.SIGINT)
             wait(workers)
     result = results("Stopped" if interrupted or asked_to_stop else "Failed" if search.errors else "Completed")
     if interrupted:
-        raise KeyboardInterrupt  # the CLI's exit for an interrupted command (130); tuning.json is written
+        raise interruption(interrupted[0])  # the CLI's exit (130), naming the signal; tuning.json is written
     if search.errors:
         raise search.errors[0]
     return result
@@ -320,6 +322,8 @@ class _Search:
         """The trials started and not ended yet, InProgress, by their number."""
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._stopping = False
+        self._interrupted_by: str | None = None
+        """The signal that stopped the search, which the line of each trial it stopped names."""
         self.trials: list[Trial] = list(earlier)
         self.errors: list[BaseException] = []
 
@@ -342,12 +346,15 @@ class _Search:
     def stop_all(self, signum: int | None = None) -> None:
         """No new trial starts, and every running one stops: on SIGTERM or SIGHUP its `smtrain local` gets the
         signal, on which it stops its job as a spot interruption would and ends every process the job started;
-        on Ctrl-C (which the trials got from the terminal too) each is asked to stop as StopTrainingJob stops it."""
+        on Ctrl-C (SIGINT, which the trials got from the terminal too) or `tune stop` (no signal) each is asked to
+        stop as StopTrainingJob stops it. The line of each trial a signal stopped names it."""
         with self._lock:
             self._stopping = True
+            if signum is not None and self._interrupted_by is None:
+                self._interrupted_by = signal_name(signum)
             for key, trial in self.running.items():
                 process = self._processes.get(key)
-                if signum is not None and process is not None and process.poll() is None:
+                if signum not in (None, signal.SIGINT) and process is not None and process.poll() is None:
                     process.send_signal(signum)
                 else:
                     _request_stop(self._root / trial.name)
@@ -412,6 +419,8 @@ class _Search:
                              else f" - {watch.why.replace('stopped', 'asked to stop')}; it completed first")
         if trial.failure_line:
             why += f" - {trial.failure_line}"
+        if trial.status == "Stopped" and not why and self._interrupted_by:
+            why = f" - interrupted ({self._interrupted_by})"
         self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
                   f"{why}")
 
