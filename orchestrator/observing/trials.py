@@ -46,11 +46,19 @@ class Trial:
 
     @property
     def failure_line(self) -> str | None:
-        """A failed trial's reason in one line (its first), for a console or a table's foot: the rest of it
-        (a traceback, the usage of the script) is in the document and the trial's logs."""
+        """A failed trial's reason in one line, for a console or a table's foot: its first line, and what the
+        script said where that line says only how it ended (`exited with code 1` beside `last line: ...`;
+        SageMaker's `AlgorithmError: ExecuteUserScriptError:` before the toolkit's ErrorMessage or ExitCode), or
+        every failed trial reads the same; the rest (a traceback, the usage) is in the document and the logs."""
         if self.status != "Failed" or not self.failure_reason or not self.failure_reason.strip():
             return None
-        return self.failure_reason.strip().splitlines()[0]
+        lines = [line.strip() for line in self.failure_reason.strip().splitlines() if line.strip()]
+        said = next((line for line in lines[1:2] if line.startswith("last line: ")), None)
+        if said is None and lines[0].endswith("ExecuteUserScriptError:"):
+            message = self.failure_reason.partition('ErrorMessage "')[2].partition('"\nCommand "')[0]
+            said = next((line.strip() for line in reversed(message.rstrip('"').splitlines()) if line.strip()),
+                        next((line for line in lines if line.startswith("ExitCode ")), None))
+        return f"{lines[0]}{' ' if lines[0].endswith(':') else '; '}{said}" if said else lines[0]
 
     def to_dict(self) -> dict[str, Any]:
         return {"trial": self.number, "name": self.name, "status": self.status, "objective": self.objective,

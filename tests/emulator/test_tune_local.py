@@ -131,6 +131,26 @@ def test_a_failed_trial_says_why_as_it_ends(tmp_path):
     assert result.output.splitlines()[-1] == "no best trial: no trial completed (1 failed)"
 
 
+def test_a_search_whose_first_five_trials_all_fail_fails_as_sagemakers_does(tmp_path):
+    """A broken script ran every one of max_jobs trials and the search read Completed in `tune status`; SageMaker
+    fails the tuning job after five attempts without a success, saying so."""
+    (tmp_path / "train.py").write_text("raise SystemExit('no data in /opt/ml/input')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(ONE_TRIAL.replace("max_jobs: 1", "max_jobs: 7"))
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+    status = CliRunner().invoke(main, ["tune", "status", f"local:{tmp_path / 'search'}"])
+
+    assert result.exit_code == 1, result.output
+    document = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    assert document["status"] == "Failed" and len(document["trials"]) == 5
+    assert document["failure_reason"].startswith("No training job succeeded after 5 attempts")
+    assert "failed: No training job succeeded after 5 attempts" in result.output
+    assert "Failed (Random); trials: 0 completed, 0 inprogress, 0 stopped, 5 failed of 7" in status.output
+    assert "exited with code 1; last line: no data in /opt/ml/input" in status.output, status.output
+
+
 def test_a_search_whose_objective_never_shows_says_so_and_where_to_look(tmp_path):
     (tmp_path / "train.py").write_text("print('accuracy=0.5')\n")  # completes, but prints no loss=
     (tmp_path / "job.yaml").write_text(TINY_JOB)

@@ -43,7 +43,7 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.observing.signal_names import signal_name
-from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, ranked, trials_text
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, counts_of, ranked, trials_text
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.redact import redact_mapping
@@ -57,6 +57,9 @@ WATCH_SECONDS = 0.5
 SIGNAL_POLL_SECONDS = 0.5
 """How often the main thread wakes while trials run, to handle a signal another thread received."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
+ATTEMPTS_WITHOUT_SUCCESS = 5
+"""SageMaker fails a tuning job whose first trials all fail ("No training job succeeded after 5 attempts"):
+a broken script or job spec costs five trials, not max_jobs."""
 LOG_CHUNK_BYTES = 1 << 20
 """The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
 printing a 32 MiB line costs the search no more than this."""
@@ -92,7 +95,8 @@ class SearchResult:
     search_spec: str | None = None
     """The tuning spec file the search ran: a folder holds one search's results."""
     status: str = "Completed"
-    """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all."""
+    """Stopped when interrupted (Ctrl-C, SIGTERM), Failed when a trial could not run at all or the first
+    ATTEMPTS_WITHOUT_SUCCESS trials all failed."""
     max_jobs: int | None = None
     """The trials the search runs at most: `tune status` shows the trials so far out of it."""
     settings: str | None = None
@@ -100,6 +104,8 @@ class SearchResult:
     --set): a search into this folder continues this one only when its digest is the same."""
     created: datetime | None = None
     """When the search started (SageMaker's CreationTime): `tune list` shows the newest first by it."""
+    failure_reason: str | None = None
+    """Why a Failed search failed, as DescribeHyperParameterTuningJob's FailureReason says it."""
 
     @property
     def best(self) -> Trial | None:
@@ -118,7 +124,8 @@ class SearchResult:
                 "strategy": self.strategy, "max_jobs": self.max_jobs,
                 "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
-                "seconds": round(self.seconds, 2), "best": winner.to_dict() if winner else None,
+                "seconds": round(self.seconds, 2), "failure_reason": self.failure_reason,
+                "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
 
 
@@ -157,7 +164,8 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         result = SearchResult(name=name, run_dir=root, strategy=spec.strategy.value, metric=spec.objective.metric,
                               goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
                               trials=trials, log_scaled=log_scaled, search_spec=search_spec, status=status,
-                              max_jobs=total, created=created, settings=settings)
+                              max_jobs=total, created=created, settings=settings,
+                              failure_reason=search.failure or (str(search.errors[0]) if search.errors else None))
         written = root / f".{SEARCH_RESULTS_FILE}.partial"
         written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(written, root / SEARCH_RESULTS_FILE)
@@ -205,12 +213,26 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
             say(f"tuning {name}: interrupted ({signal_name(signal.SIGINT)}); stopping the running trials")
             search.stop_all(signal.SIGINT)
             wait(workers)
-    result = results("Stopped" if interrupted or asked_to_stop else "Failed" if search.errors else "Completed")
+    failed = search.errors or search.failure
+    result = results("Stopped" if interrupted or asked_to_stop else "Failed" if failed else "Completed")
     if interrupted:
+        say(_interrupted_summary(result))
         raise interruption(interrupted[0])  # the CLI's exit (130), naming the signal; tuning.json is written
     if search.errors:
         raise search.errors[0]
     return result
+
+
+def _interrupted_summary(result: SearchResult) -> str:
+    """What an interrupted search leaves, as the CLI prints no table after Ctrl-C, and how to go on with it: the
+    default folder is named anew by each run, so only the same --run-dir continues the search."""
+    counts = ", ".join(f"{count} {status.lower()}" for status, count in counts_of(result.trials).items() if count)
+    winner = result.best
+    best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}" if winner
+                   else "no best trial yet")
+    return (f"tuning {result.name}: interrupted after {trials_text(len(result.trials))} of {result.max_jobs} "
+            f"({counts or 'none ran'}); {best_so_far}; results in {result.run_dir}; the same command with "
+            f"--run-dir {result.run_dir} continues the search")
 
 
 def search_settings(loaded: LoadedTuning) -> str:
@@ -326,6 +348,10 @@ class _Search:
         """The signal that stopped the search, which the line of each trial it stopped names."""
         self.trials: list[Trial] = list(earlier)
         self.errors: list[BaseException] = []
+        self.failure: str | None = None
+        """Why the search failed: its first trials all failed (ATTEMPTS_WITHOUT_SUCCESS)."""
+        self._ended_here: list[str] = []
+        """The statuses of the trials this run ended: a continued search whose script was fixed starts afresh."""
 
     def worker(self, total: int, began: float) -> None:
         budget = self._options.budget_seconds
@@ -413,6 +439,12 @@ class _Search:
         self._chooser.tell(key, trial.objective, trial.status)
         with self._lock:
             self.trials.append(trial)
+            self._ended_here.append(trial.status)
+            hopeless = not self.failure and "Completed" not in self._ended_here and (
+                self._ended_here.count("Failed") >= ATTEMPTS_WITHOUT_SUCCESS)
+            if hopeless:
+                self.failure = (f"No training job succeeded after {ATTEMPTS_WITHOUT_SUCCESS} attempts; see why "
+                                "each trial failed")
             self._on_trial()
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
         why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
@@ -423,6 +455,10 @@ class _Search:
             why = f" - interrupted ({self._interrupted_by})"
         self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
                   f"{why}")
+        if hopeless:
+            self._say(f"tuning {self._name}: failed: {self.failure} (as SageMaker fails a tuning job); no more "
+                      "trials start, and the running ones are stopped")
+            self.stop_all()
 
     def _trial(self, key: int, name: str, values: dict[str, Any], run: dict[str, Any],
                watch: _ObjectiveWatch) -> Trial:
