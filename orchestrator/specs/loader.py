@@ -19,7 +19,7 @@ import stat
 import sys
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,7 +248,7 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
         problems = [_problem_from_pydantic(error, path, places, overrides)
-                    for error in _without_misspelled_required(exc.errors(include_url=False))]
+                    for error in _without_misspelled_required(exc.errors(include_url=False), _error_loc, _fields_at)]
         raise InvalidSpec([_masked(problem, secrets)
                            for problem in sorted(problems, key=lambda problem: problem.order)]) from None
     problems = _missing_files(spec, path, positions, overrides)
@@ -572,12 +572,13 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
     return label
 
 
-def _without_misspelled_required(errors: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _without_misspelled_required(errors: Sequence[Mapping[str, Any]], loc_of: Callable[[Mapping[str, Any]], Loc],
+                                 keys_at: Callable[[Loc], set[str]]) -> list[Mapping[str, Any]]:
     """A required key written misspelled (`instanse:`) is one problem, the unknown key's `did you mean`: the
     required key's own `Field required`, `add instance:`, would tell the user to add what they did write."""
-    meant = {(*_error_loc(error)[:-1], suggested) for error in errors if error["type"] == "extra_forbidden"
-             for suggested in [_suggested_key(_error_loc(error))] if suggested}
-    return [error for error in errors if error["type"] != "missing" or _error_loc(error) not in meant]
+    meant = {(*loc_of(error)[:-1], suggested) for error in errors if error["type"] == "extra_forbidden"
+             for suggested in [_closest(loc_of(error)[-1], keys_at(loc_of(error)[:-1]))] if suggested}
+    return [error for error in errors if error["type"] != "missing" or loc_of(error) not in meant]
 
 
 def _error_loc(error: Mapping[str, Any]) -> Loc:
@@ -585,9 +586,9 @@ def _error_loc(error: Mapping[str, Any]) -> Loc:
     return tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]")))
 
 
-def _suggested_key(loc: Loc) -> str | None:
-    """The known key an unknown one at loc is closest to, if any is close."""
-    close = difflib.get_close_matches(str(loc[-1]), sorted(_fields_at(loc[:-1])), n=1, cutoff=0.6)
+def _closest(name: Any, known: set[str]) -> str | None:
+    """The known key an unknown one is closest to, if any is close."""
+    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
     return close[0] if close else None
 
 
@@ -640,7 +641,7 @@ def _fix_for(wrong: _Wrong) -> str | None:
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
     if kind == "extra_forbidden":
-        known, suggested = sorted(_fields_at(loc[:-1])), _suggested_key(loc)
+        known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
         if suggested:
             return f"did you mean `{suggested}`?"
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
@@ -768,7 +769,8 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
     try:
         spec = TuningSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [_tuning_problem(error, path, positions) for error in exc.errors(include_url=False)]
+        problems = [_tuning_problem(error, path, positions) for error in
+                    _without_misspelled_required(exc.errors(include_url=False), _tuning_error_loc, _tuning_fields_at)]
         raise InvalidTuningSpec(sorted(problems, key=lambda problem: problem.order)) from None
     located = [Problem(_tuning_where(path, positions, _tuning_loc(field)), field, message, fix)
                for field, message, fix in strategy_problems(spec)]
@@ -842,11 +844,14 @@ def _tuning_where(path: Path, positions: dict[Loc, tuple[int, int]], loc: Loc) -
     return str(path)
 
 
+def _tuning_error_loc(error: Mapping[str, Any]) -> Loc:
+    """pydantic names the union member it tried (`continuous`, `function-after[...]`): not a place the user wrote."""
+    return tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]"))
+                 and part not in ("continuous", "integer", "categorical", "str", "int", "float", "bool"))
+
+
 def _tuning_problem(error: Any, path: Path, positions: dict[Loc, tuple[int, int]]) -> Problem:
-    # pydantic names the union member it tried (`continuous`, `function-after[...]`): not a place the user wrote.
-    loc: Loc = tuple(part for part in error["loc"]
-                     if not str(part).startswith(("function-", "union[", "[key]"))
-                     and part not in ("continuous", "integer", "categorical", "str", "int", "float", "bool"))
+    loc = _tuning_error_loc(error)
     message = error["msg"].removeprefix("Value error, ")
     return Problem(_tuning_where(path, positions, loc), ".".join(map(str, loc)), message, _tuning_fix(error, loc),
                    order=next((positions[loc[:depth]] for depth in range(len(loc), -1, -1) if loc[:depth] in positions),
@@ -859,9 +864,8 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
         return str(ctx["fix"])
     kind, name = error["type"], str(loc[-1]) if loc else ""
     if kind == "extra_forbidden":
-        known = sorted(_tuning_fields_at(loc[:-1]))
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        return f"did you mean `{close[0]}`?" if close else f"remove it; the keys allowed here are: {', '.join(known)}"
+        known, suggested = sorted(_tuning_fields_at(loc[:-1])), _closest(name, _tuning_fields_at(loc[:-1]))
+        return f"did you mean `{suggested}`?" if suggested else f"remove it; the keys allowed here are: {', '.join(known)}"
     if kind == "missing":
         return f"add `{name}:`"
     if kind == "union_tag_invalid":
