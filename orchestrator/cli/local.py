@@ -53,9 +53,10 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
 
     Each host gets its own /opt/ml tree (config files, channels, code, model, output, checkpoints) under the
     run directory, the SM_* environment the training toolkit sets, and the launcher of the spec's mode
-    (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Logs are prefixed
-    [algo-N] in the logs (printed with --verbose; otherwise a progress bar with steps/s, ETA and loss, and the
-    loss curve at the end); model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
+    (python per host, torchrun per host, or one mpirun across hosts), over 127.0.0.1. Each host's log lines go
+    to logs/algo-N.log and, prefixed [algo-N], to stdout when it is no terminal (a file, a CI log) or with
+    --verbose; a terminal shows a progress bar with steps/s, ETA and loss, and the loss curve at the end;
+    model.tar.gz and output.tar.gz are merged across hosts, and the metric series is
     kept in metrics.jsonl (`smtrain metrics RUN_DIR`). A GPU instance's script runs unchanged on a machine
     without its GPUs, on smtrain's CPU stand-in for CUDA (see --no-gpu-standin). Exit code: 0 Completed (or
     passed --smoke), 1 Failed (the reason names the host and rank; with --smoke also a rank that never

@@ -102,7 +102,8 @@ class Options:
     smoke_steps: int | None = declared(
         None, takes="int", minimum=1, metavar="N", needs="smoke_seconds",
         help="With --smoke: end the smoke as soon as every rank has started and a line shows step N (step=N/M, "
-             "step=N, step: N, global_step=N, a tqdm or Lightning progress bar), stopped as at the deadline "
+             "step N/M, step=N, step: N, global_step=N, an unlabelled tqdm bar as transformers' Trainer prints, "
+             "Lightning's bar), stopped as at the deadline "
              "(checkpoints kept); fail when the deadline comes first. A CI smoke then takes what the job needs to "
              "start and train N steps, on any machine, and the deadline only bounds a job that never gets there.")
     exact_autocast: bool = declared(

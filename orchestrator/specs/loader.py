@@ -17,7 +17,9 @@ import difflib
 import re
 import stat
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,7 +248,7 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
         problems = [_problem_from_pydantic(error, path, places, overrides)
-                    for error in exc.errors(include_url=False)]
+                    for error in _without_misspelled_required(exc.errors(include_url=False), _error_loc, _fields_at)]
         raise InvalidSpec([_masked(problem, secrets)
                            for problem in sorted(problems, key=lambda problem: problem.order)]) from None
     problems = _missing_files(spec, path, positions, overrides)
@@ -570,9 +572,29 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
     return label
 
 
+def _without_misspelled_required(errors: Sequence[Mapping[str, Any]], loc_of: Callable[[Mapping[str, Any]], Loc],
+                                 keys_at: Callable[[Loc], set[str]]) -> list[Mapping[str, Any]]:
+    """A required key written misspelled (`instanse:`) is one problem, the unknown key's `did you mean`: the
+    required key's own `Field required`, `add instance:`, would tell the user to add what they did write."""
+    meant = {(*loc_of(error)[:-1], suggested) for error in errors if error["type"] == "extra_forbidden"
+             for suggested in [_closest(loc_of(error)[-1], keys_at(loc_of(error)[:-1]))] if suggested}
+    return [error for error in errors if error["type"] != "missing" or loc_of(error) not in meant]
+
+
+def _error_loc(error: Mapping[str, Any]) -> Loc:
+    """The error's key path as the user wrote it: pydantic's validator and union steps left out."""
+    return tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]")))
+
+
+def _closest(name: Any, known: set[str]) -> str | None:
+    """The known key an unknown one is closest to, if any is close."""
+    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: _Places,
                            overrides: dict[Loc, str]) -> Problem:
-    loc: Loc = tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]")))
+    loc = _error_loc(error)
     dotted = ".".join(str(part) for part in loc)
     kind = error["type"]
     message = error["msg"]
@@ -619,10 +641,9 @@ def _fix_for(wrong: _Wrong) -> str | None:
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
     if kind == "extra_forbidden":
-        known = sorted(_fields_at(loc[:-1]))
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        if close:
-            return f"did you mean `{close[0]}`?"
+        known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
+        if suggested:
+            return f"did you mean `{suggested}`?"
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
@@ -654,14 +675,39 @@ def _fix_for(wrong: _Wrong) -> str | None:
 
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = JobSpec
+    """The model whose keys are written at loc, through list items and mapping values too (`metrics.0`,
+    `inputs.train`, `instance.groups.0`): a key misspelled there gets its `did you mean`, not `remove it`."""
+    annotation: Any = JobSpec
     for part in loc:
-        if model is None or not isinstance(part, str) or part not in model.model_fields:
+        model = _model_in(annotation)
+        if model is None:
+            annotation = _item_type(annotation)
+        elif part in model.model_fields:
+            annotation = model.model_fields[part].annotation
+        else:
             return None
-        annotation = model.model_fields[part].annotation
-        candidates = [annotation, *getattr(annotation, "__args__", ())]
-        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-    return model
+    return _model_in(annotation)
+
+
+def _alternatives(annotation: Any) -> list[Any]:
+    """The types an annotation allows: a union's members, an `Annotated`'s type, else itself."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _alternatives(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [kind for member in typing.get_args(annotation) for kind in _alternatives(member)]
+    return [annotation]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model an annotation names, through unions and `Annotated`; a list or mapping of models is not one."""
+    return next((kind for kind in _alternatives(annotation) if typing.get_origin(kind) is None
+                 and isinstance(kind, type) and issubclass(kind, BaseModel)), None)
+
+
+def _item_type(annotation: Any) -> Any:
+    """A list's item type or a mapping's value type, if the annotation allows one."""
+    return next((typing.get_args(kind)[-1] for kind in _alternatives(annotation)
+                 if typing.get_origin(kind) in (list, dict) and typing.get_args(kind)), None)
 
 
 def _fields_at(loc: Loc) -> set[str]:
@@ -723,7 +769,8 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
     try:
         spec = TuningSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [_tuning_problem(error, path, positions) for error in exc.errors(include_url=False)]
+        problems = [_tuning_problem(error, path, positions) for error in
+                    _without_misspelled_required(exc.errors(include_url=False), _tuning_error_loc, _tuning_fields_at)]
         raise InvalidTuningSpec(sorted(problems, key=lambda problem: problem.order)) from None
     located = [Problem(_tuning_where(path, positions, _tuning_loc(field)), field, message, fix)
                for field, message, fix in strategy_problems(spec)]
@@ -797,11 +844,14 @@ def _tuning_where(path: Path, positions: dict[Loc, tuple[int, int]], loc: Loc) -
     return str(path)
 
 
+def _tuning_error_loc(error: Mapping[str, Any]) -> Loc:
+    """pydantic names the union member it tried (`continuous`, `function-after[...]`): not a place the user wrote."""
+    return tuple(part for part in error["loc"] if not str(part).startswith(("function-", "union[", "[key]"))
+                 and part not in ("continuous", "integer", "categorical", "str", "int", "float", "bool"))
+
+
 def _tuning_problem(error: Any, path: Path, positions: dict[Loc, tuple[int, int]]) -> Problem:
-    # pydantic names the union member it tried (`continuous`, `function-after[...]`): not a place the user wrote.
-    loc: Loc = tuple(part for part in error["loc"]
-                     if not str(part).startswith(("function-", "union[", "[key]"))
-                     and part not in ("continuous", "integer", "categorical", "str", "int", "float", "bool"))
+    loc = _tuning_error_loc(error)
     message = error["msg"].removeprefix("Value error, ")
     return Problem(_tuning_where(path, positions, loc), ".".join(map(str, loc)), message, _tuning_fix(error, loc),
                    order=next((positions[loc[:depth]] for depth in range(len(loc), -1, -1) if loc[:depth] in positions),
@@ -814,9 +864,8 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
         return str(ctx["fix"])
     kind, name = error["type"], str(loc[-1]) if loc else ""
     if kind == "extra_forbidden":
-        known = sorted(_tuning_fields_at(loc[:-1]))
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        return f"did you mean `{close[0]}`?" if close else f"remove it; the keys allowed here are: {', '.join(known)}"
+        known, suggested = sorted(_tuning_fields_at(loc[:-1])), _closest(name, _tuning_fields_at(loc[:-1]))
+        return f"did you mean `{suggested}`?" if suggested else f"remove it; the keys allowed here are: {', '.join(known)}"
     if kind == "missing":
         return f"add `{name}:`"
     if kind == "union_tag_invalid":

@@ -3,6 +3,8 @@ caused it, the field path, and a fix."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -119,6 +121,12 @@ CASES = [
     ("checkpoint-uri", BASE_SPEC + "checkpoint: {s3_uri: /tmp/ckpt}\n", [], "spec.yaml:10:14", "checkpoint.s3_uri",
      "is not an S3 URI"),
     ("boolean", BASE_SPEC + "spot: {enabled: maybe}\n", [], "spec.yaml:10:8", "spot.enabled", "use true or false"),
+    ("list-item-key", BASE_SPEC + "metrics: [{name: loss, regex: 'loss=([0-9.]+)', regx: x}]\n", [], "spec.yaml:10",
+     "metrics.0.regx", "did you mean `regex`?"),
+    ("channel-key", BASE_SPEC + "inputs: {train: {uri: 's3://b/t/', input_mod: Pipe}}\n", [], "spec.yaml:10",
+     "inputs.train.input_mod", "did you mean `input_mode`?"),
+    ("instance-group-key", _replace("{type: ml.c5.2xlarge, count: 2}", "{groups: [{name: a, type: ml.c5.2xlarge, "
+                                    "cont: 2}]}"), [], "spec.yaml:6", "instance.groups.0.cont", "did you mean `count`?"),
     ("isolation-code-channel", BASE_SPEC + "inputs: {code: s3://b/c/}\nnetwork: {enable_network_isolation: true}\n",
      [], "spec.yaml:10:10", "inputs.code", "source code travels as an input channel named `code`"),
 ]
@@ -330,8 +338,6 @@ def test_validate_refuses_a_local_channel_path_like_plan_and_submit(write_spec, 
 
 
 def test_validate_json_marks_a_refused_unverified_spec_invalid(write_spec):
-    import json
-
     result = CliRunner().invoke(main, ["validate", str(write_spec(UNVERIFIED)), "-o", "json"])
     assert result.exit_code == 2
     [report] = json.loads(result.stdout)
@@ -395,9 +401,27 @@ def test_bad_override_syntax(write_spec):
 def test_validate_json_lists_problems(write_spec):
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC)), "--set", "instance.count=0", "-o", "json"])
     assert result.exit_code == 2
-    import json
-
     [report] = json.loads(result.stdout)
     assert report["valid"] is False
     assert report["problems"][0]["field"] == "instance.count"
     assert report["problems"][0]["override"] == "instance.count=0" and report["problems"][0]["fix"]
+
+
+@pytest.mark.parametrize(("old", "new", "field", "suggestion"),
+                         [("instance:", "instanse:", "instanse", "instance"),
+                          ("", "metrics: [{name: loss, regx: 'loss=([0-9.]+)'}]\n", "metrics.0.regx", "regex")],
+                         ids=["top-level", "in-a-list-item"])
+def test_a_misspelled_required_key_is_one_problem_not_also_a_missing_one(write_spec, old, new, field, suggestion):
+    """docs/specs.md shows `instanse:` as one problem; pydantic also said `instance: Field required`, whose fix,
+    `add instance:`, sent the user to add the key they had written (and led `plan -o json` as its error)."""
+    text = _replace(old, new) if old else BASE_SPEC + new
+    result = CliRunner().invoke(main, ["validate", str(write_spec(text)), "-o", "json"])
+    [report] = json.loads(result.stdout)
+    assert [(problem["field"], problem["fix"]) for problem in report["problems"]] == \
+        [(field, f"did you mean `{suggestion}`?")]
+
+
+def test_a_missing_required_key_beside_an_unrelated_unknown_one_is_still_reported(write_spec):
+    result = CliRunner().invoke(main, ["validate", str(write_spec(_replace("instance:", "colour:"))), "-o", "json"])
+    [report] = json.loads(result.stdout)
+    assert sorted(problem["field"] for problem in report["problems"]) == ["colour", "instance"]

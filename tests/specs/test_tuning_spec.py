@@ -124,6 +124,15 @@ def test_tune_validate_refuses_with_place_field_and_fix(write, tuning, job, wher
     assert "fix:" in result.output
 
 
+def test_a_misspelled_required_key_of_a_tuning_spec_is_one_problem(write):
+    """`objectiv:` was also `objective: Field required, fix: add objective:`, the key the user had written."""
+    result = CliRunner().invoke(main, ["tune", "validate", str(write(_swap("objective:", "objectiv:")))])
+
+    assert result.exit_code == 2, result.output
+    assert "1 problem in the tuning spec" in result.output and "did you mean `objective`?" in result.output
+    assert "Field required" not in result.output
+
+
 def test_tune_validate_accepts_the_example_and_a_spec_at_the_limits(write):
     example = Path(__file__).resolve().parents[2] / "job_specs" / "tuning" / "mlp-lr-search.yaml"
     assert CliRunner().invoke(main, ["tune", "validate", str(example)]).exit_code == 0
