@@ -189,6 +189,7 @@ def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, fin
     name = "tiny-stub"
     sagemaker = stubbed.stubbers["sagemaker"]
     # An object at the tarball's key without S3's SHA-256 checksum is not trusted: it is uploaded again.
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {})
     stubbed.stubbers["s3"].add_response("put_object", {})
     sagemaker.add_response(
@@ -245,6 +246,7 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
     told it runs and how to follow or stop it."""
     name = "tiny-expiring"
     sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {})
     stubbed.stubbers["s3"].add_response("put_object", {})
     sagemaker.add_response(
