@@ -49,15 +49,17 @@ class UserErrorGroup(click.Group):
             command = exc.ctx.command_path if exc.ctx else "smtrain"
             echo_json(_unplaced_error("UsageError", exc.format_message(), f"see `{command} --help`"))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:  # said where it can be: a closed terminal (SIGHUP) must not make it exit 1
+        except KeyboardInterrupt as interrupt:  # said where it can be: a closed terminal (SIGHUP) must not exit 1
             import sys
 
             from orchestrator.cli.closed_console import Tolerant
 
+            # What was left behind, where the interrupted code noted it (a submit: whether the job exists).
+            message = ": ".join(["interrupted", *getattr(interrupt, "__notes__", ())])
             if _wants_json(ctx):
-                echo_json(_unplaced_error("Interrupted", "interrupted", None), file=Tolerant(sys.stdout))
+                echo_json(_unplaced_error("Interrupted", message, None), file=Tolerant(sys.stdout))
             else:
-                click.secho("interrupted", fg="yellow", file=Tolerant(sys.stderr))
+                click.secho(message, fg="yellow", file=Tolerant(sys.stderr))
             ctx.exit(130)
 
 

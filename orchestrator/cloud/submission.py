@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +100,27 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
             fix=f"pass a session for {region}, or plan with this session",
         )
     boto = boto or boto_session(region)
-    job_plan = _with_role_arn(job_plan, boto)
-    created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
-    refuse_bucket_elsewhere(job_plan, boto)
-    uploaded = ensure_source_uploaded(job_plan, boto)
-    _create_training_job_once(job_plan, boto)
-    return JobClient(job_plan.job_name, boto, Submission(job_plan, uploaded, created))
+    name = job_plan.job_name
+    with _noted_if_interrupted(f"{name} was not created: nothing runs on SageMaker (S3 keeps no part of an "
+                               "upload cut short; a source uploaded whole is reused by the next submit)"):
+        job_plan = _with_role_arn(job_plan, boto)
+        created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
+        refuse_bucket_elsewhere(job_plan, boto)
+        uploaded = ensure_source_uploaded(job_plan, boto)
+    with _noted_if_interrupted(f"{name} may have been created: `smtrain status {name}` says, "
+                               f"`smtrain stop {name}` stops it"):
+        _create_training_job_once(job_plan, boto)
+    return JobClient(name, boto, Submission(job_plan, uploaded, created))
+
+
+@contextmanager
+def _noted_if_interrupted(note: str) -> Iterator[None]:
+    """Ctrl-C mid-submit carries a note saying whether a job exists, which the command line prints."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        interrupt.add_note(note)
+        raise
 
 
 def _ensure_default_bucket(job_plan: Plan, boto: Any, say: Callable[[str], None]) -> bool:

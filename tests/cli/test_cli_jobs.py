@@ -263,6 +263,39 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
             f"`smtrain stop {name}` stops it)") in result.stderr
 
 
+def _interrupted_at(operation: str) -> boto3.Session:
+    """A session on moto's server on which Ctrl-C comes as `operation` is about to be sent."""
+    session = boto3.Session(region_name="us-east-1")
+
+    def ctrl_c(**_) -> None:
+        raise KeyboardInterrupt
+
+    session.events.register(f"before-send.{operation}", ctrl_c)
+    return session
+
+
+def test_ctrl_c_during_the_upload_says_no_job_was_created(write_spec, bucket):
+    """Before, Ctrl-C mid-submit printed only `interrupted`, leaving the user to wonder whether a job bills."""
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut", obj=_interrupted_at("s3.PutObject"))
+
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    assert result.stderr.startswith("interrupted: tiny-cut was not created: nothing runs on SageMaker (S3 keeps no "
+                                    "part of an upload cut short;")
+    assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
+    assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
+
+
+def test_ctrl_c_while_creating_the_job_says_how_to_find_and_stop_it(write_spec, bucket):
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut", "-o", "json",
+                     obj=_interrupted_at("sagemaker.CreateTrainingJob"))
+
+    assert result.exit_code == 130
+    assert json.loads(result.stdout)["error"] == {
+        "type": "Interrupted", "fix": None, "file": None, "line": None, "column": None, "field": None,
+        "message": "interrupted: tiny-cut may have been created: `smtrain status tiny-cut` says, "
+                   "`smtrain stop tiny-cut` stops it"}
+
+
 def test_stop_asks_only_a_running_job_to_stop(stubbed):
     sagemaker = stubbed.stubbers["sagemaker"]
     sagemaker.add_response("describe_training_job", described("tiny-run", "InProgress", "Training"))
