@@ -121,6 +121,12 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
 
 
+def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`plan` and `submit` pack the same source under the same limit; a limit of 0 or less refuses every source."""
+    return click.option("--max-source-mb", type=click.FloatRange(min=0, min_open=True), default=100,
+                        show_default=True, help="Refuse a source_dir that packs larger than this.")(function)
+
+
 _JSON_HELP = ("machine-readable output on stdout for scripts and CI (progress goes to stderr), errors too: "
               "{\"error\": {...}}.")
 

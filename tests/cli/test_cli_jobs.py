@@ -68,6 +68,15 @@ def test_submit_dry_run_is_plan_and_needs_no_aws(write_spec):
     assert SECRET not in dry.stdout
 
 
+@pytest.mark.parametrize("verb", ["plan", "submit"])
+def test_a_source_limit_of_zero_or_less_is_bad_usage(write_spec, verb):
+    """Before, `--max-source-mb -5` packed the source and then refused it as "over the -5 MB limit"."""
+    result = smtrain(verb, str(write_spec()), "--max-source-mb", "-5")
+
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Invalid value for '--max-source-mb': -5.0 is not in the range x>0." in result.stderr
+
+
 def test_submit_refuses_blocking_findings_unless_allowed(write_spec, bucket):
     spec = str(
         write_spec(
