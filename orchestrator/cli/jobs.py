@@ -31,6 +31,7 @@ from orchestrator.cli.options import (
     declared_options,
     echo_json,
     follow_options,
+    max_source_option,
     output_option,
     runs_option,
     set_option,
@@ -72,13 +73,7 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 @set_option
 @output_option
 @click.option("--job-name", help="Exact job name (default: the spec's name plus a timestamp).")
-@click.option(
-    "--max-source-mb",
-    type=float,
-    default=100,
-    show_default=True,
-    help="Refuse a source_dir that packs larger than this.",
-)
+@max_source_option
 @click.option(
     "--allow-unverified",
     is_flag=True,

@@ -17,6 +17,7 @@ from orchestrator.cli.options import (
     LazyGroup,
     echo_json,
     error_document,
+    max_source_option,
     output_option,
     report_output_option,
     set_option,
@@ -117,8 +118,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 @set_option
 @output_option
 @click.option("--job-name", help="Exact job name to plan for (default: the spec's name plus a timestamp).")
-@click.option("--max-source-mb", type=float, default=100, show_default=True,
-              help="Refuse a source_dir that packs larger than this.")
+@max_source_option
 @click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments and the "
                                            "exact CreateTrainingJob request.")
 def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,

@@ -55,7 +55,9 @@ class UserErrorGroup(click.Group):
             from orchestrator.cli.closed_console import Tolerant
             from orchestrator.emulator.supervising.interruption import interrupted_by
 
-            said = f"interrupted ({interrupted_by(error)})"  # the signal, as the run's reason names it
+            # The signal, as the run's reason names it, and what was left behind where the interrupted code noted
+            # it (a submit: whether the job exists).
+            said = ": ".join([f"interrupted ({interrupted_by(error)})", *getattr(error, "__notes__", ())])
             if _wants_json(ctx):
                 echo_json(_unplaced_error("Interrupted", said, None), file=Tolerant(sys.stdout))
             else:
@@ -119,6 +121,12 @@ def _unplaced_error(kind: str, message: str, fix: str | None) -> dict[str, Any]:
 
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
+
+
+def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`plan` and `submit` pack the same source under the same limit; a limit of 0 or less refuses every source."""
+    return click.option("--max-source-mb", type=click.FloatRange(min=0, min_open=True), default=100,
+                        show_default=True, help="Refuse a source_dir that packs larger than this.")(function)
 
 
 _JSON_HELP = ("machine-readable output on stdout for scripts and CI (progress goes to stderr), errors too: "

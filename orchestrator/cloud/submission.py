@@ -9,11 +9,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.cloud.aws_errors import NO_CREDENTIALS_FIX, aws_errors, is_missing_in_s3
+from orchestrator.cloud.aws_errors import (
+    NO_CREDENTIALS_FIX,
+    aws_errors,
+    error_code,
+    is_access_denied,
+    is_missing_in_s3,
+)
 from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
@@ -93,11 +100,27 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
             fix=f"pass a session for {region}, or plan with this session",
         )
     boto = boto or boto_session(region)
-    job_plan = _with_role_arn(job_plan, boto)
-    created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
-    uploaded = ensure_source_uploaded(job_plan, boto)
-    _create_training_job_once(job_plan, boto)
-    return JobClient(job_plan.job_name, boto, Submission(job_plan, uploaded, created))
+    name = job_plan.job_name
+    with _noted_if_interrupted(f"{name} was not created: nothing runs on SageMaker (S3 keeps no part of an "
+                               "upload cut short; a source uploaded whole is reused by the next submit)"):
+        job_plan = _with_role_arn(job_plan, boto)
+        created = _ensure_default_bucket(job_plan, boto, say or logger.warning)
+        refuse_bucket_elsewhere(job_plan, boto)
+        uploaded = ensure_source_uploaded(job_plan, boto)
+    with _noted_if_interrupted(f"{name} may have been created: `smtrain status {name}` says, "
+                               f"`smtrain stop {name}` stops it"):
+        _create_training_job_once(job_plan, boto)
+    return JobClient(name, boto, Submission(job_plan, uploaded, created))
+
+
+@contextmanager
+def _noted_if_interrupted(note: str) -> Iterator[None]:
+    """Ctrl-C mid-submit carries a note saying whether a job exists, which the command line prints."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        interrupt.add_note(note)
+        raise
 
 
 def _ensure_default_bucket(job_plan: Plan, boto: Any, say: Callable[[str], None]) -> bool:
@@ -127,6 +150,31 @@ def _with_role_arn(job_plan: Plan, boto: Any) -> Plan:
     return dataclasses.replace(job_plan, create_training_job_request=request,
                                target=dataclasses.replace(job_plan.target, role=arn),
                                estimator_kwargs={**job_plan.estimator_kwargs, "role": arn})
+
+
+def refuse_bucket_elsewhere(job_plan: Plan, boto: Any) -> None:
+    """EnvironmentProblem (exit 2) before the upload when the output bucket is in another region than the job:
+    SageMaker cannot write the job's outputs there, so the job would bill and then fail. One HeadBucket call; a
+    bucket that is missing or may not be listed is left to the upload to report."""
+    from botocore.exceptions import ClientError
+
+    from orchestrator.cloud.sdk import client
+
+    bucket, region = job_plan.target.bucket, job_plan.target.region
+    with aws_errors(f"looking up the region of S3 bucket {bucket}"):
+        try:
+            elsewhere = client(boto, "s3").head_bucket(Bucket=bucket).get("BucketRegion", region)
+        except ClientError as exc:
+            if is_missing_in_s3(exc) or error_code(exc) == "403" or is_access_denied(exc):
+                return
+            raise
+    if elsewhere != region:
+        words = job_plan.loaded.field_words
+        raise EnvironmentProblem(
+            f"not submitted: the output bucket {bucket} is in {elsewhere}, the job would run in {region}, and "
+            "SageMaker writes a job's outputs only to a bucket in the job's region",
+            fix=f"{words.set('output_path', f's3://<a bucket in {region}>/outputs/')}, or run the job in "
+                f"{elsewhere}: {words.set('region', elsewhere)}")
 
 
 def refuse_unready(job_plan: Plan, boto: Any | None) -> None:

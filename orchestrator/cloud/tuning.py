@@ -16,6 +16,7 @@ from orchestrator.cloud.create_once import Creation, create_once, same_training_
 from orchestrator.cloud.submission import (
     ensure_source_uploaded,
     refuse_blocking_findings,
+    refuse_bucket_elsewhere,
     refuse_unready,
 )
 from orchestrator.errors import AwsError, SmtrainError
@@ -180,6 +181,7 @@ def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> T
                            fix=f"pass a session for {region}, or plan with this session")
     boto = boto or boto_session(region)
     tuning_plan = _with_role_arn(tuning_plan, boto)
+    refuse_bucket_elsewhere(job_plan, boto)
     ensure_source_uploaded(job_plan, boto)
     _create_once(tuning_plan, boto)
     return TuningClient(tuning_plan.name, boto, tuning_plan)

@@ -93,6 +93,26 @@ def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
     return value
 
 
+# S3's rules for a bucket created today (general purpose buckets); SageMaker's URI pattern checks none of them.
+_BUCKET_NAME = re.compile(r"(?!\d+\.\d+\.\d+\.\d+$)(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def _writable_bucket(value: str) -> str:
+    """An s3:// location smtrain writes to names a bucket S3 could have: caught here (exit 2), not as NoSuchBucket
+    after the source was packed."""
+    bucket = value.removeprefix("s3://").partition("/")[0]
+    if not _BUCKET_NAME.fullmatch(bucket):
+        raise _invalid(f"{bucket!r} is not an S3 bucket name",
+                       "bucket names are 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending "
+                       f"with a letter or digit, e.g. s3://{_bucket_like(bucket)}/")
+    return value
+
+
+def _bucket_like(bucket: str) -> str:
+    """The name lowercased, other characters made hyphens: the likely meant bucket, for the fix."""
+    return re.sub(r"[^a-z0-9.-]", "-", bucket.lower()).strip(".-") or "my-bucket"
+
+
 def _environment_name(name: str) -> str:
     limit = api_limit("Environment{key}", "max")
     if not _api_pattern("Environment{key}").fullmatch(name) or len(name) > limit:
@@ -818,15 +838,15 @@ class JobSpec(_Spec):
     @classmethod
     def _output_path(cls, value: str | None) -> str | None:
         # smtrain puts the source tarball in this bucket, so it needs the s3:// form (the API also takes https).
-        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/outputs/",
-                                                s3_only=True)
+        return value if value is None else _writable_bucket(
+            _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/outputs/", s3_only=True))
 
     @field_validator("code_location")
     @classmethod
     def _code_location(cls, value: str | None) -> str | None:
         # Uploaded with S3 PutObject and sent as sagemaker_submit_directory: an s3:// prefix.
-        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/code/",
-                                                s3_only=True)
+        return value if value is None else _writable_bucket(
+            _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/code/", s3_only=True))
 
     @field_validator("framework_version")
     @classmethod

@@ -68,6 +68,15 @@ def test_submit_dry_run_is_plan_and_needs_no_aws(write_spec):
     assert SECRET not in dry.stdout
 
 
+@pytest.mark.parametrize("verb", ["plan", "submit"])
+def test_a_source_limit_of_zero_or_less_is_bad_usage(write_spec, verb):
+    """Before, `--max-source-mb -5` packed the source and then refused it as "over the -5 MB limit"."""
+    result = smtrain(verb, str(write_spec()), "--max-source-mb", "-5")
+
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Invalid value for '--max-source-mb': -5.0 is not in the range x>0." in result.stderr
+
+
 def test_submit_refuses_blocking_findings_unless_allowed(write_spec, bucket):
     spec = str(
         write_spec(
@@ -189,6 +198,7 @@ def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, fin
     name = "tiny-stub"
     sagemaker = stubbed.stubbers["sagemaker"]
     # An object at the tarball's key without S3's SHA-256 checksum is not trusted: it is uploaded again.
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {})
     stubbed.stubbers["s3"].add_response("put_object", {})
     sagemaker.add_response(
@@ -245,6 +255,7 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
     told it runs and how to follow or stop it."""
     name = "tiny-expiring"
     sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {})
     stubbed.stubbers["s3"].add_response("put_object", {})
     sagemaker.add_response(
@@ -259,6 +270,39 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
     assert_user_error(result, 1, "ExpiredTokenException")
     assert (f"stopped following; {name} keeps running (`smtrain watch {name}` follows it again, "
             f"`smtrain stop {name}` stops it)") in result.stderr
+
+
+def _interrupted_at(operation: str) -> boto3.Session:
+    """A session on moto's server on which Ctrl-C comes as `operation` is about to be sent."""
+    session = boto3.Session(region_name="us-east-1")
+
+    def ctrl_c(**_) -> None:
+        raise KeyboardInterrupt
+
+    session.events.register(f"before-send.{operation}", ctrl_c)
+    return session
+
+
+def test_ctrl_c_during_the_upload_says_no_job_was_created(write_spec, bucket):
+    """Before, Ctrl-C mid-submit printed only `interrupted`, leaving the user to wonder whether a job bills."""
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut", obj=_interrupted_at("s3.PutObject"))
+
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    assert result.stderr.startswith("interrupted: tiny-cut was not created: nothing runs on SageMaker (S3 keeps no "
+                                    "part of an upload cut short;")
+    assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
+    assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
+
+
+def test_ctrl_c_while_creating_the_job_says_how_to_find_and_stop_it(write_spec, bucket):
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut", "-o", "json",
+                     obj=_interrupted_at("sagemaker.CreateTrainingJob"))
+
+    assert result.exit_code == 130
+    assert json.loads(result.stdout)["error"] == {
+        "type": "Interrupted", "fix": None, "file": None, "line": None, "column": None, "field": None,
+        "message": "interrupted: tiny-cut may have been created: `smtrain status tiny-cut` says, "
+                   "`smtrain stop tiny-cut` stops it"}
 
 
 def test_stop_asks_only_a_running_job_to_stop(stubbed):

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 from job_fakes import BUCKET, SECRET, described, shared_loader_session
 
 import orchestrator
-from orchestrator.errors import AwsError, CapabilityError
+from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem
 from orchestrator.api import plan
 from orchestrator.cloud.submission import ensure_source_uploaded, submit
 
@@ -27,7 +27,7 @@ def test_submit_uploads_the_source_and_creates_the_planned_job(tiny_plan, bucket
 
     job = submit(job_plan, boto=session)
 
-    assert sent == ["s3.HeadObject", "s3.PutObject", "sagemaker.CreateTrainingJob"]
+    assert sent == ["s3.HeadBucket", "s3.HeadObject", "s3.PutObject", "sagemaker.CreateTrainingJob"]
     assert job.name == job_plan.job_name and job.submission.source_uploaded
     key = job_plan.source_uri.removeprefix(f"s3://{BUCKET}/")
     assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == job_plan.source.data
@@ -57,9 +57,25 @@ def test_submit_of_unchanged_source_reuses_the_uploaded_tarball(write_spec, buck
     second = submit(plan(write_spec(), boto=session), boto=session)
 
     assert not second.submission.source_uploaded
-    assert sent == ["s3.HeadObject", "sagemaker.CreateTrainingJob"]
+    assert sent == ["s3.HeadBucket", "s3.HeadObject", "sagemaker.CreateTrainingJob"]
     assert second.submission.plan.source_uri == first.submission.plan.source_uri
     assert sorted(_jobs()) == sorted([first.name, second.name])
+
+
+def test_submit_refuses_an_output_bucket_in_another_region_before_uploading(tiny_plan, aws, calls):
+    """SageMaker writes outputs only to a bucket in the job's region: before, the source was uploaded and the
+    job created, to bill and then fail; now the submit stops at the HeadBucket, saying both regions (exit 2)."""
+    session, sent = calls
+    boto3.client("s3", region_name="us-west-2").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+
+    with pytest.raises(EnvironmentProblem) as raised:
+        submit(tiny_plan, boto=session)
+
+    assert f"the output bucket {BUCKET} is in us-west-2, the job would run in us-east-1" in raised.value.message
+    assert "set `region: us-west-2` in the spec" in raised.value.fix
+    assert sent == ["s3.HeadBucket"] and _jobs() == []
+    assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=BUCKET)
 
 
 def test_ensure_source_uploaded_uploads_a_changed_tree_under_a_new_key(write_spec, bucket, tmp_path):
@@ -184,6 +200,7 @@ def test_submit_adopts_after_resource_in_use_only_when_an_earlier_attempt_may_ha
         },
     )
     sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {"ChecksumSHA256": job_plan.source.checksum_sha256})
     # 1: a 503 (outcome unknown), and the look-up does not see the job yet; 2: the name is taken, by call 1.
     sagemaker.add_client_error("create_training_job", "ServiceUnavailable", http_status_code=503)
@@ -199,6 +216,7 @@ def test_submit_adopts_after_resource_in_use_only_when_an_earlier_attempt_may_ha
 
 
 def test_submit_reports_a_genuine_name_clash(tiny_plan, stubbed):
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {"ChecksumSHA256": tiny_plan.source.checksum_sha256})
     # On the first attempt nothing of ours can exist yet: no look-up, no adoption.
     stubbed.stubbers["sagemaker"].add_client_error("create_training_job", "ResourceInUse", "already exists")
@@ -209,7 +227,9 @@ def test_submit_reports_a_genuine_name_clash(tiny_plan, stubbed):
 
 def test_a_refused_head_object_names_both_likely_causes(tiny_plan, stubbed):
     """Submit's first call with credentials AWS does not accept: S3 answers the HEAD with a bare 403 and no reason
-    (botocore's code is "403"). Before, `HeadObject failed: 403: Forbidden` came with no fix."""
+    (botocore's code is "403"). Before, `HeadObject failed: 403: Forbidden` came with no fix. The HeadBucket
+    before it (the bucket's region) gets the same bare 403, and leaves the verdict to the upload."""
+    stubbed.stubbers["s3"].add_client_error("head_bucket", "403", "Forbidden", http_status_code=403)
     stubbed.stubbers["s3"].add_client_error("head_object", "403", "Forbidden", http_status_code=403)
 
     with pytest.raises(AwsError) as raised:

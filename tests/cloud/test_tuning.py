@@ -64,7 +64,7 @@ def test_submit_uploads_the_source_once_and_creates_the_planned_tuning_job(searc
 
     tuning = submit_tuning(tuning_plan, boto=session)
 
-    assert sent == ["s3.HeadObject", "s3.PutObject", "sagemaker.CreateHyperParameterTuningJob"]
+    assert sent == ["s3.HeadBucket", "s3.HeadObject", "s3.PutObject", "sagemaker.CreateHyperParameterTuningJob"]
     assert captured == tuning_plan.request
     assert tuning.name == "tiny-search-1" and _tuning_jobs() == ["tiny-search-1"]
     echo = boto3.client("sagemaker").describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=tuning.name)

@@ -202,7 +202,7 @@ def test_no_config_changes_nothing(tmp_path, configs):
 
 def test_a_missing_override_file_is_refused_as_the_sdk_refuses_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(tmp_path / "nowhere.yaml"))
-    result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/"))])
+    result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path, role=SPEC_ROLE, output_path="s3://mine/o/"))])
     assert result.exit_code == 2
     assert "SAGEMAKER_ADMIN_CONFIG_OVERRIDE names" in result.output and "nowhere.yaml" in result.output
     assert "Traceback" not in result.output
@@ -246,7 +246,7 @@ def test_default_locations_follow_platformdirs(monkeypatch, tmp_path):
 
 def test_validate_warns_where_the_spec_contradicts_the_admin(tmp_path, configs):
     admin_path, _ = configs(admin=ADMIN)
-    spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/", tags={"cost-center": "mine"},
+    spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://mine/o/", tags={"cost-center": "mine"},
                  network={"enable_network_isolation": False})
     result = CliRunner().invoke(main, ["validate", str(spec), "-o", "json"])
     assert result.exit_code == 0, result.output
@@ -270,7 +270,7 @@ def test_validate_is_quiet_when_the_spec_agrees_or_only_the_user_file_differs(tm
 
 def test_sources_never_show_a_secret_given_with_set(tmp_path, configs):
     configs()
-    spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/")
+    spec = _spec(tmp_path, role=SPEC_ROLE, output_path="s3://mine/o/")
     result = CliRunner().invoke(main, ["plan", str(spec), "-o", "json", "--set", "environment.HF_TOKEN=s3cr3t-value"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["sources"]["environment.HF_TOKEN"]["from"] == "--set"
@@ -294,12 +294,12 @@ def test_without_override_variables_the_default_locations_are_read(tmp_path, mon
     monkeypatch.delenv("SAGEMAKER_USER_CONFIG_OVERRIDE")
     monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "etc-xdg"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home-config"))
-    request = _request(_spec(tmp_path, role=SPEC_ROLE, output_path="s3://m/o/"))  # no file there yet: no error
+    request = _request(_spec(tmp_path, role=SPEC_ROLE, output_path="s3://mine/o/"))  # no file there yet: no error
     assert request["Tags"] == [] and "VpcConfig" not in request
     _write(tmp_path / "etc-xdg" / "sagemaker" / "config.yaml", ADMIN)
     _write(tmp_path / "home-config" / "sagemaker" / "config.yaml", {"SchemaVersion": "1.0", "SageMaker": {
         "TrainingJob": {"Tags": [{"Key": "owner", "Value": "me"}]}}})
-    job_plan = plan(load(_spec(tmp_path, output_path="s3://m/o/")), job_name="tiny-1")
+    job_plan = plan(load(_spec(tmp_path, output_path="s3://mine/o/")), job_name="tiny-1")
     assert job_plan.create_training_job_request["RoleArn"] == ADMIN_ROLE
     assert job_plan.create_training_job_request["Tags"] == [{"Key": "owner", "Value": "me"}]
     assert job_plan.sources["tags.owner"].where == str(tmp_path / "home-config" / "sagemaker" / "config.yaml")

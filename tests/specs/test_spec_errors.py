@@ -158,6 +158,18 @@ API_CASES = [
      "'/tmp/outputs' is not an s3:// URI", "s3://<bucket>/outputs/"),
     ("output-path-no-bucket", _replace("s3://demo-bucket/outputs/", "s3://"), [], "spec.yaml:9:1", "output_path",
      "'s3://' is not an s3:// URI", "s3://<bucket>/outputs/"),
+    # S3's naming rules, checked with the spec: before, these failed as NoSuchBucket after the source was packed.
+    ("output-path-uppercase-bucket", _replace("demo-bucket", "Demo_Bucket"), [], "spec.yaml:9:1", "output_path",
+     "'Demo_Bucket' is not an S3 bucket name", "3 to 63 lowercase letters, digits, dots and hyphens, beginning and "
+     "ending with a letter or digit, e.g. s3://demo-bucket/"),
+    ("output-path-short-bucket", BASE_SPEC, ["output_path=s3://ab/out/"], "--set output_path=s3://ab/out/",
+     "output_path", "'ab' is not an S3 bucket name", "3 to 63 lowercase"),
+    ("code-location-ip-bucket", BASE_SPEC, ["code_location=s3://10.0.0.1/code/"],
+     "--set code_location=s3://10.0.0.1/code/", "code_location", "'10.0.0.1' is not an S3 bucket name",
+     "3 to 63 lowercase"),
+    ("code-location-double-dot", BASE_SPEC, ["code_location=s3://my..bucket/code/"],
+     "--set code_location=s3://my..bucket/code/", "code_location", "'my..bucket' is not an S3 bucket name",
+     "3 to 63 lowercase"),
     ("code-location", BASE_SPEC + "code_location: demo-bucket/code\n", [], "spec.yaml:10:1", "code_location",
      "is not an s3:// URI", "s3://<bucket>/code/"),
     ("checkpoint-gs", BASE_SPEC + "checkpoint: {s3_uri: 'gs://b/ckpt/'}\n", [], "spec.yaml:10:14",

@@ -26,7 +26,7 @@ def test_smtrain_forked_gives_a_fresh_processs_exit_code_and_output(tmp_path, sp
     (tmp_path / "train.py").write_text("print(1)\n")
     (tmp_path / "spec.yaml").write_text(spec)
     plan = ("plan", "spec.yaml", "-o", "json", "--set", "role=arn:aws:iam::123456789012:role/R",
-            "--set", "output_path=s3://b/o/", "--set", "region=us-east-1")
+            "--set", "output_path=s3://bkt/o/", "--set", "region=us-east-1")
     for args in (("validate", "spec.yaml"), plan):
         forked, fresh = smtrain(*args, cwd=tmp_path), _fresh(*args, cwd=tmp_path)
         assert forked.returncode == fresh.returncode
