@@ -288,7 +288,7 @@ def test_ctrl_c_during_the_upload_says_no_job_was_created(write_spec, bucket):
     result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut", obj=_interrupted_at("s3.PutObject"))
 
     assert result.exit_code == 130 and "Traceback" not in result.output
-    assert result.stderr.startswith("interrupted: tiny-cut was not created: nothing runs on SageMaker (S3 keeps no "
+    assert result.stderr.startswith("interrupted (SIGINT): tiny-cut was not created: nothing runs on SageMaker (S3 keeps no "
                                     "part of an upload cut short;")
     assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
     assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
@@ -301,7 +301,7 @@ def test_ctrl_c_while_creating_the_job_says_how_to_find_and_stop_it(write_spec, 
     assert result.exit_code == 130
     assert json.loads(result.stdout)["error"] == {
         "type": "Interrupted", "fix": None, "file": None, "line": None, "column": None, "field": None,
-        "message": "interrupted: tiny-cut may have been created: `smtrain status tiny-cut` says, "
+        "message": "interrupted (SIGINT): tiny-cut may have been created: `smtrain status tiny-cut` says, "
                    "`smtrain stop tiny-cut` stops it"}
 
 
