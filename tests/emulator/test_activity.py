@@ -16,9 +16,12 @@ from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
 from orchestrator.emulator.supervising.activity import ActivitySampler
 
 RUN_ID = "activity-test"
-SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
-SLEEP = "import time\ntime.sleep(30)\n"
+# Each says "ready" once it is at its work, so that a window samples the work itself however long start-up took.
+READY = "print('ready', flush=True)\n"
+SPIN = f"import time\n{READY}end = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
+SLEEP = f"import time\n{READY}time.sleep(30)\n"
 SPAWN_SPIN = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {SPIN!r}])\n"
+WINDOW_SECONDS = 1.0
 
 
 @pytest.fixture
@@ -28,7 +31,7 @@ def start():
     def run(host: str, *command: str) -> subprocess.Popen:
         env = {**os.environ, RUN_ID_VARIABLE: RUN_ID, "SAGEMAKER_BASE_DIR": f"/run/{host}",
                "SM_HOSTS": '["algo-1", "algo-2"]', "SM_CURRENT_HOST": host}  # mode none: a rank per host
-        started.append(subprocess.Popen(command, env=env))
+        started.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True))
         return started[-1]
 
     yield run
@@ -40,7 +43,7 @@ def start():
 
 
 def _activities(processes: list[subprocess.Popen]) -> dict:
-    sampler = ActivitySampler(RUN_ID, window_seconds=2.0)
+    sampler = ActivitySampler(RUN_ID, window_seconds=WINDOW_SECONDS)
 
     def live() -> list[psutil.Process]:
         found = []
@@ -49,9 +52,10 @@ def _activities(processes: list[subprocess.Popen]) -> dict:
             found += [parent, *parent.children(recursive=True)]
         return found
 
-    time.sleep(0.5)  # the children have started
+    for process in processes:
+        assert process.stdout.readline() == "ready\n"
     sampler.sample(live())
-    time.sleep(2.5)
+    time.sleep(WINDOW_SECONDS * 1.2)  # a window's span after the first sample, whatever the clock's grain
     sampler.sample(live())
     return {activity.host: activity for activity in sampler.activities()}
 
@@ -72,14 +76,14 @@ def test_a_child_that_computes_counts_for_its_ranks_host(start):
 
 
 def test_a_launchers_polling_while_it_waits_for_its_children_is_not_the_jobs_progress(start):
-    found = _activities([start("algo-1", "/bin/sh", "-c", "sleep 60 & while :; do :; done")])
+    found = _activities([start("algo-1", "/bin/sh", "-c", "sleep 60 & echo ready; while :; do :; done")])
 
     assert found["algo-1"].busy is False, found["algo-1"].detail
 
 
 def test_a_launchers_start_up_before_it_has_children_is(start):
     """torchrun's agent imports torch for seconds before it starts a worker."""
-    found = _activities([start("algo-1", "/bin/sh", "-c", "while :; do :; done")])
+    found = _activities([start("algo-1", "/bin/sh", "-c", "echo ready; while :; do :; done")])
 
     assert found["algo-1"].busy is True, found["algo-1"].detail
 
@@ -92,7 +96,7 @@ STARVED_SLEEP = PINNED + "os.nice(19)\n" + SLEEP
 def test_a_rank_starved_of_cpu_by_a_loaded_machine_is_busy_and_a_sleeping_one_still_idle(start):
     """A JIT compile beside a loaded CI runner's other work gets a few percent of a core: it waits for a core (the
     kernel's state R), which is not idle; a process asleep on the same loaded core is."""
-    competitor = subprocess.Popen([sys.executable, "-c", PINNED + SPIN])
+    competitor = subprocess.Popen([sys.executable, "-c", PINNED + SPIN], stdout=subprocess.DEVNULL)
     try:
         found = _activities([start("algo-1", sys.executable, "-c", STARVED_SPIN),
                              start("algo-2", sys.executable, "-c", STARVED_SLEEP)])
