@@ -209,8 +209,8 @@ def _reduce_scatter_input(rank: int, world: int) -> torch.Tensor:
 def test_reduce_scatters_and_all_gather_into_tensor_keep_nccls_contract(standin, python, world):
     """NCCL: rank r receives chunk r of the element-wise reduction of every rank's input, by every op, in the tensor,
     list and _reduce_scatter_base forms, synchronous or async, and the input is left as it was; FSDP v1 gathers its
-    flat parameter with all_gather_into_tensor. Debian's torch 1.13 gloo has none of these ("does not support
-    reduce_scatter"), and no ReduceOp.AVG; a group asked for gloo keeps gloo's refusal."""
+    flat parameter with all_gather_into_tensor; all_reduce averages in place. Debian's torch 1.13 gloo has none of
+    these ("does not support reduce_scatter"), and no ReduceOp.AVG; a group asked for gloo keeps gloo's refusal."""
     inputs = torch.stack([_reduce_scatter_input(rank, world) for rank in range(world)])
     expected = {"sum": inputs.sum(0), "avg": inputs.mean(0), "product": inputs.prod(0), "min": inputs.amin(0),
                 "max": inputs.amax(0), "premul_sum": inputs.sum(0) * 0.5}
@@ -221,8 +221,10 @@ def test_reduce_scatters_and_all_gather_into_tensor_keep_nccls_contract(standin,
     for rank, results in enumerate(_reduce_scatter_results(standin, python, world)):
         for case, total in expected.items():
             _assert_result(results[case], total.chunk(world)[rank])
-        if older:  # NCCL's integer average truncates
-            average = torch.div(inputs.sum(0), world, rounding_mode="trunc")
+        _assert_result(results["all_reduce_avg"], expected["avg"])
+        average = torch.div(inputs.sum(0), world, rounding_mode="trunc")  # NCCL's integer average truncates
+        _assert_result(results["all_reduce_avg_int64_async"], average)
+        if older:
             _assert_result(results["avg_int64"], average.chunk(world)[rank])
         else:
             assert results["avg_int64"] == "result type Float can't be cast to the desired output type Long"

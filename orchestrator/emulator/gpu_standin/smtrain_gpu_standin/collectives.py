@@ -1,8 +1,8 @@
 """The collectives keep NCCL's contract on the gloo group that stands in for it.
 
 Frameworks call collectives as NCCL defines them, and gloo (torch 2.13) differs in these places; the rest
-(``reduce_scatter_tensor``, ``all_to_all_single`` with uneven splits, ``ReduceOp.AVG``, the coalescing manager, the
-object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL does:
+(``reduce_scatter_tensor``, ``all_to_all_single`` with uneven splits, ``ReduceOp.AVG`` of floats, the coalescing
+manager, the object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL does:
 
 * ``all_gather_into_tensor`` into an output of any shape holding world x numel elements (Accelerate's gather
   passes a flat one for a 2-D input; FSDP a stacked ``(world, ...)`` one): gloo takes only the concatenation along
@@ -33,6 +33,10 @@ object collectives, ``barrier(device_ids=...)``) gloo already serves as NCCL doe
   above), and the input is left as it was. An all-gather into a tensor all-gathers into the output's chunks. An
   async call returns a work handle that completes once the output is written. A group asked for gloo keeps
   gloo's refusal.
+* ``all_reduce`` with ``ReduceOp.AVG``, on a group the script asked NCCL for, under a torch whose gloo lacks the op
+  (1.13: "Cannot use ReduceOp.AVG with Gloo"), and of integers under any (torch 2's gloo: "result type Float can't
+  be cast to the desired output type Long"): a sum, divided by the world size in place once it has finished
+  (truncating for integers, as NCCL does). ``reduce`` with AVG, which NCCL refuses too, keeps gloo's refusal.
 
 Anything else that gloo refuses fails with the stand-in's message: the call, that gloo stands in for NCCL here,
 and what to do.
@@ -92,6 +96,7 @@ def install() -> None:
         _set("reduce_scatter", _through_all_reduce(c10d.reduce_scatter, "input_list"))
     if _gloo_lacks("_allgather_base"):
         _set("all_gather_into_tensor", _into_chunks(c10d.all_gather_into_tensor))
+    _set("all_reduce", _average_as_sum(c10d.all_reduce))
     for name in _NO_BFLOAT16:  # first: the wrappers below, and torch's own callers, reach them through c10d
         if hasattr(c10d, name):
             _set(name, _bfloat16_in_float32(getattr(c10d, name)))
@@ -270,6 +275,34 @@ def _through_all_reduce(reduce_scatter, operand: str):
         return None
 
     return through_all_reduce
+
+
+def _average_as_sum(all_reduce):
+    """`all_reduce` with ``ReduceOp.AVG`` on an NCCL group where gloo lacks the op (1.13), or of integers (which
+    gloo of torch 2 refuses to average): a sum, then divided by the world size in place (truncating for integers,
+    as NCCL does), at once or when the async work completes."""
+
+    @functools.wraps(all_reduce)
+    def average_as_sum(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+        if (op != ReduceOp.AVG or (tensor.is_floating_point() and not _gloo_lacks("avg"))
+                or not stands_for_nccl(group) or c10d._rank_not_in_group(group)):
+            return all_reduce(tensor, op, group, async_op)
+        world = c10d.get_world_size(group)
+
+        def divide(_done=None):
+            if tensor.is_floating_point():
+                tensor.div_(world)
+            else:
+                tensor.copy_(torch.div(tensor, world, rounding_mode="trunc"))
+            return [tensor]
+
+        work = all_reduce(tensor, ReduceOp.SUM, group, async_op)
+        if async_op:
+            return _create_work_from_future(work.get_future().then(divide))
+        divide()
+        return None
+
+    return average_as_sum
 
 
 def _into_chunks(all_gather_into_tensor):

@@ -48,6 +48,12 @@ results["list_avg_async"] = reduced(dist.ReduceOp.AVG, async_op=True, form="redu
 results["base_sum"] = reduced(dist.ReduceOp.SUM, form="_reduce_scatter_base")
 results["base_premul_sum_async"] = reduced(dist._make_nccl_premul_sum(0.5), async_op=True,
                                            form="_reduce_scatter_base")
+averaged = scatter_input()  # all_reduce's AVG, which 1.13's gloo lacks too: in place, sync and async
+dist.all_reduce(averaged, op=dist.ReduceOp.AVG)
+results["all_reduce_avg"] = averaged
+averaged_int = scatter_input(torch.int64)
+dist.all_reduce(averaged_int, op=dist.ReduceOp.AVG, async_op=True).wait()
+results["all_reduce_avg_int64_async"] = averaged_int
 gathered = torch.empty(world * 6).cuda()  # FSDP v1's flat parameter: every rank's shard, flat
 dist.all_gather_into_tensor(gathered, torch.full((2, 3), float(rank)).cuda(), async_op=True).wait()
 results["all_gather_into_tensor"] = gathered
