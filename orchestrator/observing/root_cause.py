@@ -569,8 +569,9 @@ def _agent_tier(exception: str) -> int:
 
 
 def _exit_tier(code: int) -> int:
-    number = -code if code < 0 else code - 128 if code > 128 else 0
-    return BARE if number in _STOP_SIGNALS or number == 0 else COLLECTIVE
+    """A fatal signal (not a stop) comes before a plain exit; an exit code above 128 + 64 names no signal."""
+    number = _signal_number(code)
+    return BARE if number is None or number in _STOP_SIGNALS else COLLECTIVE
 
 
 def _host_rank(host: str, launcher: Launcher) -> int | None:

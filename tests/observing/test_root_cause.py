@@ -205,6 +205,14 @@ def test_a_signal_without_a_name_in_a_table_reads_the_same_as_an_exit_code_and_a
     assert {cause.headline() for cause in killed} == {"algo-1 (rank 0) was killed by signal 9 (SIGKILL)"}
 
 
+def test_an_exit_code_above_every_signal_is_a_plain_exit_in_the_ranking_too():
+    """Exit 200 names no signal (128 + 72): its headline said a plain exit, while the ranking took it for a fatal
+    signal and put it before the first host's own exit."""
+    cause = read_cause({"algo-1": [], "algo-2": []}, _one_process(["algo-1", "algo-2"]),
+                       exit_codes={"algo-1": 3, "algo-2": 200})
+    assert cause.headline() == "algo-1 (rank 0) exited with code 3"
+
+
 def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
     lines = ["[1,0]<stdout>:step 1", "[1,3]<stderr>:Traceback (most recent call last):",
              '[1,3]<stderr>:  File "/opt/ml/code/train.py", line 5, in <module>', "[1,3]<stderr>:KeyError: 'label'",
