@@ -263,7 +263,8 @@ class LocalConsole:
         if run.status == "Hung" and stacks.is_file():
             console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
         elif run.status == "Interrupted":
-            console.print(f"[yellow]interrupted:[/] {escape(run.failure_reason or '')}", highlight=False, soft_wrap=True)
+            # the reason starts with `interrupted (SIGINT ...)`: a label before it would say the word twice
+            console.print(f"[yellow]{escape(run.failure_reason or 'interrupted')}", highlight=False, soft_wrap=True)
             if self._keeps_checkpoints:
                 console.print(f"resume from its checkpoints: smtrain local {shlex.join(self._command)} --run-dir "
                               f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)
