@@ -34,6 +34,7 @@ from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LIN
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import SPEC_WORDS, LoadedSpec
+from orchestrator.wording import counted
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
@@ -194,7 +195,7 @@ class LocalBackend:
         if path.is_file():
             points, skipped = read_points_counted(path)
             if skipped:
-                notes.append(f"skipped {skipped} line(s) of {path} that are not metric points")
+                notes.append(f"skipped {counted(skipped, 'line')} of {path} that are not metric points")
         elif (run_dir / RUN_MARKER_FILE).is_file():  # a run that has recorded no point yet
             points = []
         else:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.specs.catalog import hourly_price
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -220,7 +221,7 @@ class LocalConsole:
         if self._deviations and not self._quiet:
             self._progress.console.print(f"[dim]note: emulated without docker; {self._deviations} ways this differs "
                                          "from SageMaker's container: `smtrain local --explain`", highlight=False)
-        self._progress.console.print(f"[bold]{job_name}[/]: {hosts} host(s), world size {world_size}; run directory "
+        self._progress.console.print(f"[bold]{job_name}[/]: {counted(hosts, 'host')}, world size {world_size}; run directory "
                                      f"{run_dir}", highlight=False)
         self._task = self._progress.add_task("training", total=None, steps="waiting for the first step", rate="",
                                              eta="", loss="")
