@@ -22,6 +22,7 @@ from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.local_run import QuietObserver, run_local
+from orchestrator.emulator.instances.standin import TURN_OFF
 from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
 from orchestrator.emulator.preparing.prepared_run import check_run_input
 from orchestrator.emulator.run_options import Options, in_keywords
@@ -38,9 +39,10 @@ from orchestrator.wording import counted
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
-FUNCTION_JOB_SWITCHES = (" Such switches are keywords of orchestrator.run(spec, backend=\"local\", ...); a function "
-                         "job's run() has none: it runs on the stand-in wherever this machine has fewer GPUs per host "
-                         "than the instance.")
+FUNCTION_JOB_SWITCHES = (" A function job's run() passes its keywords to the function and takes no run options "
+                         "(gpu_standin, exact_autocast), so it runs on the stand-in wherever this machine has fewer GPUs "
+                         "per host than the instance: for real CUDA, run it on a machine with as many GPUs, or with "
+                         "backend=\"sagemaker\"; a CPU instance_type in @orchestrator.remote(...) needs no stand-in.")
 
 
 class LocalBackend:
@@ -271,7 +273,7 @@ class _KeptNotices(QuietObserver):
     job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
     the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO. They name
     `orchestrator.run`'s keywords, not `smtrain local`'s flags; for a function job (whose `run()` passes its
-    keywords to the function) the stand-in's notice says that it has no such switch."""
+    keywords to the function and takes none) the stand-in's notice says what to do instead of naming one."""
 
     def __init__(self, kept: list[str], function_job: bool = False) -> None:
         self._kept = kept
@@ -280,7 +282,8 @@ class _KeptNotices(QuietObserver):
     def notice(self, text: str) -> None:
         text = in_keywords(text)
         if text.startswith(STANDIN_NOTICE_START):
-            text += FUNCTION_JOB_SWITCHES if self._function_job else ""
+            if self._function_job:  # the keyword it names is not one that run() takes
+                text = text.replace(in_keywords(TURN_OFF), FUNCTION_JOB_SWITCHES)
             self._kept.append(text)
             logger.warning("%s", text)
         else:

@@ -23,6 +23,7 @@ from orchestrator.wording import counted
 
 STANDIN_DIR = Path(__file__).resolve().parent.with_name("gpu_standin")
 NO_STANDIN_FLAG = "--no-gpu-standin"
+TURN_OFF = f" Turn it off with {NO_STANDIN_FLAG}."
 EXACT_AUTOCAST_FLAG = "--exact-autocast"
 CPU_INFO = Path("/proc/cpuinfo")
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
@@ -77,8 +78,7 @@ def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, s
         environment[standin_env.AUTOCAST] = standin_env.AUTOCAST_FLOAT32
     fewer = f" This machine has {counted(local_gpus, 'GPU')}, fewer than the instance." if local_gpus else ""
     return Accelerators(python_path=(STANDIN_DIR,), environment=environment,
-                        notice=f"{start_of_run_notice(instance.gpus, _model(instance), in_float32)}{fewer} Turn it "
-                               f"off with {NO_STANDIN_FLAG}.")
+                        notice=f"{start_of_run_notice(instance.gpus, _model(instance), in_float32)}{fewer}{TURN_OFF}")
 
 
 @functools.cache
