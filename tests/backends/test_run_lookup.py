@@ -273,3 +273,15 @@ def test_list_of_local_runs_in_another_folder_imports_no_aws_library_nor_torch(t
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
 
     assert done.stdout.splitlines()[1].startswith("job-1 ") and done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_local_name_with_no_run_near_it_says_to_give_the_runs_path(tmp_path, monkeypatch):
+    """A run started with --run-dir outside runs/: `smtrain list --local` reads runs/ and would not find it
+    either; the run's own path, or --runs DIR, does."""
+    monkeypatch.chdir(tmp_path)
+
+    result = smtrain("logs", "local:ci-job-2026-11-26-10-00-00-000-aaaa")
+
+    _assert_one_clear_error(result, (2,))
+    assert "give the run directory's path, as `smtrain local` printed it" in result.stderr
+    assert "`smtrain list --local --runs DIR` lists the runs in DIR" in result.stderr
