@@ -130,13 +130,21 @@ class LocalBackend:
 
     def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
         """From each host's last `tail_lines` lines, as SageMaker's from CloudWatch; a failed run's cause is the one
-        it wrote itself (every launcher's exit code and its whole tail)."""
+        it wrote itself (every launcher's exit code and its whole tail).
+
+        A local line's time is its log's time of last write, which a copy of the run (`cp -r`) makes the copy's:
+        no line of an ended run is later than its end in status.json, so the progress time is at most that."""
         run_dir = Path(job_id)
+        described = read_status(run_dir) or {}
+        ended = described.get("TrainingEndTime")
+        last_ms = int(ended.timestamp() * 1000) if ended else None
         tails: dict[str, list[LogLine]] = {}
         for line in self.logs(job_id, tail=tail_lines):
+            if last_ms is not None and line.timestamp_ms > last_ms:
+                line = dataclasses.replace(line, timestamp_ms=last_ms)
             tails.setdefault(line.host, []).append(line)
         copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
-        progress = job_progress(read_status(run_dir) or {}, tails, SourcePaths((*copies, SourcePaths().copies[0])))
+        progress = job_progress(described, tails, SourcePaths((*copies, SourcePaths().copies[0])))
         stored = self.failure_cause(job_id)
         if stored is None:
             return progress

@@ -8,6 +8,7 @@ import json
 import os
 import time
 import tracemalloc
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,21 @@ def test_a_local_name_with_no_run_near_it_says_to_give_the_runs_path(tmp_path, m
     _assert_one_clear_error(result, (2,))
     assert "give the run directory's path, as `smtrain local` printed it" in result.stderr
     assert "`smtrain list --local --runs DIR` lists the runs in DIR" in result.stderr
+
+
+def test_status_of_a_copied_run_dates_its_progress_no_later_than_the_runs_end(tmp_path, monkeypatch):
+    """A local line's time is its log's time of last write; `cp -r` of a run made that the copy's, and `status`
+    showed the step at the time of the copy. The end in status.json bounds it."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = _run(tmp_path, "copied", {"TrainingJobName": "copied", "TrainingJobStatus": "Completed",
+                                        "SecondaryStatus": "Completed", "CreationTime": "2026-11-26T10:00:00+00:00",
+                                        "TrainingEndTime": "2026-11-26T10:05:00+00:00",
+                                        "SecondaryStatusTransitions": [],
+                                        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}})
+    copied = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc).timestamp()
+    os.utime(run_dir / "logs" / "algo-1.log", (copied, copied))
+
+    result = smtrain("status", str(run_dir))
+
+    assert result.exit_code == 0, result.output
+    assert "step 2/2 (100%), epoch 1 at 2026-11-26 10:05:00 UTC" in result.stdout, result.stdout
