@@ -22,6 +22,7 @@ from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import NOTICE as STANDIN_NOTICE
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.local_run import QuietObserver, run_local
+from orchestrator.emulator.instances.standin import TURN_OFF
 from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
 from orchestrator.emulator.preparing.prepared_run import check_run_input
 from orchestrator.emulator.run_options import Options, in_keywords
@@ -34,12 +35,14 @@ from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LIN
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import SPEC_WORDS, LoadedSpec
+from orchestrator.wording import counted
 
 logger = logging.getLogger("orchestrator")
 STANDIN_NOTICE_START = STANDIN_NOTICE.split(":", 1)[0]
-FUNCTION_JOB_SWITCHES = (" Such switches are keywords of orchestrator.run(spec, backend=\"local\", ...); a function "
-                         "job's run() has none: it runs on the stand-in wherever this machine has fewer GPUs per host "
-                         "than the instance.")
+FUNCTION_JOB_SWITCHES = (" A function job's run() passes its keywords to the function and takes no run options "
+                         "(gpu_standin, exact_autocast), so it runs on the stand-in wherever this machine has fewer GPUs "
+                         "per host than the instance: for real CUDA, run it on a machine with as many GPUs, or with "
+                         "backend=\"sagemaker\"; a CPU instance_type in @orchestrator.remote(...) needs no stand-in.")
 
 
 class LocalBackend:
@@ -127,13 +130,21 @@ class LocalBackend:
 
     def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
         """From each host's last `tail_lines` lines, as SageMaker's from CloudWatch; a failed run's cause is the one
-        it wrote itself (every launcher's exit code and its whole tail)."""
+        it wrote itself (every launcher's exit code and its whole tail).
+
+        A local line's time is its log's time of last write, which a copy of the run (`cp -r`) makes the copy's:
+        no line of an ended run is later than its end in status.json, so the progress time is at most that."""
         run_dir = Path(job_id)
+        described = read_status(run_dir) or {}
+        ended = described.get("TrainingEndTime")
+        last_ms = int(ended.timestamp() * 1000) if ended else None
         tails: dict[str, list[LogLine]] = {}
         for line in self.logs(job_id, tail=tail_lines):
+            if last_ms is not None and line.timestamp_ms > last_ms:
+                line = dataclasses.replace(line, timestamp_ms=last_ms)
             tails.setdefault(line.host, []).append(line)
         copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
-        progress = job_progress(read_status(run_dir) or {}, tails, SourcePaths((*copies, SourcePaths().copies[0])))
+        progress = job_progress(described, tails, SourcePaths((*copies, SourcePaths().copies[0])))
         stored = self.failure_cause(job_id)
         if stored is None:
             return progress
@@ -194,7 +205,7 @@ class LocalBackend:
         if path.is_file():
             points, skipped = read_points_counted(path)
             if skipped:
-                notes.append(f"skipped {skipped} line(s) of {path} that are not metric points")
+                notes.append(f"skipped {counted(skipped, 'line')} of {path} that are not metric points")
         elif (run_dir / RUN_MARKER_FILE).is_file():  # a run that has recorded no point yet
             points = []
         else:
@@ -270,7 +281,7 @@ class _KeptNotices(QuietObserver):
     job's summary and logged as a warning, so that `device cuda:0` in the job's output is not taken for a GPU;
     the other notices (the emulator's deviations, said by `smtrain local`) are logged at INFO. They name
     `orchestrator.run`'s keywords, not `smtrain local`'s flags; for a function job (whose `run()` passes its
-    keywords to the function) the stand-in's notice says that it has no such switch."""
+    keywords to the function and takes none) the stand-in's notice says what to do instead of naming one."""
 
     def __init__(self, kept: list[str], function_job: bool = False) -> None:
         self._kept = kept
@@ -279,7 +290,8 @@ class _KeptNotices(QuietObserver):
     def notice(self, text: str) -> None:
         text = in_keywords(text)
         if text.startswith(STANDIN_NOTICE_START):
-            text += FUNCTION_JOB_SWITCHES if self._function_job else ""
+            if self._function_job:  # the keyword it names is not one that run() takes
+                text = text.replace(in_keywords(TURN_OFF), FUNCTION_JOB_SWITCHES)
             self._kept.append(text)
             logger.warning("%s", text)
         else:

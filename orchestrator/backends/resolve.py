@@ -107,7 +107,8 @@ def _local_run_dir(name: str) -> Path:
         return run_dir
     near = near_runs(name)
     hint = f"did you mean {', '.join(str(relative_to_cwd(path)) for path in near)}?" if near else (
-        "list the local runs with `smtrain list --local`")
+        "give the run directory's path, as `smtrain local` printed it (local:DIR/RUN: runs/ is read in the "
+        "current folder); `smtrain list --local --runs DIR` lists the runs in DIR")
     where = "no run directory there" if _names_a_path(name) else f"no run directory, nor runs/{name}/"
     raise JobNotFound(f"{name} is no local run ({where})", fix=hint)
 

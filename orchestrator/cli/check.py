@@ -7,6 +7,7 @@ import sys
 import click
 
 from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.wording import counted
 
 
 @click.command()
@@ -43,6 +44,6 @@ def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], regi
             click.echo(f"{mark} {item.name:<{width}}  {item.detail}")
             if item.fix:
                 click.echo(f"  {'':<{width}}  fix: {item.fix}")
-        click.echo("ready to submit" if passed else f"{sum(not item.ok for item in checks)} check(s) failed",
+        click.echo("ready to submit" if passed else f"{counted(sum(not item.ok for item in checks), 'check')} failed",
                    err=True)
     sys.exit(0 if passed else 1)

@@ -12,6 +12,7 @@ import click
 
 from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option
 from orchestrator.cloud import infra as infra_lib
+from orchestrator.wording import counted
 
 _stack_name_option = click.option(
     "--stack-name",
@@ -135,7 +136,7 @@ def delete(
     if bucket_kept:
         said = f"; bucket {bucket} kept"
     elif delete_bucket and teardown.bucket_contents:
-        said = f"; bucket {bucket} deleted with its {deleted} object version(s)"
+        said = f"; bucket {bucket} deleted with its {counted(deleted, 'object version')}"
     else:
         said = ""
     click.echo(f"stack {teardown.stack_name} deleted in {teardown.region}{said}")
@@ -194,7 +195,8 @@ def _can_ask() -> bool:
 
 
 def _ask_to_execute(changes: list[dict[str, str]]) -> bool:
-    return click.confirm(f"Execute these {len(changes)} change(s)?", default=False, err=True)
+    asked = "this change" if len(changes) == 1 else f"these {len(changes)} changes"
+    return click.confirm(f"Execute {asked}?", default=False, err=True)
 
 
 def _print_outputs(outputs: infra_lib.StackOutputs, output: str) -> None:

@@ -14,6 +14,7 @@ from orchestrator.cli.options import echo_json
 from orchestrator.observing.job_status import console_url
 from orchestrator.observing.metric_series import STEP_FORMATS, MetricPoint, format_duration, loss_metrics, summarize
 from orchestrator.specs.catalog import hourly_price
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from orchestrator.backends.base import StatusReport
@@ -86,7 +87,7 @@ def print_metrics(title: str, points: list[MetricPoint], source: str, names: lis
     from orchestrator.observing.metric_charts import text_chart
 
     summaries = summarize(points)
-    click.echo(f"{title}: {len(points)} points of {len(summaries)} metric(s) ({source})")
+    click.echo(f"{title}: {counted(len(points), 'point')} of {counted(len(summaries), 'metric')} ({source})")
     width = max(6, *(len(item.metric) for item in summaries))
     click.echo(f"  {'metric':<{width}}  {'points':>6}  {'first':>10}  {'min':>10}  {'max':>10}  {'last':>10}")
     for item in summaries:

@@ -336,6 +336,8 @@ def _follow(job: Job, options: WatchOptions, stream_logs: bool, to_stderr: bool)
     def show_status(current: JobStatus) -> None:
         latest = current.transitions[-1] if current.transitions else None
         message = latest.message if latest and latest.status == current.secondary_status else ""
+        # a run's status.json written before its ends had words of their own says `Completed: Completed`
+        message = "" if message == current.secondary_status else message
         now = datetime.now(timezone.utc).strftime("%H:%M:%S")
         click.echo(f"{now}  {views.status_words(current)}{': ' + message if message else ''}", err=to_stderr)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from orchestrator.specs.catalog import hourly_price
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,20 +71,24 @@ def print_plan(plan: Plan, full: bool = False) -> None:
     click.echo("\n".join(line.rstrip() for line in lines))
 
 
-def _listing(*columns: str, caption: str) -> Any:
-    """The one table style of `smtrain images` and `smtrain instances`: no box, bold header, a caption with the
-    data's source and date."""
+def _listing(*columns: str) -> Any:
+    """The one table style of `smtrain images` and `smtrain instances`: no box, bold header."""
     from rich.table import Table
 
-    return Table(*columns, box=None, collapse_padding=True, header_style="bold", caption=caption,
-                 caption_justify="left")
+    return Table(*columns, box=None, collapse_padding=True, header_style="bold")
+
+
+def _print_listing(table: Any, notes: Sequence[str]) -> None:
+    """The table, then its notes (the data's source and date, what a mark means) one sentence a line: a caption
+    wrapped at the table's width broke its sentences mid-way and padded them with spaces."""
+    output = console()
+    output.print(table)
+    for note in notes:
+        output.print(note, highlight=False)
 
 
 def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
-    table = _listing("type", "vCPUs", "memory GiB", "accelerators", "accel. memory GiB", "EFA",
-                     f"{prices.currency}/h",
-                     caption=f"On-demand training prices, {prices.region}: {prices.source}, transcribed "
-                             f"{prices.checked}.")
+    table = _listing("type", "vCPUs", "memory GiB", "accelerators", "accel. memory GiB", "EFA", f"{prices.currency}/h")
     for entry in rows:
         accel = "-" if entry.accelerator == "cpu" else f"{entry.accelerators} x {entry.accelerator_model}"
         if entry.neuron_cores:
@@ -92,7 +97,8 @@ def print_instances(rows: list[InstanceType], prices: Catalog) -> None:
                       "-" if entry.accelerator_memory_gib is None else f"{entry.accelerator_memory_gib:g}",
                       "yes" if entry.efa else "no",
                       "-" if entry.price_per_hour is None else hourly_price(entry.price_per_hour))
-    console().print(table)
+    _print_listing(table, [f"On-demand training prices in {prices.region}, transcribed {prices.checked}.",
+                           f"Source: {prices.source}."])
 
 
 def image_rows() -> list[dict[str, Any]]:
@@ -128,11 +134,12 @@ def image_rows() -> list[dict[str, Any]]:
 
 
 def print_images(rows: list[dict[str, Any]]) -> None:
+    """The image table; a `status` column only where an image is unverified (the one thing it says)."""
     from orchestrator.specs import images
 
-    table = _listing("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP", "status",
-                     caption=f"smtrain's image table (aws/deep-learning-containers release data; registries as in SDK "
-                             f"v2), checked {images.checked()}. ✗: past its end of patch, no more security fixes.")
+    unverified = any(row["unverified"] for row in rows)
+    table = _listing("version", "python", "repository", "cpu tag", "gpu tag", "GA", "end of patch", "SMDDP",
+                     *(["status"] if unverified else []))
     for column in table.columns[3:5]:
         column.overflow = "fold"
     for row in rows:
@@ -141,8 +148,14 @@ def print_images(rows: list[dict[str, Any]]) -> None:
             eop = f"[red]{eop} ✗[/]"
         table.add_row(row["framework_version"], "/".join(row["python"]), row["repository"], row["tags"]["cpu"],
                       row["tags"]["gpu"], row["ga"] or "-", eop, "yes" if row["smddp"] else "no",
-                      "[yellow]unverified[/]" if row["unverified"] else "")
-    console().print(table)
+                      *(["[yellow]unverified[/]" if row["unverified"] else ""] if unverified else []))
+    notes = ["✗: past its end of patch, so AWS releases no more security fixes for it.",
+             f"Release data: aws/deep-learning-containers, checked {images.checked()}.",
+             "Registries: as in the SageMaker Python SDK v2."]
+    if unverified:
+        notes.append("unverified: its build configuration and release data disagree; submit needs "
+                     "allow_unverified: true.")
+    _print_listing(table, notes)
 
 
 class LocalConsole:
@@ -208,7 +221,7 @@ class LocalConsole:
         if self._deviations and not self._quiet:
             self._progress.console.print(f"[dim]note: emulated without docker; {self._deviations} ways this differs "
                                          "from SageMaker's container: `smtrain local --explain`", highlight=False)
-        self._progress.console.print(f"[bold]{job_name}[/]: {hosts} host(s), world size {world_size}; run directory "
+        self._progress.console.print(f"[bold]{job_name}[/]: {counted(hosts, 'host')}, world size {world_size}; run directory "
                                      f"{run_dir}", highlight=False)
         self._task = self._progress.add_task("training", total=None, steps="waiting for the first step", rate="",
                                              eta="", loss="")
@@ -263,7 +276,8 @@ class LocalConsole:
         if run.status == "Hung" and stacks.is_file():
             console.print(escape(stacks.read_text()), highlight=False, soft_wrap=True)
         elif run.status == "Interrupted":
-            console.print(f"[yellow]interrupted:[/] {escape(run.failure_reason or '')}", highlight=False, soft_wrap=True)
+            # the reason starts with `interrupted (SIGINT ...)`: a label before it would say the word twice
+            console.print(f"[yellow]{escape(run.failure_reason or 'interrupted')}", highlight=False, soft_wrap=True)
             if self._keeps_checkpoints:
                 console.print(f"resume from its checkpoints: smtrain local {shlex.join(self._command)} --run-dir "
                               f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)

@@ -24,6 +24,7 @@ from orchestrator.cli.options import (
     runs_option,
     set_option,
 )
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
@@ -76,7 +77,7 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
                                         for finding in refusals), fix=refusals[0].fix)
     check_offline(spec, job.spec)
     summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
-               f"{', '.join(spec.parameters)}: {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time")
+               f"{', '.join(spec.parameters)}: {counted(spec.total_jobs(), 'trial')}, {spec.max_parallel_jobs} at a time")
     if output == "json":
         echo_json({"file": file, "valid": True, "summary": summary})
     else:
@@ -124,7 +125,7 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
                    "jobs": tuning.plan.spec.total_jobs(),
                    "cost": tuning.plan.cost.to_dict()})
         return
-    click.echo(f"submitted tuning job {tuning.name}: {tuning.plan.spec.total_jobs()} trials, "
+    click.echo(f"submitted tuning job {tuning.name}: {counted(tuning.plan.spec.total_jobs(), 'trial')}, "
                f"{tuning.plan.spec.max_parallel_jobs} at a time ({tuning.plan.spec.strategy.value})")
     click.echo(f"  cost     {_cost_words(tuning.plan)}")
     click.echo(f"  follow   smtrain tune status {tuning.name}")
@@ -260,7 +261,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     for by optuna (smtrain's tune extra: docs/install.md). Prints every trial sorted by objective and the best one. The
     options of `smtrain local` below apply to every trial."""
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
-    from orchestrator.observing.trials import table, trials_text
+    from orchestrator.observing.trials import table
     from orchestrator.specs.loader import load_tuning
 
     loaded = load_tuning(file, overrides)
@@ -279,7 +280,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
         if result.best is not None:
             click.echo(f"best: {result.best.name}  {result.metric} = {result.best.objective:.6g}  "
                        f"{result.best.hyperparameters}  ({result.best.run_dir})")
-        click.echo(f"{trials_text(len(result.trials))} in {result.seconds:.1f} s, up to {result.parallel} at once; "
+        click.echo(f"{counted(len(result.trials), 'trial')} in {result.seconds:.1f} s, up to {result.parallel} at once; "
                    f"results in {result.run_dir}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
@@ -305,7 +306,7 @@ def _cost_words(tuning_plan: Any) -> str:
     cost = tuning_plan.cost
     if cost.max_total is None:
         return f"no price on record for {tuning_plan.job.spec.instance.type}"
-    return (f"at most {cost.currency} {cost.max_total:,.2f} = {cost.trials} trials x {cost.currency} "
+    return (f"at most {cost.currency} {cost.max_total:,.2f} = {counted(cost.trials, 'trial')} x {cost.currency} "
             f"{cost.per_trial:,.2f} ({tuning_plan.job.cost.basis})")
 
 
@@ -318,7 +319,7 @@ def _print_plan(tuning_plan: Any) -> None:
     click.echo(f"tuning job {tuning_plan.name}: {spec.strategy.value} search over "
                f"{', '.join(spec.parameters)} of {tuning_plan.job.spec.name}")
     click.echo(f"  objective {spec.objective.type} {spec.objective.metric}")
-    click.echo(f"  jobs      {spec.total_jobs()} trials, {spec.max_parallel_jobs} at a time, each "
+    click.echo(f"  jobs      {counted(spec.total_jobs(), 'trial')}, {spec.max_parallel_jobs} at a time, each "
                f"{tuning_plan.job.spec.instance.count} x {tuning_plan.job.spec.instance.type}")
     click.echo(f"  cost      {_cost_words(tuning_plan)}")
     for finding in tuning_plan.job.findings:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code, error_message, is_missing_stack
 from orchestrator.errors import AwsError, EnvironmentProblem, SmtrainError
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     import boto3
@@ -213,7 +214,7 @@ def deploy(deployment: Deployment = Deployment(), session: boto3.Session | None 
             notify(
                 DeployEvent(
                     DeployStage.PREVIEW,
-                    f"change set {change_set['ChangeSetName']} for stack {name}: {len(changes)} change(s)",
+                    f"change set {change_set['ChangeSetName']} for stack {name}: {counted(len(changes), 'change')}",
                     tuple(changes),
                 )
             )
@@ -270,7 +271,8 @@ class BucketContents:
     """Every object version and delete marker, the current ones included: what emptying deletes."""
 
     def __str__(self) -> str:
-        return f"{self.objects} object(s), {self.versions} version(s) and delete marker(s) in all"
+        markers = counted(self.versions, "version or delete marker", "versions and delete markers")
+        return f"{counted(self.objects, 'object')}, {markers} in all"
 
 
 @dataclass(frozen=True)
@@ -431,13 +433,13 @@ def _empty_bucket(s3: Any, bucket: str, total: int, notify: Callable[[DeployEven
             if errors:
                 first = errors[0]
                 raise AwsError(
-                    f"S3 refused to delete {len(errors)} object version(s) of bucket {bucket}, the first "
+                    f"S3 refused to delete {counted(len(errors), 'object version')} of bucket {bucket}, the first "
                     f"{first.get('Key')} ({first.get('VersionId')}): {first.get('Code')} {first.get('Message', '')}",
                     fix="fix the cause (s3:DeleteObjectVersion permission, Object Lock) and run the command again",
                 )
             deleted += len(batch)
             notify(DeployEvent(DeployStage.EMPTYING_BUCKET,
-                               f"bucket {bucket}: deleted {deleted} of {total} object version(s)"))
+                               f"bucket {bucket}: deleted {deleted} of {counted(total, 'object version')}"))
     return deleted
 
 

@@ -68,6 +68,7 @@ from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.loader import LoadedSpec
+from orchestrator.wording import counted
 
 class Observer(Protocol):
     """What a run tells its caller as it goes; the CLI draws it (render.LocalConsole)."""
@@ -280,7 +281,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
 
     with build_cache.shared(prepared.extensions_dir) as removed:
         if removed:
-            observer.notice(f"removed {len(removed)} build lock(s) that a stopped JIT compile left in "
+            observer.notice(f"removed {counted(len(removed), 'build lock')} that a stopped JIT compile left in "
                             f"{prepared.extensions_dir} ({', '.join(lock.parent.name for lock in removed)}): no run "
                             "builds there now, and the next build starts afresh")
         return _attempts(reporter, options, observer, supervisor_hook, started)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.wording import counted
+
 # AWS Systems Manager's target for a training container (SageMaker developer guide, "Access a training container
 # through AWS Systems Manager for remote debugging"; docs/sagemaker-contract.md §12).
 REMOTE_DEBUG_COMMAND = "aws ssm start-session --target sagemaker-training-job:{job}_algo-1 --region {region}"
@@ -31,7 +33,7 @@ def setting_rows(described: dict[str, Any], region: str) -> list[tuple[str, str]
         transitions = described.get("SecondaryStatusTransitions", [])
         restarts = sum(1 for item in transitions if item["Status"] == "Restarting")
         limit = described["RetryStrategy"]["MaximumRetryAttempts"]
-        rows.append(("retries", f"{restarts} restart(s) so far, at most {limit} retries"))
+        rows.append(("retries", f"{counted(restarts, 'restart')} so far, at most {limit} retries"))
     if described.get("TensorBoardOutputConfig"):
         config = described["TensorBoardOutputConfig"]
         local = config.get("LocalPath", "/opt/ml/output/tensorboard")

@@ -143,11 +143,6 @@ def counts_of(trials: Sequence[Trial]) -> dict[str, int]:
             for status in ("Completed", "InProgress", "Stopped", "Failed")}
 
 
-def trials_text(count: int) -> str:
-    """`1 trial`, `2 trials`: a count as a person writes it."""
-    return f"{count} trial{'' if count == 1 else 's'}"
-
-
 def better(goal: str, candidate: float, incumbent: float) -> bool:
     return candidate < incumbent if goal == "Minimize" else candidate > incumbent
 

@@ -30,6 +30,7 @@ from orchestrator.specs.catalog import InstanceType, catalog, lookup, on_demand_
 from orchestrator.specs.loader import LoadedSpec
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.topology import Topology, topology
+from orchestrator.wording import counted
 
 WITHHELD_SHOWN = 5  # the secrets a plan names before "and N more"
 
@@ -134,10 +135,11 @@ class Plan:
         cost = self.cost
         worst = (f"{cost.currency} {cost.max_total:,.2f}" if cost.max_total is not None else "no price on record")
         severities = [finding.severity for finding in self.findings]
-        counted = "".join(f", {severities.count(severity)} {severity}{'s' if severities.count(severity) > 1 else ''}"
-                          for severity in dict.fromkeys(severities))
+        plural = {"unverified": "unverified"}  # an adjective: `2 unverified`, not `2 unverifieds`
+        counts = "".join(f", {counted(severities.count(severity), severity, plural.get(severity))}"
+                         for severity in dict.fromkeys(severities))
         return (f"Plan({self.job_name!r}, {summary_line(self.spec)}, region {self.target.region}, "
-                f"worst-case cost {worst}{counted})")
+                f"worst-case cost {worst}{counts})")
 
     def _repr_html_(self) -> str:
         """What a notebook shows: the lines of `smtrain plan`."""

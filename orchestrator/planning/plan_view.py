@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.specs.catalog import hourly_price, lookup
 from orchestrator.specs.topology import topology
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from orchestrator.planning.plan import Plan
@@ -27,7 +28,7 @@ _HTML_COLOURS = {"error": "#cf222e", "unverified": "#9a6700", "warning": "#9a670
 def summary_line(spec: JobSpec) -> str:
     """`mode none, 2 x ml.c5.2xlarge, 1 process per host -> world size 2`."""
     topo = topology(spec, lookup(spec.instance_type))
-    per_host = f"{topo.processes_per_host} process{'es' if topo.processes_per_host != 1 else ''} per host"
+    per_host = f"{counted(topo.processes_per_host, 'process')} per host"
     if spec.instance.groups:
         groups = ", ".join(f"{group.name} {group.count} x {group.type}" for group in spec.instance.groups)
         launched = (f" on group {', '.join(spec.distribution.instance_groups)}"
@@ -48,7 +49,7 @@ def plan_lines(plan: Plan) -> list[Line]:
              f"  region  {plan.target.region}",
              f"  role    {plan.target.role}",
              f"  output  {plan.target.output_path}",
-             (f"  source  {plan.source.directory}: {len(plan.source.files)} files, "
+             (f"  source  {plan.source.directory}: {counted(len(plan.source.files), 'file')}, "
               f"{plan.source.size_bytes / 1024:.1f} KiB packed -> {plan.source_uri}")]
     lines += [f"  {line}" for line in sources_lines(plan)]
     for name, channel in plan.spec.inputs.items():

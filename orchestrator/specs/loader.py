@@ -31,6 +31,7 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, printable
+from orchestrator.wording import counted
 
 if TYPE_CHECKING:
     from orchestrator.specs.tuning import TuningSpec
@@ -80,7 +81,7 @@ class InvalidSpec(SpecError):
                                              fix=printable(problem.fix) if problem.fix else problem.fix)
                          for problem in problems]
         count = len(self.problems)
-        header = f"{count} problem{'s' if count != 1 else ''} in the job spec:"
+        header = f"{counted(count, 'problem')} in the job spec:"
         super().__init__("\n".join([header, *(f"  {problem}" for problem in self.problems)]))
 
 
@@ -734,7 +735,7 @@ class InvalidTuningSpec(InvalidSpec):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = list(problems)
         count = len(self.problems)
-        header = f"{count} problem{'s' if count != 1 else ''} in the tuning spec:"
+        header = f"{counted(count, 'problem')} in the tuning spec:"
         SpecError.__init__(self, "\n".join([header, *(f"  {problem}" for problem in self.problems)]))
 
 

@@ -303,7 +303,7 @@ def test_a_gpu_job_run_from_a_notebook_says_it_runs_on_the_cpu_stand_in(tmp_path
     assert notice.endswith("Turn it off with gpu_standin=False.")  # run's keyword, not smtrain local's flag
 
 
-def test_a_gpu_function_job_s_stand_in_notice_says_its_run_has_no_switch_for_it(tmp_path):
+def test_a_gpu_function_job_s_stand_in_notice_says_what_to_do_not_a_switch_its_run_lacks(tmp_path):
     def where():
         return "ran"
 
@@ -311,5 +311,6 @@ def test_a_gpu_function_job_s_stand_in_notice_says_its_run_has_no_switch_for_it(
 
     assert job.result() == "ran"
     [notice] = [text for key, text in job.summary().rows if key == "notice"]
-    assert "--no-gpu-standin" not in notice
-    assert "a function job's run() has none: it runs on the stand-in wherever this machine has fewer GPUs" in notice
+    assert "--no-gpu-standin" not in notice and "Turn it off with gpu_standin=False" not in notice  # run() has no such
+    assert notice.endswith("for real CUDA, run it on a machine with as many GPUs, or with backend=\"sagemaker\"; a CPU "
+                           "instance_type in @orchestrator.remote(...) needs no stand-in.")

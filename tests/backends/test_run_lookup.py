@@ -8,6 +8,7 @@ import json
 import os
 import time
 import tracemalloc
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,33 @@ def test_list_of_local_runs_in_another_folder_imports_no_aws_library_nor_torch(t
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
 
     assert done.stdout.splitlines()[1].startswith("job-1 ") and done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_local_name_with_no_run_near_it_says_to_give_the_runs_path(tmp_path, monkeypatch):
+    """A run started with --run-dir outside runs/: `smtrain list --local` reads runs/ and would not find it
+    either; the run's own path, or --runs DIR, does."""
+    monkeypatch.chdir(tmp_path)
+
+    result = smtrain("logs", "local:ci-job-2026-11-26-10-00-00-000-aaaa")
+
+    _assert_one_clear_error(result, (2,))
+    assert "give the run directory's path, as `smtrain local` printed it" in result.stderr
+    assert "`smtrain list --local --runs DIR` lists the runs in DIR" in result.stderr
+
+
+def test_status_of_a_copied_run_dates_its_progress_no_later_than_the_runs_end(tmp_path, monkeypatch):
+    """A local line's time is its log's time of last write; `cp -r` of a run made that the copy's, and `status`
+    showed the step at the time of the copy. The end in status.json bounds it."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = _run(tmp_path, "copied", {"TrainingJobName": "copied", "TrainingJobStatus": "Completed",
+                                        "SecondaryStatus": "Completed", "CreationTime": "2026-11-26T10:00:00+00:00",
+                                        "TrainingEndTime": "2026-11-26T10:05:00+00:00",
+                                        "SecondaryStatusTransitions": [],
+                                        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}})
+    copied = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc).timestamp()
+    os.utime(run_dir / "logs" / "algo-1.log", (copied, copied))
+
+    result = smtrain("status", str(run_dir))
+
+    assert result.exit_code == 0, result.output
+    assert "step 2/2 (100%), epoch 1 at 2026-11-26 10:05:00 UTC" in result.stdout, result.stdout

@@ -63,3 +63,29 @@ def test_images_text_marks_past_end_of_patch_smddp_and_unverified():
     assert " no " in lines["2.6.0"]
     assert "unverified" not in lines["2.13.0"] and "unverified" not in lines["2.10.0"]  # 2.11-2.13: release data
     assert f"checked {images.checked()}" in result.stdout
+
+
+def test_images_text_has_no_empty_column_and_its_notes_are_whole_sentences(monkeypatch):
+    """The `status` column was empty on every row (it says only `unverified`), and the caption wrapped at the
+    table's width mid-sentence, padded with spaces: now the column shows only where a row is unverified, and the
+    notes come one sentence a line, each short enough for an 80-column terminal."""
+    from rich.console import Console
+
+    from orchestrator.cli import render
+
+    shown = []
+    monkeypatch.setattr(Console, "print", lambda self, *args, **kwargs: shown.append(args[0]))
+    rows = render.image_rows()
+
+    render.print_images(rows)
+    table, *notes = shown
+    assert [column.header for column in table.columns][-1] == "SMDDP"
+    assert notes[:2] == ["✗: past its end of patch, so AWS releases no more security fixes for it.",
+                         f"Release data: aws/deep-learning-containers, checked {images.checked()}."]
+    assert all(len(note) <= 80 and note.endswith(".") for note in notes)
+
+    shown.clear()
+    render.print_images([{**rows[-1], "unverified": True}])
+    table, *notes = shown
+    assert [column.header for column in table.columns][-1] == "status"
+    assert notes[-1].startswith("unverified: ") and "allow_unverified: true" in notes[-1]

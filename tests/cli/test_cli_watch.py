@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from click.testing import CliRunner
 from job_fakes import seed_host_metrics, seed_logs, training
 
 from orchestrator.cli.main import main
@@ -139,3 +141,25 @@ def test_watch_of_a_job_that_already_ended_exits_with_its_status(stubbed_sagemak
     assert result.exit_code == 1, result.output
     document = json.loads(result.stdout)
     assert document["verdict"] is None and document["final_status"]["failure_reason"] == "AlgorithmError: boom"
+
+
+@pytest.mark.parametrize(("status", "said"), [("Completed", "Training job completed"),
+                                              ("Stopped", "Training job stopped"), ("Failed", "Training job failed")])
+def test_watch_of_a_finished_local_run_says_its_end_once(tmp_path, status, said):
+    """`smtrain watch` of a finished local run printed `Completed: Completed` (`Stopped: Stopped`): the last
+    transition's message was the status word again; it is SageMaker's words for the end now."""
+    from datetime import datetime, timezone
+
+    from orchestrator.contract import RUN_MARKER_FILE
+    from orchestrator.emulator.supervising.status import StatusReport
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / RUN_MARKER_FILE).write_text("")
+    report = StatusReport(tmp_path, {"TrainingJobName": "ended-1"}, datetime.now(timezone.utc))
+    report.transition("Training")
+    report.finish(status, status, None, None)
+
+    result = CliRunner().invoke(main, ["watch", str(tmp_path)])
+
+    assert f"  {status}: {said}\n" in result.stdout, result.stdout
+    assert f"{status}: {status}" not in result.stdout

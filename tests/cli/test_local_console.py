@@ -113,6 +113,8 @@ def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, ca
 
     shown = capsys.readouterr().err
     assert "failure reason" not in shown
+    assert "interrupted (SIGINT forwarded to every training process as SIGTERM); checkpoints" in shown
+    assert "interrupted: interrupted" not in shown  # the reason says the word: no label repeats it
     assert f"resume from its checkpoints: smtrain local job.yaml --run-dir {deep}" in shown.splitlines()
     assert f"model:   {deep / 'model.tar.gz'}" in shown.splitlines()
 

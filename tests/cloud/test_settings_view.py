@@ -32,7 +32,7 @@ def test_each_setting_shows_what_it_produced():
     rows = dict(setting_rows(described, "eu-west-1"))
     assert rows["instance preference"] == "selected 2 x ml.p4d.24xlarge (of ml.p5.48xlarge, ml.p4d.24xlarge)"
     assert rows["training plan"] == PLAN_ARN
-    assert rows["retries"] == "1 restart(s) so far, at most 3 retries"
+    assert rows["retries"] == "1 restart so far, at most 3 retries"
     assert rows["tensorboard"].startswith("s3://b/tb/ (written to /opt/ml/output/tensorboard")
     assert rows["mlflow"] == f"{MLFLOW_ARN} (run id r-1)"
     assert rows["remote debug"] == ("aws ssm start-session --target sagemaker-training-job:job-1_algo-1 "

@@ -93,3 +93,18 @@ def test_an_object_deleted_from_s3_is_not_served_from_the_cache(tmp_path, cache)
     prepared = _prepare(spec, Options(run_dir=tmp_path / "run"))
     assert sorted(path.name for path in (prepared.layout.hosts[0].data_dir / "train").iterdir()) == ["keep.csv"]
     assert _everything_under(cache / "s3") == {"chan-bucket/data/train/keep.csv"}
+
+
+def test_an_s3_channel_without_credentials_names_both_local_copies(monkeypatch):
+    """The fix named --input only; a spec's `local_inputs:` (docs/local.md) gives the copy to every local run."""
+    from orchestrator.cloud import sdk
+    from orchestrator.emulator.preparing import prepared_run
+    from orchestrator.errors import EnvironmentProblem
+
+    monkeypatch.setattr(sdk, "boto_session", lambda: type("NoCredentials", (), {"get_credentials": lambda self: None})())
+
+    with pytest.raises(EnvironmentProblem) as raised:
+        prepared_run._download_channel("train", "s3://chan-bucket/data/")
+
+    assert "`local_inputs: {train: ./data}` in the spec" in raised.value.fix
+    assert "--input train=./data" in raised.value.fix

@@ -145,4 +145,4 @@ def test_without_the_standin_nccl_fails_with_torchs_own_error(tmp_path):
     assert result["failure_reason"].startswith(
         "algo-1 (rank 0) failed: RuntimeError: Distributed package doesn't have NCCL built in"), result
     assert STANDIN_NOTICE not in printed
-    assert "--no-gpu-standin: the training processes see this machine's 0 GPU(s)" in printed
+    assert "--no-gpu-standin: the training processes see this machine's 0 GPUs" in printed

@@ -38,7 +38,7 @@ def test_enough_gpus_here_runs_real_cuda_and_smddp_gets_only_the_library_standin
 def test_no_gpu_standin_and_cpu_instances_get_nothing():
     off = accelerators(G5, smddp_library=True, local_gpus=0, standin_allowed=False)
     assert (off.python_path, off.environment) == ((), {})
-    assert off.notice == "--no-gpu-standin: the training processes see this machine's 0 GPU(s), not the 4 x A10G of " \
+    assert off.notice == "--no-gpu-standin: the training processes see this machine's 0 GPUs, not the 4 x A10G of " \
                          "ml.g5.12xlarge"
     assert accelerators(lookup("ml.c5.2xlarge"), False, 0, True) == accelerators(lookup("ml.c5.2xlarge"), False, 0,
                                                                                      False)

@@ -23,7 +23,7 @@ def test_infra_deploy_previews_the_changes_then_prints_the_outputs(moto_session,
     result = _run("deploy", "--yes", "--output", "json", *options, session=moto_session)
 
     assert result.exit_code == 0, result.output
-    assert "4 change(s)" in result.stderr
+    assert "4 changes" in result.stderr
     assert "ExecutionRole" in result.stderr and "AWS::IAM::ManagedPolicy" in result.stderr
     printed = json.loads(result.stdout)
     assert printed == dataclasses.asdict(infra.stack_outputs(session=moto_session))
@@ -37,7 +37,7 @@ def test_infra_deploy_answered_no_changes_nothing(moto_session, all_features, mo
     result = CliRunner().invoke(infra_group, ["deploy", *options], input="n\n", obj=moto_session)
 
     assert result.exit_code == 0, result.output  # "n" is a normal answer, not a failure
-    assert "Execute these 4 change(s)? [y/N]" in result.stderr
+    assert "Execute these 4 changes? [y/N]" in result.stderr
     assert "Cancelled: the change set was deleted and nothing changed." in result.stderr
     assert result.stdout == ""
     assert moto_session.client("cloudformation").describe_stacks()["Stacks"] == []

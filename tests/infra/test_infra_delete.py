@@ -73,7 +73,7 @@ def test_a_kept_bucket_is_said_kept_and_outlives_the_stack_with_its_objects(aws)
     assert "stack smtrain in us-east-1 (CREATE_COMPLETE):" in result.stderr
     assert "kept (Retain)" in result.stderr and role in result.stderr
     assert (f"bucket {bucket} is kept: its DeletionPolicy is Retain, so your outputs and checkpoints outlive the "
-            "stack (1 object(s), 4 version(s) and delete marker(s) in all)") in " ".join(result.stderr.split())
+            "stack (1 object, 4 versions and delete markers in all)") in " ".join(result.stderr.split())
     assert "DELETE_COMPLETE" in result.stderr
     assert result.stdout == f"stack smtrain deleted in us-east-1; bucket {bucket} kept\n"
     assert _stack_status(boto3.client("cloudformation")) is None
@@ -87,8 +87,8 @@ def test_a_bucket_the_stack_would_delete_while_it_holds_objects_is_refused_befor
     result = _run("--yes")
 
     assert result.exit_code == 2, result.output
-    assert (f"Error: CloudFormation cannot delete bucket {bucket} with stack smtrain: it holds 1 object(s), "
-            "4 version(s) and delete marker(s) in all") in result.stderr
+    assert (f"Error: CloudFormation cannot delete bucket {bucket} with stack smtrain: it holds 1 object, "
+            "4 versions and delete markers in all") in result.stderr
     assert "pass --delete-bucket" in result.stderr and "Traceback" not in result.output
     assert _stack_status(boto3.client("cloudformation")) == "CREATE_COMPLETE"
     assert _role_exists(role) and _versions(bucket) == 4
@@ -100,7 +100,7 @@ def test_delete_bucket_empties_every_version_first_so_cloudformation_deletes_the
     result = _run("--yes", "--delete-bucket", "--output", "json")
 
     assert result.exit_code == 0, result.output
-    assert f"bucket {bucket}: deleted 4 of 4 object version(s)" in result.stderr
+    assert f"bucket {bucket}: deleted 4 of 4 object versions" in result.stderr
     assert json.loads(result.stdout) == {
         "stack_name": "smtrain", "region": "us-east-1", "status": "DELETE_COMPLETE", "bucket": bucket,
         "bucket_kept": False, "object_versions_deleted": 4,
@@ -118,7 +118,7 @@ def test_delete_bucket_deletes_a_kept_bucket_after_the_stack(aws):
     assert "after the stack is deleted" in " ".join(result.stderr.split())
     assert result.stderr.index("DELETE_COMPLETE") < result.stderr.index(f"bucket {bucket}: deleted 4 of 4")
     assert result.stdout == (
-        f"stack smtrain deleted in us-east-1; bucket {bucket} deleted with its 4 object version(s)\n"
+        f"stack smtrain deleted in us-east-1; bucket {bucket} deleted with its 4 object versions\n"
     )
     assert bucket not in [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]]
 

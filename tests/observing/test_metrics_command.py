@@ -100,7 +100,7 @@ def test_metrics_text_shows_a_summary_and_the_loss_curve_and_writes_a_png(job_wi
 
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
-    assert lines[0] == "tiny-m: 18 points of 3 metric(s) (CloudWatch /aws/sagemaker/TrainingJobs, 1 s averages)"
+    assert lines[0] == "tiny-m: 18 points of 3 metrics (CloudWatch /aws/sagemaker/TrainingJobs, 1 s averages)"
     assert ["train:loss", "6", "0.9", "0.3", "0.9", "0.3"] in [line.split() for line in lines[2:5]]
     chart = shown.stdout.split("\ntrain:loss\n", 1)[1]
     assert sum(0x2800 < ord(char) <= 0x28FF for char in chart) >= 10

@@ -214,3 +214,17 @@ def test_plan_names_what_it_left_out_as_secrets(tmp_path):
     assert (finding.severity, finding.message) == (
         "notice", "left out of the source package, as credentials or keys are: .env.example, credentials/")
     assert "rename a file the job needs" in finding.fix
+
+
+def test_plan_counts_a_source_dir_of_one_file_as_1_file(tmp_path):
+    """`smtrain plan` said `1 files`."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('hi')\n")
+    (tmp_path / "spec.yaml").write_text("name: one-file\nentry_point: train.py\nsource_dir: src\n"
+                                        "framework_version: '2.10.0'\ninstance: {type: ml.c5.2xlarge, count: 1}\n"
+                                        "distribution: {mode: none}\n")
+
+    result = CliRunner().invoke(main, ["plan", str(tmp_path / "spec.yaml")])
+
+    assert result.exit_code == 0, result.output
+    assert f"source  {tmp_path / 'src'}: 1 file, " in result.stdout, result.stdout

@@ -112,4 +112,4 @@ def test_metrics_skips_and_counts_lines_that_are_not_points(tmp_path):
     result = CliRunner().invoke(main, ["metrics", str(run)])
     assert result.exit_code == 0, result.output
     assert "2 points" in result.output
-    assert "skipped 5 line(s)" in result.output
+    assert "skipped 5 lines" in result.output

@@ -19,9 +19,11 @@ from pathlib import Path
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin import env as standin_env
 from orchestrator.emulator.gpu_standin.smtrain_gpu_standin.notice import start_of_run_notice
 from orchestrator.specs.catalog import InstanceType
+from orchestrator.wording import counted
 
 STANDIN_DIR = Path(__file__).resolve().parent.with_name("gpu_standin")
 NO_STANDIN_FLAG = "--no-gpu-standin"
+TURN_OFF = f" Turn it off with {NO_STANDIN_FLAG}."
 EXACT_AUTOCAST_FLAG = "--exact-autocast"
 CPU_INFO = Path("/proc/cpuinfo")
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
@@ -57,14 +59,15 @@ def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, s
     if instance.gpus == 0:
         return Accelerators()
     if not standin_allowed:
-        return Accelerators(notice=f"{NO_STANDIN_FLAG}: the training processes see this machine's {local_gpus} "
-                                   f"GPU(s), not the {instance.gpus} x {_model(instance)} of {instance.name}")
+        return Accelerators(notice=f"{NO_STANDIN_FLAG}: the training processes see this machine's "
+                                   f"{counted(local_gpus, 'GPU')}, not the {instance.gpus} x {_model(instance)} "
+                                   f"of {instance.name}")
     if local_gpus >= instance.gpus:
         if not smddp_library:
-            return Accelerators(notice=f"this machine has {local_gpus} GPUs: real CUDA and NCCL run (each emulated "
+            return Accelerators(notice=f"this machine has {counted(local_gpus, 'GPU')}: real CUDA and NCCL run (each emulated "
                                        f"host sees all of them)")
         return Accelerators(python_path=(STANDIN_DIR,),
-                            notice=f"this machine has {local_gpus} GPUs: real CUDA runs; the SMDDP library exists "
+                            notice=f"this machine has {counted(local_gpus, 'GPU')}: real CUDA runs; the SMDDP library exists "
                                    "only in SageMaker's GPU images, so smtrain's stand-in for it (smdistributed."
                                    "dataparallel) runs its collectives over gloo")
     environment = {standin_env.NUM_GPUS: str(instance.gpus), standin_env.GPU_NAME: _model(instance)}
@@ -73,10 +76,9 @@ def accelerators(instance: InstanceType, smddp_library: bool, local_gpus: int, s
     in_float32 = not exact_autocast and not cpu_has_native_bf16()
     if in_float32:
         environment[standin_env.AUTOCAST] = standin_env.AUTOCAST_FLOAT32
-    fewer = f" This machine has {local_gpus} GPU(s), fewer than the instance." if local_gpus else ""
+    fewer = f" This machine has {counted(local_gpus, 'GPU')}, fewer than the instance." if local_gpus else ""
     return Accelerators(python_path=(STANDIN_DIR,), environment=environment,
-                        notice=f"{start_of_run_notice(instance.gpus, _model(instance), in_float32)}{fewer} Turn it "
-                               f"off with {NO_STANDIN_FLAG}.")
+                        notice=f"{start_of_run_notice(instance.gpus, _model(instance), in_float32)}{fewer}{TURN_OFF}")
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.wording import counted
 
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -77,7 +78,7 @@ def empty_share_notice(name: str, count: int, hosts: list[str], pipe: bool) -> s
         return None
     what = "an empty FIFO each epoch" if pipe else "an empty directory"
     return (f"channel {name} is ShardedByS3Key: {', '.join(idle)} {'gets' if len(idle) == 1 else 'get'} no file "
-            f"({what}): the channel has {count} file{'' if count == 1 else 's'} for {len(hosts)} instances; "
+            f"({what}): the channel has {counted(count, 'file')} for {len(hosts)} instances; "
             "SageMaker gives those instances no data either (give the channel at least as many files as instances)")
 
 
@@ -94,7 +95,7 @@ def link_inputs_notice(namespaced: bool) -> str:
 def unlinked_notice(name: str, files: list[Path]) -> str:
     """What --link-inputs copied instead of linking, named (the first few) so the user knows no link leads to them."""
     shown = ", ".join(str(file) for file in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-    return (f"--link-inputs: {len(files)} file{'' if len(files) == 1 else 's'} of channel {name} could not be "
+    return (f"--link-inputs: {counted(len(files), 'file')} of channel {name} could not be "
             f"hard-linked into the run directory (another file system, or the kernel refused the link), so each "
             f"host got a copy, out of the job's reach (a symbolic link would lead its writes to yours): {shown}")
 

@@ -54,6 +54,7 @@ from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, Sta
 from orchestrator.errors import RunFailed, SmtrainError, SpecError
 from orchestrator.observing.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
+from orchestrator.wording import counted
 
 SOURCE_DIR = "source"
 LOCK_FILE = ".smtrain-lock"
@@ -154,7 +155,7 @@ def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
             raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
                             fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
         if root.is_dir() and (links := run_files.planted_links(root)):
-            raise SpecError(f"--run-dir {root} holds {len(links)} link(s) smtrain did not make "
+            raise SpecError(f"--run-dir {root} holds {counted(len(links), 'link')} smtrain did not make "
                             f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
                             "or read through them, outside the run", fix="remove the links, or give a new --run-dir")
         root.mkdir(parents=True, exist_ok=True)
@@ -413,7 +414,7 @@ def _copy_error(error: OSError | shutil.Error) -> str:
     if isinstance(error, shutil.Error):
         reasons = [str(item[2]) for item in error.args[0]] if error.args and isinstance(error.args[0], list) else []
         if any("No space left" in reason for reason in reasons):
-            return f"the disk is full (ENOSPC), {len(reasons)} file(s) not copied"
+            return f"the disk is full (ENOSPC), {counted(len(reasons), 'file')} not copied"
         return reasons[0] if reasons else str(error)
     if error.errno == errno.ENOSPC:
         return "the disk is full (ENOSPC)"

@@ -467,7 +467,9 @@ def _download_channel(name: str, uri: str) -> Path:
     session = boto_session()
     if session.get_credentials() is None:
         raise EnvironmentProblem(f"input {name} is {uri} and there are no AWS credentials here to download it",
-                                 fix=f"give a local copy with --input {name}=./data (or configure AWS credentials)")
+                                 fix=f"give a local copy: `local_inputs: {{{name}: ./data}}` in the spec (every local "
+                                     f"run; submit ignores it) or --input {name}=./data (this run), or configure AWS "
+                                     "credentials")
     location = S3Uri.parse(uri)
     bucket, prefix = location.bucket, location.key
     if _climbs(bucket) or _climbs(prefix):

@@ -31,6 +31,7 @@ from orchestrator.emulator.launching.launch import HOOKS, RUN_ID_VARIABLE
 from orchestrator.emulator.supervising.stacks import RankProcess, host_of, rank_of
 from orchestrator.emulator.supervising.supervisor import is_launcher
 from orchestrator.observing.liveness import HostActivity
+from orchestrator.wording import counted
 
 BUSY_CORE_FRACTION = 0.1
 RUNNABLE_SAMPLE_FRACTION = 0.5
@@ -146,7 +147,7 @@ class ActivitySampler:
         assert work is not None
         detail = f"{work.label} at {used[top] / span:.0%} CPU"
         if appeared:
-            detail += f", {len(appeared)} new process{'es' if len(appeared) != 1 else ''}"
+            detail += f", {counted(len(appeared), 'new process', 'new processes')}"
         runnable = sum(1 for sample in window if any(identity in used for identity in sample.runnable))
         starved = bool(window) and runnable >= RUNNABLE_SAMPLE_FRACTION * len(window)
         if starved and share < BUSY_CORE_FRACTION:

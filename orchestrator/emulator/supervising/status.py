@@ -42,6 +42,11 @@ _MESSAGES = {
     "Restarting": "Instances replaced, checkpoints restored, restarting training",
     "Stopping": "Stopping the training job (stop requested)",
     "Uploading": "Uploading generated training model and output",
+    # the ends, as SageMaker words them (the status word alone read `Completed: Completed` in `smtrain watch`)
+    "Completed": "Training job completed",
+    "Failed": "Training job failed",
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
 }
 _DESCRIBED_TIMES = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")
 

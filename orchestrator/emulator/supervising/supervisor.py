@@ -45,6 +45,7 @@ from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, launcher
 from orchestrator.observing.log_lines import character_boundary
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.redact import PrivateKeyLines
+from orchestrator.wording import counted
 
 # Launchers and shells wait for their children; an interruption goes to the training processes, which
 # checkpoint and exit, and the launchers then finish on their own. (torchrun's agent, sent SIGTERM, would stop its
@@ -652,7 +653,7 @@ def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
     more = f", and {len(names) - shown} more" if len(names) > shown else ""
     if not names:
         return None
-    return f"{len(names)} process{'es' if len(names) != 1 else ''}: {', '.join(names[:shown])}{more}"
+    return f"{counted(len(names), 'process')}: {', '.join(names[:shown])}{more}"
 
 
 def _describe(process: psutil.Process) -> str | None:

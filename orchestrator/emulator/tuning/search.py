@@ -43,7 +43,7 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.observing.signal_names import signal_name
-from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, counts_of, ranked, trials_text
+from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, counts_of, ranked
 from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.redact import redact_mapping
@@ -51,6 +51,7 @@ from orchestrator.specs.catalog import lookup
 from orchestrator.specs.loader import LoadedSpec, LoadedTuning
 from orchestrator.specs.topology import topology
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
+from orchestrator.wording import counted
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
@@ -174,13 +175,13 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     search = _Search(loaded, _Folder(root, name), options, say, on_trial=lambda: results("InProgress"),
                      earlier=earlier.trials if earlier else [])
     if earlier and not to_run:
-        say(f"tuning {name}: the search in {root} has run {trials_text(len(earlier.trials))} of its {total}: nothing "
+        say(f"tuning {name}: the search in {root} has run {counted(len(earlier.trials), 'trial')} of its {total}: nothing "
             "more to run (a larger --max-jobs or max_jobs continues it)")
     elif earlier:
-        say(f"tuning {name}: continuing the search in {root}: its {trials_text(len(earlier.trials))} so far count "
+        say(f"tuning {name}: continuing the search in {root}: its {counted(len(earlier.trials), 'trial')} so far count "
             f"toward its {total} and the best; {to_run} more to run, {parallel} at a time ({spec.strategy.value})")
     else:
-        say(f"tuning {name}: {trials_text(total)} of {job.name}, {parallel} at a time ({spec.strategy.value}); "
+        say(f"tuning {name}: {counted(total, 'trial')} of {job.name}, {parallel} at a time ({spec.strategy.value}); "
             f"trials in {root}")
     interrupted: list[int] = []
     asked_to_stop: list[bool] = []
@@ -230,7 +231,7 @@ def _interrupted_summary(result: SearchResult) -> str:
     winner = result.best
     best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}" if winner
                    else "no best trial yet")
-    return (f"tuning {result.name}: interrupted after {trials_text(len(result.trials))} of {result.max_jobs} "
+    return (f"tuning {result.name}: interrupted after {counted(len(result.trials), 'trial')} of {result.max_jobs} "
             f"({counts or 'none ran'}); {best_so_far}; results in {result.run_dir}; the same command with "
             f"--run-dir {result.run_dir} continues the search")
 

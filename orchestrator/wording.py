@@ -1,0 +1,10 @@
+"""How a count is written in what smtrain prints: `1 file`, `2 files` (`1 files` and `file(s)` read as slips)."""
+
+from __future__ import annotations
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`count` and its noun in the number it takes; `plural` where adding s or es does not make it."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {plural or noun + ('es' if noun.endswith(('s', 'x', 'sh', 'ch')) else 's')}"

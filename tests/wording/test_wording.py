@@ -1,0 +1,12 @@
+"""orchestrator/wording.py: a count as a person writes it (`smtrain plan` said `1 files`)."""
+
+from __future__ import annotations
+
+from orchestrator.wording import counted
+
+
+def test_a_count_takes_the_number_of_its_noun():
+    assert [counted(1, "file"), counted(2, "file"), counted(0, "file")] == ["1 file", "2 files", "0 files"]
+    assert [counted(1, "process"), counted(3, "process")] == ["1 process", "3 processes"]
+    assert counted(2, "unverified", "unverified") == "2 unverified"
+
