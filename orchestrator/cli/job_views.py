@@ -118,6 +118,8 @@ def print_list(rows: list[dict[str, Any]], output: str) -> None:
 
 
 def print_submission(submission: Submission) -> None:
+    from rich.filesize import decimal
+
     job_plan = submission.plan
     topo, cost, source = job_plan.topology, job_plan.cost, job_plan.source
     worst = (
@@ -137,7 +139,7 @@ def print_submission(submission: Submission) -> None:
             ),
         ),
         ("cost", worst),
-        ("source", f"{source.size_bytes / 1024:.1f} KiB, {stored} {job_plan.source_uri}"),
+        ("source", f"{decimal(source.size_bytes)}, {stored} {job_plan.source_uri}"),
     ]
     for key, value in rows:
         click.echo(f"  {key:<8} {value}")

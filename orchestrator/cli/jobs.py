@@ -116,14 +116,17 @@ def submit(
         return
     from orchestrator.api import plan
     from orchestrator.backends.job import Job
+    from orchestrator.cli.source_bar import source_progress
     from orchestrator.errors import SmtrainError
     from orchestrator.specs.loader import load
 
-    job_plan = plan(
-        load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)
-    )
-    backend = backend_for("sagemaker", job_plan.target.region, ctx.obj, say=lambda text: click.echo(text, err=True))
-    job = Job(backend, backend.schedule(job_plan), job_plan)
+    with source_progress(quiet=output == "json"):
+        job_plan = plan(
+            load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)
+        )
+        backend = backend_for("sagemaker", job_plan.target.region, ctx.obj,
+                              say=lambda text: click.echo(text, err=True))
+        job = Job(backend, backend.schedule(job_plan), job_plan)
     assert job.submission is not None
     if output == "text":
         views.print_submission(job.submission)

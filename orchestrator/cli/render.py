@@ -318,9 +318,12 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
     screen) or "full" (text with the whole request)."""
     from orchestrator.api import plan
     from orchestrator.cli.options import echo_json
+    from orchestrator.cli.source_bar import source_progress
     from orchestrator.specs.loader import load
 
-    job_plan = plan(load(file, overrides), job_name=job_name, boto=boto, max_source_bytes=int(max_source_mb * 1e6))
+    with source_progress(quiet=view == "json"):
+        job_plan = plan(load(file, overrides), job_name=job_name, boto=boto,
+                        max_source_bytes=int(max_source_mb * 1e6))
     if view == "json":
         echo_json(job_plan.to_dict())
     else:

@@ -3,11 +3,16 @@
 * The request is the plan's: `plan.create_training_job_request` goes to boto3's `create_training_job` as is.
 * One submit creates at most one job: CreateTrainingJob goes out through create_once.py (botocore's retries
   off; after a failure that may be transient the job is looked up by name, and adopted when it is the plan's).
-* The source tarball is content-addressed (packaging.py): HeadObject first, PutObject only when it is absent.
+* The source tarball is content-addressed (packaging.py): HeadObject first, uploaded only when it is absent, by
+  boto3's managed transfer from the package's temporary file (multipart above `TransferConfig`'s threshold, so a
+  tarball over 5 GB goes too; a transfer cut short aborts its multipart upload, so S3 keeps no parts), reporting
+  its progress as the `uploading` stage (planning/source_progress.py).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +30,9 @@ from orchestrator.cloud.create_once import Creation, create_once, same_training_
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
 from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
+from orchestrator.planning.packaging import SourcePackage
 from orchestrator.planning.plan import Plan
+from orchestrator.planning.source_progress import stage
 from orchestrator.planning.target import S3Uri
 from orchestrator.redact import secret_values
 
@@ -60,6 +67,8 @@ class Submission:
         }
 
     def summary_rows(self) -> list[tuple[str, str]]:
+        from rich.filesize import decimal
+
         cost = self.plan.cost
         worst = "no price on record" if cost.max_total is None else f"{cost.currency} {cost.max_total:,.2f}"
         source = "uploaded" if self.source_uploaded else "reused (already in S3)"
@@ -68,7 +77,7 @@ class Submission:
             *created,
             ("world size", str(self.plan.topology.world_size)),
             ("worst-case cost", worst),
-            ("source", f"{self.plan.source.size_bytes / 1024:.1f} KiB, {source}"),
+            ("source", f"{decimal(self.plan.source.size_bytes)}, {source}"),
         ]
 
 
@@ -211,27 +220,54 @@ def refuse_blocking_findings(job_plan: Plan) -> None:
         )
 
 
-def ensure_source_uploaded(job_plan: Plan, boto: Any) -> bool:
+def ensure_source_uploaded(job_plan: Plan, boto: Any, transfer: Any | None = None) -> bool:
     """Puts the plan's source tarball at `plan.source_uri` unless the object there has these very bytes.
 
     The key holds the SHA-256 of the tarball, but anyone who may write the prefix could replace the object:
     it is reused only when S3's own SHA-256 checksum of it (sent with the upload, verified by S3) is the
-    tarball's. Any other object there (replaced, or uploaded without a checksum) is overwritten.
+    tarball's: the whole tarball's for one PutObject, its parts' for a multipart upload.
+    Any other object there (replaced, uploaded without a checksum or in other parts) is overwritten.
+
+    Args:
+        transfer: boto3's `TransferConfig` (default: boto3's, 8 MiB parts above 8 MiB, on its own threads).
 
     Returns:
         True when uploaded now, False when reused.
     """
+    from boto3.s3.transfer import TransferConfig
+
     from orchestrator.cloud.sdk import client
 
-    source = S3Uri.parse(job_plan.source_uri)
-    bucket, key = source.bucket, source.key
+    config = transfer or TransferConfig(preferred_transfer_client="classic")
+    package, location = job_plan.source, S3Uri.parse(job_plan.source_uri)
+    multipart = package.size_bytes >= config.multipart_threshold
     with aws_errors(f"uploading the source to {job_plan.source_uri}"):
         s3 = client(boto, "s3")
-        if _stored_checksum(s3, bucket, key) == job_plan.source.checksum_sha256:
+        stored = _stored_checksum(s3, location.bucket, location.key)
+        # A multipart object's is `<base64>-<parts>` (moto's HeadObject leaves out the suffix; the digests fix it)
+        if stored is not None and stored.partition("-")[0] == (_parts_checksum(package, config) if multipart
+                                                               else package.checksum_sha256):
             return False
-        s3.put_object(Bucket=bucket, Key=key, Body=job_plan.source.data, ContentType="application/gzip",
-                      ChecksumAlgorithm="SHA256", ChecksumSHA256=job_plan.source.checksum_sha256)
+        # A whole-object SHA-256 exists for one PutObject only; S3 checks each part's for a multipart upload.
+        extra = {"ContentType": "application/gzip", "ChecksumAlgorithm": "SHA256",
+                 **({} if multipart else {"ChecksumSHA256": package.checksum_sha256})}
+        with stage("uploading", package.size_bytes) as advance, package.tarball.open("rb") as body:
+            s3.upload_fileobj(body, location.bucket, location.key, ExtraArgs=extra, Config=config,
+                              Callback=lambda sent: advance(sent, 0))
     return True
+
+
+def _parts_checksum(package: SourcePackage, config: Any) -> str:
+    """S3's checksum of the tarball uploaded in `config`'s parts (without its `-<parts>`): the SHA-256 of the
+    parts' SHA-256 digests; the part size is s3transfer's own choice for this size (at most 10,000 parts)."""
+    from s3transfer.utils import ChunksizeAdjuster
+
+    part_size = ChunksizeAdjuster().adjust_chunksize(config.multipart_chunksize, package.size_bytes)
+    digests = []
+    with package.tarball.open("rb") as tarball:
+        while part := tarball.read(part_size):
+            digests.append(hashlib.sha256(part).digest())
+    return base64.b64encode(hashlib.sha256(b"".join(digests)).digest()).decode("ascii")
 
 
 def _stored_checksum(s3: Any, bucket: str, key: str) -> str | None:

@@ -4,7 +4,9 @@ The SDK's own packer tars the whole source_dir (`.git`, `.env` and all) and uplo
 re-submit uploads again. smtrain packs the tree itself: sorted members with fixed metadata (the same content
 gives the same bytes), without what `NEVER_SHIPPED` lists, `smtrain local`'s run directories and whatever
 `.smtrainignore` (gitignore syntax) adds, and under an S3 key derived from the SHA-256 of the bytes, so an
-unchanged tree is uploaded once.
+unchanged tree is uploaded once. The tarball goes to a temporary file, not memory (a source may be gigabytes, and
+the upload streams it from there); packing reports its progress (source_progress.py), and a tree over the limit is
+refused naming its largest folders and files, which `.smtrainignore` can leave out.
 
 `.smtrainignore` can only take more out: it cannot re-include what is never shipped (`!.env`, `!/pkg/` over a
 `pkg/.aws/`). A symlink is packed as the file it points at, so one that leads outside source_dir, to something
@@ -17,17 +19,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import os
 import re
 import tarfile
+import tempfile
+import weakref
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import SpecError
+from orchestrator.planning.source_progress import Advance, stage
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
@@ -55,6 +60,10 @@ _PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----\r?\n(
 (`Proc-Type: ...`), base64: what `*.pem` and `id_rsa*` hold, found in a file of any name. Code that only names the
 BEGIN line (a parser, a check like this one) is no key."""
 _SCAN_BYTES = 1 << 20
+_READ_BYTES = 1 << 20
+"""How much of a file tarfile reads at once while packing: one progress report per block (its default, 16 KiB,
+would mean 300,000 reports for a 5 GB file)."""
+_LARGEST_SHOWN = 3
 _SCAN_OVERLAP = 4096
 """How much of one block is searched again with the next: a key's start cut across two blocks."""
 SECRETS = (*_SECRET_NAMES, *(name + suffix for name in _SECRET_NAMES if not name.endswith("/")
@@ -77,13 +86,12 @@ class SourcePackage:
     directory: Path
     files: tuple[str, ...]
     sha256: str
-    data: bytes = field(repr=False)
+    size_bytes: int
+    tarball: Path = field(repr=False, compare=False)
+    """A temporary file, removed once this package is garbage-collected or Python exits (after an error or a
+    Ctrl-C too)."""
     withheld: tuple[str, ...] = ()
     """What matched `SECRETS` and was left out (a directory once, with its trailing slash)."""
-
-    @property
-    def size_bytes(self) -> int:
-        return len(self.data)
 
     @property
     def checksum_sha256(self) -> str:
@@ -96,8 +104,8 @@ class SourcePackage:
 
 def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
             withhold: tuple[str | Path, ...] = ()) -> SourcePackage:
-    """Packs `source_dir` into a deterministic tar.gz, streaming: memory holds the compressed package (at most
-    `max_bytes`) and one read buffer, whatever the size of a file.
+    """Packs `source_dir` into a deterministic tar.gz in a temporary file, streaming: memory holds one read
+    buffer, whatever the size of the tree. Reports its progress to the `packing` stage (source_progress.py).
 
     Args:
         withhold: files left out and named with the secrets (the spec file, when it holds secret values).
@@ -110,23 +118,57 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
     directory = Path(source_dir).resolve()
     selection = _Selection(directory, withhold)
     files = tuple(selection.files())
+    sizes = {relative: _size(directory, relative) for relative in files}
     sink = _GzipSink(max_bytes)
     try:
-        with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+        with stage("packing", sum(sizes.values()), len(files)) as advance, tarfile.open(
+                fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            tar.copybufsize = _READ_BYTES
             for relative in files:
-                _add_file(tar, directory, relative)
-        data = sink.finish()
+                _add_file(tar, directory, relative, advance)
+        sink.finish()
     except _TooLarge:
-        raise SpecError(
-            f"source_dir {directory} packs to more than it may: over the {max_bytes / 1e6:.0f} MB limit",
-            fix=f"move data out of source_dir (use inputs:), list large files in {IGNORE_FILE}, "
-            "or raise the limit with --max-source-mb",
-        ) from None
-    return SourcePackage(directory=directory, files=files, sha256=hashlib.sha256(data).hexdigest(), data=data,
-                         withheld=tuple(sorted(selection.withheld)))
+        sink.discard()
+        raise _too_large(directory, sizes, max_bytes) from None
+    except BaseException:
+        sink.discard()
+        raise
+    source = SourcePackage(directory=directory, files=files, sha256=sink.sha256.hexdigest(),
+                           size_bytes=sink.size, tarball=sink.path, withheld=tuple(sorted(selection.withheld)))
+    weakref.finalize(source, sink.path.unlink, missing_ok=True)
+    return source
 
 
-def _add_file(tar: tarfile.TarFile, directory: Path, relative: str) -> None:
+def _size(directory: Path, relative: str) -> int:
+    try:
+        return (directory / relative).stat().st_size
+    except OSError as exc:
+        raise _unreadable(directory, relative, exc) from None
+
+
+def _too_large(directory: Path, sizes: dict[str, int], max_bytes: int) -> SpecError:
+    """The refusal of a tree over the limit, with what makes it big: its largest top-level folders and files,
+    sizes before compression, and the `.smtrainignore` lines that would leave the largest out."""
+    from rich.filesize import decimal
+
+    tops: Counter[str] = Counter()
+    for relative, size in sizes.items():
+        top, nested, _ = relative.partition("/")
+        tops[top + "/" if nested else top] += size
+    largest_tops = [name for name, _ in tops.most_common(_LARGEST_SHOWN)]
+    largest_files = sorted(sizes, key=lambda relative: -sizes[relative])[:_LARGEST_SHOWN]
+    return SpecError(
+        f"source_dir {directory} packs to more than the {decimal(max_bytes)} limit (--max-source-mb): its "
+        f"{len(sizes)} files hold {decimal(sum(sizes.values()))} before compression; largest in it: "
+        + ", ".join(f"{name} {decimal(tops[name])}" for name in largest_tops)
+        + "; largest files: " + ", ".join(f"{name} {decimal(sizes[name])}" for name in largest_files),
+        fix=f"leave out what the job does not need with lines in {directory / IGNORE_FILE} (gitignore syntax, e.g. "
+            f"{', '.join(name for name in largest_tops if name.endswith('/')) or largest_files[0]}), pass data "
+            "through inputs: (a channel), or raise the limit with --max-source-mb",
+    )
+
+
+def _add_file(tar: tarfile.TarFile, directory: Path, relative: str, advance: Advance) -> None:
     path = directory / relative
     try:
         with path.open("rb") as handle:
@@ -134,9 +176,23 @@ def _add_file(tar: tarfile.TarFile, directory: Path, relative: str) -> None:
             info.size = os.fstat(handle.fileno()).st_size
             info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
             info.mtime = 0
-            tar.addfile(info, handle)
+            tar.addfile(info, _Counted(handle, advance))
     except OSError as exc:
         raise _unreadable(directory, relative, exc) from None
+    advance(0, 1)
+
+
+class _Counted:
+    """A file as tarfile reads it, each block read reported as progress."""
+
+    def __init__(self, handle: Any, advance: Advance) -> None:
+        self._handle = handle
+        self._advance = advance
+
+    def read(self, size: int = -1) -> bytes:
+        block = self._handle.read(size)
+        self._advance(len(block), 0)
+        return block
 
 
 class _TooLarge(Exception):
@@ -145,11 +201,14 @@ class _TooLarge(Exception):
 
 class _GzipSink:
     """A write-only file that gzips what tarfile writes as it comes (the bytes `gzip.compress(..., mtime=0)`
-    gives: zlib's gzip header), and stops at `max_bytes` of output."""
+    gives: zlib's gzip header) into a temporary file, hashing the output, and stops at `max_bytes` of it."""
 
     def __init__(self, max_bytes: int) -> None:
         self._compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-        self._out = io.BytesIO()
+        self._out = tempfile.NamedTemporaryFile(prefix="smtrain-source-", suffix=".tar.gz", delete=False)
+        self.path = Path(self._out.name)
+        self.sha256 = hashlib.sha256()
+        self.size = 0
         self._max_bytes = max_bytes
         self._written = 0
 
@@ -161,14 +220,20 @@ class _GzipSink:
     def tell(self) -> int:
         return self._written
 
-    def finish(self) -> bytes:
+    def finish(self) -> None:
         self._keep(self._compressor.flush())
-        return self._out.getvalue()
+        self._out.close()
+
+    def discard(self) -> None:
+        self._out.close()
+        self.path.unlink(missing_ok=True)
 
     def _keep(self, chunk: bytes) -> None:
-        self._out.write(chunk)
-        if self._out.tell() > self._max_bytes:
+        self.size += len(chunk)
+        if self.size > self._max_bytes:
             raise _TooLarge
+        self._out.write(chunk)
+        self.sha256.update(chunk)
 
 
 def _holds_private_key(directory: Path, relative: str) -> bool:

@@ -42,6 +42,8 @@ def summary_line(spec: JobSpec) -> str:
 def plan_lines(plan: Plan) -> list[Line]:
     """The plan on one screen: what runs where, the image, the findings, the ranks per host, the
     hyperparameters and the worst-case cost."""
+    from rich.filesize import decimal
+
     document = plan.to_dict()
     request = document["create_training_job_request"]
     lines = [f"  {summary_line(plan.spec)}",
@@ -49,8 +51,8 @@ def plan_lines(plan: Plan) -> list[Line]:
              f"  region  {plan.target.region}",
              f"  role    {plan.target.role}",
              f"  output  {plan.target.output_path}",
-             (f"  source  {plan.source.directory}: {counted(len(plan.source.files), 'file')}, "
-              f"{plan.source.size_bytes / 1024:.1f} KiB packed -> {plan.source_uri}")]
+            (f"  source  {plan.source.directory}: {counted(len(plan.source.files), 'file')}, "
+             f"{decimal(plan.source.size_bytes)} packed -> {plan.source_uri}")]
     lines += [f"  {line}" for line in sources_lines(plan)]
     for name, channel in plan.spec.inputs.items():
         lines.append(f"  input   {name}: {channel.uri}{_channel_options(channel)}")

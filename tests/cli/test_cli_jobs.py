@@ -4,6 +4,8 @@ user errors printed without a traceback. moto's server where it can answer; a St
 from __future__ import annotations
 
 import json
+import signal
+import threading
 
 import boto3
 import pytest
@@ -273,11 +275,14 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
 
 
 def _interrupted_at(operation: str) -> boto3.Session:
-    """A session on moto's server on which Ctrl-C comes as `operation` is about to be sent."""
+    """A session on moto's server on which Ctrl-C comes as `operation` is about to be sent, to the main thread as
+    a terminal's does (the upload sends from boto3's transfer threads); the request is not sent."""
     session = boto3.Session(region_name="us-east-1")
+    main = threading.main_thread().ident
 
     def ctrl_c(**_) -> None:
-        raise KeyboardInterrupt
+        signal.pthread_kill(main, signal.SIGINT)
+        raise RuntimeError(f"{operation} not sent: Ctrl-C came first")
 
     session.events.register(f"before-send.{operation}", ctrl_c)
     return session

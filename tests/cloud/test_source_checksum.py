@@ -36,4 +36,4 @@ def test_an_object_replaced_at_the_key_is_not_reused(write_spec, bucket):
         s3.put_object(Bucket=bucket, Key=key, Body=b"someone else's code", **replacement)
 
         assert ensure_source_uploaded(job_plan, session), "a replaced object must be uploaded over"
-        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == job_plan.source.data
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == job_plan.source.tarball.read_bytes()

@@ -30,7 +30,7 @@ def test_submit_uploads_the_source_and_creates_the_planned_job(tiny_plan, bucket
     assert sent == ["s3.HeadBucket", "s3.HeadObject", "s3.PutObject", "sagemaker.CreateTrainingJob"]
     assert job.name == job_plan.job_name and job.submission.source_uploaded
     key = job_plan.source_uri.removeprefix(f"s3://{BUCKET}/")
-    assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == job_plan.source.data
+    assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == job_plan.source.tarball.read_bytes()
     request = job_plan.create_training_job_request
     echo = boto3.client("sagemaker").describe_training_job(TrainingJobName=job.name)
     assert _jobs() == [job.name]

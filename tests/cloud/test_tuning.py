@@ -73,7 +73,7 @@ def test_submit_uploads_the_source_once_and_creates_the_planned_tuning_job(searc
     assert echo["TrainingJobDefinition"]["Environment"] == definition["Environment"]
     assert echo["HyperParameterTuningJobConfig"] == tuning_plan.request["HyperParameterTuningJobConfig"]
     key = tuning_plan.job.source_uri.removeprefix(f"s3://{BUCKET}/")
-    assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == tuning_plan.job.source.data
+    assert boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == tuning_plan.job.source.tarball.read_bytes()
 
 
 def test_submit_adopts_the_tuning_job_when_the_create_response_is_lost(search_file, bucket, calls):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import io
 import os
 import tarfile
+import tempfile
 
 import pytest
 
@@ -41,7 +44,7 @@ def _members(data: bytes) -> list[str]:
 
 def test_packaging_excludes_secrets_caches_and_ignored_files(tmp_path):
     pkg = package(_tree(tmp_path))
-    assert _members(pkg.data) == ["lib/util.py", "train.py"]
+    assert _members(pkg.tarball.read_bytes()) == ["lib/util.py", "train.py"]
     assert pkg.files == ("lib/util.py", "train.py")
     # Secrets are named for the plan (a directory once); version control, caches and ignored files are not.
     assert pkg.withheld == (".aws/", ".env", "keys/deploy.pem")
@@ -51,7 +54,7 @@ def test_packaging_is_deterministic_and_content_addressed(tmp_path):
     first = package(_tree(tmp_path))
     os.utime(tmp_path / "train.py", (1, 1))
     second = package(tmp_path)
-    assert first.data == second.data and first.sha256 == second.sha256
+    assert first.tarball.read_bytes() == second.tarball.read_bytes() and first.sha256 == second.sha256
     (tmp_path / "train.py").write_text("print('changed')\n")
     assert package(tmp_path).sha256 != first.sha256
     assert first.s3_uri("s3://b/code/") == f"s3://b/code/{first.sha256}/sourcedir.tar.gz"
@@ -61,7 +64,8 @@ def test_packaging_keeps_executable_bits_and_nothing_else(tmp_path):
     (tmp_path / "run.sh").write_text("#!/bin/sh\n")
     (tmp_path / "run.sh").chmod(0o775)
     (tmp_path / "train.py").write_text("x\n")
-    with tarfile.open(fileobj=io.BytesIO(package(tmp_path).data), mode="r:gz") as tar:
+    packed = package(tmp_path)  # held: its temporary file goes with it
+    with tarfile.open(packed.tarball, mode="r:gz") as tar:
         modes = {member.name: (member.mode, member.mtime, member.uid, member.uname) for member in tar}
     assert modes == {"run.sh": (0o755, 0, 0, ""), "train.py": (0o644, 0, 0, "")}
 
@@ -80,7 +84,39 @@ def test_packaging_refuses_symlinks_out_of_the_tree_and_follows_those_inside(tmp
         package(source)
 
 
-def test_packaging_refuses_an_oversized_tree(tmp_path):
-    (tmp_path / "weights.bin").write_bytes(os.urandom(200_000))
-    with pytest.raises(SpecError, match="over the 0 MB limit"):
-        package(tmp_path, max_bytes=100_000)
+def test_packaging_refuses_an_oversized_tree_naming_its_size_and_what_is_big(tmp_path, monkeypatch):
+    """The refusal says how big the tree is and what makes it big (largest folders and files, in MB), and where
+    the lines that leave them out go; the temporary file of the abandoned tarball is gone."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    source = tmp_path / "src"
+    for name, size in (("data/shards/a.bin", 300_000), ("data/b.bin", 150_000), ("ckpt/model.pt", 200_000)):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(os.urandom(size))
+    (source / "train.py").write_text("x\n")
+
+    with pytest.raises(SpecError) as refused:
+        package(source, max_bytes=100_000)
+
+    assert refused.value.message == (
+        f"source_dir {source} packs to more than the 100.0 kB limit (--max-source-mb): its 4 files hold 650.0 kB "
+        "before compression; largest in it: data/ 450.0 kB, ckpt/ 200.0 kB, train.py 2 bytes; largest files: "
+        "data/shards/a.bin 300.0 kB, ckpt/model.pt 200.0 kB, data/b.bin 150.0 kB")
+    assert f"lines in {source / '.smtrainignore'} (gitignore syntax, e.g. data/, ckpt/)" in refused.value.fix
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_tarball_is_a_temporary_file_that_goes_with_its_package(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("x\n")
+    packed = package(tmp_path / "src")
+    tarball = packed.tarball
+    assert tarball.parent == tmp_path / "tmp" and tarball.stat().st_size == packed.size_bytes
+    assert hashlib.sha256(tarball.read_bytes()).hexdigest() == packed.sha256
+
+    del packed
+    gc.collect()
+
+    assert not tarball.exists()

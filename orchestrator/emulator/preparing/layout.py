@@ -25,7 +25,6 @@ that ended without result.json: smtrain killed before its upload).
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import posixpath
@@ -302,13 +301,13 @@ def prepare(layout: RunLayout, job: ContainerJob, inputs: HostInputs) -> dict[st
     unlinked: dict[str, list[Path]] = {}
     try:
         source_path.parent.mkdir(parents=True, exist_ok=True)
-        source_path.write_bytes(source.data)
+        shutil.copyfile(source.tarball, source_path)
         for host in layout.hosts:
             for directory in (host.config_dir, host.data_dir, host.code_dir, host.model_dir,
                               host.output_dir / "data", host.checkpoint_dir, host.home_dir, host.tmp_dir):
                 directory.mkdir(parents=True, exist_ok=True)
             if not any(host.code_dir.iterdir()):
-                _extract(source.data, host.code_dir)
+                _extract(source_path, host.code_dir)
             _write_json(host.config_dir / "hyperparameters.json", inputs.host_hyperparameters[host.name],
                         private=True)
             resource = resource_config(host.name, inputs.host_groups)
@@ -382,8 +381,8 @@ def write_request(root: Path, masked_request: dict[str, Any]) -> None:
     _write_json(root / "request.json", masked_request)
 
 
-def _extract(data: bytes, target: Path) -> None:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+def _extract(tarball: Path, target: Path) -> None:
+    with tarfile.open(tarball, mode="r:gz") as tar:
         if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4: refuse links and paths leaving target
             tar.extractall(target, filter="data")
         else:
