@@ -152,7 +152,8 @@ class LocalTuning:
             parallel=document["parallel"], counts=counts_of(trials),
             best=trial_tables.best(trials, objective.get("type", "Minimize")),
             created=_created(document, trials), ended=ended,
-            failure_reason=failure, place={"run_dir": str(Path(tuning_id))})
+            failure_reason=failure, place={"run_dir": str(Path(tuning_id))},
+            completion_reason=document.get("completion_reason"))
 
     def trials(self, tuning_id: str) -> list[Trial]:
         return _trials_of(self._document(tuning_id))

@@ -182,6 +182,8 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
                    f"{current.best.hyperparameters}")
     if current.failure_reason:
         click.echo(f"  failure: {current.failure_reason}")
+    if current.completion_reason:
+        click.echo(f"  completed early: {current.completion_reason}")
     if trials:
         click.echo(table(trials, current.goal, current.metric))
     for line in failures(trials):

@@ -104,6 +104,9 @@ class TuningStatus:
     failure_reason: str | None
     place: dict[str, str] = field(default_factory=dict)
     """Where it is, for the JSON document and the notebook: a region and a console link, or a results folder."""
+    completion_reason: str | None = None
+    """A local search ended before max_jobs: the criterion that ended it (a target reached, the best not
+    improving, its max runtime)."""
 
     @property
     def is_terminal(self) -> bool:
@@ -115,7 +118,8 @@ class TuningStatus:
                 "parallel_jobs": self.parallel, "trials": self.counts,
                 "best": self.best.to_dict() if self.best else None,
                 "created": self.created.isoformat() if self.created else None,
-                "ended": self.ended.isoformat() if self.ended else None, "failure_reason": self.failure_reason}
+                "ended": self.ended.isoformat() if self.ended else None, "failure_reason": self.failure_reason,
+                "completion_reason": self.completion_reason}
 
 
 @dataclass(frozen=True)

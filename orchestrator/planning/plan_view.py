@@ -51,8 +51,8 @@ def plan_lines(plan: Plan) -> list[Line]:
              f"  region  {plan.target.region}",
              f"  role    {plan.target.role}",
              f"  output  {plan.target.output_path}",
-            (f"  source  {plan.source.directory}: {counted(len(plan.source.files), 'file')}, "
-             f"{decimal(plan.source.size_bytes)} packed -> {plan.source_uri}")]
+             (f"  source  {plan.source.directory}: {counted(len(plan.source.files), 'file')}, "
+              f"{decimal(plan.source.size_bytes)} packed -> {plan.source_uri}")]
     lines += [f"  {line}" for line in sources_lines(plan)]
     for name, channel in plan.spec.inputs.items():
         lines.append(f"  input   {name}: {channel.uri}{_channel_options(channel)}")

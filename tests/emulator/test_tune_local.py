@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -27,6 +29,16 @@ max_jobs: 1
 max_parallel_jobs: 1
 """
 """A search of one trial of tuning_specs.TINY_JOB, whose train.py each test writes."""
+LR_IS_LOSS = "import sys\nprint(f'loss={sys.argv[sys.argv.index(\"--lr\") + 1]}')\n"
+"""A train.py whose objective is its --lr: a search's objectives are the values it chose."""
+GRID = """job: job.yaml
+objective: {{metric: loss, type: Minimize}}
+strategy: Grid
+parameters:
+  lr: {{type: categorical, values: [{values}]}}
+max_parallel_jobs: 1
+"""
+"""A search of tuning_specs.TINY_JOB running the listed values in order, one at a time."""
 LOSS = re.compile(next(item["Regex"] for item in DEFAULT_METRIC_DEFINITIONS if item["Name"] == "train:loss"))
 
 
@@ -189,7 +201,7 @@ def test_a_search_run_again_into_its_folder_continues_it_and_other_settings_are_
     """Run again into its folder, a search started anew under a new name and overwrote tuning.json: the earlier
     trials (maybe the best) dropped out of the results. Now it continues: the same name, the earlier trials kept
     and counted toward max_jobs, the new ones numbered and drawn after them as one uninterrupted search would."""
-    (tmp_path / "train.py").write_text("import sys\nprint(f'loss={sys.argv[sys.argv.index(\"--lr\") + 1]}')\n")
+    (tmp_path / "train.py").write_text(LR_IS_LOSS)
     (tmp_path / "job.yaml").write_text(TINY_JOB)
     search = tmp_path / "search.yaml"
     search.write_text(ONE_TRIAL.replace("max_jobs: 1", "max_jobs: 3\nrandom_seed: 5"))
@@ -217,3 +229,85 @@ def test_a_search_run_again_into_its_folder_continues_it_and_other_settings_are_
     assert refused.exit_code == 2 and "with other settings" in refused.output
     assert "give another --run-dir to keep them beside a new search, or delete" in refused.output
     assert json.loads((tmp_path / "search" / "tuning.json").read_text()) == document
+
+
+def _objectives(document: dict) -> list[float | None]:
+    return [trial["objective"] for trial in sorted(document["trials"], key=lambda trial: trial["trial"])]
+
+
+def test_a_search_ends_once_a_completed_trial_reaches_the_target_objective_and_says_so(tmp_path):
+    """`completion.target_objective` went into the request, and `tune local` ran every trial regardless."""
+    (tmp_path / "train.py").write_text(LR_IS_LOSS)
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(GRID.format(values="0.5, 0.05, 0.3, 0.2")
+                      + "completion: {target_objective: 0.1, complete_on_convergence: true}\n")
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+    status = CliRunner().invoke(main, ["tune", "status", f"local:{tmp_path / 'search'}"])
+
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    assert _objectives(document) == [0.5, 0.05]  # 0.3 and 0.2 never started
+    reason = f"target objective reached: {document['trials'][0]['name']} has loss = 0.05, at or below 0.1"
+    assert document["status"] == "Completed" and document["completion_reason"] == reason
+    assert f"complete: {reason}; no more trials start" in result.output
+    assert result.output.count("complete_on_convergence is not emulated here") == 1  # said once, at the start
+    assert f"completed early: {reason}" in status.output, status.output
+
+
+def test_a_search_ends_after_trials_that_improve_on_the_best_by_less_than_one_percent(tmp_path):
+    (tmp_path / "train.py").write_text(LR_IS_LOSS)
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(GRID.format(values="0.5, 0.499, 0.6, 0.7, 0.1") + "completion: {max_jobs_not_improving: 3}\n")
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    assert _objectives(document) == [0.5, 0.499, 0.6, 0.7]  # 0.499 is better by 0.2%: no improvement
+    assert document["status"] == "Completed" and document["completion_reason"].startswith(
+        "best objective not improving: 3 trials in a row")
+
+
+def test_the_max_runtime_starts_no_trial_after_it_and_stops_the_running_one(tmp_path, monkeypatch):
+    """`max_runtime_seconds` (at least 120 s) went into the request only; the search's clock runs 100 times fast
+    here, so the limit comes 1.2 s in, whatever this machine's speed, and the trial, which would print for a
+    minute, is stopped at it."""
+    import orchestrator.emulator.tuning.search as search_module
+
+    real = time.monotonic
+    monkeypatch.setattr(search_module, "time", SimpleNamespace(monotonic=lambda: real() * 100, sleep=time.sleep))
+    (tmp_path / "train.py").write_text("import time\nfor _ in range(600):\n    print('loss=0.5', flush=True)\n"
+                                       "    time.sleep(0.1)\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    search = tmp_path / "search.yaml"
+    search.write_text(GRID.format(values="0.5, 0.4") + "max_runtime_seconds: 120\n")
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(tmp_path / "search")])
+
+    assert result.exit_code == 1, result.output  # its only trial was stopped: no best
+    document = json.loads((tmp_path / "search" / "tuning.json").read_text())
+    assert [trial["status"] for trial in document["trials"]] == ["Stopped"]
+    assert document["status"] == "Completed" and document["completion_reason"] == "its max runtime (120 s) ran out"
+    assert "stopped at the search's max runtime (120 s)" in result.output
+
+
+def test_a_warm_started_search_learns_its_local_parents_and_says_which_it_cannot_use(tmp_path, monkeypatch):
+    """`warm_start` parents went into the request only; a local search now finds its parents under runs/."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(LR_IS_LOSS)
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    (tmp_path / "parent.yaml").write_text(ONE_TRIAL.replace("max_jobs: 1", "max_jobs: 2"))
+    (tmp_path / "child.yaml").write_text(ONE_TRIAL.replace("strategy: Random", "strategy: Bayesian")
+                                         + "warm_start: {type: IdenticalDataAndAlgorithm, parents: [coarse, gone]}\n")
+
+    parent = CliRunner().invoke(main, ["tune", "local", "parent.yaml", "--run-dir", "runs/coarse"])
+    child = CliRunner().invoke(main, ["tune", "local", "child.yaml", "--run-dir", "runs/fine"])
+
+    assert parent.exit_code == 0 and child.exit_code == 0, parent.output + child.output
+    assert "warm start: the 2 ended trials of coarse are prior observations of the search" in child.output
+    assert "warm start: parent gone is no local search" in child.output
+    trials = json.loads((tmp_path / "runs" / "fine" / "tuning.json").read_text())["trials"]
+    assert [trial["trial"] for trial in trials] == [1]  # the parents' trials are not the search's

@@ -132,3 +132,15 @@ def test_a_continued_search_skips_what_its_earlier_trials_ran_and_numbers_new_on
                                                     (4, {"optimizer": "adam", "batch-size": "64"})]
     assert bayesian.ask()[0] == 2
     assert [trial.value for trial in bayesian._study.trials if trial.value is not None] == [0.2]  # told, not re-run
+
+
+def test_a_warm_started_search_tells_optuna_its_parents_trials_but_numbers_its_own_from_one():
+    parents = [Trial(name=f"p-{number:03d}", status="Completed", objective=objective, number=number,
+                     hyperparameters={"lr": lr, "optimizer": "sgd"})
+               for number, (lr, objective) in enumerate([(0.01, 0.4), (0.05, 0.3), (0.09, 0.2)], start=1)]
+
+    bayesian = chooser_for(_spec(strategy="Bayesian"), None, prior=parents)
+    random_search = chooser_for(_spec(), None, prior=parents)
+
+    assert bayesian.ask()[0] == 1 and random_search.ask()[0] == 1
+    assert sorted(trial.value for trial in bayesian._study.trials if trial.value is not None) == [0.2, 0.3, 0.4]

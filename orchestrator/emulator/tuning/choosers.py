@@ -16,7 +16,7 @@
 
 A search continued in its folder hands each chooser its earlier trials: Grid skips the combinations they ran,
 Random draws on past their values, optuna's study and the median rule learn their results, and new trials are
-numbered after them.
+numbered after them. A warm-started search hands optuna's study its parents' trials too (warm_start.py).
 
 optuna is imported only here, and only for Bayesian and Hyperband (smtrain's `tune` extra).
 """
@@ -54,18 +54,21 @@ class Chooser(Protocol):
         ...
 
 
-def chooser_for(spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = ()) -> Chooser:
+def chooser_for(spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = (),
+                prior: Sequence[Trial] = ()) -> Chooser:
     """The chooser standing in for the spec's strategy.
 
     Args:
         max_resource: Hyperband's max resource in epochs (the spec's, else the job's epochs).
         earlier: the trials of the search this one continues (its folder's tuning.json).
+        prior: the warm-start parents' trials (warm_start.py): optuna's study learns them as trials it ran; Grid and
+            Random look at no result, so they take none.
     """
     if spec.strategy is Strategy.Grid:
         return _GridChooser(spec, earlier)
     if spec.strategy is Strategy.Random:
         return _RandomChooser(spec, earlier)
-    return _OptunaChooser(spec, max_resource, earlier)
+    return _OptunaChooser(spec, max_resource, earlier, prior)
 
 
 class _MedianRule:
@@ -174,7 +177,8 @@ def within(item: ContinuousRange, value: float) -> float:
 
 
 class _OptunaChooser:
-    def __init__(self, spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = ()) -> None:
+    def __init__(self, spec: TuningSpec, max_resource: int | None, earlier: Sequence[Trial] = (),
+                 prior: Sequence[Trial] = ()) -> None:
         optuna = _import_optuna()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._spec = spec
@@ -196,12 +200,12 @@ class _OptunaChooser:
         self._rule = _MedianRule(spec.objective.type, spec.early_stopping == "Auto")
         self._rule.learn(earlier)
         self._optuna = optuna
-        for trial in earlier:
+        for trial in [*prior, *earlier]:
             self._learn(trial)
 
     def _learn(self, trial: Trial) -> None:
-        """An earlier trial, told to the study as it ended; one whose values no longer fit the ranges (masked, or
-        from other ranges) tells it nothing."""
+        """An earlier or a parent's trial, told to the study as it ended; one whose values do not fit the ranges
+        (masked, or from other ranges) tells it nothing."""
         states = self._optuna.trial.TrialState
         if trial.status == "Completed" and trial.objective is not None:
             state, value = states.COMPLETE, trial.objective

@@ -6,9 +6,10 @@ search's and in its own process: a run owns every process started beside it in i
 must not share one. The objective is read as SageMaker reads it: the job's metric definitions applied to every log line,
 the final value the trial's objective. At most `parallel` trials run at once (default: the spec's
 max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks values and says when to stop a
-trial early. A bounded `budget_seconds` starts no trial after it and stops running ones at it, as
-StopHyperParameterTuningJob would; results go to `tuning.json` in the search's directory, rewritten after each
-trial (InProgress) and at the end, where `smtrain tune status local:FOLDER` reads them. `smtrain tune stop
+trial early. A bounded `budget_seconds` or the spec's max_runtime_seconds starts no trial after it and stops
+running ones at it, and the spec's completion criteria end the search as SageMaker's end a tuning job
+(criteria.py); a warm-started search's chooser learns its parents' trials (warm_start.py). Results go to
+`tuning.json` in the search's directory, rewritten after each trial (InProgress) and at the end, where `smtrain tune status local:FOLDER` reads them. `smtrain tune stop
 local:FOLDER` writes the folder's stop request, which the search takes as StopHyperParameterTuningJob. The same
 spec with the same settings run into a folder holding its earlier search continues that search (as `smtrain
 local` resumes a run in its folder): its trials are kept, count toward max_jobs and the best, and inform the
@@ -40,6 +41,8 @@ from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
+from orchestrator.emulator.tuning.criteria import completion_reason, not_emulated, time_limit
+from orchestrator.emulator.tuning.warm_start import parent_trials
 from orchestrator.errors import SpecError
 from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
 from orchestrator.observing.signal_names import signal_name
@@ -61,6 +64,8 @@ TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
 ATTEMPTS_WITHOUT_SUCCESS = 5
 """SageMaker fails a tuning job whose first trials all fail ("No training job succeeded after 5 attempts"):
 a broken script or job spec costs five trials, not max_jobs."""
+SEARCHES_ROOT = Path("runs")
+"""Where a search goes by default (runs/<tuning name>/), and where a warm start finds its parents by name."""
 LOG_CHUNK_BYTES = 1 << 20
 """The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
 printing a 32 MiB line costs the search no more than this."""
@@ -73,7 +78,7 @@ class SearchOptions:
     max_jobs: int | None = None
     """Run at most this many trials (fewer than the spec's, for a smaller search)."""
     budget_seconds: float | None = None
-    """Start no trial after this long, and stop the running ones then."""
+    """Start no trial after this long, and stop the running ones then (the spec's max_runtime_seconds too)."""
     run_dir: Path | None = None
     """The search's directory (default runs/<tuning-name>/); each trial's run directory is inside it."""
     trial: Options = Options()
@@ -107,6 +112,9 @@ class SearchResult:
     """When the search started (SageMaker's CreationTime): `tune list` shows the newest first by it."""
     failure_reason: str | None = None
     """Why a Failed search failed, as DescribeHyperParameterTuningJob's FailureReason says it."""
+    completion_reason: str | None = None
+    """The criterion that ended the search before max_jobs (criteria.py): a target reached, the best not
+    improving, its max runtime or budget."""
 
     @property
     def best(self) -> Trial | None:
@@ -126,6 +134,7 @@ class SearchResult:
                 "log_scaled": list(self.log_scaled),
                 "objective": {"metric": self.metric, "type": self.goal}, "parallel": self.parallel,
                 "seconds": round(self.seconds, 2), "failure_reason": self.failure_reason,
+                "completion_reason": self.completion_reason,
                 "best": winner.to_dict() if winner else None,
                 "trials": [trial.to_dict() for trial in ranked(self.trials, self.goal)]}
 
@@ -140,7 +149,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     spec, job = loaded.spec, loaded.job.spec
     say = on_event or (lambda text: None)
     name = tuning_job_name(spec.name or job.name)
-    root = (options.run_dir or Path("runs") / name).resolve()
+    root = (options.run_dir or SEARCHES_ROOT / name).resolve()
     search_spec = str(loaded.path.resolve()) if loaded.path else None
     settings = search_settings(loaded)
     earlier = _claim_folder(root, search_spec, settings)
@@ -166,23 +175,29 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
                               goal=spec.objective.type, parallel=parallel, seconds=time.monotonic() - started,
                               trials=trials, log_scaled=log_scaled, search_spec=search_spec, status=status,
                               max_jobs=total, created=created, settings=settings,
-                              failure_reason=search.failure or (str(search.errors[0]) if search.errors else None))
+                              failure_reason=search.failure or (str(search.errors[0]) if search.errors else None),
+                              completion_reason=search.completed_by)
         written = root / f".{SEARCH_RESULTS_FILE}.partial"
         written.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(written, root / SEARCH_RESULTS_FILE)
         return result
 
+    prior, warm_start_lines = parent_trials(spec, SEARCHES_ROOT)
     search = _Search(loaded, _Folder(root, name), options, say, on_trial=lambda: results("InProgress"),
-                     earlier=earlier.trials if earlier else [])
-    if earlier and not to_run:
-        say(f"tuning {name}: the search in {root} has run {counted(len(earlier.trials), 'trial')} of its {total}: nothing "
-            "more to run (a larger --max-jobs or max_jobs continues it)")
+                     known=_Known(earlier=earlier.trials if earlier else [], prior=prior))
+    if earlier and search.completed_by:
+        say(f"tuning {name}: the search in {root} is complete ({search.completed_by}): nothing more to run")
+    elif earlier and not to_run:
+        say(f"tuning {name}: the search in {root} has run {counted(len(earlier.trials), 'trial')} of its {total}: "
+            "nothing more to run (a larger --max-jobs or max_jobs continues it)")
     elif earlier:
         say(f"tuning {name}: continuing the search in {root}: its {counted(len(earlier.trials), 'trial')} so far count "
             f"toward its {total} and the best; {to_run} more to run, {parallel} at a time ({spec.strategy.value})")
     else:
         say(f"tuning {name}: {counted(total, 'trial')} of {job.name}, {parallel} at a time ({spec.strategy.value}); "
             f"trials in {root}")
+    for line in [*not_emulated(spec), *warm_start_lines]:  # what of the spec runs otherwise here, said once
+        say(f"tuning {name}: {line}")
     interrupted: list[int] = []
     asked_to_stop: list[bool] = []
 
@@ -320,6 +335,14 @@ def default_parallel(max_parallel: int, job: LoadedSpec) -> int:
 
 
 @dataclass(frozen=True)
+class _Known:
+    """The trials a search starts knowing: its own earlier ones (a continued search) and its warm-start parents'."""
+
+    earlier: list[Trial]
+    prior: list[Trial]
+
+
+@dataclass(frozen=True)
 class _Folder:
     """A search's folder and name, which its trials' run directories and names are made of."""
 
@@ -331,19 +354,22 @@ class _Search:
     """The trials of one search, started by worker threads until the count or the budget is reached."""
 
     def __init__(self, loaded: LoadedTuning, folder: _Folder, options: SearchOptions, say: Callable[[str], None],
-                 on_trial: Callable[[], object], earlier: list[Trial]) -> None:
+                 on_trial: Callable[[], object], known: _Known) -> None:
+        earlier = known.earlier
         self._loaded, self._options, self._say = loaded, options, say
         self._root, self._name = folder.root, folder.name
         self._on_trial = on_trial
         """Called (under the lock) as each trial starts and ends: the results so far are written."""
         self._max_resource = hyperband_max_resource(loaded.spec, loaded.job.spec.hyperparameters)
-        self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource, earlier)
+        self._chooser: Chooser = chooser_for(loaded.spec, self._max_resource, earlier, known.prior)
+        self._limit = time_limit(loaded.spec, options.budget_seconds)
         self._lock = threading.Lock()
         self._started = len(earlier)
         """Trials started, the continued search's earlier ones included: they count toward the total."""
         self.running: dict[int, Trial] = {}
         """The trials started and not ended yet, InProgress, by their number."""
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._watches: dict[int, _ObjectiveWatch] = {}
         self._stopping = False
         self._interrupted_by: str | None = None
         """The signal that stopped the search, which the line of each trial it stopped names."""
@@ -353,22 +379,40 @@ class _Search:
         """Why the search failed: its first trials all failed (ATTEMPTS_WITHOUT_SUCCESS)."""
         self._ended_here: list[str] = []
         """The statuses of the trials this run ended: a continued search whose script was fixed starts afresh."""
+        self.completed_by = completion_reason(loaded.spec, earlier)
+        """The criterion that ended the search (criteria.py); a continued search may have met one already."""
 
     def worker(self, total: int, began: float) -> None:
-        budget = self._options.budget_seconds
+        limit = self._limit
         while True:
             with self._lock:
-                out_of_time = budget is not None and time.monotonic() - began >= budget
-                if self._stopping or self._started >= total or out_of_time or self.errors:
+                out_of_time = limit is not None and time.monotonic() - began >= limit.seconds
+                if out_of_time and not self._stopping and self._started < total:
+                    self._out_of_time()
+                if self._stopping or self._started >= total or out_of_time or self.errors or self.completed_by:
                     return
                 self._started += 1
                 key, values = self._chooser.ask()
             try:
-                self._run_trial(key, values, None if budget is None else began + budget)
+                self._run_trial(key, values, None if limit is None else began + limit.seconds)
             except BaseException as error:  # a trial that could not run at all: the search reports it
                 with self._lock:
                     self.errors.append(error)
                 return
+
+    def _out_of_time(self) -> None:
+        """The search's time limit ran out before it ran its trials: that is what ended it (called under the lock)."""
+        assert self._limit is not None
+        self.completed_by = self.completed_by or f"its {self._limit.name} ran out"
+
+    def _complete(self) -> None:
+        """A completion criterion is met: as SageMaker ends the tuning job, no trial starts and the running ones
+        are stopped (each asked as StopTrainingJob asks, and again until its run can take the request)."""
+        with self._lock:
+            self._stopping = True
+            for watch in self._watches.values():
+                if not watch.why:
+                    watch.stop("stopped as the search completed")
 
     def stop_all(self, signum: int | None = None) -> None:
         """No new trial starts, and every running one stops: on SIGTERM or SIGHUP its `smtrain local` gets the
@@ -404,12 +448,14 @@ class _Search:
                    "--hyperparameters-file", str(values_file),
                    *(item for override in self._loaded.job_overrides for item in ("--set", override))]
         watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job.spec), run_dir)
+        limit = self._limit
         self._say(f"trial {key} started: {_values_text(values)}")
         began, started_at = time.monotonic(), datetime.now(timezone.utc)
         with self._lock:
             self.running[key] = Trial(name=trial_name, status="InProgress", objective=None,
                                       hyperparameters=redact_mapping(values), number=key, started=started_at,
                                       run_dir=str(run_dir))
+            self._watches[key] = watch
             self._on_trial()
         # Files, not pipes: a trial's console (its progress bar) must never block on a pipe nobody reads yet.
         out_file, err_file = self._root / f"{trial_name}.result.json", self._root / f"{trial_name}.console.txt"
@@ -423,14 +469,17 @@ class _Search:
                     self._processes[key] = process
                 while process.poll() is None:
                     watch.read()
-                    if deadline is not None and time.monotonic() >= deadline and not watch.why:
-                        watch.stop("stopped at the search's budget")
+                    if limit is not None and deadline is not None and time.monotonic() >= deadline and not watch.why:
+                        watch.stop(f"stopped at the search's {limit.name}")
+                        with self._lock:
+                            self._out_of_time()
                     watch.deliver_stop()
                     time.sleep(WATCH_SECONDS)
         finally:
             with self._lock:
                 self.running.pop(key, None)
                 self._processes.pop(key, None)
+                self._watches.pop(key, None)
         watch.read()
         watch.finish()
         run = _run_result(out_file.read_text(), err_file.read_text(), process.returncode)
@@ -446,6 +495,8 @@ class _Search:
             if hopeless:
                 self.failure = (f"No training job succeeded after {ATTEMPTS_WITHOUT_SUCCESS} attempts; see why "
                                 "each trial failed")
+            complete = None if self.completed_by or hopeless else completion_reason(spec, self.trials)
+            self.completed_by = self.completed_by or complete
             self._on_trial()
         shown = "-" if trial.objective is None else f"{trial.objective:.6g}"
         why = watch.why and (f" - {watch.why}" if trial.status != "Completed"
@@ -460,6 +511,10 @@ class _Search:
             self._say(f"tuning {self._name}: failed: {self.failure} (as SageMaker fails a tuning job); no more "
                       "trials start, and the running ones are stopped")
             self.stop_all()
+        elif complete:
+            self._say(f"tuning {self._name}: complete: {complete}; no more trials start, and the running ones are "
+                      "stopped")
+            self._complete()
 
     def _trial(self, key: int, name: str, values: dict[str, Any], run: dict[str, Any],
                watch: _ObjectiveWatch) -> Trial:
