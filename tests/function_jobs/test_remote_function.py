@@ -3,7 +3,6 @@ CPU stand-in under GPU modes) or submitted to SageMaker, with its return value a
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 import tarfile
@@ -79,7 +78,7 @@ def test_plan_is_an_ordinary_request_with_the_runner_and_the_function_in_the_cod
     validate_parameters(request, INPUT_SHAPE)
     assert request["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
     assert not any("pkl" in value or "where_am_i" in value for value in request["HyperParameters"].values())
-    with tarfile.open(fileobj=io.BytesIO(plan.source.data)) as archive:
+    with tarfile.open(plan.source.tarball) as archive:
         names = set(archive.getnames())
     assert {RUNNER, "smtrain_remote/function.pkl", "smtrain_remote/arguments.pkl", "requirements.txt",
             "functions.py"} <= names
@@ -235,7 +234,7 @@ def test_a_spec_file_is_the_start_and_the_keywords_override_it(tmp_path):
     assert request["ResourceConfig"]["InstanceCount"] == 2
     assert request["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
     assert request["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
-    with tarfile.open(fileobj=io.BytesIO(plan.source.data)) as archive:
+    with tarfile.open(plan.source.tarball) as archive:
         requirements = archive.extractfile("requirements.txt").read().decode().splitlines()
     assert requirements[0].startswith("cloudpickle==") and requirements[1] == "einops==0.8.1"
 
