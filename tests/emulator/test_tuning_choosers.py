@@ -144,3 +144,18 @@ def test_a_warm_started_search_tells_optuna_its_parents_trials_but_numbers_its_o
 
     assert bayesian.ask()[0] == 1 and random_search.ask()[0] == 1
     assert sorted(trial.value for trial in bayesian._study.trials if trial.value is not None) == [0.2, 0.3, 0.4]
+
+
+@pytest.mark.parametrize("strategy", ["Bayesian", "Hyperband"])
+def test_a_continued_optuna_search_does_not_draw_its_earlier_trials_values_again(strategy):
+    spec = _spec(strategy=strategy, max_jobs=12)
+    first = chooser_for(spec, 3)
+    ran = []
+    for _ in range(2):
+        key, values = first.ask()
+        first.tell(key, 0.5, "Completed")
+        ran.append(Trial(name=f"s-{key:03d}", status="Completed", objective=0.5, number=key, hyperparameters=values))
+
+    key, values = chooser_for(spec, 3, ran).ask()
+
+    assert key == 3 and values not in [trial.hyperparameters for trial in ran]

@@ -15,7 +15,8 @@
   is stopped (once two trials have completed: with fewer the median says little).
 
 A search continued in its folder hands each chooser its earlier trials: Grid skips the combinations they ran,
-Random draws on past their values, optuna's study and the median rule learn their results, and new trials are
+Random draws on past their values, optuna's study and the median rule learn their results (the sampler
+seeded anew, so that its random start does not draw the earlier trials' values again), and new trials are
 numbered after them. A warm-started search hands optuna's study its parents' trials too (warm_start.py).
 
 optuna is imported only here, and only for Bayesian and Hyperband (smtrain's `tune` extra).
@@ -154,6 +155,14 @@ def _numbers_after(earlier: Sequence[Trial]) -> itertools.count[int]:
     return itertools.count(max((trial.number for trial in earlier), default=0) + 1)
 
 
+def _continued_seed(seed: int | None, earlier: Sequence[Trial]) -> int | None:
+    """optuna's seed for a search continued after `earlier`: the spec's seed would draw its first trials' values
+    again (adding trials to a study does not move its sampler on), so a continuation seeds its own draws, as
+    reproducibly as the seed. numpy takes seeds below 2**32."""
+    last = max((trial.number for trial in earlier), default=0)
+    return seed if seed is None or not last else (seed + last) % 2**32
+
+
 def draw(item: Any, rng: random.Random) -> Any:
     """One value of a range, uniform on its scale."""
     if isinstance(item, CategoricalRange):
@@ -183,7 +192,8 @@ class _OptunaChooser:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._spec = spec
         total = spec.total_jobs()
-        sampler = optuna.samplers.TPESampler(seed=spec.random_seed, n_startup_trials=max(2, min(10, total // 3)))
+        sampler = optuna.samplers.TPESampler(seed=_continued_seed(spec.random_seed, earlier),
+                                             n_startup_trials=max(2, min(10, total // 3)))
         pruner: Any = optuna.pruners.NopPruner()
         self._max_resource = None
         if spec.strategy is Strategy.Hyperband:
