@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
 
 _STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping")
-TRIAL_OPTIONS = ("inputs", "processes_per_host", "link_inputs", "exact_autocast", "gpu_standin", "python",
+TRIAL_OPTIONS = ("inputs", "processes_per_host", "cpus", "link_inputs", "exact_autocast", "gpu_standin", "python",
                  "stall_timeout_seconds", "stop_grace_seconds")
 """`smtrain local`'s options that `tune local` hands every trial (its own --run-dir is the search's directory;
 a smoke, a spot interruption or a host order are single runs' checks, not a search's)."""
@@ -247,7 +247,8 @@ def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | Non
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
 @click.option("--parallel", type=click.IntRange(min=1), metavar="N",
-              help="Trials at once here [default: the spec's max_parallel_jobs, at most this machine's cores].")
+              help="Trials at once here [default: the spec's max_parallel_jobs, at most this machine's cores]; "
+                   "they share the cores: each trial's --cpus is this machine's cores / N unless --cpus says.")
 @click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="Run at most N trials (a smaller search).")
 @click.option("--budget", "budget_seconds", type=click.FloatRange(min=1), metavar="SECONDS",
               help="A bounded search for CI: start no trial after SECONDS, and stop the running ones then (as "

@@ -128,3 +128,18 @@ def test_tune_local_hands_every_trial_the_shared_options_as_declared():
     for name in TRIAL_OPTIONS:
         assert flags[flag_of(name)].help == declarations()[name].help
     assert flags["--run-dir"].name == "run_dir" and "trials" in flags["--run-dir"].help  # the search's own
+
+
+def test_tune_local_takes_cpus_for_every_trial(monkeypatch):
+    """docs/tuning.md: the trials at once share the cores, `--cpus` cores / `--parallel`, unless --cpus is given."""
+    import orchestrator.emulator.tuning.search as search
+
+    def capture(loaded, options, on_event=None):
+        raise _Captured(options.trial)
+
+    monkeypatch.setattr(search, "tune_local", capture)
+    result = CliRunner().invoke(main, ["tune", "local", str(REPO / "job_specs" / "tuning" / "mlp-lr-search.yaml"),
+                                       "--cpus", "3"])
+
+    assert isinstance(result.exception, _Captured), result.output
+    assert result.exception.options.cpus == 3
