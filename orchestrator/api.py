@@ -69,7 +69,8 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
         raise SpecError(f"a job is given as a spec file's path, what load_spec returned, a JobSpec or a Plan, not "
                         f"{type(spec).__name__} {spec!r:.60}",
-                        fix='pass e.g. "job.yaml", orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan')
+                        fix='pass e.g. "job.yaml", orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan'
+                            + (" (a Job that attach found has no plan: its `plan` is None)" if spec is None else ""))
     return spec
 
 

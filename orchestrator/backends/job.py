@@ -39,6 +39,7 @@ class Job:
         self.id = job_id
         """A SageMaker job's name, or a local run's directory: the backend's own id (`full_id` names both)."""
         self.plan = plan
+        """What `run` or `submit` planned; None for a job `attach` found (it knows the job, not its spec)."""
         self.last_status: JobStatus | None = None
         self._latest: dict[str, float] = {}
         self._progress: JobProgress | None = None

@@ -14,8 +14,8 @@ from orchestrator.wording import counted
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @set_option
 @click.option("--region", help="AWS region to check [default: the spec's region, $AWS_REGION, then boto3's chain]; "
-                               "one other than the spec's fails the region line, as submit runs the job in the "
-                               "spec's (--set region=X moves both).")
+                               "one other than where submit runs the job (the spec's region, else $AWS_REGION and "
+                               "boto3's chain) fails the region line (--set region=X moves both).")
 @output_option
 @click.pass_context
 def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], region: str | None, output: str) -> None:
@@ -28,12 +28,13 @@ def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], regi
     Each line is ✓ or ✗ with the fix. Exit 0 when every check passes, 1 when one fails, 2 for a bad spec.
     """
     from orchestrator.cloud.preflight import run_checks
+    from orchestrator.cloud.resolve import resolve_region
     from orchestrator.cloud.sdk import boto_session
     from orchestrator.specs.loader import load
 
     spec = load(file, overrides).spec if file else None
     session = ctx.obj or boto_session(region or (spec.region if spec else None))
-    checks = run_checks(spec, session)
+    checks = run_checks(spec, session, resolve_region(spec, ctx.obj)[0] if spec else None)
     passed = all(item.ok for item in checks)
     if output == "json":
         echo_json({"passed": passed, "checks": [item.to_dict() for item in checks]})

@@ -28,6 +28,7 @@ from orchestrator.backends.base import BACKENDS
 from orchestrator.backends.resolve import backend_for, resolve_job
 from orchestrator.cli import job_views as views
 from orchestrator.cli.options import (
+    any_given,
     declared_options,
     echo_json,
     follow_options,
@@ -81,7 +82,8 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 )
 @click.option("--dry-run", is_flag=True, help="Send nothing: print the plan, exactly as `smtrain plan` does.")
 @click.option(
-    "--wait", is_flag=True, help="Follow the job to its end; exit 0 Completed, 1 Failed, 3 Stopped."
+    "--wait", is_flag=True, help="Follow the job to its end; exit 0 Completed, 1 Failed, 3 Stopped (implied by "
+                                 "--logs, --stall-timeout, --no-stop and --poll-seconds)."
 )
 @click.option(
     "--logs", "stream_logs", is_flag=True, help="Stream every host's logs while waiting (implies --wait)."
@@ -130,7 +132,7 @@ def submit(
     assert job.submission is not None
     if output == "text":
         views.print_submission(job.submission)
-    if not (wait or stream_logs):
+    if not (wait or stream_logs or any_given(ctx, WatchOptions)):  # a follow flag asks to follow, as --logs does
         if output == "json":
             echo_json(job.submission.to_dict())
         return

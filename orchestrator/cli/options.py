@@ -195,6 +195,15 @@ def follow_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Calla
     return declared_options(WatchOptions, defaults=defaults)
 
 
+def any_given(context: click.Context, options: type) -> bool:
+    """Whether the command line gave any flag of `options`' declared fields: a flag that only matters in one mode
+    (following a job) asks for that mode rather than being dropped unseen."""
+    from orchestrator.declaration import declarations
+
+    return any(context.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+               for name in declarations(options))
+
+
 def declared_options(options: type, *names: str, defaults: dict[str, Any] | None = None,
                      ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The flags of the options `options` declares (orchestrator/declaration.py), all of them in declaration order

@@ -34,6 +34,17 @@ def test_run_and_plan_of_no_spec_say_which_kinds_they_take(given):
             call()
 
 
+def test_submitting_an_attached_jobs_plan_says_attach_gives_none(write_spec, bucket):
+    """docs/sagemaker.md once showed `submit(job.plan)` of an attached job, whose plan is None: the error said
+    only `not NoneType None`; it now says where the None came from."""
+    attached = orchestrator.attach(orchestrator.submit(write_spec()).full_id)
+
+    assert attached.plan is None
+    with pytest.raises(SpecError) as raised:
+        orchestrator.submit(attached.plan)
+    assert "a Job that attach found has no plan: its `plan` is None" in raised.value.fix
+
+
 def test_job_attach_takes_a_backend_as_attach_does(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 

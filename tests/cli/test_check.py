@@ -230,6 +230,27 @@ def test_region_other_than_the_specs_is_the_one_checked_and_reported_and_fails_i
     assert moved.exit_code == 0, moved.output  # what submit --set region=eu-west-1 would do: all checked there
 
 
+def test_region_other_than_the_environments_fails_its_line_where_the_spec_names_none(aws, tmp_path, monkeypatch):
+    """A spec without `region:` runs where $AWS_REGION says (us-east-1 here), so `check --region eu-west-1` passing
+    promised nothing about it; it passed the region line before, as only a `region:` in the spec was compared."""
+    monkeypatch.setattr("orchestrator.cloud.sdk.boto_session", lambda region=None: QuotaSession(region=region))
+    boto3.client("iam").create_role(RoleName="SageMakerExecution", AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    boto3.client("s3", region_name="eu-west-1").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    spec = write_spec_file(tmp_path, framework_version="2.10.0", py_version="py313")
+
+    flagged = CliRunner().invoke(main, ["check", str(spec), "--region", "eu-west-1", "-o", "json"])
+    moved = CliRunner().invoke(main, ["check", str(spec), "--set", "region=eu-west-1", "-o", "json"])
+
+    checks = {item["name"]: item for item in json.loads(flagged.stdout)["checks"]}
+    assert flagged.exit_code == 1 and [name for name, item in checks.items() if not item["ok"]] == ["region"]
+    assert checks["region"]["detail"] == ("eu-west-1, but the spec names no region and submit takes us-east-1 "
+                                          "($AWS_REGION, then boto3's chain): these checks are for eu-west-1, and "
+                                          "submit runs the job in us-east-1")
+    assert "--set region=eu-west-1" in checks["region"]["fix"]
+    assert moved.exit_code == 0, moved.output
+
+
 class RefusingSession(boto3.Session):
     """moto, but for IAM's GetRole and Service Quotas' ListServiceQuotas, which answer `code` (HTTP `status`)."""
 

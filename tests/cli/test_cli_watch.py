@@ -107,6 +107,24 @@ def test_submit_wait_with_a_stall_timeout_stops_a_hung_job(write_spec, stubbed_s
     assert "Hung: no host wrote a line" in document["reason"]
 
 
+def test_submit_with_a_stall_timeout_and_no_wait_follows_the_job_rather_than_dropping_the_flag(
+        write_spec, stubbed_sagemaker, bucket):
+    """`submit job.yaml --stall-timeout 1800` without --wait once created the job and returned: the hang watch the
+    user asked for never ran. A follow flag now implies --wait, as --logs does."""
+    name = "tiny-nowait"
+    sagemaker = stubbed_sagemaker.stubbers["sagemaker"]
+    sagemaker.add_response("create_training_job",
+                           {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"})
+    silent_job(stubbed_sagemaker, name, IDLE, describes=1)
+
+    result = smtrain(stubbed_sagemaker, "submit", str(write_spec()), "--job-name", name,
+                     "--stall-timeout", "600", "--no-stop", "--poll-seconds", "0", "-o", "json")
+
+    assert result.exit_code == 4, result.output
+    document = json.loads(result.stdout)
+    assert document["verdict"] == "hung" and document["stop_requested"] is False
+
+
 def test_status_of_a_silent_training_job_says_how_long_and_which_gpus_idle(stubbed_sagemaker):
     silent_job(stubbed_sagemaker, "tiny-st", BUSY, describes=2)
 
