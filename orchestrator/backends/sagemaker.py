@@ -18,7 +18,7 @@ from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.jobs import JobClient, list_jobs
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE, defined_metric_names
 from orchestrator.errors import AwsError
-from orchestrator.observing.job_status import JobStatus, JobSummary
+from orchestrator.observing.job_status import TERMINAL_STATUSES, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import refuse_unknown_metrics
 from orchestrator.observing.progress import JobProgress
@@ -118,8 +118,7 @@ class SageMakerBackend:
         assert job.described is not None  # metric_points reads the job first
         refuse_unknown_metrics(names, defined_metric_names(job.described), points, job_id)
         return MetricSeries(points, f"CloudWatch {NAMESPACE}, {period} s averages",
-                            empty="none published yet: SageMaker publishes values a few minutes after the lines "
-                                  "are logged")
+                            empty=_why_none_published(job.described["TrainingJobStatus"]))
 
     def stop(self, job_id: str) -> tuple[bool, JobStatus]:
         job = self.client(job_id)
@@ -164,3 +163,12 @@ class SageMakerBackend:
                     if extracted is not None:
                         files[name[len(folder) + 1:]] = extracted.read()
         return files
+
+
+def _why_none_published(status: str) -> str:
+    """An ended job's values may still be on their way, but "yet" alone would hide that the job is over."""
+    delay = "SageMaker publishes values a few minutes after the lines are logged"
+    if status not in TERMINAL_STATUSES:
+        return f"none published yet: {delay}"
+    return (f"none published: the job ended ({status}); {delay}, so a job that ended minutes ago may still get "
+            "them, and one that ended earlier logged no line its metric definitions match")

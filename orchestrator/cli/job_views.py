@@ -175,6 +175,8 @@ def _progress_rows(
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
     if estimate is None:
+        if not progress.any_lines:
+            return [("progress", "no log lines" + ("" if current.is_terminal else " yet"))]
         if current.status == "Failed":  # the failure is the news, not the formats that would have shown steps
             return [("progress", "no step in the logs' last lines")]
         when = "" if current.is_terminal else " yet"

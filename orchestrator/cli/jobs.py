@@ -194,7 +194,13 @@ def logs(ctx: click.Context, job: str, backend: str | None, region: str | None, 
         click.echo(json.dumps(line.to_dict()) if output == "json" else str(line))
         printed += 1
     if not printed:
-        click.echo(f"no log lines for {job} yet", err=True)
+        click.echo(f"no log lines for {job}{f' on {host}' if host else ''}{_none_yet(chosen.describe(job_id))}",
+                   err=True)
+
+
+def _none_yet(current: JobStatus) -> str:
+    """An ended job's missing lines will never come: "yet" would promise them."""
+    return f": it ended ({current.status}) without writing any" if current.is_terminal else " yet"
 
 
 @click.command()
@@ -262,7 +268,8 @@ def stop(ctx: click.Context, job: str, backend: str | None, region: str | None, 
 
 
 @click.command("list")
-@click.option("--status", "status_equals", type=click.Choice(STATUSES), help="Only jobs in this status.")
+@click.option("--status", "status_equals", type=click.Choice(STATUSES, case_sensitive=False),
+              help="Only jobs in this status (any case: failed is Failed).")
 @click.option("--name-contains", help="Only jobs whose name contains this text.")
 @click.option(
     "--max",

@@ -24,7 +24,7 @@ from orchestrator.cli.options import (
     runs_option,
     set_option,
 )
-from orchestrator.wording import counted
+from orchestrator.wording import counted, status_words
 
 if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
@@ -174,7 +174,7 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
     if output == "json":
         echo_json({**current.to_dict(), "trial_list": [trial.to_dict() for trial in trials]})
         return
-    counts = ", ".join(f"{value} {key.lower()}" for key, value in current.counts.items())
+    counts = ", ".join(f"{value} {status_words(key)}" for key, value in current.counts.items())
     click.echo(f"{current.name}: {current.status} ({current.strategy}); trials: {counts}"
                + (f" of {current.max_jobs}" if current.max_jobs else ""))
     if current.best is not None:
@@ -193,7 +193,8 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
 
 
 @tune.command("list")
-@click.option("--status", "status_equals", type=click.Choice(_STATUSES), help="Only tuning jobs in this status.")
+@click.option("--status", "status_equals", type=click.Choice(_STATUSES, case_sensitive=False),
+              help="Only tuning jobs in this status (any case: failed is Failed).")
 @click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
 @click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
 @click.option("--backend", type=click.Choice(BACKENDS),
@@ -220,7 +221,7 @@ def list_command(ctx: click.Context, status_equals: str | None, name_contains: s
         width = max(len(row.name) for row in rows)
         click.echo(f"{'NAME':<{width}}  {'STATUS':<10}  {'STRATEGY':<9}  TRIALS")
         for row in rows:
-            counts = ", ".join(f"{value} {key.lower()}" for key, value in row.counts.items() if value)
+            counts = ", ".join(f"{value} {status_words(key)}" for key, value in row.counts.items() if value)
             click.echo(f"{row.name:<{width}}  {row.status:<10}  {row.strategy:<9}  {counts or '-'}")
     place = listing.listed_from()
     if place:  # where local searches were read: an empty list explains itself
@@ -305,7 +306,7 @@ def _why_no_best(result: Any, job_spec: Path | None) -> str:
         return (f"no best trial: no completed trial reported {result.metric} (its metric definition matched no line "
                 f"of their logs); `smtrain metrics {completed[0].run_dir}` shows what the job's definitions read, "
                 f"and `metrics:` in {job_spec or 'the job spec'} sets the regex that reads {result.metric}")
-    counts = ", ".join(f"{count} {status.lower()}" for status, count in counts_of(result.trials).items() if count)
+    counts = ", ".join(f"{count} {status_words(status)}" for status, count in counts_of(result.trials).items() if count)
     return f"no best trial: no trial completed ({counts or 'none ran'})"
 
 

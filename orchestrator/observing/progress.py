@@ -109,6 +109,8 @@ class JobProgress:
     failing_host: str | None = None
     failing_lines: tuple[LogLine, ...] = ()
     failure_cause: FailureCause | None = None
+    any_lines: bool = True
+    """False when the tails held no line at all, so "no step in the last lines" would point at the wrong thing."""
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         return {
@@ -135,10 +137,10 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
     estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})))
     cause = failure_cause(described, tails, source)
     if described.get("TrainingJobStatus") != "Failed":
-        return JobProgress(estimate, latest, failure_cause=cause)
+        return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines))
     host = cause.host if cause and cause.host in tails else failing_host(described.get("FailureReason") or "", tails)
     failing = tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
-    return JobProgress(estimate, latest, host, failing, cause)
+    return JobProgress(estimate, latest, host, failing, cause, bool(lines))
 
 
 def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],

@@ -198,4 +198,4 @@ def test_a_host_the_job_does_not_have_is_an_input_error_on_both_backends(tiny_pl
         with pytest.raises(SmtrainError, match="has no host algo-7: its hosts are algo-1, algo-2"):
             list(orchestrator.attach(job).logs(host="algo-7"))
     assert CliRunner().invoke(main, ["logs", "local:local-two", "--host", "algo-2"]).stderr == (
-        "no log lines for local:local-two yet\n")  # a host of the job with nothing written: lines may still come
+        "no log lines for local:local-two on algo-2: it ended (Completed) without writing any\n")

@@ -59,7 +59,7 @@ def test_tune_status_reads_a_local_search_by_any_id_and_says_why_its_trials_fail
         result = CliRunner().invoke(main, ["tune", "status", named])
         assert result.exit_code == 0, result.output
         lines = result.output.splitlines()
-        assert lines[0] == "lr-search: Completed (Random); trials: 2 completed, 0 inprogress, 0 stopped, 1 failed"
+        assert lines[0] == "lr-search: Completed (Random); trials: 2 completed, 0 in progress, 0 stopped, 1 failed"
         assert lines[1].startswith("  best: lr-search-002  train:loss = 0.22  {'lr': 0.05}")
         assert [line.split()[1] for line in lines[3:6]] == ["lr-search-002", "lr-search-001", "lr-search-003"]
         assert lines[6:] == ["  lr-search-003 failed: algo-1 (rank 0) failed: ValueError: lr too small"]

@@ -185,6 +185,27 @@ def test_status_and_logs_text(tiny_plan, aws):
     assert lines.stdout == "[algo-1] first\n[algo-2] later\n"
 
 
+def test_an_ended_job_without_log_lines_is_not_said_to_have_none_yet(tiny_plan, aws):
+    """moto's job is Completed and has no log stream: `logs` said "yet" and `status` blamed "the logs' last
+    lines" for a step, although there is no line at all and none will come."""
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-silent"])
+
+    lines = smtrain("logs", "tiny-silent")
+    current = smtrain("status", "tiny-silent")
+
+    assert lines.exit_code == 0 and lines.stderr == "no log lines for tiny-silent: it ended (Completed) without writing any\n"
+    assert "  progress   no log lines\n" in current.stdout, current.stdout
+
+
+def test_list_status_takes_any_case(tiny_plan, aws):
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-a"])
+
+    listed = smtrain("list", "--status", "completed", "-o", "json")
+
+    assert listed.exit_code == 0, listed.output
+    assert [row["job_name"] for row in json.loads(listed.stdout)] == ["tiny-a"]
+
+
 def test_submit_wait_logs_streams_the_logs_until_the_job_ends(write_spec, bucket):
     seed_logs("tiny-w", {"algo-1": [(0, "epoch 1")], "algo-2": [(5, "epoch 1 (host 2)")]})
 

@@ -144,14 +144,16 @@ def test_metrics_errors_are_one_message(aws, tmp_path):
     assert "Traceback" not in not_a_run.output + unknown.output
 
 
-def test_metrics_of_a_job_without_data_says_so(aws, tiny_request):
+def test_metrics_of_an_ended_job_without_data_says_it_ended_not_yet(aws, tiny_request):
+    """moto's job is Completed: "none published yet" promised values that an ended job may never get."""
     create_jobs(tiny_request, ["tiny-empty"])
 
     result = smtrain("metrics", "tiny-empty")
 
     assert result.exit_code == 0 and result.stdout == ""
     assert "no metric data for tiny-empty (CloudWatch" in result.stderr
-    assert "none published yet: SageMaker publishes values a few minutes after" in result.stderr
+    assert "none published: the job ended (Completed); SageMaker publishes values a few minutes after" in result.stderr
+    assert "yet" not in result.stderr
 
 
 def ended_run_without_points(run_dir, definitions: list[dict]) -> None:

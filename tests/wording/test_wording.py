@@ -1,8 +1,9 @@
-"""orchestrator/wording.py: a count as a person writes it (`smtrain plan` said `1 files`)."""
+"""orchestrator/wording.py: a count and a status as a person writes them (`smtrain plan` said `1 files`, `smtrain
+tune status` `0 inprogress`)."""
 
 from __future__ import annotations
 
-from orchestrator.wording import counted
+from orchestrator.wording import counted, status_words
 
 
 def test_a_count_takes_the_number_of_its_noun():
@@ -10,3 +11,8 @@ def test_a_count_takes_the_number_of_its_noun():
     assert [counted(1, "process"), counted(3, "process")] == ["1 process", "3 processes"]
     assert counted(2, "unverified", "unverified") == "2 unverified"
 
+
+
+def test_a_status_is_written_as_words():
+    assert [status_words(status) for status in ("InProgress", "NonRetryableError", "Completed")] == [
+        "in progress", "non retryable error", "completed"]

@@ -54,7 +54,7 @@ from orchestrator.specs.catalog import lookup
 from orchestrator.specs.loader import LoadedSpec, LoadedTuning
 from orchestrator.specs.topology import topology
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
-from orchestrator.wording import counted
+from orchestrator.wording import counted, status_words
 
 WATCH_SECONDS = 0.5
 """How often a running trial's logs are read for its objective."""
@@ -242,7 +242,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
 def _interrupted_summary(result: SearchResult) -> str:
     """What an interrupted search leaves, as the CLI prints no table after Ctrl-C, and how to go on with it: the
     default folder is named anew by each run, so only the same --run-dir continues the search."""
-    counts = ", ".join(f"{count} {status.lower()}" for status, count in counts_of(result.trials).items() if count)
+    counts = ", ".join(f"{count} {status_words(status)}" for status, count in counts_of(result.trials).items() if count)
     winner = result.best
     best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}" if winner
                    else "no best trial yet")
@@ -505,7 +505,7 @@ class _Search:
             why += f" - {trial.failure_line}"
         if trial.status == "Stopped" and not why and self._interrupted_by:
             why = f" - interrupted ({self._interrupted_by})"
-        self._say(f"trial {key} {trial.status.lower()}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
+        self._say(f"trial {key} {status_words(trial.status)}: {spec.objective.metric} = {shown} ({trial.seconds:.1f} s)"
                   f"{why}")
         if hopeless:
             self._say(f"tuning {self._name}: failed: {self.failure} (as SageMaker fails a tuning job); no more "
