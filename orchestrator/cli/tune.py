@@ -24,6 +24,7 @@ from orchestrator.cli.options import (
     runs_option,
     set_option,
 )
+from orchestrator.specs.catalog import hourly_price
 from orchestrator.wording import counted, status_words
 
 if TYPE_CHECKING:
@@ -311,11 +312,14 @@ def _why_no_best(result: Any, job_spec: Path | None) -> str:
 
 
 def _cost_words(tuning_plan: Any) -> str:
-    cost = tuning_plan.cost
+    """The bound with its factors as `smtrain plan` shows them (hourly price, count, hours): a per-trial price
+    rounded to the cent made the product read wrong (12 x 0.10 shown as 1.22)."""
+    cost, trial = tuning_plan.cost, tuning_plan.job.cost
     if cost.max_total is None:
         return f"no price on record for {tuning_plan.job.spec.instance.type}"
     return (f"at most {cost.currency} {cost.max_total:,.2f} = {counted(cost.trials, 'trial')} x {cost.currency} "
-            f"{cost.per_trial:,.2f} ({tuning_plan.job.cost.basis})")
+            f"{hourly_price(trial.price_per_instance_hour)}/h x {trial.instance_count} x "
+            f"{trial.max_billable_seconds / 3600:g} h ({trial.basis})")
 
 
 def _print_plan(tuning_plan: Any) -> None:
