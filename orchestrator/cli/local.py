@@ -86,7 +86,7 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     from orchestrator.cli.closed_console import Tolerant
 
     if result.smoke is not None:
-        click.echo(_smoke_line(result), file=Tolerant(sys.stderr))
+        click.echo(_smoke_line(result, options.stall_timeout_seconds), file=Tolerant(sys.stderr))
     if output == "json":
         from dataclasses import asdict
 
@@ -135,11 +135,12 @@ def _print_warnings(loaded: Any) -> None:
                         fg="yellow", err=True)
 
 
-def _smoke_line(result: Any) -> str:
+def _smoke_line(result: Any, stall_timeout: float | None) -> str:
     """`smoke passed: 16 of 16 ranks started, step 12 reached (progress line), last loss 0.4321, stopped at the
     deadline of 60 s (68.2 s in all: set-up, the stop's grace and packing)`; when no rank reached a step, says so.
     Under --smoke-steps N the smoke stops at the first step line at N or past it: a script that logs every 50 steps
-    may first show step 51, so the step reached is the one the script reported and N only what was asked."""
+    may first show step 51, so the step reached is the one the script reported and N only what was asked. A hung
+    run says when and why it was judged hung (silent for the stall timeout), not "hung within" the deadline."""
     smoke = result.smoke
     verdict = "passed" if result.exit_code == 0 else "FAILED"
     if result.status == "Stopped" and result.exit_code == 0 and smoke.steps_wanted is not None:
@@ -148,6 +149,9 @@ def _smoke_line(result: Any) -> str:
         ending = f"stopped once a line showed step {wanted}{past} (--smoke-steps {wanted}), within the deadline of "
     elif result.status == "Stopped" and result.exit_code == 0:
         ending = "stopped at the deadline of "
+    elif result.status == "Hung":
+        ending = (f"judged hung {result.seconds:.1f} s in (no rank wrote a line or advanced a step for "
+                  f"{stall_timeout:g} s, the --stall-timeout), before the deadline of ")
     else:
         ending = f"{result.status.lower()} within "
     ending += f"{smoke.deadline_seconds:g} s"
