@@ -177,7 +177,7 @@ def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed,
 
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "ts: InProgress (Random); trials: 2 completed, 1 inprogress, 1 stopped, 0 failed of 6"
+    assert lines[0] == "ts: InProgress (Random); trials: 2 completed, 1 in progress, 1 stopped, 0 failed of 6"
     assert lines[1].startswith("  best: ts-002-bbb  train:loss = 0.22  {'lr': 0.05, 'optimizer': 'adam'}")
     rows = [line.split()[1] for line in lines[3:]]
     assert rows == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]

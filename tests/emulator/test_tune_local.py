@@ -159,7 +159,7 @@ def test_a_search_whose_first_five_trials_all_fail_fails_as_sagemakers_does(tmp_
     assert document["status"] == "Failed" and len(document["trials"]) == 5
     assert document["failure_reason"].startswith("No training job succeeded after 5 attempts")
     assert "failed: No training job succeeded after 5 attempts" in result.output
-    assert "Failed (Random); trials: 0 completed, 0 inprogress, 0 stopped, 5 failed of 7" in status.output
+    assert "Failed (Random); trials: 0 completed, 0 in progress, 0 stopped, 5 failed of 7" in status.output
     assert "exited with code 1; last line: no data in /opt/ml/input" in status.output, status.output
 
 
