@@ -162,6 +162,7 @@ def _bfloat16_input(rank: int) -> torch.Tensor:
     return (torch.tensor([1.0, 0.1, 3.14159, -2.5, 1e-3, 300.7]) * (rank + 1)).to(torch.bfloat16)
 
 
+@pytest.mark.slow
 def test_bfloat16_collectives_on_an_nccl_group_run_under_torch_1_13(standin):
     """NCCL reduces bfloat16; Debian's torch 1.13 gloo refused it ("Invalid scalar type"), so DDP's
     bf16_compress_hook and any bfloat16 all_reduce failed there. On an NCCL group they now give NCCL's (and torch 2's
