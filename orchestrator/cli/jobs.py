@@ -118,11 +118,12 @@ def submit(
         return
     from orchestrator.api import plan
     from orchestrator.backends.job import Job
+    from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
     from orchestrator.errors import SmtrainError
     from orchestrator.specs.loader import load
 
-    with source_progress(quiet=output == "json"):
+    with terminations_interrupt(), source_progress(quiet=output == "json"):
         job_plan = plan(
             load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)
         )

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from orchestrator.cli.options import echo_json, local_run_options, output_option, set_option
+from orchestrator.cli.options import (
+    echo_json,
+    interrupt_on_termination,
+    local_run_options,
+    output_option,
+    set_option,
+)
 
 if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
@@ -65,7 +71,7 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     kills them; a second Ctrl-C kills at once. Nothing the run starts outlives it. While it runs, `smtrain status`,
     `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
     """
-    _interrupt_on_termination()
+    interrupt_on_termination()  # from the command's first moment until the job's processes start
     from orchestrator.cli.render import LocalConsole
     from orchestrator.emulator.local_run import run_local
     from orchestrator.emulator.supervising.supervisor import stop_with_parent
@@ -162,21 +168,6 @@ def _smoke_line(result: Any, stall_timeout: float | None) -> str:
     loss = f", last loss {smoke.last_loss:.6g}" if smoke.last_loss is not None else ""
     return (f"smoke {verdict}: {smoke.ranks_started} of {smoke.ranks_expected} ranks started, {steps}{loss}, "
             f"{ending}")
-
-
-def _interrupt_on_termination() -> None:
-    """From the command's first moment (its imports, the spec's reading) until the job's processes start (while
-    requirements install, say), SIGTERM and SIGHUP stop smtrain as Ctrl-C does: what it started is ended and
-    result.json written, instead of smtrain dying alone, with no word, as it starts."""
-    import signal
-
-    from orchestrator.emulator.supervising.interruption import interruption
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise interruption(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, interrupt)
 
 
 def _forward_signals(supervisor: Any) -> None:

@@ -3,9 +3,10 @@ declared once (a local run's, how a job is followed) as flags generated from the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -276,3 +277,32 @@ def _declared_option(options: type, name: str, option: Declared,
 
 def echo_json(document: Any, file: Any = None) -> None:
     click.echo(json.dumps(document, indent=2, default=str), file=file)
+
+
+def interrupt_on_termination() -> dict[int, Any]:
+    """SIGTERM and SIGHUP (the terminal closed) stop the command as Ctrl-C does, by a KeyboardInterrupt naming the
+    signal: what it was doing is cleaned up (a run's processes, a half-packed source's temporary file, a multipart
+    upload) and said, instead of smtrain dying without a word. Returns the handlers it replaced."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        # imported when a signal comes: `plan` and `validate` import nothing of the emulator (tests/cli/test_cli.py)
+        from orchestrator.emulator.supervising.interruption import interruption
+
+        raise interruption(signum)
+
+    return {signum: signal.signal(signum, interrupt) for signum in (signal.SIGTERM, signal.SIGHUP)}
+
+
+@contextlib.contextmanager
+def terminations_interrupt() -> Iterator[None]:
+    """`interrupt_on_termination` while the block runs (packing and uploading a source), the earlier handlers
+    after it."""
+    import signal
+
+    replaced = interrupt_on_termination()
+    try:
+        yield
+    finally:
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)

@@ -236,7 +236,12 @@ class LocalConsole:
                                          soft_wrap=True)
 
     def progress(self, step: int, total: int | None, metrics: dict[str, float]) -> None:
-        from orchestrator.observing.metric_series import StepMark, estimate_progress, format_duration, loss_metrics
+        from orchestrator.observing.metric_series import (
+            StepMark,
+            estimate_progress,
+            format_duration,
+            loss_metrics,
+        )
 
         now = datetime.now(timezone.utc)
         self._marks.append((now, StepMark(step, total, None)))
@@ -317,11 +322,11 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
     screen) or "full" (text with the whole request)."""
     from orchestrator.api import plan
-    from orchestrator.cli.options import echo_json
+    from orchestrator.cli.options import echo_json, terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
     from orchestrator.specs.loader import load
 
-    with source_progress(quiet=view == "json"):
+    with terminations_interrupt(), source_progress(quiet=view == "json"):
         job_plan = plan(load(file, overrides), job_name=job_name, boto=boto,
                         max_source_bytes=int(max_source_mb * 1e6))
     if view == "json":

@@ -96,9 +96,10 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
     at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
     from orchestrator.api import plan_tuning
+    from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
 
-    with source_progress(quiet=output == "json"):
+    with terminations_interrupt(), source_progress(quiet=output == "json"):
         tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides)
     if output == "json":
         echo_json(tuning_plan.to_dict())
@@ -118,11 +119,12 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
     uploaded unless S3 has it already)."""
     from orchestrator.api import plan_tuning, submit_tuning
+    from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
 
     if allow_unverified:
         overrides = (*overrides, "allow_unverified=true")
-    with source_progress(quiet=output == "json"):
+    with terminations_interrupt(), source_progress(quiet=output == "json"):
         tuning = submit_tuning(plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides), boto=ctx.obj)
     assert tuning.plan is not None
     if output == "json":

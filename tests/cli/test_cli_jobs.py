@@ -3,8 +3,10 @@ user errors printed without a traceback. moto's server where it can answer; a St
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
+import tempfile
 import threading
 
 import boto3
@@ -295,15 +297,15 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
             f"`smtrain stop {name}` stops it)") in result.stderr
 
 
-def _interrupted_at(operation: str) -> boto3.Session:
-    """A session on moto's server on which Ctrl-C comes as `operation` is about to be sent, to the main thread as
-    a terminal's does (the upload sends from boto3's transfer threads); the request is not sent."""
+def _interrupted_at(operation: str, signum: int = signal.SIGINT) -> boto3.Session:
+    """A session on moto's server on which Ctrl-C (or `signum`) comes as `operation` is about to be sent, to the
+    main thread as a terminal's does (the upload sends from boto3's transfer threads); the request is not sent."""
     session = boto3.Session(region_name="us-east-1")
     main = threading.main_thread().ident
 
     def ctrl_c(**_) -> None:
-        signal.pthread_kill(main, signal.SIGINT)
-        raise RuntimeError(f"{operation} not sent: Ctrl-C came first")
+        signal.pthread_kill(main, signum)
+        raise RuntimeError(f"{operation} not sent: {signal.Signals(signum).name} came first")
 
     session.events.register(f"before-send.{operation}", ctrl_c)
     return session
@@ -317,6 +319,24 @@ def test_ctrl_c_during_the_upload_says_no_job_was_created(write_spec, bucket):
     assert result.stderr.startswith("interrupted (SIGINT): tiny-cut was not created: nothing runs on SageMaker (S3 keeps no "
                                     "part of an upload cut short;")
     assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
+    assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
+
+
+def test_sigterm_during_the_upload_ends_as_ctrl_c_does_and_leaves_no_source_tarball(write_spec, bucket, tmp_path,
+                                                                                     monkeypatch):
+    """Before, SIGTERM (a CI job cancelled, `kill`) killed smtrain outright mid-upload: no word, and the packed
+    source left in $TMPDIR. The handlers last only while the source is packed and sent."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = signal.getsignal(signal.SIGTERM)
+
+    result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut",
+                     obj=_interrupted_at("s3.PutObject", signal.SIGTERM))
+    gc.collect()  # the package, and with it its file, goes with the interrupted call's frames
+
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    assert result.stderr.startswith("interrupted (SIGTERM): tiny-cut was not created"), result.stderr
+    assert sorted(path.name for path in tmp_path.glob("smtrain-source-*")) == []
+    assert signal.getsignal(signal.SIGTERM) is before
     assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
 
 

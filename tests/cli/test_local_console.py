@@ -131,7 +131,7 @@ def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatc
         smoke: None = None
 
     monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Interrupted(run_dir))
-    monkeypatch.setattr(local_command, "_interrupt_on_termination", lambda: None)
+    monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
     result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--set", "hyperparameters.batch-size=32", "--set",
                                        "hyperparameters.note=two words", "--processes-per-host", "2"])
 
@@ -157,7 +157,7 @@ def test_a_smoke_stopped_by_smoke_steps_says_the_step_the_script_showed_not_only
         smoke: SmokeReport | None = None
 
     monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Smoked(tmp_path / "run", smoke=smoke))
-    monkeypatch.setattr(local_command, "_interrupt_on_termination", lambda: None)
+    monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
     result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--smoke", "60", "--smoke-steps", "1"])
 
     assert result.exit_code == 0, result.output

@@ -75,7 +75,7 @@ def test_the_api_and_the_command_line_give_a_run_the_same_options_for_every_decl
         raise _Captured(options)
 
     monkeypatch.setattr(local_run, "run_local", capture_run)
-    monkeypatch.setattr(local_command, "_interrupt_on_termination", lambda: None)
+    monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
     words = command_words(from_api)
     result = CliRunner().invoke(main, ["local", str(EXAMPLE), "-q", *words])
     assert isinstance(result.exception, _Captured), result.output
