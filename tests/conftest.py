@@ -4,6 +4,7 @@ order in which scripts/test.sh's parallel workers take the modules."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -152,7 +153,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The recorder runs in the process that gets every report: xdist's controller, or the only process."""
+    """The recorder runs in the process that gets every report: xdist's controller, or the only process.
+
+    Ctrl-C as a terminal gives it: a shell without job control (a CI step run in the background, `nohup`) starts
+    its commands with SIGINT ignored, every process the suite starts would inherit that, and the tests that press
+    Ctrl-C on `smtrain local` or `tune local` would wait for a search that never hears it (the product rightly
+    keeps an inherited SIG_IGN: that is how a shell shields its background jobs). A handler of this process's own
+    is not inherited: the processes it starts begin with SIGINT's default, as under a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.getoption("record_durations"):
         config.pluginmanager.register(CpuClock(), "smtrain-cpu-clock")
         if not hasattr(config, "workerinput"):
