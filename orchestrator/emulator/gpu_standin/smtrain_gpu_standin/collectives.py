@@ -263,8 +263,8 @@ def _through_all_reduce(reduce_scatter, operand: str):
 
         def scatter(_done=None):
             mine = flat.view(world, -1)[c10d.get_rank(group)]
-            if summed:  # NCCL's average: the sum divided, in integer division for integers
-                mine = mine / world if mine.is_floating_point() else torch.div(mine, world, rounding_mode="trunc")
+            if summed:
+                mine = _averaged(mine, world)
             output.copy_(mine.view(output.shape))
             return [output]
 
@@ -290,10 +290,7 @@ def _average_as_sum(all_reduce):
         world = c10d.get_world_size(group)
 
         def divide(_done=None):
-            if tensor.is_floating_point():
-                tensor.div_(world)
-            else:
-                tensor.copy_(torch.div(tensor, world, rounding_mode="trunc"))
+            tensor.copy_(_averaged(tensor, world))
             return [tensor]
 
         work = all_reduce(tensor, ReduceOp.SUM, group, async_op)
@@ -303,6 +300,11 @@ def _average_as_sum(all_reduce):
         return None
 
     return average_as_sum
+
+
+def _averaged(summed: torch.Tensor, world: int) -> torch.Tensor:
+    """NCCL's average of a sum over `world` ranks: divided, in truncating integer division for integers."""
+    return summed / world if summed.is_floating_point() else torch.div(summed, world, rounding_mode="trunc")
 
 
 def _into_chunks(all_gather_into_tensor):
