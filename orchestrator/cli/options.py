@@ -125,7 +125,8 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`plan` and `submit` pack the same source under the same limit; a limit of 0 or less refuses every source."""
+    """`plan`, `submit`, `tune plan` and `tune submit` pack the same source under the same limit; a limit of 0 or
+    less refuses every source."""
     return click.option("--max-source-mb", type=click.FloatRange(min=0, min_open=True), default=100,
                         show_default=True, help="Refuse a source_dir that packs larger than this.")(function)
 

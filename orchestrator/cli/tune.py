@@ -20,6 +20,7 @@ from orchestrator.backends.base import BACKENDS
 from orchestrator.cli.options import (
     echo_json,
     local_run_options,
+    max_source_option,
     output_option,
     runs_option,
     set_option,
@@ -90,8 +91,10 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
 @set_option
 @output_option
 @click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
+@max_source_option
 @click.pass_context
-def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None) -> None:
+def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
+         max_source_mb: float) -> None:
     """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
     at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
@@ -100,7 +103,8 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
     from orchestrator.cli.source_bar import source_progress
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides)
+        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
+                                  max_source_bytes=int(max_source_mb * 1e6))
     if output == "json":
         echo_json(tuning_plan.to_dict())
         return
@@ -113,9 +117,10 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 @output_option
 @click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
 @click.option("--allow-unverified", is_flag=True, help="Submit even where a capability rule says unverified.")
+@max_source_option
 @click.pass_context
 def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
-           allow_unverified: bool) -> None:
+           allow_unverified: bool, max_source_mb: float) -> None:
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
     uploaded unless S3 has it already)."""
     from orchestrator.api import plan_tuning, submit_tuning
@@ -125,7 +130,9 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     if allow_unverified:
         overrides = (*overrides, "allow_unverified=true")
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning = submit_tuning(plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides), boto=ctx.obj)
+        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
+                                  max_source_bytes=int(max_source_mb * 1e6))
+        tuning = submit_tuning(tuning_plan, boto=ctx.obj)
     assert tuning.plan is not None
     if output == "json":
         echo_json({"tuning_job_name": tuning.name, "region": tuning.plan.job.target.region,
@@ -167,6 +174,7 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
     TUNING: `sagemaker:NAME` (a tuning job), `local:FOLDER` (what `tune local` wrote: its --run-dir, or a name
     under runs/), or a bare name: a local search of that name, else a SageMaker tuning job."""
     from orchestrator.backends.tuning import Tuning
+    from orchestrator.observing.metric_series import format_duration
     from orchestrator.observing.trials import failures, table
 
     handle = Tuning(*_resolve(ctx, tuning, backend, region))
@@ -187,6 +195,11 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
         click.echo(f"  failure: {current.failure_reason}")
     if current.completion_reason:
         click.echo(f"  completed early: {current.completion_reason}")
+    elif current.trials_not_improving:
+        click.echo(f"  not improving: {counted(current.trials_not_improving, 'trial')} improved the objective by "
+                   "1% or less")
+    if current.runtime_seconds is not None:
+        click.echo(f"  runtime: {format_duration(current.runtime_seconds)}")
     if trials:
         click.echo(table(trials, current.goal, current.metric))
     for line in failures(trials):

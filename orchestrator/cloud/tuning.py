@@ -9,6 +9,7 @@ also answers for a search run here and gives the best trial as an `orchestrator.
 from __future__ import annotations
 
 import json
+from datetime import timezone
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, is_not_found
@@ -23,6 +24,7 @@ from orchestrator.errors import AwsError, SmtrainError
 from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
 from orchestrator.redact import secret_values
+from orchestrator.wording import counted
 
 
 def console_url(region: str, name: str) -> str:
@@ -35,6 +37,7 @@ def status_of(described: dict[str, Any], region: str) -> TuningStatus:
     objective = config.get("HyperParameterTuningJobObjective", {})
     best = described.get("BestTrainingJob")
     name = described["HyperParameterTuningJobName"]
+    completion = described.get("TuningJobCompletionDetails") or {}
     return TuningStatus(
         name=name, status=described["HyperParameterTuningJobStatus"], strategy=config["Strategy"],
         metric=objective.get("MetricName", ""), goal=objective.get("Type", "Minimize"),
@@ -44,7 +47,26 @@ def status_of(described: dict[str, Any], region: str) -> TuningStatus:
         best=trial_of(best) if best else None,
         created=described.get("CreationTime"), ended=described.get("HyperParameterTuningEndTime"),
         failure_reason=described.get("FailureReason") or None,
-        place={"region": region, "console_url": console_url(region, name)})
+        place={"region": region, "console_url": console_url(region, name)},
+        completion_reason=_completion_reason(config, completion),
+        trials_not_improving=completion.get("NumberOfTrainingJobsObjectiveNotImproving"),
+        converged=completion.get("ConvergenceDetectedTime"),
+        runtime_seconds=(described.get("ConsumedResources") or {}).get("RuntimeInSeconds"))
+
+
+def _completion_reason(config: dict[str, Any], completion: dict[str, Any]) -> str | None:
+    """Which completion criterion ended the tuning job, in words, from TuningJobCompletionDetails: convergence, or
+    as many trials not improving as the spec's limit (SageMaker names neither in FailureReason or the status)."""
+    converged = completion.get("ConvergenceDetectedTime")
+    if converged is not None:
+        return f"converged at {converged.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    not_improving = completion.get("NumberOfTrainingJobsObjectiveNotImproving")
+    criteria = config.get("TuningJobCompletionCriteria") or {}
+    limit = (criteria.get("BestObjectiveNotImproving") or {}).get("MaxNumberOfTrainingJobsNotImproving")
+    if limit is not None and not_improving is not None and not_improving >= limit:
+        return (f"the objective did not improve in {counted(not_improving, 'trial')} "
+                f"(completion.max_jobs_not_improving: {limit})")
+    return None
 
 
 def _counts(counters: dict[str, int]) -> dict[str, int]:

@@ -105,8 +105,16 @@ class TuningStatus:
     place: dict[str, str] = field(default_factory=dict)
     """Where it is, for the JSON document and the notebook: a region and a console link, or a results folder."""
     completion_reason: str | None = None
-    """A local search ended before max_jobs: the criterion that ended it (a target reached, the best not
-    improving, its max runtime)."""
+    """A search ended before max_jobs: the criterion that ended it (a target reached, the best not improving,
+    convergence, its max runtime)."""
+    trials_not_improving: int | None = None
+    """A tuning job's trials that improved the objective by 1% or less (TuningJobCompletionDetails): what
+    `completion.max_jobs_not_improving` stops it at."""
+    converged: datetime | None = None
+    """When SageMaker detected convergence (`completion.complete_on_convergence`), which ends a tuning job."""
+    runtime_seconds: int | None = None
+    """A tuning job's wall-clock runtime as SageMaker counts it (ConsumedResources), what max_runtime_seconds
+    bounds."""
 
     @property
     def is_terminal(self) -> bool:
@@ -119,7 +127,9 @@ class TuningStatus:
                 "best": self.best.to_dict() if self.best else None,
                 "created": self.created.isoformat() if self.created else None,
                 "ended": self.ended.isoformat() if self.ended else None, "failure_reason": self.failure_reason,
-                "completion_reason": self.completion_reason}
+                "completion_reason": self.completion_reason, "trials_not_improving": self.trials_not_improving,
+                "converged": self.converged.isoformat() if self.converged else None,
+                "runtime_seconds": self.runtime_seconds}
 
 
 @dataclass(frozen=True)

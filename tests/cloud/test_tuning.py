@@ -183,6 +183,64 @@ def test_status_shows_progress_best_and_every_trial_sorted_by_objective(stubbed,
     assert rows == ["ts-002-bbb", "ts-001-aaa", "ts-003-ccc", "ts-004-ddd"]
 
 
+def _completed_early(details: dict) -> dict:
+    """A tuning job Completed at 7 of 20 trials whose spec stops it after 5 trials not improving or on
+    convergence, with these completion details and 3725 s of runtime."""
+    described = _described("ts", "Completed", {"Completed": 7}, TRIALS[1])
+    described["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxNumberOfTrainingJobs"] = 20
+    described["HyperParameterTuningJobConfig"]["TuningJobCompletionCriteria"] = {
+        "BestObjectiveNotImproving": {"MaxNumberOfTrainingJobsNotImproving": 5},
+        "ConvergenceDetected": {"CompleteOnConvergence": "Enabled"}}
+    return {**described, "TuningJobCompletionDetails": details, "ConsumedResources": {"RuntimeInSeconds": 3725}}
+
+
+@pytest.mark.parametrize(("details", "row", "converged"), [
+    ({"NumberOfTrainingJobsObjectiveNotImproving": 5},
+     "  completed early: the objective did not improve in 5 trials (completion.max_jobs_not_improving: 5)", None),
+    ({"NumberOfTrainingJobsObjectiveNotImproving": 2, "ConvergenceDetectedTime": NOW},
+     "  completed early: converged at 2026-01-01 00:00:00 UTC", NOW.isoformat()),
+])
+def test_status_says_why_a_tuning_job_completed_early_and_its_runtime(stubbed, details, row, converged):
+    """Before, `tune status` left out TuningJobCompletionDetails and ConsumedResources: a tuning job that its
+    completion criteria ended at 7 of 20 trials read only Completed. moto's server answers with fixed made-up
+    details (123 trials not improving, converged 2024-01-01, 123 s) and lacks
+    ListTrainingJobsForHyperParameterTuningJob, which `tune status` calls, so botocore's Stubber answers (and
+    checks these members against botocore's model)."""
+    sagemaker = stubbed.stubbers["sagemaker"]
+    for _ in range(2):  # text, then JSON
+        sagemaker.add_response("describe_hyper_parameter_tuning_job", _completed_early(details))
+        sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job",
+                               {"TrainingJobSummaries": TRIALS[:2]})
+
+    text = CliRunner().invoke(main, ["tune", "status", "ts"], obj=stubbed)
+    document = CliRunner().invoke(main, ["tune", "status", "ts", "-o", "json"], obj=stubbed)
+
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    assert lines[2:4] == [row, "  runtime: 1 h 02 min"]
+    assert document.exit_code == 0, document.output
+    printed = json.loads(document.stdout)
+    assert printed["completion_reason"] == row.removeprefix("  completed early: ")
+    assert (printed["trials_not_improving"], printed["converged"], printed["runtime_seconds"]) == (
+        details["NumberOfTrainingJobsObjectiveNotImproving"], converged, 3725)
+
+
+def test_status_of_a_running_tuning_job_counts_its_trials_not_improving(stubbed):
+    """Under its limit of 5 the count is progress toward the criterion, not why the job ended (Stubber as above)."""
+    sagemaker = stubbed.stubbers["sagemaker"]
+    described = _completed_early({"NumberOfTrainingJobsObjectiveNotImproving": 2})
+    sagemaker.add_response("describe_hyper_parameter_tuning_job",
+                           {**described, "HyperParameterTuningJobStatus": "InProgress"})
+    sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": TRIALS[:2]})
+
+    result = CliRunner().invoke(main, ["tune", "status", "ts"], obj=stubbed)
+
+    assert result.exit_code == 0, result.output
+    assert "completed early" not in result.output
+    assert result.output.splitlines()[2:4] == ["  not improving: 2 trials improved the objective by 1% or less",
+                                               "  runtime: 1 h 02 min"]
+
+
 def test_tuning_handle_gives_trials_best_trial_table_and_plot(stubbed, tmp_path):
     sagemaker = stubbed.stubbers["sagemaker"]
     counters = {"Completed": 2, "InProgress": 1, "Stopped": 1}
