@@ -124,7 +124,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     """The job's source_dir: the runner, the pickled function and arguments, the lines of by-value code (for
     tracebacks), requirements.txt and, for a function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
     reuses it, and nothing is written outside the cache."""
-    from orchestrator.emulator.instances.cache import writable_cache_root
+    from orchestrator.cache_dir import writable_cache_root
 
     try:
         import cloudpickle

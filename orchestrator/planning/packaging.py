@@ -4,9 +4,10 @@ The SDK's own packer tars the whole source_dir (`.git`, `.env` and all) and uplo
 re-submit uploads again. smtrain packs the tree itself: sorted members with fixed metadata (the same content
 gives the same bytes), without what `NEVER_SHIPPED` lists, `smtrain local`'s run directories and whatever
 `.smtrainignore` (gitignore syntax) adds, and under an S3 key derived from the SHA-256 of the bytes, so an
-unchanged tree is uploaded once. The tarball goes to a temporary file, not memory (a source may be gigabytes, and
-the upload streams it from there); packing reports its progress (source_progress.py), and a tree over the limit is
-refused naming its largest folders and files, which `.smtrainignore` can leave out.
+unchanged tree is uploaded once. The tarball goes to a file, not memory (a source may be gigabytes, and the upload
+streams it from there), in smtrain's cache (`sources/`), locked while its process uses it: the next packing removes
+what a SIGKILL or a power cut left there, no lock held. Packing reports its progress (source_progress.py), and a
+tree over the limit is refused naming its largest folders and files, which `.smtrainignore` can leave out.
 
 `.smtrainignore` can only take more out: it cannot re-include what is never shipped (`!.env`, `!/pkg/` over a
 `pkg/.aws/`). A symlink is packed as the file it points at, so one that leads outside source_dir, to something
@@ -18,6 +19,8 @@ PEM private key is left out whatever its name (`deploy_key`, `config/signing.txt
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -28,8 +31,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from orchestrator.cache_dir import writable_cache_root
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import SpecError
 from orchestrator.planning.source_progress import Advance, stage
@@ -64,6 +68,8 @@ _READ_BYTES = 1 << 20
 """How much of a file tarfile reads at once while packing: one progress report per block (its default, 16 KiB,
 would mean 300,000 reports for a 5 GB file)."""
 _LARGEST_SHOWN = 3
+_SOURCES = "sources"
+"""The folder of smtrain's cache that holds the tarballs being packed or sent, one per process."""
 _SCAN_OVERLAP = 4096
 """How much of one block is searched again with the next: a key's start cut across two blocks."""
 SECRETS = (*_SECRET_NAMES, *(name + suffix for name in _SECRET_NAMES if not name.endswith("/")
@@ -88,8 +94,8 @@ class SourcePackage:
     sha256: str
     size_bytes: int
     tarball: Path = field(repr=False, compare=False)
-    """A temporary file, removed once this package is garbage-collected or Python exits (after an error or a
-    Ctrl-C too)."""
+    """A file in smtrain's cache, locked while this package lives and removed once it is garbage-collected or Python
+    exits (after an error or a Ctrl-C too)."""
     withheld: tuple[str, ...] = ()
     """What matched `SECRETS` and was left out (a directory once, with its trailing slash)."""
 
@@ -104,7 +110,7 @@ class SourcePackage:
 
 def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
             withhold: tuple[str | Path, ...] = ()) -> SourcePackage:
-    """Packs `source_dir` into a deterministic tar.gz in a temporary file, streaming: memory holds one read
+    """Packs `source_dir` into a deterministic tar.gz in smtrain's cache, streaming: memory holds one read
     buffer, whatever the size of the tree. Reports its progress to the `packing` stage (source_progress.py).
 
     Args:
@@ -135,7 +141,7 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
         raise
     source = SourcePackage(directory=directory, files=files, sha256=sink.sha256.hexdigest(),
                            size_bytes=sink.size, tarball=sink.path, withheld=tuple(sorted(selection.withheld)))
-    weakref.finalize(source, sink.path.unlink, missing_ok=True)
+    weakref.finalize(source, sink.discard)
     return source
 
 
@@ -201,11 +207,12 @@ class _TooLarge(Exception):
 
 class _GzipSink:
     """A write-only file that gzips what tarfile writes as it comes (the bytes `gzip.compress(..., mtime=0)`
-    gives: zlib's gzip header) into a temporary file, hashing the output, and stops at `max_bytes` of it."""
+    gives: zlib's gzip header) into a locked file of smtrain's cache, hashing the output, and stops at `max_bytes`
+    of it."""
 
     def __init__(self, max_bytes: int) -> None:
         self._compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-        self._out = tempfile.NamedTemporaryFile(prefix="smtrain-source-", suffix=".tar.gz", delete=False)
+        self._out = _locked_tarball()
         self.path = Path(self._out.name)
         self.sha256 = hashlib.sha256()
         self.size = 0
@@ -221,12 +228,14 @@ class _GzipSink:
         return self._written
 
     def finish(self) -> None:
+        """Writes the rest out; the file stays open, its lock held, while the package is read and uploaded."""
         self._keep(self._compressor.flush())
-        self._out.close()
+        self._out.flush()
 
     def discard(self) -> None:
-        self._out.close()
+        """Removes the file, then lets its lock go: the order another packing's clean-up removes one in."""
         self.path.unlink(missing_ok=True)
+        self._out.close()
 
     def _keep(self, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -234,6 +243,31 @@ class _GzipSink:
             raise _TooLarge
         self._out.write(chunk)
         self.sha256.update(chunk)
+
+
+def _locked_tarball() -> IO[bytes]:
+    """A new file in `<smtrain cache>/sources/`, locked (flock) until it is removed. A SIGKILL or a power cut
+    leaves the file but not the lock (the kernel drops it), so the next packing knows the file is nobody's; a pid
+    in its name would not say so (pids are reused)."""
+    folder = writable_cache_root() / _SOURCES
+    folder.mkdir(exist_ok=True)
+    _remove_leftovers(folder)
+    while True:
+        out = tempfile.NamedTemporaryFile(dir=folder, prefix="source-", suffix=".tar.gz", delete=False)
+        fcntl.flock(out, fcntl.LOCK_EX)
+        if os.fstat(out.fileno()).st_nlink:  # else another packing removed it as a leftover before it was locked
+            return out
+        out.close()
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Removes the tarballs no process holds the lock of: those of a smtrain that was killed (SIGKILL, a power
+    cut). One listing of the folder; a file another smtrain is packing or uploading stays. Silent: the file was
+    smtrain's own, and nothing was lost that anyone could use."""
+    for path in folder.glob("source-*.tar.gz"):
+        with contextlib.suppress(OSError), path.open("rb") as leftover:  # gone meanwhile, or in use
+            fcntl.flock(leftover, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path.unlink()
 
 
 def _holds_private_key(directory: Path, relative: str) -> bool:

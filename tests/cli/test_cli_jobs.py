@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import json
 import signal
-import tempfile
 import threading
 
 import boto3
@@ -325,8 +324,8 @@ def test_ctrl_c_during_the_upload_says_no_job_was_created(write_spec, bucket):
 def test_sigterm_during_the_upload_ends_as_ctrl_c_does_and_leaves_no_source_tarball(write_spec, bucket, tmp_path,
                                                                                      monkeypatch):
     """Before, SIGTERM (a CI job cancelled, `kill`) killed smtrain outright mid-upload: no word, and the packed
-    source left in $TMPDIR. The handlers last only while the source is packed and sent."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    source left in $TMPDIR (smtrain's cache now). The handlers last only while the source is packed and sent."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path))
     before = signal.getsignal(signal.SIGTERM)
 
     result = smtrain("submit", str(write_spec()), "--job-name", "tiny-cut",
@@ -335,7 +334,7 @@ def test_sigterm_during_the_upload_ends_as_ctrl_c_does_and_leaves_no_source_tarb
 
     assert result.exit_code == 130 and "Traceback" not in result.output
     assert result.stderr.startswith("interrupted (SIGTERM): tiny-cut was not created"), result.stderr
-    assert sorted(path.name for path in tmp_path.glob("smtrain-source-*")) == []
+    assert list((tmp_path / "sources").iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is before
     assert "Contents" not in boto3.client("s3").list_objects_v2(Bucket=bucket)
 

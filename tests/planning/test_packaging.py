@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import io
@@ -86,9 +87,8 @@ def test_packaging_refuses_symlinks_out_of_the_tree_and_follows_those_inside(tmp
 
 def test_packaging_refuses_an_oversized_tree_naming_its_size_and_what_is_big(tmp_path, monkeypatch):
     """The refusal says how big the tree is and what makes it big (largest folders and files, in MB), and where
-    the lines that leave them out go; the temporary file of the abandoned tarball is gone."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
+    the lines that leave them out go; the file of the abandoned tarball is gone."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))
     source = tmp_path / "src"
     for name, size in (("data/shards/a.bin", 300_000), ("data/b.bin", 150_000), ("ckpt/model.pt", 200_000)):
         (source / name).parent.mkdir(parents=True, exist_ok=True)
@@ -103,20 +103,24 @@ def test_packaging_refuses_an_oversized_tree_naming_its_size_and_what_is_big(tmp
         "before compression; largest in it: data/ 450.0 kB, ckpt/ 200.0 kB, train.py 2 bytes; largest files: "
         "data/shards/a.bin 300.0 kB, ckpt/model.pt 200.0 kB, data/b.bin 150.0 kB")
     assert f"lines in {source / '.smtrainignore'} (gitignore syntax, e.g. data/, ckpt/)" in refused.value.fix
-    assert list((tmp_path / "tmp").iterdir()) == []
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []
 
 
-def test_the_tarball_is_a_temporary_file_that_goes_with_its_package(tmp_path, monkeypatch):
+def test_the_tarball_lies_locked_in_smtrains_cache_and_goes_with_its_package(tmp_path, monkeypatch):
+    """Nothing in $TMPDIR, where a SIGKILL used to leave it for good; nothing left in the cache either."""
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text("x\n")
     packed = package(tmp_path / "src")
     tarball = packed.tarball
-    assert tarball.parent == tmp_path / "tmp" and tarball.stat().st_size == packed.size_bytes
+    assert tarball.parent == tmp_path / "cache" / "sources" and tarball.stat().st_size == packed.size_bytes
     assert hashlib.sha256(tarball.read_bytes()).hexdigest() == packed.sha256
+    with tarball.open("rb") as handle, pytest.raises(BlockingIOError):  # what tells a live one from a leftover
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     del packed
     gc.collect()
 
-    assert not tarball.exists()
+    assert list((tmp_path / "cache" / "sources").iterdir()) == list((tmp_path / "tmp").iterdir()) == []

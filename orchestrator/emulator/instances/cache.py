@@ -13,36 +13,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.errors import EnvironmentProblem
+from orchestrator.cache_dir import cache_root
 
-CACHE_VARIABLE = "SMTRAIN_CACHE_DIR"
 _COMPLETE = ".complete"
-
-
-def cache_root() -> Path:
-    """$SMTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/smtrain, else ~/.cache/smtrain."""
-    explicit = os.environ.get(CACHE_VARIABLE)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "smtrain"
-
-
-def writable_cache_root() -> Path:
-    """cache_root(), created and writable: checked before a run starts, since a CI user's HOME is often absent or
-    read-only (`HOME=/nonexistent`) and the run would otherwise stop half-way with mkdir's traceback."""
-    root = cache_root()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        if not os.access(root, os.W_OK | os.X_OK):
-            raise PermissionError(f"{root} is not writable")
-    except OSError as error:
-        raise EnvironmentProblem(
-            f"smtrain's cache {root} cannot be written ({error.strerror or error}): local runs keep what they build "
-            "and install there (the gethostname shim, requirements, JIT extensions)",
-            fix=f"point {CACHE_VARIABLE} (or XDG_CACHE_HOME) at a writable folder, e.g. "
-                f"export {CACHE_VARIABLE}=/tmp/smtrain-cache") from None
-    return root
 
 
 def cached_directory(kind: str, key: str, build: Callable[[Path], None],

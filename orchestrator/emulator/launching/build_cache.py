@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from orchestrator.emulator.instances.cache import cache_root
+from orchestrator.cache_dir import cache_root
 from orchestrator.emulator.launching.launch import interpreter_versions
 
 _BUILD_LOCK = "lock"

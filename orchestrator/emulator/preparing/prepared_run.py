@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from orchestrator.cache_dir import cache_root, writable_cache_root
 from orchestrator.contract import OPT_ML
-from orchestrator.emulator.instances.cache import cache_root, writable_cache_root
 from orchestrator.emulator.instances.container import (
     DISTRIBUTION_FLAGS,
     Channel,
