@@ -33,8 +33,7 @@ def writable_cache_root() -> Path:
     except OSError as error:
         raise EnvironmentProblem(
             f"smtrain's cache {root} cannot be written ({error.strerror or error}): local runs keep what they build "
-            "and install there (the gethostname shim, requirements, JIT extensions), and plan and submit pack the "
-            "source tarball there",
+            "and install there (the gethostname shim, requirements, JIT extensions)",
             fix=f"point {CACHE_VARIABLE} (or XDG_CACHE_HOME) at a writable folder, e.g. "
                 f"export {CACHE_VARIABLE}=/tmp/smtrain-cache") from None
     return root

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from orchestrator.cache_dir import writable_cache_root
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.errors import SpecError
+from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.planning.source_progress import Advance, stage
 
 IGNORE_FILE = ".smtrainignore"
@@ -70,6 +70,7 @@ would mean 300,000 reports for a 5 GB file)."""
 _LARGEST_SHOWN = 3
 _SOURCES = "sources"
 """The folder of smtrain's cache that holds the tarballs being packed or sent, one per process."""
+_TARBALL_PREFIX = "smtrain-source-"
 _SCAN_OVERLAP = 4096
 """How much of one block is searched again with the next: a key's start cut across two blocks."""
 SECRETS = (*_SECRET_NAMES, *(name + suffix for name in _SECRET_NAMES if not name.endswith("/")
@@ -249,22 +250,32 @@ def _locked_tarball() -> IO[bytes]:
     """A new file in `<smtrain cache>/sources/`, locked (flock) until it is removed. A SIGKILL or a power cut
     leaves the file but not the lock (the kernel drops it), so the next packing knows the file is nobody's; a pid
     in its name would not say so (pids are reused)."""
-    folder = writable_cache_root() / _SOURCES
-    folder.mkdir(exist_ok=True)
+    folder = _tarball_folder()
     _remove_leftovers(folder)
     while True:
-        out = tempfile.NamedTemporaryFile(dir=folder, prefix="source-", suffix=".tar.gz", delete=False)
+        out = tempfile.NamedTemporaryFile(dir=folder, prefix=_TARBALL_PREFIX, suffix=".tar.gz", delete=False)
         fcntl.flock(out, fcntl.LOCK_EX)
         if os.fstat(out.fileno()).st_nlink:  # else another packing removed it as a leftover before it was locked
             return out
         out.close()
 
 
+def _tarball_folder() -> Path:
+    """`sources/` in smtrain's cache; the system's temporary folder where the cache cannot be written (a CI user's
+    read-only HOME): planning needs no cache, and the tarball is removed as it is in the cache."""
+    try:
+        folder = writable_cache_root() / _SOURCES
+    except EnvironmentProblem:
+        return Path(tempfile.gettempdir())
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def _remove_leftovers(folder: Path) -> None:
     """Removes the tarballs no process holds the lock of: those of a smtrain that was killed (SIGKILL, a power
     cut). One listing of the folder; a file another smtrain is packing or uploading stays. Silent: the file was
     smtrain's own, and nothing was lost that anyone could use."""
-    for path in folder.glob("source-*.tar.gz"):
+    for path in folder.glob(f"{_TARBALL_PREFIX}*.tar.gz"):
         with contextlib.suppress(OSError), path.open("rb") as leftover:  # gone meanwhile, or in use
             fcntl.flock(leftover, fcntl.LOCK_EX | fcntl.LOCK_NB)
             path.unlink()

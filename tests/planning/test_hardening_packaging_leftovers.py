@@ -6,10 +6,12 @@ left it there for good, hundreds of MB a time. Now it lies in smtrain's cache, l
 from __future__ import annotations
 
 import fcntl
+import gc
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,22 @@ def test_a_packing_leaves_the_tarball_another_live_smtrain_is_writing(tmp_path, 
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_cache_that_cannot_be_written_packs_in_the_temporary_folder(tmp_path, monkeypatch):
+    """A CI user's read-only or absent HOME: planning needs no cache, so packing still works, in $TMPDIR, and leaves
+    nothing there once the package is dropped."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(blocker / "cache"))  # under a file: it cannot be created
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("print('hi')\n")
+    packed = package(source)
+    assert packed.tarball.parent == temporary and packed.size_bytes > 0
+    del packed
+    gc.collect()
+    assert list(temporary.iterdir()) == []
