@@ -2,6 +2,7 @@
 
     spec = orchestrator.load_spec("job.yaml")
     plan = orchestrator.plan(spec)        # resolves role, region, output path; builds the request
+    plan = orchestrator.plan({"name": "mlp", "entry_point": "train.py", ...})   # a spec as a dict, checked as a file
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,7 @@ from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
 from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
-from orchestrator.specs.loader import LoadedSpec, load, load_spec
+from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
 from orchestrator.specs.model import JobSpec
 
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
@@ -28,7 +30,7 @@ if TYPE_CHECKING:  # the job handle and the tuning modules load when a function 
     from orchestrator.planning.tuning import TuningPlan
     from orchestrator.specs.loader import LoadedTuning
 
-SpecLike = JobSpec | LoadedSpec | str | Path
+SpecLike = JobSpec | LoadedSpec | Mapping[str, Any] | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
            "run", "submit", "submit_tuning"]
 _LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.backends.tuning",
@@ -60,16 +62,20 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
 
 
 def _loaded(spec: SpecLike) -> LoadedSpec:
-    """The API's edge: a file is read, a JobSpec built in Python is wrapped once; below here every function
-    takes a LoadedSpec (or a Plan)."""
+    """The API's edge: a file is read, a mapping is checked as a file's contents are (each problem with its field
+    and fix, as `@orchestrator.remote(spec=...)` takes one; relative paths against the working directory), a
+    JobSpec built in Python is wrapped once; below here every function takes a LoadedSpec (or a Plan)."""
     if isinstance(spec, (str, Path)):
         return load(spec)
+    if isinstance(spec, Mapping):
+        return from_mapping(spec, base_dir=Path.cwd())
     if isinstance(spec, JobSpec):
         return LoadedSpec.of(spec)
     if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
-        raise SpecError(f"a job is given as a spec file's path, what load_spec returned, a JobSpec or a Plan, not "
-                        f"{type(spec).__name__} {spec!r:.60}",
-                        fix='pass e.g. "job.yaml", orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan'
+        raise SpecError(f"a job is given as a spec file's path, a spec as a dict, what load_spec returned, a JobSpec "
+                        f"or a Plan, not {type(spec).__name__} {spec!r:.60}",
+                        fix='pass e.g. "job.yaml", {"name": ..., "entry_point": ...}, '
+                            'orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan'
                             + (" (a Job that attach found has no plan: its `plan` is None)" if spec is None else ""))
     return spec
 

@@ -11,7 +11,8 @@ from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SmtrainError, SpecError
 from orchestrator.observing.job_status import JobNotFound
-from orchestrator.specs.loader import load
+from job_fakes import BASE_SPEC, SECRET
+from orchestrator.specs.loader import InvalidSpec, load
 
 
 def test_submit_plans_a_local_runs_plan_again_for_sagemaker(write_spec, bucket, tmp_path):
@@ -26,12 +27,31 @@ def test_submit_plans_a_local_runs_plan_again_for_sagemaker(write_spec, bucket, 
     assert job.submission.source_uploaded
 
 
-@pytest.mark.parametrize("given", [123, None, {"name": "tiny"}])
+@pytest.mark.parametrize("given", [123, None, ["tiny"]])
 def test_run_and_plan_of_no_spec_say_which_kinds_they_take(given):
     for call in (lambda: orchestrator.run(given), lambda: orchestrator.plan(given)):
-        with pytest.raises(SpecError, match=f"a spec file's path, what load_spec returned, a JobSpec or a Plan, "
-                                            f"not {type(given).__name__}"):
+        with pytest.raises(SpecError, match=f"a spec file's path, a spec as a dict, what load_spec returned, a "
+                                            f"JobSpec or a Plan, not {type(given).__name__}"):
             call()
+
+
+def test_a_spec_given_as_a_dict_is_planned_as_its_file_would_be(write_spec, tmp_path, monkeypatch):
+    """A notebook's spec as a dict was refused ("pass a spec file's path"), and `JobSpec(**spec)` raised pydantic's
+    own errors, without the field's fix; it is now checked as a file is, relative paths against the working
+    directory, as `@orchestrator.remote(spec=...)` takes one."""
+    written = write_spec(region="us-east-1")
+    monkeypatch.chdir(tmp_path)
+
+    planned = orchestrator.plan(BASE_SPEC | {"region": "us-east-1"}, job_name="tiny-1")
+
+    from_file = orchestrator.plan(written, job_name="tiny-1")
+    assert planned.create_training_job_request == from_file.create_training_job_request
+    with pytest.raises(InvalidSpec) as raised:
+        orchestrator.run(BASE_SPEC | {"instnce": {"type": "ml.c5.2xlarge"}, "max_run_seconds": "an hour"})
+    assert {problem.field: problem.fix for problem in raised.value.problems} == {
+        "instnce": "did you mean `instance`?",
+        "max_run_seconds": "write a whole number without quotes, e.g. max_run_seconds: 2"}
+    assert SECRET not in str(raised.value)
 
 
 def test_submitting_an_attached_jobs_plan_says_attach_gives_none(write_spec, bucket):
