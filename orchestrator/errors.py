@@ -1,4 +1,5 @@
-"""User-facing errors. Each says what is wrong and how to fix it; the CLI prints them without a traceback."""
+"""User-facing errors. Each says what is wrong and how to fix it; the CLI and a notebook show them without a
+traceback."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ class SmtrainError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.fix else f"{self.message}\n  To fix: {self.fix}"
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython and Jupyter show for it: the message and the fix, as the CLI prints them, not a traceback
+        through smtrain's own frames (`%debug` still has it)."""
+        return f"{type(self).__name__}: {self}".splitlines()
 
 
 class SpecError(SmtrainError):
