@@ -75,6 +75,9 @@ class Backend(Protocol):
 
     name: str
     """`local` or `sagemaker`."""
+    poll_seconds: float
+    """How often `Job.wait` reads the status unless told: a local run's file is cheap to read, SageMaker's
+    DescribeTrainingJob is a throttled API call."""
 
     def plan(self, spec: LoadedSpec | Plan) -> Plan:
         """The plan for this place (a given plan is planned again where its target is another place's)."""

@@ -73,16 +73,18 @@ class Job:
         self._live.update(self.summary())
         return self.last_status
 
-    def wait(self, poll_seconds: float = 30.0, on_status: Callable[[JobStatus], None] | None = None,
+    def wait(self, poll_seconds: float | None = None, on_status: Callable[[JobStatus], None] | None = None,
              on_log: Callable[[LogLine], None] | None = None) -> JobStatus:
         """Polls until Completed, Failed or Stopped; returns that final status (`follow` without a stall timeout).
 
         Args:
+            poll_seconds: the pause between reads; by default the backend's (a local run 1 s, SageMaker 30 s).
             on_status: called with the status whenever its status or secondary status changes.
             on_log: called with every host's new lines after each poll; every line has been shown when `wait`
                 returns.
         """
-        return self.follow(WatchOptions(stall_timeout=None, poll_seconds=poll_seconds), on_status, on_log).status
+        pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
+        return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
 
     def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
                on_log: Callable[[LogLine], None] | None = None,
@@ -183,7 +185,7 @@ class Job:
         """
         from orchestrator.backends.function_results import RESULTS_FOLDER, outcomes, raise_first_error
 
-        final = self.wait(poll_seconds=1.0 if self.backend.name == "local" else 30.0)
+        final = self.wait()
         kept = outcomes(self.backend.output_files(self.id, RESULTS_FOLDER))
         raise_first_error(kept, final, self.name)
         return [outcome["value"] for outcome in kept]

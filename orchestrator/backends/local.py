@@ -49,6 +49,7 @@ class LocalBackend:
     """Runs planned jobs on this machine, every host emulated; answers for any run directory."""
 
     name = "local"
+    poll_seconds = 1.0
 
     def __init__(self, options: Options = Options(), runs_root: Path = RUNS_ROOT) -> None:
         """`options`: how runs started here run (run directory, processes per host, stall timeout, ...);

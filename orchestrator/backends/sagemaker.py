@@ -35,6 +35,7 @@ class SageMakerBackend:
     """
 
     name = "sagemaker"
+    poll_seconds = 30.0
 
     def __init__(self, boto: Any | None = None, region: str | None = None,
                  say: Callable[[str], None] | None = None) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -314,3 +315,24 @@ def test_a_gpu_function_job_s_stand_in_notice_says_what_to_do_not_a_switch_its_r
     assert "--no-gpu-standin" not in notice and "Turn it off with gpu_standin=False" not in notice  # run() has no such
     assert notice.endswith("for real CUDA, run it on a machine with as many GPUs, or with backend=\"sagemaker\"; a CPU "
                            "instance_type in @orchestrator.remote(...) needs no stand-in.")
+
+
+def test_waiting_on_a_local_run_notices_its_end_within_a_second_or_so(tmp_path):
+    """`job.wait()` (docs/sagemaker.md's cell) paused 30 s between reads, SageMaker's pace, for a local run too:
+    a 16 s run took 30 s to wait for. A local run's status file is now read every second unless told otherwise."""
+    from orchestrator.backends.job import Job
+    from orchestrator.backends.local import LocalBackend
+    from orchestrator.emulator.supervising.status import StatusReport, now
+
+    (tmp_path / "logs").mkdir()
+    report = StatusReport(tmp_path, {"TrainingJobName": "tiny-1"}, now())
+    report.preparing()
+    report.transition("Training")
+    ends = threading.Timer(0.2, report.finish, ("Completed", "Completed", None, None))
+    started = time.monotonic()
+    ends.start()
+
+    final = Job(LocalBackend(), str(tmp_path)).wait()
+
+    ends.join()
+    assert final.status == "Completed" and time.monotonic() - started < 10
