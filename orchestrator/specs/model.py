@@ -109,8 +109,10 @@ def _writable_bucket(value: str) -> str:
 
 
 def _bucket_like(bucket: str) -> str:
-    """The name lowercased, other characters made hyphens: the likely meant bucket, for the fix."""
-    return re.sub(r"[^a-z0-9.-]", "-", bucket.lower()).strip(".-") or "my-bucket"
+    """The name lowercased, other characters made hyphens: the likely meant bucket, for the fix; `my-bucket` where
+    that is no bucket name either (too short or long: `s3://b/` would repeat the mistake)."""
+    like = re.sub(r"[^a-z0-9.-]", "-", bucket.lower()).strip(".-")
+    return like if _BUCKET_NAME.fullmatch(like) else "my-bucket"
 
 
 def _environment_name(name: str) -> str:

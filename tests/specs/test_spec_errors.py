@@ -162,8 +162,9 @@ API_CASES = [
     ("output-path-uppercase-bucket", _replace("demo-bucket", "Demo_Bucket"), [], "spec.yaml:9:1", "output_path",
      "'Demo_Bucket' is not an S3 bucket name", "3 to 63 lowercase letters, digits, dots and hyphens, beginning and "
      "ending with a letter or digit, e.g. s3://demo-bucket/"),
+    # Its example was the name itself, `e.g. s3://ab/`, the same mistake: now a name S3 takes.
     ("output-path-short-bucket", BASE_SPEC, ["output_path=s3://ab/out/"], "--set output_path=s3://ab/out/",
-     "output_path", "'ab' is not an S3 bucket name", "3 to 63 lowercase"),
+     "output_path", "'ab' is not an S3 bucket name", "with a letter or digit, e.g. s3://my-bucket/"),
     ("code-location-ip-bucket", BASE_SPEC, ["code_location=s3://10.0.0.1/code/"],
      "--set code_location=s3://10.0.0.1/code/", "code_location", "'10.0.0.1' is not an S3 bucket name",
      "3 to 63 lowercase"),
