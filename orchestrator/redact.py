@@ -29,17 +29,19 @@ _SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
 # A value ends before the punctuation that follows it in prose (`--api-key x; train.py takes ...`).
+# A variable's name starts only where a run of name characters does (`(?<![\w.-])`): a start at each dot inside
+# the run would scan to its end again, which took minutes on one line of dots (`print(".", end="")` each step).
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?P<name>(?<![\w-])(?:--?{_SECRET_WORD}(?:=|\s+(?!-))|{_SECRET_WORD}[ \t]*=(?!=)[ \t]*))"
+    rf"(?P<name>(?<![\w-])--?{_SECRET_WORD}(?:=|\s+(?!-))|(?<![\w.-]){_SECRET_WORD}[ \t]*=(?!=)[ \t]*)"
     rf"(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
 # A value that is a credential whatever its name: an AWS access key ID, a GitHub or Hugging Face token, a PEM
 # private key (to its END line, else to the end of the line), and the password of a URL (`https://user:pw@host`,
-# where only the password is masked).
+# where only the password is masked; its scheme starts where a run of scheme characters does, for the same reason).
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
     r"|hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
-    r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)")
+    r"|(?P<userinfo>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)")
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")

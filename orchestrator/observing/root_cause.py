@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
-from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.log_lines import host_order, plain
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
@@ -268,6 +268,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
             what the toolkit logged).
         framework_version: the image's PyTorch version, to name its packages when an import fails.
     """
+    logs = {host: [plain(line) for line in lines] for host, lines in logs.items()}
     hosts = tuple(sorted(logs, key=host_order)) or launcher.hosts
     candidates: list[_Candidate] = []
     for host in hosts:
@@ -882,7 +883,7 @@ def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
 def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     """The toolkit's FailureReason for a script that failed (`ExitCode 137`, the error lines of its `ErrorMessage`)
     where no host's stream holds a cause: the streams expired (the log group's retention) or were never written."""
-    reason = described.get("FailureReason") or ""
+    reason = plain(described.get("FailureReason") or "")
     codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
     message = reason.partition('ErrorMessage "')[2].rpartition('"')[0].splitlines()
     found = _first_error([(index, line.strip()) for index, line in enumerate(message)])

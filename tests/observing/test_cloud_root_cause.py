@@ -508,3 +508,26 @@ def test_a_requirements_install_that_failed_on_each_host_names_the_host_and_pip_
     assert cause["headline"] == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
                                  "torchmetrics==99.0")
     assert (cause["rank"], cause["launcher"], cause["category"]) == (None, "pip install", "requirements_install")
+
+
+# Python 3.13 colours a traceback where FORCE_COLOR or PYTHON_COLORS=1 is set, a terminal or not (traceback.py's
+# _colorize: the file, line and function magenta, the exception's name bold magenta).
+COLOURED = ["Traceback (most recent call last):",
+            '  File \x1b[35m"/opt/ml/code/train.py"\x1b[0m, line \x1b[35m48\x1b[0m, in \x1b[35mmain\x1b[0m',
+            "    \x1b[31mbatch = collate\x1b[0m\x1b[1;31m(items)\x1b[0m",
+            "\x1b[1;35mKeyError\x1b[0m: \x1b[35m'pixel_values'\x1b[0m"]
+
+
+def test_a_coloured_traceback_names_the_error_and_the_line_as_a_plain_one_does(stubbed_sagemaker):
+    """Before: `algo-1 (rank 0) failed: ESC[1;35mKeyError ESC[0m: ...`, escape sequences and all, and no location
+    (the coloured frame was not read; with a coloured `Traceback` header too, `exited with code 1`). Now the same
+    cause as without colour, from the streams and from the FailureReason's ErrorMessage alike."""
+    plain_headline = "algo-1 (rank 0) failed: KeyError: 'pixel_values' at train.py:48"
+    cause = cause_of(stubbed_sagemaker, "coloured", {"algo-1": [*toolkit_start(PYTHON), *steps(3), *COLOURED,
+                                                                *toolkit_failure(1)]}, mode="none")
+    assert (cause["headline"], cause["location"]) == (plain_headline, "train.py:48")
+
+    message = "\n ".join(["Traceback (most recent call last)", *(line.strip() for line in COLOURED[1:])])
+    reason = failure_reason(1).replace('ErrorMessage ""', f'ErrorMessage "{message}\n"')  # as the toolkit quotes it
+    expired = cause_of(stubbed_sagemaker, "coloured-expired", {}, mode="none", reason=reason)
+    assert expired["headline"] == "the job failed: KeyError: 'pixel_values'"

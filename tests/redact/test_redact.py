@@ -1,4 +1,4 @@
-from orchestrator.redact import MASK, mask_text, redact, secret_values
+from orchestrator.redact import MASK, mask_patterns, mask_text, redact, secret_values
 
 
 def test_redact_masks_secret_looking_entries_of_user_maps():
@@ -48,3 +48,15 @@ def test_mask_text_leaves_prose_and_short_values_elsewhere_alone():
     secrets = secret_values({"pin_secret": "42"})
     text = "KeyError: 'the key was not found' after 42 steps; --monkey-flag --epochs 3"
     assert mask_text(text, secrets) == text
+
+
+def test_a_long_line_of_dots_is_masked_at_once_and_what_follows_it_still_is():
+    """A script that prints a dot a step (`print(".", end="", flush=True)`) writes one line of up to 256 KB (a
+    CloudWatch event's limit). Before, each dot started a new scan to the line's end: 20,000 dots took half a
+    minute and a full event hours, so `smtrain status`/`logs` and a local run's output hung on it."""
+    import time
+
+    started = time.perf_counter()
+    masked = mask_text("." * 20_000 + " config.api_key=abc123") + mask_patterns("a." * 60_000 + " x.https://u:pw@h")
+    assert time.perf_counter() - started < 1
+    assert masked.endswith(f"config.api_key={MASK}" + "a." * 60_000 + f" x.https://u:{MASK}@h")
