@@ -76,7 +76,14 @@ def test_a_child_that_computes_counts_for_its_ranks_host(start):
 
 
 def test_a_launchers_polling_while_it_waits_for_its_children_is_not_the_jobs_progress(start):
-    found = _activities([start("algo-1", "/bin/sh", "-c", "sleep 60 & echo ready; while :; do :; done")])
+    launcher = start("algo-1", "/bin/sh", "-c", "sleep 60 & echo ready; while :; do :; done")
+    # The shell says ready once it has forked its child, maybe before the child has become `sleep`: a process caught
+    # mid-exec is not sampled yet, and one that appears within the window is (rightly) progress.
+    deadline = time.monotonic() + 60
+    while [child.name() for child in psutil.Process(launcher.pid).children()] != ["sleep"]:
+        assert time.monotonic() < deadline, "the launcher's child never became `sleep`"
+        time.sleep(0.01)
+    found = _activities([launcher])
 
     assert found["algo-1"].busy is False, found["algo-1"].detail
 
