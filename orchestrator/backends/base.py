@@ -172,7 +172,7 @@ def follow_lines(reader: NewLines, ended: Callable[[], bool], host: str | None, 
     first = True
     while True:
         done = ended()
-        if first and tail is not None:  # a few lines per host: trimmed to exactly `tail` each
+        if first and tail is not None:  # each reader starts at the last lines, read from the end
             yield from last_lines(list(reader.read_new()), host, tail)
         else:  # handed on as they are read: a log of gigabytes is never held whole
             yield from (line for line in reader.read_new() if host in (None, line.host))

@@ -108,8 +108,8 @@ class SageMakerBackend:
         if tail is not None and not follow:
             yield from last_lines(job.tail_lines(tail), host, tail)
             return
-        yield from follow_lines(job.log_reader(), lambda: not follow or job.status().is_terminal, host, tail,
-                                poll_seconds)
+        yield from follow_lines(job.log_reader(tail), lambda: not follow or job.status().is_terminal, host,
+                                tail, poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,
                       period_seconds: int | None = None) -> MetricSeries:

@@ -198,15 +198,16 @@ class JobClient:
             logs_client = client(self._boto, "logs")
         return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets))
 
-    def log_reader(self) -> LogReader:
-        """A reader of every host's lines not read before (values of secret-looking variables masked)."""
+    def log_reader(self, tail: int | None = None) -> LogReader:
+        """A reader of every host's lines not read before (values of secret-looking variables masked), its
+        first read each stream's last `tail` lines if given."""
         from orchestrator.cloud.sdk import client
 
         described = self.describe()
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets))
+        return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets), tail=tail)
 
 
 

@@ -2,7 +2,8 @@
 
 SageMaker writes one stream per host into the log group `/aws/sagemaker/TrainingJobs`, named
 `<job>/algo-<N>-<epoch seconds>`. A `LogReader` remembers how far it has read each stream, so the same reader
-serves a one-off dump (one `read_new()`) and a follow loop (`read_new()` after each poll).
+serves a one-off dump (one `read_new()`) and a follow loop (`read_new()` after each poll); given a `tail`, its
+first read starts at each stream's last lines, read from the end.
 
 Each stream's events pass through its own `redact.PrivateKeyLines`, so a private key a job printed over several
 lines (several events) shows as one line saying it was hidden.
@@ -35,10 +36,14 @@ def host_of(stream_name: str, job_name: str) -> str:
 class LogReader:
     """Reads the events of a job's streams not read before, including streams that appeared since."""
 
-    def __init__(self, logs_client: Any, job_name: str, mask: Callable[[str], str] = str) -> None:
+    def __init__(self, logs_client: Any, job_name: str, mask: Callable[[str], str] = str,
+                 tail: int | None = None) -> None:
+        """`tail`: the first read gives each stream's last `tail` lines, read from its end (a stream of
+        gigabytes is not paged through from its start); a stream that appears later is read from its start."""
         self._client = logs_client
         self._job_name = job_name
         self._mask = mask
+        self._tail = tail
         self._tokens: dict[str, str | None] = {}
         self._keys: dict[str, PrivateKeyLines] = {}
         """Per stream, kept between reads: a key whose lines a follow reads in two polls is hidden whole."""
@@ -49,11 +54,20 @@ class LogReader:
             for stream in stream_names(self._client, self._job_name):
                 self._tokens.setdefault(stream, None)
             streams = sorted(self._tokens, key=self._host_order)
-            return list(
-                heapq.merge(
-                    *(self._read_stream(stream) for stream in streams), key=lambda line: line.timestamp_ms
-                )
-            )
+            tail = self._tail
+            read = [self._read_stream(stream) if tail is None else self._read_last(stream, tail)
+                    for stream in streams]
+            lines = list(heapq.merge(*read, key=lambda line: line.timestamp_ms))
+        self._tail = None
+        return lines
+
+    def _read_last(self, stream: str, tail: int) -> list[LogLine]:
+        """The stream's last `tail` lines; the next read goes on from the token after them. As `tail()`,
+        MAX_PRIVATE_KEY_LINES more are read before them, so that a key begun before them is still hidden
+        whole; a key still open at the end stays open in the stream's `PrivateKeyLines` for the next reads."""
+        keys = self._keys.setdefault(stream, PrivateKeyLines(self._mask))
+        events, self._tokens[stream] = _last_events(self._client, stream, tail + MAX_PRIVATE_KEY_LINES)
+        return _shown(host_of(stream, self._job_name), events, keys)[-tail:]
 
     def _read_stream(self, stream: str) -> list[LogLine]:
         """Pages forward from the remembered token; CloudWatch returns the same token once at the end."""
@@ -107,7 +121,7 @@ def tail(
     with aws_errors(f"reading the logs of {job_name}"):
         for stream in stream_names(logs_client, job_name):
             host = host_of(stream, job_name)
-            events = _last_events(logs_client, stream, lines + MAX_PRIVATE_KEY_LINES)
+            events, _ = _last_events(logs_client, stream, lines + MAX_PRIVATE_KEY_LINES)
             keys = PrivateKeyLines(mask)
             shown = _shown(host, events, keys)
             if events:  # a key still open at the stream's end (the job may still be printing it)
@@ -125,17 +139,20 @@ def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> li
             if (text := keys.line(event["message"].rstrip("\n"))) is not None]
 
 
-def _last_events(logs_client: Any, stream: str, count: int) -> list[dict[str, Any]]:
+def _last_events(logs_client: Any, stream: str, count: int) -> tuple[list[dict[str, Any]], str | None]:
     """The last `count` events of a stream, oldest first: one GetLogEvents call from its end, and further ones
-    backward only while each returned all it was asked for (more than MAX_EVENTS_PER_CALL lines asked)."""
+    backward only while each returned all it was asked for (more than MAX_EVENTS_PER_CALL lines asked). With
+    them the first call's forward token, from which a forward read goes on after the last event (None for an
+    empty stream, which a forward read then reads from its start)."""
     events: list[dict[str, Any]] = []
-    token = None
+    token = forward = None
     while len(events) < count:
         limit = min(count - len(events), MAX_EVENTS_PER_CALL)
         page = logs_client.get_log_events(logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=False,
                                           limit=limit, **({"nextToken": token} if token else {}))
         events = page["events"] + events
+        forward = forward or page["nextForwardToken"]
         if len(page["events"]) < limit or page["nextBackwardToken"] == token:  # its start (or a 1 MB page)
             break
         token = page["nextBackwardToken"]
-    return events
+    return events, forward if events else None

@@ -142,6 +142,44 @@ def test_follow_reads_until_the_job_ends_and_then_the_last_lines(stubbed):
     assert lines == ["[algo-1] epoch 1", "[algo-1] saved model"]
 
 
+def _put(job_name: str, host: str, base: int, events: list[tuple[int, str]]) -> None:
+    boto3.client("logs").put_log_events(
+        logGroupName=LOG_GROUP, logStreamName=f"{job_name}/{host}-{EPOCH}",
+        logEvents=[{"timestamp": base * 1000 + offset, "message": text} for offset, text in events])
+
+
+def test_follow_with_tail_reads_each_stream_from_its_end_and_goes_on_from_there(stubbed_sagemaker):
+    """`logs --follow --tail 5` paged every stream forward from its start before the first line (a multi-GB
+    log: thousands of GetLogEvents at 10,000 events each, throttled): each stream's last lines are read from
+    its end, and following goes on after them, no line skipped or shown twice, hosts merged in time order."""
+    name = "tiny-long"
+    for status, secondary in [("InProgress", "Training")] * 2 + [("Completed", "Completed")]:
+        stubbed_sagemaker.stubbers["sagemaker"].add_response(
+            "describe_training_job",
+            described(name, status, secondary, Environment={"WANDB_API_KEY": SECRET}))
+    base = seed_logs(name, {"algo-1": [(index, f"line {index}") for index in range(10_000)],
+                            "algo-2": [(29_997, f"b: token={SECRET}")]})
+    for start in (10_000, 20_000):  # PutLogEvents takes at most 10,000 events a call
+        _put(name, "algo-1", base, [(index, f"line {index}") for index in range(start, start + 10_000)])
+    calls = []
+    stubbed_sagemaker.events.register("before-parameter-build.cloudwatch-logs.GetLogEvents",
+                                      lambda params, **_: calls.append(params))
+    lines = (str(line) for line in _job(name, stubbed_sagemaker).logs(follow=True, tail=5, poll_seconds=0))
+
+    first = [next(lines)]
+    calls_before_first = len(calls)
+    first += [next(lines) for _ in range(5)]
+    _put(name, "algo-1", base, [(30_000, "line 30000"), (30_002, "line 30002")])
+    _put(name, "algo-2", base, [(30_001, "b: later")])
+    rest = list(lines)
+
+    assert calls_before_first == 2  # one per stream, from its end: 6 when paged from the start
+    assert [call["startFromHead"] for call in calls[:2]] == [False, False]
+    assert first == ["[algo-1] line 29995", "[algo-1] line 29996", "[algo-1] line 29997",
+                     "[algo-2] b: token=****", "[algo-1] line 29998", "[algo-1] line 29999"]
+    assert rest == ["[algo-1] line 30000", "[algo-2] b: later", "[algo-1] line 30002"]
+
+
 def test_wait_reports_each_status_change_once_and_returns_the_final_status(stubbed):
     name = "tiny-wait"
     sagemaker = stubbed.stubbers["sagemaker"]

@@ -7,9 +7,10 @@ import base64
 import os
 
 import boto3
-from job_fakes import EPOCH, create_jobs, seed_logs
+from job_fakes import EPOCH, create_jobs, described, seed_logs
 
 import orchestrator
+from orchestrator.backends.sagemaker import SageMakerBackend
 from orchestrator.cloud.logs import LOG_GROUP, LogReader
 from orchestrator.redact import MASK, mask_text
 
@@ -53,3 +54,24 @@ def test_a_follow_hides_a_key_whose_lines_arrive_in_two_reads(aws):
 
     assert put(["epoch 1", *KEY[:10]], 0) == ["epoch 1"]
     assert put([*KEY[10:], "epoch 2"], 20) == [HIDDEN, "epoch 2"]
+
+
+def test_a_follow_from_the_last_lines_hides_a_key_begun_before_them_and_one_still_open(stubbed_sagemaker):
+    """`--follow --tail N` reads each stream from its end: a key whose BEGIN lies before the last lines still
+    shows as its one line, and one open at the end is hidden whole when its END comes in a later read."""
+    name = "tiny-key"
+    for status, secondary in [("InProgress", "Training")] * 2 + [("Completed", "Completed")]:
+        stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job",
+                                                             described(name, status, secondary))
+    base = seed_logs(name, {"algo-1": _events(["start", *KEY, "epoch 1", *KEY[:10]])})
+    job = orchestrator.Job(SageMakerBackend(stubbed_sagemaker), name)
+    lines = (line.message for line in job.logs(follow=True, tail=2, poll_seconds=0))
+
+    first = [next(lines), next(lines)]
+    later = _events([*KEY[10:], "epoch 2"], 40)
+    boto3.client("logs").put_log_events(
+        logGroupName=LOG_GROUP, logStreamName=f"{name}/algo-1-{EPOCH}",
+        logEvents=[{"timestamp": base * 1000 + offset, "message": line} for offset, line in later])
+
+    assert first == [HIDDEN, "epoch 1"]
+    assert list(lines) == [HIDDEN, "epoch 2"]
