@@ -139,11 +139,24 @@ def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> li
             if (text := keys.line(event["message"].rstrip("\n"))) is not None]
 
 
+_PAGE_BYTES = 1_048_576
+"""What one GetLogEvents page holds at most: each event's UTF-8 message and 26 bytes more."""
+_EVENT_BYTES = 262_144
+"""The largest event CloudWatch takes (256 KB with its 26 bytes)."""
+
+
+def _maybe_cut(events: list[dict[str, Any]]) -> bool:
+    """Whether a page with fewer events than asked may have been cut at 1 MB rather than reached the stream's
+    start: the next event might not have fit in what it left."""
+    return sum(len(event["message"].encode()) + 26 for event in events) > _PAGE_BYTES - _EVENT_BYTES
+
+
 def _last_events(logs_client: Any, stream: str, count: int) -> tuple[list[dict[str, Any]], str | None]:
     """The last `count` events of a stream, oldest first: one GetLogEvents call from its end, and further ones
-    backward only while each returned all it was asked for (more than MAX_EVENTS_PER_CALL lines asked). With
-    them the first call's forward token, from which a forward read goes on after the last event (None for an
-    empty stream, which a forward read then reads from its start)."""
+    backward while lines are missing (more than MAX_EVENTS_PER_CALL asked, or a page cut at 1 MB of long lines)
+    until the stream's start, where the backward token comes back unchanged. With them the first call's forward
+    token, from which a forward read goes on after the last event (None for an empty stream, which a forward read
+    then reads from its start)."""
     events: list[dict[str, Any]] = []
     token = forward = None
     while len(events) < count:
@@ -152,7 +165,8 @@ def _last_events(logs_client: Any, stream: str, count: int) -> tuple[list[dict[s
                                           limit=limit, **({"nextToken": token} if token else {}))
         events = page["events"] + events
         forward = forward or page["nextForwardToken"]
-        if len(page["events"]) < limit or page["nextBackwardToken"] == token:  # its start (or a 1 MB page)
+        short = len(page["events"]) < limit and not _maybe_cut(page["events"])
+        if short or not page["events"] or page["nextBackwardToken"] == token:  # its start
             break
         token = page["nextBackwardToken"]
     return events, forward if events else None

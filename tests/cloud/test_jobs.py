@@ -283,3 +283,27 @@ def test_failure_cause_reads_no_logs_where_the_status_names_the_cause(stubbed_sa
     assert spot.category == "spot_capacity" and "InsufficientCapacityError" in spot.exception
     assert read_none == []
     assert stubbed_sagemaker.sent == ["cloudwatch-logs.DescribeLogStreams"] + ["cloudwatch-logs.GetLogEvents"] * 2
+
+
+def test_a_tail_pages_back_past_a_page_cut_short_at_one_megabyte():
+    """GetLogEvents stops a page at 1 MB: long lines give fewer events than asked though more lie before them, and
+    only a backward token that comes back unchanged marks the stream's start. Stubbed: moto does not cut pages."""
+    from botocore.stub import Stubber
+
+    from orchestrator.cloud.logs import _last_events
+
+    client = boto3.client("logs", region_name="us-east-1")
+    asked = {"logGroupName": LOG_GROUP, "logStreamName": "job/algo-1", "startFromHead": False}
+
+    def page(first: int, last: int, backward: str) -> dict:
+        long_line = "x" * 300_000  # three of them fill most of a page
+        return {"events": [{"timestamp": index, "message": f"line {index} {long_line}", "ingestionTime": index}
+                           for index in range(first, last)], "nextForwardToken": "f/end", "nextBackwardToken": backward}
+
+    with Stubber(client) as stub:
+        stub.add_response("get_log_events", page(7, 10, "b/7"), {**asked, "limit": 5})  # cut at 1 MB: 3 of 5
+        stub.add_response("get_log_events", page(5, 7, "b/5"), {**asked, "limit": 2, "nextToken": "b/7"})
+        events, forward = _last_events(client, "job/algo-1", 5)
+
+    assert [event["message"].split()[1] for event in events] == [str(index) for index in range(5, 10)]
+    assert forward == "f/end"
