@@ -230,7 +230,7 @@ class Job:
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
             if self._progress and self._progress.failure_cause:
-                rows += self._progress.failure_cause.rows()
+                rows += self._progress.failure_cause.rows(current.failure_reason)
             rows += current.settings
         if self.submission is not None:
             rows += self.submission.summary_rows()
