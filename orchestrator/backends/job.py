@@ -17,6 +17,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
+from orchestrator.errors import naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 
@@ -252,6 +253,7 @@ class Job:
         self._live.show(self.summary())
 
 
+@naming_keywords
 def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
            backend: str | None = None) -> Job:
     """The job a user names: `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare
