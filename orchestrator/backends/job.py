@@ -8,6 +8,7 @@ notebook's summary. `follow` is the one loop that follows a job to its end (`wai
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,7 +86,11 @@ class Job:
                 returns.
         """
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
-        return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
+        try:
+            return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
+        except KeyboardInterrupt:  # only the wait ends, as on SageMaker: a local run goes on in this process
+            sys.stderr.write(f"smtrain: interrupted the wait; job {self.name} still runs: job.stop() stops it\n")
+            raise
 
     def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
                on_log: Callable[[LogLine], None] | None = None,
