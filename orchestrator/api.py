@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
-from orchestrator.errors import SpecError
+from orchestrator.errors import SpecError, naming_keywords
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
@@ -46,6 +46,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LAZY_TYPES[name]), name)
 
 
+@naming_keywords
 def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None = None,
          max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
     """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
@@ -80,6 +81,7 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     return spec
 
 
+@naming_keywords
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
     """Plans (a Plan for SageMaker is sent as it is, a local run's is planned again, as `run` plans it), uploads the
     source once, creates the job once; returns its `Job`, the same handle `run` returns, with `.submission` saying

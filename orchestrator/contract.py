@@ -104,6 +104,8 @@ MODEL_STATE_FILE = "model.pt"
 MODEL_METADATA_FILE = "model.json"
 FAILURE_FILE = "failure"
 SUCCESS_FILE = "success"
+# A function job's entry point (function_jobs/): the root-cause reader skips its frame as a launcher's.
+FUNCTION_RUNNER = "smtrain_remote_runner.py"
 
 # The file `smtrain local` writes at the root of every run directory. A directory holding it is never packed into
 # a source tarball: a run directory often sits inside source_dir and holds logs, outputs and per-host files.

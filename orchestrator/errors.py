@@ -3,6 +3,16 @@ traceback."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z-]*)(?:=([\w.:-]+))?")
+"""A CLI option as an error names it: `--region`, or with its value, `--backend=local`."""
+
 
 class SmtrainError(Exception):
     """Base of every error meant for a user rather than a developer.
@@ -65,6 +75,36 @@ class JobFailed(SmtrainError):
     before the function returned, and no rank's own exception was kept."""
 
     exit_code = 1
+
+
+def naming_keywords(function: _Function) -> _Function:
+    """For a function of the Python API: its errors name its keyword (`region=`, `backend="local"`) where their
+    text, written once for the CLI and the API, names the CLI's option of that name (`--region`,
+    `--backend=local`). A command in backticks (`aws s3 mb ... --region x`) is left as it is. (A local run's notices
+    name its switches as keywords by their declarations: emulator/run_options.py.)"""
+    keywords = set(inspect.signature(function).parameters)
+
+    def keyword(option: re.Match[str]) -> str:
+        name = option[1].replace("-", "_")
+        if name not in keywords:
+            return option[0]
+        return f'{name}="{option[2]}"' if option[2] else f"{name}="
+
+    def said(text: str) -> str:
+        return "`".join(part if quoted % 2 else _OPTION.sub(keyword, part)
+                        for quoted, part in enumerate(text.split("`")))
+
+    @functools.wraps(function)
+    def called(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except SmtrainError as error:
+            error.message = said(error.message)
+            error.fix = said(error.fix) if error.fix else error.fix
+            error.args = (error.message,)
+            raise
+
+    return called  # type: ignore[return-value]
 
 
 def install_extra(extra: str) -> str:

@@ -8,6 +8,7 @@ notebook's summary. `follow` is the one loop that follows a job to its end (`wai
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
+from orchestrator.errors import naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 
@@ -84,7 +86,11 @@ class Job:
                 returns.
         """
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
-        return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
+        try:
+            return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
+        except KeyboardInterrupt:  # only the wait ends, as on SageMaker: a local run goes on in this process
+            sys.stderr.write(f"smtrain: interrupted the wait; job {self.name} still runs: job.stop() stops it\n")
+            raise
 
     def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
                on_log: Callable[[LogLine], None] | None = None,
@@ -230,7 +236,7 @@ class Job:
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
             if self._progress and self._progress.failure_cause:
-                rows += self._progress.failure_cause.rows()
+                rows += self._progress.failure_cause.rows(current.failure_reason)
             rows += current.settings
         if self.submission is not None:
             rows += self.submission.summary_rows()
@@ -252,6 +258,7 @@ class Job:
         self._live.show(self.summary())
 
 
+@naming_keywords
 def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
            backend: str | None = None) -> Job:
     """The job a user names: `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare

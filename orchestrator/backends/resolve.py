@@ -35,7 +35,7 @@ def split_job_id(job: str, backend: str | None) -> tuple[str | None, str]:
     named = prefix if colon and prefix in BACKENDS else None
     if backend is not None and backend not in BACKENDS:
         raise SmtrainError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
-                           fix="pass --backend local or --backend sagemaker")
+                           fix="pass --backend=local or --backend=sagemaker")
     if named and backend and named != backend:
         raise SmtrainError(f"{job} names the {named} backend, but --backend says {backend}",
                            fix=f"drop --backend, or give the bare name {rest}")
@@ -53,7 +53,7 @@ def place_of(typed: str, backend: str | None, region: str | None, *, find_local:
     folder = find_local(name) if chosen != "sagemaker" and name else None
     if folder is not None and chosen is None and region is not None and on_sagemaker(name):
         raise AmbiguousJob(f"{name} is both a {nouns[0]} ({relative_to_cwd(folder)}) and a {nouns[1]} in {region}",
-                           fix=f"say which: local:{name} or sagemaker:{name} (or --backend local|sagemaker)")
+                           fix=f"say which: local:{name} or sagemaker:{name} (or --backend=local, --backend=sagemaker)")
     return chosen, name, folder
 
 

@@ -60,7 +60,7 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         ("started", time_text(current.started)),
         ("ended", time_text(current.ended)),
         ("failure", current.failure_reason or "-"),
-        *_cause_rows(current, progress.failure_cause if progress else None),
+        *(progress.failure_cause.rows(current.failure_reason) if progress and progress.failure_cause else ()),
         ("model", current.model_artifact or "-"),
         *current.settings,
         *place,
@@ -152,19 +152,10 @@ def print_final(final: JobStatus, cause: FailureCause | None) -> None:
     click.echo(line)
     if final.failure_reason:
         click.echo("  failure: " + final.failure_reason.replace("\n", "\n" + " " * 11))
-    for key, value in _cause_rows(final, cause):
+    for key, value in cause.rows(final.failure_reason) if cause else ():
         click.echo(f"  {key + ':':<8} {value}")
     if final.status == "Completed" and final.model_artifact:
         click.echo(f"  model:   {final.model_artifact}")
-
-
-def _cause_rows(current: JobStatus, cause: FailureCause | None) -> list[tuple[str, str]]:
-    """The root cause's rows, less the cause itself where the failure reason already opens with it (a local run's
-    reason is its cause's headline)."""
-    if cause is None:
-        return []
-    reason = (current.failure_reason or "").splitlines()
-    return [(key, value) for key, value in cause.rows() if not (key == "cause" and reason and value == reason[0])]
 
 
 def _progress_rows(

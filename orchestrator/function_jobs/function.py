@@ -25,13 +25,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from orchestrator.contract import FUNCTION_RUNNER as RUNNER
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.loader import FieldWords
 
-RUNNER = "smtrain_remote_runner.py"
 SHIPPED = "smtrain_remote"
 
 # The keywords `remote` takes, with the SDK's names where a spec nests them: keyword -> the spec's dotted field.

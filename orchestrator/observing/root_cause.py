@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import OPT_ML, SMDDP_ENABLED_FLAG
+from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order, plain
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
@@ -61,6 +61,10 @@ _LAUNCHER_EXCEPTION = re.compile(r"ChildFailedError|ExecuteUserScriptError")
 # traceback through them is the agent's own, whatever rank the host's summary names.
 _AGENT_FRAME = re.compile(r"(^|/)torchrun$|torch/distributed/run\.py$|torch/distributed/launcher/api\.py$")
 TORCHRUN_AGENT = "torchrun agent"
+_RUNNER_FRAME = re.compile(rf"(^|/){re.escape(FUNCTION_RUNNER)}$")
+"""A function job's runner (function_jobs/runner.py), in the code directory but smtrain's, never the user's."""
+_LIBRARY_FRAME = re.compile(r"/(site|dist)-packages/|/lib/python\d+\.\d+/|^<(frozen |string>)")
+"""An installed package's or the standard library's frame: never the user's code."""
 PIP_INSTALL = "pip install"
 """Who failed where the toolkit's install of requirements.txt (or the source dir's package) failed on a host: pip,
 before the host started any rank."""
@@ -212,13 +216,17 @@ class FailureCause:
             lines.append(f"fix: {self.fix}")
         return "\n".join(lines)
 
-    def rows(self) -> list[tuple[str, str]]:
-        """`status`'s rows: the cause, argparse's usage or the rank's last line, the fix."""
+    def rows(self, reason: str | None = None) -> list[tuple[str, str]]:
+        """`status`'s rows: the cause, argparse's usage or the rank's last line, the fix; less those the failure
+        reason shown beside them already says (a local run's reason opens with its cause's text), so each is said
+        once."""
         rows = [("cause", self.headline())]
         for line in self.detail[:1]:
             key, _, value = line.partition(": ")
             rows.append((key, value))
-        return rows + ([("fix", self.fix)] if self.fix else [])
+        rows += [("fix", self.fix)] if self.fix else []
+        said = set((reason or "").splitlines())
+        return [(key, value) for key, value in rows if value not in said and f"{key}: {value}" not in said]
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> FailureCause:
@@ -280,8 +288,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
         return None
     best = min(candidates, key=lambda item: item.order(launcher.hosts or hosts))
     best, waited_fix = _waited_for(best, candidates, logs, launcher)
-    location = next((f"{user}:{line}" for path, line in reversed(best.frames)
-                     if (user := source.user_path(path)) is not None), None)
+    location = _location(best.frames, source)
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
     detail = best.detail
@@ -299,6 +306,23 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
     exception = source.in_text(best.exception) if best.exception else None
     return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, waited_fix or fix,
                         detail, best.launcher)
+
+
+def _location(frames: Sequence[tuple[str, int]], source: SourcePaths) -> str | None:
+    """The innermost frame of the user's code, as `src/train.py:42`: a file of their source dir, never a function
+    job's runner; below the runner, also code that travelled by value, named as the notebook named it (its cell:
+    `<ipython-input-3-...>:7`, `/tmp/ipykernel_1/123.py:7`), which is no file of the code directory."""
+    runner = next((index for index, (path, _) in enumerate(frames) if _RUNNER_FRAME.search(path)), None)
+    for index in range(len(frames) - 1, -1, -1):
+        path, line = frames[index]
+        if _RUNNER_FRAME.search(path):
+            continue
+        user = source.user_path(path)
+        if user is None and runner is not None and index > runner and not _LIBRARY_FRAME.search(path):
+            user = path
+        if user is not None:
+            return f"{user}:{line}"
+    return None
 
 
 def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mapping[str, Sequence[str]],

@@ -9,7 +9,7 @@ import pytest
 import orchestrator
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.run_options import Options
-from orchestrator.errors import SmtrainError, SpecError
+from orchestrator.errors import EnvironmentProblem, SmtrainError, SpecError, naming_keywords
 from orchestrator.observing.job_status import JobNotFound
 from job_fakes import BASE_SPEC, SECRET
 from orchestrator.specs.loader import InvalidSpec, load
@@ -68,7 +68,32 @@ def test_submitting_an_attached_jobs_plan_says_attach_gives_none(write_spec, buc
 def test_job_attach_takes_a_backend_as_attach_does(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
-    with pytest.raises(SmtrainError, match="local:nope names the local backend, but --backend says sagemaker"):
+    with pytest.raises(SmtrainError, match="local:nope names the local backend, but backend= says sagemaker"):
         orchestrator.Job.attach("local:nope", backend="sagemaker")
     with pytest.raises(JobNotFound, match="nope is no local run"):
         orchestrator.Job.attach("nope", backend="local")
+
+
+def test_the_api_s_errors_name_its_keywords_where_the_cli_s_name_its_options(tmp_path, monkeypatch):
+    """Before, a notebook was told `(--region or AWS_REGION)` and `pass --backend local`: options it cannot pass."""
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(EnvironmentProblem) as no_region:
+        orchestrator.attach("sagemaker:nope")
+    with pytest.raises(SmtrainError) as no_such_backend:
+        orchestrator.Job.attach("nope", backend="cloud")
+
+    assert no_region.value.fix.startswith("set AWS_REGION (or pass region=), `region:` in the spec")
+    assert no_such_backend.value.fix == 'pass backend="local" or backend="sagemaker"'
+    assert "--" not in str(no_region.value) + str(no_such_backend.value)
+
+
+def test_an_option_the_api_function_does_not_take_and_a_command_in_backticks_keep_the_cli_s_words():
+    @naming_keywords
+    def attach(job, *, region=None):
+        raise SmtrainError("no job --job-name", fix="run `aws s3 mb s3://b --region x`, or pass --region")
+
+    with pytest.raises(SmtrainError) as raised:
+        attach("x")
+
+    assert str(raised.value) == "no job --job-name\n  To fix: run `aws s3 mb s3://b --region x`, or pass region="

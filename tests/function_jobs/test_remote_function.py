@@ -213,6 +213,28 @@ def test_a_cell_function_s_remote_traceback_names_its_cell_its_lines_and_their_c
     assert "<dynamic-code>" not in remote and f"{RUNNER}\", line" in remote  # the runner's frame stays its own
 
 
+@pytest.mark.slow  # a local run
+def test_a_cell_function_s_failure_cause_names_its_exception_and_cell_line_and_the_summary_says_it_once(cell_function):
+    """Before, the cause was located at the runner's line (`.../smtrain_remote_runner.py:52`), and the notebook's
+    summary showed it twice: in the failure reason and as a `cause` row."""
+    cell = "<ipython-input-3-5f1c2e>"
+    fails = cell_function("""
+        def fails(rows):
+            rows += 1
+            return rows / 0
+        """, "fails", cell)
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
+    job.wait()
+    job.progress()  # as a notebook's live summary reads it each poll
+
+    cause = job.failure_cause()
+    rows = job.summary().rows
+
+    assert (cause.exception, cause.location) == ("ZeroDivisionError: division by zero", f"{cell}:4")
+    assert [key for key, value in rows if cause.headline() in value] == ["failure"]
+    assert f"{RUNNER}:" not in job.summary().to_html()
+
+
 def _text(cell, name: str = "stdout") -> str:
     return "".join(output.get("text", "") for output in cell.outputs
                    if output.output_type == "stream" and output.get("name") == name)
