@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["job_fixtures"]
 
 # Variables that would make a test depend on the developer's machine or leak a launcher's identity into it.
-_ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_")
+_ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_", "GITHUB_")
 _ISOLATED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
                    "MASTER_PORT", "TRAINING_JOB_NAME", "CURRENT_HOST")
 
@@ -39,7 +39,8 @@ sys.dont_write_bytecode = False
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory):
-    """No AWS credentials, no SageMaker or launcher variables, no user SDK config, for every test; a home and a
+    """No AWS credentials, no SageMaker, launcher or GitHub Actions variables (a suite run in a workflow would
+    annotate its tests' own specs), no user SDK config, for every test; a home and a
     working directory of its own, so that no test reads or writes the user's home or the checkout's runs/ (the
     default run directories, which `bash scripts/demo.sh` fills)."""
     for name in list(os.environ):

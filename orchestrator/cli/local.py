@@ -89,14 +89,17 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
         result = run_local(loaded, options, console, supervisor_hook=_forward_signals)
         console.result(result)
     # The exit code is the run's, even where the terminal has closed (SIGHUP) or a pipe's reader has gone.
+    from orchestrator.cli.ci_annotations import local_run
     from orchestrator.cli.closed_console import Tolerant
 
-    if result.smoke is not None:
-        click.echo(_smoke_line(result, options.stall_timeout_seconds), file=Tolerant(sys.stderr))
+    smoke = _smoke_line(result, options.stall_timeout_seconds) if result.smoke is not None else None
+    if smoke is not None:
+        click.echo(smoke, file=Tolerant(sys.stderr))
     if output == "json":
         from dataclasses import asdict
 
         echo_json(asdict(result), file=Tolerant(sys.stdout))
+    local_run(result, loaded.spec, smoke)
     sys.exit(result.exit_code)
 
 
@@ -135,6 +138,9 @@ def _trial_values(path: Path | None) -> dict[str, Any] | None:
 
 def _print_warnings(loaded: Any) -> None:
     """A spec's warnings (an image past its end of patch) are worth a line before a local run too."""
+    from orchestrator.cli.ci_annotations import spec_warnings
+
+    spec_warnings(loaded)
     for finding in loaded.findings:
         if finding.severity == "warning":
             click.secho(f"WARNING: {loaded.where(finding.field)}: {finding.message}\n  fix: {finding.fix}",

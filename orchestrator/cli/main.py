@@ -70,6 +70,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     """
     import dataclasses
 
+    from orchestrator.cli.ci_annotations import spec_warnings, user_error
     from orchestrator.cli.render import findings_text
     from orchestrator.errors import SmtrainError
     from orchestrator.planning.plan_view import summary_line
@@ -94,6 +95,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
             offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
         except SmtrainError as exc:
             failed = True
+            user_error(exc)
             problems = ([problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec)
                         else [error_document(exc)["error"]])
             results.append({"file": file, "valid": False, "problems": problems, "warnings": []})
@@ -103,6 +105,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
             continue
         warnings = [finding.__dict__ | {"where": loaded.where(finding.field)} for finding in loaded.findings]
         results.append({"file": file, "valid": True, "problems": [], "warnings": warnings})
+        spec_warnings(loaded)
         if output == "text":
             click.secho(f"✓ {file}: {summary_line(loaded.spec)}", fg="green")
             text = findings_text(loaded)

@@ -39,6 +39,9 @@ class UserErrorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SmtrainError as exc:
+            from orchestrator.cli.ci_annotations import user_error
+
+            user_error(exc)
             if _wants_json(ctx):
                 echo_json(error_document(exc))
             else:

@@ -322,6 +322,7 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
     screen) or "full" (text with the whole request)."""
     from orchestrator.api import plan
+    from orchestrator.cli.ci_annotations import spec_warnings
     from orchestrator.cli.options import echo_json, terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
     from orchestrator.specs.loader import load
@@ -329,6 +330,7 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
     with terminations_interrupt(), source_progress(quiet=view == "json"):
         job_plan = plan(load(file, overrides), job_name=job_name, boto=boto,
                         max_source_bytes=int(max_source_mb * 1e6))
+    spec_warnings(job_plan.loaded)
     if view == "json":
         echo_json(job_plan.to_dict())
     else:
