@@ -30,7 +30,7 @@ from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
-from orchestrator.specs.model import JobSpec, printable
+from orchestrator.specs.model import JobSpec, one_line
 from orchestrator.wording import counted
 
 if TYPE_CHECKING:
@@ -76,9 +76,9 @@ class InvalidSpec(SpecError):
     """A spec with one or more problems; nothing was sent anywhere."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = [dataclasses.replace(problem, where=printable(problem.where), field=printable(problem.field),
-                                             message=printable(problem.message),
-                                             fix=printable(problem.fix) if problem.fix else problem.fix)
+        self.problems = [dataclasses.replace(problem, where=one_line(problem.where), field=one_line(problem.field),
+                                             message=one_line(problem.message),
+                                             fix=one_line(problem.fix) if problem.fix else problem.fix)
                          for problem in problems]
         count = len(self.problems)
         header = f"{counted(count, 'problem')} in the job spec:"

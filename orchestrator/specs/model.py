@@ -167,6 +167,12 @@ def printable(text: str) -> str:
     return "".join(f"\\u{ord(char):04x}" if is_invisible(char) and char not in "\n\t" else char for char in text)
 
 
+def one_line(text: str) -> str:
+    """printable(), with line breaks written as escapes too: a spec problem is one line whatever a key holds (a key
+    "extra\\n::warning::x" must not start a line of its own, which a CI runner reads as a command)."""
+    return printable(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _has_nul(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_nul(key) or _has_nul(item) for key, item in value.items())

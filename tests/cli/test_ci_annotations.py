@@ -97,7 +97,7 @@ def test_a_hostile_spec_key_and_a_machine_secret_stay_inside_one_annotation(tmp_
     lines = done.stderr.splitlines()
     assert all(line.startswith("::error file=specs/hostile.yaml,") for line in lines), done.stderr
     instance_type, unknown_key = sorted(lines)  # lines 4 and 5
-    assert "title=smtrain%3A extra%0A%3A%3Awarning%3A%3Ainjected::" in unknown_key, unknown_key
+    assert "title=smtrain%3A extra\\n%3A%3Awarning%3A%3Ainjected::" in unknown_key, unknown_key
     assert "'ml.****'" in instance_type and MACHINE_SECRET not in done.stderr, instance_type
 
 
@@ -203,3 +203,18 @@ def test_a_failed_local_run_is_annotated_at_the_user_s_line_and_summarized(tmp_p
     assert "failure cause:" in text
     assert "ValueError: no rows ::warning::x %0A for **** at src/train.py:2" in text, text
     assert f"- run directory: ` {tmp_path / 'run'} `" in text and "hf_aaaa" not in text
+
+
+def test_a_spec_key_holding_a_newline_stays_on_its_problem_s_line(tmp_path):
+    """Outside the annotations too: validate's own text writes the key's line break as an escape, so no line of
+    it starts with what the key smuggled (a CI runner reads a line starting `::` as a command)."""
+    workspace, environment = _workspace(tmp_path)
+    (workspace / "specs" / "hostile.yaml").write_text(GOOD + '"extra\\n::warning::injected": 1\n')
+
+    for variables in (environment, {name: value for name, value in environment.items()
+                                    if not name.startswith("GITHUB_")}):
+        done = smtrain("validate", "specs/hostile.yaml", cwd=workspace, env=variables)
+        assert done.returncode == 2
+        printed = (done.stdout + done.stderr).splitlines()
+        assert not any(line.startswith("::warning") for line in printed), printed
+        assert any("extra\\n::warning::injected" in line for line in printed), printed
