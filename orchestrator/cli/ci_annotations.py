@@ -1,7 +1,9 @@
 """GitHub Actions: a failure shown where the user looks. Under `GITHUB_ACTIONS=true`, each spec problem (and
 warning) is a workflow command that annotates its file and line, and a failed `smtrain local` one for its root
 cause at the user's file:line; where `GITHUB_STEP_SUMMARY` names a file, `smtrain local` appends a short
-Markdown summary of the run to it. Elsewhere nothing here prints a byte.
+Markdown summary of the run to it. `smtrain tune local` reports once for the search: one summary, and
+one `::error` for a failed search at its first failed trial's root cause; its trials (each a `smtrain
+local`) print and append nothing. Elsewhere nothing here prints a byte.
 
 The commands go to stderr, which the runner reads for them as it reads stdout, so `--output json` stays one
 JSON document. Every text is masked (redact.py), then escaped by GitHub's rules: no spec value or log line can
@@ -14,6 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,12 +29,24 @@ if TYPE_CHECKING:
     from orchestrator.specs.model import JobSpec
 
 _LOCAL_TITLE = "smtrain local"
+_SEARCH_TITLE = "smtrain tune local"
 _DATA_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A"}
 _PROPERTY_ESCAPES = {**_DATA_ESCAPES, ":": "%3A", ",": "%2C"}
 
 
 def _active() -> bool:
-    return os.environ.get("GITHUB_ACTIONS") == "true"
+    return os.environ.get("GITHUB_ACTIONS") == "true" and not _a_trial()
+
+
+def _summary_file() -> str | None:
+    return None if _a_trial() else os.environ.get("GITHUB_STEP_SUMMARY")
+
+
+def _a_trial() -> bool:
+    """A trial of `smtrain tune local`: its search reports once for all its trials."""
+    from orchestrator.emulator.run_options import TRIAL_OF_SEARCH  # here: validate loads none of the emulator
+
+    return bool(os.environ.get(TRIAL_OF_SEARCH))
 
 
 def command(kind: str, message: str, title: str, place: Mapping[str, Any] | None = None,
@@ -78,21 +93,66 @@ def local_run(result: Any, spec: JobSpec, smoke_line: str | None) -> None:
     secrets = spec.secret_values()
     if _active() and result.exit_code != 0 and result.status != "Interrupted":
         cause = result.failure_cause or {}
-        message = cause.get("headline") or result.failure_reason or result.status
-        if cause.get("fix"):
-            message += f" (fix: {cause['fix']})"
+        message = _cause_message(cause, result.failure_reason or result.status)
         _emit(command("error", message, _LOCAL_TITLE, _location(cause.get("location")), secrets))
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not summary_file:
-        return
-    text = mask_text(_summary(result, spec.instance.host_count, smoke_line),
-                     secrets | machine_secrets(os.environ))
+    summary_file = _summary_file()
+    if summary_file:
+        _append(summary_file, _summary(result, spec.instance.host_count, smoke_line), "run", secrets)
+
+
+def tune_search(result: Any, spec: JobSpec, why_no_best: str | None) -> None:
+    """A failed search (Failed, or no best trial: its exit 1) as one `::error` for its cause, at its first
+    failed trial's root cause's file:line where it has one; and the search's summary appended to
+    `$GITHUB_STEP_SUMMARY`, one for all its trials. `spec`: the job spec, whose secrets are masked."""
+    secrets = spec.secret_values()
+    cause = _search_cause(result, why_no_best)
+    if _active() and cause is not None:
+        _emit(command("error", cause[0], _SEARCH_TITLE, _location(cause[1].get("location")), secrets))
+    summary_file = _summary_file()
+    if summary_file:
+        _append(summary_file, _search_summary(result, cause[0] if cause else None), "search", secrets)
+
+
+def _search_cause(result: Any, why_no_best: str | None) -> tuple[str, dict[str, Any]] | None:
+    """Why a search failed in one message, with the first failed trial's root cause (its result.json's, as
+    `smtrain local` wrote it) and that cause; None where it did not fail."""
+    reason = result.failure_reason or why_no_best
+    if (result.status != "Failed" and result.best is not None) or not reason:
+        return None
+    trial = next((trial for trial in sorted(result.trials, key=lambda trial: trial.number)
+                  if trial.status == "Failed"), None)
+    if trial is None:
+        return reason, {}
+    cause = _stored_cause(trial.run_dir)
+    return f"{reason}; {trial.name}: {_cause_message(cause, trial.failure_line or trial.status)}", cause
+
+
+def _stored_cause(run_dir: str | None) -> dict[str, Any]:
+    """The root cause a trial's run wrote into its result.json; empty where it wrote none (it never
+    started)."""
+    from orchestrator.emulator.preparing.layout import read_result
+
     try:
-        # appended: the summaries of the job's other steps stay
+        stored = read_result(Path(run_dir)) if run_dir else None
+    except (OSError, ValueError):
+        stored = None
+    return (stored or {}).get("failure_cause") or {}
+
+
+def _cause_message(cause: Mapping[str, Any], reason: str) -> str:
+    """A failure in one line of an annotation: its root cause's headline (else `reason`) and the fix."""
+    message = cause.get("headline") or reason
+    return message + (f" (fix: {cause['fix']})" if cause.get("fix") else "")
+
+
+def _append(summary_file: str, text: str, what: str, secrets: Iterable[str]) -> None:
+    """`text`, masked, appended to the step summary: the summaries of the job's other steps stay."""
+    text = mask_text(text, frozenset(secrets) | machine_secrets(os.environ))
+    try:
         with open(summary_file, "a", encoding="utf-8", errors="replace") as summary:
             summary.write(text)
     except OSError as error:
-        click.echo(f"warning: the run's summary could not be appended to $GITHUB_STEP_SUMMARY "
+        click.echo(f"warning: the {what}'s summary could not be appended to $GITHUB_STEP_SUMMARY "
                    f"({summary_file}): {error.strerror or error}", file=Tolerant(sys.stderr))
 
 
@@ -144,9 +204,39 @@ def _summary(result: Any, hosts: int, smoke_line: str | None) -> str:
     lines.append(f"- run directory: {_code(str(result.run_dir))}")
     reason = result.failure_reason or (result.failure_cause or {}).get("headline")
     if reason and result.exit_code != 0:
-        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", reason))])
-        lines += ["", "failure cause:", "", f"{fence}text", reason, fence]
+        lines += _fenced(reason)
     return "\n".join(lines) + "\n\n"
+
+
+def _search_summary(result: Any, cause: str | None) -> str:
+    """The search in a few lines of Markdown: what it found (or why it failed), not each trial's run."""
+    from orchestrator.observing.trials import counts_of
+    from orchestrator.wording import status_words
+
+    counts = ", ".join(f"{count} {status_words(status)}" for status, count in counts_of(result.trials).items()
+                       if count)
+    lines = [f"### {_SEARCH_TITLE}: {_code(result.name)}: {result.status}", "",
+             f"- status: {result.status} in {result.seconds:.1f} s ({result.strategy} search, "
+             f"{result.goal} {_code(result.metric)})",
+             f"- trials: {len(result.trials)} run of {result.max_jobs}" + (f" ({counts})" if counts else "")]
+    winner = result.best
+    if winner is not None:
+        values = ", ".join(f"{name}={value:.6g}" if isinstance(value, float) else f"{name}={value}"
+                           for name, value in winner.hyperparameters.items())
+        lines.append(f"- best: {_code(winner.name)}: {_code(f'{result.metric} = {winner.objective:.6g}')} "
+                     f"with {_code(values or 'no tuned values')}")
+    if result.completion_reason:
+        lines.append(f"- completed early: {_code(result.completion_reason)}")
+    lines.append(f"- run directory: {_code(str(result.run_dir))}")
+    if cause:
+        lines += _fenced(cause)
+    return "\n".join(lines) + "\n\n"
+
+
+def _fenced(reason: str) -> list[str]:
+    """A failure's text under its heading, in a code fence longer than any run of backticks in it."""
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", reason))])
+    return ["", "failure cause:", "", f"{fence}text", reason, fence]
 
 
 def _code(text: str) -> str:

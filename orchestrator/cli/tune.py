@@ -284,6 +284,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
     for by optuna (smtrain's tune extra: docs/install.md). Prints every trial sorted by objective and the best one. The
     options of `smtrain local` below apply to every trial."""
+    from orchestrator.cli.ci_annotations import tune_search
     from orchestrator.emulator.tuning.search import SearchOptions, tune_local
     from orchestrator.observing.trials import table
     from orchestrator.specs.loader import load_tuning
@@ -308,8 +309,10 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
                    f"results in {result.run_dir}")
     if plot_file is not None:
         click.echo(f"plot written to {plot_file}", err=True)
-    if result.best is None:
-        show(_why_no_best(result, loaded.job.path))
+    why_no_best = None if result.best is not None else _why_no_best(result, loaded.job.path)
+    if why_no_best:
+        show(why_no_best)
+    tune_search(result, loaded.job.spec, why_no_best)
     raise SystemExit(0 if result.best is not None else 1)
 
 

@@ -25,6 +25,10 @@ from orchestrator.declaration import Declared, declared
 DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
 DEFAULT_STOP_GRACE_SECONDS = 120.0
 """SageMaker's grace between StopTrainingJob's SIGTERM and SIGKILL."""
+TRIAL_OF_SEARCH = "SMTRAIN_TRIAL_OF_SEARCH"
+"""Set, to the search's name, in the environment of each trial `tune local` runs: the trial's `smtrain local`
+leaves a CI's annotations and step summary to its search, which reports once for all its trials (and the
+training script sees the CI's variables as in any other run)."""
 
 def _input_paths(inputs: Mapping[str, Any]) -> dict[str, Path]:
     """Channel NAME to a local path; an empty path would silently mean the current directory."""

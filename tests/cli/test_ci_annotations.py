@@ -4,6 +4,7 @@ stays data, secrets stay masked, and outside GitHub Actions the output is what i
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,9 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 from forked import smtrain
+from tuning_specs import TINY_JOB
 
+from orchestrator.cli import ci_annotations
 from orchestrator.cli.ci_annotations import command, local_run
 from orchestrator.emulator.local_run import LocalRun
+from orchestrator.emulator.run_options import TRIAL_OF_SEARCH
+from orchestrator.emulator.tuning.search import SearchResult
+from orchestrator.errors import SpecError
+from orchestrator.observing.trials import Trial
 from orchestrator.specs.model import JobSpec
 
 BAD = """name: bad
@@ -218,3 +225,114 @@ def test_a_spec_key_holding_a_newline_stays_on_its_problem_s_line(tmp_path):
         printed = (done.stdout + done.stderr).splitlines()
         assert not any(line.startswith("::warning") for line in printed), printed
         assert any("extra\\n::warning::injected" in line for line in printed), printed
+
+
+def _search(tmp_path: Path, **fields) -> SearchResult:
+    """A search of two trials, both failed: the first at line 2 of src/train.py (its result.json says so)."""
+    first = tmp_path / "search" / "s-001"
+    first.mkdir(parents=True)
+    (first / "result.json").write_text(json.dumps({"status": "Failed", "failure_cause": {
+        "headline": "algo-1 (rank 0) failed: ValueError: no rows for spec-secret-value at src/train.py:2",
+        "location": "src/train.py:2", "fix": "check the train channel"}}))
+    trials = [Trial(name="s-002", status="Failed", objective=None, hyperparameters={"lr": 0.5}, number=2,
+                    failure_reason="algo-1 (rank 0) failed: KeyError: 'x'",
+                    run_dir=str(tmp_path / "search" / "s-002")),
+              Trial(name="s-001", status="Failed", objective=None, hyperparameters={"lr": 0.1}, number=1,
+                    failure_reason="algo-1 (rank 0) failed: ValueError", run_dir=str(first))]
+    return SearchResult(**{"name": "s", "run_dir": tmp_path / "search", "strategy": "Random",
+                           "metric": "loss", "goal": "Minimize", "parallel": 1, "seconds": 4.5,
+                           "trials": trials, "max_jobs": 7,
+                           "status": "Failed", "failure_reason": "No training job succeeded after 5 attempts",
+                           **fields})
+
+
+def test_a_failed_search_is_one_error_at_its_first_failed_trial_s_line_and_one_summary(tmp_path, monkeypatch,
+                                                                                        capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary"))
+
+    ci_annotations.tune_search(_search(tmp_path), _spec(), None)
+
+    assert _annotations(capsys.readouterr().err) == [
+        "::error file=src/train.py,line=2,title=smtrain tune local::No training job succeeded after 5 "
+        "attempts; s-001: algo-1 (rank 0) failed: ValueError: no rows for **** at src/train.py:2 "
+        "(fix: check the train channel)"]
+    text = (tmp_path / "step_summary").read_text()
+    assert text.count("### ") == 1 and text.startswith("### smtrain tune local: ` s `: Failed\n"), text
+    for part in ("- status: Failed in 4.5 s (Random search, Minimize ` loss `)",
+                 "- trials: 2 run of 7 (2 failed)", f"- run directory: ` {tmp_path / 'search'} `",
+                 "failure cause:",
+                 "```text\nNo training job succeeded after 5 attempts; s-001: algo-1 (rank 0) failed: "
+                 "ValueError: no rows for **** at src/train.py:2 (fix: check the train channel)\n```"):
+        assert part in text, text
+    assert "- best:" not in text and "spec-secret-value" not in text
+
+
+def test_a_search_s_summary_names_its_best_trial_masked_and_a_search_with_one_is_no_error(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary"))
+    monkeypatch.setenv("DEPLOY_TOKEN", MACHINE_SECRET)
+    best = Trial(name="s-003", status="Completed", objective=0.0123456789, number=3, run_dir=str(tmp_path),
+                 hyperparameters={"lr": 0.012345678, "optimizer": "adam", "tag": MACHINE_SECRET})
+    failed = _search(tmp_path)
+    search = _search(tmp_path / "again", status="Completed", failure_reason=None,
+                     trials=[*failed.trials, best], completion_reason="the objective reached its target 0.05")
+
+    ci_annotations.tune_search(search, _spec(), None)
+
+    assert capsys.readouterr().err == ""
+    text = (tmp_path / "step_summary").read_text()
+    assert text.startswith("### smtrain tune local: ` s `: Completed\n"), text
+    for part in ("- trials: 3 run of 7 (1 completed, 2 failed)",
+                 "- best: ` s-003 `: ` loss = 0.0123457 ` with ` lr=0.0123457, optimizer=adam, tag=**** `",
+                 "- completed early: ` the objective reached its target 0.05 `"):
+        assert part in text, text
+    assert "failure cause" not in text and MACHINE_SECRET not in text
+
+
+def test_outside_github_actions_a_failed_search_prints_and_appends_nothing(tmp_path, monkeypatch, capsys):
+    ci_annotations.tune_search(_search(tmp_path), _spec(), None)
+
+    assert capsys.readouterr() == ("", "")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["search"]
+
+
+def test_a_trial_of_a_search_prints_no_annotation_and_appends_no_summary(tmp_path, monkeypatch, capsys):
+    """Its search reports once for all its trials: twenty trials were twenty summaries."""
+    summary = tmp_path / "step_summary"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv(TRIAL_OF_SEARCH, "s")
+
+    local_run(_run(tmp_path, failure_reason="algo-1 (rank 0) failed: ValueError"), _spec(), None)
+    ci_annotations.user_error(SpecError("bad value", fix="another"))
+
+    assert capsys.readouterr().err == "" and not summary.exists()
+
+
+@pytest.mark.slow
+def test_a_failed_search_under_actions_is_one_error_and_one_summary_not_one_per_trial(tmp_path):
+    """Two trials of a script that raises at its line 1; neither writes a summary of its own."""
+    (tmp_path / "train.py").write_text("raise ValueError('lr too small')\n")
+    (tmp_path / "job.yaml").write_text(TINY_JOB)
+    (tmp_path / "search.yaml").write_text(
+        "job: job.yaml\nobjective: {metric: loss, type: Minimize}\nstrategy: Random\nparameters:\n"
+        "  lr: {type: continuous, min: 0.001, max: 0.1}\nmax_jobs: 2\nmax_parallel_jobs: 1\n")
+    summary = tmp_path / "step_summary"
+    environment = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path),
+                   "GITHUB_STEP_SUMMARY": str(summary)}
+
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "tune", "local", "search.yaml",
+                           "--run-dir", "search"], cwd=tmp_path, env=environment, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+    assert done.returncode == 1, done.stderr
+    [error] = _annotations(done.stdout + done.stderr)
+    assert error.startswith("::error file=train.py,line=1,title=smtrain tune local::no best trial: no trial "
+                            "completed (2 failed); tiny-"), error
+    assert error.endswith("-001: algo-1 (rank 0) failed: ValueError: lr too small at ./train.py:1"), error
+    text = summary.read_text()
+    assert text.count("### ") == 1 and text.startswith("### smtrain tune local: ` tiny-"), text
+    assert "- trials: 2 run of 2 (2 failed)" in text and f"- run directory: ` {tmp_path / 'search'} `" in text

@@ -36,7 +36,7 @@ from typing import Any
 
 from orchestrator.emulator.launching.launch import usable_cores
 from orchestrator.emulator.preparing.layout import hold_directory
-from orchestrator.emulator.run_options import Options, command_words
+from orchestrator.emulator.run_options import TRIAL_OF_SEARCH, Options, command_words
 from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
@@ -465,7 +465,8 @@ class _Search:
                     if self._stopping:
                         return
                     process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                               env={**os.environ, STOP_WITH_PARENT: str(os.getpid())})
+                                               env={**os.environ, STOP_WITH_PARENT: str(os.getpid()),
+                                                    TRIAL_OF_SEARCH: self._name})
                     self._processes[key] = process
                 while process.poll() is None:
                     watch.read()
