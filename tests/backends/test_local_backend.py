@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from forked import smtrain
 
 import orchestrator
 from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES, JobNotFound
@@ -95,8 +96,7 @@ def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_
 
 def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    ran = subprocess.run([SMTRAIN, "local", str(_spec(tmp_path)), "-q"], capture_output=True, text=True,
-                         timeout=600)
+    ran = smtrain("local", str(_spec(tmp_path)), "-q", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     [run_dir] = (tmp_path / "runs").iterdir()
 
