@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from forked import smtrain
 
 import orchestrator
 from orchestrator.observing.job_status import SECONDARY_STATUSES, STATUSES, JobNotFound
@@ -24,10 +25,12 @@ from orchestrator.errors import EnvironmentProblem, SpecError
 
 SMTRAIN = str(Path(sys.executable).with_name("smtrain"))
 # Each host prints STEPS progress lines with its own loss, then a last line; with `forever`, it runs until SIGTERM.
+# A run that ends by itself pauses only where a test needs it still running at a moment (the spot interruption).
 SCRIPT = """
 import os, signal, sys, time
 host = os.environ["SM_CURRENT_HOST"]
 steps, forever = int(os.environ["SM_HP_STEPS"]), os.environ["SM_HP_FOREVER"] == "true"
+pause = 0.2 if forever else float(os.environ.get("SM_HP_STEP_SECONDS", "0"))
 def stopped(signum, frame):
     print(f"{host} got SIGTERM", flush=True)
     sys.exit(0)
@@ -36,17 +39,19 @@ step = 0
 while forever or step < steps:
     step += 1
     print(f"epoch=1 step={min(step, steps)}/{steps} train_loss={1.0 / step:.6f} line {step} of {host}", flush=True)
-    time.sleep(0.2 if forever else 0.05)
+    time.sleep(pause)
 print(f"{host} done", flush=True)
 """
 
 
-def _spec(tmp_path: Path, steps: int = 30, forever: bool = False) -> Path:
+def _spec(tmp_path: Path, steps: int = 30, forever: bool = False, step_seconds: float | None = None) -> Path:
     (tmp_path / "src").mkdir(exist_ok=True)
     (tmp_path / "src" / "train.py").write_text(SCRIPT)
     spec = {"name": "backend-test", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.10.0",
             "instance": {"type": "ml.c5.2xlarge", "count": 2}, "max_run_seconds": 600,
             "hyperparameters": {"steps": steps, "forever": forever}}
+    if step_seconds is not None:
+        spec["hyperparameters"]["step_seconds"] = step_seconds
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -91,8 +96,7 @@ def test_run_locally_returns_a_job_that_reports_sagemaker_statuses_logs_metrics_
 
 def test_smtrain_status_and_logs_take_a_run_directory_and_its_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    ran = subprocess.run([SMTRAIN, "local", str(_spec(tmp_path)), "-q"], capture_output=True, text=True,
-                         timeout=600)
+    ran = smtrain("local", str(_spec(tmp_path)), "-q", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     [run_dir] = (tmp_path / "runs").iterdir()
 
@@ -154,7 +158,7 @@ def test_smtrain_stop_stops_a_running_local_run_from_another_process(tmp_path):
 def test_a_spot_interruption_and_max_run_seconds_read_as_sagemaker_reports_them(tmp_path):
     spot = tmp_path / "spot"
     spot.mkdir()
-    interrupted = orchestrator.run(_spec(spot, steps=20), backend="local", run_dir=spot / "run",
+    interrupted = orchestrator.run(_spec(spot, steps=20, step_seconds=0.05), backend="local", run_dir=spot / "run",
                                    simulate_spot_interruption=0.5).wait(poll_seconds=0.1)
     timed = tmp_path / "timed"
     timed.mkdir()

@@ -181,7 +181,7 @@ def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, 
     try:
         deadline = time.monotonic() + 300  # a safety net only: the search writes tuning.json as it starts
         while not list(folder.glob("*/status.json")) and time.monotonic() < deadline and search.poll() is None:
-            time.sleep(0.5)
+            time.sleep(0.05)
         running = CliRunner().invoke(main, ["tune", "status", "local:long", "-o", "json"])
         document = json.loads(running.stdout)
         assert document["status"] == "InProgress", running.output

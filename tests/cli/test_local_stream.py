@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from forked import smtrain
 
 SCRIPT = """\
 import os
@@ -33,13 +34,10 @@ def greeting_spec(tmp_path: Path) -> Path:
 
 
 def _local(spec: Path, tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    """Runs `smtrain local` with stdout to a real file, as a CI job's log is; returns the run and that file."""
-    out = tmp_path / f"stdout-{len(list(tmp_path.glob('stdout-*')))}.txt"
-    with out.open("w") as handle:
-        done = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
-                               str(tmp_path / f"run-{out.stem}"), *options], stdout=handle, stderr=subprocess.PIPE,
-                              text=True, timeout=300, cwd=tmp_path, check=False)
-    return done, out.read_text()
+    """Runs `smtrain local` with stdout to a real file, as a CI job's log is (tests/support/forked.py's process
+    writes stdout and stderr to files); returns the run and that file's text."""
+    done = smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), *options, cwd=tmp_path, timeout=300)
+    return done, done.stdout
 
 
 def test_stdout_to_a_file_holds_the_scripts_own_lines(greeting_spec, tmp_path):

@@ -21,7 +21,9 @@ READY = "print('ready', flush=True)\n"
 SPIN = f"import time\n{READY}end = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
 SLEEP = f"import time\n{READY}time.sleep(30)\n"
 SPAWN_SPIN = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {SPIN!r}])\n"
-WINDOW_SECONDS = 1.0
+# The shortest the sampler reads (activity.SAMPLE_SECONDS): a spinner is busy by its CPU share or, starved, by its
+# state R, and a sleeper uses no CPU, in a window of any length.
+WINDOW_SECONDS = 0.5
 
 
 @pytest.fixture

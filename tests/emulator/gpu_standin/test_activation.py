@@ -26,14 +26,10 @@ def test_sitecustomize_without_variable_changes_nothing(standin):
     assert result.stderr == ""
 
 
-def test_the_stand_in_patches_an_older_torch_that_lacks_the_newer_switches(standin):
+def test_the_stand_in_patches_an_older_torch_that_lacks_the_newer_switches(older_torch):
     """Debian's torch 1.13, as the public examples run it, lacks what later torch added (the memory-efficient and
     cuDNN attention switches): every patch of the stand-in must hold on it, or every GPU script fails at import."""
-    older = "/usr/bin/python3"
-    if subprocess.run([older, "-c", "import torch"], capture_output=True, check=False).returncode:
-        pytest.skip(f"{older} has no torch (Debian: apt-get install python3-torch)")
-    result = standin.run([older, "-c", REPORT + "; torch.backends.cuda.enable_flash_sdp(False)"], standin.environment())
-    assert _report(result.stdout) == {"cuda": True, "patched": True, "tensor_to": "function"}
+    assert older_torch["report"] == {"cuda": True, "patched": True, "tensor_to": "function"}
 
 
 AMP_RECIPE = """
@@ -51,14 +47,37 @@ print(json.dumps({"stepped": not torch.equal(before, model.weight), "scale": sca
 """
 
 
-def test_an_older_torch_runs_the_amp_recipe_of_its_docs(standin):
-    """torch.cuda.amp.GradScaler of torch before 2.3 asserted `outputs.is_cuda` at the first `scaler.scale(loss)`:
-    the PyTorch docs' AMP recipe failed under Debian's torch 1.13. It runs disabled, as torch runs it without CUDA."""
+# Each part in its own namespace, its last line its answer or its traceback, so that one failing leaves the other's.
+OLDER_TORCH_PARTS = """
+import json, sys, traceback
+for name, code in json.loads(sys.argv[1]).items():
+    try:
+        exec(code, {})
+    except BaseException:
+        print(json.dumps({name: traceback.format_exc()}), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def older_torch(module_standin) -> dict:
+    """Under Debian's torch 1.13 with the stand-in on, in one process (each start imports that torch): the report
+    after the attention switch the stand-in adds, and the AMP recipe's answer."""
     older = "/usr/bin/python3"
     if subprocess.run([older, "-c", "import torch"], capture_output=True, check=False).returncode:
         pytest.skip(f"{older} has no torch (Debian: apt-get install python3-torch)")
-    result = standin.run([older, "-c", AMP_RECIPE], standin.environment())
-    assert _report(result.stdout) == {"stepped": True, "scale": 1.0}
+    parts = {"report": REPORT + "; torch.backends.cuda.enable_flash_sdp(False)", "amp": AMP_RECIPE}
+    result = module_standin.run([older, "-c", OLDER_TORCH_PARTS, json.dumps(parts)], module_standin.environment(),
+                                check=False)
+    answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(answers) == 2, (result.returncode, result.stdout, result.stderr)
+    report, amp = answers
+    return {"report": report, "amp": amp}
+
+
+def test_an_older_torch_runs_the_amp_recipe_of_its_docs(older_torch):
+    """torch.cuda.amp.GradScaler of torch before 2.3 asserted `outputs.is_cuda` at the first `scaler.scale(loss)`:
+    the PyTorch docs' AMP recipe failed under Debian's torch 1.13. It runs disabled, as torch runs it without CUDA."""
+    assert older_torch["amp"] == {"stepped": True, "scale": 1.0}
 
 
 def test_sitecustomize_zero_gpus_means_off(standin):
