@@ -58,3 +58,34 @@ def test_without_the_standin_the_waiting_thread_never_runs(standin):
     result = standin.python("exit_script.py", "destroy", num_gpus=None)
     assert "backend gloo, total 1.0" in result.stdout
     assert not (standin.work_dir / "ran").exists(), result.stderr
+
+
+# DDP's bf16 gradient compression finishes each bucket in Python callbacks on a gloo thread, which then takes the
+# GIL again to release them; without the stand-in's yield, the group's destructor (run when the DDP model that
+# holds it is dropped) may join that thread while holding the GIL, and both wait for ever. A race: here it hung
+# after 36, 68, 91 and 207 rounds in four runs of 300 (0.06 s a round with the yield, 19.6 s in all). faulthandler
+# ends a hang with every stack.
+HOOKED_DDP = textwrap.dedent("""
+    import faulthandler
+    import torch, torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    faulthandler.dump_traceback_later(120, exit=True)
+    for step in range(300):
+        dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2).cuda(), device_ids=[0])
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+        ddp(torch.randn(8, 4).cuda()).sum().backward()
+        dist.destroy_process_group()
+        del ddp
+    print("300 groups destroyed after their hooks' collectives", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_destroying_a_group_after_python_callbacks_on_its_collectives_does_not_hang(standin):
+    """Seen in this suite's own API probe (a bf16-hooked DDP, then destroy_process_group): the process hung at the
+    function's return with the main thread in ~ProcessGroupGloo joining a gloo thread that waited for the GIL."""
+    (standin.work_dir / "hooked_ddp.py").write_text(HOOKED_DDP)
+    result = standin.python("hooked_ddp.py", num_gpus=1)
+    assert "300 groups destroyed after their hooks' collectives" in result.stdout, result.stderr[-3000:]
