@@ -141,8 +141,11 @@ def _stored_cause(run_dir: str | None) -> dict[str, Any]:
 
 def _cause_message(cause: Mapping[str, Any], reason: str) -> str:
     """A failure in one line of an annotation: its root cause's headline (else `reason`) and the fix."""
-    message = cause.get("headline") or reason
-    return message + (f" (fix: {cause['fix']})" if cause.get("fix") else "")
+    return _with_fix(cause.get("headline") or reason, cause.get("fix"))
+
+
+def _with_fix(message: str, fix: str | None) -> str:
+    return message + (f" (fix: {fix})" if fix else "")
 
 
 def _append(summary_file: str, text: str, what: str, secrets: Iterable[str]) -> None:
@@ -158,7 +161,7 @@ def _append(summary_file: str, text: str, what: str, secrets: Iterable[str]) -> 
 
 def _problem_command(kind: str, problem: Mapping[str, Any], secrets: Iterable[str] = ()) -> str:
     """A problem in error_document's shape (file, line, column, override, field, message, fix)."""
-    message = problem["message"] + (f" (fix: {problem['fix']})" if problem.get("fix") else "")
+    message = _with_fix(problem["message"], problem.get("fix"))
     if problem.get("override"):
         message = f"--set {problem['override']}: {message}"
     title = f"smtrain: {problem['field']}" if problem.get("field") else "smtrain"
