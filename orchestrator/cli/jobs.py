@@ -96,7 +96,7 @@ def submit(
     overrides: tuple[str, ...],
     output: str,
     job_name: str | None,
-    max_source_mb: float,
+    max_source_bytes: int,
     allow_unverified: bool,
     dry_run: bool,
     wait: bool,
@@ -114,7 +114,7 @@ def submit(
     if dry_run:
         from orchestrator.cli.render import emit_plan
 
-        emit_plan(file, overrides, output, job_name, max_source_mb, boto=ctx.obj)
+        emit_plan(file, overrides, output, job_name, max_source_bytes, boto=ctx.obj)
         return
     from orchestrator.api import plan
     from orchestrator.backends.job import Job
@@ -125,7 +125,7 @@ def submit(
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
         job_plan = plan(
-            load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=int(max_source_mb * 1e6)
+            load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=max_source_bytes
         )
         backend = backend_for("sagemaker", job_plan.target.region, ctx.obj,
                               say=lambda text: click.echo(text, err=True))

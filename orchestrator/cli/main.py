@@ -124,7 +124,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 @max_source_option
 @click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments and the "
                                            "exact CreateTrainingJob request.")
-def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_mb: float,
+def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_bytes: int,
          full: bool) -> None:
     """Show what submitting FILE would send, before anything is sent.
 
@@ -136,7 +136,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     """
     from orchestrator.cli.render import emit_plan
 
-    emit_plan(file, overrides, "full" if full and output == "text" else output, job_name, max_source_mb)
+    emit_plan(file, overrides, "full" if full and output == "text" else output, job_name, max_source_bytes)
 
 
 @main.command()

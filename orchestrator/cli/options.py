@@ -129,9 +129,10 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """`plan`, `submit`, `tune plan` and `tune submit` pack the same source under the same limit; a limit of 0 or
-    less refuses every source."""
-    return click.option("--max-source-mb", type=click.FloatRange(min=0, min_open=True), default=100,
-                        show_default=True, help="Refuse a source_dir that packs larger than this.")(function)
+    less refuses every source. The commands receive it in bytes (`max_source_bytes`), as packing takes it."""
+    return click.option("--max-source-mb", "max_source_bytes", type=click.FloatRange(min=0, min_open=True),
+                        default=100, show_default=True, callback=lambda _ctx, _param, megabytes: int(megabytes * 1e6),
+                        help="Refuse a source_dir that packs larger than this.")(function)
 
 
 _JSON_HELP = ("machine-readable output on stdout for scripts and CI (progress goes to stderr), errors too: "

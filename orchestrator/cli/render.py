@@ -317,7 +317,7 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | None, max_source_mb: float,
+def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | None, max_source_bytes: int,
               boto: Any | None = None) -> None:
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
     screen) or "full" (text with the whole request)."""
@@ -329,7 +329,7 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
 
     with terminations_interrupt(), source_progress(quiet=view == "json"):
         job_plan = plan(load(file, overrides), job_name=job_name, boto=boto,
-                        max_source_bytes=int(max_source_mb * 1e6))
+                        max_source_bytes=max_source_bytes)
     spec_warnings(job_plan.loaded)
     if view == "json":
         echo_json(job_plan.to_dict())

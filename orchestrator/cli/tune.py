@@ -94,7 +94,7 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
 @max_source_option
 @click.pass_context
 def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
-         max_source_mb: float) -> None:
+         max_source_bytes: int) -> None:
     """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
     at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
@@ -104,7 +104,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
         tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
-                                  max_source_bytes=int(max_source_mb * 1e6))
+                                  max_source_bytes=max_source_bytes)
     if output == "json":
         echo_json(tuning_plan.to_dict())
         return
@@ -120,7 +120,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 @max_source_option
 @click.pass_context
 def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
-           allow_unverified: bool, max_source_mb: float) -> None:
+           allow_unverified: bool, max_source_bytes: int) -> None:
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
     uploaded unless S3 has it already)."""
     from orchestrator.api import plan_tuning, submit_tuning
@@ -131,7 +131,7 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
         overrides = (*overrides, "allow_unverified=true")
     with terminations_interrupt(), source_progress(quiet=output == "json"):
         tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
-                                  max_source_bytes=int(max_source_mb * 1e6))
+                                  max_source_bytes=max_source_bytes)
         tuning = submit_tuning(tuning_plan, boto=ctx.obj)
     assert tuning.plan is not None
     if output == "json":
