@@ -124,7 +124,7 @@ class JobClient:
 
     def _source_paths(self) -> SourcePaths:
         """The user's source dir when this process submitted the job; else paths relative to it."""
-        return SourcePaths.of(self.submission.plan.source.directory) if self.submission else SourcePaths()
+        return SourcePaths.of(self.submission.plan.source_shown) if self.submission else SourcePaths()
 
     def metric_points(
         self, names: list[str] | None = None, period_seconds: int = DEFAULT_PERIOD_SECONDS

@@ -106,6 +106,8 @@ class RemoteFunction:
         by_value = travels_by_value(self.function)
         source_dir = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
         loaded = _spec(self.function, self.options, source_dir)
+        if not by_value:
+            loaded = dataclasses.replace(loaded, source_known_as=_module_root(self.function))
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
@@ -176,14 +178,22 @@ def _requirements(requirements: Any, cloudpickle_version: str) -> str:
 def _module_files(function: Callable[..., Any]) -> dict[str, bytes]:
     """The files of the top-level package (or module) that defines `function`, as the import system finds them
     from the code directory."""
-    top = function.__module__.split(".")[0]
-    module = sys.modules[top]
-    path = Path(module.__file__ or "")
+    path = _top_module_file(function)
     if path.name != "__init__.py":
         return {path.name: path.read_bytes()}
-    root = path.parent
-    return {f"{top}/{file.relative_to(root)}": file.read_bytes() for file in sorted(root.rglob("*.py"))
-            if "__pycache__" not in file.parts}
+    return {f"{path.parent.name}/{file.relative_to(path.parent)}": file.read_bytes()
+            for file in sorted(path.parent.rglob("*.py")) if "__pycache__" not in file.parts}
+
+
+def _module_root(function: Callable[..., Any]) -> Path:
+    """The folder the shipped module files come from (their paths in the code directory are relative to it)."""
+    path = _top_module_file(function)
+    return path.parent.parent if path.name == "__init__.py" else path.parent
+
+
+def _top_module_file(function: Callable[..., Any]) -> Path:
+    """`mymod.py`, or `pkg/__init__.py` for a function of `pkg.sub`."""
+    return Path(sys.modules[function.__module__.split(".")[0]].__file__ or "").resolve()
 
 
 def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: Path) -> Any:

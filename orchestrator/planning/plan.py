@@ -123,6 +123,11 @@ class Plan:
         return self.source.s3_uri(self.target.code_location)
 
     @property
+    def source_shown(self) -> Path:
+        """The folder a failure names the user's files in: the source dir, or the one its copy came from."""
+        return self.loaded.source_known_as or self.source.directory
+
+    @property
     def inputs(self) -> dict[str, str]:
         return self.spec.channel_locations()
 

@@ -119,6 +119,9 @@ class LoadedSpec:
     """Made by `of` from a JobSpec built in Python: no file, every field the caller's."""
     field_words: FieldWords = SPEC_WORDS
     """How fixes tell the user to give a field (in the spec, or as a function job's keyword)."""
+    source_known_as: Path | None = None
+    """The folder the user knows the source as, where source_dir is a copy smtrain made (a function job's module,
+    shipped from its cache): a failure names the user's file there, not the copy."""
 
     @classmethod
     def of(cls, spec: JobSpec) -> LoadedSpec:

@@ -235,6 +235,34 @@ def test_a_cell_function_s_failure_cause_names_its_exception_and_cell_line_and_t
     assert f"{RUNNER}:" not in job.summary().to_html()
 
 
+@pytest.mark.slow  # a local run
+def test_a_module_function_s_failure_is_located_in_the_user_s_file_not_in_smtrain_s_copy_of_it():
+    """Before, the location was the copy in smtrain's cache (`~/.cache/smtrain/remote/<digest>/functions.py:34`)."""
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(functions.divide).run(3, backend="local")
+    job.wait()
+
+    line = functions.divide.__code__.co_firstlineno + 2
+    assert job.failure_cause().location == f"{Path(functions.__file__).resolve()}:{line}"
+
+
+def test_a_package_function_s_files_are_shown_from_the_folder_that_holds_the_package(tmp_path, monkeypatch):
+    package = tmp_path / "project" / "mypkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "steps.py").write_text("def step(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "project"))
+    try:
+        import mypkg.steps
+
+        plan = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
+            mypkg.steps.step).plan(1)
+    finally:
+        sys.modules.pop("mypkg.steps", None), sys.modules.pop("mypkg", None)
+
+    assert plan.source_shown == tmp_path / "project"
+    assert "mypkg/steps.py" in plan.source.files
+
+
 def _text(cell, name: str = "stdout") -> str:
     return "".join(output.get("text", "") for output in cell.outputs
                    if output.output_type == "stream" and output.get("name") == name)

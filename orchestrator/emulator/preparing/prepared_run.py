@@ -137,7 +137,7 @@ class PreparedRun:
     @property
     def source_paths(self) -> SourcePaths:
         """Every host's copy of the code (runs/<job>/algo-N/code/, /opt/ml/code/) and the user's source dir."""
-        return SourcePaths.of(self.plan.source.directory,
+        return SourcePaths.of(self.plan.source_shown,
                               (*(str(host.code_dir) for host in self.layout.hosts), f"{OPT_ML}/code"))
 
     def user_paths(self, text: str) -> str:
