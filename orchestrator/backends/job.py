@@ -89,8 +89,25 @@ class Job:
         try:
             return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
         except KeyboardInterrupt:  # only the wait ends, as on SageMaker: a local run goes on in this process
-            sys.stderr.write(f"smtrain: interrupted the wait; job {self.name} still runs: job.stop() stops it\n")
+            sys.stderr.write(f"smtrain: interrupted the wait; {self._state_after_interrupt()}\n")
             raise
+
+    def _state_after_interrupt(self) -> str:
+        """Where the job is once a wait was interrupted, read again (one status read): it may have ended in the
+        same moment, and "still runs" would then be false. A read that fails says so and leaves the interrupt to
+        go on."""
+        try:
+            current = self.status()
+        except Exception as exc:  # noqa: BLE001 (whatever the read raises must not replace the KeyboardInterrupt)
+            why = getattr(exc, "message", None) or repr(exc)  # a SmtrainError's message, without its fix
+            return (f"job {self.name} may still run (its status could not be read: {why}): job.stop() stops it "
+                    "if it does")
+        if current.is_terminal:
+            why = "; job.failure_cause() says why" if current.status == "Failed" else ""
+            return f"job {self.name} had already ended: {current.status}{why}"
+        if current.status == "Stopping":
+            return f"job {self.name} is stopping already"
+        return f"job {self.name} still runs ({current.status}): job.stop() stops it"
 
     def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
                on_log: Callable[[LogLine], None] | None = None,

@@ -101,14 +101,15 @@ class SageMakerBackend:
 
     def logs(self, job_id: str, *, follow: bool = False, host: str | None = None, tail: int | None = None,
              poll_seconds: float = 10.0) -> Iterator[LogLine]:
-        """A host the job does not have is refused (one DescribeTrainingJob) before any line is read."""
+        """A host the job does not have is refused (one DescribeTrainingJob) before any line is read; a host it
+        has is the only one whose streams are listed and read."""
         job = self.client(job_id)
         if host is not None:
             check_host(job.status(), host)
         if tail is not None and not follow:
-            yield from last_lines(job.tail_lines(tail), host, tail)
+            yield from last_lines(job.tail_lines(tail, host), host, tail)
             return
-        yield from follow_lines(job.log_reader(tail), lambda: not follow or job.status().is_terminal, host,
+        yield from follow_lines(job.log_reader(tail, host), lambda: not follow or job.status().is_terminal, host,
                                 tail, poll_seconds)
 
     def metric_series(self, job_id: str, names: list[str] | None = None,

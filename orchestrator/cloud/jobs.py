@@ -186,28 +186,29 @@ class JobClient:
             raise
         return True
 
-    def tail_lines(self, lines: int) -> list[LogLine]:
-        """The last `lines` lines of each host, hosts in algo-N order: one read per stream, from its end."""
-        return [line for host_lines in self._tails(self.describe(), lines).values() for line in host_lines]
+    def tail_lines(self, lines: int, host: str | None = None) -> list[LogLine]:
+        """The last `lines` lines of each host (only `host`'s streams read when given), hosts in algo-N order: one
+        read per stream, from its end."""
+        return [line for host_lines in self._tails(self.describe(), lines, host).values() for line in host_lines]
 
-    def _tails(self, described: dict[str, Any], lines: int) -> dict[str, list[LogLine]]:
+    def _tails(self, described: dict[str, Any], lines: int, host: str | None = None) -> dict[str, list[LogLine]]:
         from orchestrator.cloud.sdk import client
 
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets))
+        return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets), host=host)
 
-    def log_reader(self, tail: int | None = None) -> LogReader:
+    def log_reader(self, tail: int | None = None, host: str | None = None) -> LogReader:
         """A reader of every host's lines not read before (values of secret-looking variables masked), its
-        first read each stream's last `tail` lines if given."""
+        first read each stream's last `tail` lines if given; only `host`'s streams listed and read when given."""
         from orchestrator.cloud.sdk import client
 
         described = self.describe()
         secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
-        return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets), tail=tail)
+        return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets), tail=tail, host=host)
 
 
 

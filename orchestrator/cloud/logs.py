@@ -3,7 +3,8 @@
 SageMaker writes one stream per host into the log group `/aws/sagemaker/TrainingJobs`, named
 `<job>/algo-<N>-<epoch seconds>`. A `LogReader` remembers how far it has read each stream, so the same reader
 serves a one-off dump (one `read_new()`) and a follow loop (`read_new()` after each poll); given a `tail`, its
-first read starts at each stream's last lines, read from the end.
+first read starts at each stream's last lines, read from the end. Given a `host`, only that host's streams are
+listed and read: one host of sixteen costs one host's GetLogEvents calls, not sixteen (CloudWatch throttles them).
 
 Each stream's events pass through its own `redact.PrivateKeyLines`, so a private key a job printed over several
 lines (several events) shows as one line saying it was hidden.
@@ -37,21 +38,23 @@ class LogReader:
     """Reads the events of a job's streams not read before, including streams that appeared since."""
 
     def __init__(self, logs_client: Any, job_name: str, mask: Callable[[str], str] = str,
-                 tail: int | None = None) -> None:
+                 tail: int | None = None, host: str | None = None) -> None:
         """`tail`: the first read gives each stream's last `tail` lines, read from its end (a stream of
-        gigabytes is not paged through from its start); a stream that appears later is read from its start."""
+        gigabytes is not paged through from its start); a stream that appears later is read from its start.
+        `host`: only that host's streams (e.g. "algo-2"); every host's when None."""
         self._client = logs_client
         self._job_name = job_name
         self._mask = mask
         self._tail = tail
+        self._host = host
         self._tokens: dict[str, str | None] = {}
         self._keys: dict[str, PrivateKeyLines] = {}
         """Per stream, kept between reads: a key whose lines a follow reads in two polls is hidden whole."""
 
     def read_new(self) -> list[LogLine]:
-        """Every host's new events, merged by timestamp (hosts in algo-N order on ties)."""
+        """Every host's (or the one host's) new events, merged by timestamp (hosts in algo-N order on ties)."""
         with aws_errors(f"reading the logs of {self._job_name}"):
-            for stream in stream_names(self._client, self._job_name):
+            for stream in stream_names(self._client, self._job_name, self._host):
                 self._tokens.setdefault(stream, None)
             streams = sorted(self._tokens, key=self._host_order)
             tail = self._tail
@@ -93,16 +96,19 @@ class LogReader:
         return host_order(host_of(stream, self._job_name)), stream
 
 
-def stream_names(logs_client: Any, job_name: str) -> list[str]:
-    """The job's streams, one per host and start (a restarted spot job gets new ones)."""
+def stream_names(logs_client: Any, job_name: str, host: str | None = None) -> list[str]:
+    """The job's streams, one per host and start (a restarted spot job gets new ones); only `host`'s when given,
+    listed by the prefix `<job>/<host>-` and then kept by exact host, so that algo-1 never gets algo-10's."""
     from botocore.exceptions import ClientError
 
+    prefix = f"{job_name}/{host}-" if host else f"{job_name}/"
     paginator = logs_client.get_paginator("describe_log_streams")
     try:
         return [
             stream["logStreamName"]
-            for page in paginator.paginate(logGroupName=LOG_GROUP, logStreamNamePrefix=f"{job_name}/")
+            for page in paginator.paginate(logGroupName=LOG_GROUP, logStreamNamePrefix=prefix)
             for stream in page["logStreams"]
+            if host is None or host_of(stream["logStreamName"], job_name) == host
         ]
     except ClientError as exc:
         # The log group only exists once some job in the region has logged; until then there is nothing.
@@ -111,25 +117,24 @@ def stream_names(logs_client: Any, job_name: str) -> list[str]:
         raise
 
 
-def tail(
-    logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str], str] = str
-) -> dict[str, list[LogLine]]:
-    """The last `lines` log lines of each host, oldest first, hosts in algo-N order: one GetLogEvents call per
-    stream, read from the end, however long the job has run. MAX_PRIVATE_KEY_LINES more are read before them, so
-    that a private key whose BEGIN line lies before the last lines is still hidden whole."""
+def tail(logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str], str] = str,
+         host: str | None = None) -> dict[str, list[LogLine]]:
+    """The last `lines` log lines of each host (only `host`'s when given), oldest first, hosts in algo-N order: one
+    GetLogEvents call per stream, read from the end, however long the job has run. MAX_PRIVATE_KEY_LINES more are
+    read before them, so that a private key whose BEGIN line lies before the last lines is still hidden whole."""
     by_host: dict[str, list[LogLine]] = {}
     with aws_errors(f"reading the logs of {job_name}"):
-        for stream in stream_names(logs_client, job_name):
-            host = host_of(stream, job_name)
+        for stream in stream_names(logs_client, job_name, host):
+            stream_host = host_of(stream, job_name)
             events, _ = _last_events(logs_client, stream, lines + MAX_PRIVATE_KEY_LINES)
             keys = PrivateKeyLines(mask)
-            shown = _shown(host, events, keys)
+            shown = _shown(stream_host, events, keys)
             if events:  # a key still open at the stream's end (the job may still be printing it)
-                shown += [LogLine(host, events[-1]["timestamp"], marker) for marker in keys.end()]
-            by_host.setdefault(host, []).extend(shown)
+                shown += [LogLine(stream_host, events[-1]["timestamp"], marker) for marker in keys.end()]
+            by_host.setdefault(stream_host, []).extend(shown)
     return {
-        host: sorted(by_host[host], key=lambda line: line.timestamp_ms)[-lines:]
-        for host in sorted(by_host, key=host_order)
+        each: sorted(by_host[each], key=lambda line: line.timestamp_ms)[-lines:]
+        for each in sorted(by_host, key=host_order)
     }
 
 

@@ -1,28 +1,85 @@
 """Ctrl-C in `job.wait()` ends the wait, not the job (as on SageMaker, a local run goes on in this process's
-thread): the wait says so once, with how to stop it, and the KeyboardInterrupt still reaches the caller."""
+thread): the wait reads the status once more and says where the job is, with how to stop it while it runs, and the
+KeyboardInterrupt still reaches the caller. The job may have ended in the same moment: then "still runs" is false."""
 
 from __future__ import annotations
 
 import pytest
+from job_fakes import described
 
 from orchestrator.backends.job import Job
+from orchestrator.backends.sagemaker import SageMakerBackend
+from orchestrator.observing.job_status import JobStatus
 
 
 class _InterruptedBackend:
-    """A local backend whose status read is where Ctrl-C lands."""
+    """A local backend whose first status read is where Ctrl-C lands; the read after it finds `after`."""
 
     name = "local"
     poll_seconds = 0.0
 
+    def __init__(self, after: str) -> None:
+        self._reads = [KeyboardInterrupt(), JobStatus.from_description(described("train-1", after, after), "local")]
+
     def describe(self, job_id):
-        raise KeyboardInterrupt
+        read = self._reads.pop(0)
+        if isinstance(read, BaseException):
+            raise read
+        return read
+
+    def notices(self, job_id):
+        return []
+
+    def submission(self, job_id):
+        return None
 
 
 def test_ctrl_c_in_wait_says_once_that_the_job_still_runs_and_how_to_stop_it_then_reraises(capsys):
-    job = Job(_InterruptedBackend(), "runs/train-1")
+    job = Job(_InterruptedBackend("InProgress"), "runs/train-1")
 
     with pytest.raises(KeyboardInterrupt):
         job.wait()
 
     said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "job train-1 still runs: job.stop() stops it" in said
+    assert said.count("\n") == 1 and "job train-1 still runs (InProgress): job.stop() stops it" in said
+
+
+def test_ctrl_c_as_the_local_run_ends_says_it_ended_not_that_it_runs(capsys):
+    job = Job(_InterruptedBackend("Completed"), "runs/train-1")
+
+    with pytest.raises(KeyboardInterrupt):
+        job.wait()
+
+    said = capsys.readouterr().err
+    assert said == "smtrain: interrupted the wait; job train-1 had already ended: Completed\n"
+
+
+def _interrupt(_status: JobStatus) -> None:
+    raise KeyboardInterrupt  # Ctrl-C while the wait handles a poll
+
+
+def test_ctrl_c_as_a_sagemaker_job_fails_reads_its_status_once_and_says_it_ended(stubbed, capsys):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("tiny-w", "InProgress", "Training"))
+    sagemaker.add_response("describe_training_job", described("tiny-w", "Failed", "Failed"))
+
+    with pytest.raises(KeyboardInterrupt):
+        Job(SageMakerBackend(stubbed), "tiny-w").wait(poll_seconds=0, on_status=_interrupt)
+
+    said = capsys.readouterr().err
+    assert said == ("smtrain: interrupted the wait; job tiny-w had already ended: Failed; job.failure_cause() says "
+                    "why\n")  # and the Stubber fails the test on a third call
+
+
+def test_ctrl_c_in_a_sagemaker_wait_whose_status_read_fails_still_reraises_the_interrupt(stubbed, capsys):
+    sagemaker = stubbed.stubbers["sagemaker"]
+    sagemaker.add_response("describe_training_job", described("tiny-w", "InProgress", "Training"))
+    sagemaker.add_client_error("describe_training_job", service_error_code="ThrottlingException",
+                               service_message="Rate exceeded", http_status_code=400)
+
+    with pytest.raises(KeyboardInterrupt):
+        Job(SageMakerBackend(stubbed), "tiny-w").wait(poll_seconds=0, on_status=_interrupt)
+
+    said = capsys.readouterr().err
+    assert said.startswith("smtrain: interrupted the wait; job tiny-w may still run (its status could not be read: ")
+    assert "Rate exceeded" in said and said.endswith("job.stop() stops it if it does\n") and said.count("\n") == 1

@@ -1,8 +1,8 @@
 """`smtrain tune` meets hostile input: secret-looking tuned values are masked everywhere and never on a
 command line, tuned names and values reach the trial verbatim and finite, a huge grid is lazy, a huge log line
 costs nothing, `tune validate` refuses what `tune plan` refuses, and `tune local` is a supervisor: Ctrl-C or
-SIGTERM ends every trial and leaves the results (the search Stopped), its folder is held, and another search's
-results are never overwritten."""
+SIGTERM ends every trial and leaves the results (the search Stopped, the best so far named with its values and run
+directory), its folder is held, and another search's results are never overwritten."""
 
 from __future__ import annotations
 
@@ -279,6 +279,55 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         # what finished, as no table follows, and how to go on: only the same folder continues the search
         assert "interrupted after 2 trials of 2 (2 stopped); no best trial yet; results in " in console.read_text()
         assert f"the same command with --run-dir {folder} continues the search" in console.read_text()
+    finally:
+        tune.kill()
+        for pid in scripts:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+QUICK_THEN_SLEEPER = """import json, os, pathlib, time, uuid
+if json.loads(os.environ["SM_HPS"])["mode"] == "sleep":
+    pathlib.Path(os.environ["PID_FOLDER"], uuid.uuid4().hex).write_text("")
+    print("loss=0.9", flush=True)
+    time.sleep(600)
+print("loss=0.25", flush=True)
+"""
+
+
+@pytest.mark.slow  # two real trials, one after the other
+def test_ctrl_c_after_a_finished_trial_names_the_best_its_values_and_run_directory_and_leaves_no_process(
+        search, tmp_path):
+    """Whoever stops a search early often means to take its best trial: the summary says which, with the values
+    it got and where its run directory is, as the finished search's `best:` line does; the running trial stops,
+    every process the search started with it, and the search exits 130."""
+    (tmp_path / "train.py").write_text(QUICK_THEN_SLEEPER)
+    search.write_text("job: job.yaml\nobjective: {metric: loss, type: Minimize}\nstrategy: Grid\n"
+                      "parameters:\n  mode: {type: categorical, values: [quick, sleep]}\nmax_parallel_jobs: 1\n")
+    pids, folder = tmp_path / "pids", tmp_path / "out"
+    pids.mkdir()
+    environment = {**os.environ, "PID_FOLDER": str(pids), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "orchestrator", "tune", "local", str(search), "--run-dir", str(folder)]
+    console = tmp_path / "console.txt"
+    with open(console, "w") as written:
+        tune = subprocess.Popen(command, env=environment, stdout=written, stderr=subprocess.STDOUT, text=True)
+    scripts: list[int] = []
+    try:
+        _wait_for(lambda: len(list(pids.iterdir())) == 1, "the second trial's script to start")
+        scripts = _scripts(pids)
+        started = [*_processes(scripts), *psutil.Process(tune.pid).children(recursive=True)]
+        tune.send_signal(signal.SIGINT)
+        tune.wait(timeout=600)
+        said = console.read_text()
+        assert tune.returncode == 130, said[-4000:]
+        _wait_for_end(started, "the running trial's processes", seconds=60)
+        first = json.loads((folder / "tuning.json").read_text())["trials"][0]
+        assert first["status"] == "Completed" and first["objective"] == 0.25 and Path(first["run_dir"]).is_dir()
+        assert (f"interrupted after 2 trials of 2 (1 completed, 1 stopped); best so far {first['name']}, "
+                f"loss = 0.25, {{'mode': 'quick'}}, run directory {first['run_dir']}; results in {folder} "
+                "(tuning.json, a run directory per trial)") in said, said[-4000:]
     finally:
         tune.kill()
         for pid in scripts:

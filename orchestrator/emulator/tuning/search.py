@@ -241,14 +241,16 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
 
 def _interrupted_summary(result: SearchResult) -> str:
     """What an interrupted search leaves, as the CLI prints no table after Ctrl-C, and how to go on with it: the
-    default folder is named anew by each run, so only the same --run-dir continues the search."""
+    best so far as the finished search's `best:` line names it (values, masked, and run directory), since
+    whoever stops a search early often means to take that trial; the default folder is named anew by each run, so
+    only the same --run-dir continues the search."""
     counts = ", ".join(f"{count} {status_words(status)}" for status, count in counts_of(result.trials).items() if count)
     winner = result.best
-    best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}" if winner
-                   else "no best trial yet")
+    best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}, {winner.hyperparameters}, "
+                   f"run directory {winner.run_dir}" if winner else "no best trial yet")
     return (f"tuning {result.name}: interrupted after {counted(len(result.trials), 'trial')} of {result.max_jobs} "
-            f"({counts or 'none ran'}); {best_so_far}; results in {result.run_dir}; the same command with "
-            f"--run-dir {result.run_dir} continues the search")
+            f"({counts or 'none ran'}); {best_so_far}; results in {result.run_dir} (tuning.json, a run directory "
+            f"per trial); the same command with --run-dir {result.run_dir} continues the search")
 
 
 def search_settings(loaded: LoadedTuning) -> str:
