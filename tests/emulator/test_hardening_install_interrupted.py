@@ -1,6 +1,7 @@
 """SIGTERM or SIGHUP while requirements.txt installs stops smtrain as Ctrl-C does: pip (and what it
-started) is killed and waited for, result.json says Interrupted, exit 130. pip is held mid-install by an index on
-127.0.0.1 that accepts its connection and never answers."""
+started) is killed and waited for, result.json says Interrupted, exit 130, and pip's temporary folders are not left
+in the machine's temporary folder. pip is held mid-install by an index on 127.0.0.1 that accepts its connection and
+never answers."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def _pip_processes(root: psutil.Process) -> list[psutil.Process]:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_termination_during_the_install_ends_pip_and_writes_the_result(tmp_path, monkeypatch, signum):
     monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))
+    machine_tmp = tmp_path / "machine-tmp"  # this shell's TMPDIR, where pip put its folders (they stayed there)
+    machine_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(machine_tmp))
     with socket.socket() as index:
         index.bind(("127.0.0.1", 0))
         index.listen(8)
@@ -67,3 +71,5 @@ def test_a_termination_during_the_install_ends_pip_and_writes_the_result(tmp_pat
         time.sleep(0.1)
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "Interrupted" and result["exit_code"] == 130
+    assert sorted(path.name for path in machine_tmp.iterdir()) == []
+    assert not list((tmp_path / "cache").glob("overlays/*/.pip-tmp"))

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable
@@ -119,8 +120,14 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
                        timeout=120)
         # The overlay sees the packages `python` has (its venv's site-packages included), after its own.
         (_site_packages(directory) / "_smtrain_base_packages.pth").write_text("\n".join(environment["paths"]) + "\n")
+        # pip's temporary folders (builds, isolated build environments) in the entry it builds: a killed pip
+        # leaves them where the half-built entry is removed, not in the machine's /tmp.
+        scratch = directory / _PIP_SCRATCH
+        scratch.mkdir()
         result = _run_to_the_end([str(directory / "bin" / "python"), "-m", "pip", "install",
-                                  "--disable-pip-version-check", "--no-input", *pip_args[1:]], code_dir)
+                                  "--disable-pip-version-check", "--no-input", *pip_args[1:]], code_dir,
+                                 {**os.environ, "TMPDIR": str(scratch)})
+        shutil.rmtree(scratch, ignore_errors=True)
         output.append(result.stdout + result.stderr)
         if result.returncode != 0:
             raise InstallFailed(error_class, f"{python} -m pip {' '.join(pip_args)}", result.returncode,
@@ -136,6 +143,9 @@ def install_user_code(python: str, code_dir: Path, kind: EntryPointType, source_
     return Overlay(root=root, site_packages=site_packages, freshly_installed=fresh, pip_output="".join(output),
                    replaced=_replaced(environment["dists"], site_packages))
 
+
+_PIP_SCRATCH = ".pip-tmp"
+"""pip's TMPDIR, inside the overlay it builds, removed when pip ends."""
 
 _PATH_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable"})
 _INDEX_OPTIONS = frozenset({"-f", "--find-links", "-i", "--index-url", "--extra-index-url"})
@@ -213,12 +223,12 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _run_to_the_end(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run_to_the_end(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """pip in a session and a PID namespace of its own: when smtrain is interrupted (Ctrl-C, SIGTERM, SIGHUP) or
     pip times out, pip and every build it started are killed and waited for, never left running; when pip ends,
     so does whatever a build hook started (a daemon holding pip's output open would otherwise hang the read)."""
-    with subprocess.Popen(contained(command), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as process:
+    with subprocess.Popen(contained(command), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=_PIP_TIMEOUT_SECONDS)
         except BaseException:
