@@ -5,6 +5,7 @@
     plan = orchestrator.plan({"name": "mlp", "entry_point": "train.py", ...})   # a spec as a dict, checked as a file
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
+    job = orchestrator.submit(spec, region="eu-west-1")   # another region than the session's (`--set region=`)
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
     best = tuning.best_job()              # the best trial as a Job, as for a search run here (Tuning.attach)
 """
@@ -48,18 +49,20 @@ def __getattr__(name: str) -> Any:
 
 @naming_keywords
 def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None = None,
-         max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
+         max_source_bytes: int = DEFAULT_MAX_BYTES, region: str | None = None) -> Plan:
     """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
     without the backend's AWS session when none is needed): applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
-    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan. A plan made for a local run is
-    planned again from its spec, under its job name; a SageMaker plan is returned as it is.
+    defaults, infra stack, Studio, the SDK's default bucket), then builds the plan. `region` replaces the spec's,
+    as `smtrain plan --set region=X` does, so it outranks $AWS_REGION and the session's. A plan made for a local
+    run, or for another region than `region`, is planned again from its spec, under its job name; a SageMaker plan
+    is returned as it is.
 
     Raises:
         SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
         or a broken SDK defaults file.
     """
     return plan_on_sagemaker(spec if isinstance(spec, Plan) else _loaded(spec), boto, job_name=job_name,
-                             max_source_bytes=max_source_bytes)
+                             max_source_bytes=max_source_bytes, region=region)
 
 
 def _loaded(spec: SpecLike) -> LoadedSpec:
@@ -82,23 +85,27 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
 
 
 @naming_keywords
-def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None) -> Job:
-    """Plans (a Plan for SageMaker is sent as it is, a local run's is planned again, as `run` plans it), uploads the
-    source once, creates the job once; returns its `Job`, the same handle `run` returns, with `.submission` saying
-    what was sent."""
+def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None,
+           region: str | None = None, max_source_bytes: int = DEFAULT_MAX_BYTES) -> Job:
+    """Plans as `plan` does (a Plan for SageMaker is sent as it is; a local run's, or one for another region than
+    `region`, is planned again), uploads the source once, creates the job once, in the plan's region; returns its
+    `Job`, the same handle `run` returns, with `.submission` saying what was sent."""
     from orchestrator.backends.job import Job
     from orchestrator.backends.sagemaker import SageMakerBackend
 
-    job_plan = plan(spec_or_plan, job_name=job_name, boto=boto)
+    job_plan = plan(spec_or_plan, job_name=job_name, boto=boto, region=region, max_source_bytes=max_source_bytes)
     backend = SageMakerBackend(boto, job_plan.target.region)
     return Job(backend, backend.schedule(job_plan), job_plan)
 
 
-def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None, **options: Any) -> Job:
+def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None, region: str | None = None,
+        **options: Any) -> Job:
     """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
 
     Args:
-        backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`).
+        backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`,
+            as `submit` does it).
+        region: a SageMaker job's region, replacing the spec's (see `plan`).
         options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
             flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
 
@@ -112,6 +119,10 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     from orchestrator.backends.job import Job
 
     chosen: Backend
+    if backend == "local" and region is not None:
+        raise SpecError("region= says where a SageMaker job goes, not a local run",
+                        fix='pass backend="sagemaker", or leave it out (a local run\'s job sees the spec\'s '
+                            "`region:`)")
     if backend == "local":
         from orchestrator.backends.local import LocalBackend
         from orchestrator.emulator.run_options import options_from
@@ -121,9 +132,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         raise SpecError(f"a SageMaker job takes no local run options: {', '.join(options)}",
                         fix="leave them out, or pass backend=\"local\"")
     elif backend == "sagemaker":
-        from orchestrator.backends.sagemaker import SageMakerBackend
-
-        chosen = SageMakerBackend(boto)
+        return submit(spec_or_plan, boto=boto, region=region)
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
@@ -158,10 +167,13 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
     return estimator_for(job_plan, sagemaker_session)
 
 
+@naming_keywords
 def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, boto: Any | None = None,
-                overrides: tuple[str, ...] = (), max_source_bytes: int = DEFAULT_MAX_BYTES) -> TuningPlan:
-    """Plans a tuning job from a tuning spec: where it goes (as `plan`), then its CreateHyperParameterTuningJob
-    request, whose training definition is the job spec's single-job request.
+                overrides: tuple[str, ...] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
+                region: str | None = None) -> TuningPlan:
+    """Plans a tuning job from a tuning spec: where it goes (as `plan`; `region` replaces the job spec's, as
+    `--set region=X` does), then its CreateHyperParameterTuningJob request, whose training definition is the job
+    spec's single-job request.
 
     Raises:
         SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
@@ -170,20 +182,32 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
     from orchestrator.specs.loader import LoadedTuning, load_tuning
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
-    job, target = resolve(loaded.job, boto)
+    job, target = resolve(loaded.job if region is None else loaded.job.in_region(region), boto)
     return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=name,
                              max_source_bytes=max_source_bytes)
 
 
+@naming_keywords
 def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto: Any | None = None,
-                  name: str | None = None) -> Tuning:
-    """Plans (unless given a TuningPlan), uploads the source once, creates the tuning job once; its handle, the
-    same `Tuning` that `Tuning.attach` gives for a search run on either backend."""
+                  name: str | None = None, region: str | None = None,
+                  max_source_bytes: int = DEFAULT_MAX_BYTES) -> Tuning:
+    """Plans as `plan_tuning` does (unless given a TuningPlan), uploads the source once, creates the tuning job once,
+    in the plan's region; its handle, the same `Tuning` that `Tuning.attach` gives for a search run on either
+    backend.
+
+    Raises:
+        SpecError: a TuningPlan made for another region than `region` (plan the tuning spec again with it).
+    """
     from orchestrator.backends.tuning import SageMakerTuning, Tuning
     from orchestrator.cloud.tuning import submit_tuning_plan
     from orchestrator.planning.tuning import TuningPlan
 
-    tuning_plan = spec_or_plan if isinstance(spec_or_plan, TuningPlan) else plan_tuning(spec_or_plan, name=name,
-                                                                                        boto=boto)
+    if not isinstance(spec_or_plan, TuningPlan):
+        tuning_plan = plan_tuning(spec_or_plan, name=name, boto=boto, region=region, max_source_bytes=max_source_bytes)
+    elif region not in (None, spec_or_plan.job.target.region):
+        raise SpecError(f"this tuning plan goes to {spec_or_plan.job.target.region}, not {region}",
+                        fix=f'plan it again for {region}: submit_tuning(<the tuning spec>, region="{region}")')
+    else:
+        tuning_plan = spec_or_plan
     created = submit_tuning_plan(tuning_plan, boto=boto)
     return Tuning(SageMakerTuning(created.boto), created.name, created.plan)

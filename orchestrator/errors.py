@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
@@ -80,31 +80,36 @@ class JobFailed(SmtrainError):
 def naming_keywords(function: _Function) -> _Function:
     """For a function of the Python API: its errors name its keyword (`region=`, `backend="local"`) where their
     text, written once for the CLI and the API, names the CLI's option of that name (`--region`,
-    `--backend=local`). A command in backticks (`aws s3 mb ... --region x`) is left as it is. (A local run's notices
-    name its switches as keywords by their declarations: emulator/run_options.py.)"""
-    keywords = set(inspect.signature(function).parameters)
-
-    def keyword(option: re.Match[str]) -> str:
-        name = option[1].replace("-", "_")
-        if name not in keywords:
-            return option[0]
-        return f'{name}="{option[2]}"' if option[2] else f"{name}="
-
-    def said(text: str) -> str:
-        return "`".join(part if quoted % 2 else _OPTION.sub(keyword, part)
-                        for quoted, part in enumerate(text.split("`")))
+    `--backend=local`), by `in_keywords`."""
+    keywords = {"--" + name.replace("_", "-"): f"{name}=" for name in inspect.signature(function).parameters}
 
     @functools.wraps(function)
     def called(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
         except SmtrainError as error:
-            error.message = said(error.message)
-            error.fix = said(error.fix) if error.fix else error.fix
+            error.message = in_keywords(error.message, keywords)
+            error.fix = in_keywords(error.fix, keywords) if error.fix else error.fix
             error.args = (error.message,)
             raise
 
     return called  # type: ignore[return-value]
+
+
+def in_keywords(text: str, keywords: Mapping[str, str]) -> str:
+    """`text`, written once for the CLI and the API, as a Python caller reads it: each CLI option that `keywords`
+    maps is written as the keyword that does the same (`--region` as `region=`, a switch such as
+    `--no-gpu-standin` as `gpu_standin=False`), an option with its value (`--backend=local`) as the keyword with
+    it (`backend="local"`). Options it does not map, and a command in backticks (`aws s3 mb ... --region x`), keep
+    the CLI's words."""
+    def keyword(option: re.Match[str]) -> str:
+        said = keywords.get(f"--{option[1]}")
+        if said is None or (option[2] and not said.endswith("=")):
+            return option[0]
+        return f'{said}"{option[2]}"' if option[2] else said
+
+    parts = text.split("`")
+    return "`".join(part if quoted % 2 else _OPTION.sub(keyword, part) for quoted, part in enumerate(parts))
 
 
 def install_extra(extra: str) -> str:

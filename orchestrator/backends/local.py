@@ -25,9 +25,9 @@ from orchestrator.emulator.local_run import QuietObserver, run_local
 from orchestrator.emulator.instances.standin import TURN_OFF
 from orchestrator.emulator.preparing.layout import TENSORBOARD_DIR, read_result
 from orchestrator.emulator.preparing.prepared_run import check_run_input
-from orchestrator.emulator.run_options import Options, in_keywords
+from orchestrator.emulator.run_options import Options, switch_keywords
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
-from orchestrator.errors import DamagedRun, SmtrainError
+from orchestrator.errors import DamagedRun, SmtrainError, in_keywords
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
@@ -289,10 +289,11 @@ class _KeptNotices(QuietObserver):
         self._function_job = function_job
 
     def notice(self, text: str) -> None:
-        text = in_keywords(text)
+        switches = switch_keywords()
+        text = in_keywords(text, switches)
         if text.startswith(STANDIN_NOTICE_START):
             if self._function_job:  # the keyword it names is not one that run() takes
-                text = text.replace(in_keywords(TURN_OFF), FUNCTION_JOB_SWITCHES)
+                text = text.replace(in_keywords(TURN_OFF, switches), FUNCTION_JOB_SWITCHES)
             self._kept.append(text)
             logger.warning("%s", text)
         else:

@@ -80,15 +80,16 @@ def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Ta
 
 
 def plan_on_sagemaker(spec: LoadedSpec | Plan, boto: Any | None = None, *, job_name: str | None = None,
-                      max_source_bytes: int = DEFAULT_MAX_BYTES) -> Plan:
+                      max_source_bytes: int = DEFAULT_MAX_BYTES, region: str | None = None) -> Plan:
     """The one way a spec is planned for SageMaker (`SageMakerBackend.plan`, `orchestrator.plan`, `smtrain plan`):
-    resolved where it goes, then built. A plan made for another place (a local run's) is planned again from its
-    spec, under its job name; a SageMaker plan is returned as it is."""
+    resolved where it goes, then built. `region` replaces the spec's, as `--set region=X` does. A plan made for
+    another place (a local run's, or another region's) is planned again from its spec, under its job name; a
+    SageMaker plan is returned as it is."""
     if isinstance(spec, Plan):
-        if spec.target.output_path.startswith("s3://"):
+        if spec.target.output_path.startswith("s3://") and region in (None, spec.target.region):
             return spec
         spec, job_name = spec.loaded, job_name or spec.job_name
-    completed, target = resolve(spec, boto)
+    completed, target = resolve(spec if region is None else spec.in_region(region), boto)
     return build_plan(completed, target, job_name=job_name, max_source_bytes=max_source_bytes)
 
 

@@ -168,14 +168,12 @@ def flag_of(name: str) -> str:
     return declaration.flag_of(Options, name)
 
 
-def in_keywords(text: str) -> str:
-    """`text` with each switch's flag written as the keyword that does the same (`--no-gpu-standin` as
-    `gpu_standin=False`): a notice of a run started from Python names what Python takes, not `smtrain local`'s
+def switch_keywords() -> dict[str, str]:
+    """Each switch's flag and the keyword that does the same (`--no-gpu-standin`: `gpu_standin=False`), for
+    `errors.in_keywords`: a notice of a run started from Python names what Python takes, not `smtrain local`'s
     flags."""
-    for name, option in declarations().items():
-        if option.takes == "flag":
-            text = text.replace(flag_of(name), f"{name}={not default_of(name)}")
-    return text
+    return {flag_of(name): f"{name}={not default_of(name)}"
+            for name, option in declarations().items() if option.takes == "flag"}
 
 
 def command_words(options: Options) -> list[str]:

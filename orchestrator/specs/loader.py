@@ -129,6 +129,19 @@ class LoadedSpec:
         the API's edge wraps one so that everything below it takes one input type."""
         return cls(spec=spec, findings=check(spec), path=None, built_in_python=True)
 
+    def in_region(self, region: str) -> LoadedSpec:
+        """This spec sent to `region` instead of its own: `--set region=X` for a spec already loaded (the API's
+        `region=`), so the region outranks the environment's and the session's as the spec's own does, and the
+        plan names the override as its origin.
+
+        Raises:
+            SpecError: `region` is not a region's name (an empty one would silently mean the environment's).
+        """
+        if not isinstance(region, str) or not region.strip():
+            raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
+        return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
+                                   _overrides={**self._overrides, ("region",): f"region={region}"})
+
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
 

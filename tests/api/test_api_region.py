@@ -1,0 +1,155 @@
+"""The notebook API's `region=` (what `--set region=X` does on the command line: the job goes there, whatever the
+session's region) and `submit_tuning`'s source limit, against moto's server."""
+
+from __future__ import annotations
+
+import os
+
+import boto3
+import pytest
+from click.testing import CliRunner
+
+import orchestrator
+from orchestrator.cli.main import main
+from orchestrator.errors import SpecError
+
+ELSEWHERE = "eu-west-1"
+"""Not the session's region: the `aws` fixture sets AWS_REGION and AWS_DEFAULT_REGION to us-east-1."""
+EU_BUCKET = "smtrain-test-eu"
+SEARCH = """\
+job: tiny.yaml
+name: tiny-search
+objective: {metric: "train:loss", type: Minimize}
+strategy: Random
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1, scaling: Logarithmic}
+max_jobs: 4
+max_parallel_jobs: 2
+"""
+
+
+@pytest.fixture
+def eu_spec(write_spec, aws):
+    """A job spec naming no region, writing to a bucket in eu-west-1 (SageMaker writes only to its own region's)."""
+    boto3.client("s3", region_name=ELSEWHERE).create_bucket(
+        Bucket=EU_BUCKET, CreateBucketConfiguration={"LocationConstraint": ELSEWHERE})
+    return write_spec(output_path=f"s3://{EU_BUCKET}/outputs/", inputs={"train": f"s3://{EU_BUCKET}/data/"})
+
+
+def _training_jobs(region: str) -> list[str]:
+    listed = boto3.client("sagemaker", region_name=region).list_training_jobs()["TrainingJobSummaries"]
+    return [job["TrainingJobName"] for job in listed]
+
+
+@pytest.mark.parametrize("send", [
+    lambda spec: orchestrator.submit(spec, region=ELSEWHERE),
+    lambda spec: orchestrator.run(spec, backend="sagemaker", region=ELSEWHERE),
+    lambda spec: orchestrator.submit(orchestrator.plan(spec), region=ELSEWHERE),  # a plan for us-east-1, again
+], ids=["submit", "run", "submit-a-plan-for-the-session-s-region"])
+def test_a_job_goes_to_the_region_named_not_the_session_s(eu_spec, send):
+    """Before, plan, submit and run had no `region=`: a notebook whose job must run in another region than its
+    session's could not say so (the CLI says `--set region=X`)."""
+    job = send(eu_spec)
+
+    assert job.plan.target.region == ELSEWHERE
+    assert _training_jobs(ELSEWHERE) == [job.name] and _training_jobs("us-east-1") == []
+
+
+def test_region_outranks_the_spec_s_own_as_set_does(write_spec):
+    """The precedence of `smtrain plan --set region=X`: the keyword replaces the spec's `region:`, and the plan
+    names it as the region's origin."""
+    planned = orchestrator.plan(write_spec(region="us-west-2"), region=ELSEWHERE)
+
+    assert planned.target.region == ELSEWHERE and planned.spec.region == ELSEWHERE
+    assert f".{ELSEWHERE}.amazonaws.com/" in planned.create_training_job_request["AlgorithmSpecification"][
+        "TrainingImage"]
+    assert planned.sources["region"].to_dict() == {"from": "--set", "where": f"--set region={ELSEWHERE}"}
+
+
+def test_run_on_sagemaker_sends_a_spec_naming_its_region_there(write_spec, aws):
+    """Before, `run(backend="sagemaker")` opened its session in the environment's region and planned the spec's:
+    a spec naming another region was refused with "the boto3 session is for us-east-1 but the plan targets
+    eu-west-1", where `submit` and `smtrain submit` sent it."""
+    boto3.client("s3", region_name=ELSEWHERE).create_bucket(
+        Bucket=EU_BUCKET, CreateBucketConfiguration={"LocationConstraint": ELSEWHERE})
+
+    job = orchestrator.run(write_spec(region=ELSEWHERE, output_path=f"s3://{EU_BUCKET}/outputs/"),
+                           backend="sagemaker")
+
+    assert _training_jobs(ELSEWHERE) == [job.name]
+
+
+def test_a_region_without_images_is_refused_as_the_cli_refuses_it(write_spec, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    spec = write_spec()
+    cli = CliRunner().invoke(main, ["plan", str(spec), "--set", "region=nowhere-1"])
+
+    for call in (lambda: orchestrator.plan(spec, region="nowhere-1"),
+                 lambda: orchestrator.submit(spec, region="nowhere-1"),
+                 lambda: orchestrator.run(spec, backend="sagemaker", region="nowhere-1"),
+                 lambda: orchestrator.plan_tuning(_search(spec), region="nowhere-1")):
+        with pytest.raises(SpecError) as raised:
+            call()
+        assert cli.exit_code == 2 and cli.stderr == f"Error: {raised.value}\n"
+        assert "no SageMaker PyTorch training images are published in region 'nowhere-1'" in str(raised.value)
+
+
+@pytest.mark.parametrize("region", ["", "  ", 1])
+def test_a_region_that_names_none_is_refused_not_taken_for_the_environment_s(write_spec, region):
+    with pytest.raises(SpecError, match="is no AWS region's name"):
+        orchestrator.plan(write_spec(), region=region)
+
+
+def test_a_local_run_takes_no_region(write_spec):
+    with pytest.raises(SpecError, match="region= says where a SageMaker job goes, not a local run"):
+        orchestrator.run(write_spec(), region=ELSEWHERE)
+
+
+def _search(job_spec) -> str:
+    path = job_spec.parent / "search.yaml"
+    path.write_text(SEARCH.replace("tiny.yaml", job_spec.name))
+    return str(path)
+
+
+def test_a_tuning_job_goes_to_the_region_named(eu_spec):
+    tuning = orchestrator.submit_tuning(_search(eu_spec), region=ELSEWHERE)
+
+    assert tuning.plan.job.target.region == ELSEWHERE
+    listed = boto3.client("sagemaker", region_name=ELSEWHERE).list_hyper_parameter_tuning_jobs()
+    assert [item["HyperParameterTuningJobName"] for item in listed["HyperParameterTuningJobSummaries"]] == [tuning.name]
+    assert boto3.client("sagemaker").list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"] == []
+
+
+def test_a_tuning_plan_for_another_region_is_refused_not_sent_elsewhere(write_spec, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    tuning_plan = orchestrator.plan_tuning(_search(write_spec()))
+
+    with pytest.raises(SpecError, match=f"this tuning plan goes to us-east-1, not {ELSEWHERE}"):
+        orchestrator.submit_tuning(tuning_plan, region=ELSEWHERE)
+
+
+def test_submit_tuning_refuses_a_source_over_its_limit_as_tune_submit_does(write_spec, tmp_path, monkeypatch):
+    """Before, `submit_tuning` had no `max_source_bytes` (`plan_tuning` and `tune submit --max-source-mb` have
+    it): a source over the default 100 MB could not be tuned from a notebook without planning first."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    search = _search(write_spec())
+    (tmp_path / "src" / "weights.bin").write_bytes(os.urandom(300_000))  # random: it does not compress
+    cli = CliRunner().invoke(main, ["tune", "submit", search, "--max-source-mb", "0.1"])
+
+    with pytest.raises(SpecError) as raised:
+        orchestrator.submit_tuning(search, max_source_bytes=100_000)
+
+    assert cli.exit_code == 2 and cli.stderr == f"Error: {raised.value}\n"
+    assert "packs to more than the 100.0 kB limit" in str(raised.value)
+
+
+def test_submit_refuses_a_source_over_its_limit_as_smtrain_submit_does(write_spec, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    spec = write_spec()
+    (tmp_path / "src" / "weights.bin").write_bytes(os.urandom(300_000))
+    cli = CliRunner().invoke(main, ["submit", str(spec), "--max-source-mb", "0.1"])
+
+    with pytest.raises(SpecError) as raised:
+        orchestrator.submit(spec, max_source_bytes=100_000)
+
+    assert cli.exit_code == 2 and cli.stderr == f"Error: {raised.value}\n"
