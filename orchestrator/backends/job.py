@@ -93,21 +93,25 @@ class Job:
             raise
 
     def _state_after_interrupt(self) -> str:
-        """Where the job is once a wait was interrupted, read again (one status read): it may have ended in the
-        same moment, and "still runs" would then be false. A read that fails says so and leaves the interrupt to
-        go on."""
-        try:
-            current = self.status()
-        except Exception as exc:  # noqa: BLE001 (whatever the read raises must not replace the KeyboardInterrupt)
-            why = getattr(exc, "message", None) or repr(exc)  # a SmtrainError's message, without its fix
-            return (f"job {self.name} may still run (its status could not be read: {why}): job.stop() stops it "
-                    "if it does")
+        """Where the job is once a wait was interrupted, in the API's words."""
+        current, why = self.status_read_again()
+        if current is None:
+            return f"job {self.name} may still run (its status could not be read: {why}): job.stop() stops it if it does"
         if current.is_terminal:
             why = "; job.failure_cause() says why" if current.status == "Failed" else ""
             return f"job {self.name} had already ended: {current.status}{why}"
         if current.status == "Stopping":
             return f"job {self.name} is stopping already"
         return f"job {self.name} still runs ({current.status}): job.stop() stops it"
+
+    def status_read_again(self) -> tuple[JobStatus | None, str | None]:
+        """The status read once more after a wait was interrupted (the job may have ended in the same moment, and
+        "still runs" would then be false): (status, None), or (None, why) when the read failed. Never raises, so
+        the interrupt being handled goes on."""
+        try:
+            return self.status(), None
+        except Exception as exc:  # noqa: BLE001 (whatever the read raises must not replace the KeyboardInterrupt)
+            return None, getattr(exc, "message", None) or repr(exc)  # a SmtrainError's message, without its fix
 
     def follow(self, options: WatchOptions, on_status: Callable[[JobStatus], None] | None = None,
                on_log: Callable[[LogLine], None] | None = None,

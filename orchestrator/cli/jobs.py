@@ -140,9 +140,15 @@ def submit(
     try:
         outcome = _follow(job, options, stream_logs, to_stderr=output == "json")
     except (KeyboardInterrupt, SmtrainError):  # Ctrl-C, or AWS failing mid-way: the job itself goes on billing
-        if job.last_status is None or not job.last_status.is_terminal:
-            click.echo(f"stopped following; {job.name} keeps running (`smtrain watch {job.name}` follows it "
-                       f"again, `smtrain stop {job.name}` stops it)", err=True)
+        current, why = job.status_read_again()
+        if current is None:
+            click.echo(f"stopped following; {job.name} may still run (its status could not be read: {why}): "
+                       f"`smtrain status {job.name}` says, `smtrain stop {job.name}` stops it", err=True)
+        elif not current.is_terminal:
+            click.echo(f"stopped following; {job.name} keeps running ({current.status}: `smtrain watch {job.name}` "
+                       f"follows it again, `smtrain stop {job.name}` stops it)", err=True)
+        else:
+            click.echo(f"stopped following; {job.name} had already ended: {current.status}", err=True)
         raise
     _finish(ctx, outcome, output, job.submission.to_dict(), _cause_of(job, outcome))
 

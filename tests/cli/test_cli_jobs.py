@@ -286,14 +286,42 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
         "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
     )
     sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
-    sagemaker.add_client_error("describe_training_job", "ExpiredTokenException",
-                               "The security token included in the request is expired")
+    for _ in range(2):  # the poll, then the read that says where the job is
+        sagemaker.add_client_error("describe_training_job", "ExpiredTokenException",
+                                   "The security token included in the request is expired")
 
     result = smtrain("submit", str(write_spec()), "--job-name", name, "--wait", "--poll-seconds", "0", obj=stubbed)
 
     assert_user_error(result, 1, "ExpiredTokenException")
-    assert (f"stopped following; {name} keeps running (`smtrain watch {name}` follows it again, "
-            f"`smtrain stop {name}` stops it)") in result.stderr
+    assert f"stopped following; {name} may still run (its status could not be read: " in result.stderr
+    assert f"`smtrain status {name}` says, `smtrain stop {name}` stops it" in result.stderr
+
+
+@pytest.mark.parametrize(("then", "said"), [
+    ("InProgress", "keeps running (InProgress: `smtrain watch {name}` follows it again, `smtrain stop {name}` "
+                   "stops it)"),
+    ("Completed", "had already ended: Completed"),
+])
+def test_submit_wait_that_stops_following_reads_where_the_job_is_before_saying_it(write_spec, stubbed, then, said):
+    """Before, "keeps running" was said from the previous poll's status: a job that ended in the meantime was
+    said to run on."""
+    name = "tiny-throttled"
+    sagemaker = stubbed.stubbers["sagemaker"]
+    stubbed.stubbers["s3"].add_response("head_bucket", {})
+    stubbed.stubbers["s3"].add_response("head_object", {})
+    stubbed.stubbers["s3"].add_response("put_object", {})
+    sagemaker.add_response(
+        "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
+    )
+    sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
+    sagemaker.add_client_error("describe_training_job", "AccessDeniedException", "not allowed to describe")
+    sagemaker.add_response("describe_training_job", described(name, then, "Training" if then == "InProgress"
+                                                              else "Completed"))
+
+    result = smtrain("submit", str(write_spec()), "--job-name", name, "--wait", "--poll-seconds", "0", obj=stubbed)
+
+    assert_user_error(result, 1, "AccessDeniedException")
+    assert f"stopped following; {name} {said.format(name=name)}" in result.stderr
 
 
 def _interrupted_at(operation: str, signum: int = signal.SIGINT) -> boto3.Session:
