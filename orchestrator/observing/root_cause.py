@@ -113,6 +113,11 @@ _TORCHRUN_COMMAND = re.compile(r"--nproc[_-]per[_-]node[ =](\d+).*?--node[_-]ran
 _MPI_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)")
 _MPI_EXIT = re.compile(r"Process name:\s*\[[^\]]*?,(\d+)\]\s*\n\s*Exit code:\s*(-?\d+)")
 _MPI_COMMAND = re.compile(r"mpirun .*?(?:-H|--host) (\S+).*? -np (\d+)")
+_DAEMON_LOST = re.compile(r"[OP]RTE has lost communication with a remote daemon")
+_LOST_DAEMON = re.compile(rf"({_DAEMON_LOST.pattern})\.[\s\S]{{0,400}}?Remote daemon:[^\n]*? on node (\S+)")
+"""Open MPI's notice of a host whose daemon died or could not be reached (`PRTE ...`, Open MPI 4's `ORTE ...`):
+mpirun ends the job, and the lost host's ranks die with their daemon, without a word of their own."""
+_MPI_DAEMON = "Open MPI daemon"
 _TOOLKIT_EXIT = re.compile(r"^ExitCode (-?\d+)$")
 _IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
 _STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
@@ -378,6 +383,11 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "peer_lost", ("this rank lost a peer that exited first (NCCL: remote process exited): the peer's own "
                              "error is the cause; read every host's last lines (`smtrain logs JOB --host algo-N --tail "
                              "50`): a rank that exited without a word was usually killed by the OOM killer")
+    if _DAEMON_LOST.search(text):
+        return "host_lost", ("mpirun lost this host's Open MPI daemon: the host failed, or the daemon was killed "
+                             "with its ranks (on SageMaker usually by the kernel's OOM killer: lower the batch size "
+                             "or the DataLoader's num_workers, or pick an instance type with more memory); the "
+                             "host's last lines say what it did last")
     if _COLLECTIVE_TIMEOUT.search(text):
         return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
                                       "stopped joining it; read the other ranks' last lines for the one that failed "
@@ -524,8 +534,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     if exit_code is None:  # CloudWatch: the toolkit logs its failed launcher's exit code
         codes = [int(match[1]) for line in lines if (match := _TOOLKIT_EXIT.match(line.strip()))]
         exit_code = codes[-1] if codes else None
-    reported = {(owner, rank): code for owner, rank, code in _launcher_reports(host, "\n".join(lines), launcher,
-                                                                               lines)}
+    text = "\n".join(lines)
+    reported = {(owner, rank): code for owner, rank, code in _launcher_reports(host, text, launcher, lines)}
     candidates = []
     for (owner, rank), stream in streams.items():
         tagged = rank is not None
@@ -549,6 +559,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     for (owner, rank), code in reported.items():
         if (owner, rank) not in named:
             candidates.append(_Candidate(_exit_tier(code), owner, rank, None, code))
+    for lost in _LOST_DAEMON.finditer(text):
+        candidates.append(_Candidate(COLLECTIVE, lost[2], None, lost[1], exit_code, launcher=_MPI_DAEMON))
     if not candidates and exit_code not in (None, 0):
         candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
     return candidates

@@ -221,6 +221,34 @@ def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
     assert cause.headline() == "algo-2 (rank 3) failed: KeyError: 'label' at train.py:5"
 
 
+# Open MPI 4's mpirun (SageMaker's images) on algo-1 when algo-2's daemon died with its rank, which said nothing.
+ORTE_LOST_ALGO_2 = """\
+[1,0]<stdout>:step 7
+[1,1]<stdout>:step 7
+--------------------------------------------------------------------------
+ORTE has lost communication with a remote daemon.
+
+  HNP daemon   : [[7462,0],0] on node algo-1
+  Remote daemon: [[7462,0],1] on node algo-2
+
+This is usually due to either a failure of the TCP network
+connection to the node, or possibly an internal failure of
+the daemon itself. We cannot recover from this failure, and
+therefore will terminate the job.
+--------------------------------------------------------------------------""".splitlines()
+
+
+def test_a_host_whose_open_mpi_daemon_died_is_named_unless_a_rank_raised_first():
+    launcher = Launcher(MPI, ("algo-1", "algo-2"), 1)
+    cause = read_cause({"algo-1": ORTE_LOST_ALGO_2}, launcher, exit_codes={"algo-1": 205})
+    assert (cause.host, cause.rank, cause.category) == ("algo-2", None, "host_lost")
+    assert cause.headline() == "algo-2 (Open MPI daemon) failed: ORTE has lost communication with a remote daemon"
+    raised = ["[1,0]<stderr>:Traceback (most recent call last):",
+              '[1,0]<stderr>:  File "/opt/ml/code/train.py", line 9, in <module>', "[1,0]<stderr>:ValueError: bad"]
+    cause = read_cause({"algo-1": [*raised, *ORTE_LOST_ALGO_2]}, launcher, exit_codes={"algo-1": 205})
+    assert cause.headline() == "algo-1 (rank 0) failed: ValueError: bad at train.py:9"
+
+
 def test_a_warning_that_mentions_a_watchdog_is_not_the_ranks_error():
     lines = ["[rank0]:[W1126 10:41:01.123 ProcessGroupNCCL.cpp:1250] Warning: the watchdog will abort on timeout",
              "[rank0]: Traceback (most recent call last):",

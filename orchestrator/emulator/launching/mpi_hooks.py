@@ -13,6 +13,9 @@ Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never impo
   working directory.
 * `relabel`: runs the mpirun command and relabels its output as the toolkit does (`process.watch`):
   `[1,5]<stdout>:` becomes `[1,mpirank:5,algo-3]<stdout>:` with the toolkit's host label, rank // ppn + 1.
+  It exits with mpirun's status, except that a job that lost a host's daemon failed: PRTE (Open MPI 5) says so
+  (`PRTE has lost communication with a remote daemon`), ends the job and exits 0, where the mpirun of SageMaker's
+  images (Open MPI 4) exits non-zero.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ BASE_DIR = "SAGEMAKER_BASE_DIR"
 HOSTFS_VARIABLE = "SMTRAIN_HOSTFS"
 """hostfs.py, in a host's environment when hosts get mount namespaces: the daemon starts in its host's."""
 _TAG = re.compile(r"\[(\d),(\d+)\]<(stdout|stderr)>")
+_LOST_DAEMON = re.compile(r"^[OP]RTE has lost communication with a remote daemon")
+_LOST_DAEMON_EXIT = 1
 _MAX_LINE = 1 << 20
 
 
@@ -87,12 +92,16 @@ def relabel(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     assert process.stdout is not None
     out = sys.stdout.buffer
+    lost_daemon = False
     for raw in iter(lambda: process.stdout.readline(_MAX_LINE), b""):
         line = raw.decode("utf-8", errors="surrogateescape")
         line = _TAG.sub(lambda m: f"[{m[1]},mpirank:{m[2]},algo-{int(m[2]) // per_host + 1}]<{m[3]}>", line)
         out.write(line.encode("utf-8", errors="surrogateescape"))
         out.flush()
+        lost_daemon = lost_daemon or bool(_LOST_DAEMON.match(line))
     code = process.wait()
+    if code == 0 and lost_daemon:
+        return _LOST_DAEMON_EXIT
     return 128 - code if code < 0 else code
 
 

@@ -11,6 +11,10 @@ _ROLES_BY_NAME = {"sh": "shell", "dash": "shell", "bash": "shell", "mpirun": "mp
                   "orterun": "mpirun", "prted": "Open MPI daemon", "orted": "Open MPI daemon"}
 LAUNCHER_NAMES = frozenset(_ROLES_BY_NAME)
 """Shells, and Open MPI's launcher and daemons, by their process name."""
+MPI_JOB_ROLES = frozenset({"mpirun", "Open MPI daemon"})
+"""Open MPI's own processes: mpirun ends its daemons itself once its ranks have ended, and a daemon that ends
+first is to mpirun a host lost (`PRTE has lost communication with a remote daemon`, `A daemon failed to report
+back`)."""
 _PYTHON_LAUNCHERS = {"torchrun": "torchrun agent", "torch.distributed.run": "torchrun agent",
                      "hostfs.py": "namespace holder"}
 """Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`; hostfs.py's two

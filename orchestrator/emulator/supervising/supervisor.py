@@ -41,7 +41,7 @@ import psutil
 
 from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.launching.launch import Launch
-from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, launcher_role
+from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, MPI_JOB_ROLES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.redact import PrivateKeyLines
@@ -374,8 +374,9 @@ class Supervisor:
               hint: str = "") -> None:
         """Signals the run's processes (only the training processes when `workers_only`: their launchers then
         exit on their own, except those with no process to wait for, such as a torchrun agent still waiting for
-        its rendezvous), waits up to `grace_seconds` for all of them to end, says what it waits for after a
-        second, then kills what is left. A second interruption cuts the wait short.
+        its rendezvous; an Open MPI job's are always left to its mpirun), waits up to `grace_seconds` for all of
+        them to end, says what it waits for after a second, then kills what is left. A second interruption cuts
+        the wait short.
 
         With `workers_only`, a training process that starts during the wait gets the signal too: a stop can come
         while a host's launcher is still starting its script (the namespace's first process, which as a PID
@@ -412,7 +413,7 @@ class Supervisor:
         and, of those `started_later`, the ones a signalled training process started."""
         for process in processes:
             key = (process.pid, _name(process))
-            if key in signalled or (workers_only and is_launcher(process) and _has_children(process)):
+            if key in signalled or (workers_only and _ends_with_its_workers(process)):
                 continue
             if started_later and _started_by_signalled_worker(process, signalled):
                 continue
@@ -606,6 +607,26 @@ def _launcher_role(process: psutil.Process) -> str | None:
         return launcher_role(name, process.cmdline())
     except psutil.Error:
         return None
+
+
+def _ends_with_its_workers(process: psutil.Process) -> bool:
+    """A launcher that a stop of the training processes ends by itself: one waiting for its children, and any
+    process of an Open MPI job (mpirun, its daemons, and the shells and namespace holders that start a daemon on
+    its host), which mpirun ends itself once its ranks have ended. A daemon or its remote shell signalled first
+    (its ranks gone, it has no children left) is a host lost to mpirun, which says so in the log: `PRTE has lost
+    communication with a remote daemon`, `A daemon failed to report back`."""
+    role = _launcher_role(process)
+    if role is None:
+        return False
+    return role in MPI_JOB_ROLES or _has_children(process) or _started_by_mpirun(process)
+
+
+def _started_by_mpirun(process: psutil.Process) -> bool:
+    try:
+        ancestors = process.parents()
+    except psutil.Error:
+        return False
+    return any(launcher_role(_name(ancestor), ()) == "mpirun" for ancestor in ancestors)
 
 
 def _started_by_signalled_worker(process: psutil.Process, signalled: set[tuple[int, str]]) -> bool:
