@@ -31,6 +31,7 @@ from orchestrator.errors import DamagedRun, SmtrainError, in_keywords
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
+from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LINES, JobProgress, job_progress
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
@@ -406,5 +407,7 @@ class _LogFile:
                 self._offset += len(pending)
 
     def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
-        text = data.decode("utf-8", errors="replace")
-        return (LogLine(self._path.stem, stamp, line) for line in text.splitlines() if line)
+        """The lines as plain text (`plain_text`), as CloudWatch's are shown: the supervisor wrote them so, but a
+        run of an earlier smtrain (or a log written by hand) may hold terminal controls."""
+        text = plain(data.decode("utf-8", errors="replace"))
+        return (LogLine(self._path.stem, stamp, line) for line in text.split("\n") if line)

@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code
 from orchestrator.observing.log_lines import LogLine, host_order
+from orchestrator.observing.plain_text import plain
 from orchestrator.redact import MAX_PRIVATE_KEY_LINES, PrivateKeyLines
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -139,9 +140,12 @@ def tail(logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str]
 
 
 def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> list[LogLine]:
-    """A stream's events as lines, masked, a private key's lines replaced by the one line that says so."""
+    """A stream's events as lines: plain text (`plain_text`: a progress bar's carriage returns are line breaks),
+    each line of an event a line of its own, as a local run's are, then masked, a private key's lines replaced by
+    the one line that says so."""
     return [LogLine(host, event["timestamp"], text) for event in events
-            if (text := keys.line(event["message"].rstrip("\n"))) is not None]
+            for line in plain(event["message"].rstrip("\n")).split("\n")
+            if (text := keys.line(line)) is not None]
 
 
 _PAGE_BYTES = 1_048_576

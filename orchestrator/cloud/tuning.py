@@ -21,6 +21,7 @@ from orchestrator.cloud.submission import (
     refuse_unready,
 )
 from orchestrator.errors import AwsError, SmtrainError
+from orchestrator.observing.plain_text import plain
 from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
 from orchestrator.redact import secret_values
@@ -46,7 +47,7 @@ def status_of(described: dict[str, Any], region: str) -> TuningStatus:
         counts=_counts(described.get("TrainingJobStatusCounters", {})),
         best=trial_of(best) if best else None,
         created=described.get("CreationTime"), ended=described.get("HyperParameterTuningEndTime"),
-        failure_reason=described.get("FailureReason") or None,
+        failure_reason=plain(described.get("FailureReason") or "") or None,
         place={"region": region, "console_url": console_url(region, name)},
         completion_reason=_completion_reason(config, completion),
         trials_not_improving=completion.get("NumberOfTrainingJobsObjectiveNotImproving"),
@@ -84,7 +85,7 @@ def trial_of(summary: dict[str, Any], number: int = 0) -> Trial:
                  hyperparameters={key: _decoded(value) for key, value in summary.get("TunedHyperParameters", {}).items()},
                  number=number, seconds=(ended - started).total_seconds() if started and ended else None,
                  started=started, ended=ended,
-                 failure_reason=summary.get("FailureReason"))
+                 failure_reason=plain(summary["FailureReason"]) if summary.get("FailureReason") else None)
 
 
 def _decoded(text: str) -> Any:

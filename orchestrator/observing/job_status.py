@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.errors import SmtrainError
+from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import CostSoFar, cost_so_far
 from orchestrator.observing.settings_view import setting_rows
 from orchestrator.redact import mask_text, secret_values
@@ -81,7 +82,7 @@ class JobStatus:
             secondary_status=described.get("SecondaryStatus"),
             transitions=tuple(
                 Transition(
-                    item["Status"], item.get("StatusMessage", ""), item.get("StartTime"), item.get("EndTime")
+                    item["Status"], plain(item.get("StatusMessage", "")), item.get("StartTime"), item.get("EndTime")
                 )
                 for item in described.get("SecondaryStatusTransitions", [])
             ),
@@ -89,7 +90,7 @@ class JobStatus:
             instance_count=(resources.get("InstanceCount") or resources.get("SelectedInstanceCount")
                             or sum(group["InstanceCount"] for group in resources.get("InstanceGroups", [])) or None),
             billable_seconds=described.get("BillableTimeInSeconds"),
-            failure_reason=mask_text(reason, secrets) if reason else None,
+            failure_reason=mask_text(plain(reason), secrets) if reason else None,
             model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
             created=described.get("CreationTime"),
             ended=described.get("TrainingEndTime"),

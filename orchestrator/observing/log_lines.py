@@ -6,7 +6,6 @@ both become `LogLine`s, so status, logs and the progress read from them are writ
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -26,16 +25,6 @@ class LogLine:
     def to_dict(self) -> dict[str, Any]:
         time = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=timezone.utc)
         return {"host": self.host, "time": time.isoformat(), "message": self.message}
-
-
-_TERMINAL_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-"""ANSI escape sequences: CSI (colours, `ESC[1;35m`), OSC (a title, a link) and the two-character ones."""
-
-
-def plain(text: str) -> str:
-    """`text` without terminal escape sequences: Python 3.13's tracebacks (FORCE_COLOR, PYTHON_COLORS), loguru and
-    rich colour the names and lines that the failure reader matches."""
-    return _TERMINAL_ESCAPE.sub("", text) if "\x1b" in text else text
 
 
 def character_boundary(data: bytes, end: int) -> int:

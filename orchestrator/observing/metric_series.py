@@ -83,8 +83,8 @@ class StepMark:
 
 def step_mark(line: str) -> StepMark | None:
     """The step a line shows, in any of STEP_FORMATS. A progress bar rewrites itself with carriage returns
-    inside one log line: its last state counts."""
-    for segment in reversed(line.split("\r")):
+    inside one log line (line breaks, once plain_text has read it): its last state counts."""
+    for segment in reversed(line.splitlines()):
         mark = _segment_mark(segment)
         if mark is not None:
             return mark

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
-from orchestrator.observing.log_lines import host_order, plain
+from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.plain_text import plain
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages

@@ -330,3 +330,27 @@ def test_a_bare_name_that_is_a_local_search_and_a_tuning_job_asks_which(search_f
     assert both.exit_code == 2 and "local:tiny-search-7 or sagemaker:tiny-search-7" in both.output
     assert local.exit_code == 0 and local.output.startswith("tiny-search-7: Completed (Grid)"), local.output
     assert remote.exit_code == 0 and "tiny-search-7 is already Completed" in remote.output, remote.output
+
+
+@pytest.mark.hardening
+def test_status_shows_a_failed_search_and_trial_without_the_terminal_controls_their_jobs_printed(stubbed):
+    """A trial's FailureReason quotes its script's error: a title or clipboard escape in it, or a carriage return
+    that would overwrite the row, never reaches the terminal (observing/plain_text.py)."""
+    sagemaker = stubbed.stubbers["sagemaker"]
+    counters = {"Completed": 0, "InProgress": 0, "Stopped": 0, "RetryableError": 0, "NonRetryableError": 1}
+    failed = {**_trial("ts-001-aaa", "Failed", "0.01", '"sgd"', None),
+              "FailureReason": "AlgorithmError: ValueError: bad\x1b]52;c;cm0=\x07 shape\x1b[1A\rCompleted"}
+    for _ in ("text", "json"):
+        sagemaker.add_response("describe_hyper_parameter_tuning_job", {
+            **_described("ts", "Failed", counters, None), "FailureReason": "\x1b]0;pwned\x07No training job succeeded"},
+            {"HyperParameterTuningJobName": "ts"})
+        sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": [failed]},
+                               {"HyperParameterTuningJobName": "ts", "SortBy": "CreationTime", "SortOrder": "Ascending"})
+
+    result = CliRunner().invoke(main, ["tune", "status", "ts"], obj=stubbed, color=True)
+    document = json.loads(CliRunner().invoke(main, ["tune", "status", "ts", "-o", "json"], obj=stubbed).stdout)
+
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output and "\r" not in result.output, result.output
+    assert "  failure: No training job succeeded" in result.output
+    assert document["trial_list"][0]["failure_reason"] == "AlgorithmError: ValueError: bad shape\nCompleted"

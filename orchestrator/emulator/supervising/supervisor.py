@@ -43,6 +43,7 @@ from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCH
 from orchestrator.emulator.launching.launch import Launch
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, MPI_JOB_ROLES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
+from orchestrator.observing.plain_text import plain
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.redact import PrivateKeyLines
 from orchestrator.wording import counted
@@ -326,7 +327,7 @@ class Supervisor:
                 while True:
                     newline = pending.find(b"\n", start, start + MAX_LINE_BYTES + 1)
                     if newline >= 0:
-                        log.write(self._hand_on(host, keys.line(_text(pending[start:newline])), "\n"))
+                        log.write(self._hand_on_lines(host, keys, pending[start:newline], "\n"))
                         start = newline + 1
                     elif len(pending) - start > MAX_LINE_BYTES:
                         end = character_boundary(pending, start + MAX_LINE_BYTES)
@@ -334,13 +335,13 @@ class Supervisor:
                             split_said = True
                             self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
                                          f"shown in pieces; {self._logs_dir / (host + '.log')} has it whole")
-                        log.write(self._hand_on(host, keys.line(_text(pending[start:end])), ""))
+                        log.write(self._hand_on_lines(host, keys, pending[start:end], ""))
                         start = end
                     else:
                         break
                 pending = pending[start:]
             if pending:
-                log.write(self._hand_on(host, keys.line(_text(pending)), ""))
+                log.write(self._hand_on_lines(host, keys, pending, ""))
             for marker in keys.end():
                 log.write(self._hand_on(host, marker, "\n"))
 
@@ -348,6 +349,13 @@ class Supervisor:
         reason = "the disk is full (ENOSPC)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
         self._log_failure = f"LogError: writing {path} failed: {reason}; the run was stopped"
         self._notice(self._log_failure)
+
+    def _hand_on_lines(self, host: str, keys: PrivateKeyLines, raw: bytes, ending: str) -> str:
+        """Hands on the lines of one line of output as plain text (a progress bar's carriage returns are line
+        breaks there), each masked; returns them for the log, the last with `ending`."""
+        *lines, last = _text(raw).split("\n")
+        return ("".join(self._hand_on(host, keys.line(line), "\n") for line in lines)
+                + self._hand_on(host, keys.line(last), ending))
 
     def _hand_on(self, host: str, line: str | None, ending: str) -> str:
         """Hands one masked line to the console and the failure tails; returns it, with `ending`, for the log.
@@ -659,9 +667,10 @@ def _send(process: psutil.Process, sig: int) -> None:
 
 
 def _text(raw: bytes) -> str:
-    """A line of output as text. NUL bytes are dropped: Open MPI's tagged output carries one where a rank's stderr
-    closes, and the logs stay text."""
-    return raw.replace(b"\0", b"").decode("utf-8", errors="replace").rstrip("\r")
+    """A line of output as plain text (`plain_text.plain`), before it is masked: no terminal control of the job's
+    reaches the console or the log, and none inside a secret keeps it from being masked. NUL bytes go with them:
+    Open MPI's tagged output carries one where a rank's stderr closes."""
+    return plain(raw.decode("utf-8", errors="replace"))
 
 
 def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
