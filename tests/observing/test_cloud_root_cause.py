@@ -169,8 +169,7 @@ def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubb
 
     class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
         class plan:  # noqa: N801
-            class source:  # noqa: N801
-                directory = tmp_path / "src"
+            source_shown = tmp_path / "src"
 
         def summary_rows(self):
             return []
