@@ -77,11 +77,16 @@ class JobFailed(SmtrainError):
     exit_code = 1
 
 
+_OPTION_OF = {"max_source_bytes": "--max-source-mb"}
+"""The API's keywords whose CLI option has another name (and unit)."""
+
+
 def naming_keywords(function: _Function) -> _Function:
     """For a function of the Python API: its errors name its keyword (`region=`, `backend="local"`) where their
     text, written once for the CLI and the API, names the CLI's option of that name (`--region`,
     `--backend=local`), by `in_keywords`."""
-    keywords = {"--" + name.replace("_", "-"): f"{name}=" for name in inspect.signature(function).parameters}
+    keywords = {_OPTION_OF.get(name, "--" + name.replace("_", "-")): f"{name}="
+                for name in inspect.signature(function).parameters}
 
     @functools.wraps(function)
     def called(*args: Any, **kwargs: Any) -> Any:

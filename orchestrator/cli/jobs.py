@@ -116,12 +116,14 @@ def submit(
 
         emit_plan(file, overrides, output, job_name, max_source_bytes, boto=ctx.obj)
         return
-    from orchestrator.api import plan
+    from orchestrator.api import plan as api_plan
     from orchestrator.backends.job import Job
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
     from orchestrator.errors import SmtrainError
     from orchestrator.specs.loader import load
+
+    plan = api_plan.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
         job_plan = plan(

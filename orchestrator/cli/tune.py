@@ -98,9 +98,11 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
     """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
     at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
-    from orchestrator.api import plan_tuning
+    from orchestrator.api import plan_tuning as api_plan_tuning
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
+
+    plan_tuning = api_plan_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
         tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
@@ -123,9 +125,11 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
            allow_unverified: bool, max_source_bytes: int) -> None:
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
     uploaded unless S3 has it already)."""
-    from orchestrator.api import plan_tuning, submit_tuning
+    from orchestrator.api import plan_tuning as api_plan_tuning, submit_tuning as api_submit_tuning
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
+
+    plan_tuning, submit_tuning = api_plan_tuning.__wrapped__, api_submit_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     if allow_unverified:
         overrides = (*overrides, "allow_unverified=true")
