@@ -346,8 +346,9 @@ def test_validate_refuses_a_local_channel_path_like_plan_and_submit(write_spec, 
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC + "inputs: {train: ./data}\n"))])
     assert result.exit_code == 2, result.output
     assert "spec.yaml:10:10: inputs.train: error: " in result.output and "is a local path" in result.output
-    assert "fix: upload the data and give its s3:// prefix (smtrain local runs the spec with the local path" \
-        in result.output
+    assert "fix: upload the data and give its s3:// prefix in `inputs`" in result.output
+    # the way to keep running it locally once `inputs` is s3:// (without it, smtrain local needs AWS credentials)
+    assert f"`local_inputs: {{train: {spec_dir / 'data'}}}`" in result.output
 
 
 def test_validate_json_marks_a_refused_unverified_spec_invalid(write_spec):
