@@ -406,6 +406,16 @@ def test_validate_missing_file_is_a_clear_error(tmp_path):
     assert "no such spec file" in result.output
 
 
+def test_a_mistyped_spec_name_is_answered_with_the_spec_beside_it(tmp_path, monkeypatch):
+    """`smtrain local job.yml` where the file is job.yaml: the fix names it, not the examples folder."""
+    (tmp_path / "job.yaml").write_text("name: x\n")
+    monkeypatch.chdir(tmp_path)
+    for typed, meant in (("job.yml", "job.yaml"), (str(tmp_path / "jbo.yaml"), str(tmp_path / "job.yaml"))):
+        result = CliRunner().invoke(main, ["validate", typed])
+        assert result.exit_code == 2
+        assert f"no such spec file\n  To fix: did you mean {meant}?" in result.output, result.output
+
+
 def test_bad_override_syntax(write_spec):
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC)), "--set", "instance.count"])
     assert result.exit_code == 2
