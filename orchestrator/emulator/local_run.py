@@ -267,7 +267,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
     try:
         prepared = reporter.prepared.with_user_code_installed(observer.notice)
     except InstallFailed as failure:
-        return _install_failed(reporter, failure, time.monotonic() - started)
+        return _install_failed(reporter, options, failure, time.monotonic() - started)
     reporter = replace(reporter, prepared=prepared)
     if prepared.overlay is not None:
         observer.notice(f"requirements installed as the toolkit installs them, into {prepared.overlay.root}"
@@ -373,14 +373,15 @@ def _metrics_recognized(tracker: MetricRecorder) -> str:
 def _unseen_notices(tracker: MetricRecorder, options: Options, status: str) -> list[str]:
     """What the job's lines never showed: a value any metric definition matched (said of a completed job only: one
     that failed or was stopped may have ended before its first metric line, and its failure is what matters), a
-    step --smoke-steps can read."""
+    step --smoke-steps can read (said unless the job failed: a script that died before its first step, an argparse
+    error, a missing file, would be told to print a step line it may well print)."""
     found = []
     if tracker.first_match is None and tracker.definitions and status == "completed":
         found.append(f"metrics: none of the metric definitions ({', '.join(tracker.definitions)}) matched any line "
                      "of the job's output, so `smtrain metrics` and SageMaker's charts stay empty; add yours to the "
                      "spec, group 1 being the number, e.g.\n  metrics:\n    - name: train:loss\n      regex: "
                      "'my_loss=([-+0-9.eE]+)'")
-    if options.smoke_steps is not None and not tracker.steps_seen:
+    if options.smoke_steps is not None and not tracker.steps_seen and status != "failed":
         found.append(f"--smoke-steps {options.smoke_steps}: no line of the job showed a step; smtrain reads "
                      f"{', '.join(STEP_FORMATS)}: print one of them (rank 0 is enough)")
     return found
@@ -540,8 +541,10 @@ def _artifact_failure(root: Path, error: OSError) -> str:
     return f"UploadError: writing the model/output archives in {root} failed: {error.strerror or error}"
 
 
-def _install_failed(reporter: _Reporter, failure: InstallFailed, seconds: float) -> LocalRun:
-    """pip failed before the entry point: every host's toolkit reports it and the job fails."""
+def _install_failed(reporter: _Reporter, options: Options, failure: InstallFailed, seconds: float) -> LocalRun:
+    """pip failed before the entry point: every host's toolkit reports it and the job fails. The reason leads with
+    pip's decisive line and the fix, as a rank's failure leads with its cause's text; a smoke reports its ranks as
+    never started."""
     prepared = reporter.prepared
     message = prepared.mask(toolkit_failure(failure.return_code, failure.command, failure.output.splitlines(),
                                             failure.error_class))
@@ -550,10 +553,12 @@ def _install_failed(reporter: _Reporter, failure: InstallFailed, seconds: float)
     for host in prepared.layout.hosts:
         with (prepared.layout.logs_dir / f"{host.name}.log").open("a", encoding="utf-8") as log:
             log.write(prepared.mask(f"{failure.command}\n{failure.output}\n{message}\n"))
-    reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}\n" \
-             f"{message}"
     cause = install_cause(failure.error_class, failure.output.splitlines())
-    return _result(reporter, _Ending("Failed", 1, reason, _Effort(1, seconds), cause=cause))
+    reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}\n" \
+             f"fix: {cause.fix}\n{message}"
+    smoke = None if options.smoke_seconds is None else SmokeReport.never_started(
+        options.smoke_seconds, prepared.world_size, prepared.group_hosts, options.smoke_steps)
+    return _result(reporter, _Ending("Failed", 1, reason, _Effort(1, seconds), smoke=smoke, cause=cause))
 
 
 def _host_failures(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> dict[str, str | None]:

@@ -506,8 +506,9 @@ def submit_refusals(spec: JobSpec, findings: Iterable[Finding]) -> list[Finding]
                 rule="inputs-local-path", severity="error", field=f"inputs.{name}",
                 message=f"{location} is a local path: a SageMaker job reads its channels from S3, so plan and "
                         "submit refuse it (smtrain local reads it)",
-                fix="upload the data and give its s3:// prefix (smtrain local runs the spec with the local path, "
-                    f"or with --input {name}=PATH)",
+                fix=f"upload the data and give its s3:// prefix in `inputs`, and keep this folder for smtrain local "
+                    f"as `local_inputs: {{{name}: {location}}}` (plan and submit ignore it; --input {name}=PATH "
+                    "overrides it for one run)",
                 source="CreateTrainingJob InputDataConfig: S3 data sources"))
     return refusals
 

@@ -203,10 +203,23 @@ def _read_text(path: Path) -> str:
         with path.open("rb") as handle:
             data = handle.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", fix="check the path (job_specs/ holds the examples)") from None
+        raise SpecError(f"{path}: no such spec file", fix=_missing_spec_fix(path)) from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
     return decode_bounded(data, str(path))
+
+
+def _missing_spec_fix(path: Path) -> str:
+    """`did you mean job.yaml?` for a mistyped name (`job.yml`, `jbo.yaml`): the YAML files beside it, closest
+    first; else where the examples are."""
+    try:
+        beside = sorted(entry.name for entry in path.parent.iterdir() if entry.suffix in (".yaml", ".yml"))
+    except OSError:
+        beside = []
+    close = difflib.get_close_matches(path.name, beside, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {path.parent / close[0] if path.parent != Path() else close[0]}?"
+    return "check the path (job_specs/ holds the examples)"
 
 
 def decode_bounded(data: bytes, where: str, kind: str = "job spec") -> str:

@@ -103,6 +103,29 @@ def test_a_failed_install_fails_the_job_with_pips_message(tmp_path):
     assert not list((tmp_path / "cache" / "overlays").glob("*/.complete"))
 
 
+def test_a_smoke_whose_requirements_fail_to_install_reports_no_rank_started_and_says_the_fix(tmp_path):
+    """A CI step reads the `smoke` key and the console's verdict line: pip failing before any rank started was
+    reported with `smoke: null`, no `smoke FAILED` line, and no fix on the console (only `smtrain status` had it)."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "requirements.txt").write_text("./wheels/not_there-1.0-py3-none-any.whl\n")
+    (source / "train.py").write_text("print('never runs')\n")
+    spec = _spec(tmp_path, source, "train.py", instance={"type": "ml.c5.2xlarge", "count": 2})
+    command = [sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(tmp_path / "run"),
+               "--smoke", "60", "--smoke-steps", "1"]
+
+    as_json = subprocess.run([*command, "-o", "json"], capture_output=True, text=True, timeout=300, check=False)
+    shown = subprocess.run([*command, "-q"], capture_output=True, text=True, timeout=300, check=False)
+
+    assert as_json.returncode == shown.returncode == 1, as_json.stderr
+    smoke = json.loads(as_json.stdout)["smoke"]
+    assert (smoke["ranks_started"], smoke["ranks_expected"], smoke["steps_reached"]) == (0, 2, None)
+    assert smoke["missing"] == ["rank 0 (algo-1)", "rank 1 (algo-2)"]
+    assert "smoke FAILED: 0 of 2 ranks started" in shown.stderr
+    assert "fix: pip could not install the source dir's requirements.txt" in shown.stderr
+    assert "no line of the job showed a step" not in shown.stderr
+
+
 def test_setup_py_installs_the_package_and_runs_the_entry_point_as_a_module(tmp_path):
     source = tmp_path / "src"
     source.mkdir()

@@ -59,3 +59,20 @@ def test_a_smoke_where_no_rank_reached_a_step_says_so(make_spec, tmp_path, smoke
     assert smoke["steps_reached"] is None and smoke["step_source"] is None
     assert "NO rank reached a step (no step=N/M line, no step in metrics.jsonl, no checkpoint)" in done.stderr
     assert "s in all: set-up, the stop's grace and packing)" in done.stderr
+
+
+def test_a_smoke_whose_script_fails_before_its_first_step_is_not_told_to_print_step_lines(make_spec, tmp_path,
+                                                                                         smoke_seconds):
+    """The script's own error is the news (an argparse error, a missing data file): it may well print `step=N`
+    later, so "print one of them" would send the user after the wrong thing."""
+    script = "import sys\nprint('loading data', flush=True)\nsys.exit('no train.csv in /opt/ml/input/data/train')\n"
+    spec = make_spec("stepper.py", count=2)
+    (spec.parent / "src" / "stepper.py").write_text(script)
+
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(tmp_path / "run"),
+                           "--smoke", str(smoke_seconds(3)), "--smoke-steps", "1"], capture_output=True, text=True,
+                          timeout=600, check=False)
+
+    assert done.returncode == 1, done.stderr
+    assert "no train.csv in /opt/ml/input/data/train" in done.stderr
+    assert "no line of the job showed a step" not in done.stderr

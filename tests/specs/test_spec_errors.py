@@ -346,8 +346,9 @@ def test_validate_refuses_a_local_channel_path_like_plan_and_submit(write_spec, 
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC + "inputs: {train: ./data}\n"))])
     assert result.exit_code == 2, result.output
     assert "spec.yaml:10:10: inputs.train: error: " in result.output and "is a local path" in result.output
-    assert "fix: upload the data and give its s3:// prefix (smtrain local runs the spec with the local path" \
-        in result.output
+    assert "fix: upload the data and give its s3:// prefix in `inputs`" in result.output
+    # the way to keep running it locally once `inputs` is s3:// (without it, smtrain local needs AWS credentials)
+    assert f"`local_inputs: {{train: {spec_dir / 'data'}}}`" in result.output
 
 
 def test_validate_json_marks_a_refused_unverified_spec_invalid(write_spec):
@@ -403,6 +404,16 @@ def test_validate_missing_file_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2
     assert "no such spec file" in result.output
+
+
+def test_a_mistyped_spec_name_is_answered_with_the_spec_beside_it(tmp_path, monkeypatch):
+    """`smtrain local job.yml` where the file is job.yaml: the fix names it, not the examples folder."""
+    (tmp_path / "job.yaml").write_text("name: x\n")
+    monkeypatch.chdir(tmp_path)
+    for typed, meant in (("job.yml", "job.yaml"), (str(tmp_path / "jbo.yaml"), str(tmp_path / "job.yaml"))):
+        result = CliRunner().invoke(main, ["validate", typed])
+        assert result.exit_code == 2
+        assert f"no such spec file\n  To fix: did you mean {meant}?" in result.output, result.output
 
 
 def test_bad_override_syntax(write_spec):

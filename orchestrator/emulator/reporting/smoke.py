@@ -73,6 +73,17 @@ class SmokeReport:
                            f"{self.deadline_seconds:g} s ({reached})")
         return "\n".join(reasons) or None
 
+    @classmethod
+    def never_started(cls, deadline_seconds: float, world_size: int, group_hosts: list[str],
+                      steps_wanted: int | None) -> SmokeReport:
+        """A run that failed before any launcher started (requirements.txt did not install): every rank is
+        missing, so a CI step reading the `smoke` key sees 0 of N started rather than no report at all."""
+        per_host = max(1, world_size // max(1, len(group_hosts)))
+        missing = [f"rank {rank} ({group_hosts[min(rank // per_host, len(group_hosts) - 1)]})"
+                   for rank in range(world_size)] if group_hosts else []
+        return cls(deadline_seconds=deadline_seconds, ranks_expected=world_size, ranks_started=0, missing=missing,
+                   steps_reached=None, last_loss=None, killed_after_deadline=[], steps_wanted=steps_wanted)
+
 
 class RankCensus:
     """Which of the ranks a run's launchers start have been seen running."""
