@@ -9,6 +9,8 @@ which also masks any value given to a secret-looking flag or variable (`--db-pas
 Both also mask what is a credential by its form whatever its name (`AKIA...`, `hf_...`, `https://u:pw@host`).
 A job's output, read a line at a time (a local run's pipes, CloudWatch's events), also goes through
 `PrivateKeyLines`: a PEM private key printed over many lines is hidden whole, which no one line's masking can do.
+Free text is read both as it is and without the marks that show an invisible character (`<U+200B>`, see
+`SHOWN_CHARACTER`): such a character written inside a secret does not split it out of sight.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")
 """The tag that starts each line of one rank where a host's ranks share one output: mpirun's `--tag-output`
 (`[1,3]<stdout>:`, as the toolkit relabels it `[1,mpirank:3,algo-2]<stdout>:`) and torch.distributed's `[rank3]:`."""
+SHOWN_CHARACTER = re.compile(r"<U\+[0-9A-F]{4}>")
+"""An invisible or bidirectional character as a job's text shows it (observing/plain_text.py writes `<U+200B>`
+where the job wrote a zero-width space). `mask_text` hides what it finds in a text read with these marks and
+what it finds read without them: a secret the job split with one (`hunt<U+200B>er22`) is still one secret, and a
+mark that glues two words (`run<U+200B>--api-key X`) does not hide a flag's value either."""
+_HIDDEN = "\x00"
+"""What `mask_text` writes for each character it hides while it reads through marks: plain text holds no NUL."""
 MAX_PRIVATE_KEY_LINES = 256
 """The most lines a PEM private key takes, its BEGIN and END lines included: RSA-16384, the largest in use, takes
 about 200 (64 base64 characters a line), RSA-4096 about 50, an Ed25519 key 7. A BEGIN line whose END has not come
@@ -85,7 +94,21 @@ def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
 def mask_patterns(text: str) -> str:
     """`text` with every value that is a credential by its form alone masked, whatever it is called: `AKIA...`,
     `ghp_...`, `hf_...`, a PEM private key, a URL's password."""
-    return _SECRET_VALUE.sub(lambda match: match.group("userinfo") + MASK if match.group("userinfo") else MASK, text)
+    return _masked_patterns(text, _as_mask)
+
+
+def _masked_patterns(text: str, hide: Callable[[str], str]) -> str:
+    return _SECRET_VALUE.sub(lambda match: match.group("userinfo") + hide(match.group("password"))
+                             if match.group("userinfo") else hide(match.group(0)), text)
+
+
+def _as_mask(value: str) -> str:
+    return MASK
+
+
+def _as_hidden(value: str) -> str:
+    """A hidden value as long as it was, so that what is hidden keeps its place in the text."""
+    return _HIDDEN * len(value)
 
 
 class PrivateKeyLines:
@@ -195,14 +218,57 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
     Known values shorter than MIN_MASKED_LENGTH are masked only in those flag positions: masking every "42" in a
     traceback would hide more than it protects.
     """
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + MASK, mask_patterns(mask_values(text, secrets)))
+    if SHOWN_CHARACTER.search(text) is None:
+        return _masked(text, secrets, _as_mask)
+    return _masked_through_marks(text, secrets)
+
+
+def _masked(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
+    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + hide(match.group("value")),
+                                  _masked_patterns(_masked_values(text, secrets, hide), hide))
+
+
+def _masked_through_marks(text: str, secrets: Iterable[str]) -> str:
+    """`text`, holding marks of invisible characters, with what masking finds in it and in it without the marks
+    hidden: each run of hidden characters is one MASK, and marks between two hidden characters go with them."""
+    secrets = tuple(secrets)
+    marks = list(SHOWN_CHARACTER.finditer(text))
+    in_mark = [False] * len(text)
+    for mark in marks:
+        in_mark[mark.start():mark.end()] = [True] * (mark.end() - mark.start())
+    read = [index for index, marked in enumerate(in_mark) if not marked]  # the text without the marks, by place
+    hidden = [character == _HIDDEN for character in _masked(text, secrets, _as_hidden)]
+    for index, character in zip(read, _masked("".join(text[index] for index in read), secrets, _as_hidden),
+                                strict=True):
+        hidden[index] = hidden[index] or character == _HIDDEN
+    for start, end in _runs(marks):
+        if 0 < start and end < len(text) and hidden[start - 1] and hidden[end]:
+            hidden[start:end] = [True] * (end - start)
+    shown = [MASK if hidden[index] else character for index, character in enumerate(text)
+             if not hidden[index] or index == 0 or not hidden[index - 1]]
+    return "".join(shown)
+
+
+def _runs(marks: list[re.Match[str]]) -> list[tuple[int, int]]:
+    """Where marks follow each other without text between them, the run they make: (start, end)."""
+    runs: list[tuple[int, int]] = []
+    for mark in marks:
+        if runs and runs[-1][1] == mark.start():
+            runs[-1] = (runs[-1][0], mark.end())
+        else:
+            runs.append((mark.start(), mark.end()))
+    return runs
 
 
 def mask_values(text: str, secrets: Iterable[str]) -> str:
     """`text` with the known secret values masked (those of at least MIN_MASKED_LENGTH), nothing else: for
     structured text such as a repr, whose `key=None` is no secret."""
+    return _masked_values(text, secrets, _as_mask)
+
+
+def _masked_values(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
     for value in sorted((value for value in secrets if len(value) >= MIN_MASKED_LENGTH), key=len, reverse=True):
-        text = text.replace(value, MASK)
+        text = text.replace(value, hide(value))
     return text
 
 

@@ -37,6 +37,7 @@ from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, T
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from orchestrator.cloud.tuning import TuningClient
     from orchestrator.planning.tuning import TuningPlan
 
 class TuningBackend(Protocol):
@@ -81,11 +82,16 @@ class SageMakerTuning:
         from orchestrator.cloud.sdk import boto_session
 
         self.boto = boto or boto_session(region)
+        self._clients: dict[str, TuningClient] = {}
 
-    def _client(self, tuning_id: str) -> Any:
+    def _client(self, tuning_id: str) -> TuningClient:
+        """One client per tuning job: what its status read (the secrets its trials' failure reasons are masked
+        for) serves its trials' read after it."""
         from orchestrator.cloud.tuning import TuningClient
 
-        return TuningClient(tuning_id, self.boto)
+        if tuning_id not in self._clients:
+            self._clients[tuning_id] = TuningClient(tuning_id, self.boto)
+        return self._clients[tuning_id]
 
     def status(self, tuning_id: str) -> TuningStatus:
         return self._client(tuning_id).status()

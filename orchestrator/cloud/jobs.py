@@ -25,6 +25,7 @@ from orchestrator.observing.progress import (
     job_progress,
 )
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
+from orchestrator.observing.sagemaker_text import shown_training_job
 from orchestrator.redact import mask_text, secret_values
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ class JobClient:
         return self._boto.region_name
 
     def describe(self) -> dict[str, Any]:
-        """The raw DescribeTrainingJob response.
+        """The DescribeTrainingJob response, its free text (failure reason, status messages) shown as smtrain
+        shows a job's text: plain and masked (observing/sagemaker_text.py), for every reader after it.
 
         Raises:
             JobNotFound: no job of this name in this region.
@@ -83,7 +85,7 @@ class JobClient:
 
         with aws_errors(f"reading job {self.name}"):
             try:
-                return self._sagemaker.describe_training_job(TrainingJobName=self.name)
+                return shown_training_job(self._sagemaker.describe_training_job(TrainingJobName=self.name))
             except ClientError as exc:
                 if is_not_found(exc):
                     raise JobNotFound(

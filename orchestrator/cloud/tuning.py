@@ -21,7 +21,7 @@ from orchestrator.cloud.submission import (
     refuse_unready,
 )
 from orchestrator.errors import AwsError, SmtrainError
-from orchestrator.observing.plain_text import plain
+from orchestrator.observing.sagemaker_text import shown_answer
 from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
 from orchestrator.redact import secret_values
@@ -33,7 +33,8 @@ def console_url(region: str, name: str) -> str:
 
 
 def status_of(described: dict[str, Any], region: str) -> TuningStatus:
-    """A DescribeHyperParameterTuningJob answer as the status both places report in."""
+    """A DescribeHyperParameterTuningJob answer, its free text shown (`TuningClient.describe`), as the status both
+    places report in."""
     config = described["HyperParameterTuningJobConfig"]
     objective = config.get("HyperParameterTuningJobObjective", {})
     best = described.get("BestTrainingJob")
@@ -47,7 +48,7 @@ def status_of(described: dict[str, Any], region: str) -> TuningStatus:
         counts=_counts(described.get("TrainingJobStatusCounters", {})),
         best=trial_of(best) if best else None,
         created=described.get("CreationTime"), ended=described.get("HyperParameterTuningEndTime"),
-        failure_reason=plain(described.get("FailureReason") or "") or None,
+        failure_reason=described.get("FailureReason") or None,
         place={"region": region, "console_url": console_url(region, name)},
         completion_reason=_completion_reason(config, completion),
         trials_not_improving=completion.get("NumberOfTrainingJobsObjectiveNotImproving"),
@@ -78,14 +79,22 @@ def _counts(counters: dict[str, int]) -> dict[str, int]:
 
 
 def trial_of(summary: dict[str, Any], number: int = 0) -> Trial:
-    """A HyperParameterTrainingJobSummary (the list's rows, and BestTrainingJob) as a Trial."""
+    """A HyperParameterTrainingJobSummary (the list's rows, and BestTrainingJob), its free text shown, as a Trial."""
     final = summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
     started, ended = summary.get("TrainingStartTime"), summary.get("TrainingEndTime")
     return Trial(name=summary["TrainingJobName"], status=summary["TrainingJobStatus"], objective=final.get("Value"),
                  hyperparameters={key: _decoded(value) for key, value in summary.get("TunedHyperParameters", {}).items()},
                  number=number, seconds=(ended - started).total_seconds() if started and ended else None,
                  started=started, ended=ended,
-                 failure_reason=plain(summary["FailureReason"]) if summary.get("FailureReason") else None)
+                 failure_reason=summary.get("FailureReason") or None)
+
+
+def _definition_secrets(described: dict[str, Any]) -> frozenset[str]:
+    """The secret values a tuning job gives each trial: its training definitions' environment and static
+    hyperparameters."""
+    definitions = [described.get("TrainingJobDefinition") or {}, *(described.get("TrainingJobDefinitions") or [])]
+    return secret_values(*(definition.get(part, {}) for definition in definitions
+                           for part in ("Environment", "StaticHyperParameters")))
 
 
 def _decoded(text: str) -> Any:
@@ -106,6 +115,8 @@ class TuningClient:
         self.name = name
         self.plan = plan
         self.boto = boto
+        self._secrets: frozenset[str] | None = None
+        """The secret values of the tuning job's training definitions, once read: they never change."""
         with aws_errors(f"connecting to SageMaker for tuning job {name}"):
             self._sagemaker = client(boto, "sagemaker")
 
@@ -114,30 +125,39 @@ class TuningClient:
         return self.boto.region_name
 
     def describe(self) -> dict[str, Any]:
+        """The DescribeHyperParameterTuningJob response, its free text (its failure reason, the best trial's) shown
+        as a job's text is: plain and masked (observing/sagemaker_text.py)."""
         from botocore.exceptions import ClientError
 
         with aws_errors(f"reading tuning job {self.name}"):
             try:
-                return self._sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=self.name)
+                described = self._sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=self.name)
             except ClientError as exc:
                 if is_not_found(exc):
                     raise TuningNotFound(f"no tuning job named {self.name} in {self.region}",
                                          fix="check the name with `smtrain tune list`, and the region") from None
                 raise
+        self._secrets = _definition_secrets(described)
+        return shown_answer(described, self._secrets)
 
     def status(self) -> TuningStatus:
         """Progress (trials completed, running, stopped, failed) and the best trial so far."""
         return status_of(self.describe(), self.region)
 
     def trials(self) -> list[Trial]:
-        """Every trial with its tuned values, status and final objective, in the order they were created."""
+        """Every trial with its tuned values, status and final objective, in the order they were created; a
+        failure reason masked for the tuning job's secret values (read once, where no status was read before)."""
+        if self._secrets is None:
+            self.describe()  # reads them
+        secrets = self._secrets or frozenset()
         rows: list[dict[str, Any]] = []
         with aws_errors(f"listing the trials of tuning job {self.name}"):
             paginator = self._sagemaker.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job")
             for page in paginator.paginate(HyperParameterTuningJobName=self.name, SortBy="CreationTime",
                                            SortOrder="Ascending"):
                 rows += page["TrainingJobSummaries"]
-        return [trial_of(row, number) for number, row in enumerate(rows, start=1)]
+        return [trial_of(shown_answer(row, secrets | secret_values(row.get("TunedHyperParameters", {}))), number)
+                for number, row in enumerate(rows, start=1)]
 
     def log_scaled(self) -> tuple[str, ...]:
         """The parameters searched on a logarithmic scale (a figure draws them on one)."""

@@ -12,10 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.errors import SmtrainError
-from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import CostSoFar, cost_so_far
 from orchestrator.observing.settings_view import setting_rows
-from orchestrator.redact import mask_text, secret_values
 
 # DescribeTrainingJob's TrainingJobStatus and SecondaryStatus (botocore's sagemaker model, 2026-11).
 STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
@@ -72,9 +70,9 @@ class JobStatus:
 
     @classmethod
     def from_description(cls, described: dict[str, Any], region: str) -> JobStatus:
+        """The status of a description whose free text is already shown (sagemaker_text.shown_training_job: the
+        cloud's reader and a local run's both give it so)."""
         resources = described.get("ResourceConfig", {})
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
-        reason = described.get("FailureReason")
         return cls(
             name=described["TrainingJobName"],
             region=region,
@@ -82,7 +80,7 @@ class JobStatus:
             secondary_status=described.get("SecondaryStatus"),
             transitions=tuple(
                 Transition(
-                    item["Status"], plain(item.get("StatusMessage", "")), item.get("StartTime"), item.get("EndTime")
+                    item["Status"], item.get("StatusMessage", ""), item.get("StartTime"), item.get("EndTime")
                 )
                 for item in described.get("SecondaryStatusTransitions", [])
             ),
@@ -90,7 +88,7 @@ class JobStatus:
             instance_count=(resources.get("InstanceCount") or resources.get("SelectedInstanceCount")
                             or sum(group["InstanceCount"] for group in resources.get("InstanceGroups", [])) or None),
             billable_seconds=described.get("BillableTimeInSeconds"),
-            failure_reason=mask_text(plain(reason), secrets) if reason else None,
+            failure_reason=described.get("FailureReason") or None,
             model_artifact=described.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
             created=described.get("CreationTime"),
             ended=described.get("TrainingEndTime"),

@@ -1,4 +1,5 @@
-"""A job's text as smtrain holds and shows it: plain text, every terminal control removed.
+"""A job's text as smtrain holds and shows it: plain text, every terminal control removed, every invisible character
+shown.
 
 A job's output is not smtrain's to trust: a dependency, a dataset string or a hostile script can print escape
 sequences that set the terminal's title, write its clipboard (OSC 52), hide text, move the cursor to overwrite an
@@ -16,17 +17,33 @@ line break, so the line it would have overwritten stays above what overwrote it 
 of its own, as CloudWatch's console shows them), and a string sequence (OSC, DCS, SOS, PM, APC) whose terminator
 never comes loses only its opening, its payload stays visible. Tab and newline stay.
 
-Linear in the text's length: the only scans are a search for the next control character and, from a control, a
-match that stops at the next one; a scan never goes back, and an unterminated string's payload is read twice at
-most.
+Invisible and bidirectional characters (zero-width spaces and joiners, direction marks, embeddings, overrides and
+isolates, the BOM) are shown instead, as `<U+202E>`: one reverses or hides part of a line (`Failed` made to read
+as other text, a path in a failure location shown as another, the "trojan source" of compilers), so, as compilers
+and GitHub do, the text says where each one is; removing them silently would change what the job wrote without a
+trace. Every other character (accents, CJK, emoji, right-to-left letters themselves) stays as it is. Masking reads
+a line both with and without these marks (`redact.SHOWN_CHARACTER`), so one written inside a secret cannot split
+it out of masking's sight.
+
+Linear in the text's length: the only scans are a search for the next control or invisible character and, from a
+control, a match that stops at the next one; a scan never goes back, and an unterminated string's payload is read
+twice at most.
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
 """Every C0 control but tab and newline, DEL, and every C1 control (U+0080-U+009F)."""
+_LAST_CONTROL = "\x9f"
+_CONTROL = re.compile(f"[{_CONTROLS}]")
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+"""The Arabic letter mark; zero-width space, non-joiner, joiner, left-to-right and right-to-left marks; the
+embeddings and overrides (LRE, RLE, PDF, LRO, RLO) and isolates (LRI, RLI, FSI, PDI); the BOM (zero-width
+no-break space)."""
+_CONTROL_OR_INVISIBLE = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
+"""Where plain text differs from what the job wrote: a control, or an invisible character shown."""
 _CSI_REST = re.compile("[0-?]*[ -/]*[@-~]?")
 """A CSI's parameters, intermediates and final byte: none of them a control, so the match ends at the next one."""
 _ESCAPE_REST = re.compile("[ -/]*[0-~]?")
@@ -42,8 +59,9 @@ _LINE_EDGES = ("", "\r", "\n")
 
 def plain(text: str) -> str:
     """`text` without any terminal control: escape sequences, C0 controls but tab and newline, DEL, C1 controls;
-    a carriage return between two texts is a line break."""
-    found = _CONTROL.search(text)
+    a carriage return between two texts is a line break; each invisible or bidirectional character shown as
+    `<U+XXXX>`."""
+    found = _CONTROL_OR_INVISIBLE.search(text)
     if found is None:
         return text
     kept: list[str] = []
@@ -51,10 +69,14 @@ def plain(text: str) -> str:
     while found is not None:
         at = found.start()
         kept.append(text[start:at])
-        if text[at] == "\r" and text[at - 1:at] not in _LINE_EDGES and text[at + 1:at + 2] not in _LINE_EDGES:
-            kept.append("\n")  # between two texts: what it would overwrite stays, on the line above
-        start = _sequence_end(text, at)
-        found = _CONTROL.search(text, start)
+        if text[at] > _LAST_CONTROL:  # an invisible character: shown where it was
+            kept.append(f"<U+{ord(text[at]):04X}>")
+            start = at + 1
+        else:
+            if text[at] == "\r" and text[at - 1:at] not in _LINE_EDGES and text[at + 1:at + 2] not in _LINE_EDGES:
+                kept.append("\n")  # between two texts: what it would overwrite stays, on the line above
+            start = _sequence_end(text, at)
+        found = _CONTROL_OR_INVISIBLE.search(text, start)
     kept.append(text[start:])
     return "".join(kept)
 

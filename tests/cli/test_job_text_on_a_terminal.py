@@ -1,7 +1,9 @@
 """A job's output is untrusted: no terminal control it prints reaches the user's terminal through `smtrain logs` or
 `smtrain status` (its failure, the cause and the failing host's last lines), for a local run and a SageMaker job
 alike, whether stdout is a terminal (click keeps escape sequences there: `color=True`) or a pipe; and a sequence
-printed inside a secret does not keep it from being masked (plain_text runs before the masking)."""
+printed inside a secret does not keep it from being masked (plain_text runs before the masking). An invisible or
+bidirectional character is shown where it was (`<U+202E>`), never acted on by the terminal, and one written
+inside a secret does not keep it from being masked either."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from job_fakes import SECRET, create_jobs, described, seed_logs
-from terminal_controls import CONTROLS
+from terminal_controls import CONTROLS, INVISIBLES
 
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
@@ -31,9 +33,18 @@ FAILURE = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py"
 REASON = "AlgorithmError: ValueError: bad \x1b]52;c;cm0gLXJm\x07shape\x1b[1A\x1b[2K\rCompleted ExitCode 1"
 
 
+UNSEEN_SPLIT_SECRET = f"token {SECRET[:7]}\u200b{SECRET[7:]} end"
+"""The secret with a zero-width space inside it: it reads as the secret, and str.replace would not find it."""
+
+
 def _controls(text: str) -> list[str]:
     return [character for character in text if (ord(character) < 32 and character not in "\t\n")
             or 0x7F <= ord(character) <= 0x9F]
+
+
+def _invisibles(text: str) -> list[str]:
+    return [character for character in text if character in "\u061c\ufeff" or 0x200B <= ord(character) <= 0x200F
+            or 0x202A <= ord(character) <= 0x202E or 0x2066 <= ord(character) <= 0x2069]
 
 
 def _smtrain(*args: str, colour: bool, obj=None):
@@ -108,6 +119,42 @@ def test_status_of_a_sagemaker_job_shows_its_failure_reason_and_cause_without_co
     assert "algo-1 (rank 0) failed: ValueError: bad shape at train.py:3" in shown.stdout, shown.stdout
     assert "Training job failed: bad" in shown.stdout
     assert SECRET not in shown.stdout
+
+
+@pytest.mark.parametrize("colour", [True, False], ids=["terminal", "pipe"])
+def test_logs_of_a_sagemaker_job_show_where_each_invisible_character_was_and_mask_a_secret_split_by_one(
+        tiny_plan, aws, colour):
+    create_jobs(tiny_plan.create_training_job_request, ["tiny-a"])
+    seed_logs("tiny-a", {"algo-1": list(enumerate([printed for printed, _ in INVISIBLES.values()]
+                                                   + [UNSEEN_SPLIT_SECRET]))})
+
+    shown = _smtrain("logs", "tiny-a", colour=colour)
+
+    assert _invisibles(shown.stdout) == [] and SECRET not in shown.stdout.replace("<U+200B>", "")
+    assert shown.stdout.splitlines() == [f"[algo-1] {line}" for _, line in INVISIBLES.values()] + [
+        f"[algo-1] token {MASK} end"]
+
+
+@pytest.mark.parametrize("colour", [True, False], ids=["terminal", "pipe"])
+def test_status_of_a_sagemaker_job_shows_where_each_invisible_character_of_its_failure_was(stubbed_sagemaker, colour):
+    """A right-to-left override would show `Failed` reversed, and hide which file failed; the failure reason, the
+    status history and the cause show each such character where it was, and mask a secret split by one."""
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", described(
+        "tiny-failed", "Failed", "Failed", TrainingEndTime=datetime.now(timezone.utc),
+        HyperParameters={"sagemaker_program": '"train.py"', "api-token": SECRET},
+        FailureReason=f"AlgorithmError: \u202edeliaF\u202c ExitCode 1 {UNSEEN_SPLIT_SECRET}",
+        SecondaryStatusTransitions=[{"Status": "Failed", "StartTime": datetime.now(timezone.utc),
+                                     "StatusMessage": "Training job failed: \u2067bad\u2069"}]))
+    seed_logs("tiny-failed", {"algo-1": list(enumerate(
+        ["Traceback (most recent call last):", '  File "/opt/ml/code/\u202etxt.niart\u202c.py", line 3, in <module>',
+         "ValueError: bad shape"]))})
+
+    shown = _smtrain("status", "tiny-failed", colour=colour, obj=stubbed_sagemaker)
+
+    assert _invisibles(shown.stdout) == [] and SECRET not in shown.stdout.replace("<U+200B>", ""), shown.stdout
+    assert f"AlgorithmError: <U+202E>deliaF<U+202C> ExitCode 1 token {MASK} end\n" in shown.stdout, shown.stdout
+    assert "Training job failed: <U+2067>bad<U+2069>" in shown.stdout
+    assert "ValueError: bad shape at <U+202E>txt.niart<U+202C>.py:3" in shown.stdout, shown.stdout
 
 
 @pytest.mark.slow

@@ -354,3 +354,37 @@ def test_status_shows_a_failed_search_and_trial_without_the_terminal_controls_th
     assert "\x1b" not in result.output and "\x07" not in result.output and "\r" not in result.output, result.output
     assert "  failure: No training job succeeded" in result.output
     assert document["trial_list"][0]["failure_reason"] == "AlgorithmError: ValueError: bad shape\nCompleted"
+
+
+HF_TOKEN_VALUE = "hf_" + "a1B2c3D4e5" * 4
+
+
+@pytest.mark.hardening
+def test_status_masks_the_failure_reasons_of_a_search_and_its_trials_as_a_jobs(stubbed):
+    """A FailureReason quotes the job: the tuning job's and each trial's are masked as a training job's is, for
+    the tuning job's own secret values (its training definition's, which `tune status` reads once) and every
+    credential-looking value (a flag's, a token by its form), in text and JSON (Stubber as above)."""
+    sagemaker = stubbed.stubbers["sagemaker"]
+    counters = {"Completed": 0, "InProgress": 0, "Stopped": 0, "RetryableError": 0, "NonRetryableError": 1}
+    definition = {"AlgorithmSpecification": {"TrainingInputMode": "File"}, "RoleArn": "arn:aws:iam::1:role/r",
+                  "OutputDataConfig": {"S3OutputPath": "s3://b/outputs/"}, "StoppingCondition": {},
+                  "StaticHyperParameters": {"wandb-key": SECRET}}
+    failed = {**_trial("ts-001-aaa", "Failed", "0.01", '"sgd"', None),
+              "FailureReason": f"AlgorithmError: ValueError: bad token {HF_TOKEN_VALUE} (key {SECRET})\n"
+                               "Command \"train.py --api-key XYZ-1234\""}
+    for _ in ("text", "json"):
+        sagemaker.add_response("describe_hyper_parameter_tuning_job", {
+            **_described("ts", "Failed", counters, None), "TrainingJobDefinition": definition,
+            "FailureReason": f"No training job succeeded: last: train.py --api-key XYZ-1234 {SECRET}"})
+        sagemaker.add_response("list_training_jobs_for_hyper_parameter_tuning_job", {"TrainingJobSummaries": [failed]})
+
+    result = CliRunner().invoke(main, ["tune", "status", "ts"], obj=stubbed)
+    document = json.loads(CliRunner().invoke(main, ["tune", "status", "ts", "-o", "json"], obj=stubbed).stdout)
+
+    assert result.exit_code == 0, result.output
+    for leaked in (SECRET, HF_TOKEN_VALUE, "XYZ-1234"):
+        assert leaked not in result.output and leaked not in json.dumps(document), leaked
+    assert "  failure: No training job succeeded: last: train.py --api-key **** ****" in result.output
+    assert "  ts-001-aaa failed: AlgorithmError: ValueError: bad token **** (key ****)" in result.output
+    assert document["trial_list"][0]["failure_reason"] == (
+        "AlgorithmError: ValueError: bad token **** (key ****)\nCommand \"train.py --api-key ****\"")

@@ -1,14 +1,19 @@
 """A job's text without terminal control (observing/plain_text.py): each class of control goes, colour included,
-what it would have hidden stays, and the work is linear in the text's length, counted in characters scanned."""
+what it would have hidden stays; each invisible or bidirectional character is shown where it was, every other
+character stays; masking after it still hides a secret such a character was written into; and the work is linear
+in the text's length, counted in characters scanned."""
 
 from __future__ import annotations
 
 import pytest
-from terminal_controls import CONTROLS
+from terminal_controls import CONTROLS, INVISIBLES, ORDINARY
 
 from orchestrator.observing import plain_text
 from orchestrator.observing.plain_text import plain
+from orchestrator.redact import MASK, SHOWN_CHARACTER, mask_text
 
+SECRET = "hunter2-not-for-logs"
+HF_TOKEN_VALUE = "hf_" + "a1B2c3D4e5" * 4
 
 
 @pytest.mark.parametrize("printed, shown", CONTROLS.values(), ids=CONTROLS.keys())
@@ -19,6 +24,46 @@ def test_each_class_of_control_is_removed_and_the_text_stays(printed, shown):
 def test_text_without_a_control_is_returned_as_it_is():
     text = "epoch=1 step=10/90 ünïcode ✓ [rank0]: Traceback"
     assert plain(text) is text
+
+
+@pytest.mark.parametrize("printed, shown", INVISIBLES.values(), ids=INVISIBLES.keys())
+def test_each_invisible_or_bidirectional_character_is_shown_where_it_was(printed, shown):
+    assert plain(printed) == shown
+
+
+def test_accents_cjk_emoji_and_right_to_left_letters_stay_as_they_are():
+    text = f"step 1 {ORDINARY}"
+    assert plain(text) is text
+
+
+def test_a_control_beside_an_invisible_character_goes_and_the_character_is_shown():
+    assert plain("\x1b[31m\u202eFailed\x1b[0m\u202c\rCompleted") == "<U+202E>Failed<U+202C>\nCompleted"
+
+
+@pytest.mark.parametrize("character", [chr(code) for code in (0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                                              *range(0x2066, 0x206A), 0xFEFF)])
+def test_each_mark_is_one_masking_reads_through(character):
+    """redact.SHOWN_CHARACTER is how masking knows a mark: it must know every one plain_text writes."""
+    assert SHOWN_CHARACTER.fullmatch(plain(character))
+
+
+@pytest.mark.parametrize("printed, shown", [
+    (f"token {SECRET[:7]}\u200b{SECRET[7:]} end", f"token {MASK} end"),
+    (f"token {SECRET[:3]}\u202e{SECRET[3:9]}\u202c{SECRET[9:]} end", f"token {MASK} end"),
+    (f"token {SECRET[:7]}\u200b\u200c\u2066{SECRET[7:]} end", f"token {MASK} end"),
+    (f"bad token {HF_TOKEN_VALUE[:10]}\ufeff{HF_TOKEN_VALUE[10:]}", f"bad token {MASK}"),
+    ("cmd: run\u200b--api-key XYZ-1234 --lr 0.1", f"cmd: run<U+200B>--api-key {MASK} --lr 0.1"),
+    (f"\u202e{SECRET}\u202c is it", f"<U+202E>{MASK}<U+202C> is it"),
+    (f"{SECRET[:5]}<U+200B>{SECRET[5:]}", MASK),  # the job wrote the mark itself: still the secret it reads as
+], ids=["zero-width space", "override and its end", "three in a row", "BOM in a token", "a mark glued to a flag",
+        "marks around a secret", "a mark written as text"])
+def test_a_character_written_inside_a_secret_does_not_hide_it_from_masking(printed, shown):
+    """Plain first, masked after (as every reader of a job's text does): masking reads the line with the marks and
+    without them, so a secret split by one is still hidden whole, the marks outside it still shown."""
+    masked = mask_text(plain(printed), {SECRET})
+
+    assert masked == shown
+    assert SECRET not in masked and "XYZ-1234" not in masked and HF_TOKEN_VALUE[10:] not in masked
 
 
 class _Counted:
@@ -48,6 +93,8 @@ HOSTILE = {
     "escapes with intermediates": "\x1b(" * 100_000,
     "carriage returns": "a\r" * 100_000,
     "colour on every character": "\x1b[31ma" * 40_000,
+    "overrides only": "\u202e" * 200_000,
+    "unterminated strings of zero-width spaces": ("\x1b]" + "\u200b" * 8) * 20_000,
 }
 
 
@@ -56,10 +103,11 @@ def test_the_work_is_linear_in_a_200000_character_line(monkeypatch, text):
     """Counted, not timed: a scan that went on past the next control (to the text's end, for each of 100,000
     introducers) would read billions of characters; plain_text reads each about twice."""
     tally = [0]
-    for name in ("_CONTROL", "_CSI_REST", "_ESCAPE_REST"):
+    for name in ("_CONTROL", "_CONTROL_OR_INVISIBLE", "_CSI_REST", "_ESCAPE_REST"):
         monkeypatch.setattr(plain_text, name, _Counted(getattr(plain_text, name), tally))
 
     shown = plain(text)
 
     assert tally[0] <= 4 * len(text) + 10, tally[0]
     assert "\x1b" not in shown and "\x9d" not in shown and "\r" not in shown
+    assert "\u202e" not in shown and "\u200b" not in shown

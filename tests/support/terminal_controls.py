@@ -19,3 +19,19 @@ CONTROLS = {
     "an escape cut at the text's end": ("a\x1b[", "a"),
     "tab and newline": ("a\tb\nc", "a\tb\nc"),
 }
+
+INVISIBLES = {
+    "right-to-left override reversing a word": ("status: \u202edeliaF\u202c ok", "status: <U+202E>deliaF<U+202C> ok"),
+    "embeddings (LRE, RLE, LRO) and their end (PDF)": ("a\u202ab\u202bc\u202dd\u202c", "a<U+202A>b<U+202B>c<U+202D>d<U+202C>"),
+    "isolates (LRI, RLI, FSI, PDI)": ("\u2066a\u2067b\u2068c\u2069", "<U+2066>a<U+2067>b<U+2068>c<U+2069>"),
+    "zero-width space, joiners and direction marks": ("x\u200by\u200cz\u200dw\u200ev\u200fu",
+                                                     "x<U+200B>y<U+200C>z<U+200D>w<U+200E>v<U+200F>u"),
+    "Arabic letter mark": ("a\u061cb", "a<U+061C>b"),
+    "a BOM inside a line": ("train\ufeff.py", "train<U+FEFF>.py"),
+    "a path hidden in a failure location": ('File "/opt/ml/code/\u202etxt.niart\u202c.py"',
+                                            'File "/opt/ml/code/<U+202E>txt.niart<U+202C>.py"'),
+}
+"""Invisible and bidirectional characters a job may print to make a line read as other text, and what smtrain
+shows of them (observing/plain_text.py): each one, where it was."""
+ORDINARY = "épreuve ñ 日本語 ✓ 🚀 עברית العربية"
+"""Characters that only look unusual: accents, CJK, emoji, right-to-left letters themselves. They stay as they are."""

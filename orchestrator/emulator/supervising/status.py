@@ -29,6 +29,7 @@ import psutil
 
 from orchestrator.emulator.instances import run_files
 from orchestrator.errors import DamagedRun, SpecError
+from orchestrator.observing.sagemaker_text import shown_training_job
 
 STATUS_FILE = "status.json"
 STOP_FILE = "stop-requested"
@@ -181,7 +182,8 @@ def _parsed(text: str) -> dict[str, Any]:
 
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:
-    """The run's DescribeTrainingJob document (times as datetimes); None before the run has written one.
+    """The run's DescribeTrainingJob document (times as datetimes, free text shown as the cloud's is:
+    observing/sagemaker_text.py); None before the run has written one.
 
     A run whose process has gone while it still said InProgress or Stopping (killed, the machine restarted)
     reads as Failed, saying so, rather than running forever.
@@ -209,7 +211,7 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
         described.update(TrainingJobStatus="Failed", SecondaryStatus="Failed",
                          FailureReason=f"the smtrain process of this run (pid {pid}) ended without a result: it "
                                        "was killed, or the machine restarted")
-    return described
+    return shown_training_job(described)
 
 
 def request_stop(run_dir: Path) -> None:
