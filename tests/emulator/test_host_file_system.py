@@ -5,6 +5,7 @@ The runs go as this user (root here) and as an unprivileged one (`setpriv` to no
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -12,12 +13,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
 from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching.hostfs import HOST_TMP_VARIABLE
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.deviations import DEVIATIONS
 from orchestrator.specs.loader import load
@@ -157,3 +160,56 @@ def test_without_namespaces_the_notice_says_the_host_names_do_not_resolve(tmp_pa
     assert "the host names algo-N do not resolve (no /etc/hosts naming them" in notice
     assert ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do "
             "not resolve)") in DEVIATIONS[0]
+
+
+def _enter_with_own_tmp(host_tmp: Path, host_root: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by this interpreter inside a host's namespace whose /tmp is `host_tmp`."""
+    command = [*opt_ml.HostFileSystem(True).enter(host_root), sys.executable, "-I", "-S", "-c", script]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
+                            env={**os.environ, HOST_TMP_VARIABLE: str(host_tmp)})
+    if result.returncode == 125:
+        pytest.skip(f"no mount namespaces here: {result.stderr.strip()}")
+    return result
+
+
+def test_the_machine_s_tmp_files_are_bound_back_each_itself_over_one_inode_of_mount_points(tmp_path):
+    """Each host binds every entry of the machine's /tmp back into its own: a new empty file per entry, on every
+    host of every run, was most of the system time smtrain local added (hundreds of entries on a disk where each
+    new inode costs): the files' mount points are links of one. Each still shows its own content, and a write to
+    it reaches the machine's file."""
+    probes = {f"/tmp/smtrain-bound-back-{uuid.uuid4().hex}-{index}": f"content {index}\n" for index in range(3)}
+    for path, content in probes.items():
+        Path(path).write_text(content)
+    host_tmp, host_root = tmp_path / "host-tmp", tmp_path / "algo-1"
+    host_tmp.mkdir()
+    (host_root / "code").mkdir(parents=True)
+    first = next(iter(probes))
+    script = (f"import json; print(json.dumps({{p: open(p).read() for p in {sorted(probes)!r}}})); "
+              f"open({first!r}, 'a').write('from the job\\n'); open('/tmp/the-job-s-own', 'w').write('own\\n')")
+    try:
+        result = _enter_with_own_tmp(host_tmp, host_root, script)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == probes  # each entry is the machine's own file, not its stand-in
+        assert Path(first).read_text() == probes[first] + "from the job\n"
+        assert (host_tmp / "the-job-s-own").read_text() == "own\n" and not os.path.exists("/tmp/the-job-s-own")
+        mount_points = [entry for entry in host_tmp.iterdir() if entry.is_file() and entry.name != "the-job-s-own"]
+        assert {os.path.basename(path) for path in probes} <= {entry.name for entry in mount_points}
+        assert len({entry.stat().st_ino for entry in mount_points}) == 1
+    finally:
+        for path in probes:
+            Path(path).unlink(missing_ok=True)
+
+
+def test_entering_a_host_s_namespace_runs_no_ldconfig(tmp_path, monkeypatch):
+    """hostfs.py loads the C library in every host's namespace, its MPI daemons and pip's container: finding it
+    with ctypes.util.find_library ran `/sbin/ldconfig -p` each time."""
+    started: list[object] = []
+
+    def record(self, args, *rest, **options):
+        started.append(args)
+        raise OSError("no process in this test")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    loaded = importlib.util.spec_from_file_location("hostfs_fresh", opt_ml.HOSTFS)
+    loaded.loader.exec_module(importlib.util.module_from_spec(loaded))
+    assert started == []

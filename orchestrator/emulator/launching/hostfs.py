@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -49,7 +48,20 @@ _MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _load_libc() -> ctypes.CDLL:
+    """The C library by its soname; find_library only where that fails (it runs `ldconfig -p` each time, and every
+    host's namespace, its MPI daemons and pip's container load it)."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        from ctypes.util import find_library  # noqa: PLC0415 (only for a C library of another name: another OS)
+
+        return ctypes.CDLL(find_library("c"), use_errno=True)
+
+
+_libc = _load_libc()
 
 
 class Refused(Exception):
@@ -114,29 +126,61 @@ def _cover_opt() -> None:
 
 def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
     """/tmp becomes `host_tmp`, into which every entry of the machine's /tmp is bound back (an entry that cannot
-    be is left out, unless a path the host needs lies in it)."""
+    be is left out, unless a path the host needs lies in it).
+
+    Every mount point is made before the first entry is bound, and those of files are hard links of one empty
+    file: a new inode per entry is what costs (hundreds of entries, on every host of every run), a link is a name."""
     real = os.open(TMP, os.O_RDONLY | os.O_DIRECTORY)
     try:
         entries = os.listdir(real)
         _mount(host_tmp, TMP, None, _MS_BIND | _MS_REC)
+        file_mount_point = None
+        binds = []  # (the machine's entry, its mount point, whether this call made the mount point)
         for name in entries:
             hidden, visible = f"/proc/self/fd/{real}/{name}", os.path.join(TMP, name)
             try:  # an entry the run made there (a checkpoint path under /tmp) is covered: the machine's wins
                 if os.path.islink(hidden):
                     if not os.path.lexists(visible):
                         os.symlink(os.readlink(hidden), visible)
-                elif os.path.isdir(hidden):
-                    os.makedirs(visible, exist_ok=True)
-                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
-                else:
-                    if not os.path.lexists(visible):
-                        open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
-                    _mount(hidden, visible, None, _MS_BIND | _MS_REC)
-            except (OSError, Refused):
-                if any(path == visible or path.startswith(visible + "/") for path in needed):
+                    continue
+                made = not os.path.lexists(visible)
+                if made and os.path.isdir(hidden):
+                    os.mkdir(visible)
+                elif made:
+                    file_mount_point = _file_mount_point(visible, file_mount_point)
+                binds.append((hidden, visible, made))
+            except OSError:
+                if _lies_in(visible, needed):
                     raise
+        for hidden, visible, made in binds:
+            try:
+                _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+            except Refused:
+                if _lies_in(visible, needed):
+                    raise
+                if made:  # left out: no empty stand-in under the machine's entry's name
+                    with contextlib.suppress(OSError):
+                        (os.rmdir if os.path.isdir(visible) else os.unlink)(visible)
     finally:
         os.close(real)
+
+
+def _file_mount_point(path: str, made_before: str | None) -> str:
+    """An empty file at `path` to bind a file onto: a link of the one made before where there is one. Returns the
+    file to link the next ones to."""
+    if made_before:
+        try:
+            os.link(made_before, path)
+            return made_before
+        except OSError:  # too many links to it (or none allowed here): a file of its own
+            pass
+    open(path, "w").close()  # noqa: SIM115
+    return path
+
+
+def _lies_in(entry: str, needed: tuple[str, ...]) -> bool:
+    """Whether a path the host needs (its folder, the working directory, the interpreter) lies in `entry`."""
+    return any(path == entry or path.startswith(entry + "/") for path in needed)
 
 
 def enter(host_root: str) -> bool:
