@@ -152,7 +152,7 @@ class LocalBackend:
             return progress
         if stored.category == HUNG:  # the host of the rank the others wait for, not the reason's first host
             host = stored.host if stored.host in tails else None
-            return dataclasses.replace(progress, failure_cause=stored, failing_host=host,
+            return dataclasses.replace(progress, failure_cause=stored, failing_host=host, failing_rank=None,
                                        failing_lines=tuple(tails[host][-FAILURE_TAIL_LINES:]) if host else ())
         return dataclasses.replace(progress, failure_cause=stored)
 

@@ -77,8 +77,12 @@ def _print_status(current: JobStatus, progress: JobProgress | None, unread: str 
         from orchestrator.observing.root_cause import HUNG
 
         hung = progress.failure_cause is not None and progress.failure_cause.category == HUNG
-        click.echo(f"  last lines of {progress.failing_host} "
-                   f"({'the host the others wait for' if hung else 'the host that failed first'})")
+        if progress.failing_rank is not None:
+            click.echo(f"  last lines of {progress.failing_host} rank {progress.failing_rank} (the rank that failed "
+                       "first, its own lines)")
+        else:
+            click.echo(f"  last lines of {progress.failing_host} "
+                       f"({'the host the others wait for' if hung else 'the host that failed first'})")
         for line in progress.failing_lines:
             click.echo(f"    {line}")
 

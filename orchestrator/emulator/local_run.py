@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -33,7 +34,14 @@ from orchestrator.emulator.preparing.image_match import image_notices
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run, run_dir_for
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
-from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step
+from orchestrator.emulator.reporting.smoke import (
+    RankCensus,
+    SmokeReport,
+    killed_in_grace,
+    last_step,
+    passing,
+    quiet_stop_notice,
+)
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import (
@@ -305,6 +313,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         processes = prepared.host_processes(run_id, port)
         run_launches = prepared.launches(processes, port)
         census = RankCensus(processes, prepared.group_hosts, prepared.plan.spec.entry_point)
+        stopping_quietly = threading.Event()
 
         def on_line(host: str, text: str) -> None:
             mark = step_mark(text)
@@ -312,10 +321,19 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
             first = tracker.first_match is None
             if tracker.feed(host, text) and first and defaults:
                 observer.notice(_metrics_recognized(tracker))
-            observer.line(host, prepared.user_paths(text))
+            if not stopping_quietly.is_set():
+                observer.line(host, prepared.user_paths(text))
             if mark:
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
+
+        def stopping() -> None:
+            """A smoke that passed stops showing the job's lines (reporting/smoke.py); one that fails, or a stop
+            someone asked for, shows everything."""
+            if (options.smoke_seconds is not None and not reporter.report.stop_requested
+                    and passing(census, max(steps, default=0), options.smoke_steps)):
+                stopping_quietly.set()
+                observer.notice(quiet_stop_notice(layout.logs_dir))
 
         stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice, prepared.mask)
         stalls.append(stall)
@@ -332,7 +350,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         with PipeFeeders(prepared.pipes):
             limits = Limits(prepared.job.max_run_seconds - elapsed, interrupt_after, options.stop_grace_seconds,
                             stop_after=smoke_left, stop_when=_smoke_steps_reached(options, census, steps),
-                            interrupt_when=_step_reached(interrupt_at_step, steps))
+                            interrupt_when=_step_reached(interrupt_at_step, steps), stopping=stopping)
             outcome = supervisor.run(limits, hung=stall,
                                      watch=census.observe if options.smoke_seconds is not None else None)
         if outcome.status == "interrupted" and (interrupt_after is not None or interrupt_at_step is not None):
@@ -406,7 +424,7 @@ def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int])
     wanted = options.smoke_steps
     if wanted is None or options.smoke_seconds is None:
         return None
-    return lambda: not census.missing() and max(steps, default=0) >= wanted
+    return lambda: passing(census, max(steps, default=0), wanted)
 
 
 def _step_reached(step: int | None, steps: list[int]) -> Callable[[], bool] | None:

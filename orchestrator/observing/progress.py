@@ -29,6 +29,7 @@ from orchestrator.observing.root_cause import (
     SourcePaths,
     framework_version_of,
     launcher_of,
+    printed_by,
     read_cause,
     reported_install_cause,
     reported_script_cause,
@@ -108,6 +109,9 @@ class JobProgress:
     latest: dict[str, float] = field(default_factory=dict)
     failing_host: str | None = None
     failing_lines: tuple[LogLine, ...] = ()
+    failing_rank: int | None = None
+    """The rank whose own lines `failing_lines` are (its traceback, under torch.distributed's `[rankN]:`); None
+    where they are the host's last lines, no rank's lines being told apart."""
     failure_cause: FailureCause | None = None
     any_lines: bool = True
     """False when the tails held no line at all, so "no step in the last lines" would point at the wrong thing."""
@@ -118,6 +122,7 @@ class JobProgress:
             "latest_metrics": dict(self.latest),
             "failing_host": self.failing_host,
             "failing_host_last_lines": [line.message for line in self.failing_lines],
+            "failing_rank": self.failing_rank,
             "failure_cause": self.failure_cause.to_dict() if self.failure_cause else None,
         }
 
@@ -139,8 +144,21 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
     if described.get("TrainingJobStatus") != "Failed":
         return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines))
     host = cause.host if cause and cause.host in tails else failing_host(described.get("FailureReason") or "", tails)
-    failing = tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
-    return JobProgress(estimate, latest, host, failing, cause, bool(lines))
+    rank, failing = _failing_lines(tails, host, cause)
+    return JobProgress(estimate, latest, host, failing, rank, cause, bool(lines))
+
+
+def _failing_lines(tails: Mapping[str, Sequence[LogLine]], host: str | None,
+                   cause: FailureCause | None) -> tuple[int | None, tuple[LogLine, ...]]:
+    """The failing rank and its own last lines where they can be told apart: its traceback, which on a torchrun
+    host comes before the agent's `ChildFailedError` report and among the other ranks' lines; under mpirun in the
+    master's log, where mpirun prints every rank's. Else None and the failing host's last lines."""
+    rank = cause.rank if cause is not None else None
+    own = tuple(line for lines in tails.values() for line in lines
+                if rank is not None and printed_by(line.message, rank))
+    if own:
+        return rank, own[-FAILURE_TAIL_LINES:]
+    return None, tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
 
 
 def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],

@@ -368,6 +368,14 @@ def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> di
     return printed
 
 
+def printed_by(line: str, rank: int) -> bool:
+    """Whether `rank` printed `line` under its own prefix: torch.distributed's `[rankN]:` (put before each line of
+    an error that ends a rank, so its traceback), mpirun's `[1,N]<stderr>:`. False for the launcher's lines, the
+    other ranks' and the lines no prefix tells apart."""
+    tag = _RANK_PREFIX.match(line) or _MPI_TAG.match(line)
+    return tag is not None and int(tag[1]) == rank
+
+
 def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] = (),
              framework_version: str | None = None) -> tuple[str, str | None]:
     """(category, fix) of an error line and exit code: the common causes of a failed training job."""

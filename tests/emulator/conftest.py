@@ -5,8 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
+
+from orchestrator.emulator.launching.launch import RUN_DIR_VARIABLE
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -55,3 +58,21 @@ def smoke_seconds(startup_seconds):
         return round(max(floor, SMOKE_STARTUPS * startup_seconds("orchestrator.emulator.local_run")), 1)
 
     return deadline
+
+
+@pytest.fixture
+def processes_of():
+    """`processes_of(run_dir)`: the live processes whose environment names this run directory (none should outlive
+    their run)."""
+
+    def live(run_dir: Path) -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if process.environ().get(RUN_DIR_VARIABLE) == str(run_dir):
+                    found.append(process)
+            except psutil.Error:
+                continue
+        return found
+
+    return live

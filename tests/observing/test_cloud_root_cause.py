@@ -160,6 +160,73 @@ def test_a_failed_two_host_torchrun_job_names_rank_5_as_a_local_run_of_the_same_
     assert rows["cause"] == HEADLINE
 
 
+RANK_5_OWN_LINES = [line for line in ALGO2 if line.startswith("[rank5]: ")]
+
+
+def _last_lines(shown: str) -> tuple[str, list[str]]:
+    """`status`'s "last lines of ..." heading and the lines under it (`[algo-N] line`)."""
+    heading, _, rest = shown.partition("  last lines of ")
+    assert rest, shown
+    title, *lines = rest.splitlines()
+    return title, [line.removeprefix("    ") for line in lines]
+
+
+def test_status_of_a_failed_torchrun_job_shows_the_failing_ranks_own_last_lines_not_torchruns_report(
+        stubbed_sagemaker, tmp_path):
+    """torchrun's `ChildFailedError` block ends the host's log, after the rank's traceback (each line of which
+    torch.distributed prefixes `[rank5]:`): the rank's lines are what the cause above them was read from."""
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-lines"))
+    seed("ddp-lines", {"algo-1": ALGO1, "algo-2": ALGO2})
+    cloud = CliRunner().invoke(main, ["status", "ddp-lines"], obj=stubbed_sagemaker).stdout
+    run_dir = _local_run(tmp_path / "ddp-lines", {"algo-1": ALGO1, "algo-2": ALGO2})
+    (run_dir / "result.json").write_text(json.dumps({"failure_cause": {"host": "algo-2", "rank": 5,
+                                                                       "exception": HEADLINE.split(": ", 1)[1]}}))
+    local = CliRunner().invoke(main, ["status", str(run_dir)]).stdout
+    local_json = json.loads(CliRunner().invoke(main, ["status", str(run_dir), "-o", "json"]).stdout)
+
+    for shown in (cloud, local):
+        title, lines = _last_lines(shown)
+        assert lines == [f"[algo-2] {line}" for line in RANK_5_OWN_LINES]
+        assert title == "algo-2 rank 5 (the rank that failed first, its own lines)"
+    assert (local_json["failing_rank"], local_json["failing_host_last_lines"]) == (5, RANK_5_OWN_LINES)
+
+
+def test_status_of_a_failed_mpi_job_shows_the_failing_ranks_lines_from_the_masters_stream(stubbed_sagemaker):
+    """mpirun prints every rank's lines on the master (algo-1), tagged with the rank and its host."""
+    raised = [f"[1,mpirank:5,algo-2]<stderr>:{line}" for line in (
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 9, in <module>',
+        "ValueError: labels missing")]
+    master = ["[1,mpirank:0,algo-1]<stdout>:step 7", *raised, "[1,mpirank:4,algo-2]<stdout>:step 7",
+              "--------------------------------------------------------------------------",
+              "mpirun.real detected that one or more processes exited with non-zero status, thus causing",
+              "the job to be terminated. The first process to do so was:", "",
+              "  Process name: [[7462,1],5]", "  Exit code:    1",
+              "--------------------------------------------------------------------------"]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("mpi-lines", mode="mpi"))
+    seed("mpi-lines", {"algo-1": master, "algo-2": ["Invoking script with the following command:", "",
+                                                    "/opt/conda/bin/python3.11 train.py"]})
+
+    title, lines = _last_lines(CliRunner().invoke(main, ["status", "mpi-lines"], obj=stubbed_sagemaker).stdout)
+
+    assert lines == [f"[algo-1] {line}" for line in raised]
+    assert title == "algo-2 rank 5 (the rank that failed first, its own lines)"
+
+
+def test_status_shows_the_hosts_last_lines_where_no_ranks_lines_can_be_told_apart(stubbed_sagemaker):
+    """A rank killed by a signal prints no traceback: torchrun's report on its host is all there is."""
+    host_lines = ["epoch=1 step=3/90 train_loss=0.9",
+                  "E1126 10:41:01.554000 31 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                  "(exitcode: -9) local_rank: 0 (pid: 92) of binary: /opt/conda/bin/python3.11",
+                  "Root Cause (first observed failure):", "[0]:", "  host      : algo-1",
+                  "  rank      : 0 (local_rank: 0)", "  exitcode  : -9 (pid: 92)", "  error_file: <N/A>"]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-killed"))
+    seed("ddp-killed", {"algo-1": host_lines})
+
+    title, lines = _last_lines(CliRunner().invoke(main, ["status", "ddp-killed"], obj=stubbed_sagemaker).stdout)
+
+    assert (title, lines) == ("algo-1 (the host that failed first)", [f"[algo-1] {line}" for line in host_lines])
+
+
 def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubbed_sagemaker, tmp_path,
                                                                             monkeypatch):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-handle"))

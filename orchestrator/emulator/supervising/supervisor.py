@@ -92,6 +92,9 @@ class Limits:
     interrupt_when: Callable[[], bool] | None = None
     """A simulated spot interruption as soon as this says so (asked as often as the processes are polled):
     `--simulate-spot-interruption-at-step`."""
+    stopping: Callable[[], None] | None = None
+    """Told once when the job is stopped as StopTrainingJob (`stop_after`, `stop_when`, `stop()`), after `watch`
+    and before any process gets the signal: a passed smoke's console stops showing the job's lines there."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +280,8 @@ class Supervisor:
                     limits.stop_when is not None and limits.stop_when()):
                 if watch is not None:
                     watch(tree.alive())
+                if limits.stopping is not None:
+                    limits.stopping()
                 status = "stopped"
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="StopTrainingJob")
                 break
@@ -389,9 +394,11 @@ class Supervisor:
         With `workers_only`, a training process that starts during the wait gets the signal too: a stop can come
         while a host's launcher is still starting its script (the namespace's first process, which as a PID
         namespace's init drops a SIGTERM, forks it a moment later), and the script would otherwise train to its
-        end. What a signalled training process starts for its own exit (an upload, a shell) is left alone."""
-        signalled: set[tuple[int, str]] = set()
-        self._signal(tree.alive(), sig, workers_only, signalled)
+        end. What a signalled training process starts for its own exit (an upload, a shell) is left alone, and so
+        is a launcher once left to end with its workers: a torchrun agent signalled after its workers had ended,
+        while it reported them, printed a `SignalException` traceback or died by the signal (`Terminated`)."""
+        handled: set[tuple[int, str]] = set()
+        self._signal(tree.alive(), sig, workers_only, handled)
         deadline = time.monotonic() + grace_seconds
         announce_at = time.monotonic() + ANNOUNCE_AFTER_SECONDS
         while time.monotonic() < deadline and not self._kill_now.is_set():
@@ -400,7 +407,7 @@ class Supervisor:
             if not waiting:
                 return
             if workers_only:
-                self._signal(waiting, sig, workers_only, signalled, started_later=True)
+                self._signal(waiting, sig, workers_only, handled, started_later=True)
             if announce_at is not None and time.monotonic() >= announce_at and sig != signal.SIGKILL and (
                     described := _described(waiting)):
                 announce_at = None
@@ -415,18 +422,22 @@ class Supervisor:
         self._kill_all(tree, waiting)
 
     def _signal(self, processes: list[psutil.Process], sig: int, workers_only: bool,
-                signalled: set[tuple[int, str]], started_later: bool = False) -> None:
-        """Sends `sig` to each of `processes` not signalled yet (a process is known by its pid and name, so one
-        that exec'd its script is new), skipping launchers that have started their children when `workers_only`,
-        and, of those `started_later`, the ones a signalled training process started."""
+                handled: set[tuple[int, str]], started_later: bool = False) -> None:
+        """Sends `sig` to each of `processes` not `handled` yet (a process is known by its pid and name, so one
+        that exec'd its script is new), skipping launchers that have started their children when `workers_only`
+        (handled then too: never signalled later, once their workers are gone), and, of those `started_later`,
+        the ones a signalled training process started."""
         for process in processes:
             key = (process.pid, _name(process))
-            if key in signalled or (workers_only and _ends_with_its_workers(process)):
+            if key in handled:
                 continue
-            if started_later and _started_by_signalled_worker(process, signalled):
+            if workers_only and _ends_with_its_workers(process):
+                handled.add(key)
+                continue
+            if started_later and _started_by_signalled_worker(process, handled):
                 continue
             _send(process, sig)
-            signalled.add(key)
+            handled.add(key)
             self._sent_sigkill = self._sent_sigkill or sig == signal.SIGKILL
 
     def _kill_all(self, tree: _ProcessTree, processes: list[psutil.Process]) -> None:
