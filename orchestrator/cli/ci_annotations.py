@@ -1,7 +1,8 @@
 """GitHub Actions: a failure shown where the user looks. Under `GITHUB_ACTIONS=true`, each spec problem (and
 warning) is a workflow command that annotates its file and line, and a failed `smtrain local` one for its root
-cause at the user's file:line; where `GITHUB_STEP_SUMMARY` names a file, `smtrain local` appends a short
-Markdown summary of the run to it. `smtrain tune local` reports once for the search: one summary, and
+cause at the user's file:line (a failed install: the line of requirements.txt that names what pip could not
+install); where `GITHUB_STEP_SUMMARY` names a file, `smtrain local` appends a short Markdown summary of the run
+to it. `smtrain tune local` reports once for the search: one summary, and
 one `::error` for a failed search at its first failed trial's root cause; its trials (each a `smtrain
 local`) print and append nothing. Elsewhere nothing here prints a byte.
 
@@ -53,11 +54,12 @@ def command(kind: str, message: str, title: str, place: Mapping[str, Any] | None
             secrets: Iterable[str] = ()) -> str:
     """`::error file=PATH,line=N,col=C,title=TITLE::MESSAGE`, each text masked, then escaped (a property's `:`
     and `,` too). `place`: a problem's file, line and column; the path relative to `GITHUB_WORKSPACE` when
-    under it, so the annotation lands on the pull request's diff."""
+    under it, so the annotation lands on the pull request's diff; a file without a line, on the file."""
     secrets = frozenset(secrets) | machine_secrets(os.environ)
     properties = {}
-    if place and place.get("file") and place.get("line"):
-        properties = {"file": _in_workspace(place["file"]), "line": place["line"], "col": place.get("column")}
+    if place and place.get("file"):  # a file without a line annotates the whole file
+        properties = {"file": _in_workspace(place["file"]), "line": place.get("line"),
+                      "col": place.get("column") if place.get("line") else None}
     properties["title"] = title
     shown = ",".join(f"{name}={_escaped(mask_text(str(value), secrets), _PROPERTY_ESCAPES)}"
                      for name, value in properties.items() if value is not None)
@@ -169,9 +171,13 @@ def _problem_command(kind: str, problem: Mapping[str, Any], secrets: Iterable[st
 
 
 def _location(location: str | None) -> dict[str, Any] | None:
-    """`src/train.py:42` (a root cause's innermost frame in the user's code) as a place."""
+    """`src/train.py:42` (a root cause's innermost frame in the user's code, or the requirements.txt line of a
+    failed install) as a place; `src/requirements.txt` (an install whose failed requirement no line names) as the
+    file alone."""
     path, _, line = (location or "").rpartition(":")
-    return {"file": path, "line": int(line)} if path and line.isdigit() else None
+    if path and line.isdigit():
+        return {"file": path, "line": int(line)}
+    return {"file": location} if location else None
 
 
 def _in_workspace(path: str) -> str:

@@ -560,9 +560,11 @@ def _artifact_failure(root: Path, error: OSError) -> str:
 
 
 def _install_failed(reporter: _Reporter, options: Options, failure: InstallFailed, seconds: float) -> LocalRun:
-    """pip failed before the entry point: every host's toolkit reports it and the job fails. The reason leads with
-    pip's decisive line and the fix, as a rank's failure leads with its cause's text; a smoke reports its ranks as
-    never started."""
+    """pip failed before the entry point: every host's toolkit reports it and the job fails. The install ran once
+    for all hosts (one overlay), so the cause names no host: `the job (pip install) failed: ...`, where SageMaker,
+    whose every host runs pip, names the first that failed. The reason leads with pip's decisive line, the line of
+    requirements.txt it failed on and the fix, as a rank's failure leads with its cause's text; a smoke reports
+    its ranks as never started."""
     prepared = reporter.prepared
     message = prepared.mask(toolkit_failure(failure.return_code, failure.command, failure.output.splitlines(),
                                             failure.error_class))
@@ -571,8 +573,9 @@ def _install_failed(reporter: _Reporter, options: Options, failure: InstallFaile
     for host in prepared.layout.hosts:
         with (prepared.layout.logs_dir / f"{host.name}.log").open("a", encoding="utf-8") as log:
             log.write(prepared.mask(f"{failure.command}\n{failure.output}\n{message}\n"))
-    cause = install_cause(failure.error_class, failure.output.splitlines())
-    reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}\n" \
+    cause = install_cause(failure.error_class, failure.output.splitlines(), prepared.source_paths)
+    at = f" at {cause.location}" if cause.location else ""
+    reason = f"every host: {failure.error_class}: pip could not install the source dir's requirements: {last}{at}\n" \
              f"fix: {cause.fix}\n{message}"
     smoke = None if options.smoke_seconds is None else SmokeReport.never_started(
         options.smoke_seconds, prepared.world_size, prepared.group_hosts, options.smoke_steps)

@@ -172,7 +172,7 @@ def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[Log
     said = service_cause(described, found)
     if said is not None or described.get("TrainingJobStatus") != "Failed":
         return said
-    return found or reported_install_cause(described) or reported_script_cause(described)
+    return found or reported_install_cause(described, source) or reported_script_cause(described)
 
 
 def cause_in_logs(described: Mapping[str, Any]) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
 from orchestrator.observing.plain_text import plain
+from orchestrator.observing.requirement_lines import REQUIREMENTS_FILE, failed_requirement, requirement_line
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
@@ -70,6 +71,8 @@ PIP_INSTALL = "pip install"
 """Who failed where the toolkit's install of requirements.txt (or the source dir's package) failed on a host: pip,
 before the host started any rank."""
 _TOOLKIT_INSTALL = re.compile(r"-m pip install -r requirements\.txt|\b(InstallRequirementsError|InstallModuleError)\b")
+_INSTALLS_REQUIREMENTS = re.compile(r"-m pip install\b.* -r requirements\.txt")
+"""The toolkit's pip command where it installs requirements.txt (alone, or after the source dir's package)."""
 _SCRIPT_INVOKED = "Invoking script with the following command"
 _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
@@ -172,6 +175,12 @@ class SourcePaths:
                 return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
         return None
 
+    @property
+    def directory(self) -> Path | None:
+        """The user's source dir on this machine, where known: its requirements.txt says which line named a
+        requirement pip could not install."""
+        return Path(self.shown) if self.shown else None
+
     def in_text(self, text: str) -> str:
         """`text` with every copy of the code named as the user's source dir."""
         for copy in self.copies:
@@ -193,7 +202,9 @@ class FailureCause:
     """The error as the failing rank printed it (a traceback's last line, argparse's `error:` line, ...)."""
     exit_code: int | None
     location: str | None = None
-    """The innermost frame in the user's code, as a path of their source dir: `src/train.py:42`."""
+    """The innermost frame in the user's code, as a path of their source dir: `src/train.py:42`; for an install
+    that failed, the line of requirements.txt that names the requirement pip could not install
+    (`src/requirements.txt:3`), the file alone where no line names it."""
     category: str = "exit"
     fix: str | None = None
     detail: tuple[str, ...] = ()
@@ -294,7 +305,8 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
         return None
     best = min(candidates, key=lambda item: item.order(launcher.hosts or hosts))
     best, waited_fix = _waited_for(best, candidates, logs, launcher)
-    location = _location(best.frames, source)
+    location = (install_location(logs.get(best.host, ()), source) if best.launcher == PIP_INSTALL
+                else _location(best.frames, source))
     all_lines = [line for host in hosts for line in logs.get(host, ())]
     category, fix = classify(best.exception, best.exit_code, all_lines, framework_version)
     detail = best.detail
@@ -916,12 +928,12 @@ def stopped_at_max_runtime(described: Mapping[str, Any]) -> bool:
             or "MaxRuntimeExceeded" in (described.get("FailureReason") or ""))
 
 
-def reported_install_cause(described: Mapping[str, Any]) -> FailureCause | None:
+def reported_install_cause(described: Mapping[str, Any], source: SourcePaths = SourcePaths()) -> FailureCause | None:
     """The toolkit's FailureReason for an install of requirements.txt that failed, when the logs name nothing."""
     reason = described.get("FailureReason") or ""
     for error_class in ("InstallRequirementsError", "InstallModuleError"):
         if error_class in reason:
-            return install_cause(error_class, reason.splitlines())
+            return install_cause(error_class, reason.splitlines(), source)
     return None
 
 
@@ -939,8 +951,27 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     return FailureCause(None, None, exception, codes[0] if codes else None, category=category, fix=fix)
 
 
-def install_cause(error_class: str, pip_output: Sequence[str]) -> FailureCause:
-    """The toolkit's install of requirements.txt failed on every host, before the script ran."""
-    said = pip_failure_line(pip_output)
-    return FailureCause(None, None, f"{error_class}: {said or 'pip could not install requirements.txt'}", None,
-                        category="requirements_install", fix=_pip_fix(pip_output))
+def install_cause(error_class: str, pip_output: Sequence[str], source: SourcePaths = SourcePaths()) -> FailureCause:
+    """The toolkit's install of requirements.txt failed, before the script ran, where no one host is named: a
+    local run installs once for all its hosts; a SageMaker job's FailureReason names none. Said as a host's
+    failed install in its log is (`pip install`, pip's decisive line, the requirements.txt line), without the
+    host."""
+    said = pip_failure_line(pip_output) or f"{error_class}: pip could not install requirements.txt"
+    return FailureCause(None, None, said, None, install_location(pip_output, source), "requirements_install",
+                        _pip_fix(pip_output), launcher=PIP_INSTALL)
+
+
+def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | None:
+    """Where a failed install points in the user's files: the line of requirements.txt (or of a file it
+    includes) that names the requirement pip could not install (`src/requirements.txt:3`); requirements.txt alone
+    where no line names it, or where the source dir is not on this machine (a job this process did not submit);
+    None where no requirements.txt was installed (a setup.py package alone)."""
+    directory = source.directory
+    if directory is None:
+        installed = any(_INSTALLS_REQUIREMENTS.search(line) for line in pip_lines)
+        return REQUIREMENTS_FILE if installed else None
+    if not (directory / REQUIREMENTS_FILE).is_file():
+        return None
+    written = requirement_line(directory, failed_requirement(pip_lines))
+    shown = source.user_path(written.file)
+    return f"{shown}:{written.line}" if written.line else shown

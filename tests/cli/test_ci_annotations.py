@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,6 +211,52 @@ def test_a_failed_local_run_is_annotated_at_the_user_s_line_and_summarized(tmp_p
     assert "failure cause:" in text
     assert "ValueError: no rows ::warning::x %0A for **** at src/train.py:2" in text, text
     assert f"- run directory: ` {tmp_path / 'run'} `" in text and "hf_aaaa" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("requirements", "place", "location"), [
+    # the requirement pip names, found by its canonical name whatever its extras, markers and spacing
+    ({"requirements.txt": "numpy\n# metrics\nTorchMetricz[image] == 99.0 ; python_version >= '3'\n"},
+     "file=src/requirements.txt,line=3", "src/requirements.txt:3"),
+    # through a simple `-r` include: the included file's line
+    ({"requirements.txt": "-r reqs/base.txt\n", "reqs/base.txt": "torchmetricz==99.0\n"},
+     "file=src/reqs/base.txt,line=1", "src/reqs/base.txt:1"),
+    # two includes deep: requirements.txt, without a line
+    ({"requirements.txt": "-r a.txt\n", "a.txt": "-r b.txt\n", "b.txt": "torchmetricz==99.0\n"},
+     "file=src/requirements.txt", "src/requirements.txt"),
+])
+def test_a_requirement_pip_cannot_install_is_annotated_at_its_line_and_said_as_on_sagemaker(tmp_path, requirements,
+                                                                                           place, location):
+    """pip fails fast and offline (no index). Before: an annotation with no file, and a cause that read `the job
+    failed: InstallRequirementsError: ...` with `launcher` null, where the same failure on SageMaker reads
+    `algo-1 (pip install) failed: ERROR: ...` with `launcher: "pip install"`. Now the cause is pip's on both,
+    located at the line to fix; locally no host is named (one install serves every host)."""
+    for name, text in requirements.items():
+        (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / name).write_text(text)
+    (tmp_path / "src" / "train.py").write_text("print('never runs')\n")
+    spec = {"name": "pins", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.3.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 2}}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    environment = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path), "PIP_NO_INDEX": "1",
+                   "SMTRAIN_CACHE_DIR": str(tmp_path / "cache")}
+
+    done = smtrain("local", "spec.yaml", "--run-dir", "run", cwd=tmp_path, env=environment)
+    shown = smtrain("status", "run", cwd=tmp_path, env=environment)
+    status = json.loads(smtrain("status", "run", "-o", "json", cwd=tmp_path, env=environment).stdout)
+
+    assert done.returncode == 1, done.stderr
+    pip_said = "ERROR: No matching distribution found for "
+    [error] = [line for line in _annotations(done.stderr) if line.startswith("::error")]
+    assert error.startswith(f"::error {place},title=smtrain local::the job (pip install) failed: {pip_said}"), error
+    assert f" at {location} (fix: pip could not install the source dir's requirements.txt" in error, error
+    cause = status["failure_cause"]
+    assert (cause["host"], cause["rank"], cause["launcher"]) == (None, None, "pip install")
+    assert (cause["location"], cause["category"]) == (location, "requirements_install")
+    assert cause["exception"].startswith(pip_said) and cause["headline"].endswith(f" at {location}")
+    rows = dict(re.findall(r"^  (\w+) +(.*)$", shown.stdout, re.MULTILINE))
+    assert rows["cause"] == cause["headline"]
+    assert f" at {location}" in done.stderr.split("failure reason: ")[1].splitlines()[0], done.stderr
 
 
 def test_a_spec_key_holding_a_newline_stays_on_its_problem_s_line(tmp_path):

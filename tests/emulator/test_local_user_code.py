@@ -243,8 +243,10 @@ def test_a_failed_build_names_the_error_pip_reports(tmp_path):
     result = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
     assert result.status == "Failed"
     headline = result.failure_reason.splitlines()[0]
-    assert headline.endswith("RuntimeError: brokenpkg needs a CUDA compiler"), headline
+    # the build's error, then the line of requirements.txt that named the package (pip names it by its path)
+    assert headline.endswith(f"RuntimeError: brokenpkg needs a CUDA compiler at {source}/requirements.txt:1"), headline
     assert "note: This error originates" not in headline
+    assert result.failure_cause["location"] == f"{source}/requirements.txt:1"
 
 
 def test_a_package_the_install_changes_is_named_before_the_job_runs(tmp_path, notice_recorder):

@@ -572,8 +572,37 @@ def test_a_requirements_install_that_failed_on_each_host_names_the_host_and_pip_
     cause = cause_of(stubbed_sagemaker, f"pip-{mode.replace('_', '-')}", {"algo-1": host, "algo-2": host},
                      mode=mode, reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError"))
     assert cause["headline"] == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
-                                 "torchmetrics==99.0")
+                                 "torchmetrics==99.0 at requirements.txt")  # the source dir is not here: no line
     assert (cause["rank"], cause["launcher"], cause["category"]) == (None, "pip install", "requirements_install")
+    assert cause["location"] == "requirements.txt"
+
+
+def test_a_failed_install_of_a_job_this_process_submitted_names_the_requirements_line(stubbed_sagemaker, tmp_path,
+                                                                                      monkeypatch):
+    """pip's output in CloudWatch is the text a local run reads: where this process submitted the job (`submit
+    --wait`, the Job it returned), its source dir is here, and the cause points at the line to fix, as a local
+    run's does. Before: no location at all."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "requirements.txt").write_text("numpy\nTorchMetrics[image]==99.0\n")
+    host = [*toolkit_start(PYTHON, installs=PIP_NOT_FOUND)[:-5], *toolkit_failure(1, PIP_COMMAND,
+                                                                                  "InstallRequirementsError")]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
+        "pip-handle", reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError")))
+    seed("pip-handle", {"algo-1": host, "algo-2": host})
+
+    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
+        class plan:  # noqa: N801
+            source_shown = tmp_path / "src"
+
+        def summary_rows(self):
+            return []
+
+    cause = JobClient("pip-handle", stubbed_sagemaker, Submitted()).failure_cause()
+
+    assert cause.headline() == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
+                                "torchmetrics==99.0 at src/requirements.txt:2")
+    assert (cause.location, cause.launcher) == ("src/requirements.txt:2", "pip install")
 
 
 # Python 3.13 colours a traceback where FORCE_COLOR or PYTHON_COLORS=1 is set, a terminal or not (traceback.py's

@@ -11,9 +11,11 @@ from orchestrator.observing.root_cause import (
     PROCESS,
     TORCHRUN,
     Launcher,
+    SourcePaths,
     install_cause,
     pip_failure_line,
     read_cause,
+    reported_install_cause,
 )
 
 
@@ -27,9 +29,26 @@ def test_read_cause_of_a_toolkit_log_quotes_the_decisive_pip_line():
 
 def test_install_cause_names_the_decisive_line_in_cause_fix_and_headline():
     cause = install_cause("InstallRequirementsError", PIP_OUTPUT.splitlines())
-    assert cause.exception == f"InstallRequirementsError: {DECISIVE}"
+    assert cause.exception == DECISIVE
     assert "(No matching distribution found for numpy==0.0.1)" in cause.fix
     assert all(len(text) < 400 for text in (cause.exception, cause.fix, cause.headline()))
+
+
+def test_an_install_no_host_is_named_for_is_said_as_a_host_s_install_is(tmp_path):
+    """A local run installs once for all its hosts, and SageMaker's FailureReason names no host: the cause is pip's,
+    as a host's failed install in its log is (`launcher: "pip install"`, pip's own line), at the line of
+    requirements.txt where the source dir is here. Before: `the job failed: InstallRequirementsError: ERROR: ...`,
+    `launcher` null, no location."""
+    (tmp_path / "requirements.txt").write_text("# pinned\nnumpy==0.0.1\n")
+    cause = install_cause("InstallRequirementsError", PIP_OUTPUT.splitlines(), SourcePaths.of(tmp_path))
+    assert (cause.host, cause.rank, cause.launcher) == (None, None, "pip install")
+    assert cause.headline() == f"the job (pip install) failed: {DECISIVE} at {tmp_path}/requirements.txt:2"
+
+    reason = 'AlgorithmError: InstallRequirementsError:\nExitCode 1\nErrorMessage "ERROR: Could not find a version ' \
+             f'that satisfies the requirement numpy==0.0.1 (from versions: none)\n{DECISIVE}\n"\n' \
+             'Command "/opt/conda/bin/python3.11 -m pip install -r requirements.txt", exit code: 1'
+    reported = reported_install_cause({"FailureReason": reason})
+    assert reported.headline() == f"the job (pip install) failed: {DECISIVE} at requirements.txt"
 
 
 def test_pip_failure_line_keeps_a_short_version_list_whole():

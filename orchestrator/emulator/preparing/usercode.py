@@ -32,9 +32,9 @@ from urllib.parse import unquote, urlparse
 from orchestrator.emulator.instances.cache import cached_directory
 from orchestrator.emulator.launching.opt_ml import contained
 from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
+from orchestrator.observing.requirement_lines import REQUIREMENTS_FILE, canonical_name
 from orchestrator.observing.root_cause import pip_failure_line
 
-REQUIREMENTS_FILE = "requirements.txt"
 _PIP_TIMEOUT_SECONDS = 1800
 
 
@@ -208,19 +208,14 @@ def _digest(paths: list[Path]) -> bytes:
 
 def _replaced(environment_dists: list[list[str]], site_packages: Path) -> tuple[str, ...]:
     """`name old -> new` for each distribution of the environment that the overlay holds in another version."""
-    have = {_canonical(name): version for name, version in environment_dists}
+    have = {canonical_name(name): version for name, version in environment_dists}
     found = []
     for distribution in metadata.distributions(path=[str(site_packages)]):
         name = distribution.metadata["Name"] or ""
-        before = have.get(_canonical(name))
+        before = have.get(canonical_name(name))
         if before is not None and before != distribution.version:
             found.append(f"{name} {before} -> {distribution.version}")
     return tuple(sorted(found, key=str.lower))
-
-
-def _canonical(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503: case, and runs of -_. alike)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _run_to_the_end(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,136 @@
+"""The line of the source dir's requirements.txt that names the requirement pip could not install, so a failed
+install points at the line to fix (`src/requirements.txt:3`), as a script's failure points at its frame. The same
+for a local run and a SageMaker job: pip's output is the same text in both.
+
+A requirement is matched by its canonical name (PEP 503), whatever its extras, version or markers; one installed
+from a path or URL by its last path component. A simple `-r other.txt` (a relative path inside the source dir) is
+followed one level; what lies deeper, or behind a URL or a variable, has no line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REQUIREMENTS_FILE = "requirements.txt"
+
+_FAILED = (re.compile(r"^ERROR: No matching distribution found for (.+)$"),
+           re.compile(r"^ERROR: Could not find a version that satisfies the requirement (.+?)"
+                      r"(?: \(from versions:.*)?$"),
+           re.compile(r"^ERROR: Failed to build '([^']+)'"),
+           re.compile(r"^ERROR: Failed building wheel for (\S+)"),
+           re.compile(r"^ERROR: Could not build wheels for ([^,\s]+)"),
+           re.compile(r"^ERROR: Failed to build installable wheels for some pyproject\.toml based projects \(([^,)]+)"))
+"""pip's words for the requirement it could not install, decisive first. Only pip's own lines count: an indented
+line is a build's output (its own build dependencies), not the source dir's requirement."""
+_BUILT = re.compile(r"^(?:Collecting|Processing) (\S+)")
+_BUILD_FAILED = re.compile(r"^error: [a-z]+(?:-[a-z]+)+$")
+"""pip's diagnostic code for a build that failed (`error: subprocess-exited-with-error`, `error:
+metadata-generation-failed`), after the `Collecting` or `Processing` line of the requirement it built."""
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_NAMED_URL = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*@")
+_EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s*=\s*|\s+)(\S+)")
+_PATH_LIKE = re.compile(r"^(\.|/|~|file:)|://|[/\\]|\.(whl|zip|tgz|tar\.gz|tar\.bz2)$")
+_EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
+_INCLUDE = re.compile(r"^(?:-r|--requirement)(?:\s*=\s*|\s+)(\S+)$")
+_COMMENT = re.compile(r"(^|\s)#.*")
+
+
+@dataclass(frozen=True)
+class RequirementLine:
+    """Where a requirement is written: a file of the source dir, relative to it, and its line where found."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+def canonical_name(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503: case, and runs of -_. alike)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def failed_requirement(pip_lines: Sequence[str]) -> str | None:
+    """The requirement pip says it could not install (`torchmetricz==99.0`, `flash-attn==2.5.6`, a path), or
+    None where its output names none."""
+    own = [line.rstrip() for line in pip_lines if line[:1] not in (" ", "\t")]
+    for pattern in _FAILED:
+        found = next((match[1].strip() for line in own if (match := pattern.match(line))), None)
+        if found:
+            return found
+    failed = next((index for index, line in enumerate(own) if _BUILD_FAILED.match(line)), None)
+    if failed is None:
+        return None
+    return next((match[1] for line in reversed(own[:failed]) if (match := _BUILT.match(line))), None)
+
+
+def requirement_line(source_dir: Path, requirement: str | None) -> RequirementLine:
+    """Where the source dir's requirements.txt (or a simple `-r` file it includes) names `requirement`: the file
+    and line; requirements.txt without a line where none does, or where `requirement` is None."""
+    wanted = _identity(requirement) if requirement else None
+    written = _logical_lines(source_dir / REQUIREMENTS_FILE)
+    if wanted is not None:
+        for file, lines in [(REQUIREMENTS_FILE, written), *_included(source_dir, written)]:
+            number = next((number for number, text in lines if _identity(text) == wanted), None)
+            if number is not None:
+                return RequirementLine(file, number)
+    return RequirementLine(REQUIREMENTS_FILE)
+
+
+def _identity(requirement: str) -> tuple[str, str] | None:
+    """What names a requirement: `("name", canonical)` for `Torch_Metrics[x]>=1; python_version>"3"`, `name @ URL`
+    or a `#egg=name` fragment, `("path", last component)` for `./pkg`, a wheel or `file:///opt/ml/code/pkg`; None
+    for an option (`--index-url`, `-c`)."""
+    text = requirement.strip()
+    editable = _EDITABLE.match(text)
+    if editable:
+        text = editable[1]
+    elif not text or text.startswith("-"):
+        return None
+    named = _NAMED_URL.match(text) or _EGG.search(text)
+    if named:
+        return "name", canonical_name(named[1])
+    first = text.split()[0]
+    if _PATH_LIKE.search(first):
+        return "path", re.split(r"[/\\]", first.rstrip("/\\"))[-1]
+    name = _NAME.match(text)
+    return ("name", canonical_name(name[0])) if name else None
+
+
+def _logical_lines(path: Path) -> list[tuple[int, str]]:
+    """A requirements file's requirements and options, each with the line it starts on: comments removed, a
+    line ending in a backslash joined to the next, as pip reads it; none where the file cannot be read."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    found: list[tuple[int, str]] = []
+    start, parts = 0, []
+    for number, line in enumerate(text.splitlines(), 1):
+        start = start or number
+        line = _COMMENT.sub("", line)
+        if line.endswith("\\"):
+            parts.append(line[:-1])
+            continue
+        joined = " ".join([*parts, line]).strip()
+        if joined:
+            found.append((start, joined))
+        start, parts = 0, []
+    return found
+
+
+def _included(source_dir: Path, lines: list[tuple[int, str]]) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """Each file a `-r other.txt` line includes, relative to the source dir, with its lines, where it is a plain
+    relative path of a file inside the source dir (no URL, no variable)."""
+    root = source_dir.resolve()
+    for _, text in lines:
+        included = _INCLUDE.match(text)
+        if included is None or "$" in included[1] or "://" in included[1] or included[1].startswith(("/", "~")):
+            continue
+        path = (source_dir / included[1]).resolve()
+        if path.is_file() and path.is_relative_to(root):
+            yield path.relative_to(root).as_posix(), _logical_lines(path)

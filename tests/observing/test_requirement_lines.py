@@ -1,0 +1,109 @@
+"""A failed install points at the line of requirements.txt that names what pip could not install: found by the
+requirement's canonical name whatever its extras, version or markers (or a path's last component), through one
+simple `-r` include, and the file alone where no line names it."""
+
+from __future__ import annotations
+
+import pytest
+from recorded_pip import FLASH_ATTN_BUILD, PIP_OUTPUT
+
+from orchestrator.observing.requirement_lines import RequirementLine, failed_requirement, requirement_line
+
+# pip 26 on a source build whose own build dependencies could not be found: the indented `ERROR:` lines are the
+# build environment's (setuptools), not the source dir's requirement.
+PIP_26_BUILD = """\
+Processing ./fl/flash_attn-2.5.6.tar.gz (from -r requirements.txt (line 1))
+  Installing build dependencies: started
+  error: subprocess-exited-with-error
+
+  × installing build dependencies for flash-attn did not run successfully.
+  ╰─> [3 lines of output]
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+ERROR: Failed to build 'flash-attn' when installing build dependencies for flash-attn
+"""
+# pip 26 on a local folder whose setup.py raises: no `ERROR:` line, only its diagnostic code.
+LOCAL_BUILD = """\
+Processing ./brokenpkg
+  Preparing metadata (pyproject.toml): started
+  error: subprocess-exited-with-error
+      RuntimeError: brokenpkg needs a CUDA compiler
+      [end of output]
+error: metadata-generation-failed
+"""
+
+
+@pytest.mark.parametrize(("output", "requirement"), [
+    (PIP_OUTPUT, "numpy==0.0.1"),
+    ("ERROR: Could not find a version that satisfies the requirement torchmetricz==99.0 (from versions: none)",
+     "torchmetricz==99.0"),
+    (FLASH_ATTN_BUILD, "flash-attn==2.5.6"),
+    (PIP_26_BUILD, "flash-attn"),
+    (LOCAL_BUILD, "./brokenpkg"),
+    ("ERROR: Failed building wheel for horovod", "horovod"),
+    ("Looking in indexes: https://pypi.org/simple\nKilled", None),
+])
+def test_the_failed_requirement_is_the_one_pip_names_never_a_build_s_own(output, requirement):
+    assert failed_requirement(output.splitlines()) == requirement
+
+
+REQUIREMENTS = """\
+--extra-index-url https://download.pytorch.org/whl/cpu
+numpy>=1.24  # arrays
+# metrics
+Torch_Metricz [image] == 99.0 ; python_version >= "3.8"
+transformers @ https://example.com/transformers-4.0-py3-none-any.whl
+accelerate==0.30.0 \\
+    --hash=sha256:abc
+./brokenpkg
+git+https://github.com/org/repo.git#egg=Our.Lib
+"""
+
+
+@pytest.mark.parametrize(("requirement", "line"), [
+    ("torch.metricz==99.0", 4),              # case, `_`, `.` and `-` alike; extras, markers and spaces ignored
+    ("TORCH-METRICZ", 4),
+    ("numpy==0.0.1", 2),
+    ("transformers", 5),                     # `name @ URL`
+    ("accelerate==0.30.0", 6),               # a continued line: the line it starts on
+    ("file:///opt/ml/code/brokenpkg", 8),    # a path, as pip names it on the host, by its last component
+    ("./brokenpkg", 8),
+    ("our-lib", 9),                          # `#egg=`
+])
+def test_a_requirement_is_found_on_the_line_that_names_it(tmp_path, requirement, line):
+    (tmp_path / "requirements.txt").write_text(REQUIREMENTS)
+    assert requirement_line(tmp_path, requirement) == RequirementLine("requirements.txt", line)
+
+
+def test_a_requirement_no_line_names_points_at_the_file_alone(tmp_path):
+    (tmp_path / "requirements.txt").write_text(REQUIREMENTS)
+    assert str(requirement_line(tmp_path, "setuptools>=40.8.0")) == "requirements.txt"
+    assert str(requirement_line(tmp_path, "torchmetricz")) == "requirements.txt"  # PEP 503 keeps the separator
+    assert str(requirement_line(tmp_path, None)) == "requirements.txt"
+    assert str(requirement_line(tmp_path, "download")) == "requirements.txt"  # an option's word is no requirement
+
+
+def test_a_simple_include_is_followed_one_level(tmp_path):
+    (tmp_path / "reqs").mkdir()
+    (tmp_path / "requirements.txt").write_text("numpy\n-r reqs/base.txt\n--requirement=reqs/deep.txt\n")
+    (tmp_path / "reqs" / "base.txt").write_text("# base\n\ntorchmetricz==99.0\n-r more.txt\n")
+    (tmp_path / "reqs" / "deep.txt").write_text("-r base.txt\n")
+    (tmp_path / "reqs" / "more.txt").write_text("wandb==99\n")
+    assert str(requirement_line(tmp_path, "torchmetricz==99.0")) == "reqs/base.txt:3"
+    assert str(requirement_line(tmp_path, "numpy")) == "requirements.txt:1"
+    assert str(requirement_line(tmp_path, "wandb==99")) == "requirements.txt"  # two levels down: no line
+
+
+@pytest.mark.parametrize("include", ["-r ../outside.txt", "-r $REQS/base.txt", "-r https://example.com/r.txt",
+                                     "-r missing.txt"])
+def test_an_include_that_is_not_simple_gives_no_line(tmp_path, include):
+    source = tmp_path / "src"
+    source.mkdir()
+    (tmp_path / "outside.txt").write_text("torchmetricz==99.0\n")
+    (source / "requirements.txt").write_text(f"{include}\n")
+    assert str(requirement_line(source, "torchmetricz==99.0")) == "requirements.txt"
+
+
+def test_an_unreadable_requirements_file_points_at_the_file(tmp_path):
+    assert str(requirement_line(tmp_path, "torchmetricz==99.0")) == "requirements.txt"
