@@ -942,13 +942,23 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     where no host's stream holds a cause: the streams expired (the log group's retention) or were never written."""
     reason = plain(described.get("FailureReason") or "")
     codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
-    message = reason.partition('ErrorMessage "')[2].rpartition('"')[0].splitlines()
+    message = _toolkit_error_message(reason).splitlines()
     found = _first_error([(index, line.strip()) for index, line in enumerate(message)])
     exception = found.exception if found and found.exception else None
     if exception is None and not codes:
         return None
     category, fix = classify(exception, codes[0] if codes else None, message, framework_version_of(described))
     return FailureCause(None, None, exception, codes[0] if codes else None, category=category, fix=fix)
+
+
+def _toolkit_error_message(reason: str) -> str:
+    """The toolkit's `ErrorMessage "..."`, which its next field (`ExtraInfo "`, `Command "`) follows on the next
+    line (sagemaker_training/errors.py); where SageMaker cut those off (its 1024 characters), the last quote closes
+    it, or nothing did.
+    A script's output often ends without a line break, so the closing quote can sit right after the error."""
+    after = reason.partition('ErrorMessage "')[2]
+    ends = [index for field in ('"\nExtraInfo "', '"\nCommand "') if (index := after.find(field)) >= 0]
+    return after[:min(ends)] if ends else after.rpartition('"')[0] or after
 
 
 def install_cause(error_class: str, pip_output: Sequence[str], source: SourcePaths = SourcePaths()) -> FailureCause:

@@ -478,6 +478,9 @@ def test_a_rank_the_oom_killer_ended_leads_over_the_nccl_errors_of_the_ranks_tha
     (1, ("Traceback (most recent call last)\n File \"/opt/ml/code/train.py\", line 3, in <module>\n import wandb\n "
          "ModuleNotFoundError: No module named 'wandb'\n"),
      "the job failed: ModuleNotFoundError: No module named 'wandb'", "import_error"),
+    # the error as the script's last output, without a line break: before, the cause ended in the quote that
+    # closes ErrorMessage (`ValueError: lr must be positive"`)
+    (1, "ValueError: lr must be positive", "the job failed: ValueError: lr must be positive", "exception"),
 ])
 def test_a_failed_job_whose_streams_expired_is_named_by_the_toolkits_failure_reason(stubbed_sagemaker, exit_code,
                                                                                     message, headline, category):
@@ -486,6 +489,16 @@ def test_a_failed_job_whose_streams_expired_is_named_by_the_toolkits_failure_rea
     reason = failure_reason(exit_code).replace('ErrorMessage ""', f'ErrorMessage "{message}"')
     cause = cause_of(stubbed_sagemaker, f"expired-{exit_code}", {}, mode="none", reason=reason)
     assert (cause["headline"], cause["category"], cause["exit_code"]) == (headline, category, exit_code)
+
+
+def test_a_failure_reason_cut_inside_its_error_message_still_names_the_error(stubbed_sagemaker):
+    """SageMaker keeps 1024 characters of the reason: a long ErrorMessage loses its closing quote and the
+    command after it. Before, nothing of it was read."""
+    reason = failure_reason(1).replace('ErrorMessage ""', 'ErrorMessage "Traceback (most recent call last)\n'
+                                                          ' ValueError: lr must be positive\n warnings that fol')
+    reason = reason.partition("warnings that fol")[0] + "warnings that fol"
+    cause = cause_of(stubbed_sagemaker, "cut-reason", {}, mode="none", reason=reason)
+    assert cause["headline"] == "the job failed: ValueError: lr must be positive"
 
 
 def _watchdog_job(stalled: int, stalled_exit: int) -> dict[str, list[str]]:
