@@ -33,6 +33,7 @@ _STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _EPOCH = re.compile(r"\bepoch=(\d+)\b")
+_EPOCH_OF_TOTAL = re.compile(r"(?i)\bepoch['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)")
@@ -74,11 +75,16 @@ def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, flo
 @dataclass(frozen=True)
 class StepMark:
     """Where a progress line says the job is: step of total (global optimizer steps; None where the line does
-    not say), and the epoch."""
+    not say), and the epoch as printed."""
 
     step: int
     total: int | None
     epoch: int | None
+    epochs: int | None = None
+    """The epochs in all, where the line states them (`Epoch 2/3`)."""
+    first_epoch: int | None = None
+    """What the format numbers its first epoch: 0 for Lightning's bar (`Epoch 0:`); None where only the numbers
+    printed can tell (see `_epoch_counted_from_one`)."""
 
 
 def step_mark(line: str) -> StepMark | None:
@@ -92,18 +98,25 @@ def step_mark(line: str) -> StepMark | None:
 
 
 def _segment_mark(text: str) -> StepMark | None:
-    epoch_match = _EPOCH.search(text)
-    epoch = int(epoch_match.group(1)) if epoch_match else None
+    epoch, epochs = _epoch_of(text)
     if match := _STEP_OF_TOTAL.search(text):
-        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch, epochs)
     if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
         done_epochs, batch, batches = (int(group) for group in match.groups())
-        return StepMark(done_epochs * batches + batch, None, done_epochs)
+        return StepMark(done_epochs * batches + batch, None, done_epochs, first_epoch=0)
     if match := _TQDM_BAR.search(text):
-        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch, epochs)
     if match := _STEP_ALONE.search(text):
-        return StepMark(int(match.group(1)), None, epoch)
+        return StepMark(int(match.group(1)), None, epoch, epochs)
     return None
+
+
+def _epoch_of(text: str) -> tuple[int | None, int | None]:
+    """The epoch a line prints, and the epochs in all where it states them: `Epoch 2/3`, `epoch=2`."""
+    if match := _EPOCH_OF_TOTAL.search(text):
+        return int(match.group(1)), int(match.group(2))
+    match = _EPOCH.search(text)
+    return (int(match.group(1)) if match else None), None
 
 
 @dataclass(frozen=True)
@@ -283,6 +296,8 @@ class ProgressEstimate:
     step: int
     total: int
     epoch: int | None
+    """The epoch the latest progress line is in, counted from 1 whatever the script counts from
+    (`_epoch_counted_from_one`)."""
     epochs: int | None
     steps_per_second: float | None
     at: datetime
@@ -359,7 +374,22 @@ def estimate_progress(
     (first_time, first), (last_time, last) = window[0], window[-1]
     elapsed = (last_time - first_time).total_seconds()
     rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
-    return ProgressEstimate(last.step, last.total, last.epoch, epochs, rate, last_time)
+    return ProgressEstimate(last.step, last.total, _epoch_counted_from_one([mark for _, mark in marks]),
+                            last.epochs or epochs, rate, last_time)
+
+
+def _epoch_counted_from_one(marks: Sequence[StepMark]) -> int | None:
+    """The latest mark's epoch counted from 1, so that a completed run of 3 epochs ends at `epoch 3 of 3`
+    whether its script printed `epoch=2` (`for epoch in range(epochs)`) or `epoch=3`. A script counts from 0
+    when its format does (Lightning's bar) or when any line read printed epoch 0; otherwise from 1, as printed.
+    (transformers' fractional `'epoch': 1.0` is no step mark: its bar's step is the progress.)"""
+    last = marks[-1]
+    if last.epoch is None:
+        return None
+    first = last.first_epoch
+    if first is None:
+        first = 0 if any(mark.epoch == 0 for mark in marks) else 1
+    return last.epoch + 1 - first
 
 
 def format_duration(seconds: float) -> str:

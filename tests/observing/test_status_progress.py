@@ -12,6 +12,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import boto3
+import pytest
 from click.testing import CliRunner
 from job_fakes import create_jobs, described
 
@@ -166,3 +167,53 @@ def test_status_without_log_permission_still_shows_the_status(stubbed_sagemaker,
     assert shown.exit_code == 0, shown.output
     assert "  progress   unknown: the logs could not be read (reading the logs of tiny-deny: GetLogEvents " in (
         shown.stdout)
+
+
+# Recorded lines of scripts that number their epochs differently, each ending in its epoch 2 of 3 (or, 0-based
+# and completed, its epoch 3 of 3): `status` shows the epoch in progress counted from 1 whatever the script counts
+# from, and leaves alone what is already right.
+EPOCH_NUMBERINGS = {
+    # `for epoch in range(args.epochs)`: the run completed its third and last epoch.
+    "0-based, completed": ("Completed", [f"epoch={epoch} step={10 * epoch + 10}/30 loss=0.{5 - epoch}"
+                                         for epoch in range(3)], "step 30/30 (100%), epoch 3 of 3"),
+    "0-based, running": ("InProgress", ["epoch=0 step=10/30 loss=0.5", "epoch=1 step=15/30 loss=0.4"],
+                         "step 15/30 (50%), epoch 2 of 3"),
+    "1-based": ("InProgress", ["epoch=1 step=10/30 loss=0.5", "epoch=2 step=15/30 loss=0.4"],
+                "step 15/30 (50%), epoch 2 of 3"),
+    "1-based, completed": ("Completed", [f"epoch={epoch} step={10 * epoch}/30 loss=0.{5 - epoch}"
+                                         for epoch in range(1, 4)], "step 30/30 (100%), epoch 3 of 3"),
+    # The total the line states wins over the hyperparameter (2 here, for every case).
+    "Epoch k/N": ("InProgress", ["Epoch 1/3 step=10/30 loss=0.5", "Epoch 2/3 step=15/30 loss=0.4"],
+                  "step 15/30 (50%), epoch 2 of 3"),
+    # Lightning's `Epoch 0:` is its first epoch; its epoch-0 lines are out of the tail here.
+    "Lightning's bar": ("InProgress", [
+        "\rEpoch 1:  25%|\u2588\u2588\u258c       | 1/4 [00:01<00:03,  1.00it/s, v_num=0, train_loss_step=0.5]",
+        "\rEpoch 1:  50%|\u2588\u2588\u2588\u2588\u2588     | 2/4 [00:02<00:02,  1.00it/s, v_num=0, train_loss_step=0.4]",
+    ], "step 6, epoch 2 of 3"),
+    # transformers' dicts give the fraction of epochs done; its bar gives the step, and no epoch is claimed.
+    "transformers": ("InProgress", [
+        "\r 30%|\u2588\u2588\u2588       | 9/30 [00:01<00:02,  2.00it/s]\r{'loss': 0.5, 'learning_rate': 5e-05, "
+        "'epoch': 0.9}",
+        "\r 50%|\u2588\u2588\u2588\u2588\u2588     | 15/30 [00:02<00:02,  2.00it/s]\r{'loss': 0.4, "
+        "'learning_rate': 4e-05, 'epoch': 1.5}",
+    ], "step 15/30 (50%) at "),
+}
+
+
+@pytest.mark.parametrize("case", EPOCH_NUMBERINGS)
+def test_status_shows_the_epoch_in_progress_counted_from_one_whatever_the_script_counts_from(
+        stubbed_sagemaker, case):
+    status, lines, shown_progress = EPOCH_NUMBERINGS[case]
+    epochs = "2" if case == "Epoch k/N" else "3"
+    name = f"tiny-epochs-{list(EPOCH_NUMBERINGS).index(case)}"
+    document = running(name, TrainingJobStatus=status, SecondaryStatus="Completed" if status == "Completed"
+                       else "Training")
+    document["HyperParameters"]["epochs"] = epochs
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", document)
+    seed_streams(name, {"algo-1": [(30 - 10 * index, line) for index, line in enumerate(lines)]})
+
+    shown = smtrain("status", name, obj=stubbed_sagemaker)
+
+    assert shown.exit_code == 0, shown.output
+    rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.MULTILINE))
+    assert rows["progress"].startswith(shown_progress), rows["progress"]
