@@ -2,9 +2,11 @@
 install points at the line to fix (`src/requirements.txt:3`), as a script's failure points at its frame. The same
 for a local run and a SageMaker job: pip's output is the same text in both.
 
-A requirement is matched by its canonical name (PEP 503), whatever its extras, version or markers; one installed
-from a path or URL by its last path component. A simple `-r other.txt` (a relative path inside the source dir) is
-followed one level; what lies deeper, or behind a URL or a variable, has no line.
+Two witnesses say where: pip itself, which prints where it read each requirement it collected (`Collecting x (from
+-r requirements.txt (line 3))`, pip >= 23.1), and the source dir's requirements.txt where it is on this machine. In
+the source dir a requirement is matched by its canonical name (PEP 503), whatever its extras, version or markers;
+one installed from a path or URL by its last path component. A simple `-r other.txt` (a relative path inside the
+source dir) is followed one level; what lies deeper, or behind a URL or a variable, has no line there.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ _FAILED = (re.compile(r"^ERROR: No matching distribution found for (.+)$"),
            re.compile(r"^ERROR: Failed to build installable wheels for some pyproject\.toml based projects \(([^,)]+)"))
 """pip's words for the requirement it could not install, decisive first. Only pip's own lines count: an indented
 line is a build's output (its own build dependencies), not the source dir's requirement."""
-_BUILT = re.compile(r"^(?:Collecting|Processing) (\S+)")
+_BUILT = re.compile(r"^(?:Collecting|Processing|Obtaining) (\S+)")
+_PIP_READ_AT = re.compile(r" \(from (?:.*->)?-r (.+) \(line (\d+)\)\)$")
+"""Where pip read a requirement it collected, as pip >= 23.1 says it after the requirement: `(from -r
+requirements.txt (line 3))`, `(from -r /opt/ml/code/reqs/base.txt (line 1))` for an include (pip 26 names it by
+its absolute path, pip 23-25 as it was written), `(from toppkg->-r requirements.txt (line 2))` for a dependency
+of the requirement on that line."""
+_ARCHIVE_NAME = re.compile(r"^(.+?)-\d.*\.(?:whl|zip|tgz|tar\.gz|tar\.bz2)$")
+"""A distribution's name in its archive's file name: `mypkg` of `mypkg-1.0.tar.gz` or `flash_attn-2.5.6-...whl`."""
 _BUILD_FAILED = re.compile(r"^error: [a-z]+(?:-[a-z]+)+$")
 """pip's diagnostic code for a build that failed (`error: subprocess-exited-with-error`, `error:
 metadata-generation-failed`), after the `Collecting` or `Processing` line of the requirement it built."""
@@ -68,17 +77,40 @@ def failed_requirement(pip_lines: Sequence[str]) -> str | None:
     return next((match[1] for line in reversed(own[:failed]) if (match := _BUILT.match(line))), None)
 
 
+def pip_read_at(pip_lines: Sequence[str], requirement: str | None) -> RequirementLine | None:
+    """Where pip says it read `requirement` (the one it could not install): the file as pip names it, relative
+    to the directory pip ran in or absolute, and its line; None where pip did not say (pip < 23.1; a requirement
+    pip found no distribution for, which it never collected; a local folder, which pip names without it)."""
+    wanted = _identities(requirement) if requirement else set()
+    read_at = None
+    for line in pip_lines:
+        collected, said = _BUILT.match(line), _PIP_READ_AT.search(line)
+        if collected and said and wanted & _identities(collected[1]):
+            read_at = RequirementLine(said[1], int(said[2]))  # the last: pip collected it again where it failed
+    return read_at
+
+
 def requirement_line(source_dir: Path, requirement: str | None) -> RequirementLine:
     """Where the source dir's requirements.txt (or a simple `-r` file it includes) names `requirement`: the file
     and line; requirements.txt without a line where none does, or where `requirement` is None."""
-    wanted = _identity(requirement) if requirement else None
+    wanted = _identities(requirement) if requirement else set()
     written = _logical_lines(source_dir / REQUIREMENTS_FILE)
-    if wanted is not None:
+    if wanted:
         for file, lines in [(REQUIREMENTS_FILE, written), *_included(source_dir, written)]:
-            number = next((number for number, text in lines if _identity(text) == wanted), None)
+            number = next((number for number, text in lines if wanted & _identities(text)), None)
             if number is not None:
                 return RequirementLine(file, number)
     return RequirementLine(REQUIREMENTS_FILE)
+
+
+def _identities(requirement: str) -> set[tuple[str, str]]:
+    """What names a requirement (`_identity`), and for an archive's path also the distribution it holds: pip
+    names `mypkg==1.0` as `Processing /links/mypkg-1.0.tar.gz` where a find-links folder or a file: index has it."""
+    identity = _identity(requirement)
+    if identity is None:
+        return set()
+    archive = _ARCHIVE_NAME.match(identity[1]) if identity[0] == "path" else None
+    return {identity, ("name", canonical_name(archive[1]))} if archive else {identity}
 
 
 def _identity(requirement: str) -> tuple[str, str] | None:

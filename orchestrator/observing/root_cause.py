@@ -26,7 +26,12 @@ from typing import Any
 from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
 from orchestrator.observing.log_lines import host_order
 from orchestrator.observing.plain_text import plain
-from orchestrator.observing.requirement_lines import REQUIREMENTS_FILE, failed_requirement, requirement_line
+from orchestrator.observing.requirement_lines import (
+    REQUIREMENTS_FILE,
+    failed_requirement,
+    pip_read_at,
+    requirement_line,
+)
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
 from orchestrator.specs.image_packages import image_packages
@@ -102,7 +107,6 @@ _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the
                           r"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b")
 """pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
 `error: metadata-generation-failed`), which a failed build of a package prints instead."""
-_PIP_COLLECTING = re.compile(r"^Collecting (\S+)")
 _PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
 _PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
 _PIP_OUTPUT_END = "[end of output]"
@@ -476,10 +480,13 @@ def _pip_fix(lines: Sequence[str]) -> str:
 
 def pip_failure_line(lines: Sequence[str]) -> str | None:
     """pip's decisive `ERROR:` line, never an informational one (`Ignored the following yanked versions`):
-    `No matching distribution found for x`, else `Could not find a version that satisfies ...`, else the first
-    other failure pip names (`Cannot install ...`, `Failed building wheel ...`), else its last `ERROR:` line. A
-    `(from versions: ...)` list of hundreds is cut to its first and last few."""
-    errors = [text for line in lines if (text := line.strip()).startswith("ERROR:")]
+    `No matching distribution found for x`, else `Could not find a version that satisfies ...`, else a build that
+    failed (`_failed_build`), else the first other failure pip names (`Cannot install ...`, `Failed building wheel
+    ...`), else its last `ERROR:` line. Only pip's own lines are read, never the indented ones: those are a
+    build's output, whose own pip (the build's isolated environment, installing its build dependencies) says `No
+    matching distribution found for setuptools>=40.8.0` of a requirement the user never wrote. A `(from versions:
+    ...)` list of hundreds is cut to its first and last few."""
+    errors = [text.rstrip() for text in lines if text.startswith("ERROR:")]
     chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
               or _failed_build(lines)
               or next((line for line in errors if _PIP_FAILURE.match(line)), None)
@@ -489,22 +496,26 @@ def pip_failure_line(lines: Sequence[str]) -> str | None:
 
 def _failed_build(lines: Sequence[str]) -> str | None:
     """A package pip had to build and could not, as pip >= 22 reports it: its diagnostic code, the requirement
-    it collected last, the step that failed and the build's own error, which pip prints indented between
-    `╰─> [N lines of output]` and `[end of output]`: `error: subprocess-exited-with-error: flash-attn==2.5.6:
-    Getting requirements to build wheel did not run successfully: ModuleNotFoundError: No module named 'torch'`."""
+    that failed (`failed_requirement`, the one the location points at), the step that failed and the build's own
+    error, which pip prints indented between `╰─> [N lines of output]` and `[end of output]`: `error:
+    subprocess-exited-with-error: flash-attn==2.5.6: Getting requirements to build wheel did not run successfully:
+    ModuleNotFoundError: No module named 'torch'`; where the build's pip could not install its build dependencies,
+    that pip's decisive line: `...: mypkg==1.0: installing build dependencies for mypkg did not run successfully:
+    ERROR: No matching distribution found for setuptools>=40.8.0`."""
     stripped = [line.strip() for line in lines]
     start = next((index for index, line in enumerate(stripped) if line.startswith("error: ")
                   and _PIP_FAILURE.match(line)), None)
     if start is None:
         return None
-    package = next((match[1] for line in reversed(stripped[:start]) if (match := _PIP_COLLECTING.match(line))), None)
     step = next((match[1] for line in stripped[start:] if (match := _PIP_FAILED_STEP.match(line))), None)
     begin = next((index + 1 for index, line in enumerate(stripped) if index > start and _PIP_OUTPUT.match(line)),
                  len(stripped))
     end = next((index for index in range(begin, len(stripped)) if stripped[index] == _PIP_OUTPUT_END), begin)
     output = [line for line in stripped[begin:end] if line]
-    said = next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None)
-    return ": ".join(part for part in (stripped[start], package, step, said) if part)
+    said = (next((line for phrase in _PIP_DECISIVE for line in output if line.startswith("ERROR:") and phrase in line),
+                 None)
+            or next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None))
+    return ": ".join(part for part in (stripped[start], failed_requirement(lines), step, said) if part)
 
 
 def _shorter_versions(match: re.Match[str]) -> str:
@@ -974,14 +985,24 @@ def install_cause(error_class: str, pip_output: Sequence[str], source: SourcePat
 def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | None:
     """Where a failed install points in the user's files: the line of requirements.txt (or of a file it
     includes) that names the requirement pip could not install (`src/requirements.txt:3`); requirements.txt alone
-    where no line names it, or where the source dir is not on this machine (a job this process did not submit);
-    None where no requirements.txt was installed (a setup.py package alone)."""
+    where no one says which line; None where no requirements.txt was installed (a setup.py package alone).
+
+    pip's own word (`Collecting x (from -r requirements.txt (line 3))`) wins over the source dir on this machine:
+    it is the file pip read when the job ran, which the source dir may no longer be (edited since), and it names
+    what the source dir cannot: a dependency's failure at the line that required it, an include at any depth. The
+    source dir answers where pip said nothing (pip < 23.1, a requirement pip found no distribution for) or named a
+    file outside the source dir (an include by URL). A job this process did not submit has pip's word only."""
+    failed = failed_requirement(pip_lines)
+    read_at = pip_read_at(pip_lines, failed)
+    shown_by_pip = source.user_path(read_at.file) if read_at else None
+    if read_at and shown_by_pip:
+        return f"{shown_by_pip}:{read_at.line}"
     directory = source.directory
     if directory is None:
         installed = any(_INSTALLS_REQUIREMENTS.search(line) for line in pip_lines)
         return REQUIREMENTS_FILE if installed else None
     if not (directory / REQUIREMENTS_FILE).is_file():
         return None
-    written = requirement_line(directory, failed_requirement(pip_lines))
+    written = requirement_line(directory, failed)
     shown = source.user_path(written.file)
     return f"{shown}:{written.line}" if written.line else shown

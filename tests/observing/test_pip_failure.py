@@ -4,7 +4,17 @@ quotes pip's decisive line (`No matching distribution found`), never an informat
 
 from __future__ import annotations
 
-from recorded_pip import DECISIVE, FLASH_ATTN_BUILD, FLASH_ATTN_FAILED, PIP_OUTPUT
+import pytest
+from recorded_pip import (
+    DECISIVE,
+    FLASH_ATTN_BUILD,
+    FLASH_ATTN_FAILED,
+    MYPKG_AS_A_DEPENDENCY_PIP_24,
+    MYPKG_BUILD_DEPS_PIP_21,
+    MYPKG_BUILD_DEPS_PIP_24,
+    MYPKG_BUILD_DEPS_PIP_26,
+    PIP_OUTPUT,
+)
 from recorded_sagemaker_logs import PYTHON, TORCHRUN_COMMAND, toolkit_failure, toolkit_start
 
 from orchestrator.observing.root_cause import (
@@ -69,3 +79,53 @@ def test_a_package_whose_build_fails_under_pip_is_the_install_not_an_import_erro
         cause = read_cause({"algo-1": lines}, launcher, framework_version="2.3.0")
         assert (cause.exception, cause.category) == (FLASH_ATTN_FAILED, "requirements_install")
         assert "--no-build-isolation" in cause.fix
+
+
+def _install_failed_on_sagemaker(pip_output: str) -> list[str]:
+    pip = "/opt/conda/bin/python3.11 -m pip install -r requirements.txt"
+    before_the_command = toolkit_start(PYTHON, pip_output.splitlines())[:-5]  # the toolkit never invoked it
+    return [*before_the_command, *toolkit_failure(1, pip, "InstallRequirementsError")]
+
+
+BUILD_DEPS_OF_MYPKG = ("did not run successfully: ERROR: No matching distribution found for setuptools>=40.8.0")
+
+
+@pytest.mark.parametrize(("output", "exception", "location"), [
+    (MYPKG_BUILD_DEPS_PIP_21, "ERROR: No matching distribution found for mypkg==1.0", "requirements.txt"),
+    (MYPKG_BUILD_DEPS_PIP_24, "error: subprocess-exited-with-error: mypkg==1.0: pip subprocess to install build "
+                              f"dependencies {BUILD_DEPS_OF_MYPKG}", "requirements.txt:3"),
+    (MYPKG_BUILD_DEPS_PIP_26, "error: subprocess-exited-with-error: mypkg: installing build dependencies for mypkg "
+                              f"{BUILD_DEPS_OF_MYPKG}", "requirements.txt:3"),
+])
+def test_a_package_whose_build_dependencies_are_missing_is_the_cause_never_the_build_s_own_pip(
+        output, exception, location):
+    """The indented lines are the build's own pip installing mypkg's build dependencies. Before, the cause quoted
+    that pip (`ERROR: No matching distribution found for setuptools>=40.8.0`) as if the user had written
+    setuptools, while the location pointed at mypkg's line; now the cause is mypkg's, its step and what its build
+    lacked, and a job this process did not submit still gets the line where pip said it (pip >= 23.1)."""
+    cause = read_cause({"algo-1": _install_failed_on_sagemaker(output)}, Launcher(PROCESS, ("algo-1",)))
+    assert (cause.exception, cause.location, cause.category) == (exception, location, "requirements_install")
+
+
+def test_pip_s_word_on_the_line_wins_over_the_source_dir(tmp_path):
+    """Where pip says which line it read (`Collecting mypkg==1.0 (from toppkg->-r requirements.txt (line 2))`), the
+    location is that line, also where the source dir is here: it names the requirement that pulled in a failed
+    dependency, which no line of the source dir names (before: `requirements.txt` alone), and the file as pip read
+    it when the job ran, which the source dir may no longer be."""
+    (tmp_path / "requirements.txt").write_text("okpkg\ntoppkg\n")
+    here = SourcePaths.of(tmp_path)
+    cause = read_cause({"algo-1": _install_failed_on_sagemaker(MYPKG_AS_A_DEPENDENCY_PIP_24)},
+                       Launcher(PROCESS, ("algo-1",)), source=here)
+    assert cause.location == f"{tmp_path}/requirements.txt:2"
+
+    (tmp_path / "requirements.txt").write_text("mypkg==1.0\nokpkg\n")  # edited since the job ran
+    assert install_cause("InstallRequirementsError", MYPKG_BUILD_DEPS_PIP_24.splitlines(), here).location \
+        == f"{tmp_path}/requirements.txt:3"
+
+
+def test_an_include_pip_names_is_a_file_of_the_source_dir_wherever_pip_ran():
+    """pip 26 names an included file by its absolute path on the host (pip 23-25 as it was written): both are the
+    source dir's `sub/other2.txt`, for a job this process did not submit too."""
+    for said in ("sub/other2.txt", "/opt/ml/code/sub/other2.txt"):
+        output = MYPKG_BUILD_DEPS_PIP_24.replace("(from -r requirements.txt (line 3))", f"(from -r {said} (line 1))")
+        assert install_cause("InstallRequirementsError", output.splitlines()).location == "sub/other2.txt:1"

@@ -5,9 +5,21 @@ simple `-r` include, and the file alone where no line names it."""
 from __future__ import annotations
 
 import pytest
-from recorded_pip import FLASH_ATTN_BUILD, PIP_OUTPUT
+from recorded_pip import (
+    FLASH_ATTN_BUILD,
+    MYPKG_AS_A_DEPENDENCY_PIP_24,
+    MYPKG_BUILD_DEPS_PIP_21,
+    MYPKG_BUILD_DEPS_PIP_24,
+    MYPKG_BUILD_DEPS_PIP_26,
+    PIP_OUTPUT,
+)
 
-from orchestrator.observing.requirement_lines import RequirementLine, failed_requirement, requirement_line
+from orchestrator.observing.requirement_lines import (
+    RequirementLine,
+    failed_requirement,
+    pip_read_at,
+    requirement_line,
+)
 
 # pip 26 on a source build whose own build dependencies could not be found: the indented `ERROR:` lines are the
 # build environment's (setuptools), not the source dir's requirement.
@@ -107,3 +119,44 @@ def test_an_include_that_is_not_simple_gives_no_line(tmp_path, include):
 
 def test_an_unreadable_requirements_file_points_at_the_file(tmp_path):
     assert str(requirement_line(tmp_path, "torchmetricz==99.0")) == "requirements.txt"
+
+
+# pip's own words for where it read a requirement, as recorded offline (pip 23.1 and later; the include's folder
+# as pip ran in /opt/ml/code).
+INCLUDED_PIP_24 = """\
+Collecting okpkg (from -r requirements.txt (line 1))
+Collecting mypkg==1.0 (from -r sub/other2.txt (line 1))
+  error: subprocess-exited-with-error
+error: subprocess-exited-with-error
+"""
+INCLUDED_PIP_26 = """\
+Collecting okpkg (from -r requirements.txt (line 1))
+Collecting mypkg==1.0 (from -r /opt/ml/code/sub/other2.txt (line 1))
+ERROR: Failed to build 'mypkg' when installing build dependencies for mypkg
+"""
+FROM_FIND_LINKS_PIP_26 = """\
+Processing /tmp/links/okpkg-1.0-py3-none-any.whl (from -r requirements.txt (line 1))
+Processing /tmp/links/mypkg-1.0.tar.gz (from -r requirements.txt (line 3))
+ERROR: Failed to build 'mypkg' when installing build dependencies for mypkg
+"""
+NOT_FOUND_PIP_26 = """\
+Processing /tmp/links/okpkg-1.0-py3-none-any.whl (from -r requirements.txt (line 1))
+ERROR: Could not find a version that satisfies the requirement torchmetricz==99.0 (from versions: none)
+ERROR: No matching distribution found for torchmetricz==99.0
+"""
+
+
+@pytest.mark.parametrize(("output", "read_at"), [
+    (MYPKG_BUILD_DEPS_PIP_24, RequirementLine("requirements.txt", 3)),
+    (MYPKG_BUILD_DEPS_PIP_26, RequirementLine("requirements.txt", 3)),
+    (FLASH_ATTN_BUILD, RequirementLine("requirements.txt", 3)),
+    (FROM_FIND_LINKS_PIP_26, RequirementLine("requirements.txt", 3)),    # an archive's path names its distribution
+    (INCLUDED_PIP_24, RequirementLine("sub/other2.txt", 1)),             # an include as it was written
+    (INCLUDED_PIP_26, RequirementLine("/opt/ml/code/sub/other2.txt", 1)),  # pip 26: by its absolute path
+    (MYPKG_AS_A_DEPENDENCY_PIP_24, RequirementLine("requirements.txt", 2)),  # the line that required it
+    (MYPKG_BUILD_DEPS_PIP_21, None),                                     # pip < 23.1 does not say
+    (NOT_FOUND_PIP_26, None),                                            # pip never collected what it did not find
+])
+def test_pip_says_where_it_read_the_requirement_it_could_not_install(output, read_at):
+    lines = output.splitlines()
+    assert pip_read_at(lines, failed_requirement(lines)) == read_at

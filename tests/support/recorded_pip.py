@@ -45,3 +45,108 @@ note: This error originates from a subprocess, and is likely not a problem with 
 FLASH_ATTN_FAILED = ("error: subprocess-exited-with-error: flash-attn==2.5.6: Getting requirements to build wheel did "
                      "not run successfully: ModuleNotFoundError: No module named 'torch'")
 """The build's failure as the reader names it: the requirement, pip's step and the build's own error."""
+
+
+# What pip printed, offline, for requirements.txt `okpkg` / `# built from source` / `mypkg==1.0`, where
+# mypkg is an sdist whose build dependency (setuptools>=40.8.0) no index has: the indented `ERROR:` lines are
+# the build environment's own pip, never the source dir's requirement (recorded with pip 21.3.1, 24.0 and
+# 26.0.1 against a local index, its address and the download URLs renamed). pip >= 23.1 says where it read
+# each requirement.
+MYPKG_BUILD_DEPS_PIP_21 = """\
+Looking in indexes: https://pypi.org/simple
+Collecting okpkg
+  Downloading https://files.example/okpkg-1.0-py3-none-any.whl (900 bytes)
+Collecting mypkg==1.0
+  Downloading https://files.example/mypkg-1.0.tar.gz (254 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  ERROR: Command errored out with exit status 1:
+   command: /opt/conda/bin/python3.11 -m pip install --ignore-installed --no-user --prefix /tmp/pip-build-env-u_7cw9np/overlay --no-warn-script-location --no-binary :none: --only-binary :none: -i https://pypi.org/simple -- 'setuptools>=40.8.0'
+       cwd: None
+  Complete output (3 lines):
+  Looking in indexes: https://pypi.org/simple
+  ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+  ERROR: No matching distribution found for setuptools>=40.8.0
+  ----------------------------------------
+WARNING: Discarding https://files.example/mypkg-1.0.tar.gz (from https://pypi.org/simple/mypkg/). Command errored out with exit status 1: /opt/conda/bin/python3.11 -m pip install --ignore-installed --no-user --prefix /tmp/pip-build-env-u_7cw9np/overlay --no-warn-script-location --no-binary :none: --only-binary :none: -i https://pypi.org/simple -- 'setuptools>=40.8.0' Check the logs for full command output.
+ERROR: Could not find a version that satisfies the requirement mypkg==1.0 (from versions: 1.0)
+ERROR: No matching distribution found for mypkg==1.0
+"""
+MYPKG_BUILD_DEPS_PIP_24 = """\
+Looking in indexes: https://pypi.org/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/okpkg-1.0-py3-none-any.whl (900 bytes)
+Collecting mypkg==1.0 (from -r requirements.txt (line 3))
+  Downloading https://files.example/mypkg-1.0.tar.gz (254 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × pip subprocess to install build dependencies did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://pypi.org/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× pip subprocess to install build dependencies did not run successfully.
+│ exit code: 1
+╰─> See above for output.
+
+note: This error originates from a subprocess, and is likely not a problem with pip.
+"""
+MYPKG_BUILD_DEPS_PIP_26 = """\
+Looking in indexes: https://pypi.org/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/okpkg-1.0-py3-none-any.whl (900 bytes)
+Collecting mypkg==1.0 (from -r requirements.txt (line 3))
+  Downloading https://files.example/mypkg-1.0.tar.gz (254 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × installing build dependencies for mypkg did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://pypi.org/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+ERROR: Failed to build 'mypkg' when installing build dependencies for mypkg
+"""
+# pip 24 where requirements.txt line 2 is `toppkg`, a wheel that requires mypkg==1.0 (the sdist above).
+MYPKG_AS_A_DEPENDENCY_PIP_24 = """\
+Looking in indexes: https://pypi.org/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/okpkg-1.0-py3-none-any.whl (900 bytes)
+Collecting toppkg (from -r requirements.txt (line 2))
+  Downloading https://files.example/toppkg-1.0-py3-none-any.whl (939 bytes)
+Collecting mypkg==1.0 (from toppkg->-r requirements.txt (line 2))
+  Downloading https://files.example/mypkg-1.0.tar.gz (254 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × pip subprocess to install build dependencies did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://pypi.org/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× pip subprocess to install build dependencies did not run successfully.
+│ exit code: 1
+╰─> See above for output.
+
+note: This error originates from a subprocess, and is likely not a problem with pip.
+"""
