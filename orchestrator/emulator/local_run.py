@@ -322,8 +322,11 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
 
         def stopping(status: str) -> None:
-            """smtrain's own stop shows none of the job's lines from here (reporting/quiet_stop.py), but a smoke
-            stopped at its deadline before it passed: it failed, and its lines say why."""
+            """smtrain's own stop of a job under torchrun or mpirun shows none of the job's lines from here
+            (reporting/quiet_stop.py), but a smoke stopped at its deadline before it passed: it failed, and its
+            lines say why."""
+            if not _launchers_report_stops(processes):
+                return
             smoke_passed = options.smoke_seconds is None or passing(census, max(steps, default=0),
                                                                      options.smoke_steps)
             if why := _quiet_stop_reason(status, reporter, supervisor.interrupted_by, smoke_passed):
@@ -411,6 +414,16 @@ def _never_interrupted(options: Options, last_step: int | None) -> str:
             f"no line showed a step; smtrain reads {', '.join(STEP_FORMATS)}")
     return (f"--simulate-spot-interruption-at-step {step}: the job completed before a line showed step {step} "
             f"({seen}), so it was never interrupted and resuming from its checkpoints was not tried (1 attempt)")
+
+
+def _launchers_report_stops(processes: list[HostProcess]) -> bool:
+    """torchrun and mpirun report the workers a stop ended as failed (`ChildFailedError`, `prterun noticed`);
+    a script a host runs itself (mode none) prints only its own words at a stop (`checkpoint saved`), which the
+    console keeps showing."""
+    return any(item.toolkit and item.toolkit.runner in _STOP_REPORTING_RUNNERS for item in processes)
+
+
+_STOP_REPORTING_RUNNERS = frozenset({RunnerType.torch_distributed, RunnerType.mpi, RunnerType.smdataparallel})
 
 
 def _quiet_stop_reason(status: str, reporter: _Reporter, interrupted_by: str | None,

@@ -133,3 +133,30 @@ def test_max_run_seconds_of_a_torchrun_job_keeps_torchruns_stop_report_off_the_c
     _stopped_quietly(console, run_dir, processes_of)
     assert (f"stopping the job: max_run_seconds ({max_run_seconds} s) reached"
             f"{LOGS_NOT_SHOWN.format(logs=run_dir / 'logs' / 'algo-N.log')}") in done.stderr
+
+
+def test_ctrl_c_during_a_script_a_host_runs_itself_shows_what_the_script_says_as_it_stops(make_spec, tmp_path):
+    """Mode none has no launcher to report the stop: the console keeps the job's own last words (a checkpoint it
+    saved on SIGTERM)."""
+    spec = make_spec("says_on_sigterm.py")
+    run_dir = tmp_path / "run"
+    smtrain = subprocess.Popen(_command(spec, run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=_environment())
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(smtrain.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+        while not all(any(f"[{host}] step=2 loss=" in line for line in lines) for host in ("algo-1", "algo-2")):
+            assert time.monotonic() < deadline and smtrain.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        smtrain.send_signal(signal.SIGINT)
+        assert smtrain.wait(timeout=RUN_DEADLINE_SECONDS) == 130, "".join(lines)
+    finally:
+        if smtrain.poll() is None:
+            smtrain.kill()
+    reader.join(timeout=30)
+
+    console = "".join(lines)
+    assert "[algo-1] checkpoint saved at step" in console and "[algo-2] checkpoint saved at step" in console, console
+    assert "not shown here" not in console
