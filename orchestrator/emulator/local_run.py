@@ -34,14 +34,8 @@ from orchestrator.emulator.preparing.image_match import image_notices
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run, run_dir_for
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
-from orchestrator.emulator.reporting.smoke import (
-    RankCensus,
-    SmokeReport,
-    killed_in_grace,
-    last_step,
-    passing,
-    quiet_stop_notice,
-)
+from orchestrator.emulator.reporting import quiet_stop
+from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step, passing
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import (
@@ -327,13 +321,17 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
 
-        def stopping() -> None:
-            """A smoke that passed stops showing the job's lines (reporting/smoke.py); one that fails, or a stop
-            someone asked for, shows everything."""
-            if (options.smoke_seconds is not None and not reporter.report.stop_requested
-                    and passing(census, max(steps, default=0), options.smoke_steps)):
+        def stopping(status: str) -> None:
+            """smtrain's own stop of a job under torchrun or mpirun shows none of the job's lines from here
+            (reporting/quiet_stop.py), but a smoke stopped at its deadline before it passed: it failed, and its
+            lines say why."""
+            if not _launchers_report_stops(processes):
+                return
+            smoke_passed = options.smoke_seconds is None or passing(census, max(steps, default=0),
+                                                                     options.smoke_steps)
+            if why := _quiet_stop_reason(status, reporter, supervisor.interrupted_by, smoke_passed):
                 stopping_quietly.set()
-                observer.notice(quiet_stop_notice(layout.logs_dir))
+                observer.notice(quiet_stop.quiet_stop_notice(why, layout.logs_dir))
 
         stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice, prepared.mask)
         stalls.append(stall)
@@ -416,6 +414,29 @@ def _never_interrupted(options: Options, last_step: int | None) -> str:
             f"no line showed a step; smtrain reads {', '.join(STEP_FORMATS)}")
     return (f"--simulate-spot-interruption-at-step {step}: the job completed before a line showed step {step} "
             f"({seen}), so it was never interrupted and resuming from its checkpoints was not tried (1 attempt)")
+
+
+def _launchers_report_stops(processes: list[HostProcess]) -> bool:
+    """torchrun and mpirun report the workers a stop ended as failed (`ChildFailedError`, `prterun noticed`);
+    a script a host runs itself (mode none) prints only its own words at a stop (`checkpoint saved`), which the
+    console keeps showing."""
+    return any(item.toolkit and item.toolkit.runner in _STOP_REPORTING_RUNNERS for item in processes)
+
+
+_STOP_REPORTING_RUNNERS = frozenset({RunnerType.torch_distributed, RunnerType.mpi, RunnerType.smdataparallel})
+
+
+def _quiet_stop_reason(status: str, reporter: _Reporter, interrupted_by: str | None,
+                       smoke_passed: bool) -> str | None:
+    """Which of smtrain's own stops this is (`Limits.stopping`'s status), for the console's note; None for a smoke
+    stopped at its deadline before it passed (`smoke_passed` is True where no smoke runs)."""
+    if status == "interrupted":
+        return quiet_stop.interrupted(interrupted_by)
+    if status == "timeout":
+        return quiet_stop.max_run_seconds_reached(reporter.prepared.job.max_run_seconds)
+    if reporter.report.stop_requested:
+        return quiet_stop.STOPPED_BY_REQUEST
+    return quiet_stop.SMOKE_PASSED if smoke_passed else None
 
 
 def _smoke_steps_reached(options: Options, census: RankCensus, steps: list[int]) -> Callable[[], bool] | None:

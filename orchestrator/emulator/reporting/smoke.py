@@ -12,8 +12,8 @@ out-of-memory killer) kept no checkpoint, so the smoke fails. That is seen only 
 process (one process per host); torchrun and mpirun kill their own workers that outlast their graces, so a SIGKILL
 under them says nothing.
 
-Once a smoke that passed is stopped, the console stops showing the job's lines (`quiet_stop_notice`): what the
-launchers print about a stop smtrain made is not news, but their logs keep it.
+Once a smoke that passed is stopped, the console stops showing the job's lines (quiet_stop.py); a failing smoke's
+lines are what says why, and stay.
 """
 
 from __future__ import annotations
@@ -155,14 +155,6 @@ class RankCensus:
 def passing(census: RankCensus, steps_reached: int, steps_wanted: int | None) -> bool:
     """Whether a smoke has passed so far: every rank started and, under `--smoke-steps`, a line showed the step."""
     return not census.missing() and (steps_wanted is None or steps_reached >= steps_wanted)
-
-
-def quiet_stop_notice(logs_dir: Path) -> str:
-    """Said when a smoke that passed is stopped: what its launchers print about the stop (torchrun's
-    `ChildFailedError` for workers ended by SIGTERM, as SageMaker's StopTrainingJob would make it print) reads as a
-    failure in a CI log, so from then on the job's lines go to its logs only; a failing smoke shows them."""
-    return (f"stopping the job: the smoke passed; what its launchers print while stopping is in "
-            f"{logs_dir / 'algo-N.log'}, not shown here")
 
 
 _CHECKPOINT_STEP = re.compile(r"^(?:ckpt|checkpoint|step)[-_]?0*(\d+)(?:\.\w+)?$", re.IGNORECASE)

@@ -92,9 +92,11 @@ class Limits:
     interrupt_when: Callable[[], bool] | None = None
     """A simulated spot interruption as soon as this says so (asked as often as the processes are polled):
     `--simulate-spot-interruption-at-step`."""
-    stopping: Callable[[], None] | None = None
-    """Told once when the job is stopped as StopTrainingJob (`stop_after`, `stop_when`, `stop()`), after `watch`
-    and before any process gets the signal: a passed smoke's console stops showing the job's lines there."""
+    stopping: Callable[[str], None] | None = None
+    """Told once, with the status the stop gives, when smtrain stops the job itself and its launchers will report the
+    stop: `stopped` (`stop_after`, `stop_when`, `stop()`; after `watch`), `interrupted` (a user's signal, not a
+    simulated spot interruption) or `timeout`, before any process gets the signal: the console stops showing the
+    job's lines there (reporting/quiet_stop.py)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,11 @@ class Outcome:
     """Why a host's log could not be written (status `failed`): the run was stopped for it."""
     interrupted_by: str | None = None
     """The signal that interrupted the run (SIGINT, SIGTERM, SIGHUP); None where none came."""
+
+
+def _tell_stopping(limits: Limits, status: str) -> None:
+    if limits.stopping is not None:
+        limits.stopping(status)
 
 
 class _HostLog:
@@ -189,6 +196,11 @@ class Supervisor:
     @property
     def finished(self) -> bool:
         return self._finished.is_set()
+
+    @property
+    def interrupted_by(self) -> str | None:
+        """The signal that interrupted the run (SIGINT, SIGTERM, SIGHUP); None until one came."""
+        return self._interrupted_by
 
     def interrupt(self, signum: int = signal.SIGINT) -> None:
         """Called from a signal handler with the signal that came (Ctrl-C, SIGTERM, SIGHUP), which the result
@@ -265,6 +277,7 @@ class Supervisor:
                 break
             if self._interrupt.is_set():
                 status = "interrupted"
+                _tell_stopping(limits, status)
                 self._stop(tree, signal.SIGTERM, min(stop_grace_seconds, INTERRUPT_GRACE_SECONDS),
                            workers_only=True, why=f"interrupted ({self._interrupted_by})",
                            hint="; Ctrl-C again kills them now")
@@ -280,13 +293,13 @@ class Supervisor:
                     limits.stop_when is not None and limits.stop_when()):
                 if watch is not None:
                     watch(tree.alive())
-                if limits.stopping is not None:
-                    limits.stopping()
                 status = "stopped"
+                _tell_stopping(limits, status)
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="StopTrainingJob")
                 break
             if elapsed >= timeout_seconds:
                 status = "timeout"
+                _tell_stopping(limits, status)
                 self._stop(tree, signal.SIGTERM, stop_grace_seconds, workers_only=True, why="max_run_seconds")
                 break
             if hung is not None and alive is not None and hung(alive):
