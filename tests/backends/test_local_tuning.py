@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import orchestrator
@@ -161,6 +162,7 @@ def test_a_bare_name_without_a_local_search_goes_to_sagemaker_offline(tmp_path, 
     assert remote.name == "sagemaker" and name == "other-search"
 
 
+@pytest.mark.slow  # a real search of real trials, in its own process
 def test_tune_stop_stops_a_running_local_search_and_status_follows_it(tmp_path, monkeypatch):
     """A real search of three long trials, in its own process: `tune status` reads it InProgress with its running
     trial (1 of 3), `tune stop local:FOLDER` stops it (the running trial is asked to stop, no other starts) and

@@ -65,6 +65,7 @@ def test_tune_plan_and_validate_mask_the_values_of_a_secret_looking_tuned_parame
     assert "db_password" in CliRunner().invoke(main, ["tune", "plan", str(search)]).output
 
 
+@pytest.mark.slow  # a search of real trials, each a `smtrain local` of its own
 def test_trial_values_reach_the_trial_verbatim_finite_masked_and_off_the_command_line(search, tmp_path, monkeypatch):
     import orchestrator.emulator.tuning.search as search_module
 

@@ -192,6 +192,7 @@ def test_the_example_notebook_runs_a_cell_function_on_eight_ranks_and_gets_its_e
     assert 'raise ValueError("rank 3 found a bad shard")' in failure and "<dynamic-code>" not in failure
 
 
+@pytest.mark.slow  # a local run
 def test_a_cell_function_s_remote_traceback_names_its_cell_its_lines_and_their_code(cell_function):
     cell = "/nonexistent/ipykernel_1/cell-7.py"
     fails = cell_function("""
