@@ -137,6 +137,8 @@ class PrivateKeyLines:
         if end := _KEY_END.search(text):
             after = self._outside_key(tag, text[end.end():])
             return f"{before}{MASK} (a private key: {count} lines hidden){after or ''}"
+        if _KEY_END.search(SHOWN_CHARACTER.sub("", text)):  # an END line with a shown character in it: all hidden
+            return f"{before}{MASK} (a private key: {count} lines hidden)"
         if count >= MAX_PRIVATE_KEY_LINES:
             return (f"{before}{MASK} ({count} lines hidden from a private key's BEGIN line: no END line within "
                     f"{MAX_PRIVATE_KEY_LINES} lines, so masking went back to line by line)")
@@ -153,7 +155,13 @@ class PrivateKeyLines:
     def _outside_key(self, tag: str, text: str) -> str | None:
         """`text` masked, or None when a key starts on it and goes on past it (then its lines are followed)."""
         begins = list(_KEY_BEGIN.finditer(text))
-        if not begins or _KEY_END.search(text, begins[-1].end()):
+        if not begins:
+            read = SHOWN_CHARACTER.sub("", text)  # a BEGIN line with a shown character (`<U+200B>`) inside it
+            if (begun := list(_KEY_BEGIN.finditer(read))) and not _KEY_END.search(read, begun[-1].end()):
+                self._open[tag] = ("", 1)  # what came before BEGIN goes too: the line cannot be cut apart here
+                return None
+            return self._mask(text)
+        if _KEY_END.search(text, begins[-1].end()):
             return self._mask(text)  # a key whole on one line is one of mask_patterns' forms
         self._open[tag] = (self._mask(text[:begins[-1].start()]), 1)
         return None

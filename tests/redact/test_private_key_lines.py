@@ -83,3 +83,17 @@ def test_a_key_that_follows_another_on_its_end_line_is_hidden_too():
 
     assert shown([*first[:-1], first[-1] + " next: " + second[0], *second[1:]]) == [
         f"{MASK} (a private key: 4 lines hidden)", f" next: {MASK} (a private key: 4 lines hidden)"]
+
+
+@pytest.mark.parametrize("where", ["begin", "end", "both"])
+def test_a_key_whose_begin_or_end_line_holds_an_invisible_character_is_hidden_whole(where):
+    """plain_text shows an invisible character as `<U+200B>` where it was: inside a BEGIN line, before, the key was
+    not recognised and its body was shown line by line."""
+    key = fake_key(body_lines=4)
+    if where in ("begin", "both"):
+        key[0] = key[0].replace("PRIVATE", "PRI<U+200B>VATE")
+    if where in ("end", "both"):
+        key[-1] = key[-1].replace("PRIVATE", "PRI<U+200B>VATE")
+
+    assert shown(["loading", *key, "done"]) == ["loading", f"{MASK} (a private key: {len(key)} lines hidden)",
+                                                "done"]
