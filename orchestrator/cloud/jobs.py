@@ -25,8 +25,8 @@ from orchestrator.observing.progress import (
     job_progress,
 )
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
-from orchestrator.observing.sagemaker_text import shown_training_job
-from orchestrator.redact import mask_text, secret_values
+from orchestrator.observing.sagemaker_text import shown_training_job, training_job_secrets
+from orchestrator.redact import mask_text
 
 if TYPE_CHECKING:
     from orchestrator.planning.plan import Plan
@@ -156,7 +156,7 @@ class JobClient:
         from orchestrator.cloud.sdk import client
 
         described = self._read_status_description() if refresh_status or not self._described else self._described
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        secrets = training_job_secrets(described)
         with aws_errors("connecting to CloudWatch"):
             clients = Clients(client(self._boto, "logs"), client(self._boto, "cloudwatch"),
                               mask=lambda text: mask_text(text, secrets))
@@ -196,7 +196,7 @@ class JobClient:
     def _tails(self, described: dict[str, Any], lines: int, host: str | None = None) -> dict[str, list[LogLine]]:
         from orchestrator.cloud.sdk import client
 
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        secrets = training_job_secrets(described)
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
         return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets), host=host)
@@ -207,7 +207,7 @@ class JobClient:
         from orchestrator.cloud.sdk import client
 
         described = self.describe()
-        secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
+        secrets = training_job_secrets(described)
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
         return LogReader(logs_client, self.name, mask=lambda text: mask_text(text, secrets), tail=tail, host=host)

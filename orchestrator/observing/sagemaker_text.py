@@ -36,5 +36,9 @@ def shown_answer(answer: Any, secrets: frozenset[str]) -> Any:
 def shown_training_job(described: dict[str, Any]) -> dict[str, Any]:
     """A DescribeTrainingJob answer (or a local run's status.json) with its free text shown, masked for the secret
     values of its own environment and hyperparameters: what smtrain knows of the spec from a job's name alone."""
-    secrets = secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
-    return shown_answer(described, secrets)
+    return shown_answer(described, training_job_secrets(described))
+
+
+def training_job_secrets(described: dict[str, Any]) -> frozenset[str]:
+    """The secret values a DescribeTrainingJob answer holds: its environment's and hyperparameters'."""
+    return secret_values(described.get("Environment", {}), described.get("HyperParameters", {}))
