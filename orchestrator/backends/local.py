@@ -288,13 +288,13 @@ class _KeptNotices(QuietObserver):
     def __init__(self, kept: list[str], function_job: bool = False) -> None:
         self._kept = kept
         self._function_job = function_job
+        self._switches = switch_keywords()
 
     def notice(self, text: str) -> None:
-        switches = switch_keywords()
-        text = in_keywords(text, switches)
+        text = in_keywords(text, self._switches)
         if text.startswith(STANDIN_NOTICE_START):
             if self._function_job:  # the keyword it names is not one that run() takes
-                text = text.replace(in_keywords(TURN_OFF, switches), FUNCTION_JOB_SWITCHES)
+                text = text.replace(in_keywords(TURN_OFF, self._switches), FUNCTION_JOB_SWITCHES)
             self._kept.append(text)
             logger.warning("%s", text)
         else:

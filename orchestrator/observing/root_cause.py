@@ -965,8 +965,8 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
 def _toolkit_error_message(reason: str) -> str:
     """The toolkit's `ErrorMessage "..."`, which its next field (`ExtraInfo "`, `Command "`) follows on the next
     line (sagemaker_training/errors.py); where SageMaker cut those off (its 1024 characters), the last quote closes
-    it, or nothing did.
-    A script's output often ends without a line break, so the closing quote can sit right after the error."""
+    it, or nothing did. A script's output often ends without a line break, so the closing quote can sit right
+    after the error."""
     after = reason.partition('ErrorMessage "')[2]
     ends = [index for field in ('"\nExtraInfo "', '"\nCommand "') if (index := after.find(field)) >= 0]
     return after[:min(ends)] if ends else after.rpartition('"')[0] or after
