@@ -12,20 +12,11 @@ from click.testing import CliRunner
 import orchestrator
 from orchestrator.cli.main import main
 from orchestrator.errors import SpecError
+from tuning_specs import TINY_SEARCH
 
 ELSEWHERE = "eu-west-1"
 """Not the session's region: the `aws` fixture sets AWS_REGION and AWS_DEFAULT_REGION to us-east-1."""
 EU_BUCKET = "smtrain-test-eu"
-SEARCH = """\
-job: tiny.yaml
-name: tiny-search
-objective: {metric: "train:loss", type: Minimize}
-strategy: Random
-parameters:
-  lr: {type: continuous, min: 0.001, max: 0.1, scaling: Logarithmic}
-max_jobs: 4
-max_parallel_jobs: 2
-"""
 
 
 @pytest.fixture
@@ -107,7 +98,7 @@ def test_a_local_run_takes_no_region(write_spec):
 
 def _search(job_spec) -> str:
     path = job_spec.parent / "search.yaml"
-    path.write_text(SEARCH.replace("tiny.yaml", job_spec.name))
+    path.write_text(TINY_SEARCH.replace("tiny.yaml", job_spec.name))
     return str(path)
 
 

@@ -217,18 +217,24 @@ def test_submit_wait_logs_streams_the_logs_until_the_job_ends(write_spec, bucket
     assert result.stdout.rstrip().endswith("model:   s3://smtrain-test/outputs/tiny-w/output/model.tar.gz")
 
 
-@pytest.mark.parametrize("final, exit_code", [("Completed", 0), ("Failed", 1), ("Stopped", 3)])
-def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, final, exit_code):
-    name = "tiny-stub"
-    sagemaker = stubbed.stubbers["sagemaker"]
-    # An object at the tarball's key without S3's SHA-256 checksum is not trusted: it is uploaded again.
+def _uploaded_and_created(stubbed, name: str):
+    """The stubbed answers of a submit up to its job's creation (the source uploaded: an object at the tarball's
+    key without S3's SHA-256 checksum is not trusted, so it is uploaded again); returns SageMaker's stubber for
+    the describes that follow."""
     stubbed.stubbers["s3"].add_response("head_bucket", {})
     stubbed.stubbers["s3"].add_response("head_object", {})
     stubbed.stubbers["s3"].add_response("put_object", {})
+    sagemaker = stubbed.stubbers["sagemaker"]
     sagemaker.add_response(
-        "create_training_job",
-        {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"},
+        "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
     )
+    return sagemaker
+
+
+@pytest.mark.parametrize("final, exit_code", [("Completed", 0), ("Failed", 1), ("Stopped", 3)])
+def test_submit_wait_exit_code_follows_the_final_status(write_spec, stubbed, final, exit_code):
+    name = "tiny-stub"
+    sagemaker = _uploaded_and_created(stubbed, name)
     sagemaker.add_response("describe_training_job", described(name, "InProgress", "Starting"))
     sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
     sagemaker.add_response(
@@ -278,13 +284,7 @@ def test_submit_wait_that_loses_aws_says_the_job_keeps_running(write_spec, stubb
     """Credentials that expire during a long --wait end the following, not the job: it bills on, so the user is
     told it runs and how to follow or stop it."""
     name = "tiny-expiring"
-    sagemaker = stubbed.stubbers["sagemaker"]
-    stubbed.stubbers["s3"].add_response("head_bucket", {})
-    stubbed.stubbers["s3"].add_response("head_object", {})
-    stubbed.stubbers["s3"].add_response("put_object", {})
-    sagemaker.add_response(
-        "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
-    )
+    sagemaker = _uploaded_and_created(stubbed, name)
     sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
     for _ in range(2):  # the poll, then the read that says where the job is
         sagemaker.add_client_error("describe_training_job", "ExpiredTokenException",
@@ -306,13 +306,7 @@ def test_submit_wait_that_stops_following_reads_where_the_job_is_before_saying_i
     """Before, "keeps running" was said from the previous poll's status: a job that ended in the meantime was
     said to run on."""
     name = "tiny-throttled"
-    sagemaker = stubbed.stubbers["sagemaker"]
-    stubbed.stubbers["s3"].add_response("head_bucket", {})
-    stubbed.stubbers["s3"].add_response("head_object", {})
-    stubbed.stubbers["s3"].add_response("put_object", {})
-    sagemaker.add_response(
-        "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
-    )
+    sagemaker = _uploaded_and_created(stubbed, name)
     sagemaker.add_response("describe_training_job", described(name, "InProgress", "Training"))
     sagemaker.add_client_error("describe_training_job", "AccessDeniedException", "not allowed to describe")
     sagemaker.add_response("describe_training_job", described(name, then, "Training" if then == "InProgress"

@@ -9,17 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-
-SEARCH = """\
-job: tiny.yaml
-name: tiny-search
-objective: {metric: "train:loss", type: Minimize}
-strategy: Random
-parameters:
-  lr: {type: continuous, min: 0.001, max: 0.1, scaling: Logarithmic}
-max_jobs: 4
-max_parallel_jobs: 2
-"""
+from tuning_specs import TINY_SEARCH
 
 
 @pytest.fixture
@@ -29,7 +19,7 @@ def search_with_large_source(write_spec, tmp_path, monkeypatch):
     write_spec()
     (tmp_path / "src" / "weights.bin").write_bytes(os.urandom(300_000))
     path = tmp_path / "search.yaml"
-    path.write_text(SEARCH)
+    path.write_text(TINY_SEARCH)
     return str(path)
 
 

@@ -281,12 +281,17 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         assert "interrupted after 2 trials of 2 (2 stopped); no best trial yet; results in " in console.read_text()
         assert f"the same command with --run-dir {folder} continues the search" in console.read_text()
     finally:
-        tune.kill()
-        for pid in scripts:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_all(tune, scripts)
+
+
+def _kill_all(tune: subprocess.Popen, scripts: list[int]) -> None:
+    """After a test, whatever it ended or not: the search and the trial scripts it saw."""
+    tune.kill()
+    for pid in scripts:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 QUICK_THEN_SLEEPER = """import json, os, pathlib, time, uuid
@@ -330,12 +335,7 @@ def test_ctrl_c_after_a_finished_trial_names_the_best_its_values_and_run_directo
                 f"loss = 0.25, {{'mode': 'quick'}}, run directory {first['run_dir']}; results in {folder} "
                 "(tuning.json, a run directory per trial)") in said, said[-4000:]
     finally:
-        tune.kill()
-        for pid in scripts:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_all(tune, scripts)
 
 
 @pytest.mark.slow

@@ -49,6 +49,27 @@ def _torchrun_spec(make_spec, **extra) -> Path:
                      instance=TORCHRUN_ON_TWO_HOSTS["instance"], **extra)
 
 
+def _interrupted_at_step_2(spec: Path, run_dir: Path, hosts: tuple[str, ...]) -> str:
+    """The console of `smtrain local` given Ctrl-C (SIGINT) once each of `hosts` showed step 2; it exits 130."""
+    smtrain = subprocess.Popen(_command(spec, run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=_environment())
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(smtrain.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+        while not all(any(f"[{host}] step=2 loss=" in line for line in lines) for host in hosts):
+            assert time.monotonic() < deadline and smtrain.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        smtrain.send_signal(signal.SIGINT)
+        assert smtrain.wait(timeout=RUN_DEADLINE_SECONDS) == 130, "".join(lines)
+    finally:
+        if smtrain.poll() is None:
+            smtrain.kill()
+    reader.join(timeout=30)
+    return "".join(lines)
+
+
 def _stopped_quietly(console: str, run_dir: Path, processes_of) -> None:
     """The job's lines were shown until the stop, none of torchrun's report of it; the logs keep that report."""
     assert "[algo-1] step=1 loss=" in console  # the run's own lines are shown until the stop
@@ -95,24 +116,7 @@ def test_ctrl_c_during_a_torchrun_job_keeps_torchruns_stop_report_off_the_consol
                                                                                   processes_of):
     spec = _torchrun_spec(make_spec)
     run_dir = tmp_path / "run"
-    smtrain = subprocess.Popen(_command(spec, run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=_environment())
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(smtrain.stdout.readline, "")), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
-        while not any("[algo-1] step=2 loss=" in line for line in lines):
-            assert time.monotonic() < deadline and smtrain.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        smtrain.send_signal(signal.SIGINT)
-        assert smtrain.wait(timeout=RUN_DEADLINE_SECONDS) == 130, "".join(lines)
-    finally:
-        if smtrain.poll() is None:
-            smtrain.kill()
-    reader.join(timeout=30)
-
-    console = "".join(lines)
+    console = _interrupted_at_step_2(spec, run_dir, ("algo-1",))
     _stopped_quietly(console, run_dir, processes_of)
     assert f"stopping the job: interrupted (Ctrl-C){LOGS_NOT_SHOWN.format(logs=run_dir / 'logs' / 'algo-N.log')}" \
         in console
@@ -140,23 +144,6 @@ def test_ctrl_c_during_a_script_a_host_runs_itself_shows_what_the_script_says_as
     saved on SIGTERM)."""
     spec = make_spec("says_on_sigterm.py")
     run_dir = tmp_path / "run"
-    smtrain = subprocess.Popen(_command(spec, run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=_environment())
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(smtrain.stdout.readline, "")), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
-        while not all(any(f"[{host}] step=2 loss=" in line for line in lines) for host in ("algo-1", "algo-2")):
-            assert time.monotonic() < deadline and smtrain.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        smtrain.send_signal(signal.SIGINT)
-        assert smtrain.wait(timeout=RUN_DEADLINE_SECONDS) == 130, "".join(lines)
-    finally:
-        if smtrain.poll() is None:
-            smtrain.kill()
-    reader.join(timeout=30)
-
-    console = "".join(lines)
+    console = _interrupted_at_step_2(spec, run_dir, ("algo-1", "algo-2"))
     assert "[algo-1] checkpoint saved at step" in console and "[algo-2] checkpoint saved at step" in console, console
     assert "not shown here" not in console

@@ -58,3 +58,16 @@ region: us-east-1
 instance: {type: ml.c5.xlarge, count: 1}
 metrics: [{name: loss, regex: "loss=([0-9.]+)"}]
 """
+
+
+TINY_SEARCH = """\
+job: tiny.yaml
+name: tiny-search
+objective: {metric: "train:loss", type: Minimize}
+strategy: Random
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1, scaling: Logarithmic}
+max_jobs: 4
+max_parallel_jobs: 2
+"""
+"""A search of the `write_spec` fixture's job (tiny.yaml), for the tests of planning and submitting a search."""
