@@ -80,10 +80,13 @@ _INSTALLS_REQUIREMENTS = re.compile(r"-m pip install\b.* -r requirements\.txt")
 """The toolkit's pip command where it installs requirements.txt (alone, or after the source dir's package)."""
 _SCRIPT_INVOKED = "Invoking script with the following command"
 _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
+_MPI_LAUNCHER = r"(?:mpirun|orterun|prterun)(?:\.real)?"
+"""The name Open MPI's launcher gives itself in its notices: mpirun (`mpirun.real` behind the DLCs' wrapper), Open
+MPI 4's orterun, and Open MPI 5's prterun, which is what its mpirun runs (`prterun noticed that process rank 1`)."""
 # Errors a rank gets because another one failed first: its peer's socket closed, a stop signal.
 _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBackendError|DistNetworkError|"
                           r"SignalException|Signals\.SIG(TERM|KILL|INT)|[Rr]ead error|[Ww]rite error|"
-                          r"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|mpirun(\.real)? noticed")
+                          rf"recvBytes|sendBytes|Socket Timeout|MPI_ERR_|{_MPI_LAUNCHER} noticed")
 _PEER_EXITED = re.compile(r"remote process exited|ncclRemoteError|Connection closed by remote peer")
 """NCCL's words for a peer that exited (`NCCL error: remote process exited or there was a network error`): what a
 rank gets because another failed first, never a timeout of its own."""
@@ -118,7 +121,10 @@ _MESSAGE_LINES = 4
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
 _TORCHRUN_COMMAND = re.compile(r"--nproc[_-]per[_-]node[ =](\d+).*?--node[_-]rank[ =](\d+)")
-_MPI_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)")
+_MPI_SIGNAL = re.compile(rf"{_MPI_LAUNCHER} noticed that process rank (\d+) with PID \d+ on node (\S+) "
+                         r"exited on signal (\d+)".replace(" ", r"\s+"))
+"""mpirun's notice of a rank a signal ended: one line in Open MPI 4, broken after `exited on` in Open MPI 5's
+help text."""
 _MPI_EXIT = re.compile(r"Process name:\s*\[[^\]]*?,(\d+)\]\s*\n\s*Exit code:\s*(-?\d+)")
 _MPI_COMMAND = re.compile(r"mpirun .*?(?:-H|--host) (\S+).*? -np (\d+)")
 _DAEMON_LOST = re.compile(r"[OP]RTE has lost communication with a remote daemon")

@@ -4,6 +4,7 @@ only lost the failing rank, argparse's rejection, and each classified cause with
 
 from __future__ import annotations
 
+import pytest
 from recorded_sagemaker_logs import NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST
 
 from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
@@ -219,6 +220,32 @@ def test_mpi_ranks_are_named_by_their_tags_and_placed_on_their_hosts():
              "[1,0]<stderr>:RuntimeError: Connection reset by peer"]
     cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 2))
     assert cause.headline() == "algo-2 (rank 3) failed: KeyError: 'label' at train.py:5"
+
+
+# Open MPI's notice of rank 1 (on algo-2) killed by SIGKILL, as each launcher printed it here: Open MPI 5.0.11's
+# mpirun runs prterun, whose help text breaks the line; Open MPI 4.1.4's mpirun and orterun name themselves; the
+# DLCs' mpirun is a wrapper of mpirun.real.
+SIGKILL_NOTICES = {
+    "Open MPI 5 prterun": ["prterun noticed that process rank 1 with PID 22 on node algo-2 exited on",
+                           "signal 9 (Killed)."],
+    "Open MPI 4 mpirun": ["mpirun noticed that process rank 1 with PID 0 on node algo-2 exited on signal 9 (Killed)."],
+    "Open MPI 4 orterun": ["orterun noticed that process rank 1 with PID 0 on node algo-2 exited on signal 9 "
+                           "(Killed)."],
+    "the DLCs' mpirun.real": ["mpirun.real noticed that process rank 1 with PID 0 on node algo-2 exited on signal 9 "
+                              "(Killed)."],
+}
+
+
+@pytest.mark.parametrize("notice", SIGKILL_NOTICES.values(), ids=SIGKILL_NOTICES.keys())
+def test_a_rank_killed_under_every_open_mpi_launcher_is_named_with_its_host_and_signal(notice):
+    """Before, Open MPI 5's broken line named no rank: the reason blamed algo-1, where mpirun runs."""
+    dashes = "-" * 74
+    lines = ["[1,mpirank:0,algo-1]<stdout>: rank 0 started", "[1,mpirank:1,algo-2]<stdout>: rank 1 started",
+             dashes, *notice, dashes]
+    cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 1), exit_codes={"algo-1": 137})
+    assert cause.headline() == "algo-2 (rank 1) was killed by signal 9 (SIGKILL)"
+    assert (cause.host, cause.rank, cause.category) == ("algo-2", 1, "oom_killed")
+    assert "OOM killer" in cause.fix
 
 
 # Open MPI 4's mpirun (SageMaker's images) on algo-1 when algo-2's daemon died with its rank, which said nothing.

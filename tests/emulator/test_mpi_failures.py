@@ -1,0 +1,36 @@
+"""A rank that dies under mpirun is named by its host, rank and signal, read from what Open MPI itself printed
+(Open MPI 5's `prterun noticed ... exited on` / `signal 9 (Killed).`), not blamed on the master where mpirun runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.specs.loader import load
+
+pytestmark = pytest.mark.slow
+
+KILLED_BY_THE_OOM_KILLER = """\
+import os, signal, time
+from mpi4py import MPI
+
+rank = MPI.COMM_WORLD.Get_rank()
+print(f"rank {rank} started", flush=True)
+if rank == 1:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer ends a process
+time.sleep(300)
+"""
+"""No rank talks to another, so no peer reports a closed socket first: mpirun's notice is the only report."""
+
+
+def test_a_rank_killed_by_sigkill_under_mpirun_names_its_host_rank_and_signal(make_spec, tmp_path, processes_of):
+    spec = make_spec("killed.py", distribution={"mode": "mpi", "processes_per_host": 1})
+    (tmp_path / "src" / "killed.py").write_text(KILLED_BY_THE_OOM_KILLER)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert (result.status, result.exit_code) == ("Failed", 1)
+    assert result.failure_reason.startswith("algo-2 (rank 1) was killed by signal 9 (SIGKILL)\n"), \
+        result.failure_reason
+    cause = result.failure_cause
+    assert (cause["host"], cause["rank"], cause["category"]) == ("algo-2", 1, "oom_killed")
+    assert "OOM killer" in cause["fix"]
+    assert processes_of(result.run_dir) == []
