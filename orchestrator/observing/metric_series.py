@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SmtrainError
+from orchestrator.observing.epochs import EpochMark, epoch_mark, latest_counted_from_one
 from orchestrator.specs.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
@@ -32,8 +33,6 @@ _STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
-_EPOCH = re.compile(r"\bepoch=(\d+)\b")
-_EPOCH_OF_TOTAL = re.compile(r"(?i)\bepoch['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)")
@@ -75,16 +74,11 @@ def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, flo
 @dataclass(frozen=True)
 class StepMark:
     """Where a progress line says the job is: step of total (global optimizer steps; None where the line does
-    not say), and the epoch as printed."""
+    not say), and the epoch the step's piece of the line states (epochs.py)."""
 
     step: int
     total: int | None
-    epoch: int | None
-    epochs: int | None = None
-    """The epochs in all, where the line states them (`Epoch 2/3`)."""
-    first_epoch: int | None = None
-    """What the format numbers its first epoch: 0 for Lightning's bar (`Epoch 0:`); None where only the numbers
-    printed can tell (see `_epoch_counted_from_one`)."""
+    epoch: EpochMark | None
 
 
 def step_mark(line: str) -> StepMark | None:
@@ -98,25 +92,17 @@ def step_mark(line: str) -> StepMark | None:
 
 
 def _segment_mark(text: str) -> StepMark | None:
-    epoch, epochs = _epoch_of(text)
+    epoch = epoch_mark(text)
     if match := _STEP_OF_TOTAL.search(text):
-        return StepMark(int(match.group(1)), int(match.group(2)), epoch, epochs)
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
     if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
         done_epochs, batch, batches = (int(group) for group in match.groups())
-        return StepMark(done_epochs * batches + batch, None, done_epochs, first_epoch=0)
+        return StepMark(done_epochs * batches + batch, None, epoch)
     if match := _TQDM_BAR.search(text):
-        return StepMark(int(match.group(1)), int(match.group(2)), epoch, epochs)
+        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
     if match := _STEP_ALONE.search(text):
-        return StepMark(int(match.group(1)), None, epoch, epochs)
+        return StepMark(int(match.group(1)), None, epoch)
     return None
-
-
-def _epoch_of(text: str) -> tuple[int | None, int | None]:
-    """The epoch a line prints, and the epochs in all where it states them: `Epoch 2/3`, `epoch=2`."""
-    if match := _EPOCH_OF_TOTAL.search(text):
-        return int(match.group(1)), int(match.group(2))
-    match = _EPOCH.search(text)
-    return (int(match.group(1)) if match else None), None
 
 
 @dataclass(frozen=True)
@@ -297,7 +283,7 @@ class ProgressEstimate:
     total: int
     epoch: int | None
     """The epoch the latest progress line is in, counted from 1 whatever the script counts from
-    (`_epoch_counted_from_one`)."""
+    (epochs.EpochCounter)."""
     epochs: int | None
     steps_per_second: float | None
     at: datetime
@@ -357,12 +343,15 @@ class ProgressEstimate:
 
 
 def estimate_progress(
-    marks: Sequence[tuple[datetime, StepMark]], epochs: int | None = None
+    marks: Sequence[tuple[datetime, StepMark]], epochs: int | None = None,
+    stated: Sequence[EpochMark | None] | None = None,
 ) -> ProgressEstimate | None:
     """Rate and position from timed progress lines, oldest first.
 
     A step lower than the one before starts the count again: the job restarted from a checkpoint (spot),
-    and time before the restart says nothing about the rate after it.
+    and time before the restart says nothing about the rate after it. The epoch is the latest one `stated`
+    (by every line read, oldest first: the Trainer's log dict is a line apart from its bar's step once its
+    carriage returns are line breaks), by default the marks' own.
     """
     if not marks:
         return None
@@ -374,22 +363,10 @@ def estimate_progress(
     (first_time, first), (last_time, last) = window[0], window[-1]
     elapsed = (last_time - first_time).total_seconds()
     rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
-    return ProgressEstimate(last.step, last.total, _epoch_counted_from_one([mark for _, mark in marks]),
-                            last.epochs or epochs, rate, last_time)
-
-
-def _epoch_counted_from_one(marks: Sequence[StepMark]) -> int | None:
-    """The latest mark's epoch counted from 1, so that a completed run of 3 epochs ends at `epoch 3 of 3`
-    whether its script printed `epoch=2` (`for epoch in range(epochs)`) or `epoch=3`. A script counts from 0
-    when its format does (Lightning's bar) or when any line read printed epoch 0; otherwise from 1, as printed.
-    (transformers' fractional `'epoch': 1.0` is no step mark: its bar's step is the progress.)"""
-    last = marks[-1]
-    if last.epoch is None:
-        return None
-    first = last.first_epoch
-    if first is None:
-        first = 0 if any(mark.epoch == 0 for mark in marks) else 1
-    return last.epoch + 1 - first
+    stated = [mark.epoch for _, mark in marks] if stated is None else stated
+    latest = next((mark for mark in reversed(stated) if mark is not None), None)
+    return ProgressEstimate(last.step, last.total, latest_counted_from_one(stated),
+                            (latest and latest.total) or epochs, rate, last_time)
 
 
 def format_duration(seconds: float) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from orchestrator.observing.epochs import line_epoch
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
     ProgressEstimate,
@@ -139,7 +140,8 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
         if mark:
             marks.append((datetime.fromtimestamp(line.timestamp_ms / 1000, tz=timezone.utc), mark))
         latest.update(extract(definitions, line.message))
-    estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})))
+    estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})),
+                                 [line_epoch(line.message) for line in lines])
     cause = failure_cause(described, tails, source)
     if described.get("TrainingJobStatus") != "Failed":
         return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines))

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.observing.epochs import EpochMark
 from orchestrator.observing.metric_charts import text_chart
 from orchestrator.observing.metric_series import (
     MetricPoint,
@@ -50,13 +51,13 @@ def test_extract_skips_a_definition_without_a_group_and_a_value_that_is_not_a_nu
 
 
 def test_step_mark_reads_step_total_and_epoch():
-    assert step_mark("epoch=3 step=40/96 train_loss=0.1") == StepMark(40, 96, 3)
+    assert step_mark("epoch=3 step=40/96 train_loss=0.1") == StepMark(40, 96, EpochMark(3))
     assert step_mark("step=7/8") == StepMark(7, 8, None)
     assert step_mark("substep=7/8") is None and step_mark("no progress") is None
 
 
 def test_estimate_progress_measures_the_rate_since_the_last_restart():
-    marks = [(T0 + timedelta(seconds=seconds), StepMark(step, 100, 1)) for seconds, step in
+    marks = [(T0 + timedelta(seconds=seconds), StepMark(step, 100, EpochMark(1))) for seconds, step in
              [(0, 10), (10, 30), (20, 50),  # 2 steps/s, then a spot restart from the step-40 checkpoint:
               (60, 40), (70, 45), (80, 50)]]  # 0.5 steps/s since
 
@@ -72,7 +73,7 @@ def test_estimate_progress_measures_the_rate_since_the_last_restart():
 
 
 def test_estimate_progress_without_two_distinct_steps_has_no_rate():
-    single = estimate_progress([(T0, StepMark(5, 10, 1))])
+    single = estimate_progress([(T0, StepMark(5, 10, EpochMark(1)))])
 
     assert single.steps_per_second is None and single.remaining_seconds is None
     assert estimate_progress([]) is None

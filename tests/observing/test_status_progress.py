@@ -190,13 +190,13 @@ EPOCH_NUMBERINGS = {
         "\rEpoch 1:  25%|\u2588\u2588\u258c       | 1/4 [00:01<00:03,  1.00it/s, v_num=0, train_loss_step=0.5]",
         "\rEpoch 1:  50%|\u2588\u2588\u2588\u2588\u2588     | 2/4 [00:02<00:02,  1.00it/s, v_num=0, train_loss_step=0.4]",
     ], "step 6, epoch 2 of 3"),
-    # transformers' dicts give the fraction of epochs done; its bar gives the step, and no epoch is claimed.
+    # transformers' dicts give the epochs done (1.5: half of the second); its bar gives the step.
     "transformers": ("InProgress", [
         "\r 30%|\u2588\u2588\u2588       | 9/30 [00:01<00:02,  2.00it/s]\r{'loss': 0.5, 'learning_rate': 5e-05, "
         "'epoch': 0.9}",
         "\r 50%|\u2588\u2588\u2588\u2588\u2588     | 15/30 [00:02<00:02,  2.00it/s]\r{'loss': 0.4, "
         "'learning_rate': 4e-05, 'epoch': 1.5}",
-    ], "step 15/30 (50%) at "),
+    ], "step 15/30 (50%), epoch 2 of 3"),
 }
 
 

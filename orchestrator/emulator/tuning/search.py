@@ -44,7 +44,8 @@ from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.emulator.tuning.criteria import completion_reason, not_emulated, time_limit
 from orchestrator.emulator.tuning.warm_start import parent_trials
 from orchestrator.errors import SpecError
-from orchestrator.observing.metric_series import compile_definitions, extract, step_mark
+from orchestrator.observing.epochs import EpochCounter, line_epoch
+from orchestrator.observing.metric_series import compile_definitions, extract
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, counts_of, ranked
 from orchestrator.planning.request import metric_definitions
@@ -575,6 +576,8 @@ class _ObjectiveWatch:
         self.why = ""
         self._stop_pending = False
         self._epoch: int | None = None
+        """The epoch the trial is in, counted from 1 (by `_counter`)."""
+        self._counter = EpochCounter()
 
     def stop(self, why: str) -> None:
         self.why, self._stop_pending = why, True
@@ -615,11 +618,15 @@ class _ObjectiveWatch:
             self._offsets[path] = (offset, skipping)
 
     def _line(self, text: str) -> None:
-        mark = step_mark(text)
-        if mark is not None and mark.epoch is not None:
-            if self._epoch is not None and mark.epoch > self._epoch and self.final is not None:
+        """A line stating a later epoch ends the one before, with the objective read last. Epochs are counted
+        from 1 as progress shows them (epochs.py), so that trials printing `epoch=0`, `Epoch 1/3` or the
+        Trainer's `'epoch': 0.5` are compared with each other, and with max_resource, at the same epoch."""
+        mark = line_epoch(text)
+        if mark is not None:
+            epoch = self._counter.count(mark)
+            if self._epoch is not None and epoch > self._epoch and self.final is not None:
                 self._epoch_ended(self._epoch, self.final)
-            self._epoch = mark.epoch
+            self._epoch = epoch
         value = extract(self._definitions, text).get(self._metric)
         if value is not None:
             self.final = value

@@ -1,0 +1,73 @@
+"""Local tuning's early stopping compares trials at the same epoch, counted from 1 as progress shows it, whatever
+each trial's script counts from: the trials' logs are read as the search reads them (its _ObjectiveWatch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
+from orchestrator.emulator.tuning.choosers import chooser_for
+from orchestrator.emulator.tuning.search import _ObjectiveWatch
+from orchestrator.specs.tuning import TuningSpec
+
+SPEC = TuningSpec.model_validate({
+    "job": "job.yaml", "objective": {"metric": "train:loss", "type": "Minimize"},
+    "parameters": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}, "strategy": "Random", "max_jobs": 3,
+    "random_seed": 3, "early_stopping": "Auto"})
+
+
+def _follow(chooser, lines: list[str], run_dir: Path) -> _ObjectiveWatch:
+    """A trial that printed `lines`, read to its end as the search reads it."""
+    key, _ = chooser.ask()
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "logs" / "algo-1.log").write_text("".join(line + "\n" for line in lines))
+    watch = _ObjectiveWatch(chooser, key, "train:loss", list(DEFAULT_METRIC_DEFINITIONS), run_dir)
+    watch.read()
+    watch.finish()
+    return watch
+
+
+def test_early_stopping_compares_a_0_based_and_a_1_based_trial_at_the_same_epoch(tmp_path):
+    chooser = chooser_for(SPEC, None)
+    # smtrain's entrypoints, 1-based: `epoch=1 step=...` to `epoch=3`.
+    one_based = _follow(chooser, [f"epoch={epoch} step={10 * epoch}/30 train_loss={loss:.6f} samples_per_sec=512.0"
+                                  for epoch, loss in ((1, 1.0), (2, 0.5), (3, 0.3))], tmp_path / "a")
+    chooser.tell(1, one_based.final, "Completed")
+    # A script of one's own, `for epoch in range(args.epochs)`: 0-based.
+    zero_based = _follow(chooser, [f"epoch={epoch} step={10 * epoch + 10}/30 loss={loss}"
+                                   for epoch, loss in ((0, 0.8), (1, 0.4), (2, 0.2))], tmp_path / "b")
+    chooser.tell(2, zero_based.final, "Completed")
+
+    # A third trial (1-based) better than the median after its first epoch (0.85 against 1.0 and 0.8), worse
+    # after its second (0.9 against the running averages 0.75 and 0.6).
+    third = _follow(chooser, [f"epoch={epoch} step={10 * epoch}/30 train_loss={loss:.6f} samples_per_sec=512.0"
+                              for epoch, loss in ((1, 0.85), (2, 0.9), (3, 0.95))], tmp_path / "c")
+
+    assert third.why == "stopped early after epoch 2"
+    assert zero_based.per_epoch == {1: 0.8, 2: 0.4, 3: 0.2}
+
+
+BAR = "\u2588"
+FRAMEWORK_TRIALS = {
+    # transformers 4.x: `logs["epoch"] = round(self.state.epoch, 2)`, the epochs done; its bar in the same line.
+    "transformers 4.x": [f"\r {round(100 * done / 3)}%|{BAR * round(done * 3)}| {round(done * 2)}/6 "
+                         f"[00:01<00:01,  2.00it/s]\r{{'loss': {loss}, 'learning_rate': 5e-05, 'epoch': {done}}}"
+                         for done, loss in ((0.5, 0.9), (1.0, 0.7), (1.5, 0.6), (2.0, 0.5), (2.5, 0.45), (3.0, 0.4))],
+    # torchvision's references/classification (utils.MetricLogger, header f"Epoch: [{epoch}]"), 0-based.
+    "torchvision references": [f"Epoch: [{epoch}]  [  9/10]  eta: 0:00:01  lr: 0.1  img/s: 120.0  "
+                               f"loss: {loss} ({loss})  acc1: 50.0 (50.0)  time: 0.1  data: 0.01"
+                               for epoch, loss in ((0, 0.7), (1, 0.5), (2, 0.4))],
+    # amazon-sagemaker-examples' PyTorch MNIST (tests/examples/mnist_sagemaker_containers, @1732bc2), 1-based.
+    "SageMaker PyTorch MNIST": [f"Train Epoch: {epoch} [{seen}/60000 ({seen // 600}%)] Loss: {loss}"
+                                for epoch, seen, loss in ((1, 0, 2.3), (1, 59520, 0.7), (2, 59520, 0.5),
+                                                          (3, 0, 0.45), (3, 59520, 0.4))],
+}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORK_TRIALS)
+def test_a_trials_curve_is_kept_at_its_epochs_counted_from_one_whatever_its_framework_prints(framework, tmp_path):
+    watch = _follow(chooser_for(SPEC, None), FRAMEWORK_TRIALS[framework], tmp_path / "trial")
+
+    assert watch.per_epoch == {1: 0.7, 2: 0.5, 3: 0.4}
