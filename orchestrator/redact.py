@@ -49,11 +49,12 @@ _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")
 """The tag that starts each line of one rank where a host's ranks share one output: mpirun's `--tag-output`
 (`[1,3]<stdout>:`, as the toolkit relabels it `[1,mpirank:3,algo-2]<stdout>:`) and torch.distributed's `[rank3]:`."""
-SHOWN_CHARACTER = re.compile(r"<U\+[0-9A-F]{4}>")
+SHOWN_CHARACTER = re.compile(r"<U\+[0-9A-F]{4,6}>")
 """An invisible or bidirectional character as a job's text shows it (observing/plain_text.py writes `<U+200B>`
-where the job wrote a zero-width space). `mask_text` hides what it finds in a text read with these marks and
-what it finds read without them: a secret the job split with one (`hunt<U+200B>er22`) is still one secret, and a
-mark that glues two words (`run<U+200B>--api-key X`) does not hide a flag's value either."""
+where the job wrote a zero-width space, `<U+E0041>` for a tag character beyond U+FFFF). `mask_text` hides what it
+finds in a text read with these marks and what it finds read without them: a secret the job split with one
+(`hunt<U+200B>er22`) is still one secret, and a mark that glues two words (`run<U+200B>--api-key X`) does not hide
+a flag's value either."""
 _HIDDEN = "\x00"
 """What `mask_text` writes for each character it hides while it reads through marks: plain text holds no NUL."""
 MAX_PRIVATE_KEY_LINES = 256

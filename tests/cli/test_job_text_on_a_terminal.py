@@ -3,7 +3,8 @@
 alike, whether stdout is a terminal (click keeps escape sequences there: `color=True`) or a pipe; and a sequence
 printed inside a secret does not keep it from being masked (plain_text runs before the masking). An invisible or
 bidirectional character is shown where it was (`<U+202E>`), never acted on by the terminal, and one written
-inside a secret does not keep it from being masked either."""
+inside a secret does not keep it from being masked either: each class Unicode draws as nothing (format characters,
+line and paragraph separators, default-ignorables), in each place a job's text enters."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from job_fakes import SECRET, create_jobs, described, seed_logs
-from terminal_controls import CONTROLS, INVISIBLES
+from terminal_controls import CONTROLS, INVISIBLES, SPLITTERS, unseen
 
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.redact import MASK
+from orchestrator.redact import MASK, SHOWN_CHARACTER
 
 pytestmark = pytest.mark.hardening
 
@@ -35,6 +36,8 @@ REASON = "AlgorithmError: ValueError: bad \x1b]52;c;cm0gLXJm\x07shape\x1b[1A\x1b
 
 UNSEEN_SPLIT_SECRET = f"token {SECRET[:7]}\u200b{SECRET[7:]} end"
 """The secret with a zero-width space inside it: it reads as the secret, and str.replace would not find it."""
+SPLIT_BY_EACH = [f"token {SECRET[:7]}{splitter}{SECRET[7:]} end" for splitter in SPLITTERS.values()]
+"""The secret split by one character of each class plain_text shows, a line each."""
 
 
 def _controls(text: str) -> list[str]:
@@ -42,9 +45,9 @@ def _controls(text: str) -> list[str]:
             or 0x7F <= ord(character) <= 0x9F]
 
 
-def _invisibles(text: str) -> list[str]:
-    return [character for character in text if character in "\u061c\ufeff" or 0x200B <= ord(character) <= 0x200F
-            or 0x202A <= ord(character) <= 0x202E or 0x2066 <= ord(character) <= 0x2069]
+def _unmarked(text: str) -> str:
+    """`text` without the marks of shown characters: the secret must not be there either."""
+    return SHOWN_CHARACTER.sub("", text)
 
 
 def _smtrain(*args: str, colour: bool, obj=None):
@@ -126,13 +129,13 @@ def test_logs_of_a_sagemaker_job_show_where_each_invisible_character_was_and_mas
         tiny_plan, aws, colour):
     create_jobs(tiny_plan.create_training_job_request, ["tiny-a"])
     seed_logs("tiny-a", {"algo-1": list(enumerate([printed for printed, _ in INVISIBLES.values()]
-                                                   + [UNSEEN_SPLIT_SECRET]))})
+                                                   + [UNSEEN_SPLIT_SECRET, *SPLIT_BY_EACH]))})
 
     shown = _smtrain("logs", "tiny-a", colour=colour)
 
-    assert _invisibles(shown.stdout) == [] and SECRET not in shown.stdout.replace("<U+200B>", "")
+    assert unseen(shown.stdout) == [] and SECRET not in _unmarked(shown.stdout)
     assert shown.stdout.splitlines() == [f"[algo-1] {line}" for _, line in INVISIBLES.values()] + [
-        f"[algo-1] token {MASK} end"]
+        f"[algo-1] token {MASK} end"] * (1 + len(SPLIT_BY_EACH))
 
 
 @pytest.mark.parametrize("colour", [True, False], ids=["terminal", "pipe"])
@@ -142,19 +145,20 @@ def test_status_of_a_sagemaker_job_shows_where_each_invisible_character_of_its_f
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", described(
         "tiny-failed", "Failed", "Failed", TrainingEndTime=datetime.now(timezone.utc),
         HyperParameters={"sagemaker_program": '"train.py"', "api-token": SECRET},
-        FailureReason=f"AlgorithmError: \u202edeliaF\u202c ExitCode 1 {UNSEEN_SPLIT_SECRET}",
+        FailureReason=f"AlgorithmError: \u202edeliaF\u202c ExitCode 1 {UNSEEN_SPLIT_SECRET} {' '.join(SPLIT_BY_EACH)}",
         SecondaryStatusTransitions=[{"Status": "Failed", "StartTime": datetime.now(timezone.utc),
-                                     "StatusMessage": "Training job failed: \u2067bad\u2069"}]))
+                                     "StatusMessage": f"Training job failed: \u2067bad\u2069 {SPLIT_BY_EACH[-1]}"}]))
     seed_logs("tiny-failed", {"algo-1": list(enumerate(
         ["Traceback (most recent call last):", '  File "/opt/ml/code/\u202etxt.niart\u202c.py", line 3, in <module>',
-         "ValueError: bad shape"]))})
+         f"ValueError: bad shape {SPLIT_BY_EACH[0]}"]))})
 
     shown = _smtrain("status", "tiny-failed", colour=colour, obj=stubbed_sagemaker)
 
-    assert _invisibles(shown.stdout) == [] and SECRET not in shown.stdout.replace("<U+200B>", ""), shown.stdout
-    assert f"AlgorithmError: <U+202E>deliaF<U+202C> ExitCode 1 token {MASK} end\n" in shown.stdout, shown.stdout
+    assert unseen(shown.stdout) == [] and SECRET not in _unmarked(shown.stdout), shown.stdout
+    assert (f"AlgorithmError: <U+202E>deliaF<U+202C> ExitCode 1 token {MASK} end"
+            + f" token {MASK} end" * len(SPLIT_BY_EACH) + "\n") in shown.stdout, shown.stdout
     assert "Training job failed: <U+2067>bad<U+2069>" in shown.stdout
-    assert "ValueError: bad shape at <U+202E>txt.niart<U+202C>.py:3" in shown.stdout, shown.stdout
+    assert f"ValueError: bad shape token {MASK} end at <U+202E>txt.niart<U+202C>.py:3" in shown.stdout, shown.stdout
 
 
 @pytest.mark.slow
@@ -163,7 +167,8 @@ def test_a_local_run_streams_and_logs_its_output_without_controls_and_masked(tmp
     `logs` and `status` read from it."""
     source = tmp_path / "src"
     source.mkdir()
-    (source / "train.py").write_text(f"import sys\nfor line in {[*PRINTED, SPLIT_SECRET]!r}:\n    print(line)\n"
+    (source / "train.py").write_text(f"import sys\nfor line in {[*PRINTED, SPLIT_SECRET, *SPLIT_BY_EACH]!r}:\n"
+                                     "    print(line)\n"
                                      "sys.stdout.flush()\nraise ValueError('bad \\x1b]0;pwned\\x07shape\\x1b[2K\\rCompleted')\n")
     spec = {"name": "hostile", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.10.0",
             "instance": {"type": "ml.c5.2xlarge", "count": 1}, "distribution": {"mode": "none"}, "metrics": [],
@@ -177,7 +182,8 @@ def test_a_local_run_streams_and_logs_its_output_without_controls_and_masked(tmp
 
     assert ran.returncode == 1, ran.stdout + ran.stderr
     for shown in (ran.stdout, ran.stderr, (run_dir / "logs" / "algo-1.log").read_text(), logs.stdout, status.stdout):
-        assert _controls(shown) == [] and SECRET not in shown, shown
+        assert _controls(shown) == [] and unseen(shown) == [] and SECRET not in _unmarked(shown), shown
     streamed = [line for line in ran.stdout.splitlines() if line.startswith("[algo-1] ")]
-    assert streamed[:len(SHOWN) + 1] == [f"[algo-1] {line}" for line in [*SHOWN, f"token {MASK} end"]]
+    masked = [f"token {MASK} end"] * (1 + len(SPLIT_BY_EACH))
+    assert streamed[:len(SHOWN) + len(masked)] == [f"[algo-1] {line}" for line in [*SHOWN, *masked]]
     assert "  failure    algo-1 (rank 0) failed: ValueError: bad shape at src/train.py:5\n" in status.stdout, status.stdout

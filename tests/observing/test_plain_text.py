@@ -1,12 +1,15 @@
 """A job's text without terminal control (observing/plain_text.py): each class of control goes, colour included,
 what it would have hidden stays; each invisible or bidirectional character is shown where it was, every other
-character stays; masking after it still hides a secret such a character was written into; and the work is linear
-in the text's length, counted in characters scanned."""
+character stays; the set is Unicode's (format characters, line and paragraph separators, default-ignorables),
+held against the running Python's unicodedata; masking after it still hides a secret such a character was written
+into; and the work is linear in the text's length, counted in characters scanned."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
-from terminal_controls import CONTROLS, INVISIBLES, ORDINARY
+from terminal_controls import CONTROLS, DEFAULT_IGNORABLE_BEYOND_FORMAT, INVISIBLES, ORDINARY, SPLITTERS
 
 from orchestrator.observing import plain_text
 from orchestrator.observing.plain_text import plain
@@ -36,12 +39,66 @@ def test_accents_cjk_emoji_and_right_to_left_letters_stay_as_they_are():
     assert plain(text) is text
 
 
+def test_every_format_character_and_separator_unicode_knows_is_shown_where_it_was():
+    """Unicode's category, not a list of known tricks: each format character (Cf) and the line and paragraph
+    separators (Zl, Zp) that the running Python's unicodedata knows, beyond U+FFFF too (tag characters)."""
+    characters = [chr(code) for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cf", "Zl", "Zp")]
+
+    shown = plain("".join(f"a{character}" for character in characters))
+
+    assert shown == "".join(f"a<U+{ord(character):04X}>" for character in characters)
+
+
+def test_every_other_default_ignorable_code_point_is_shown_where_it_was():
+    """Unicode's Default_Ignorable_Code_Point, which unicodedata does not give: variation selectors (here after
+    ASCII, where they vary nothing), the combining grapheme joiner, Hangul fillers, reserved ones."""
+    characters = [chr(code) for code in DEFAULT_IGNORABLE_BEYOND_FORMAT]
+
+    shown = plain("".join(f"a{character}" for character in characters))
+
+    assert shown == "".join(f"a<U+{ord(character):04X}>" for character in characters)
+
+
+def test_every_other_character_stays_as_it_is():
+    """Letters, marks, digits, symbols, punctuation and spaces of every script (each code point but controls,
+    format characters, separators of lines, surrogates, private use, unassigned and default-ignorables) pass."""
+    ignorable = frozenset(DEFAULT_IGNORABLE_BEYOND_FORMAT)
+    text = "".join(chr(code) for code in range(0x110000)
+                   if unicodedata.category(chr(code))[0] != "C" and unicodedata.category(chr(code)) not in ("Zl", "Zp")
+                   and code not in ignorable)
+
+    assert plain(text) is text
+
+
+def test_a_variation_selector_stays_only_after_a_character_it_can_vary():
+    """After an emoji or an ideograph a selector picks its glyph (wandb's `⭐️`); after ASCII, at the start or after
+    another selector or mark it varies nothing and would hide where it is."""
+    assert plain("wandb: ⭐\ufe0f View project 葛\U000e0100") == "wandb: ⭐\ufe0f View project 葛\U000e0100"
+    assert plain("⭐\ufe0f\ufe0f") == "⭐\ufe0f<U+FE0F>"
+    assert plain("⭐\u200b\ufe0f") == "⭐<U+200B><U+FE0F>"
+    assert plain("⭐\x1b[0m\ufe0f") == "⭐<U+FE0F>"
+    assert plain("\ufe0fok") == "<U+FE0F>ok"
+
+
+def test_a_joiner_inside_an_emoji_sequence_is_shown_as_everywhere_else():
+    assert plain("👨\u200d👩\u200d👧 family") == "👨<U+200D>👩<U+200D>👧 family"
+
+
+def test_a_line_separator_is_shown_so_that_every_reader_splits_the_same_lines():
+    """Python's splitlines breaks at U+2028, U+2029 and some controls where a terminal does not: in plain text
+    none is left, so a reader splitting at `\\n` and one using splitlines see the same lines."""
+    shown = plain("a\u2028b\u2029c\x0bd\x0ce\x1cf\x1dg\x1eh\x85i\r\nj")
+
+    assert shown.splitlines() == shown.split("\n") == ["a<U+2028>b<U+2029>cdefghi", "j"]
+
+
 def test_a_control_beside_an_invisible_character_goes_and_the_character_is_shown():
     assert plain("\x1b[31m\u202eFailed\x1b[0m\u202c\rCompleted") == "<U+202E>Failed<U+202C>\nCompleted"
 
 
-@pytest.mark.parametrize("character", [chr(code) for code in (0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
-                                                              *range(0x2066, 0x206A), 0xFEFF)])
+@pytest.mark.parametrize("character", [*(chr(code) for code in (0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                                                 *range(0x2066, 0x206A), 0xFEFF)),
+                                       *SPLITTERS.values()])
 def test_each_mark_is_one_masking_reads_through(character):
     """redact.SHOWN_CHARACTER is how masking knows a mark: it must know every one plain_text writes."""
     assert SHOWN_CHARACTER.fullmatch(plain(character))
@@ -64,6 +121,17 @@ def test_a_character_written_inside_a_secret_does_not_hide_it_from_masking(print
 
     assert masked == shown
     assert SECRET not in masked and "XYZ-1234" not in masked and HF_TOKEN_VALUE[10:] not in masked
+
+
+@pytest.mark.parametrize("splitter", SPLITTERS.values(), ids=SPLITTERS.keys())
+def test_a_secret_split_by_any_character_shown_is_masked_whole(splitter):
+    """Each class of character plain_text shows, written inside a known secret and inside a token masked by its
+    form: masking reads through its mark, which goes with the secret."""
+    printed = f"token {SECRET[:7]}{splitter}{SECRET[7:]} bad token {HF_TOKEN_VALUE[:10]}{splitter}{HF_TOKEN_VALUE[10:]}"
+
+    masked = mask_text(plain(printed), {SECRET})
+
+    assert masked == f"token {MASK} bad token {MASK}"
 
 
 class _Counted:
@@ -95,6 +163,12 @@ HOSTILE = {
     "colour on every character": "\x1b[31ma" * 40_000,
     "overrides only": "\u202e" * 200_000,
     "unterminated strings of zero-width spaces": ("\x1b]" + "\u200b" * 8) * 20_000,
+    "line separators only": "\u2028" * 200_000,
+    "tag characters only": "\U000e0041" * 200_000,
+    "variation selectors only": "\ufe0f" * 200_000,
+    "emoji each with its variation selector": "⭐\ufe0f" * 100_000,
+    "selectors after ASCII": "a\U000e0100" * 100_000,
+    "emoji only": "🚀" * 200_000,
 }
 
 
@@ -103,7 +177,7 @@ def test_the_work_is_linear_in_a_200000_character_line(monkeypatch, text):
     """Counted, not timed: a scan that went on past the next control (to the text's end, for each of 100,000
     introducers) would read billions of characters; plain_text reads each about twice."""
     tally = [0]
-    for name in ("_CONTROL", "_CONTROL_OR_INVISIBLE", "_CSI_REST", "_ESCAPE_REST"):
+    for name in ("_CONTROL", "_CONTROL_OR_MAYBE_INVISIBLE", "_CSI_REST", "_ESCAPE_REST"):
         monkeypatch.setattr(plain_text, name, _Counted(getattr(plain_text, name), tally))
 
     shown = plain(text)
