@@ -27,6 +27,14 @@ _API = {
     "run": "orchestrator.api",
     "attach": "orchestrator.api",
     "remote": "orchestrator.function_jobs",
+    # What a notebook catches: every error meant for a user is a SmtrainError (message and fix, no traceback).
+    "SmtrainError": "orchestrator.errors",
+    "SpecError": "orchestrator.errors",
+    "CapabilityError": "orchestrator.errors",
+    "EnvironmentProblem": "orchestrator.errors",
+    "AwsError": "orchestrator.errors",
+    "JobFailed": "orchestrator.errors",
+    "JobNotFound": "orchestrator.observing.job_status",
 }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.cloud.resolve import plan_on_sagemaker, resolve
+from orchestrator.cloud.sdk import refuse_other_region
 from orchestrator.errors import SpecError, naming_keywords
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
@@ -58,9 +59,10 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
     is returned as it is.
 
     Raises:
-        SpecError / CapabilityError: the spec cannot be submitted; EnvironmentProblem: no role or output path,
-        or a broken SDK defaults file.
+        SpecError / CapabilityError: the spec cannot be submitted, or `boto` is a session for another region than
+        `region`; EnvironmentProblem: no role or output path, or a broken SDK defaults file.
     """
+    refuse_other_region(boto, region, named_by="region=")
     return plan_on_sagemaker(spec if isinstance(spec, Plan) else _loaded(spec), boto, job_name=job_name,
                              max_source_bytes=max_source_bytes, region=region)
 
@@ -176,9 +178,12 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
     spec's single-job request.
 
     Raises:
-        SpecError / CapabilityError: the specs cannot be submitted; EnvironmentProblem: no role or output path.
+        SpecError / CapabilityError: the specs cannot be submitted, or `boto` is a session for another region
+        than `region`; EnvironmentProblem: no role or output path.
     """
     from orchestrator.planning.tuning import build_tuning_plan
+
+    refuse_other_region(boto, region, named_by="region=")
     from orchestrator.specs.loader import LoadedTuning, load_tuning
 
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)

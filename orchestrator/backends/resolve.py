@@ -65,8 +65,12 @@ def resolve_job(job: str, backend: str | None = None, region: str | None = None,
     Raises:
         JobNotFound: `local:` names no run; AmbiguousJob: a bare local run's name is a SageMaker job's too (asked
         only with `region` given); SmtrainError: a name SageMaker could not hold, no region, no credentials (for
-        a bare name that is near a local run's, the error names the near runs first).
+        a bare name that is near a local run's, the error names the near runs first); SpecError: `boto` is a
+        session for another region than `region`.
     """
+    from orchestrator.cloud.sdk import refuse_other_region
+
+    refuse_other_region(boto, region, named_by="region=")
     chosen, name, run_dir = place_of(job, backend, region, find_local=find_run,
                                      on_sagemaker=lambda name: _sagemaker_has(name, boto, region),
                                      nouns=("local run", "SageMaker job"))

@@ -335,8 +335,12 @@ def resolve_tuning(tuning: str, backend: str | None = None, region: str | None =
     ambiguous.
 
     Raises:
-        TuningNotFound: `local:` names no results folder; AmbiguousJob: a bare name that is both.
+        TuningNotFound: `local:` names no results folder; AmbiguousJob: a bare name that is both; SpecError:
+        `boto` is a session for another region than `region`.
     """
+    from orchestrator.cloud.sdk import refuse_other_region
+
+    refuse_other_region(boto, region, named_by="region=")
     runs_root = LocalTuning().runs_root
     chosen, name, folder = place_of(tuning, backend, region, find_local=lambda name: _find_search(name, runs_root),
                                     on_sagemaker=lambda name: _sagemaker_has(name, boto, region),

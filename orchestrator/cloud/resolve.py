@@ -67,8 +67,13 @@ def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Ta
 
     Raises:
         EnvironmentProblem: an SDK defaults file is broken, or no role or output path can be found.
+        SpecError: `boto` is a session for another region than the spec's (the stack, Studio and the default
+            bucket would be read in one and the job sent to the other).
     """
+    from orchestrator.cloud.sdk import refuse_other_region
+
     spec = loaded.spec
+    refuse_other_region(boto, spec.region, named_by="the spec's `region:`")
     region, _ = resolve_region(spec, boto)
     defaults = read_sdk_defaults(boto, region)
     applied = apply_training_defaults(spec, defaults)

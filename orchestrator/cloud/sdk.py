@@ -119,6 +119,34 @@ def boto_session(region: str | None = None, **credentials: str) -> Any:
                          **credentials)
 
 
+def session_in(region: str | None, boto: Any | None, *, named_by: str) -> Any:
+    """The boto3 session for work in `region`: `boto` when given (its region must be `region`:
+    `refuse_other_region`), else boto3's chain there (`boto_session`)."""
+    refuse_other_region(boto, region, named_by=named_by)
+    return boto or boto_session(region)
+
+
+def refuse_other_region(boto: Any | None, region: str | None, *, named_by: str) -> None:
+    """A session given for another region than `region` is refused rather than used beside it: a job's request,
+    its bucket and its log and metric reads would go half to one region and half to the other. Neither wins
+    silently: the user said two things and is asked for one. `named_by`: what names `region` ("region=", "the
+    plan", "the spec's `region:`"), as the message says it.
+
+    Raises:
+        SpecError: `boto`'s region is not `region`; nothing was sent.
+    """
+    if boto is None or region is None or boto.region_name == region:
+        return
+    from orchestrator.errors import SpecError
+
+    has = f"is for {boto.region_name}" if boto.region_name else "names no region"
+    by_keyword = named_by == "region=" and boto.region_name
+    instead = f", or leave out region= to work in {boto.region_name}" if by_keyword else ""
+    raise SpecError(f"the boto3 session given as boto= {has}, but {named_by} names {region}: a job's request, "
+                    "bucket and logs are in one region, so smtrain takes neither over the other",
+                    fix=f'pass boto=boto3.Session(region_name="{region}") (with the same profile or keys), or leave '
+                        f"boto= out to use boto3's credential chain in {region}{instead}")
+
 @functools.lru_cache(maxsize=1)
 def _shared_data_loader() -> Any:
     """One botocore loader per process: each new session otherwise re-parses the service models (~0.3 s for

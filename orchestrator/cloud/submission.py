@@ -29,7 +29,7 @@ from orchestrator.cloud.aws_errors import (
 from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
-from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem, SmtrainError
+from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem
 from orchestrator.planning.packaging import SourcePackage
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.source_progress import stage
@@ -96,19 +96,15 @@ def submit(job_plan: Plan, *, boto: Any | None = None, say: Callable[[str], None
     Raises:
         CapabilityError: the plan has blocking findings; nothing was sent.
         EnvironmentProblem: no region was configured (the plan fell back to one); nothing was sent.
+        SpecError: `boto` is a session for another region than the plan's (`sdk.session_in`); nothing was sent.
         AwsError: an AWS call failed; the message says whether the job may exist.
     """
-    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.cloud.sdk import session_in
 
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
     refuse_unready(job_plan, boto)
-    if boto is not None and boto.region_name != region:
-        raise SmtrainError(
-            f"the boto3 session is for {boto.region_name} but the plan targets {region}",
-            fix=f"pass a session for {region}, or plan with this session",
-        )
-    boto = boto or boto_session(region)
+    boto = session_in(region, boto, named_by="the plan")
     name = job_plan.job_name
     with _noted_if_interrupted(f"{name} was not created: nothing runs on SageMaker (S3 keeps no part of an "
                                "upload cut short; a source uploaded whole is reused by the next submit)"):

@@ -20,7 +20,7 @@ from orchestrator.cloud.submission import (
     refuse_bucket_elsewhere,
     refuse_unready,
 )
-from orchestrator.errors import AwsError, SmtrainError
+from orchestrator.errors import AwsError
 from orchestrator.observing.sagemaker_text import shown_answer
 from orchestrator.observing.trials import Trial, TuningNotFound, TuningStatus, TuningSummary
 from orchestrator.planning.tuning import TuningPlan
@@ -211,18 +211,16 @@ def submit_tuning_plan(tuning_plan: TuningPlan, *, boto: Any | None = None) -> T
 
     Raises:
         CapabilityError: the job plan has blocking findings; EnvironmentProblem: no region, credentials or role
-            (all named at once); AwsError: a call failed.
+            (all named at once); SpecError: `boto` is a session for another region than the plan's; AwsError: a
+            call failed.
     """
-    from orchestrator.cloud.sdk import boto_session
+    from orchestrator.cloud.sdk import session_in
 
     job_plan = tuning_plan.job
     refuse_blocking_findings(job_plan)
     region = job_plan.target.region
     refuse_unready(job_plan, boto)
-    if boto is not None and boto.region_name != region:
-        raise SmtrainError(f"the boto3 session is for {boto.region_name} but the plan targets {region}",
-                           fix=f"pass a session for {region}, or plan with this session")
-    boto = boto or boto_session(region)
+    boto = session_in(region, boto, named_by="the plan")
     tuning_plan = _with_role_arn(tuning_plan, boto)
     refuse_bucket_elsewhere(job_plan, boto)
     ensure_source_uploaded(job_plan, boto)

@@ -97,3 +97,23 @@ def test_an_option_the_api_function_does_not_take_and_a_command_in_backticks_kee
         attach("x")
 
     assert str(raised.value) == "no job --job-name\n  To fix: run `aws s3 mb s3://b --region x`, or pass region="
+
+
+def test_a_notebook_catches_smtrain_s_errors_by_the_classes_orchestrator_exports(write_spec, tmp_path, monkeypatch):
+    """Before, the errors a notebook is shown (`SpecError: ...`, `JobNotFound: ...`) could be caught only by
+    importing from orchestrator.errors and orchestrator.observing.job_status, which no page named; now
+    `except orchestrator.SmtrainError` (or one of its kinds) catches them, as docs/sagemaker.md says."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+    with pytest.raises(orchestrator.SpecError) as misspelled:
+        orchestrator.plan({**BASE_SPEC, "instnce": {"type": "ml.c5.2xlarge"}})
+    with pytest.raises(orchestrator.JobNotFound):
+        orchestrator.attach("local:nope")
+    with pytest.raises(orchestrator.EnvironmentProblem):
+        orchestrator.attach("sagemaker:nope", region="us-east-1")  # no credentials in the tests' environment
+
+    assert isinstance(misspelled.value, orchestrator.SmtrainError)
+    assert "instnce: Extra inputs are not permitted\n    fix: did you mean `instance`?" in str(misspelled.value)
+    for kind in ("CapabilityError", "AwsError", "JobFailed", "JobNotFound", "EnvironmentProblem", "SpecError"):
+        assert issubclass(getattr(orchestrator, kind), orchestrator.SmtrainError)

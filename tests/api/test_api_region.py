@@ -91,6 +91,42 @@ def test_a_region_that_names_none_is_refused_not_taken_for_the_environment_s(wri
         orchestrator.plan(write_spec(), region=region)
 
 
+@pytest.mark.parametrize("call", [
+    lambda spec, session: orchestrator.plan(spec, boto=session, region=ELSEWHERE),
+    lambda spec, session: orchestrator.submit(spec, boto=session, region=ELSEWHERE),
+    lambda spec, session: orchestrator.run(spec, backend="sagemaker", boto=session, region=ELSEWHERE),
+    lambda spec, session: orchestrator.submit_tuning(_search(spec), boto=session, region=ELSEWHERE),
+    lambda spec, session: orchestrator.attach("sagemaker:mlp-1", boto=session, region=ELSEWHERE),
+    lambda spec, session: orchestrator.Tuning.attach("sagemaker:search-1", boto=session, region=ELSEWHERE),
+], ids=["plan", "submit", "run", "submit_tuning", "attach", "Tuning.attach"])
+def test_a_session_for_another_region_than_region_is_refused_before_anything_is_read(eu_spec, calls, call):
+    """Before, `region=` and `boto=` for two regions were each used somewhere: plan made a plan for eu-west-1
+    after reading the session's us-east-1 for a stack, submit refused only once that plan was made, and attach
+    looked for the job in us-east-1 and said "no training job ... in us-east-1" to a user who had named
+    eu-west-1. Now neither wins silently: the user is told both regions and how to name one."""
+    session, sent = calls
+
+    with pytest.raises(SpecError) as raised:
+        call(eu_spec, session)
+
+    assert "the boto3 session given as boto= is for us-east-1, but region= names eu-west-1" in raised.value.message
+    assert 'boto=boto3.Session(region_name="eu-west-1")' in raised.value.fix
+    assert "leave out region= to work in us-east-1" in raised.value.fix
+    assert sent == [] and _training_jobs(ELSEWHERE) == _training_jobs("us-east-1") == []
+
+
+def test_a_session_for_another_region_than_the_spec_s_is_refused_when_planned(write_spec, calls):
+    """Before, the plan went to the spec's region while the infra stack was read with the session in its own:
+    only the submit said the two disagreed. Now the plan says so, naming the spec's field."""
+    session, sent = calls
+    spec = write_spec(region=ELSEWHERE)
+
+    with pytest.raises(SpecError, match="is for us-east-1, but the spec's `region:` names eu-west-1"):
+        orchestrator.plan(spec, boto=session)
+    assert sent == []
+    assert orchestrator.plan(spec, boto=session, region="us-east-1").target.region == "us-east-1"
+
+
 def test_a_local_run_takes_no_region(write_spec):
     with pytest.raises(SpecError, match="region= says where a SageMaker job goes, not a local run"):
         orchestrator.run(write_spec(), region=ELSEWHERE)
