@@ -15,7 +15,7 @@ from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.errors import CapabilityError
 from orchestrator.planning.target import FALLBACK_REGION, Target
 from orchestrator.specs.catalog import InstanceType, lookup
-from orchestrator.specs.images import default_python, image_uri, processor, registry_account
+from orchestrator.specs.images import default_python, image_uri, processor, region_fix, registry_account
 from orchestrator.specs.model import Channel, InstancePreference, JobSpec, api_limit
 
 # sagemaker/estimator.py Framework: `container_log_level=logging.INFO`, sent as sagemaker_container_log_level.
@@ -155,7 +155,7 @@ def require_image_in_region(spec: JobSpec, region: str) -> None:
     """Raises CapabilityError where no PyTorch training image is published in `region` and the spec names none."""
     if spec.image_uri is None and registry_account(region) is None:
         raise CapabilityError(f"no SageMaker PyTorch training images are published in region {region!r}",
-                              fix="pick another region, or give image_uri (an image in your own ECR)")
+                              fix=region_fix(region))
 
 
 _OFFLINE = "s3://placeholder-offline-check/"

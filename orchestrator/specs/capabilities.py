@@ -353,6 +353,13 @@ def _unknown_instance(ctx: _Context) -> Iterator[_Hit]:
         yield "instance.type", {}
 
 
+@_rule("region-has-images")
+def _region_has_images(ctx: _Context) -> Iterator[_Hit]:
+    region = ctx.spec.region
+    if region is not None and not ctx.custom_image and images.registry_account(region) is None:
+        yield "region", {"value": region, "fix_text": images.region_fix(region)}
+
+
 @_rule("hyperparameter-shell-split")
 def _shell_split(ctx: _Context) -> Iterator[_Hit]:
     for key, value in ctx.spec.hyperparameters.items():

@@ -6,6 +6,7 @@ resolve without the frozen image list of SDK v2 (which ends at 2.8.0).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
@@ -80,6 +81,14 @@ def lookup(framework_version: str) -> ImageVersion | None:
 
 def registry_account(region: str) -> str | None:
     return _table()["registries"].get(region)
+
+
+def region_fix(region: str) -> str:
+    """The fix for a region with no images: the region meant (`us-east1`, `US-EAST-1`, `us-est-1` are typos of
+    us-east-1, which the API would answer only with an endpoint error), else what else to do."""
+    otherwise = "pick another region, or give image_uri (an image in your own ECR)"
+    close = difflib.get_close_matches(region.strip().lower(), sorted(_table()["registries"]), n=1, cutoff=0.85)
+    return f"did you mean `{close[0]}`? If not: {otherwise}" if close else otherwise
 
 
 def processor(family: str) -> str:

@@ -30,7 +30,7 @@ from orchestrator.errors import SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
-from orchestrator.specs.model import JobSpec, one_line
+from orchestrator.specs.model import JobSpec, is_uri, one_line
 from orchestrator.wording import counted
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ MAX_NESTING = 32
 MAX_NODES = 10_000
 """Nodes once every alias is expanded: what the parsed spec would hold in memory."""
 _INT_TAG = "tag:yaml.org,2002:int"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @dataclass(frozen=True)
@@ -329,14 +330,28 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
         _collect_positions(node, (), places, path)
         document = loader.construct_document(node)
     except yaml.YAMLError as exc:
-        marked = isinstance(exc, yaml.MarkedYAMLError)
-        message = (exc.problem or exc.context) if marked else None
-        raise InvalidSpec([Problem(_yaml_error_place(exc, path, text), "",
-                                   f"YAML: {message or str(exc).splitlines()[0]}",
-                                   "check indentation and quoting")]) from None
+        raise InvalidSpec([Problem(_yaml_error_place(exc, path, text), "", *_yaml_refusal(exc, text))]) from None
     finally:
         loader.dispose()
     return _plain(document), places
+
+
+def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
+    """The message and fix for text that is not one YAML document. A tab in the indentation and a second
+    document (`---`) are named as such: the parser's own words for them ("found character that cannot start any
+    token", "but found another document") do not say what to change."""
+    import yaml
+
+    problem = (exc.problem or exc.context) if isinstance(exc, yaml.MarkedYAMLError) else None
+    mark = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
+    lines = text.splitlines()
+    if mark and mark.line < len(lines) and lines[mark.line][mark.column:mark.column + 1] == "\t":
+        return ("YAML: a tab character; YAML indents with spaces only",
+                f"replace the tab on line {mark.line + 1} with spaces (your editor can insert spaces for the Tab key)")
+    if isinstance(exc, yaml.composer.ComposerError) and problem == "but found another document":
+        return ("YAML: a second document starts here (`---`); a spec file holds one",
+                "remove this `---` and what follows it, or put the other document in a file of its own")
+    return f"YAML: {problem or str(exc).splitlines()[0]}", "check indentation and quoting"
 
 
 def _yaml_error_place(exc: Exception, path: Path, text: str) -> str:
@@ -432,7 +447,11 @@ def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None
         places.texts[loc] = node.value
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, tuple[int, int]] = {}
+        merged: list[Any] = []
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged.append(value_node)
+                continue
             key = key_node.value
             where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if key in seen:
@@ -442,10 +461,27 @@ def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None
             seen[key] = where
             positions[(*loc, key)] = where
             _collect_positions(value_node, (*loc, key), places, path)
+        _collect_merged_positions(merged, loc, set(seen), places, path)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
             _collect_positions(item, (*loc, index), places, path)
+
+
+def _collect_merged_positions(merged: list[Any], loc: Loc, written: set[str], places: _Places, path: Path) -> None:
+    """The keys a merge (`<<: *defaults`, or `<<: [*a, *b]`) brings into the mapping at loc are placed where the
+    anchor wrote them, so a typo inside the anchor is reported on its own line; a key written in the mapping
+    itself wins over a merged one, and an earlier merged mapping over a later one, as YAML merges them."""
+    import yaml
+
+    for source in merged:
+        for mapping in source.value if isinstance(source, yaml.SequenceNode) else [source]:
+            inherited = _Places()
+            _collect_positions(mapping, loc, inherited, path)
+            for table, found in ((places.positions, inherited.positions), (places.texts, inherited.texts)):
+                for key, value in found.items():
+                    if key[len(loc):len(loc) + 1] and key[len(loc)] not in written:
+                        table.setdefault(key, value)
 
 
 def _plain(node: Any) -> Any:
@@ -529,9 +565,10 @@ def _resolve_paths(raw: Any, base: Path) -> None:
     for channels in (raw.get("inputs"), raw.get("local_inputs")):
         if isinstance(channels, dict):
             for name, location in channels.items():
-                if isinstance(location, str) and "://" not in location:
+                if isinstance(location, str) and not is_uri(location):
                     channels[name] = str((base / location).resolve())
-                elif isinstance(location, dict) and isinstance(location.get("uri"), str) and "://" not in location["uri"]:
+                elif (isinstance(location, dict) and isinstance(location.get("uri"), str)
+                      and not is_uri(location["uri"])):
                     location["uri"] = str((base / location["uri"]).resolve())
 
 
@@ -666,7 +703,6 @@ class _Wrong:
 def _fix_for(wrong: _Wrong) -> str | None:
     """The fix hint for one pydantic error."""
     kind, loc, value, ctx = wrong.kind, wrong.loc, wrong.value, wrong.ctx
-    secret, written, set_key = wrong.secret, wrong.written, wrong.set_key
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
@@ -677,9 +713,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
-    if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        quoted = f'"{MASK if secret else (written or value)}"'
-        return f"write it in quotes: --set '{set_key}={quoted}'" if set_key else f"write it in quotes: {name}: {quoted}"
+    if kind == "string_type":
+        return _string_fix(wrong)
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":
@@ -694,6 +729,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
                  "less_than_equal": "at most", "less_than": "less than"}
         return f"use a value {words[kind]} {bound}"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
+        if _is_list_item(loc):
+            return f"each item of {loc[-2]} is a mapping: write `key: value` pairs in it"
         return f"{name} is a mapping: write `key: value` pairs under it"
     if kind == "list_type":
         return f"{name} is a list, e.g. {name}: [a, b]"
@@ -702,6 +739,31 @@ def _fix_for(wrong: _Wrong) -> str | None:
     if kind in ("too_long", "string_too_long"):
         return f"at most {ctx.get('max_length')} entries or characters are allowed"
     return None
+
+
+def _string_fix(wrong: _Wrong) -> str:
+    """The fix for a string field given another YAML value. A number or a YAML boolean (`true`, `yes`, `on`) is
+    quoted as written; an empty value (`KEY:`) gets one; a list or mapping is said to be one value too many."""
+    loc, value, example = wrong.loc, wrong.value, '"..."'
+    if isinstance(value, (list, dict)):
+        return f"give one string, not a {'list' if isinstance(value, list) else 'mapping'}: {_written_at(loc, example)}"
+    if value is None:
+        return f'give it a value after the colon ("" for an empty one): {_written_at(loc, example)}'
+    quoted = f'"{MASK if wrong.secret else (wrong.written or value)}"'
+    if wrong.set_key:
+        return f"write it in quotes: --set '{wrong.set_key}={quoted}'"
+    return f"write it in quotes: {_written_at(loc, quoted)}"
+
+
+def _is_list_item(loc: Loc) -> bool:
+    return len(loc) > 1 and isinstance(loc[-1], int)
+
+
+def _written_at(loc: Loc, value: str) -> str:
+    """`key: value`, or for a list item (whose key is its index) the value and which item it is."""
+    if _is_list_item(loc):
+        return f"{value} (item {loc[-1] + 1} of {loc[-2]})"
+    return f"{loc[-1] if loc else ''}: {value}"
 
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
@@ -835,10 +897,7 @@ def _parse_tuning(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]
         _collect_tuning_positions(node, (), positions, path)
         document = yaml.load(text, Loader=_yaml_loader_class())
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        message = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InvalidTuningSpec([Problem(where, "", f"YAML: {message}", "check indentation and quoting")]) from None
+        raise InvalidTuningSpec([Problem(_yaml_error_place(exc, path, text), "", *_yaml_refusal(exc, text))]) from None
     return _plain(document), positions
 
 
@@ -916,6 +975,8 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
     if kind == "bool_type":
         return f"use true or false, e.g. {name}: true"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
+        if _is_list_item(loc):
+            return f"each item of {loc[-2]} is a mapping: write `key: value` pairs in it"
         return f"{name} is a mapping: write `key: value` pairs under it"
     if kind == "list_type":
         return f"{name} is a list, e.g. {name}: [a, b]"

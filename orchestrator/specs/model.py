@@ -82,11 +82,23 @@ def _invalid(message: str, fix: str) -> PydanticCustomError:
     return PydanticCustomError("spec_value", "{message}", {"message": message, "fix": fix})
 
 
+# `s3:/b/p`, `s3//b/p`, `S3://b/p`, `s3:b/p`: an s3:// URI mistyped (a local folder is not named `s3:...`).
+_MISTYPED_S3 = re.compile(r"(?i)s3(?::/*|//+)([^/].*)")
+
+
+def is_uri(location: str) -> bool:
+    """A channel location meant as a URI, mistyped ones included (they are refused with the URI meant), rather
+    than a local path for `smtrain local`."""
+    return "://" in location or _MISTYPED_S3.fullmatch(location) is not None
+
+
 def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
     """An S3 location as the API's pattern for `member` takes it; `s3_only` where smtrain itself needs the bucket."""
     if (s3_only and not value.startswith("s3://")) or not _api_pattern(member).fullmatch(value):
         kind = "an s3:// URI" if s3_only else "an S3 URI (s3://bucket/prefix or an https:// S3 URL)"
-        raise _invalid(f"{value!r} is not {kind}", f"write it as {example}")
+        mistyped = _MISTYPED_S3.fullmatch(value)
+        raise _invalid(f"{value!r} is not {kind}",
+                       f"did you mean s3://{mistyped.group(1)}?" if mistyped else f"write it as {example}")
     limit = api_limit(member, "max")
     if len(value) > limit:
         raise _invalid(f"the URI is {len(value)} characters; SageMaker allows {limit}", "use a shorter prefix")
@@ -234,7 +246,7 @@ def _tag_value(value: str) -> str:
 
 def _channel_location(location: str) -> str:
     # Local paths are for `smtrain local` (plan and submit refuse them); a URI must be one the job can read.
-    if "://" in location:
+    if is_uri(location):
         _uri(location, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "s3://<bucket>/<prefix>/", s3_only=True)
     return location
 

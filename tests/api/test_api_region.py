@@ -81,7 +81,8 @@ def test_a_region_without_images_is_refused_as_the_cli_refuses_it(write_spec, mo
                  lambda: orchestrator.plan_tuning(_search(spec), region="nowhere-1")):
         with pytest.raises(SpecError) as raised:
             call()
-        assert cli.exit_code == 2 and cli.stderr == f"Error: {raised.value}\n"
+        assert cli.exit_code == 2 and f"--set region=nowhere-1: region: {raised.value.message}" in cli.stderr
+        assert f"fix: {raised.value.fix}" in cli.stderr
         assert "no SageMaker PyTorch training images are published in region 'nowhere-1'" in str(raised.value)
 
 
