@@ -18,9 +18,14 @@ from pathlib import Path
 
 REQUIREMENTS_FILE = "requirements.txt"
 
-_FAILED = (re.compile(r"^ERROR: No matching distribution found for (.+)$"),
-           re.compile(r"^ERROR: Could not find a version that satisfies the requirement (.+?)"
-                      r"(?: \(from versions:.*)?$"),
+_NEEDED_BY = r"(?: \(from (?!versions:)([^()]+)\))?"
+"""pip's word for the requirement that needed a dependency it found no distribution for: `(from toppkg)` after
+the dependency, the parent's name alone (every pip recorded, 22 to 26; pip 26 on its `No matching
+distribution` line too)."""
+_NOT_FOUND = (re.compile(rf"^ERROR: No matching distribution found for (.+?){_NEEDED_BY}$"),
+              re.compile(rf"^ERROR: Could not find a version that satisfies the requirement (.+?){_NEEDED_BY}"
+                         r"(?: \(from versions:.*)?$"))
+_FAILED = (*_NOT_FOUND,
            re.compile(r"^ERROR: Failed to build '([^']+)'"),
            re.compile(r"^ERROR: Failed building wheel for (\S+)"),
            re.compile(r"^ERROR: Could not build wheels for ([^,\s]+)"),
@@ -28,11 +33,12 @@ _FAILED = (re.compile(r"^ERROR: No matching distribution found for (.+)$"),
 """pip's words for the requirement it could not install, decisive first. Only pip's own lines count: an indented
 line is a build's output (its own build dependencies), not the source dir's requirement."""
 _BUILT = re.compile(r"^(?:Collecting|Processing|Obtaining) (\S+)")
-_PIP_READ_AT = re.compile(r" \(from (?:.*->)?-r (.+) \(line (\d+)\)\)$")
+_PIP_READ_AT = re.compile(r" \(from (?:(.*)->)?-r (.+) \(line (\d+)\)\)$")
 """Where pip read a requirement it collected, as pip >= 23.1 says it after the requirement: `(from -r
 requirements.txt (line 3))`, `(from -r /opt/ml/code/reqs/base.txt (line 1))` for an include (pip 26 names it by
 its absolute path, pip 23-25 as it was written), `(from toppkg->-r requirements.txt (line 2))` for a dependency
-of the requirement on that line."""
+of the requirement on that line, `(from midpkg->chainpkg==1.0->-r requirements.txt (line 2))` for a dependency of
+a dependency (what needed it first, the line's requirement last)."""
 _ARCHIVE_NAME = re.compile(r"^(.+?)-\d.*\.(?:whl|zip|tgz|tar\.gz|tar\.bz2)$")
 """A distribution's name in its archive's file name: `mypkg` of `mypkg-1.0.tar.gz` or `flash_attn-2.5.6-...whl`."""
 _BUILD_FAILED = re.compile(r"^error: [a-z]+(?:-[a-z]+)+$")
@@ -63,6 +69,13 @@ def canonical_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def project_name(requirement: str) -> str:
+    """The project a requirement names, as written: `toppkg` of `toppkg[x]==1.0`; the requirement where it names
+    none (a path)."""
+    name = _NAME.match(requirement.strip())
+    return name[0] if name else requirement
+
+
 def failed_requirement(pip_lines: Sequence[str]) -> str | None:
     """The requirement pip says it could not install (`torchmetricz==99.0`, `flash-attn==2.5.6`, a path), or
     None where its output names none."""
@@ -81,13 +94,42 @@ def pip_read_at(pip_lines: Sequence[str], requirement: str | None) -> Requiremen
     """Where pip says it read `requirement` (the one it could not install): the file as pip names it, relative
     to the directory pip ran in or absolute, and its line; None where pip did not say (pip < 23.1; a requirement
     pip found no distribution for, which it never collected; a local folder, which pip names without it)."""
+    said = _collected_from(pip_lines, requirement)
+    return RequirementLine(said[2], int(said[3])) if said else None
+
+
+def required_by(pip_lines: Sequence[str], requirement: str | None) -> tuple[str, ...]:
+    """What pulled in `requirement` (the one pip could not install), the requirement written in requirements.txt
+    first: `()` for a requirement written there; `("toppkg",)` for a dependency of toppkg pip found no
+    distribution for (`... missing-dep>=2 (from toppkg)`); `("chainpkg==1.0", "midpkg")` for one pip collected
+    (`Collecting mypkg==1.0 (from midpkg->chainpkg==1.0->-r requirements.txt (line 2))`, pip >= 23.1); for one it
+    never collected, what pulled in its parent, then the parent: `("deeppkg", "toppkg")`."""
+    parent = next((match[2] for line in pip_lines for pattern in _NOT_FOUND
+                   if (match := pattern.match(line.rstrip())) and match[2]), None)
+    said = _collected_from(pip_lines, parent or requirement)
+    chain = tuple(reversed(said[1].split("->"))) if said and said[1] else ()
+    return (*chain, parent) if parent else chain
+
+
+def dependency_path(chain: Sequence[str], requirement: str) -> str:
+    """`requirement` said from what requirements.txt names (`required_by`): `deeppkg needs toppkg, which needs
+    missing-dep>=2`; `requirement` itself where requirements.txt names it."""
+    if not chain:
+        return requirement
+    return f"{chain[0]} needs " + ", which needs ".join([*chain[1:], requirement])
+
+
+def _collected_from(pip_lines: Sequence[str], requirement: str | None) -> re.Match[str] | None:
+    """pip's `(from ...)` on the line where it collected `requirement` (`_PIP_READ_AT`'s groups: the chain of
+    requirements that needed it, the file, the line); the last such line: pip collected it again where it
+    failed."""
     wanted = _identities(requirement) if requirement else set()
-    read_at = None
+    found = None
     for line in pip_lines:
         collected, said = _BUILT.match(line), _PIP_READ_AT.search(line)
         if collected and said and wanted & _identities(collected[1]):
-            read_at = RequirementLine(said[1], int(said[2]))  # the last: pip collected it again where it failed
-    return read_at
+            found = said
+    return found
 
 
 def requirement_line(source_dir: Path, requirement: str | None) -> RequirementLine:

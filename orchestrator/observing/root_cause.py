@@ -28,9 +28,12 @@ from orchestrator.observing.log_lines import host_order
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.requirement_lines import (
     REQUIREMENTS_FILE,
+    dependency_path,
     failed_requirement,
     pip_read_at,
+    project_name,
     requirement_line,
+    required_by,
 )
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import collective_timeout
@@ -104,12 +107,15 @@ _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
+_NO_INDEX_HAS = ", which no index has"
+"""How a dependency pip found no distribution for is said: `toppkg needs missing-dep>=2, which no index has`."""
 _PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
                           r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
                           r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
-                          r"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b")
+                          rf"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b|^\S+ needs .+{_NO_INDEX_HAS}\b")
 """pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
-`error: metadata-generation-failed`), which a failed build of a package prints instead."""
+`error: metadata-generation-failed`), which a failed build of a package prints instead; and a dependency no index
+has, as `_missing_dependency` says pip's line about it."""
 _PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
 _PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
 _PIP_OUTPUT_END = "[end of output]"
@@ -479,6 +485,12 @@ def _pip_fix(lines: Sequence[str]) -> str:
                 "with a wheel for the image's Python and CUDA (or the wheel's URL); a build that imports torch does "
                 "not see the image's torch in pip's isolated build environment: install such a package from the "
                 "script with `pip install --no-build-isolation`")
+    missing = failed_requirement(lines)
+    needed_by = required_by(lines, missing) if missing else ()
+    if needed_by and failed == _missing_dependency(lines):
+        return (f"require a version of {project_name(needed_by[0])} whose dependencies an index has, or add the "
+                f"index that has {project_name(missing)} to requirements.txt (`--extra-index-url URL`, a line of its "
+                "own)")
     said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
     return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
             "image's Python, or drop packages the image already ships")
@@ -486,14 +498,16 @@ def _pip_fix(lines: Sequence[str]) -> str:
 
 def pip_failure_line(lines: Sequence[str]) -> str | None:
     """pip's decisive `ERROR:` line, never an informational one (`Ignored the following yanked versions`):
-    `No matching distribution found for x`, else `Could not find a version that satisfies ...`, else a build that
+    `No matching distribution found for x` (said from the requirement requirements.txt names where x is its
+    dependency: `_missing_dependency`), else `Could not find a version that satisfies ...`, else a build that
     failed (`_failed_build`), else the first other failure pip names (`Cannot install ...`, `Failed building wheel
     ...`), else its last `ERROR:` line. Only pip's own lines are read, never the indented ones: those are a
     build's output, whose own pip (the build's isolated environment, installing its build dependencies) says `No
     matching distribution found for setuptools>=40.8.0` of a requirement the user never wrote. A `(from versions:
     ...)` list of hundreds is cut to its first and last few."""
     errors = [text.rstrip() for text in lines if text.startswith("ERROR:")]
-    chosen = (next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+    decisive = next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
+    chosen = ((decisive and (_missing_dependency(lines) or decisive))
               or _failed_build(lines)
               or next((line for line in errors if _PIP_FAILURE.match(line)), None)
               or (errors[-1] if errors else None))
@@ -521,15 +535,37 @@ def _failed_build(lines: Sequence[str]) -> str | None:
     said = (next((line for phrase in _PIP_DECISIVE for line in output if line.startswith("ERROR:") and phrase in line),
                  None)
             or next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None))
-    return ": ".join(part for part in (stripped[start], failed_requirement(lines), step, said) if part)
+    failed = failed_requirement(lines)
+    named = dependency_path(required_by(lines, failed), failed) if failed else None
+    return ": ".join(part for part in (stripped[start], named, step, said) if part)
+
+
+def _missing_dependency(lines: Sequence[str]) -> str | None:
+    """A dependency pip found no distribution for, said from the requirement requirements.txt names, with the
+    versions the indexes do have: `toppkg needs missing-dep>=2, which no index has (only 1.0)`; None where
+    requirements.txt names the requirement itself. pip names only the dependency (`No matching distribution found
+    for missing-dep>=2`), which the user never wrote."""
+    missing = failed_requirement(lines)
+    needed_by = required_by(lines, missing) if missing else ()
+    if not missing or not needed_by:
+        return None
+    versions = next((match[1] for line in lines if line.startswith("ERROR: Could not find a version")
+                     and (match := _FROM_VERSIONS.search(line))), "none")
+    found = "" if versions.strip() in ("", "none") else f" (only {_fewer_versions(versions)})"
+    return f"{dependency_path(needed_by, missing)}{_NO_INDEX_HAS}{found}"
 
 
 def _shorter_versions(match: re.Match[str]) -> str:
-    versions = [item.strip() for item in match[1].split(",") if item.strip()]
+    return f"(from versions: {_fewer_versions(match[1])})"
+
+
+def _fewer_versions(listed: str) -> str:
+    """pip's list of versions, hundreds cut to the first and last few."""
+    versions = [item.strip() for item in listed.split(",") if item.strip()]
     if len(versions) <= 2 * _VERSIONS_KEPT + 1:
-        return match[0]
-    return (f"(from versions: {', '.join(versions[:_VERSIONS_KEPT])}, ..., {', '.join(versions[-_VERSIONS_KEPT:])};"
-            f" {len(versions)} in all)")
+        return listed
+    first, last = ", ".join(versions[:_VERSIONS_KEPT]), ", ".join(versions[-_VERSIONS_KEPT:])
+    return f"{first}, ..., {last}; {len(versions)} in all"
 
 
 def _signal_number(exit_code: int | None) -> int | None:
@@ -946,8 +982,10 @@ def stopped_at_max_runtime(described: Mapping[str, Any]) -> bool:
 
 
 def reported_install_cause(described: Mapping[str, Any], source: SourcePaths = SourcePaths()) -> FailureCause | None:
-    """The toolkit's FailureReason for an install of requirements.txt that failed, when the logs name nothing."""
-    reason = described.get("FailureReason") or ""
+    """The toolkit's FailureReason for an install of requirements.txt that failed, when the logs name nothing. pip's
+    first line follows the field's name (`ErrorMessage "ERROR: Could not find ... (from toppkg) ...`): it is read
+    on a line of its own, as pip printed it."""
+    reason = (described.get("FailureReason") or "").replace('ErrorMessage "', 'ErrorMessage "\n', 1)
     for error_class in ("InstallRequirementsError", "InstallModuleError"):
         if error_class in reason:
             return install_cause(error_class, reason.splitlines(), source)
@@ -999,7 +1037,8 @@ def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | Non
     source dir answers where pip said nothing (pip < 23.1, a requirement pip found no distribution for) or named a
     file outside the source dir (an include by URL). A job this process did not submit has pip's word only."""
     failed = failed_requirement(pip_lines)
-    read_at = pip_read_at(pip_lines, failed)
+    needed_by = required_by(pip_lines, failed)
+    read_at = pip_read_at(pip_lines, failed) or (pip_read_at(pip_lines, needed_by[-1]) if needed_by else None)
     shown_by_pip = source.user_path(read_at.file) if read_at else None
     if read_at and shown_by_pip:
         return f"{shown_by_pip}:{read_at.line}"
@@ -1009,6 +1048,6 @@ def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | Non
         return REQUIREMENTS_FILE if installed else None
     if not (directory / REQUIREMENTS_FILE).is_file():
         return None
-    written = requirement_line(directory, failed)
+    written = requirement_line(directory, needed_by[0] if needed_by else failed)
     shown = source.user_path(written.file)
     return f"{shown}:{written.line}" if written.line else shown

@@ -32,14 +32,15 @@ def hermetic_pip(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")
 
 
-def _wheel(directory: Path, name: str, version: str, module_source: str) -> Path:
+def _wheel(directory: Path, name: str, version: str, module_source: str, requires: tuple[str, ...] = ()) -> Path:
     """A minimal pure-Python wheel, built by hand (no network, no build backend)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}-{version}-py3-none-any.whl"
     info = f"{name}-{version}.dist-info"
     files = {
         f"{name}.py": module_source,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                            + "".join(f"Requires-Dist: {requirement}\n" for requirement in requires),
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: smtrain-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = [f"{file},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
@@ -101,6 +102,22 @@ def test_a_failed_install_fails_the_job_with_pips_message(tmp_path):
     assert failure.startswith("InstallRequirementsError:\nExitCode 1\nErrorMessage")
     assert json.loads((result.run_dir / "result.json").read_text())["status"] == "Failed"
     assert not list((tmp_path / "cache" / "overlays").glob("*/.complete"))
+
+
+def test_a_dependency_no_index_has_fails_the_job_at_the_line_of_the_requirement_that_needs_it(tmp_path):
+    """toppkg (line 3) requires missing-dep>=2, which no index pip searched has: pip names missing-dep alone. The
+    local reason and cause say it as a SageMaker job's log of the same install is read: the requirement written in
+    requirements.txt, what it needs, at its line. Before: `ERROR: No matching distribution found for missing-dep>=2
+    at src/requirements.txt`, no line, nothing about toppkg."""
+    source = tmp_path / "src"
+    _wheel(source / "wheels", "toppkg", "1.0", "", requires=("missing-dep>=2",))
+    (source / "requirements.txt").write_text("--find-links ./wheels\n# the model code\ntoppkg==1.0\n")
+    (source / "train.py").write_text("print('never runs')\n")
+    result = run_local(load(_spec(tmp_path, source, "train.py")), Options(run_dir=tmp_path / "run"))
+    said, at = "toppkg needs missing-dep>=2, which no index has", f"{source}/requirements.txt:3"
+    assert result.failure_reason.splitlines()[0] == ("every host: InstallRequirementsError: pip could not install "
+                                                      f"the source dir's requirements: {said} at {at}")
+    assert (result.failure_cause["exception"], result.failure_cause["location"]) == (said, at)
 
 
 def test_a_smoke_whose_requirements_fail_to_install_reports_no_rank_started_and_says_the_fix(tmp_path):

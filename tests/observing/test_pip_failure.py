@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 from recorded_pip import (
+    CHAINPKG_BUILD_DEPS,
     DECISIVE,
+    DEEPPKG_NEEDS_TOPPKG,
     FLASH_ATTN_BUILD,
     FLASH_ATTN_FAILED,
     MYPKG_AS_A_DEPENDENCY_PIP_24,
@@ -14,6 +16,7 @@ from recorded_pip import (
     MYPKG_BUILD_DEPS_PIP_24,
     MYPKG_BUILD_DEPS_PIP_26,
     PIP_OUTPUT,
+    TOPPKG_NEEDS_MISSING_DEP,
 )
 from recorded_sagemaker_logs import PYTHON, TORCHRUN_COMMAND, toolkit_failure, toolkit_start
 
@@ -129,3 +132,61 @@ def test_an_include_pip_names_is_a_file_of_the_source_dir_wherever_pip_ran():
     for said in ("sub/other2.txt", "/opt/ml/code/sub/other2.txt"):
         output = MYPKG_BUILD_DEPS_PIP_24.replace("(from -r requirements.txt (line 3))", f"(from -r {said} (line 1))")
         assert install_cause("InstallRequirementsError", output.splitlines()).location == "sub/other2.txt:1"
+
+
+NO_INDEX_HAS_MISSING_DEP = "missing-dep>=2, which no index has (only 1.0)"
+TOPPKG_NEEDS = f"toppkg needs {NO_INDEX_HAS_MISSING_DEP}"
+
+
+@pytest.mark.parametrize(("output", "top", "where_pip_said"), [
+    (TOPPKG_NEEDS_MISSING_DEP["22.0.4"], "toppkg", "requirements.txt"),
+    (TOPPKG_NEEDS_MISSING_DEP["23.2.1"], "toppkg", "requirements.txt:3"),
+    (TOPPKG_NEEDS_MISSING_DEP["24.2"], "toppkg", "requirements.txt:3"),
+    (TOPPKG_NEEDS_MISSING_DEP["26.3"], "toppkg", "requirements.txt:3"),
+    (DEEPPKG_NEEDS_TOPPKG["24.2"], "deeppkg", "requirements.txt:3"),
+    (DEEPPKG_NEEDS_TOPPKG["26.3"], "deeppkg", "requirements.txt:3"),
+])
+def test_a_dependency_no_index_has_is_said_from_the_requirement_of_requirements_txt_that_needs_it(
+        output, top, where_pip_said, tmp_path):
+    """pip names only the dependency it found no distribution for (`No matching distribution found for
+    missing-dep>=2`), which requirements.txt never names, and its parent (`(from toppkg)`), never the line. Before,
+    the cause was pip's line about missing-dep at `requirements.txt` without a line; now it says which requirement
+    of requirements.txt needed it, at that requirement's line: where pip said it read the parent (pip >= 23.1, a
+    job this process did not submit too), else where the source dir names it (pip 22). Output recorded from real
+    pip runs: tests/support/recorded_pip.py says how."""
+    exception = TOPPKG_NEEDS if top == "toppkg" else f"deeppkg needs toppkg, which needs {NO_INDEX_HAS_MISSING_DEP}"
+    fix = (f"require a version of {top} whose dependencies an index has, or add the index that has missing-dep to "
+           "requirements.txt (`--extra-index-url URL`, a line of its own)")
+    cause = read_cause({"algo-1": _install_failed_on_sagemaker(output)}, Launcher(PROCESS, ("algo-1",)))
+    assert (cause.exception, cause.location, cause.category, cause.launcher, cause.fix) == (
+        exception, where_pip_said, "requirements_install", "pip install", fix)
+
+    (tmp_path / "requirements.txt").write_text(f"okpkg\n# the model code\n{top}\n")
+    here = install_cause("InstallRequirementsError", output.splitlines(), SourcePaths.of(tmp_path))
+    assert (here.exception, here.location, here.fix) == (exception, f"{tmp_path}/requirements.txt:3", fix)
+
+
+def test_a_failure_reason_of_a_dependency_no_index_has_points_at_the_line_of_what_needed_it(tmp_path):
+    """A job whose logs are gone has the toolkit's FailureReason: pip's stderr, whose first line follows
+    `ErrorMessage "`. It names the parent there (`(from toppkg)`, pip 24); before, it was missed and the cause was
+    pip's line about missing-dep at `requirements.txt` without a line."""
+    errors = [line for line in TOPPKG_NEEDS_MISSING_DEP["24.2"].splitlines() if line.startswith("ERROR:")]
+    reason = ('AlgorithmError: InstallRequirementsError:\nExitCode 1\nErrorMessage "' + "\n".join(errors) + '\n"\n'
+              'Command "/opt/conda/bin/python3.11 -m pip install -r requirements.txt", exit code: 1')
+    (tmp_path / "requirements.txt").write_text("okpkg\n# the model code\ntoppkg==1.0\n")
+    cause = reported_install_cause({"FailureReason": reason}, SourcePaths.of(tmp_path))
+    assert cause.headline() == f"the job (pip install) failed: {TOPPKG_NEEDS} at {tmp_path}/requirements.txt:3"
+
+
+@pytest.mark.parametrize("pip", list(CHAINPKG_BUILD_DEPS))
+def test_a_dependency_whose_build_lacks_its_build_dependencies_names_the_requirement_that_pulled_it_in(pip):
+    """mypkg, an sdist whose build dependency no index has, is needed by midpkg, which chainpkg==1.0 (line 2)
+    needs: the cause says so, with the step and the build's own pip's words, at line 2. Before, it named mypkg
+    alone, which requirements.txt never does. Output recorded from real pip runs (tests/support/recorded_pip.py)."""
+    cause = read_cause({"algo-1": _install_failed_on_sagemaker(CHAINPKG_BUILD_DEPS[pip])},
+                       Launcher(PROCESS, ("algo-1",)))
+    step = ("mypkg: installing build dependencies for mypkg" if pip == "26.3"
+            else "mypkg==1.0: pip subprocess to install build dependencies")
+    assert (cause.exception, cause.location) == (
+        f"error: subprocess-exited-with-error: chainpkg==1.0 needs midpkg, which needs {step} {BUILD_DEPS_OF_MYPKG}",
+        "requirements.txt:2")

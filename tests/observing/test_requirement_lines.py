@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import pytest
 from recorded_pip import (
+    CHAINPKG_BUILD_DEPS,
+    DEEPPKG_NEEDS_TOPPKG,
     FLASH_ATTN_BUILD,
     MYPKG_AS_A_DEPENDENCY_PIP_24,
     MYPKG_BUILD_DEPS_PIP_21,
     MYPKG_BUILD_DEPS_PIP_24,
     MYPKG_BUILD_DEPS_PIP_26,
     PIP_OUTPUT,
+    TOPPKG_NEEDS_MISSING_DEP,
 )
 
 from orchestrator.observing.requirement_lines import (
     RequirementLine,
+    dependency_path,
     failed_requirement,
     pip_read_at,
+    required_by,
     requirement_line,
 )
 
@@ -160,3 +165,29 @@ ERROR: No matching distribution found for torchmetricz==99.0
 def test_pip_says_where_it_read_the_requirement_it_could_not_install(output, read_at):
     lines = output.splitlines()
     assert pip_read_at(lines, failed_requirement(lines)) == read_at
+
+
+@pytest.mark.parametrize(("output", "failed", "chain"), [
+    (TOPPKG_NEEDS_MISSING_DEP["22.0.4"], "missing-dep>=2", ("toppkg",)),
+    (TOPPKG_NEEDS_MISSING_DEP["24.2"], "missing-dep>=2", ("toppkg",)),
+    (TOPPKG_NEEDS_MISSING_DEP["26.3"], "missing-dep>=2", ("toppkg",)),     # pip 26's `(from toppkg)` is no version
+    (DEEPPKG_NEEDS_TOPPKG["22.0.4"], "missing-dep>=2", ("toppkg",)),       # pip < 23.1 names the parent alone
+    (DEEPPKG_NEEDS_TOPPKG["24.2"], "missing-dep>=2", ("deeppkg", "toppkg")),
+    (CHAINPKG_BUILD_DEPS["24.2"], "mypkg==1.0", ("chainpkg==1.0", "midpkg")),
+    (MYPKG_BUILD_DEPS_PIP_24, "mypkg==1.0", ()),                          # written in requirements.txt itself
+    (PIP_OUTPUT, "numpy==0.0.1", ()),
+])
+def test_what_pulled_in_the_requirement_pip_could_not_install(output, failed, chain):
+    """What requirements.txt names first, then each dependency down to the one that needed the failed one, from
+    pip's `(from toppkg)` and its `(from midpkg->chainpkg==1.0->-r ...)` (real pip output: recorded_pip.py)."""
+    lines = output.splitlines()
+    assert (failed_requirement(lines), required_by(lines, failed)) == (failed, chain)
+
+
+@pytest.mark.parametrize(("chain", "said"), [
+    ((), "missing-dep>=2"),
+    (("toppkg",), "toppkg needs missing-dep>=2"),
+    (("deeppkg", "toppkg"), "deeppkg needs toppkg, which needs missing-dep>=2"),
+])
+def test_a_dependency_is_said_from_what_requirements_txt_names(chain, said):
+    assert dependency_path(chain, "missing-dep>=2") == said

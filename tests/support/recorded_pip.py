@@ -150,3 +150,185 @@ error: subprocess-exited-with-error
 
 note: This error originates from a subprocess, and is likely not a problem with pip.
 """
+
+
+# What pip printed, offline, for requirements.txt `okpkg` / `# the model code` / `toppkg==1.0`, where toppkg-1.0 is a
+# wheel that requires missing-dep>=2 and the index has only missing-dep 1.0; recorded with pip 22.0.4, 23.2.1, 24.2
+# and 26.3 (`pip install --target DIR --index-url URL -r requirements.txt`, each in its own Python) against a local
+# simple index served by `python -m http.server` (wheels built by hand), its address renamed, trailing spaces
+# trimmed. pip names only the dependency's parent (`(from toppkg)`, pip 26 on its last line too), never the line;
+# pip >= 23.1 says where it read the parent. The versions are pip's own.
+TOPPKG_NEEDS_MISSING_DEP = {
+    "22.0.4": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting toppkg==1.0
+  Downloading https://files.example/simple/toppkg/toppkg-1.0-py3-none-any.whl (946 bytes)
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2
+""",
+    "23.2.1": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting toppkg==1.0 (from -r requirements.txt (line 3))
+  Downloading https://files.example/simple/toppkg/toppkg-1.0-py3-none-any.whl (946 bytes)
+INFO: pip is looking at multiple versions of toppkg to determine which version is compatible with other requirements. This could take a while.
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2
+""",
+    "24.2": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting toppkg==1.0 (from -r requirements.txt (line 3))
+  Downloading https://files.example/simple/toppkg/toppkg-1.0-py3-none-any.whl (946 bytes)
+INFO: pip is looking at multiple versions of toppkg to determine which version is compatible with other requirements. This could take a while.
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2
+""",
+    "26.3": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting toppkg==1.0 (from -r requirements.txt (line 3))
+  Downloading toppkg-1.0-py3-none-any.whl (946 bytes)
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2 (from toppkg)
+""",
+}
+# The same index, requirements.txt `okpkg` / `# the model code` / `deeppkg`, where deeppkg requires toppkg: pip names
+# toppkg, which requirements.txt never does, and (pip >= 23.1) where it read deeppkg on toppkg's own line.
+DEEPPKG_NEEDS_TOPPKG = {
+    "22.0.4": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting deeppkg
+  Downloading https://files.example/simple/deeppkg/deeppkg-1.0-py3-none-any.whl (951 bytes)
+Collecting toppkg
+  Downloading https://files.example/simple/toppkg/toppkg-1.0-py3-none-any.whl (946 bytes)
+INFO: pip is looking at multiple versions of deeppkg to determine which version is compatible with other requirements. This could take a while.
+INFO: pip is looking at multiple versions of okpkg to determine which version is compatible with other requirements. This could take a while.
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2
+""",
+    "24.2": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting deeppkg (from -r requirements.txt (line 3))
+  Downloading https://files.example/simple/deeppkg/deeppkg-1.0-py3-none-any.whl (951 bytes)
+Collecting toppkg (from deeppkg->-r requirements.txt (line 3))
+  Downloading https://files.example/simple/toppkg/toppkg-1.0-py3-none-any.whl (946 bytes)
+INFO: pip is looking at multiple versions of toppkg to determine which version is compatible with other requirements. This could take a while.
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2
+""",
+    "26.3": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting deeppkg (from -r requirements.txt (line 3))
+  Downloading deeppkg-1.0-py3-none-any.whl (951 bytes)
+Collecting toppkg (from deeppkg->-r requirements.txt (line 3))
+  Downloading toppkg-1.0-py3-none-any.whl (946 bytes)
+INFO: pip is looking at multiple versions of toppkg to determine which version is compatible with other requirements. This could take a while.
+ERROR: Could not find a version that satisfies the requirement missing-dep>=2 (from toppkg) (from versions: 1.0)
+ERROR: No matching distribution found for missing-dep>=2 (from toppkg)
+""",
+}
+# The same index, requirements.txt `okpkg` / `chainpkg==1.0`, where chainpkg requires midpkg, which requires the
+# sdist mypkg==1.0, whose build dependency (setuptools>=40.8.0) the index lacks: pip >= 23.1 names the chain on
+# mypkg's line (`(from midpkg->chainpkg==1.0->-r ...)`). pip 22 and 23.0 built mypkg with the running Python's
+# setuptools (no pyproject.toml, the legacy `setup.py install`) and succeeded.
+CHAINPKG_BUILD_DEPS = {
+    "23.2.1": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting chainpkg==1.0 (from -r requirements.txt (line 2))
+  Downloading https://files.example/simple/chainpkg/chainpkg-1.0-py3-none-any.whl (964 bytes)
+Collecting midpkg (from chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading https://files.example/simple/midpkg/midpkg-1.0-py3-none-any.whl (942 bytes)
+Collecting mypkg==1.0 (from midpkg->chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading https://files.example/simple/mypkg/mypkg-1.0.tar.gz (235 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × pip subprocess to install build dependencies did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://files.example/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× pip subprocess to install build dependencies did not run successfully.
+│ exit code: 1
+╰─> See above for output.
+
+note: This error originates from a subprocess, and is likely not a problem with pip.
+""",
+    "24.2": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading https://files.example/simple/okpkg/okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting chainpkg==1.0 (from -r requirements.txt (line 2))
+  Downloading https://files.example/simple/chainpkg/chainpkg-1.0-py3-none-any.whl (964 bytes)
+Collecting midpkg (from chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading https://files.example/simple/midpkg/midpkg-1.0-py3-none-any.whl (942 bytes)
+Collecting mypkg==1.0 (from midpkg->chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading https://files.example/simple/mypkg/mypkg-1.0.tar.gz (235 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × pip subprocess to install build dependencies did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://files.example/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× pip subprocess to install build dependencies did not run successfully.
+│ exit code: 1
+╰─> See above for output.
+
+note: This error originates from a subprocess, and is likely not a problem with pip.
+""",
+    "26.3": """\
+Looking in indexes: https://files.example/simple
+Collecting okpkg (from -r requirements.txt (line 1))
+  Downloading okpkg-1.0-py3-none-any.whl (903 bytes)
+Collecting chainpkg==1.0 (from -r requirements.txt (line 2))
+  Downloading chainpkg-1.0-py3-none-any.whl (964 bytes)
+Collecting midpkg (from chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading midpkg-1.0-py3-none-any.whl (942 bytes)
+Collecting mypkg==1.0 (from midpkg->chainpkg==1.0->-r requirements.txt (line 2))
+  Downloading mypkg-1.0.tar.gz (235 bytes)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × installing build dependencies for mypkg did not run successfully.
+  │ exit code: 1
+  ╰─> [3 lines of output]
+      Looking in indexes: https://files.example/simple
+      ERROR: Could not find a version that satisfies the requirement setuptools>=40.8.0 (from versions: none)
+      ERROR: No matching distribution found for setuptools>=40.8.0
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+ERROR: Failed to build 'mypkg' when installing build dependencies for mypkg
+""",
+}

@@ -56,20 +56,12 @@ class Overlay:
 
 
 def pip_error(output: str) -> str:
-    """pip's own account of a failure: the error a build subprocess printed (the last line of its output block,
-    after pip's `×` line), else pip's decisive `ERROR:` line (`No matching distribution found for x`, not the
-    informational `Ignored the following yanked versions`), else its last line that is not a note."""
-    lines = [line.strip() for line in output.splitlines()]
-    for index, line in enumerate(lines):
-        if line.startswith("×"):
-            block = lines[index + 1:]
-            end = next((at for at, text in enumerate(block) if text == "[end of output]"), None)
-            inner = [text for text in (block[:end] if end is not None else []) if text and text[0] not in "│╰"]
-            return f"{line.lstrip('× ').strip()}: {inner[-1]}" if inner else line.lstrip("× ").strip()
-    failed = pip_failure_line(lines)
-    if failed:
-        return failed
-    return next((line for line in reversed(lines) if line and not line.startswith(("note:", "hint:"))), "")
+    """pip's own account of a failure, said as a SageMaker job's log of the same install is (`pip_failure_line`:
+    the decisive line, a dependency from the requirement that needed it, a failed build with its package, step
+    and the build's own error), else its last line that is not a note."""
+    lines = output.splitlines()
+    said = [text for line in lines if (text := line.strip()) and not text.startswith(("note:", "hint:"))]
+    return pip_failure_line(lines) or (said[-1] if said else "")
 
 
 class InstallFailed(Exception):
