@@ -29,6 +29,7 @@ from orchestrator.emulator.run_options import Options, switch_keywords
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun, SmtrainError, in_keywords
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
+from orchestrator.observing.log_file_end import start_of_last_lines
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
 from orchestrator.observing.plain_text import plain
@@ -315,10 +316,6 @@ def _why_no_points(described: dict[str, Any]) -> str:
             "{name: train:loss, regex: 'my_loss=([-+0-9.eE]+)'}")
 
 
-def _non_empty_lines(data: bytes) -> int:
-    return sum(1 for piece in data.split(b"\n") if piece not in (b"", b"\r"))
-
-
 class _RunLogs:
     """Every host's log of a run, read on from where the last read ended (the unfinished last line of each only
     once the run has ended); a host whose log appears later is read from its start."""
@@ -362,22 +359,7 @@ class _LogFile:
         """Starts reading at the last `lines` non-empty lines (what `read_new` gives, as CloudWatch holds them),
         found from the end backwards: `status` of a run with a log of gigabytes reads a few blocks of it."""
         with self._path.open("rb") as log:
-            size = log.seek(0, 2)
-            start, limit, tail = size, max(0, size - lines * self._MOST_BYTES_PER_LINE), b""
-            while start > limit and _non_empty_lines(tail) <= lines:
-                step = min(self._BLOCK, start - limit)
-                start -= step
-                log.seek(start)
-                tail = log.read(step) + tail
-        position, kept = len(tail), 0
-        for piece in reversed(tail.split(b"\n")):
-            position -= len(piece)
-            if piece not in (b"", b"\r"):
-                kept += 1
-                if kept == lines:
-                    break
-            position -= 1  # the newline before it
-        self._offset = start + max(position, 0)
+            self._offset, _ = start_of_last_lines(log, lines, lines * self._MOST_BYTES_PER_LINE)
 
     def read_new(self, final: bool) -> Iterator[LogLine]:
         """The lines added since the last read, a block at a time: memory holds one block and one line, whatever

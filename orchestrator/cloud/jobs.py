@@ -7,24 +7,27 @@ summaries and charts belong to the one job handle, `orchestrator.Job` (backends/
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.cloud.aws_errors import aws_errors, is_not_found
 from orchestrator.cloud.job_liveness import Clients, JobLiveness, read_liveness
-from orchestrator.cloud.logs import LogReader, tail
+from orchestrator.cloud.logs import CAUSE_MOST_CALLS, LogReader, StreamEnds, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
+from orchestrator.observing.cause_window import not_found_in, read_back
 from orchestrator.observing.progress import (
     FAILURE_READ_LINES,
     JobProgress,
     cause_in_logs,
     failure_cause,
     job_progress,
+    logs_cause,
 )
-from orchestrator.observing.root_cause import FailureCause, SourcePaths
+from orchestrator.observing.root_cause import FailureCause, SourcePaths, own_error
 from orchestrator.observing.sagemaker_text import shown_training_job, training_job_secrets
 from orchestrator.redact import mask_text
 
@@ -108,15 +111,23 @@ class JobClient:
                 the one read last, when the caller has just read it.
         """
         described = self._read_status_description() if refresh_status or not self._described else self._described
-        if cause_in_logs(described):  # room for every rank's traceback: still one call each
-            tail_lines = max(tail_lines, FAILURE_READ_LINES)
-        return job_progress(described, self._tails(described, tail_lines), self._source_paths())
+        if not cause_in_logs(described):
+            return job_progress(described, self._tails(described, tail_lines), self._source_paths())
+        source = self._source_paths()
+        streams = self._stream_ends(described)
+        first_lines = max(tail_lines, FAILURE_READ_LINES)  # room for every rank's traceback: still one call each
+        reading = read_back(streams, streams.last(first_lines), first_lines,
+                            lambda tails: own_error(logs_cause(described, tails, source)))
+        progress = job_progress(described, reading.window.tails, source)
+        if progress.failure_cause is not None and not reading.found and reading.window.bound:
+            return replace(progress, failure_cause=not_found_in(progress.failure_cause, reading.window.bound))
+        return progress
 
     def failure_cause(self) -> FailureCause | None:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's
         file:line and a fix; None while it runs or when it completed. Reads the status (unless a call just read
         it) and the last lines of each host's stream: one DescribeLogStreams page per 50 streams and one
-        GetLogEvents call per stream. A cause the status names (no spot capacity, an input download that failed:
+        GetLogEvents call per stream, more (CAUSE_MOST_CALLS at most) where those hold no error of a rank's own. A cause the status names (no spot capacity, an input download that failed:
         hosts that may never have started) reads no logs; the run-time limit does, for a rank's error the others
         waited for until it."""
         described = self._described or self._read_status_description()
@@ -200,6 +211,16 @@ class JobClient:
         with aws_errors("connecting to CloudWatch Logs"):
             logs_client = client(self._boto, "logs")
         return tail(logs_client, self.name, lines, mask=lambda text: mask_text(text, secrets), host=host)
+
+    def _stream_ends(self, described: dict[str, Any]) -> StreamEnds:
+        """Every host's streams, read backward as far as a search for the failure's cause needs, within
+        CAUSE_MOST_CALLS calls each."""
+        from orchestrator.cloud.sdk import client
+
+        secrets = training_job_secrets(described)
+        with aws_errors("connecting to CloudWatch Logs"):
+            logs_client = client(self._boto, "logs")
+        return StreamEnds(logs_client, self.name, lambda text: mask_text(text, secrets), CAUSE_MOST_CALLS)
 
     def log_reader(self, tail: int | None = None, host: str | None = None) -> LogReader:
         """A reader of every host's lines not read before (values of secret-looking variables masked), its

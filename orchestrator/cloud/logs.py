@@ -18,14 +18,19 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code
+from orchestrator.observing.cause_window import Window
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.plain_text import plain
 from orchestrator.redact import MAX_PRIVATE_KEY_LINES, PrivateKeyLines
+from orchestrator.wording import counted
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
 MAX_EVENTS_PER_CALL = 10_000
 """GetLogEvents' largest `limit`: CloudWatch refuses a larger one (InvalidParameterException)."""
+CAUSE_MOST_CALLS = 10
+"""GetLogEvents calls per stream at most while a failed job's streams are searched backward for the error that
+started the failure (`observing.cause_window`): its last 100,000 events, at most 10 MB."""
 
 
 def host_of(stream_name: str, job_name: str) -> str:
@@ -123,20 +128,44 @@ def tail(logs_client: Any, job_name: str, lines: int = 100, mask: Callable[[str]
     """The last `lines` log lines of each host (only `host`'s when given), oldest first, hosts in algo-N order: one
     GetLogEvents call per stream, read from the end, however long the job has run. MAX_PRIVATE_KEY_LINES more are
     read before them, so that a private key whose BEGIN line lies before the last lines is still hidden whole."""
-    by_host: dict[str, list[LogLine]] = {}
-    with aws_errors(f"reading the logs of {job_name}"):
-        for stream in stream_names(logs_client, job_name, host):
-            stream_host = host_of(stream, job_name)
-            events, _ = _last_events(logs_client, stream, lines + MAX_PRIVATE_KEY_LINES)
-            keys = PrivateKeyLines(mask)
-            shown = _shown(stream_host, events, keys)
-            if events:  # a key still open at the stream's end (the job may still be printing it)
-                shown += [LogLine(stream_host, events[-1]["timestamp"], marker) for marker in keys.end()]
+    return StreamEnds(logs_client, job_name, mask, host=host).last(lines).tails
+
+
+class StreamEnds:
+    """Each host's streams of a job read from their ends backwards, as far as the last lines asked need, keeping
+    what they read: a larger window after a smaller one (`observing.cause_window`) reads only the events before
+    it. `most_calls`: GetLogEvents calls per stream at most (None: as many as the lines need)."""
+
+    def __init__(self, logs_client: Any, job_name: str, mask: Callable[[str], str] = str,
+                 most_calls: int | None = None, host: str | None = None) -> None:
+        self._job_name = job_name
+        self._mask = mask
+        self._most_calls = most_calls
+        with aws_errors(f"reading the logs of {job_name}"):
+            self._ends = [_StreamEnd(logs_client, stream) for stream in stream_names(logs_client, job_name, host)]
+
+    def last(self, lines: int) -> Window:
+        """Each host's last `lines` lines (and MAX_PRIVATE_KEY_LINES more read before them, so that a private key
+        whose BEGIN line lies before them is still hidden whole)."""
+        asked = lines + MAX_PRIVATE_KEY_LINES
+        with aws_errors(f"reading the logs of {self._job_name}"):
+            for end in self._ends:
+                end.read_back(asked, self._most_calls)
+        by_host: dict[str, list[LogLine]] = {}
+        for end in self._ends:
+            stream_host = host_of(end.stream, self._job_name)
+            keys = PrivateKeyLines(self._mask)
+            shown = _shown(stream_host, end.events, keys)
+            if end.events:  # a key still open at the stream's end (the job may still be printing it)
+                shown += [LogLine(stream_host, end.events[-1]["timestamp"], marker) for marker in keys.end()]
             by_host.setdefault(stream_host, []).extend(shown)
-    return {
-        each: sorted(by_host[each], key=lambda line: line.timestamp_ms)[-lines:]
-        for each in sorted(by_host, key=host_order)
-    }
+        cut = [end for end in self._ends if not end.at_start and len(end.events) < asked]  # its calls are spent
+        earlier = any(not end.at_start and end not in cut for end in self._ends)
+        bound = "; ".join(f"the last {counted(len(end.events), 'event')} of {host_of(end.stream, self._job_name)}'s "
+                          "CloudWatch stream" for end in cut)
+        return Window({each: sorted(by_host[each], key=lambda line: line.timestamp_ms)[-lines:]
+                       for each in sorted(by_host, key=host_order)},
+                      earlier or any(len(shown) > lines for shown in by_host.values()), bound or None)
 
 
 def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> list[LogLine]:
@@ -161,21 +190,38 @@ def _maybe_cut(events: list[dict[str, Any]]) -> bool:
 
 
 def _last_events(logs_client: Any, stream: str, count: int) -> tuple[list[dict[str, Any]], str | None]:
-    """The last `count` events of a stream, oldest first: one GetLogEvents call from its end, and further ones
-    backward while lines are missing (more than MAX_EVENTS_PER_CALL asked, or a page cut at 1 MB of long lines)
-    until the stream's start, where the backward token comes back unchanged. With them the first call's forward
-    token, from which a forward read goes on after the last event (None for an empty stream, which a forward read
-    then reads from its start)."""
-    events: list[dict[str, Any]] = []
-    token = forward = None
-    while len(events) < count:
-        limit = min(count - len(events), MAX_EVENTS_PER_CALL)
-        page = logs_client.get_log_events(logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=False,
-                                          limit=limit, **({"nextToken": token} if token else {}))
-        events = page["events"] + events
-        forward = forward or page["nextForwardToken"]
-        short = len(page["events"]) < limit and not _maybe_cut(page["events"])
-        if short or not page["events"] or page["nextBackwardToken"] == token:  # its start
-            break
-        token = page["nextBackwardToken"]
-    return events, forward if events else None
+    """The last `count` events of a stream, oldest first (`_StreamEnd`), with the first call's forward token, from
+    which a forward read goes on after the last event (None for an empty stream, which a forward read then reads
+    from its start)."""
+    end = _StreamEnd(logs_client, stream)
+    end.read_back(count)
+    return end.events, end.forward if end.events else None
+
+
+class _StreamEnd:
+    """A stream read from its end backwards: one GetLogEvents call from its end, and further ones backward while
+    events are missing (more than MAX_EVENTS_PER_CALL asked, or a page cut at 1 MB of long lines) until the
+    stream's start, where the backward token comes back unchanged; what was read is kept for a later, larger read."""
+
+    def __init__(self, logs_client: Any, stream: str) -> None:
+        self.stream = stream
+        self.events: list[dict[str, Any]] = []
+        self.forward: str | None = None
+        self.calls = 0
+        self.at_start = False
+        self._client = logs_client
+        self._token: str | None = None
+
+    def read_back(self, count: int, most_calls: int | None = None) -> None:
+        """Reads on backward until `count` events are held, the stream's start, or `most_calls` calls in all."""
+        while len(self.events) < count and not self.at_start and (most_calls is None or self.calls < most_calls):
+            limit = min(count - len(self.events), MAX_EVENTS_PER_CALL)
+            page = self._client.get_log_events(logGroupName=LOG_GROUP, logStreamName=self.stream,
+                                               startFromHead=False, limit=limit,
+                                               **({"nextToken": self._token} if self._token else {}))
+            self.calls += 1
+            self.events = page["events"] + self.events
+            self.forward = self.forward or page["nextForwardToken"]
+            short = len(page["events"]) < limit and not _maybe_cut(page["events"])
+            self.at_start = short or not page["events"] or page["nextBackwardToken"] == self._token
+            self._token = page["nextBackwardToken"]

@@ -45,9 +45,12 @@ from orchestrator.emulator.supervising.stall import (
     StallWatchdog,
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
-from orchestrator.emulator.supervising.supervisor import Limits, Outcome, Supervisor
+from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Limits, Outcome, Supervisor
 from orchestrator.errors import RunFailed
+from orchestrator.observing.cause_window import Tails, Window, not_found_in, read_back
 from orchestrator.observing.liveness import EXIT_HUNG
+from orchestrator.observing.log_file_end import HostLogEnds
+from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
     METRICS_FILE,
     STEP_FORMATS,
@@ -63,6 +66,7 @@ from orchestrator.observing.root_cause import (
     Launcher,
     install_cause,
     max_runtime_cause,
+    own_error,
     read_cause,
 )
 from orchestrator.planning.plan import Plan
@@ -643,7 +647,9 @@ def _failure_reason(prepared: PreparedRun, processes: list[HostProcess], outcome
 
 
 def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> FailureCause | None:
-    """The shared reader (observing/root_cause.py) on every host's output, with each launcher's exit code."""
+    """The shared reader (observing/root_cause.py) on every host's output, with each launcher's exit code: the
+    supervisor's last lines of each host, and where they hold no error of a rank's own, the host logs further
+    back (observing/cause_window.py), so that what a run printed after its error never hides it."""
     runner = next((item.toolkit.runner for item in processes if item.toolkit), RunnerType.process)
     per_host = next((item.toolkit.processes_per_host for item in processes if item.toolkit), 1)
     kind = {RunnerType.mpi: MPI, RunnerType.smdataparallel: MPI, RunnerType.torch_distributed: TORCHRUN}.get(
@@ -652,6 +658,18 @@ def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: 
     if kind == MPI:
         launcher = Launcher(kind, tuple(prepared.group_hosts), per_host)
     spec = prepared.plan.spec
-    return read_cause(outcome.tails, launcher, exit_codes={item.host: item.returncode for item in outcome.exits},
-                      source=prepared.source_paths,
-                      framework_version=spec.framework_version if not spec.image_uri else None)
+
+    def cause_of(tails: Tails) -> FailureCause | None:
+        return read_cause({host: [line.message for line in lines] for host, lines in tails.items()}, launcher,
+                          exit_codes={item.host: item.returncode for item in outcome.exits},
+                          source=prepared.source_paths,
+                          framework_version=spec.framework_version if not spec.image_uri else None)
+
+    kept = Window({host: [LogLine(host, 0, line) for line in lines] for host, lines in outcome.tails.items()},
+                  more_before=any(len(lines) >= FAILURE_TAIL_LINES for lines in outcome.tails.values()))
+    reading = read_back(HostLogEnds(prepared.layout.logs_dir), kept, FAILURE_TAIL_LINES,
+                        lambda tails: own_error(cause_of(tails)))
+    cause = cause_of(reading.window.tails)
+    if cause is not None and not reading.found and reading.window.bound:
+        return not_found_in(cause, reading.window.bound)
+    return cause

@@ -43,8 +43,9 @@ _HOST = re.compile(r"\balgo-\d+\b")
 _ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b")
 FAILURE_TAIL_LINES = 20
 FAILURE_READ_LINES = 1000
-"""Lines of each host read for a failed job's root cause: one GetLogEvents call per stream either way, and room
-for every rank's traceback and torchrun's summary after it."""
+"""Lines of each host read first for a failed job's root cause: one GetLogEvents call per stream either way, and
+room for every rank's traceback and torchrun's summary after it; where they hold no error of a rank's own, the
+logs are read further back (`cause_window`)."""
 
 
 @dataclass(frozen=True)
@@ -169,12 +170,18 @@ def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[Log
     the hosts' lines; None while it runs or when it completed."""
     if described.get("TrainingJobStatus") not in ("Failed", "Stopped"):
         return None
-    found = read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
-                       launcher_of(described), source=source, framework_version=framework_version_of(described))
+    found = logs_cause(described, tails, source)
     said = service_cause(described, found)
     if said is not None or described.get("TrainingJobStatus") != "Failed":
         return said
     return found or reported_install_cause(described, source) or reported_script_cause(described)
+
+
+def logs_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],
+               source: SourcePaths = SourcePaths()) -> FailureCause | None:
+    """The root cause the hosts' lines hold, by the launcher and image the job's description names."""
+    return read_cause({host: [line.message for line in lines] for host, lines in tails.items()},
+                      launcher_of(described), source=source, framework_version=framework_version_of(described))
 
 
 def cause_in_logs(described: Mapping[str, Any]) -> bool:

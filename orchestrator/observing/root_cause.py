@@ -396,6 +396,15 @@ def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> di
     return printed
 
 
+def own_error(cause: FailureCause | None) -> bool:
+    """Whether a cause is an error of a rank's own (step 1: a traceback, argparse, CUDA out of memory, a failed
+    install), not what may have followed one (a peer's lost connection, a timeout, a signal, a bare exit code):
+    where the last lines hold no such error, the one that started the failure may lie before them."""
+    if cause is None or cause.exception is None or cause.launcher == TORCHRUN_AGENT:
+        return False
+    return cause.category == "cuda_out_of_memory" or _tier(cause.exception) == OWN
+
+
 def printed_by(line: str, rank: int) -> bool:
     """Whether `rank` printed `line` under its own prefix: torch.distributed's `[rankN]:` (put before each line of
     an error that ends a rank, so its traceback), mpirun's `[1,N]<stderr>:`. False for the launcher's lines, the
