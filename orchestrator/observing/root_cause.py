@@ -93,6 +93,14 @@ _CONSEQUENCE = re.compile(r"Connection (reset|closed) by peer|Broken pipe|DistBa
 _PEER_EXITED = re.compile(r"remote process exited|ncclRemoteError|Connection closed by remote peer")
 """NCCL's words for a peer that exited (`NCCL error: remote process exited or there was a network error`): what a
 rank gets because another failed first, never a timeout of its own."""
+_MPI_PEER_LOST = re.compile(r"\*\*\* An error occurred in (Socket closed)$|"
+                            r"mca_btl_tcp_\w+[:\]] (?:readv|recv\(\d+\)) failed: (Connection reset by peer)")
+"""Open MPI's TCP layer in a rank whose peer's socket closed because the peer died: Open MPI 5 aborts the rank
+(`[algo-1:00000] *** An error occurred in Socket closed`, then mpirun's `process rank 0 ... calling "abort"`),
+Open MPI 4 says `mca_btl_tcp_frag_recv: readv failed: Connection reset by peer (104)` (or `recv(36) failed`).
+Where it notices before mpirun reports the peer's death, which races it, no line names the peer."""
+_LOST_CONNECTION_SAID = "lost its connection to another rank (Open MPI: {}): another rank died first"
+_LOST_CONNECTION = re.compile(re.escape(_LOST_CONNECTION_SAID).replace(re.escape("{}"), ".*"))
 _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
                                  r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
                                  r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
@@ -103,6 +111,10 @@ _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of 
 _DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
                         r"unexpected pos \d+ vs \d+")
 """A full disk, also as torch.save reports it: its zip writer's `unexpected pos 1641891200 vs 1641891088`."""
+_KILLED_BY_SIGKILL = {-9: "killed by SIGKILL (signal 9)",
+                      137: "exit 137 is a launcher's or shell's 128 + 9: what it ran was killed by SIGKILL"}
+"""A process killed by SIGKILL, as its parent sees it (-9: a rank mpirun or torchrun saw die) and as a launcher or
+shell reports it, with its own exit code (the toolkit's `ExitCode 137`)."""
 _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
@@ -425,6 +437,12 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "disk_full", ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
                              "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
                              "save_total_limit), and write large files under /opt/ml")
+    if _LOST_CONNECTION.search(text):
+        return "peer_lost", ("look for the first rank that stopped in the log (`smtrain logs JOB --tail 200`; its "
+                             "last lines): its death closed this rank's connection, and Open MPI noticed that "
+                             "before mpirun reported it; a rank that stopped without a word was usually killed by the "
+                             "kernel's OOM killer: lower the batch size or the DataLoader's num_workers, or pick an "
+                             "instance type with more memory")
     if _PEER_EXITED.search(text):
         return "peer_lost", ("this rank lost a peer that exited first (NCCL: remote process exited): the peer's own "
                              "error is the cause; read every host's last lines (`smtrain logs JOB --host algo-N --tail "
@@ -447,10 +465,10 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
-    if (exit_code is not None and (exit_code == 137 or exit_code == -9)) or _WORKER_KILLED.search(text):
-        return "oom_killed", ("killed by SIGKILL (exit 137), which on SageMaker is almost always the kernel's OOM "
-                              "killer: lower the batch size or the DataLoader's num_workers, or pick an instance "
-                              "type with more memory")
+    if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
+        killed = _KILLED_BY_SIGKILL.get(exit_code, "a DataLoader worker was killed by SIGKILL (signal 9)")
+        return "oom_killed", (f"{killed}, which on SageMaker is almost always the kernel's OOM killer: lower the "
+                              "batch size or the DataLoader's num_workers, or pick an instance type with more memory")
     if (number := _signal_number(exit_code)) is not None and not text:
         return "signal", (f"the process died of {signal_name(number)} without a Python error: "
                           f"{_signal_advice(number)}")
@@ -673,7 +691,7 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
 def _tier(exception: str, more: Sequence[str] = ()) -> int:
     if _CUDA_OOM.search(" ".join((exception, *more))):
         return OWN  # also where NCCL reports it, its error's last line: `Cuda failure 'out of memory'`
-    if _PEER_EXITED.search(exception):
+    if _PEER_EXITED.search(exception) or _LOST_CONNECTION.search(exception):
         return CONSEQUENCE
     if _COLLECTIVE_TIMEOUT.search(exception):
         return COLLECTIVE
@@ -822,6 +840,8 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(_LOG_PREFIX.sub("", stripped))
+        elif lost := _MPI_PEER_LOST.search(stripped):
+            return _Found(_LOST_CONNECTION_SAID.format(lost[1] or lost[2]))
         elif _CPP_TERMINATE.match(stripped):
             following = lines[index + 1][1].strip() if index + 1 < len(lines) else ""
             if following.startswith("what():"):

@@ -34,3 +34,33 @@ def test_a_rank_killed_by_sigkill_under_mpirun_names_its_host_rank_and_signal(ma
     assert (cause["host"], cause["rank"], cause["category"]) == ("algo-2", 1, "oom_killed")
     assert "OOM killer" in cause["fix"]
     assert processes_of(result.run_dir) == []
+
+
+KILLED_IN_AN_ALLREDUCE_LOOP = """\
+import os, signal
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+print(f"rank {rank} started", flush=True)
+for step in range(1, 1_000_000):
+    comm.allreduce(step)
+    if rank == 1 and step == 50:
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+"""The ranks talk, so rank 0's TCP layer may notice the closed socket and abort before mpirun reports the signal."""
+
+
+def test_a_rank_killed_while_the_ranks_talk_is_named_or_its_peers_lost_connection_is(make_spec, tmp_path,
+                                                                                    processes_of):
+    """Which ending a run gets is Open MPI's race (its output names the dead rank or only rank 0's closed socket);
+    in both the reason names a rank and where to look, never `algo-1 exited with code 14`."""
+    spec = make_spec("talking.py", distribution={"mode": "mpi", "processes_per_host": 1})
+    (tmp_path / "src" / "talking.py").write_text(KILLED_IN_AN_ALLREDUCE_LOOP)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert (result.status, result.exit_code) == ("Failed", 1)
+    cause = result.failure_cause
+    assert (cause["host"], cause["rank"], cause["category"]) in {("algo-2", 1, "oom_killed"),
+                                                                 ("algo-1", 0, "peer_lost")}, result.failure_reason
+    assert result.failure_reason.startswith(cause["headline"]) and "OOM killer" in cause["fix"]
+    assert processes_of(result.run_dir) == []
