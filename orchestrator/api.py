@@ -6,6 +6,7 @@
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
     job = orchestrator.submit(spec, region="eu-west-1")   # another region than the session's (`--set region=`)
+    job = orchestrator.submit(plan, allow_unverified=True)   # past unverified findings (`--allow-unverified`)
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
     best = tuning.best_job()              # the best trial as a Job, as for a search run here (Tuning.attach)
 """
@@ -86,28 +87,41 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     return spec
 
 
+def _allowing(job_plan: Plan, allow_unverified: bool) -> Plan:
+    """The plan past its unverified findings where the keyword `allow_unverified` asks (`planning/unverified.py`);
+    False leaves it to the spec's own `allow_unverified:`, as the command line's absent flag does."""
+    return job_plan.allowing_unverified() if allow_unverified else job_plan
+
+
 @naming_keywords
 def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: str | None = None,
-           region: str | None = None, max_source_bytes: int = DEFAULT_MAX_BYTES) -> Job:
+           region: str | None = None, max_source_bytes: int = DEFAULT_MAX_BYTES, allow_unverified: bool = False) -> Job:
     """Plans as `plan` does (a Plan for SageMaker is sent as it is; a local run's, or one for another region than
     `region`, is planned again), uploads the source once, creates the job once, in the plan's region; returns its
-    `Job`, the same handle `run` returns, with `.submission` saying what was sent."""
+    `Job`, the same handle `run` returns, with `.submission` saying what was sent.
+
+    Whether an unverified combination may be sent is decided here, when it is sent: a plan with unverified findings
+    is refused (CapabilityError, nothing sent) unless its spec says `allow_unverified: true` or this call passes
+    `allow_unverified=True` (`smtrain submit --allow-unverified`), which sends the same request."""
     from orchestrator.backends.job import Job
     from orchestrator.backends.sagemaker import SageMakerBackend
 
-    job_plan = plan(spec_or_plan, job_name=job_name, boto=boto, region=region, max_source_bytes=max_source_bytes)
+    job_plan = _allowing(plan(spec_or_plan, job_name=job_name, boto=boto, region=region,
+                              max_source_bytes=max_source_bytes), allow_unverified)
     backend = SageMakerBackend(boto, job_plan.target.region)
     return Job(backend, backend.schedule(job_plan), job_plan)
 
 
 def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None, region: str | None = None,
-        **options: Any) -> Job:
+        allow_unverified: bool = False, **options: Any) -> Job:
     """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
 
     Args:
         backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`,
             as `submit` does it).
         region: a SageMaker job's region, replacing the spec's (see `plan`).
+        allow_unverified: a SageMaker job is sent past its unverified findings (see `submit`); a local run is
+            never refused for them.
         options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
             flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
 
@@ -134,7 +148,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         raise SpecError(f"a SageMaker job takes no local run options: {', '.join(options)}",
                         fix="leave them out, or pass backend=\"local\"")
     elif backend == "sagemaker":
-        return submit(spec_or_plan, boto=boto, region=region)
+        return submit(spec_or_plan, boto=boto, region=region, allow_unverified=allow_unverified)
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
@@ -195,10 +209,11 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
 @naming_keywords
 def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto: Any | None = None,
                   name: str | None = None, region: str | None = None,
-                  max_source_bytes: int = DEFAULT_MAX_BYTES) -> Tuning:
+                  max_source_bytes: int = DEFAULT_MAX_BYTES, allow_unverified: bool = False) -> Tuning:
     """Plans as `plan_tuning` does (unless given a TuningPlan), uploads the source once, creates the tuning job once,
     in the plan's region; its handle, the same `Tuning` that `Tuning.attach` gives for a search run on either
-    backend.
+    backend. Unverified findings of its job spec are refused here, as `submit` refuses them, unless the spec or
+    `allow_unverified=True` (`tune submit --allow-unverified`) allows them.
 
     Raises:
         SpecError: a TuningPlan made for another region than `region` (plan the tuning spec again with it).
@@ -214,5 +229,6 @@ def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto:
                         fix=f'plan it again for {region}: submit_tuning(<the tuning spec>, region="{region}")')
     else:
         tuning_plan = spec_or_plan
+    tuning_plan = dataclasses.replace(tuning_plan, job=_allowing(tuning_plan.job, allow_unverified))
     created = submit_tuning_plan(tuning_plan, boto=boto)
     return Tuning(SageMakerTuning(created.boto), created.name, created.plan)

@@ -84,9 +84,10 @@ _OPTION_OF = {"max_source_bytes": "--max-source-mb"}
 def naming_keywords(function: _Function) -> _Function:
     """For a function of the Python API: its errors name its keyword (`region=`, `backend="local"`) where their
     text, written once for the CLI and the API, names the CLI's option of that name (`--region`,
-    `--backend=local`), by `in_keywords`."""
-    keywords = {_OPTION_OF.get(name, "--" + name.replace("_", "-")): f"{name}="
-                for name in inspect.signature(function).parameters}
+    `--backend=local`), by `in_keywords`; a keyword that is False by default is a switch, and its option says
+    `allow_unverified=True` as the flag turns it on."""
+    keywords = {_OPTION_OF.get(name, "--" + name.replace("_", "-")): f"{name}=True" if keyword.default is False
+                else f"{name}=" for name, keyword in inspect.signature(function).parameters.items()}
 
     @functools.wraps(function)
     def called(*args: Any, **kwargs: Any) -> Any:

@@ -28,6 +28,7 @@ from orchestrator.backends.base import BACKENDS
 from orchestrator.backends.resolve import backend_for, resolve_job
 from orchestrator.cli import job_views as views
 from orchestrator.cli.options import (
+    allow_unverified_option,
     any_given,
     declared_options,
     echo_json,
@@ -75,11 +76,7 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 @output_option
 @click.option("--job-name", help="Exact job name (default: the spec's name plus a timestamp).")
 @max_source_option
-@click.option(
-    "--allow-unverified",
-    is_flag=True,
-    help="Submit even where a capability rule says unverified (overrides allow_unverified in the spec).",
-)
+@allow_unverified_option
 @click.option("--dry-run", is_flag=True, help="Send nothing: print the plan, exactly as `smtrain plan` does.")
 @click.option(
     "--wait", is_flag=True, help="Follow the job to its end; exit 0 Completed, 1 Failed, 3 Stopped (implied by "

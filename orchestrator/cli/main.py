@@ -15,6 +15,7 @@ import click
 from orchestrator import __version__
 from orchestrator.cli.options import (
     LazyGroup,
+    allow_unverified_option,
     echo_json,
     error_document,
     max_source_option,
@@ -56,9 +57,7 @@ def main() -> None:
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @set_option
-@click.option("--allow-unverified", is_flag=True,
-              help="Pass unverified combinations, as submit --allow-unverified does (overrides allow_unverified "
-                   "in the spec).")
+@allow_unverified_option
 @report_output_option
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
     """Check spec FILES against the schema, SageMaker's API limits and the capability matrix. Offline and fast.

@@ -1,5 +1,6 @@
 """What every smtrain command group shares: user-error handling, the `--set` and `--output` options, the options
-declared once (a local run's, how a job is followed) as flags generated from their declaration, JSON out."""
+declared once (a local run's, how a job is followed, letting an unverified combination through) as flags generated
+from their declaration, JSON out."""
 
 from __future__ import annotations
 
@@ -199,6 +200,16 @@ def follow_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Calla
     from orchestrator.cloud.hang_watch import WatchOptions
 
     return declared_options(WatchOptions, defaults=defaults)
+
+
+def allow_unverified_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--allow-unverified` of `submit`, `validate` and `tune submit`, generated from its declaration
+    (`planning/unverified.py`, whose field is also the API's keyword); the command receives `allow_unverified`."""
+    from orchestrator.declaration import declarations
+    from orchestrator.planning.unverified import UnverifiedOptions
+
+    option = declarations(UnverifiedOptions)["allow_unverified"]
+    return _declared_option(UnverifiedOptions, "allow_unverified", option, {})(function)
 
 
 def any_given(context: click.Context, options: type) -> bool:

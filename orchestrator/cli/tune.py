@@ -18,6 +18,7 @@ import click
 
 from orchestrator.backends.base import BACKENDS
 from orchestrator.cli.options import (
+    allow_unverified_option,
     echo_json,
     local_run_options,
     max_source_option,
@@ -118,7 +119,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 @set_option
 @output_option
 @click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
-@click.option("--allow-unverified", is_flag=True, help="Submit even where a capability rule says unverified.")
+@allow_unverified_option
 @max_source_option
 @click.pass_context
 def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,

@@ -7,7 +7,7 @@ plan's request and adds nothing to it; `smtrain local` runs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,12 @@ class Plan:
 
     def blocking_findings(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.blocks(self.spec.allow_unverified)]
+
+    def allowing_unverified(self) -> Plan:
+        """This plan as if its spec said `allow_unverified: true` (the API's `submit(plan, allow_unverified=True)`):
+        the request is the same; submit no longer refuses its unverified findings."""
+        loaded = self.loaded.allowing_unverified()
+        return replace(self, spec=loaded.spec, loaded=loaded, sources=value_sources(loaded, self.target))
 
     def __repr__(self) -> str:
         """`Plan('name', <spec>: mode, hosts -> world size, region ..., worst-case cost ..., 1 warning)`: the

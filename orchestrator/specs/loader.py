@@ -143,6 +143,12 @@ class LoadedSpec:
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
                                    _overrides={**self._overrides, ("region",): f"region={region}"})
 
+    def allowing_unverified(self) -> LoadedSpec:
+        """This spec with `allow_unverified: true`, as `--allow-unverified` gives it (`--set allow_unverified=true`)
+        to a spec already loaded: the API's `allow_unverified=True`."""
+        return dataclasses.replace(self, spec=self.spec.model_copy(update={"allow_unverified": True}),
+                                   _overrides={**self._overrides, ("allow_unverified",): "allow_unverified=true"})
+
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
 
