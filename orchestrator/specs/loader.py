@@ -31,6 +31,8 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
+from orchestrator.specs.yaml_readings import (NoSuchDate, SpecLoader, as_written, described, first_misread_key,
+                                              mapping_value, misread_key, quoted_key_fix)
 from orchestrator.wording import counted
 
 if TYPE_CHECKING:
@@ -279,8 +281,7 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
     if not isinstance(raw, dict):
         raise InvalidSpec([Problem(_where(path, positions, overrides, ()), "",
                                    "the spec must be a mapping of keys to values", "start with `name: my-job`")])
-    secrets = secret_values(*(raw[name] for name in ("environment", "hyperparameters", "tags")
-                              if isinstance(raw.get(name), dict)))
+    secrets = _spec_secrets(raw)
     try:
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
@@ -301,6 +302,12 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
     return LoadedSpec(spec=spec, findings=findings, path=path, _positions=positions, _overrides=overrides)
 
 
+def _spec_secrets(raw: Mapping[str, Any]) -> frozenset[str]:
+    """The values no message may show: those under secret-looking names in the maps users fill."""
+    return secret_values(*(raw[name] for name in ("environment", "hyperparameters", "tags")
+                           if isinstance(raw.get(name), dict)))
+
+
 def _masked(problem: Problem, secrets: frozenset[str]) -> Problem:
     return dataclasses.replace(problem, where=mask_text(problem.where, secrets),
                                message=mask_text(problem.message, secrets),
@@ -308,9 +315,7 @@ def _masked(problem: Problem, secrets: frozenset[str]) -> Problem:
 
 
 def _yaml_loader_class() -> Any:
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return SpecLoader
 
 
 @dataclass
@@ -320,10 +325,14 @@ class _Places:
 
     positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
     texts: dict[Loc, str] = field(default_factory=dict)
+    misread_keys: list[Problem] = field(default_factory=list)
+    """Keys YAML reads as other text than written (`yes` as true), each refused at its line."""
 
 
 def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
-    """Parses with PyYAML's libyaml composer, whose nodes carry the line and column of every key."""
+    """Parses with PyYAML's libyaml composer, whose nodes carry the line and column of every key. Hyperparameter
+    values keep the text written where YAML would read it as other text (`seed: 010` is "010", not 8); a key YAML
+    reads as other text (`yes:`, `null:`, `010:`) is refused."""
     import yaml
 
     loader = _yaml_loader_class()(text)
@@ -334,12 +343,16 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
             raise InvalidSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `name: my-job`")])
         places = _Places(positions={(): (1, 1)})
         _collect_positions(node, (), places, path)
-        document = loader.construct_document(node)
+        as_written(mapping_value(node, "hyperparameters"))
+        document = _plain(loader.construct_document(node))
     except yaml.YAMLError as exc:
         raise InvalidSpec([Problem(_yaml_error_place(exc, path, text), "", *_yaml_refusal(exc, text))]) from None
     finally:
         loader.dispose()
-    return _plain(document), places
+    if places.misread_keys:
+        secrets = _spec_secrets(document) if isinstance(document, dict) else frozenset()
+        raise InvalidSpec([_masked(problem, secrets) for problem in places.misread_keys])
+    return document, places
 
 
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
@@ -354,6 +367,8 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     if mark and mark.line < len(lines) and lines[mark.line][mark.column:mark.column + 1] == "\t":
         return ("YAML: a tab character; YAML indents with spaces only",
                 f"replace the tab on line {mark.line + 1} with spaces (your editor can insert spaces for the Tab key)")
+    if isinstance(exc, NoSuchDate):
+        return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
     if isinstance(exc, yaml.composer.ComposerError) and problem == "but found another document":
         return ("YAML: a second document starts here (`---`); a spec file holds one",
                 "remove this `---` and what follows it, or put the other document in a file of its own")
@@ -460,6 +475,9 @@ def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None
                 continue
             key = key_node.value
             where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if misread := misread_key(key_node):
+                places.misread_keys.append(Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key))),
+                                                   misread, quoted_key_fix(key_node, value_node), order=where))
             if key in seen:
                 raise InvalidSpec([Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key))),
                                            f"duplicate key (first written at line {seen[key][0]})",
@@ -523,10 +541,29 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     shown = f"--set {dotted}={MASK if is_secret_name(dotted) else _shortened(value_text)}"
     try:
         _check_shape(value_text, lambda mark: shown)
-        value = yaml.load(value_text, Loader=_yaml_loader_class())
+        value = _override_value(dotted, value_text, shown)
     except yaml.YAMLError:
         value = value_text
     return loc, _plain(value)
+
+
+def _override_value(dotted: str, text: str, shown: str) -> Any:
+    """A `--set` value read as YAML, as the spec's own are: a key YAML reads as other text is refused, and a
+    hyperparameter's value that YAML would send as other text keeps the text written."""
+    loader = _yaml_loader_class()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if misread := first_misread_key(node):
+            key, message = misread
+            quoted = f'{text[:key.start_mark.index]}"{key.value}"{text[key.end_mark.index:]}'
+            secrets = secret_values({dotted: _plain(loader.construct_document(node))})  # `{API_TOKEN: x, yes: 1}`
+            raise SpecError(mask_text(f"{shown}: {message}", secrets), fix="write the key in quotes" + (
+                "" if is_secret_name(dotted) else mask_text(f": --set '{dotted}={quoted}'", secrets)))
+        return loader.construct_document(as_written(node) if dotted.split(".")[0] == "hyperparameters" else node)
+    finally:
+        loader.dispose()
 
 
 def _shortened(text: str, limit: int = 60) -> str:
@@ -677,6 +714,9 @@ def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: 
     written = _as_written(loc, error.get("input"), places.texts, overrides)
     wrong = _Wrong(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written,
                    overrides[loc].partition("=")[0] if loc in overrides else None)
+    if kind == "string_type" and not isinstance(wrong.value, (list, dict, type(None))):
+        message = ("YAML read the value as a number, boolean or date" if secret else
+                   f"YAML read {written} as {described(wrong.value, written)}") + ", and this field takes text"
     return Problem(_where(path, places.positions, overrides, loc), dotted, message, _fix_for(wrong),
                    order=_order(places.positions, overrides, loc))
 
@@ -755,6 +795,10 @@ def _string_fix(wrong: _Wrong) -> str:
         return f"give one string, not a {'list' if isinstance(value, list) else 'mapping'}: {_written_at(loc, example)}"
     if value is None:
         return f'give it a value after the colon ("" for an empty one): {_written_at(loc, example)}'
+    if loc == ("py_version",) and re.fullmatch(r"3\.\d+", wrong.written or ""):  # `py_version: 3.10` is not py310
+        tag = "py" + (wrong.written or "").replace(".", "")
+        return "write the image's Python tag: " + (f"--set {wrong.set_key}={tag}" if wrong.set_key
+                                                    else f"py_version: {tag}")
     quoted = f'"{MASK if wrong.secret else (wrong.written or value)}"'
     if wrong.set_key:
         return f"write it in quotes: --set '{wrong.set_key}={quoted}'"
@@ -892,39 +936,55 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
 
 
 def _parse_tuning(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
+    """As `_parse_yaml`: a key YAML reads as other text is refused, and a categorical value keeps the text written
+    where YAML would read it as other text (`values: [on, off]` are "on" and "off", not "True" and "False")."""
     import yaml
 
+    loader = _yaml_loader_class()(text)
     try:
         _check_shape(text, lambda mark: f"{path}:{mark.line + 1}:{mark.column + 1}")
-        node = yaml.compose(text, Loader=_yaml_loader_class())
+        node = loader.get_single_node()
         if node is None:
             raise InvalidTuningSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `job: my-job.yaml`")])
         positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
-        _collect_tuning_positions(node, (), positions, path)
-        document = yaml.load(text, Loader=_yaml_loader_class())
+        misread: list[Problem] = []
+        _collect_tuning_positions(node, (), positions, path, misread)
+        if misread:
+            raise InvalidTuningSpec(misread)
+        parameters = mapping_value(node, "parameters")
+        for _, parameter in parameters.value if isinstance(parameters, yaml.MappingNode) else ():
+            as_written(mapping_value(parameter, "values"))
+        document = loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise InvalidTuningSpec([Problem(_yaml_error_place(exc, path, text), "", *_yaml_refusal(exc, text))]) from None
+    finally:
+        loader.dispose()
     return _plain(document), positions
 
 
-def _collect_tuning_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path) -> None:
-    """Every key path's line and column; a duplicate key is an error, as in job specs."""
+def _collect_tuning_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path,
+                              misread: list[Problem]) -> None:
+    """Every key path's line and column; a duplicate key is an error, as in job specs, and so is each key YAML
+    reads as other text (added to `misread`)."""
     import yaml
 
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
             where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if reading := misread_key(key_node):
+                misread.append(Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key_node.value))),
+                                       reading, quoted_key_fix(key_node, value_node)))
             if key_node.value in seen:
                 raise InvalidTuningSpec([Problem(f"{path}:{where[0]}:{where[1]}", key_node.value, "duplicate key",
                                                  "remove or rename one of the two")])
             seen.add(key_node.value)
             positions[(*loc, key_node.value)] = where
-            _collect_tuning_positions(value_node, (*loc, key_node.value), positions, path)
+            _collect_tuning_positions(value_node, (*loc, key_node.value), positions, path, misread)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _collect_tuning_positions(item, (*loc, index), positions, path)
+            _collect_tuning_positions(item, (*loc, index), positions, path, misread)
 
 
 def _tuning_loc(dotted: str) -> Loc:

@@ -709,7 +709,8 @@ class JobSpec(_Spec):
 
     hyperparameters: dict[HyperparameterName, HyperparameterEntry] = Field(default_factory=dict,
                                                                            max_length=api_limit("HyperParameters", "max"))
-    """Passed to the entry point as `--key value` arguments (and SM_HP_* variables)."""
+    """Passed to the entry point as `--key value` arguments (and SM_HP_* variables). A value YAML would send as
+    other text than written (`010` as 8, `1:30` as 90, `2.10` as 2.1, `on` as true) is sent as the text written."""
 
     environment: dict[EnvironmentName, EnvironmentValue] = Field(default_factory=dict,
                                                                  max_length=api_limit("Environment", "max"))

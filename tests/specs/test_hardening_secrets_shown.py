@@ -40,7 +40,8 @@ def test_override_echo_does_not_show_the_secret(write_spec):
     assert "27182818" not in result.output
     problems = json.loads(result.output)[0]["problems"]
     assert [(problem["override"], problem["field"], problem["message"], problem["fix"]) for problem in problems] == [
-        ("environment.DB_PASSWORD=****", "environment.DB_PASSWORD", "Input should be a valid string",
+        ("environment.DB_PASSWORD=****", "environment.DB_PASSWORD",
+         "YAML read the value as a number, boolean or date, and this field takes text",
          "write it in quotes: --set 'environment.DB_PASSWORD=\"****\"'")]
 
 

@@ -79,15 +79,18 @@ def test_a_typo_inside_a_merged_anchor_is_reported_where_the_anchor_writes_it(wr
     assert (6, "instance.cuont", "Extra inputs are not permitted", "did you mean `count`?") in problems
 
 
-@pytest.mark.parametrize(("value", "fix"), [
-    ("true", 'write it in quotes: WANDB_DISABLED: "true"'),
-    ("yes", 'write it in quotes: WANDB_DISABLED: "yes"'),
-    ("", 'give it a value after the colon ("" for an empty one): WANDB_DISABLED: "..."'),
-    ("[1, 2]", 'give one string, not a list: WANDB_DISABLED: "..."'),
+@pytest.mark.parametrize(("value", "message", "fix"), [
+    ("true", "YAML read true as the boolean true, and this field takes text",
+     'write it in quotes: WANDB_DISABLED: "true"'),
+    ("yes", "YAML read yes as the boolean true, and this field takes text",
+     'write it in quotes: WANDB_DISABLED: "yes"'),
+    ("", "Input should be a valid string",
+     'give it a value after the colon ("" for an empty one): WANDB_DISABLED: "..."'),
+    ("[1, 2]", "Input should be a valid string", 'give one string, not a list: WANDB_DISABLED: "..."'),
 ])
-def test_an_environment_value_yaml_reads_as_no_string_gets_the_text_to_write(write_spec, value, fix):
+def test_an_environment_value_yaml_reads_as_no_string_gets_the_text_to_write(write_spec, value, message, fix):
     text = _edited("  NCCL_DEBUG: WARN", f"  WANDB_DISABLED: {value}")
-    assert _problems(write_spec, text) == [(8, "environment.WANDB_DISABLED", "Input should be a valid string", fix)]
+    assert _problems(write_spec, text) == [(8, "environment.WANDB_DISABLED", message, fix)]
 
 
 def test_a_list_item_of_the_wrong_type_is_named_as_an_item_not_a_key(write_spec):
