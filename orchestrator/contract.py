@@ -85,13 +85,14 @@ ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`, and the
 # formats scripts people write print: `loss=0.42`, `loss: 0.42`, transformers' `{'loss': 0.69, 'learning_rate':
-# 5e-05, 'epoch': 1.0}` and `{'eval_loss': ...}`, Lightning's bar `Epoch 0: ... loss=0.693` (`train_loss_step=`).
+# 5e-05, 'epoch': 1.0}` and `{'eval_loss': ...}` (transformers 5 quotes the numbers: `{'loss': '0.69', ...}`),
+# Lightning's bar `Epoch 0: ... loss=0.693` (`train_loss_step=`).
 # SageMaker applies these regexes to the job's log (docs/sagemaker-contract.md §11), so they must not be anchored:
 # MPI prefixes every line with `[1,mpirank:0,algo-1]<stdout>:`. RE2 has no lookbehind: `(?:^|[^A-Za-z0-9_])`
 # keeps `val_loss` out of train:loss.
 _NUMBER = r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
 _KEY_START = r"(?:^|[^A-Za-z0-9_])"
-_SEPARATOR = r"['\"]?\s*[=:]\s*"
+_SEPARATOR = r"['\"]?\s*[=:]\s*['\"]?"
 DEFAULT_METRIC_DEFINITIONS = (
     {"Name": "train:loss", "Regex": _KEY_START + r"(?i:train_)?(?i:loss)(?:_step)?" + _SEPARATOR + _NUMBER},
     {"Name": "eval:loss", "Regex": _KEY_START + r"(?i:eval|val|validation)_loss" + _SEPARATOR + _NUMBER},

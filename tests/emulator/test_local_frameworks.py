@@ -23,6 +23,7 @@ import pytest
 from installed import needs_packages
 
 from orchestrator.emulator.instances.standin import local_gpu_count
+from orchestrator.observing.metric_series import METRICS_FILE, read_points
 
 pytestmark = [
     pytest.mark.slow,
@@ -90,11 +91,14 @@ def _model_files(run_dir: Path) -> set[str]:
 
 
 def _assert_trainer_run(run_dir: Path, logs: str, world_size: int, epochs: int = 3) -> dict:
-    """The Trainer counted `world_size` processes, logged a falling training loss and evaluated every epoch."""
+    """The Trainer counted `world_size` processes, logged a falling training loss (recorded as train:loss) and
+    evaluated every epoch."""
     counted = [line for line in _json_lines(logs) if "parallel_mode" in line]
     assert len(counted) == 1 and counted[0]["world_size"] == world_size, counted
     losses = [entry["loss"] for entry in _trainer_logs(run_dir, "loss") if "eval_loss" not in entry]
     assert len(losses) == epochs and losses[-1] < losses[0], losses
+    recorded = {point.value for point in read_points(run_dir / METRICS_FILE) if point.metric == "train:loss"}
+    assert set(losses) <= recorded, recorded  # the default metric definitions read the Trainer's own lines
     evaluations = _trainer_logs(run_dir, "eval_loss")
     assert [entry["epoch"] for entry in evaluations] == [float(epoch) for epoch in range(1, epochs + 1)]
     return counted[0]

@@ -47,6 +47,20 @@ def test_transformers_dicts_give_the_learning_rate_epoch_and_eval_loss_without_t
     assert evaluation == {"eval:loss": 0.5, "train:epoch": 1.0}
 
 
+def test_transformers_5_quoted_numbers_are_read_as_the_4_x_numbers_are():
+    """transformers 5.24.0's ProgressCallback.on_log prints every float as a string (f"{v:.4g}"), as
+    tests/emulator/test_local_frameworks.py's Trainer runs print them."""
+    definitions = compile_definitions(DEFAULT_METRIC_DEFINITIONS)
+
+    train = extract(definitions, "{'loss': '0.6931', 'grad_norm': '1.375', 'learning_rate': '5e-05', "
+                                 "'epoch': '0.3333'}")
+    evaluation = extract(definitions, "{'eval_loss': '0.6701', 'eval_runtime': '0.1234', "
+                                      "'eval_samples_per_second': '81.03', 'epoch': '1'}")
+
+    assert train == {"train:loss": 0.6931, "train:learning_rate": 5e-05, "train:epoch": 0.3333}
+    assert evaluation == {"eval:loss": 0.6701, "train:epoch": 1.0}
+
+
 def test_a_labelled_bar_is_no_training_step():
     assert step_mark("Map: 100%|\u2588\u2588\u2588| 1000/1000 [00:00<00:00, 9000 examples/s]") is None
 
