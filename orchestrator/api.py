@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,11 @@ def submit(spec_or_plan: Plan | SpecLike, *, boto: Any | None = None, job_name: 
     return Job(backend, backend.schedule(job_plan), job_plan)
 
 
+SUBMIT_OPTIONS = ("job_name", "max_source_bytes")
+"""`submit`'s keywords that `run(backend="sagemaker")` takes among its options and passes on (`region` and
+`allow_unverified` are run's own keywords, and `boto` its session): six parameters leave no room to name them."""
+
+
 def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | None = None, region: str | None = None,
         allow_unverified: bool = False, **options: Any) -> Job:
     """Plans the job for `backend` and starts it there; returns its `Job` at once (it runs on).
@@ -123,7 +128,8 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         allow_unverified: a SageMaker job is sent past its unverified findings (see `submit`); a local run is
             never refused for them.
         options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
-            flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...).
+            flags: run_dir, inputs, processes_per_host, smoke_seconds, stall_timeout_seconds, ...); a SageMaker
+            job's are `submit`'s other keywords, `SUBMIT_OPTIONS` (job_name, max_source_bytes).
 
     Raises:
         SpecError / CapabilityError / EnvironmentProblem: the spec cannot run there, an option is unknown
@@ -144,11 +150,13 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         from orchestrator.emulator.run_options import options_from
 
         chosen = LocalBackend(options_from(options))
-    elif backend == "sagemaker" and options:
-        raise SpecError(f"a SageMaker job takes no local run options: {', '.join(options)}",
-                        fix="leave them out, or pass backend=\"local\"")
     elif backend == "sagemaker":
-        return submit(spec_or_plan, boto=boto, region=region, allow_unverified=allow_unverified)
+        local_only = [name for name in options if name not in SUBMIT_OPTIONS]
+        if local_only:
+            raise SpecError(f"a SageMaker job takes no local run options: {', '.join(local_only)}",
+                            fix=f'leave them out, or pass backend="local" (a SageMaker job takes submit\'s '
+                                f'{", ".join(SUBMIT_OPTIONS)})')
+        return submit(spec_or_plan, boto=boto, region=region, allow_unverified=allow_unverified, **options)
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
@@ -185,11 +193,11 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
 
 @naming_keywords
 def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, boto: Any | None = None,
-                overrides: tuple[str, ...] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
+                overrides: str | Iterable[str] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
                 region: str | None = None) -> TuningPlan:
     """Plans a tuning job from a tuning spec: where it goes (as `plan`; `region` replaces the job spec's, as
     `--set region=X` does), then its CreateHyperParameterTuningJob request, whose training definition is the job
-    spec's single-job request.
+    spec's single-job request. `overrides` are `--set`'s `key.path=value` for the job spec: a list, or one string.
 
     Raises:
         SpecError / CapabilityError: the specs cannot be submitted, or `boto` is a session for another region

@@ -165,13 +165,14 @@ class LoadedSpec:
         return "spec" if loc in self._positions else None
 
 
-def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool | None = None,
+def load(path: str | Path, overrides: str | Iterable[str] = (), allow_unverified: bool | None = None,
          hyperparameters: Mapping[str, Any] | None = None) -> LoadedSpec:
     """Reads, validates and capability-checks a spec file.
 
     Args:
         path: the YAML file; relative `source_dir` and local input paths are resolved against its folder.
-        overrides: `key.path=value` strings (values are YAML: `3`, `true`, `[a, b]`, `"2.3.0"`).
+        overrides: `key.path=value` strings (values are YAML: `3`, `true`, `[a, b]`, `"2.3.0"`); one string is
+            one override (`_override_texts`).
         allow_unverified: when not None, replaces the spec's `allow_unverified`.
         hyperparameters: entries that replace the spec's hyperparameters, names taken verbatim (a tuning trial's
             values: `lr.base` is one name, not `lr: {base: ...}` as `--set` would read it).
@@ -181,7 +182,7 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
     """
     path = Path(path)
     raw, places = _parse_yaml(_read_text(path), path)
-    overridden = _apply_overrides(raw, overrides)
+    overridden = _apply_overrides(raw, _override_texts(overrides))
     if hyperparameters and isinstance(raw, dict):
         if not isinstance(raw.setdefault("hyperparameters", {}), dict):
             raise SpecError(f"{path}: hyperparameters is not a mapping", fix="write `key: value` pairs under it")
@@ -192,7 +193,7 @@ def load(path: str | Path, overrides: Iterable[str] = (), allow_unverified: bool
     return _validate(raw, path, places, overridden)
 
 
-def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> JobSpec:
+def load_spec(path: str | Path, overrides: str | Iterable[str] = ()) -> JobSpec:
     """The notebook entry point: a checked JobSpec from a YAML file (see `load`)."""
     return load(path, overrides).spec
 
@@ -570,7 +571,19 @@ def _shortened(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def _apply_overrides(raw: Any, overrides: Iterable[str]) -> dict[Loc, str]:
+def _override_texts(overrides: str | Iterable[str]) -> tuple[str, ...]:
+    """`--set`'s texts as a Python caller gives them: a list of `key.path=value` strings, or one such string, which
+    is one override as one `--set` takes it (iterated, its characters were each read as an override). It is never
+    split: a value is YAML, and `[a, b]` or a sentence holds the commas and spaces a split would cut at."""
+    texts = (overrides,) if isinstance(overrides, str) else tuple(overrides)
+    for text in texts:
+        if not isinstance(text, str):
+            raise SpecError(f"an override is a `key.path=value` string, not {type(text).__name__} {text!r:.60}",
+                            fix='pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string')
+    return texts
+
+
+def _apply_overrides(raw: Any, overrides: tuple[str, ...]) -> dict[Loc, str]:
     applied: dict[Loc, str] = {}
     for text in overrides:
         loc, value = parse_override(text)
@@ -891,11 +904,11 @@ class LoadedTuning:
     """The `--set` overrides applied to the job spec (a local trial applies them again to the same file)."""
 
 
-def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning:
+def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> LoadedTuning:
     """Reads and checks a tuning spec and its job spec (`job:`, relative to the tuning spec's folder).
 
     Args:
-        overrides: `key.path=value` for the job spec, as `smtrain plan --set` takes them.
+        overrides: `key.path=value` for the job spec, as `smtrain plan --set` takes them (one string: one).
 
     Raises:
         InvalidTuningSpec: listing every problem of both files, each with its location and a fix.
@@ -903,6 +916,7 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
     from orchestrator.specs.tuning import TuningSpec, job_problems, strategy_problems
 
     path = Path(path)
+    overrides = _override_texts(overrides)
     text = _read_text(path)
     raw, positions = _parse_tuning(text, path)
     if not isinstance(raw, dict):
@@ -932,7 +946,7 @@ def load_tuning(path: str | Path, overrides: Iterable[str] = ()) -> LoadedTuning
                 for field, message, fix in job_problems(spec, job.spec)]
     if problems:
         raise InvalidTuningSpec(problems)
-    return LoadedTuning(spec=spec, job=job, path=path, job_overrides=tuple(overrides))
+    return LoadedTuning(spec=spec, job=job, path=path, job_overrides=overrides)
 
 
 def _parse_tuning(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:

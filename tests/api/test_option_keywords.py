@@ -5,6 +5,7 @@ does the same, and an error's fix names the form the user is in: `--allow-unveri
 from __future__ import annotations
 
 import inspect
+import os
 
 import boto3
 import click
@@ -16,7 +17,7 @@ from orchestrator import api
 from orchestrator.cli.main import main
 from orchestrator.declaration import declarations, default_of
 from orchestrator.emulator.run_options import Options
-from orchestrator.errors import CapabilityError
+from orchestrator.errors import CapabilityError, SpecError
 from orchestrator.planning.unverified import UnverifiedOptions
 from tuning_specs import TINY_SEARCH
 
@@ -121,6 +122,26 @@ def test_run_on_sagemaker_takes_the_keyword_as_submit_does(write_spec, bucket):
     job = orchestrator.run(spec, backend="sagemaker", allow_unverified=True)
 
     assert _training_jobs() == [job.name]
+
+
+def test_run_on_sagemaker_takes_every_keyword_submit_takes():
+    """`run(backend="sagemaker")` is `submit`: what submit takes, run takes, by its own keywords or its options."""
+    submitted = set(inspect.signature(api.submit).parameters) - {"spec_or_plan"}
+
+    assert submitted - set(inspect.signature(api.run).parameters) == set(api.SUBMIT_OPTIONS)
+
+
+def test_run_on_sagemaker_passes_the_job_name_and_the_source_limit_on(write_spec, bucket):
+    """Before, `run(backend="sagemaker", job_name=...)` or `max_source_bytes=` was refused as a local run's option:
+    a job sent by run could not be named, nor a large source sent."""
+    spec = write_spec()
+    (spec.parent / "src" / "weights.bin").write_bytes(os.urandom(300_000))  # random: it does not compress
+
+    with pytest.raises(SpecError, match=r"packs to more than the 100.0 kB limit"):
+        orchestrator.run(spec, backend="sagemaker", max_source_bytes=100_000)
+    job = orchestrator.run(spec, backend="sagemaker", job_name="named-by-run", max_source_bytes=1_000_000)
+
+    assert job.name == "named-by-run" and _training_jobs() == ["named-by-run"]
 
 
 def test_a_plan_is_judged_when_it_is_submitted(write_spec, bucket):

@@ -1,0 +1,56 @@
+"""`--set` from Python: the `overrides` of `load_spec`, `load_tuning` and `plan_tuning`, given as a list of
+`key.path=value` strings or as one such string, the form a notebook user writes first."""
+
+from __future__ import annotations
+
+import pytest
+
+import orchestrator
+from orchestrator.errors import SpecError
+from orchestrator.specs.loader import load_tuning
+from tuning_specs import TINY_SEARCH
+
+
+def _search(job_spec):
+    path = job_spec.parent / "search.yaml"
+    path.write_text(TINY_SEARCH.replace("tiny.yaml", job_spec.name))
+    return path
+
+
+def test_one_string_is_one_override_as_one_set_is(write_spec):
+    """Before, `load_spec(path, "instance.count=3")` read the string a character at a time and refused
+    `--set 'i': expected key.path=value`."""
+    spec = write_spec()
+
+    one = orchestrator.load_spec(spec, "instance.count=3")
+
+    assert one.instance.count == 3
+    assert one == orchestrator.load_spec(spec, ["instance.count=3"])
+
+
+def test_a_value_is_never_split_at_its_commas_or_spaces(write_spec):
+    spec = orchestrator.load_spec(write_spec(), "hyperparameters.layers=[64, 32]")
+
+    assert spec.hyperparameters["layers"] == [64, 32]
+
+
+def test_a_search_takes_one_string_for_its_job_spec_and_its_local_trials(write_spec, monkeypatch):
+    """A local search's trials are run with `--set` for each of `job_overrides`: before, one per character."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    search = _search(write_spec())
+
+    tuning_plan = orchestrator.plan_tuning(search, overrides="instance.count=3")
+    loaded = load_tuning(search, "instance.count=3")
+
+    assert tuning_plan.job.spec.instance.count == 3
+    assert loaded.job_overrides == ("instance.count=3",) and loaded.job.spec.instance.count == 3
+
+
+@pytest.mark.parametrize("overrides", [[("instance.count", 3)], [3], {"instance.count": 3}.items()])
+def test_an_override_that_is_not_text_names_the_list_form(write_spec, overrides):
+    """Before, an item that was not a string raised AttributeError from deep in the loader."""
+    with pytest.raises(SpecError) as refused:
+        orchestrator.load_spec(write_spec(), overrides)
+
+    assert "an override is a `key.path=value` string" in refused.value.message
+    assert refused.value.fix == 'pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string'
