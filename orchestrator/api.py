@@ -208,6 +208,11 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
     refuse_other_region(boto, region, named_by="region=")
     from orchestrator.specs.loader import LoadedTuning, load_tuning
 
+    if isinstance(spec, LoadedTuning) and overrides:
+        # A read tuning spec keeps no text to apply them to: dropping them would plan what the user did not ask.
+        raise SpecError("overrides= apply when a tuning spec is read, and this one was read already",
+                        fix="pass the tuning spec's path with overrides=, or read it with "
+                            "load_tuning(path, overrides)")
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job if region is None else loaded.job.in_region(region), boto)
     return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=name,

@@ -54,3 +54,16 @@ def test_an_override_that_is_not_text_names_the_list_form(write_spec, overrides)
 
     assert "an override is a `key.path=value` string" in refused.value.message
     assert refused.value.fix == 'pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string'
+
+
+def test_overrides_for_a_tuning_spec_read_already_are_refused_not_dropped(write_spec, monkeypatch):
+    """Before, `plan_tuning(load_tuning(path), overrides=[...])` planned the spec as read, without the overrides."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    loaded = load_tuning(_search(write_spec()))
+
+    with pytest.raises(SpecError) as refused:
+        orchestrator.plan_tuning(loaded, overrides=["instance.count=3"])
+
+    assert "read already" in refused.value.message
+    assert "load_tuning(path, overrides)" in refused.value.fix
+    assert orchestrator.plan_tuning(loaded).job.spec.instance.count == loaded.job.spec.instance.count
