@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import difflib
+import math
 import re
 import stat
 import sys
@@ -31,8 +32,8 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
-from orchestrator.specs.yaml_readings import (NoSuchDate, SpecLoader, as_written, described, first_misread_key,
-                                              mapping_value, misread_key, quoted_key_fix)
+from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
+                                              first_misread_key, mapping_value, misread_key, quoted_key_fix)
 from orchestrator.wording import counted
 
 if TYPE_CHECKING:
@@ -370,6 +371,8 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
                 f"replace the tab on line {mark.line + 1} with spaces (your editor can insert spaces for the Tab key)")
     if isinstance(exc, NoSuchDate):
         return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
+    if isinstance(exc, BareEquals):
+        return f"YAML: {problem}", 'write it in quotes: "="'
     if isinstance(exc, yaml.composer.ComposerError) and problem == "but found another document":
         return ("YAML: a second document starts here (`---`); a spec file holds one",
                 "remove this `---` and what follows it, or put the other document in a file of its own")
@@ -543,6 +546,11 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     try:
         _check_shape(value_text, lambda mark: shown)
         value = _override_value(dotted, value_text, shown)
+    except BareEquals as exc:
+        if value_text.strip() != "=":  # `--set sep==` is the text "="; `[a, =]` would silently be a string
+            raise SpecError(f"{shown}: {exc.problem}", fix="write it in quotes" + (
+                "" if is_secret_name(dotted) else f": --set '{dotted}={_quoted_at(value_text, exc.problem_mark)}'"))
+        value = value_text
     except yaml.YAMLError:
         value = value_text
     return loc, _plain(value)
@@ -565,6 +573,11 @@ def _override_value(dotted: str, text: str, shown: str) -> Any:
         return loader.construct_document(as_written(node) if dotted.split(".")[0] == "hyperparameters" else node)
     finally:
         loader.dispose()
+
+
+def _quoted_at(text: str, mark: Any) -> str:
+    """`text` with the `=` at `mark` quoted: `{lr: =}` -> `{lr: "="}`."""
+    return f'{text[:mark.index]}"="{text[mark.index + 1:]}'
 
 
 def _shortened(text: str, limit: int = 60) -> str:
@@ -718,20 +731,73 @@ def _closest(name: Any, known: set[str]) -> str | None:
 def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: _Places,
                            overrides: dict[Loc, str]) -> Problem:
     loc = _error_loc(error)
-    dotted = ".".join(str(part) for part in loc)
-    kind = error["type"]
-    message = error["msg"]
-    if kind == "value_error":
-        message = message.removeprefix("Value error, ")
-    secret = any(is_secret_name(str(part)) for part in loc)
-    written = _as_written(loc, error.get("input"), places.texts, overrides)
-    wrong = _Wrong(kind, loc, error.get("input"), error.get("ctx") or {}, secret, written,
-                   overrides[loc].partition("=")[0] if loc in overrides else None)
-    if kind == "string_type" and not isinstance(wrong.value, (list, dict, type(None))):
-        message = ("YAML read the value as a number, boolean or date" if secret else
-                   f"YAML read {written} as {described(wrong.value, written)}") + ", and this field takes text"
-    return Problem(_where(path, places.positions, overrides, loc), dotted, message, _fix_for(wrong),
-                   order=_order(places.positions, overrides, loc))
+    wrong = _wrong_of(error, loc, places.texts, overrides)
+    return Problem(_where(path, places.positions, overrides, loc), ".".join(str(part) for part in loc),
+                   _said(wrong, error["msg"]), _fix_for(wrong), order=_order(places.positions, overrides, loc))
+
+
+def _wrong_of(error: Mapping[str, Any], loc: Loc, texts: dict[Loc, str], overrides: dict[Loc, str]) -> _Wrong:
+    return _Wrong(error["type"], loc, error.get("input"), error.get("ctx") or {},
+                  any(is_secret_name(str(part)) for part in loc), _as_written(loc, error.get("input"), texts, overrides),
+                  overrides[loc].partition("=")[0] if loc in overrides else None)
+
+
+def _said(wrong: _Wrong, message: str) -> str:
+    """pydantic's message, or, for text YAML read as a number, boolean or date, what YAML read: a job spec and a
+    tuning spec word it alike."""
+    if not _is_misread_text(wrong):
+        return message.removeprefix("Value error, ")
+    read = ("the value as a number, boolean or date" if wrong.secret
+            else f"{wrong.written} as {described(wrong.value, wrong.written or '')}")
+    return f"YAML read {read}, and this field takes text"
+
+
+def _is_misread_text(wrong: _Wrong) -> bool:
+    """A text field given a number, boolean or date, or a choice YAML read as one (`early_stopping: Off` is
+    false)."""
+    if isinstance(wrong.value, (str, list, dict, type(None))):
+        return False
+    return wrong.kind == "string_type" or (wrong.kind in ("literal_error", "enum") and _choice_meant(wrong) is not None)
+
+
+def _choices(ctx: Mapping[str, Any]) -> list[str]:
+    """The allowed values of an enum or literal error (`'Off' or 'Auto'`)."""
+    return [choice.strip(" '") for choice in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
+
+
+def _choice_fix(value: Any, ctx: Mapping[str, Any]) -> str:
+    """`did you mean `Logarithmic`?` for a mistyped choice, else the choices."""
+    choices = _choices(ctx)
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+    return f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(choices)}"
+
+
+def _choice_meant(wrong: _Wrong) -> str | None:
+    """The choice whose text the user wrote (`Off`, `off`), spelled as the field takes it."""
+    return next((choice for choice in _choices(wrong.ctx) if choice.lower() == (wrong.written or "").lower()), None)
+
+
+def _value_fix(wrong: _Wrong) -> str | None:
+    """The fix for a value YAML read as another type than the field takes, in both spec kinds' words: text quoted
+    as written, a choice quoted as the field spells it, a whole number without its decimals."""
+    if wrong.kind == "string_type":
+        return _string_fix(wrong)
+    if _is_misread_text(wrong):
+        return _string_fix(dataclasses.replace(wrong, written=_choice_meant(wrong)))
+    if (wrong.kind in ("int_type", "int_from_float") and isinstance(wrong.value, float)
+            and math.isfinite(wrong.value) and wrong.loc):
+        return _whole_number_fix(wrong)
+    return None
+
+
+def _whole_number_fix(wrong: _Wrong) -> str:
+    """`write it without the decimal point: count: 2`, or for 2.5 the whole numbers either side."""
+    value = wrong.value
+    numbers = [int(value)] if value.is_integer() else [math.floor(value), math.ceil(value)]
+    written = [f"--set {wrong.set_key}={number}" if wrong.set_key else _written_at(wrong.loc, str(number))
+               for number in numbers]
+    return ("write it without the decimal point: " if value.is_integer() else "write a whole number: ") + \
+        " or ".join(written)
 
 
 def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc, str]) -> str:
@@ -765,6 +831,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
     name = str(loc[-1]) if loc else ""
     if "fix" in ctx:  # the model's own errors carry their fix
         return str(ctx["fix"])
+    if fix := _value_fix(wrong):
+        return fix
     if kind == "extra_forbidden":
         known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
         if suggested:
@@ -772,16 +840,12 @@ def _fix_for(wrong: _Wrong) -> str | None:
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
-    if kind == "string_type":
-        return _string_fix(wrong)
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":
         return f"use true or false, e.g. {name}: true"
-    if kind == "enum":
-        choices = [choice.strip(" '") for choice in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
-        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
-        return f"did you mean `{close[0]}`?" if close else f"use one of: {', '.join(choices)}"
+    if kind in ("enum", "literal_error"):
+        return _choice_fix(value, ctx)
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         bound = next(iter(ctx.values()), None)
         words = {"greater_than_equal": "at least", "greater_than": "more than",
@@ -918,14 +982,15 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
     path = Path(path)
     overrides = _override_texts(overrides)
     text = _read_text(path)
-    raw, positions = _parse_tuning(text, path)
+    raw, places = _parse_tuning(text, path)
+    positions = places.positions
     if not isinstance(raw, dict):
         raise InvalidTuningSpec([Problem(f"{path}:1:1", "", "the tuning spec must be a mapping of keys to values",
                                          "start with `job: my-job.yaml`")])
     try:
         spec = TuningSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [_tuning_problem(error, path, positions) for error in
+        problems = [_tuning_problem(error, path, places) for error in
                     _without_misspelled_required(exc.errors(include_url=False), _tuning_error_loc, _tuning_fields_at)]
         raise InvalidTuningSpec(sorted(problems, key=lambda problem: problem.order)) from None
     located = [Problem(_tuning_where(path, positions, _tuning_loc(field)), field, message, fix)
@@ -949,9 +1014,10 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
     return LoadedTuning(spec=spec, job=job, path=path, job_overrides=overrides)
 
 
-def _parse_tuning(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]]]:
-    """As `_parse_yaml`: a key YAML reads as other text is refused, and a categorical value keeps the text written
-    where YAML would read it as other text (`values: [on, off]` are "on" and "off", not "True" and "False")."""
+def _parse_tuning(text: str, path: Path) -> tuple[Any, _Places]:
+    """As `_parse_yaml`, with the job spec's collector: a key YAML reads as other text is refused, and a categorical
+    value keeps the text written where YAML would read it as other text (`values: [on, off]` are "on" and "off",
+    not "True" and "False")."""
     import yaml
 
     loader = _yaml_loader_class()(text)
@@ -960,45 +1026,21 @@ def _parse_tuning(text: str, path: Path) -> tuple[Any, dict[Loc, tuple[int, int]
         node = loader.get_single_node()
         if node is None:
             raise InvalidTuningSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `job: my-job.yaml`")])
-        positions: dict[Loc, tuple[int, int]] = {(): (1, 1)}
-        misread: list[Problem] = []
-        _collect_tuning_positions(node, (), positions, path, misread)
-        if misread:
-            raise InvalidTuningSpec(misread)
+        places = _Places(positions={(): (1, 1)})
+        _collect_positions(node, (), places, path)
+        if places.misread_keys:
+            raise InvalidTuningSpec(places.misread_keys)
         parameters = mapping_value(node, "parameters")
         for _, parameter in parameters.value if isinstance(parameters, yaml.MappingNode) else ():
             as_written(mapping_value(parameter, "values"))
         document = loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise InvalidTuningSpec([Problem(_yaml_error_place(exc, path, text), "", *_yaml_refusal(exc, text))]) from None
+    except InvalidSpec as exc:  # the job spec's checks of shape and keys, said of the tuning spec
+        raise InvalidTuningSpec(exc.problems) from None
     finally:
         loader.dispose()
-    return _plain(document), positions
-
-
-def _collect_tuning_positions(node: Any, loc: Loc, positions: dict[Loc, tuple[int, int]], path: Path,
-                              misread: list[Problem]) -> None:
-    """Every key path's line and column; a duplicate key is an error, as in job specs, and so is each key YAML
-    reads as other text (added to `misread`)."""
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            if reading := misread_key(key_node):
-                misread.append(Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key_node.value))),
-                                       reading, quoted_key_fix(key_node, value_node)))
-            if key_node.value in seen:
-                raise InvalidTuningSpec([Problem(f"{path}:{where[0]}:{where[1]}", key_node.value, "duplicate key",
-                                                 "remove or rename one of the two")])
-            seen.add(key_node.value)
-            positions[(*loc, key_node.value)] = where
-            _collect_tuning_positions(value_node, (*loc, key_node.value), positions, path, misread)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _collect_tuning_positions(item, (*loc, index), positions, path, misread)
+    return _plain(document), places
 
 
 def _tuning_loc(dotted: str) -> Loc:
@@ -1019,10 +1061,15 @@ def _tuning_error_loc(error: Mapping[str, Any]) -> Loc:
                  and part not in ("continuous", "integer", "categorical", "str", "int", "float", "bool"))
 
 
-def _tuning_problem(error: Any, path: Path, positions: dict[Loc, tuple[int, int]]) -> Problem:
-    loc = _tuning_error_loc(error)
-    message = error["msg"].removeprefix("Value error, ")
-    return Problem(_tuning_where(path, positions, loc), ".".join(map(str, loc)), message, _tuning_fix(error, loc),
+def _tuning_problem(error: Any, path: Path, places: _Places) -> Problem:
+    """Worded as a job spec's problem is where both have the same mistake (`_said`, `_value_fix`)."""
+    loc, positions = _tuning_error_loc(error), places.positions
+    wrong = _wrong_of(error, loc, places.texts, {})
+    fix = _value_fix(wrong)
+    if fix and wrong.kind != "string_type" and loc[:1] == ("parameters",) and loc[-1:] in (("min",), ("max",)):
+        fix += " (or make the range type: continuous)"
+    return Problem(_tuning_where(path, positions, loc), ".".join(map(str, loc)), _said(wrong, error["msg"]),
+                   fix or _tuning_fix(error, loc),
                    order=next((positions[loc[:depth]] for depth in range(len(loc), -1, -1) if loc[:depth] in positions),
                               (0, 0)))
 
@@ -1040,7 +1087,7 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
     if kind == "union_tag_invalid":
         return "use type: continuous, integer or categorical"
     if kind in ("literal_error", "enum"):
-        return f"use one of: {ctx.get('expected', '')}"
+        return _choice_fix(error.get("input"), ctx)
     words = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most",
              "less_than": "less than"}
     if kind in words:

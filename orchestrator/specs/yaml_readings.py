@@ -36,6 +36,18 @@ def _date(constructor: Any, node: yaml.ScalarNode) -> Any:
         raise NoSuchDate(node, str(exc)) from None
 
 
+class BareEquals(yaml.constructor.ConstructorError):
+    """An unquoted `=` as a value: YAML 1.1's "value" indicator, which PyYAML cannot build ("could not determine a
+    constructor for the tag 'tag:yaml.org,2002:value'"). As a key, PyYAML keeps it as the text `=`."""
+
+    def __init__(self, node: yaml.ScalarNode) -> None:
+        super().__init__(None, None, "an unquoted = is YAML's value indicator, not text", node.start_mark)
+
+
+def _bare_equals(constructor: Any, node: yaml.ScalarNode) -> Any:
+    raise BareEquals(node)
+
+
 class _Constructor(yaml.constructor.SafeConstructor):
     pass
 
@@ -47,6 +59,7 @@ class SpecLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore
 
 for _class in (_Constructor, SpecLoader):
     _class.add_constructor("tag:yaml.org,2002:timestamp", _date)
+    _class.add_constructor("tag:yaml.org,2002:value", _bare_equals)
 
 
 def _reading(node: yaml.ScalarNode) -> Any:

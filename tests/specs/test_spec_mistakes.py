@@ -125,3 +125,20 @@ def test_a_mistyped_s3_scheme_gets_the_uri_meant(write_spec, old, new, line, fie
     does not exist")."""
     [(at, named, _, fix)] = _problems(write_spec, _edited(old, new))
     assert (at, named, fix) == (line, field, f"did you mean {meant}?")
+
+
+@pytest.mark.parametrize(("count", "fix"), [("2.0", "write it without the decimal point: count: 2"),
+                                            ("2.5", "write a whole number: count: 2 or count: 3")])
+def test_a_whole_number_field_given_a_decimal_gets_the_whole_number_to_write(write_spec, count, fix):
+    """There was no fix at all: only pydantic's `Input should be a valid integer`."""
+    assert _problems(write_spec, _edited("count: 2", f"count: {count}")) == [
+        (6, "instance.count", "Input should be a valid integer", fix)]
+
+
+def test_a_tuning_spec_refused_for_its_shape_says_it_is_the_tuning_spec(spec_dir):
+    """The shape checks are the job spec's: their refusal said `1 problem in the job spec` of a tuning spec."""
+    (spec_dir / "tune.yaml").write_text("job: spec.yaml\ntags: " + "[" * 40 + "]" * 40 + "\n")
+    with pytest.raises(InvalidTuningSpec) as refused:
+        load_tuning(spec_dir / "tune.yaml")
+    assert str(refused.value).startswith("1 problem in the tuning spec:")
+    assert refused.value.problems[0].where.startswith(f"{spec_dir / 'tune.yaml'}:2:")

@@ -73,6 +73,23 @@ CASES = [
      "parameters.batch-size", "make min smaller than max"),
     ("unknown-range-type", _swap("type: integer", "type: int"), JOB, "search.yaml:6", "parameters.batch-size",
      "continuous, integer or categorical"),
+    ("typo-in-a-range", _swap("values: [sgd, adam]", "valeus: [sgd, adam]"), JOB, "search.yaml:7",
+     "parameters.optimizer.valeus", "did you mean `values`?"),
+    ("typo-in-the-objective", _swap("metric:", "metirc:"), JOB, "search.yaml:2", "objective.metirc",
+     "did you mean `metric`?"),
+    # it was `write a whole number without quotes, e.g. min: 2`: nothing was quoted
+    ("integer-range-of-floats", _swap("min: 16, max: 128", "min: 16.5, max: 128.0"), JOB, "search.yaml:6:42",
+     "parameters.batch-size.max", "fix: write it without the decimal point: max: 128 (or make the range type: "
+                                  "continuous)"),
+    ("integer-range-of-fractions", _swap("min: 16, max: 128", "min: 16.5, max: 128"), JOB, "search.yaml:6:31",
+     "parameters.batch-size.min", "fix: write a whole number: min: 16 or min: 17"),
+    # it was `use one of: ...` without the choice meant
+    ("mistyped-scaling", _swap("scaling: Logarithmic", "scaling: Logarithmc"), JOB, "search.yaml:5",
+     "parameters.lr.scaling", "did you mean `Logarithmic`?"),
+    ("mistyped-strategy", _swap("strategy: Bayesian", "strategy: bayesian"), JOB, "search.yaml:3:1", "strategy",
+     "did you mean `Bayesian`?"),
+    ("duplicate-categorical-values", _swap("values: [sgd, adam]", "values: [sgd, sgd]"), JOB, "search.yaml:7",
+     "parameters.optimizer.values", "list each value once"),
     ("objective-not-a-metric", _swap('"train:loss"', '"validation:accuracy"'), JOB, "search.yaml:2",
      "objective.metric", "not among the job's metric definitions (train:loss, eval:loss, train:learning_rate, train:samples_per_sec, train:epoch)"),
     ("tuned-and-static", TUNING, _swap("seed: 1}", "seed: 1, lr: 0.05}", JOB), "job.yaml:7", "hyperparameters.lr",

@@ -157,3 +157,60 @@ def test_text_yaml_reads_as_a_date_that_does_not_exist_is_refused_at_its_line_or
                          'write it in quotes if it is text: "2024-02-30"')]
     assert load(write_spec(SPEC + "hyperparameters: {released: 2024-13-45}\n")).spec.hyperparameters == {
         "released": "2024-13-45"}
+
+
+TUNING = """\
+job: spec.yaml
+objective: {metric: "train:loss", type: Minimize}
+strategy: Random
+max_jobs: 2
+parameters:
+  lr: {type: continuous, min: 0.001, max: 0.1}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "line", "field", "message", "fix"), [
+    ('metric: "train:loss"', "metric: 2.10", 2, "objective.metric",
+     "YAML read 2.10 as the number 2.1, and this field takes text", 'write it in quotes: metric: "2.10"'),
+    ("max_jobs: 2", "max_jobs: 2\ntags: {team: yes}", 5, "tags.team",
+     "YAML read yes as the boolean true, and this field takes text", 'write it in quotes: team: "yes"'),
+    ("max_jobs: 2", "max_jobs: 2\nname: 2024-01-01", 5, "name",
+     "YAML read 2024-01-01 as the date 2024-01-01, and this field takes text",
+     'write it in quotes: name: "2024-01-01"'),
+    # the documented choice, unquoted, is YAML's false: it was `use one of: 'Off' or 'Auto'`
+    ("max_jobs: 2", "max_jobs: 2\nearly_stopping: Off", 5, "early_stopping",
+     "YAML read Off as the boolean false, and this field takes text", 'write it in quotes: early_stopping: "Off"'),
+])
+def test_a_tuning_spec_text_field_yaml_reads_as_a_number_is_worded_as_a_job_specs(spec_dir, write_spec, old, new,
+                                                                                   line, field, message, fix):
+    write_spec(SPEC)
+    (spec_dir / "tune.yaml").write_text(TUNING.replace(old, new))
+    result = CliRunner().invoke(main, ["tune", "validate", str(spec_dir / "tune.yaml")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert f"tune.yaml:{line}:" in result.output and f"{field}: {message}" in result.output
+    assert f"fix: {fix}" in result.output
+
+
+def test_an_unquoted_equals_sign_is_refused_at_its_line_in_either_spec(spec_dir, write_spec):
+    """PyYAML's own words were "could not determine a constructor for the tag 'tag:yaml.org,2002:value'"."""
+    said = (None, "YAML: an unquoted = is YAML's value indicator, not text", 'write it in quotes: "="')
+    assert _refusals(write_spec, SPEC + "hyperparameters:\n  epochs: 3\n  separator: =\n") == [(8, *said)]
+    write_spec(SPEC)
+    (spec_dir / "tune.yaml").write_text(TUNING + "tags: {team: =}\n")
+    with pytest.raises(InvalidTuningSpec) as refused:
+        load_tuning(spec_dir / "tune.yaml")
+    assert [(problem.where, problem.message, problem.fix) for problem in refused.value.problems] == [
+        (f"{spec_dir / 'tune.yaml'}:7:14", *said[1:])]
+    # as a key, YAML keeps the text `=` (a tag key may hold one)
+    assert load(write_spec(SPEC + "tags: {= : x}\n")).spec.tags == {"=": "x"}
+
+
+def test_an_unquoted_equals_sign_in_a_set_value_is_refused_with_the_quoted_override(write_spec):
+    """`--set hyperparameters.opt=[a, =]` was silently the string "[a, =]"; a lone `=` is that text, as written."""
+    result = CliRunner().invoke(main, ["validate", str(write_spec(SPEC)), "--set", "hyperparameters.opt=[a, =]"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "--set hyperparameters.opt=[a, =]: an unquoted = is YAML's value indicator, not text" in result.output
+    assert """write it in quotes: --set 'hyperparameters.opt=[a, "="]'""" in result.output
+    assert load(write_spec(SPEC), ["hyperparameters.separator=="]).spec.hyperparameters == {"separator": "="}
