@@ -24,6 +24,23 @@ SM_NUM_GPUS = "SM_NUM_GPUS"
 SM_RESOURCE_CONFIG = "SM_RESOURCE_CONFIG"
 SM_TRAINING_ENV = "SM_TRAINING_ENV"
 SM_FRAMEWORK_PARAMS = "SM_FRAMEWORK_PARAMS"
+SM_HP_PREFIX = "SM_HP_"
+# Every variable the toolkit sets before the entry point starts, replacing any value the job's Environment gave:
+# `Environment.to_env_vars` (SM_ + each key, written over os.environ) and the three it assigns itself. A test reads
+# them from the installed toolkit's source. SM_CHANNEL_<NAME> and SM_HP_<NAME> are set once per channel and
+# hyperparameter.
+TOOLKIT_SET_VARIABLES = frozenset({
+    *(f"SM_{key.upper()}" for key in (
+        "hosts", "network_interface_name", "hps", "user_entry_point", "framework_params", "resource_config",
+        "input_data_config", "output_data_dir", "channels", "current_host", "current_instance_type",
+        "current_instance_group", "current_instance_group_hosts", "instance_groups", "instance_groups_dict",
+        "distribution_instance_groups", "is_hetero", "module_name", "log_level", "framework_module", "input_dir",
+        "input_config_dir", "output_dir", "num_cpus", "num_gpus", "num_neurons", "model_dir", "module_dir",
+        "training_env", "user_args", "output_intermediate_dir", "topology")),
+    "CURRENT_HOST", "SAGEMAKER_JOB_NAME", "SAGEMAKER_REGION",
+})
+# smtrain's own variables (the emulator's, the CLI's settings): a job's environment never holds them.
+SMTRAIN_PREFIX = "SMTRAIN_"
 # The hyperparameter flag the SDK sends for smddp (and pytorchddp, which it rewrites into smddp).
 SMDDP_ENABLED_FLAG = "sagemaker_distributed_dataparallel_enabled"
 # The channel the shared trainer reads real data from (SM_CHANNEL_TRAIN).

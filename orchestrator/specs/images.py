@@ -87,8 +87,25 @@ def region_fix(region: str) -> str:
     """The fix for a region with no images: the region meant (`us-east1`, `US-EAST-1`, `us-est-1` are typos of
     us-east-1, which the API would answer only with an endpoint error), else what else to do."""
     otherwise = "pick another region, or give image_uri (an image in your own ECR)"
-    close = difflib.get_close_matches(region.strip().lower(), sorted(_table()["registries"]), n=1, cutoff=0.85)
-    return f"did you mean `{close[0]}`? If not: {otherwise}" if close else otherwise
+    typed = region.strip().lower()
+    close = difflib.get_close_matches(typed, sorted(_table()["registries"]), n=5, cutoff=0.85)
+    if not close:
+        return otherwise
+    best = difflib.SequenceMatcher(None, typed, close[0]).ratio()
+    tied = [name for name in close if difflib.SequenceMatcher(None, typed, name).ratio() == best]
+    meant = min(tied, key=lambda name: (_first_letters(name) != _first_letters(typed),
+                                        not _one_letter_dropped(typed, name)))
+    return f"did you mean `{meant}`? If not: {otherwise}"
+
+
+def _first_letters(region: str) -> list[str]:
+    """`us-east-1` -> u, e, 1: a word's first letter is seldom the one mistyped."""
+    return [word[:1] for word in region.split("-")]
+
+
+def _one_letter_dropped(typed: str, name: str) -> bool:
+    """`us-est-1` is `us-east-1` with a letter dropped, a likelier typo than a changed letter."""
+    return len(name) == len(typed) + 1 and any(name[:index] + name[index + 1:] == typed for index in range(len(name)))
 
 
 def processor(family: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import difflib
+import json
 import math
 import re
 import stat
@@ -285,7 +286,7 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
                                    "the spec must be a mapping of keys to values", "start with `name: my-job`")])
     secrets = _spec_secrets(raw)
     try:
-        spec = JobSpec.model_validate(raw)
+        spec = JobSpec.model_validate(_without_extension_keys(raw))
     except ValidationError as exc:
         problems = [_problem_from_pydantic(error, path, places, overrides)
                     for error in _without_misspelled_required(exc.errors(include_url=False), _error_loc, _fields_at)]
@@ -302,6 +303,15 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
     if problems:
         raise InvalidSpec([_masked(problem, secrets) for problem in problems])
     return LoadedSpec(spec=spec, findings=findings, path=path, _positions=positions, _overrides=overrides)
+
+
+EXTENSION_PREFIX = "x-"
+"""Top-level keys starting with it are the user's own (anchors to reuse, notes), left out of the spec, as
+docker-compose leaves out its `x-` extension fields."""
+
+
+def _without_extension_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in raw.items() if not key.startswith(EXTENSION_PREFIX)}
 
 
 def _spec_secrets(raw: Mapping[str, Any]) -> frozenset[str]:
@@ -329,6 +339,8 @@ class _Places:
     texts: dict[Loc, str] = field(default_factory=dict)
     misread_keys: list[Problem] = field(default_factory=list)
     """Keys YAML reads as other text than written (`yes` as true), each refused at its line."""
+    anchor_holders: set[str] = field(default_factory=set)
+    """Top-level keys whose value defines an anchor (`common: &c {...}`): an unknown one is told where anchors go."""
 
 
 def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
@@ -343,7 +355,7 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
         node = loader.get_single_node()
         if node is None:
             raise InvalidSpec([Problem(f"{path}:1:1", "", "the file is empty", "start with `name: my-job`")])
-        places = _Places(positions={(): (1, 1)})
+        places = _Places(positions={(): (1, 1)}, anchor_holders=_anchor_holders(node, text))
         _collect_positions(node, (), places, path)
         as_written(mapping_value(node, "hyperparameters"))
         document = _plain(loader.construct_document(node))
@@ -355,6 +367,17 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, _Places]:
         secrets = _spec_secrets(document) if isinstance(document, dict) else frozenset()
         raise InvalidSpec([_masked(problem, secrets) for problem in places.misread_keys])
     return document, places
+
+
+def _anchor_holders(node: Any, text: str) -> set[str]:
+    """The top-level keys whose value is written with an anchor right there (`common: &c {...}`), not an alias to
+    one written earlier (the composer gives an alias the anchored node itself)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return set()
+    return {key.value for key, value in node.value if value.start_mark.index > key.end_mark.index
+            and text[value.start_mark.index:value.start_mark.index + 1] == "&"}
 
 
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
@@ -731,15 +754,17 @@ def _closest(name: Any, known: set[str]) -> str | None:
 def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: _Places,
                            overrides: dict[Loc, str]) -> Problem:
     loc = _error_loc(error)
-    wrong = _wrong_of(error, loc, places.texts, overrides)
+    wrong = _wrong_of(error, loc, places, overrides)
     return Problem(_where(path, places.positions, overrides, loc), ".".join(str(part) for part in loc),
                    _said(wrong, error["msg"]), _fix_for(wrong), order=_order(places.positions, overrides, loc))
 
 
-def _wrong_of(error: Mapping[str, Any], loc: Loc, texts: dict[Loc, str], overrides: dict[Loc, str]) -> _Wrong:
+def _wrong_of(error: Mapping[str, Any], loc: Loc, places: _Places, overrides: dict[Loc, str]) -> _Wrong:
     return _Wrong(error["type"], loc, error.get("input"), error.get("ctx") or {},
-                  any(is_secret_name(str(part)) for part in loc), _as_written(loc, error.get("input"), texts, overrides),
-                  overrides[loc].partition("=")[0] if loc in overrides else None)
+                  any(is_secret_name(str(part)) for part in loc),
+                  _as_written(loc, error.get("input"), places.texts, overrides),
+                  overrides[loc].partition("=")[0] if loc in overrides else None,
+                  holds_anchor=len(loc) == 1 and loc[0] in places.anchor_holders)
 
 
 def _said(wrong: _Wrong, message: str) -> str:
@@ -823,6 +848,8 @@ class _Wrong:
     set_key: str | None = None
     """The key of the `--set` that gave the value, whose fix is a `--set` too (the shell would strip quotes
     written as in the file)."""
+    holds_anchor: bool = False
+    """A top-level key whose value defines an anchor."""
 
 
 def _fix_for(wrong: _Wrong) -> str | None:
@@ -837,9 +864,15 @@ def _fix_for(wrong: _Wrong) -> str | None:
         known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
         if suggested:
             return f"did you mean `{suggested}`?"
+        if wrong.holds_anchor:
+            return (f"to keep the anchor, rename the key {EXTENSION_PREFIX}{name} (top-level keys starting with "
+                    f"{EXTENSION_PREFIX} are yours, left out of the spec), or define the anchor inside a field the "
+                    "spec knows")
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
+    if (item := _the_one_item(kind, value)) is not None:
+        return f"write the value itself, not a list: {_written_at(loc, item)}"
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":
@@ -862,6 +895,17 @@ def _fix_for(wrong: _Wrong) -> str | None:
     if kind in ("too_long", "string_too_long"):
         return f"at most {ctx.get('max_length')} entries or characters are allowed"
     return None
+
+
+def _the_one_item(kind: str, value: Any) -> str | None:
+    """`count: [2]` -> "2": a number or boolean field given a list of one such value, written as YAML writes it."""
+    takes = {"int_type": (int,), "float_type": (int, float), "bool_type": (bool,)}.get(kind)
+    if takes is None or not isinstance(value, list) or len(value) != 1:
+        return None
+    item = value[0]
+    if not isinstance(item, takes) or (isinstance(item, bool) and kind != "bool_type"):
+        return None
+    return json.dumps(item)
 
 
 def _string_fix(wrong: _Wrong) -> str:
@@ -1064,7 +1108,7 @@ def _tuning_error_loc(error: Mapping[str, Any]) -> Loc:
 def _tuning_problem(error: Any, path: Path, places: _Places) -> Problem:
     """Worded as a job spec's problem is where both have the same mistake (`_said`, `_value_fix`)."""
     loc, positions = _tuning_error_loc(error), places.positions
-    wrong = _wrong_of(error, loc, places.texts, {})
+    wrong = _wrong_of(error, loc, places, {})
     fix = _value_fix(wrong)
     if fix and wrong.kind != "string_type" and loc[:1] == ("parameters",) and loc[-1:] in (("min",), ("max",)):
         fix += " (or make the range type: continuous)"

@@ -29,11 +29,13 @@ from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_CHECKPOINT_DIR
 from orchestrator.redact import masks_its_repr, secret_values
+from orchestrator.specs.bucket_names import bucket_like, bucket_name_problem, bucket_of
 from orchestrator.specs.catalog import catalog
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.metric_regex import MetricRegexError, compile_metric_regex
 from orchestrator.specs.modes import Mode, ModeRules
 from orchestrator.specs.path_names import path_name_problem
+from orchestrator.specs.reserved_environment import reserved_name_problem
 
 # CreateTrainingJob's limits and IAM's role-name rule as botocore states them, extracted into a small data file
 # by scripts/refresh_api_limits.py (a test regenerates it and fails on drift).
@@ -77,6 +79,12 @@ def _shorter_name_fix(name: str) -> str:
             f"random tag too, and shortens the name to fit); e.g. name: {shorter}")
 
 
+def _job_name_like(name: str) -> str:
+    """The job name likely meant: every run of other characters (`_`, `.`, spaces) one hyphen, `mlp_torchrun` ->
+    `mlp-torchrun`."""
+    return re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-") or "my-job"
+
+
 def _invalid(message: str, fix: str) -> PydanticCustomError:
     """A validation error whose fix the loader prints on its own `fix:` line."""
     return PydanticCustomError("spec_value", "{message}", {"message": message, "fix": fix})
@@ -93,7 +101,8 @@ def is_uri(location: str) -> bool:
 
 
 def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
-    """An S3 location as the API's pattern for `member` takes it; `s3_only` where smtrain itself needs the bucket."""
+    """An S3 location as the API's pattern for `member` takes it, naming a bucket S3 could have; `s3_only` where
+    smtrain itself needs the bucket."""
     if (s3_only and not value.startswith("s3://")) or not _api_pattern(member).fullmatch(value):
         kind = "an s3:// URI" if s3_only else "an S3 URI (s3://bucket/prefix or an https:// S3 URL)"
         mistyped = _MISTYPED_S3.fullmatch(value)
@@ -102,29 +111,18 @@ def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
     limit = api_limit(member, "max")
     if len(value) > limit:
         raise _invalid(f"the URI is {len(value)} characters; SageMaker allows {limit}", "use a shorter prefix")
-    return value
+    return _existing_bucket(value) if value.startswith("s3://") else value
 
 
-# S3's rules for a bucket created today (general purpose buckets); SageMaker's URI pattern checks none of them.
-_BUCKET_NAME = re.compile(r"(?!\d+\.\d+\.\d+\.\d+$)(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-
-
-def _writable_bucket(value: str) -> str:
-    """An s3:// location smtrain writes to names a bucket S3 could have: caught here (exit 2), not as NoSuchBucket
-    after the source was packed."""
-    bucket = value.removeprefix("s3://").partition("/")[0]
-    if not _BUCKET_NAME.fullmatch(bucket):
-        raise _invalid(f"{bucket!r} is not an S3 bucket name",
+def _existing_bucket(value: str) -> str:
+    """An s3:// location names a bucket S3 could have: caught here (exit 2), not as NoSuchBucket after the source
+    was packed, or as a channel the job cannot read."""
+    bucket = bucket_of(value)
+    if (problem := bucket_name_problem(bucket)) is not None:
+        raise _invalid(f"{bucket!r} is not an S3 bucket name: it {problem}",
                        "bucket names are 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending "
-                       f"with a letter or digit, e.g. s3://{_bucket_like(bucket)}/")
+                       f"with a letter or digit, e.g. s3://{bucket_like(bucket)}/")
     return value
-
-
-def _bucket_like(bucket: str) -> str:
-    """The name lowercased, other characters made hyphens: the likely meant bucket, for the fix; `my-bucket` where
-    that is no bucket name either (too short or long: `s3://b/` would repeat the mistake)."""
-    like = re.sub(r"[^a-z0-9.-]", "-", bucket.lower()).strip(".-")
-    return like if _BUCKET_NAME.fullmatch(like) else "my-bucket"
 
 
 def _environment_name(name: str) -> str:
@@ -133,6 +131,8 @@ def _environment_name(name: str) -> str:
         raise _invalid(f"{name!r} is not an environment variable name SageMaker accepts",
                        f"use letters, digits and underscores, not starting with a digit (at most {limit}), "
                        f"e.g. {re.sub(r'[^a-zA-Z0-9_]', '_', name).lstrip('0123456789') or 'MY_VARIABLE'}")
+    if (reserved := reserved_name_problem(name)) is not None:
+        raise _invalid(*reserved)
     return name
 
 
@@ -208,9 +208,10 @@ def _hyperparameter_value(value: Any) -> Any:
 def _channel_name(name: str) -> str:
     limit = api_limit("InputDataConfig[].ChannelName", "max")
     if not _api_pattern("InputDataConfig[].ChannelName").fullmatch(name) or len(name) > limit:
-        raise _invalid(f"{name!r} is not a channel name SageMaker accepts",
-                       f"use letters, digits, '.', '-' and '_' (at most {limit}), e.g. "
-                       f"{re.sub(r'[^A-Za-z0-9._-]', '_', name) or 'train'}")
+        like = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:limit].rstrip("._-")
+        raise _invalid(f"{name[:limit]!r}{'...' if len(name) > limit else ''} is not a channel name SageMaker accepts"
+                       + (f" ({len(name)} characters)" if len(name) > limit else ""),
+                       f"use letters, digits, '.', '-' and '_' (at most {limit}), e.g. {like or 'train'}")
     if (problem := path_name_problem(name)) is not None:  # it names the channel's folder in /opt/ml/input/data
         raise _invalid(f"channel name {name!r} {problem}", "use a name such as train or validation")
     return name
@@ -676,6 +677,9 @@ class Experiment(_Spec):
 class JobSpec(_Spec):
     """One SageMaker PyTorch training job."""
 
+    # A spec file's top-level `x-` keys are the user's own (anchors to reuse): the loader leaves them out.
+    model_config = ConfigDict(json_schema_extra={"patternProperties": {"^x-": {}}})
+
     name: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_BASE_NAME_LENGTH})  # checked below
     """Base job name; submit appends a timestamp and a random tag (`name-YYYY-MM-DD-HH-MM-SS-mmm-xxxx`)."""
 
@@ -834,7 +838,8 @@ class JobSpec(_Spec):
             raise _invalid(f"{shown} is {len(value)} characters long, more than a job's name leaves for it",
                            _shorter_name_fix(value))
         if not _api_pattern("TrainingJobName").fullmatch(value):
-            raise ValueError(f"{value!r} is not a valid job name: use letters, digits and single hyphens")
+            raise _invalid(f"{value!r} is not a valid job name: use letters, digits and single hyphens",
+                           f"e.g. name: {_job_name_like(value)}")
         return value
 
     @field_validator("role")
@@ -859,15 +864,15 @@ class JobSpec(_Spec):
     @classmethod
     def _output_path(cls, value: str | None) -> str | None:
         # smtrain puts the source tarball in this bucket, so it needs the s3:// form (the API also takes https).
-        return value if value is None else _writable_bucket(
-            _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/outputs/", s3_only=True))
+        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/outputs/",
+                                                s3_only=True)
 
     @field_validator("code_location")
     @classmethod
     def _code_location(cls, value: str | None) -> str | None:
         # Uploaded with S3 PutObject and sent as sagemaker_submit_directory: an s3:// prefix.
-        return value if value is None else _writable_bucket(
-            _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/code/", s3_only=True))
+        return value if value is None else _uri(value, "OutputDataConfig.S3OutputPath", "s3://<bucket>/code/",
+                                                s3_only=True)
 
     @field_validator("framework_version")
     @classmethod

@@ -153,7 +153,7 @@ def test_image_default_python_is_the_newest_of_the_version():
     ({"distribution__mode": "smddp", "distribution__processes_per_host": 8, "instance__type": "ml.p4d.24xlarge",
       "framework_version": "2.2.0", "hyperparameters__trainer": "ddp"}, "processes-per-host-as-default", "notice"),
     ({"spot__enabled": True, "spot__max_wait_seconds": 90000, "keep_alive_seconds": 60,
-      "checkpoint": {"s3_uri": "s3://b/c/"}}, "spot-no-warm-pool", "unverified"),
+      "checkpoint": {"s3_uri": "s3://bkt/c/"}}, "spot-no-warm-pool", "unverified"),
 ])
 def test_capability_warning_rules_fire(spec_dir, changes, rule, severity):
     assert _rules_fired(spec_dir, **changes).get(rule) == severity

@@ -82,7 +82,7 @@ CASES = [
      "unsynchronised copy"),
     ("nccl-on-cpu", _replace("trainer: gloo", "trainer: ddp"), [], "spec.yaml:8:19", "hyperparameters.trainer",
      "NCCL, which needs GPUs"),
-    ("spot-without-max-wait", BASE_SPEC + "spot: {enabled: true}\ncheckpoint: {s3_uri: s3://b/ckpt/}\n", [],
+    ("spot-without-max-wait", BASE_SPEC + "spot: {enabled: true}\ncheckpoint: {s3_uri: s3://bkt/ckpt/}\n", [],
      "spec.yaml:10", "spot.max_wait_seconds", "spot needs spot.max_wait_seconds >= max_run_seconds"),
     ("spot-without-checkpoint", BASE_SPEC + "spot: {enabled: true, max_wait_seconds: 90000}\n", [], "spec.yaml:10",
      "spot.enabled", "restart training from step 0"),
@@ -116,18 +116,18 @@ CASES = [
     ("broken-yaml", BASE_SPEC + "inputs: {train: [\n", [], "spec.yaml:11:1", "", "YAML:"),
     ("missing-local-input", BASE_SPEC + "inputs: {train: ./data}\n", [], "spec.yaml:10:10", "inputs.train",
      "does not exist"),
-    ("channel-name", BASE_SPEC + "inputs: {'my data': s3://b/d/}\n", [], "spec.yaml:10:10", "inputs.my data",
+    ("channel-name", BASE_SPEC + "inputs: {'my data': s3://bkt/d/}\n", [], "spec.yaml:10:10", "inputs.my data",
      "e.g. my_data"),
     ("checkpoint-uri", BASE_SPEC + "checkpoint: {s3_uri: /tmp/ckpt}\n", [], "spec.yaml:10:14", "checkpoint.s3_uri",
      "is not an S3 URI"),
     ("boolean", BASE_SPEC + "spot: {enabled: maybe}\n", [], "spec.yaml:10:8", "spot.enabled", "use true or false"),
     ("list-item-key", BASE_SPEC + "metrics: [{name: loss, regex: 'loss=([0-9.]+)', regx: x}]\n", [], "spec.yaml:10",
      "metrics.0.regx", "did you mean `regex`?"),
-    ("channel-key", BASE_SPEC + "inputs: {train: {uri: 's3://b/t/', input_mod: Pipe}}\n", [], "spec.yaml:10",
+    ("channel-key", BASE_SPEC + "inputs: {train: {uri: 's3://bkt/t/', input_mod: Pipe}}\n", [], "spec.yaml:10",
      "inputs.train.input_mod", "did you mean `input_mode`?"),
     ("instance-group-key", _replace("{type: ml.c5.2xlarge, count: 2}", "{groups: [{name: a, type: ml.c5.2xlarge, "
                                     "cont: 2}]}"), [], "spec.yaml:6", "instance.groups.0.cont", "did you mean `count`?"),
-    ("isolation-code-channel", BASE_SPEC + "inputs: {code: s3://b/c/}\nnetwork: {enable_network_isolation: true}\n",
+    ("isolation-code-channel", BASE_SPEC + "inputs: {code: s3://bkt/c/}\nnetwork: {enable_network_isolation: true}\n",
      [], "spec.yaml:10:10", "inputs.code", "source code travels as an input channel named `code`"),
 ]
 
@@ -232,9 +232,9 @@ API_CASES = [
      "spec.yaml:10:", "metrics.0.name", "at most 255 characters", "at most 255"),
     ("metric-regex-length", BASE_SPEC + f"metrics: [{{name: m, regex: '({'x' * 500})'}}]\n", [],
      "spec.yaml:10:", "metrics.0.regex", "at most 500 characters", "at most 500"),
-    ("channel-name-length", BASE_SPEC + f"inputs: {{{'c' * 65}: s3://b/d/}}\n", [], "spec.yaml:10:10",
+    ("channel-name-length", BASE_SPEC + f"inputs: {{{'c' * 65}: s3://bkt/d/}}\n", [], "spec.yaml:10:10",
      "inputs." + "c" * 65, "is not a channel name SageMaker accepts", "at most 64"),
-    ("channel-count", BASE_SPEC + "inputs: " + _flow_map(21, "c{}", "s3://b/d/") + "\n", [], "spec.yaml:10:1",
+    ("channel-count", BASE_SPEC + "inputs: " + _flow_map(21, "c{}", "s3://bkt/d/") + "\n", [], "spec.yaml:10:1",
      "inputs", "at most 20 items", "at most 20 entries"),
     ("subnet-count", BASE_SPEC + "network: {subnets: [" + ", ".join(["subnet-1"] * 17) + "], security_group_ids: [sg-1]}\n",
      [], "spec.yaml:10:", "network.subnets", "at most 16 items", "at most 16 entries"),
@@ -332,7 +332,7 @@ def test_validate_passes_an_allowed_unverified_finding_and_shows_it(write_spec, 
 
 
 def test_validate_gate_appends_the_way_to_allow_when_the_rule_fix_lacks_it(write_spec):
-    spot_with_pool = (BASE_SPEC + "spot: {enabled: true, max_wait_seconds: 90000}\ncheckpoint: {s3_uri: s3://b/c/}\n"
+    spot_with_pool = (BASE_SPEC + "spot: {enabled: true, max_wait_seconds: 90000}\ncheckpoint: {s3_uri: s3://bkt/c/}\n"
                       "keep_alive_seconds: 60\n")
     result = CliRunner().invoke(main, ["validate", str(write_spec(spot_with_pool))])
     assert result.exit_code == 2, result.output

@@ -142,3 +142,127 @@ def test_a_tuning_spec_refused_for_its_shape_says_it_is_the_tuning_spec(spec_dir
         load_tuning(spec_dir / "tune.yaml")
     assert str(refused.value).startswith("1 problem in the tuning spec:")
     assert refused.value.problems[0].where.startswith(f"{spec_dir / 'tune.yaml'}:2:")
+
+
+# S3's bucket-name rules, for every S3 URI a spec gives: SageMaker's URI pattern takes `s3://My_Bucket/`, and the
+# job would fail after its source was packed (NoSuchBucket), or at a channel it cannot read.
+@pytest.mark.parametrize(("addition", "line", "field"), [
+    ("checkpoint: {s3_uri: s3://My_Bucket/ckpt/}\n", 12, "checkpoint.s3_uri"),
+    ("tensorboard: {s3_uri: s3://My_Bucket/tb/}\n", 12, "tensorboard.s3_uri"),
+    ("inputs:\n  train: s3://My_Bucket/train/\n", 10, "inputs.train"),
+    ("inputs:\n  train: {uri: s3://My_Bucket/train/, input_mode: FastFile}\n", 10, "inputs.train.uri"),
+    ("code_location: s3://My_Bucket/code/\n", 12, "code_location"),
+])
+def test_every_s3_uri_names_a_bucket_s3_could_have(write_spec, addition, line, field):
+    text = (_edited("inputs:\n  train: s3://demo-bucket/train/\n", "") if addition.startswith("inputs") else SPEC)
+    text = text.replace("output_path:", addition + "output_path:") if addition.startswith("inputs") else text + addition
+    [(at, named, message, fix)] = _problems(write_spec, text)
+    assert (at, named) == (line, field)
+    assert message.startswith("'My_Bucket' is not an S3 bucket name: it holds 'B', 'M', '_'")
+    assert fix.endswith("e.g. s3://my-bucket/")
+
+
+@pytest.mark.parametrize(("bucket", "why", "meant"), [
+    ("xn--data", "begins with 'xn--', a prefix S3 keeps for itself", "data"),
+    ("sthree-data", "begins with 'sthree-', a prefix S3 keeps for itself", "data"),
+    ("a" * 64, "is 64 characters long; S3 bucket names are 3 to 63", "a" * 63),
+    ("ab", "is 2 characters long; S3 bucket names are 3 to 63", "my-bucket"),
+    ("192.168.1.1", "is an IP address, which S3 refuses as a bucket name", "my-bucket"),
+    ("data..sets", "has two dots in a row, which S3 refuses in a bucket name", "data.sets"),
+    ("data-", "must begin and end with a letter or digit", "data"),
+])
+def test_each_bucket_naming_rule_is_named_with_a_bucket_that_keeps_it(write_spec, bucket, why, meant):
+    [(_, field, message, fix)] = _problems(write_spec, SPEC + f"checkpoint: {{s3_uri: 's3://{bucket}/ckpt/'}}\n")
+    assert (field, message) == ("checkpoint.s3_uri", f"{bucket!r} is not an S3 bucket name: it {why}")
+    assert fix.endswith(f"e.g. s3://{meant}/")
+
+
+@pytest.mark.parametrize("bucket", ["my-ap-1a2b3c4d5e6f7g8h9i0j1k2l3m4n5o6p-s3alias", "datasets--usw2-az1--x-s3"])
+def test_an_access_point_alias_and_a_directory_bucket_are_buckets_a_uri_may_name(write_spec, bucket):
+    """S3 keeps these suffixes from general purpose buckets because they name access points and directory
+    buckets, which a channel or checkpoint may use."""
+    path = write_spec(_edited("s3://demo-bucket/train/", f"s3://{bucket}/train/"))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+
+
+# The training toolkit writes its own SM_* variables over the container's environment (docs/sagemaker-contract.md
+# §4): a value the spec gives them never reaches the script. SMTRAIN_* are smtrain's own.
+@pytest.mark.parametrize(("name", "message", "fix"), [
+    ("SM_NUM_GPUS", "SM_NUM_GPUS is set by the SageMaker training toolkit in every job, replacing the value given here",
+     "remove it; to run fewer processes per host, set distribution.processes_per_host (mode mpi) or pick an "
+     "instance with fewer GPUs"),
+    ("SM_TRAINING_ENV", "SM_TRAINING_ENV is set by the SageMaker training toolkit in every job, replacing the value "
+     "given here", "remove it, or give your own setting a name of its own, e.g. MY_TRAINING_ENV"),
+    ("CURRENT_HOST", "CURRENT_HOST is set by the SageMaker training toolkit in every job, replacing the value given "
+     "here", "remove it, or give your own setting a name of its own, e.g. MY_CURRENT_HOST"),
+    ("SM_CHANNEL_EVAL", "SM_CHANNEL_EVAL: the training toolkit sets SM_CHANNEL_<NAME> for each channel of inputs, "
+     "replacing a value given here, and scripts read these variables as the job's channels",
+     "remove it, and add the channel under inputs, e.g. inputs: {eval: s3://my-bucket/eval/}"),
+    ("SM_HP_LR", "SM_HP_LR: the training toolkit sets SM_HP_<NAME> for each hyperparameter, replacing a value given "
+     "here", "remove it, and set it under hyperparameters, e.g. lr: ..."),
+    ("SMTRAIN_GPU_STANDIN", "SMTRAIN_GPU_STANDIN: SMTRAIN_* names are smtrain's own; smtrain local sets some of them "
+     "itself, and on SageMaker the script would see a value smtrain never sets", "rename it, e.g. MY_GPU_STANDIN"),
+])
+def test_an_environment_name_the_container_sets_itself_is_refused_with_the_setting_meant(write_spec, name, message,
+                                                                                           fix):
+    assert _problems(write_spec, _edited("NCCL_DEBUG: WARN", f"{name}: '1'")) == [
+        (8, f"environment.{name}", message, fix)]
+
+
+def test_an_sm_name_of_the_users_own_is_kept(write_spec):
+    path = write_spec(_edited("NCCL_DEBUG: WARN", "SM_EXPERIMENT_TAG: baseline"))
+    assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 0
+
+
+def test_the_variables_refused_are_the_ones_the_installed_toolkit_sets():
+    """Read from the toolkit itself: every key of `Environment.to_env_vars` becomes SM_<KEY>, and the three it
+    assigns to os.environ while it reads its configuration."""
+    import inspect
+    import re
+
+    environment = pytest.importorskip("sagemaker_training.environment")
+    from orchestrator.contract import TOOLKIT_SET_VARIABLES
+
+    keys = re.findall(r'^\s*(?:env\[)?"(\w+)"[\]:]', inspect.getsource(environment.Environment.to_env_vars), re.M)
+    assigned = re.findall(r"os\.environ\[params\.(\w+)\] =", inspect.getsource(environment.Environment.__init__))
+    params = pytest.importorskip("sagemaker_training.params")
+    assert TOOLKIT_SET_VARIABLES == {f"SM_{key.upper()}" for key in keys} | {getattr(params, name) for name in assigned}
+
+
+def test_a_channel_name_too_long_gets_a_shortened_one(write_spec):
+    long_name = "validation_" + "x" * 60
+    [(_, _, message, fix)] = _problems(write_spec, _edited("train: s3://", f"{long_name}: s3://"))
+    assert message == f"{long_name[:64]!r}... is not a channel name SageMaker accepts (71 characters)"
+    assert fix == f"use letters, digits, '.', '-' and '_' (at most 64), e.g. {long_name[:64]}"
+
+
+def test_a_job_name_with_an_underscore_gets_the_name_with_a_hyphen(write_spec):
+    [(line, field, _, fix)] = _problems(write_spec, _edited("name: demo", "name: mlp_torchrun"))
+    assert (line, field, fix) == (1, "name", "e.g. name: mlp-torchrun")
+
+
+def test_a_count_written_as_a_list_of_one_gets_the_number(write_spec):
+    [(line, field, _, fix)] = _problems(write_spec, _edited("count: 2", "count: [2]"))
+    assert (line, field, fix) == (6, "instance.count", "write the value itself, not a list: count: 2")
+
+
+def test_a_top_level_key_holding_an_anchor_is_told_where_anchors_go(write_spec):
+    text = "common: &common {type: ml.c5.2xlarge}\n" + _edited("  type: ml.c5.2xlarge\n", "  <<: *common\n")
+    [(line, field, _, fix)] = _problems(write_spec, text)
+    assert (line, field, fix) == (1, "common", "to keep the anchor, rename the key x-common (top-level keys "
+                                               "starting with x- are yours, left out of the spec), or define the "
+                                               "anchor inside a field the spec knows")
+
+
+def test_an_x_prefixed_top_level_key_holds_anchors_for_the_spec_to_use(write_spec):
+    """As docker-compose's extension fields: defined once, merged where needed, and left out of the spec."""
+    text = "x-cluster: &cluster {type: ml.c5.2xlarge}\n" + _edited("  type: ml.c5.2xlarge\n", "  <<: *cluster\n")
+    result = CliRunner().invoke(main, ["plan", str(write_spec(text)), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"x-cluster"' not in result.output and "ml.c5.2xlarge" in result.output
+
+
+def test_a_dropped_letter_is_likelier_than_a_changed_one_in_a_region(write_spec):
+    [(_, _, _, fix)] = _problems(write_spec, SPEC + "region: us-est-1\n")
+    assert fix.startswith("did you mean `us-east-1`?")
