@@ -30,6 +30,10 @@ _PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
 _PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
 _PIP_OUTPUT_END = "[end of output]"
 _PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
+_NO_DISTRIBUTION = re.compile(r"^ERROR: No matching distribution found for (\S+)")
+_BUILD_DEPENDENCIES = "build dependencies"
+"""pip's words for the step of a build that installs its build dependencies: pip 24's `pip subprocess to install build
+dependencies`, pip 26's `installing build dependencies for mypkg`."""
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 _VERSIONS_KEPT = 3
 
@@ -53,9 +57,15 @@ def pip_failure_line(lines: Sequence[str]) -> str | None:
 
 
 def pip_fix(lines: Sequence[str]) -> str:
-    """What to change where pip failed, by what its output says failed: a build, a dependency no index has, else
-    the requirements themselves."""
+    """What to change where pip failed, by what its output says failed: a build whose build dependency no index
+    has, a build, a dependency no index has, else the requirements themselves."""
     failed = pip_failure_line(lines)
+    if build_tool := _missing_build_dependency(lines):
+        package = project_name(named) if (named := failed_requirement(lines)) else "a package"
+        return (f"the build of {package} needs {build_tool}, which the index pip reads lacks (a private index, as "
+                "`--index-url` in requirements.txt names one): add `--extra-index-url https://pypi.org/simple` to "
+                "requirements.txt (a line of its own), or mirror setuptools and wheel on that index, or require a "
+                f"version of {package} that has a wheel")
     if failed and failed.startswith("error: "):
         return ("pip had to build a package of requirements.txt from source, and the build failed: require a version "
                 "with a wheel for the image's Python and CUDA (or the wheel's URL); a build that imports torch does "
@@ -92,6 +102,21 @@ def _failed_build(lines: Sequence[str]) -> str | None:
     ModuleNotFoundError: No module named 'torch'`; where the build's pip could not install its build dependencies,
     that pip's decisive line: `...: mypkg==1.0: installing build dependencies for mypkg did not run successfully:
     ERROR: No matching distribution found for setuptools>=40.8.0`."""
+    report = _build_report(lines)
+    if report is None:
+        return None
+    diagnostic, step, output = report
+    said = (next((line for phrase in _PIP_DECISIVE for line in output if line.startswith("ERROR:") and phrase in line),
+                 None)
+            or next((line for line in reversed(output) if EXCEPTION_LINE.match(line)), output[0] if output else None))
+    failed = failed_requirement(lines)
+    named = dependency_path(required_by(lines, failed), failed) if failed else None
+    return ": ".join(part for part in (diagnostic, named, step, said) if part)
+
+
+def _build_report(lines: Sequence[str]) -> tuple[str, str | None, list[str]] | None:
+    """pip's report of a failed build (pip >= 22): its diagnostic code (`error: subprocess-exited-with-error`), the
+    step that failed (`× ...`) and the build's own output, its lines stripped; None where no build failed."""
     stripped = [line.strip() for line in lines]
     start = next((index for index, line in enumerate(stripped) if line.startswith("error: ")
                   and PIP_FAILURE.match(line)), None)
@@ -101,13 +126,17 @@ def _failed_build(lines: Sequence[str]) -> str | None:
     begin = next((index + 1 for index, line in enumerate(stripped) if index > start and _PIP_OUTPUT.match(line)),
                  len(stripped))
     end = next((index for index in range(begin, len(stripped)) if stripped[index] == _PIP_OUTPUT_END), begin)
-    output = [line for line in stripped[begin:end] if line]
-    said = (next((line for phrase in _PIP_DECISIVE for line in output if line.startswith("ERROR:") and phrase in line),
-                 None)
-            or next((line for line in reversed(output) if EXCEPTION_LINE.match(line)), output[0] if output else None))
-    failed = failed_requirement(lines)
-    named = dependency_path(required_by(lines, failed), failed) if failed else None
-    return ": ".join(part for part in (stripped[start], named, step, said) if part)
+    return stripped[start], step, [line for line in stripped[begin:end] if line]
+
+
+def _missing_build_dependency(lines: Sequence[str]) -> str | None:
+    """The build dependency (`setuptools>=40.8.0`) that the build's own pip, installing a package's build
+    dependencies in its isolated environment, found no distribution for: the index pip reads has the package's
+    sdist but not the build tools, as a private index named by `--index-url` often does."""
+    report = _build_report(lines)
+    if report is None or not report[1] or _BUILD_DEPENDENCIES not in report[1]:
+        return None
+    return next((match[1] for line in report[2] if (match := _NO_DISTRIBUTION.match(line))), None)
 
 
 def _missing_dependency(lines: Sequence[str]) -> str | None:

@@ -176,7 +176,8 @@ def test_a_failure_reason_of_a_dependency_no_index_has_points_at_the_line_of_wha
 def test_a_dependency_whose_build_lacks_its_build_dependencies_names_the_requirement_that_pulled_it_in(pip):
     """mypkg, an sdist whose build dependency no index has, is needed by midpkg, which chainpkg==1.0 (line 2)
     needs: the cause says so, with the step and the build's own pip's words, at line 2. Before, it named mypkg
-    alone, which requirements.txt never does. Output recorded from real pip runs (tests/support/recorded_pip.py)."""
+    alone, which requirements.txt never does. The fix is the index's, which lacks the build tools (before: the
+    advice for a build that failed). Output recorded from real pip runs (tests/support/recorded_pip.py)."""
     cause = read_cause({"algo-1": _install_failed_on_sagemaker(CHAINPKG_BUILD_DEPS[pip])},
                        Launcher(PROCESS, ("algo-1",)))
     step = ("mypkg: installing build dependencies for mypkg" if pip == "26.3"
@@ -184,3 +185,5 @@ def test_a_dependency_whose_build_lacks_its_build_dependencies_names_the_require
     assert (cause.exception, cause.location) == (
         f"error: subprocess-exited-with-error: chainpkg==1.0 needs midpkg, which needs {step} {BUILD_DEPS_OF_MYPKG}",
         "requirements.txt:2")
+    assert cause.fix.startswith("the build of mypkg needs setuptools>=40.8.0, which the index pip reads lacks")
+    assert "`--extra-index-url https://pypi.org/simple`" in cause.fix

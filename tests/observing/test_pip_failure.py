@@ -78,3 +78,17 @@ def test_a_pip_error_is_the_toolkit_s_install_only_where_the_toolkit_never_invok
     assert not toolkit_install_failed("ValueError: bad shape", install)
     assert installs_requirements_txt(install)
     assert not installs_requirements_txt(["/opt/conda/bin/python3.11 -m pip install . "])
+
+
+@pytest.mark.parametrize("output", [MYPKG_BUILD_DEPS_PIP_24, MYPKG_BUILD_DEPS_PIP_26, *CHAINPKG_BUILD_DEPS.values()])
+def test_a_build_dependency_the_index_lacks_is_fixed_at_the_index_not_the_build(output):
+    """The sdist's build could not even start: the build environment's pip found no setuptools on the index pip
+    reads (a private `--index-url` that holds the user's packages but not the build tools). Before, the fix gave
+    the advice for a build that failed (a version with a wheel, `--no-build-isolation`), which cannot help: the
+    build tools have to come from an index."""
+    fix = pip_fix(output.splitlines())
+    assert fix == ("the build of mypkg needs setuptools>=40.8.0, which the index pip reads lacks (a private index, as "
+                   "`--index-url` in requirements.txt names one): add `--extra-index-url https://pypi.org/simple` to "
+                   "requirements.txt (a line of its own), or mirror setuptools and wheel on that index, or require a "
+                   "version of mypkg that has a wheel")
+    assert "--no-build-isolation" not in fix
