@@ -6,9 +6,14 @@ both become `LogLine`s, so status, logs and the progress read from them are writ
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
+"""A line as Python prints an exception's last line (`ValueError: bad shape`): a rank's error, and a package
+build's own error in pip's output."""
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
-from orchestrator.observing.log_lines import host_order
+from orchestrator.observing.log_lines import EXCEPTION_LINE, host_order
+from orchestrator.observing.pip_failure import (
+    PIP_FAILURE,
+    installs_requirements_txt,
+    pip_failure_line,
+    pip_fix,
+    toolkit_install_failed,
+)
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.requirement_lines import (
     REQUIREMENTS_FILE,
-    dependency_path,
     failed_requirement,
     pip_read_at,
-    project_name,
     requirement_line,
     required_by,
 )
@@ -49,7 +54,6 @@ _CHAINED = ("During handling of the above exception, another exception occurred:
 _RERAISED = "Original Traceback (most recent call last):"
 """torch's ExceptionWrapper.reraise (a DataLoader worker's error): `ValueError: Caught ValueError in DataLoader worker
 process 0.`, then this header and the worker's own traceback, whose last line is the error."""
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b:?.*$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _SYNTAX_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)$')
 """The one frame Python prints, without a traceback header, for a syntax error in the script it was asked to run:
@@ -78,10 +82,6 @@ _LIBRARY_FRAME = re.compile(r"/(site|dist)-packages/|/lib/python\d+\.\d+/|^<(fro
 PIP_INSTALL = "pip install"
 """Who failed where the toolkit's install of requirements.txt (or the source dir's package) failed on a host: pip,
 before the host started any rank."""
-_TOOLKIT_INSTALL = re.compile(r"-m pip install -r requirements\.txt|\b(InstallRequirementsError|InstallModuleError)\b")
-_INSTALLS_REQUIREMENTS = re.compile(r"-m pip install\b.* -r requirements\.txt")
-"""The toolkit's pip command where it installs requirements.txt (alone, or after the source dir's package)."""
-_SCRIPT_INVOKED = "Invoking script with the following command"
 _STOPPED_BY_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
 _MPI_LAUNCHER = r"(?:mpirun|orterun|prterun)(?:\.real)?"
 """The name Open MPI's launcher gives itself in its notices: mpirun (`mpirun.real` behind the DLCs' wrapper), Open
@@ -119,21 +119,6 @@ _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
-_NO_INDEX_HAS = ", which no index has"
-"""How a dependency pip found no distribution for is said: `toppkg needs missing-dep>=2, which no index has`."""
-_PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the requirement .*|No matching "
-                          r"distribution found for .*|Could not install packages .*|Failed building wheel for .*|"
-                          r"Invalid requirement.*|Cannot install .*|ResolutionImpossible.*)$|InstallRequirementsError|"
-                          rf"InstallModuleError|^error: [a-z]+(?:-[a-z]+)+\b|^\S+ needs .+{_NO_INDEX_HAS}\b")
-"""pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
-`error: metadata-generation-failed`), which a failed build of a package prints instead; and a dependency no index
-has, as `_missing_dependency` says pip's line about it."""
-_PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")
-_PIP_OUTPUT = re.compile(r"^╰─> \[\d+ lines? of output\]$")
-_PIP_OUTPUT_END = "[end of output]"
-_PIP_DECISIVE = ("No matching distribution found for", "Could not find a version that satisfies")
-_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
-_VERSIONS_KEPT = 3
 _MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -388,7 +373,8 @@ def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mappin
         return replace(best, exception=timeout.said()), None
     rank = timeout.missing[0]
     own = next((item for item in candidates if item.rank == rank and item.launcher is None), None)
-    if own is not None and own.exception is None and own.exit_code is not None and _exit_tier(own.exit_code) == COLLECTIVE:
+    if (own is not None and own.exception is None and own.exit_code is not None
+            and _exit_tier(own.exit_code) == COLLECTIVE):  # a signal of its own: the OOM killer's SIGKILL
         return replace(own, detail=(*own.detail, f"then: {timeout.said()}")), None
     host = seen.get(rank) or printed.get(rank) or _rank_host(rank, launcher, best.host, lines)
     return _Candidate(COLLECTIVE, host, rank, timeout.said(), own.exit_code if own else None), timeout.fix()
@@ -460,8 +446,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     argparse_error = _ARGPARSE_ERROR.match(text)
     if argparse_error:
         return "argument_rejected", _argparse_fix(argparse_error[2])
-    if _PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
-        return "requirements_install", _pip_fix([text, *lines])
+    if PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
+        return "requirements_install", pip_fix([text, *lines])
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
@@ -503,96 +489,6 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
     names = ", ".join(sorted(package.module for package in image.packages))
     return (f"the PyTorch {image.framework_version} image has no `{module}` (it ships {names}): add its "
             "distribution to requirements.txt in the source dir")
-
-
-def _pip_fix(lines: Sequence[str]) -> str:
-    failed = pip_failure_line(lines)
-    if failed and failed.startswith("error: "):
-        return ("pip had to build a package of requirements.txt from source, and the build failed: require a version "
-                "with a wheel for the image's Python and CUDA (or the wheel's URL); a build that imports torch does "
-                "not see the image's torch in pip's isolated build environment: install such a package from the "
-                "script with `pip install --no-build-isolation`")
-    missing = failed_requirement(lines)
-    needed_by = required_by(lines, missing) if missing else ()
-    if needed_by and failed == _missing_dependency(lines):
-        return (f"require a version of {project_name(needed_by[0])} whose dependencies an index has, or add the "
-                f"index that has {project_name(missing)} to requirements.txt (`--extra-index-url URL`, a line of its "
-                "own)")
-    said = f" ({failed.removeprefix('ERROR: ')})" if failed else ""
-    return (f"pip could not install the source dir's requirements.txt{said}: pin versions that exist for the "
-            "image's Python, or drop packages the image already ships")
-
-
-def pip_failure_line(lines: Sequence[str]) -> str | None:
-    """pip's decisive `ERROR:` line, never an informational one (`Ignored the following yanked versions`):
-    `No matching distribution found for x` (said from the requirement requirements.txt names where x is its
-    dependency: `_missing_dependency`), else `Could not find a version that satisfies ...`, else a build that
-    failed (`_failed_build`), else the first other failure pip names (`Cannot install ...`, `Failed building wheel
-    ...`), else its last `ERROR:` line. Only pip's own lines are read, never the indented ones: those are a
-    build's output, whose own pip (the build's isolated environment, installing its build dependencies) says `No
-    matching distribution found for setuptools>=40.8.0` of a requirement the user never wrote. A `(from versions:
-    ...)` list of hundreds is cut to its first and last few."""
-    errors = [text.rstrip() for text in lines if text.startswith("ERROR:")]
-    decisive = next((line for phrase in _PIP_DECISIVE for line in errors if phrase in line), None)
-    chosen = ((decisive and (_missing_dependency(lines) or decisive))
-              or _failed_build(lines)
-              or next((line for line in errors if _PIP_FAILURE.match(line)), None)
-              or (errors[-1] if errors else None))
-    return _FROM_VERSIONS.sub(_shorter_versions, chosen) if chosen else None
-
-
-def _failed_build(lines: Sequence[str]) -> str | None:
-    """A package pip had to build and could not, as pip >= 22 reports it: its diagnostic code, the requirement
-    that failed (`failed_requirement`, the one the location points at), the step that failed and the build's own
-    error, which pip prints indented between `╰─> [N lines of output]` and `[end of output]`: `error:
-    subprocess-exited-with-error: flash-attn==2.5.6: Getting requirements to build wheel did not run successfully:
-    ModuleNotFoundError: No module named 'torch'`; where the build's pip could not install its build dependencies,
-    that pip's decisive line: `...: mypkg==1.0: installing build dependencies for mypkg did not run successfully:
-    ERROR: No matching distribution found for setuptools>=40.8.0`."""
-    stripped = [line.strip() for line in lines]
-    start = next((index for index, line in enumerate(stripped) if line.startswith("error: ")
-                  and _PIP_FAILURE.match(line)), None)
-    if start is None:
-        return None
-    step = next((match[1] for line in stripped[start:] if (match := _PIP_FAILED_STEP.match(line))), None)
-    begin = next((index + 1 for index, line in enumerate(stripped) if index > start and _PIP_OUTPUT.match(line)),
-                 len(stripped))
-    end = next((index for index in range(begin, len(stripped)) if stripped[index] == _PIP_OUTPUT_END), begin)
-    output = [line for line in stripped[begin:end] if line]
-    said = (next((line for phrase in _PIP_DECISIVE for line in output if line.startswith("ERROR:") and phrase in line),
-                 None)
-            or next((line for line in reversed(output) if _EXCEPTION_LINE.match(line)), output[0] if output else None))
-    failed = failed_requirement(lines)
-    named = dependency_path(required_by(lines, failed), failed) if failed else None
-    return ": ".join(part for part in (stripped[start], named, step, said) if part)
-
-
-def _missing_dependency(lines: Sequence[str]) -> str | None:
-    """A dependency pip found no distribution for, said from the requirement requirements.txt names, with the
-    versions the indexes do have: `toppkg needs missing-dep>=2, which no index has (only 1.0)`; None where
-    requirements.txt names the requirement itself. pip names only the dependency (`No matching distribution found
-    for missing-dep>=2`), which the user never wrote."""
-    missing = failed_requirement(lines)
-    needed_by = required_by(lines, missing) if missing else ()
-    if not missing or not needed_by:
-        return None
-    versions = next((match[1] for line in lines if line.startswith("ERROR: Could not find a version")
-                     and (match := _FROM_VERSIONS.search(line))), "none")
-    found = "" if versions.strip() in ("", "none") else f" (only {_fewer_versions(versions)})"
-    return f"{dependency_path(needed_by, missing)}{_NO_INDEX_HAS}{found}"
-
-
-def _shorter_versions(match: re.Match[str]) -> str:
-    return f"(from versions: {_fewer_versions(match[1])})"
-
-
-def _fewer_versions(listed: str) -> str:
-    """pip's list of versions, hundreds cut to the first and last few."""
-    versions = [item.strip() for item in listed.split(",") if item.strip()]
-    if len(versions) <= 2 * _VERSIONS_KEPT + 1:
-        return listed
-    first, last = ", ".join(versions[:_VERSIONS_KEPT]), ", ".join(versions[-_VERSIONS_KEPT:])
-    return f"{first}, ..., {last}; {len(versions)} in all"
 
 
 def _signal_number(exit_code: int | None) -> int | None:
@@ -649,7 +545,7 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         if found is not None and found.by_agent:
             candidates.append(_Candidate(_agent_tier(found.exception), owner, None, found.exception, exit_code,
                                          found.frames, launcher=TORCHRUN_AGENT))
-        elif found is not None and not tagged and _install_failed(found.exception, lines):
+        elif found is not None and not tagged and toolkit_install_failed(found.exception, lines):
             candidates.append(_Candidate(OWN, owner, None, found.exception, exit_code, launcher=PIP_INSTALL))
         elif found is not None and found.exception:
             candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
@@ -665,13 +561,6 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     if not candidates and exit_code not in (None, 0):
         candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
     return candidates
-
-
-def _install_failed(exception: str, lines: Sequence[str]) -> bool:
-    """Whether a host's pip error is the toolkit's install before the script: the toolkit logged its install (the
-    pip command, its InstallRequirementsError) and never invoked the script, so no rank ran on that host."""
-    return (bool(_PIP_FAILURE.search(exception)) and any(_TOOLKIT_INSTALL.search(line) for line in lines)
-            and not any(_SCRIPT_INVOKED in line for line in lines))
 
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
@@ -836,7 +725,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             usage.append(stripped)
         elif _ARGPARSE_ERROR.match(stripped) and not _LAUNCHER_LINE.search(line):
             return _Found(stripped, (), tuple(usage))
-        elif _PIP_FAILURE.match(stripped):
+        elif PIP_FAILURE.match(stripped):
             return _Found(pip_failure_line([text for _, text in lines]) or stripped)
         elif (_COLLECTIVE_TIMEOUT.search(stripped) or _CUDA_OOM.search(stripped)) and not _NOTE.match(stripped):
             return _Found(_LOG_PREFIX.sub("", stripped))
@@ -847,7 +736,7 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             if following.startswith("what():"):
                 return _Found(f"{stripped} ({' '.join(following.split())})")
             return _Found(stripped)
-        elif _EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
+        elif EXCEPTION_LINE.match(stripped) and not _LAUNCHER_EXCEPTION.search(stripped):
             return _Found(stripped)
     return agent
 
@@ -1052,7 +941,7 @@ def install_cause(error_class: str, pip_output: Sequence[str], source: SourcePat
     host."""
     said = pip_failure_line(pip_output) or f"{error_class}: pip could not install requirements.txt"
     return FailureCause(None, None, said, None, install_location(pip_output, source), "requirements_install",
-                        _pip_fix(pip_output), launcher=PIP_INSTALL)
+                        pip_fix(pip_output), launcher=PIP_INSTALL)
 
 
 def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | None:
@@ -1073,8 +962,7 @@ def install_location(pip_lines: Sequence[str], source: SourcePaths) -> str | Non
         return f"{shown_by_pip}:{read_at.line}"
     directory = source.directory
     if directory is None:
-        installed = any(_INSTALLS_REQUIREMENTS.search(line) for line in pip_lines)
-        return REQUIREMENTS_FILE if installed else None
+        return REQUIREMENTS_FILE if installs_requirements_txt(pip_lines) else None
     if not (directory / REQUIREMENTS_FILE).is_file():
         return None
     written = requirement_line(directory, needed_by[0] if needed_by else failed)
