@@ -29,11 +29,11 @@ from orchestrator.emulator.run_options import Options, switch_keywords
 from orchestrator.emulator.supervising.status import STATUS_FILE, TERMINAL, read_status, request_stop
 from orchestrator.errors import DamagedRun, SmtrainError, in_keywords
 from orchestrator.observing.job_status import LOCAL_REGION, JobNotFound, JobStatus, JobSummary
-from orchestrator.observing.log_file_end import start_of_last_lines
+from orchestrator.observing.log_file_end import HostLogEnds, start_of_last_lines
 from orchestrator.observing.log_lines import LogLine, character_boundary, host_order
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
 from orchestrator.observing.plain_text import plain
-from orchestrator.observing.progress import FAILURE_READ_LINES, FAILURE_TAIL_LINES, JobProgress, job_progress
+from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job_progress, read_back_progress
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import SPEC_WORDS, LoadedSpec
@@ -127,13 +127,14 @@ class LocalBackend:
     def status_report(self, job_id: str, stall_timeout: float | None) -> StatusReport:
         """The run's status.json read as DescribeTrainingJob, progress from its logs; a run judges its own stalls."""
         current = self.describe(job_id)
-        progress = self.progress(job_id, FAILURE_READ_LINES if current.status == "Failed" else 200)
+        progress = self.progress(job_id)
         return StatusReport(current, progress, place=[("run dir", job_id)],
                             fields={"backend": self.name, "run_dir": job_id})
 
     def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
         """From each host's last `tail_lines` lines, as SageMaker's from CloudWatch; a failed run's cause is the one
-        it wrote itself (every launcher's exit code and its whole tail).
+        it wrote itself (every launcher's exit code and its whole tail), with its failing rank's own lines under it,
+        read back as far as they lie (`progress.read_back_progress`, as a SageMaker job's).
 
         A local line's time is its log's time of last write, which a copy of the run (`cp -r`) makes the copy's:
         no line of an ended run is later than its end in status.json, so the progress time is at most that."""
@@ -141,21 +142,22 @@ class LocalBackend:
         described = read_status(run_dir) or {}
         ended = described.get("TrainingEndTime")
         last_ms = int(ended.timestamp() * 1000) if ended else None
+        copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
+        source = SourcePaths((*copies, SourcePaths().copies[0]))
+        stored = self.failure_cause(job_id)
+        if described.get("TrainingJobStatus") == "Failed" and (stored is None or stored.category != HUNG):
+            return read_back_progress(described, HostLogEnds(run_dir / "logs", last_ms), tail_lines, source, stored)
         tails: dict[str, list[LogLine]] = {}
         for line in self.logs(job_id, tail=tail_lines):
             if last_ms is not None and line.timestamp_ms > last_ms:
                 line = dataclasses.replace(line, timestamp_ms=last_ms)
             tails.setdefault(line.host, []).append(line)
-        copies = [str(path) for path in sorted(run_dir.glob("algo-*/code"))]
-        progress = job_progress(described, tails, SourcePaths((*copies, SourcePaths().copies[0])))
-        stored = self.failure_cause(job_id)
-        if stored is None:
-            return progress
-        if stored.category == HUNG:  # the host of the rank the others wait for, not the reason's first host
+        progress = job_progress(described, tails, source, stored)
+        if stored is not None and stored.category == HUNG:  # the host of the rank the others wait for
             host = stored.host if stored.host in tails else None
-            return dataclasses.replace(progress, failure_cause=stored, failing_host=host, failing_rank=None,
+            return dataclasses.replace(progress, failing_host=host, failing_rank=None,
                                        failing_lines=tuple(tails[host][-FAILURE_TAIL_LINES:]) if host else ())
-        return dataclasses.replace(progress, failure_cause=stored)
+        return progress
 
     def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> None:
         """None: a local run's own stall timeout judges it (`emulator/supervising/stall.py`)."""

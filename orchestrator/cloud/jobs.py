@@ -7,7 +7,6 @@ summaries and charts belong to the one job handle, `orchestrator.Job` (backends/
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,16 +17,14 @@ from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
 from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
-from orchestrator.observing.cause_window import not_found_in, read_back
 from orchestrator.observing.progress import (
-    FAILURE_READ_LINES,
     JobProgress,
     cause_in_logs,
     failure_cause,
     job_progress,
-    logs_cause,
+    read_back_progress,
 )
-from orchestrator.observing.root_cause import FailureCause, SourcePaths, own_error
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 from orchestrator.observing.sagemaker_text import shown_training_job, training_job_secrets
 from orchestrator.redact import mask_text
 
@@ -113,15 +110,7 @@ class JobClient:
         described = self._read_status_description() if refresh_status or not self._described else self._described
         if not cause_in_logs(described):
             return job_progress(described, self._tails(described, tail_lines), self._source_paths())
-        source = self._source_paths()
-        streams = self._stream_ends(described)
-        first_lines = max(tail_lines, FAILURE_READ_LINES)  # room for every rank's traceback: still one call each
-        reading = read_back(streams, streams.last(first_lines), first_lines,
-                            lambda tails: own_error(logs_cause(described, tails, source)))
-        progress = job_progress(described, reading.window.tails, source)
-        if progress.failure_cause is not None and not reading.found and reading.window.bound:
-            return replace(progress, failure_cause=not_found_in(progress.failure_cause, reading.window.bound))
-        return progress
+        return read_back_progress(described, self._stream_ends(described), tail_lines, self._source_paths())
 
     def failure_cause(self) -> FailureCause | None:
         """Where the job failed and why, as a local run says it: the host, the rank, its error, the user's

@@ -49,20 +49,25 @@ class HostLogEnds:
     """Each host's log of a run directory, its last lines as a failure's cause window (`cause_window`) wants them,
     as the run's logs show them (plain text, no empty line), within CAUSE_MOST_BYTES of each log's end."""
 
-    def __init__(self, logs_dir: Path) -> None:
+    def __init__(self, logs_dir: Path, latest_ms: int | None = None) -> None:
+        """`latest_ms`: a line's time is its log's time of last write, at most this (an ended run's end, which a
+        copy of the run, `cp -r`, would otherwise put after)."""
         self._logs_dir = logs_dir
+        self._latest_ms = latest_ms
 
     def last(self, lines: int) -> Window:
         tails: dict[str, list[LogLine]] = {}
         more, cut = False, []
         for path in sorted(self._logs_dir.glob("algo-*.log"), key=lambda item: host_order(item.stem)):
             stamp = int(path.stat().st_mtime * 1000)
+            stamp = stamp if self._latest_ms is None else min(stamp, self._latest_ms)
             with path.open("rb") as log:
                 start, bounded = start_of_last_lines(log, lines, CAUSE_MOST_BYTES)
                 log.seek(start)
                 text = plain(log.read().decode("utf-8", errors="replace"))
-            tails[path.stem] = [LogLine(path.stem, stamp, line) for line in text.split("\n") if line][-lines:]
-            cut += [path.stem] if bounded else []
+            host = path.stem
+            tails[host] = [LogLine(host, stamp, line) for line in text.split("\n") if line][-lines:]
+            cut += [host] if bounded else []
             more = more or (start > 0 and not bounded)
         bound = f"the last {_size(CAUSE_MOST_BYTES)} of {', '.join(cut)}'s log" if cut else None
         return Window(tails, more, bound)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from orchestrator.observing.cause_window import Tails, WindowReader, not_found_in, read_back
 from orchestrator.observing.epochs import line_epoch
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
@@ -30,6 +31,7 @@ from orchestrator.observing.root_cause import (
     SourcePaths,
     framework_version_of,
     launcher_of,
+    own_error,
     printed_by,
     read_cause,
     reported_install_cause,
@@ -130,9 +132,10 @@ class JobProgress:
 
 
 def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],
-                 source: SourcePaths = SourcePaths()) -> JobProgress:
+                 source: SourcePaths = SourcePaths(), recorded: FailureCause | None = None) -> JobProgress:
     """Reads progress and metrics from every host's tail with the job's own metric definitions, and for a job
-    that failed (or was stopped by a limit) where it failed and why (observing/root_cause.py)."""
+    that failed (or was stopped by a limit) where it failed and why (observing/root_cause.py): the cause the job
+    `recorded` itself when it ended (a local run's, read with every launcher's exit code), else the tails'."""
     definitions = compile_definitions(described.get("AlgorithmSpecification", {}).get("MetricDefinitions", []))
     lines = sorted((line for host_lines in tails.values() for line in host_lines), key=lambda line: line.timestamp_ms)
     marks, latest = [], {}
@@ -143,7 +146,7 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
         latest.update(extract(definitions, line.message))
     estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})),
                                  [line_epoch(line.message) for line in lines])
-    cause = failure_cause(described, tails, source)
+    cause = recorded if recorded is not None else failure_cause(described, tails, source)
     if described.get("TrainingJobStatus") != "Failed":
         return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines))
     host = cause.host if cause and cause.host in tails else failing_host(described.get("FailureReason") or "", tails)
@@ -157,11 +160,42 @@ def _failing_lines(tails: Mapping[str, Sequence[LogLine]], host: str | None,
     host comes before the agent's `ChildFailedError` report and among the other ranks' lines; under mpirun in the
     master's log, where mpirun prints every rank's. Else None and the failing host's last lines."""
     rank = cause.rank if cause is not None else None
-    own = tuple(line for lines in tails.values() for line in lines
-                if rank is not None and printed_by(line.message, rank))
+    own = tuple(_own_lines(tails, rank)) if rank is not None else ()
     if own:
         return rank, own[-FAILURE_TAIL_LINES:]
     return None, tuple(tails.get(host, ())[-FAILURE_TAIL_LINES:]) if host else ()
+
+
+def _own_lines(tails: Mapping[str, Sequence[LogLine]], rank: int) -> Iterator[LogLine]:
+    return (line for lines in tails.values() for line in lines if printed_by(line.message, rank))
+
+
+def read_back_progress(described: Mapping[str, Any], reader: WindowReader, tail_lines: int,
+                       source: SourcePaths = SourcePaths(), recorded: FailureCause | None = None) -> JobProgress:
+    """A failed job's progress from its hosts' logs read back (`cause_window`) from their last FAILURE_READ_LINES
+    lines (`tail_lines` where more) until what `status` shows is among them, so that no output after the error hides
+    it: the cause the lines hold, an error of a rank's own (a SageMaker job); where the job `recorded` its cause
+    itself when it ended (a local run), that cause's rank's own lines, shown under it."""
+    first_lines = max(tail_lines, FAILURE_READ_LINES)  # room for every rank's traceback: one CloudWatch call each
+    first = reader.last(first_lines)
+    if recorded is not None:  # not found, what is shown is the failing host's last lines: the first window's
+        reading = read_back(reader, first, first_lines, _rank_lines_found(recorded))
+        return job_progress(described, (reading.window if reading.found else first).tails, source, recorded)
+    reading = read_back(reader, first, first_lines, lambda tails: own_error(logs_cause(described, tails, source)))
+    progress = job_progress(described, reading.window.tails, source)
+    if progress.failure_cause is not None and not reading.found and reading.window.bound:
+        return replace(progress, failure_cause=not_found_in(progress.failure_cause, reading.window.bound))
+    return progress
+
+
+def _rank_lines_found(cause: FailureCause) -> Callable[[Tails], bool]:
+    """Whether the tails hold lines the cause's rank printed under its own prefix (its traceback); at once for a
+    cause with no error of a rank's own to show (a signal, an exit code, a launcher's): the search the job made
+    when it ended found none either."""
+    rank = cause.rank
+    if rank is None or not own_error(cause):
+        return lambda tails: True
+    return lambda tails: next(_own_lines(tails, rank), None) is not None
 
 
 def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],

@@ -8,17 +8,22 @@ warnings, gave way to algo-2's rank 8 and its `remote process exited` (peer_lost
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from long_failures import HEADLINE, rank_3_fails_then
+from long_failures import HEADLINE, RANK_3_TRACEBACK, rank_3_fails_then
 
+import orchestrator
 from orchestrator.cli.main import main
+from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator import local_run
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.preparing.layout import write_result
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.supervising.status import StatusReport, terminal_status
 from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Exit, Outcome
 from orchestrator.observing import log_file_end
 from orchestrator.observing.root_cause import SourcePaths
@@ -49,6 +54,44 @@ def test_rank_3s_error_is_the_cause_whatever_its_host_printed_after_it(tmp_path)
 
     assert followed.headline() == HEADLINE
     assert followed == alone
+
+
+def _ended_run(run_dir: Path, noise: int) -> Path:
+    """The run directory such a run leaves: its host logs, result.json with the cause it read when it ended, and
+    status.json, Failed, written by the emulator's own writers."""
+    cause = _cause_at_the_end_of(run_dir, rank_3_fails_then(noise))
+    (run_dir / RUN_MARKER_FILE).write_text("")
+    request = {"TrainingJobName": run_dir.name, "HyperParameters": {"sagemaker_torch_distributed_enabled": "true"},
+               "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}
+    report = StatusReport(run_dir, request, datetime.now(timezone.utc))
+    report.transition("Training")
+    write_result(run_dir, {"job_name": run_dir.name, "run_dir": str(run_dir), "status": "Failed", "exit_code": 1,
+                           "failure_reason": cause.text(), "failure_cause": cause.to_dict()})
+    status, secondary, message = terminal_status("Failed", cause.text(), cause.to_dict())
+    report.finish(status, secondary, cause.text(), None, message=message)
+    return run_dir
+
+
+def test_status_shows_rank_3s_own_traceback_under_the_cause_whatever_its_host_printed_after_it(tmp_path):
+    """What `smtrain status` and the run's `Job` show under the cause is the failing rank's own lines, read back as far
+    as they lie: before, they came from each host's last 1000 lines, which hold only the warnings and the other
+    ranks' teardown, and named algo-2's rank 8, which only lost its peer, under rank 3's cause."""
+    shown = {}
+    for noise in (0, NOISE_BEYOND_THE_KEPT_TAIL):
+        run_dir = _ended_run(tmp_path / f"rank3-{noise}", noise)
+        run = CliRunner().invoke(main, ["status", str(run_dir), "-o", "json"])
+        assert run.exit_code == 0, run.output
+        shown[noise] = json.loads(run.stdout)
+    progress = orchestrator.attach(f"local:{run_dir}").progress()
+
+    followed = shown[NOISE_BEYOND_THE_KEPT_TAIL]
+    assert followed["failure_cause"]["headline"] == HEADLINE
+    assert (followed["failing_host"], followed["failing_rank"], followed["failing_host_last_lines"]) == (
+        "algo-1", 3, RANK_3_TRACEBACK)
+    assert (progress.failing_rank, [line.message for line in progress.failing_lines]) == (3, RANK_3_TRACEBACK)
+    assert {key: followed[key] for key in ("failure_cause", "failing_host", "failing_rank",
+                                           "failing_host_last_lines")} == {
+        key: shown[0][key] for key in ("failure_cause", "failing_host", "failing_rank", "failing_host_last_lines")}
 
 
 def test_a_search_stopped_by_its_bound_says_so_rather_than_naming_a_consequence_alone(tmp_path, monkeypatch):
