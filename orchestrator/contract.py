@@ -103,19 +103,29 @@ ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 # The metric line rank 0 prints, e.g. `epoch=1 step=40/96 train_loss=0.123456 samples_per_sec=1520.3`, and the
 # formats scripts people write print: `loss=0.42`, `loss: 0.42`, transformers' `{'loss': 0.69, 'learning_rate':
 # 5e-05, 'epoch': 1.0}` and `{'eval_loss': ...}` (transformers 5 quotes the numbers: `{'loss': '0.69', ...}`),
-# Lightning's bar `Epoch 0: ... loss=0.693` (`train_loss_step=`).
+# Lightning's bar `Epoch 0: ... loss=0.693` (`train_loss_step=`) and its ModelCheckpoint(verbose=True) line
+# `Epoch 0, global step 4: 'val_loss' reached 0.69315 (best 0.69315), saving model to ...` (lightning 2.6.6,
+# model_checkpoint.py), and the table rows of pytorch/examples' word_language_model/main.py (@cd01f93, copied by
+# the SageMaker LSTM example) `| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.60 | loss  6.89 | ...`
+# and `| end of epoch   1 | time: 51.32s | valid loss  5.89 | ...`, whose cells hold a label, spaces and a number.
 # SageMaker applies these regexes to the job's log (docs/sagemaker-contract.md §11), so they must not be anchored:
 # MPI prefixes every line with `[1,mpirank:0,algo-1]<stdout>:`. RE2 has no lookbehind: `(?:^|[^A-Za-z0-9_])`
-# keeps `val_loss` out of train:loss.
+# keeps `val_loss` out of train:loss, and a cell's label starts at its `|` (`| valid loss` is no `| loss`).
 _NUMBER = r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
 _KEY_START = r"(?:^|[^A-Za-z0-9_])"
 _SEPARATOR = r"['\"]?\s*[=:]\s*['\"]?"
+_LOSS_SEPARATOR = r"(?:" + _SEPARATOR + r"|' reached )"
+_CELL = r"\|\s*"
 DEFAULT_METRIC_DEFINITIONS = (
-    {"Name": "train:loss", "Regex": _KEY_START + r"(?i:train_)?(?i:loss)(?:_step)?" + _SEPARATOR + _NUMBER},
-    {"Name": "eval:loss", "Regex": _KEY_START + r"(?i:eval|val|validation)_loss" + _SEPARATOR + _NUMBER},
-    {"Name": "train:learning_rate", "Regex": _KEY_START + r"(?:learning_rate|lr)" + _SEPARATOR + _NUMBER},
+    {"Name": "train:loss", "Regex": r"(?:" + _KEY_START + r"(?i:train_)?(?i:loss)(?:_step)?" + _LOSS_SEPARATOR
+                                    + r"|" + _CELL + r"loss\s+)" + _NUMBER},
+    {"Name": "eval:loss", "Regex": r"(?:" + _KEY_START + r"(?i:eval|val|validation)_loss" + _LOSS_SEPARATOR
+                                   + r"|" + _CELL + r"valid loss\s+)" + _NUMBER},
+    {"Name": "train:learning_rate", "Regex": r"(?:" + _KEY_START + r"(?:learning_rate|lr)" + _SEPARATOR
+                                             + r"|" + _CELL + r"lr\s+)" + _NUMBER},
     {"Name": "train:samples_per_sec", "Regex": r"samples_per_sec=([0-9.eE+]+)"},
-    {"Name": "train:epoch", "Regex": _KEY_START + r"(?:['\"]?epoch" + _SEPARATOR + r"|Epoch )" + _NUMBER},
+    {"Name": "train:epoch", "Regex": r"(?:" + _KEY_START + r"(?:['\"]?epoch" + _SEPARATOR + r"|Epoch )|" + _CELL
+                                     + r"(?:end of )?epoch\s+)" + _NUMBER},
 )
 METRICS_JSONL = "metrics.jsonl"
 MODEL_STATE_FILE = "model.pt"

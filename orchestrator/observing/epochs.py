@@ -9,7 +9,10 @@ Trainer's fractional `'epoch': 2.5` meet at the same numbers. The forms read, ea
 * `Train Epoch: 1 [0/60000 (0%)]`: the SageMaker PyTorch MNIST examples (1-based, by the numbers printed).
 * `Epoch: [0]  [  0/5005]`: torchvision's reference scripts' MetricLogger header, 0-based by their loop.
 * `epoch 0: {'accuracy': ...}`: Accelerate's examples, after evaluating (0-based, by the numbers printed).
-* Lightning's bar `Epoch 0:  50%|...`: 0-based, whether or not its `Epoch 0` lines are still in a tail.
+* Lightning's bar `Epoch 0:  50%|...` and its ModelCheckpoint(verbose=True) line `Epoch 0, global step 4: ...`:
+  0-based, whether or not its `Epoch 0` lines are still in a tail.
+* pytorch/examples' word_language_model (and the SageMaker LSTM example's copy) `| epoch   1 |   200/ 2983 batches
+  | ...` and `| end of epoch   1 | ...`: its loop runs `range(1, epochs + 1)`.
 * The transformers Trainer's `'epoch': 1.5` (4.x) or `'epoch': '1.5'` (5.x, every float as a `.4g` string):
   the epochs done, a fraction; the epoch in progress is its ceiling, so `'epoch': '1'` ends epoch 1.
 
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 _OF_TOTAL = re.compile(r"(?i)\bepoch['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _TORCHVISION_HEADER = re.compile(r"\bEpoch: \[(\d+)\]")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|")
+_LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step \d+:")
+_TABLE_ROW = re.compile(r"\|\s*(?:end of )?epoch\s+(\d+)\s*\|")
 _VALUE = re.compile(r"(?i)\bepoch['\"]?\s*[=:]\s*(['\"]?)(\d+(?:\.\d*)?)\1(?![\w.])")
 _NUMBER_THEN_COLON = re.compile(r"(?i)\bepoch (\d+):")
 _ROUNDING = 1e-9
@@ -48,8 +53,11 @@ def epoch_mark(text: str) -> EpochMark | None:
     """The epoch a piece of a line (no line breaks) states, in any of the module's forms."""
     if match := _OF_TOTAL.search(text):
         return EpochMark(int(match.group(1)), int(match.group(2)))
-    if match := _TORCHVISION_HEADER.search(text) or _LIGHTNING_BAR.search(text):
+    if match := (_TORCHVISION_HEADER.search(text) or _LIGHTNING_BAR.search(text)
+                 or _LIGHTNING_CHECKPOINT.search(text)):
         return EpochMark(int(match.group(1)), first=0)
+    if match := _TABLE_ROW.search(text):
+        return EpochMark(int(match.group(1)), first=1)
     if match := _VALUE.search(text):
         quoted, value = match.groups()
         if quoted or "." in value:  # the Trainer's epochs done: 1.5 is in epoch 2, 1.0 has ended epoch 1

@@ -33,9 +33,13 @@ _STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+_LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch \d+, global step (\d+):")
+_BATCHES_ROW = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)/\s*(\d+) batches\b")
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
-                "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)")
+                "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)",
+                "Lightning's checkpoint line (`Epoch 0, global step 4: ...`)",
+                "a row `| epoch   1 |   200/ 2983 batches |` (PyTorch's word language model)")
 """The ways of printing a step `step_mark` reads, as the notices name them. A labelled bar (`Map: 100%|...`,
 a download) is no training step and is not read, nor is `step 3` without `=` or `:` (`step 1 of 3: loading`)."""
 _LOSS_WORD = "loss"
@@ -100,6 +104,11 @@ def _segment_mark(text: str) -> StepMark | None:
         return StepMark(done_epochs * batches + batch, None, epoch)
     if match := _TQDM_BAR.search(text):
         return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+    if match := _LIGHTNING_CHECKPOINT.search(text):
+        return StepMark(int(match.group(1)), None, epoch)
+    if match := _BATCHES_ROW.search(text):  # the batch within its epoch, counted from 1 by `range(1, epochs + 1)`
+        epoch_number, batch, batches = (int(group) for group in match.groups())
+        return StepMark((epoch_number - 1) * batches + batch, None, epoch)
     if match := _STEP_ALONE.search(text):
         return StepMark(int(match.group(1)), None, epoch)
     return None

@@ -4,7 +4,8 @@ by `smtrain local` on this CPU-only machine, on the CPU stand-in for CUDA, at th
 under the launcher each mode uses (tests/emulator/frameworks/, SOURCE says where each script comes from). The model
 and tokenizer are built locally (tiny_model.py) and handed over as the `model` channel; nothing reaches the hub
 (HF_HUB_OFFLINE=1). Each test checks the world size as the framework counts it, that training progressed by the
-framework's own loss or evaluation lines, and the model files in model.tar.gz.
+framework's own loss or evaluation lines, that smtrain's default metric definitions recorded those losses in the
+run's metrics.jsonl (as SageMaker would read them from the log), and the model files in model.tar.gz.
 
 Needs the `frameworks` extra (transformers, accelerate, lightning; deepspeed for its tests); skipped without it.
 """
@@ -85,6 +86,11 @@ def _trainer_logs(run_dir: Path, key: str) -> list[dict]:
     return found
 
 
+def _recorded(run_dir: Path, metric: str) -> set[float]:
+    """The values of `metric` the default metric definitions read from the run's lines."""
+    return {point.value for point in read_points(run_dir / METRICS_FILE) if point.metric == metric}
+
+
 def _model_files(run_dir: Path) -> set[str]:
     with tarfile.open(run_dir / "model.tar.gz") as archive:
         return set(archive.getnames())
@@ -92,15 +98,15 @@ def _model_files(run_dir: Path) -> set[str]:
 
 def _assert_trainer_run(run_dir: Path, logs: str, world_size: int, epochs: int = 3) -> dict:
     """The Trainer counted `world_size` processes, logged a falling training loss (recorded as train:loss) and
-    evaluated every epoch."""
+    evaluated every epoch (recorded as eval:loss)."""
     counted = [line for line in _json_lines(logs) if "parallel_mode" in line]
     assert len(counted) == 1 and counted[0]["world_size"] == world_size, counted
     losses = [entry["loss"] for entry in _trainer_logs(run_dir, "loss") if "eval_loss" not in entry]
     assert len(losses) == epochs and losses[-1] < losses[0], losses
-    recorded = {point.value for point in read_points(run_dir / METRICS_FILE) if point.metric == "train:loss"}
-    assert set(losses) <= recorded, recorded  # the default metric definitions read the Trainer's own lines
+    assert set(losses) <= _recorded(run_dir, "train:loss")  # the default metric definitions read the Trainer's lines
     evaluations = _trainer_logs(run_dir, "eval_loss")
     assert [entry["epoch"] for entry in evaluations] == [float(epoch) for epoch in range(1, epochs + 1)]
+    assert {entry["eval_loss"] for entry in evaluations} <= _recorded(run_dir, "eval:loss")
     return counted[0]
 
 
@@ -159,6 +165,7 @@ def test_accelerate_loop_with_fp16(tiny_model, tmp_path, spec, world_size, distr
     epochs = [line for line in lines if "epoch" in line]
     assert [line["epoch"] for line in epochs] == [0, 1, 2]
     assert epochs[-1]["loss"] < epochs[0]["loss"], epochs
+    assert {line["loss"] for line in epochs} <= _recorded(tmp_path / "run", "train:loss")
     assert "model.safetensors" in _model_files(tmp_path / "run")  # save_model writes the weights only
 
 
@@ -173,4 +180,8 @@ def test_lightning_ddp_with_mixed_precision_on_two_hosts(tmp_path):
     epochs = [line for line in lines if "epoch" in line]
     assert [line["epoch"] for line in epochs] == [0, 1, 2]
     assert epochs[-1]["loss"] < epochs[0]["loss"], epochs
+    # ModelCheckpoint(verbose=True)'s own line, `Epoch 0, global step 4: 'train_loss' reached 0.69315 (best ...`,
+    # once an epoch's loss is the best yet (the first epoch's always is).
+    reached = [float(value) for value in re.findall(r"'train_loss' reached ([0-9.]+)", logs)]
+    assert reached and {line["loss"] for line in epochs} | set(reached) <= _recorded(tmp_path / "run", "train:loss")
     assert "model.ckpt" in _model_files(tmp_path / "run")

@@ -71,3 +71,27 @@ def test_a_trials_curve_is_kept_at_its_epochs_counted_from_one_whatever_its_fram
     watch = _follow(chooser_for(SPEC, None), FRAMEWORK_TRIALS[framework], tmp_path / "trial")
 
     assert watch.per_epoch == {1: 0.7, 2: 0.5, 3: 0.4}
+
+
+def test_hosts_printing_their_own_epochs_end_each_epoch_once_with_their_own_objective(tmp_path):
+    """The Trainer's main process on every host prints its log dicts; the watch reads algo-1's log, then
+    algo-2's, so one epoch count over both would step back from algo-1's epoch 3 to algo-2's epoch 1."""
+    asked = []
+
+    class Recording:
+        def should_stop(self, key: int, epoch: int, value: float) -> bool:
+            asked.append((epoch, value))
+            return False
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for host, losses in (("algo-1", (0.9, 0.6, 0.4)), ("algo-2", (0.8, 0.5, 0.3))):
+        (logs / f"{host}.log").write_text("".join(f"epoch={epoch} step={10 * epoch}/30 loss={loss}\n"
+                                                  for epoch, loss in enumerate(losses, start=1)))
+    watch = _ObjectiveWatch(Recording(), 1, "train:loss", list(DEFAULT_METRIC_DEFINITIONS), tmp_path)
+
+    watch.read()
+    watch.finish()
+
+    assert asked == [(1, 0.9), (2, 0.6), (3, 0.4)]
+    assert watch.per_epoch == {1: 0.9, 2: 0.6, 3: 0.4}

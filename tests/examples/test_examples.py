@@ -21,6 +21,7 @@ import pytest
 from example_data import EXAMPLES, mnist_idx, model_files, write_spec
 
 from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.observing.metric_series import METRICS_FILE, read_points
 from orchestrator.specs.loader import load
 
 pytestmark = pytest.mark.slow
@@ -155,7 +156,7 @@ def test_lstm_word_language_model(tmp_path):
     spec = _spec(tmp_path, "lstm_word_language_model", "train.py",
                  hyperparameters={"epochs": 3, "emsize": 32, "nhid": 32, "nlayers": 1, "dropout": 0.0,
                                   "log-interval": 2},
-                 inputs={"training": str(tmp_path / "wikitext")})
+                 inputs={"training": str(tmp_path / "wikitext")}, metrics=None)  # the default metric definitions
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
     assert result.status == "Completed", result.failure_reason
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
@@ -163,6 +164,9 @@ def test_lstm_word_language_model(tmp_path):
     valid_losses = [float(value) for value in re.findall(r"\| end of epoch +\d+ .*\| valid loss +([\d.]+) \|", log)]
     assert len(batch_losses) >= 6 and len(valid_losses) == 3, log
     assert valid_losses[-1] < valid_losses[0] < batch_losses[0], (batch_losses, valid_losses)
+    points = read_points(result.run_dir / METRICS_FILE)  # the script's own rows, read as SageMaker would read them
+    assert set(batch_losses) <= {point.value for point in points if point.metric == "train:loss"}
+    assert set(valid_losses) <= {point.value for point in points if point.metric == "eval:loss"}
     test_ppl = float(re.search(r"\| End of training \| test loss +[\d.]+ \| test ppl +([\d.]+)", log).group(1))
     assert test_ppl < vocabulary / 4, (test_ppl, vocabulary)  # far better than guessing among the words
     assert model_files(result) == ["model.pth", "model_info.pth", "test", "train", "valid"]

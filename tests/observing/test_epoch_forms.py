@@ -58,6 +58,19 @@ RUNS = {
         (f"\rEpoch 0:  50%|{BAR * 5}     | 2/4 [00:01<00:01,  2.00it/s, v_num=0, train_loss_step=0.693]", 1),
         (f"\rEpoch 2: 100%|{BAR * 10}| 4/4 [00:02<00:00,  2.00it/s, v_num=0, train_loss_step=0.412]", 3),
     ],
+    # lightning 2.6.6, ModelCheckpoint(verbose=True): f"Epoch {epoch:d}, global step {step:d}: ...", 0-based.
+    "Lightning's checkpoint line": [
+        ("Epoch 0, global step 32: 'train_loss' reached 0.69315 (best 0.69315), saving model to "
+         "'/tmp/checkpoints/epoch=0-step=32.ckpt' as top 1", 1),
+        ("Epoch 2, global step 96: 'train_loss' was not in top 1", 3),
+    ],
+    # pytorch/examples' word_language_model/main.py (@cd01f93): `for epoch in range(1, args.epochs+1)`.
+    "PyTorch word language model": [
+        ("| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.60 | loss  6.89 | ppl   986.30", 1),
+        ("| end of epoch   1 | time: 51.32s | valid loss  5.89 | valid ppl   361.84", 1),
+        ("| epoch   3 |  2800/ 2983 batches | lr 5.00 | ms/batch 45.10 | loss  4.71 | ppl   111.05", 3),
+        ("| End of training | test loss  5.82 | test ppl   336.78", None),
+    ],
     # Scripts people write: the colon form, counted as printed (from 1 here: no epoch 0).
     "a script's `epoch: N`": [
         ("epoch: 1, train_loss: 0.52", 1),

@@ -61,6 +61,59 @@ def test_transformers_5_quoted_numbers_are_read_as_the_4_x_numbers_are():
     assert evaluation == {"eval:loss": 0.6701, "train:epoch": 1.0}
 
 
+# lightning 2.6.6, callbacks/model_checkpoint.py, ModelCheckpoint(monitor=..., verbose=True):
+# f"Epoch {epoch:d}, global step {step:d}: {self.monitor!r} reached {current:0.5f}" f" (best {...:0.5f}), saving
+# model to {filepath!r} as top {k}", and f"... {self.monitor!r} was not in top {self.save_top_k}".
+LIGHTNING_CHECKPOINT = ("Epoch 1, global step 64: 'val_loss' reached 0.61234 (best 0.61234), saving model to "
+                        "'/opt/ml/code/lightning_logs/version_0/checkpoints/epoch=1-step=64.ckpt' as top 1")
+
+
+@pytest.mark.parametrize(("monitor", "metric"), [("val_loss", "eval:loss"), ("train_loss", "train:loss"),
+                                                 ("loss", "train:loss")])
+def test_lightnings_checkpoint_line_gives_the_monitored_loss_its_epoch_and_step(monitor, metric):
+    line = LIGHTNING_CHECKPOINT.replace("'val_loss'", repr(monitor))
+
+    values = extract(compile_definitions(DEFAULT_METRIC_DEFINITIONS), line)
+    mark = step_mark(line)
+
+    assert values == {metric: 0.61234, "train:epoch": 1.0}  # the value reached, not the best before it
+    assert (mark.step, mark.total, mark.epoch.number, mark.epoch.first) == (64, None, 1, 0)
+
+
+def test_lightnings_checkpoint_line_without_an_improvement_still_gives_its_step():
+    line = "Epoch 2, global step 96: 'val_loss' was not in top 1"
+
+    assert extract(compile_definitions(DEFAULT_METRIC_DEFINITIONS), line) == {"train:epoch": 2.0}
+    assert step_mark(line).step == 96
+
+
+# pytorch/examples, word_language_model/main.py @cd01f93000a6679e768700dd29e417a1e5fd10e5 (also the SageMaker
+# LSTM example's train.py, tests/examples/lstm_word_language_model): `for epoch in range(1, args.epochs+1)`,
+# '| epoch {:3d} | {:5d}/{:5d} batches | lr {:02.2f} | ms/batch {:5.2f} | loss {:5.2f} | ppl {:8.2f}' and
+# '| end of epoch {:3d} | time: {:5.2f}s | valid loss {:5.2f} | valid ppl {:8.2f}'.
+WORD_LANGUAGE_MODEL = {
+    "batches": "| epoch   2 |   200/ 2983 batches | lr 20.00 | ms/batch 45.60 | loss  6.89 | ppl   986.30",
+    "end of epoch": "| end of epoch   2 | time: 51.32s | valid loss  5.89 | valid ppl   361.84",
+    "end of training": "| End of training | test loss  5.82 | test ppl   336.78",
+}
+
+
+def test_the_word_language_models_rows_give_the_loss_learning_rate_epoch_and_step():
+    definitions = compile_definitions(DEFAULT_METRIC_DEFINITIONS)
+
+    batches = extract(definitions, WORD_LANGUAGE_MODEL["batches"])
+    end_of_epoch = extract(definitions, WORD_LANGUAGE_MODEL["end of epoch"])
+    mark = step_mark(WORD_LANGUAGE_MODEL["batches"])
+
+    assert batches == {"train:loss": 6.89, "train:learning_rate": 20.0, "train:epoch": 2.0}
+    assert end_of_epoch == {"eval:loss": 5.89, "train:epoch": 2.0}  # `valid loss` is no training loss
+    assert (mark.step, mark.total, mark.epoch.number) == (2983 + 200, None, 2)  # epoch 1's batches, then 200
+
+
+def test_the_word_language_models_test_loss_is_neither_a_training_nor_an_evaluation_loss():
+    assert extract(compile_definitions(DEFAULT_METRIC_DEFINITIONS), WORD_LANGUAGE_MODEL["end of training"]) == {}
+
+
 def test_a_labelled_bar_is_no_training_step():
     assert step_mark("Map: 100%|\u2588\u2588\u2588| 1000/1000 [00:00<00:00, 9000 examples/s]") is None
 

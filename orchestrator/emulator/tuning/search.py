@@ -560,10 +560,23 @@ def _request_stop(run_dir: Path) -> bool:
     return True
 
 
+@dataclass
+class _HostEpochs:
+    """Where one host's log is: hosts print at their own pace and their logs are read one after the other, so
+    epochs counted across hosts would step back to a slower host's epoch and end an epoch twice."""
+
+    counter: EpochCounter = field(default_factory=EpochCounter)
+    epoch: int | None = None
+    """The epoch the host is in, counted from 1 (by `counter`)."""
+    value: float | None = None
+    """The objective the host printed last."""
+
+
 class _ObjectiveWatch:
     """A trial's log, followed: the objective read from every line with the job's metric definitions, and
     after each epoch the chooser asked whether to stop the trial (which is then asked to stop as StopTrainingJob
-    stops a job: its run directory's stop request)."""
+    stops a job: its run directory's stop request). Each host's epochs are counted on their own; an epoch ends
+    once, when the first host leaves it, with that host's objective."""
 
     def __init__(self, chooser: Chooser, key: int, metric: str, definitions: list[dict[str, str]],
                  run_dir: Path) -> None:
@@ -575,9 +588,7 @@ class _ObjectiveWatch:
         self.per_epoch: dict[int, float] = {}
         self.why = ""
         self._stop_pending = False
-        self._epoch: int | None = None
-        """The epoch the trial is in, counted from 1 (by `_counter`)."""
-        self._counter = EpochCounter()
+        self._hosts: dict[str, _HostEpochs] = {}
 
     def stop(self, why: str) -> None:
         self.why, self._stop_pending = why, True
@@ -612,31 +623,36 @@ class _ObjectiveWatch:
                             lines, skipping = lines[1:], False  # the over-long line's end
                         offset += end
                         for line in lines:
-                            self._line(line.decode("utf-8", errors="replace"))
+                            self._line(path.stem, line.decode("utf-8", errors="replace"))
             except OSError:
                 pass
             self._offsets[path] = (offset, skipping)
 
-    def _line(self, text: str) -> None:
-        """A line stating a later epoch ends the one before, with the objective read last. Epochs are counted
-        from 1 as progress shows them (epochs.py), so that trials printing `epoch=0`, `Epoch 1/3` or the
-        Trainer's `'epoch': 0.5` are compared with each other, and with max_resource, at the same epoch."""
+    def _line(self, host: str, text: str) -> None:
+        """A line stating a later epoch ends the one before on its host, with the objective the host read last.
+        Epochs are counted from 1 as progress shows them (epochs.py), so that trials printing `epoch=0`,
+        `Epoch 1/3` or the Trainer's `'epoch': 0.5` are compared with each other, and with max_resource, at the
+        same epoch."""
+        state = self._hosts.setdefault(host, _HostEpochs())
         mark = line_epoch(text)
         if mark is not None:
-            epoch = self._counter.count(mark)
-            if self._epoch is not None and epoch > self._epoch and self.final is not None:
-                self._epoch_ended(self._epoch, self.final)
-            self._epoch = epoch
+            epoch = state.counter.count(mark)
+            if state.epoch is not None and epoch > state.epoch and state.value is not None:
+                self._epoch_ended(state.epoch, state.value)
+            state.epoch = epoch
         value = extract(self._definitions, text).get(self._metric)
         if value is not None:
-            self.final = value
+            state.value = self.final = value
 
     def finish(self) -> None:
         """The trial's last epoch ended with the run: its value completes the trial's curve."""
-        if self._epoch is not None and self.final is not None and self._epoch not in self.per_epoch:
-            self._epoch_ended(self._epoch, self.final)
+        for state in self._hosts.values():
+            if state.epoch is not None and state.value is not None:
+                self._epoch_ended(state.epoch, state.value)
 
     def _epoch_ended(self, epoch: int, value: float) -> None:
+        if epoch in self.per_epoch:  # another host left it first
+            return
         self.per_epoch[epoch] = value
         if not self.why and self._chooser.should_stop(self._key, epoch, value):
             self.stop(f"stopped early after epoch {epoch}")
