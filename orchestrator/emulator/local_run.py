@@ -47,7 +47,7 @@ from orchestrator.emulator.supervising.stall import (
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Limits, Outcome, Supervisor
 from orchestrator.errors import RunFailed
-from orchestrator.observing.cause_window import Tails, Window, not_found_in, read_back
+from orchestrator.observing.cause_window import Tails, Window, not_found_in, read_back, screened
 from orchestrator.observing.liveness import EXIT_HUNG
 from orchestrator.observing.log_file_end import HostLogEnds
 from orchestrator.observing.log_lines import LogLine
@@ -66,6 +66,7 @@ from orchestrator.observing.root_cause import (
     Launcher,
     install_cause,
     max_runtime_cause,
+    may_hold_own_error,
     own_error,
     read_cause,
 )
@@ -667,9 +668,16 @@ def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: 
 
     kept = Window({host: [LogLine(host, 0, line) for line in lines] for host, lines in outcome.tails.items()},
                   more_before=any(len(lines) >= FAILURE_TAIL_LINES for lines in outcome.tails.values()))
+    last: list[Any] = [None, None]
+    """The window read last and its cause: the one the search stops at is not read twice."""
+
+    def own_error_in(tails: Tails) -> bool:
+        last[:] = [tails, cause_of(tails)]
+        return own_error(last[1])
+
     reading = read_back(HostLogEnds(prepared.layout.logs_dir), kept, FAILURE_TAIL_LINES,
-                        lambda tails: own_error(cause_of(tails)))
-    cause = cause_of(reading.window.tails)
+                        screened(own_error_in, may_hold_own_error))
+    cause = last[1] if last[0] is reading.window.tails else cause_of(reading.window.tails)
     if cause is not None and not reading.found and reading.window.bound:
         return not_found_in(cause, reading.window.bound)
     return cause

@@ -66,6 +66,30 @@ def read_back(reader: WindowReader, first: Window, first_lines: int, found: Call
     return Reading(window, False)
 
 
+def screened(found: Callable[[Tails], bool], worth_a_look: Callable[[Sequence[str]], bool]) -> Callable[[Tails], bool]:
+    """`found`, asked only of a window whose lines new to it (each host's oldest, before the window it grew from)
+    pass a cheap screen: a window that adds a megabyte of warnings no error could be among is grown again without
+    being read line by line. `worth_a_look` must hold for every set of lines that could make `found` true."""
+    before: dict[str, list[str]] = {}
+
+    def check(tails: Tails) -> bool:
+        new: list[str] = []
+        for host, lines in tails.items():
+            messages = [line.message for line in lines if line.message]
+            new += _older_than(messages, before.get(host, []))
+            before[host] = messages
+        return worth_a_look(new) and found(tails)
+
+    return check
+
+
+def _older_than(messages: list[str], before: list[str]) -> list[str]:
+    """The messages before those of the window before, where that window is this one's end; else all of them (two
+    readers may give one log's lines apart: a supervisor's tail keeps a line a log file's reader drops)."""
+    start = len(messages) - len(before)
+    return messages[:start] if start >= 0 and messages[start:] == before else messages
+
+
 def not_found_in(cause: FailureCause, bound: str) -> FailureCause:
     """The cause read where the bound stopped the search before an error of a rank's own was found, saying so
     first: it may be only what followed the error that started the failure."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from orchestrator.observing.cause_window import Tails, WindowReader, not_found_in, read_back
+from orchestrator.observing.cause_window import Tails, WindowReader, not_found_in, read_back, screened
 from orchestrator.observing.epochs import line_epoch
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
@@ -31,6 +31,7 @@ from orchestrator.observing.root_cause import (
     SourcePaths,
     framework_version_of,
     launcher_of,
+    may_hold_own_error,
     own_error,
     printed_by,
     read_cause,
@@ -181,7 +182,8 @@ def read_back_progress(described: Mapping[str, Any], reader: WindowReader, tail_
     if recorded is not None:  # not found, what is shown is the failing host's last lines: the first window's
         reading = read_back(reader, first, first_lines, _rank_lines_found(recorded))
         return job_progress(described, (reading.window if reading.found else first).tails, source, recorded)
-    reading = read_back(reader, first, first_lines, lambda tails: own_error(logs_cause(described, tails, source)))
+    reading = read_back(reader, first, first_lines,
+                        screened(lambda tails: own_error(logs_cause(described, tails, source)), may_hold_own_error))
     progress = job_progress(described, reading.window.tails, source)
     if progress.failure_cause is not None and not reading.found and reading.window.bound:
         return replace(progress, failure_cause=not_found_in(progress.failure_cause, reading.window.bound))

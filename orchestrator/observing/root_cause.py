@@ -403,6 +403,18 @@ def own_error(cause: FailureCause | None) -> bool:
     return cause.category == "cuda_out_of_memory" or _tier(cause.exception) == OWN
 
 
+_ERROR_MARKS = re.compile(r"Error|error|ERROR|Exception|Exit|Interrupt|Failure|Traceback|terminate called|"
+                          r"out of memory|Socket closed|Connection reset|NCCL|[Tt]imed? ?out|abort")
+"""Something every line that starts an error of a rank's own holds (an exception's last line, argparse's `error:`,
+a C++ terminate, CUDA's and NCCL's out of memory, pip's `ERROR:`), and more: a screen, not a reader."""
+
+
+def may_hold_own_error(lines: Sequence[str]) -> bool:
+    """Whether an error of a rank's own could be among these lines: one search at C speed over them all, so that a
+    cause window grown by a flood of warnings is not read line by line (`cause_window.screened`)."""
+    return _ERROR_MARKS.search("\n".join(lines)) is not None
+
+
 def printed_by(line: str, rank: int) -> bool:
     """Whether `rank` printed `line` under its own prefix: torch.distributed's `[rankN]:` (put before each line of
     an error that ends a rank, so its traceback), mpirun's `[1,N]<stderr>:`. False for the launcher's lines, the
