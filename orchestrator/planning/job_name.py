@@ -57,7 +57,7 @@ def check_job_name(name: str) -> str:
     message names no argument: the command line's and the Python API's both come here.
 
     Raises:
-        SpecError: empty, too long, or a character outside the API's pattern (letters, digits, single hyphens).
+        SpecError: empty, too long, or a character outside the API's pattern (letters, digits and hyphens, starting and ending with a letter or digit).
     """
     limit = api_limit("TrainingJobName", "max")
     if not _JOB_NAME.fullmatch(name) or len(name) > limit:

@@ -25,7 +25,7 @@ def bucket_of(uri: str) -> str:
 def bucket_name_problem(bucket: str) -> str | None:
     """Which of S3's rules `bucket` breaks, in words, or None when S3 could have a bucket of that name."""
     if not MIN_LENGTH <= len(bucket) <= MAX_LENGTH:
-        return f"is {len(bucket)} characters long; S3 bucket names are {MIN_LENGTH} to {MAX_LENGTH}"
+        return f"is {len(bucket)} characters long; S3 bucket names are {MIN_LENGTH} to {MAX_LENGTH} characters long"
     if not _CHARACTERS.fullmatch(bucket):
         refused = sorted({char for char in bucket if not _CHARACTERS.fullmatch(char)})
         return (f"holds {', '.join(repr(char) for char in refused)}; S3 bucket names hold only lowercase letters, "

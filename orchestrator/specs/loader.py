@@ -611,11 +611,15 @@ def _override_texts(overrides: str | Iterable[str]) -> tuple[str, ...]:
     """`--set`'s texts as a Python caller gives them: a list of `key.path=value` strings, or one such string, which
     is one override as one `--set` takes it (iterated, its characters were each read as an override). It is never
     split: a value is YAML, and `[a, b]` or a sentence holds the commas and spaces a split would cut at."""
+    fix = 'pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string'
+    if isinstance(overrides, Mapping) or not isinstance(overrides, (str, Iterable)):
+        raise SpecError(f"overrides are `key.path=value` strings, not {type(overrides).__name__} {overrides!r:.60}",
+                        fix=fix)
     texts = (overrides,) if isinstance(overrides, str) else tuple(overrides)
     for text in texts:
         if not isinstance(text, str):
             raise SpecError(f"an override is a `key.path=value` string, not {type(text).__name__} {text!r:.60}",
-                            fix='pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string')
+                            fix=fix)
     return texts
 
 

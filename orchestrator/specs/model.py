@@ -838,7 +838,8 @@ class JobSpec(_Spec):
             raise _invalid(f"{shown} is {len(value)} characters long, more than a job's name leaves for it",
                            _shorter_name_fix(value))
         if not _api_pattern("TrainingJobName").fullmatch(value):
-            raise _invalid(f"{value!r} is not a valid job name: use letters, digits and single hyphens",
+            raise _invalid(f"{value!r} is not a valid job name: use letters, digits and hyphens, starting and ending "
+                           "with a letter or digit",
                            f"e.g. name: {_job_name_like(value)}")
         return value
 

@@ -266,7 +266,8 @@ class TuningSpec(_Spec):
     @classmethod
     def _tuning_job_name(cls, value: str | None) -> str | None:
         if value is not None and not _TUNING_JOB_NAME.fullmatch(value[:MAX_TUNING_JOB_NAME]):
-            raise _invalid(f"{value!r} is not a valid tuning job name", "use letters, digits and single hyphens")
+            raise _invalid(f"{value!r} is not a valid tuning job name",
+                           "use letters, digits and hyphens, starting and ending with a letter or digit")
         return value
 
     @field_validator("parameters")

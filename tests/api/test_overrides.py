@@ -56,6 +56,18 @@ def test_an_override_that_is_not_text_names_the_list_form(write_spec, overrides)
     assert refused.value.fix == 'pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string'
 
 
+@pytest.mark.parametrize("overrides", [{"instance.count": 3}, 3, None])
+def test_overrides_that_are_neither_a_list_nor_a_string_name_the_list_form(write_spec, overrides):
+    """A dict was read as its keys (`--set 'instance.count': expected key.path=value`, the CLI's words for a
+    Python mistake), and a number or None raised TypeError from the loader; docs/sagemaker.md says anything but
+    a list or one string is refused naming the list form."""
+    with pytest.raises(SpecError) as refused:
+        orchestrator.load_spec(write_spec(), overrides)
+
+    assert refused.value.message.startswith("overrides are `key.path=value` strings, not ")
+    assert refused.value.fix == 'pass e.g. ["instance.count=2", "hyperparameters.epochs=1"], or one such string'
+
+
 def test_overrides_for_a_tuning_spec_read_already_are_refused_not_dropped(write_spec, monkeypatch):
     """Before, `plan_tuning(load_tuning(path), overrides=[...])` planned the spec as read, without the overrides."""
     monkeypatch.setenv("AWS_REGION", "us-east-1")

@@ -165,8 +165,8 @@ def test_every_s3_uri_names_a_bucket_s3_could_have(write_spec, addition, line, f
 @pytest.mark.parametrize(("bucket", "why", "meant"), [
     ("xn--data", "begins with 'xn--', a prefix S3 keeps for itself", "data"),
     ("sthree-data", "begins with 'sthree-', a prefix S3 keeps for itself", "data"),
-    ("a" * 64, "is 64 characters long; S3 bucket names are 3 to 63", "a" * 63),
-    ("ab", "is 2 characters long; S3 bucket names are 3 to 63", "my-bucket"),
+    ("a" * 64, "is 64 characters long; S3 bucket names are 3 to 63 characters long", "a" * 63),
+    ("ab", "is 2 characters long; S3 bucket names are 3 to 63 characters long", "my-bucket"),
     ("192.168.1.1", "is an IP address, which S3 refuses as a bucket name", "my-bucket"),
     ("data..sets", "has two dots in a row, which S3 refuses in a bucket name", "data.sets"),
     ("data-", "must begin and end with a letter or digit", "data"),
@@ -240,6 +240,18 @@ def test_a_channel_name_too_long_gets_a_shortened_one(write_spec):
 def test_a_job_name_with_an_underscore_gets_the_name_with_a_hyphen(write_spec):
     [(line, field, _, fix)] = _problems(write_spec, _edited("name: demo", "name: mlp_torchrun"))
     assert (line, field, fix) == (1, "name", "e.g. name: mlp-torchrun")
+
+
+def test_a_job_names_rule_is_the_apis_hyphens_in_a_row_included(write_spec, tmp_path):
+    """SageMaker's pattern `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` takes `mlp--x`: the refusal says what it takes, not
+    "single hyphens", which a name smtrain accepts would break."""
+    [(_, _, message, _)] = _problems(write_spec, _edited("name: demo", "name: -mlp"))
+    assert message == ("'-mlp' is not a valid job name: use letters, digits and hyphens, starting and ending with a "
+                       "letter or digit")
+    path = write_spec("")
+    path.write_text(_edited("name: demo", "name: mlp--x"))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_count_written_as_a_list_of_one_gets_the_number(write_spec):
