@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import main
-from orchestrator.specs.loader import InvalidTuningSpec, load_tuning
+from orchestrator.specs.loader import InvalidTuningSpec, load, load_tuning
 
 SPEC = """\
 name: demo
@@ -240,6 +240,16 @@ def test_a_channel_name_too_long_gets_a_shortened_one(write_spec):
 def test_a_job_name_with_an_underscore_gets_the_name_with_a_hyphen(write_spec):
     [(line, field, _, fix)] = _problems(write_spec, _edited("name: demo", "name: mlp_torchrun"))
     assert (line, field, fix) == (1, "name", "e.g. name: mlp-torchrun")
+
+
+def test_a_job_name_refusal_states_sagemaker_s_rule_which_allows_hyphens_in_a_row(write_spec):
+    """It said "use letters, digits and single hyphens", but `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` takes `a--b`."""
+    [(_, _, message, _)] = _problems(write_spec, _edited("name: demo", "name: -demo"))
+    path = write_spec("")
+    path.write_text(_edited("name: demo", "name: my--demo"))
+    assert load(path).spec.name == "my--demo"
+    assert message == "'-demo' is not a valid job name: use letters, digits and hyphens, starting and ending with " \
+                      "a letter or digit"
 
 
 def test_a_count_written_as_a_list_of_one_gets_the_number(write_spec):
