@@ -205,14 +205,16 @@ def refuse_unready(job_plan: Plan, boto: Any | None) -> None:
 
 
 def refuse_blocking_findings(job_plan: Plan) -> None:
-    """CapabilityError (exit 2) when a finding blocks: an error, or `unverified` without allow_unverified."""
+    """CapabilityError (exit 2) when a finding blocks: an error, or `unverified` without allow_unverified; its fix in
+    the user's words (a function job's are its decorator's keywords)."""
     blocking = job_plan.blocking_findings()
     if blocking:
+        words = job_plan.loaded.field_words
         raise CapabilityError(
             "not submitted: "
             + "; ".join(f"{finding.severity}: {finding.field}: {finding.message}" for finding in blocking),
-            fix="change the spec as each finding says, or, for unverified combinations you know work, set "
-            "`allow_unverified: true` in the spec (or pass --allow-unverified)",
+            fix=f"change {words.given_in} as each finding says, or, for unverified combinations you know work, "
+                f"{words.switch_on('allow_unverified', '--allow-unverified')}",
         )
 
 

@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FUNCTION_RUNNER as RUNNER
+from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
+from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.loader import FieldWords
@@ -41,7 +43,10 @@ _FIELDS = {
     "image_uri": "image_uri", "role": "role", "region": "region", "output_path": "output_path",
     "environment": "environment", "inputs": "inputs", "local_inputs": "local_inputs", "spot": "spot",
     "max_run_seconds": "max_run_seconds", "metrics": "metrics", "tags": "tags", "checkpoint": "checkpoint",
+    **{option: option for option in declarations(UnverifiedOptions)},
 }
+"""`allow_unverified` is submit's declared option and the spec's field of that name: `run`'s keywords are the
+function's own arguments, so the decorator is where a function job's user lets an unverified combination through."""
 _OWN = ("spec", "requirements")
 KEYWORDS = (*_FIELDS, *_OWN)
 KEYWORD_WORDS = FieldWords(keywords_of="@orchestrator.remote(...)")
@@ -55,8 +60,9 @@ def remote(function: Callable[..., Any] | None = None, **options: Any) -> Any:
 
     Keywords: what a spec takes (`instance_type`, `instance_count`, `distribution` as a mode name or a mapping,
     `framework_version`, `py_version`, `image_uri`, `role`, `region`, `output_path`, `environment`, `inputs`,
-    `spot`, `max_run_seconds`, ...), `requirements` (a list, or a requirements file) and `spec` (a spec file or a
-    mapping to start from; the keywords override it).
+    `spot`, `max_run_seconds`, ...), `allow_unverified=True` (send a combination smtrain has not verified, as
+    `submit` does), `requirements` (a list, or a requirements file) and `spec` (a spec file or a mapping to start
+    from; the keywords override it).
 
     Raises:
         SpecError: an unknown keyword (with the nearest known one).

@@ -13,7 +13,7 @@ import threading
 import time
 
 from orchestrator.errors import SpecError
-from orchestrator.specs.model import JOB_NAME_TAG_LENGTH, api_limit
+from orchestrator.specs.model import JOB_NAME_RULE, JOB_NAME_TAG_LENGTH, api_limit
 
 _JOB_NAME = re.compile(api_limit("TrainingJobName", "pattern"), re.ASCII)
 
@@ -57,14 +57,14 @@ def check_job_name(name: str) -> str:
     message names no argument: the command line's and the Python API's both come here.
 
     Raises:
-        SpecError: empty, too long, or a character outside the API's pattern (letters, digits and hyphens, starting and ending with a letter or digit).
+        SpecError: empty, too long, or a character outside the API's pattern (`JOB_NAME_RULE`).
     """
     limit = api_limit("TrainingJobName", "max")
     if not _JOB_NAME.fullmatch(name) or len(name) > limit:
         shown = repr(name) if len(name) <= 80 else f"{name[:80]!r}... ({len(name)} characters)"
         raise SpecError(f"{shown} is not a training job name SageMaker accepts",
-                        fix=f"use 1 to {limit} letters, digits and hyphens, starting and ending with a letter or "
-                        "digit, e.g. " + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-")[:limit] or "my-job"))
+                        fix=f"use 1 to {limit} {JOB_NAME_RULE}, e.g. "
+                        + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-")[:limit] or "my-job"))
     return name
 
 

@@ -107,6 +107,19 @@ class FieldWords:
             return f"pass `{field}={repr(value) if value else ''}` to {self.keywords_of}"
         return f"set `{field}:{f' {value}' if value else ''}` in the spec"
 
+    def switch_on(self, field: str, flag: str) -> str:
+        """E.g. "set `allow_unverified: true` in the spec (or pass --allow-unverified)" (the API's callers read the
+        flag as their keyword: `errors.naming_keywords`), or "pass `allow_unverified=True` to
+        @orchestrator.remote(...)", whose user has neither a spec nor a command line."""
+        if self.keywords_of:
+            return f"pass `{field}=True` to {self.keywords_of}"
+        return f"set `{field}: true` in the spec (or pass {flag})"
+
+    @property
+    def given_in(self) -> str:
+        """Where the user wrote the fields: "the spec", or "the keywords of @orchestrator.remote(...)"."""
+        return f"the keywords of {self.keywords_of}" if self.keywords_of else "the spec"
+
 
 SPEC_WORDS = FieldWords()
 
@@ -808,7 +821,8 @@ def _choice_meant(wrong: _Wrong) -> str | None:
 
 def _value_fix(wrong: _Wrong) -> str | None:
     """The fix for a value YAML read as another type than the field takes, in both spec kinds' words: text quoted
-    as written, a choice quoted as the field spells it, a whole number without its decimals."""
+    as written, a choice quoted as the field spells it, a whole number without its decimals, a list of one value
+    as the value."""
     if wrong.kind == "string_type":
         return _string_fix(wrong)
     if _is_misread_text(wrong):
@@ -816,6 +830,8 @@ def _value_fix(wrong: _Wrong) -> str | None:
     if (wrong.kind in ("int_type", "int_from_float") and isinstance(wrong.value, float)
             and math.isfinite(wrong.value) and wrong.loc):
         return _whole_number_fix(wrong)
+    if (item := _the_one_item(wrong.kind, wrong.value)) is not None:
+        return f"write the value itself, not a list: {_written_at(wrong.loc, item)}"
     return None
 
 
@@ -875,8 +891,6 @@ def _fix_for(wrong: _Wrong) -> str | None:
         return f"remove it; the keys allowed here are: {', '.join(known)}" if known else "remove it"
     if kind == "missing":
         return f"add `{name}:` ({_describe(loc)})" if _describe(loc) else f"add `{name}:`"
-    if (item := _the_one_item(kind, value)) is not None:
-        return f"write the value itself, not a list: {_written_at(loc, item)}"
     if kind in ("int_type", "int_parsing") and isinstance(value, str):
         return f"write a whole number without quotes, e.g. {name}: 2"
     if kind == "bool_type":

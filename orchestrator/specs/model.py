@@ -79,6 +79,11 @@ def _shorter_name_fix(name: str) -> str:
             f"random tag too, and shortens the name to fit); e.g. name: {shorter}")
 
 
+JOB_NAME_RULE = "letters, digits and hyphens, starting and ending with a letter or digit"
+"""SageMaker's job-name pattern, `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`, in words: hyphens may stand several in a row
+(`a--b` is a name), never first or last. The training and the tuning job's names follow it alike."""
+
+
 def _job_name_like(name: str) -> str:
     """The job name likely meant: every run of other characters (`_`, `.`, spaces) one hyphen, `mlp_torchrun` ->
     `mlp-torchrun`."""
@@ -838,8 +843,7 @@ class JobSpec(_Spec):
             raise _invalid(f"{shown} is {len(value)} characters long, more than a job's name leaves for it",
                            _shorter_name_fix(value))
         if not _api_pattern("TrainingJobName").fullmatch(value):
-            raise _invalid(f"{value!r} is not a valid job name: use letters, digits and hyphens, starting and ending "
-                           "with a letter or digit",
+            raise _invalid(f"{value!r} is not a valid job name: use {JOB_NAME_RULE}",
                            f"e.g. name: {_job_name_like(value)}")
         return value
 

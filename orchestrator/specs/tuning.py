@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.specs.datafiles import load_data_file
-from orchestrator.specs.model import JobSpec, TagKey, TagValue, hyperparameter_name
+from orchestrator.specs.model import JOB_NAME_RULE, JobSpec, TagKey, TagValue, hyperparameter_name
 
 _LIMITS: dict[str, dict[str, Any]] = load_data_file("api_limits.yaml")["CreateHyperParameterTuningJob"]
 _CONFIG = "HyperParameterTuningJobConfig."
@@ -266,8 +266,7 @@ class TuningSpec(_Spec):
     @classmethod
     def _tuning_job_name(cls, value: str | None) -> str | None:
         if value is not None and not _TUNING_JOB_NAME.fullmatch(value[:MAX_TUNING_JOB_NAME]):
-            raise _invalid(f"{value!r} is not a valid tuning job name",
-                           "use letters, digits and hyphens, starting and ending with a letter or digit")
+            raise _invalid(f"{value!r} is not a valid tuning job name", f"use {JOB_NAME_RULE}")
         return value
 
     @field_validator("parameters")

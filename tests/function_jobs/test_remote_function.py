@@ -16,7 +16,7 @@ from botocore.validate import validate_parameters
 
 import orchestrator
 from orchestrator.backends.function_results import RESULTS_FOLDER
-from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.errors import CapabilityError, EnvironmentProblem, SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
 
@@ -124,6 +124,30 @@ def test_run_on_sagemaker_submits_an_ordinary_job_to_the_aws_emulator(aws):
     assert type(job) is orchestrator.Job and job.backend.name == "sagemaker"
     described = boto3.client("sagemaker").describe_training_job(TrainingJobName=job.name)
     assert described["HyperParameters"]["sagemaker_program"] == f'"{RUNNER}"'
+
+
+UNVERIFIED = {"framework_version": "2.2.0", "py_version": "py310", "instance_type": "ml.g5.12xlarge",
+              "distribution": "pytorchddp"}
+"""pytorchddp on a g5: a combination smtrain has not verified, so a SageMaker job of it is refused unless allowed."""
+
+
+def test_an_unverified_combination_is_refused_naming_the_decorator_s_keyword_which_sends_it(aws):
+    """Before, the refusal said `set allow_unverified: true in the spec (or pass allow_unverified=True)`: a function
+    job has no spec, its `run` keywords are the function's arguments, and the decorator refused the keyword."""
+    boto3.client("s3").create_bucket(Bucket="my-bucket")
+
+    with pytest.raises(CapabilityError) as refused:
+        orchestrator.remote(**UNVERIFIED, **CLOUD)(functions.where_am_i).run("cloud", backend="sagemaker")
+    assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
+    job = orchestrator.remote(**UNVERIFIED, **CLOUD, allow_unverified=True)(functions.where_am_i).run(
+        "cloud", backend="sagemaker")
+
+    assert refused.value.fix == (
+        "change the keywords of @orchestrator.remote(...) as each finding says, or, for unverified combinations you "
+        "know work, pass `allow_unverified=True` to @orchestrator.remote(...)")
+    assert "unverified: instance.type" in refused.value.message
+    described = boto3.client("sagemaker").describe_training_job(TrainingJobName=job.name)
+    assert described["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
 
 
 def _stdin_script(body: str, tmp_path) -> subprocess.CompletedProcess[str]:

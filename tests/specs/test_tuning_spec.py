@@ -83,6 +83,12 @@ CASES = [
                                   "continuous)"),
     ("integer-range-of-fractions", _swap("min: 16, max: 128", "min: 16.5, max: 128"), JOB, "search.yaml:6:31",
      "parameters.batch-size.min", "fix: write a whole number: min: 16 or min: 17"),
+    # it was `write a whole number without quotes, e.g. max_jobs: 2`: the list was the mistake, not quotes
+    ("max-jobs-as-a-list", _swap("max_jobs: 10", "max_jobs: [2]"), JOB, "search.yaml:8:1", "max_jobs",
+     "fix: write the value itself, not a list: max_jobs: 2"),
+    # it said "single hyphens", but SageMaker's pattern takes several in a row (`my--search` is a name)
+    ("tuning-name-with-an-underscore", "name: my_search\n" + TUNING, JOB, "search.yaml:1:1", "name",
+     "fix: use letters, digits and hyphens, starting and ending with a letter or digit"),
     # it was `use one of: ...` without the choice meant
     ("mistyped-scaling", _swap("scaling: Logarithmic", "scaling: Logarithmc"), JOB, "search.yaml:5",
      "parameters.lr.scaling", "did you mean `Logarithmic`?"),
