@@ -51,6 +51,18 @@ MASTER_ADDR = "MASTER_ADDR"
 MASTER_PORT = "MASTER_PORT"
 DEFAULT_MASTER_PORT = 7777
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+# The interface resourceconfig.json names (network_interface_name), which the toolkits give NCCL and Open MPI.
+NETWORK_INTERFACE = "eth0"
+# What the PyTorch toolkit's train() writes over the job's Environment on every host, in every mode, before it
+# picks the launcher (_set_distributed_environment, _set_nccl_environment): unlike TOOLKIT_SET_VARIABLES these are
+# warned about, not refused, since the same value is harmless. MASTER_ADDR is the master host's name and
+# NCCL_SOCKET_IFNAME the host's interface; the rest have fixed values. A test reads them from the installed
+# toolkit's source.
+PYTORCH_TOOLKIT_VALUES = {MASTER_PORT: str(DEFAULT_MASTER_PORT), "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "WARN"}
+PYTORCH_TOOLKIT_VARIABLES = frozenset({MASTER_ADDR, "NCCL_SOCKET_IFNAME", *PYTORCH_TOOLKIT_VALUES})
+# The NCCL_DEBUG mpirun passes every rank (modes mpi, smddp, pytorchddp) where custom_mpi_options names none:
+# the default of the toolkit's --NCCL_DEBUG option (sagemaker_training mpi/smdataparallel _parse_custom_mpi_options).
+MPIRUN_NCCL_DEBUG = "INFO"
 
 # Open MPI's per-rank variables (mpi, pytorchddp and smddp modes launch through mpirun).
 OMPI_VARS = (

@@ -22,6 +22,7 @@ from orchestrator.specs.catalog import InstanceType, lookup
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.modes import Mode
+from orchestrator.specs.overwritten_environment import overwritten_values
 from orchestrator.specs.topology import processes_per_host
 
 Severity = Literal["error", "unverified", "warning", "notice"]
@@ -268,6 +269,13 @@ def _secret_hyperparameter(ctx: _Context) -> Iterator[_Hit]:
     for name, value in ctx.spec.hyperparameters.items():
         if is_secret_name(name) and value not in (None, "", True, False):
             yield f"hyperparameters.{name}", {"name": name}
+
+
+@_rule("environment-overwritten-by-container")
+def _environment_overwritten(ctx: _Context) -> Iterator[_Hit]:
+    for item in overwritten_values(ctx.spec):
+        yield f"environment.{item.name}", {"name": item.name, "value": item.value, "setter": item.setter,
+                                           "container_value": item.container_value, "fix_text": item.fix}
 
 
 @_rule("mode-none-one-process")

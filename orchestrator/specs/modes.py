@@ -73,6 +73,12 @@ class ModeRules:
     """What the container starts per launcher host (the toolkit's rule, contract §7)."""
     single_host_rendezvous: tuple[str, int] | None = None
     """Where the ranks meet when the launcher spans one host, if not at the first host on the default port."""
+    mpirun_sets_nccl_debug: bool = False
+    """The toolkit's mpirun passes every rank NCCL_DEBUG (its --NCCL_DEBUG option's), over the host's value."""
+    sends_custom_mpi_options: bool = False
+    """distribution.custom_mpi_options reaches the toolkit (the SDK's pytorchddp rewrite sends none)."""
+    launcher_sets_rendezvous: bool = False
+    """The launcher gives its workers MASTER_ADDR and MASTER_PORT of its own (torchrun), over the host's."""
 
 
 def _instance_groups_key(dist: DistributionFields) -> dict[str, Any]:
@@ -143,6 +149,7 @@ MODES: dict[Mode, ModeRules] = {
         hyperparameters=_mpi_hyperparameters,
         sdk_distribution=_mpi_sdk,
         processes_per_host=lambda dist, instance: dist.processes_per_host or instance.devices_per_host,
+        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True,
     ),
     Mode.torch_distributed: ModeRules(
         launcher="torchrun", runs_smddp=False, assigns_ranks=True,
@@ -151,17 +158,20 @@ MODES: dict[Mode, ModeRules] = {
         processes_per_host=lambda dist, instance: instance.devices_per_host,
         # torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
         single_host_rendezvous=("127.0.0.1", 29500),
+        launcher_sets_rendezvous=True,
     ),
     Mode.pytorchddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_pytorchddp_hyperparameters,
         sdk_distribution=lambda dist: {"pytorchddp": {"enabled": True}},
         processes_per_host=_one_per_gpu,
+        mpirun_sets_nccl_debug=True,
     ),
     Mode.smddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_smddp_hyperparameters,
         sdk_distribution=_smddp_sdk,
         processes_per_host=_one_per_gpu,
+        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True,
     ),
 }

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import DEFAULT_MASTER_PORT, SMDDP_ENABLED_FLAG
+from orchestrator.contract import MASTER_ADDR, NETWORK_INTERFACE, PYTORCH_TOOLKIT_VALUES, SMDDP_ENABLED_FLAG
 
 GROUP_NAME = "homogeneousCluster"
 # TensorBoardOutputConfig.LocalPath when the request leaves it out (the API's documented default).
 TENSORBOARD_DEFAULT_PATH = "/opt/ml/output/tensorboard"
-NETWORK_INTERFACE = "eth0"
 PYTORCH_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 # Hyperparameters the toolkit keeps for itself; every other sagemaker_* key is a framework parameter (§5).
 CORE_HYPERPARAMETERS = frozenset({
@@ -395,11 +394,9 @@ def framework_variables(env: dict[str, Any], region: str, torch_version: str | N
         "SAGEMAKER_JOB_NAME": env["job_name"],
         "SAGEMAKER_REGION": region,
         "SAGEMAKER_TRAINING_MODULE": PYTORCH_TRAINING_MODULE,
-        "MASTER_ADDR": env["master_hostname"],
-        "MASTER_PORT": str(DEFAULT_MASTER_PORT),
+        MASTER_ADDR: env["master_hostname"],
         "NCCL_SOCKET_IFNAME": env["network_interface_name"],
-        "NCCL_IB_DISABLE": "1",
-        "NCCL_DEBUG": "WARN",
+        **PYTORCH_TOOLKIT_VALUES,
     }
     if torch_version:
         variables["SM_DLC_TORCH_VERSION"] = torch_version
