@@ -21,7 +21,12 @@ from orchestrator.cloud import jobs
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.cloud.logs import LOG_GROUP, MAX_EVENTS_PER_CALL
 
-NOISE_BEYOND_THE_FIRST_WINDOW = 5000
+NOISE_BEYOND_THE_FIRST_WINDOW = 2000
+"""More than the first window's 1000 events (FAILURE_READ_LINES): rank 3's traceback is found in the window grown
+once (4000 lines), then read doubled, as 5,000 lines found it two growths on; each line costs moto's server."""
+NOISE_BEYOND_TWO_CALLS = 5000
+"""More than two GetLogEvents calls read back (the first window, then the grown one: 4000 lines and the
+private-key margin), so that the bound stops the search before rank 3's traceback."""
 
 
 def _seed(job_name: str, lines_by_host: dict[str, list[str]]) -> None:
@@ -66,7 +71,7 @@ def test_a_search_stopped_by_its_bound_says_so_rather_than_naming_a_consequence_
     """Each stream is read back with at most CAUSE_MOST_CALLS GetLogEvents calls; two here, so that a few
     thousand events exceed them."""
     monkeypatch.setattr(jobs, "CAUSE_MOST_CALLS", 2)
-    status = _status(stubbed_sagemaker, "rank3-far", noise=12_000)
+    status = _status(stubbed_sagemaker, "rank3-far", noise=NOISE_BEYOND_TWO_CALLS)
 
     cause = status["failure_cause"]
     assert cause["headline"] != HEADLINE

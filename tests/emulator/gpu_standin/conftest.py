@@ -43,6 +43,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+_PART_MARKER = "=== smtrain test part ==="
+_PARTS_RUNNER = f"""
+import json, os, runpy, sys, traceback
+for name, script, arguments in json.loads(sys.argv[1]):
+    print({_PART_MARKER!r}, flush=True)
+    print({_PART_MARKER!r}, file=sys.stderr, flush=True)
+    try:
+        if os.path.isfile(script):
+            sys.argv = [script, *arguments]
+            runpy.run_path(script, run_name="__main__")
+        else:
+            exec(compile(script, name, "exec"), {{"__name__": "__main__"}})
+    except BaseException:
+        traceback.print_exc()
+    sys.stdout.flush()
+    sys.stderr.flush()
+"""
+
+
 class Standin:
     """Starts processes under the stand-in, in `work_dir`, and reads what they print."""
 
@@ -117,6 +136,16 @@ class Standin:
     def python(self, *args: str, **env_options) -> subprocess.CompletedProcess:
         """``python ARGS`` in the environment that `env_options` describe (see `environment`)."""
         return self.run([sys.executable, *args], self.environment(**env_options))
+
+    def parts(self, parts: list[tuple[str, str, list[str]]], env: dict[str, str]) -> dict[str, tuple[str, str]]:
+        """Several scripts (name, path or ``-c`` code, arguments) run one after the other in one process under
+        `env`, each as ``__main__`` in its own namespace, so that torch is started once for them: each part's own
+        stdout and stderr (cut at the marker lines printed between them), a part that raised ending with its
+        traceback, so that one failing leaves the others' answers."""
+        result = self.run([sys.executable, "-c", _PARTS_RUNNER, json.dumps(parts)], env, check=False)
+        cut = [output.split(_PART_MARKER + "\n") for output in (result.stdout, result.stderr)]
+        assert all(len(pieces) == len(parts) + 1 for pieces in cut), (result.returncode, result.stdout, result.stderr)
+        return {name: (cut[0][index + 1], cut[1][index + 1]) for index, (name, _, _) in enumerate(parts)}
 
     @staticmethod
     def json_lines(output: str) -> list[dict]:

@@ -84,9 +84,8 @@ def test_sitecustomize_zero_gpus_means_off(standin):
     assert standin.python("-c", ARMED, num_gpus=0).stdout.split() == ["False", "None"]
 
 
-def test_sitecustomize_with_variable_patches_torch_when_imported(standin):
-    result = standin.python("-c", REPORT, num_gpus=2)
-    assert _report(result.stdout) == {"cuda": True, "patched": True, "tensor_to": "function"}
+def test_sitecustomize_with_variable_patches_torch_when_imported(precision_probes):
+    assert _report(precision_probes["report"]) == {"cuda": True, "patched": True, "tensor_to": "function"}
 
 
 def test_sitecustomize_never_imports_torch_itself(standin):
@@ -158,11 +157,14 @@ print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(po
 
 @pytest.fixture(scope="module", params=["float32", ""], ids=["float32", "exact"])
 def precision_probes(request, module_standin) -> dict:
-    """The autocast probe and the FSDP policy probe, in one process per autocast setting (each starts torch)."""
+    """The stand-in's report (the first import of torch), the autocast probe and the FSDP policy probe, in one
+    process per autocast setting (each starts torch), each its own part (`Standin.parts`)."""
     env = module_standin.environment(**{module_standin.env_module.AUTOCAST: request.param})
-    result = module_standin.run([sys.executable, "-c", AUTOCAST_PROBE + POLICY_PROBE], env)
-    autocast_probe, policy_probe = module_standin.json_lines(result.stdout)[-2:]
-    return {"autocast": request.param, "autocast probe": autocast_probe, "policy probe": policy_probe}
+    outputs = module_standin.parts([("report", REPORT, []), ("autocast", AUTOCAST_PROBE, []),
+                                    ("policy", POLICY_PROBE, [])], env)
+    answers = {name: module_standin.json_lines(stdout)[-1:] or [stderr] for name, (stdout, stderr) in outputs.items()}
+    return {"autocast": request.param, "report": outputs["report"][0], "autocast probe": answers["autocast"][0],
+            "policy probe": answers["policy"][0]}
 
 
 AUTOCAST_EXPECTED = {

@@ -81,23 +81,34 @@ def test_model_parallel_matches_the_unsplit_model(standin):
     assert outcome["max_weight_difference"] == 0.0
 
 
-def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_op(standin, tmp_path):
+@pytest.fixture(scope="module")
+def one_gpu_scripts(module_standin) -> dict[str, tuple[str, str]]:
+    """The profiling and attention scripts on one GPU, in one process (each start imports torch), the profiling
+    first, as a fresh process runs it: each script's stdout and stderr."""
+    return module_standin.parts([
+        ("profiled_steps", str(module_standin.scripts / "profiled_steps.py"),
+         [str(module_standin.work_dir / "traces")]),
+        ("attention_kernels", str(module_standin.scripts / "attention_kernels.py"), [])],
+        module_standin.environment(num_gpus=1))
+
+
+def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_op(one_gpu_scripts):
     """Asked for CUDA activity, a CPU build of torch that sees a GPU tries a CUDA event around every op and logs
     each failure with its C++ backtrace; the stand-in's profiler records the CPU only."""
-    result = standin.python(str(standin.scripts / "profiled_steps.py"), str(tmp_path / "traces"), num_gpus=1)
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    stdout, stderr = one_gpu_scripts["profiled_steps"]
+    outcome = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else pytest.fail(stderr)
     assert {"aten::addmm", "aten::mm", "Optimizer.step#SGD.step"} <= set(outcome["recipe_ops"])
     assert "aten::addmm" in outcome["legacy_ops"]
     assert len(outcome["traces"]) == 1 and outcome["traces"][0].endswith(".pt.trace.json")
     assert "Self CPU" in outcome["table"]
-    assert "Failed to record CUDA event" not in result.stderr
-    assert len(result.stderr.splitlines()) < 20, result.stderr[-3000:]
+    assert "Failed to record CUDA event" not in stderr
+    assert len(stderr.splitlines()) < 20, stderr[-3000:]
 
 
-def test_attention_on_a_gpu_only_kernel_runs_on_the_cpus_and_the_switches_read_as_set(standin):
+def test_attention_on_a_gpu_only_kernel_runs_on_the_cpus_and_the_switches_read_as_set(one_gpu_scripts):
     """A CPU build has no memory-efficient or cuDNN attention kernel: asked for only those, it found no kernel."""
-    result = standin.python(str(standin.scripts / "attention_kernels.py"), num_gpus=1)
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    stdout, stderr = one_gpu_scripts["attention_kernels"]
+    outcome = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else pytest.fail(stderr)
     # flash, mem_efficient, math, cudnn: as the script switched them
     assert outcome["choices"] == {
         "efficient": {"equal": True, "inside": [False, True, False, False]},
