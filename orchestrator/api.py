@@ -25,6 +25,7 @@ from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
 from orchestrator.specs.model import JobSpec
+from orchestrator.specs.words import API_WORDS
 
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
     # one job never pays for them (the handle brings the progress and root-cause readers)
@@ -71,13 +72,14 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
 def _loaded(spec: SpecLike) -> LoadedSpec:
     """The API's edge: a file is read, a mapping is checked as a file's contents are (each problem with its field
     and fix, as `@orchestrator.remote(spec=...)` takes one; relative paths against the working directory), a
-    JobSpec built in Python is wrapped once; below here every function takes a LoadedSpec (or a Plan)."""
+    JobSpec built in Python is wrapped once; each with fixes in the API's words (`specs/words.py`). Below
+    here every function takes a LoadedSpec (or a Plan)."""
     if isinstance(spec, (str, Path)):
-        return load(spec)
+        return load(spec).in_words(API_WORDS)
     if isinstance(spec, Mapping):
-        return from_mapping(spec, base_dir=Path.cwd())
+        return from_mapping(spec, base_dir=Path.cwd()).in_words(API_WORDS)
     if isinstance(spec, JobSpec):
-        return LoadedSpec.of(spec)
+        return LoadedSpec.of(spec).in_words(API_WORDS)
     if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
         raise SpecError(f"a job is given as a spec file's path, a spec as a dict, what load_spec returned, a JobSpec "
                         f"or a Plan, not {type(spec).__name__} {spec!r:.60}",

@@ -36,7 +36,8 @@ from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job_progress, read_back_progress
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
-from orchestrator.specs.loader import SPEC_WORDS, LoadedSpec
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.words import SPEC_WORDS
 from orchestrator.wording import counted
 
 logger = logging.getLogger("orchestrator")

@@ -30,7 +30,8 @@ from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB, SdkDefault
 from orchestrator.planning.target import FALLBACK_REGION, Missing, RoleWrites, Target, bucket_of
 from orchestrator.planning.training_defaults import apply_training_defaults, source_of
 from orchestrator.specs.capabilities import check
-from orchestrator.specs.loader import SPEC_WORDS, FieldWords, LoadedSpec
+from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.model import JobSpec
 
 ROLE_ENV = "SMTRAIN_ROLE"
@@ -80,7 +81,7 @@ def resolve(loaded: LoadedSpec, boto: Any | None = None) -> tuple[LoadedSpec, Ta
     target = resolve_target(applied.spec, boto, defaults, loaded.field_words)
     target = dataclasses.replace(target, training_defaults=applied.request,
                                  sources={**target.sources, **applied.sources})
-    findings = loaded.findings if applied.spec is spec else check(applied.spec)
+    findings = loaded.findings if applied.spec is spec else check(applied.spec, loaded.field_words)
     return dataclasses.replace(loaded, spec=applied.spec, findings=[*findings, *applied.findings]), target
 
 

@@ -214,7 +214,7 @@ def refuse_blocking_findings(job_plan: Plan) -> None:
             "not submitted: "
             + "; ".join(f"{finding.severity}: {finding.field}: {finding.message}" for finding in blocking),
             fix=f"change {words.given_in} as each finding says, or, for unverified combinations you know work, "
-                f"{words.switch_on('allow_unverified', '--allow-unverified')}",
+                f"{words.allow_unverified}",
         )
 
 

@@ -32,7 +32,7 @@ from orchestrator.function_jobs.pickling import pickled_arguments, pickled_funct
 from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
 from orchestrator.specs import images
-from orchestrator.specs.loader import FieldWords
+from orchestrator.specs.words import FieldWords
 
 SHIPPED = "smtrain_remote"
 
@@ -213,14 +213,14 @@ def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: 
     start = options.get("spec")
     if isinstance(start, (str, Path)):
         loaded = load(start, overrides=[f"{field}={json.dumps(value)}" for field, value in fields.items()])
-        return dataclasses.replace(loaded, field_words=KEYWORD_WORDS)
+        return loaded.in_words(KEYWORD_WORDS)
     data: dict[str, Any] = json.loads(json.dumps(dict(start or {})))
     data.setdefault("name", _job_name(function.__name__))
     if not any(key in data or key in fields for key in ("framework_version", "image_uri")):
         data["framework_version"] = _image_for_this_python()
     for field, value in fields.items():
         _set(data, field, value)
-    return dataclasses.replace(from_mapping(data, base_dir=Path.cwd()), field_words=KEYWORD_WORDS)
+    return from_mapping(data, base_dir=Path.cwd()).in_words(KEYWORD_WORDS)
 
 
 def _as_field(key: str, value: Any) -> Any:

@@ -33,6 +33,7 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
+from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
 from orchestrator.wording import counted
@@ -91,40 +92,6 @@ class InvalidSpec(SpecError):
 
 
 @dataclass(frozen=True)
-class FieldWords:
-    """How a fix names a top-level field for the user to give: in the spec, or, where a call's keywords stand for
-    the spec (a function job's `@orchestrator.remote(...)`, which has no spec to edit), as that call's keyword."""
-
-    keywords_of: str | None = None
-
-    def lacks(self, field: str) -> str:
-        """E.g. "the spec has no `role:`"."""
-        return f"{self.keywords_of} has no `{field}=`" if self.keywords_of else f"the spec has no `{field}:`"
-
-    def set(self, field: str, value: str = "") -> str:
-        """E.g. "set `role: arn:...` in the spec", or "pass `role='arn:...'` to @orchestrator.remote(...)"."""
-        if self.keywords_of:
-            return f"pass `{field}={repr(value) if value else ''}` to {self.keywords_of}"
-        return f"set `{field}:{f' {value}' if value else ''}` in the spec"
-
-    def switch_on(self, field: str, flag: str) -> str:
-        """E.g. "set `allow_unverified: true` in the spec (or pass --allow-unverified)" (the API's callers read the
-        flag as their keyword: `errors.naming_keywords`), or "pass `allow_unverified=True` to
-        @orchestrator.remote(...)", whose user has neither a spec nor a command line."""
-        if self.keywords_of:
-            return f"pass `{field}=True` to {self.keywords_of}"
-        return f"set `{field}: true` in the spec (or pass {flag})"
-
-    @property
-    def given_in(self) -> str:
-        """Where the user wrote the fields: "the spec", or "the keywords of @orchestrator.remote(...)"."""
-        return f"the keywords of {self.keywords_of}" if self.keywords_of else "the spec"
-
-
-SPEC_WORDS = FieldWords()
-
-
-@dataclass(frozen=True)
 class LoadedSpec:
     """A valid spec with the non-blocking findings about it and where each field came from."""
 
@@ -159,6 +126,11 @@ class LoadedSpec:
             raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
                                    _overrides={**self._overrides, ("region",): f"region={region}"})
+
+    def in_words(self, words: FieldWords) -> LoadedSpec:
+        """This spec as told to a user in another form (the API's, a function job's decorator): its fixes, the
+        rules' included, name the field as that user gives it."""
+        return dataclasses.replace(self, field_words=words, findings=check(self.spec, words))
 
     def allowing_unverified(self) -> LoadedSpec:
         """This spec with `allow_unverified: true`, as `--allow-unverified` gives it (`--set allow_unverified=true`)

@@ -114,6 +114,20 @@ def test_a_notebook_submits_an_unverified_combination_with_the_keyword(write_spe
     assert _training_jobs() == [job.name]
 
 
+def test_a_notebook_s_unverified_finding_names_the_keyword(write_spec, bucket):
+    """Before, a plan's finding said "or set allow_unverified: true", as the rule's data held it: the refusal of
+    the same plan named the keyword, the finding did not."""
+    spec = write_spec(**UNVERIFIED)
+
+    [finding] = [finding for finding in orchestrator.plan(spec).findings if finding.severity == "unverified"]
+    with pytest.raises(CapabilityError) as refused:
+        orchestrator.submit(spec)
+
+    way = "set `allow_unverified: true` in the spec (or pass allow_unverified=True)"
+    assert finding.fix.endswith(f"; or, if you know it works, {way}") and refused.value.fix.endswith(way)
+    assert "--" not in finding.fix
+
+
 def test_run_on_sagemaker_takes_the_keyword_as_submit_does(write_spec, bucket):
     spec = write_spec(**UNVERIFIED)
 

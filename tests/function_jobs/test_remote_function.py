@@ -150,6 +150,20 @@ def test_an_unverified_combination_is_refused_naming_the_decorator_s_keyword_whi
     assert described["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
 
 
+def test_a_function_job_s_unverified_finding_names_the_decorator_s_keyword(aws):
+    """Before, the rule's fix said "or set allow_unverified: true": a spec field a function job's user never wrote."""
+    boto3.client("s3").create_bucket(Bucket="my-bucket")
+    remote = orchestrator.remote(**UNVERIFIED, **CLOUD)(functions.where_am_i)
+
+    [finding] = [finding for finding in remote.plan("cloud").findings if finding.severity == "unverified"]
+    with pytest.raises(CapabilityError) as refused:
+        remote.run("cloud", backend="sagemaker")
+
+    way = "pass `allow_unverified=True` to @orchestrator.remote(...)"
+    assert finding.fix.endswith(f"; or, if you know it works, {way}") and refused.value.fix.endswith(way)
+    assert "allow_unverified:" not in f"{finding.fix} {refused.value}"
+
+
 def _stdin_script(body: str, tmp_path) -> subprocess.CompletedProcess[str]:
     """A script read from standard input, as a kernel holds a cell: its functions are on no disk."""
     return subprocess.run([sys.executable, "-"], input=textwrap.dedent(body), text=True, capture_output=True,

@@ -331,6 +331,20 @@ def test_validate_passes_an_allowed_unverified_finding_and_shows_it(write_spec, 
     assert "unverified (allowed by allow_unverified): " in result.output and "ml.c6i.xlarge" in result.output
 
 
+def test_a_spec_s_unverified_finding_names_the_spec_field_and_the_cli_flag(write_spec):
+    """Before, the rule's own fix said "or set allow_unverified: true", with no flag, and validate's gate, seeing
+    `allow_unverified` there, added none: a spec's user reads both ways past it, each once."""
+    from orchestrator.specs.loader import load
+
+    path = write_spec(UNVERIFIED)
+    way = "; or, if you know it works, set `allow_unverified: true` in the spec (or pass --allow-unverified)"
+    [finding] = [finding for finding in load(path).findings if finding.severity == "unverified"]
+    result = CliRunner().invoke(main, ["validate", str(path)])
+
+    assert finding.fix == f"check the type (smtrain instances lists the known ones){way}"
+    assert f"fix: {finding.fix}" in result.output and result.output.count("allow_unverified") == 1
+
+
 def test_validate_gate_appends_the_way_to_allow_when_the_rule_fix_lacks_it(write_spec):
     spot_with_pool = (BASE_SPEC + "spot: {enabled: true, max_wait_seconds: 90000}\ncheckpoint: {s3_uri: s3://bkt/c/}\n"
                       "keep_alive_seconds: 60\n")

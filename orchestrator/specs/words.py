@@ -1,0 +1,51 @@
+"""How a fix names a field for the user to give, in the form the user is in: a spec file and the command line, the
+Python API (a spec, and `submit`'s keywords for the CLI's options), or a function job's decorator (no spec at all).
+One place words these, so that a rule's fix, a refusal and a finding say the same thing to the same user."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldWords:
+    """How a fix names a top-level field for the user to give: in the spec, or, where a call's keywords stand for
+    the spec (a function job's `@orchestrator.remote(...)`, which has no spec to edit), as that call's keyword."""
+
+    keywords_of: str | None = None
+    options_as_keywords: bool = False
+    """The Python API: a spec, with the keyword of `submit` that does what the CLI's option does."""
+
+    def lacks(self, field: str) -> str:
+        """E.g. "the spec has no `role:`"."""
+        return f"{self.keywords_of} has no `{field}=`" if self.keywords_of else f"the spec has no `{field}:`"
+
+    def set(self, field: str, value: str = "") -> str:
+        """E.g. "set `role: arn:...` in the spec", or "pass `role='arn:...'` to @orchestrator.remote(...)"."""
+        if self.keywords_of:
+            return f"pass `{field}={repr(value) if value else ''}` to {self.keywords_of}"
+        return f"set `{field}:{f' {value}' if value else ''}` in the spec"
+
+    def switch_on(self, field: str, flag: str) -> str:
+        """E.g. "set `allow_unverified: true` in the spec (or pass --allow-unverified)", "... (or pass
+        allow_unverified=True)" from Python, or "pass `allow_unverified=True` to @orchestrator.remote(...)", whose
+        user has neither a spec nor a command line."""
+        if self.keywords_of:
+            return f"pass `{field}=True` to {self.keywords_of}"
+        return f"set `{field}: true` in the spec (or pass {f'{field}=True' if self.options_as_keywords else flag})"
+
+    @property
+    def allow_unverified(self) -> str:
+        """The one wording of the way past an unverified finding, for a rule's fix and for submit's refusal."""
+        return self.switch_on("allow_unverified", "--allow-unverified")
+
+    @property
+    def given_in(self) -> str:
+        """Where the user wrote the fields: "the spec", or "the keywords of @orchestrator.remote(...)"."""
+        return f"the keywords of {self.keywords_of}" if self.keywords_of else "the spec"
+
+
+SPEC_WORDS = FieldWords()
+"""A spec file and the command line."""
+API_WORDS = FieldWords(options_as_keywords=True)
+"""A spec given to the Python API (`orchestrator.plan`, `submit`, `run`)."""
