@@ -37,7 +37,6 @@ from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec
-from orchestrator.specs.words import SPEC_WORDS
 from orchestrator.wording import counted
 
 logger = logging.getLogger("orchestrator")
@@ -84,7 +83,7 @@ class LocalBackend:
     def _run(self, plan: Plan, options: Options, run_dir: str) -> None:
         start = self._starting[run_dir]
         try:
-            observer = _KeptNotices(start.notices, function_job=plan.loaded.field_words is not SPEC_WORDS)
+            observer = _KeptNotices(start.notices, function_job=plan.loaded.field_words.keywords_of is not None)
             run_local(plan, options, observer, supervisor_hook=start.stop_if_asked_early)
         except BaseException as error:  # kept for the caller's next status(): a spec or machine problem
             start.error = error
