@@ -10,16 +10,14 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-import boto3
 import pytest
 from click.testing import CliRunner
-from job_fakes import described
+from job_fakes import described, seed_lines
 from long_failures import HEADLINE, RANK_3_TRACEBACK, rank_3_fails_then
 
 from orchestrator.cli.main import main
 from orchestrator.cloud import jobs
 from orchestrator.cloud.jobs import JobClient
-from orchestrator.cloud.logs import LOG_GROUP, MAX_EVENTS_PER_CALL
 
 NOISE_BEYOND_THE_FIRST_WINDOW = 2000
 """More than the first window's 1000 events (FAILURE_READ_LINES): rank 3's traceback is found in the window grown
@@ -29,28 +27,13 @@ NOISE_BEYOND_TWO_CALLS = 5000
 private-key margin), so that the bound stops the search before rank 3's traceback."""
 
 
-def _seed(job_name: str, lines_by_host: dict[str, list[str]]) -> None:
-    """One stream per host, one event per line, a millisecond apart, put in batches as CloudWatch takes them."""
-    logs = boto3.client("logs")
-    if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
-        logs.create_log_group(logGroupName=LOG_GROUP)
-    now_ms = int(datetime.now(timezone.utc).timestamp() * 1000) - 60_000
-    for host, lines in lines_by_host.items():
-        stream = f"{job_name}/{host}-1700000000"
-        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        events = [{"timestamp": now_ms + index, "message": line} for index, line in enumerate(lines) if line]
-        for start in range(0, len(events), MAX_EVENTS_PER_CALL):
-            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
-                                logEvents=events[start:start + MAX_EVENTS_PER_CALL])
-
-
 def _status(session, name: str, noise: int) -> dict:
     hyperparameters = {"sagemaker_program": '"train.py"', "sagemaker_torch_distributed_enabled": "true"}
     session.stubbers["sagemaker"].add_response("describe_training_job", described(
         name, "Failed", "Failed", HyperParameters=hyperparameters, TrainingEndTime=datetime.now(timezone.utc),
         ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100},
         FailureReason='AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage ""'))
-    _seed(name, rank_3_fails_then(noise))
+    seed_lines(name, rank_3_fails_then(noise))
     shown = CliRunner().invoke(main, ["status", name, "-o", "json"], obj=session)
     assert shown.exit_code == 0, shown.output
     return json.loads(shown.stdout)

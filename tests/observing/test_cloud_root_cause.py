@@ -12,10 +12,9 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-import boto3
 import pytest
 from click.testing import CliRunner
-from job_fakes import described
+from job_fakes import described, seed_lines
 from recorded_sagemaker_logs import (
     NCCL_PEER_LOST,
     PYTHON,
@@ -32,26 +31,8 @@ from orchestrator.backends.job import Job as BackendJob
 from orchestrator.backends.sagemaker import SageMakerBackend
 from orchestrator.cli.main import main
 from orchestrator.cloud.jobs import JobClient
-from orchestrator.cloud.logs import LOG_GROUP
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.specs.image_packages import image_packages
-
-EPOCH = 1_700_000_000
-
-
-def seed(job_name: str, lines_by_host: dict[str, list[str]]) -> None:
-    """One stream per host, one event per line, a millisecond apart, in the order given (no empty events:
-    CloudWatch holds none)."""
-    logs = boto3.client("logs")
-    if not logs.describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]:
-        logs.create_log_group(logGroupName=LOG_GROUP)
-    now_ms = int(datetime.now(timezone.utc).timestamp() * 1000) - 60_000
-    for host, lines in lines_by_host.items():
-        stream = f"{job_name}/{host}-{EPOCH}"
-        logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
-                            logEvents=[{"timestamp": now_ms + index, "message": line}
-                                       for index, line in enumerate(lines) if line])
 
 
 def failed(name: str, mode: str = "torch_distributed", **extra) -> dict:
@@ -145,7 +126,7 @@ HEADLINE = ("algo-2 (rank 5) failed: TypeError: expected Tensor as element 3 in 
 def test_a_failed_two_host_torchrun_job_names_rank_5_as_a_local_run_of_the_same_logs_does(stubbed_sagemaker,
                                                                                            tmp_path):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-fail"))
-    seed("ddp-fail", {"algo-1": ALGO1, "algo-2": ALGO2})
+    seed_lines("ddp-fail", {"algo-1": ALGO1, "algo-2": ALGO2})
     cloud = json.loads(CliRunner().invoke(main, ["status", "ddp-fail", "-o", "json"], obj=stubbed_sagemaker).stdout)
 
     run_dir = _local_run(tmp_path / "ddp-fail", {"algo-1": ALGO1, "algo-2": ALGO2})
@@ -176,7 +157,7 @@ def test_status_of_a_failed_torchrun_job_shows_the_failing_ranks_own_last_lines_
     """torchrun's `ChildFailedError` block ends the host's log, after the rank's traceback (each line of which
     torch.distributed prefixes `[rank5]:`): the rank's lines are what the cause above them was read from."""
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-lines"))
-    seed("ddp-lines", {"algo-1": ALGO1, "algo-2": ALGO2})
+    seed_lines("ddp-lines", {"algo-1": ALGO1, "algo-2": ALGO2})
     cloud = CliRunner().invoke(main, ["status", "ddp-lines"], obj=stubbed_sagemaker).stdout
     run_dir = _local_run(tmp_path / "ddp-lines", {"algo-1": ALGO1, "algo-2": ALGO2})
     (run_dir / "result.json").write_text(json.dumps({"failure_cause": {"host": "algo-2", "rank": 5,
@@ -203,7 +184,7 @@ def test_status_of_a_failed_mpi_job_shows_the_failing_ranks_lines_from_the_maste
               "  Process name: [[7462,1],5]", "  Exit code:    1",
               "--------------------------------------------------------------------------"]
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("mpi-lines", mode="mpi"))
-    seed("mpi-lines", {"algo-1": master, "algo-2": ["Invoking script with the following command:", "",
+    seed_lines("mpi-lines", {"algo-1": master, "algo-2": ["Invoking script with the following command:", "",
                                                     "/opt/conda/bin/python3.11 train.py"]})
 
     title, lines = _last_lines(CliRunner().invoke(main, ["status", "mpi-lines"], obj=stubbed_sagemaker).stdout)
@@ -220,7 +201,7 @@ def test_status_shows_the_hosts_last_lines_where_no_ranks_lines_can_be_told_apar
                   "Root Cause (first observed failure):", "[0]:", "  host      : algo-1",
                   "  rank      : 0 (local_rank: 0)", "  exitcode  : -9 (pid: 92)", "  error_file: <N/A>"]
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-killed"))
-    seed("ddp-killed", {"algo-1": host_lines})
+    seed_lines("ddp-killed", {"algo-1": host_lines})
 
     title, lines = _last_lines(CliRunner().invoke(main, ["status", "ddp-killed"], obj=stubbed_sagemaker).stdout)
 
@@ -230,7 +211,7 @@ def test_status_shows_the_hosts_last_lines_where_no_ranks_lines_can_be_told_apar
 def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubbed_sagemaker, tmp_path,
                                                                             monkeypatch):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-handle"))
-    seed("ddp-handle", {"algo-1": ALGO1, "algo-2": ALGO2})
+    seed_lines("ddp-handle", {"algo-1": ALGO1, "algo-2": ALGO2})
     monkeypatch.chdir(tmp_path)
     (tmp_path / "src").mkdir()
 
@@ -260,7 +241,7 @@ def _local_run(run_dir: Path, logs: dict[str, list[str]]) -> Path:
 
 def cause_of(stubbed_sagemaker, name: str, logs: dict[str, list[str]], **job) -> dict:
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(name, **job))
-    seed(name, logs)
+    seed_lines(name, logs)
     shown = CliRunner().invoke(main, ["status", name, "-o", "json"], obj=stubbed_sagemaker)
     assert shown.exit_code == 0, shown.output
     return json.loads(shown.stdout)["failure_cause"]
@@ -335,7 +316,7 @@ def test_the_oom_killer_by_the_toolkits_exit_code_137(stubbed_sagemaker):
 
 def test_the_backends_job_handle_reads_the_same_cause(stubbed_sagemaker):
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("ddp-backend"))
-    seed("ddp-backend", {"algo-1": ALGO1, "algo-2": ALGO2})
+    seed_lines("ddp-backend", {"algo-1": ALGO1, "algo-2": ALGO2})
     cause = BackendJob(SageMakerBackend(stubbed_sagemaker), "ddp-backend").failure_cause()
     assert cause.headline() == HEADLINE
 
@@ -602,7 +583,7 @@ def test_a_failed_install_of_a_job_this_process_submitted_names_the_requirements
                                                                                   "InstallRequirementsError")]
     stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed(
         "pip-handle", reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError")))
-    seed("pip-handle", {"algo-1": host, "algo-2": host})
+    seed_lines("pip-handle", {"algo-1": host, "algo-2": host})
 
     class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
         class plan:  # noqa: N801

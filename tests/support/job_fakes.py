@@ -13,7 +13,7 @@ import botocore.session
 import yaml
 from botocore.stub import Stubber
 
-from orchestrator.cloud.logs import LOG_GROUP
+from orchestrator.cloud.logs import LOG_GROUP, MAX_EVENTS_PER_CALL
 from orchestrator.cloud.metrics import NAMESPACE
 
 BUCKET = "smtrain-test"
@@ -131,12 +131,18 @@ def seed_logs(job_name: str, events_by_host: dict[str, list[tuple[int, str]]], b
     for host, events in events_by_host.items():
         stream = f"{job_name}/{host}-{EPOCH}"
         logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        logs.put_log_events(
-            logGroupName=LOG_GROUP,
-            logStreamName=stream,
-            logEvents=[{"timestamp": base * 1000 + offset, "message": text} for offset, text in events],
-        )
+        put = [{"timestamp": base * 1000 + offset, "message": text} for offset, text in events]
+        for start in range(0, len(put), MAX_EVENTS_PER_CALL):  # in batches, as CloudWatch takes them
+            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
+                                logEvents=put[start:start + MAX_EVENTS_PER_CALL])
     return base
+
+
+def seed_lines(job_name: str, lines_by_host: dict[str, list[str]]) -> None:
+    """One stream per host, one event per line, a millisecond apart, in the order given (no empty events:
+    CloudWatch holds none)."""
+    seed_logs(job_name, {host: [(index, line) for index, line in enumerate(lines) if line]
+                         for host, lines in lines_by_host.items()})
 
 
 class SageMakerStubbedSession(StubbedSession):
