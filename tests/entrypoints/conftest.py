@@ -31,11 +31,13 @@ def free_port() -> int:
 def child_env(base_dir: Path, **extra: str) -> dict[str, str]:
     """A clean environment for one emulated host: nothing inherited but PATH, outputs under `base_dir`.
 
-    Gloo is pinned to the loopback interface and each process to one thread (2-core CI machines).
+    Gloo is pinned to the loopback interface and each process to one thread (2-core CI machines). TMPDIR is
+    `base_dir` too: torchrun's agent leaves a torchelastic_* folder in it, which under /tmp would pile up.
     """
     env = {
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(base_dir),
+        "TMPDIR": str(base_dir),
         "LANG": "C.UTF-8",
         "OMP_NUM_THREADS": "1",
         "GLOO_SOCKET_IFNAME": "lo",
