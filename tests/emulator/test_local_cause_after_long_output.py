@@ -10,47 +10,26 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from long_failures import HEADLINE, RANK_3_TRACEBACK, rank_3_fails_then
+from long_failures import HEADLINE, RANK_3_TRACEBACK, cause_at_the_end_of, rank_3_fails_then
 
 import orchestrator
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.emulator import local_run
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.layout import write_result
-from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.supervising.status import StatusReport, terminal_status
-from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Exit, Outcome
 from orchestrator.observing import log_file_end
-from orchestrator.observing.root_cause import SourcePaths
 from orchestrator.specs.loader import load
 
 NOISE_BEYOND_THE_KEPT_TAIL = 5000
 
 
-def _cause_at_the_end_of(run_dir: Path, logs: dict[str, list[str]]):
-    """What a 2-host torchrun run with these logs stores as its cause when it ends: the supervisor's tails are the
-    last FAILURE_TAIL_LINES lines each host printed; logs/algo-N.log holds every line."""
-    (run_dir / "logs").mkdir(parents=True)
-    for host, lines in logs.items():
-        (run_dir / "logs" / f"{host}.log").write_text("\n".join(lines) + "\n")
-    hosts = [SimpleNamespace(name=host) for host in logs]
-    prepared = SimpleNamespace(layout=SimpleNamespace(hosts=hosts, logs_dir=run_dir / "logs"), group_hosts=list(logs),
-                               plan=SimpleNamespace(spec=SimpleNamespace(framework_version="2.3.0", image_uri=None)),
-                               source_paths=SourcePaths())
-    processes = [SimpleNamespace(toolkit=SimpleNamespace(runner=RunnerType.torch_distributed, processes_per_host=8))]
-    outcome = Outcome("failed", [Exit(host, 1) for host in logs],
-                      tails={host: lines[-FAILURE_TAIL_LINES:] for host, lines in logs.items()})
-    return local_run.failure_cause(prepared, processes, outcome)
-
-
 def test_rank_3s_error_is_the_cause_whatever_its_host_printed_after_it(tmp_path):
-    alone = _cause_at_the_end_of(tmp_path / "alone", rank_3_fails_then(0))
-    followed = _cause_at_the_end_of(tmp_path / "followed", rank_3_fails_then(NOISE_BEYOND_THE_KEPT_TAIL))
+    alone = cause_at_the_end_of(tmp_path / "alone", rank_3_fails_then(0))
+    followed = cause_at_the_end_of(tmp_path / "followed", rank_3_fails_then(NOISE_BEYOND_THE_KEPT_TAIL))
 
     assert followed.headline() == HEADLINE
     assert followed == alone
@@ -59,7 +38,7 @@ def test_rank_3s_error_is_the_cause_whatever_its_host_printed_after_it(tmp_path)
 def _ended_run(run_dir: Path, noise: int) -> Path:
     """The run directory such a run leaves: its host logs, result.json with the cause it read when it ended, and
     status.json, Failed, written by the emulator's own writers."""
-    cause = _cause_at_the_end_of(run_dir, rank_3_fails_then(noise))
+    cause = cause_at_the_end_of(run_dir, rank_3_fails_then(noise))
     (run_dir / RUN_MARKER_FILE).write_text("")
     request = {"TrainingJobName": run_dir.name, "HyperParameters": {"sagemaker_torch_distributed_enabled": "true"},
                "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2}}
@@ -98,7 +77,7 @@ def test_a_search_stopped_by_its_bound_says_so_rather_than_naming_a_consequence_
     """Each host's log is read back at most CAUSE_MOST_BYTES from its end (32 MiB; 256 KiB here, which 20,000
     lines of warnings exceed)."""
     monkeypatch.setattr(log_file_end, "CAUSE_MOST_BYTES", 256 * 1024)
-    cause = _cause_at_the_end_of(tmp_path / "far", rank_3_fails_then(20_000))
+    cause = cause_at_the_end_of(tmp_path / "far", rank_3_fails_then(20_000))
 
     assert cause.headline() != HEADLINE
     assert cause.detail[0].startswith("searched: the last 256 KiB of algo-1's log hold no error of a rank's own")

@@ -4,19 +4,14 @@ passes every form of a rank's own error the reader knows."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from long_failures import HEADLINE, rank_3_fails_then, warnings_flood
+from long_failures import HEADLINE, cause_at_the_end_of, rank_3_fails_then, warnings_flood
 from recorded_pip import DECISIVE
 
 from orchestrator.emulator import local_run
-from orchestrator.emulator.launching.toolkit_launchers import RunnerType
-from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Exit, Outcome
 from orchestrator.observing.root_cause import (
     PROCESS,
     Launcher,
-    SourcePaths,
     may_hold_own_error,
     own_error,
     read_cause,
@@ -54,21 +49,10 @@ def test_a_window_grown_only_by_warnings_is_not_read_line_by_line(tmp_path, monk
     """20,000 lines of warnings between rank 3's traceback and the end of algo-1's log: the windows of 2,000 and
     8,000 lines hold none of its error, the one of 32,000 does. Before, the reader read each window whole, and the
     last one twice: four reads; now the first, then the one the screen lets through: two, and the same cause."""
-    logs = rank_3_fails_then(20_000)
-    (tmp_path / "logs").mkdir()
-    for host, lines in logs.items():
-        (tmp_path / "logs" / f"{host}.log").write_text("\n".join(lines) + "\n")
-    prepared = SimpleNamespace(layout=SimpleNamespace(hosts=[SimpleNamespace(name=host) for host in logs],
-                                                      logs_dir=tmp_path / "logs"),
-                               group_hosts=list(logs), source_paths=SourcePaths(),
-                               plan=SimpleNamespace(spec=SimpleNamespace(framework_version="2.3.0", image_uri=None)))
-    processes = [SimpleNamespace(toolkit=SimpleNamespace(runner=RunnerType.torch_distributed, processes_per_host=8))]
-    outcome = Outcome("failed", [Exit(host, 1) for host in logs],
-                      tails={host: lines[-FAILURE_TAIL_LINES:] for host, lines in logs.items()})
     reads = []
     monkeypatch.setattr(local_run, "read_cause", lambda *args, **kwargs: reads.append(1) or read_cause(*args, **kwargs))
 
-    cause = local_run.failure_cause(prepared, processes, outcome)
+    cause = cause_at_the_end_of(tmp_path, rank_3_fails_then(20_000))
 
     assert cause.headline() == HEADLINE
     assert len(reads) == 2

@@ -4,7 +4,15 @@ by the tests that read such a job's cause from CloudWatch and from a local run's
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 from recorded_sagemaker_logs import toolkit_failure, toolkit_start
+
+from orchestrator.emulator import local_run
+from orchestrator.emulator.launching.toolkit_launchers import RunnerType
+from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Exit, Outcome
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 
 COMMAND = ("torchrun --nnodes 2 --nproc_per_node 8 --master_addr algo-1 --master_port 7777 --node_rank {node} "
            "train.py --epochs 3")
@@ -59,3 +67,19 @@ def rank_3_fails_then(noise: int) -> dict[str, list[str]]:
         lines += warnings_flood(noise) if node == 0 else []
         logs[f"algo-{node + 1}"] = [*lines, *_torchrun_report(node), *toolkit_failure(1)]
     return logs
+
+
+def cause_at_the_end_of(run_dir: Path, logs: dict[str, list[str]]) -> FailureCause | None:
+    """What a 2-host torchrun run with these logs stores as its cause when it ends: the supervisor's tails are the
+    last FAILURE_TAIL_LINES lines each host printed; logs/algo-N.log holds every line."""
+    (run_dir / "logs").mkdir(parents=True)
+    for host, lines in logs.items():
+        (run_dir / "logs" / f"{host}.log").write_text("\n".join(lines) + "\n")
+    hosts = [SimpleNamespace(name=host) for host in logs]
+    prepared = SimpleNamespace(layout=SimpleNamespace(hosts=hosts, logs_dir=run_dir / "logs"), group_hosts=list(logs),
+                               plan=SimpleNamespace(spec=SimpleNamespace(framework_version="2.3.0", image_uri=None)),
+                               source_paths=SourcePaths())
+    processes = [SimpleNamespace(toolkit=SimpleNamespace(runner=RunnerType.torch_distributed, processes_per_host=8))]
+    outcome = Outcome("failed", [Exit(host, 1) for host in logs],
+                      tails={host: lines[-FAILURE_TAIL_LINES:] for host, lines in logs.items()})
+    return local_run.failure_cause(prepared, processes, outcome)
