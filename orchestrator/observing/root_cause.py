@@ -838,7 +838,11 @@ _ARTIFACT_UPLOAD = re.compile(r"ClientError: Artifact upload failed")
 """SageMaker could not pack or upload /opt/ml/model and /opt/ml/output after the script ended (`ClientError: Artifact
 upload failed:Insufficient disk space`): the script itself completed."""
 _SERVICE_FAILURES = (
-    (re.compile(r"Cannot pull algorithm container"), "image_pull",
+    (re.compile(r"unable to assume the role|unable to perform: sts:AssumeRole"), "execution_role",
+     ("SageMaker could not assume the job's execution role: give `role` as the role's full ARN, its path included "
+      "(a role the console made is `arn:aws:iam::ACCOUNT:role/service-role/NAME`), and let its trust policy allow "
+      "sts:AssumeRole to the service principal sagemaker.amazonaws.com; `smtrain check SPEC` checks both")),
+    (re.compile(r"Cannot pull algorithm container|manifest unknown"), "image_pull",
      ("SageMaker could not pull or start the training image: check that image_uri exists in the job's region (an "
       "ECR image is pulled from the job's region only: `aws ecr describe-images --region REGION ...`), that the "
       "execution role may pull it (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer; a "
@@ -924,26 +928,52 @@ def reported_install_cause(described: Mapping[str, Any], source: SourcePaths = S
 
 def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     """The toolkit's FailureReason for a script that failed (`ExitCode 137`, the error lines of its `ErrorMessage`)
-    where no host's stream holds a cause: the streams expired (the log group's retention) or were never written."""
+    where no host's stream holds a cause: the streams expired (the log group's retention) or were never written.
+    The message keeps torch.distributed's `[rankN]:` prefix, which names the rank; where SageMaker cut the reason
+    inside the error's line, the cut word is no evidence: the error is classified without it and said to be cut."""
     reason = plain(described.get("FailureReason") or "")
     codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
-    message = _toolkit_error_message(reason).splitlines()
-    found = _first_error([(index, line.strip()) for index, line in enumerate(message)])
+    message, cut = _toolkit_error_message(reason)
+    prefixes = [_RANK_PREFIX.match(line.strip()) for line in message.splitlines()]
+    lines = [(index, prefixed[2] if prefixed else line.strip())
+             for index, (line, prefixed) in enumerate(zip(message.splitlines(), prefixes))]
+    found = _first_error(lines)
     exception = found.exception if found and found.exception else None
     if exception is None and not codes:
         return None
-    category, fix = classify(exception, codes[0] if codes else None, message, framework_version_of(described))
-    return FailureCause(None, None, exception, codes[0] if codes else None, category=category, fix=fix)
+    said_at = next((index for index, text in lines if exception and text and exception.startswith(text)), None)
+    rank = int(prefixes[said_at][1]) if said_at is not None and prefixes[said_at] else None
+    exit_code = codes[0] if codes else None
+    classified, detail = exception, ()
+    if cut and exception and said_at == len(lines) - 1:
+        classified = exception.rpartition(" ")[0]  # its last word may be a part of one
+        exception, detail = f"{exception}…", (f"{_CUT_REASON}, and they end inside this error's line",)
+    elif cut and exception is None:
+        detail = (f"{_CUT_REASON}, and they end before the script's error",)
+    category, fix = classify(classified, exit_code, [text for _, text in lines], framework_version_of(described))
+    return FailureCause(None, rank, exception, exit_code, category=category, fix=fix, detail=detail)
 
 
-def _toolkit_error_message(reason: str) -> str:
-    """The toolkit's `ErrorMessage "..."`, which its next field (`ExtraInfo "`, `Command "`) follows on the next
-    line (sagemaker_training/errors.py); where SageMaker cut those off (its 1024 characters), the last quote closes
-    it, or nothing did. A script's output often ends without a line break, so the closing quote can sit right
-    after the error."""
+_CUT_REASON = "cut: SageMaker keeps the first 1024 characters of a FailureReason"
+_TOOLKIT_FIELDS = ('ExtraInfo "', 'Command "')
+"""The fields the toolkit writes after ErrorMessage, each on a line of its own (sagemaker_training/errors.py)."""
+
+
+def _toolkit_error_message(reason: str) -> tuple[str, bool]:
+    """The toolkit's `ErrorMessage "..."`, and whether SageMaker cut the reason inside it (it keeps 1024
+    characters). The next field ends it; where the cut took that field, no quote can: the message quotes the
+    script's lines, a frame's `File "/opt/ml/code/train.py"` among them. A script's output often ends without a line
+    break, so the closing quote can sit right after the error."""
     after = reason.partition('ErrorMessage "')[2]
-    ends = [index for field in ('"\nExtraInfo "', '"\nCommand "') if (index := after.find(field)) >= 0]
-    return after[:min(ends)] if ends else after.rpartition('"')[0] or after
+    ends = [index for field in _TOOLKIT_FIELDS if (index := after.find(f'"\n{field}')) >= 0]
+    if ends:
+        return after[:min(ends)], False
+    closed, quote, rest = after.rpartition('"\n')
+    if quote and any(field.startswith(rest) for field in _TOOLKIT_FIELDS):  # cut inside the next field's name
+        return closed, False
+    if after.endswith('"'):  # cut right after the closing quote
+        return after[:-1], False
+    return after, bool(after)
 
 
 def install_cause(error_class: str, pip_output: Sequence[str], source: SourcePaths = SourcePaths()) -> FailureCause:

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import described, seed_lines
 from recorded_sagemaker_logs import (
+    FAILURE_REASON_LIMIT,
     NCCL_PEER_LOST,
     PYTHON,
     TORCH_SAVE_DISK_FULL,
@@ -24,6 +25,7 @@ from recorded_sagemaker_logs import (
     nccl_watchdog_timeout,
     steps,
     toolkit_failure,
+    toolkit_failure_reason,
     toolkit_start,
 )
 
@@ -620,3 +622,96 @@ def test_a_coloured_traceback_names_the_error_and_the_line_as_a_plain_one_does(s
     reason = failure_reason(1).replace('ErrorMessage ""', f'ErrorMessage "{message}\n"')  # as the toolkit quotes it
     expired = cause_of(stubbed_sagemaker, "coloured-expired", {}, mode="none", reason=reason)
     assert expired["headline"] == "the job failed: KeyError: 'pixel_values'"
+
+
+@pytest.mark.parametrize(("reason", "category", "words"), [
+    pytest.param("ClientError: SageMaker was unable to assume the role "
+                 "'arn:aws:iam::379899735384:role/SageMakerRole'", "execution_role", "service-role/NAME",
+                 id="https://github.com/aws/sagemaker-python-sdk/issues/35"),
+    pytest.param("ClientError: TrainingHostAgent Initialization failed:InvalidInputException: SageMaker is unable to "
+                 "perform: sts:AssumeRole on the role. Check if you have a trust relationship for "
+                 "'sagemaker.amazonaws.com' to assume the role.", "execution_role",
+                 "trust policy allow sts:AssumeRole to the service principal sagemaker.amazonaws.com",
+                 id="https://github.com/astronomer/docs/pull/1695"),
+    # a processing job's reason there: SageMaker's agent pulls a training job's image with the same words
+    pytest.param("ClientError: API error (404): manifest for 757901089955.dkr.ecr.us-west-2.amazonaws.com/"
+                 "tfrecord-processing:20210610131649 not found: manifest unknown: Requested image not found",
+                 "image_pull", "image_uri exists in the job's region",
+                 id="https://github.com/aws-samples/amazon-sagemaker-tensorflow-object-detection-api/issues/14"),
+])
+def test_failure_reasons_users_met_before_the_script_are_named_with_their_fix(stubbed_sagemaker, reason, category,
+                                                                              words):
+    """FailureReasons quoted in the threads the ids name. Before: no cause and no fix (a role SageMaker cannot
+    assume, an image tag ECR does not have); now SageMaker's words with the fix, and no log read for them."""
+    cause = cause_of(stubbed_sagemaker, f"met-{category.replace('_', '-')}", {}, mode="none", reason=reason)
+    assert (cause["category"], cause["headline"]) == (category, f"the job failed: {reason}")
+    assert words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("met", reason=reason))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("met", stubbed_sagemaker).failure_cause().category == category
+    assert stubbed_sagemaker.sent == []
+
+
+def test_a_torchrun_jobs_failure_reason_names_the_rank_whose_error_it_quotes(stubbed_sagemaker):
+    """The streams expired; the reason the toolkit left quotes rank 5's error under torch's `[rank5]:` prefix, then
+    torchrun's report, and SageMaker cut it. Before: `the job exited with code 1` (the prefixed line was not read as
+    an error); now the rank and its error, as the streams would have said it."""
+    reason = toolkit_failure_reason(ALGO2, 1, TORCHRUN_COMMAND.format(node=1))
+    assert len(reason) == 1024 and 'Command "' not in reason
+
+    cause = cause_of(stubbed_sagemaker, "torchrun-expired", {}, reason=reason)
+
+    assert cause["headline"] == ("the job (rank 5) failed: TypeError: expected Tensor as element 3 in argument 0, "
+                                 "but got NoneType")
+    assert (cause["host"], cause["rank"], cause["exit_code"]) == (None, 5, 1)
+
+
+# huggingface_hub's retry warning (utils/_http.py: `'{err}' thrown while requesting {method} {url}`) names an
+# error class, so the toolkit's ErrorMessage starts there and holds everything the script printed after it.
+HUB_RETRY = ["'(ProtocolError('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer')), "
+             "'(Request ID: 2b1f0c3e-7a51-4d2f-9d0c-1c9e2f5a6b7d)')' thrown while requesting HEAD "
+             "https://huggingface.co/meta-llama/Llama-3.2-1B/resolve/main/config.json",
+             "Retrying in 1s [Retry 1/5]."]
+LATE_IMPORT = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 88, in <module>',
+               "    from transformers import LlamaForSequenceClassification",
+               "ImportError: cannot import name 'LlamaForSequenceClassification' from 'transformers' "
+               "(/opt/conda/lib/python3.11/site-packages/transformers/__init__.py)"]
+
+
+def _printed_until_the_cut_in(words: str) -> list[str]:
+    """A script's lines (a retry warning, progress, the late import's traceback) with a progress bar just long enough
+    that SageMaker's 1024 characters end at `words` in the ImportError."""
+    printed = [*steps(3), *HUB_RETRY, *steps(8), *LATE_IMPORT]
+    whole = toolkit_failure_reason(printed, kept=1 << 20)
+    short = FAILURE_REASON_LIMIT - whole.index(words) - len(words)
+    return [*printed[:-len(LATE_IMPORT)], "Map: 100%|" + "#" * (short - len(" Map: 100%|\n")), *LATE_IMPORT]
+
+
+def test_a_failure_reason_cut_inside_the_errors_line_says_so_and_takes_no_fix_from_the_cut_word(stubbed_sagemaker):
+    """SageMaker's 1024 characters end inside `from 'transformers'`. Before: the reason was read up to its last
+    quote, a frame's `File "/opt/ml/code/train.py"`, so the error was lost (`the job exited with code 1`); read to
+    its end without care, `from 'transfor` would have named a package `transfor` to install. Now the error as far
+    as it goes, marked cut, and no fix taken from the cut word."""
+    reason = toolkit_failure_reason(_printed_until_the_cut_in("from 'transfor"))
+    assert len(reason) == 1024 and reason.endswith("from 'transfor")
+
+    cause = cause_of(stubbed_sagemaker, "cut-import", {}, mode="none", reason=reason)
+
+    assert cause["headline"] == ("the job failed: ImportError: cannot import name 'LlamaForSequenceClassification' "
+                                 "from 'transfor…")
+    assert cause["detail"] == ["cut: SageMaker keeps the first 1024 characters of a FailureReason, and they end "
+                               "inside this error's line"]
+    assert "transfor`" not in (cause["fix"] or "")
+
+
+def test_a_cut_failure_reason_gives_way_to_the_cause_in_the_logs(stubbed_sagemaker):
+    """Where the streams hold the error, they are the cause, whatever the cut reason quotes."""
+    script = _printed_until_the_cut_in("from 'transfor")
+    printed = [*toolkit_start(PYTHON), *script, *toolkit_failure(1)]
+    reason = toolkit_failure_reason(script)
+
+    cause = cause_of(stubbed_sagemaker, "cut-with-logs", {"algo-1": printed}, mode="none", reason=reason)
+
+    assert cause["headline"] == ("algo-1 (rank 0) failed: " + LATE_IMPORT[-1] + " at train.py:88")
+    assert cause["category"] == "import_error" and cause["detail"] == []

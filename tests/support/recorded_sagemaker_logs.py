@@ -123,3 +123,23 @@ def nccl_watchdog_timeout(rank: int, ran_ms: int, operation: str = "ALLREDUCE", 
         f"  what():  {group} Process group watchdog thread terminated with exception: {said}",
         raised, frame, "",
     ]
+
+
+_ERROR_NAMES = ("Exception", "Error", "Invalid requirement")
+"""What starts the toolkit's ErrorMessage: a line naming one of Python's error classes (its `_PYTHON_ERRORS_`, all
+of whose names end in these; sagemaker_training/__init__.py)."""
+FAILURE_REASON_LIMIT = 1024
+"""SageMaker keeps the first 1024 characters of a FailureReason (DescribeTrainingJob's FailureReason: at most
+1024)."""
+
+
+def toolkit_failure_reason(lines: list[str], exit_code: int = 1, command: str = PYTHON,
+                           kept: int = FAILURE_REASON_LIMIT) -> str:
+    """The FailureReason SageMaker keeps for a script that printed `lines` and failed, as the toolkit builds it
+    (sagemaker_training/process.py, watch() and check_error()): its ErrorMessage starts at the first line that names
+    an error class, whatever that line is (in huggingface/notebooks#136 a frame's code line, `raise
+    EnvironmentError(msg)`), and holds every line after it, each stripped of spaces and colons at its ends (so
+    `Traceback (most recent call last)` loses its colon), without repeats; SageMaker then cuts the whole reason."""
+    start = next((index for index, line in enumerate(lines) if any(name in line for name in _ERROR_NAMES)), len(lines))
+    message = "\n ".join(dict.fromkeys(line.strip(" :\n") for line in lines[start:]))
+    return failure_reason(exit_code, command).replace('ErrorMessage ""', f'ErrorMessage "{message}"')[:kept]
