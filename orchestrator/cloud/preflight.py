@@ -149,11 +149,22 @@ def _role(state: _Account) -> Check:
                          "deploy`")
         return Check("role", False, f"cannot read role {name}: {error_code(exc)}",
                      _failed_call_fix(exc, "allow your credentials iam:GetRole", "check the role in the IAM console"))
+    if role.startswith("arn:") and _path_and_name(role) != _path_and_name(found["Arn"]):
+        return Check("role", False, f"{role} names role {name}, whose ARN is {found['Arn']}: SageMaker assumes the "
+                                    "role by the ARN the job gives, its path included, and fails the job "
+                                    "(`SageMaker was unable to assume the role`)",
+                     f"set `role: {found['Arn']}` ($SMTRAIN_ROLE)")
     if not _trusts_sagemaker(found.get("AssumeRolePolicyDocument")):
         return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
                      f"add a statement allowing sts:AssumeRole to the service principal {SAGEMAKER_SERVICE} (IAM "
                      "console: the role's Trust relationships)")
     return Check("role", True, f"{found['Arn']} (from {source}), assumable by {SAGEMAKER_SERVICE}")
+
+
+def _path_and_name(role_arn: str) -> str:
+    """`service-role/NAME` of `arn:aws:iam::ACCOUNT:role/service-role/NAME`: IAM finds a role by its name alone,
+    the ARN a job gives must also carry its path."""
+    return role_arn.partition(":role/")[2]
 
 
 def _failed_call_fix(exc: Exception, permission: str, otherwise: str) -> str:

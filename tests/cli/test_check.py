@@ -116,6 +116,21 @@ def test_role_sagemaker_may_not_assume(aws, tmp_path):
     assert "sagemaker.amazonaws.com" in checks["role"]["fix"]
 
 
+def test_a_role_arn_without_the_roles_path(aws, tmp_path):
+    """The console makes execution roles under `service-role/`; an ARN without that path names no role SageMaker
+    can assume, and the job fails with `ClientError: SageMaker was unable to assume the role ...`
+    (https://github.com/aws/sagemaker-python-sdk/issues/43). Before: ✓, IAM found the role by its name alone."""
+    boto3.client("iam").create_role(RoleName="SageMakerExecution", Path="/service-role/",
+                                    AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession())
+    assert code == 1
+    assert checks["role"]["detail"].startswith(f"arn:aws:iam::{ACCOUNT}:role/SageMakerExecution names role "
+                                               "SageMakerExecution, whose ARN is "
+                                               f"arn:aws:iam::{ACCOUNT}:role/service-role/SageMakerExecution")
+    assert checks["role"]["fix"].startswith(f"set `role: arn:aws:iam::{ACCOUNT}:role/service-role/SageMakerExecution`")
+
+
 def test_missing_bucket(aws, tmp_path):
     boto3.client("iam").create_role(RoleName="SageMakerExecution",
                                     AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))
