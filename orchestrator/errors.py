@@ -38,6 +38,24 @@ class SmtrainError(Exception):
         return f"{type(self).__name__}: {self}".splitlines()
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (a notebook's interrupt) that smtrain has handled: its message says what became of the job. Still a
+    KeyboardInterrupt, so the cell stops and `except KeyboardInterrupt` catches it; IPython shows that one line
+    instead of a traceback through smtrain's frames (`%debug` still has them).
+
+    Attributes:
+        signal_name: the signal that came (the CLI's handlers raise one for SIGTERM and SIGHUP too).
+    """
+
+    def __init__(self, message: str, signal_name: str = "SIGINT") -> None:
+        super().__init__(message)
+        self.message = message
+        self.signal_name = signal_name
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self.message}"]
+
+
 class SpecError(SmtrainError):
     """The spec file or an override is malformed or invalid; no AWS call was made."""
 

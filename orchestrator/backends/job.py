@@ -8,7 +8,6 @@ notebook's summary. `follow` is the one loop that follows a job to its end (`wai
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +17,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.errors import naming_keywords
+from orchestrator.errors import Interrupted, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 
@@ -84,13 +83,16 @@ class Job:
             on_status: called with the status whenever its status or secondary status changes.
             on_log: called with every host's new lines after each poll; every line has been shown when `wait`
                 returns.
+
+        Raises:
+            Interrupted: Ctrl-C (a notebook's interrupt) ended the wait, not the job; its one line says where the
+                job is (read once more) and how to stop it. A KeyboardInterrupt, shown without a traceback.
         """
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
         try:
             return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
         except KeyboardInterrupt:  # only the wait ends, as on SageMaker: a local run goes on in this process
-            sys.stderr.write(f"smtrain: interrupted the wait; {self._state_after_interrupt()}\n")
-            raise
+            raise Interrupted(f"interrupted the wait; {self._state_after_interrupt()}") from None
 
     def _state_after_interrupt(self) -> str:
         """Where the job is once a wait was interrupted, in the API's words."""

@@ -46,7 +46,7 @@ from orchestrator.emulator.supervising.stall import (
 )
 from orchestrator.emulator.supervising.status import StatusReport, StopWatch, now, terminal_status
 from orchestrator.emulator.supervising.supervisor import FAILURE_TAIL_LINES, Limits, Outcome, Supervisor
-from orchestrator.errors import RunFailed
+from orchestrator.errors import Interrupted, RunFailed
 from orchestrator.observing.cause_window import Tails, Window, not_found_in, read_back, screened
 from orchestrator.observing.liveness import EXIT_HUNG
 from orchestrator.observing.log_file_end import HostLogEnds
@@ -180,6 +180,8 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
     Raises:
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (a missing input, mpirun or
             torch, a refusal of the toolkit, an unusable run directory).
+        Interrupted: a KeyboardInterrupt (a notebook's interrupt) ended the run; every process it started was
+            ended first, and the one line says so and where the run's directory is.
     """
     observer = observer or QuietObserver()
     created = now()
@@ -229,7 +231,9 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
             _result(reporter, _Ending("Interrupted", 130, f"interrupted ({by_signal}) before the job's processes "
                                       "ended; nothing the run started is left running",
                                       _Effort(1, time.monotonic() - started), interrupted_by=by_signal))
-        raise
+        raise Interrupted(f"interrupted ({by_signal}): run {plan.job_name} ended Interrupted, and nothing it "
+                          f"started is left running; its logs and checkpoints stay in {layout.root}",
+                          by_signal) from None
     except BaseException as error:  # a bug: the run directory still says so
         with contextlib.suppress(OSError):
             _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",

@@ -253,9 +253,9 @@ def refuse_if_running_here(root: Path) -> None:
     Raises:
         SpecError: this process holds `root` (`flock` would refuse it too, naming no run).
     """
-    if root in _HELD_LOCKS:
-        raise SpecError(f"--run-dir {root} is in use by a run still going in this process",
-                        fix="wait for that run to end (Job.wait()) or stop it (Job.stop()), or give another run directory")
+    if root in _HELD_LOCKS:  # only a run started from Python gets here: it says so in Python's words
+        raise SpecError(f"run_dir={str(root)!r} is in use by a run still going in this process",
+                        fix="wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir")
 
 
 def _describe_process(pid_text: str) -> str:

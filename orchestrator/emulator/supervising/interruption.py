@@ -16,5 +16,5 @@ def interruption(signum: int) -> KeyboardInterrupt:
 
 def interrupted_by(error: KeyboardInterrupt) -> str:
     """The name of the signal behind `error`: the one it carries, else SIGINT (Python's own Ctrl-C)."""
-    named = error.args[0] if error.args else None
+    named = getattr(error, "signal_name", None) or (error.args[0] if error.args else None)
     return named if named in signal.Signals.__members__ else "SIGINT"
