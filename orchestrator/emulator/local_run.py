@@ -325,7 +325,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
             if tracker.feed(host, text) and first and defaults:
                 observer.notice(_metrics_recognized(tracker))
             if not stopping_quietly.is_set():
-                observer.line(host, prepared.user_paths(text))
+                for state in text.split("\n"):  # a progress bar's states, each a line of its own
+                    observer.line(host, prepared.user_paths(state))
             if mark:
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))

@@ -11,6 +11,8 @@ Trainer's fractional `'epoch': 2.5` meet at the same numbers. The forms read, ea
 * `epoch 0: {'accuracy': ...}`: Accelerate's examples, after evaluating (0-based, by the numbers printed).
 * Lightning's bar `Epoch 0:  50%|...` and its ModelCheckpoint(verbose=True) line `Epoch 0, global step 4: ...`:
   0-based, whether or not its `Epoch 0` lines are still in a tail.
+* Lightning's RichProgressBar `Epoch 2/2  ━━━━━━ 32/32 0:00:01 • ...`: 0-based, of `max_epochs - 1` (the third
+  of 3 epochs), not `Epoch K/N` counted from 1.
 * pytorch/examples' word_language_model (and the SageMaker LSTM example's copy) `| epoch   1 |   200/ 2983 batches
   | ...` and `| end of epoch   1 | ...`: its loop runs `range(1, epochs + 1)`.
 * The transformers Trainer's `'epoch': 1.5` (4.x) or `'epoch': '1.5'` (5.x, every float as a `.4g` string):
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 _OF_TOTAL = re.compile(r"(?i)\bepoch['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _TORCHVISION_HEADER = re.compile(r"\bEpoch: \[(\d+)\]")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|")
+LIGHTNING_RICH_BAR = re.compile(r"\bEpoch (\d+)(?:/(\d+))?\s+[━╸╺]+\s+(\d+)/(\d+)\b")
+"""Lightning's RichProgressBar: `Epoch {epoch}/{max_epochs - 1}`, its bar, then batches done of the epoch's."""
 _LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step \d+:")
 _TABLE_ROW = re.compile(r"\|\s*(?:end of )?epoch\s+(\d+)\s*\|")
 _VALUE = re.compile(r"(?i)\bepoch['\"]?\s*[=:]\s*(['\"]?)(\d+(?:\.\d*)?)\1(?![\w.])")
@@ -51,6 +55,9 @@ class EpochMark:
 
 def epoch_mark(text: str) -> EpochMark | None:
     """The epoch a piece of a line (no line breaks) states, in any of the module's forms."""
+    if match := LIGHTNING_RICH_BAR.search(text):
+        last = match.group(2)
+        return EpochMark(int(match.group(1)), None if last is None else int(last) + 1, first=0)
     if match := _OF_TOTAL.search(text):
         return EpochMark(int(match.group(1)), int(match.group(2)))
     if match := (_TORCHVISION_HEADER.search(text) or _LIGHTNING_BAR.search(text)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SmtrainError
-from orchestrator.observing.epochs import EpochMark, epoch_mark, latest_counted_from_one
+from orchestrator.observing.epochs import LIGHTNING_RICH_BAR, EpochMark, epoch_mark, latest_counted_from_one
 from orchestrator.specs.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
@@ -38,6 +38,7 @@ _BATCHES_ROW = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)/\s*(\d+) batches\b")
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)",
+                "Lightning's RichProgressBar (`Epoch 0/2  ━━━━ 16/32 0:00:01`)",
                 "Lightning's checkpoint line (`Epoch 0, global step 4: ...`)",
                 "a row `| epoch   1 |   200/ 2983 batches |` (PyTorch's word language model)")
 """The ways of printing a step `step_mark` reads, as the notices name them. A labelled bar (`Map: 100%|...`,
@@ -102,6 +103,10 @@ def _segment_mark(text: str) -> StepMark | None:
     if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
         done_epochs, batch, batches = (int(group) for group in match.groups())
         return StepMark(done_epochs * batches + batch, None, epoch)
+    if match := LIGHTNING_RICH_BAR.search(text):  # `Epoch 1/2 ... 16/32`: 0-based of max_epochs - 1
+        done_epochs, last_epoch, batch, batches = match.groups()
+        total = None if last_epoch is None else (int(last_epoch) + 1) * int(batches)
+        return StepMark(int(done_epochs) * int(batches) + int(batch), total, epoch)
     if match := _TQDM_BAR.search(text):
         return StepMark(int(match.group(1)), int(match.group(2)), epoch)
     if match := _LIGHTNING_CHECKPOINT.search(text):
@@ -164,6 +169,11 @@ class MetricRecorder:
 
     A point from a line without `step=` (the entrypoints' closing `final train_loss=...`, which SageMaker reads
     too) is placed at the latest step logged before it.
+
+    A line is one line of the job's output, as SageMaker splits its log: a progress bar's states, which it
+    rewrites with carriage returns until it ends its line, come as the lines of one text (plain_text). They are
+    read as SageMaker reads that line, each definition's first match: the bar's first state with the value, not
+    its latest (docs/bring-your-own-script.md says so to users).
     """
 
     def __init__(self, definitions: Iterable[Mapping[str, str]], path: Path) -> None:
@@ -181,9 +191,12 @@ class MetricRecorder:
         mark = step_mark(line)
         self._step = mark.step if mark else self._step
         self.steps_seen = self.steps_seen or mark is not None
-        points = points_from_line(self._definitions, line, time or datetime.now(timezone.utc), host, self._step)
+        as_logged = line.replace("\n", "\r")  # the carriage returns SageMaker's regexes see between a bar's states
+        points = points_from_line(self._definitions, as_logged, time or datetime.now(timezone.utc), host,
+                                  self._step)
         if points and self.first_match is None:
-            self.first_match = (host, line)
+            self.first_match = (host, next((state for state in line.split("\n") if extract(self._definitions, state)),
+                                           line))
         if points:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)

@@ -176,7 +176,8 @@ class Supervisor:
     def __init__(self, launches: list[Launch], run_id: str, logs_dir: Path,
                  on_line: Callable[[str, str], None], on_notice: Callable[[str], None] | None = None,
                  mask: Callable[[str], str] = str) -> None:
-        """`mask`: the spec's secret values out of a line, before it is written or handed on."""
+        """`on_line`: each line of output, its progress bar states (carriage returns) on lines of one text.
+        `mask`: the spec's secret values out of a line, before it is written or handed on."""
         self._launches = launches
         self._run_id = run_id
         self._logs_dir = logs_dir
@@ -361,7 +362,7 @@ class Supervisor:
             if pending:
                 log.write(self._hand_on_lines(host, keys, pending, ""))
             for marker in keys.end():
-                log.write(self._hand_on(host, marker, "\n"))
+                log.write(self._hand_on(host, [marker], "\n"))
 
     def _log_failed(self, path: Path, error: OSError) -> None:
         reason = "the disk is full (ENOSPC)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
@@ -369,26 +370,27 @@ class Supervisor:
         self._notice(self._log_failure)
 
     def _hand_on_lines(self, host: str, keys: PrivateKeyLines, raw: bytes, ending: str) -> str:
-        """Hands on the lines of one line of output as plain text (a progress bar's carriage returns are line
-        breaks there), each masked; returns them for the log, the last with `ending`."""
-        *lines, last = _text(raw).split("\n")
-        return ("".join(self._hand_on(host, keys.line(line), "\n") for line in lines)
-                + self._hand_on(host, keys.line(last), ending))
+        """Hands on one line of output as plain text, masked: a progress bar's carriage returns are line breaks
+        there, and its states go on together, as the one line SageMaker reads metrics from. Returns the text for
+        the log, ended with `ending`."""
+        shown = [line for line in map(keys.line, _text(raw).split("\n")) if line is not None]
+        return self._hand_on(host, shown, ending)
 
-    def _hand_on(self, host: str, line: str | None, ending: str) -> str:
-        """Hands one masked line to the console and the failure tails; returns it, with `ending`, for the log.
-        None (a line of a private key being hidden) is handed nowhere."""
-        if line is None:
+    def _hand_on(self, host: str, lines: list[str], ending: str) -> str:
+        """Hands the lines of one line of output to the failure tails and, together, to the console; returns
+        them, the last with `ending`, for the log. No lines (those of a private key being hidden) go nowhere."""
+        if not lines:
             return ""
         with self._lock:
             tail = self._tails[host]
-            tail.append(line[:TAIL_LINE_CHARACTERS])
+            tail.extend(line[:TAIL_LINE_CHARACTERS] for line in lines)
             del tail[:-FAILURE_TAIL_LINES]
+        text = "\n".join(lines)
         try:
-            self._on_line(host, line)
+            self._on_line(host, text)
         except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
             pass
-        return line + ending
+        return text + ending
 
     def _notice(self, text: str) -> None:
         try:
