@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from orchestrator.emulator.launching.hostfs import HOST_TMP_VARIABLE
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.deviations import DEVIATIONS
 from orchestrator.specs.loader import load
+from unprivileged import as_nobody, shared_dir  # noqa: F401 (a fixture)
 
 SCRIPTS = Path(__file__).parent / "scripts"
 LAUNCHERS = {
@@ -44,46 +44,6 @@ def _write_spec(directory: Path, launcher: str, entry_point: str = "literal_opt_
     return path
 
 
-@pytest.fixture
-def shared_dir():
-    """A directory an unprivileged user may write (pytest's own temporary root is root's alone)."""
-    directory = Path(tempfile.mkdtemp(prefix="smtrain-hostfs-"))
-    directory.chmod(0o777)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-def _unprivileged_python(directory: Path, prefix: list[str]) -> str:
-    """An interpreter nobody may run that sees this environment's packages: this one, or (where it lives in
-    root's home, as pyenv's does) a venv of the system's Python of the same minor version over its site-packages."""
-    def runs(python: str) -> bool:
-        probe = "import orchestrator, os, sys, torch; assert os.path.exists(sys.executable)"
-        return subprocess.run([*prefix, python, "-c", probe], capture_output=True, check=False).returncode == 0
-    if runs(sys.executable):
-        return sys.executable
-    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if not system.exists():
-        pytest.skip(f"{sys.executable} is not executable by nobody and there is no {system}")
-    venv = directory / "venv"
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
-    site_packages = next(Path(sys.prefix).glob("lib/python*/site-packages"))
-    (next(venv.glob("lib/python*/site-packages")) / "smtrain_env.pth").write_text(
-        f"import site; site.addsitedir({str(site_packages)!r})\n")
-    for tool in Path(sys.executable).parent.iterdir():  # mpirun, torchrun: found next to the interpreter
-        target = venv / "bin" / tool.name
-        if tool.name.startswith("python") or target.exists() or not tool.is_file():
-            continue
-        text = tool.read_bytes()
-        if text.startswith(b"#!") and b"python" in text.split(b"\n", 1)[0]:  # a console script: this venv's python
-            target.write_bytes(b"#!" + str(venv / "bin" / "python").encode() + b"\n" + text.split(b"\n", 1)[1])
-            target.chmod(0o755)
-        else:
-            target.symlink_to(tool)
-    if not runs(str(venv / "bin" / "python")):
-        pytest.skip(f"nobody cannot import this environment's packages from {site_packages}")
-    return str(venv / "bin" / "python")
-
-
 def _run_as(user: str, spec: Path, run_dir: Path) -> subprocess.CompletedProcess[str]:
     home = spec.parent
     env = {**os.environ, "HOME": str(home), "SMTRAIN_CACHE_DIR": str(home / "cache")}
@@ -91,10 +51,7 @@ def _run_as(user: str, spec: Path, run_dir: Path) -> subprocess.CompletedProcess
     prefix: list[str] = []
     python = sys.executable
     if user == "nobody":
-        if os.geteuid() != 0 or shutil.which("setpriv") is None:
-            pytest.skip("needs root and setpriv to become an unprivileged user")
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        python = _unprivileged_python(home, prefix)
+        prefix, python = as_nobody(home)
     command = [*prefix, python, "-m", "orchestrator", "local", str(spec), "--run-dir", str(run_dir), "-q"]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=home, timeout=600, check=False)
 
@@ -213,3 +170,15 @@ def test_entering_a_host_s_namespace_runs_no_ldconfig(tmp_path, monkeypatch):
     loaded = importlib.util.spec_from_file_location("hostfs_fresh", opt_ml.HOSTFS)
     loaded.loader.exec_module(importlib.util.module_from_spec(loaded))
     assert started == []
+
+
+def test_apparmor_s_refused_uid_map_is_told_with_its_sysctl(tmp_path):
+    """Ubuntu 23.10+ and GitHub's ubuntu-24.04 runners: unshare succeeds and AppArmor refuses the uid map (the
+    refusal tests, without AppArmor in this kernel, refuse the mount after unshare instead). The notice gives the
+    sysctl that allows it; a refusal the user asked for gets none."""
+    reason = "mapping uid 1001 into a user namespace: Operation not permitted"
+    refused = opt_ml.HostFileSystem(False, reason, opt_ml.allowing_change(reason))
+    notice = opt_ml.fallback_notice(refused, tmp_path, ())[0]
+    assert f"no mount namespace here ({reason})" in notice
+    assert "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`" in notice
+    assert opt_ml.allowing_change(f"{opt_ml.NO_NAMESPACES_VARIABLE}=1") is None

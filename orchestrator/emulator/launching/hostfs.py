@@ -8,7 +8,8 @@ places the host's folder at /opt/ml and the host's own folder of the run at /tmp
 process it starts (torchrun's workers, Open MPI's daemons and ranks) sees the same /opt/ml, and a literal
 `open("/opt/ml/model/model.pth", "w")` lands in the run directory. Where the kernel gives a PID namespace too, the
 program runs under a first process of its own (`contain`), so nothing it starts outlives the host (or smtrain);
-else it is exec'd in place. `contain -- <program>` gives pip and its build hooks the PID namespace alone.
+else it is exec'd in place. `contain -- <program>` gives pip and its build hooks the PID namespace alone, tried
+in a child first: where the kernel refuses it, even halfway, the program runs as it is, in a process left untouched.
 
 Where /opt/ml does not exist on the machine it is never created there: /opt is covered by an empty tmpfs (inside
 the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. Where /opt
@@ -242,12 +243,49 @@ def contain(argv: list[str]) -> None:
         _die_with_parent(os.getppid())
         _run_first_process(argv, status_write)
     os.close(status_write)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # smtrain signals the job's processes itself, and
-        signal.signal(sig, signal.SIG_IGN)  # a SIGTERM meant for them all must not cut their grace short
-    os.waitpid(first, 0)
+    _wait_ignoring_signals(first)
     with os.fdopen(status_read, "rb") as pipe:
         reported = pipe.read()
     _end_as(int(reported) if reported else 137 << 8)
+
+
+def _wait_ignoring_signals(child: int) -> int:
+    """`child`'s wait status. smtrain signals the job's processes itself, and a SIGTERM meant for them all must not
+    cut their grace short, so a process holding them ignores it."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    return os.waitpid(child, 0)[1]
+
+
+def contain_where_given(argv: list[str]) -> None:
+    """Runs `argv` under `contain` where the kernel gives a PID namespace, else as it is; ends as it ends.
+
+    The namespace is tried in a child, so this process stays as it was until it is given: a kernel may let
+    unshare succeed and refuse what follows (Ubuntu's AppArmor restriction refuses the uid map, a seccomp profile
+    the mount), and a process left in such a half-made namespace cannot run pip (its uid unmapped; its first
+    child the PID namespace's first process, after which every fork fails with ENOMEM)."""
+    parent = os.getppid()
+    given_read, given_write = os.pipe()
+    attempt = os.fork()
+    if attempt == 0:
+        os.close(given_read)
+        try:
+            with_pids = _new_namespace()
+        except (Refused, OSError):
+            with_pids = False
+        if not with_pids:
+            os._exit(0)
+        os.write(given_write, b"1")
+        os.close(given_write)
+        contain(argv)
+    os.close(given_write)
+    with os.fdopen(given_read, "rb") as pipe:
+        given = pipe.read() == b"1"
+    if not given:
+        os.waitpid(attempt, 0)
+        os.execvp(argv[0], argv)
+    _die_with_parent(parent)
+    _end_as(_wait_ignoring_signals(attempt))
 
 
 def _run_first_process(argv: list[str], status_pipe: int) -> None:
@@ -290,13 +328,7 @@ def main() -> None:
     `contain -- <program> [args]`: the program in a PID namespace of its own where the kernel gives one (pip and
     its build hooks), else as it is."""
     if len(sys.argv) >= 3 and sys.argv[1:3] == ["contain", "--"]:
-        try:
-            with_pids = _new_namespace()
-        except (Refused, OSError):
-            with_pids = False
-        if with_pids:
-            contain(sys.argv[3:])
-        os.execvp(sys.argv[3], sys.argv[3:])
+        contain_where_given(sys.argv[3:])
     if len(sys.argv) < 5 or sys.argv[1] != "enter" or sys.argv[3] != "--":
         sys.exit("usage: hostfs.py enter <host root> -- <program> [args]")
     try:

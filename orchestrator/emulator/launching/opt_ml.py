@@ -9,6 +9,7 @@ source dir before it starts (file:line), and fails after it if anything appeared
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -33,6 +34,7 @@ NO_NAMESPACES_VARIABLE = "SMTRAIN_NO_NAMESPACES"
 _LITERAL = re.compile(r"/opt/ml\b")
 _SNAPSHOT_LIMIT = 20000
 _PROBE_TIMEOUT_SECONDS = 60
+_REFUSALS_DOC = "docs/host-file-system.md, 'Where the kernel refuses namespaces'"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class HostFileSystem:
 
     namespaced: bool
     refused_because: str | None = None
+    allowed_by: str | None = None
+    """The change to this machine that gives the run namespaces (allowing_change), where the kernel refused them."""
+    own_pids: bool = True
+    """Whether each host's processes get a PID namespace too, so none outlives smtrain's own kill -9."""
     read_only_data: bool = False
     """The channels are the user's own files, linked (--link-inputs): mounted read-only in each host's namespace."""
     hosts_file: Path | None = None
@@ -88,24 +94,48 @@ def choose(host_root: Path) -> HostFileSystem:
         return HostFileSystem(False, f"{NO_NAMESPACES_VARIABLE}=1")
     if not sys.platform.startswith("linux"):
         return HostFileSystem(False, f"mount namespaces are Linux's ({sys.platform} here)")
-    probe = subprocess.run([*HostFileSystem(True).enter(host_root), "/bin/sh", "-c", "test -d /opt/ml/code"],
+    probe = subprocess.run([*HostFileSystem(True).enter(host_root), "/bin/sh", "-c",
+                            "test -d /opt/ml/code && readlink /proc/self/ns/pid"],
                            capture_output=True, text=True, timeout=_PROBE_TIMEOUT_SECONDS, check=False)
     if probe.returncode == 0:
-        return HostFileSystem(True)
+        return HostFileSystem(True, own_pids=probe.stdout.strip() != os.readlink("/proc/self/ns/pid"))
     reason = probe.stderr.strip().removeprefix("smtrain hostfs: ") or f"the probe exited {probe.returncode}"
-    return HostFileSystem(False, reason)
+    return HostFileSystem(False, reason, allowing_change(reason))
+
+
+def allowing_change(reason: str) -> str | None:
+    """What gives an ordinary user namespaces here, told by which step hostfs.py says the kernel refused: unshare
+    itself (a limit of 0, or a seccomp profile), or what follows it (AppArmor's restriction refuses the uid map and
+    the mounts of a namespace it let unshare make). None where the refusal is no kernel's."""
+    if reason.startswith("unshare(") and reason.endswith(os.strerror(errno.ENOSPC)):
+        return "this machine allows no user namespaces: `sudo sysctl -w user.max_user_namespaces=15000`"
+    if reason.startswith("unshare("):
+        return ("a seccomp profile refuses unshare (a container's: `docker run --security-opt seccomp=unconfined`), "
+                "or on Debian `sudo sysctl -w kernel.unprivileged_userns_clone=1`")
+    if reason.startswith(("mapping uid", "mount ")) and reason.endswith(os.strerror(errno.EPERM)):
+        return ("the kernel made the namespace but refused its uid map or mounts, as AppArmor does on Ubuntu 23.10 and "
+                "later and GitHub's ubuntu-24.04 runners: `sudo sysctl -w "
+                "kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile that allows `userns` to "
+                "this Python")
+    return None
 
 
 def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[str, ...]) -> list[str]:
-    """What the fallback tells before the run: why, and every literal /opt/ml path of the source dir."""
+    """What the fallback tells before the run: why, and every literal /opt/ml path of the source dir; with mount
+    namespaces but none for PIDs, that a job's process may outlive smtrain's kill -9."""
     if file_system.namespaced:
-        return []
+        return [] if file_system.own_pids else [
+            "no PID namespace here (the kernel gave each host a mount namespace only): what the job starts is "
+            "ended by smtrain on every path it controls, but not after its own kill -9 "
+            f"({_REFUSALS_DOC})"]
     lines = [f"no mount namespace here ({file_system.refused_because}): each host's /opt/ml is its folder under "
              "the run directory through SAGEMAKER_BASE_DIR and the SM_* variables only; a literal /opt/ml path "
              "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
              "is written there; /tmp is this machine's too; the host names algo-N do not resolve (no /etc/hosts "
              "naming them: a script that meets at algo-1 fails, while MASTER_ADDR, 127.0.0.1, works); and what the "
              "job starts is ended by smtrain alone (not after its own kill -9)"]
+    if file_system.allowed_by:
+        lines[0] += f". For the full emulation: {file_system.allowed_by} ({_REFUSALS_DOC})"
     lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "
               "(read SM_MODEL_DIR, SM_OUTPUT_DATA_DIR, SM_CHANNEL_<NAME> instead)"
               for where in literal_paths(source_dir, files)]
