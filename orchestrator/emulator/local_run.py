@@ -24,7 +24,8 @@ from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.container import ContainerJob
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import build_cache, opt_ml
-from orchestrator.emulator.launching.launch import HostProcess, free_port, torch1_torchrun_notice
+from orchestrator.emulator.launching.launch import RANK_ENDS_DIR, HostProcess, free_port, torch1_torchrun_notice
+from orchestrator.emulator.launching.mpi_hooks import rank_ends
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing import layout as run_layout
@@ -664,10 +665,11 @@ def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: 
     if kind == MPI:
         launcher = Launcher(kind, tuple(prepared.group_hosts), per_host)
     spec = prepared.plan.spec
+    recorded = rank_ends(str(prepared.layout.root / RANK_ENDS_DIR)) if kind == MPI else {}
 
     def cause_of(tails: Tails) -> FailureCause | None:
         return read_cause({host: [line.message for line in lines] for host, lines in tails.items()}, launcher,
-                          exit_codes={item.host: item.returncode for item in outcome.exits},
+                          exit_codes={item.host: item.returncode for item in outcome.exits}, rank_exits=recorded,
                           source=prepared.source_paths,
                           framework_version=spec.framework_version if not spec.image_uri else None)
 

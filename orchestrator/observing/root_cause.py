@@ -298,19 +298,27 @@ class _Candidate:
 
 
 def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_codes: Mapping[str, int] | None = None,
-               source: SourcePaths = SourcePaths(), framework_version: str | None = None) -> FailureCause | None:
+               rank_exits: Mapping[tuple[str, int], int] | None = None, source: SourcePaths = SourcePaths(),
+               framework_version: str | None = None) -> FailureCause | None:
     """The root cause of a failed job from each host's lines (oldest first), or None where nothing failed.
 
     Args:
         exit_codes: each host's launcher's exit code, where known (a local run knows them; CloudWatch only has
             what the toolkit logged).
+        rank_exits: each rank's exit code (negative: its signal) by host and rank, where recorded (a local MPI
+            run's): read as mpirun's notice of the rank is, which a peer's own abort may keep from being printed.
         framework_version: the image's PyTorch version, to name its packages when an import fails.
     """
     logs = {host: [plain(line) for line in lines] for host, lines in logs.items()}
     hosts = tuple(sorted(logs, key=host_order)) or launcher.hosts
+    recorded = rank_exits or {}
     candidates: list[_Candidate] = []
     for host in hosts:
-        candidates += _host_candidates(host, list(logs.get(host, ())), launcher, (exit_codes or {}).get(host))
+        candidates += _host_candidates(host, list(logs.get(host, ())), launcher, (exit_codes or {}).get(host),
+                                       recorded)
+    named = {(item.host, item.rank) for item in candidates}
+    candidates += [_Candidate(_exit_tier(code), host, rank, None, code) for (host, rank), code in recorded.items()
+                   if code != 0 and (host, rank) not in named]
     for host, code in (exit_codes or {}).items():
         if code != 0 and not any(item.host == host for item in candidates):
             candidates.append(_Candidate(_exit_tier(code), host, _host_rank(host, launcher), None, code))
@@ -521,8 +529,10 @@ def _signal_advice(number: int) -> str:
     return "look at the host's last lines for what sent it"
 
 
-def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code: int | None) -> list[_Candidate]:
-    """Every rank's first error in one host's output, and the launcher's own report of its failed ranks."""
+def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code: int | None,
+                     recorded: Mapping[tuple[str, int], int]) -> list[_Candidate]:
+    """Every rank's first error in one host's output, and the launcher's own report of its failed ranks (what it
+    printed, else what was `recorded` of the rank)."""
     streams: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
     stderr: dict[tuple[str, int | None], list[tuple[int, str]]] = {}
     """A tagged rank's stderr alone: mpirun forwards stdout and stderr apart, so a line the rank printed before
@@ -545,6 +555,8 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         exit_code = codes[-1] if codes else None
     text = "\n".join(lines)
     reported = {(owner, rank): code for owner, rank, code in _launcher_reports(host, text, launcher, lines)}
+    said = {(owner, rank): code for (owner, rank), code in recorded.items() if (owner, rank) in streams and code != 0}
+    reported = {**said, **reported}
     candidates = []
     for (owner, rank), stream in streams.items():
         tagged = rank is not None
@@ -577,8 +589,9 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
     """What a rank that failed without a Python error printed last: `SystemExit("no data in /opt/ml/input")` prints
-    its message and exits 1; `os._exit(3)` or a crash in native code leaves only the line before it."""
-    if exit_code in (None, 0):
+    its message and exits 1; `os._exit(3)` or a crash in native code leaves only the line before it. A rank a
+    launcher stopped (SIGTERM) has none: what it printed last says nothing of the failure."""
+    if exit_code in (None, 0) or _signal_number(exit_code) in _STOP_SIGNALS:
         return None
     said = None
     for _, line in stream:

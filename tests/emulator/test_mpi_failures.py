@@ -49,18 +49,21 @@ for step in range(1, 1_000_000):
         os.kill(os.getpid(), signal.SIGKILL)
 """
 """The ranks talk, so rank 0's TCP layer may notice the closed socket and abort before mpirun reports the signal."""
+RUNS = 4
+"""Before, about one run in two (one in ten, with the MPI hooks' timing) named rank 1: four runs show the race."""
 
 
-def test_a_rank_killed_while_the_ranks_talk_is_named_or_its_peers_lost_connection_is(make_spec, tmp_path,
-                                                                                    processes_of):
-    """Which ending a run gets is Open MPI's race (its output names the dead rank or only rank 0's closed socket);
-    in both the reason names a rank and where to look, never `algo-1 exited with code 14`."""
+def test_a_rank_killed_while_the_ranks_talk_is_named_the_same_way_on_every_run(make_spec, tmp_path, processes_of):
+    """Whether mpirun's notice of rank 1 is printed is Open MPI's race with rank 0's abort on the closed socket;
+    the reason must not be: every run names rank 1, its host and its signal, never rank 0's lost connection."""
     spec = make_spec("talking.py", distribution={"mode": "mpi", "processes_per_host": 1})
     (tmp_path / "src" / "talking.py").write_text(KILLED_IN_AN_ALLREDUCE_LOOP)
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
-    assert (result.status, result.exit_code) == ("Failed", 1)
-    cause = result.failure_cause
-    assert (cause["host"], cause["rank"], cause["category"]) in {("algo-2", 1, "oom_killed"),
-                                                                 ("algo-1", 0, "peer_lost")}, result.failure_reason
-    assert result.failure_reason.startswith(cause["headline"]) and "OOM killer" in cause["fix"]
-    assert processes_of(result.run_dir) == []
+    causes = []
+    for run in range(RUNS):
+        result = run_local(load(spec), Options(run_dir=tmp_path / f"run-{run}"))
+        assert (result.status, result.exit_code) == ("Failed", 1)
+        assert result.failure_reason.startswith(result.failure_cause["headline"])
+        assert processes_of(result.run_dir) == []
+        causes.append((result.failure_cause["host"], result.failure_cause["rank"],
+                       result.failure_cause["category"], result.failure_cause["headline"]))
+    assert causes == [("algo-2", 1, "oom_killed", "algo-2 (rank 1) was killed by signal 9 (SIGKILL)")] * RUNS

@@ -293,6 +293,42 @@ def test_a_rank_whose_peer_died_under_open_mpi_names_it_or_the_rank_that_lost_it
         assert "look for the first rank that stopped in the log" in cause.fix
 
 
+# What the MPI hooks recorded of that job's ranks, every time: rank 1 killed by SIGKILL, rank 0's abort (exit 14).
+_RECORDED_ENDS = {("algo-1", 0): 14, ("algo-2", 1): -9}
+
+
+@pytest.mark.parametrize("ending", ["Open MPI 5, the socket first", "Open MPI 5, the signal first"])
+def test_a_local_mpi_run_names_the_rank_that_died_whichever_ending_open_mpi_printed(ending):
+    """Before, the race above decided a local run's reason too: about half of the runs blamed rank 0's lost
+    connection. With each rank's recorded ending, both endings name rank 1 and its signal, as its notice does."""
+    lines, exit_code, _ = PEER_DIED_ENDINGS[ending]
+    cause = read_cause({"algo-1": lines, "algo-2": []}, Launcher(MPI, ("algo-1", "algo-2"), 1),
+                       exit_codes={"algo-1": exit_code, "algo-2": 0}, rank_exits=_RECORDED_ENDS)
+    assert (cause.host, cause.rank, cause.category, cause.headline()) == (
+        "algo-2", 1, "oom_killed", "algo-2 (rank 1) was killed by signal 9 (SIGKILL)")
+    assert cause.detail == ("last line: rank 1 started",)
+
+
+def test_a_rank_the_launcher_stopped_is_no_cause_for_its_last_line():
+    """mpirun stops rank 0 with SIGTERM once rank 1 was killed: its last line (`rank 0 started`) is no last word
+    of a failure, which would lead as the lowest rank's over rank 1's."""
+    lines = [*_STARTED, _DASHES, *SIGKILL_NOTICES["Open MPI 5 prterun"], _DASHES]
+    cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 1), exit_codes={"algo-1": 137},
+                       rank_exits={("algo-1", 0): -15, ("algo-2", 1): -9})
+    assert cause.headline() == "algo-2 (rank 1) was killed by signal 9 (SIGKILL)"
+
+
+def test_a_recorded_ending_never_outranks_a_ranks_own_error():
+    """mpi4py aborts on an uncaught exception, and the launcher then stops the other ranks: the traceback leads
+    over every recorded ending (the aborting rank's exit code, the others' SIGTERM)."""
+    lines = ["[1,mpirank:1,algo-2]<stderr>: Traceback (most recent call last):",
+             '[1,mpirank:1,algo-2]<stderr>:   File "train.py", line 9, in <module>',
+             "[1,mpirank:1,algo-2]<stderr>: ValueError: bad batch"]
+    cause = read_cause({"algo-1": lines}, Launcher(MPI, ("algo-1", "algo-2"), 1), exit_codes={"algo-1": 1},
+                       rank_exits={("algo-1", 0): -15, ("algo-2", 1): 1})
+    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: bad batch at train.py:9"
+
+
 @pytest.mark.parametrize(("exit_code", "said", "not_said"), [
     (-9, "killed by SIGKILL (signal 9)", "exit 137"),
     (137, "exit 137 is a launcher's or shell's 128 + 9", "(signal 9)"),

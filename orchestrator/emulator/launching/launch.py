@@ -30,7 +30,7 @@ from orchestrator.contract import SAGEMAKER_BASE_DIR, SMDDP_SERVER_ADDR
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.instances.standin import Accelerators
-from orchestrator.emulator.launching.mpi_hooks import host_environment_variable
+from orchestrator.emulator.launching.mpi_hooks import RANK_ENDS_VARIABLE, host_environment_variable
 from orchestrator.emulator.launching.opt_ml import HostFileSystem
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
 
@@ -43,6 +43,8 @@ EXTENSIONS_VARIABLE = "TORCH_EXTENSIONS_DIR"
 INDUCTOR_CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
 RUN_ID_VARIABLE = "SMTRAIN_RUN_ID"
 RUN_DIR_VARIABLE = "SMTRAIN_RUN_DIR"
+RANK_ENDS_DIR = "rank-ends"
+"""The run directory's folder where the MPI hooks record how each rank ended (mpi_hooks.RANK_ENDS_VARIABLE)."""
 LOOPBACK = "127.0.0.1"
 THREADS_VARIABLE = "OMP_NUM_THREADS"
 LOOPBACK_INTERFACE = "lo"
@@ -365,7 +367,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
     if "--map-by" not in words:
         words += ["--map-by", "slot"]
     command = " ".join(words) + " " + _shell_words(script, python)
-    env = dict(master.env)
+    env = {**master.env, RANK_ENDS_VARIABLE: str(Path(master.env[RUN_DIR_VARIABLE]) / RANK_ENDS_DIR)}
     for item in processes:
         env[host_environment_variable(item.host.name)] = json.dumps(item.container_env)
     relabel = " ".join([shlex.quote(sys.executable), "-I", "-S", shlex.quote(str(HOOKS)), "relabel",

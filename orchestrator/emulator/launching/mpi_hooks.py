@@ -10,7 +10,8 @@ Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never impo
   gives every rank the master's values of the variables it exports (`-x`) and the master's working directory:
   the same `/opt/ml/...` strings that on SageMaker name each instance's own disk. Here each host's /opt/ml is
   its own folder, so the master's folder is replaced by the rank's host's in those values, its arguments and its
-  working directory.
+  working directory. It stays the rank's parent, records how the rank ended (`RANK_ENDS_VARIABLE`), then ends
+  the same way, so Open MPI sees the rank's own exit or signal.
 * `relabel`: runs the mpirun command and relabels its output as the toolkit does (`process.watch`):
   `[1,5]<stdout>:` becomes `[1,mpirank:5,algo-3]<stdout>:` with the toolkit's host label, rank // ppn + 1.
   It exits with mpirun's status, except that a job that lost a host's daemon failed: PRTE (Open MPI 5) says so
@@ -32,6 +33,16 @@ MASTER_BASE_DIR = "SMTRAIN_MASTER_BASE_DIR"
 BASE_DIR = "SAGEMAKER_BASE_DIR"
 HOSTFS_VARIABLE = "SMTRAIN_HOSTFS"
 """hostfs.py, in a host's environment when hosts get mount namespaces: the daemon starts in its host's."""
+RANK_ENDS_VARIABLE = "SMTRAIN_RANK_ENDS"
+"""The folder, in mpirun's environment, where `exec` records how each rank's process ended (`<rank>.json`: its
+host, rank and exit code, negative for a signal). Whether mpirun's notice of a rank's death is printed at all is
+a race (a peer that lost its connection to that rank may abort first, and mpirun reports only the first ending);
+the record is written every time. The rank's own environment never has it."""
+_RANK_VARIABLE = "OMPI_COMM_WORLD_RANK"
+_HELD_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""What Open MPI sends the rank's process group to stop it: the rank acts on it, `exec` outlives it to record
+the ending (a Python handler, which the rank's exec resets to the default)."""
+_PR_SET_PDEATHSIG = 1
 _TAG = re.compile(r"\[(\d),(\d+)\]<(stdout|stderr)>")
 _LOST_DAEMON = re.compile(r"^[OP]RTE has lost communication with a remote daemon")
 _LOST_DAEMON_EXIT = 1
@@ -64,14 +75,68 @@ def remote_shell(argv: list[str]) -> None:
 
 
 def start_rank(argv: list[str]) -> None:
-    """`exec <program> <arguments>`, run by the daemon of the rank's host."""
+    """`exec <program> <arguments>`, run by the daemon of the rank's host: runs the rank, records how it ended
+    where mpirun's environment names a folder for it, and ends the same way."""
     env = {name: value for name, value in os.environ.items() if not name.startswith(HOST_ENVIRONMENT_PREFIX)}
     master, own = env.pop(MASTER_BASE_DIR, ""), env.get(BASE_DIR, "")
+    ends = env.pop(RANK_ENDS_VARIABLE, "")
     if master and own and master != own:
         env = {name: _on_own_host(value, master, own) for name, value in env.items()}
         argv = [_on_own_host(arg, master, own) for arg in argv]
         os.chdir(_on_own_host(os.getcwd(), master, own))
-    os.execvpe(argv[0], argv, env)
+    rank = env.get(_RANK_VARIABLE, "")
+    if not (ends and rank.isdigit()):
+        os.execvpe(argv[0], argv, env)
+    for number in _HELD_SIGNALS:
+        signal.signal(number, lambda *_: None)
+    code = subprocess.Popen(argv, env=env, close_fds=False, preexec_fn=_die_with_parent).wait()
+    record_rank_end(ends, os.path.basename(own.rstrip("/")), int(rank), code)
+    _end_as(code)
+
+
+def _die_with_parent() -> None:
+    """Where `exec` is killed (a SIGKILL to it alone), the rank dies with it: Open MPI counts the rank as ended
+    then, and nothing of a run outlives it."""
+    import ctypes  # noqa: PLC0415 (in the rank's fork only)
+
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _end_as(code: int) -> None:
+    """Ends this process as the rank ended: its exit code, or its signal (without a core file of this process)."""
+    if code >= 0:
+        os._exit(code)
+    import resource  # noqa: PLC0415
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    if -code not in (signal.SIGKILL, signal.SIGSTOP):  # this process's handler or SIG_IGN (Python's SIGPIPE)
+        signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+    os._exit(128 - code)  # a signal whose default is not to end the process
+
+
+def record_rank_end(folder: str, host: str, rank: int, exit_code: int) -> None:
+    """Writes one rank's ending into `folder` (whole or not at all: a reader never sees half of it)."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{rank}.json")
+    with open(path + ".part", "w", encoding="utf-8") as record:
+        json.dump({"host": host, "rank": rank, "exit_code": exit_code}, record)
+    os.replace(path + ".part", path)
+
+
+def rank_ends(folder: str) -> dict[tuple[str, int], int]:
+    """Each recorded rank's exit code (negative: killed by that signal), by its host and rank; a file that is no
+    such record is left out."""
+    found: dict[tuple[str, int], int] = {}
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    for name in sorted(name for name in names if name.endswith(".json")):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as record:
+                document = json.load(record)
+            found[(str(document["host"]), int(document["rank"]))] = int(document["exit_code"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def _on_own_host(value: str, master: str, own: str) -> str:

@@ -7,6 +7,7 @@
       container-paths/algo-N/...    a checkpoint path outside /opt/ml, per host; root/ is the host's HOME
       host-tmp/algo-N/              each host's /tmp while the run lasts
       logs/algo-N.log               each host's log (what CloudWatch would hold)
+      rank-ends/<rank>.json         how each rank of an MPI job ended, as the MPI hooks recorded it (this attempt's)
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
       .smtrain-checkpoints-received.json   what the hosts received from it, whose copy is whole (checkpoint_sync)
@@ -47,6 +48,7 @@ from orchestrator.emulator.instances.container import (
     resource_config,
 )
 from orchestrator.emulator.instances import run_files
+from orchestrator.emulator.launching.launch import RANK_ENDS_DIR
 from orchestrator.emulator.preparing import channels, checkpoint_sync
 from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import STACKS_FILE
@@ -65,7 +67,7 @@ RESERVED_BYTES = 64 * 1024
 """Room kept on the disk for result.json, status.json and each host's status file when the job fills it."""
 TENSORBOARD_DIR = "tensorboard"
 # What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
-_PER_RUN = ("logs", SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
+_PER_RUN = ("logs", RANK_ENDS_DIR, SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
             "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
@@ -501,6 +503,7 @@ def replace_instances(layout: RunLayout) -> None:
     """After a spot interruption the job restarts on fresh instances: model, output and checkpoint directories
     start empty, then the checkpoint prefix is restored. Only folders inside the run directory are touched."""
     upload_checkpoints(layout)
+    shutil.rmtree(layout.root / RANK_ENDS_DIR, ignore_errors=True)  # the ranks of the attempt before
     checkpoint_sync.forget(layout.root / checkpoint_sync.RECORD_FILE)  # before the folders it speaks of are cleared
     for host in layout.hosts:
         for directory in (host.model_dir, host.output_dir, *checkpoint_dirs(layout)):

@@ -23,11 +23,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import psutil
 
-from orchestrator.emulator.launching.launch import HOOKS, RUN_ID_VARIABLE
+from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
 from orchestrator.emulator.supervising.stacks import RankProcess, host_of, rank_of
 from orchestrator.emulator.supervising.supervisor import is_launcher
 from orchestrator.observing.liveness import HostActivity
@@ -168,7 +167,7 @@ class ActivitySampler:
         except psutil.Error:
             env = {}
         parent = self._work.get(known.get(process.ppid(), (-1, 0.0)), ("", None))[1]
-        launcher = is_launcher(process) or _is_plumbing(process)
+        launcher = is_launcher(process)
         if env.get(RUN_ID_VARIABLE) != self._run_id:
             if parent is None:
                 return None
@@ -178,14 +177,6 @@ class ActivitySampler:
         rank = None if launcher else RankProcess(process.pid, host_of(env), rank_of(env))
         label = rank.name if rank is not None else f"{process.name()} (pid {process.pid})"
         return _Work(host_of(env), rank, label, launcher)
-
-
-def _is_plumbing(process: psutil.Process) -> bool:
-    """smtrain's own helpers inside the run: the MPI hooks (rsh, the output relabeller)."""
-    try:
-        return any(Path(word).name == HOOKS.name for word in process.cmdline()[1:4])
-    except psutil.Error:
-        return False
 
 
 def _under(process: psutil.Process, parent: _Work) -> str:

@@ -16,9 +16,10 @@ MPI_JOB_ROLES = frozenset({"mpirun", "Open MPI daemon"})
 first is to mpirun a host lost (`PRTE has lost communication with a remote daemon`, `A daemon failed to report
 back`)."""
 _PYTHON_LAUNCHERS = {"torchrun": "torchrun agent", "torch.distributed.run": "torchrun agent",
-                     "hostfs.py": "namespace holder"}
+                     "hostfs.py": "namespace holder", "mpi_hooks.py": "MPI hook"}
 """Python launchers, by their script or `-m` module (torchrun renames its process `pt_elastic`; hostfs.py's two
-processes hold a host's namespaces: `python -I -S hostfs.py`)."""
+processes hold a host's namespaces: `python -I -S hostfs.py`; mpi_hooks.py relabels mpirun's output and waits for
+each rank to record how it ended)."""
 
 
 def launcher_role(name: str, command: Sequence[str]) -> str | None:
