@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.cloud.aws_errors import aws_errors, error_code
+from orchestrator.cloud.log_escapes import as_printed
 from orchestrator.observing.cause_window import Window
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.plain_text import plain
@@ -169,11 +170,12 @@ class StreamEnds:
 
 
 def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> list[LogLine]:
-    """A stream's events as lines: plain text (`plain_text`: a progress bar's carriage returns are line breaks),
-    each line of an event a line of its own, as a local run's are, then masked, a private key's lines replaced by
-    the one line that says so."""
+    """A stream's events as lines: as the job printed them (`log_escapes`: SageMaker writes a carriage return as
+    `#015`), then plain text (`plain_text`: a progress bar's carriage returns are line breaks), each line of an event
+    a line of its own, as a local run's are, then masked, a private key's lines replaced by the one line that says
+    so."""
     return [LogLine(host, event["timestamp"], text) for event in events
-            for line in plain(event["message"].rstrip("\n")).split("\n")
+            for line in plain(as_printed(event["message"].rstrip("\n"))).split("\n")
             if (text := keys.line(line)) is not None]
 
 

@@ -182,7 +182,9 @@ class MetricRecorder:
         self.path = path
         self.latest: dict[str, float] = {}
         self.first_match: tuple[str, str] | None = None
-        """The host and line the definitions first matched: what a notice shows as the format recognized."""
+        """The host and line the definitions first matched: what a notice shows as the format recognized. Of a
+        bar's states, the first that shows the most of the line's values: the loss beside the epoch, not a state
+        before the first step that only names its epoch (`Epoch 0:   0%| 0/32`)."""
         self.steps_seen = False
         self._step: int | None = None
         path.write_text("")
@@ -195,8 +197,7 @@ class MetricRecorder:
         points = points_from_line(self._definitions, as_logged, time or datetime.now(timezone.utc), host,
                                   self._step)
         if points and self.first_match is None:
-            self.first_match = (host, next((state for state in line.split("\n") if extract(self._definitions, state)),
-                                           line))
+            self.first_match = (host, max(line.split("\n"), key=lambda state: len(extract(self._definitions, state))))
         if points:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)
@@ -377,11 +378,12 @@ def estimate_progress(
     """
     if not marks:
         return None
+    timed = _line_ends(marks)
     start = 0
-    for index in range(1, len(marks)):
-        if marks[index][1].step < marks[index - 1][1].step:
+    for index in range(1, len(timed)):
+        if timed[index][1].step < timed[index - 1][1].step:
             start = index
-    window = marks[start:]
+    window = timed[start:]
     (first_time, first), (last_time, last) = window[0], window[-1]
     elapsed = (last_time - first_time).total_seconds()
     rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
@@ -389,6 +391,14 @@ def estimate_progress(
     latest = next((mark for mark in reversed(stated) if mark is not None), None)
     return ProgressEstimate(last.step, last.total, latest_counted_from_one(stated),
                             (latest and latest.total) or epochs, rate, last_time)
+
+
+def _line_ends(marks: Sequence[tuple[datetime, StepMark]]) -> list[tuple[datetime, StepMark]]:
+    """The last of the marks that share a time. A progress bar's states are one log line, and CloudWatch stamps
+    them all with the time the line ended, when only the last was true: counting the first from then would
+    credit the whole line's steps to the time between lines, and Lightning's bar, reset at each epoch's start
+    (`Epoch 0:   0%| 0/32` again before it says `Epoch 1`), would read as a restart in every epoch's line."""
+    return [mark for index, mark in enumerate(marks) if index + 1 == len(marks) or marks[index + 1][0] != mark[0]]
 
 
 def format_duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.emulator.launching.launch import Launch
+from orchestrator.emulator.local_run import _metrics_recognized
 from orchestrator.emulator.supervising.supervisor import Limits, Supervisor
 from orchestrator.observing.metric_series import MetricRecorder, compile_definitions, extract, read_points
 
@@ -59,3 +60,11 @@ def test_every_state_of_a_bar_is_shown_on_a_line_of_its_own_the_last_one_last(tm
     assert len(epoch_0) == 68 and "\r" not in "".join(shown) and "\x1b" not in "".join(shown)
     assert [line for line in shown if line][-1] == ("Epoch 2: 100%|██████████| 32/32 [00:00<00:00, 631.88it/s, "
                                                     "train_loss=0.0544, val_loss=0.123]")
+
+
+def test_the_metrics_notice_quotes_the_state_with_the_loss_not_the_bars_first_state(tmp_path):
+    recorder, _ = _replayed(tmp_path)
+
+    # The line's first state with a value, `Epoch 0:   0%|          | 0/32 [00:00<?, ?it/s]`, holds an epoch only.
+    assert ("from algo-1's line 'Epoch 0:   3%|▎         | 1/32 [00:00<00:00, 291.55it/s, train_loss=0.790]'"
+            in _metrics_recognized(recorder))
