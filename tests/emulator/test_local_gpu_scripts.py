@@ -1,4 +1,4 @@
-"""Unmodified GPU-shaped scripts (gpu_standin/scripts/, which the tests beside them also run without the emulator)
+"""Unmodified GPU-shaped scripts (gpu_standin/scripts/, some of which the tests there also run without the emulator)
 run by `smtrain local` on this CPU-only machine: every training process gets the emulator's CPU stand-in for CUDA (the
 instance's GPUs, nccl and smddp over gloo), under python, torchrun and mpirun, and the launches, ranks, shards and
 collectives are really exercised."""

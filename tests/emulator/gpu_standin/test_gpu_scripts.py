@@ -1,5 +1,9 @@
 """Unmodified GPU scripts (scripts/) on this CPU-only machine, started by the real launchers with the stand-in
-switched on only through the environment. The instance emulated is an ml.g5.12xlarge: 4 x A10G per host."""
+switched on only through the environment. The instance emulated is an ml.g5.12xlarge: 4 x A10G per host.
+
+The multi-rank launches that `smtrain local` starts the same way (one process per GPU by mp.spawn, torchrun on two
+hosts, SMDDP's mpirun) are tested through it alone (tests/emulator/test_local_gpu_scripts.py): its runs check every
+rank, device, shard and collective that a launch of them from here would, and each rank costs a torch import."""
 
 from __future__ import annotations
 
@@ -26,19 +30,6 @@ def _assert_shards_partition_the_dataset(lines: list[dict]) -> None:
 
 
 @pytest.mark.slow
-def test_ddp_torchrun_two_nodes_over_nccl(standin):
-    env = standin.environment(num_gpus=4)
-    nodes = [standin.start(standin.torchrun(
-        "--nnodes", "2", "--nproc-per-node", "2", "--node-rank", str(node), "--master-addr", env["MASTER_ADDR"],
-        "--master-port", env["MASTER_PORT"], str(standin.scripts / "ddp_torchrun.py")), env) for node in (0, 1)]
-    lines = [line for node in standin.finish_all(nodes) for line in standin.json_lines(node.stdout)]
-    _assert_one_model(lines, world_size=4, keys=("final_loss", "checksum", "device_count"))
-    _assert_shards_partition_the_dataset(lines)
-    assert {line["rank"]: line["device"] for line in lines} == {0: 0, 1: 1, 2: 0, 3: 1}  # set_device(LOCAL_RANK)
-    assert lines[0]["device_count"] == 4
-
-
-@pytest.mark.slow
 def test_ddp_torchrun_one_node_one_process_per_gpu(standin):
     env = standin.environment(num_gpus=4)
     result = standin.run(standin.torchrun("--nproc-per-node", "gpu", "--master-port", env["MASTER_PORT"],
@@ -47,22 +38,6 @@ def test_ddp_torchrun_one_node_one_process_per_gpu(standin):
     _assert_one_model(lines, world_size=4, keys=("final_loss", "checksum"))
     _assert_shards_partition_the_dataset(lines)
     assert {line["rank"]: line["device"] for line in lines} == {0: 0, 1: 1, 2: 2, 3: 3}
-
-
-@pytest.mark.slow
-def test_spawn_one_process_per_gpu(standin):
-    result = standin.python(str(standin.scripts / "spawn_per_gpu.py"), num_gpus=4)
-    for rank in range(4):
-        assert f"Finished running basic DDP example on rank {rank} of 4." in result.stdout
-
-
-@pytest.mark.slow
-def test_smddp_backend_under_mpirun(standin):
-    result = standin.run(standin.mpirun(4, standin.scripts / "smddp_backend.py"), standin.environment(num_gpus=4))
-    lines = standin.json_lines(result.stdout)
-    _assert_one_model(lines, world_size=4, keys=("mean_last_loss", "checksum", "backend"))
-    assert lines[0]["backend"] == "smddp"
-    assert sorted(line["local_rank"] for line in lines) == [0, 1, 2, 3]
 
 
 @pytest.mark.slow
