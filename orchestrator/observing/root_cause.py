@@ -887,6 +887,21 @@ _UPLOAD_FIXES = (
 )
 
 
+_DOUBLED_SLASH = re.compile(r"(?P<key>s3://\S+) has an illegal char sub-sequence '//'")
+
+
+def _download_fix(reason: str) -> str:
+    """What to do about an input SageMaker could not copy; a key with `//` is named with the key meant."""
+    if doubled := _DOUBLED_SLASH.search(reason):
+        meant = "s3://" + re.sub("/{2,}", "/", doubled["key"].removeprefix("s3://"))
+        return (f"SageMaker refuses '//' in an S3 key, and {doubled['key']} has one (a prefix joined to one that "
+                f"ends in /): give that input's URI with single slashes, as in {meant} (`smtrain validate` "
+                "refuses a spec's S3 URI with '//')")
+    return next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
+                "SageMaker could not copy an input channel to the instances: check the spec's inputs (their URIs, "
+                "region and the role's access to them)")
+
+
 def _before_the_script(reason: str) -> FailureCause | None:
     """What SageMaker's FailureReason names where the hosts' logs cannot: the image, the input download,
     capacity, a quota or SageMaker's own error before (or beside) the script, often before any host wrote a line,
@@ -895,10 +910,7 @@ def _before_the_script(reason: str) -> FailureCause | None:
         return None
     said = reason.strip().splitlines()[0]
     if _DATA_DOWNLOAD.search(reason):
-        fix = next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
-                   "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
-                   "URIs, region and the role's access to them)")
-        return FailureCause(None, None, said, None, category="data_download", fix=fix)
+        return FailureCause(None, None, said, None, category="data_download", fix=_download_fix(reason))
     if _ARTIFACT_UPLOAD.search(reason):
         fix = next((fix for pattern, fix in _UPLOAD_FIXES if pattern.search(reason)),
                    "the script completed, but SageMaker could not upload model.tar.gz and output.tar.gz to "

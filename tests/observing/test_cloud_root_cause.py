@@ -653,6 +653,24 @@ def test_failure_reasons_users_met_before_the_script_are_named_with_their_fix(st
     assert stubbed_sagemaker.sent == []
 
 
+DOUBLED_KEY = ("s3://amazon-sagemaker-506250256483-us-east-1-46bx6qaqethoyv/shared//train-Qwen3-4B-Instruct-2507-lora-"
+               "lmi/train-Qwen3-4B-Instruct-2507-lora-lmi-20260515182120/input/code/requirements.txt")
+
+
+def test_a_key_with_a_doubled_slash_is_named_with_the_key_meant(stubbed_sagemaker):
+    """aws-samples/generative-ai-on-amazon-sagemaker#242: a `default_bucket_prefix` of `shared/` joined with `/`.
+    Before: `check the spec's inputs (their URIs, region and the role's access to them)`, which names neither the
+    `//` nor where it is; now the key SageMaker refused and the one meant."""
+    reason = ("ClientError: Data download failed:Failed to download data. S3 key: " + DOUBLED_KEY
+              + " has an illegal char sub-sequence '//' in it")
+
+    cause = cause_of(stubbed_sagemaker, "doubled-slash", {}, mode="none", reason=reason)
+
+    assert (cause["category"], cause["headline"]) == ("data_download", f"the job failed: {reason}")
+    assert cause["fix"].startswith(f"SageMaker refuses '//' in an S3 key, and {DOUBLED_KEY} has one")
+    assert "as in s3://amazon-sagemaker-506250256483-us-east-1-46bx6qaqethoyv/shared/train-Qwen3" in cause["fix"]
+
+
 def test_a_torchrun_jobs_failure_reason_names_the_rank_whose_error_it_quotes(stubbed_sagemaker):
     """The streams expired; the reason the toolkit left quotes rank 5's error under torch's `[rank5]:` prefix, then
     torchrun's report, and SageMaker cut it. Before: `the job exited with code 1` (the prefixed line was not read as
