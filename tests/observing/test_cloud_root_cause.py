@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import described, seed_lines
 from recorded_sagemaker_logs import (
+    DATALOADER_WORKER_KILLED,
     FAILURE_REASON_LIMIT,
     NCCL_PEER_LOST,
     PYTHON,
     TORCH_SAVE_DISK_FULL,
     TORCHRUN_COMMAND,
+    TRANSFORMERS_CONFIG_NOT_FOUND,
     failure_reason,
     nccl_watchdog_timeout,
     steps,
@@ -733,3 +735,40 @@ def test_a_cut_failure_reason_gives_way_to_the_cause_in_the_logs(stubbed_sagemak
 
     assert cause["headline"] == ("algo-1 (rank 0) failed: " + LATE_IMPORT[-1] + " at train.py:88")
     assert cause["category"] == "import_error" and cause["detail"] == []
+
+
+@pytest.mark.parametrize(("printed", "mode", "exception", "category", "detail"), [
+    pytest.param(DATALOADER_WORKER_KILLED, "torch_distributed",
+                 "RuntimeError: DataLoader worker (pid(s) 4567) exited unexpectedly", "oom_killed",
+                 ["caused by: RuntimeError: DataLoader worker (pid 4567) is killed by signal: Killed."],
+                 id="raise-from"),
+    pytest.param(TORCH_SAVE_DISK_FULL, "none",
+                 "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891200 vs 1641891088",
+                 "disk_full", [], id="during-handling"),
+    pytest.param(TRANSFORMERS_CONFIG_NOT_FOUND, "none",
+                 "OSError: Can't load config for 'model/final_model'. Make sure that:", "exception", [],
+                 id="during-handling-of-a-bare-error"),
+])
+def test_a_chained_exception_reads_the_same_from_the_streams_and_from_the_failure_reason(stubbed_sagemaker, printed,
+                                                                                         mode, exception, category,
+                                                                                         detail):
+    """Both name the chain's final exception, the one the script died of (why: `_classified_by_chain`), classified
+    by the ones before it where it says nothing of its own. Before: the streams named the final exception and the
+    FailureReason, read where the streams expired, the first: the worker killed instead of the DataLoader's error
+    the user saw, the first of torch.save's two errors, and transformers' bare `OSError` with nothing to act on."""
+    command = TORCHRUN_COMMAND.format(node=0) if mode == "torch_distributed" else PYTHON
+    reason = toolkit_failure_reason(printed, 1, command)
+    host = [*toolkit_start(command), *steps(2), *printed, *toolkit_failure(1, command)]
+
+    from_logs = cause_of(stubbed_sagemaker, f"chain-logs-{mode.replace('_', '-')}", {"algo-1": host}, mode=mode,
+                         reason=reason)
+    from_reason = cause_of(stubbed_sagemaker, f"chain-reason-{mode.replace('_', '-')}", {}, mode=mode,
+                           reason=reason)
+
+    assert from_logs["exception"] == exception and from_logs["host"] == "algo-1"
+    assert from_reason["exception"] == exception.removesuffix(":")  # the toolkit strips each line's end colon
+    for cause in (from_logs, from_reason):
+        assert (cause["category"], cause["detail"]) == (category, detail)
+    assert from_reason["fix"] == from_logs["fix"]
+    # the reason names the rank only where torch's `[rankN]:` prefix does
+    assert (from_logs["rank"], from_reason["rank"]) == (0, 0 if mode == "torch_distributed" else None)
