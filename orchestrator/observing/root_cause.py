@@ -136,6 +136,9 @@ _LOST_DAEMON = re.compile(rf"({_DAEMON_LOST.pattern})\.[\s\S]{{0,400}}?Remote da
 mpirun ends the job, and the lost host's ranks die with their daemon, without a word of their own."""
 _MPI_DAEMON = "Open MPI daemon"
 _TOOLKIT_EXIT = re.compile(r"^ExitCode (-?\d+)$")
+_CONTAINER_EXIT = re.compile(r"^AlgorithmError: Exit Code: (-?\d+)$")
+"""SageMaker's whole FailureReason for a container that exited with that code and left no report of its own (an image
+without the training toolkit, or the toolkit's predecessor, sagemaker-containers)."""
 _IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
 _STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 """Signals a launcher sends to stop the ranks that did not fail: never the root."""
@@ -955,7 +958,8 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     The message keeps torch.distributed's `[rankN]:` prefix, which names the rank; where SageMaker cut the reason
     inside the error's line, the cut word is no evidence: the error is classified without it and said to be cut."""
     reason = plain(described.get("FailureReason") or "")
-    codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
+    codes = [int(match[1]) for line in reason.splitlines()
+             if (match := _TOOLKIT_EXIT.match(line.strip()) or _CONTAINER_EXIT.match(line.strip()))]
     message, cut = _toolkit_error_message(reason)
     quoted = [_RANK_ALONE.sub(r"\1:", line.strip()) for line in message.splitlines()]
     prefixes = [_RANK_PREFIX.match(line) for line in quoted]

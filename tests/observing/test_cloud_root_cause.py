@@ -772,3 +772,14 @@ def test_a_chained_exception_reads_the_same_from_the_streams_and_from_the_failur
     assert from_reason["fix"] == from_logs["fix"]
     # the reason names the rank only where torch's `[rankN]:` prefix does
     assert (from_logs["rank"], from_reason["rank"]) == (0, 0 if mode == "torch_distributed" else None)
+
+
+def test_a_container_that_exited_139_without_a_report_is_named_as_a_segfault(stubbed_sagemaker):
+    """aws/sagemaker-python-sdk#134: after 18 hours, `AlgorithmError: Exit Code: 139` and nothing in the logs, SageMaker's
+    own words for a container that exited without the toolkit's report. Before: no cause at all; now the signal
+    (139 = 128 + 11) and the fix for a crash in native code, as the toolkit's `ExitCode 139` gets."""
+    cause = cause_of(stubbed_sagemaker, "exit-139", {}, mode="none", reason="AlgorithmError: Exit Code: 139")
+
+    assert cause["headline"] == "the job was killed by signal 11 (SIGSEGV)"
+    assert (cause["category"], cause["exit_code"]) == ("signal", 139)
+    assert "a crash in native code" in cause["fix"]
