@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from orchestrator.cloud.sagemaker_refusals import refusal_fix
 from orchestrator.errors import AwsError, EnvironmentProblem
 from orchestrator.redact import mask_text
 
@@ -87,8 +88,11 @@ def aws_errors(doing: str, secrets: Iterable[str] = ()) -> Iterator[None]:
 
 
 def fix_for(exc: Exception) -> str | None:
-    """What to do about a failed call, where its code or HTTP status says (None: AWS's message is all there is)."""
-    return _FIXES.get(error_code(exc)) or (_SERVER_ERROR_FIX if _status(exc) >= 500 else None)
+    """What to do about a failed call, where its message, code or HTTP status says (None: AWS's message is all
+    there is). The message comes first: SageMaker gives one code to refusals that need different fixes."""
+    code = error_code(exc)
+    return (refusal_fix(code, error_message(exc)) or _FIXES.get(code)
+            or (_SERVER_ERROR_FIX if _status(exc) >= 500 else None))
 
 
 def is_access_denied(exc: Exception) -> bool:

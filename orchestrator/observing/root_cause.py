@@ -136,6 +136,9 @@ _LOST_DAEMON = re.compile(rf"({_DAEMON_LOST.pattern})\.[\s\S]{{0,400}}?Remote da
 mpirun ends the job, and the lost host's ranks die with their daemon, without a word of their own."""
 _MPI_DAEMON = "Open MPI daemon"
 _TOOLKIT_EXIT = re.compile(r"^ExitCode (-?\d+)$")
+_CONTAINER_EXIT = re.compile(r"^AlgorithmError: Exit Code: (-?\d+)$")
+"""SageMaker's whole FailureReason for a container that exited with that code and left no report of its own (an image
+without the training toolkit, or the toolkit's predecessor, sagemaker-containers)."""
 _IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
 _STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 """Signals a launcher sends to stop the ranks that did not fail: never the root."""
@@ -335,16 +338,27 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
         whole = classify(" ".join((best.exception or "", *best.more)), best.exit_code, all_lines, framework_version)
         if whole[0] != category:
             (category, fix), detail = whole, (*detail, f"message: {' '.join(best.more)}")
-    if category == "exception":  # a wrapper (`DataLoader worker exited unexpectedly`): what it was raised from
-        for earlier in reversed(best.chained):
-            earlier_category, earlier_fix = classify(earlier, None, all_lines, framework_version)
-            if earlier_category != "exception":
-                category, fix = earlier_category, earlier_fix
-                detail = (*detail, f"caused by: {source.in_text(earlier)}")
-                break
+    if category == "exception" and (earlier := _classified_by_chain(best.chained, all_lines, framework_version,
+                                                                    source)):
+        category, fix, caused_by = earlier
+        detail = (*detail, caused_by)
     exception = source.in_text(best.exception) if best.exception else None
     return FailureCause(best.host, best.rank, exception, best.exit_code, location, category, waited_fix or fix,
                         detail, best.launcher)
+
+
+def _classified_by_chain(chained: Sequence[str], lines: Sequence[str], framework_version: str | None,
+                         source: SourcePaths = SourcePaths()) -> tuple[str, str | None, str] | None:
+    """A chain's final exception leads: it is what the script died of, raised through the user's own frames, and
+    what a library meant to be read (transformers' `OSError: Can't load config for 'x'`, raised while handling its
+    own bare `OSError`), so the streams and the FailureReason both name it. Where it says nothing classifiable (a
+    wrapper: a DataLoader's `exited unexpectedly`), the exceptions it was raised while handling or from, nearest
+    first, classify it: their category, fix and `caused by:` line, or None where none does."""
+    for earlier in reversed(chained):
+        category, fix = classify(earlier, None, lines, framework_version)
+        if category != "exception":
+            return category, fix, f"caused by: {source.in_text(earlier)}"
+    return None
 
 
 def _location(frames: Sequence[tuple[str, int]], source: SourcePaths) -> str | None:
@@ -900,6 +914,21 @@ _UPLOAD_FIXES = (
 )
 
 
+_DOUBLED_SLASH = re.compile(r"(?P<key>s3://\S+) has an illegal char sub-sequence '//'")
+
+
+def _download_fix(reason: str) -> str:
+    """What to do about an input SageMaker could not copy; a key with `//` is named with the key meant."""
+    if doubled := _DOUBLED_SLASH.search(reason):
+        meant = "s3://" + re.sub("/{2,}", "/", doubled["key"].removeprefix("s3://"))
+        return (f"SageMaker refuses '//' in an S3 key, and {doubled['key']} has one (a prefix joined to one that "
+                f"ends in /): give that input's URI with single slashes, as in {meant} (`smtrain validate` "
+                "refuses a spec's S3 URI with '//')")
+    return next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
+                "SageMaker could not copy an input channel to the instances: check the spec's inputs (their URIs, "
+                "region and the role's access to them)")
+
+
 def _before_the_script(reason: str) -> FailureCause | None:
     """What SageMaker's FailureReason names where the hosts' logs cannot: the image, the input download,
     capacity, a quota or SageMaker's own error before (or beside) the script, often before any host wrote a line,
@@ -908,10 +937,7 @@ def _before_the_script(reason: str) -> FailureCause | None:
         return None
     said = reason.strip().splitlines()[0]
     if _DATA_DOWNLOAD.search(reason):
-        fix = next((fix for pattern, fix in _DOWNLOAD_FIXES if pattern.search(reason)),
-                   "SageMaker could not copy an input channel to the instances: check the spec's inputs (their "
-                   "URIs, region and the role's access to them)")
-        return FailureCause(None, None, said, None, category="data_download", fix=fix)
+        return FailureCause(None, None, said, None, category="data_download", fix=_download_fix(reason))
     if _ARTIFACT_UPLOAD.search(reason):
         fix = next((fix for pattern, fix in _UPLOAD_FIXES if pattern.search(reason)),
                    "the script completed, but SageMaker could not upload model.tar.gz and output.tar.gz to "
@@ -945,16 +971,20 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     The message keeps torch.distributed's `[rankN]:` prefix, which names the rank; where SageMaker cut the reason
     inside the error's line, the cut word is no evidence: the error is classified without it and said to be cut."""
     reason = plain(described.get("FailureReason") or "")
-    codes = [int(match[1]) for line in reason.splitlines() if (match := _TOOLKIT_EXIT.match(line.strip()))]
+    codes = [int(match[1]) for line in reason.splitlines()
+             if (match := _TOOLKIT_EXIT.match(line.strip()) or _CONTAINER_EXIT.match(line.strip()))]
     message, cut = _toolkit_error_message(reason)
-    prefixes = [_RANK_PREFIX.match(line.strip()) for line in message.splitlines()]
-    lines = [(index, prefixed[2] if prefixed else line.strip())
-             for index, (line, prefixed) in enumerate(zip(message.splitlines(), prefixes))]
+    quoted = [_RANK_ALONE.sub(r"\1:", line.strip()) for line in message.splitlines()]
+    prefixes = [_RANK_PREFIX.match(line) for line in quoted]
+    lines = [(index, prefixed[2] if prefixed else line) for index, (line, prefixed) in enumerate(zip(quoted, prefixes))]
     found = _first_error(lines)
     exception = found.exception if found and found.exception else None
     if exception is None and not codes:
         return None
     said_at = next((index for index, text in lines if exception and text and exception.startswith(text)), None)
+    chained: tuple[str, ...] = ()
+    if exception is not None and said_at is not None:
+        exception, said_at, chained = _last_of_chain(lines, exception, said_at)
     rank = int(prefixes[said_at][1]) if said_at is not None and prefixes[said_at] else None
     exit_code = codes[0] if codes else None
     classified, detail = exception, ()
@@ -963,8 +993,42 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
         exception, detail = f"{exception}…", (f"{_CUT_REASON}, and they end inside this error's line",)
     elif cut and exception is None:
         detail = (f"{_CUT_REASON}, and they end before the script's error",)
-    category, fix = classify(classified, exit_code, [text for _, text in lines], framework_version_of(described))
+    texts, framework_version = [text for _, text in lines], framework_version_of(described)
+    category, fix = classify(classified, exit_code, texts, framework_version)
+    if category == "exception" and (earlier := _classified_by_chain(chained, texts, framework_version)):
+        category, fix, caused_by = earlier
+        detail = (*detail, caused_by)
     return FailureCause(None, rank, exception, exit_code, category=category, fix=fix, detail=detail)
+
+
+_RANK_ALONE = re.compile(r"^(\[rank\d+\])$")
+"""A rank's blank line (`[rank0]:`) as the toolkit quotes it, its colon stripped."""
+_CHAINED_QUOTED = tuple(separator.rstrip(":") for separator in _CHAINED)
+"""The chain's separators as the toolkit's ErrorMessage quotes them: it strips each line's colons at its ends."""
+
+
+def _last_of_chain(lines: list[tuple[int, str]], exception: str, said_at: int) -> tuple[str, int, tuple[str, ...]]:
+    """The exception a chain ends in, where the error read first (`exception`, on line `said_at`) begins one: the
+    exception raised while handling it or from it, and so on, with the line it is on and the earlier ones, oldest
+    first, as the log reader keeps them. A separator the toolkit dropped as a repeat ends the chain there."""
+    chained: list[str] = []
+    while (after := _after_separator(lines, said_at)) is not None:
+        later = _first_error(lines[after:])
+        at = next((index for index, text in lines[after:] if later and later.exception
+                   and text and later.exception.startswith(text)), None)
+        if later is None or at is None:
+            break
+        chained.append(exception)
+        exception, said_at = later.exception, at
+    return exception, said_at, tuple(chained)
+
+
+def _after_separator(lines: list[tuple[int, str]], said_at: int) -> int | None:
+    """Where the traceback after a chain's separator starts, when the next line said after line `said_at` is one."""
+    following = next((index for index, text in lines[said_at + 1:] if text), None)
+    if following is None or lines[following][1] not in (*_CHAINED, *_CHAINED_QUOTED):
+        return None
+    return following + 1
 
 
 _CUT_REASON = "cut: SageMaker keeps the first 1024 characters of a FailureReason"

@@ -116,7 +116,18 @@ def _uri(value: str, member: str, example: str, *, s3_only: bool) -> str:
     limit = api_limit(member, "max")
     if len(value) > limit:
         raise _invalid(f"the URI is {len(value)} characters; SageMaker allows {limit}", "use a shorter prefix")
+    _single_slashes(value)
     return _existing_bucket(value) if value.startswith("s3://") else value
+
+
+def _single_slashes(value: str) -> None:
+    """No `//` after the scheme: SageMaker fails a job at its data download for a key that holds one (`Data download
+    failed: ... has an illegal char sub-sequence '//' in it`), after the instances were paid for. It is a prefix
+    joined to one that ends in `/`, the same slip in every S3 URI field, so every field refuses it."""
+    scheme, separator, rest = value.partition("://")
+    if "//" in rest:
+        raise _invalid(f"{value!r} has '//' in its path, which SageMaker refuses in an S3 key when it downloads the "
+                       "job's data", f"write it as {scheme}{separator}{re.sub('/{2,}', '/', rest)}")
 
 
 def _existing_bucket(value: str) -> str:

@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from job_fakes import described, seed_lines
 from recorded_sagemaker_logs import (
+    DATALOADER_WORKER_KILLED,
     FAILURE_REASON_LIMIT,
     NCCL_PEER_LOST,
     PYTHON,
     TORCH_SAVE_DISK_FULL,
     TORCHRUN_COMMAND,
+    TRANSFORMERS_CONFIG_NOT_FOUND,
     failure_reason,
     nccl_watchdog_timeout,
     steps,
@@ -653,6 +655,24 @@ def test_failure_reasons_users_met_before_the_script_are_named_with_their_fix(st
     assert stubbed_sagemaker.sent == []
 
 
+DOUBLED_KEY = ("s3://amazon-sagemaker-506250256483-us-east-1-46bx6qaqethoyv/shared//train-Qwen3-4B-Instruct-2507-lora-"
+               "lmi/train-Qwen3-4B-Instruct-2507-lora-lmi-20260515182120/input/code/requirements.txt")
+
+
+def test_a_key_with_a_doubled_slash_is_named_with_the_key_meant(stubbed_sagemaker):
+    """aws-samples/generative-ai-on-amazon-sagemaker#242: a `default_bucket_prefix` of `shared/` joined with `/`.
+    Before: `check the spec's inputs (their URIs, region and the role's access to them)`, which names neither the
+    `//` nor where it is; now the key SageMaker refused and the one meant."""
+    reason = ("ClientError: Data download failed:Failed to download data. S3 key: " + DOUBLED_KEY
+              + " has an illegal char sub-sequence '//' in it")
+
+    cause = cause_of(stubbed_sagemaker, "doubled-slash", {}, mode="none", reason=reason)
+
+    assert (cause["category"], cause["headline"]) == ("data_download", f"the job failed: {reason}")
+    assert cause["fix"].startswith(f"SageMaker refuses '//' in an S3 key, and {DOUBLED_KEY} has one")
+    assert "as in s3://amazon-sagemaker-506250256483-us-east-1-46bx6qaqethoyv/shared/train-Qwen3" in cause["fix"]
+
+
 def test_a_torchrun_jobs_failure_reason_names_the_rank_whose_error_it_quotes(stubbed_sagemaker):
     """The streams expired; the reason the toolkit left quotes rank 5's error under torch's `[rank5]:` prefix, then
     torchrun's report, and SageMaker cut it. Before: `the job exited with code 1` (the prefixed line was not read as
@@ -715,3 +735,51 @@ def test_a_cut_failure_reason_gives_way_to_the_cause_in_the_logs(stubbed_sagemak
 
     assert cause["headline"] == ("algo-1 (rank 0) failed: " + LATE_IMPORT[-1] + " at train.py:88")
     assert cause["category"] == "import_error" and cause["detail"] == []
+
+
+@pytest.mark.parametrize(("printed", "mode", "exception", "category", "detail"), [
+    pytest.param(DATALOADER_WORKER_KILLED, "torch_distributed",
+                 "RuntimeError: DataLoader worker (pid(s) 4567) exited unexpectedly", "oom_killed",
+                 ["caused by: RuntimeError: DataLoader worker (pid 4567) is killed by signal: Killed."],
+                 id="raise-from"),
+    pytest.param(TORCH_SAVE_DISK_FULL, "none",
+                 "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891200 vs 1641891088",
+                 "disk_full", [], id="during-handling"),
+    pytest.param(TRANSFORMERS_CONFIG_NOT_FOUND, "none",
+                 "OSError: Can't load config for 'model/final_model'. Make sure that:", "exception", [],
+                 id="during-handling-of-a-bare-error"),
+])
+def test_a_chained_exception_reads_the_same_from_the_streams_and_from_the_failure_reason(stubbed_sagemaker, printed,
+                                                                                         mode, exception, category,
+                                                                                         detail):
+    """Both name the chain's final exception, the one the script died of (why: `_classified_by_chain`), classified
+    by the ones before it where it says nothing of its own. Before: the streams named the final exception and the
+    FailureReason, read where the streams expired, the first: the worker killed instead of the DataLoader's error
+    the user saw, the first of torch.save's two errors, and transformers' bare `OSError` with nothing to act on."""
+    command = TORCHRUN_COMMAND.format(node=0) if mode == "torch_distributed" else PYTHON
+    reason = toolkit_failure_reason(printed, 1, command)
+    host = [*toolkit_start(command), *steps(2), *printed, *toolkit_failure(1, command)]
+
+    from_logs = cause_of(stubbed_sagemaker, f"chain-logs-{mode.replace('_', '-')}", {"algo-1": host}, mode=mode,
+                         reason=reason)
+    from_reason = cause_of(stubbed_sagemaker, f"chain-reason-{mode.replace('_', '-')}", {}, mode=mode,
+                           reason=reason)
+
+    assert from_logs["exception"] == exception and from_logs["host"] == "algo-1"
+    assert from_reason["exception"] == exception.removesuffix(":")  # the toolkit strips each line's end colon
+    for cause in (from_logs, from_reason):
+        assert (cause["category"], cause["detail"]) == (category, detail)
+    assert from_reason["fix"] == from_logs["fix"]
+    # the reason names the rank only where torch's `[rankN]:` prefix does
+    assert (from_logs["rank"], from_reason["rank"]) == (0, 0 if mode == "torch_distributed" else None)
+
+
+def test_a_container_that_exited_139_without_a_report_is_named_as_a_segfault(stubbed_sagemaker):
+    """aws/sagemaker-python-sdk#134: after 18 hours, `AlgorithmError: Exit Code: 139` and nothing in the logs, SageMaker's
+    own words for a container that exited without the toolkit's report. Before: no cause at all; now the signal
+    (139 = 128 + 11) and the fix for a crash in native code, as the toolkit's `ExitCode 139` gets."""
+    cause = cause_of(stubbed_sagemaker, "exit-139", {}, mode="none", reason="AlgorithmError: Exit Code: 139")
+
+    assert cause["headline"] == "the job was killed by signal 11 (SIGSEGV)"
+    assert (cause["category"], cause["exit_code"]) == ("signal", 139)
+    assert "a crash in native code" in cause["fix"]

@@ -5,7 +5,7 @@ only lost the failing rank, argparse's rejection, and each classified cause with
 from __future__ import annotations
 
 import pytest
-from recorded_sagemaker_logs import NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST
+from recorded_sagemaker_logs import DATALOADER_WORKER_KILLED, NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST
 
 from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
 
@@ -375,29 +375,6 @@ def test_a_warning_that_mentions_a_watchdog_is_not_the_ranks_error():
              "[rank0]: ValueError: no labels"]
     cause = read_cause({"algo-1": lines}, _torchrun(["algo-1"], 1))
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: no labels at train.py:4"
-
-
-# torchrun's rank 0 when the kernel's OOM killer ended one of its DataLoader workers (torch 2.3, shortened): the
-# error it raises last only says the worker exited.
-DATALOADER_WORKER_KILLED = """\
-[rank0]: Traceback (most recent call last):
-[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1133, in _try_get_data
-[rank0]:     data = self._data_queue.get(timeout=timeout)
-[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler
-[rank0]:     _error_if_any_worker_fails()
-[rank0]: RuntimeError: DataLoader worker (pid 4567) is killed by signal: Killed.
-[rank0]:
-[rank0]: The above exception was the direct cause of the following exception:
-[rank0]:
-[rank0]: Traceback (most recent call last):
-[rank0]:   File "/opt/ml/code/train.py", line 88, in <module>
-[rank0]:     main()
-[rank0]:   File "/opt/ml/code/train.py", line 60, in main
-[rank0]:     for batch in loader:
-[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1146, in _try_get_data
-[rank0]:     raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e
-[rank0]: RuntimeError: DataLoader worker (pid(s) 4567) exited unexpectedly
-""".splitlines()
 
 
 def test_a_dataloader_worker_the_oom_killer_ended_is_classified_by_the_exception_it_was_raised_from():

@@ -162,6 +162,38 @@ def test_every_s3_uri_names_a_bucket_s3_could_have(write_spec, addition, line, f
     assert fix.endswith("e.g. s3://my-bucket/")
 
 
+# A prefix joined to one that ends in `/` (in aws-samples/generative-ai-on-amazon-sagemaker#242 the SDK's
+# `default_bucket_prefix` of `shared/`): SageMaker takes the request and fails the job at its data download, after
+# the instances started: `ClientError: Data download failed:Failed to download data. S3 key:
+# s3://.../shared//train-.../requirements.txt has an illegal char sub-sequence '//' in it`.
+def _with_input(channel: str) -> str:
+    return _edited("  train: s3://demo-bucket/train/\n", channel)
+
+
+@pytest.mark.parametrize(("text", "line", "field", "uri"), [
+    (_with_input("  train: s3://demo-bucket/shared//train/\n"), 10, "inputs.train", "s3://demo-bucket/shared//train/"),
+    (_with_input("  train: {uri: 's3://demo-bucket/shared//train/', input_mode: FastFile}\n"), 10, "inputs.train.uri",
+     "s3://demo-bucket/shared//train/"),
+    (_edited("demo-bucket/outputs/", "demo-bucket/shared//outputs/"), 11, "output_path",
+     "s3://demo-bucket/shared//outputs/"),
+    (SPEC + "checkpoint: {s3_uri: 's3://demo-bucket/shared//ckpt/'}\n", 12, "checkpoint.s3_uri",
+     "s3://demo-bucket/shared//ckpt/"),
+    (SPEC + "tensorboard: {s3_uri: 's3://demo-bucket/shared//tb/'}\n", 12, "tensorboard.s3_uri",
+     "s3://demo-bucket/shared//tb/"),
+    (SPEC + "code_location: s3://demo-bucket/shared//code/\n", 12, "code_location", "s3://demo-bucket/shared//code/"),
+    (SPEC + "checkpoint: {s3_uri: 'https://demo-bucket.s3.amazonaws.com/a///ckpt/'}\n", 12, "checkpoint.s3_uri",
+     "https://demo-bucket.s3.amazonaws.com/a///ckpt/"),
+], ids=["input", "input-uri", "output_path", "checkpoint", "tensorboard", "code_location", "checkpoint-https"])
+def test_a_doubled_slash_in_any_s3_uri_is_refused_at_its_line_with_the_uri_meant(write_spec, text, line, field, uri):
+    """Before: `validate` passed it and the job failed on SageMaker at its data download."""
+    [(at, named, message, fix)] = _problems(write_spec, text)
+    assert (at, named) == (line, field)
+    assert message == (f"{uri!r} has '//' in its path, which SageMaker refuses in an S3 key when it downloads the "
+                       "job's data")
+    scheme, _, rest = uri.partition("://")
+    assert fix == f"write it as {scheme}://{rest.replace('///', '/').replace('//', '/')}"
+
+
 @pytest.mark.parametrize(("bucket", "why", "meant"), [
     ("xn--data", "begins with 'xn--', a prefix S3 keeps for itself", "data"),
     ("sthree-data", "begins with 'sthree-', a prefix S3 keeps for itself", "data"),

@@ -75,6 +75,55 @@ RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 1641891
 """torch.save into a full volume: neither exception says `No space left on device`."""
 
 
+# torchrun's rank 0 when the kernel's OOM killer ended one of its DataLoader workers (torch 2.3, shortened): the
+# error it raises last only says the worker exited.
+DATALOADER_WORKER_KILLED = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1133, in _try_get_data
+[rank0]:     data = self._data_queue.get(timeout=timeout)
+[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler
+[rank0]:     _error_if_any_worker_fails()
+[rank0]: RuntimeError: DataLoader worker (pid 4567) is killed by signal: Killed.
+[rank0]:
+[rank0]: The above exception was the direct cause of the following exception:
+[rank0]:
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/ml/code/train.py", line 88, in <module>
+[rank0]:     main()
+[rank0]:   File "/opt/ml/code/train.py", line 60, in main
+[rank0]:     for batch in loader:
+[rank0]:   File "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1146, in _try_get_data
+[rank0]:     raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e
+[rank0]: RuntimeError: DataLoader worker (pid(s) 4567) exited unexpectedly
+""".splitlines()
+
+
+# transformers 3.x's from_pretrained for a model directory without config.json (Morizeyao/GPT2-Chinese#169; its script
+# path as the toolkit runs it): the exception it raised first is a bare `OSError`, raised again while handling it with
+# the words meant for the user.
+TRANSFORMERS_CONFIG_NOT_FOUND = """\
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.6/site-packages/transformers/configuration_utils.py", line 242, in get_config_dict
+    raise EnvironmentError
+OSError
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/opt/ml/code/generate.py", line 222, in <module>
+    main()
+  File "/opt/ml/code/generate.py", line 165, in main
+    model = GPT2LMHeadModel.from_pretrained(args.model_path)
+  File "/opt/conda/lib/python3.6/site-packages/transformers/modeling_utils.py", line 604, in from_pretrained
+    **kwargs,
+  File "/opt/conda/lib/python3.6/site-packages/transformers/configuration_utils.py", line 200, in from_pretrained
+    config_dict, kwargs = cls.get_config_dict(pretrained_model_name_or_path, **kwargs)
+  File "/opt/conda/lib/python3.6/site-packages/transformers/configuration_utils.py", line 251, in get_config_dict
+    raise EnvironmentError(msg)
+OSError: Can't load config for 'model/final_model'. Make sure that:
+""".splitlines()
+
+
 def nccl_error(rank: int, what: str, *last_error: str) -> list[str]:
     """A DistBackendError as torch 2.3 prints it under `[rankN]:`: NCCL's message goes on over several lines."""
     return [f"[rank{rank}]: {line}" for line in [
