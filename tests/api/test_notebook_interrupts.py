@@ -142,8 +142,8 @@ def test_the_same_cell_run_again_while_its_run_goes_on_is_refused_naming_run_dir
 
     [error] = _errors(refused)
     assert error["traceback"] == [  # Python's words, not `smtrain local`'s flag (--run-dir)
-        f"SpecError: run_dir={str(run_dir)!r} is in use by a run still going in this process",
-        "  To fix: wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir"]
+        f"SpecError: the run directory {run_dir} is in use by a run still going in this process",
+        "  To fix: wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir="]
     stopped = notebook.run("job.stop()\nprint(job.wait(poll_seconds=0.2).status)")
     assert _stream(stopped, "stdout") == "Stopped\n"
     notebook.run(cell)  # once the earlier run has ended, the cell runs again into the same directory
