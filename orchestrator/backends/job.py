@@ -212,11 +212,13 @@ class Job:
             the function's own exception, from the lowest rank that raised, with the remote traceback as its
             cause and the rank and host in its notes; JobFailed when the job failed before any rank returned.
         """
-        from orchestrator.backends.function_results import RESULTS_FOLDER, outcomes, raise_first_error
+        from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
 
         final = self.wait()
         kept = outcomes(self.backend.output_files(self.id, RESULTS_FOLDER))
-        raise_first_error(kept, final, self.name)
+        error = first_error(kept, final, self.name)
+        if error is not None:  # raised here, not deeper: the fewest of smtrain's frames under the function's own
+            raise error
         return [outcome["value"] for outcome in kept]
 
     def result(self) -> Any:
