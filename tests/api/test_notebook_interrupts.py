@@ -104,7 +104,7 @@ def test_an_interrupted_wait_says_in_one_line_that_the_job_still_runs_and_the_ne
 
     [error] = _errors(waited)
     # The line, not a traceback through smtrain's frames; and said once (not on stderr as well).
-    assert error["traceback"] == [f"KeyboardInterrupt: interrupted the wait; job {name} still runs (InProgress): "
+    assert error["traceback"] == [f"KeyboardInterrupt: interrupted the wait; job {name} still runs (Training): "
                                   "job.stop() stops it"]
     assert _stream(waited, "stderr") == ""
     stopped = notebook.run("print(job.status().status, job.stop())\nprint(job.wait(poll_seconds=0.2).status)")
