@@ -5,6 +5,7 @@
     plan = orchestrator.plan({"name": "mlp", "entry_point": "train.py", ...})   # a spec as a dict, checked as a file
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
+    result = orchestrator.run_local(spec, run_dir="runs/x")   # the local run in this call, until it ends
     job = orchestrator.submit(spec, region="eu-west-1")   # another region than the session's (`--set region=`)
     job = orchestrator.submit(plan, allow_unverified=True)   # past unverified findings (`--allow-unverified`)
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
@@ -26,17 +27,21 @@ from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.words import API_WORDS
+from orchestrator.wording import kind_of
 
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
     # one job never pays for them (the handle brings the progress and root-cause readers)
     from orchestrator.backends.job import Job
     from orchestrator.backends.tuning import Tuning
+    from orchestrator.emulator.local_run import LocalRun, Observer
+    from orchestrator.emulator.run_options import Options
+    from orchestrator.emulator.tuning.search import SearchOptions, SearchResult
     from orchestrator.planning.tuning import TuningPlan
     from orchestrator.specs.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | Mapping[str, Any] | str | Path
 __all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
-           "run", "submit", "submit_tuning"]
+           "run", "run_local", "submit", "submit_tuning", "tune_local"]
 _LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.backends.tuning",
                "TuningPlan": "orchestrator.planning.tuning"}
 
@@ -167,11 +172,67 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     return Job(chosen, chosen.schedule(job_plan), job_plan)
 
 
+def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any] | None = None, *,
+              observer: Observer | None = None, **keywords: Any) -> LocalRun:
+    """Runs the job here in this call, every host emulated, and returns how it ended (`smtrain local`); `run(...,
+    backend="local")` starts the same run and returns its `Job` at once. The spec is taken as `run` takes it;
+    the options are `run`'s local keywords (`run_local(spec, run_dir="runs/x")`), a dict of them, or an
+    `emulator.run_options.Options`.
+
+    Raises:
+        SpecError: an option unknown or out of range, or options given both as an Options and as keywords; and
+            `emulator.local_run.run_local`'s own (Interrupted, when the notebook's interrupt ends the run).
+    """
+    from orchestrator.emulator.local_run import run_local as run_here
+    from orchestrator.emulator.run_options import Options, options_from
+
+    if isinstance(options, Options) and not keywords:
+        chosen = options
+    elif options is None or isinstance(options, Mapping):
+        chosen = options_from({**(options or {}), **keywords})
+    else:
+        raise SpecError(f"run_local's options are keywords, a dict of them or an Options, not {kind_of(options)}"
+                        + (" and keywords as well" if isinstance(options, Options) else ""),
+                        fix='pass e.g. run_local(spec, run_dir="runs/x", processes_per_host=1)')
+    return run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+
+
+def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None = None,
+               on_event: Any | None = None) -> SearchResult:
+    """Runs a tuning spec's search here in this call and returns every trial, the best first (`smtrain tune
+    local`): a tuning spec's path, or what `load_tuning` returned; `options` an `emulator.tuning.search.
+    SearchOptions` (parallel, max_jobs, budget_seconds, run_dir, trial); `on_event` is called with each line
+    the search says.
+
+    Raises:
+        SpecError: `tuning` is no tuning spec's path nor a read one, `options` no SearchOptions; and those of
+            `emulator.tuning.search.tune_local`.
+    """
+    from orchestrator.emulator.tuning.search import SearchOptions, tune_local as tune_here
+    from orchestrator.specs.loader import LoadedTuning, load_tuning
+
+    if options is not None and not isinstance(options, SearchOptions):
+        raise SpecError(f"tune_local's options are a SearchOptions, not {kind_of(options)}",
+                        fix="pass orchestrator.emulator.tuning.search.SearchOptions(max_jobs=..., run_dir=...), or "
+                            "leave options out")
+    loaded = tuning if isinstance(tuning, LoadedTuning) else load_tuning(tuning)
+    return tune_here(loaded, options or SearchOptions(), on_event)
+
+
 def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
            backend: str | None = None) -> Job:
     """The `Job` of `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare name: a
-    local run of that name, else a SageMaker job (`backend`: "local" or "sagemaker", as the prefix says)."""
+    local run of that name, else a SageMaker job (`backend`: "local" or "sagemaker", as the prefix says).
+
+    Raises:
+        SpecError: `job` is no id (a spec, a Job already held, None).
+    """
     from orchestrator.backends.job import attach as attach_job
+
+    if not isinstance(job, (str, Path)):
+        raise SpecError(f"attach finds a job by its id, not by {kind_of(job)}",
+                        fix='pass e.g. "sagemaker:NAME", "local:runs/NAME" or a job\'s name (job.name of a Job '
+                            "you hold: it needs no attach)")
 
     return attach_job(job, region=region, boto=boto, backend=backend)
 

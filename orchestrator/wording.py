@@ -1,9 +1,10 @@
-"""How a count and a status are written in what smtrain prints: `1 file`, `2 files` (`1 files` and `file(s)` read
-as slips), `in progress` (not `inprogress`)."""
+"""How a count, a status and a kind of value are written in what smtrain prints: `1 file`, `2 files` (`1 files` and
+`file(s)` read as slips), `in progress` (not `inprogress`), `an int` (not `a int`)."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
@@ -17,3 +18,12 @@ def status_words(status: str) -> str:
     """A SageMaker status as a person writes it: InProgress is `in progress`, NonRetryableError `non retryable
     error` (lowercasing alone gives `inprogress`)."""
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", status).lower()
+
+
+def kind_of(value: Any) -> str:
+    """What a user passed, by its type, for a refusal: `None`, `a dict`, `an int`, `a JobSpec` (not its value, which
+    may hold a secret)."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"

@@ -1,12 +1,13 @@
 """What the ranks of a function job kept (orchestrator/function_jobs/runner.py writes one file per rank), read back.
 
-A rank that raised kept its exception and its traceback: the first such rank's exception is raised again here,
-as `concurrent.futures` does for a worker process, with the remote traceback as its cause, so a notebook shows
-the function's own line, and with the rank and host said in the message's notes.
+A rank that raised kept its exception and its traceback: the first such rank's exception is raised again by the
+job's handle, as `concurrent.futures` does for a worker process, with the remote traceback as its cause, so a
+notebook shows the function's own line, and with the rank and host said in the message's notes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import re
 from typing import Any
@@ -34,8 +35,10 @@ def outcomes(files: dict[str, bytes]) -> list[dict[str, Any]]:
     return [pickle.loads(data) for _, data in ranked]
 
 
-def raise_first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> None:
-    """Raises the lowest failing rank's exception; JobFailed when the job did not end with every rank's value."""
+def first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> BaseException | None:
+    """What `Job.results` raises, None when every rank returned: the lowest failing rank's own exception, with the
+    remote traceback as its cause, the rank and host in its notes, and shown by IPython as that traceback alone
+    (`_shown_as_raised`); JobFailed when the job did not end with every rank's value."""
     for outcome in kept:
         if "error" in outcome:
             error = outcome["error"]
@@ -43,11 +46,21 @@ def raise_first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> 
             if hasattr(error, "add_note"):
                 error.add_note(where)
             error.__cause__ = RemoteTraceback(f"{where}:\n{outcome['traceback']}")
-            raise error
+            _shown_as_raised(error, outcome["traceback"], where)
+            return error
         if "unpicklable" in outcome:
-            raise JobFailed(outcome["unpicklable"], fix="return something pickle can carry (numbers, lists, "
-                                                        "dicts, tensors moved to the CPU)")
+            return JobFailed(outcome["unpicklable"], fix="return something pickle can carry (numbers, lists, "
+                                                         "dicts, tensors moved to the CPU)")
     if final.status != "Completed" or not kept:
         reason = final.failure_reason or f"it ended {final.status}"
-        raise JobFailed(f"job {job_name} returned no value: {reason}",
-                        fix="see its logs: `smtrain logs` with the job's name or run directory")
+        return JobFailed(f"job {job_name} returned no value: {reason}",
+                         fix="see its logs: `smtrain logs` with the job's name or run directory")
+    return None
+
+
+def _shown_as_raised(error: BaseException, remote_traceback: str, where: str) -> None:
+    """Lets IPython show `error` as its rank printed it (the function's own frames, the exception, where it was
+    raised) instead of the remote traceback and then smtrain's frames that handed it back; `%debug` and
+    `error.__traceback__` keep those. An exception that takes no attributes is shown as Python shows it."""
+    with contextlib.suppress(AttributeError):
+        error._render_traceback_ = lambda: [*remote_traceback.rstrip("\n").splitlines(), where]

@@ -104,7 +104,7 @@ class Job:
             return f"job {self.name} had already ended: {current.status}{why}"
         if current.status == "Stopping":
             return f"job {self.name} is stopping already"
-        return f"job {self.name} still runs ({current.status}): job.stop() stops it"
+        return f"job {self.name} still runs ({current.secondary_status or current.status}): job.stop() stops it"
 
     def status_read_again(self) -> tuple[JobStatus | None, str | None]:
         """The status read once more after a wait was interrupted (the job may have ended in the same moment, and
@@ -212,11 +212,13 @@ class Job:
             the function's own exception, from the lowest rank that raised, with the remote traceback as its
             cause and the rank and host in its notes; JobFailed when the job failed before any rank returned.
         """
-        from orchestrator.backends.function_results import RESULTS_FOLDER, outcomes, raise_first_error
+        from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
 
         final = self.wait()
         kept = outcomes(self.backend.output_files(self.id, RESULTS_FOLDER))
-        raise_first_error(kept, final, self.name)
+        error = first_error(kept, final, self.name)
+        if error is not None:  # raised here, not deeper: the fewest of smtrain's frames under the function's own
+            raise error
         return [outcome["value"] for outcome in kept]
 
     def result(self) -> Any:
@@ -253,9 +255,8 @@ class Job:
         rows = [("backend", self.backend.name)]
         if current:
             rows.append(("instances", current.instances))
-            if current.cost and current.cost.total is not None:
-                about = "about " if current.cost.estimated else ""
-                rows.append(("cost so far", f"{about}{current.cost.currency} {current.cost.total:,.2f}"))
+            if current.cost and current.cost.amount is not None:
+                rows.append(("cost so far", current.cost.amount))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
             if self._progress and self._progress.failure_cause:

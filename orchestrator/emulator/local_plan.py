@@ -19,6 +19,7 @@ from orchestrator.planning.target import Target
 from orchestrator.specs.loader import LoadedSpec
 from orchestrator.specs.model import Channel, JobSpec
 from orchestrator.specs.path_names import require_path_name
+from orchestrator.specs.words import FieldWords
 
 # The role a local plan names: nothing is sent, the request only needs one.
 LOCAL_ROLE = "arn:aws:iam::000000000000:role/smtrain-local"
@@ -50,17 +51,18 @@ def local_plan(source: Plan | LoadedSpec, settings: Options) -> Plan:
     else:
         loaded = source
         job_name = timestamped_job_name(source.spec.name)
-    loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs))
+    loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs, loaded.field_words))
     return build_plan(loaded, local_target(loaded.spec, run_dir_for(settings, job_name)), job_name=job_name,
                       local_inputs=True)
 
 
-def _with_inputs(spec: JobSpec, overrides: dict[str, Path]) -> JobSpec:
-    """The spec with its `local_inputs`, then `--input NAME=PATH`, in place of (or added to) its channels."""
+def _with_inputs(spec: JobSpec, overrides: dict[str, Path], words: FieldWords) -> JobSpec:
+    """The spec with its `local_inputs`, then the run's `inputs` (`--input NAME=PATH`), in place of (or added to)
+    its channels."""
     if not overrides and not spec.local_inputs:
         return spec
     for name in overrides:  # `--input NAME=PATH` bypasses the spec's validation: NAME becomes input/data/NAME
-        require_path_name("--input NAME=PATH", name)
+        require_path_name(words.option(Options, "inputs", ("NAME", "PATH")), name)
     locations = {**spec.local_inputs, **{name: str(Path(path).resolve()) for name, path in overrides.items()}}
     inputs = {**spec.inputs, **{name: spec.inputs[name].model_copy(update={"uri": location}) if name in spec.inputs
                                 else Channel(uri=location) for name, location in locations.items()}}

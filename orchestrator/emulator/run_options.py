@@ -34,7 +34,7 @@ def _input_paths(inputs: Mapping[str, Any]) -> dict[str, Path]:
     """Channel NAME to a local path; an empty path would silently mean the current directory."""
     empty = [name for name, path in inputs.items() if not str(path or "")]
     if empty:
-        raise ValueError(f"'{empty[0]}=' has no path, e.g. --input {empty[0]}=./data")
+        raise ValueError(f"channel {empty[0]!r} has no path (give its folder, e.g. ./data)")
     return {name: Path(path) for name, path in inputs.items()}
 
 

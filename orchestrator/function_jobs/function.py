@@ -33,6 +33,7 @@ from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.words import FieldWords
+from orchestrator.wording import kind_of
 
 SHIPPED = "smtrain_remote"
 
@@ -65,8 +66,11 @@ def remote(function: Callable[..., Any] | None = None, **options: Any) -> Any:
     from; the keywords override it).
 
     Raises:
-        SpecError: an unknown keyword (with the nearest known one).
+        SpecError: an unknown keyword (with the nearest known one), or a setting given without its keyword.
     """
+    if function is not None and not callable(function):  # `@remote("ml.g5.xlarge")`: a setting, not a function
+        raise SpecError(f"remote() takes its settings as keywords, not {kind_of(function)} by position",
+                        fix='name it, e.g. @orchestrator.remote(instance_type="ml.g5.xlarge")')
     unknown = [key for key in options if key not in KEYWORDS]
     if unknown:
         near = difflib.get_close_matches(unknown[0], KEYWORDS, n=1)

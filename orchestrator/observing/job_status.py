@@ -109,6 +109,21 @@ class JobStatus:
         """`algo-1` to `algo-N`, one per instance (every group's, numbered on); none while the count is unknown."""
         return tuple(f"algo-{number}" for number in range(1, (self.instance_count or 0) + 1))
 
+    def __repr__(self) -> str:
+        """One line for a notebook cell: `JobStatus('mlp-1', InProgress (Training), 2 x ml.c5.2xlarge, cost so far
+        about USD 0.12)`, a failed job's reason cut short (the dataclass's own repr ran to every transition and
+        setting; the fields, and `to_dict()`, still hold them)."""
+        said = [self.status if self.secondary_status in (None, self.status) else
+                f"{self.status} ({self.secondary_status})"]
+        if self.instance_count:
+            said.append(self.instances)
+        if self.cost and self.cost.amount:
+            said.append(f"cost so far {self.cost.amount}")
+        if self.failure_reason:
+            reason = self.failure_reason.splitlines()[0]
+            said.append(f"failure {reason if len(reason) <= 100 else reason[:97] + '...'!r}")
+        return f"JobStatus({self.name!r}, {', '.join(said)})"
+
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES

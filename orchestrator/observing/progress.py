@@ -68,6 +68,12 @@ class CostSoFar:
     def total(self) -> float | None:
         return on_demand_cost(self.price_per_instance_hour, self.instance_count, self.billable_seconds)
 
+    @property
+    def amount(self) -> str | None:
+        """`USD 0.82`, `about USD 0.82` while estimated; None with no price on record."""
+        total = self.total
+        return None if total is None else f"{'about ' if self.estimated else ''}{self.currency} {total:,.2f}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,

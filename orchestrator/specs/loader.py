@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import re
 import stat
 import sys
@@ -36,7 +37,7 @@ from orchestrator.specs.model import JobSpec, is_uri, one_line
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
-from orchestrator.wording import counted
+from orchestrator.wording import counted, kind_of
 
 if TYPE_CHECKING:
     from orchestrator.specs.tuning import TuningSpec
@@ -167,7 +168,8 @@ def load(path: str | Path, overrides: str | Iterable[str] = (), allow_unverified
     Raises:
         InvalidSpec: listing every problem found, each with its location and a fix.
     """
-    path = Path(path)
+    path = _file_path(path, "a spec file", "pass its path, e.g. \"job.yaml\"; a spec already in Python (a dict, "
+                                          "what load_spec returned) goes to plan, submit, run or run_local as it is")
     raw, places = _parse_yaml(_read_text(path), path)
     overridden = _apply_overrides(raw, _override_texts(overrides))
     if hyperparameters and isinstance(raw, dict):
@@ -190,6 +192,19 @@ def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedS
     raw = _plain(data)
     _resolve_paths(raw, Path(base_dir))
     return _validate(raw, None, _Places(), {})
+
+
+def _file_path(path: Any, what: str, fix: str) -> Path:
+    """`path` as a Path; anything else a notebook may pass instead (a dict, a spec already read) is refused here
+    rather than as pathlib's TypeError.
+
+    Raises:
+        SpecError: `path` is no str or os.PathLike.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpecError(f"{what} is read from its path (a str or a pathlib.Path), not from {kind_of(path)}",
+                        fix=fix)
+    return Path(path)
 
 
 def _read_text(path: Path) -> str:
@@ -1013,7 +1028,8 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
     """
     from orchestrator.specs.tuning import TuningSpec, job_problems, strategy_problems
 
-    path = Path(path)
+    path = _file_path(path, "a tuning spec file", "pass the tuning spec's path, e.g. \"search.yaml\" (its `job:` "
+                                                 "names the job spec)")
     overrides = _override_texts(overrides)
     text = _read_text(path)
     raw, places = _parse_tuning(text, path)

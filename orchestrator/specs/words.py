@@ -5,6 +5,10 @@ One place words these, so that a rule's fix, a refusal and a finding say the sam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from orchestrator.declaration import declarations, default_of, flag_of
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,27 @@ class FieldWords:
             return f"pass `{field}=True` to {self.keywords_of}"
         return f"set `{field}: true` in the spec (or pass {f'{field}=True' if self.options_as_keywords else flag})"
 
+    def option(self, options: type, name: str, value: Any = None) -> str:
+        """The option `name` that `options` declares (`declaration.py`: its keyword and its flag, declared once)
+        as this user gives it, with `value` where one is given: `--master-host algo-9`, `--input train=./data`,
+        `--run-dir` on the command line; `master_host='algo-9'`, `inputs={'train': './data'}`, `run_dir=` from
+        Python. A pairs option's value is one (NAME, VALUE) pair; a switch is its flag, or the keyword that does
+        the same (`gpu_standin=False`)."""
+        declared = declarations(options)[name]
+        takes = declared.takes
+        if not (self.options_as_keywords or self.keywords_of):
+            flag = flag_of(options, name)
+            if value is None or takes == "flag":
+                return flag
+            return f"{flag} {'='.join(map(str, value)) if takes == 'pairs' else declared.word(value)}"
+        if takes == "flag":
+            return f"{name}={not default_of(options, name)}"
+        if value is None:
+            return f"{name}="
+        if takes == "pairs":
+            return f"{name}={{{value[0]!r}: {_literal(value[1])}}}"
+        return f"{name}={_literal(value)}"
+
     @property
     def allow_unverified(self) -> str:
         """The one wording of the way past an unverified finding, for a rule's fix and for submit's refusal."""
@@ -43,6 +68,11 @@ class FieldWords:
     def given_in(self) -> str:
         """Where the user wrote the fields: "the spec", or "the keywords of @orchestrator.remote(...)"."""
         return f"the keywords of {self.keywords_of}" if self.keywords_of else "the spec"
+
+
+def _literal(value: Any) -> str:
+    """`value` as Python source a user types: a path as its string (`'/data'`, not `PosixPath('/data')`)."""
+    return repr(str(value) if isinstance(value, PurePath) else value)
 
 
 SPEC_WORDS = FieldWords()

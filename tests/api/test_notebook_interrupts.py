@@ -104,7 +104,7 @@ def test_an_interrupted_wait_says_in_one_line_that_the_job_still_runs_and_the_ne
 
     [error] = _errors(waited)
     # The line, not a traceback through smtrain's frames; and said once (not on stderr as well).
-    assert error["traceback"] == [f"KeyboardInterrupt: interrupted the wait; job {name} still runs (InProgress): "
+    assert error["traceback"] == [f"KeyboardInterrupt: interrupted the wait; job {name} still runs (Training): "
                                   "job.stop() stops it"]
     assert _stream(waited, "stderr") == ""
     stopped = notebook.run("print(job.status().status, job.stop())\nprint(job.wait(poll_seconds=0.2).status)")
@@ -142,8 +142,8 @@ def test_the_same_cell_run_again_while_its_run_goes_on_is_refused_naming_run_dir
 
     [error] = _errors(refused)
     assert error["traceback"] == [  # Python's words, not `smtrain local`'s flag (--run-dir)
-        f"SpecError: run_dir={str(run_dir)!r} is in use by a run still going in this process",
-        "  To fix: wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir"]
+        f"SpecError: the run directory {run_dir} is in use by a run still going in this process",
+        "  To fix: wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir="]
     stopped = notebook.run("job.stop()\nprint(job.wait(poll_seconds=0.2).status)")
     assert _stream(stopped, "stdout") == "Stopped\n"
     notebook.run(cell)  # once the earlier run has ended, the cell runs again into the same directory

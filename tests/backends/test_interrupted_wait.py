@@ -47,6 +47,16 @@ def test_ctrl_c_in_wait_says_once_that_the_job_still_runs_and_how_to_stop_it_the
     assert capsys.readouterr().err == ""  # said once, by the interrupt itself
 
 
+def test_ctrl_c_in_wait_names_where_the_running_job_is_by_its_secondary_status():
+    backend = _InterruptedBackend("InProgress")
+    backend._reads[1] = JobStatus.from_description(described("train-1", "InProgress", "Training"), "local")
+
+    with pytest.raises(Interrupted) as interrupted:
+        Job(backend, "runs/train-1").wait()
+
+    assert interrupted.value.message == "interrupted the wait; job train-1 still runs (Training): job.stop() stops it"
+
+
 def test_ctrl_c_as_the_local_run_ends_says_it_ended_not_that_it_runs():
     job = Job(_InterruptedBackend("Completed"), "runs/train-1")
 

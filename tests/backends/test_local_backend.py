@@ -253,7 +253,7 @@ def test_a_stop_right_after_run_stops_the_run_that_is_still_preparing(tmp_path):
 @pytest.mark.parametrize(("options", "message"), [
     ({"inputs": {"train": "/nonexistent"}}, "input train: /nonexistent does not exist"),
     ({"host_order": "algo-3,algo-1"}, "host order algo-3, algo-1 is not an ordering of algo-1, algo-2"),
-    ({"master_host": "algo-9"}, "--master-host algo-9 is not a host of this job, which has algo-1, algo-2"),
+    ({"master_host": "algo-9"}, "master_host='algo-9' is not a host of this job, which has algo-1, algo-2"),
 ])
 def test_a_mistake_in_a_local_runs_input_is_raised_by_run_before_anything_starts(tmp_path, options, message):
     with pytest.raises(SpecError, match=message):

@@ -100,11 +100,12 @@ def test_an_s3_channel_without_credentials_names_both_local_copies(monkeypatch):
     from orchestrator.cloud import sdk
     from orchestrator.emulator.preparing import prepared_run
     from orchestrator.errors import EnvironmentProblem
+    from orchestrator.specs.words import SPEC_WORDS
 
     monkeypatch.setattr(sdk, "boto_session", lambda: type("NoCredentials", (), {"get_credentials": lambda self: None})())
 
     with pytest.raises(EnvironmentProblem) as raised:
-        prepared_run._download_channel("train", "s3://chan-bucket/data/")
+        prepared_run._download_channel("train", "s3://chan-bucket/data/", SPEC_WORDS)
 
     assert "`local_inputs: {train: ./data}` in the spec" in raised.value.fix
     assert "--input train=./data" in raised.value.fix

@@ -52,10 +52,12 @@ from orchestrator.emulator.launching.launch import RANK_ENDS_DIR
 from orchestrator.emulator.preparing import channels, checkpoint_sync
 from orchestrator.emulator.supervising.interruption import interrupted_by
 from orchestrator.emulator.supervising.stall import STACKS_FILE
+from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, StatusReport, terminal_status
 from orchestrator.errors import RunFailed, SmtrainError, SpecError
 from orchestrator.observing.metric_series import METRICS_FILE
 from orchestrator.planning.packaging import SourcePackage
+from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.wording import counted
 
 SOURCE_DIR = "source"
@@ -141,30 +143,22 @@ def checkpoint_container_path(local_path: str | None) -> str | None:
     return normal
 
 
-def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
+def open_run_directory(root: Path, layout: RunLayout | None = None, words: FieldWords = SPEC_WORDS) -> None:
     """Creates the run directory, or clears a reused one for a new run, and holds it for the run (the caller lets
-    go with `release_directory`); refuses anything else. With the new run's `layout`, the checkpoints of a run that
-    ended without a result (smtrain killed: its upload at the end never came) are uploaded before its hosts are
-    cleared, as SageMaker would have uploaded them while it ran.
+    go with `release_directory`); refuses anything else (`refuse_unusable_directory`). With the new run's `layout`,
+    the checkpoints of a run that ended without a result (smtrain killed: its upload at the end never came) are
+    uploaded before its hosts are cleared, as SageMaker would have uploaded them while it ran.
 
     Raises:
         SpecError: the path is a file, a non-empty directory smtrain did not make, or not writable.
     """
+    refuse_unusable_directory(root, words)
+    option = words.option(Options, "run_dir")
     try:
-        if root.exists() and not root.is_dir():
-            raise SpecError(f"--run-dir {root} is a file", fix="give a directory path for --run-dir")
-        if root.is_dir() and any(root.iterdir()) and not (root / RUN_MARKER_FILE).is_file():
-            raise SpecError(f"--run-dir {root} is not empty and is not a run directory of `smtrain local`",
-                            fix="give a new or empty directory, or one an earlier `smtrain local` run wrote")
-        if root.is_dir() and (links := run_files.planted_links(root)):
-            raise SpecError(f"--run-dir {root} holds {counted(len(links), 'link')} smtrain did not make "
-                            f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
-                            "or read through them, outside the run", fix="remove the links, or give a new --run-dir")
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
-                        fix="pass a writable --run-dir") from None
-    _lock_run_directory(root)
+        raise _unwritable(root, error, option) from None
+    _lock_run_directory(root, option)
     try:
         run_files.write_text(root / RUN_MARKER_FILE, "smtrain local run directory: never packaged, cleared on reuse\n")
         if layout is not None and not (root / "result.json").is_file():
@@ -177,8 +171,35 @@ def open_run_directory(root: Path, layout: RunLayout | None = None) -> None:
         _reserve_room(root)
     except OSError as error:
         release_directory(root)
-        raise SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
-                        fix="pass a writable --run-dir") from None
+        raise _unwritable(root, error, option) from None
+
+
+def refuse_unusable_directory(root: Path, words: FieldWords) -> None:
+    """Refuses, without writing anything, a path that can be no run directory, naming the option as the user gave
+    it (`words`: `--run-dir` on the command line, `run_dir=` from Python).
+
+    Raises:
+        SpecError: the path is a file, a non-empty directory smtrain did not make, one holding links smtrain did
+            not make, or one that cannot be read.
+    """
+    given, option = words.option(Options, "run_dir", root), words.option(Options, "run_dir")
+    try:
+        if root.exists() and not root.is_dir():
+            raise SpecError(f"{given} is a file", fix=f"give a directory's path as {option}")
+        if root.is_dir() and any(root.iterdir()) and not (root / RUN_MARKER_FILE).is_file():
+            raise SpecError(f"{given} is not empty and is not a run directory smtrain made",
+                            fix=f"give a new or empty directory as {option}, or one an earlier local run wrote")
+        if root.is_dir() and (links := run_files.planted_links(root)):
+            raise SpecError(f"{given} holds {counted(len(links), 'link')} smtrain did not make "
+                            f"({', '.join(str(link.relative_to(root)) for link in links[:5])}): a rerun would write "
+                            "or read through them, outside the run", fix=f"remove the links, or give a new {option}")
+    except OSError as error:
+        raise _unwritable(root, error, option) from None
+
+
+def _unwritable(root: Path, error: OSError, option: str) -> SpecError:
+    return SpecError(f"cannot use {root} as the run directory: {error.strerror or error}",
+                     fix=f"pass a writable {option}")
 
 
 def hold_directory(root: Path) -> None:
@@ -189,7 +210,7 @@ def hold_directory(root: Path) -> None:
         SpecError: another process holds it.
     """
     release_directory(root)
-    _lock_run_directory(root)
+    _lock_run_directory(root, "--run-dir")
 
 
 def release_directory(root: Path) -> None:
@@ -226,38 +247,40 @@ def _reserve_room(root: Path) -> None:
         (root / RESERVE_FILE).unlink(missing_ok=True)
 
 
-def _lock_run_directory(root: Path) -> None:
+def _lock_run_directory(root: Path, option: str) -> None:
     """Holds the run directory for this process until its run ends (`release_directory`), so a second
     `smtrain local --run-dir` on it, or a second run of a notebook's, cannot clear the tree of a run still going.
+    `option` is how the user gives another directory (`--run-dir`, `run_dir=`).
 
     Raises:
         SpecError: another process holds it (the message names that process), or this one does.
     """
     import fcntl
 
-    refuse_if_running_here(root)
+    refuse_if_running_here(root, option)
     descriptor = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.read(descriptor, 64).decode("ascii", errors="replace").strip()
         os.close(descriptor)
-        raise SpecError(f"--run-dir {root} is in use by a run still going: {_describe_process(holder)}",
-                        fix="wait for that run to end (or stop it), or give another --run-dir") from None
+        raise SpecError(f"the run directory {root} is in use by a run still going: {_describe_process(holder)}",
+                        fix=f"wait for that run to end (or stop it), or give another {option}") from None
     os.ftruncate(descriptor, 0)
     os.write(descriptor, f"{os.getpid()}\n".encode())
     _HELD_LOCKS[root] = descriptor
 
 
-def refuse_if_running_here(root: Path) -> None:
-    """Refuses `root` while a run of this process (a notebook's earlier one) still uses it.
+def refuse_if_running_here(root: Path, option: str) -> None:
+    """Refuses `root` while a run of this process (a notebook's earlier one) still uses it; `option` is how the
+    user gives another directory (`run_dir=`).
 
     Raises:
         SpecError: this process holds `root` (`flock` would refuse it too, naming no run).
     """
-    if root in _HELD_LOCKS:  # only a run started from Python gets here: it says so in Python's words
-        raise SpecError(f"run_dir={str(root)!r} is in use by a run still going in this process",
-                        fix="wait for that run to end (job.wait()) or stop it (job.stop()), or pass another run_dir")
+    if root in _HELD_LOCKS:  # only a run started from Python gets here: its handle is how to wait or stop
+        raise SpecError(f"the run directory {root} is in use by a run still going in this process",
+                        fix=f"wait for that run to end (job.wait()) or stop it (job.stop()), or pass another {option}")
 
 
 def _describe_process(pid_text: str) -> str:

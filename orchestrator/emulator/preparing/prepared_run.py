@@ -81,6 +81,7 @@ from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
 from orchestrator.redact import machine_secrets, mask_text, redact, secret_values
 from orchestrator.specs.catalog import InstanceType, lookup
+from orchestrator.specs.words import FieldWords
 
 MLFLOW_STORE = "mlruns"
 MAX_WORLD_SIZE = 64
@@ -230,14 +231,15 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
     run_dir = run_dir_for(settings, plan.job_name)
     job = ContainerJob.from_request(plan.create_training_job_request)
     code_files = frozenset(name.split("/", 1)[0] for name in plan.source.files)
-    host_groups = _host_groups(job, settings.hosts_in_order, settings.master_host)
+    words = plan.loaded.field_words
+    host_groups = _host_groups(job, settings, words)
     group_hosts = _launcher_hosts(job, host_groups)
     world = _preflight(plan, job, code_files, settings, len(group_hosts))
     layout = run_layout.new_layout(run_dir, job)
-    channel_paths = _resolve_channels(job, run_dir)
+    channel_paths = _resolve_channels(job, run_dir, words)
 
     secrets = secret_values(spec.environment, spec.hyperparameters) | machine_secrets(os.environ)
-    run_layout.open_run_directory(run_dir, layout)
+    run_layout.open_run_directory(run_dir, layout, words)
     try:
         if report is not None:
             report.preparing()
@@ -276,20 +278,22 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
 
 def check_run_input(plan: Plan, settings: Options) -> None:
     """What the user gave a run that no machine could run (a local input that does not exist, a host order that
-    orders no hosts of the job, the run directory of a run of this process still going), checked without starting
-    or writing anything: the local backend checks it before
+    orders no hosts of the job, a run directory that is a file or another's folder, or that of a run of this
+    process still going), checked without starting or writing anything: the local backend checks it before
     it prepares the run in the background, so that `orchestrator.run` raises it rather than the job's handle later.
 
     Raises:
         SpecError: the check `prepare_run` makes of the same input, with the same message.
     """
     job = ContainerJob.from_request(plan.create_training_job_request)
-    _host_groups(job, settings.hosts_in_order, settings.master_host)
+    words = plan.loaded.field_words
+    _host_groups(job, settings, words)
     run_dir = run_dir_for(settings, plan.job_name)
-    run_layout.refuse_if_running_here(run_dir)
+    run_layout.refuse_if_running_here(run_dir, words.option(Options, "run_dir"))
+    run_layout.refuse_unusable_directory(run_dir, words)
     for channel in job.channels:
         if not channel.source.startswith("s3://"):
-            _local_channel(channel, run_dir)
+            _local_channel(channel, run_dir, words)
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
@@ -321,15 +325,16 @@ def mlflow_environment(job: ContainerJob, run_dir: Path) -> dict[str, str]:
     return variables
 
 
-def _host_groups(job: ContainerJob, host_order: tuple[str, ...] | None,
-                 master_host: str | None = None) -> list[tuple[InstanceGroup, list[str]]]:
-    """Each instance group with its hosts: one group in `--host-order`'s order (`master_host` first where that
-    is all it says), or the request's groups, hosts numbered across them in order."""
+def _host_groups(job: ContainerJob, settings: Options, words: FieldWords) -> list[tuple[InstanceGroup, list[str]]]:
+    """Each instance group with its hosts: one group in `host_order`'s order (`master_host` first where that is all
+    it says), or the request's groups, hosts numbered across them in order; a refusal names the option as the user
+    gave it (`words`)."""
     if len(job.groups) == 1:
-        return [(job.groups[0], _group_order(job.instance_count, host_order, master_host))]
-    if host_order:
-        raise SpecError("--host-order and --master-host order the hosts of one instance group; this job has "
-                        f"{len(job.groups)}", fix="drop --host-order/--master-host (the first host of the "
+        return [(job.groups[0], _group_order(job.instance_count, settings, words))]
+    if settings.hosts_in_order:
+        given = "master_host" if settings.host_order is None else "host_order"
+        raise SpecError(f"{words.option(Options, given)} orders the hosts of one instance group; this job has "
+                        f"{len(job.groups)}", fix=f"drop {words.option(Options, given)} (the first host of the "
                                                   "training group is the master)")
     hosts = job.group_hosts()
     return [(group, hosts[group.name]) for group in job.groups]
@@ -341,19 +346,21 @@ def _launcher_hosts(job: ContainerJob, host_groups: list[tuple[InstanceGroup, li
     return [host for group, hosts in host_groups if not named or group.name in named for host in hosts]
 
 
-def _group_order(count: int, host_order: tuple[str, ...] | None, master_host: str | None = None) -> list[str]:
-    """The instance group's host order (SageMaker does not promise algo-1 first): `--host-order`, where a prefix
-    (`--master-host algo-2`) is followed by the other hosts in order."""
+def _group_order(count: int, settings: Options, words: FieldWords) -> list[str]:
+    """The instance group's host order (SageMaker does not promise algo-1 first): `host_order`, where a prefix
+    (`master_host="algo-2"`) is followed by the other hosts in order."""
     hosts = [f"algo-{index + 1}" for index in range(count)]
+    host_order, master_host = settings.hosts_in_order, settings.master_host
     if not host_order:
         return hosts
     unknown = [name for name in host_order if name not in hosts]
     if unknown and host_order == (master_host,):
-        raise SpecError(f"--master-host {master_host} is not a host of this job, which has {', '.join(hosts)}",
-                        fix=f"name one of {', '.join(hosts)} with --master-host (master_host= in Python)")
+        raise SpecError(f"{words.option(Options, 'master_host', master_host)} is not a host of this job, which has "
+                        f"{', '.join(hosts)}",
+                        fix=f"name one of {', '.join(hosts)} as {words.option(Options, 'master_host')}")
     if unknown or len(set(host_order)) != len(host_order):
         raise SpecError(f"host order {', '.join(host_order)} is not an ordering of {', '.join(hosts)}",
-                        fix=f"name each of {', '.join(hosts)} at most once")
+                        fix=f"name each of {', '.join(hosts)} at most once in {words.option(Options, 'host_order')}")
     return [*host_order, *(host for host in hosts if host not in host_order)]
 
 
@@ -369,13 +376,14 @@ def _runner(framework: dict[str, object]) -> RunnerType:
 def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settings: Options,
                launcher_hosts: int) -> int:
     """Everything this machine and the toolkit need, checked before anything starts; returns the world size."""
-    spec, python = plan.spec, settings.python
+    spec, python, words = plan.spec, settings.python, plan.loaded.field_words
     if not Path(python).exists():
         raise EnvironmentProblem(f"python {python} does not exist",
-                                 fix="pass an interpreter with --python (python= in Python)")
+                                 fix=f"pass an interpreter as {words.option(Options, 'python')}")
     if interpreter_versions(python)[1] == (0, 0):  # the job would "complete" without its script ever running
         raise EnvironmentProblem(f"{python} is not a Python interpreter: asked with -c for its version, it did not "
-                                 "answer as Python does", fix="pass a Python interpreter with --python, e.g. python3")
+                                 "answer as Python does",
+                                 fix=f"pass a Python interpreter, e.g. {words.option(Options, 'python', 'python3')}")
     writable_cache_root()
     framework = _framework(job)
     runner = _runner(framework)
@@ -405,7 +413,7 @@ def _preflight(plan: Plan, job: ContainerJob, code_files: frozenset[str], settin
     world = job.instance_count if runner is RunnerType.process else launcher_hosts * per_host
     if world > MAX_WORLD_SIZE:
         raise SpecError(f"world size {world} is more than this machine should emulate",
-                        fix="shrink it with --processes-per-host or --set instance.count=<n>")
+                        fix=f"shrink it with {words.option(Options, 'processes_per_host')}, or run fewer instances")
     return world
 
 
@@ -428,15 +436,15 @@ def _require_module(python: str, module: str, why: str) -> None:
                                  fix=f"{install} (or run `bash scripts/bootstrap.sh` and use .venv/bin/smtrain)")
 
 
-def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
+def _resolve_channels(job: ContainerJob, run_dir: Path, words: FieldWords) -> dict[str, Path]:
     """Each channel's data here: a local path as given, an s3:// prefix downloaded (with this machine's
     credentials), a file:// stand-in of the run (the source tarball under network isolation) as it will be."""
     channels: dict[str, Path] = {}
     for channel in job.channels:
         if channel.source.startswith("s3://"):
-            channels[channel.name] = _download_channel(channel.name, channel.source)
+            channels[channel.name] = _download_channel(channel.name, channel.source, words)
             continue
-        channels[channel.name] = _local_channel(channel, run_dir)
+        channels[channel.name] = _local_channel(channel, run_dir, words)
     for channel in job.channels:
         if channel.pipe and channel.compression == "Gzip" and channels[channel.name].exists():
             plain = first_not_gzip(objects(channels[channel.name]))
@@ -446,20 +454,22 @@ def _resolve_channels(job: ContainerJob, run_dir: Path) -> dict[str, Path]:
     return channels
 
 
-def _local_channel(channel: Channel, run_dir: Path) -> Path:
+def _local_channel(channel: Channel, run_dir: Path, words: FieldWords) -> Path:
     """A channel's local path, which must exist (a file:// stand-in of the run's own is made as the run starts)."""
     path = Path(channel.source.removeprefix("file://"))
     if not path.exists() and not path.is_relative_to(run_dir):
-        raise SpecError(f"input {channel.name}: {path} does not exist", fix=f"--input {channel.name}=<local path>")
+        raise SpecError(f"input {channel.name}: {path} does not exist",
+                        fix=f"pass {words.option(Options, 'inputs', (channel.name, '<local path>'))}")
     deep = folder_too_deep(path)
     if deep is not None:
         raise SpecError(f"input {channel.name}: {path} nests folders more than {MAX_DEPTH} deep "
                         f"({deep.relative_to(path).parts[0]}/...); no S3 key (at most 1,024 bytes) names a file so "
-                        "deep, so SageMaker could not deliver it", fix=f"--input {channel.name}=<a shallower folder>")
+                        "deep, so SageMaker could not deliver it",
+                        fix=f"pass {words.option(Options, 'inputs', (channel.name, '<a shallower folder>'))}")
     return path.resolve()
 
 
-def _download_channel(name: str, uri: str) -> Path:
+def _download_channel(name: str, uri: str, words: FieldWords) -> Path:
     """SageMaker downloads S3 channels before the container starts; so does the emulator, with your credentials,
     into smtrain's cache (never into the source dir, which submit would pack)."""
     from orchestrator.cloud.sdk import boto_session
@@ -468,7 +478,8 @@ def _download_channel(name: str, uri: str) -> Path:
     if session.get_credentials() is None:
         raise EnvironmentProblem(f"input {name} is {uri} and there are no AWS credentials here to download it",
                                  fix=f"give a local copy: `local_inputs: {{{name}: ./data}}` in the spec (every local "
-                                     f"run; submit ignores it) or --input {name}=./data (this run), or configure AWS "
+                                     f"run; submit ignores it) or {words.option(Options, 'inputs', (name, './data'))} "
+                                     "(this run), or configure AWS "
                                      "credentials")
     location = S3Uri.parse(uri)
     bucket, prefix = location.bucket, location.key

@@ -1,0 +1,123 @@
+"""A local run's refusals name the option the way its user gave it: `smtrain local`'s flag on the command line
+(`--master-host algo-9`), the keyword from Python (`master_host='algo-9'`), each worded once at its source
+through the option's declaration (`FieldWords.option` over `run_options.Options`). Each message is checked through
+both: the CLI (`smtrain local`) and the API (`orchestrator.run(..., backend="local")`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import orchestrator
+from orchestrator.cli.main import main
+from orchestrator.emulator.run_options import Options
+from orchestrator.errors import SmtrainError
+from orchestrator.specs.words import API_WORDS, SPEC_WORDS
+
+
+def _spec(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text("print('trained')\n")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "words", "entry_point": "train.py", "source_dir": "src", "framework_version": "2.10.0",
+        "instance": {"type": "ml.c5.2xlarge", "count": 2}}))
+    return path
+
+
+def _cli(*args: str) -> str:
+    """What `smtrain local` says when it refuses (exit 2)."""
+    result = CliRunner().invoke(main, ["local", *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    return " ".join(result.output.split())  # one line, however the console wrapped it
+
+
+def _api(spec: Path, **options) -> str:
+    """What `orchestrator.run(spec, backend="local", ...)` raises, from the call or from the job it returned."""
+    with pytest.raises(SmtrainError) as raised:
+        orchestrator.run(str(spec), backend="local", **options).wait(poll_seconds=0.05)
+    return str(raised.value)
+
+
+def test_an_option_is_worded_as_the_command_line_gives_it_or_as_python_does():
+    assert SPEC_WORDS.option(Options, "master_host", "algo-9") == "--master-host algo-9"
+    assert API_WORDS.option(Options, "master_host", "algo-9") == "master_host='algo-9'"
+    assert SPEC_WORDS.option(Options, "run_dir") == "--run-dir"
+    assert API_WORDS.option(Options, "run_dir", Path("/r")) == "run_dir='/r'"
+    assert SPEC_WORDS.option(Options, "inputs", ("train", "./data")) == "--input train=./data"
+    assert API_WORDS.option(Options, "inputs", ("train", "./data")) == "inputs={'train': './data'}"
+    assert SPEC_WORDS.option(Options, "smoke_seconds", 60) == "--smoke 60"
+    assert SPEC_WORDS.option(Options, "gpu_standin") == "--no-gpu-standin"
+    assert API_WORDS.option(Options, "gpu_standin") == "gpu_standin=False"
+    assert SPEC_WORDS.option(Options, "host_order", ("algo-2", "algo-1")) == "--host-order algo-2,algo-1"
+
+
+def test_a_master_host_that_is_no_host_of_the_job(tmp_path):
+    spec = _spec(tmp_path)
+    said = "is not a host of this job, which has algo-1, algo-2 To fix: name one of algo-1, algo-2 as"
+
+    assert f"--master-host algo-9 {said} --master-host" in _cli(str(spec), "--master-host", "algo-9")
+    assert _api(spec, master_host="algo-9") == (
+        f"master_host='algo-9' {said.replace(' To fix', chr(10) + '  To fix')} master_host=")
+
+
+def test_a_host_order_that_orders_no_hosts_of_the_job(tmp_path):
+    spec = _spec(tmp_path)
+
+    assert "at most once in --host-order" in _cli(str(spec), "--host-order", "algo-3,algo-1")
+    assert _api(spec, host_order="algo-3,algo-1").endswith("at most once in host_order=")
+
+
+def test_a_local_input_that_does_not_exist(tmp_path):
+    spec = _spec(tmp_path)
+
+    assert "To fix: pass --input train=<local path>" in _cli(str(spec), "--input", "train=/nonexistent")
+    assert _api(spec, inputs={"train": "/nonexistent"}).endswith("To fix: pass inputs={'train': '<local path>'}")
+
+
+def test_a_local_input_whose_name_is_no_folder_name(tmp_path):
+    spec = _spec(tmp_path)
+
+    assert "--input NAME=PATH: the name '..'" in _cli(str(spec), "--input", "..=/tmp")
+    assert _api(spec, inputs={"..": "/tmp"}).startswith("inputs={'NAME': 'PATH'}: the name '..'")
+
+
+def test_a_local_input_without_a_path_names_no_flag_from_python(tmp_path):
+    spec = _spec(tmp_path)
+
+    assert "channel 'train' has no path" in _cli(str(spec), "--input", "train=")
+    said = _api(spec, inputs={"train": ""})
+    assert said.startswith("inputs: channel 'train' has no path") and "--input" not in said
+
+
+def test_a_run_directory_that_is_a_file(tmp_path):
+    spec, taken = _spec(tmp_path), tmp_path / "taken"
+    taken.write_text("not a directory")
+
+    assert "Invalid value for '--run-dir'" in _cli(str(spec), "--run-dir", str(taken))  # click checks it first
+    assert _api(spec, run_dir=taken) == (f"run_dir='{taken}' is a file\n"
+                                         "  To fix: give a directory's path as run_dir=")
+
+
+def test_a_run_directory_smtrain_did_not_make(tmp_path):
+    spec, other = _spec(tmp_path), tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+
+    assert (f"--run-dir {other} is not empty and is not a run directory smtrain made To fix: give a new or empty "
+            "directory as --run-dir") in _cli(str(spec), "--run-dir", str(other))
+    assert _api(spec, run_dir=other).startswith(f"run_dir='{other}' is not empty")
+    assert "as run_dir=, or one an earlier local run wrote" in _api(spec, run_dir=other)
+
+
+def test_an_interpreter_that_is_not_python(tmp_path):
+    spec = _spec(tmp_path)
+
+    cli = _cli(str(spec), "--run-dir", str(tmp_path / "cli"), "--python", "/bin/true")
+    assert "/bin/true is not a Python interpreter" in cli and "e.g. --python python3" in cli
+    said = _api(spec, run_dir=tmp_path / "api", python="/bin/true")
+    assert "/bin/true is not a Python interpreter" in said and said.endswith("e.g. python='python3'")
