@@ -211,3 +211,20 @@ def test_an_entry_point_named_train_py_that_is_no_file_is_never_read(tmp_path, k
     result = smtrain("validate", str(spec), cwd=REPO, memory_limit_bytes=1 << 30, timeout=120)
     _assert_one_message(result, f"{spec}:2:1: entry_point: train.py is not in {source}")
 
+
+def test_a_path_with_terminal_escapes_is_shown_escaped_in_errors(tmp_path):
+    """A spec path or run name is echoed in errors: `ESC]52;...BEL` in it would write the clipboard and `ESC[2J`
+    clear the screen of whoever reads them; each control character is shown as its escape instead."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    hostile = "x\x1b]52;c;aGk=\x07\x1b[2J"
+    (tmp_path / f"ok{hostile}.yaml").write_text(HEAD.replace("entry_point: train.py\n", "entry_point: ok.py\n"))
+    (tmp_path / "ok.py").write_text("print(1)\n")
+    for args in (["validate", str(tmp_path / f"{hostile}.yaml")], ["plan", str(tmp_path / f"{hostile}.yaml")],
+                 ["tune", "validate", str(tmp_path / f"{hostile}.yaml")], ["status", hostile],
+                 ["validate", str(tmp_path / f"ok{hostile}.yaml")]):
+        result = CliRunner().invoke(main, args)
+        assert "\x1b" not in result.output and "\x07" not in result.output, (args, result.output)
+        assert "\\u001b]52;c;aGk=\\u0007\\u001b[2J" in result.output, (args, result.output)
