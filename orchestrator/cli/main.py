@@ -22,6 +22,7 @@ from orchestrator.cli.options import (
     output_option,
     report_output_option,
     set_option,
+    terminal_safe,
 )
 
 
@@ -99,14 +100,14 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
                         else [error_document(exc)["error"]])
             results.append({"file": file, "valid": False, "problems": problems, "warnings": []})
             if output == "text":
-                click.secho(f"✗ {file}", fg="red", bold=True)
-                click.echo(str(exc) if isinstance(exc, InvalidSpec) else f"  {exc}")
+                click.secho(f"✗ {terminal_safe(file)}", fg="red", bold=True)
+                click.echo(terminal_safe(str(exc) if isinstance(exc, InvalidSpec) else f"  {exc}"))
             continue
         warnings = [finding.__dict__ | {"where": loaded.where(finding.field)} for finding in loaded.findings]
         results.append({"file": file, "valid": True, "problems": [], "warnings": warnings})
         spec_warnings(loaded)
         if output == "text":
-            click.secho(f"✓ {file}: {summary_line(loaded.spec)}", fg="green")
+            click.secho(f"✓ {terminal_safe(file)}: {summary_line(loaded.spec)}", fg="green")
             text = findings_text(loaded)
             if text:
                 click.echo(text)

@@ -46,7 +46,7 @@ class UserErrorGroup(click.Group):
             if _wants_json(ctx):
                 echo_json(error_document(exc))
             else:
-                click.secho(f"Error: {exc}", fg="red", err=True)
+                click.secho(f"Error: {terminal_safe(str(exc))}", fg="red", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             if not _wants_json(ctx):
@@ -89,6 +89,15 @@ class LazyGroup(UserErrorGroup):
             module, _, attribute = self.lazy_commands[cmd_name].partition(":")
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control and formatting character written as an escape (`\\u001b`), line breaks but
+    kept: an error quotes what the user gave (a path, a run name), and `\\x1b]52;...` or `\\x1b[2J` in it would
+    otherwise write the clipboard or clear the screen."""
+    from orchestrator.specs.model import printable
+
+    return printable(text)
 
 
 def _wants_json(ctx: click.Context) -> bool:

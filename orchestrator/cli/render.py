@@ -31,11 +31,13 @@ def findings_text(loaded: LoadedSpec) -> str:
     """Each finding with its place, fix and source; warnings in yellow (click drops the colour when piped)."""
     import click
 
+    from orchestrator.cli.options import terminal_safe
+
     lines = []
     for finding in loaded.findings:
         allowed = finding.severity == "unverified" and loaded.spec.allow_unverified
         label = "unverified (allowed by allow_unverified)" if allowed else _SEVERITY_LABEL[finding.severity]
-        headline = f"  {label}: {loaded.where(finding.field)}: {finding.field}: {finding.message}"
+        headline = f"  {label}: {terminal_safe(loaded.where(finding.field))}: {finding.field}: {finding.message}"
         lines.append(click.style(headline, fg="yellow", bold=True) if finding.severity == "warning" else headline)
         lines.append(f"      fix: {finding.fix}")
         lines.append(f"      source: {finding.source}")

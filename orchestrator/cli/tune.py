@@ -25,6 +25,7 @@ from orchestrator.cli.options import (
     output_option,
     runs_option,
     set_option,
+    terminal_safe,
 )
 from orchestrator.specs.catalog import hourly_price
 from orchestrator.wording import counted, status_words
@@ -84,7 +85,7 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     if output == "json":
         echo_json({"file": file, "valid": True, "summary": summary})
     else:
-        click.secho(f"✓ {file}: {summary}", fg="green")
+        click.secho(f"✓ {terminal_safe(file)}: {summary}", fg="green")
 
 
 @tune.command()

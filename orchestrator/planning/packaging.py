@@ -36,6 +36,7 @@ from typing import IO, Any
 from orchestrator.cache_dir import writable_cache_root
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import EnvironmentProblem, SpecError
+from orchestrator.planning.kernel_file_systems import KernelFileSystems
 from orchestrator.planning.source_progress import Advance, stage
 
 IGNORE_FILE = ".smtrainignore"
@@ -318,7 +319,12 @@ class _Selection:
         self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
         self._secrets = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in SECRETS)
         self._ignored = _ignore_file_spec(directory)
+        self._kernel = KernelFileSystems.mounted()
         self.withheld: list[str] = []
+        kind = self._kernel.holding(directory)
+        if kind:
+            raise SpecError(f"source_dir {directory} is on the kernel's {kind} file system, which holds no files to "
+                            "ship (reading some never ends)", fix="point source_dir at the folder of your code")
 
     def files(self) -> list[str]:
         included = []
@@ -378,6 +384,11 @@ class _Selection:
         if path.is_symlink():  # checked, never descended: what it points at inside the tree is packed there
             self._check_link(path, relative.rstrip("/"))
             return False
+        kind = self._kernel.holding(path)
+        if kind:  # `source_dir: /` holds /proc, whose kmsg is read forever
+            raise SpecError(f"source_dir {self._directory}: {relative} is the kernel's {kind} file system, which "
+                            "holds no files to ship (reading some never ends)",
+                            fix=f"point source_dir at the folder of your code, or list {relative} in {IGNORE_FILE}")
         # A virtualenv, whatever its name; a run directory of `smtrain local` (logs, outputs, per-host files).
         return not (path / "pyvenv.cfg").exists() and not _is_run_directory(path)
 

@@ -8,6 +8,7 @@ JSON file without importing `sagemaker`.
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date
@@ -69,12 +70,18 @@ def _matrix() -> tuple[dict[str, _Rule], dict[str, Any]]:
 
 def runs_bundled_script(spec: JobSpec) -> bool:
     """Whether the job runs smtrain's own entrypoints/train.py (or a copy of it): only then does advice in its
-    hyperparameters' words (`trainer gloo`) mean something."""
+    hyperparameters' words (`trainer gloo`) mean something. Only a regular file the bundled script's size is read:
+    a FIFO named train.py would hold validate forever, and a link to /dev/zero fill its memory."""
     entry_point = Path(spec.source_dir) / spec.entry_point
     try:
-        return entry_point.resolve() == BUNDLED_SCRIPT or (
-            entry_point.name == BUNDLED_SCRIPT.name and entry_point.read_bytes() == BUNDLED_SCRIPT.read_bytes())
-    except OSError:
+        if entry_point.resolve() == BUNDLED_SCRIPT:
+            return True
+        if entry_point.name != BUNDLED_SCRIPT.name:
+            return False
+        found = entry_point.stat()
+        return (stat.S_ISREG(found.st_mode) and found.st_size == BUNDLED_SCRIPT.stat().st_size
+                and entry_point.read_bytes() == BUNDLED_SCRIPT.read_bytes())
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop before Python 3.13; ValueError: a NUL
         return False
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import difflib
+import errno
 import json
 import math
 import os
@@ -657,20 +658,49 @@ def _resolve_paths(raw: Any, base: Path) -> None:
         return
     source_dir = raw.get("source_dir", ".")
     if isinstance(source_dir, str) and "://" not in source_dir:
-        raw["source_dir"] = str((base / source_dir).resolve())
+        raw["source_dir"] = resolved(base, source_dir)
     for channels in (raw.get("inputs"), raw.get("local_inputs")):
         if isinstance(channels, dict):
             for name, location in channels.items():
                 if isinstance(location, str) and not is_uri(location):
-                    channels[name] = str((base / location).resolve())
+                    channels[name] = resolved(base, location)
                 elif (isinstance(location, dict) and isinstance(location.get("uri"), str)
                       and not is_uri(location["uri"])):
-                    location["uri"] = str((base / location["uri"]).resolve())
+                    location["uri"] = resolved(base, location["uri"])
+
+
+def resolved(base: Path, location: str) -> str:
+    """`location` made absolute against `base`, its links followed as far as they lead. Never raises, whatever a
+    spec wrote: a link loop, a NUL or a name longer than the file system takes is left as written, for
+    `unusable_path` to name at its line (Path.resolve raises RuntimeError on a loop before Python 3.13, and
+    realpath ValueError on a NUL)."""
+    try:
+        return os.path.realpath(base / location)
+    except ValueError:
+        return str(base / location)
+
+
+def unusable_path(location: str | Path) -> str | None:
+    """Why a local path a spec names cannot even be looked up (a NUL, a link loop, a name longer than the file
+    system takes, a folder it may not enter), or None when it can: whether something is there is the caller's to
+    say. A traceback otherwise: `Path.is_file` raises for all but a missing path."""
+    try:
+        os.stat(location)
+    except ValueError:
+        return "holds a NUL character"
+    except OSError as exc:
+        return None if exc.errno in (errno.ENOENT, errno.ENOTDIR) else f"cannot be looked up: {exc.strerror}"
+    return None
 
 
 def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[int, int]],
                    overrides: dict[Loc, str]) -> list[Problem]:
     source_dir = Path(spec.source_dir)
+    for field_path, location in _local_paths(spec):
+        problem = unusable_path(location)
+        if problem:
+            return [Problem(_where(path, positions, overrides, _loc_of(field_path)), field_path,
+                            f"{_shortened(location, 200)} {problem}", "give a path to a file or folder you can read")]
     if not source_dir.is_dir():
         return [Problem(_where(path, positions, overrides, ("source_dir",)), "source_dir",
                         f"{source_dir} is not a directory", "source_dir is relative to the spec file's folder")]
@@ -695,6 +725,14 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
                                     f"local_inputs.{name}", f"{location} is not a directory",
                                     "local_inputs are relative to the spec file"))
     return problems
+
+
+def _local_paths(spec: JobSpec) -> list[tuple[str, str]]:
+    """Every path on this machine a spec names, by its field: the source, the entry point, local channels."""
+    paths = [("source_dir", spec.source_dir), ("entry_point", str(Path(spec.source_dir) / spec.entry_point))]
+    paths += [(f"inputs.{name}", location) for name, location in spec.channel_locations().items()
+              if "://" not in location]
+    return paths + [(f"local_inputs.{name}", location) for name, location in spec.local_inputs.items()]
 
 
 def _entry_point_fix(spec: JobSpec, source_dir: Path) -> str:
@@ -1047,7 +1085,7 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
                for field, message, fix in strategy_problems(spec)]
     if located:
         raise InvalidTuningSpec(located)
-    job_path = (path.parent / spec.job).resolve()
+    job_path = Path(resolved(path.parent, spec.job))
     try:
         job = load(job_path, overrides)
     except InvalidSpec as exc:

@@ -200,3 +200,23 @@ def test_a_tree_nested_past_the_depth_limit_is_one_message_not_a_recursion_error
             package(source)
         (source / ".smtrainignore").write_text("a/\n")
         assert _shipped(source) == {"train.py"}
+
+
+@pytest.mark.parametrize(("source_dir", "expected"), [
+    ("/proc", "source_dir /proc is on the kernel's proc file system"),
+    ("/", "source_dir /: dev/ is the kernel's devtmpfs file system"),
+])
+def test_a_source_dir_of_the_kernels_file_systems_is_refused_before_any_file_is_read(tmp_path, source_dir, expected):
+    """`source_dir: /proc` packed /proc/kmsg, whose read waits for the kernel's next message: plan never ended (the
+    forked call's time limit ends it here). `/` holds /dev, /proc and /sys."""
+    from forked import smtrain
+
+    if not Path("/proc/self").exists() or not Path("/dev/null").is_char_device():
+        pytest.skip("no /proc or /dev on this machine")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: kernel\nentry_point: {'self/status' if source_dir == '/proc' else 'etc/hostname'}\n"
+                    f"source_dir: {source_dir}\nframework_version: '2.3.0'\ninstance: {{type: ml.c5.2xlarge}}\n"
+                    "role: arn:aws:iam::123456789012:role/R\nregion: us-east-1\noutput_path: s3://bucket/out/\n")
+    result = smtrain("plan", str(spec), cwd=tmp_path, memory_limit_bytes=2 << 30, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert expected in result.stderr and "Traceback" not in result.stderr, result.stderr

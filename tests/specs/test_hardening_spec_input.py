@@ -156,3 +156,75 @@ def test_validate_warns_that_a_secret_looking_hyperparameter_is_on_the_command_l
     assert "hunter22-value" not in result.output
     document = CliRunner().invoke(main, ["validate", str(path), "-o", "json"]).output
     assert "hyperparameter-on-command-line" in document and "hunter22-value" not in document
+
+
+def _local_path_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """Spec lines naming a path on this machine that cannot even be looked up, and what the refusal says."""
+    (tmp_path / "loop").symlink_to("loop")
+    long_name = "x" * 5000
+    s3 = "inputs: {train: s3://bucket/train/}\n"
+    return {
+        "source_dir loop": ("source_dir: loop\n", f"source_dir: {tmp_path}/loop cannot be looked up: Too many levels"),
+        "source_dir NUL": ('source_dir: "a\\0b"\n', f"source_dir: {tmp_path}/a\\u0000b holds a NUL character"),
+        "entry_point too long": (f"entry_point: {long_name}\n", "cannot be looked up: File name too long"),
+        "entry_point loop": ("entry_point: loop\n", f"entry_point: {tmp_path}/loop cannot be looked up"),
+        "inputs loop": ("inputs: {train: loop}\n", f"inputs.train: {tmp_path}/loop cannot be looked up"),
+        "local_inputs NUL": (s3 + 'local_inputs: {train: "a\\0b"}\n', "local_inputs.train: "
+                             f"{tmp_path}/a\\u0000b holds a NUL character"),
+    }
+
+
+@pytest.mark.parametrize("case", ["source_dir loop", "source_dir NUL", "entry_point too long", "entry_point loop",
+                                  "inputs loop", "local_inputs NUL"])
+def test_a_local_path_that_cannot_be_looked_up_is_one_message(spec_file, tmp_path, case):
+    """A link loop, a NUL or a name longer than the file system takes, in any path the spec names on this machine:
+    each was a RuntimeError, ValueError or OSError traceback from validate (pathlib raises them)."""
+    line, expected = _local_path_cases(tmp_path)[case]
+    head = HEAD.replace("entry_point: train.py\n", "") if line.startswith("entry_point") else HEAD
+    path = spec_file(head + line)
+    _assert_one_message(_validate(path), f"{path}:", expected)
+
+
+def test_a_tuning_spec_whose_job_is_a_link_loop_is_one_message(tmp_path):
+    (tmp_path / "loop").symlink_to("loop")
+    search = tmp_path / "search.yaml"
+    search.write_text('job: loop\nobjective: {metric: "train:loss", type: Minimize}\nstrategy: Random\n'
+                      'parameters: {lr: {type: continuous, min: 0.1, max: 0.2}}\nmax_jobs: 2\n')
+    result = smtrain("tune", "validate", str(search), cwd=REPO)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2 and "Traceback" not in output, output
+    assert f"{search}:1:1: job: {tmp_path}/loop: cannot read: Too many levels of symbolic links" in output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_an_entry_point_named_train_py_that_is_no_file_is_never_read(tmp_path, kind):
+    """Whether a job runs smtrain's own train.py was answered by reading the entry point whole: a FIFO held
+    validate forever (the forked call's time limit ends it), /dev/zero filled its memory (capped at 1 GB here)."""
+    source = tmp_path / "src"
+    source.mkdir()
+    if kind == "fifo":
+        os.mkfifo(source / "train.py")
+    else:
+        (source / "train.py").symlink_to("/dev/zero")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(HEAD + "source_dir: src\n")
+    result = smtrain("validate", str(spec), cwd=REPO, memory_limit_bytes=1 << 30, timeout=120)
+    _assert_one_message(result, f"{spec}:2:1: entry_point: train.py is not in {source}")
+
+
+def test_a_path_with_terminal_escapes_is_shown_escaped_in_errors(tmp_path):
+    """A spec path or run name is echoed in errors: `ESC]52;...BEL` in it would write the clipboard and `ESC[2J`
+    clear the screen of whoever reads them; each control character is shown as its escape instead."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import main
+
+    hostile = "x\x1b]52;c;aGk=\x07\x1b[2J"
+    (tmp_path / f"ok{hostile}.yaml").write_text(HEAD.replace("entry_point: train.py\n", "entry_point: ok.py\n"))
+    (tmp_path / "ok.py").write_text("print(1)\n")
+    for args in (["validate", str(tmp_path / f"{hostile}.yaml")], ["plan", str(tmp_path / f"{hostile}.yaml")],
+                 ["tune", "validate", str(tmp_path / f"{hostile}.yaml")], ["status", hostile],
+                 ["validate", str(tmp_path / f"ok{hostile}.yaml")]):
+        result = CliRunner().invoke(main, args)
+        assert "\x1b" not in result.output and "\x07" not in result.output, (args, result.output)
+        assert "\\u001b]52;c;aGk=\\u0007\\u001b[2J" in result.output, (args, result.output)

@@ -1,0 +1,48 @@
+"""The kernel's own file systems (/proc, /sys, /dev, cgroups ...): what is in them is no data to pack or copy.
+
+Their files look like regular files and are not: reading /proc/kmsg waits for the kernel's next message forever,
+/proc/kcore is the machine's memory, a file of /sys may block on its device. A source_dir or channel folder that is
+one of them, or holds one (`source_dir: /`), would hang `smtrain plan` with no output. Packing asks here, once per
+tree, which devices those file systems are, then compares each folder's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+KERNEL_FILE_SYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devfs", "devpts", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2",
+    "configfs", "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "hugetlbfs", "rpc_pipefs", "nsfs",
+    "selinuxfs",
+})
+"""By the type the mount table gives them. Not tmpfs: /tmp and /dev/shm hold real files."""
+
+
+@dataclass(frozen=True)
+class KernelFileSystems:
+    """The devices of this machine's kernel file systems, as the mount table lists them now."""
+
+    devices: dict[int, str]
+    """st_dev -> the file system's type, e.g. "proc"."""
+
+    @classmethod
+    def mounted(cls) -> KernelFileSystems:
+        """Read from the mount table (/proc/self/mounts on Linux); each mount point is stat()ed, never read."""
+        devices = {}
+        for partition in psutil.disk_partitions(all=True):
+            if partition.fstype in KERNEL_FILE_SYSTEMS:
+                with contextlib.suppress(OSError):
+                    devices[os.stat(partition.mountpoint).st_dev] = partition.fstype
+        return cls(devices)
+
+    def holding(self, path: Path | str) -> str | None:
+        """The type of the kernel file system `path` lies on ("proc"), or None for any other (or no) file."""
+        try:
+            return self.devices.get(os.stat(path).st_dev)
+        except (OSError, ValueError):
+            return None
