@@ -87,7 +87,7 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
         return LoadedSpec.of(spec).in_words(API_WORDS)
     if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
         raise SpecError(f"a job is given as a spec file's path, a spec as a dict, what load_spec returned, a JobSpec "
-                        f"or a Plan, not {type(spec).__name__} {spec!r:.60}",
+                        f"or a Plan, not {kind_of(spec)}",
                         fix='pass e.g. "job.yaml", {"name": ..., "entry_point": ...}, '
                             'orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan'
                             + (" (a Job that attach found has no plan: its `plan` is None)" if spec is None else ""))

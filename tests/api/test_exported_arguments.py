@@ -69,3 +69,13 @@ def test_a_wrong_but_natural_argument_is_refused_naming_what_to_pass(spec_file, 
         call(orchestrator.load_spec(spec_file))
 
     assert said in raised.value.message and fix in raised.value.fix
+
+
+def test_a_job_given_as_something_else_is_refused_by_its_type_never_its_value():
+    """A list of spec-like dicts is a natural slip; its values may hold a secret, so the refusal names only the
+    type."""
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    with pytest.raises(orchestrator.SpecError) as raised:
+        orchestrator.plan([{"environment": {"AWS_SECRET_ACCESS_KEY": secret}}])
+    assert "not a list" in str(raised.value)
+    assert "wJalr" not in str(raised.value) and "AWS_SECRET" not in str(raised.value)
