@@ -76,6 +76,19 @@ class Finished:
         assert self.returncode == 0, self.output
         return self
 
+    def assert_identical_replicas(self, launcher_name: str, world_size: int, dataset_size: int) -> None:
+        """Every rank ended with the weights rank 0 saved, and each of 2 epochs saw the dataset once."""
+        import metrics
+
+        metadata = self.model_json()
+        assert (metadata["launcher"], metadata["world_size"]) == (launcher_name, world_size)
+        assert len(metadata["replica_checksums"]) == world_size
+        assert set(metadata["replica_checksums"]) == {metrics.state_checksum(self.state_dict())}
+        assert metadata["replicas_in_sync"] is True
+        assert metadata["samples_seen_per_epoch"] == [dataset_size, dataset_size]
+        epochs = self.metric_events("epoch")
+        assert [event["samples_seen"] for event in epochs] == [dataset_size, dataset_size]
+
 
 @dataclass
 class Running:

@@ -1,4 +1,5 @@
-"""FSDP, ZeRO-1, model parallelism and prefetching against plain DDP on the CPU over gloo; SIGTERM then resume.
+"""Plain DDP on the CPU over gloo on two emulated SageMaker hosts, and FSDP, ZeRO-1, model parallelism and
+prefetching against it; SIGTERM then resume.
 
 Every run trains the same mlp with Adam on 16 samples per step (32 steps per epoch, 2 epochs): two emulated
 SageMaker hosts (one process each) of batch 8 unless a test says otherwise, or one process of batch 16.
@@ -37,6 +38,7 @@ def _single(launcher, name: str, trainer: list[str]):
 
 @pytest.fixture(scope="module")
 def ddp(launcher):
+    """Uninterrupted: the reference of the other trainers here and of plain DDP's resume."""
     return _hosts(launcher, "ddp", ["--trainer", "gloo"])
 
 
@@ -77,6 +79,11 @@ def assert_close_weights(first: dict, second: dict, tolerance: float) -> None:
 def assert_equal_weights(first: dict, second: dict) -> None:
     assert first.keys() == second.keys()
     assert all(torch.equal(first[name], second[name]) for name in first), "weights differ"
+
+
+def test_two_sagemaker_hosts_end_with_identical_replicas(launcher, ddp):
+    ddp.assert_identical_replicas("sagemaker", world_size=2, dataset_size=512)
+    assert not (launcher.root / "ddp" / "algo-2" / "model").exists()  # only rank 0 writes the model
 
 
 def test_fsdp_gives_the_ddp_losses_and_weights(ddp, fsdp):
@@ -175,6 +182,32 @@ def interrupt_then_resume(launcher, name: str, trainer: list[str], hosts_before:
     assert f"resuming from {checkpoints / f'ckpt-{step:06d}.pt'}: epoch 1, step {step}/64" in resumed.output
     assert resumed.model_json()["samples_seen_per_epoch"] == [512, 512]
     return resumed
+
+
+def test_sigterm_mid_epoch_then_resume_past_a_corrupt_checkpoint_is_bit_identical(launcher, ddp):
+    checkpoints = launcher.root / "ddp-resume" / "checkpoints"
+    args = [*ARGS, "--batch-size", "8", "--checkpoint-dir", str(checkpoints), "--trainer", "gloo"]
+    hosts = launcher.start_hosts("ddp-resume/interrupted", [*args, "--simulate-step-seconds", "0.05"])
+    launcher.wait_for(hosts, "step=4/")
+    for host in hosts:
+        host.process.send_signal(signal.SIGTERM)
+    interrupted = [host.wait() for host in hosts]
+    assert [run.returncode for run in interrupted] == [0, 0], interrupted[0].output + interrupted[1].output
+    saved = re.search(r"interrupted: checkpoint saved at step (\d+)", interrupted[0].output)
+    assert saved, interrupted[0].output
+    step = int(saved.group(1))
+    assert step % STEPS_PER_EPOCH != 0 and step < 2 * STEPS_PER_EPOCH  # mid-epoch
+    assert not interrupted[0].model_dir.exists()
+    corrupt = checkpoints / f"ckpt-{step + 1:06d}.pt"
+    corrupt.write_bytes(b"a partial upload")
+
+    resumed, _ = [run.assert_ok() for run in launcher.hosts("ddp-resume/restarted", args)]
+    assert f"skipping checkpoint: {corrupt} is not a readable checkpoint" in resumed.output
+    epoch = step // STEPS_PER_EPOCH + 1
+    assert f"resuming from {checkpoints / f'ckpt-{step:06d}.pt'}: epoch {epoch}, step {step}/64" \
+        in resumed.output
+    assert_equal_weights(resumed.state_dict(), ddp.state_dict())
+    assert resumed.model_json()["samples_seen_per_epoch"] == [512, 512]
 
 
 def test_fsdp_resumes_after_sigterm_with_the_uninterrupted_weights(launcher, fsdp):

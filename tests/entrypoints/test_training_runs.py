@@ -1,16 +1,15 @@
-"""Real training launches on the CPU: torchrun, emulated SageMaker hosts, mpirun, and SIGTERM then resume.
+"""Real training launches on the CPU: torchrun, one rank in smddp mode on the stand-in, DataParallel, mpirun.
 
 Reference runs are module fixtures shared by the tests that compare against them: every torch process costs
-seconds to start on a 2-core machine.
+seconds to start on a 2-core machine. Two emulated SageMaker hosts, and SIGTERM then resume on them, are
+test_parallel_runs.py's: its reference DDP run on two hosts serves those tests too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import signal
 
-import metrics
 import pytest
 import torch
 
@@ -21,10 +20,6 @@ from orchestrator.emulator.instances.standin import STANDIN_DIR
 pytestmark = pytest.mark.slow
 
 SMALL = ["--model", "mlp", "--num-samples", "256", "--epochs", "2", "--log-every", "4", "--lr", "0.05"]
-# Long enough epochs (32 steps of 8 samples per rank) to interrupt one in the middle.
-RESUMABLE = ["--model", "mlp", "--num-samples", "512", "--epochs", "2", "--batch-size", "8", "--log-every", "2",
-             "--checkpoint-every", "5", "--optimizer", "adam", "--lr", "0.01"]
-RESUMABLE_STEPS_PER_EPOCH = 512 // 2 // 8
 METRIC_LINE = re.compile(r"^epoch=\d+ step=\d+/\d+ train_loss=\d+\.\d{6} samples_per_sec=\d+\.\d$")
 SMDDP_MODE = json.dumps({"sagemaker_distributed_dataparallel_enabled": True})
 # What `smtrain local` gives an ml.p4d.24xlarge's processes on this machine: the CPU stand-in for CUDA.
@@ -45,24 +40,6 @@ def one_rank_double_batch(launcher):
                            SM_FRAMEWORK_PARAMS=SMDDP_MODE).assert_ok()
 
 
-@pytest.fixture(scope="module")
-def two_hosts(launcher):
-    """SageMaker mode none on two emulated hosts, uninterrupted: the reference for the resume test."""
-    checkpoints = launcher.root / "two-hosts" / "checkpoints"
-    return [run.assert_ok() for run in launcher.hosts("two-hosts", [*RESUMABLE, "--checkpoint-dir", str(checkpoints)])]
-
-
-def assert_identical_replicas(run, launcher_name: str, world_size: int, dataset_size: int) -> None:
-    """Every rank ended with the weights rank 0 saved, and each epoch saw the dataset exactly once."""
-    metadata = run.model_json()
-    assert (metadata["launcher"], metadata["world_size"]) == (launcher_name, world_size)
-    assert len(metadata["replica_checksums"]) == world_size
-    assert set(metadata["replica_checksums"]) == {metrics.state_checksum(run.state_dict())}
-    assert metadata["replicas_in_sync"] is True
-    assert metadata["samples_seen_per_epoch"] == [dataset_size, dataset_size]
-    assert [event["samples_seen"] for event in run.metric_events("epoch")] == [dataset_size, dataset_size]
-
-
 def assert_same_weights(first: dict, second: dict, tolerance: float) -> None:
     assert first.keys() == second.keys()
     for name in first:
@@ -70,7 +47,7 @@ def assert_same_weights(first: dict, second: dict, tolerance: float) -> None:
 
 
 def test_torchrun_two_processes_end_with_identical_replicas(two_ranks):
-    assert_identical_replicas(two_ranks, "torchrun", world_size=2, dataset_size=256)
+    two_ranks.assert_identical_replicas("torchrun", world_size=2, dataset_size=256)
     assert "replicas in sync: 1 distinct checksum(s) over 2 replica(s)" in two_ranks.output
 
 
@@ -108,38 +85,6 @@ def test_dp_with_gradient_accumulation_matches_the_larger_batch(launcher, one_ra
 
 def test_mpirun_four_processes_end_with_identical_replicas(launcher, two_ranks):
     four_ranks = launcher.mpirun("mpirun-4", 4, "train.py", [*SMALL, "--batch-size", "4"]).assert_ok()
-    assert_identical_replicas(four_ranks, "mpirun", world_size=4, dataset_size=256)
+    four_ranks.assert_identical_replicas("mpirun", world_size=4, dataset_size=256)
     assert_same_weights(four_ranks.state_dict(), two_ranks.state_dict(), tolerance=1e-6)  # same global batch
 
-
-def test_two_sagemaker_hosts_end_with_identical_replicas(two_hosts):
-    first, second = two_hosts
-    assert_identical_replicas(first, "sagemaker", world_size=2, dataset_size=512)
-    assert not second.model_dir.exists()  # only rank 0 writes the model
-
-
-def test_sigterm_mid_epoch_then_resume_is_bit_identical(launcher, two_hosts):
-    checkpoints = launcher.root / "resume" / "checkpoints"
-    args = [*RESUMABLE, "--checkpoint-dir", str(checkpoints)]
-    hosts = launcher.start_hosts("resume/interrupted", [*args, "--simulate-step-seconds", "0.05"])
-    launcher.wait_for(hosts, "step=4/")
-    for host in hosts:
-        host.process.send_signal(signal.SIGTERM)
-    interrupted = [host.wait() for host in hosts]
-    assert [run.returncode for run in interrupted] == [0, 0], interrupted[0].output + interrupted[1].output
-    saved = re.search(r"interrupted: checkpoint saved at step (\d+)", interrupted[0].output)
-    assert saved, interrupted[0].output
-    step = int(saved.group(1))
-    assert step % RESUMABLE_STEPS_PER_EPOCH != 0 and step < 2 * RESUMABLE_STEPS_PER_EPOCH  # mid-epoch
-    assert not interrupted[0].model_dir.exists()
-    corrupt = checkpoints / f"ckpt-{step + 1:06d}.pt"
-    corrupt.write_bytes(b"a partial upload")
-
-    first, second = [run.assert_ok() for run in launcher.hosts("resume/restarted", args)]
-    assert f"skipping checkpoint: {corrupt} is not a readable checkpoint" in first.output
-    epoch = step // RESUMABLE_STEPS_PER_EPOCH + 1
-    assert f"resuming from {checkpoints / f'ckpt-{step:06d}.pt'}: epoch {epoch}, step {step}/64" in first.output
-    reference, resumed = two_hosts[0].state_dict(), first.state_dict()
-    assert reference.keys() == resumed.keys()
-    assert all(torch.equal(reference[name], resumed[name]) for name in reference)
-    assert first.model_json()["samples_seen_per_epoch"] == [512, 512]
