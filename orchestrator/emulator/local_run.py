@@ -36,6 +36,7 @@ from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_ru
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting import quiet_stop
+from orchestrator.emulator.reporting.empty_model import empty_model_notice
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step, passing
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.interruption import interrupted_by
@@ -376,6 +377,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
     run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)
     for unseen in _unseen_notices(tracker, options, outcome.status):
         observer.notice(unseen)
+    if outcome.status == "completed" and (empty := empty_model_notice(layout, prepared.plan.source.files)):
+        observer.notice(empty)
     if outcome.status == "completed" and (interrupt_after is not None or interrupt_at_step is not None):
         observer.notice(_never_interrupted(options, max(steps, default=None)))
     smoke = None

@@ -21,6 +21,7 @@ from orchestrator.redact import is_secret_name, redact_value
 from orchestrator.specs import images
 from orchestrator.specs.catalog import InstanceType, lookup
 from orchestrator.specs.datafiles import load_data_file
+from orchestrator.specs.equals_arguments import equals_reader
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.modes import Mode
 from orchestrator.specs.overwritten_environment import overwritten_values
@@ -382,6 +383,18 @@ def _shell_split(ctx: _Context) -> Iterator[_Hit]:
         if value is None or isinstance(value, (list, dict)) or (
                 isinstance(value, str) and (value == "" or _SHELL_UNSAFE.search(value))):
             yield f"hyperparameters.{key}", {"key": key, "value": redact_value(key, value)}
+
+
+@_rule("hyperparameters-as-two-arguments")
+def _hyperparameters_as_two_arguments(ctx: _Context) -> Iterator[_Hit]:
+    if not ctx.spec.hyperparameters or ctx.bundled_script:
+        return
+    found = equals_reader(ctx.spec.source_dir, ctx.spec.entry_point)
+    if found is not None:
+        key = sorted(ctx.spec.hyperparameters)[0]  # the toolkit passes them sorted: the first is refused
+        yield "entry_point", {"script": ctx.spec.entry_point, "where": found.where(ctx.spec.entry_point),
+                              "argument": f"-{key}" if len(key) == 1 else f"--{key}",
+                              "value": redact_value(key, ctx.spec.hyperparameters[key])}
 
 
 @_rule("vpc-needs-both")

@@ -113,7 +113,8 @@ def test_code_bundle_with_requirements(tmp_path, monkeypatch):
 def test_the_examples_are_kept_as_published():
     for source in sorted(EXAMPLES.glob("*/SOURCE")):
         record = dict(line.partition(": ")[::2] for line in source.read_text().splitlines())
-        assert record["repository"].startswith("aws/") and re.fullmatch(r"[0-9a-f]{40}", record["commit"])
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", record["repository"])
+        assert re.fullmatch(r"[0-9a-f]{40}", record["commit"])
         assert list((source.parent / "src").iterdir())
 
 

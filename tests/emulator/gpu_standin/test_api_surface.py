@@ -128,6 +128,14 @@ def test_autocast_cuda_fp16_runs_as_cpu_bfloat16(probed):
                                        "legacy_dtype": "torch.bfloat16"}
 
 
+def test_autocast_state_restored_by_device_type_is_the_state_read(probed):
+    """torch.compile restores what `is_autocast_enabled("cuda")` read with `set_autocast_enabled("cuda", ...)`; a
+    setter left on CUDA's own state changed it, and every graph compiled inside an eager autocast region failed
+    with "Global autocast(cuda)_enabled state changed while dynamo tracing"."""
+    assert probed["autocast_state_saved_and_restored"] == {"unchanged": True, "enabled": True,
+                                                           "enabled_after": False}
+
+
 def test_grad_scalers_for_cuda_step(probed):
     assert probed["grad_scalers"] == {"amp": {"scale": 65536.0, "weights_finite": True},
                                       "cuda_amp": {"scale": 65536.0, "weights_finite": True}}

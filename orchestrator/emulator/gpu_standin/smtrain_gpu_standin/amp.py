@@ -4,8 +4,11 @@
 bfloat16: the script's reduced-precision path is exercised (casts, dtypes of activations, autocast-aware code), and
 bfloat16's float32-sized exponent cannot overflow where fp16 would need the GradScaler, so losses stay sane. fp16
 numerics themselves are not checked. A requested bfloat16 stays bfloat16. ``torch.is_autocast_enabled()`` and
-``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast. ``GradScaler("cuda")`` scales on the CPU and
-keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale). Before torch 2.3 (Debian's
+``torch.get_autocast_dtype("cuda")`` answer for that CPU autocast, and ``torch.set_autocast_enabled("cuda", ...)``
+and ``set_autocast_dtype`` set it: ``torch.compile`` saves the state with the ones and restores it with the others
+around each graph, then checks that tracing changed no global state, so a setter left on CUDA's own state would
+fail every graph compiled inside an eager region (nanoGPT's train.py compiles its model so).
+``GradScaler("cuda")`` scales on the CPU and keeps its full behaviour (skipping steps with inf/NaN gradients, adjusting the scale). Before torch 2.3 (Debian's
 1.13) the only GradScaler is ``torch.cuda.amp``'s, whose kernels exist for CUDA alone: it runs disabled, as torch
 itself runs it where CUDA is missing (scale 1, steps never skipped), which bfloat16 does not need.
 
@@ -72,6 +75,10 @@ def install(in_float32: bool = False) -> None:
         original = getattr(torch, name, None)  # get_autocast_dtype came with torch 2.4
         if original is not None:
             setattr(torch, name, torchscript.same_operator(_cuda_means_cpu(original), original))
+    if hasattr(torch, "set_autocast_dtype"):  # the setters by device type came with torch 2.4, as the getters
+        for name in ("set_autocast_enabled", "set_autocast_dtype"):
+            original = getattr(torch, name)
+            setattr(torch, name, torchscript.same_operator(_cuda_sets_cpu(original), original))
 
 
 def _autocast_init(init, in_float32: bool):
@@ -165,5 +172,22 @@ def _cuda_means_cpu(query):
     @functools.wraps(query)
     def for_cpu(device_type: str | None = None):
         return query("cpu" if device_type in (None, "cuda") else device_type)
+
+    return for_cpu
+
+
+def _cuda_sets_cpu(setter):
+    """``torch.set_autocast_enabled("cuda", ...)``, and its one-argument form, which means CUDA, set the CPU's
+    state that ``is_autocast_enabled("cuda")`` answers; so does ``set_autocast_dtype("cuda", ...)``."""
+
+    @functools.wraps(setter)
+    def for_cpu(*args, **kwargs):
+        if "device_type" in kwargs:
+            kwargs["device_type"] = "cpu" if kwargs["device_type"] == "cuda" else kwargs["device_type"]
+        elif args and isinstance(args[0], str):
+            args = ("cpu" if args[0] == "cuda" else args[0], *args[1:])
+        else:
+            args = ("cpu", *args)
+        return setter(*args, **kwargs)
 
     return for_cpu

@@ -272,6 +272,22 @@ def autocast_fp16():
 
 
 @probe
+def autocast_state_saved_and_restored():
+    """What torch.compile does around each graph traced inside an eager CUDA autocast region (nanoGPT's train.py):
+    it saves the state with the getters, restores it with the setters, then checks that no global state changed."""
+    from torch._C._dynamo.guards import GlobalStateGuard
+
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        unchanged = GlobalStateGuard()
+        torch.set_autocast_enabled("cuda", torch.is_autocast_enabled("cuda"))
+        torch.set_autocast_dtype("cuda", torch.get_autocast_dtype("cuda"))
+        torch.set_autocast_enabled(torch.is_autocast_enabled())
+        torch.set_autocast_enabled(device_type="cuda", enabled=torch.is_autocast_enabled("cuda"))
+        inside = {"unchanged": unchanged.check(), "enabled": torch.is_autocast_enabled("cuda")}
+    return {**inside, "enabled_after": torch.is_autocast_enabled("cuda")}
+
+
+@probe
 def grad_scalers():
     results = {}
     for name, scaler in {"amp": torch.amp.GradScaler("cuda"), "cuda_amp": torch.cuda.amp.GradScaler()}.items():
