@@ -179,11 +179,15 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
     the options are `run`'s local keywords (`run_local(spec, run_dir="runs/x")`), a dict of them, or an
     `emulator.run_options.Options`.
 
+    The notebook's interrupt (Ctrl-C) stops the job as `smtrain local`'s Ctrl-C does: its ranks get SIGTERM and up
+    to 10 s to checkpoint (a second interrupt kills them at once); then the cell ends with that KeyboardInterrupt.
+
     Raises:
         SpecError: an option unknown or out of range, or options given both as an Options and as keywords; and
-            `emulator.local_run.run_local`'s own (Interrupted, when the notebook's interrupt ends the run).
+            `emulator.local_run.run_local`'s own.
+        Interrupted: the interrupt ended the run; its one line says nothing is left running, and where the run is.
     """
-    from orchestrator.emulator.local_run import run_local as run_here
+    from orchestrator.emulator.local_run import ended_interrupted, run_local as run_here
     from orchestrator.emulator.run_options import Options, options_from
 
     if isinstance(options, Options) and not keywords:
@@ -194,7 +198,10 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
         raise SpecError(f"run_local's options are keywords, a dict of them or an Options, not {kind_of(options)}"
                         + (" and keywords as well" if isinstance(options, Options) else ""),
                         fix='pass e.g. run_local(spec, run_dir="runs/x", processes_per_host=1)')
-    return run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+    ended = run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+    if ended.status == "Interrupted":  # Python's Ctrl-C, the only interruption a run in this call is given
+        raise ended_interrupted(ended.job_name, ended.run_dir, "SIGINT")
+    return ended
 
 
 def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None = None,
