@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # the job handle and the tuning modules load when a function 
     from orchestrator.backends.tuning import Tuning
     from orchestrator.emulator.local_run import LocalRun, Observer
     from orchestrator.emulator.run_options import Options
-    from orchestrator.emulator.tuning.search import SearchOptions, SearchResult
+    from orchestrator.emulator.tuning.search import SearchResult
+    from orchestrator.emulator.tuning.search_options import SearchOptions
     from orchestrator.planning.tuning import TuningPlan
     from orchestrator.specs.loader import LoadedTuning
 
@@ -207,7 +208,7 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
 def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None = None,
                on_event: Any | None = None) -> SearchResult:
     """Runs a tuning spec's search here in this call and returns every trial, the best first (`smtrain tune
-    local`): a tuning spec's path, or what `load_tuning` returned; `options` an `emulator.tuning.search.
+    local`): a tuning spec's path, or what `load_tuning` returned; `options` an `emulator.tuning.search_options.
     SearchOptions` (parallel, max_jobs, budget_seconds, run_dir, trial); `on_event` is called with each line
     the search says.
 
@@ -215,14 +216,17 @@ def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None 
         SpecError: `tuning` is no tuning spec's path nor a read one, `options` no SearchOptions; and those of
             `emulator.tuning.search.tune_local`.
     """
-    from orchestrator.emulator.tuning.search import SearchOptions, tune_local as tune_here
+    from orchestrator.emulator.tuning.search import tune_local as tune_here
+    from orchestrator.emulator.tuning.search_options import SearchOptions
     from orchestrator.specs.loader import LoadedTuning, load_tuning
 
     if options is not None and not isinstance(options, SearchOptions):
         raise SpecError(f"tune_local's options are a SearchOptions, not {kind_of(options)}",
-                        fix="pass orchestrator.emulator.tuning.search.SearchOptions(max_jobs=..., run_dir=...), or "
-                            "leave options out")
+                        fix="pass orchestrator.emulator.tuning.search_options.SearchOptions(max_jobs=..., "
+                            "run_dir=...), or leave options out")
     loaded = tuning if isinstance(tuning, LoadedTuning) else load_tuning(tuning)
+    # The search's messages name its options as this caller gives them: run_dir=, not --run-dir.
+    loaded = dataclasses.replace(loaded, job=loaded.job.in_words(API_WORDS))
     return tune_here(loaded, options or SearchOptions(), on_event)
 
 
