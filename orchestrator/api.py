@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # the job handle and the tuning modules load when a function 
     from orchestrator.backends.tuning import Tuning
     from orchestrator.emulator.local_run import LocalRun, Observer
     from orchestrator.emulator.run_options import Options
-    from orchestrator.emulator.tuning.search import SearchOptions, SearchResult
+    from orchestrator.emulator.tuning.search import SearchResult
+    from orchestrator.emulator.tuning.search_options import SearchOptions
     from orchestrator.planning.tuning import TuningPlan
     from orchestrator.specs.loader import LoadedTuning
 
@@ -179,11 +180,15 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
     the options are `run`'s local keywords (`run_local(spec, run_dir="runs/x")`), a dict of them, or an
     `emulator.run_options.Options`.
 
+    The notebook's interrupt (Ctrl-C) stops the job as `smtrain local`'s Ctrl-C does: its ranks get SIGTERM and up
+    to 10 s to checkpoint (a second interrupt kills them at once); then the cell ends with that KeyboardInterrupt.
+
     Raises:
         SpecError: an option unknown or out of range, or options given both as an Options and as keywords; and
-            `emulator.local_run.run_local`'s own (Interrupted, when the notebook's interrupt ends the run).
+            `emulator.local_run.run_local`'s own.
+        Interrupted: the interrupt ended the run; its one line says nothing is left running, and where the run is.
     """
-    from orchestrator.emulator.local_run import run_local as run_here
+    from orchestrator.emulator.local_run import ended_interrupted, run_local as run_here
     from orchestrator.emulator.run_options import Options, options_from
 
     if isinstance(options, Options) and not keywords:
@@ -194,13 +199,16 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
         raise SpecError(f"run_local's options are keywords, a dict of them or an Options, not {kind_of(options)}"
                         + (" and keywords as well" if isinstance(options, Options) else ""),
                         fix='pass e.g. run_local(spec, run_dir="runs/x", processes_per_host=1)')
-    return run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+    ended = run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+    if ended.status == "Interrupted":  # Python's Ctrl-C, the only interruption a run in this call is given
+        raise ended_interrupted(ended.job_name, ended.run_dir, "SIGINT")
+    return ended
 
 
 def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None = None,
                on_event: Any | None = None) -> SearchResult:
     """Runs a tuning spec's search here in this call and returns every trial, the best first (`smtrain tune
-    local`): a tuning spec's path, or what `load_tuning` returned; `options` an `emulator.tuning.search.
+    local`): a tuning spec's path, or what `load_tuning` returned; `options` an `emulator.tuning.search_options.
     SearchOptions` (parallel, max_jobs, budget_seconds, run_dir, trial); `on_event` is called with each line
     the search says.
 
@@ -208,14 +216,17 @@ def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None 
         SpecError: `tuning` is no tuning spec's path nor a read one, `options` no SearchOptions; and those of
             `emulator.tuning.search.tune_local`.
     """
-    from orchestrator.emulator.tuning.search import SearchOptions, tune_local as tune_here
+    from orchestrator.emulator.tuning.search import tune_local as tune_here
+    from orchestrator.emulator.tuning.search_options import SearchOptions
     from orchestrator.specs.loader import LoadedTuning, load_tuning
 
     if options is not None and not isinstance(options, SearchOptions):
         raise SpecError(f"tune_local's options are a SearchOptions, not {kind_of(options)}",
-                        fix="pass orchestrator.emulator.tuning.search.SearchOptions(max_jobs=..., run_dir=...), or "
-                            "leave options out")
+                        fix="pass orchestrator.emulator.tuning.search_options.SearchOptions(max_jobs=..., "
+                            "run_dir=...), or leave options out")
     loaded = tuning if isinstance(tuning, LoadedTuning) else load_tuning(tuning)
+    # The search's messages name its options as this caller gives them: run_dir=, not --run-dir.
+    loaded = dataclasses.replace(loaded, job=loaded.job.in_words(API_WORDS))
     return tune_here(loaded, options or SearchOptions(), on_event)
 
 

@@ -177,19 +177,16 @@ def _smoke_line(result: Any, stall_timeout: float | None) -> str:
 
 
 def _forward_signals(supervisor: Any) -> None:
-    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop the run as a spot interruption would: SIGTERM to
-    every training process, a bounded grace to checkpoint, then SIGKILL; a second one kills at once. Once the
-    run's processes have ended (merging artifacts, between attempts), they interrupt smtrain itself."""
+    """SIGTERM and SIGHUP (the terminal closed) stop the run as Ctrl-C does, which the run forwards itself (for
+    the API too: `interruption.python_interrupts_forwarded`), through the same handler: SIGTERM to every training
+    process, a bounded grace to checkpoint, then SIGKILL; a second one kills at once. Once the run's processes have
+    ended (merging artifacts, between attempts), they interrupt smtrain itself."""
     import signal
 
-    from orchestrator.emulator.supervising.interruption import interruption
+    from orchestrator.emulator.supervising.interruption import forwarding_to
 
-    def interrupt(signum: int, frame: Any) -> None:
-        if supervisor.finished:
-            raise interruption(signum)
-        supervisor.interrupt(signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    interrupt = forwarding_to(lambda: supervisor)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
 
 

@@ -231,11 +231,11 @@ def any_given(context: click.Context, options: type) -> bool:
 
 
 def declared_options(options: type, *names: str, defaults: dict[str, Any] | None = None,
-                     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                     receive_as: str = "options") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The flags of the options `options` declares (orchestrator/declaration.py), all of them in declaration order
     or the `names` given, with the declared defaults or the field values `defaults` gives instead. The command
-    receives them as one instance, its `options` parameter, holding what the command line gave and the defaults
-    for the rest."""
+    receives them as one instance, its parameter `receive_as` (a command of two option classes names one
+    otherwise), holding what the command line gave and the defaults for the rest."""
     from orchestrator.declaration import declarations
 
     chosen = {name: option for name, option in declarations(options).items() if not names or name in names}
@@ -255,7 +255,7 @@ def declared_options(options: type, *names: str, defaults: dict[str, Any] | None
                 if needed and needed not in values:
                     raise click.UsageError(f"{flag_of(options, name)} needs {flag_of(options, needed)} "
                                            f"{chosen[needed].metavar or ''}".rstrip())
-            return command(**given, options=options(**{**given_defaults, **values}))
+            return command(**given, **{receive_as: options(**{**given_defaults, **values})})
 
         for name, option in reversed(chosen.items()):
             collect = _declared_option(options, name, option, given_defaults)(collect)

@@ -11,6 +11,7 @@ interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ import click
 from orchestrator.backends.base import BACKENDS
 from orchestrator.cli.options import (
     allow_unverified_option,
+    declared_options,
     echo_json,
     local_run_options,
     max_source_option,
@@ -32,6 +34,7 @@ from orchestrator.wording import counted, status_words
 
 if TYPE_CHECKING:
     from orchestrator.emulator.run_options import Options
+    from orchestrator.emulator.tuning.search_options import SearchOptions
 
 _STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping")
 TRIAL_OPTIONS = ("inputs", "processes_per_host", "cpus", "link_inputs", "exact_autocast", "gpu_standin", "python",
@@ -42,6 +45,14 @@ a smoke, a spot interruption or a host order are single runs' checks, not a sear
 
 def _region_option(function: Any) -> Any:
     return click.option("--region", help="AWS region [default: $AWS_REGION, then boto3's chain].")(function)
+
+
+def _search_options(command: Any) -> Any:
+    """`tune local`'s own flags, from their declaration (emulator/tuning/search_options.py), as `search`."""
+    from orchestrator.emulator.tuning.search_options import SearchOptions
+
+    return declared_options(SearchOptions, "parallel", "max_jobs", "budget_seconds", "run_dir",
+                            receive_as="search")(command)
 
 
 @click.group()
@@ -269,21 +280,12 @@ def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | Non
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
-@click.option("--parallel", type=click.IntRange(min=1), metavar="N",
-              help="Trials at once here [default: the spec's max_parallel_jobs, at most this machine's cores]; "
-                   "they share the cores: each trial's --cpus is this machine's cores / N unless --cpus says.")
-@click.option("--max-jobs", type=click.IntRange(min=1), metavar="N", help="Run at most N trials (a smaller search).")
-@click.option("--budget", "budget_seconds", type=click.FloatRange(min=1), metavar="SECONDS",
-              help="A bounded search for CI: start no trial after SECONDS, and stop the running ones then (as "
-                   "StopHyperParameterTuningJob stops them).")
-@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where the trials' run directories go (default runs/<tuning-name>/).")
+@_search_options
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Draw the objective over the trials and against each parameter (needs matplotlib).")
 @local_run_options(*TRIAL_OPTIONS)
 @output_option
-def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs: int | None,
-          budget_seconds: float | None, run_dir: Path | None, plot_file: Path | None, options: Options,
+def local(file: str, overrides: tuple[str, ...], search: SearchOptions, plot_file: Path | None, options: Options,
           output: str) -> None:
     """Run the search of FILE on this machine: each trial a real `smtrain local` run of the job spec (its own
     run directory, every host emulated), at most N at once, the objective read from each trial's log with the
@@ -291,7 +293,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     for by optuna (smtrain's tune extra: docs/install.md). Prints every trial sorted by objective and the best one. The
     options of `smtrain local` below apply to every trial."""
     from orchestrator.cli.ci_annotations import tune_search
-    from orchestrator.emulator.tuning.search import SearchOptions, tune_local
+    from orchestrator.emulator.tuning.search import tune_local
     from orchestrator.observing.trials import table
     from orchestrator.specs.loader import load_tuning
 
@@ -300,8 +302,7 @@ def local(file: str, overrides: tuple[str, ...], parallel: int | None, max_jobs:
     def show(line: str) -> None:
         click.echo(line, err=output == "json")
 
-    result = tune_local(loaded, SearchOptions(parallel=parallel, max_jobs=max_jobs, budget_seconds=budget_seconds,
-                                              run_dir=run_dir, trial=options), on_event=show)
+    result = tune_local(loaded, dataclasses.replace(search, trial=options), on_event=show)
     if plot_file is not None:
         result.figure().savefig(plot_file, dpi=100)
     if output == "json":

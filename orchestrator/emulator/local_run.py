@@ -39,7 +39,7 @@ from orchestrator.emulator.reporting import quiet_stop
 from orchestrator.emulator.reporting.empty_model import empty_model_notice
 from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step, passing
 from orchestrator.emulator.run_options import Options
-from orchestrator.emulator.supervising.interruption import interrupted_by
+from orchestrator.emulator.supervising.interruption import interrupted_by, python_interrupts_forwarded
 from orchestrator.emulator.supervising.stall import (
     STACKS_FILE,
     HangReport,
@@ -177,13 +177,18 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
     Args:
         loaded: a spec, or a plan (`local_plan.local_plan`'s; one made for SageMaker is planned again for here).
         supervisor_hook: called with each attempt's Supervisor before it starts (the CLI uses it to forward
-            Ctrl-C and SIGTERM).
+            SIGTERM and SIGHUP).
+
+    Python's Ctrl-C (SIGINT: a notebook's interrupt too) while the job's processes run stops the job as `smtrain
+    local`'s does (`interruption.python_interrupts_forwarded`): the ranks get SIGTERM and up to 10 s to checkpoint,
+    a second one kills them at once, and the run returns as Interrupted.
 
     Raises:
         SpecError, CapabilityError, EnvironmentProblem: before anything starts (a missing input, mpirun or
             torch, a refusal of the toolkit, an unusable run directory).
-        Interrupted: a KeyboardInterrupt (a notebook's interrupt) ended the run; every process it started was
-            ended first, and the one line says so and where the run's directory is.
+        Interrupted: a KeyboardInterrupt ended the run before or after the job's processes ran (installing
+            requirements, packing the artifacts); every process it started was ended first, and the one line says
+            so and where the run's directory is.
     """
     observer = observer or QuietObserver()
     created = now()
@@ -212,30 +217,19 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
             supervisor_hook(supervisor)
 
     try:
-        for deviation in notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
-                                 prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request):
-            observer.notice(deviation)
-        for notice in prepared.input_notices:
-            observer.notice(notice)
-        for warning in _source_notices(prepared):
-            observer.notice(warning)
-        if plan.spec.distribution.mode.rules.launcher == "torchrun" and (
-                torchrun := torch1_torchrun_notice(prepared.python)):
-            observer.notice(torchrun)
-        if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
-            observer.notice(memory)
-        observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
-        with StopWatch(layout.root, stop_requested) as stop_watch:
-            return _run(reporter, options, observer, hook, started)
+        with python_interrupts_forwarded(lambda: active[-1] if active else None):
+            for notice in _notices_before(prepared):
+                observer.notice(notice)
+            observer.started(prepared.job.job_name, layout.root, prepared.world_size, len(layout.hosts))
+            with StopWatch(layout.root, stop_requested) as stop_watch:
+                return _run(reporter, options, observer, hook, started)
     except KeyboardInterrupt as error:  # before the processes started (installing requirements), a notebook's
         by_signal = interrupted_by(error)
         with contextlib.suppress(OSError):
             _result(reporter, _Ending("Interrupted", 130, f"interrupted ({by_signal}) before the job's processes "
                                       "ended; nothing the run started is left running",
                                       _Effort(1, time.monotonic() - started), interrupted_by=by_signal))
-        raise Interrupted(f"interrupted ({by_signal}): run {plan.job_name} ended Interrupted, and nothing it "
-                          f"started is left running; its logs and checkpoints stay in {layout.root}",
-                          by_signal) from None
+        raise ended_interrupted(plan.job_name, layout.root, by_signal) from None
     except BaseException as error:  # a bug: the run directory still says so
         with contextlib.suppress(OSError):
             _result(reporter, _Ending("Failed", 1, f"smtrain stopped: {type(error).__name__}: {error}",
@@ -243,6 +237,27 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
         raise
     finally:
         run_layout.release_directory(layout.root)  # the run has ended: another may use its directory
+
+
+def ended_interrupted(job_name: str, run_dir: Path, by_signal: str) -> Interrupted:
+    """The one line a run ended by an interruption raises to its Python caller (a notebook shows just that line)."""
+    return Interrupted(f"interrupted ({by_signal}): run {job_name} ended Interrupted, and nothing it started is left "
+                       f"running; its logs and checkpoints stay in {run_dir}", by_signal)
+
+
+def _notices_before(prepared: PreparedRun) -> list[str]:
+    """What a run says before its processes start: how this emulation differs from the job's instances, its inputs,
+    its source dir, an old torchrun, memory that may not suffice."""
+    plan = prepared.plan
+    said = notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
+                   prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request)
+    said += [*prepared.input_notices, *_source_notices(prepared)]
+    if plan.spec.distribution.mode.rules.launcher == "torchrun" and (
+            torchrun := torch1_torchrun_notice(prepared.python)):
+        said.append(torchrun)
+    if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
+        said.append(memory)
+    return said
 
 
 RANK_MEMORY_GB = 1.4

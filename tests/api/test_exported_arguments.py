@@ -56,7 +56,7 @@ def test_run_local_refuses_options_it_cannot_read_naming_the_keywords(spec_file)
     (lambda spec: orchestrator.tune_local(spec), "not from a JobSpec", "tuning spec's path"),
     (lambda spec: orchestrator.tune_local("search.yaml", {"max_jobs": 1}), "options are a SearchOptions, not a dict",
      "SearchOptions(max_jobs=..."),
-    (lambda spec: orchestrator.run_local(None), "not NoneType None", "orchestrator.load_spec"),
+    (lambda spec: orchestrator.run_local(None), "or a Plan, not None", "orchestrator.load_spec"),
     (lambda spec: orchestrator.attach(spec), "attach finds a job by its id, not by a JobSpec", "sagemaker:NAME"),
     (lambda spec: orchestrator.attach(None), "not by None", "job.name of a Job you hold"),
     (lambda spec: orchestrator.remote("ml.g5.xlarge"), "remote() takes its settings as keywords, not a str",

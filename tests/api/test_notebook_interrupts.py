@@ -17,6 +17,8 @@ import yaml
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 
+from orchestrator.emulator.supervising.supervisor import INTERRUPT_GRACE_SECONDS
+
 pytestmark = pytest.mark.slow  # a Jupyter kernel and local runs of two hosts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +28,21 @@ import os, time
 steps = int(os.environ["SM_HP_STEPS"])
 for step in range(1, steps + 1):
     print(f"epoch=1 step={step}/{steps} train_loss={1.0 / step:.4f}", flush=True)
+    time.sleep(0.1)
+"""
+
+CHECKPOINTING = """\
+import os, signal, sys, time
+def save(signum, frame):  # what a spot interruption, StopTrainingJob or Ctrl-C gives a rank time for
+    time.sleep(1)  # a checkpoint takes a moment to write
+    with open(os.path.join(os.environ["SM_MODEL_DIR"], "checkpoint.txt"), "w") as out:
+        out.write(f"saved at step {step}")
+    sys.exit(0)
+def ignore(signum, frame):
+    print("ignoring SIGTERM", flush=True)
+signal.signal(signal.SIGTERM, save if os.environ["SM_HP_ON_SIGTERM"] == "save" else ignore)
+for step in range(1, 601):
+    print(f"epoch=1 step={step}/600 train_loss={1.0 / step:.4f}", flush=True)
     time.sleep(0.1)
 """
 
@@ -44,12 +61,14 @@ class Notebook:
         return cell
 
     def interrupt_once(self, log: Path, line: str, after_seconds: float = 0.0) -> threading.Thread:
-        """Jupyter's interrupt (SIGINT to the kernel's process group) once `log` holds `line`."""
+        """Jupyter's interrupt (SIGINT to the kernel's process group) once `log` holds `line`; the thread's
+        `sent_at` says when (time.monotonic())."""
         def interrupt() -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and not (log.is_file() and line in log.read_text()):
                 time.sleep(0.1)
             time.sleep(after_seconds)
+            watcher.sent_at = time.monotonic()
             run_sync(self.client.km.interrupt_kernel)()
 
         watcher = threading.Thread(target=interrupt, daemon=True)
@@ -62,10 +81,15 @@ def notebook(tmp_path_factory):
     folder = tmp_path_factory.mktemp("notebook")
     (folder / "src").mkdir()
     (folder / "src" / "train.py").write_text(TRAIN)
+    (folder / "src" / "checkpointing.py").write_text(CHECKPOINTING)
     for name, steps in (("long", 600), ("short", 3)):
         (folder / f"{name}.yaml").write_text(yaml.safe_dump({
             "name": name, "entry_point": "train.py", "source_dir": "src", "framework_version": "2.10.0",
             "instance": {"type": "ml.c5.2xlarge", "count": 2}, "hyperparameters": {"steps": steps}}))
+    for on_sigterm in ("save", "ignore"):
+        (folder / f"{on_sigterm}.yaml").write_text(yaml.safe_dump({
+            "name": on_sigterm, "entry_point": "checkpointing.py", "source_dir": "src", "framework_version": "2.10.0",
+            "instance": {"type": "ml.c5.2xlarge", "count": 1}, "hyperparameters": {"on_sigterm": on_sigterm}}))
     spec_dir = folder / "jupyter" / "kernels" / KERNEL
     spec_dir.mkdir(parents=True)
     (spec_dir / "kernel.json").write_text(json.dumps({
@@ -149,3 +173,40 @@ def test_the_same_cell_run_again_while_its_run_goes_on_is_refused_naming_run_dir
     notebook.run(cell)  # once the earlier run has ended, the cell runs again into the same directory
     ended = notebook.run("job.stop()\nprint(job.wait(poll_seconds=0.2).status)")
     assert _stream(ended, "stdout") == "Stopped\n"
+
+
+def test_an_interrupted_run_local_gives_the_ranks_their_grace_to_checkpoint_as_smtrain_locals_ctrl_c_does(notebook):
+    run_dir = notebook.folder / "runs" / "saving"
+    notebook.interrupt_once(run_dir / "logs" / "algo-1.log", "step=3/")
+
+    interrupted = notebook.run(f'orchestrator.run_local("save.yaml", run_dir="{run_dir}")')
+
+    [error] = _errors(interrupted)
+    assert error["traceback"][0].startswith("KeyboardInterrupt: interrupted (SIGINT): run save-")
+    # The rank's SIGTERM handler ran to its end (before: SIGKILL at once, and no checkpoint).
+    assert (run_dir / "algo-1" / "model" / "checkpoint.txt").read_text().startswith("saved at step ")
+    result = json.loads((run_dir / "result.json").read_text())
+    assert (result["status"], result["failure_reason"].split(";")[0]) == (
+        "Interrupted", "interrupted (SIGINT forwarded to every training process as SIGTERM)")
+    left = notebook.run("import psutil\nprint(psutil.Process().children(recursive=True))")
+    assert _stream(left, "stdout") == "[]\n"
+
+
+def test_a_second_interrupt_during_the_grace_kills_the_ranks_at_once(notebook):
+    run_dir = notebook.folder / "runs" / "ignoring"
+    log = run_dir / "logs" / "algo-1.log"
+    notebook.interrupt_once(log, "step=3/")
+    second = notebook.interrupt_once(log, "ignoring SIGTERM")  # the first interrupt reached the rank, alive still
+
+    interrupted = notebook.run(f'orchestrator.run_local("ignore.yaml", run_dir="{run_dir}")')
+    ended = time.monotonic()
+    second.join()
+
+    assert "ignoring SIGTERM" in log.read_text()  # the first interrupt gave the rank its grace
+    assert ended - second.sent_at < INTERRUPT_GRACE_SECONDS  # the second did not wait it out
+    [error] = _errors(interrupted)
+    assert error["traceback"][0].startswith("KeyboardInterrupt: interrupted (SIGINT): run ignore-")
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "Interrupted"
+    left = notebook.run("import psutil\nprint(psutil.Process().children(recursive=True))")
+    assert _stream(left, "stdout") == "[]\n"

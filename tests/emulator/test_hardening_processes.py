@@ -160,7 +160,8 @@ import psutil
 # A Jupyter kernel installs its own SIGINT handler; a process started where SIGINT is ignored (a CI script run in
 # the background by a shell without job control) would otherwise inherit the ignoring and never be interrupted.
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from orchestrator.emulator.local_run import Options, run_local
+from orchestrator import run_local
+from orchestrator.emulator.run_options import Options
 from orchestrator.specs.loader import load
 try:
     run_local(load(sys.argv[1]), Options(run_dir=Path(sys.argv[2])))

@@ -279,7 +279,7 @@ def test_a_signal_ends_every_trial_and_leaves_the_results_and_the_folder_is_held
         assert said.rstrip().endswith(f"interrupted ({signum.name})"), said[-2000:]
         # what finished, as no table follows, and how to go on: only the same folder continues the search
         assert "interrupted after 2 trials of 2 (2 stopped); no best trial yet; results in " in console.read_text()
-        assert f"the same command with --run-dir {folder} continues the search" in console.read_text()
+        assert f"the same search with --run-dir {folder} continues it" in console.read_text()
     finally:
         _kill_all(tune, scripts)
 

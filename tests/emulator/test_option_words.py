@@ -121,3 +121,29 @@ def test_an_interpreter_that_is_not_python(tmp_path):
     assert "/bin/true is not a Python interpreter" in cli and "e.g. --python python3" in cli
     said = _api(spec, run_dir=tmp_path / "api", python="/bin/true")
     assert "/bin/true is not a Python interpreter" in said and said.endswith("e.g. python='python3'")
+
+
+def test_a_search_into_a_folder_of_another_search_names_run_dir_as_its_user_gives_it(tmp_path):
+    """`smtrain tune local --run-dir` and `orchestrator.tune_local(..., SearchOptions(run_dir=...))`: the search's
+    options are declared as a run's are (`search_options.SearchOptions`), so its refusals name them the same way
+    (before: `--run-dir` from Python too)."""
+    from orchestrator.emulator.tuning.search import SearchOptions
+
+    job = _spec(tmp_path)
+    search = tmp_path / "search.yaml"
+    search.write_text(yaml.safe_dump({
+        "job": job.name, "objective": {"metric": "train:loss", "type": "Minimize"}, "strategy": "Random",
+        "parameters": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}, "max_jobs": 1}))
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    (folder / "tuning.json").write_text('{"search_spec": "/elsewhere/other.yaml"}')
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(folder)])
+    assert result.exit_code == 2, result.output
+    assert "give another --run-dir to keep them" in " ".join(result.output.split())
+    with pytest.raises(SmtrainError) as raised:
+        orchestrator.tune_local(str(search), SearchOptions(run_dir=folder))
+    assert "give another run_dir= to keep them" in str(raised.value)
+    assert "--run-dir" not in str(raised.value)
+    assert SPEC_WORDS.option(SearchOptions, "budget_seconds", 60) == "--budget 60"
+    assert API_WORDS.option(SearchOptions, "max_jobs", 3) == "max_jobs=3"

@@ -202,15 +202,16 @@ def _unwritable(root: Path, error: OSError, option: str) -> SpecError:
                      fix=f"pass a writable {option}")
 
 
-def hold_directory(root: Path) -> None:
+def hold_directory(root: Path, option: str) -> None:
     """Holds `root` (a tuning search's folder) as a run directory is held, for as long as this process runs (or
     until it holds the folder again: a search of this process into it has ended, `tune_local` returned).
+    `option` is how its user gives another folder (`--run-dir`, `run_dir=`).
 
     Raises:
         SpecError: another process holds it.
     """
     release_directory(root)
-    _lock_run_directory(root, "--run-dir")
+    _lock_run_directory(root, option)
 
 
 def release_directory(root: Path) -> None:

@@ -42,6 +42,7 @@ from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
 from orchestrator.emulator.tuning.choosers import Chooser, chooser_for
 from orchestrator.emulator.tuning.criteria import completion_reason, not_emulated, time_limit
+from orchestrator.emulator.tuning.search_options import SearchOptions
 from orchestrator.emulator.tuning.warm_start import parent_trials
 from orchestrator.errors import SpecError
 from orchestrator.observing.epochs import EpochCounter, line_epoch
@@ -55,6 +56,7 @@ from orchestrator.specs.catalog import lookup
 from orchestrator.specs.loader import LoadedSpec, LoadedTuning
 from orchestrator.specs.topology import topology
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
+from orchestrator.specs.words import FieldWords
 from orchestrator.wording import counted, status_words
 
 WATCH_SECONDS = 0.5
@@ -70,20 +72,6 @@ SEARCHES_ROOT = Path("runs")
 LOG_CHUNK_BYTES = 1 << 20
 """The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
 printing a 32 MiB line costs the search no more than this."""
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    parallel: int | None = None
-    """Trials at once; default: the spec's max_parallel_jobs, at most cores / processes per trial."""
-    max_jobs: int | None = None
-    """Run at most this many trials (fewer than the spec's, for a smaller search)."""
-    budget_seconds: float | None = None
-    """Start no trial after this long, and stop the running ones then (the spec's max_runtime_seconds too)."""
-    run_dir: Path | None = None
-    """The search's directory (default runs/<tuning-name>/); each trial's run directory is inside it."""
-    trial: Options = Options()
-    """How every trial runs (`smtrain local`'s options; its run directory is the search's to choose)."""
 
 
 @dataclass
@@ -153,7 +141,8 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     root = (options.run_dir or SEARCHES_ROOT / name).resolve()
     search_spec = str(loaded.path.resolve()) if loaded.path else None
     settings = search_settings(loaded)
-    earlier = _claim_folder(root, search_spec, settings)
+    words = loaded.job.field_words  # the caller's: `tune local`'s flags, or the API's keywords
+    earlier = _claim_folder(root, search_spec, settings, words)
     (root / STOP_FILE).unlink(missing_ok=True)  # a request left by an earlier search into this folder
     total = min(spec.total_jobs(), options.max_jobs or spec.total_jobs())
     # No more at once than the trials to run: `--max-jobs 1` runs one at a time, whatever max_parallel_jobs says.
@@ -190,7 +179,7 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
         say(f"tuning {name}: the search in {root} is complete ({search.completed_by}): nothing more to run")
     elif earlier and not to_run:
         say(f"tuning {name}: the search in {root} has run {counted(len(earlier.trials), 'trial')} of its {total}: "
-            "nothing more to run (a larger --max-jobs or max_jobs continues it)")
+            f"nothing more to run (a larger {words.option(SearchOptions, 'max_jobs')} or `max_jobs:` continues it)")
     elif earlier:
         say(f"tuning {name}: continuing the search in {root}: its {counted(len(earlier.trials), 'trial')} so far count "
             f"toward its {total} and the best; {to_run} more to run, {parallel} at a time ({spec.strategy.value})")
@@ -233,25 +222,25 @@ def tune_local(loaded: LoadedTuning, options: SearchOptions = SearchOptions(),
     failed = search.errors or search.failure
     result = results("Stopped" if interrupted or asked_to_stop else "Failed" if failed else "Completed")
     if interrupted:
-        say(_interrupted_summary(result))
+        say(_interrupted_summary(result, words))
         raise interruption(interrupted[0])  # the CLI's exit (130), naming the signal; tuning.json is written
     if search.errors:
         raise search.errors[0]
     return result
 
 
-def _interrupted_summary(result: SearchResult) -> str:
+def _interrupted_summary(result: SearchResult, words: FieldWords) -> str:
     """What an interrupted search leaves, as the CLI prints no table after Ctrl-C, and how to go on with it: the
     best so far as the finished search's `best:` line names it (values, masked, and run directory), since
     whoever stops a search early often means to take that trial; the default folder is named anew by each run, so
-    only the same --run-dir continues the search."""
+    only the same run directory continues the search (`words`: named as the caller gives it)."""
     counts = ", ".join(f"{count} {status_words(status)}" for status, count in counts_of(result.trials).items() if count)
     winner = result.best
     best_so_far = (f"best so far {winner.name}, {result.metric} = {winner.objective:.6g}, {winner.hyperparameters}, "
                    f"run directory {winner.run_dir}" if winner else "no best trial yet")
     return (f"tuning {result.name}: interrupted after {counted(len(result.trials), 'trial')} of {result.max_jobs} "
             f"({counts or 'none ran'}); {best_so_far}; results in {result.run_dir} (tuning.json, a run directory "
-            f"per trial); the same command with --run-dir {result.run_dir} continues the search")
+            f"per trial); the same search with {words.option(SearchOptions, 'run_dir', result.run_dir)} continues it")
 
 
 def search_settings(loaded: LoadedTuning) -> str:
@@ -262,7 +251,7 @@ def search_settings(loaded: LoadedTuning) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _claim_folder(root: Path, search_spec: str | None, settings: str) -> SearchResult | None:
+def _claim_folder(root: Path, search_spec: str | None, settings: str, words: FieldWords) -> SearchResult | None:
     """The search's folder, held as a run directory is (a second search into it is refused while this one runs);
     the earlier search it holds, which this one continues when it is of the same spec with the same settings.
 
@@ -274,8 +263,8 @@ def _claim_folder(root: Path, search_spec: str | None, settings: str) -> SearchR
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise SpecError(f"cannot use {root} for the search: {error.strerror or error}",
-                        fix="pass a writable --run-dir") from None
-    hold_directory(root)
+                        fix=f"pass a writable {words.option(SearchOptions, 'run_dir')}") from None
+    hold_directory(root, words.option(SearchOptions, "run_dir"))
     previous = root / SEARCH_RESULTS_FILE
     if not previous.exists():
         return
@@ -284,8 +273,8 @@ def _claim_folder(root: Path, search_spec: str | None, settings: str) -> SearchR
     except (OSError, ValueError):
         document = None
     owner = document.get("search_spec") if isinstance(document, dict) else None
-    keep_or_discard = (f"give another --run-dir to keep them beside a new search, or delete {previous} to "
-                       "discard them")
+    keep_or_discard = (f"give another {words.option(SearchOptions, 'run_dir')} to keep them beside a new search, "
+                       f"or delete {previous} to discard them")
     if owner is None or owner != search_spec:
         raise SpecError(f"{root} already holds another search's results ({previous}"
                         f"{f', of {owner}' if isinstance(owner, str) else ''}); writing this search's would lose them",
