@@ -27,11 +27,11 @@ def test_submit_plans_a_local_runs_plan_again_for_sagemaker(write_spec, bucket, 
     assert job.submission.source_uploaded
 
 
-@pytest.mark.parametrize("given", [123, None, ["tiny"]])
-def test_run_and_plan_of_no_spec_say_which_kinds_they_take(given):
+@pytest.mark.parametrize(("given", "kind"), [(123, "an int"), (None, "None"), (["tiny"], "a list")])
+def test_run_and_plan_of_no_spec_say_which_kinds_they_take(given, kind):
     for call in (lambda: orchestrator.run(given), lambda: orchestrator.plan(given)):
         with pytest.raises(SpecError, match=f"a spec file's path, a spec as a dict, what load_spec returned, a "
-                                            f"JobSpec or a Plan, not {type(given).__name__}"):
+                                            f"JobSpec or a Plan, not {kind}"):
             call()
 
 
