@@ -18,7 +18,6 @@ import errno
 import gzip
 import os
 import shutil
-import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.planning.kernel_file_systems import KernelFileSystems
-from orchestrator.wording import counted
+from orchestrator.wording import counted, special_file_kind
 
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -45,18 +44,13 @@ class NotChannelData(Exception):
         self.entry = entry
 
 
-_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def require_data(path: Path, kernel: KernelFileSystems) -> None:
     """Raises NotChannelData unless `path` (its links followed) is a regular file or a folder off the kernel's file
     systems. Only stat()ed: opening a FIFO waits for a writer, and a device may act on being opened."""
-    found = os.stat(path)
+    kind = special_file_kind(os.stat(path).st_mode)
     link = f"a link to {os.path.realpath(path)}, " if path.is_symlink() else ""
-    for is_kind, kind in _SPECIAL_FILES:
-        if is_kind(found.st_mode):
-            raise NotChannelData(path, f"{link}{kind}")
+    if kind:
+        raise NotChannelData(path, f"{link}{kind}")
     file_system = kernel.holding(path)
     if file_system:
         raise NotChannelData(path, f"{link}on the kernel's {file_system} file system (reading some of its files "
