@@ -1,9 +1,11 @@
 """How a count, a status and a kind of value are written in what smtrain prints: `1 file`, `2 files` (`1 files` and
-`file(s)` read as slips), `in progress` (not `inprogress`), `an int` (not `a int`)."""
+`file(s)` read as slips), `in progress` (not `inprogress`), `an int` (not `a int`), `a named pipe (FIFO)` (not
+`S_IFIFO`)."""
 
 from __future__ import annotations
 
 import re
+import stat
 from typing import Any
 
 
@@ -27,3 +29,13 @@ def kind_of(value: Any) -> str:
         return "None"
     name = type(value).__name__
     return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
+
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a file of this st_mode is when it is neither a regular file nor a folder (`a named pipe (FIFO)`), for a
+    refusal; None for a regular file or a folder."""
+    return next((kind for is_kind, kind in _SPECIAL_FILES if is_kind(mode)), None)

@@ -2,8 +2,9 @@
 
 Their files look like regular files and are not: reading /proc/kmsg waits for the kernel's next message forever,
 /proc/kcore is the machine's memory, a file of /sys may block on its device. A source_dir or channel folder that is
-one of them, or holds one (`source_dir: /`), would hang `smtrain plan` with no output. Packing asks here, once per
-tree, which devices those file systems are, then compares each folder's.
+one of them, or holds one (`source_dir: /`), would hang `smtrain plan` with no output, and a local channel holding
+a link to /proc/kmsg would hang `smtrain local`. Packing and a channel's copy ask here, once per tree, which devices
+those file systems are, then compare each folder's (and each file's, for a channel).
 """
 
 from __future__ import annotations

@@ -125,15 +125,24 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
     """
     directory = Path(source_dir).resolve()
     selection = _Selection(directory, withhold)
-    files = tuple(selection.files())
-    sizes = {relative: _size(directory, relative) for relative in files}
+    candidates = selection.files()
+    sizes = {relative: _size(directory, relative) for relative in candidates}
     sink = _GzipSink(max_bytes)
+    packed: list[str] = []
     try:
-        with stage("packing", sum(sizes.values()), len(files)) as advance, tarfile.open(
+        with stage("packing", sum(sizes.values()), len(candidates)) as advance, tarfile.open(
                 fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
             tar.copybufsize = _READ_BYTES
-            for relative in files:
+            # Each file is searched for a private key just before it is packed, not the whole tree first: a tree
+            # over the limit is read only as far as the limit (a forgotten 5 GB dataset was read whole).
+            for relative in candidates:
+                if _holds_private_key(directory, relative):
+                    selection.withheld.append(relative)
+                    advance(sizes[relative], 1)
+                    continue
                 _add_file(tar, directory, relative, advance)
+                packed.append(relative)
+            selection.check_hard_links(packed)
         sink.finish()
     except _TooLarge:
         sink.discard()
@@ -141,7 +150,7 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
     except BaseException:
         sink.discard()
         raise
-    source = SourcePackage(directory=directory, files=files, sha256=sink.sha256.hexdigest(),
+    source = SourcePackage(directory=directory, files=tuple(packed), sha256=sink.sha256.hexdigest(),
                            size_bytes=sink.size, tarball=sink.path, withheld=tuple(sorted(selection.withheld)))
     weakref.finalize(source, sink.discard)
     return source
@@ -327,6 +336,7 @@ class _Selection:
                             "ship (reading some never ends)", fix="point source_dir at the folder of your code")
 
     def files(self) -> list[str]:
+        """The files to pack, sorted, before any is read: `package` leaves out those holding a private key."""
         included = []
         for root, dirs, names in os.walk(self._directory, onerror=self._walk_error):
             root_path = Path(root)
@@ -345,16 +355,11 @@ class _Selection:
                     continue
                 if path.is_symlink():
                     self._check_link(path, relative)
-                if not path.is_file():  # a socket, FIFO or device
-                    continue
-                if _holds_private_key(self._directory, relative):
-                    self.withheld.append(relative)
-                else:
+                if path.is_file():  # not a socket, FIFO or device
                     included.append(relative)
-        self._check_hard_links(included)
         return sorted(included)
 
-    def _check_hard_links(self, included: list[str]) -> None:
+    def check_hard_links(self, included: list[str]) -> None:
         """A file with more names than the package holds is refused: its other name may be `.env` or a
         credentials file outside source_dir, shipped here under a harmless name."""
         names: dict[tuple[int, int], list[str]] = {}

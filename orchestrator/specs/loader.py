@@ -38,7 +38,7 @@ from orchestrator.specs.model import JobSpec, is_uri, one_line
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
-from orchestrator.wording import counted, kind_of
+from orchestrator.wording import counted, kind_of, special_file_kind
 
 if TYPE_CHECKING:
     from orchestrator.specs.tuning import TuningSpec
@@ -209,17 +209,32 @@ def _file_path(path: Any, what: str, fix: str) -> Path:
 
 
 def _read_text(path: Path) -> str:
-    """The spec's text: a regular file (not /dev/zero or a FIFO) of at most MAX_SPEC_BYTES, UTF-8 without NULs."""
+    """The spec's text: a regular file (not /dev/zero or a FIFO) of at most MAX_SPEC_BYTES, UTF-8 without NULs.
+    Opened once, without blocking, and read from that descriptor only once it says it is a regular file: a check of
+    the path before the open would let a FIFO swapped in between hold the open forever."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file")
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such spec file", fix=_missing_spec_fix(path)) from None
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+        raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc)) from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file")
+        try:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+        except OSError as exc:
+            raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc)) from None
     return decode_bounded(data, str(path))
+
+
+def _unreadable_spec_fix(path: Path, error: OSError) -> str:
+    """What to do about a spec file that is there but cannot be opened or read."""
+    if error.errno == errno.ELOOP:
+        return f"point the symbolic link at the spec file itself (`ls -l {path}` shows where it leads)"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"let this user read it (chmod u+r {path}), or give a copy you can read"
+    return "give the path of a YAML spec file you can read"
 
 
 def _missing_spec_fix(path: Path) -> str:
@@ -381,6 +396,20 @@ def _anchor_holders(node: Any, text: str) -> set[str]:
             and text[value.start_mark.index:value.start_mark.index + 1] == "&"}
 
 
+_SIMPLE_KEY_CHARACTERS = 1024
+"""PyYAML's simple key limit: a key not written as `? key` must end within this many characters of its start."""
+
+
+def _over_long_key(line: str, column: int) -> int | None:
+    """The length of the key that ends at the `:` at `column` of `line`, when it is longer than PyYAML reads as a
+    key (the parser then says "did not find expected ','" or "mapping values are not allowed here")."""
+    if line[column:column + 1] != ":":
+        return None
+    start = max(line.rfind(opening, 0, column) for opening in "{[,") + 1
+    length = len(line[start:column].strip().removeprefix("- ").strip())
+    return length if length > _SIMPLE_KEY_CHARACTERS else None
+
+
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     """The message and fix for text that is not one YAML document. A tab in the indentation and a second
     document (`---`) are named as such: the parser's own words for them ("found character that cannot start any
@@ -393,6 +422,11 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     if mark and mark.line < len(lines) and lines[mark.line][mark.column:mark.column + 1] == "\t":
         return ("YAML: a tab character; YAML indents with spaces only",
                 f"replace the tab on line {mark.line + 1} with spaces (your editor can insert spaces for the Tab key)")
+    over_long = _over_long_key(lines[mark.line], mark.column) if mark and mark.line < len(lines) else None
+    if over_long:
+        return (f"YAML: a key of {over_long} characters, longer than the {_SIMPLE_KEY_CHARACTERS} PyYAML reads as a key "
+                "(its simple key limit), so the parser sees no key here",
+                "shorten the key: no name SageMaker takes is this long (a hyperparameter's is at most 256 characters)")
     if isinstance(exc, NoSuchDate):
         return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
     if isinstance(exc, BareEquals):
@@ -706,7 +740,12 @@ def _missing_files(spec: JobSpec, path: Path | None, positions: dict[Loc, tuple[
                         f"{source_dir} is not a directory", "source_dir is relative to the spec file's folder")]
     problems = []
     entry_point = source_dir / spec.entry_point
-    if not entry_point.is_file():
+    if entry_point.exists() and not entry_point.is_file():  # a folder, a FIFO, a device: it is there, but no script
+        problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
+                                f"{spec.entry_point} in {source_dir} is not a regular file "
+                                f"({special_file_kind(entry_point.stat().st_mode) or 'a folder'}), so it is no script to run",
+                                "point entry_point at your training script (a .py or .sh file)"))
+    elif not entry_point.is_file():
         problems.append(Problem(_where(path, positions, overrides, ("entry_point",)), "entry_point",
                                 f"{spec.entry_point} is not in {source_dir}", _entry_point_fix(spec, source_dir)))
     elif not entry_point.resolve().is_relative_to(source_dir.resolve()):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -103,3 +106,104 @@ def test_a_channel_folder_nested_deeper_than_any_s3_key_is_refused_before_the_ru
     assert result.returncode == 2, result.stdout + result.stderr
     assert "input train: " in result.stderr and "nests folders more than 512 deep (a/...)" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
+
+
+COPY_LIMIT_BYTES = 16 << 20
+"""Every copy below runs with its file size limited to this: without the refusal, /dev/zero filled the disk."""
+
+
+def _bounded() -> None:
+    """A child's writes past COPY_LIMIT_BYTES fail with EFBIG (a full disk fails them with ENOSPC)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (COPY_LIMIT_BYTES, COPY_LIMIT_BYTES))
+
+
+COPY = """
+import sys
+from pathlib import Path
+from orchestrator.emulator.preparing.channels import copy_tree
+try:
+    copy_tree(Path(sys.argv[1]), Path(sys.argv[2]), lambda directory, names: set())
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+
+
+def _special_entry(data: Path, kind: str) -> str:
+    """Makes `data/held` an entry no S3 object can hold; returns what the refusal calls it."""
+    if kind == "link to /dev/zero":
+        (data / "held").symlink_to("/dev/zero")
+        return "a link to /dev/zero, a character device"
+    if kind == "link to a file of /proc":
+        (data / "held").symlink_to("/proc/version")
+        return "a link to /proc/version, on the kernel's proc file system"
+    if kind == "fifo":
+        os.mkfifo(data / "held")
+        return "a named pipe (FIFO)"
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(data / "held"))
+    listening.close()
+    return "a socket"
+
+
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "link to a file of /proc", "fifo", "socket"])
+def test_a_channel_entry_no_s3_object_can_hold_is_refused_by_name_before_it_is_read(tmp_path, kind):
+    """A link to /dev/zero was copied until the disk was full, one to /proc/kmsg waited for the kernel's next
+    message forever (a file of /proc stands for it here), and a FIFO or socket inside the channel was left out
+    without a word. A channel on SageMaker is copied from S3 objects: it never holds any of them."""
+    if not Path("/dev/zero").is_char_device() or not Path("/proc/version").is_file():
+        pytest.skip("no /dev or /proc on this machine")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.csv").write_text("1,2\n")
+    what = _special_entry(data, kind)
+    copy = tmp_path / "copy"
+    result = subprocess.run([sys.executable, "-c", COPY, str(data), str(copy)], capture_output=True, text=True,
+                            timeout=120, preexec_fn=_bounded, check=False)
+    assert result.stdout.startswith(f"NotChannelData {data / 'held'} is {what}"), result.stdout + result.stderr
+    assert not os.path.lexists(copy / "held")
+
+
+def _local_with_dev_zero(tmp_path: Path, how: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`smtrain local` with a channel that is, or holds, a link `zero` to /dev/zero; returns the run and the link."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.csv").write_text("1,2\n")
+    (data / "zero").symlink_to("/dev/zero")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.py").write_text("print('ran')\n")
+    spec = job / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "zero", "entry_point": "train.py", "framework_version": "2.3.0",
+                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600}))
+    channel = data / "zero" if how == "the channel itself" else data
+    result = subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--input",
+                             f"train={channel}", "--run-dir", str(tmp_path / "run"),
+                             *(["--link-inputs"] if how == "--link-inputs" else [])],
+                            capture_output=True, text=True, timeout=300, cwd=job, preexec_fn=_bounded, check=False)
+    return result, data / "zero"
+
+
+@pytest.mark.parametrize("how", ["a link in the channel folder", "--link-inputs"])
+def test_smtrain_local_refuses_a_link_to_dev_zero_in_a_channel_in_one_line_naming_it(tmp_path, how):
+    """A link to /dev/zero in a channel folder (copied, or copied by --link-inputs across file systems) filled the
+    disk: now one ChannelError naming it, with what to do."""
+    if not Path("/dev/zero").is_char_device():
+        pytest.skip("no /dev/zero on this machine")
+    result, zero = _local_with_dev_zero(tmp_path, how)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert f"ChannelError: copying channel train from {zero.parent} into algo-1's " in output
+    assert f"was refused: {zero} is a link to /dev/zero, a character device: SageMaker copies a channel" in output
+    assert f"To fix: remove {zero} from the channel's folder, then run again" in output
+
+
+def test_smtrain_local_refuses_a_channel_that_is_dev_zero_before_the_run(tmp_path):
+    """`--input train=<a link to /dev/zero>` filled the disk: now refused before anything is written."""
+    if not Path("/dev/zero").is_char_device():
+        pytest.skip("no /dev/zero on this machine")
+    result, _ = _local_with_dev_zero(tmp_path, "the channel itself")
+    output = result.stdout + result.stderr
+    assert result.returncode == 2 and "Traceback" not in output, output
+    assert "input train: /dev/zero is a character device: SageMaker copies a channel from S3" in output
+    assert "To fix: pass --input train=<a folder of files>" in output and not (tmp_path / "run").exists()

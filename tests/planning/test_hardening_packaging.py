@@ -220,3 +220,33 @@ def test_a_source_dir_of_the_kernels_file_systems_is_refused_before_any_file_is_
     result = smtrain("plan", str(spec), cwd=tmp_path, memory_limit_bytes=2 << 30, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert expected in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def _bytes_read() -> int:
+    """What this process has read through read() so far (Linux's /proc/self/io), caches and all."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_a_tree_over_the_limit_is_read_only_as_far_as_the_limit(tmp_path):
+    """A forgotten 20 MB of incompressible data against a 1 MB limit: every file was searched for a private key
+    before the first was packed, so the whole tree was read before the limit refused it (a 5 GB dataset, 5 GB)."""
+    if not Path("/proc/self/io").is_file():
+        pytest.skip("no /proc/self/io to count the bytes read")
+    source = _write(tmp_path / "src", {"train.py": "print('hi')\n"})
+    (source / "data").mkdir()
+    for index in range(20):
+        (source / "data" / f"part-{index:02}.bin").write_bytes(os.urandom(1 << 20))
+    before = _bytes_read()
+    with pytest.raises(SpecError, match="packs to more than the 1.0 MB limit"):
+        package(source, max_bytes=1 << 20)
+    assert _bytes_read() - before < 6 << 20
+
+
+def test_a_file_holding_a_private_key_is_still_left_out_and_named(tmp_path):
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+    source = _write(tmp_path / "src", {"train.py": "print('hi')\n", "deploy_key": key, "z.py": "x = 1\n"})
+    packed = package(source)
+    assert packed.files == ("train.py", "z.py") and packed.withheld == ("deploy_key",)

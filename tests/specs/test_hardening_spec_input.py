@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -98,6 +99,38 @@ def test_a_device_or_fifo_is_not_read(tmp_path):
     fifo = tmp_path / "spec.yaml"
     os.mkfifo(fifo)
     _assert_one_message(_validate(fifo), f"{fifo}: not a regular file")
+
+
+SWAPPED = """
+import pathlib, sys
+from orchestrator.specs.loader import load
+spec, earlier = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+look = pathlib.Path.stat
+pathlib.Path.stat = lambda path, **kw: look(earlier if path == spec else path, **kw)  # what a check saw before
+try:
+    load(spec)
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+
+
+def test_a_spec_swapped_for_a_fifo_after_any_check_is_not_read(tmp_path):
+    """The spec was checked to be a regular file, then opened by its path: a FIFO put there in between held the
+    open forever. Here every look at the path sees the regular file it was a moment before (the swap), the open
+    finds the FIFO, and the process's time limit ends a wait."""
+    regular = tmp_path / "was.yaml"
+    regular.write_text(HEAD)
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    result = subprocess.run([sys.executable, "-c", SWAPPED, str(fifo), str(regular)], capture_output=True,
+                            text=True, timeout=30, cwd=REPO, check=False)
+    assert result.stdout.startswith(f"SpecError {fifo}: not a regular file"), result.stdout + result.stderr
+
+
+def test_a_spec_path_that_loops_says_what_to_do(tmp_path):
+    (tmp_path / "spec.yaml").symlink_to("spec.yaml")
+    _assert_one_message(_validate(tmp_path / "spec.yaml"), "cannot read: Too many levels of symbolic links",
+                        f"To fix: point the symbolic link at the spec file itself (`ls -l {tmp_path}/spec.yaml`")
 
 
 @pytest.mark.parametrize(("override", "expected"), [
@@ -209,7 +242,9 @@ def test_an_entry_point_named_train_py_that_is_no_file_is_never_read(tmp_path, k
     spec = tmp_path / "spec.yaml"
     spec.write_text(HEAD + "source_dir: src\n")
     result = smtrain("validate", str(spec), cwd=REPO, memory_limit_bytes=1 << 30, timeout=120)
-    _assert_one_message(result, f"{spec}:2:1: entry_point: train.py is not in {source}")
+    what = "a named pipe (FIFO)" if kind == "fifo" else "a character device"
+    _assert_one_message(result, f"{spec}:2:1: entry_point: train.py in {source} is not a regular file ({what}), so "
+                        "it is no script to run", "point entry_point at your training script")
 
 
 def test_a_path_with_terminal_escapes_is_shown_escaped_in_errors(tmp_path):
@@ -228,3 +263,12 @@ def test_a_path_with_terminal_escapes_is_shown_escaped_in_errors(tmp_path):
         result = CliRunner().invoke(main, args)
         assert "\x1b" not in result.output and "\x07" not in result.output, (args, result.output)
         assert "\\u001b]52;c;aGk=\\u0007\\u001b[2J" in result.output, (args, result.output)
+
+
+@pytest.mark.parametrize("body", [f"hyperparameters:\n  {'k' * 1100}: 1\n", f"hyperparameters: {{{'k' * 1100}: 1}}\n"])
+def test_a_key_longer_than_pyyaml_reads_is_named_as_such(spec_file, body):
+    """PyYAML reads a key of at most 1024 characters: beyond, it said "did not find expected ','" (or "mapping
+    values are not allowed here"), which names no key and no limit."""
+    path = spec_file(HEAD + body)
+    _assert_one_message(_validate(path), f"{path}:", "YAML: a key of 1100 characters, longer than the 1024 PyYAML "
+                        "reads as a key (its simple key limit)", "shorten the key")

@@ -24,13 +24,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.wording import counted
+from orchestrator.planning.kernel_file_systems import KernelFileSystems
+from orchestrator.wording import counted, special_file_kind
 
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 MAX_DEPTH = 512
 """No S3 key (at most 1,024 bytes) names a file more folders deep than this; walking a folder nested past about
 1,000 would also exhaust Python's recursion (os.walk and rglob recurse before Python 3.12)."""
+
+
+class NotChannelData(Exception):
+    """An entry of a local channel that no S3 object could hold, so SageMaker's copy of the channel never holds it:
+    a FIFO, a socket, a device, or a file of the kernel's own file systems. Copying one was a run that never ended
+    (a link to /proc/kmsg waits for the kernel's next message) or that filled the disk (a link to /dev/zero)."""
+
+    def __init__(self, entry: Path, what: str) -> None:
+        super().__init__(f"{entry} is {what}: SageMaker copies a channel from S3 objects, and no object holds that")
+        self.entry = entry
+
+
+def require_data(path: Path, kernel: KernelFileSystems) -> None:
+    """Raises NotChannelData unless `path` (its links followed) is a regular file or a folder off the kernel's file
+    systems. Only stat()ed: opening a FIFO waits for a writer, and a device may act on being opened."""
+    kind = special_file_kind(os.stat(path).st_mode)
+    link = f"a link to {os.path.realpath(path)}, " if path.is_symlink() else ""
+    if kind:
+        raise NotChannelData(path, f"{link}{kind}")
+    file_system = kernel.holding(path)
+    if file_system:
+        raise NotChannelData(path, f"{link}on the kernel's {file_system} file system (reading some of its files "
+                                   "never ends)")
 
 
 def objects(source: Path) -> list[Path]:
@@ -104,22 +128,24 @@ def place_share(source: Path, items: list[Path], target: Path, link: bool) -> li
     """Writes `items` of the channel at `source` under `target`, keeping their keys (paths under the prefix);
     returns those that `link` could not link (copied instead)."""
     target.mkdir(parents=True, exist_ok=True)
+    kernel = KernelFileSystems.mounted()
     copied = []
     for item in items:
         destination = target / (item.relative_to(source) if source.is_dir() else item.name)
         destination.parent.mkdir(parents=True, exist_ok=True)
         if not link:
-            shutil.copy2(item, destination)
-        elif not link_file(item, destination):
+            copy_file(item, destination, kernel)
+        elif not link_file(item, destination, kernel):
             copied.append(item)
     return copied
 
 
-def link_file(source: Path, target: Path) -> bool:
+def link_file(source: Path, target: Path, kernel: KernelFileSystems) -> bool:
     """`--link-inputs`' link: a hard link, which the host's read-only mount of its input/data covers. Where none
     can be made (another file system, a file the kernel will not let this user link, its link count full) the
     file is copied and False returned: a symbolic link would lead the job's writes out of the mount, into the
     user's file."""
+    require_data(source, kernel)
     try:
         os.link(source, target, follow_symlinks=True)
     except OSError as error:
@@ -130,18 +156,30 @@ def link_file(source: Path, target: Path) -> bool:
     return True
 
 
+def copy_file(source: Path, target: Path, kernel: KernelFileSystems) -> None:
+    """One file of a channel copied, once `require_data` has said it is one."""
+    require_data(source, kernel)
+    shutil.copy2(source, target)
+
+
 def copy_tree(source: Path, target: Path, skip: Callable[[str, list[str]], set[str]]) -> None:
     """A host's copy of a channel folder, as an upload to S3 and SageMaker's download would leave it: never a
     link to outside the channel (the job's write to its copy would change the user's file there), so a link that
     leads outside is copied as what it points at, and a link that stays inside becomes the same relative link in
     the copy (it reads the copy's file). A link that leads nowhere is left out, as an upload skips it. `skip`
-    names, as shutil.copytree's `ignore` does, the folders not to copy (a run directory inside the channel)."""
+    names, as shutil.copytree's `ignore` does, the folders not to copy (a run directory inside the channel).
+
+    Raises:
+        NotChannelData: an entry no S3 object could hold (`require_data`), before any of it is read.
+    """
     root = Path(os.path.realpath(source))
-    _copy_folder(root, root, target, skip, {root})
+    kernel = KernelFileSystems.mounted()
+    require_data(root, kernel)
+    _copy_folder(root, root, target, skip, frozenset({root}), kernel)
 
 
 def _copy_folder(root: Path, folder: Path, target: Path, skip: Callable[[str, list[str]], set[str]],
-                 copying: set[Path]) -> None:
+                 copying: frozenset[Path], kernel: KernelFileSystems) -> None:
     target.mkdir(exist_ok=True)
     with os.scandir(folder) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
@@ -151,9 +189,10 @@ def _copy_folder(root: Path, folder: Path, target: Path, skip: Callable[[str, li
             continue
         source, destination = Path(entry.path), target / entry.name
         if not entry.is_symlink():
+            require_data(source, kernel)
             if entry.is_dir():
-                _copy_folder(root, source, destination, skip, copying)
-            elif entry.is_file():
+                _copy_folder(root, source, destination, skip, copying, kernel)
+            else:
                 shutil.copy2(source, destination)
             continue
         resolved = Path(os.path.realpath(source))
@@ -162,9 +201,11 @@ def _copy_folder(root: Path, folder: Path, target: Path, skip: Callable[[str, li
         if resolved == root or resolved.is_relative_to(root):
             inside = target.joinpath(*[".."] * len(folder.relative_to(root).parts)) if folder != root else target
             destination.symlink_to(os.path.relpath(inside / resolved.relative_to(root), target))
-        elif resolved.is_dir():
+            continue
+        require_data(source, kernel)
+        if resolved.is_dir():
             if resolved not in copying:  # a link back to a folder being copied would copy forever
-                _copy_folder(resolved, resolved, destination, skip, copying | {resolved})
+                _copy_folder(resolved, resolved, destination, skip, copying | {resolved}, kernel)
         else:
             shutil.copy2(resolved, destination)
 

@@ -56,6 +56,7 @@ from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.status import STATUS_FILE, STOP_FILE, StatusReport, terminal_status
 from orchestrator.errors import RunFailed, SmtrainError, SpecError
 from orchestrator.observing.metric_series import METRICS_FILE
+from orchestrator.planning.kernel_file_systems import KernelFileSystems
 from orchestrator.planning.packaging import SourcePackage
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.wording import counted
@@ -362,6 +363,10 @@ def _place_channels(job: ContainerJob, host: Host, group: str, channel_paths: di
         source_dir = channel_paths[channel.name]
         try:
             unlinked[channel.name] = _place_channel(job, channel, source_dir, host, link_inputs)
+        except channels.NotChannelData as refused:
+            raise RunFailed(f"ChannelError: copying channel {channel.name} from {source_dir} into {host.name}'s "
+                            f"{host.data_dir / channel.name} was refused: {refused}",
+                            fix=f"remove {refused.entry} from the channel's folder, then run again") from None
         except (OSError, shutil.Error) as error:
             raise RunFailed(f"ChannelError: copying channel {channel.name} from {source_dir} into {host.name}'s "
                             f"{host.data_dir / channel.name} failed: {_copy_error(error)}",
@@ -419,15 +424,18 @@ def _link_tree(source: Path, target: Path) -> list[Path]:
     """`--link-inputs`: the channel's directories made in the run, its files hard-linked (copied where they cannot
     be: returned), so a job that deletes, renames or replaces its channel's files does so in the run, never to the
     user's data. Writing into an existing file in place still reaches the original (the option says so)."""
+    kernel = KernelFileSystems.mounted()
+    channels.require_data(source, kernel)
     if source.is_file():
         target.mkdir()
-        return [] if channels.link_file(source, target / source.name) else [source]
+        return [] if channels.link_file(source, target / source.name, kernel) else [source]
     copied = []
     for root, dirs, names in os.walk(source):
         here = target / Path(root).relative_to(source)
         here.mkdir(exist_ok=True)
         dirs[:] = [name for name in dirs if name not in _run_directories(root, dirs)]
-        copied += [Path(root) / name for name in names if not channels.link_file(Path(root) / name, here / name)]
+        copied += [Path(root) / name for name in names
+                   if not channels.link_file(Path(root) / name, here / name, kernel)]
     return copied
 
 
@@ -470,7 +478,7 @@ def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host
         channels.copy_tree(source, target, _run_directories)
     else:
         target.mkdir()
-        shutil.copy2(source, target / source.name)
+        channels.copy_file(source, target / source.name, KernelFileSystems.mounted())
     return []
 
 

@@ -64,11 +64,13 @@ from orchestrator.emulator.launching.toolkit_launchers import (
 from orchestrator.emulator.preparing import layout as run_layout
 from orchestrator.emulator.preparing.channels import (
     MAX_DEPTH,
+    NotChannelData,
     PipeChannel,
     first_not_gzip,
     folder_too_deep,
     link_inputs_notice,
     objects,
+    require_data,
     unlinked_notice,
 )
 from orchestrator.emulator.preparing.usercode import Overlay, install_user_code
@@ -77,6 +79,7 @@ from orchestrator.emulator.supervising.stacks import FAULTHANDLER_ENVIRONMENT
 from orchestrator.emulator.supervising.status import StatusReport
 from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.observing.root_cause import SourcePaths
+from orchestrator.planning.kernel_file_systems import KernelFileSystems
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.target import S3Uri
 from orchestrator.redact import machine_secrets, mask_text, redact, secret_values
@@ -460,6 +463,13 @@ def _local_channel(channel: Channel, run_dir: Path, words: FieldWords) -> Path:
     if not path.exists() and not path.is_relative_to(run_dir):
         raise SpecError(f"input {channel.name}: {path} does not exist",
                         fix=f"pass {words.option(Options, 'inputs', (channel.name, '<local path>'))}")
+    if path.exists():
+        try:
+            require_data(path, KernelFileSystems.mounted())
+        except NotChannelData as refused:
+            raise SpecError(f"input {channel.name}: {refused}",
+                            fix=f"pass {words.option(Options, 'inputs', (channel.name, '<a folder of files>'))}"
+                            ) from None
     deep = folder_too_deep(path)
     if deep is not None:
         raise SpecError(f"input {channel.name}: {path} nests folders more than {MAX_DEPTH} deep "
