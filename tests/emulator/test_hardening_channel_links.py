@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -17,7 +18,8 @@ import pytest
 import yaml
 from deep_trees import nested_folders
 
-from orchestrator.emulator.preparing.channels import copy_tree
+from orchestrator.contract import RUN_MARKER_FILE
+from orchestrator.emulator.preparing.channels import NotChannelData, copy_tree, objects
 
 pytestmark = pytest.mark.hardening
 
@@ -77,17 +79,19 @@ def test_a_job_writing_to_its_channel_copy_leaves_the_users_file_and_reads_insid
     assert json.dumps({"relative": "inside\n"}) in log
 
 
-def _local_with_input(tmp_path: Path, train: object) -> subprocess.CompletedProcess:
-    """`smtrain local` of a one-host job whose `train` input is `train`, from the job's folder."""
+def _local_with_input(tmp_path: Path, train: object, hosts: int = 1) -> subprocess.CompletedProcess:
+    """`smtrain local` of a job of `hosts` hosts whose `train` input is `train`, from the job's folder, its
+    copies bounded in size (`_bounded`)."""
     job = tmp_path / "job"
     job.mkdir()
     (job / "train.py").write_text("print('ran')\n")
     spec = job / "spec.yaml"
     spec.write_text(yaml.safe_dump({"name": "inputs", "entry_point": "train.py", "framework_version": "2.3.0",
-                                    "instance": {"type": "ml.c5.2xlarge", "count": 1}, "max_run_seconds": 600,
+                                    "instance": {"type": "ml.c5.2xlarge", "count": hosts}, "max_run_seconds": 600,
                                     "inputs": {"train": train}}))
     return subprocess.run([sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir",
-                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job, check=False)
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=job,
+                          preexec_fn=_bounded, check=False)
 
 
 def test_a_gzip_pipe_channel_over_plain_files_is_refused_before_the_run(tmp_path):
@@ -129,6 +133,10 @@ except Exception as error:
 """
 
 
+SPECIAL_ENTRIES = ["link to /dev/zero", "link to a file of /proc", "fifo", "socket"]
+NO_OBJECT_HOLDS_THAT = "SageMaker copies a channel from S3 objects, and no object holds that"
+
+
 def _special_entry(data: Path, kind: str) -> str:
     """Makes `data/held` an entry no S3 object can hold; returns what the refusal calls it."""
     if kind == "link to /dev/zero":
@@ -146,7 +154,7 @@ def _special_entry(data: Path, kind: str) -> str:
     return "a socket"
 
 
-@pytest.mark.parametrize("kind", ["link to /dev/zero", "link to a file of /proc", "fifo", "socket"])
+@pytest.mark.parametrize("kind", SPECIAL_ENTRIES)
 def test_a_channel_entry_no_s3_object_can_hold_is_refused_by_name_before_it_is_read(tmp_path, kind):
     """A link to /dev/zero was copied until the disk was full, one to /proc/kmsg waited for the kernel's next
     message forever (a file of /proc stands for it here), and a FIFO or socket inside the channel was left out
@@ -207,3 +215,64 @@ def test_smtrain_local_refuses_a_channel_that_is_dev_zero_before_the_run(tmp_pat
     assert result.returncode == 2 and "Traceback" not in output, output
     assert "input train: /dev/zero is a character device: SageMaker copies a channel from S3" in output
     assert "To fix: pass --input train=<a folder of files>" in output and not (tmp_path / "run").exists()
+
+
+def _channel_with(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A channel folder of one file and `held`, an entry of `kind`; returns it and what the refusal calls `held`."""
+    if not Path("/dev/zero").is_char_device() or not Path("/proc/version").is_file():
+        pytest.skip("no /dev or /proc on this machine")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.csv").write_text("1,2\n")
+    return data, _special_entry(data, kind)
+
+
+@pytest.mark.parametrize("kind", SPECIAL_ENTRIES)
+def test_the_objects_a_share_deals_out_and_a_pipe_carries_refuse_what_no_s3_object_holds(tmp_path, kind):
+    """`objects` gave ShardedByS3Key and Pipe mode a link to a file of /proc (a link to /proc/kmsg hung the Pipe
+    feeder) and left out a FIFO, socket or link to /dev/zero without a word, where a full copy refuses each."""
+    data, what = _channel_with(tmp_path, kind)
+    with pytest.raises(NotChannelData, match=f"^{re.escape(str(data / 'held'))} is {re.escape(what)}"):
+        objects(data)
+
+
+def test_the_objects_leave_out_a_run_directory_s_fifos_and_a_link_leading_nowhere(tmp_path):
+    """A run directory inside the channel (`inputs: .`) holds its Pipe FIFOs while it runs: not the channel's."""
+    data = tmp_path / "data"
+    run = data / "runs" / "earlier"
+    run.mkdir(parents=True)
+    (run / RUN_MARKER_FILE).write_text("")
+    os.mkfifo(run / "train_0")
+    (data / "a.csv").write_text("1,2\n")
+    (data / "dangling").symlink_to(tmp_path / "missing")
+    assert objects(data) == [data / "a.csv"]
+
+
+@pytest.mark.parametrize(("kind", "compression"), [("link to a file of /proc", "Gzip"),
+                                                   ("link to a file of /proc", None), ("link to /dev/zero", None),
+                                                   ("fifo", None)])
+def test_smtrain_local_refuses_a_pipe_channel_holding_what_no_s3_object_holds_before_the_run(tmp_path, kind,
+                                                                                               compression):
+    """A Pipe channel's files are read by its Gzip check before the run and by its feeder during it: a link to
+    /proc/kmsg hung either (a file of /proc stands for it here); a FIFO or a link to /dev/zero was left out."""
+    data, what = _channel_with(tmp_path, kind)
+    channel = {"uri": str(data), "input_mode": "Pipe", **({"compression": compression} if compression else {})}
+    result = _local_with_input(tmp_path, channel)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2 and "Traceback" not in output, output
+    assert f"input train: {data / 'held'} is {what}" in output and NO_OBJECT_HOLDS_THAT in output
+    assert f"To fix: remove {data / 'held'} from the channel's folder, then run again" in output
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "link to /dev/zero"])
+def test_smtrain_local_refuses_a_sharded_channel_holding_what_no_s3_object_holds_as_a_full_copy_does(tmp_path, kind):
+    """A ShardedByS3Key share left out a FIFO, socket or link to /dev/zero without a word, where a full copy of the
+    same folder refuses it: now the same ChannelError, in the same words."""
+    data, what = _channel_with(tmp_path, kind)
+    result = _local_with_input(tmp_path, {"uri": str(data), "distribution": "ShardedByS3Key"}, hosts=2)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    assert f"ChannelError: copying channel train from {data} into algo-1's " in output
+    assert f"was refused: {data / 'held'} is {what}" in output and NO_OBJECT_HOLDS_THAT in output
+    assert f"To fix: remove {data / 'held'} from the channel's folder, then run again" in output

@@ -58,11 +58,29 @@ def require_data(path: Path, kernel: KernelFileSystems) -> None:
 
 
 def objects(source: Path) -> list[Path]:
-    """The channel's objects, as keys under its prefix: every file below `source` (or `source` itself), sorted."""
+    """The channel's objects, as keys under its prefix: every file below `source` (or `source` itself), sorted.
+    What ShardedByS3Key deals out and what a Pipe-mode FIFO carries: each entry passes `require_data`, as a full
+    copy's does, so neither leaves out a FIFO without a word nor reads a link to /dev/zero or /proc/kmsg. A link
+    that leads nowhere is left out (an upload skips it); a linked folder is not walked; a run directory inside the
+    data is neither walked nor checked (its FIFOs are a run's own).
+
+    Raises:
+        NotChannelData: an entry no S3 object could hold, before any of it is read.
+    """
+    kernel = KernelFileSystems.mounted()
+    require_data(source, kernel)
     if source.is_file():
         return [source]
-    runs = {marker.parent for marker in source.rglob(RUN_MARKER_FILE)}  # never a run directory inside the data
-    found = (path for path in source.rglob("*") if path.is_file() and not runs.intersection(path.parents))
+    found = []
+    for folder, folders, names in os.walk(source):
+        if Path(folder, RUN_MARKER_FILE).is_file():  # never a run directory inside the data
+            folders.clear()
+            continue
+        for name in [*names, *(name for name in folders if Path(folder, name).is_symlink())]:
+            entry = Path(folder, name)
+            if entry.exists():
+                require_data(entry, kernel)
+                found += [entry] if entry.is_file() else []
     return sorted(found, key=lambda path: path.relative_to(source).as_posix())
 
 

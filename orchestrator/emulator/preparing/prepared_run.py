@@ -476,7 +476,20 @@ def _local_channel(channel: Channel, run_dir: Path, words: FieldWords) -> Path:
                         f"({deep.relative_to(path).parts[0]}/...); no S3 key (at most 1,024 bytes) names a file so "
                         "deep, so SageMaker could not deliver it",
                         fix=f"pass {words.option(Options, 'inputs', (channel.name, '<a shallower folder>'))}")
+    if channel.pipe and path.exists():
+        _refuse_pipe_entries(channel.name, path)
     return path.resolve()
+
+
+def _refuse_pipe_entries(name: str, path: Path) -> None:
+    """A Pipe-mode channel's entries checked before the run, as a copied channel's are while it is copied: its
+    files are read by its Gzip check and while the job runs, where a link to /proc/kmsg hung the run (and a FIFO or
+    a link to /dev/zero was left out without a word)."""
+    try:
+        objects(path)
+    except NotChannelData as refused:
+        raise SpecError(f"input {name}: {refused}",
+                        fix=f"remove {refused.entry} from the channel's folder, then run again") from None
 
 
 def _download_channel(name: str, uri: str, words: FieldWords) -> Path:
