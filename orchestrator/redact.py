@@ -23,10 +23,17 @@ from typing import Any, TypeVar
 
 Shown = TypeVar("Shown", bound=type)
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
+# TOKEN, but not a tokenizer's name (`tokenizer_name`, TOKENIZERS_PARALLELISM): the transformers examples take one
+# as an argument and Hugging Face jobs set that variable, and masking them hid a model path and every "false".
+_SECRET_PARTS = r"KEY|TOKEN(?!IZ)|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE"
+SECRET_NAME = re.compile(_SECRET_PARTS, re.IGNORECASE)
 MASK = "****"
 MIN_MASKED_LENGTH = 4
-_SECRET_WORD = r"[\w.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)[\w.-]*"
+NO_SECRET_WORDS = frozenset({"true", "false", "none", "null"})
+"""Values that hold no secret under any name: a flag's `true`, an unset `None` (transformers' TrainingArguments
+prints `hub_token=None` and `average_tokens_across_devices=True`). Masked, they would hide the setting and, as
+known values, every "false" of a job's log."""
+_SECRET_WORD = rf"[\w.-]*(?:{_SECRET_PARTS})[\w.-]*"
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
@@ -76,6 +83,11 @@ _RANGE_MAPS = frozenset({"parameters"})
 
 def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
+
+
+def holds_no_secret(value: Any) -> bool:
+    """A boolean or null, as a value or as text (`True`, `"false"`, `null`): no secret whatever its name."""
+    return value is None or isinstance(value, bool) or (isinstance(value, str) and value.lower() in NO_SECRET_WORDS)
 
 
 def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
@@ -191,7 +203,7 @@ def _collect_secrets(value: Any, secret: bool, found: set[str]) -> None:
         if decoded is not None:
             _collect_secrets(decoded, secret, found)
         found.update(match.group("password") or match.group(0) for match in _SECRET_VALUE.finditer(value))
-        if secret and value:
+        if secret and value and not holds_no_secret(value):
             found.add(value)
             if isinstance(decoded := _json_scalar(value), str) and decoded:
                 found.add(decoded)
@@ -233,7 +245,8 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def _masked(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group("name") + hide(match.group("value")),
+    return _SECRET_ASSIGNMENT.sub(lambda match: match.group(0) if holds_no_secret(match.group("value"))
+                                  else match.group("name") + hide(match.group("value")),
                                   _masked_patterns(_masked_values(text, secrets, hide), hide))
 
 
@@ -333,12 +346,12 @@ def _masked_item(value: Any, secrets: set[str]) -> Any:
 
 def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
     """The mapping with the values of secret-looking names masked, at any depth (and inside JSON text)."""
-    return {key: (MASK if is_secret_name(str(key)) else _redact_value(value)) for key, value in values.items()}
+    return {key: redact_value(str(key), value) for key, value in values.items()}
 
 
 def redact_value(name: str, value: Any) -> Any:
     """One user entry as it may be shown: masked under a secret-looking name, its secret parts masked otherwise."""
-    return MASK if is_secret_name(name) else _redact_value(value)
+    return MASK if is_secret_name(name) and not holds_no_secret(value) else _redact_value(value)
 
 
 def _redact_value(value: Any) -> Any:

@@ -60,3 +60,23 @@ def test_a_long_line_of_dots_is_masked_at_once_and_what_follows_it_still_is():
     masked = mask_text("." * 20_000 + " config.api_key=abc123") + mask_patterns("a." * 60_000 + " x.https://u:pw@h")
     assert time.perf_counter() - started < 1
     assert masked.endswith(f"config.api_key={MASK}" + "a." * 60_000 + f" x.https://u:{MASK}@h")
+
+
+def test_a_hugging_face_jobs_settings_and_log_are_shown_while_its_token_is_masked():
+    """transformers' example scripts take `--tokenizer_name`, Hugging Face jobs set TOKENIZERS_PARALLELISM=false,
+    and the Trainer prints its arguments (`hub_token=None`, `average_tokens_across_devices=True`): none of it is a
+    secret. Masked, a user lost the tokenizer's path and every "false" of the job's log (torch's "a false
+    positive" read "a **** positive")."""
+    environment = {"TOKENIZERS_PARALLELISM": "false", "HF_TOKEN": "hf_live_1234"}
+    hyperparameters = {"tokenizer_name": "/opt/ml/input/data/model", "use_fast_tokenizer": True,
+                       "hub_private_repo": "true", "hub_token": "s3cr3t-t0k"}
+    secrets = secret_values(environment, hyperparameters)
+    assert secrets == {"hf_live_1234", "s3cr3t-t0k"}
+    log = ("average_tokens_across_devices=True,\nhub_token=None,\nWarning: this may be a false positive\n"
+           "--tokenizer_name /opt/ml/input/data/model --hub_token s3cr3t-t0k token=hf_live_1234")
+    assert mask_text(log, secrets) == (
+        "average_tokens_across_devices=True,\nhub_token=None,\nWarning: this may be a false positive\n"
+        f"--tokenizer_name /opt/ml/input/data/model --hub_token {MASK} token={MASK}")
+    assert redact({"Environment": environment, "HyperParameters": hyperparameters}) == {
+        "Environment": {"TOKENIZERS_PARALLELISM": "false", "HF_TOKEN": MASK},
+        "HyperParameters": {**hyperparameters, "hub_token": MASK}}
