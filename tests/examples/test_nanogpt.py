@@ -139,6 +139,24 @@ def test_ddp_on_two_gpu_hosts_trains_and_checkpoints_into_the_model(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_smoke_ends_at_its_iteration_with_its_losses_read_by_the_default_definitions(tmp_path):
+    """nanoGPT prints `iter N: loss X` and `step N: train loss X, val loss Y`, no `step=`: the smoke reads its step
+    and the defaults its losses, as SageMaker's charts would, with no `metrics:` in the spec."""
+    spec = _job(tmp_path, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False,
+                out_dir="/opt/ml/model")
+
+    ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--smoke", "300", "--smoke-steps", "4",
+                   "-o", "json")
+
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["smoke"]["steps_reached"] >= 4 and result["smoke"]["step_source"] == "progress line"
+    log = (tmp_path / "run" / "logs" / "algo-1.log").read_text()
+    assert result["smoke"]["last_loss"] in _losses(log), "the training loss, not an eval's"
+    assert set(result["final_metrics"]) == {"train:loss", "eval:loss", "eval:train_loss"}
+
+
+@pytest.mark.slow
 def test_compiled_on_one_gpu_host_and_told_its_checkpoint_is_not_the_model(tmp_path):
     """Mode none, 1 x ml.g5.2xlarge, `torch.compile` as published (inductor's C++ on the CPU), bfloat16 autocast
     where the CPU has it. Its checkpoint goes to `out` under its working directory: model.tar.gz stays empty, as on
