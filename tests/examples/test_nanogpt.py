@@ -98,7 +98,7 @@ def test_the_documented_wrapper_is_the_one_tested():
 @pytest.mark.slow
 def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_why(tmp_path):
     """Run as published, with hyperparameters: configurator.py asserts at `--batch_size 4`. validate says so
-    first, naming the line that runs it and the fix; the run fails at that line."""
+    first, naming the line that runs it and the fix; the run fails at that line, and its cause repeats the fix."""
     spec = _job(tmp_path, "train.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False)
 
     validated = _smtrain("validate", str(spec))
@@ -111,6 +111,7 @@ def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_
     assert ran.returncode == 1
     cause = json.loads(ran.stdout)["failure_cause"]
     assert cause["exception"] == "AssertionError" and cause["location"].endswith("train.py:77"), cause
+    assert cause["category"] == "argument_rejected" and cause["fix"] in said, cause
 
 
 @pytest.mark.slow
