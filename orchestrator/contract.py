@@ -119,7 +119,10 @@ ZERO_STAGE_TRAINERS = {1: ("ddp", "gloo"), 2: ("fsdp",), 3: ("fsdp",)}
 # `Epoch 0, global step 4: 'val_loss' reached 0.69315 (best 0.69315), saving model to ...` (lightning 2.6.6,
 # model_checkpoint.py), and the table rows of pytorch/examples' word_language_model/main.py (@cd01f93, copied by
 # the SageMaker LSTM example) `| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.60 | loss  6.89 | ...`
-# and `| end of epoch   1 | time: 51.32s | valid loss  5.89 | ...`, whose cells hold a label, spaces and a number.
+# and `| end of epoch   1 | time: 51.32s | valid loss  5.89 | ...`, whose cells hold a label, spaces and a number,
+# and karpathy/nanoGPT's train.py (@3adf61e): `iter 3: loss 2.7543, time 115.87ms, mfu -100.00%` every log_interval
+# and `step 3: train loss 2.7598, val loss 2.7507` at each eval (its train split's loss estimated then, as
+# eval:train_loss: a per-step train loss printed `step 3: train loss 0.4` alone is no eval, nor read as one).
 # SageMaker applies these regexes to the job's log (docs/sagemaker-contract.md §11), so they must not be anchored:
 # MPI prefixes every line with `[1,mpirank:0,algo-1]<stdout>:`. RE2 has no lookbehind: `(?:^|[^A-Za-z0-9_])`
 # keeps `val_loss` out of train:loss, and a cell's label starts at its `|` (`| valid loss` is no `| loss`).
@@ -128,16 +131,20 @@ _KEY_START = r"(?:^|[^A-Za-z0-9_])"
 _SEPARATOR = r"['\"]?\s*[=:]\s*['\"]?"
 _LOSS_SEPARATOR = r"(?:" + _SEPARATOR + r"|' reached )"
 _CELL = r"\|\s*"
+_EVAL_TRAIN_LOSS = _KEY_START + r"train loss "
+_EVAL_VAL_LOSS = r", val loss "
 DEFAULT_METRIC_DEFINITIONS = (
     {"Name": "train:loss", "Regex": r"(?:" + _KEY_START + r"(?i:train_)?(?i:loss)(?:_step)?" + _LOSS_SEPARATOR
-                                    + r"|" + _CELL + r"loss\s+)" + _NUMBER},
+                                    + r"|" + _CELL + r"loss\s+|" + _KEY_START + r"iter [0-9]+: loss )" + _NUMBER},
     {"Name": "eval:loss", "Regex": r"(?:" + _KEY_START + r"(?i:eval|val|validation)_loss" + _LOSS_SEPARATOR
-                                   + r"|" + _CELL + r"valid loss\s+)" + _NUMBER},
+                                   + r"|" + _CELL + r"valid loss\s+|" + _EVAL_TRAIN_LOSS + r"[-+0-9.eE]+"
+                                   + _EVAL_VAL_LOSS + r")" + _NUMBER},
     {"Name": "train:learning_rate", "Regex": r"(?:" + _KEY_START + r"(?:learning_rate|lr)" + _SEPARATOR
                                              + r"|" + _CELL + r"lr\s+)" + _NUMBER},
     {"Name": "train:samples_per_sec", "Regex": r"samples_per_sec=([0-9.eE+]+)"},
     {"Name": "train:epoch", "Regex": r"(?:" + _KEY_START + r"(?:['\"]?epoch" + _SEPARATOR + r"|Epoch )|" + _CELL
                                      + r"(?:end of )?epoch\s+)" + _NUMBER},
+    {"Name": "eval:train_loss", "Regex": _EVAL_TRAIN_LOSS + _NUMBER + _EVAL_VAL_LOSS},
 )
 METRICS_JSONL = "metrics.jsonl"
 MODEL_STATE_FILE = "model.pt"

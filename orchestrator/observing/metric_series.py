@@ -35,14 +35,19 @@ _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch \d+, global step (\d+):")
 _BATCHES_ROW = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)/\s*(\d+) batches\b")
+_NANOGPT_LINE = re.compile(r"(?<![\w-])(?:iter|step) (\d+): (?:train )?loss\b")
+"""nanoGPT's `iter 3: loss 2.7543, time ...` and its eval line `step 3: train loss 2.7598, val loss 2.7507`, printed
+before iteration 3 (read as step 3, its losses are that step's). No total: nanoGPT prints none."""
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)",
                 "Lightning's RichProgressBar (`Epoch 0/2  ━━━━ 16/32 0:00:01`)",
                 "Lightning's checkpoint line (`Epoch 0, global step 4: ...`)",
-                "a row `| epoch   1 |   200/ 2983 batches |` (PyTorch's word language model)")
+                "a row `| epoch   1 |   200/ 2983 batches |` (PyTorch's word language model)",
+                "nanoGPT's `iter N: loss X` and `step N: train loss X, val loss Y`")
 """The ways of printing a step `step_mark` reads, as the notices name them. A labelled bar (`Map: 100%|...`,
-a download) is no training step and is not read, nor is `step 3` without `=` or `:` (`step 1 of 3: loading`)."""
+a download) is no training step and is not read, nor is `step 3` without `=` or `:` (`step 1 of 3: loading`), nor
+`step 3:` before anything but nanoGPT's loss (`step 2: download`)."""
 _LOSS_WORD = "loss"
 
 
@@ -114,6 +119,8 @@ def _segment_mark(text: str) -> StepMark | None:
     if match := _BATCHES_ROW.search(text):  # the batch within its epoch, counted from 1 by `range(1, epochs + 1)`
         epoch_number, batch, batches = (int(group) for group in match.groups())
         return StepMark((epoch_number - 1) * batches + batch, None, epoch)
+    if match := _NANOGPT_LINE.search(text):
+        return StepMark(int(match.group(1)), None, epoch)
     if match := _STEP_ALONE.search(text):
         return StepMark(int(match.group(1)), None, epoch)
     return None
@@ -250,9 +257,10 @@ def refuse_unknown_metrics(asked: Sequence[str] | None, defined: Sequence[str], 
 
 
 def loss_metrics(names: Sequence[str]) -> list[str]:
-    """The metrics worth a chart by default: those named like a loss, else the first one."""
+    """The metrics worth a chart by default: those named like a loss, the training ones first (the first is what a
+    bar and a smoke show as the loss, and an eval line may come first: nanoGPT's at step 0), else the first one."""
     losses = [name for name in names if _LOSS_WORD in name.lower()]
-    return losses or list(names[:1])
+    return sorted(losses, key=lambda name: not name.lower().startswith("train")) or list(names[:1])
 
 
 @dataclass(frozen=True)

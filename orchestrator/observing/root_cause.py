@@ -33,6 +33,7 @@ from orchestrator.observing.pip_failure import (
     toolkit_install_failed,
 )
 from orchestrator.observing.plain_text import plain
+from orchestrator.observing.refused_pairs import refused_pairs_fix
 from orchestrator.observing.requirement_lines import (
     REQUIREMENTS_FILE,
     failed_requirement,
@@ -176,19 +177,23 @@ class SourcePaths:
         return cls(tuple(copies), shown)
 
     def user_path(self, path: str) -> str | None:
-        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's). A relative
-        path (`train.py`: mpirun and mpi4py run the entry point as argv names it) is the code directory's, the
-        working directory of every launcher, locally and on SageMaker."""
+        """`/opt/ml/code/train.py` -> `src/train.py`; None for a file outside the code (a library's)."""
+        rest = self.in_code(path)
+        if rest is None:
+            return None
+        return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
+
+    def in_code(self, path: str) -> str | None:
+        """`/opt/ml/code/train.py` -> `train.py`, the path inside the source dir; None for a file outside it. A
+        relative path (`train.py`: mpirun and mpi4py run the entry point as argv names it) is the code directory's,
+        the working directory of every launcher, locally and on SageMaker."""
         if not path.startswith(("/", "<")):
             rest = posixpath.normpath(path)
-            if rest == ".." or rest.startswith("../"):
-                return None
-            return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
+            return None if rest == ".." or rest.startswith("../") else rest
         for copy in self.copies:
             prefix = copy.rstrip("/") + "/"
             if path.startswith(prefix):
-                rest = path[len(prefix):]
-                return f"{self.shown.rstrip('/')}/{rest}" if self.shown else rest
+                return path[len(prefix):]
         return None
 
     @property
@@ -338,6 +343,8 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
         whole = classify(" ".join((best.exception or "", *best.more)), best.exit_code, all_lines, framework_version)
         if whole[0] != category:
             (category, fix), detail = whole, (*detail, f"message: {' '.join(best.more)}")
+    if category == "exception" and (refused := _refused_pairs(best, source)):
+        category, fix = "argument_rejected", refused
     if category == "exception" and (earlier := _classified_by_chain(best.chained, all_lines, framework_version,
                                                                     source)):
         category, fix, caused_by = earlier
@@ -359,6 +366,13 @@ def _classified_by_chain(chained: Sequence[str], lines: Sequence[str], framework
         if category != "exception":
             return category, fix, f"caused by: {source.in_text(earlier)}"
     return None
+
+
+def _refused_pairs(best: _Candidate, source: SourcePaths) -> str | None:
+    """The fix of a `--key=value`-only script's refusal of SageMaker's pairs (refused_pairs.py), raised in the
+    innermost frame of the source dir."""
+    inside = next(((rest, line) for path, line in reversed(best.frames) if (rest := source.in_code(path))), None)
+    return refused_pairs_fix(best.exception, *inside, source.directory) if inside else None
 
 
 def _location(frames: Sequence[tuple[str, int]], source: SourcePaths) -> str | None:

@@ -808,9 +808,9 @@ class JobSpec(_Spec):
 
     metrics: list[Metric] | None = Field(default=None,
                                          max_length=api_limit("AlgorithmSpecification.MetricDefinitions", "max"))
-    """Metric definitions. Default: train:loss, eval:loss, train:learning_rate, train:samples_per_sec and
-    train:epoch from the common formats (`loss=0.4`, `loss: 0.4`, transformers' dicts, Lightning's bar, the shared
-    entrypoints' line); `[]` for none."""
+    """Metric definitions. Default: train:loss, eval:loss, train:learning_rate, train:samples_per_sec, train:epoch
+    and eval:train_loss from the common formats (`loss=0.4`, `loss: 0.4`, transformers' dicts, Lightning's bar,
+    nanoGPT's lines, the shared entrypoints' line); `[]` for none."""
 
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, max_length=api_limit("Tags", "max"))
     """Tags on the training job: letters, digits, spaces and _ . : / = + - @ (any script); keys not starting with aws:."""

@@ -98,7 +98,7 @@ def test_the_documented_wrapper_is_the_one_tested():
 @pytest.mark.slow
 def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_why(tmp_path):
     """Run as published, with hyperparameters: configurator.py asserts at `--batch_size 4`. validate says so
-    first, naming the line that runs it and the fix; the run fails at that line."""
+    first, naming the line that runs it and the fix; the run fails at that line, and its cause repeats the fix."""
     spec = _job(tmp_path, "train.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False)
 
     validated = _smtrain("validate", str(spec))
@@ -111,6 +111,7 @@ def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_
     assert ran.returncode == 1
     cause = json.loads(ran.stdout)["failure_cause"]
     assert cause["exception"] == "AssertionError" and cause["location"].endswith("train.py:77"), cause
+    assert cause["category"] == "argument_rejected" and cause["fix"] in said, cause
 
 
 @pytest.mark.slow
@@ -136,6 +137,24 @@ def test_ddp_on_two_gpu_hosts_trains_and_checkpoints_into_the_model(tmp_path):
     assert re.search(r"^saving checkpoint to (/opt/ml|\S+/algo-1)/model$", logs["algo-1"], re.M), logs["algo-1"]
     assert _archived(result["model_artifact"]) == ["ckpt.pt"]
     assert "nothing in SM_MODEL_DIR" not in ran.stderr
+
+
+@pytest.mark.slow
+def test_a_smoke_ends_at_its_iteration_with_its_losses_read_by_the_default_definitions(tmp_path):
+    """nanoGPT prints `iter N: loss X` and `step N: train loss X, val loss Y`, no `step=`: the smoke reads its step
+    and the defaults its losses, as SageMaker's charts would, with no `metrics:` in the spec."""
+    spec = _job(tmp_path, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False,
+                out_dir="/opt/ml/model")
+
+    ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--smoke", "300", "--smoke-steps", "4",
+                   "-o", "json")
+
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["smoke"]["steps_reached"] >= 4 and result["smoke"]["step_source"] == "progress line"
+    log = (tmp_path / "run" / "logs" / "algo-1.log").read_text()
+    assert result["smoke"]["last_loss"] in _losses(log), "the training loss, not an eval's"
+    assert set(result["final_metrics"]) == {"train:loss", "eval:loss", "eval:train_loss"}
 
 
 @pytest.mark.slow

@@ -97,7 +97,7 @@ CASES = [
     ("duplicate-categorical-values", _swap("values: [sgd, adam]", "values: [sgd, sgd]"), JOB, "search.yaml:7",
      "parameters.optimizer.values", "list each value once"),
     ("objective-not-a-metric", _swap('"train:loss"', '"validation:accuracy"'), JOB, "search.yaml:2",
-     "objective.metric", "not among the job's metric definitions (train:loss, eval:loss, train:learning_rate, train:samples_per_sec, train:epoch)"),
+     "objective.metric", "not among the job's metric definitions (train:loss, eval:loss, train:learning_rate, train:samples_per_sec, train:epoch, eval:train_loss)"),
     ("tuned-and-static", TUNING, _swap("seed: 1}", "seed: 1, lr: 0.05}", JOB), "job.yaml:7", "hyperparameters.lr",
      "remove lr from the hyperparameters of job.yaml"),
     ("grid-with-continuous", _swap("strategy: Bayesian", "strategy: Grid", _swap("max_jobs: 10\n", "")), JOB,

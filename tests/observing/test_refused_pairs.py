@@ -1,0 +1,86 @@
+"""nanoGPT's train.py as published, given SageMaker's `--batch_size 4`: configurator.py (run by exec() at train.py:77)
+refuses it with a bare AssertionError, at `File "<string>", line 23` with no source line (nanogpt_output/SOURCE).
+validate warned with the fix before the run; the failure cause repeats it, from a local run's logs and from
+CloudWatch's alike, where the source dir is here to tell that line from any other assert."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from job_fakes import described, seed_lines
+from recorded_sagemaker_logs import failure_reason, toolkit_failure, toolkit_start
+
+from orchestrator.cloud.jobs import JobClient
+from orchestrator.observing.root_cause import PROCESS, Launcher, SourcePaths, read_cause
+from orchestrator.redact import mask_text
+from orchestrator.specs.loader import from_mapping
+
+NANOGPT = Path(__file__).resolve().parents[1] / "examples" / "nanogpt" / "src"
+TRACEBACK = (Path(__file__).parent / "nanogpt_output" / "two_arguments.out").read_text().splitlines()
+COMMAND = "/opt/conda/bin/python3.11 train.py --batch_size 4 --n_layer 1"
+SPEC = {"name": "nanogpt", "entry_point": "train.py", "framework_version": "2.10.0", "source_dir": "src",
+        "instance": {"type": "ml.g5.2xlarge", "count": 1}, "distribution": {"mode": "none"},
+        "hyperparameters": {"batch_size": 4, "n_layer": 1}}
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch) -> Path:
+    """nanoGPT's published files as the source dir `src` of the working directory."""
+    shutil.copytree(NANOGPT, tmp_path / "src")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _warned_fix(here: Path) -> str:
+    """The fix validate, plan and smtrain local print before the run."""
+    loaded = from_mapping(SPEC, base_dir=here)
+    return next(finding.fix for finding in loaded.findings if finding.rule == "hyperparameters-as-two-arguments")
+
+
+def _local_cause(lines: list[str], source: SourcePaths):
+    return read_cause({"algo-1": [*toolkit_start(COMMAND), *lines, *toolkit_failure(1, COMMAND)]},
+                      Launcher(PROCESS, ("algo-1",)), exit_codes={"algo-1": 1}, source=source)
+
+
+def test_a_local_run_repeats_the_warnings_fix(here):
+    cause = _local_cause(TRACEBACK, SourcePaths.of("src"))
+
+    assert cause.headline() == "algo-1 (rank 0) failed: AssertionError at src/train.py:77"
+    assert (cause.category, cause.fix) == ("argument_rejected", _warned_fix(here))
+    assert "wrapper" in cause.fix and "docs/bring-your-own-script.md" in cause.fix
+    assert mask_text(cause.fix) == cause.fix  # a run's text is masked, and `--key=...` is a secret-looking flag
+
+
+def test_a_job_this_process_submitted_repeats_it_from_its_cloudwatch_streams(here, stubbed_sagemaker):
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", described(
+        "nanogpt-pairs", "Failed", "Failed", HyperParameters={"sagemaker_program": '"train.py"'},
+        TrainingEndTime=datetime.now(timezone.utc), FailureReason=failure_reason(1, COMMAND)))
+    seed_lines("nanogpt-pairs", {"algo-1": [*toolkit_start(COMMAND), *TRACEBACK, *toolkit_failure(1, COMMAND)]})
+
+    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
+        class plan:  # noqa: N801
+            source_shown = here / "src"
+
+        def summary_rows(self):
+            return []
+
+    cause = JobClient("nanogpt-pairs", stubbed_sagemaker, Submitted()).failure_cause()
+
+    assert cause.headline() == "algo-1 (rank 0) failed: AssertionError at src/train.py:77"
+    assert (cause.category, cause.fix) == ("argument_rejected", _warned_fix(here))
+
+
+def test_other_assertion_errors_get_no_guess(here):
+    """Another line of train.py, the source dir not here (`smtrain status JOB` of a job submitted elsewhere), a
+    script whose exec()'d file reads pairs: the bare error, as before."""
+    elsewhere = [line.replace("line 77", "line 120") for line in TRACEBACK]
+    (here / "other").mkdir()
+    (here / "other" / "configurator.py").write_text("import argparse\nassert False\n")
+    (here / "other" / "train.py").write_text("\n" * 76 + "exec(open('configurator.py').read())\n")
+
+    for cause in (_local_cause(elsewhere, SourcePaths.of("src")), _local_cause(TRACEBACK, SourcePaths()),
+                  _local_cause(TRACEBACK, SourcePaths.of("other"))):
+        assert (cause.exception, cause.category, cause.fix) == ("AssertionError", "exception", None), cause
