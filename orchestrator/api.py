@@ -26,7 +26,7 @@ from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
 from orchestrator.specs.model import JobSpec
-from orchestrator.specs.words import API_WORDS
+from orchestrator.specs.words import API_WORDS, SPEC_WORDS
 from orchestrator.wording import kind_of
 
 if TYPE_CHECKING:  # the job handle and the tuning modules load when a function that returns them runs: planning
@@ -78,7 +78,8 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
 def _loaded(spec: SpecLike) -> LoadedSpec:
     """The API's edge: a file is read, a mapping is checked as a file's contents are (each problem with its field
     and fix, as `@orchestrator.remote(spec=...)` takes one; relative paths against the working directory), a
-    JobSpec built in Python is wrapped once; each with fixes in the API's words (`specs/words.py`). Below
+    JobSpec built in Python is wrapped once; each with fixes in the API's words (`specs/words.py`), as is a
+    LoadedSpec read by `specs.loader.load` (the CLI's words), while a function job's keeps its decorator's. Below
     here every function takes a LoadedSpec (or a Plan)."""
     if isinstance(spec, (str, Path)):
         return load(spec).in_words(API_WORDS)
@@ -92,7 +93,7 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
                         fix='pass e.g. "job.yaml", {"name": ..., "entry_point": ...}, '
                             'orchestrator.load_spec("job.yaml") or a plan from orchestrator.plan'
                             + (" (a Job that attach found has no plan: its `plan` is None)" if spec is None else ""))
-    return spec
+    return spec.in_words(API_WORDS) if spec.field_words == SPEC_WORDS else spec
 
 
 def _allowing(job_plan: Plan, allow_unverified: bool) -> Plan:

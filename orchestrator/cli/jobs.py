@@ -113,18 +113,17 @@ def submit(
 
         emit_plan(file, overrides, output, job_name, max_source_bytes, boto=ctx.obj)
         return
-    from orchestrator.api import plan as api_plan
     from orchestrator.backends.job import Job
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
+    from orchestrator.cloud.resolve import plan_on_sagemaker
     from orchestrator.errors import SmtrainError
     from orchestrator.specs.loader import load
 
-    plan = api_plan.__wrapped__  # the CLI's errors keep its options' names
-
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        job_plan = plan(
-            load(file, overrides), job_name=job_name, boto=ctx.obj, max_source_bytes=max_source_bytes
+        # orchestrator.plan's own work, less the API's words: the CLI's errors keep its options' names
+        job_plan = plan_on_sagemaker(
+            load(file, overrides), ctx.obj, job_name=job_name, max_source_bytes=max_source_bytes
         )
         backend = backend_for("sagemaker", job_plan.target.region, ctx.obj,
                               say=lambda text: click.echo(text, err=True))

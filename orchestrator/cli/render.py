@@ -323,17 +323,16 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
               boto: Any | None = None) -> None:
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
     screen) or "full" (text with the whole request)."""
-    from orchestrator.api import plan as api_plan
     from orchestrator.cli.ci_annotations import spec_warnings
     from orchestrator.cli.options import echo_json, terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
+    from orchestrator.cloud.resolve import plan_on_sagemaker
     from orchestrator.specs.loader import load
 
-    plan = api_plan.__wrapped__  # the CLI's errors keep its options' names
-
     with terminations_interrupt(), source_progress(quiet=view == "json"):
-        job_plan = plan(load(file, overrides), job_name=job_name, boto=boto,
-                        max_source_bytes=max_source_bytes)
+        # orchestrator.plan's own work, less the API's words: the CLI's errors keep its options' names
+        job_plan = plan_on_sagemaker(load(file, overrides), boto, job_name=job_name,
+                                     max_source_bytes=max_source_bytes)
     spec_warnings(job_plan.loaded)
     if view == "json":
         echo_json(job_plan.to_dict())

@@ -77,6 +77,7 @@ from orchestrator.planning.request import metric_definitions
 from orchestrator.redact import redact
 from orchestrator.specs import images
 from orchestrator.specs.loader import LoadedSpec
+from orchestrator.specs.words import FieldWords
 from orchestrator.wording import counted
 
 class Observer(Protocol):
@@ -249,13 +250,14 @@ def _notices_before(prepared: PreparedRun) -> list[str]:
     """What a run says before its processes start: how this emulation differs from the job's instances, its inputs,
     its source dir, an old torchrun, memory that may not suffice."""
     plan = prepared.plan
+    words = plan.loaded.field_words
     said = notices(prepared.hostname.unavailable_because, prepared.accelerators.notice,
-                   prepared.host_fs.namespaced) + setting_notices(plan.create_training_job_request)
+                   prepared.host_fs.namespaced, words) + setting_notices(plan.create_training_job_request)
     said += [*prepared.input_notices, *_source_notices(prepared)]
     if plan.spec.distribution.mode.rules.launcher == "torchrun" and (
             torchrun := torch1_torchrun_notice(prepared.python)):
         said.append(torchrun)
-    if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available):
+    if memory := memory_notice(prepared.world_size, psutil.virtual_memory().available, words):
         said.append(memory)
     return said
 
@@ -266,8 +268,9 @@ reached 1.39 GB in its first backward pass (the kernel's report when one was kil
 example's 16 ranks reach about 22 GB). A script of one's own may need more or less: the figure is said with it."""
 
 
-def memory_notice(ranks: int, available_bytes: int) -> str | None:
-    """The warning when `ranks` processes at RANK_MEMORY_GB each would need more than the memory available now."""
+def memory_notice(ranks: int, available_bytes: int, words: FieldWords) -> str | None:
+    """The warning when `ranks` processes at RANK_MEMORY_GB each would need more than the memory available now;
+    the ways to fewer ranks are named as the run's user gives them (`words`)."""
     expected = ranks * RANK_MEMORY_GB
     available = available_bytes / 1e9
     if expected <= available:
@@ -275,7 +278,8 @@ def memory_notice(ranks: int, available_bytes: int) -> str | None:
     return (f"memory: {ranks} ranks x about {RANK_MEMORY_GB:g} GB each (what a rank of smtrain's own entrypoints "
             f"reaches; yours may differ) = about {expected:.1f} GB, but this machine has {available:.1f} GB "
             "available now: the kernel's out-of-memory killer may end ranks (OutOfMemory); fewer ranks "
-            "(--processes-per-host, --set instance.count=N) or a smaller model fit")
+            f"({words.option(Options, 'processes_per_host')}, {words.changed('instance.count', 'N')}) or a smaller "
+            "model fit")
 
 
 def _described(plan: Plan) -> dict[str, Any]:

@@ -59,6 +59,24 @@ class FieldWords:
             return f"{name}={{{value[0]!r}: {_literal(value[1])}}}"
         return f"{name}={_literal(value)}"
 
+    def changed(self, field: str, value: str) -> str:
+        """A field of a spec already given, changed for another run: `--set instance.count=N` on the command line;
+        from Python, whose `run` takes no keyword for a spec's fields, "`instance.count: N` in the spec" (or the
+        dict); a function job's decorator keyword for it."""
+        if self.keywords_of:
+            return f"the keyword of {self.keywords_of} that sets `{field}`"
+        if self.options_as_keywords:
+            return f"`{field}: {value}` in the spec"
+        return f"--set {field}={value}"
+
+    @property
+    def overrides(self) -> str:
+        """What changes a spec's fields as it is read: `--set`, `overrides=` (of `load_spec`, `load_tuning`) from
+        Python, a function job's decorator keywords."""
+        if self.keywords_of:
+            return f"the keywords of {self.keywords_of}"
+        return "overrides=" if self.options_as_keywords else "--set"
+
     @property
     def allow_unverified(self) -> str:
         """The one wording of the way past an unverified finding, for a rule's fix and for submit's refusal."""

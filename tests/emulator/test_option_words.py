@@ -5,7 +5,10 @@ both: the CLI (`smtrain local`) and the API (`orchestrator.run(..., backend="loc
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -15,6 +18,7 @@ import orchestrator
 from orchestrator.cli.main import main
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SmtrainError
+from orchestrator.specs.loader import LoadedSpec, load
 from orchestrator.specs.words import API_WORDS, SPEC_WORDS
 
 
@@ -36,10 +40,10 @@ def _cli(*args: str) -> str:
     return " ".join(result.output.split())  # one line, however the console wrapped it
 
 
-def _api(spec: Path, **options) -> str:
+def _api(spec: Path | LoadedSpec, **options) -> str:
     """What `orchestrator.run(spec, backend="local", ...)` raises, from the call or from the job it returned."""
     with pytest.raises(SmtrainError) as raised:
-        orchestrator.run(str(spec), backend="local", **options).wait(poll_seconds=0.05)
+        orchestrator.run(spec, backend="local", **options).wait(poll_seconds=0.05)
     return str(raised.value)
 
 
@@ -147,3 +151,69 @@ def test_a_search_into_a_folder_of_another_search_names_run_dir_as_its_user_give
     assert "--run-dir" not in str(raised.value)
     assert SPEC_WORDS.option(SearchOptions, "budget_seconds", 60) == "--budget 60"
     assert API_WORDS.option(SearchOptions, "max_jobs", 3) == "max_jobs=3"
+
+
+def _searches(tmp_path: Path) -> tuple[Path, Path]:
+    """A tuning spec of the job `_spec` writes, and a folder holding an earlier search of it with other settings."""
+    job = _spec(tmp_path)
+    search = tmp_path / "search.yaml"
+    search.write_text(yaml.safe_dump({
+        "job": job.name, "objective": {"metric": "train:loss", "type": "Minimize"}, "strategy": "Random",
+        "parameters": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}, "max_jobs": 1}))
+    folder = tmp_path / "earlier"
+    folder.mkdir()
+    (folder / "tuning.json").write_text(json.dumps({"search_spec": str(search.resolve()), "settings": "other"}))
+    return search, folder
+
+
+def test_a_search_of_other_settings_names_the_overrides_as_its_user_gives_them(tmp_path):
+    """The settings that differ include the job spec's overrides: `--set` on `smtrain tune local`, `overrides=`
+    (of `load_tuning`) from Python, where no `--set` exists."""
+    from orchestrator.emulator.tuning.search import SearchOptions
+
+    search, folder = _searches(tmp_path)
+
+    result = CliRunner().invoke(main, ["tune", "local", str(search), "--run-dir", str(folder)])
+    assert result.exit_code == 2, result.output
+    assert "objective or job spec, --set included, differ" in " ".join(result.output.split())
+    with pytest.raises(SmtrainError) as raised:
+        orchestrator.tune_local(str(search), SearchOptions(run_dir=folder))
+    assert "objective or job spec, overrides= included, differ" in str(raised.value)
+    assert "--set" not in str(raised.value)
+
+
+def test_a_spec_loaded_for_the_command_line_is_told_in_the_apis_words(tmp_path):
+    """What `specs.loader.load` returned (worded for the command line) given to the API is refused in the API's
+    words, as the same spec by its path is; a function job's own words (its decorator's) are kept."""
+    from orchestrator.function_jobs.function import KEYWORD_WORDS
+
+    loaded = load(_spec(tmp_path))
+
+    said = _api(loaded, master_host="algo-9")
+    assert said.startswith("master_host='algo-9' is not a host of this job") and "--master-host" not in said
+    assert orchestrator.api._loaded(loaded.in_words(KEYWORD_WORDS)).field_words == KEYWORD_WORDS
+
+
+@pytest.mark.slow
+def test_a_runs_notices_name_its_options_as_its_user_gives_them(tmp_path, monkeypatch, caplog):
+    """The memory warning and the emulator's deviations of a run started from Python name `run`'s keywords
+    (`processes_per_host=`, `instance.count` in the spec); `smtrain local` says its flags (`--processes-per-host`,
+    `--set instance.count=N`), and `--explain` lists them so."""
+    from orchestrator.emulator import local_run
+
+    monkeypatch.setattr(local_run.psutil, "virtual_memory", lambda: SimpleNamespace(available=1e9))
+    spec = _spec(tmp_path)
+
+    result = CliRunner().invoke(main, ["local", str(spec), "--run-dir", str(tmp_path / "cli")])
+    assert result.exit_code == 0, result.output
+    assert "fewer ranks (--processes-per-host, --set instance.count=N) or" in " ".join(result.output.split())
+    explained = CliRunner().invoke(main, ["local", str(spec), "--explain"]).output
+    assert "(--processes-per-host overrides" in explained and "--no-gpu-standin leaves" in explained
+
+    with caplog.at_level(logging.INFO, logger="orchestrator"):
+        orchestrator.run(str(spec), backend="local", run_dir=tmp_path / "api").wait(poll_seconds=0.05)
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "fewer ranks (processes_per_host=, `instance.count: N` in the spec) or" in said
+    assert "(processes_per_host= overrides the process count)" in said and "gpu_standin=False leaves" in said
+    assert "cpus= names how many cores" in said
+    assert "--processes-per-host" not in said and "--set" not in said and "--cpus" not in said

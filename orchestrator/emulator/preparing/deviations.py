@@ -1,55 +1,67 @@
 """What `smtrain local` does differently from SageMaker's training container, and why: the one list.
 
-A run points to it once at its start (`notices`) and `smtrain local --explain` prints it; docs/local.md shows the
-same text. Everything else a script can observe (config files, SM_* variables, launcher command lines, rank
-placement, host names, failure files) follows the container and is checked against the training toolkit itself by
-`tests/referees/toolkit`.
+A run points to it once at its start (`notices`, naming the options as its user gives them) and `smtrain local
+--explain` prints it; docs/local.md shows the same text. Everything else a script can observe (config files, SM_*
+variables, launcher command lines, rank placement, host names, failure files) follows the container and is checked
+against the training toolkit itself by `tests/referees/toolkit`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-DEVIATIONS = (
-    ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do not "
-     "resolve): MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and rendezvous ports are free ports "
-     "outside the kernel's ephemeral range instead of 7777, so runs can share this machine (SM_HOSTS, the config "
-     "files and gethostname() keep algo-N)"),
-    ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
-     "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
-     "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "
-     "paths are rewritten to them, hyperparameters.json included"),
-    ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
-     "smtrain's hooks stand in for ssh and start each rank on its own host"),
-    ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
-     "(--processes-per-host overrides the process count); a GPU instance's training processes get smtrain's CPU "
-     "stand-in for CUDA where this machine has fewer GPUs per host, and a stand-in over gloo for SageMaker's SMDDP "
-     "library (only in its GPU images); --no-gpu-standin leaves both out"),
-    ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
-     "see as site-packages (after the standard library), not per host into the interpreter"),
-    ("every training process of a run of several gets OMP_NUM_THREADS = this machine's cores divided among them "
-     "(at least 1), as the emulated hosts share one machine where SageMaker gives each its own cores; torch's "
-     "default of a thread per core in every process would oversubscribe it, doubling a 2-host CPU run's time here. "
-     "--cpus N shares N cores instead; the job's environment, this shell or torchrun (1 for several workers per "
-     "host) setting it wins"),
-    ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
-     "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
-    ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
-     "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
-     "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "
-     "a second run reuses the build"),
-    ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
-     "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
-)
+from orchestrator.emulator.run_options import Options
+from orchestrator.specs.words import SPEC_WORDS, FieldWords
+
+
+def deviations(words: FieldWords) -> tuple[str, ...]:
+    """The list, naming `smtrain local`'s options as the run's user gives them: `--processes-per-host` on the
+    command line, `processes_per_host=` from Python."""
+    return (
+        ("every host algo-N is at 127.0.0.1 (each host's /etc/hosts names them; without mount namespaces they do not "
+         "resolve): MASTER_ADDR and SMDATAPARALLEL_SERVER_ADDR are 127.0.0.1 and rendezvous ports are free ports "
+         "outside the kernel's ephemeral range instead of 7777, so runs can share this machine (SM_HOSTS, the config "
+         "files and gethostname() keep algo-N)"),
+        ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
+         "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
+         "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "
+         "paths are rewritten to them, hyperparameters.json included"),
+        ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
+         "smtrain's hooks stand in for ssh and start each rank on its own host"),
+        ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
+         f"({words.option(Options, 'processes_per_host')} overrides the process count); a GPU instance's training "
+         "processes get smtrain's CPU stand-in for CUDA where this machine has fewer GPUs per host, and a stand-in "
+         f"over gloo for SageMaker's SMDDP library (only in its GPU images); {words.option(Options, 'gpu_standin')} "
+         "leaves both out"),
+        ("requirements.txt and setup.py are installed once per run into a cached overlay that the training processes "
+         "see as site-packages (after the standard library), not per host into the interpreter"),
+        ("every training process of a run of several gets OMP_NUM_THREADS = this machine's cores divided among them "
+         "(at least 1), as the emulated hosts share one machine where SageMaker gives each its own cores; torch's "
+         "default of a thread per core in every process would oversubscribe it, doubling a 2-host CPU run's time "
+         f"here. {words.option(Options, 'cpus')} names how many cores to share instead; the job's environment, this "
+         "shell or torchrun (1 for several workers per host) setting it wins"),
+        ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
+         "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
+        ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
+         "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
+         "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "
+         "a second run reuses the build"),
+        ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
+         "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
+    )
+
+
+DEVIATIONS = deviations(SPEC_WORDS)
+"""As `smtrain local` says them, and `smtrain local --explain` prints them."""
 NO_HOSTNAME_SHIM = "gethostname() returns this machine's name, not algo-N: {why}"
 
 
-def notices(hostname_unavailable_because: str | None, accelerators: str | None = None,
-            namespaced: bool = True) -> list[str]:
-    """The deviations of this run, as printed once at its start; `accelerators`: what the training processes see
-    of the instance's GPUs (standin.py: the CPU stand-in's notice, or this machine's GPUs); without `namespaced`
-    hosts the fallback says itself (opt_ml.fallback_notice), so the /opt/ml line is left out."""
-    found = [item for item in DEVIATIONS if namespaced or not item.startswith("/opt/ml ")]
+def notices(hostname_unavailable_because: str | None, accelerators: str | None, namespaced: bool,
+            words: FieldWords) -> list[str]:
+    """The deviations of this run, as printed once at its start, in its user's words; `accelerators`: what the
+    training processes see of the instance's GPUs (standin.py: the CPU stand-in's notice, or this machine's GPUs);
+    without `namespaced` hosts the fallback says itself (opt_ml.fallback_notice), so the /opt/ml line is left out."""
+    found = [item for item in deviations(words) if namespaced or not item.startswith("/opt/ml ")]
     if hostname_unavailable_because:
         found.append(NO_HOSTNAME_SHIM.format(why=hostname_unavailable_because))
     if accelerators:

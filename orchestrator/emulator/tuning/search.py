@@ -282,8 +282,8 @@ def _claim_folder(root: Path, search_spec: str | None, settings: str, words: Fie
     assert isinstance(document, dict)
     if document.get("settings") != settings:
         raise SpecError(f"{root} holds an earlier search of {owner} with other settings (its ranges, objective or "
-                        "job spec, --set included, differ, or are not on record): this search cannot continue it, and writing its "
-                        "results would lose that one's",
+                        f"job spec, {words.overrides} included, differ, or are not on record): this search cannot "
+                        "continue it, and writing its results would lose that one's",
                         fix=f"run it with the earlier settings to continue it; or {keep_or_discard}")
     return _earlier_search(document)
 
