@@ -7,17 +7,16 @@ from `accuracy/accuracy.py` beside the script (`evaluate.load("accuracy")` takes
 working directory, the code directory, before the hub).
 
 The two published files are not in this repository: this workplace keeps code taken from other repositories out
-of its commits, and the transformers wheel and sdist ship no examples. The test runs where `SMTRAIN_HF_EXAMPLES`
-names a folder holding them, byte for byte (digests below; SOURCE in tests/emulator/frameworks/ says where each
-comes from), with the `hf-examples` extra installed; it is skipped otherwise.
+of its commits, and the transformers wheel and sdist ship no examples. The test runs where
+`SMTRAIN_PUBLISHED_SCRIPTS` names a folder holding them in `hf-examples/`, byte for byte (digests below; SOURCE in
+tests/emulator/frameworks/ says where each comes from; tests/support/published_scripts.py), with the `hf-examples`
+extra installed; it is skipped otherwise.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from installed import needs_packages
+from published_scripts import published
 
 from orchestrator.emulator.instances.standin import local_gpu_count
 
@@ -34,7 +34,6 @@ FRAMEWORKS = Path(__file__).parent / "frameworks"
 sys.path.insert(0, str(FRAMEWORKS))
 from sentiment_data import sentences  # noqa: E402  (the frameworks' toy task, shared with their scripts)
 
-PUBLISHED = Path(os.environ.get("SMTRAIN_HF_EXAMPLES", "/nonexistent"))
 SHA256 = {
     # huggingface/transformers @005c23ae8f6dca810fa2a0e5cecabe0cfb24aaf3, examples/pytorch/text-classification/
     # (check_min_version("4.57.0.dev0"), met by transformers 5.24.0)
@@ -46,9 +45,6 @@ SHA256 = {
 pytestmark = [
     pytest.mark.slow,
     needs_packages("transformers", "datasets", "evaluate", "sklearn"),
-    pytest.mark.skipif(not all((PUBLISHED / name).is_file() for name in SHA256),
-                       reason="SMTRAIN_HF_EXAMPLES names no folder with run_classification.py and accuracy/accuracy.py "
-                              "(tests/emulator/frameworks/SOURCE says where they come from)"),
     pytest.mark.skipif(local_gpu_count() > 0, reason="checks the CPU stand-in; with GPUs here real CUDA runs"),
 ]
 
@@ -57,12 +53,17 @@ TIMEOUT_S = 1800  # only a hang reaches it
 WORLD_SIZE, PER_DEVICE_BATCH, EPOCHS, TRAIN_SIZE = 2, 4, 3, 64
 
 
-def _source_dir(folder: Path) -> Path:
-    """The published files, checked against their digests, as the job's source_dir."""
-    for name, digest in SHA256.items():
-        assert hashlib.sha256((PUBLISHED / name).read_bytes()).hexdigest() == digest, f"{name} is not the recorded one"
+@pytest.fixture
+def hf_examples() -> Path:
+    """The provided published files, checked against their digests; the test is skipped without them."""
+    return published("hf-examples", SHA256, FRAMEWORKS / "SOURCE")
+
+
+def _source_dir(provided: Path, folder: Path) -> Path:
+    """The published files as the job's source_dir."""
+    for name in SHA256:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PUBLISHED / name, folder / name)
+        shutil.copyfile(provided / name, folder / name)
     return folder
 
 
@@ -78,11 +79,11 @@ def _channels(tmp_path: Path) -> tuple[Path, Path]:
     return model, data
 
 
-def test_published_run_classification_under_torchrun_on_two_g5_hosts(tmp_path):
+def test_published_run_classification_under_torchrun_on_two_g5_hosts(tmp_path, hf_examples):
     model, data = _channels(tmp_path)
     spec = {
         "name": "hf-run-classification", "entry_point": "run_classification.py",
-        "source_dir": str(_source_dir(tmp_path / "src")), "framework_version": "2.13.0",
+        "source_dir": str(_source_dir(hf_examples, tmp_path / "src")), "framework_version": "2.13.0",
         "instance": {"type": "ml.g5.2xlarge", "count": 2}, "distribution": {"mode": "torch_distributed"},
         "hyperparameters": {
             "model_name_or_path": "/opt/ml/input/data/model",

@@ -1,15 +1,15 @@
-"""karpathy/nanoGPT's train.py, kept byte for byte (nanogpt/SOURCE), as users bring it to SageMaker: torchrun DDP
-from RANK/LOCAL_RANK/WORLD_SIZE, `init_process_group('nccl')`, `cuda:{local_rank}`, bfloat16 autocast where
+"""karpathy/nanoGPT's train.py as published (nanogpt/SOURCE), as users bring it to SageMaker: torchrun DDP from
+RANK/LOCAL_RANK/WORLD_SIZE, `init_process_group('nccl')`, `cuda:{local_rank}`, bfloat16 autocast where
 `is_bf16_supported()`, pinned non-blocking copies, fused AdamW, scaled dot-product attention, `torch.compile` by
 default, np.memmap of `data/<dataset>/train.bin`, and its configurator.py, which reads only `--key=value`.
 
 SageMaker passes hyperparameters as `--key value`: validate warns, and the documented wrapper
 (docs/bring-your-own-script.md, nanogpt/sagemaker_args.py) joins them. The data is a few KB of tokens made here.
+The published files are not kept in this repository: the runs are opt-in (tests/support/published_scripts.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import pickle
@@ -23,16 +23,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from published_scripts import published, records
 
 from example_data import EXAMPLES
 
 NANOGPT = EXAMPLES / "nanogpt"
 DOCS = EXAMPLES.parents[1] / "docs" / "bring-your-own-script.md"
-PUBLISHED_SHA256 = {
-    "train.py": "413bd97b40bb400a2a0d01230e2946f056c263ebac1b7281c2367d964a123085",
-    "model.py": "7c01703240dbec5d554527dc666e35b3df8391d0b117fddc07afcf325a21d11c",
-    "configurator.py": "5cc23aca26b4ab3c0d9e5f82740f4781f9444f42718c15abcee70d93c5aabe8f",
-}
+RECORD = records(NANOGPT / "SOURCE")
+PUBLISHED_SHA256 = {key.removeprefix("sha256 "): value for key, value in RECORD.items() if key.startswith("sha256 ")}
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 32, "batch_size": 4, "max_iters": 6,
         "eval_interval": 3, "eval_iters": 2, "gradient_accumulation_steps": 2, "warmup_iters": 0,
         "lr_decay_iters": 6, "dataset": "/opt/ml/input/data/train"}
@@ -48,10 +46,18 @@ def _tokens(path: Path, count: int, rng: np.random.Generator) -> None:
     np.array(tokens[:count], dtype=np.uint16).tofile(path)
 
 
-def _job(tmp_path: Path, entry_point: str, instance: dict, mode: str, **hyperparameters) -> Path:
+@pytest.fixture
+def nanogpt() -> Path:
+    """The provided checkout of nanoGPT's published commit; the test is skipped without one."""
+    return published("nanoGPT", PUBLISHED_SHA256, NANOGPT / "SOURCE")
+
+
+def _job(tmp_path: Path, nanogpt: Path, entry_point: str, instance: dict, mode: str, **hyperparameters) -> Path:
     """The three published files and the wrapper in one source dir, the tokens in a `train` channel."""
     source = tmp_path / "src"
-    shutil.copytree(NANOGPT / "src", source)
+    source.mkdir()
+    for name in PUBLISHED_SHA256:
+        shutil.copy(nanogpt / name, source)
     shutil.copy(NANOGPT / "sagemaker_args.py", source)
     data = tmp_path / "data"
     data.mkdir()
@@ -82,11 +88,15 @@ def _losses(log: str) -> list[float]:
     return [float(value) for _, value in LOSS.findall(log)]
 
 
-def test_the_published_files_are_kept_byte_for_byte():
-    record = dict(line.partition(": ")[::2] for line in (NANOGPT / "SOURCE").read_text().splitlines())
-    assert record["repository"] == "karpathy/nanoGPT" and re.fullmatch(r"[0-9a-f]{40}", record["commit"])
-    assert {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in (NANOGPT / "src").iterdir()} == PUBLISHED_SHA256
+def test_source_records_the_commit_and_a_digest_of_each_published_file():
+    assert RECORD["repository"] == "karpathy/nanoGPT" and re.fullmatch(r"[0-9a-f]{40}", RECORD["commit"])
+    assert sorted(PUBLISHED_SHA256) == ["configurator.py", "model.py", "train.py"]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in PUBLISHED_SHA256.values())
+
+
+def test_the_provided_files_are_the_published_ones(nanogpt):
+    """Where a checkout is provided, the fixture has checked each file's digest against SOURCE."""
+    assert all((nanogpt / name).is_file() for name in PUBLISHED_SHA256)
 
 
 def test_the_documented_wrapper_is_the_one_tested():
@@ -96,10 +106,10 @@ def test_the_documented_wrapper_is_the_one_tested():
 
 
 @pytest.mark.slow
-def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_why(tmp_path):
+def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_why(tmp_path, nanogpt):
     """Run as published, with hyperparameters: configurator.py asserts at `--batch_size 4`. validate says so
     first, naming the line that runs it and the fix; the run fails at that line, and its cause repeats the fix."""
-    spec = _job(tmp_path, "train.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False)
+    spec = _job(tmp_path, nanogpt, "train.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False)
 
     validated = _smtrain("validate", str(spec))
     ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "-o", "json")
@@ -115,9 +125,9 @@ def test_validate_warns_before_sagemaker_passes_two_arguments_and_the_run_shows_
 
 
 @pytest.mark.slow
-def test_ddp_on_two_gpu_hosts_trains_and_checkpoints_into_the_model(tmp_path):
+def test_ddp_on_two_gpu_hosts_trains_and_checkpoints_into_the_model(tmp_path, nanogpt):
     """torch_distributed, 2 x ml.g5.2xlarge (one GPU each): world size 2 on the CPU stand-in, NCCL over gloo."""
-    spec = _job(tmp_path, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 2}, "torch_distributed",
+    spec = _job(tmp_path, nanogpt, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 2}, "torch_distributed",
                 compile=False, out_dir="/opt/ml/model")
 
     ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "-o", "json")
@@ -140,10 +150,10 @@ def test_ddp_on_two_gpu_hosts_trains_and_checkpoints_into_the_model(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_smoke_ends_at_its_iteration_with_its_losses_read_by_the_default_definitions(tmp_path):
+def test_a_smoke_ends_at_its_iteration_with_its_losses_read_by_the_default_definitions(tmp_path, nanogpt):
     """nanoGPT prints `iter N: loss X` and `step N: train loss X, val loss Y`, no `step=`: the smoke reads its step
     and the defaults its losses, as SageMaker's charts would, with no `metrics:` in the spec."""
-    spec = _job(tmp_path, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False,
+    spec = _job(tmp_path, nanogpt, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none", compile=False,
                 out_dir="/opt/ml/model")
 
     ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "--smoke", "300", "--smoke-steps", "4",
@@ -158,11 +168,11 @@ def test_a_smoke_ends_at_its_iteration_with_its_losses_read_by_the_default_defin
 
 
 @pytest.mark.slow
-def test_compiled_on_one_gpu_host_and_told_its_checkpoint_is_not_the_model(tmp_path):
+def test_compiled_on_one_gpu_host_and_told_its_checkpoint_is_not_the_model(tmp_path, nanogpt):
     """Mode none, 1 x ml.g5.2xlarge, `torch.compile` as published (inductor's C++ on the CPU), bfloat16 autocast
     where the CPU has it. Its checkpoint goes to `out` under its working directory: model.tar.gz stays empty, as on
     SageMaker, and the run says so, with what to set."""
-    spec = _job(tmp_path, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none")
+    spec = _job(tmp_path, nanogpt, "sagemaker_args.py", {"type": "ml.g5.2xlarge", "count": 1}, "none")
 
     ran = _smtrain("local", str(spec), "--run-dir", str(tmp_path / "run"), "-o", "json")
 
