@@ -26,6 +26,11 @@ def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], regi
     from $SMTRAIN_ROLE / $SMTRAIN_OUTPUT_PATH or the infra stack.
 
     Each line is ✓ or ✗ with the fix. Exit 0 when every check passes, 1 when one fails, 2 for a bad spec.
+
+    \b
+    Examples:
+      smtrain check job.yaml
+      smtrain check job.yaml --set region=eu-west-1
     """
     from orchestrator.cloud.preflight import run_checks
     from orchestrator.cloud.resolve import resolve_region

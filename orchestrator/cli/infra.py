@@ -74,6 +74,11 @@ def deploy(
     """Create or update the stack through a change set: preview the changes, confirm, execute, wait.
 
     Prints the outputs at the end; `smtrain infra show` prints them again later.
+
+    \b
+    Examples:
+      smtrain infra deploy --region us-east-1
+      smtrain infra deploy --yes -o json
     """
     if not yes and not _can_ask():
         raise click.UsageError("no terminal to confirm the change set on: pass --yes to execute it unseen")
@@ -92,7 +97,13 @@ def deploy(
 @output_option
 @click.pass_context
 def show(ctx: click.Context, stack_name: str | None, region: str | None, output: str) -> None:
-    """Print the stack's outputs: role ARN, bucket, output path, checkpoint and code prefixes."""
+    """Print the stack's outputs: role ARN, bucket, output path, checkpoint and code prefixes.
+
+    \b
+    Examples:
+      smtrain infra show
+      smtrain infra show -o json
+    """
     _print_outputs(infra_lib.stack_outputs(stack_name, _session(ctx, region)), output)
 
 
@@ -115,6 +126,11 @@ def delete(
 
     smtrain's template keeps the bucket (your outputs and checkpoints) when the stack is deleted; --delete-bucket
     deletes it and its contents too.
+
+    \b
+    Examples:
+      smtrain infra delete
+      smtrain infra delete --delete-bucket --yes
     """
     if not yes and not _can_ask():
         raise click.UsageError("no terminal to confirm the deletion on: pass --yes to delete the stack unasked")

@@ -105,6 +105,11 @@ def submit(
     Uploads the source tarball unless S3 already has it (content-addressed), creates the job with boto3
     (no SageMaker SDK needed), and prints its name, console link, world size, worst-case cost and whether the
     source was uploaded or reused. Refuses (exit 2, nothing sent) a plan with blocking findings.
+
+    \b
+    Examples:
+      smtrain submit job.yaml --wait --logs
+      smtrain submit job.yaml --set role=arn:aws:iam::123456789012:role/SageMakerExecution --dry-run
     """
     if allow_unverified:
         overrides = (*overrides, "allow_unverified=true")
@@ -167,7 +172,13 @@ def status(ctx: click.Context, job: str, backend: str | None, region: str | None
     answers in the same statuses, as it goes.
 
     JOB: `local:RUN` (a run directory, or a run's name under runs/), `sagemaker:NAME`, or a bare name: a local
-    run of that name, else a SageMaker job."""
+    run of that name, else a SageMaker job.
+
+    \b
+    Examples:
+      smtrain status runs/my-job-2026-11-28-09-35-53-379-6xu3
+      smtrain status sagemaker:my-job-2026-11-28-09-35-53-379-6xu3 --region eu-west-1 -o json
+    """
     chosen, job_id = _resolve(ctx, job, backend, region)
     report = chosen.status_report(job_id, stall_timeout)
     if output == "json":
@@ -192,7 +203,13 @@ def logs(ctx: click.Context, job: str, backend: str | None, region: str | None, 
     object per line.
 
     JOB: `local:RUN` (a run directory, or a run's name under runs/), `sagemaker:NAME`, or a bare name: a local
-    run of that name, else a SageMaker job."""
+    run of that name, else a SageMaker job.
+
+    \b
+    Examples:
+      smtrain logs sagemaker:my-job-2026-11-28-09-35-53-379-6xu3 --follow
+      smtrain logs runs/my-job-2026-11-28-09-35-53-379-6xu3 --host algo-2 --tail 20
+    """
     chosen, job_id = _resolve(ctx, job, backend, region)
     printed = 0
     for line in chosen.logs(job_id, follow=follow, host=host, tail=tail, poll_seconds=options.poll_seconds):
@@ -228,7 +245,13 @@ def metrics(ctx: click.Context, job: str, backend: str | None, region: str | Non
     metric definitions applied to its log lines, so the same lines give the same values.
 
     JOB: `local:RUN` (a run directory, or a run's name under runs/), `sagemaker:NAME`, or a bare name: a local
-    run of that name, else a SageMaker job."""
+    run of that name, else a SageMaker job.
+
+    \b
+    Examples:
+      smtrain metrics runs/my-job-2026-11-28-09-35-53-379-6xu3
+      smtrain metrics sagemaker:my-job-2026-11-28-09-35-53-379-6xu3 --metric train:loss -o csv --plot loss.png
+    """
     chosen, job_id = _resolve(ctx, job, backend, region)
     series = chosen.metric_series(job_id, list(names) or None, period_seconds)
     for note in series.notes:
@@ -261,7 +284,13 @@ def stop(ctx: click.Context, job: str, backend: str | None, region: str | None, 
     error (exit 0).
 
     JOB: `local:RUN` (a run directory, or a run's name under runs/), `sagemaker:NAME`, or a bare name: a local
-    run of that name, else a SageMaker job."""
+    run of that name, else a SageMaker job.
+
+    \b
+    Examples:
+      smtrain stop sagemaker:my-job-2026-11-28-09-35-53-379-6xu3
+      smtrain stop runs/my-job-2026-11-28-09-35-53-379-6xu3
+    """
     chosen, job_id = _resolve(ctx, job, backend, region)
     requested, was = chosen.stop(job_id)
     if output == "json":
@@ -297,7 +326,13 @@ def list_command(ctx: click.Context, status_equals: str | None, name_contains: s
     local`'s default run directories; another folder's with --runs DIR) beside them, marked `local`; `--max`
     counts both, and stderr says which folder was read. Where a backend cannot be read (SageMaker: no region or
     credentials), the others are shown and stderr says why its jobs are missing (exit 0; asked for alone, with
-    --local or --cloud, it is an error). A damaged run is listed as Damaged."""
+    --local or --cloud, it is an error). A damaged run is listed as Damaged.
+
+    \b
+    Examples:
+      smtrain list --status failed --name-contains mlp
+      smtrain list --local
+    """
     from orchestrator.errors import SmtrainError
 
     if runs_root is not None and cloud_only:
@@ -337,7 +372,12 @@ def watch(ctx: click.Context, job: str, backend: str | None, region: str | None,
     idle. A silent job whose devices work is slow: reported, left running. A SageMaker job's utilization is read
     once a minute: DescribeTrainingJob and the new log lines every --poll-seconds, then one DescribeLogStreams, one
     GetLogEvents per host and one GetMetricData for all hosts a minute (docs/following-jobs.md); a local run's own
-    stall timeout judges it. Exit codes: 0 Completed, 1 Failed, 3 Stopped, 4 hung (stopped unless --no-stop)."""
+    stall timeout judges it. Exit codes: 0 Completed, 1 Failed, 3 Stopped, 4 hung (stopped unless --no-stop).
+
+    \b
+    Examples:
+      smtrain watch sagemaker:my-job-2026-11-28-09-35-53-379-6xu3 --stall-timeout 1800 --logs
+    """
     from orchestrator.backends.job import Job
 
     chosen, job_id = _resolve(ctx, job, backend, region)

@@ -70,6 +70,12 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
     (--stall-timeout), 130 interrupted. Ctrl-C (or SIGTERM, SIGHUP) gives the ranks up to 10 s to checkpoint, then
     kills them; a second Ctrl-C kills at once. Nothing the run starts outlives it. While it runs, `smtrain status`,
     `logs` and `metrics` take its run directory (SageMaker's statuses, written to status.json as it goes).
+
+    \b
+    Examples:
+      smtrain local job.yaml --set hyperparameters.epochs=1
+      smtrain local job.yaml --smoke 600 --smoke-steps 5 --run-dir runs/smoke
+      smtrain local job.yaml --input train=data/train --processes-per-host 1
     """
     interrupt_on_termination()  # from the command's first moment until the job's processes start
     from orchestrator.cli.render import LocalConsole

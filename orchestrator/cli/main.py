@@ -67,6 +67,11 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     without `allow_unverified: true` (or --allow-unverified) and a channel given as a local path (fine for
     `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass, among them
     each value the spec writes that contradicts the admin's SageMaker SDK defaults file.
+
+    \b
+    Examples:
+      smtrain validate job_specs/*.yaml
+      smtrain validate job.yaml --set instance.count=4 -o json
     """
     import dataclasses
 
@@ -133,6 +138,11 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     exact CreateTrainingJob request (built by smtrain, key for key what SageMaker SDK v2 would send; no SDK
     needed) and the SDK v2 estimator arguments that produce it; --output json holds all of it. Nothing is sent;
     only a missing role or output path is read from the infra stack. Secret-looking values are masked.
+
+    \b
+    Examples:
+      smtrain plan job.yaml
+      smtrain plan job.yaml --set region=eu-west-1 --full
     """
     from orchestrator.cli.render import emit_plan
 
@@ -143,7 +153,13 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
 @click.option("--output", "-o", type=click.Choice(["json", "yaml"]), default="json", show_default=True,
               help="The schema as JSON, or as YAML (the same document).")
 def schema(output: str) -> None:
-    """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm)."""
+    """Print the JSON Schema of job specs (for editors: yaml-language-server, VS Code, PyCharm).
+
+    \b
+    Examples:
+      smtrain schema > smtrain.schema.json
+      smtrain schema -o yaml
+    """
     from orchestrator.specs.field_docs import json_schema
     from orchestrator.specs.model import JobSpec
 
@@ -180,7 +196,13 @@ def _catalog_family(context: click.Context, parameter: click.Parameter, family: 
 @click.option("--accelerator", type=click.Choice(["cpu", "gpu", "trainium"]), help="Only this kind.")
 @output_option
 def instances(family: str | None, accelerator: str | None, output: str) -> None:
-    """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour."""
+    """The instance catalog: vCPUs, memory, accelerators, EFA and on-demand price per hour.
+
+    \b
+    Examples:
+      smtrain instances --accelerator gpu
+      smtrain instances --family g5 -o json
+    """
     from orchestrator.specs.catalog import catalog
 
     rows = [entry for entry in catalog().instances.values()
@@ -200,6 +222,11 @@ def images(output: str) -> None:
 
     A framework_version outside this table needs image_uri. An unverified image is one whose build configuration
     and release data in AWS's image repository disagree (submit needs allow_unverified: true).
+
+    \b
+    Examples:
+      smtrain images
+      smtrain images -o json
     """
     from orchestrator.cli.render import image_rows, print_images
 

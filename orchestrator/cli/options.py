@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 SET_HELP = ("KEY.PATH=VALUE: overrides that value of the spec file (YAML syntax: 3, true, \"2.3.0\", [a, b]). "
             "Repeatable, e.g. --set instance.count=2 --set hyperparameters.epochs=1")
+JOB_SET_HELP = ("KEY.PATH=VALUE: overrides that value of the job spec the tuning spec names (its `job:`; "
+                "YAML syntax: 3, true, \"2.3.0\", [a, b]). Repeatable, e.g. --set hyperparameters.epochs=2 "
+                "--set instance.count=1")
 
 
 _OUTPUT_KEY = "smtrain.output"
@@ -135,6 +138,12 @@ def _unplaced_error(kind: str, message: str, fix: str | None) -> dict[str, Any]:
 
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
+
+
+def job_set_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--set` of the tune commands, which applies to the job spec, not the tuning spec."""
+    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+                        help=JOB_SET_HELP)(function)
 
 
 def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -22,11 +22,11 @@ from orchestrator.cli.options import (
     allow_unverified_option,
     declared_options,
     echo_json,
+    job_set_option,
     local_run_options,
     max_source_option,
     output_option,
     runs_option,
-    set_option,
     terminal_safe,
 )
 from orchestrator.specs.catalog import hourly_price
@@ -71,11 +71,16 @@ def tune() -> None:
 
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@set_option
+@job_set_option
 @output_option
 def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
-    2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it."""
+    2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it.
+
+    \b
+    Examples:
+      smtrain tune validate job_specs/tuning/mlp-lr-search.yaml
+    """
     from orchestrator.errors import CapabilityError
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
@@ -101,7 +106,7 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
 
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@set_option
+@job_set_option
 @output_option
 @click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
 @max_source_option
@@ -110,7 +115,13 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
          max_source_bytes: int) -> None:
     """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
-    at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec."""
+    at once, and the worst-case cost. Nothing is sent. `--set` applies to the job spec.
+
+    \b
+    Examples:
+      smtrain tune plan job_specs/tuning/mlp-lr-search.yaml
+      smtrain tune plan search.yaml --set hyperparameters.epochs=2 -o json
+    """
     from orchestrator.api import plan_tuning as api_plan_tuning
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
@@ -128,7 +139,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@set_option
+@job_set_option
 @output_option
 @click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
 @allow_unverified_option
@@ -137,7 +148,12 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
            allow_unverified: bool, max_source_bytes: int) -> None:
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
-    uploaded unless S3 has it already)."""
+    uploaded unless S3 has it already).
+
+    \b
+    Examples:
+      smtrain tune submit job_specs/tuning/mlp-lr-search.yaml
+    """
     from orchestrator.api import plan_tuning as api_plan_tuning, submit_tuning as api_submit_tuning
     from orchestrator.cli.options import terminations_interrupt
     from orchestrator.cli.source_bar import source_progress
@@ -189,7 +205,13 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
     objective and hyperparameters, every trial sorted by objective, and why each failed trial failed.
 
     TUNING: `sagemaker:NAME` (a tuning job), `local:FOLDER` (what `tune local` wrote: its --run-dir, or a name
-    under runs/), or a bare name: a local search of that name, else a SageMaker tuning job."""
+    under runs/), or a bare name: a local search of that name, else a SageMaker tuning job.
+
+    \b
+    Examples:
+      smtrain tune status local:runs/mlp-cpu-search-261128-093500-ab12
+      smtrain tune status sagemaker:mlp-lr-search-2611280935 --plot search.png
+    """
     from orchestrator.backends.tuning import Tuning
     from orchestrator.observing.metric_series import format_duration
     from orchestrator.observing.trials import failures, table
@@ -240,7 +262,13 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
                  backend: str | None, runs_root: Path | None, region: str | None, output: str) -> None:
     """The most recent tuning jobs, newest first; the local ones (--backend local) with a line on stderr saying
-    which folder was read."""
+    which folder was read.
+
+    \b
+    Examples:
+      smtrain tune list --backend local
+      smtrain tune list --status completed --max 5
+    """
     from orchestrator.backends.tuning import tuning_backend_for
 
     listing = tuning_backend_for(backend, region, ctx.obj, runs_root)
@@ -266,7 +294,12 @@ def list_command(ctx: click.Context, status_equals: str | None, name_contains: s
 @output_option
 @click.pass_context
 def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | None, output: str) -> None:
-    """Stop search TUNING and its running trials. One that has ended is fine (exit 0). TUNING as for `status`."""
+    """Stop search TUNING and its running trials. One that has ended is fine (exit 0). TUNING as for `status`.
+
+    \b
+    Examples:
+      smtrain tune stop sagemaker:mlp-lr-search-2611280935
+    """
     chosen, tuning_id = _resolve(ctx, tuning, backend, region)
     requested, was = chosen.stop(tuning_id)
     if output == "json":
@@ -279,7 +312,7 @@ def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | Non
 
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@set_option
+@job_set_option
 @_search_options
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Draw the objective over the trials and against each parameter (needs matplotlib).")
@@ -291,7 +324,13 @@ def local(file: str, overrides: tuple[str, ...], search: SearchOptions, plot_fil
     run directory, every host emulated), at most N at once, the objective read from each trial's log with the
     job's metric definitions. Random and Grid choose exactly as described; Bayesian and Hyperband are stood in
     for by optuna (smtrain's tune extra: docs/install.md). Prints every trial sorted by objective and the best one. The
-    options of `smtrain local` below apply to every trial."""
+    options of `smtrain local` below apply to every trial.
+
+    \b
+    Examples:
+      smtrain tune local job_specs/tuning/mlp-lr-search.yaml
+      smtrain tune local search.yaml --max-jobs 4 --parallel 2 --budget 900 --plot search.png
+    """
     from orchestrator.cli.ci_annotations import tune_search
     from orchestrator.emulator.tuning.search import tune_local
     from orchestrator.observing.trials import table
