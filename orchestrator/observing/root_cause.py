@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
+from orchestrator.observing.crash_lines import DUMP_START, dump_frames, shell_notice
 from orchestrator.observing.log_lines import EXCEPTION_LINE, host_order
 from orchestrator.observing.pip_failure import (
     PIP_FAILURE,
@@ -105,8 +106,11 @@ _LOST_CONNECTION = re.compile(re.escape(_LOST_CONNECTION_SAID).replace(re.escape
 _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted|"
                                  r"ProcessGroupNCCL.*(timeout|abort)|NCCL (error|timeout)|ncclInternalError|"
                                  r"ncclSystemError|Timed out waiting .*(collective|barrier)|"
+                                 r"Timed out waiting \d+ms for (recv|send) operation|"
                                  r"DistStoreError.*[Tt]imed? ?out|"
                                  r"[Cc]ollective operation timeout", re.IGNORECASE)
+"""Also gloo's, in a collective a peer never joined (`unbound_buffer.cc:78] Timed out waiting 1800000ms for recv
+operation to complete`): the rank that waited is no more the cause than under NCCL's watchdog."""
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
                        r"memory'")
 _DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
@@ -603,7 +607,7 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
             candidates.append(_Candidate(_tier(found.exception, found.more), owner, rank, found.exception, code,
                                          found.frames, found.detail, tagged, chained=found.chained, more=found.more))
         elif found is not None:
-            candidates.append(_Candidate(OWN, owner, rank, None, code, detail=found.detail, tagged=tagged))
+            candidates.append(_Candidate(OWN, owner, rank, None, code, found.frames, found.detail, tagged))
     named = {(item.host, item.rank) for item in candidates}
     for (owner, rank), code in reported.items():
         if (owner, rank) not in named:
@@ -617,17 +621,22 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
     """What a rank that failed without a Python error printed last: `SystemExit("no data in /opt/ml/input")` prints
-    its message and exits 1; `os._exit(3)` or a crash in native code leaves only the line before it. A rank a
+    its message and exits 1; `os._exit(3)` or a crash in native code leaves only the line before it (not the
+    shell's `Killed` nor faulthandler's dump after it, whose frames locate a crash: crash_lines.py). A rank a
     launcher stopped (SIGTERM) has none: what it printed last says nothing of the failure."""
-    if exit_code in (None, 0) or _signal_number(exit_code) in _STOP_SIGNALS:
+    number = _signal_number(exit_code)
+    if exit_code in (None, 0) or number in _STOP_SIGNALS:
         return None
     said = None
     for _, line in stream:
-        if _TORCHRUN_FAILED.search(line) or line.strip() == _TRACEBACK:
-            break  # torchrun's own report follows the ranks' output
-        if line.strip() and not _LAUNCHER_LINE.search(line):
+        if _TORCHRUN_FAILED.search(line) or line.strip() == _TRACEBACK or line.startswith(DUMP_START):
+            break  # torchrun's own report, or faulthandler's dump of a crash, follows the rank's own lines
+        if line.strip() and not _LAUNCHER_LINE.search(line) and not shell_notice(line, number):
             said = line.strip()
-    return _Found("", detail=(f"last line: {said}",)) if said else None
+    frames = dump_frames([line for _, line in stream]) if number is not None else ()
+    if said is None and not frames:
+        return None
+    return _Found("", frames, detail=(f"last line: {said}",) if said else ())
 
 
 def _tier(exception: str, more: Sequence[str] = ()) -> int:

@@ -429,3 +429,33 @@ def test_an_error_raised_in_a_dataloader_worker_is_the_workers_own_at_its_line()
                        source=SourcePaths(shown="src"))
     assert cause.headline() == "algo-1 (rank 0) failed: ValueError: corrupt record 3 at src/dl.py:11"
     assert cause.detail == ("reraised as: ValueError: Caught ValueError in DataLoader worker process 0.",)
+
+
+# Mode none over gloo, recorded from a local run: rank 1 never joined the second all_reduce, and rank 0's gloo
+# timed out waiting for it (`init_process_group(timeout=...)`); smtrain then stopped rank 1 with SIGTERM.
+GLOO_TIMEOUT = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/ml/code/train.py", line 12, in <module>
+[rank0]:     dist.all_reduce(torch.ones(1))
+[rank0]:   File "/usr/local/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3252, in all_reduce
+[rank0]:     work.wait()
+[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out \
+waiting 5000ms for recv operation to complete""".splitlines()
+
+
+def test_a_gloo_collective_that_timed_out_is_a_collective_timeout_with_its_fix():
+    """Before: `exception` with no fix, as if rank 0's own code were at fault."""
+    cause = read_cause({"algo-1": GLOO_TIMEOUT, "algo-2": ["rank 1 loading forever"]},
+                       _one_process(["algo-1", "algo-2"]), exit_codes={"algo-1": 1, "algo-2": 143},
+                       source=SourcePaths(shown="src"))
+    assert (cause.host, cause.rank, cause.location) == ("algo-1", 0, "src/train.py:12")
+    assert cause.category == "collective_timeout" and "the one that failed or stalled first" in cause.fix
+
+
+def test_a_gloo_timeout_yields_to_the_error_of_the_rank_it_waited_for():
+    """Before: both ranked as errors of their own, so rank 0's timeout led over rank 1's error by its lower rank."""
+    failed = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 30, in <module>',
+              "ValueError: corrupt shard 7"]
+    cause = read_cause({"algo-1": GLOO_TIMEOUT, "algo-2": failed}, _one_process(["algo-1", "algo-2"]),
+                       exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
+    assert cause.headline() == "algo-2 (rank 1) failed: ValueError: corrupt shard 7 at src/train.py:30"
