@@ -3,7 +3,8 @@
 A job that writes no line and advances no step for the stall timeout is *silent*. Silence alone proves nothing:
 a rank computing a long bf16 backward pass on a CPU, or a compiler building a JIT extension, is silent and busy.
 So every place a job runs reports, per host, whether its work is still moving (locally: CPU time of the ranks
-and of their children advances; on SageMaker: the host's CPU or GPU utilization metrics). The verdict:
+and of their children advances, or they read or write data; on SageMaker: the host's CPU or GPU utilization
+metrics). The verdict:
 
 - not silent for the stall timeout: moving;
 - silent, and some host busy (or its activity cannot be read): slow; reported, never stopped;

@@ -4,9 +4,11 @@ has started its children (its start-up), never while it waits for them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -114,4 +116,35 @@ def test_a_rank_starved_of_cpu_by_a_loaded_machine_is_busy_and_a_sleeping_one_st
         competitor.wait()
 
     assert found["algo-1"].busy is True, found["algo-1"].detail
+    assert found["algo-2"].busy is False, found["algo-2"].detail
+
+
+READ_FIFO = f"import os, sys\nfifo = open(sys.argv[1], 'rb')\n{READY}while fifo.read(65536):\n    pass\n"
+WRITE_FIFO = f"import sys\nfifo = open(sys.argv[1], 'wb')\n{READY}while True:\n    fifo.write(bytes(65536))\n"
+
+
+@pytest.mark.parametrize("direction", ["read", "write"])
+def test_a_rank_moving_data_slowly_with_little_cpu_is_busy_beside_a_sleeping_one(direction, start, tmp_path):
+    """A download, a Pipe mode channel, a dataset on a slow disk, torch.save to one: the rank waits on I/O (state S
+    or D, little CPU) and makes progress. Here it reads or writes a FIFO the test feeds or drains 64 KiB every
+    0.05 s (1.25 MiB/s, twenty times activity.BUSY_BYTES_PER_SECOND), until the window has been read."""
+    fifo = tmp_path / "slow"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def trickle() -> None:
+        with contextlib.suppress(OSError), open(fifo, "wb" if direction == "read" else "rb") as end:
+            while not done.wait(0.05):
+                end.write(bytes(65536)) if direction == "read" else end.read(65536)
+
+    # A daemon: were the mover to die before opening the FIFO, the trickler's open would never return.
+    threading.Thread(target=trickle, daemon=True).start()
+    mover = start("algo-1", sys.executable, "-c", READ_FIFO if direction == "read" else WRITE_FIFO, str(fifo))
+    try:
+        found = _activities([mover, start("algo-2", sys.executable, "-c", SLEEP)])
+    finally:
+        done.set()
+
+    assert found["algo-1"].busy is True, found["algo-1"].detail
+    assert "; rank 0 (algo-1) reads or writes " in found["algo-1"].detail, found["algo-1"].detail
     assert found["algo-2"].busy is False, found["algo-2"].detail

@@ -1,5 +1,5 @@
-"""Slow is not hung: a run whose rank computes (or waits for a child that computes) without writing a line for
-longer than the stall timeout is said to be slow and keeps running, though its other host's rank waits idle; only
+"""Slow is not hung: a run whose rank computes (or waits for a child that computes, or downloads with little CPU)
+without writing a line for longer than the stall timeout is said to be slow and keeps running, though its other host's rank waits idle; only
 a run whose every host is idle is stopped as hung (test_hang.py). Under --smoke the smoke's deadline governs, not
 the stall clock.
 
@@ -9,10 +9,12 @@ stall clock runs out while it works; nothing here measures how fast it works."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,73 @@ def test_where_py_spy_is_refused_the_slow_notice_says_so_instead_of_where_the_ra
     slow = [text for text in notice_recorder.notices if text.startswith("slow, not hung: ")]
     assert slow, notice_recorder.notices
     assert "py-spy could not read (Permission Denied: Try running again with elevated permissions)" in slow[0]
+
+
+class SlowSource(http.server.BaseHTTPRequestHandler):
+    """A download that trickles: 64 KiB every 0.2 s (320 KiB/s, five times what makes a host busy) until the
+    server's `done` is set, with almost no CPU on the receiving side."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        try:
+            while not self.server.done.wait(0.2):  # type: ignore[attr-defined]
+                self.wfile.write(bytes(64 * 1024))
+        except ConnectionError:  # the run was stopped (as Hung, before the fix)
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class SlowAfterMoving:
+    """The run's observer: keeps its notices, and sets `slow_while_moving` at the first slow notice after rank 0
+    said it starts moving data, so that the silence that notice judged is the I/O's alone, not torch's import
+    before it (which computes)."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+        self.moving = False
+        self.slow_while_moving = threading.Event()
+
+    def line(self, host: str, text: str) -> None:
+        self.moving = self.moving or text == "moving"
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+        if self.moving and text.startswith("slow, not hung: "):
+            self.slow_while_moving.set()
+
+    def started(self, *_) -> None:
+        pass
+
+    def progress(self, *_) -> None:
+        pass
+
+    def attempt(self, *_) -> None:
+        pass
+
+
+def test_a_rank_downloading_silently_past_the_stall_timeout_while_the_other_waits_is_slow_and_completes(tmp_path):
+    """Rank 0 downloads (blocked in recv, little CPU) with no output while rank 1 waits in a barrier: on SageMaker
+    it finishes; locally it was stopped as Hung. The server trickles until the run is said to be slow, so the
+    download outlasts the stall timeout however fast the machine is."""
+    observer = SlowAfterMoving()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowSource)
+    server.done = observer.slow_while_moving  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    spec = yaml.safe_load(busy_spec(tmp_path, "loop").read_text())
+    spec.update(entry_point="io_script.py", hyperparameters={
+        "work": "download", "source": f"http://127.0.0.1:{server.server_port}/checkpoint"})
+    (tmp_path / "busy.yaml").write_text(yaml.safe_dump(spec))
+    try:
+        result = run_local(load(tmp_path / "busy.yaml"),
+                           Options(run_dir=tmp_path / "run", stall_timeout_seconds=STALL_SECONDS), observer)
+    finally:
+        server.shutdown()
+
+    assert (result.status, result.exit_code) == ("Completed", 0), (result.failure_reason, observer.notices)
+    slow = [text for text in observer.notices if text.startswith("slow, not hung: ")][-1]
+    assert "but its work moves: algo-1: rank 0 (algo-1) at " in slow, slow
+    assert "; rank 0 (algo-1) reads or writes " in slow, slow
+    assert "algo-2" not in slow, slow

@@ -1,6 +1,6 @@
-"""Whether a local run's work still moves while it writes nothing: per emulated host, the CPU time of its training
-processes and of everything they start (a JIT compile's ninja, c++ and cc1plus; DataLoader workers), read from
-outside with psutil, never by attaching to a process.
+"""Whether a local run's work still moves while it writes nothing: per emulated host, the CPU time and the I/O of
+its training processes and of everything they start (a JIT compile's ninja, c++ and cc1plus; DataLoader workers),
+read from outside with psutil, never by attaching to a process.
 
 A host is busy over a window when its work processes together used at least `BUSY_CORE_FRACTION` of one core,
 or a new one of them appeared (a compiler's next step). Each process counts its own CPU time and that of the
@@ -16,6 +16,18 @@ carry that much (a CI runner with parallel test workers: a JIT compile's cc1plus
 average of 35 on 2 cores), so a host is also busy when one of its work processes was runnable (the kernel's state
 R: computing, or waiting only for a core) in at least half the samples of the window: a blocked or sleeping
 process is in state S, however loaded the machine, and a starved one is still R.
+
+A rank can make progress with neither: a download (blocked in recv, waiting for the network), torch.save to a slow
+disk (state D), a dataset read from a slow disk or a Pipe mode channel. So a host is also busy when its training
+processes (the launchers never: a launcher's counters take in its reaped ranks', and mpirun's are its ranks'
+output) read or wrote at least `BUSY_BYTES_PER_SECOND`, by the kernel's accounting (/proc/<pid>/io): every read()
+and write() on a file, a pipe or a TLS connection (read_chars, write_chars), and what storage read or wrote for
+them, memory maps included (read_bytes, write_bytes). A rank blocked in a gloo collective, sleeping, or waiting
+on an idle DataLoader moved 0 to 330 bytes in 10 s (measured), a stuck tqdm bar's redraws 180 bytes in 25 s; a
+rank's output that the clock has not seen as a line is under 64 KiB (a longer one is handed on in pieces, which
+reset the clock), a tenth of a 10-s window's threshold. Not counted: Python's plain sockets (recv/send, so a plain
+HTTP body kept in memory, and gloo's receives), which the kernel does not account; a download written to a file
+counts by its writes, and a TLS one (OpenSSL reads with read()) by its reads.
 """
 
 from __future__ import annotations
@@ -33,6 +45,8 @@ from orchestrator.observing.liveness import HostActivity
 from orchestrator.wording import counted
 
 BUSY_CORE_FRACTION = 0.1
+BUSY_BYTES_PER_SECOND = 64 * 1024
+"""The I/O rate of a host's training processes that makes it busy, whatever CPU they used."""
 RUNNABLE_SAMPLE_FRACTION = 0.5
 """The share of a window's samples in which a host's work was runnable that makes it busy, whatever CPU it got."""
 SAMPLE_SECONDS = 0.5
@@ -63,6 +77,8 @@ class _Sample:
     """The processes whose CPU time is the job's work: all but the launchers that have children."""
     runnable: set[_Identity] = field(default_factory=set)
     """The counted processes the kernel had in state R (running, or ready and waiting for a core)."""
+    moved: dict[_Identity, int] = field(default_factory=dict)
+    """The bytes each training process (no launcher) has read or written so far, where the kernel shows them."""
 
 
 class ActivitySampler:
@@ -102,6 +118,8 @@ class ActivitySampler:
                         sample.counted.add(identity)
                         if process.status() == psutil.STATUS_RUNNING:
                             sample.runnable.add(identity)
+                        if not work.launcher:
+                            _read_moved(process, identity, sample)
             except psutil.Error:
                 continue
         self._samples.append(sample)
@@ -124,12 +142,21 @@ class ActivitySampler:
         if not self._samples:
             return None
         current, baseline = self._samples[-1], self._baseline(self._samples[-1].at)
-        per_rank: dict[RankProcess, float] = {}
-        for identity, used in _used(current, baseline).items():
+        span = max(current.at - baseline.at, SAMPLE_SECONDS)
+        used, moved = _used(current, baseline), _moved(current, baseline)
+        per_rank: dict[RankProcess, tuple[float, float]] = {}
+        for identity in used:
             work = self._work[identity][1]
             if work is not None and identity in current.counted and work.rank is not None:
-                per_rank[work.rank] = per_rank.get(work.rank, 0.0) + used
-        return max(per_rank, key=lambda rank: per_rank[rank]) if per_rank else None
+                seconds, bytes_moved = per_rank.get(work.rank, (0.0, 0.0))
+                per_rank[work.rank] = (seconds + used[identity], bytes_moved + moved.get(identity, 0))
+
+        def busiest_first(rank: RankProcess) -> tuple[bool, bool, float]:
+            """A rank that computes first, then one that moves data, then by CPU time."""
+            seconds, bytes_moved = per_rank[rank]
+            return seconds / span >= BUSY_CORE_FRACTION, bytes_moved / span >= BUSY_BYTES_PER_SECOND, seconds
+
+        return max(per_rank, key=busiest_first) if per_rank else None
 
     def _host_activity(self, host: str, window: list[_Sample], baseline: _Sample, span: float) -> HostActivity:
         current = window[-1] if window else baseline
@@ -151,7 +178,13 @@ class ActivitySampler:
         starved = bool(window) and runnable >= RUNNABLE_SAMPLE_FRACTION * len(window)
         if starved and share < BUSY_CORE_FRACTION:
             detail += f", runnable in {runnable} of {len(window)} samples (waiting for a core)"
-        return HostActivity(host, share >= BUSY_CORE_FRACTION or bool(appeared) or starved, detail)
+        moved = {identity: count for identity, count in _moved(current, baseline).items() if identity in used}
+        moving = sum(moved.values()) / span >= BUSY_BYTES_PER_SECOND
+        if moving:
+            mover = self._work[max(moved, key=lambda identity: moved[identity])][1]
+            assert mover is not None
+            detail += f"; {mover.label} reads or writes {sum(moved.values()) / span / 1024:.0f} KiB/s"
+        return HostActivity(host, share >= BUSY_CORE_FRACTION or bool(appeared) or starved or moving, detail)
 
     def _baseline(self, now: float) -> _Sample:
         """The latest sample at least a window old, else the oldest."""
@@ -187,6 +220,22 @@ def _under(process: psutil.Process, parent: _Work) -> str:
 def _used(current: _Sample, baseline: _Sample) -> dict[_Identity, float]:
     """CPU seconds each live process used since the baseline (all of them for a process started since)."""
     return {identity: max(seconds - baseline.cpu.get(identity, 0.0), 0.0) for identity, seconds in current.cpu.items()}
+
+
+def _moved(current: _Sample, baseline: _Sample) -> dict[_Identity, int]:
+    """Bytes each process read or wrote since the baseline; one started since is busy for having appeared."""
+    return {identity: max(count - baseline.moved[identity], 0) for identity, count in current.moved.items()
+            if identity in baseline.moved}
+
+
+def _read_moved(process: psutil.Process, identity: _Identity, sample: _Sample) -> None:
+    """Its I/O so far, where the kernel lets it be read (/proc/<pid>/io needs the right to trace the process); where
+    not, the host is judged by its CPU alone."""
+    try:
+        io = process.io_counters()
+    except (psutil.Error, AttributeError):
+        return
+    sample.moved[identity] = io.read_chars + io.write_chars + io.read_bytes + io.write_bytes
 
 
 def _parent(process: psutil.Process) -> int | None:

@@ -4,10 +4,10 @@ A rank blocked in a collective that another rank never joins writes nothing and 
 minutes by default, and the job would run to `max_run_seconds`. `smtrain local` counts every line any rank
 writes (a progress line is one) as a sign of life. After `--stall-timeout` seconds without one the run is
 silent, and observing/liveness.py judges it by what its hosts do (activity.py): while some host's work still
-uses the CPU (a long backward pass, a JIT compile) it is slow, said once per stall timeout with where the
-busiest rank is, and runs on; when every host is idle it is hung: each rank's Python stack is dumped
-(stacks.py), the ranks that wait in a collective and those that do not (usually the one the others wait for)
-are named, and the run is stopped with exit code 4.
+uses the CPU (a long backward pass, a JIT compile) or moves data (a download, a checkpoint written to a slow
+disk) it is slow, said once per stall timeout with where the busiest rank is, and runs on; when every host is
+idle it is hung: each rank's Python stack is dumped (stacks.py), the ranks that wait in a collective and those
+that do not (usually the one the others wait for) are named, and the run is stopped with exit code 4.
 """
 
 from __future__ import annotations
