@@ -19,7 +19,12 @@ import yaml
 from deep_trees import nested_folders
 
 from orchestrator.contract import RUN_MARKER_FILE
-from orchestrator.emulator.preparing.channels import NotChannelData, copy_tree, objects
+from orchestrator.emulator.instances.container import ContainerJob
+from orchestrator.emulator.preparing.channels import NotChannelData, PipeFeeders, copy_tree, objects
+from orchestrator.emulator.preparing.layout import HostInputs, new_layout, pipe_channels, prepare
+from orchestrator.emulator.preparing.prepared_run import _refuse_pipe_entries
+from orchestrator.errors import SpecError
+from orchestrator.planning.packaging import package
 
 pytestmark = pytest.mark.hardening
 
@@ -245,7 +250,7 @@ def test_the_objects_leave_out_a_run_directory_s_fifos_and_a_link_leading_nowher
     os.mkfifo(run / "train_0")
     (data / "a.csv").write_text("1,2\n")
     (data / "dangling").symlink_to(tmp_path / "missing")
-    assert objects(data) == [data / "a.csv"]
+    assert [(item.key, item.file) for item in objects(data)] == [("a.csv", data / "a.csv")]
 
 
 @pytest.mark.parametrize(("kind", "compression"), [("link to a file of /proc", "Gzip"),
@@ -276,3 +281,98 @@ def test_smtrain_local_refuses_a_sharded_channel_holding_what_no_s3_object_holds
     assert f"ChannelError: copying channel train from {data} into algo-1's " in output
     assert f"was refused: {data / 'held'} is {what}" in output and NO_OBJECT_HOLDS_THAT in output
     assert f"To fix: remove {data / 'held'} from the channel's folder, then run again" in output
+
+
+def _linked_channel(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A channel whose folder holds a link to a normal folder outside it (which links back to that folder: a loop),
+    and a link to that folder of its own; with the keys `aws s3 sync` of it would upload (it follows links), in
+    order."""
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "x.csv").write_text("x\n")
+    (outside / "deeper" / "y.csv").write_text("y\n")
+    data = tmp_path / "data"
+    (data / "nested").mkdir(parents=True)
+    (data / "a.csv").write_text("a\n")
+    (data / "nested" / "b.csv").write_text("b\n")
+    (data / "nested" / "linked").symlink_to(outside)
+    (data / "again").symlink_to("nested")
+    (outside / "back").symlink_to(data / "nested")  # the loop: nested/linked/back/linked/back/...
+    return data, ["a.csv", "again/b.csv", "again/linked/deeper/y.csv", "again/linked/x.csv", "nested/b.csv",
+                  "nested/linked/deeper/y.csv", "nested/linked/x.csv"]
+
+
+def _request(data: Path) -> dict:
+    channels = {"full": ("File", "FullyReplicated"), "sharded": ("File", "ShardedByS3Key"),
+                "piped": ("Pipe", "FullyReplicated"), "piped_shards": ("Pipe", "ShardedByS3Key")}
+    return {"TrainingJobName": "links", "AlgorithmSpecification": {"TrainingInputMode": "File"},
+            "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 2},
+            "HyperParameters": {}, "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+            "InputDataConfig": [{"ChannelName": name, "InputMode": mode, "DataSource": {"S3DataSource": {
+                "S3Uri": str(data), "S3DataType": "S3Prefix", "S3DataDistributionType": distribution}}}
+                for name, (mode, distribution) in channels.items()]}
+
+
+def _seen(folder: Path) -> list[str]:
+    """Every file a job reading its channel folder finds (through the links the copy keeps), as keys."""
+    return sorted(Path(root, name).relative_to(folder).as_posix()
+                  for root, _, names in os.walk(folder, followlinks=True) for name in names)
+
+
+def _fed(channel) -> bytes:
+    """What one epoch of a host's Pipe-mode FIFO carries."""
+    with PipeFeeders([channel]), open(channel.fifo(0), "rb") as pipe:
+        return pipe.read()
+
+
+@pytest.mark.parametrize("link_inputs", [False, True], ids=["copied", "link-inputs"])
+def test_every_mode_gives_the_hosts_a_linked_folders_files_once_under_the_keys_s3_sync_gives(tmp_path, link_inputs):
+    """A ShardedByS3Key share and a Pipe feed left out a linked folder (and --link-inputs did too), while the full
+    copy held it: the same folder gave the job other files in another mode. On SageMaker the channel is what
+    `aws s3 sync` uploaded, links followed: every mode now deals or feeds that one listing."""
+    data, keys = _linked_channel(tmp_path)
+    job = ContainerJob.from_request(_request(data))
+    layout = new_layout(tmp_path / "run", job)
+    prepare(layout, job, HostInputs(package(_source(tmp_path)), tmp_path / "run/source/sourcedir.tar.gz",
+                                    {channel.name: data for channel in job.channels},
+                                    [(job.groups[0], ["algo-1", "algo-2"])], {"algo-1": {}, "algo-2": {}},
+                                    link_inputs=link_inputs))
+    for host in layout.hosts:
+        assert _seen(host.data_dir / "full") == keys  # FullyReplicated: every host all of them
+    shares = [_seen(host.data_dir / "sharded") for host in layout.hosts]
+    assert sorted(shares[0] + shares[1]) == keys  # together all of them, each once
+    assert shares == [keys[0::2], keys[1::2]]  # dealt round-robin in key order
+    contents = {key: (data / key).read_bytes() for key in keys}
+    feeds = {(channel.name, channel.data_dir.parent.parent.name): _fed(channel)
+             for channel in pipe_channels(layout, job, {channel.name: data for channel in job.channels})}
+    for host in ("algo-1", "algo-2"):
+        assert feeds["piped", host] == b"".join(contents[key] for key in keys)  # each file once, in key order
+    assert feeds["piped_shards", "algo-1"] + feeds["piped_shards", "algo-2"] == b"".join(
+        contents[key] for key in keys[0::2] + keys[1::2])
+    assert [item.key for item in objects(data)] == keys  # the one listing, in S3's key order
+
+
+def _source(tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("print('ran')\n")
+    return source
+
+
+def test_a_pipe_channel_holding_a_folder_this_user_cannot_list_is_refused_in_words(tmp_path, monkeypatch):
+    """The one listing now reads every folder a Pipe channel's links lead to before the run: a folder this user
+    cannot list (root reads them all, so the kernel's refusal is stood in for) is said, not a traceback."""
+    data = tmp_path / "data"
+    (data / "private").mkdir(parents=True)
+    (data / "a.csv").write_text("1,2\n")
+    listing = os.scandir
+
+    def refusing(path):
+        if Path(path) == data / "private":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    with pytest.raises(SpecError) as refused:
+        _refuse_pipe_entries("train", data)
+    assert f"input train: {data / 'private'} cannot be read: Permission denied" in str(refused.value)

@@ -3,7 +3,8 @@ epoch (Pipe mode), as SageMaker delivers S3 data to the instances (sagemaker-con
 
 ShardedByS3Key gives each host that gets the channel a disjoint part of its objects, together all of them.
 SageMaker does not document which object goes where; here the objects, sorted by key (the path under the
-channel), are dealt round-robin to the hosts in host order (the deviations list says so).
+channel; a linked file or folder's under the link's name, as `aws s3 sync` uploads them), are dealt round-robin to
+the hosts in host order (the deviations list says so). Every mode places or feeds the same objects (`objects`).
 
 Pipe mode gives the script no directory but FIFOs `/opt/ml/input/data/<channel>_<epoch>`: `<channel>_0` exists
 when the script starts, and the next epoch's exists once the script has opened one (SageMaker promises no moment;
@@ -57,31 +58,49 @@ def require_data(path: Path, kernel: KernelFileSystems) -> None:
                                    "never ends)")
 
 
-def objects(source: Path) -> list[Path]:
-    """The channel's objects, as keys under its prefix: every file below `source` (or `source` itself), sorted.
-    What ShardedByS3Key deals out and what a Pipe-mode FIFO carries: each entry passes `require_data`, as a full
-    copy's does, so neither leaves out a FIFO without a word nor reads a link to /dev/zero or /proc/kmsg. A link
-    that leads nowhere is left out (an upload skips it); a linked folder is not walked; a run directory inside the
-    data is neither walked nor checked (its FIFOs are a run's own).
+@dataclass(frozen=True)
+class ChannelObject:
+    """One S3 object of a local channel: its key under the channel's prefix, and the file holding its bytes."""
+
+    key: str
+    file: Path
+
+
+def objects(source: Path) -> list[ChannelObject]:
+    """The channel's objects, as `aws s3 sync` of the folder would upload them (it follows links by default): every
+    file below `source` (or `source` itself), keyed by its path under `source`, a linked file or a linked folder's
+    files under the link's own name; sorted by key, S3's listing order. The one listing of the channel that
+    ShardedByS3Key deals out, a Pipe-mode FIFO carries and `--link-inputs` links, so every mode gives the job the
+    same files. Each entry passes `require_data`, as a full copy's does, so none leaves out a FIFO without a word
+    nor reads a link to /dev/zero or /proc/kmsg. A link that leads nowhere is left out (an upload skips it); a link
+    back to a folder the walk is in is not followed again (the full copy's rule; an upload would repeat it until
+    the path is too long); a run directory inside the data is neither walked nor checked (its FIFOs are a run's
+    own).
 
     Raises:
         NotChannelData: an entry no S3 object could hold, before any of it is read.
     """
     kernel = KernelFileSystems.mounted()
     require_data(source, kernel)
-    if source.is_file():
-        return [source]
+    if not source.is_dir():
+        return [ChannelObject(source.name, source)]
     found = []
-    for folder, folders, names in os.walk(source):
-        if Path(folder, RUN_MARKER_FILE).is_file():  # never a run directory inside the data
-            folders.clear()
+    pending = [(source, "", frozenset({os.path.realpath(source)}))]
+    while pending:  # no recursion: a walk through links nests as deep as the links lead
+        folder, prefix, walked = pending.pop()
+        if (folder / RUN_MARKER_FILE).is_file():  # never a run directory inside the data
             continue
-        for name in [*names, *(name for name in folders if Path(folder, name).is_symlink())]:
-            entry = Path(folder, name)
-            if entry.exists():
-                require_data(entry, kernel)
-                found += [entry] if entry.is_file() else []
-    return sorted(found, key=lambda path: path.relative_to(source).as_posix())
+        with os.scandir(folder) as scan:
+            entries = [Path(entry.path) for entry in scan]
+        for entry in entries:
+            if not entry.exists():
+                continue
+            require_data(entry, kernel)
+            if not entry.is_dir():
+                found.append(ChannelObject(prefix + entry.name, entry))
+            elif (real := os.path.realpath(entry)) not in walked:
+                pending.append((entry, f"{prefix}{entry.name}/", walked | {real}))
+    return sorted(found, key=lambda item: item.key)
 
 
 def folder_too_deep(source: Path) -> Path | None:
@@ -107,7 +126,7 @@ def first_not_gzip(items: list[Path]) -> Path | None:
     return None
 
 
-def share(items: list[Path], hosts: list[str], host: str) -> list[Path]:
+def share(items: list[ChannelObject], hosts: list[str], host: str) -> list[ChannelObject]:
     """The part of `items` ShardedByS3Key gives `host`, one of `hosts` (those that get the channel)."""
     return items[hosts.index(host)::len(hosts)]
 
@@ -142,19 +161,19 @@ def unlinked_notice(name: str, files: list[Path]) -> str:
             f"host got a copy, out of the job's reach (a symbolic link would lead its writes to yours): {shown}")
 
 
-def place_share(source: Path, items: list[Path], target: Path, link: bool) -> list[Path]:
-    """Writes `items` of the channel at `source` under `target`, keeping their keys (paths under the prefix);
-    returns those that `link` could not link (copied instead)."""
+def place_share(items: list[ChannelObject], target: Path, link: bool) -> list[Path]:
+    """Writes `items` under `target`, each at its key, as SageMaker's download of those objects leaves them;
+    returns the files `link` could not link (copied instead)."""
     target.mkdir(parents=True, exist_ok=True)
     kernel = KernelFileSystems.mounted()
     copied = []
     for item in items:
-        destination = target / (item.relative_to(source) if source.is_dir() else item.name)
+        destination = target / item.key
         destination.parent.mkdir(parents=True, exist_ok=True)
         if not link:
-            copy_file(item, destination, kernel)
-        elif not link_file(item, destination, kernel):
-            copied.append(item)
+            copy_file(item.file, destination, kernel)
+        elif not link_file(item.file, destination, kernel):
+            copied.append(item.file)
     return copied
 
 
@@ -184,7 +203,8 @@ def copy_tree(source: Path, target: Path, skip: Callable[[str, list[str]], set[s
     """A host's copy of a channel folder, as an upload to S3 and SageMaker's download would leave it: never a
     link to outside the channel (the job's write to its copy would change the user's file there), so a link that
     leads outside is copied as what it points at, and a link that stays inside becomes the same relative link in
-    the copy (it reads the copy's file). A link that leads nowhere is left out, as an upload skips it. `skip`
+    the copy (it reads the copy's file). A link that leads nowhere is left out, as an upload skips it, and a link
+    back to a folder being copied is not followed again, so the copy holds the files `objects` lists. `skip`
     names, as shutil.copytree's `ignore` does, the folders not to copy (a run directory inside the channel).
 
     Raises:
@@ -209,7 +229,7 @@ def _copy_folder(root: Path, folder: Path, target: Path, skip: Callable[[str, li
         if not entry.is_symlink():
             require_data(source, kernel)
             if entry.is_dir():
-                _copy_folder(root, source, destination, skip, copying, kernel)
+                _copy_folder(root, source, destination, skip, copying | {source}, kernel)
             else:
                 shutil.copy2(source, destination)
             continue

@@ -381,7 +381,7 @@ def channel_hosts(job: ContainerJob, channel: Channel) -> list[str]:
     return [host for group in job.groups if channel.reaches(group.name) for host in groups[group.name]]
 
 
-def host_items(job: ContainerJob, channel: Channel, source: Path, host: str) -> list[Path]:
+def host_items(job: ContainerJob, channel: Channel, source: Path, host: str) -> list[channels.ChannelObject]:
     """The channel's objects `host` gets: all of them, or with ShardedByS3Key its share."""
     items = channels.objects(source)
     return channels.share(items, channel_hosts(job, channel), host) if channel.sharded else items
@@ -402,7 +402,8 @@ def empty_shares(job: ContainerJob, channel_paths: dict[str, Path]) -> list[str]
 def pipe_channels(layout: RunLayout, job: ContainerJob, channel_paths: dict[str, Path]) -> list[channels.PipeChannel]:
     """Every host's Pipe-mode channels, for the feeders."""
     return [channels.PipeChannel(host.data_dir, channel.name,
-                                 tuple(host_items(job, channel, channel_paths[channel.name], host.name)),
+                                 tuple(item.file for item in host_items(job, channel, channel_paths[channel.name],
+                                                                        host.name)),
                                  gzip=channel.compression == "Gzip")
             for host in layout.hosts for channel in job.channels
             if channel.pipe and channel.reaches(job.group_of(host.name).name)]
@@ -418,25 +419,6 @@ def _extract(tarball: Path, target: Path) -> None:
             tar.extractall(target, filter="data")
         else:
             tar.extractall(target)
-
-
-def _link_tree(source: Path, target: Path) -> list[Path]:
-    """`--link-inputs`: the channel's directories made in the run, its files hard-linked (copied where they cannot
-    be: returned), so a job that deletes, renames or replaces its channel's files does so in the run, never to the
-    user's data. Writing into an existing file in place still reaches the original (the option says so)."""
-    kernel = KernelFileSystems.mounted()
-    channels.require_data(source, kernel)
-    if source.is_file():
-        target.mkdir()
-        return [] if channels.link_file(source, target / source.name, kernel) else [source]
-    copied = []
-    for root, dirs, names in os.walk(source):
-        here = target / Path(root).relative_to(source)
-        here.mkdir(exist_ok=True)
-        dirs[:] = [name for name in dirs if name not in _run_directories(root, dirs)]
-        copied += [Path(root) / name for name in names
-                   if not channels.link_file(Path(root) / name, here / name, kernel)]
-    return copied
 
 
 def _run_directories(directory: str, names: list[str]) -> set[str]:
@@ -467,13 +449,12 @@ def _write_json(path: Path, document: object, private: bool = False) -> None:
 
 def _place_channel(job: ContainerJob, channel: Channel, source: Path, host: Host, link: bool) -> list[Path]:
     """File and FastFile mode give every instance its own copy (FastFile streams on SageMaker; here the files are
-    there before the script starts); `link` trades that for speed with large local data. Returns the files
+    there before the script starts); `link` trades that for speed with large local data, hard-linking the
+    channel's objects at their keys (a job that deletes or renames one does so in the run). Returns the files
     `link` could not link (copied)."""
     target = host.data_dir / channel.name
-    if channel.sharded:
-        return channels.place_share(source, host_items(job, channel, source, host.name), target, link)
-    if link:
-        return _link_tree(source.resolve(), target)
+    if channel.sharded or link:
+        return channels.place_share(host_items(job, channel, source, host.name), target, link)
     if source.is_dir():  # never a run directory (a channel `.` holds the run itself: it would copy forever)
         channels.copy_tree(source, target, _run_directories)
     else:

@@ -450,7 +450,7 @@ def _resolve_channels(job: ContainerJob, run_dir: Path, words: FieldWords) -> di
         channels[channel.name] = _local_channel(channel, run_dir, words)
     for channel in job.channels:
         if channel.pipe and channel.compression == "Gzip" and channels[channel.name].exists():
-            plain = first_not_gzip(objects(channels[channel.name]))
+            plain = first_not_gzip([item.file for item in objects(channels[channel.name])])
             if plain is not None:
                 raise SpecError(f"input {channel.name}: CompressionType is Gzip but {plain} is not gzip data, so "
                                 "its Pipe-mode epochs would be empty", fix="gzip the files, or drop compression: Gzip")
@@ -490,6 +490,9 @@ def _refuse_pipe_entries(name: str, path: Path) -> None:
     except NotChannelData as refused:
         raise SpecError(f"input {name}: {refused}",
                         fix=f"remove {refused.entry} from the channel's folder, then run again") from None
+    except OSError as error:  # a folder it holds, or one a link leads to, that this user cannot list
+        raise SpecError(f"input {name}: {error.filename} cannot be read: {error.strerror}",
+                        fix="make the channel's folders readable, then run again") from None
 
 
 def _download_channel(name: str, uri: str, words: FieldWords) -> Path:
