@@ -29,28 +29,45 @@ _SECRET_PARTS = r"KEY|TOKEN(?!IZ)|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE"
 SECRET_NAME = re.compile(_SECRET_PARTS, re.IGNORECASE)
 MASK = "****"
 MIN_MASKED_LENGTH = 4
-NO_SECRET_WORDS = frozenset({"true", "false", "none", "null"})
-"""Values that hold no secret under any name: a flag's `true`, an unset `None` (transformers' TrainingArguments
-prints `hub_token=None` and `average_tokens_across_devices=True`). Masked, they would hide the setting and, as
-known values, every "false" of a job's log."""
+NO_SECRET_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
+"""Values that hold no secret under any name: a flag's `true` (or `no`, as YAML 1.1 and configparser spell a
+boolean), an unset `None` (transformers' TrainingArguments prints `hub_token=None`,
+`average_tokens_across_devices=True` and `include_num_input_tokens_seen=no`). Masked, they would hide the setting
+and, as known values, every "false" of a job's log."""
+_MODEL_SENSES = re.compile(r"TOKENS|TOKEN[_-]?(?:IDS?|IDX|INDEX)|KEY[_-]?(?:VALUE|HEADS?)", re.IGNORECASE)
+"""TOKEN and KEY as a model's settings use them: text tokens counted (`max_new_tokens`, DeepSpeed's
+`max_out_tokens`), a token's id (`pad_token_id`), attention keys (`num_key_value_heads`, in most LLM configs)."""
+_NUMBER = re.compile(r"[-+]?(?:\d{1,12}(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
+"""A number as Python, JSON or a command line writes it; at most 12 digits before its point, so that a long run of
+digits (a numeric key) is not one."""
 _SECRET_WORD = rf"[\w.-]*(?:{_SECRET_PARTS})[\w.-]*"
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
+# A quoted name with `:` is a mapping's entry: JSON, a dict's repr (boto3's debug line `'X-Amz-Security-Token':
+# b'...'`, DeepSpeed's config `"api_key": "..."`); a nested mapping or list there (DeepSpeed's
+# `'layer_token_lr_schedule': {'enabled': False}`) is judged by its own entries. The value may be quoted
+# (`export WANDB_API_KEY="..."`, a pydantic repr's `api_key='...'`): the quote stays, what it holds is masked.
 # A value ends before the punctuation that follows it in prose (`--api-key x; train.py takes ...`).
 # A variable's name starts only where a run of name characters does (`(?<![\w.-])`): a start at each dot inside
 # the run would scan to its end again, which took minutes on one line of dots (`print(".", end="")` each step).
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?P<name>(?<![\w-])--?{_SECRET_WORD}(?:=|\s+(?!-))|(?<![\w.-]){_SECRET_WORD}[ \t]*=(?!=)[ \t]*)"
-    rf"(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
-# A value that is a credential whatever its name: an AWS access key ID, a GitHub or Hugging Face token, a PEM
-# private key (to its END line, else to the end of the line), and the password of a URL (`https://user:pw@host`,
-# where only the password is masked; its scheme starts where a run of scheme characters does, for the same reason).
+    rf"(?P<name>(?<![\w-])--?{_SECRET_WORD}(?:=|\s+(?!-))|(?<![\w.-]){_SECRET_WORD}[ \t]*=(?!=)[ \t]*"
+    rf"|(?P<quote>[\"']){_SECRET_WORD}(?P=quote)[ \t]*:[ \t]*b?(?![{{\[]))"
+    rf"(?P<opening>[\"']?)(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
+# A value that is a credential whatever its name: an AWS access key ID, an AWS session token (STS's begin with
+# these two prefixes; boto3's debug lines print it in the request it signs), a GitHub or Hugging Face token, a PEM
+# private key (to its END line, else to the end of the line), the password of a URL (`https://user:pw@host`,
+# where only the password is masked; its scheme starts where a run of scheme characters does, for the same reason),
+# and what an HTTP Authorization header carries after its scheme (`Authorization: Bearer eyJ...`).
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
     r"|hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"
+    r"|(?<![A-Za-z0-9+/])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9+/]{16,}=*"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
-    r"|(?P<userinfo>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)")
+    r"|(?P<userinfo>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)"
+    r"|(?P<scheme>(?i:authorization)[\"']?[ \t]*[:=][ \t]*b?[\"']?(?i:bearer|basic|token)[ \t]+)"
+    r"(?P<credential>[^\s\"',]+)")
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")
@@ -85,9 +102,14 @@ def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
-def holds_no_secret(value: Any) -> bool:
-    """A boolean or null, as a value or as text (`True`, `"false"`, `null`): no secret whatever its name."""
-    return value is None or isinstance(value, bool) or (isinstance(value, str) and value.lower() in NO_SECRET_WORDS)
+def holds_no_secret(value: Any, name: str = "") -> bool:
+    """A boolean or null, as a value or as text (`True`, `"false"`, `null`): no secret whatever its name. A number
+    under a name that is secret-looking only for its text tokens or attention keys (`max_new_tokens=256`,
+    `--num_key_value_heads 8`): a count, an id or a size. Masked, `max_tokens_per_batch: 4096` hid every "4096" of
+    the job's log; a PIN under `pin_secret` or `api_key` stays masked."""
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and value.lower() in NO_SECRET_WORDS):
+        return True
+    return _NUMBER.fullmatch(str(value)) is not None and not is_secret_name(_MODEL_SENSES.sub("", name))
 
 
 def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
@@ -100,7 +122,7 @@ def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
     """
     found: set[str] = set()
     for mapping in mappings:
-        _collect_secrets(mapping, secret=False, found=found)
+        _collect_secrets(mapping, under="", found=found)
     return frozenset(found)
 
 
@@ -111,8 +133,14 @@ def mask_patterns(text: str) -> str:
 
 
 def _masked_patterns(text: str, hide: Callable[[str], str]) -> str:
-    return _SECRET_VALUE.sub(lambda match: match.group("userinfo") + hide(match.group("password"))
-                             if match.group("userinfo") else hide(match.group(0)), text)
+    return _SECRET_VALUE.sub(lambda match: match.group(0)[:match.start(_secret_part(match)) - match.start()]
+                             + hide(match.group(_secret_part(match))), text)
+
+
+def _secret_part(match: re.Match[str]) -> int | str:
+    """Which group of a `_SECRET_VALUE` match is the secret: a URL's password, an Authorization header's
+    credential, else all of it."""
+    return "password" if match.group("userinfo") else "credential" if match.group("scheme") else 0
 
 
 def _as_mask(value: str) -> str:
@@ -183,31 +211,30 @@ class PrivateKeyLines:
 def machine_secrets(environ: Mapping[str, str]) -> frozenset[str]:
     """The values of this machine's secret-looking environment variables (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
     HF_TOKEN...): a job inherits them and may print them, so its output is masked for them as for the spec's."""
-    return frozenset(value for name, value in environ.items()
-                     if is_secret_name(name) and len(value) >= MIN_MACHINE_SECRET_LENGTH)
+    return frozenset(value for name, value in environ.items() if is_secret_name(name)
+                     and len(value) >= MIN_MACHINE_SECRET_LENGTH and not holds_no_secret(value, name))
 
 
-def _collect_secrets(value: Any, secret: bool, found: set[str]) -> None:
-    if isinstance(value, Mapping):
-        if secret and value:
-            found.add(json.dumps(value))
-        for name, item in value.items():
-            _collect_secrets(item, secret or is_secret_name(str(name)), found)
-    elif isinstance(value, (list, tuple)):
-        if secret and value:
-            found.add(json.dumps(value))
-        for item in value:
-            _collect_secrets(item, secret, found)
+def _collect_secrets(value: Any, under: str, found: set[str]) -> None:
+    """Adds to `found` the secrets of `value`; `under` is the nearest secret-looking name above it, else "". A list
+    or mapping counts whole (its JSON) when something in it is secret: `eos_token_id: [1, 2]` holds none."""
+    if isinstance(value, (Mapping, list, tuple)):
+        inner: set[str] = set()
+        for name, item in (value.items() if isinstance(value, Mapping) else ((under, item) for item in value)):
+            _collect_secrets(item, str(name) if is_secret_name(str(name)) else under, inner)
+        if under and inner:
+            inner.add(json.dumps(value))
+        found.update(inner)
     elif isinstance(value, str):
         decoded = _json_container(value)
         if decoded is not None:
-            _collect_secrets(decoded, secret, found)
-        found.update(match.group("password") or match.group(0) for match in _SECRET_VALUE.finditer(value))
-        if secret and value and not holds_no_secret(value):
+            _collect_secrets(decoded, under, found)
+        found.update(match.group(_secret_part(match)) for match in _SECRET_VALUE.finditer(value))
+        if under and value and not holds_no_secret(value, under):
             found.add(value)
             if isinstance(decoded := _json_scalar(value), str) and decoded:
                 found.add(decoded)
-    elif secret and value is not None and not isinstance(value, bool):
+    elif under and not holds_no_secret(value, under):
         found.add(str(value))
 
 
@@ -245,8 +272,9 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def _masked(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group(0) if holds_no_secret(match.group("value"))
-                                  else match.group("name") + hide(match.group("value")),
+    return _SECRET_ASSIGNMENT.sub(lambda match: match.group(0) if holds_no_secret(match.group("value"),
+                                                                                  match.group("name"))
+                                  else match.group("name") + match.group("opening") + hide(match.group("value")),
                                   _masked_patterns(_masked_values(text, secrets, hide), hide))
 
 
@@ -351,7 +379,7 @@ def redact_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def redact_value(name: str, value: Any) -> Any:
     """One user entry as it may be shown: masked under a secret-looking name, its secret parts masked otherwise."""
-    return MASK if is_secret_name(name) and not holds_no_secret(value) else _redact_value(value)
+    return MASK if is_secret_name(name) and not holds_no_secret(value, name) else _redact_value(value)
 
 
 def _redact_value(value: Any) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from orchestrator.contract import ZERO_STAGE_TRAINERS
-from orchestrator.redact import is_secret_name, redact_value
+from orchestrator.redact import holds_no_secret, is_secret_name, redact_value
 from orchestrator.specs import images
 from orchestrator.specs.catalog import InstanceType, lookup
 from orchestrator.specs.datafiles import load_data_file
@@ -276,7 +276,7 @@ def _processes_as_default(ctx: _Context) -> Iterator[_Hit]:
 @_rule("hyperparameter-on-command-line")
 def _secret_hyperparameter(ctx: _Context) -> Iterator[_Hit]:
     for name, value in ctx.spec.hyperparameters.items():
-        if is_secret_name(name) and value not in (None, "", True, False):
+        if is_secret_name(name) and value != "" and not holds_no_secret(value, name):  # what masking shows
             yield f"hyperparameters.{name}", {"name": name}
 
 
