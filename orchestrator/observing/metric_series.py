@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SmtrainError
-from orchestrator.observing.epochs import LIGHTNING_RICH_BAR, EpochMark, epoch_mark, latest_counted_from_one
+from orchestrator.observing.epochs import (LIGHTNING_RICH_BAR, EpochCounter, EpochMark, epoch_mark,
+                                           latest_counted_from_one, line_epoch)
 from orchestrator.specs.metric_regex import compile_metric_regex
 
 METRICS_FILE = "metrics.jsonl"
@@ -62,6 +63,14 @@ class MetricDefinition:
 
 def compile_definitions(definitions: Iterable[Mapping[str, str]]) -> tuple[MetricDefinition, ...]:
     return tuple(MetricDefinition(item["Name"], compile_metric_regex(item["Regex"])) for item in definitions)
+
+
+def line_values(definitions: Sequence[MetricDefinition], line: str) -> dict[str, float]:
+    """The values SageMaker reads from one line of a job's output, a progress bar's states given as the lines of
+    one text (plain_text): each definition's first match in the whole line, its states joined by the carriage
+    returns between them in the log SageMaker reads. The bar's first state with a value gives it, not its latest
+    (docs/bring-your-own-script.md says so to users)."""
+    return extract(definitions, line.replace("\n", "\r"))
 
 
 def extract(definitions: Sequence[MetricDefinition], line: str) -> dict[str, float]:
@@ -136,6 +145,10 @@ class MetricPoint:
     time: datetime | None
     step: int | None = None
     host: str | None = None
+    epoch: int | None = None
+    """From a local run: the epoch its host was in when it ended the point's line (the time SageMaker stamps the
+    point with), counted from 1 as progress counts (epochs.py), where `tune local`'s early stopping compares trials.
+    The run's metrics file keeps it (`to_record`); the series shown has the columns a SageMaker job's has."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +159,10 @@ class MetricPoint:
             "host": self.host,
         }
 
+    def to_record(self) -> dict[str, Any]:
+        """The point as a local run's metrics file keeps it: its row and its epoch."""
+        return {**self.to_dict(), "epoch": self.epoch}
+
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> MetricPoint:
         stamp = document.get("timestamp")
@@ -155,19 +172,8 @@ class MetricPoint:
             time=datetime.fromisoformat(stamp) if stamp else None,
             step=document.get("step"),
             host=document.get("host"),
+            epoch=document.get("epoch"),
         )
-
-
-def points_from_line(
-    definitions: Sequence[MetricDefinition], line: str, time: datetime | None, host: str | None = None,
-    step: int | None = None,
-) -> list[MetricPoint]:
-    """The line's points, at the line's own `step=` or else at `step`."""
-    values = extract(definitions, line)
-    if not values:
-        return []
-    mark = step_mark(line)
-    return [MetricPoint(name, value, time, mark.step if mark else step, host) for name, value in values.items()]
 
 
 class MetricRecorder:
@@ -178,9 +184,9 @@ class MetricRecorder:
     too) is placed at the latest step logged before it.
 
     A line is one line of the job's output, as SageMaker splits its log: a progress bar's states, which it
-    rewrites with carriage returns until it ends its line, come as the lines of one text (plain_text). They are
-    read as SageMaker reads that line, each definition's first match: the bar's first state with the value, not
-    its latest (docs/bring-your-own-script.md says so to users).
+    rewrites with carriage returns until it ends its line, come as the lines of one text (plain_text), and are
+    read as SageMaker reads that line (`line_values`). Each point carries the epoch its host was in at the end
+    of its line (MetricPoint.epoch), each host's epochs counted on their own.
     """
 
     def __init__(self, definitions: Iterable[Mapping[str, str]], path: Path) -> None:
@@ -194,20 +200,25 @@ class MetricRecorder:
         before the first step that only names its epoch (`Epoch 0:   0%| 0/32`)."""
         self.steps_seen = False
         self._step: int | None = None
+        self._epoch_counters: dict[str, EpochCounter] = {}
+        self._epochs: dict[str, int] = {}
+        """Per host: the epoch its lines stated last, counted from 1."""
         path.write_text("")
 
     def feed(self, host: str, line: str, time: datetime | None = None) -> list[MetricPoint]:
         mark = step_mark(line)
         self._step = mark.step if mark else self._step
         self.steps_seen = self.steps_seen or mark is not None
-        as_logged = line.replace("\n", "\r")  # the carriage returns SageMaker's regexes see between a bar's states
-        points = points_from_line(self._definitions, as_logged, time or datetime.now(timezone.utc), host,
-                                  self._step)
+        if (stated := line_epoch(line)) is not None:
+            self._epochs[host] = self._epoch_counters.setdefault(host, EpochCounter()).count(stated)
+        values = line_values(self._definitions, line)
+        at, epoch = time or datetime.now(timezone.utc), self._epochs.get(host)
+        points = [MetricPoint(name, value, at, self._step, host, epoch) for name, value in values.items()]
         if points and self.first_match is None:
             self.first_match = (host, max(line.split("\n"), key=lambda state: len(extract(self._definitions, state))))
         if points:
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(point.to_dict()) + "\n" for point in points)
+                handle.writelines(json.dumps(point.to_record()) + "\n" for point in points)
             self.latest.update((point.metric, point.value) for point in points)
         return points
 
@@ -225,14 +236,24 @@ def read_points_counted(path: Path) -> tuple[list[MetricPoint], int]:
         for raw in handle:
             if not raw.strip():
                 continue
-            try:
-                document = json.loads(raw.decode("utf-8"))
-                if not isinstance(document, dict):
-                    raise ValueError("not a JSON object")
-                points.append(MetricPoint.from_dict(document))
-            except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
+            point = recorded_point(raw)
+            if point is None:
                 skipped += 1
+            else:
+                points.append(point)
     return points, skipped
+
+
+def recorded_point(raw: bytes) -> MetricPoint | None:
+    """One line of a MetricRecorder's file as its point; None for anything else (bytes that are not UTF-8,
+    `null`, an array, a bad value, a line cut short)."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+        if not isinstance(document, dict):
+            raise ValueError("not a JSON object")
+        return MetricPoint.from_dict(document)
+    except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def metric_names(points: Iterable[MetricPoint]) -> list[str]:

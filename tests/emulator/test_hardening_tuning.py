@@ -117,17 +117,19 @@ def test_a_huge_grid_is_chosen_from_lazily(tmp_path):
     assert "(1, {'p0': '0', 'p1': '0'" in result.stdout
 
 
-def test_a_32_mib_log_line_is_skipped_in_bounded_memory(tmp_path):
+def test_a_32_mib_line_in_the_metric_series_is_skipped_in_bounded_memory(tmp_path):
     from orchestrator.emulator.tuning.search import _ObjectiveWatch
 
     class NeverStop:
         def should_stop(self, *args: object) -> bool:
             return False
 
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "algo-1.log").write_bytes(b"loss=0.75\n" + b"x" * (32 << 20) + b" loss=0.1\nloss=0.25\n")
-    watch = _ObjectiveWatch(NeverStop(), 1, "loss", [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}], tmp_path)
+    def point(value: float) -> bytes:
+        return b'{"metric": "loss", "value": %r, "timestamp": null, "step": null, "host": "algo-1"}' % value
+
+    (tmp_path / "metrics.jsonl").write_bytes(point(0.75) + b"\n" + b"x" * (32 << 20) + point(0.1) + b"\n"
+                                             + point(0.25) + b"\n")
+    watch = _ObjectiveWatch(NeverStop(), 1, "loss", tmp_path)
     tracemalloc.start()
     try:
         watch.read()
@@ -150,7 +152,7 @@ def test_a_stop_asked_for_while_the_trial_opens_its_run_directory_is_not_lost(tm
             return False
 
     run_dir = tmp_path / "trial-001"
-    watch = _ObjectiveWatch(NeverStop(), 1, "loss", [{"Name": "loss", "Regex": r"loss=([0-9.]+)"}], run_dir)
+    watch = _ObjectiveWatch(NeverStop(), 1, "loss", run_dir)
     run_dir.mkdir()  # smtrain local's first step in open_run_directory
     watch.stop("stopped at the search's budget")
     open_run_directory(run_dir)  # ... then it clears the per-run files

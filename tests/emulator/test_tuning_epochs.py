@@ -1,5 +1,6 @@
 """Local tuning's early stopping compares trials at the same epoch, counted from 1 as progress shows it, whatever
-each trial's script counts from: the trials' logs are read as the search reads them (its _ObjectiveWatch)."""
+each trial's script counts from: the trials' output is recorded as `smtrain local` records it and read as the search
+reads it (its _ObjectiveWatch)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from orchestrator.contract import DEFAULT_METRIC_DEFINITIONS
 from orchestrator.emulator.tuning.choosers import chooser_for
 from orchestrator.emulator.tuning.search import _ObjectiveWatch
+from orchestrator.observing.metric_series import METRICS_FILE, MetricRecorder
+from orchestrator.observing.plain_text import plain
 from orchestrator.specs.tuning import TuningSpec
 
 SPEC = TuningSpec.model_validate({
@@ -18,12 +21,21 @@ SPEC = TuningSpec.model_validate({
     "random_seed": 3, "early_stopping": "Auto"})
 
 
+def _record(run_dir: Path, lines_by_host: dict[str, list[str]]) -> None:
+    """The run's metric series of hosts that printed these lines, as `smtrain local` records it (a line's carriage
+    returns are line breaks in its plain text)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    recorder = MetricRecorder(DEFAULT_METRIC_DEFINITIONS, run_dir / METRICS_FILE)
+    for host, lines in lines_by_host.items():
+        for line in lines:
+            recorder.feed(host, plain(line))
+
+
 def _follow(chooser, lines: list[str], run_dir: Path) -> _ObjectiveWatch:
     """A trial that printed `lines`, read to its end as the search reads it."""
     key, _ = chooser.ask()
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / "logs" / "algo-1.log").write_text("".join(line + "\n" for line in lines))
-    watch = _ObjectiveWatch(chooser, key, "train:loss", list(DEFAULT_METRIC_DEFINITIONS), run_dir)
+    _record(run_dir, {"algo-1": lines})
+    watch = _ObjectiveWatch(chooser, key, "train:loss", run_dir)
     watch.read()
     watch.finish()
     return watch
@@ -74,7 +86,7 @@ def test_a_trials_curve_is_kept_at_its_epochs_counted_from_one_whatever_its_fram
 
 
 def test_hosts_printing_their_own_epochs_end_each_epoch_once_with_their_own_objective(tmp_path):
-    """The Trainer's main process on every host prints its log dicts; the watch reads algo-1's log, then
+    """The Trainer's main process on every host prints its log dicts; here algo-1's lines come first, then
     algo-2's, so one epoch count over both would step back from algo-1's epoch 3 to algo-2's epoch 1."""
     asked = []
 
@@ -83,15 +95,25 @@ def test_hosts_printing_their_own_epochs_end_each_epoch_once_with_their_own_obje
             asked.append((epoch, value))
             return False
 
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    for host, losses in (("algo-1", (0.9, 0.6, 0.4)), ("algo-2", (0.8, 0.5, 0.3))):
-        (logs / f"{host}.log").write_text("".join(f"epoch={epoch} step={10 * epoch}/30 loss={loss}\n"
-                                                  for epoch, loss in enumerate(losses, start=1)))
-    watch = _ObjectiveWatch(Recording(), 1, "train:loss", list(DEFAULT_METRIC_DEFINITIONS), tmp_path)
+    _record(tmp_path, {host: [f"epoch={epoch} step={10 * epoch}/30 loss={loss}"
+                              for epoch, loss in enumerate(losses, start=1)]
+                       for host, losses in (("algo-1", (0.9, 0.6, 0.4)), ("algo-2", (0.8, 0.5, 0.3)))})
+    watch = _ObjectiveWatch(Recording(), 1, "train:loss", tmp_path)
 
     watch.read()
     watch.finish()
 
     assert asked == [(1, 0.9), (2, 0.6), (3, 0.4)]
     assert watch.per_epoch == {1: 0.9, 2: 0.6, 3: 0.4}
+
+
+def test_a_bars_line_gives_the_trial_the_objective_sagemaker_reads_from_it_not_its_last_state(tmp_path):
+    # A tqdm bar ends its line once an epoch; SageMaker reads each line once, the first state with the value.
+    lines = [f"\rEpoch {epoch}:  50%|{BAR * 5}     | 1/2 [00:00<00:00, loss={first}]"
+             f"\rEpoch {epoch}: 100%|{BAR * 10}| 2/2 [00:00<00:00, loss={last}]"
+             for epoch, first, last in ((0, 0.9, 0.8), (1, 0.7, 0.6))]
+
+    watch = _follow(chooser_for(SPEC, None), lines, tmp_path / "trial")
+
+    assert watch.final == 0.7  # the last line's first value, not its last state's 0.6
+    assert watch.per_epoch == {1: 0.9, 2: 0.7}

@@ -95,7 +95,7 @@ def test_recorder_saves_each_point_with_step_host_and_time_and_reads_back(tmp_pa
     # SageMaker's rule reads the closing line too; it sits at the step logged last.
     assert [(point.metric, point.value, point.step) for point in points if point.metric == "train:loss"] == [
         ("train:loss", 0.9, 1), ("train:loss", 0.5, 2), ("train:loss", 0.45, 2)]
-    assert points[0] == MetricPoint("train:loss", 0.9, T0, 1, "algo-1")
+    assert points[0] == MetricPoint("train:loss", 0.9, T0, 1, "algo-1", epoch=1)
     summary = {item.metric: item for item in summarize(points)}
     assert (summary["train:loss"].points, summary["train:loss"].first, summary["train:loss"].last) == (3, 0.9, 0.45)
     assert to_csv(points).splitlines()[:2] == ["metric,value,timestamp,step,host",

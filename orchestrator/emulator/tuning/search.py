@@ -3,9 +3,9 @@
 Every trial is `smtrain local` of the job spec with the trial's values (and `_tuning_objective_metric`, which
 SageMaker adds to each trial's hyperparameters and the toolkit drops), in its own run directory under the
 search's and in its own process: a run owns every process started beside it in its smtrain process, so two runs
-must not share one. The objective is read as SageMaker reads it: the job's metric definitions applied to every log line,
-the final value the trial's objective. At most `parallel` trials run at once (default: the spec's
-max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks values and says when to stop a
+must not share one. The objective is read from the trial's metric series (its run's metrics file), which holds what
+SageMaker reads from the same log (metric_series.MetricRecorder): its last value is the trial's objective. At most
+`parallel` trials run at once (default: the spec's max_parallel_jobs, within this machine's cores); the chooser (choosers.py) picks values and says when to stop a
 trial early. A bounded `budget_seconds` or the spec's max_runtime_seconds starts no trial after it and stops
 running ones at it, and the spec's completion criteria end the search as SageMaker's end a tuning job
 (criteria.py); a warm-started search's chooser learns its parents' trials (warm_start.py). Results go to
@@ -45,11 +45,9 @@ from orchestrator.emulator.tuning.criteria import completion_reason, not_emulate
 from orchestrator.emulator.tuning.search_options import SearchOptions
 from orchestrator.emulator.tuning.warm_start import parent_trials
 from orchestrator.errors import SpecError
-from orchestrator.observing.epochs import EpochCounter, line_epoch
-from orchestrator.observing.metric_series import compile_definitions, extract
+from orchestrator.observing.metric_series import METRICS_FILE, MetricPoint, recorded_point
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE, Trial, best, counts_of, ranked
-from orchestrator.planning.request import metric_definitions
 from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.redact import redact_mapping
 from orchestrator.specs.catalog import lookup
@@ -60,7 +58,7 @@ from orchestrator.specs.words import FieldWords
 from orchestrator.wording import counted, status_words
 
 WATCH_SECONDS = 0.5
-"""How often a running trial's logs are read for its objective."""
+"""How often a running trial's metric series is read for its objective."""
 SIGNAL_POLL_SECONDS = 0.5
 """How often the main thread wakes while trials run, to handle a signal another thread received."""
 TUNING_OBJECTIVE_KEY = "_tuning_objective_metric"
@@ -69,9 +67,9 @@ ATTEMPTS_WITHOUT_SUCCESS = 5
 a broken script or job spec costs five trials, not max_jobs."""
 SEARCHES_ROOT = Path("runs")
 """Where a search goes by default (runs/<tuning name>/), and where a warm start finds its parents by name."""
-LOG_CHUNK_BYTES = 1 << 20
-"""The most of a trial's log read at once: a longer line is skipped (no metric line is that long), so a trial
-printing a 32 MiB line costs the search no more than this."""
+SERIES_CHUNK_BYTES = 1 << 20
+"""The most of a trial's metrics file read at once: a longer line is skipped (no point is that long), so whatever
+the file holds costs the search no more than this."""
 
 
 @dataclass
@@ -425,7 +423,7 @@ class _Search:
     def _run_trial(self, key: int, values: dict[str, Any], deadline: float | None) -> None:
         """One trial: `smtrain local` of the job spec with the trial's values, in a process of its own (a run
         owns every process started beside it, so two runs never share one smtrain process), watched through
-        its log files."""
+        its metric series."""
         spec, job = self._loaded.spec, self._loaded.job
         trial_name = f"{self._name}-{key:03d}"
         run_dir = self._root / trial_name
@@ -439,7 +437,7 @@ class _Search:
                    *command_words(dataclasses.replace(self._options.trial, run_dir=run_dir)),
                    "--hyperparameters-file", str(values_file),
                    *(item for override in self._loaded.job_overrides for item in ("--set", override))]
-        watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, metric_definitions(job.spec), run_dir)
+        watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, run_dir)
         limit = self._limit
         self._say(f"trial {key} started: {_values_text(values)}")
         began, started_at = time.monotonic(), datetime.now(timezone.utc)
@@ -551,33 +549,31 @@ def _request_stop(run_dir: Path) -> bool:
 
 @dataclass
 class _HostEpochs:
-    """Where one host's log is: hosts print at their own pace and their logs are read one after the other, so
-    epochs counted across hosts would step back to a slower host's epoch and end an epoch twice."""
+    """Where one host is: hosts print at their own pace, so an epoch ends on each host on its own."""
 
-    counter: EpochCounter = field(default_factory=EpochCounter)
     epoch: int | None = None
-    """The epoch the host is in, counted from 1 (by `counter`)."""
+    """The epoch the host's latest point was logged in, counted from 1 (MetricPoint.epoch)."""
     value: float | None = None
-    """The objective the host printed last."""
+    """The objective the host logged last."""
 
 
 class _ObjectiveWatch:
-    """A trial's log, followed: the objective read from every line with the job's metric definitions, and
-    after each epoch the chooser asked whether to stop the trial (which is then asked to stop as StopTrainingJob
-    stops a job: its run directory's stop request). Each host's epochs are counted on their own; an epoch ends
-    once, when the first host leaves it, with that host's objective."""
+    """A trial's metric series, followed as its run records it: the values SageMaker reads from the trial's log
+    (a progress bar's line read once, as a line), each with the epoch its host was in. The last value is the
+    trial's objective; after each epoch the chooser is asked whether to stop the trial (which is then asked to
+    stop as StopTrainingJob stops a job: its run directory's stop request). An epoch ends on a host with the
+    host's first point of a later epoch (SageMaker's tuner, too, sees only the points), and ends once, when the
+    first host leaves it, with that host's objective."""
 
-    def __init__(self, chooser: Chooser, key: int, metric: str, definitions: list[dict[str, str]],
-                 run_dir: Path) -> None:
+    def __init__(self, chooser: Chooser, key: int, metric: str, run_dir: Path) -> None:
         self._chooser, self._key, self._metric, self._run_dir = chooser, key, metric, run_dir
-        self._definitions = compile_definitions(definitions)
-        self._offsets: dict[Path, tuple[int, bool]] = {}
-        """Per log: how far it was read, and whether that is inside a line too long to read."""
+        self._offset, self._skipping = 0, False
+        """How far the metrics file was read, and whether that is inside a line too long to read."""
         self.final: float | None = None
         self.per_epoch: dict[int, float] = {}
         self.why = ""
         self._stop_pending = False
-        self._hosts: dict[str, _HostEpochs] = {}
+        self._hosts: dict[str | None, _HostEpochs] = {}
 
     def stop(self, why: str) -> None:
         self.why, self._stop_pending = why, True
@@ -592,46 +588,40 @@ class _ObjectiveWatch:
         return max_resource is not None and bool(self.per_epoch) and max(self.per_epoch) >= max_resource
 
     def read(self) -> None:
-        """The complete lines written to the trial's logs since the last read, LOG_CHUNK_BYTES at a time; a line
-        longer than that is skipped whole."""
-        for path in sorted((self._run_dir / "logs").glob("*.log")):
-            offset, skipping = self._offsets.get(path, (0, False))
-            try:
-                with path.open("rb") as handle:
-                    while True:
-                        handle.seek(offset)
-                        data = handle.read(LOG_CHUNK_BYTES)
-                        end = data.rfind(b"\n") + 1
-                        if not end:
-                            if len(data) == LOG_CHUNK_BYTES:  # inside an over-long line: skip past it
-                                offset, skipping = offset + len(data), True
-                                continue
-                            break
-                        lines = data[:end].split(b"\n")[:-1]
-                        if skipping:
-                            lines, skipping = lines[1:], False  # the over-long line's end
-                        offset += end
-                        for line in lines:
-                            self._line(path.stem, line.decode("utf-8", errors="replace"))
-            except OSError:
-                pass
-            self._offsets[path] = (offset, skipping)
+        """The points recorded since the last read, SERIES_CHUNK_BYTES at a time; a line longer than that (none
+        the run writes) is skipped whole, and a line still being written waits for the next read."""
+        try:
+            with (self._run_dir / METRICS_FILE).open("rb") as handle:
+                while True:
+                    handle.seek(self._offset)
+                    data = handle.read(SERIES_CHUNK_BYTES)
+                    end = data.rfind(b"\n") + 1
+                    if not end:
+                        if len(data) == SERIES_CHUNK_BYTES:  # inside an over-long line: skip past it
+                            self._offset, self._skipping = self._offset + len(data), True
+                            continue
+                        break
+                    lines = data[:end].split(b"\n")[:-1]
+                    if self._skipping:
+                        lines, self._skipping = lines[1:], False  # the over-long line's end
+                    self._offset += end
+                    for point in filter(None, map(recorded_point, lines)):
+                        self._point(point)
+        except OSError:  # not written yet
+            pass
 
-    def _line(self, host: str, text: str) -> None:
-        """A line stating a later epoch ends the one before on its host, with the objective the host read last.
+    def _point(self, point: MetricPoint) -> None:
+        """A point of a later epoch ends the one before on its host, with the objective the host logged last.
         Epochs are counted from 1 as progress shows them (epochs.py), so that trials printing `epoch=0`,
         `Epoch 1/3` or the Trainer's `'epoch': 0.5` are compared with each other, and with max_resource, at the
         same epoch."""
-        state = self._hosts.setdefault(host, _HostEpochs())
-        mark = line_epoch(text)
-        if mark is not None:
-            epoch = state.counter.count(mark)
-            if state.epoch is not None and epoch > state.epoch and state.value is not None:
+        state = self._hosts.setdefault(point.host, _HostEpochs())
+        if point.epoch is not None:
+            if state.epoch is not None and point.epoch > state.epoch and state.value is not None:
                 self._epoch_ended(state.epoch, state.value)
-            state.epoch = epoch
-        value = extract(self._definitions, text).get(self._metric)
-        if value is not None:
-            state.value = self.final = value
+            state.epoch = point.epoch
+        if point.metric == self._metric:
+            state.value = self.final = point.value
 
     def finish(self) -> None:
         """The trial's last epoch ended with the run: its value completes the trial's curve."""
