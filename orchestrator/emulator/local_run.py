@@ -37,7 +37,14 @@ from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting import quiet_stop
 from orchestrator.emulator.reporting.empty_model import empty_model_notice
-from orchestrator.emulator.reporting.smoke import RankCensus, SmokeReport, killed_in_grace, last_step, passing
+from orchestrator.emulator.reporting.smoke import (
+    RankCensus,
+    SmokeReport,
+    checkpoint_entries,
+    killed_in_grace,
+    last_step,
+    passing,
+)
 from orchestrator.emulator.run_options import Options
 from orchestrator.emulator.supervising.interruption import interrupted_by, python_interrupts_forwarded
 from orchestrator.emulator.supervising.stall import (
@@ -70,6 +77,7 @@ from orchestrator.observing.root_cause import (
     max_runtime_cause,
     may_hold_own_error,
     own_error,
+    ranks_heard_from,
     read_cause,
 )
 from orchestrator.planning.plan import Plan
@@ -330,6 +338,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
     steps: list[int] = []
     attempt, outcome = 0, None
     interrupt_after, interrupt_at_step = options.simulate_spot_interruption, options.simulate_spot_interruption_at_step
+    restored = checkpoint_entries(layout)
     while True:
         attempt += 1
         # Every attempt runs under a new id and fresh rendezvous ports, as a restarted job gets.
@@ -405,7 +414,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         for item in outcome.exits:
             if item.returncode == 0:
                 census.launcher_succeeded(item.host)
-        smoke = _smoke_report(options, census, last_step(layout, steps), tracker,
+        census.heard_from(_ranks_heard_from(prepared, processes, outcome))
+        smoke = _smoke_report(options, census, last_step(layout, steps, restored), tracker,
                               killed_in_grace(outcome, processes) if outcome.status == "stopped" else [])
     return _finish(reporter, processes, outcome, _Effort(attempt, time.monotonic() - started),
                    stalls[-1].hang, smoke)
@@ -675,19 +685,37 @@ def _failure_reason(prepared: PreparedRun, processes: list[HostProcess], outcome
     return prepared.user_paths(f"{headline}\n{report[:FAILURE_REASON_LIMIT]}".strip()), cause
 
 
-def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> FailureCause | None:
-    """The shared reader (observing/root_cause.py) on every host's output, with each launcher's exit code: the
-    supervisor's last lines of each host, and where they hold no error of a rank's own, the host logs further
-    back (observing/cause_window.py), so that what a run printed after its error never hides it."""
+def _launcher(prepared: PreparedRun, processes: list[HostProcess]) -> Launcher:
+    """Who printed the run's lines, for the shared reader: the script itself, torchrun, or mpirun."""
     runner = next((item.toolkit.runner for item in processes if item.toolkit), RunnerType.process)
     per_host = next((item.toolkit.processes_per_host for item in processes if item.toolkit), 1)
     kind = {RunnerType.mpi: MPI, RunnerType.smdataparallel: MPI, RunnerType.torch_distributed: TORCHRUN}.get(
         runner, PROCESS)
-    launcher = Launcher(kind, tuple(host.name for host in prepared.layout.hosts), per_host)
     if kind == MPI:
-        launcher = Launcher(kind, tuple(prepared.group_hosts), per_host)
+        return Launcher(kind, tuple(prepared.group_hosts), per_host)
+    return Launcher(kind, tuple(host.name for host in prepared.layout.hosts), per_host)
+
+
+def _rank_exits(prepared: PreparedRun, launcher: Launcher) -> dict[tuple[str, int], int]:
+    """How each rank of this attempt ended, as the MPI hooks recorded it (none under another launcher)."""
+    return rank_ends(str(prepared.layout.root / RANK_ENDS_DIR)) if launcher.kind == MPI else {}
+
+
+def _ranks_heard_from(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> set[int]:
+    """The ranks the hosts' last lines and the ranks' recorded exits show ran: a smoke's ranks that ended before
+    the census saw their processes."""
+    launcher = _launcher(prepared, processes)
+    return ranks_heard_from(outcome.tails, launcher, exit_codes={item.host: item.returncode for item in outcome.exits},
+                            rank_exits=_rank_exits(prepared, launcher))
+
+
+def failure_cause(prepared: PreparedRun, processes: list[HostProcess], outcome: Outcome) -> FailureCause | None:
+    """The shared reader (observing/root_cause.py) on every host's output, with each launcher's exit code: the
+    supervisor's last lines of each host, and where they hold no error of a rank's own, the host logs further
+    back (observing/cause_window.py), so that what a run printed after its error never hides it."""
+    launcher = _launcher(prepared, processes)
     spec = prepared.plan.spec
-    recorded = rank_ends(str(prepared.layout.root / RANK_ENDS_DIR)) if kind == MPI else {}
+    recorded = _rank_exits(prepared, launcher)
 
     def cause_of(tails: Tails) -> FailureCause | None:
         return read_cause({host: [line.message for line in lines] for host, lines in tails.items()}, launcher,

@@ -434,6 +434,22 @@ def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> di
     return printed
 
 
+def ranks_heard_from(logs: Mapping[str, Sequence[str]], launcher: Launcher, *,
+                     exit_codes: Mapping[str, int] | None = None,
+                     rank_exits: Mapping[tuple[str, int], int] | None = None) -> set[int]:
+    """The ranks the lines show ran, however briefly: each that printed under its own prefix, whose own error or
+    last words the reader finds, whose exit its launcher reported (torchrun's summary, mpirun's notice) or the MPI
+    hooks recorded. A smoke counts them as started: a script that fails at import lives too short a time for a
+    process list to show it. torchrun's agent is no rank."""
+    logs = {host: [plain(line) for line in lines] for host, lines in logs.items()}
+    recorded = rank_exits or {}
+    heard = {*_printing_ranks(logs, launcher), *(rank for _, rank in recorded)}
+    for host in sorted({*logs, *(exit_codes or {})}, key=host_order):
+        candidates = _host_candidates(host, list(logs.get(host, ())), launcher, (exit_codes or {}).get(host), recorded)
+        heard |= {item.rank for item in candidates if item.rank is not None and item.launcher is None}
+    return heard
+
+
 def own_error(cause: FailureCause | None) -> bool:
     """Whether a cause is an error of a rank's own (step 1: a traceback, argparse, CUDA out of memory, a failed
     install), not what may have followed one (a peer's lost connection, a timeout, a signal, a bare exit code):

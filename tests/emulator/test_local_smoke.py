@@ -103,6 +103,22 @@ def test_smoke_fails_naming_the_ranks_that_never_started(make_spec, tmp_path):
     assert result.smoke.missing == ["rank 0 (algo-1)", "rank 1 (algo-2)"]
 
 
+def test_a_script_failing_at_import_under_torchrun_reports_its_ranks_started_and_no_step(make_spec, tmp_path):
+    """The most common CI failure: each worker ends within a fraction of a second, before the process list is read;
+    their tracebacks and torchrun's summary say they ran. The line and the `smoke` key agree."""
+    spec = make_spec("fails_at_import.py", mode="torch_distributed", instance="ml.g5.12xlarge", count=1)
+    (spec.parent / "src" / "fails_at_import.py").write_text("import os\n\nraise ValueError('bad config')\n")
+    done = subprocess.run([str(SMTRAIN), "local", str(spec), "--run-dir", str(tmp_path / "run"), "--smoke", "600",
+                           "--smoke-steps", "1", "-o", "json"], capture_output=True, text=True,
+                          timeout=RUN_DEADLINE_SECONDS, check=False)
+    assert done.returncode == 1, done.stderr
+    smoke = json.loads(done.stdout)["smoke"]
+    assert (smoke["ranks_started"], smoke["ranks_expected"], smoke["missing"]) == (4, 4, [])
+    assert smoke["steps_reached"] is None
+    assert "smoke FAILED: 4 of 4 ranks started, NO rank reached a step (" in done.stderr
+    assert "failed: ValueError: bad config at " in done.stderr  # the cause, above the verdict
+
+
 def test_smoke_fails_when_a_process_is_killed_out_of_memory_in_the_grace_period(make_spec, tmp_path,
                                                                                smoke_seconds):
     spec = make_spec("smoke_script.py", count=1, hyperparameters={**CHECKPOINTED, "on-sigterm": "sigkill"})

@@ -76,3 +76,22 @@ def test_a_smoke_whose_script_fails_before_its_first_step_is_not_told_to_print_s
     assert done.returncode == 1, done.stderr
     assert "no train.csv in /opt/ml/input/data/train" in done.stderr
     assert "no line of the job showed a step" not in done.stderr
+
+
+def test_a_rerun_failing_at_import_reached_no_step_though_it_received_a_checkpoint(make_spec, tmp_path):
+    """A rerun in the same run directory receives the checkpoint prefix's ckpt-1.pt, an earlier run's: its script
+    failing at import reached no step, and its one rank started."""
+    spec = make_spec("stepper.py", count=1, checkpoint={"s3_uri": "s3://bucket/checkpoints/"})
+    script = spec.parent / "src" / "stepper.py"
+    script.write_text("open('/opt/ml/checkpoints/ckpt-1.pt', 'w').write('state')\nprint('step=1/1', flush=True)\n")
+    command = [sys.executable, "-m", "orchestrator", "local", str(spec), "--run-dir", str(tmp_path / "run"),
+               "--smoke", "600", "--smoke-steps", "1", "-o", "json"]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=600, check=False).returncode == 0
+    script.write_text("raise ValueError('bad config')\n")
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+
+    assert done.returncode == 1, done.stderr
+    smoke = json.loads(done.stdout)["smoke"]
+    assert (smoke["ranks_started"], smoke["steps_reached"], smoke["step_source"]) == (1, None, None)
+    assert "smoke FAILED: 1 of 1 ranks started, NO rank reached a step (" in done.stderr

@@ -4,7 +4,12 @@ The verdict needs to know that every rank the launchers were asked for really st
 say (most scripts print on rank 0 only). `RankCensus` looks at the run's process tree while it runs, as `ps`
 would: a rank has started once a process of its host runs it, that is, for torchrun a worker with its `RANK`, for
 mpirun a process with its `OMPI_COMM_WORLD_RANK` (set by the rank's own host daemon), for the toolkit's one
-process per host a process of that host running the entry point. A launcher that exited 0 ran all its ranks.
+process per host a process of that host running the entry point. A launcher that exited 0 ran all its ranks, and a
+rank the run's output shows (its own prefixed line, its error, its exit as its launcher reported or the MPI hooks
+recorded it) ran too: a script that fails at import ends before a process list is read.
+
+The step reached is the last one this run showed: a checkpoint restored from the prefix at the start (a rerun in
+the same run directory) is no step the ranks reached.
 
 What ends after the deadline ends as a stopped job's does (SIGTERM, exits, SageMaker's status Stopped), with one
 exception: a training process killed by a SIGKILL that smtrain did not send during the grace period (the kernel's
@@ -130,6 +135,10 @@ class RankCensus:
         else:
             self._seen.update(rank for rank, where in self._expected.items() if where == host)
 
+    def heard_from(self, ranks: Iterable[int]) -> None:
+        """Counts the ranks the run's output shows ran (`root_cause.ranks_heard_from`), however briefly each lived."""
+        self._seen.update(ranks)
+
     def missing(self) -> list[str]:
         return [f"rank {rank} ({host})" for rank, host in sorted(self._expected.items()) if rank not in self._seen]
 
@@ -160,10 +169,22 @@ def passing(census: RankCensus, steps_reached: int, steps_wanted: int | None) ->
 _CHECKPOINT_STEP = re.compile(r"^(?:ckpt|checkpoint|step)[-_]?0*(\d+)(?:\.\w+)?$", re.IGNORECASE)
 
 
-def last_step(layout: RunLayout, progress_steps: Iterable[int]) -> tuple[int | None, str | None]:
+def checkpoint_entries(layout: RunLayout) -> frozenset[tuple[Path, int | None]]:
+    """Each entry of the hosts' checkpoint folders with its modification time (ns): read before the ranks start,
+    what the restore put there."""
+    found = set()
+    for folder in _checkpoint_folders(layout):
+        with contextlib.suppress(OSError):
+            found.update((entry, _modified(entry)) for entry in folder.iterdir())
+    return frozenset(found)
+
+
+def last_step(layout: RunLayout, progress_steps: Iterable[int],
+              restored: frozenset[tuple[Path, int | None]]) -> tuple[int | None, str | None]:
     """The last step any rank reached and where it was read. Progress lines come every log_every steps (50 by
     default), so a short smoke can end before the first: the metrics each host wrote and the checkpoints it saved
-    (on SIGTERM too) say how far it got."""
+    (on SIGTERM too) say how far it got; a checkpoint still as it was `restored` (`checkpoint_entries`) was saved
+    by an earlier run."""
     found: list[tuple[int, str]] = [(step, "progress line") for step in progress_steps]
     for host in layout.hosts:
         metrics = host.output_dir / "data" / "metrics.jsonl"
@@ -173,17 +194,28 @@ def last_step(layout: RunLayout, progress_steps: Iterable[int]) -> tuple[int | N
                     step = json.loads(line).get("step")
                     if isinstance(step, int) and not isinstance(step, bool):
                         found.append((step, "metrics.jsonl"))
-    folders = {*checkpoint_dirs(layout), *(host.checkpoint_dir for host in layout.hosts)}
-    for folder in folders:
+    for folder in _checkpoint_folders(layout):
         with contextlib.suppress(OSError):
             for entry in folder.iterdir():
                 match = _CHECKPOINT_STEP.search(entry.name)
-                if match:
+                if match and (entry, _modified(entry)) not in restored:
                     found.append((int(match.group(1)), "checkpoint"))
     if not found:
         return None, None
     step, source = max(found, key=lambda item: item[0])
     return step, source
+
+
+def _checkpoint_folders(layout: RunLayout) -> set[Path]:
+    return {*checkpoint_dirs(layout), *(host.checkpoint_dir for host in layout.hosts)}
+
+
+def _modified(entry: Path) -> int | None:
+    """An entry's modification time (ns); None once it is gone."""
+    try:
+        return entry.lstat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def killed_in_grace(outcome: Outcome, processes: list[HostProcess]) -> list[str]:
