@@ -29,6 +29,7 @@ from orchestrator.backends.resolve import backend_for, resolve_job
 from orchestrator.cli import job_views as views
 from orchestrator.cli.options import (
     allow_unverified_option,
+    allowing_unverified,
     any_given,
     declared_options,
     echo_json,
@@ -111,8 +112,7 @@ def submit(
       smtrain submit job.yaml --wait --logs
       smtrain submit job.yaml --set role=arn:aws:iam::123456789012:role/SageMakerExecution --dry-run
     """
-    if allow_unverified:
-        overrides = (*overrides, "allow_unverified=true")
+    overrides = allowing_unverified(overrides, allow_unverified)
     if dry_run:
         from orchestrator.cli.render import emit_plan
 

@@ -83,7 +83,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
     from orchestrator.specs.capabilities import submit_refusals
-    from orchestrator.specs.loader import InvalidSpec, Problem, load
+    from orchestrator.specs.loader import InvalidSpec, load
 
     results, failed = [], False
     defaults = load_sdk_defaults()  # local files only: validate stays offline
@@ -94,9 +94,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
                                                                                                      defaults)])
             refusals = submit_refusals(loaded.spec, loaded.findings)
             if refusals:
-                raise InvalidSpec([Problem(loaded.where(finding.field), finding.field,
-                                           f"{finding.severity}: {finding.message}", finding.fix)
-                                   for finding in refusals])
+                raise loaded.refusal(refusals)
             offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
         except SmtrainError as exc:
             failed = True

@@ -221,13 +221,18 @@ def follow_options(*, defaults: dict[str, Any] | None = None) -> Callable[[Calla
 
 
 def allow_unverified_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`--allow-unverified` of `submit`, `validate` and `tune submit`, generated from its declaration
+    """`--allow-unverified` of `validate`, `submit`, `tune validate` and `tune submit`, generated from its declaration
     (`planning/unverified.py`, whose field is also the API's keyword); the command receives `allow_unverified`."""
     from orchestrator.declaration import declarations
     from orchestrator.planning.unverified import UnverifiedOptions
 
     option = declarations(UnverifiedOptions)["allow_unverified"]
     return _declared_option(UnverifiedOptions, "allow_unverified", option, {})(function)
+
+
+def allowing_unverified(overrides: tuple[str, ...], allow_unverified: bool) -> tuple[str, ...]:
+    """The `--set` overrides with what `--allow-unverified` means, `allow_unverified=true`, where it was given."""
+    return (*overrides, "allow_unverified=true") if allow_unverified else overrides
 
 
 def any_given(context: click.Context, options: type) -> bool:

@@ -20,6 +20,7 @@ import click
 from orchestrator.backends.base import BACKENDS
 from orchestrator.cli.options import (
     allow_unverified_option,
+    allowing_unverified,
     declared_options,
     echo_json,
     job_set_option,
@@ -72,8 +73,9 @@ def tune() -> None:
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @job_set_option
+@allow_unverified_option
 @output_option
-def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
+def validate(file: str, overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
     """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
     2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it.
 
@@ -81,20 +83,18 @@ def validate(file: str, overrides: tuple[str, ...], output: str) -> None:
     Examples:
       smtrain tune validate job_specs/tuning/mlp-lr-search.yaml
     """
-    from orchestrator.errors import CapabilityError
     from orchestrator.planning.sdk_defaults import load_sdk_defaults
     from orchestrator.planning.training_defaults import sdk_defaults_findings
     from orchestrator.planning.tuning import check_offline
     from orchestrator.specs.capabilities import submit_refusals
     from orchestrator.specs.loader import load_tuning
 
-    loaded = load_tuning(file, overrides)
+    loaded = load_tuning(file, allowing_unverified(overrides, allow_unverified))
     spec, job = loaded.spec, loaded.job
     # what `validate` checks in the job spec, the SDK defaults files (local ones: offline) among it
     refusals = submit_refusals(job.spec, [*job.findings, *sdk_defaults_findings(job.spec, load_sdk_defaults())])
     if refusals:
-        raise CapabilityError("\n".join(f"{job.where(finding.field)}: {finding.field}: {finding.message}"
-                                        for finding in refusals), fix=refusals[0].fix)
+        raise job.refusal(refusals)
     check_offline(spec, job.spec)
     summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
                f"{', '.join(spec.parameters)}: {counted(spec.total_jobs(), 'trial')}, {spec.max_parallel_jobs} at a time")
@@ -160,10 +160,9 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
 
     plan_tuning, submit_tuning = api_plan_tuning.__wrapped__, api_submit_tuning.__wrapped__  # the CLI's errors keep its options' names
 
-    if allow_unverified:
-        overrides = (*overrides, "allow_unverified=true")
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
+        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj,
+                                  overrides=allowing_unverified(overrides, allow_unverified),
                                   max_source_bytes=max_source_bytes)
         tuning = submit_tuning(tuning_plan, boto=ctx.obj)
     assert tuning.plan is not None

@@ -29,7 +29,7 @@ from orchestrator.cloud.aws_errors import (
 from orchestrator.cloud.create_once import Creation, create_once, same_training_definition
 from orchestrator.cloud.jobs import JobClient
 from orchestrator.observing.job_status import console_url
-from orchestrator.errors import AwsError, CapabilityError, EnvironmentProblem
+from orchestrator.errors import AwsError, EnvironmentProblem
 from orchestrator.planning.packaging import SourcePackage
 from orchestrator.planning.plan import Plan
 from orchestrator.planning.source_progress import stage
@@ -205,17 +205,11 @@ def refuse_unready(job_plan: Plan, boto: Any | None) -> None:
 
 
 def refuse_blocking_findings(job_plan: Plan) -> None:
-    """CapabilityError (exit 2) when a finding blocks: an error, or `unverified` without allow_unverified; its fix in
-    the user's words (a function job's are its decorator's keywords)."""
+    """CapabilityError (exit 2) when a finding blocks: an error, or `unverified` without allow_unverified; each at
+    its place in the spec, with its fix in the user's words (a function job's are its decorator's keywords)."""
     blocking = job_plan.blocking_findings()
     if blocking:
-        words = job_plan.loaded.field_words
-        raise CapabilityError(
-            "not submitted: "
-            + "; ".join(f"{finding.severity}: {finding.field}: {finding.message}" for finding in blocking),
-            fix=f"change {words.given_in} as each finding says, or, for unverified combinations you know work, "
-                f"{words.allow_unverified}",
-        )
+        raise job_plan.loaded.refusal(blocking)
 
 
 def ensure_source_uploaded(job_plan: Plan, boto: Any, transfer: Any | None = None) -> bool:

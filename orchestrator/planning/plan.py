@@ -25,7 +25,7 @@ from orchestrator.planning.request import (
 )
 from orchestrator.planning.target import Target
 from orchestrator.redact import mask_text, masks_its_repr, redact
-from orchestrator.specs.capabilities import Finding
+from orchestrator.specs.capabilities import Finding, local_input_refusals
 from orchestrator.specs.catalog import InstanceType, catalog, lookup, on_demand_cost
 from orchestrator.specs.loader import LoadedSpec
 from orchestrator.specs.model import JobSpec
@@ -201,8 +201,9 @@ def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
     if errors:
         raise CapabilityError("\n".join(f"{finding.field}: {finding.message}" for finding in errors),
                               fix="; ".join(finding.fix for finding in errors))
-    if not local_inputs:
-        _require_s3_inputs(job_spec)
+    refused_inputs = [] if local_inputs else local_input_refusals(job_spec)
+    if refused_inputs:
+        raise spec.refusal(refused_inputs)
     if target.region_is_fallback:
         findings = [*findings, Finding(rule="region-fallback", severity="notice", field="region",
                                        message=f"no AWS region configured; planned for {target.region}",
@@ -270,12 +271,3 @@ def _beyond_the_roles_reach(spec: LoadedSpec, target: Target) -> list[Finding]:
                     source=target.sources["role"].where)
             for name, uri, prefixes in destinations
             if uri is not None and uri.startswith("s3://") and not uri.startswith(prefixes)]
-
-
-def _require_s3_inputs(spec: JobSpec) -> None:
-    local = [name for name, location in spec.channel_locations().items() if not location.startswith("s3://")]
-    if local:
-        raise CapabilityError(
-            f"inputs {', '.join(local)} point at local paths; a SageMaker job reads channels from S3",
-            fix="upload the data and give its s3:// prefix, or run the job here with `smtrain local`",
-        )

@@ -1,5 +1,5 @@
 """Letting an unverified combination through (an instance, image or mode smtrain has not verified), declared
-once: the `--allow-unverified` of `smtrain submit`, `validate` and `tune submit` is generated from
+once: the `--allow-unverified` of `smtrain validate`, `submit`, `tune validate` and `tune submit` is generated from
 `UnverifiedOptions`, and its field is the keyword `allow_unverified=` of the API's `submit`, `run` and
 `submit_tuning`, the functions that send a job (tests/api/test_option_keywords.py keeps the command line and the API
 in step). Either does what `allow_unverified: true` in the spec does; neither turns the spec's own setting off.

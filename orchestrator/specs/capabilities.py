@@ -533,23 +533,23 @@ def past_unverified(finding: Finding, words: FieldWords) -> Finding:
 
 
 def submit_refusals(spec: JobSpec, findings: Iterable[Finding]) -> list[Finding]:
-    """What `plan`/`submit` refuse in a spec that loads, so that `validate` refuses it too.
+    """What `submit` refuses in a spec that loads, so that `validate` refuses it too: a finding that blocks
+    (`unverified` without allow_unverified; errors never load) and what `plan` refuses as well."""
+    blocking = [past_unverified(finding, SPEC_WORDS) for finding in findings if finding.blocks(spec.allow_unverified)]
+    return [*blocking, *local_input_refusals(spec)]
 
-    That is a finding that blocks (`unverified` without allow_unverified; errors never load) and a channel given
-    as a local path, which only `smtrain local` reads.
-    """
-    refusals = [past_unverified(finding, SPEC_WORDS) for finding in findings if finding.blocks(spec.allow_unverified)]
-    for name, location in spec.channel_locations().items():
-        if not location.startswith("s3://"):
-            refusals.append(Finding(
-                rule="inputs-local-path", severity="error", field=f"inputs.{name}",
-                message=f"{location} is a local path: a SageMaker job reads its channels from S3, so plan and "
-                        "submit refuse it (smtrain local reads it)",
-                fix=f"upload the data and give its s3:// prefix in `inputs`, and keep this folder for smtrain local "
-                    f"as `local_inputs: {{{name}: {location}}}` (plan and submit ignore it; --input {name}=PATH "
-                    "overrides it for one run)",
-                source="CreateTrainingJob InputDataConfig: S3 data sources"))
-    return refusals
+
+def local_input_refusals(spec: JobSpec) -> list[Finding]:
+    """A channel given as a local path, which only `smtrain local` reads: `plan` and `submit` refuse it."""
+    return [Finding(
+        rule="inputs-local-path", severity="error", field=f"inputs.{name}",
+        message=f"{location} is a local path: a SageMaker job reads its channels from S3, so plan and "
+                "submit refuse it (smtrain local reads it)",
+        fix=f"upload the data and give its s3:// prefix in `inputs`, and keep this folder for smtrain local "
+            f"as `local_inputs: {{{name}: {location}}}` (plan and submit ignore it; --input {name}=PATH "
+            "overrides it for one run)",
+        source="CreateTrainingJob InputDataConfig: S3 data sources")
+        for name, location in spec.channel_locations().items() if not location.startswith("s3://")]
 
 
 def predicate_ids() -> set[str]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.errors import SpecError
+from orchestrator.errors import CapabilityError, SpecError
 from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
@@ -93,6 +93,19 @@ class InvalidSpec(SpecError):
         super().__init__("\n".join([header, *(f"  {problem}" for problem in self.problems)]))
 
 
+class RefusedSpec(InvalidSpec, CapabilityError):
+    """A spec that loads but that plan or submit refuses (a local channel, an unverified combination), said as
+    `validate` says it: each finding at its file:line (or --set), field and fix. A CapabilityError with a `fix`,
+    as the API has always given these refusals."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__(problems)
+        self.fix = "; ".join(dict.fromkeys(problem.fix for problem in self.problems if problem.fix)) or None
+
+    def __str__(self) -> str:
+        return self.message  # each problem's fix is on its own line already
+
+
 @dataclass(frozen=True)
 class LoadedSpec:
     """A valid spec with the non-blocking findings about it and where each field came from."""
@@ -142,6 +155,18 @@ class LoadedSpec:
 
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
+
+    def refusal(self, findings: Sequence[Finding]) -> CapabilityError:
+        """The error refusing this spec for `findings`, each at its place: every command that refuses a spec
+        (validate, plan, submit, their tune counterparts) names the file, line and field alike. A spec built in
+        Python or from a dict (a function job's keywords) has no line: each finding by its field, the fixes in its
+        user's words."""
+        if self.path is None:
+            return CapabilityError("; ".join(f"{finding.severity}: {finding.field}: {finding.message}"
+                                             for finding in findings),
+                                   fix="; ".join(dict.fromkeys(finding.fix for finding in findings)))
+        return RefusedSpec([Problem(self.where(finding.field), finding.field, f"{finding.severity}: {finding.message}",
+                                    finding.fix) for finding in findings])
 
     def origin(self, dotted: str) -> str | None:
         """"--set" when an override wrote the field (or a mapping holding it), "spec" when the file does, None

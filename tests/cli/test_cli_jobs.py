@@ -94,7 +94,7 @@ def test_submit_refuses_blocking_findings_unless_allowed(write_spec, bucket):
     refused = smtrain("submit", spec)
     allowed = smtrain("submit", spec, "--allow-unverified", "-o", "json")
 
-    assert_user_error(refused, 2, "not submitted: unverified: instance.type")
+    assert_user_error(refused, 2, "smddp-g5.yaml:15:3: instance.type: unverified: ")
     assert "--allow-unverified" in refused.stderr
     assert (
         boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"][0]["TrainingJobName"]

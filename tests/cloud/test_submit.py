@@ -141,7 +141,7 @@ def test_submit_refuses_blocking_findings_before_any_call(write_spec, calls):
     )
     job_plan = plan(spec, boto=session)
 
-    with pytest.raises(CapabilityError, match=r"not submitted: unverified: instance\.type") as raised:
+    with pytest.raises(CapabilityError, match=r"smddp-g5\.yaml:\d+:\d+: instance\.type: unverified: ") as raised:
         submit(job_plan, boto=session)
 
     assert raised.value.exit_code == 2
