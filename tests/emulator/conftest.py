@@ -9,6 +9,7 @@ import psutil
 import pytest
 import yaml
 
+from orchestrator.emulator.launching import opt_ml
 from orchestrator.emulator.launching.launch import RUN_DIR_VARIABLE
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -30,6 +31,17 @@ def make_spec(tmp_path):
         return path
 
     return make
+
+
+@pytest.fixture
+def host_seen_at():
+    """`host_seen_at(run_dir, "algo-2")`: the /opt/ml a run's job is told its host has, as SageMaker tells it
+    (/opt/ml itself) where this machine gives each host a mount namespace, else the host's folder of the run."""
+
+    def seen_at(run_dir: Path, host: str) -> Path:
+        return Path("/opt/ml") if opt_ml.choose(run_dir).namespaced else run_dir / host
+
+    return seen_at
 
 
 @pytest.fixture

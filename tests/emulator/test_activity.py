@@ -14,6 +14,7 @@ import time
 import psutil
 import pytest
 
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
 from orchestrator.emulator.supervising.activity import ActivitySampler
 
@@ -33,7 +34,7 @@ def start():
     started: list[subprocess.Popen] = []
 
     def run(host: str, *command: str) -> subprocess.Popen:
-        env = {**os.environ, RUN_ID_VARIABLE: RUN_ID, "SAGEMAKER_BASE_DIR": f"/run/{host}",
+        env = {**os.environ, RUN_ID_VARIABLE: RUN_ID, HOSTNAME_VARIABLE: host,
                "SM_HOSTS": '["algo-1", "algo-2"]', "SM_CURRENT_HOST": host}  # mode none: a rank per host
         started.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True))
         return started[-1]

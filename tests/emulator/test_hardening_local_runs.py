@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from orchestrator.emulator.launching.opt_ml import NO_NAMESPACES_VARIABLE
 from orchestrator.emulator.local_plan import local_plan
 from orchestrator.emulator.preparing.layout import open_run_directory, release_directory
 from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_run
@@ -88,7 +89,9 @@ def test_a_container_path_whose_dots_leave_it_is_refused(tmp_path):
     assert not (tmp_path / "escaped").exists()
 
 
-def test_a_container_path_is_normalised_before_it_is_placed(tmp_path):
+def test_a_container_path_is_normalised_before_it_is_placed(tmp_path, monkeypatch):
+    """Without namespaces (SAGEMAKER_BASE_DIR) a value naming /opt/ml is placed in the host's folder."""
+    monkeypatch.setenv(NO_NAMESPACES_VARIABLE, "1")
     spec = _spec(tmp_path, hyperparameters={"out": "/opt/ml/model/../output/data"},
                  environment={"OUT_DIR": "/opt/ml/./model//x"})
     prepared = _prepare(spec, Options(run_dir=tmp_path / "run"))
@@ -97,6 +100,20 @@ def test_a_container_path_is_normalised_before_it_is_placed(tmp_path):
     assert json.loads(config["out"]) == str(host.root / "output" / "data")
     [process] = prepared.host_processes("id", 1234)
     assert process.env["OUT_DIR"] == str(host.root / "model" / "x")
+
+
+def test_in_a_host_s_namespace_a_container_path_reaches_the_job_as_the_request_has_it(tmp_path):
+    """Where each host's folder is at /opt/ml, the job gets /opt/ml values as on SageMaker: rewritten to the run
+    directory, a script's `--model-dir /opt/ml/model` named that folder in its own paths and errors."""
+    spec = _spec(tmp_path, hyperparameters={"out": "/opt/ml/model/../output/data"},
+                 environment={"OUT_DIR": "/opt/ml/./model//x"})
+    prepared = _prepare(spec, Options(run_dir=tmp_path / "run"))
+    if not prepared.host_fs.namespaced:
+        pytest.skip(f"no mount namespaces here ({prepared.host_fs.refused_because})")
+    config = json.loads((prepared.layout.hosts[0].config_dir / "hyperparameters.json").read_text())
+    assert json.loads(config["out"]) == "/opt/ml/model/../output/data"
+    [process] = prepared.host_processes("id", 1234)
+    assert process.env["OUT_DIR"] == "/opt/ml/./model//x"
 
 
 def test_a_channel_that_holds_the_run_directory_is_copied_without_it(tmp_path):

@@ -182,3 +182,56 @@ def test_apparmor_s_refused_uid_map_is_told_with_its_sysctl(tmp_path):
     assert f"no mount namespace here ({reason})" in notice
     assert "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`" in notice
     assert opt_ml.allowing_change(f"{opt_ml.NO_NAMESPACES_VARIABLE}=1") is None
+
+
+CONTAINER_PATHS_SEEN = {
+    "SM_MODEL_DIR": "/opt/ml/model", "SM_CHANNEL_TRAIN": "/opt/ml/input/data/train",
+    "SM_OUTPUT_DATA_DIR": "/opt/ml/output/data", "SM_OUTPUT_DIR": "/opt/ml/output", "SM_INPUT_DIR": "/opt/ml/input",
+    "SM_INPUT_CONFIG_DIR": "/opt/ml/input/config", "SM_OUTPUT_INTERMEDIATE_DIR": "/opt/ml/output/intermediate",
+    "SAGEMAKER_BASE_DIR": None, "PWD": "/opt/ml/code", "SM_HP_MODEL_PATH": "/opt/ml/model/best.pt",
+    "cwd": "/opt/ml/code", "code on sys.path": ["/opt/ml/code", "/opt/ml/code"], "code on PYTHONPATH": ["/opt/ml/code"],
+    "training_env": {"model_dir": "/opt/ml/model", "channel_input_dirs": {"train": "/opt/ml/input/data/train"},
+                     "output_dir": "/opt/ml/output"},
+}
+
+
+def _container_paths_seen(run_dir: Path) -> dict[int, dict]:
+    seen = {}
+    for log in run_dir.glob("logs/algo-*.log"):
+        for line in log.read_text().splitlines():
+            _, found, rest = line.partition("container paths of rank ")
+            if found:
+                rank, _, document = rest.partition(": ")
+                seen[int(rank)] = json.loads(document)
+    return seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_user_s_line(tmp_path, launcher):
+    """On SageMaker the toolkit gives a job /opt/ml paths and starts it in /opt/ml/code; with each host's folder at
+    /opt/ml, the emulation gave the run directory's real paths instead, so a job's own errors named
+    `.../runs/<run>/algo-2/input/data/train/x.csv`. The cause still names the user's file and line."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "present.csv").write_text("1,2\n")
+    spec = _write_spec(tmp_path, launcher, entry_point="container_paths.py")
+    document = yaml.safe_load(spec.read_text())
+    document.update(hyperparameters={"model_path": "/opt/ml/model/best.pt"}, inputs={"train": str(data)})
+    spec.write_text(yaml.safe_dump(document))
+    entered = subprocess.run([*opt_ml.HostFileSystem(True).enter(tmp_path), "true"], capture_output=True, text=True,
+                             timeout=60, check=False)
+    if entered.returncode != 0:
+        pytest.skip(f"no mount namespaces here ({entered.stderr.strip()}): the job is given its host's folder")
+    result = _run_as("this user", spec, tmp_path / "run")
+    assert result.returncode == 1, result.stdout + result.stderr
+    seen = _container_paths_seen(tmp_path / "run")
+    assert sorted(seen) == list(range(2 * PER_HOST[launcher]))
+    for rank, paths in seen.items():
+        assert paths == CONTAINER_PATHS_SEEN, rank
+    source = (tmp_path / "src" / "container_paths.py").read_text().splitlines()
+    line = next(number for number, text in enumerate(source, 1) if "missing.csv" in text)
+    reason = json.loads((tmp_path / "run" / "result.json").read_text())["failure_reason"]
+    assert reason.splitlines()[0] == (
+        f"algo-2 (rank {2 * PER_HOST[launcher] - 1}) failed: FileNotFoundError: [Errno 2] No such file or "
+        f"directory: '/opt/ml/input/data/train/missing.csv' at src/container_paths.py:{line}")

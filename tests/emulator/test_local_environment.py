@@ -30,7 +30,8 @@ def _seen(run_dir: Path) -> dict[str, dict]:
             for path in run_dir.glob("algo-*/output/data/seen-*.json")}
 
 
-def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch, notice_recorder):
+def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch, notice_recorder,
+                                                     host_seen_at):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     data = tmp_path / "data"
     data.mkdir()
@@ -43,7 +44,7 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
     seen = _seen(result.run_dir)
     assert sorted(seen) == ["algo-1-0", "algo-2-0"]
     for name in ("algo-1", "algo-2"):
-        host = result.run_dir / name
+        host, seen_at = result.run_dir / name, host_seen_at(result.run_dir, name)
         env, argv, cwd = seen[f"{name}-0"]["env"], seen[f"{name}-0"]["argv"], seen[f"{name}-0"]["cwd"]
         assert env["SM_HOSTS"] == '["algo-1","algo-2"]'
         assert env["SM_CURRENT_HOST"] == name and env["CURRENT_HOST"] == name and seen[f"{name}-0"]["hostname"] == name
@@ -51,10 +52,10 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
         assert env["OMP_NUM_THREADS"] == str(max(1, len(os.sched_getaffinity(0)) // 2))
         assert json.loads(env["SM_TRAINING_ENV"])["topology"] == []
         assert env["SM_CHANNELS"] == '["training"]'
-        assert env["SM_CHANNEL_TRAINING"] == str(host / "input" / "data" / "training")
+        assert env["SM_CHANNEL_TRAINING"] == str(seen_at / "input" / "data" / "training")
         assert (host / "input" / "data" / "training" / "part-0.csv").read_text() == "1,2,3\n"
-        assert env["SM_MODEL_DIR"] == str(host / "model")
-        assert env["SM_OUTPUT_DIR"] == str(host / "output")
+        assert env["SM_MODEL_DIR"] == str(seen_at / "model")
+        assert env["SM_OUTPUT_DIR"] == str(seen_at / "output")
         assert env["SM_HPS"] == '{"backend":"gloo","epochs":1,"layers":[64,32],"learning-rate":0.001,"use-cuda":true}'
         assert env["SM_HP_EPOCHS"] == "1" and env["SM_HP_LAYERS"] == "[64,32]"
         # The toolkit starts the script through /bin/sh, and dash (Debian's and Ubuntu's sh) drops variables
@@ -66,9 +67,9 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
         assert env["SM_USER_ENTRY_POINT"] == "env_dump.py" and env["SM_MODULE_NAME"] == "env_dump"
         assert env["TRAINING_JOB_NAME"] == result.job_name
         assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"].isdigit()
-        assert env["SAGEMAKER_BASE_DIR"] == str(host)
+        assert env.get("SAGEMAKER_BASE_DIR") == (None if seen_at != host else str(host))  # unset on SageMaker
         assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-1"
-        assert cwd == str(host / "code")
+        assert cwd == str(seen_at / "code")
         # The toolkit's shell join splits the list value, exactly as on SageMaker (contract §5).
         assert argv == ["--backend", "gloo", "--epochs", "1", "--layers", "[64,", "32]", "--learning-rate", "0.001",
                         "--use-cuda", "True"]
@@ -87,7 +88,7 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
         assert (host / "output" / "success").exists()
 
 
-def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
+def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path, host_seen_at):
     """2 hosts x 2 ranks, algo-2 first in the group: every rank sees its own host's name, /opt/ml folders and code
     directory, and (as on SageMaker) the master's SM_CURRENT_HOST; the job's own OMP_NUM_THREADS, not the share."""
     spec = make_spec("env_dump.py", mode="mpi", distribution={"mode": "mpi", "processes_per_host": 2},
@@ -98,13 +99,14 @@ def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
     assert sorted(seen) == [0, 1, 2, 3]
     for rank, item in seen.items():
         env, host = item["env"], ("algo-2" if rank < 2 else "algo-1")
-        root = result.run_dir / host
+        root, seen_at = result.run_dir / host, host_seen_at(result.run_dir, host)
         assert item["hostname"] == host and env["CURRENT_HOST"] == host
         assert (root / "output" / "data" / f"seen-{host}-{rank}.json").is_file()
-        assert env["SM_MODEL_DIR"] == str(root / "model") and env["SM_OUTPUT_DATA_DIR"] == str(root / "output/data")
-        assert item["cwd"] == str(root / "code")
-        assert env["PYTHONPATH"].split(os.pathsep)[0] == str(root / "code")
-        assert json.loads(env["SM_TRAINING_ENV"])["model_dir"] == str(root / "model")
+        assert env["SM_MODEL_DIR"] == str(seen_at / "model")
+        assert env["SM_OUTPUT_DATA_DIR"] == str(seen_at / "output/data")
+        assert item["cwd"] == str(seen_at / "code")
+        assert env["PYTHONPATH"].split(os.pathsep)[0] == str(seen_at / "code")
+        assert json.loads(env["SM_TRAINING_ENV"])["model_dir"] == str(seen_at / "model")
         # mpirun exports every SM_* variable from the master (algo-2 here), as the toolkit does.
         assert env["SM_CURRENT_HOST"] == "algo-2"
         assert env["OMPI_COMM_WORLD_SIZE"] == "4" and env["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
@@ -120,7 +122,8 @@ def test_mpi_ranks_each_live_on_their_own_host(make_spec, tmp_path):
 
 
 @pytest.mark.parametrize(("mode", "hosts"), [("pytorchddp", 2), ("smddp", 3)])
-def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, monkeypatch, mode, hosts):
+def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, monkeypatch, mode, hosts,
+                                                           host_seen_at):
     """SMDataParallel's mpirun with the DLC's slot mapping: ranks 2k and 2k+1 on algo-(k+1), local ranks 0 and 1,
     and a run on 3 hosts finishes (plm_rsh_num_concurrent is the host count); --cpus 8 shared among the ranks."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -136,10 +139,10 @@ def test_smdataparallel_places_ranks_by_slot_on_every_host(make_spec, tmp_path, 
         assert item["env"]["OMPI_COMM_WORLD_LOCAL_SIZE"] == "2"
         assert item["env"]["SM_NUM_GPUS"] == "8"  # the instance's, not this machine's
         assert item["env"]["OMP_NUM_THREADS"] == str(8 // (2 * hosts))
-        assert item["cwd"] == str(result.run_dir / host / "code")
+        assert item["cwd"] == str(host_seen_at(result.run_dir, host) / "code")
 
 
-def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path, monkeypatch):
+def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path, monkeypatch, host_seen_at):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     spec = make_spec("env_dump.py", mode="torch_distributed", instance="ml.g5.2xlarge")
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
@@ -151,7 +154,7 @@ def test_torch_distributed_runs_torchrun_on_every_host(make_spec, tmp_path, monk
         host, rank = key.rsplit("-", 1)
         assert env["RANK"] == rank and env["WORLD_SIZE"] == "2" and env["LOCAL_RANK"] == "0"
         assert env["GROUP_RANK"] == rank and env["SM_CURRENT_HOST"] == host
-        assert item["hostname"] == host and item["cwd"] == str(result.run_dir / host / "code")
+        assert item["hostname"] == host and item["cwd"] == str(host_seen_at(result.run_dir, host) / "code")
         # ml.g5.2xlarge has 1 A10G, this machine none: the CPU stand-in for CUDA, first on the path.
         assert (env["SMTRAIN_GPU_STANDIN"], env["SMTRAIN_GPU_STANDIN_NAME"]) == ("1", "A10G")
         # One worker per host, so torchrun sets no thread count: each gets its share of this machine's cores.

@@ -166,7 +166,7 @@ def test_setup_py_installs_the_package_and_runs_the_entry_point_as_a_module(tmp_
     ("none", 1, {}),
     ("mpi", 2, {"distribution": {"mode": "mpi", "processes_per_host": 1}}),
 ])
-def test_a_shell_entry_point_runs_with_its_shebang_and_quoted_arguments(tmp_path, mode, count, extra):
+def test_a_shell_entry_point_runs_with_its_shebang_and_quoted_arguments(tmp_path, mode, count, extra, host_seen_at):
     source = tmp_path / "src"
     source.mkdir()
     (source / "run.sh").write_text((Path(__file__).parent / "scripts" / "run.sh").read_text())
@@ -177,7 +177,7 @@ def test_a_shell_entry_point_runs_with_its_shebang_and_quoted_arguments(tmp_path
     for index in range(count):
         host = f"algo-{index + 1}"
         seen = json.loads((result.run_dir / host / "output" / "data" / f"args-{host}-{index}.json").read_text())
-        assert seen == {"argv": ["--msg", "hello world"], "cwd": str(result.run_dir / host / "code")}
+        assert seen == {"argv": ["--msg", "hello world"], "cwd": str(host_seen_at(result.run_dir, host) / "code")}
 
 
 @pytest.mark.parametrize(("files", "entry_point", "message"), [

@@ -13,6 +13,7 @@ import time
 import psutil
 import pytest
 
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.supervising import supervisor
 from orchestrator.emulator.supervising.supervisor import _ProcessTree
 
@@ -117,7 +118,7 @@ def test_a_launcher_waited_for_is_named_for_what_it_is(tmp_path):
     `(pid 4240 python)`, and one with SM_HOSTS in its environment (mode none) as a rank: it says what each is. The
     two are real processes whose scripts bear the launchers' names (torchrun's, hostfs.py)."""
     host = tmp_path / "algo-2"
-    env = {**os.environ, "SAGEMAKER_BASE_DIR": str(host), "SM_HOSTS": '["algo-1", "algo-2"]'}
+    env = {**os.environ, HOSTNAME_VARIABLE: host.name, "SM_HOSTS": '["algo-1", "algo-2"]'}
     for script in ("torchrun", "hostfs.py"):
         (tmp_path / script).write_text("import time\ntime.sleep(300)\n")
     agent = subprocess.Popen([sys.executable, str(tmp_path / "torchrun"), "--nproc-per-node", "2"], env=env)

@@ -4,9 +4,10 @@ Run as `python -I -S hostfs.py enter <host root> -- <program> [args]`: standard 
 `orchestrator` (the MPI hooks start it for each rank's host). It enters a new mount namespace (as an ordinary
 user inside a new user namespace that maps the user to itself, so the program runs with its own uid and no
 capabilities; as root a mount namespace alone), makes every mount private (nothing propagates to the machine),
-places the host's folder at /opt/ml and the host's own folder of the run at /tmp, then runs the program: every
-process it starts (torchrun's workers, Open MPI's daemons and ranks) sees the same /opt/ml, and a literal
-`open("/opt/ml/model/model.pth", "w")` lands in the run directory. Where the kernel gives a PID namespace too, the
+places the host's folder at /opt/ml and the host's own folder of the run at /tmp, then runs the program (in its
+working directory by its /opt/ml path, where it lies in the host's folder): every process it starts (torchrun's
+workers, Open MPI's daemons and ranks) sees the same /opt/ml, and a literal `open("/opt/ml/model/model.pth", "w")`
+lands in the run directory. Where the kernel gives a PID namespace too, the
 program runs under a first process of its own (`contain`), so nothing it starts outlives the host (or smtrain);
 else it is exec'd in place. `contain -- <program>` gives pip and its build hooks the PID namespace alone, tried
 in a child first: where the kernel refuses it, even halfway, the program runs as it is, in a process left untouched.
@@ -215,8 +216,19 @@ def enter(host_root: str) -> bool:
     if host_tmp and os.path.isdir(host_tmp) and os.path.isdir(TMP):
         needed = (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable))
         _cover_tmp(os.path.realpath(host_tmp), needed)
-    os.chdir(cwd)
+    _enter_working_directory(cwd, host_root)
     return with_pids
+
+
+def _enter_working_directory(cwd: str, host_root: str) -> None:
+    """Back into `cwd`, by its /opt/ml path where it lies in the host's folder: the job's os.getcwd(), its
+    tracebacks and what it passes on (PWD, mpirun's working directory for every rank) name /opt/ml/code, as in the
+    container, not the run directory."""
+    real = os.path.realpath(cwd)
+    if real == host_root or real.startswith(host_root + "/"):
+        cwd = OPT_ML + real[len(host_root):]
+        os.environ["PWD"] = cwd
+    os.chdir(cwd)
 
 
 def _die_with_parent(parent: int) -> None:

@@ -30,7 +30,11 @@ from orchestrator.contract import SAGEMAKER_BASE_DIR, SMDDP_SERVER_ADDR
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.instances.standin import Accelerators
-from orchestrator.emulator.launching.mpi_hooks import RANK_ENDS_VARIABLE, host_environment_variable
+from orchestrator.emulator.launching.mpi_hooks import (
+    HOST_ROOT_VARIABLE,
+    RANK_ENDS_VARIABLE,
+    host_environment_variable,
+)
 from orchestrator.emulator.launching.opt_ml import HostFileSystem
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
 
@@ -166,21 +170,25 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     Layered as in the container: this machine's environment (what a shell here has, less any launcher's or
     container's variables and, where the host has its own /tmp, this shell's TMPDIR), the platform's (the
     request's Environment), the toolkits' on top, then the local deviations (loopback rendezvous,
-    SAGEMAKER_BASE_DIR, the hostname shim, PYTHONPATH for the code and the hook that puts the installed
+    SAGEMAKER_BASE_DIR where hosts get no namespace, the hostname shim, PYTHONPATH for the code (the code
+    directory as the host's processes see it: /opt/ml/code in its namespace) and the hook that puts the installed
     requirements after the standard library, the CPU stand-in for CUDA first on it with its variables, torch's JIT
     extensions and torch.compile's output in smtrain's cache).
     """
     overlay_site, file_system = attempt.overlay_site, attempt.file_system
+    seen = file_system.seen(host) if file_system is not None else host
     own: dict[str, str] = {**platform, **toolkit}
+    if seen == host:  # no namespace: the toolkit roots its paths at the host's folder, as the job must
+        own[SAGEMAKER_BASE_DIR] = str(host.root)
     own.update({
         "MASTER_ADDR": LOOPBACK,
         "MASTER_PORT": str(attempt.master_port),
         "NCCL_SOCKET_IFNAME": LOOPBACK_INTERFACE,
         "GLOO_SOCKET_IFNAME": LOOPBACK_INTERFACE,
-        SAGEMAKER_BASE_DIR: str(host.root),
+        HOST_ROOT_VARIABLE: str(host.root),
         "PYTHONPATH": os.pathsep.join([*(str(path) for path in [*accelerators.python_path,
                                                                 *([OVERLAY_SITE_HOOK] if overlay_site else []),
-                                                                host.code_dir]),
+                                                                seen.code_dir]),
                                        *filter(None, [inherited.get("PYTHONPATH")])]),
         "PATH": os.pathsep.join([str(Path(attempt.python).parent), *(str(path) for path in attempt.bin_paths),
                                  inherited.get("PATH", "")]),

@@ -8,10 +8,11 @@ Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never impo
   The environments come from mpirun's own environment (`HOST_ENVIRONMENT_PREFIX` + host), never from a file.
 * `exec` (`--prtemca odls_base_exec_agent`; in Open MPI 4 `--mca orte_fork_agent`): starts one rank. mpirun
   gives every rank the master's values of the variables it exports (`-x`) and the master's working directory:
-  the same `/opt/ml/...` strings that on SageMaker name each instance's own disk. Here each host's /opt/ml is
-  its own folder, so the master's folder is replaced by the rank's host's in those values, its arguments and its
-  working directory. It stays the rank's parent, records how the rank ended (`RANK_ENDS_VARIABLE`), then ends
-  the same way, so Open MPI sees the rank's own exit or signal.
+  the same `/opt/ml/...` strings that on SageMaker name each instance's own disk, and here too where hosts get
+  mount namespaces. Without them each host's /opt/ml is its own folder (SAGEMAKER_BASE_DIR), so the master's
+  folder is replaced by the rank's host's in those values, its arguments and its working directory. It stays
+  the rank's parent, records how the rank ended (`RANK_ENDS_VARIABLE`), then ends the same way, so Open MPI sees
+  the rank's own exit or signal.
 * `relabel`: runs the mpirun command and relabels its output as the toolkit does (`process.watch`):
   `[1,5]<stdout>:` becomes `[1,mpirank:5,algo-3]<stdout>:` with the toolkit's host label, rank // ppn + 1.
   It exits with mpirun's status, except that a job that lost a host's daemon failed: PRTE (Open MPI 5) says so
@@ -31,6 +32,9 @@ import sys
 HOST_ENVIRONMENT_PREFIX = "SMTRAIN_HOST_ENV_"
 MASTER_BASE_DIR = "SMTRAIN_MASTER_BASE_DIR"
 BASE_DIR = "SAGEMAKER_BASE_DIR"
+HOST_ROOT_VARIABLE = "SMTRAIN_HOST_ROOT"
+"""The host's folder of the run (its /opt/ml), in every host's environment, whatever the job's paths name: where
+`rsh` starts the host's daemon, and whose host a rank's ending is recorded for."""
 HOSTFS_VARIABLE = "SMTRAIN_HOSTFS"
 """hostfs.py, in a host's environment when hosts get mount namespaces: the daemon starts in its host's."""
 RANK_ENDS_VARIABLE = "SMTRAIN_RANK_ENDS"
@@ -66,10 +70,10 @@ def remote_shell(argv: list[str]) -> None:
         del os.environ[name]
     os.environ.update(host_env)
     os.environ[MASTER_BASE_DIR] = master_base
-    os.chdir(os.path.join(host_env[BASE_DIR], "code"))
+    os.chdir(os.path.join(host_env[HOST_ROOT_VARIABLE], "code"))
     hostfs = host_env.get(HOSTFS_VARIABLE)
     if hostfs:
-        os.execv(sys.executable, [sys.executable, "-I", "-S", hostfs, "enter", host_env[BASE_DIR], "--",
+        os.execv(sys.executable, [sys.executable, "-I", "-S", hostfs, "enter", host_env[HOST_ROOT_VARIABLE], "--",
                                   "/bin/sh", "-c", command])
     os.execv("/bin/sh", ["/bin/sh", "-c", command])
 
@@ -90,7 +94,7 @@ def start_rank(argv: list[str]) -> None:
     for number in _HELD_SIGNALS:
         signal.signal(number, lambda *_: None)
     code = subprocess.Popen(argv, env=env, close_fds=False, preexec_fn=_die_with_parent).wait()
-    record_rank_end(ends, os.path.basename(own.rstrip("/")), int(rank), code)
+    record_rank_end(ends, os.path.basename(env.get(HOST_ROOT_VARIABLE, "").rstrip("/")), int(rank), code)
     _end_as(code)
 
 

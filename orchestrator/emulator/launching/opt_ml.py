@@ -1,8 +1,9 @@
 """Which /opt/ml the training processes see, and the proof that the machine's own /opt/ml was left alone.
 
-With namespaces (hostfs.py) every process of a host sees the host's folder at /opt/ml. Without them (another OS,
-a locked-down container) the toolkit's SAGEMAKER_BASE_DIR is all there is: paths the script reads from SM_*
-variables are the host's, a literal "/opt/ml/..." is the machine's. Then the run names every such literal in the
+With namespaces (hostfs.py) every process of a host sees the host's folder at /opt/ml, and every path the job is
+given names it there, as on SageMaker (`seen`). Without them (another OS, a locked-down container) the toolkit's
+SAGEMAKER_BASE_DIR is all there is: paths the script reads from SM_* variables are the host's folder itself, a
+literal "/opt/ml/..." is the machine's. Then the run names every such literal in the
 source dir before it starts (file:line), and fails after it if anything appeared or changed under the machine's
 /opt/ml, so a model written there never passes as a completed run.
 """
@@ -17,7 +18,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.contract import OPT_ML
+from orchestrator.contract import OPT_ML, RUN_MARKER_FILE
 from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.launching.hostfs import (
@@ -73,6 +74,11 @@ class HostFileSystem:
                                    f"127.0.0.1 {' '.join(host_names)}\n")
         return replace(self, hosts_file=path)
 
+    def seen(self, host: Host) -> Host:
+        """`host` as its processes see it: at /opt/ml in its namespace, else at its folder of the run. The paths
+        the job is given (SM_* variables, PYTHONPATH) name this one; smtrain's own reading keeps `host`."""
+        return Host(host.name, Path(OPT_ML)) if self.namespaced else host
+
     def enter(self, host_root: Path) -> tuple[str, ...]:
         """The words that start a command in `host_root`'s namespace (none in the fallback)."""
         if not self.namespaced:
@@ -88,14 +94,15 @@ def contained(argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", str(HOSTFS), "contain", "--", *argv]
 
 
-def choose(host_root: Path) -> HostFileSystem:
-    """Namespaces where this machine gives them (tried once, on the first host's folder), else the fallback."""
+def choose(run_dir: Path) -> HostFileSystem:
+    """Namespaces where this machine gives them (tried once, with the run directory at /opt/ml, before the hosts'
+    trees are written: their paths depend on it), else the fallback."""
     if os.environ.get(NO_NAMESPACES_VARIABLE) == "1":
         return HostFileSystem(False, f"{NO_NAMESPACES_VARIABLE}=1")
     if not sys.platform.startswith("linux"):
         return HostFileSystem(False, f"mount namespaces are Linux's ({sys.platform} here)")
-    probe = subprocess.run([*HostFileSystem(True).enter(host_root), "/bin/sh", "-c",
-                            "test -d /opt/ml/code && readlink /proc/self/ns/pid"],
+    probe = subprocess.run([*HostFileSystem(True).enter(run_dir), "/bin/sh", "-c",
+                            f"test -f {OPT_ML}/{RUN_MARKER_FILE} && readlink /proc/self/ns/pid"],
                            capture_output=True, text=True, timeout=_PROBE_TIMEOUT_SECONDS, check=False)
     if probe.returncode == 0:
         return HostFileSystem(True, own_pids=probe.stdout.strip() != os.readlink("/proc/self/ns/pid"))

@@ -23,9 +23,11 @@ def deviations(words: FieldWords) -> tuple[str, ...]:
          "outside the kernel's ephemeral range instead of 7777, so runs can share this machine (SM_HOSTS, the config "
          "files and gethostname() keep algo-N)"),
         ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
-         "namespace of its own) and SM_* variables and SAGEMAKER_BASE_DIR name the folder itself; a checkpoint path "
-         "outside /opt/ml is a folder under container-paths/; hyperparameter and environment values naming those "
-         "paths are rewritten to them, hyperparameters.json included"),
+         "namespace of its own), and the SM_* paths, the working directory and PYTHONPATH name /opt/ml as on "
+         "SageMaker; without mount namespaces they and SAGEMAKER_BASE_DIR name the folder itself, and hyperparameter "
+         "and environment values naming /opt/ml are rewritten to it, hyperparameters.json included; a checkpoint "
+         "path outside /opt/ml is a folder under container-paths/, and values naming it are rewritten to that "
+         "folder; HOME (/root there) is the host's container-paths/<host>/root"),
         ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
          "smtrain's hooks stand in for ssh and start each rank on its own host"),
         ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "

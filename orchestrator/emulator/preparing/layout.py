@@ -100,13 +100,16 @@ class RunLayout:
         """The container paths that have a place per host: /opt/ml and the checkpoint path."""
         return (OPT_ML, *([self.checkpoint_path] if self.checkpoint_path else []))
 
-    def rewrite(self, host: Host, value: str) -> str:
+    def rewrite(self, host: Host, value: str, opt_ml_in_place: bool = False) -> str:
         """`value` with a leading container path replaced by where it lives for `host` (hyperparameters and
         environment values that name /opt/ml/... or the checkpoint path), normalised first: a `..` that climbs
-        out of the container path would climb out of the run directory here.
+        out of the container path would climb out of the run directory here. `opt_ml_in_place`: the job sees its
+        host's folder at /opt/ml (a mount namespace), so a value under /opt/ml stays as the request has it, and only
+        a checkpoint path outside /opt/ml is replaced.
 
         Raises:
-            SpecError: a value that names a container path but leaves it (`/opt/ml/model/../../../etc`).
+            SpecError: a value that names a container path but leaves it (`/opt/ml/model/../../../etc`), which here
+                would name this machine's files.
         """
         prefixes = sorted(self.emulated_prefixes(), key=len, reverse=True)
         named = next((prefix for prefix in prefixes if _under(value, prefix)), None)
@@ -114,6 +117,8 @@ class RunLayout:
             return value
         normal = posixpath.normpath(value)
         for prefix in prefixes:
+            if _under(normal, prefix) and opt_ml_in_place and _under(prefix, OPT_ML):
+                return value
             if _under(normal, prefix):
                 return str(self.host_path(host, prefix)) + normal[len(prefix.rstrip("/")):]
         raise SpecError(f"a hyperparameter or environment value starts with {named} but its `..` leads out of it "

@@ -169,16 +169,19 @@ class PreparedRun:
                                extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir,
                                cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads, self.cpus))
         result = []
+        in_place = self.host_fs.namespaced
         for host in self.layout.hosts:
-            hyperparameters = _host_hyperparameters(self.job, self.layout, host)
+            hyperparameters = _host_hyperparameters(self.job, self.layout, host, in_place)
             resource = resource_config(host.name, self.host_groups)
             instance = lookup(resource["current_instance_type"])
             channels = self.job.input_data_config(resource["current_group_name"])
-            env = training_env(HostConfig(host, resource, hyperparameters, channels, self.job.job_name),
+            env = training_env(HostConfig(self.host_fs.seen(host), resource, hyperparameters, channels,
+                                          self.job.job_name),
                                Processors(instance.gpus, os.cpu_count() or 1, instance.neuron_cores))
             sm = sm_variables(env)
             toolkit_env = {**sm, **framework_variables(env, self.job.region, torch_version)}
-            platform = {key: self.layout.rewrite(host, value) for key, value in self.job.environment.items()}
+            platform = {key: self.layout.rewrite(host, value, in_place)
+                        for key, value in self.job.environment.items()}
             platform.update(mlflow_environment(self.job, self.layout.root))
             platform.update({"TRAINING_JOB_NAME": self.job.job_name,
                              "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
@@ -248,11 +251,12 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
             report.preparing()
         run_layout.write_request(run_dir, redact(plan.create_training_job_request))
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
-        hyperparameters = {host.name: _host_hyperparameters(job, layout, host) for host in layout.hosts}
+        host_fs = dataclasses.replace(opt_ml.choose(run_dir), read_only_data=settings.link_inputs
+                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts])
+        hyperparameters = {host.name: _host_hyperparameters(job, layout, host, host_fs.namespaced)
+                           for host in layout.hosts}
         unlinked = run_layout.prepare(layout, job, run_layout.HostInputs(
             plan.source, source_path, channel_paths, host_groups, hyperparameters, settings.link_inputs))
-        host_fs = dataclasses.replace(opt_ml.choose(layout.hosts[0].root), read_only_data=settings.link_inputs
-                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts])
         return PreparedRun(plan=plan, job=job, layout=layout, group_hosts=group_hosts, host_groups=host_groups,
                            code_files=code_files,
                            world_size=world, hostname=hostname_shim(),
@@ -299,16 +303,19 @@ def check_run_input(plan: Plan, settings: Options) -> None:
             _local_channel(channel, run_dir, words)
 
 
-def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host) -> dict[str, str]:
-    """hyperparameters.json on one host: the request's, with values naming container paths placed."""
+def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host,
+                          opt_ml_in_place: bool) -> dict[str, str]:
+    """hyperparameters.json on one host: the request's, with values naming container paths placed (those under
+    /opt/ml left as they are where the host's namespace has its folder there)."""
     result = {}
     for key, encoded in job.hyperparameters.items():
         try:
             value = json.loads(encoded)
         except ValueError:
             value = None
-        if isinstance(value, str) and layout.rewrite(host, value) != value:
-            encoded = json.dumps(layout.rewrite(host, value))
+        placed = layout.rewrite(host, value, opt_ml_in_place) if isinstance(value, str) else value
+        if placed != value:
+            encoded = json.dumps(placed)
         result[key] = encoded
     return result
 

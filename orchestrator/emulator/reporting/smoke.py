@@ -28,11 +28,11 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 
-from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, TORCHRUN_VARS
+from orchestrator.contract import OMPI_VARS, TORCHRUN_VARS
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import HostProcess
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.preparing.layout import RunLayout, checkpoint_dirs
@@ -145,14 +145,13 @@ class RankCensus:
     def _rank_of(self, process: psutil.Process) -> int | None:
         try:
             env = process.environ()
-            base = env.get(SAGEMAKER_BASE_DIR)
-            if not base:
+            host = env.get(HOSTNAME_VARIABLE)
+            if not host:
                 return None
             if self._runner is RunnerType.torch_distributed:
                 return _number(env.get(_RANK))
             if self._runner is not RunnerType.process:
                 return _number(env.get(_OMPI_RANK))
-            host = Path(base).name
             command = " ".join(process.cmdline())
         except (psutil.Error, OSError):
             return None

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.contract import OMPI_VARS, SM_CURRENT_HOST, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
 from orchestrator.emulator.supervising.launchers import is_launcher_command
 
@@ -308,10 +309,9 @@ def rank_of(env: Mapping[str, str]) -> int | None:
 
 
 def host_of(env: Mapping[str, str]) -> str:
-    """The emulated host: the name of its /opt/ml directory (SM_CURRENT_HOST is the master's on remote MPI
-    ranks)."""
-    base = env.get(SAGEMAKER_BASE_DIR)
-    return Path(base).name if base else env.get(SM_CURRENT_HOST, "?")
+    """The emulated host: the name its gethostname() answers, in every process of the host (SM_CURRENT_HOST is
+    the master's on remote MPI ranks, and the job's paths name /opt/ml, not the host's folder)."""
+    return env.get(HOSTNAME_VARIABLE) or env.get(SM_CURRENT_HOST, "?")
 
 
 def _alive(pid: int) -> bool:

@@ -39,7 +39,8 @@ from typing import IO
 
 import psutil
 
-from orchestrator.contract import OMPI_VARS, SAGEMAKER_BASE_DIR, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.contract import OMPI_VARS, SM_HOSTS, TORCHRUN_VARS
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import Launch
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, MPI_JOB_ROLES, launcher_role
 from orchestrator.observing.log_lines import character_boundary
@@ -713,9 +714,8 @@ def _described(processes: list[psutil.Process], shown: int = 6) -> str | None:
 
 
 def _describe(process: psutil.Process) -> str | None:
-    """Host from the process's environment where it still has it (SAGEMAKER_BASE_DIR is the emulated host's
-    directory), then what the launcher is or the rank's number, and always its pid and name; None once it has
-    exited."""
+    """Host from the process's environment where it still has it, then what the launcher is or the rank's number,
+    and always its pid and name; None once it has exited."""
     try:
         name = process.name()
     except psutil.NoSuchProcess:
@@ -726,7 +726,7 @@ def _describe(process: psutil.Process) -> str | None:
         env = process.environ()
     except psutil.Error:
         env = {}
-    host = Path(env[SAGEMAKER_BASE_DIR]).name if env.get(SAGEMAKER_BASE_DIR) else None
+    host = env.get(HOSTNAME_VARIABLE)
     what = _launcher_role(process) or _rank(env, host)
     where = " ".join(part for part in (host, what) if part)
     return f"{where + ' ' if where else ''}(pid {process.pid} {name})"

@@ -126,6 +126,13 @@ def _referee(tmp_path: Path, prepared: PreparedRun) -> dict[str, dict[str, Any]]
     return json.loads(output.read_text())
 
 
+def _at(variables: dict[str, str], root: Path, seen_root: Path) -> dict[str, str]:
+    """What the toolkit derives where the host's files are at `seen_root`: the harness reads them from the host's
+    folder (SAGEMAKER_BASE_DIR), and the toolkit only joins its paths onto that base, so in a host's namespace
+    (the files at /opt/ml, no SAGEMAKER_BASE_DIR) it derives the same values at /opt/ml."""
+    return {key: value.replace(str(root), str(seen_root)) for key, value in variables.items()}
+
+
 @pytest.mark.parametrize(("name", "fields", "files", "entry_point", "host_order"), CASES, ids=[c[0] for c in CASES])
 def test_the_toolkit_derives_what_the_emulator_exported_and_runs(tmp_path, name, fields, files, entry_point,
                                                                  host_order):
@@ -135,12 +142,12 @@ def test_the_toolkit_derives_what_the_emulator_exported_and_runs(tmp_path, name,
     assert sorted(toolkit) == [item.host.name for item in processes]
     for item in processes:
         seen, host = toolkit[item.host.name], item.host.name
+        derived = _at(seen["sm_variables"], item.host.root, prepared.host_fs.seen(item.host).root)
         # Every SM_* variable, byte for byte, and no other.
         emulated = {key: value for key, value in item.env.items()
                     if key.startswith("SM_") and key != "SM_DLC_TORCH_VERSION"}
-        differences = {key: (emulated.get(key), seen["sm_variables"].get(key))
-                       for key in emulated.keys() | seen["sm_variables"].keys()
-                       if emulated.get(key) != seen["sm_variables"].get(key)}
+        differences = {key: (emulated.get(key), derived.get(key))
+                       for key in emulated.keys() | derived.keys() if emulated.get(key) != derived.get(key)}
         assert differences == {}, f"{host}: emulator vs toolkit"
         # What the toolkits put into the environment before the launcher (MASTER_*, NCCL_*, CURRENT_HOST, ...).
         expected = {key: value for key, value in item.toolkit_env.items()
@@ -166,7 +173,10 @@ def test_the_toolkit_derives_what_the_emulator_exported_and_runs(tmp_path, name,
         assert all(any((item.host.data_dir / name).iterdir()) for name in channels)
         assert {path.name for path in item.host.data_dir.iterdir()} == channels, host  # no other group's channel
         module_dir = json.loads(seen["sm_variables"]["SM_TRAINING_ENV"])["module_dir"]
-        assert Path(module_dir.removeprefix("file://")).is_file(), module_dir  # the tarball is where it says
+        # the tarball is where it says (under network isolation in the `code` channel, at /opt/ml in the namespace)
+        tarball = module_dir.removeprefix("file://")
+        here = prepared.layout.host_path(item.host, tarball) if tarball.startswith("/opt/ml/") else Path(tarball)
+        assert here.is_file(), module_dir
 
 
 @pytest.mark.parametrize("options", ["", "--NCCL_DEBUG WARN", "--NCCL_DEBUG=TRACE -x A=1", "-x B=2 --NCCL_DEB INFO",
