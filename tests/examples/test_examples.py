@@ -115,7 +115,11 @@ def test_the_examples_are_kept_as_published():
         record = dict(line.partition(": ")[::2] for line in source.read_text().splitlines())
         assert re.fullmatch(r"[\w.-]+/[\w.-]+", record["repository"])
         assert re.fullmatch(r"[0-9a-f]{40}", record["commit"])
-        assert list((source.parent / "src").iterdir())
+        kept = source.parent / "src"
+        if kept.is_dir():
+            assert list(kept.iterdir())
+        else:  # not kept here (tests/support/published_scripts.py): each file's digest is recorded instead
+            assert any(re.fullmatch(r"sha256 \S+: [0-9a-f]{64}", line) for line in source.read_text().splitlines())
 
 
 def test_distributed_operations_on_two_hosts(tmp_path):
