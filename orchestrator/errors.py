@@ -57,7 +57,16 @@ class Interrupted(KeyboardInterrupt):
 
 
 class SpecError(SmtrainError):
-    """The spec file or an override is malformed or invalid; no AWS call was made."""
+    """The spec file or an override is malformed or invalid; no AWS call was made.
+
+    Attributes:
+        file: the spec file refused as a whole (missing, unreadable), the place `--output json` gives as `file`;
+            None where no file is involved or each of its problems names its own place.
+    """
+
+    def __init__(self, message: str, fix: str | None = None, *, file: str | None = None) -> None:
+        super().__init__(message, fix)
+        self.file = file
 
 
 class CapabilityError(SpecError):
@@ -95,8 +104,9 @@ class JobFailed(SmtrainError):
     exit_code = 1
 
 
-_OPTION_OF = {"max_source_bytes": "--max-source-mb"}
-"""The API's keywords whose CLI option has another name (and unit)."""
+_OPTION_OF = {"max_source_bytes": "--max-source-mb", "name": "--job-name"}
+"""The API's keywords whose CLI option has another name (and unit): the tuning functions' `name=` is `tune
+submit`'s `--job-name`."""
 
 
 def naming_keywords(function: _Function) -> _Function:

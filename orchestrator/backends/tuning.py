@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -297,10 +298,17 @@ class Tuning:
         requested, self.last_status = self.backend.stop(self.id)
         return requested
 
-    def wait(self, poll_seconds: float = 60.0) -> TuningStatus:
-        while not (current := self.status()).is_terminal:
+    def wait(self, poll_seconds: float = 60.0,
+             on_status: Callable[[TuningStatus], None] | None = None) -> TuningStatus:
+        """Reads the status every `poll_seconds` until the search has ended, handing `on_status` each reading
+        (`tune submit --wait` prints the changes); returns the final one."""
+        while True:
+            current = self.status()
+            if on_status is not None:
+                on_status(current)
+            if current.is_terminal:
+                return current
             time.sleep(poll_seconds)
-        return current
 
     def __repr__(self) -> str:
         if self.last_status is None:

@@ -34,10 +34,14 @@ from orchestrator.cli.options import (
     declared_options,
     echo_json,
     follow_options,
+    full_plan_option,
+    job_name_option,
     max_source_option,
     output_option,
+    plan_view,
     runs_option,
     set_option,
+    wait_option,
 )
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS
@@ -75,14 +79,13 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
 @output_option
-@click.option("--job-name", help="Exact job name (default: the spec's name plus a timestamp).")
+@job_name_option("job")
 @max_source_option
 @allow_unverified_option
-@click.option("--dry-run", is_flag=True, help="Send nothing: print the plan, exactly as `smtrain plan` does.")
-@click.option(
-    "--wait", is_flag=True, help="Follow the job to its end; exit 0 Completed, 1 Failed, 3 Stopped (implied by "
-                                 "--logs, --stall-timeout, --no-stop and --poll-seconds)."
-)
+@click.option("--dry-run", is_flag=True, help="Send nothing: print the plan, exactly as `smtrain plan` does "
+                                              "(--full too).")
+@full_plan_option
+@wait_option("job", "--logs, --stall-timeout, --no-stop and --poll-seconds")
 @click.option(
     "--logs", "stream_logs", is_flag=True, help="Stream every host's logs while waiting (implies --wait)."
 )
@@ -97,6 +100,7 @@ def submit(
     max_source_bytes: int,
     allow_unverified: bool,
     dry_run: bool,
+    full: bool,
     wait: bool,
     stream_logs: bool,
     options: WatchOptions,
@@ -113,10 +117,13 @@ def submit(
       smtrain submit job.yaml --set role=arn:aws:iam::123456789012:role/SageMakerExecution --dry-run
     """
     overrides = allowing_unverified(overrides, allow_unverified)
+    if full and not dry_run:
+        raise click.UsageError("--full prints the plan: give it with --dry-run (`smtrain plan --full` prints the "
+                               "same)")
     if dry_run:
         from orchestrator.cli.render import emit_plan
 
-        emit_plan(file, overrides, output, job_name, max_source_bytes, boto=ctx.obj)
+        emit_plan(file, overrides, plan_view(output, full), job_name, max_source_bytes, boto=ctx.obj)
         return
     from orchestrator.backends.job import Job
     from orchestrator.cli.options import terminations_interrupt

@@ -17,12 +17,13 @@ from orchestrator.cli.options import (
     LazyGroup,
     allow_unverified_option,
     echo_json,
-    error_document,
+    full_plan_option,
+    job_name_option,
     max_source_option,
     output_option,
+    plan_view,
     report_output_option,
     set_option,
-    terminal_safe,
 )
 
 
@@ -51,7 +52,7 @@ def main() -> None:
       4    a local run or SageMaker job hung: silent for --stall-timeout, every rank or host idle
       130  interrupted (Ctrl-C, SIGTERM, or SIGHUP: the terminal closed)
     With --output json, errors are one JSON object on stdout too: {"error": {"type", "message", "fix", ...}}
-    (validate: its report per file, with the file's problems).
+    (validate, tune validate: their report per file, with the file's problems).
     """
 
 
@@ -73,60 +74,26 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
       smtrain validate job_specs/*.yaml
       smtrain validate job.yaml --set instance.count=4 -o json
     """
-    import dataclasses
-
-    from orchestrator.cli.ci_annotations import spec_warnings, user_error
-    from orchestrator.cli.render import findings_text
-    from orchestrator.errors import SmtrainError
+    from orchestrator.cli.validation import Passed, as_submit_judges, report_on
     from orchestrator.planning.plan_view import summary_line
     from orchestrator.planning.request import offline_request
-    from orchestrator.planning.sdk_defaults import load_sdk_defaults
-    from orchestrator.planning.training_defaults import sdk_defaults_findings
-    from orchestrator.specs.capabilities import submit_refusals
-    from orchestrator.specs.loader import InvalidSpec, load
+    from orchestrator.specs.loader import load
 
-    results, failed = [], False
-    defaults = load_sdk_defaults()  # local files only: validate stays offline
-    for file in files:
-        try:
-            loaded = load(file, overrides, allow_unverified=True if allow_unverified else None)
-            loaded = dataclasses.replace(loaded, findings=[*loaded.findings, *sdk_defaults_findings(loaded.spec,
-                                                                                                     defaults)])
-            refusals = submit_refusals(loaded.spec, loaded.findings)
-            if refusals:
-                raise loaded.refusal(refusals)
-            offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
-        except SmtrainError as exc:
-            failed = True
-            user_error(exc)
-            problems = ([problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec)
-                        else [error_document(exc)["error"]])
-            results.append({"file": file, "valid": False, "problems": problems, "warnings": []})
-            if output == "text":
-                click.secho(f"✗ {terminal_safe(file)}", fg="red", bold=True)
-                click.echo(terminal_safe(str(exc) if isinstance(exc, InvalidSpec) else f"  {exc}"))
-            continue
-        warnings = [finding.__dict__ | {"where": loaded.where(finding.field)} for finding in loaded.findings]
-        results.append({"file": file, "valid": True, "problems": [], "warnings": warnings})
-        spec_warnings(loaded)
-        if output == "text":
-            click.secho(f"✓ {terminal_safe(file)}: {summary_line(loaded.spec)}", fg="green")
-            text = findings_text(loaded)
-            if text:
-                click.echo(text)
-    if output == "json":
-        echo_json(results)
-    sys.exit(2 if failed else 0)
+    def check(file: str) -> Passed:
+        loaded = as_submit_judges(load(file, overrides, allow_unverified=True if allow_unverified else None))
+        offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
+        return Passed(loaded, summary_line(loaded.spec))
+
+    sys.exit(report_on(files, check, output))
 
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @set_option
 @output_option
-@click.option("--job-name", help="Exact job name to plan for (default: the spec's name plus a timestamp).")
+@job_name_option("job")
 @max_source_option
-@click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments and the "
-                                           "exact CreateTrainingJob request.")
+@full_plan_option
 def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_bytes: int,
          full: bool) -> None:
     """Show what submitting FILE would send, before anything is sent.
@@ -144,7 +111,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     """
     from orchestrator.cli.render import emit_plan
 
-    emit_plan(file, overrides, "full" if full and output == "text" else output, job_name, max_source_bytes)
+    emit_plan(file, overrides, plan_view(output, full), job_name, max_source_bytes)
 
 
 @main.command()

@@ -5,6 +5,7 @@ from their declaration, JSON out."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -120,7 +121,7 @@ def error_document(exc: Exception) -> dict[str, Any]:
     from orchestrator.specs.loader import InvalidSpec
 
     problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
-    place = problems[0] if problems else dict.fromkeys(_PLACE_KEYS)
+    place = problems[0] if problems else {**dict.fromkeys(_PLACE_KEYS), "file": getattr(exc, "file", None)}
     message, fix = getattr(exc, "message", str(exc)), getattr(exc, "fix", None)
     if problems:  # "2 problems in the job spec: <the first one's message>", and the first one's fix
         message, fix = f"{message.splitlines()[0]} {problems[0]['message']}", problems[0]["fix"]
@@ -154,6 +155,41 @@ def max_source_option(function: Callable[..., Any]) -> Callable[..., Any]:
                         help="Refuse a source_dir that packs larger than this.")(function)
 
 
+class _FirstNameInHelp(click.Option):
+    """An option that `--help` names by its first name only: the others are earlier spellings, kept working."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = copy.copy(self)
+        shown.opts = self.opts[:1]
+        return super(_FirstNameInHelp, shown).get_help_record(ctx)
+
+
+def job_name_option(named: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--job-name` of `plan`, `submit`, `tune plan` and `tune submit`, the exact name of the `named` (a job, a
+    tuning job) they plan or create; `--name`, the tune commands' first spelling, still works. The command
+    receives `job_name`."""
+    return click.option("--job-name", "--name", "job_name", cls=_FirstNameInHelp, metavar="NAME",
+                        help=f"Exact {named} name (default: the spec's name plus a timestamp).")
+
+
+def full_plan_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--full` of `plan` and of `submit --dry-run`, which prints the plan exactly as `plan` does."""
+    return click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments "
+                                                     "and the exact CreateTrainingJob request.")(function)
+
+
+def plan_view(output: str, full: bool) -> str:
+    """How a plan is printed: "json", "text" (one screen), or "full" (text with the whole request: --full)."""
+    return "full" if full and output == "text" else output
+
+
+def wait_option(followed: str, implied_by: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--wait` of `submit` and `tune submit`: follow the `followed` (a job, a tuning job) the command created to
+    its end, the exit code its final status's; the flags `implied_by` names ask for it too."""
+    return click.option("--wait", is_flag=True, help=f"Follow the {followed} to its end; exit 0 Completed, 1 Failed, "
+                                                     f"3 Stopped (implied by {implied_by}).")
+
+
 _JSON_HELP = ("machine-readable output on stdout for scripts and CI (progress goes to stderr), errors too: "
               "{\"error\": {...}}.")
 
@@ -164,9 +200,11 @@ def output_option(function: Callable[..., Any], json_help: str = _JSON_HELP) -> 
 
 
 def report_output_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`validate`'s --output: it reports on several files, each valid or not, so its JSON is one list."""
+    """`validate`'s and `tune validate`'s --output: they report on several files, each valid or not, so their JSON
+    is one list (`cli/validation.py`)."""
     return output_option(function, "one report per file on stdout, for scripts and CI: [{\"file\", \"valid\", "
-                                   "\"problems\", \"warnings\"}], a file's error among its problems.")
+                                   "\"summary\", \"problems\", \"warnings\"}], a file's error among its "
+                                   "problems.")
 
 
 def _record_output(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -18,24 +18,30 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from orchestrator.backends.base import BACKENDS
+from orchestrator.cloud.hang_watch import WatchOptions
 from orchestrator.cli.options import (
     allow_unverified_option,
     allowing_unverified,
+    any_given,
     declared_options,
     echo_json,
+    job_name_option,
     job_set_option,
     local_run_options,
     max_source_option,
     output_option,
+    report_output_option,
     runs_option,
-    terminal_safe,
+    wait_option,
 )
 from orchestrator.specs.catalog import hourly_price
 from orchestrator.wording import counted, status_words
 
 if TYPE_CHECKING:
+    from orchestrator.backends.tuning import Tuning
     from orchestrator.emulator.run_options import Options
     from orchestrator.emulator.tuning.search_options import SearchOptions
+    from orchestrator.observing.trials import Trial, TuningStatus
 
 _STATUSES = ("Completed", "InProgress", "Failed", "Stopped", "Stopping")
 TRIAL_OPTIONS = ("inputs", "processes_per_host", "cpus", "link_inputs", "exact_autocast", "gpu_standin", "python",
@@ -56,6 +62,12 @@ def _search_options(command: Any) -> Any:
                             receive_as="search")(command)
 
 
+def _poll_option(command: Any) -> Any:
+    """`--poll-seconds` of `tune submit --wait`, declared with how a job is followed (`cloud/hang_watch.py`); a
+    tuning job runs for hours, so it is read every minute unless told otherwise."""
+    return declared_options(WatchOptions, "poll_seconds", defaults={"poll_seconds": 60.0})(command)
+
+
 @click.group()
 def tune() -> None:
     """Hyperparameter search over a job spec, on SageMaker or on this machine, from one tuning spec.
@@ -71,47 +83,44 @@ def tune() -> None:
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @job_set_option
 @allow_unverified_option
-@output_option
-def validate(file: str, overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
-    """Check tuning spec FILE and its job spec against SageMaker's rules for tuning jobs. Offline and fast; exits
-    2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse it.
+@report_output_option
+def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
+    """Check tuning spec FILES and their job specs against SageMaker's rules for tuning jobs. Offline and fast;
+    exits 2 with every problem (file:line, field, fix) when `tune plan` or `tune submit` would refuse one. The
+    job spec's notices, and unverified combinations that are allowed, are shown and pass, as `validate` shows
+    them.
 
     \b
     Examples:
       smtrain tune validate job_specs/tuning/mlp-lr-search.yaml
+      smtrain tune validate search.yaml --allow-unverified -o json
     """
-    from orchestrator.planning.sdk_defaults import load_sdk_defaults
-    from orchestrator.planning.training_defaults import sdk_defaults_findings
+    from orchestrator.cli.validation import Passed, as_submit_judges, report_on
     from orchestrator.planning.tuning import check_offline
-    from orchestrator.specs.capabilities import submit_refusals
     from orchestrator.specs.loader import load_tuning
 
-    loaded = load_tuning(file, allowing_unverified(overrides, allow_unverified))
-    spec, job = loaded.spec, loaded.job
-    # what `validate` checks in the job spec, the SDK defaults files (local ones: offline) among it
-    refusals = submit_refusals(job.spec, [*job.findings, *sdk_defaults_findings(job.spec, load_sdk_defaults())])
-    if refusals:
-        raise job.refusal(refusals)
-    check_offline(spec, job.spec)
-    summary = (f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
-               f"{', '.join(spec.parameters)}: {counted(spec.total_jobs(), 'trial')}, {spec.max_parallel_jobs} at a time")
-    if output == "json":
-        echo_json({"file": file, "valid": True, "summary": summary})
-    else:
-        click.secho(f"✓ {terminal_safe(file)}: {summary}", fg="green")
+    def check(file: str) -> Passed:
+        loaded = load_tuning(file, allowing_unverified(overrides, allow_unverified))
+        spec, job = loaded.spec, as_submit_judges(loaded.job)
+        check_offline(spec, job.spec)
+        return Passed(job, f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
+                           f"{', '.join(spec.parameters)}: {counted(spec.total_jobs(), 'trial')}, "
+                           f"{spec.max_parallel_jobs} at a time")
+
+    raise SystemExit(report_on(files, check, output))
 
 
 @tune.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @job_set_option
 @output_option
-@click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
+@job_name_option("tuning job")
 @max_source_option
 @click.pass_context
-def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
+def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, job_name: str | None,
          max_source_bytes: int) -> None:
     """Show what `tune submit FILE` would send: the CreateHyperParameterTuningJob request (its training
     definition is the job spec's CreateTrainingJob request, every setting carried), how many trials and how many
@@ -129,7 +138,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
     plan_tuning = api_plan_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj, overrides=overrides,
+        tuning_plan = plan_tuning(file, name=job_name, boto=ctx.obj, overrides=overrides,
                                   max_source_bytes=max_source_bytes)
     if output == "json":
         echo_json(tuning_plan.to_dict())
@@ -141,18 +150,22 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 @click.argument("file", type=click.Path(dir_okay=False))
 @job_set_option
 @output_option
-@click.option("--name", help="Exact tuning job name (default: the spec's name plus a short timestamp).")
+@job_name_option("tuning job")
 @allow_unverified_option
 @max_source_option
+@wait_option("tuning job", "--poll-seconds")
+@_poll_option
 @click.pass_context
-def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, name: str | None,
-           allow_unverified: bool, max_source_bytes: int) -> None:
+def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str, job_name: str | None,
+           allow_unverified: bool, max_source_bytes: int, wait: bool, options: WatchOptions) -> None:
     """Create the tuning job `smtrain tune plan FILE` shows, exactly that request, exactly once (the source is
-    uploaded unless S3 has it already).
+    uploaded unless S3 has it already). With --wait, follow it to its end as `smtrain submit --wait` follows a
+    job: each change of its trials' counts, then what `smtrain tune status` prints, and its exit code.
 
     \b
     Examples:
       smtrain tune submit job_specs/tuning/mlp-lr-search.yaml
+      smtrain tune submit search.yaml --job-name mlp-lr-1 --wait
     """
     from orchestrator.api import plan_tuning as api_plan_tuning, submit_tuning as api_submit_tuning
     from orchestrator.cli.options import terminations_interrupt
@@ -161,20 +174,54 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     plan_tuning, submit_tuning = api_plan_tuning.__wrapped__, api_submit_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=name, boto=ctx.obj,
+        tuning_plan = plan_tuning(file, name=job_name, boto=ctx.obj,
                                   overrides=allowing_unverified(overrides, allow_unverified),
                                   max_source_bytes=max_source_bytes)
         tuning = submit_tuning(tuning_plan, boto=ctx.obj)
     assert tuning.plan is not None
-    if output == "json":
-        echo_json({"tuning_job_name": tuning.name, "region": tuning.plan.job.target.region,
-                   "jobs": tuning.plan.spec.total_jobs(),
-                   "cost": tuning.plan.cost.to_dict()})
+    submitted = {"tuning_job_name": tuning.name, "region": tuning.plan.job.target.region,
+                 "jobs": tuning.plan.spec.total_jobs(), "cost": tuning.plan.cost.to_dict()}
+    if output == "text":
+        click.echo(f"submitted tuning job {tuning.name}: {counted(tuning.plan.spec.total_jobs(), 'trial')}, "
+                   f"{tuning.plan.spec.max_parallel_jobs} at a time ({tuning.plan.spec.strategy.value})")
+        click.echo(f"  cost     {_cost_words(tuning.plan)}")
+        click.echo(f"  follow   smtrain tune status {tuning.name}")
+    if not (wait or any_given(ctx, WatchOptions)):  # --poll-seconds asks to follow, as it does for submit
+        if output == "json":
+            echo_json(submitted)
         return
-    click.echo(f"submitted tuning job {tuning.name}: {counted(tuning.plan.spec.total_jobs(), 'trial')}, "
-               f"{tuning.plan.spec.max_parallel_jobs} at a time ({tuning.plan.spec.strategy.value})")
-    click.echo(f"  cost     {_cost_words(tuning.plan)}")
-    click.echo(f"  follow   smtrain tune status {tuning.name}")
+    _follow(ctx, tuning, options.poll_seconds, output, submitted)
+
+
+def _follow(ctx: click.Context, tuning: Tuning, poll_seconds: float, output: str, submitted: dict[str, Any]) -> None:
+    """Follows the tuning job to its end, a line for each change of its status or trials' counts (on stderr under
+    json), then prints it as `tune status` does and exits with its final status's code. Ctrl-C leaves it running,
+    saying so."""
+    from datetime import datetime, timezone
+
+    from orchestrator.cli.jobs import EXIT_CODES
+
+    said: list[str] = []
+
+    def show(current: TuningStatus) -> None:
+        words = f"{current.status}; trials: {_counts_words(current)}"
+        if words not in said[-1:]:
+            said.append(words)
+            click.echo(f"{datetime.now(timezone.utc):%H:%M:%S}  {words}", err=output == "json")
+
+    try:
+        current = tuning.wait(poll_seconds, on_status=show)
+    except KeyboardInterrupt as interrupted:
+        interrupted.add_note(f"stopped following; {tuning.name} keeps running (`smtrain tune status {tuning.name}` "
+                             f"says how far it is, `smtrain tune stop {tuning.name}` stops it)")
+        raise
+    trials = tuning.trials()
+    if output == "json":
+        echo_json({**submitted, "final_status": {**current.to_dict(), "trial_list": [trial.to_dict()
+                                                                                     for trial in trials]}})
+    else:
+        _print_status(current, trials)
+    ctx.exit(EXIT_CODES[current.status])
 
 
 def _tuning_options(function: Any) -> Any:
@@ -212,8 +259,6 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
       smtrain tune status sagemaker:mlp-lr-search-2611280935 --plot search.png
     """
     from orchestrator.backends.tuning import Tuning
-    from orchestrator.observing.metric_series import format_duration
-    from orchestrator.observing.trials import failures, table
 
     handle = Tuning(*_resolve(ctx, tuning, backend, region))
     current = handle.status()
@@ -223,9 +268,23 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
     if output == "json":
         echo_json({**current.to_dict(), "trial_list": [trial.to_dict() for trial in trials]})
         return
+    _print_status(current, trials)
+    if plot_file is not None:
+        click.echo(f"plot written to {plot_file}", err=True)
+
+
+def _counts_words(current: TuningStatus) -> str:
+    """`3 completed, 2 running, 0 stopped, 1 failed of 12`: how far the search is."""
     counts = ", ".join(f"{value} {status_words(key)}" for key, value in current.counts.items())
-    click.echo(f"{current.name}: {current.status} ({current.strategy}); trials: {counts}"
-               + (f" of {current.max_jobs}" if current.max_jobs else ""))
+    return counts + (f" of {current.max_jobs}" if current.max_jobs else "")
+
+
+def _print_status(current: TuningStatus, trials: list[Trial]) -> None:
+    """What `tune status` prints: the counts, the best trial, why it failed or completed early, every trial."""
+    from orchestrator.observing.metric_series import format_duration
+    from orchestrator.observing.trials import failures, table
+
+    click.echo(f"{current.name}: {current.status} ({current.strategy}); trials: {_counts_words(current)}")
     if current.best is not None:
         click.echo(f"  best: {current.best.name}  {current.metric} = {current.best.objective:.6g}  "
                    f"{current.best.hyperparameters}")
@@ -242,8 +301,6 @@ def status(ctx: click.Context, tuning: str, backend: str | None, region: str | N
         click.echo(table(trials, current.goal, current.metric))
     for line in failures(trials):
         click.echo(f"  {line}")
-    if plot_file is not None:
-        click.echo(f"plot written to {plot_file}", err=True)
 
 
 @tune.command("list")

@@ -263,5 +263,5 @@ def _create_once(tuning_plan: TuningPlan, boto: Any) -> None:
 
 def _name_clash(tuning_plan: TuningPlan) -> AwsError:
     return AwsError(f"a tuning job named {tuning_plan.name} already exists in {tuning_plan.job.target.region}",
-                    fix="submit under another name (leave out --name for a timestamped one); "
+                    fix="submit under another name (leave out --job-name for a timestamped one); "
                         f"`smtrain tune status {tuning_plan.name}` shows the existing one")

@@ -240,16 +240,19 @@ def _read_text(path: Path) -> str:
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise SpecError(f"{path}: no such spec file", fix=_missing_spec_fix(path)) from None
+        raise SpecError(f"{path}: no such spec file", fix=_missing_spec_fix(path), file=str(path)) from None
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc)) from None
+        raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc),
+                        file=str(path)) from None
     with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file")
+            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file",
+                            file=str(path))
         try:
             data = handle.read(MAX_SPEC_BYTES + 1)
         except OSError as exc:
-            raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc)) from None
+            raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc),
+                            file=str(path)) from None
     return decode_bounded(data, str(path))
 
 

@@ -102,6 +102,9 @@ def test_a_second_submit_under_the_same_name_is_a_clash_not_a_second_search(sear
 
     assert result.exit_code == 1
     assert "a tuning job named tiny-search-3 already exists" in result.output
+    assert "leave out --job-name for a timestamped one" in result.output  # the name --help gives the option
+    with pytest.raises(orchestrator.AwsError, match="leave out name= for a timestamped one"):  # in the API's words
+        submit_tuning(search_file, boto=session, name="tiny-search-3")
     assert _tuning_jobs() == ["tiny-search-3"]
 
 
@@ -388,3 +391,43 @@ def test_status_masks_the_failure_reasons_of_a_search_and_its_trials_as_a_jobs(s
     assert "  ts-001-aaa failed: AlgorithmError: ValueError: bad token **** (key ****)" in result.output
     assert document["trial_list"][0]["failure_reason"] == (
         "AlgorithmError: ValueError: bad token **** (key ****)\nCommand \"train.py --api-key ****\"")
+
+
+def test_tune_submit_waits_for_the_tuning_job_as_submit_waits_for_a_job(search_file, bucket, calls, monkeypatch):
+    """Before, `tune submit` had no --wait (`No such option`), so a CI step could not follow the tuning job it
+    created to its end and exit by its status, as `submit --wait` does for a job; `--job-name` names it as it names
+    a job. moto completes every tuning job at once and lacks ListTrainingJobsForHyperParameterTuningJob: its
+    trials are read as none."""
+    session, _ = calls
+    monkeypatch.setattr(SageMakerTuning, "trials", lambda self, tuning_id: [])
+
+    text = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--job-name", "tiny-search-5", "--wait",
+                                     "--poll-seconds", "0"], obj=session)
+    document = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--job-name", "tiny-search-6",
+                                         "--poll-seconds", "0", "-o", "json"], obj=session)
+
+    assert text.exit_code == 0, text.output
+    assert "submitted tuning job tiny-search-5" in text.output
+    lines = text.output.splitlines()
+    assert lines[3].endswith("  Completed; trials: 1 completed, 0 in progress, 0 stopped, 0 failed of 6")
+    assert lines[4] == "tiny-search-5: Completed (Random); trials: 1 completed, 0 in progress, 0 stopped, 0 failed of 6"
+    assert document.exit_code == 0, document.output
+    printed = json.loads(document.stdout)  # --poll-seconds asks to follow, as for submit; progress on stderr
+    assert printed["tuning_job_name"] == "tiny-search-6" and printed["final_status"]["status"] == "Completed"
+    assert printed["final_status"]["trial_list"] == []
+
+
+def test_interrupting_tune_submit_wait_says_the_tuning_job_keeps_running(search_file, bucket, calls, monkeypatch):
+    session, _ = calls
+
+    def interrupted(self, tuning_id):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SageMakerTuning, "status", interrupted)
+
+    result = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--job-name", "tiny-search-7", "--wait"],
+                                obj=session)
+
+    assert result.exit_code == 130
+    assert "tiny-search-7 keeps running (`smtrain tune status tiny-search-7`" in result.output
+    assert _tuning_jobs() == ["tiny-search-7"]

@@ -1,0 +1,77 @@
+"""What `validate` and `tune validate` answer: one report per file, valid or not, with its problems and its findings
+(notices, warnings and the unverified combinations that are allowed), a `✓`/`✗` line each in text and one list
+under `-o json`, so that a script or a reader takes both validates' answers alike."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from orchestrator.cli.options import echo_json, error_document, terminal_safe
+from orchestrator.errors import SmtrainError
+from orchestrator.specs.loader import InvalidSpec, LoadedSpec
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A file that passed its checks: the job spec whose findings its report shows, and the line summing it up."""
+
+    job: LoadedSpec
+    summary: str
+
+
+def as_submit_judges(job: LoadedSpec) -> LoadedSpec:
+    """`job` with the findings of the admin's local SageMaker SDK defaults files (offline: no S3 file is read)
+    among its own, refused as `submit` would refuse it: both validates are submit's gate.
+
+    Raises:
+        CapabilityError: each refused finding at its file:line and field, as every command names it.
+    """
+    from orchestrator.planning.sdk_defaults import load_sdk_defaults
+    from orchestrator.planning.training_defaults import sdk_defaults_findings
+    from orchestrator.specs.capabilities import submit_refusals
+
+    job = dataclasses.replace(job, findings=[*job.findings, *sdk_defaults_findings(job.spec, load_sdk_defaults())])
+    refusals = submit_refusals(job.spec, job.findings)
+    if refusals:
+        raise job.refusal(refusals)
+    return job
+
+
+def report_on(files: Sequence[str], check: Callable[[str], Passed], output: str) -> int:
+    """Checks each file with `check` and reports on it: as it goes in text, as one list
+    `[{"file", "valid", "summary", "problems", "warnings"}]` under json. Returns the exit code: 2 if any file
+    failed, else 0."""
+    reports = [_report(file, check, output) for file in files]
+    if output == "json":
+        echo_json(reports)
+    return 2 if any(not report["valid"] for report in reports) else 0
+
+
+def _report(file: str, check: Callable[[str], Passed], output: str) -> dict[str, Any]:
+    from orchestrator.cli.ci_annotations import spec_warnings, user_error
+    from orchestrator.cli.render import findings_text
+
+    try:
+        passed = check(file)
+    except SmtrainError as exc:
+        user_error(exc)
+        problems = ([problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec)
+                    else [error_document(exc)["error"]])
+        if output == "text":
+            click.secho(f"✗ {terminal_safe(file)}", fg="red", bold=True)
+            click.echo(terminal_safe(str(exc) if isinstance(exc, InvalidSpec) else f"  {exc}"))
+        return {"file": file, "valid": False, "summary": None, "problems": problems, "warnings": []}
+    job = passed.job
+    spec_warnings(job)
+    if output == "text":
+        click.secho(f"✓ {terminal_safe(file)}: {passed.summary}", fg="green")
+        text = findings_text(job)
+        if text:
+            click.echo(text)
+    warnings = [finding.__dict__ | {"where": job.where(finding.field)} for finding in job.findings]
+    return {"file": file, "valid": True, "summary": passed.summary, "problems": [], "warnings": warnings}
