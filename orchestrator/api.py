@@ -267,7 +267,7 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
 
 
 @naming_keywords
-def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, boto: Any | None = None,
+def plan_tuning(spec: LoadedTuning | str | Path, *, job_name: str | None = None, boto: Any | None = None,
                 overrides: str | Iterable[str] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
                 region: str | None = None) -> TuningPlan:
     """Plans a tuning job from a tuning spec: where it goes (as `plan`; `region` replaces the job spec's, as
@@ -290,13 +290,13 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, name: str | None = None, bot
                             "load_tuning(path, overrides)")
     loaded = spec if isinstance(spec, LoadedTuning) else load_tuning(spec, overrides)
     job, target = resolve(loaded.job if region is None else loaded.job.in_region(region), boto)
-    return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=name,
+    return build_tuning_plan(dataclasses.replace(loaded, job=job), target, name=job_name,
                              max_source_bytes=max_source_bytes)
 
 
 @naming_keywords
 def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto: Any | None = None,
-                  name: str | None = None, region: str | None = None,
+                  job_name: str | None = None, region: str | None = None,
                   max_source_bytes: int = DEFAULT_MAX_BYTES, allow_unverified: bool = False) -> Tuning:
     """Plans as `plan_tuning` does (unless given a TuningPlan), uploads the source once, creates the tuning job once,
     in the plan's region; its handle, the same `Tuning` that `Tuning.attach` gives for a search run on either
@@ -311,7 +311,7 @@ def submit_tuning(spec_or_plan: TuningPlan | LoadedTuning | str | Path, *, boto:
     from orchestrator.planning.tuning import TuningPlan
 
     if not isinstance(spec_or_plan, TuningPlan):
-        tuning_plan = plan_tuning(spec_or_plan, name=name, boto=boto, region=region, max_source_bytes=max_source_bytes)
+        tuning_plan = plan_tuning(spec_or_plan, job_name=job_name, boto=boto, region=region, max_source_bytes=max_source_bytes)
     elif region not in (None, spec_or_plan.job.target.region):
         raise SpecError(f"this tuning plan goes to {spec_or_plan.job.target.region}, not {region}",
                         fix=f'plan it again for {region}: submit_tuning(<the tuning spec>, region="{region}")')

@@ -104,9 +104,8 @@ class JobFailed(SmtrainError):
     exit_code = 1
 
 
-_OPTION_OF = {"max_source_bytes": "--max-source-mb", "name": "--job-name"}
-"""The API's keywords whose CLI option has another name (and unit): the tuning functions' `name=` is `tune
-submit`'s `--job-name`."""
+_OPTION_OF = {"max_source_bytes": "--max-source-mb"}
+"""The API's keywords whose CLI option has another name (and unit)."""
 
 
 def naming_keywords(function: _Function) -> _Function:

@@ -138,7 +138,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
     plan_tuning = api_plan_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=job_name, boto=ctx.obj, overrides=overrides,
+        tuning_plan = plan_tuning(file, job_name=job_name, boto=ctx.obj, overrides=overrides,
                                   max_source_bytes=max_source_bytes)
     if output == "json":
         echo_json(tuning_plan.to_dict())
@@ -174,7 +174,7 @@ def submit(ctx: click.Context, file: str, overrides: tuple[str, ...], output: st
     plan_tuning, submit_tuning = api_plan_tuning.__wrapped__, api_submit_tuning.__wrapped__  # the CLI's errors keep its options' names
 
     with terminations_interrupt(), source_progress(quiet=output == "json"):
-        tuning_plan = plan_tuning(file, name=job_name, boto=ctx.obj,
+        tuning_plan = plan_tuning(file, job_name=job_name, boto=ctx.obj,
                                   overrides=allowing_unverified(overrides, allow_unverified),
                                   max_source_bytes=max_source_bytes)
         tuning = submit_tuning(tuning_plan, boto=ctx.obj)

@@ -183,7 +183,7 @@ def test_a_tuning_job_takes_the_keyword_for_a_spec_and_for_a_plan(write_spec, bu
     with pytest.raises(CapabilityError, match=r"\(or pass allow_unverified=True\)"):
         orchestrator.submit_tuning(search)
     from_spec = orchestrator.submit_tuning(search, allow_unverified=True)
-    from_plan = orchestrator.submit_tuning(orchestrator.plan_tuning(search, name="from-plan"), allow_unverified=True)
+    from_plan = orchestrator.submit_tuning(orchestrator.plan_tuning(search, job_name="from-plan"), allow_unverified=True)
 
     listed = boto3.client("sagemaker").list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"]
     assert sorted(item["HyperParameterTuningJobName"] for item in listed) == sorted([from_spec.name, from_plan.name])

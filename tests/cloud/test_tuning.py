@@ -57,7 +57,7 @@ def _tuning_jobs() -> list[str]:
 
 def test_submit_uploads_the_source_once_and_creates_the_planned_tuning_job(search_file, bucket, calls):
     session, sent = calls
-    tuning_plan = plan_tuning(search_file, boto=session, name="tiny-search-1")
+    tuning_plan = plan_tuning(search_file, boto=session, job_name="tiny-search-1")
     captured: dict = {}
     session.events.register("before-parameter-build.sagemaker.CreateHyperParameterTuningJob",
                             lambda params, **_: captured.update(params))
@@ -86,7 +86,7 @@ def test_submit_adopts_the_tuning_job_when_the_create_response_is_lost(search_fi
             raise failures[0]
 
     session.events.register("after-call.sagemaker.CreateHyperParameterTuningJob", lose_response)
-    tuning = submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-2"), boto=session)
+    tuning = submit_tuning(plan_tuning(search_file, boto=session, job_name="tiny-search-2"), boto=session)
 
     assert failures
     assert sent.count("sagemaker.CreateHyperParameterTuningJob") == 1
@@ -96,15 +96,15 @@ def test_submit_adopts_the_tuning_job_when_the_create_response_is_lost(search_fi
 
 def test_a_second_submit_under_the_same_name_is_a_clash_not_a_second_search(search_file, bucket, calls):
     session, _ = calls
-    submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-3"), boto=session)
+    submit_tuning(plan_tuning(search_file, boto=session, job_name="tiny-search-3"), boto=session)
 
     result = CliRunner().invoke(main, ["tune", "submit", str(search_file), "--name", "tiny-search-3"], obj=session)
 
     assert result.exit_code == 1
     assert "a tuning job named tiny-search-3 already exists" in result.output
     assert "leave out --job-name for a timestamped one" in result.output  # the name --help gives the option
-    with pytest.raises(orchestrator.AwsError, match="leave out name= for a timestamped one"):  # in the API's words
-        submit_tuning(search_file, boto=session, name="tiny-search-3")
+    with pytest.raises(orchestrator.AwsError, match="leave out job_name= for a timestamped one"):  # in the API's words
+        submit_tuning(search_file, boto=session, job_name="tiny-search-3")
     assert _tuning_jobs() == ["tiny-search-3"]
 
 
@@ -281,7 +281,7 @@ def test_stop_requests_a_stop_of_a_running_search_only(stubbed):
 
 def test_the_submitted_plan_is_kept_on_the_handle(search_file, bucket, calls):
     session, _ = calls
-    tuning_plan = plan_tuning(search_file, boto=session, name="tiny-search-5")
+    tuning_plan = plan_tuning(search_file, boto=session, job_name="tiny-search-5")
 
     tuning = submit_tuning(tuning_plan, boto=session)
 
@@ -293,7 +293,7 @@ def test_submit_tuning_returns_the_one_tuning_handle_whose_best_job_is_an_orches
     """moto completes a tuning job at once with a made-up best trial; `best_job` is that trial as the whole
     `orchestrator.Job` handle (the same class `run`, `submit` and `attach` return), read from SageMaker."""
     session, _ = calls
-    tuning = submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-6"), boto=session)
+    tuning = submit_tuning(plan_tuning(search_file, boto=session, job_name="tiny-search-6"), boto=session)
     assert type(tuning) is orchestrator.Tuning and tuning.full_id == "sagemaker:tiny-search-6"
     best = tuning.best_trial()
     assert best is not None
@@ -318,7 +318,7 @@ def test_a_bare_name_that_is_a_local_search_and_a_tuning_job_asks_which(search_f
     ids and --backend each pick one (moto completes a tuning job at once, so the SageMaker one has nothing to
     stop; moto lists no trials, so its status is not asked for)."""
     session, _ = calls
-    submit_tuning(plan_tuning(search_file, boto=session, name="tiny-search-7"), boto=session)
+    submit_tuning(plan_tuning(search_file, boto=session, job_name="tiny-search-7"), boto=session)
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "runs" / "tiny-search-7"
     folder.mkdir(parents=True)

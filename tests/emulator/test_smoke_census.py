@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 from orchestrator.cli.local import _smoke_line
 from orchestrator.emulator.instances.container import Host
+from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import HostProcess
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType, ToolkitCommand
 from orchestrator.emulator.preparing.layout import RunLayout
@@ -124,7 +125,7 @@ def test_every_rank_an_mpi_hook_recorded_started(tmp_path):
 def test_a_rank_failing_after_step_1_shows_both_ranks_started_and_step_1(tmp_path):
     """Rank 0 was seen running; rank 1 ended before the process list was read, its own traceback in the log."""
     census = _census(tmp_path, RunnerType.torch_distributed, hosts=1, per_host=2)
-    census.observe([_RankProcess(tmp_path / "algo-1", 0)])
+    census.observe([_RankProcess("algo-1", 0)])
     lines = [*INVOKED[:2], "/usr/bin/torchrun --nnodes 1 --nproc_per_node 2 train.py", "", "step=1/10 loss=0.5",
              "[rank1]: Traceback (most recent call last):",
              '[rank1]:   File "/opt/ml/code/train.py", line 9, in <module>',
@@ -168,10 +169,10 @@ def test_a_checkpoint_restored_from_an_earlier_run_is_no_step_reached(tmp_path):
 
 
 class _RankProcess:
-    """A worker as the process list shows it: its host's /opt/ml and its RANK."""
+    """A worker as the process list shows it: its emulated host's name and its RANK."""
 
-    def __init__(self, base: Path, rank: int) -> None:
-        self._env = {"SAGEMAKER_BASE_DIR": str(base), "RANK": str(rank)}
+    def __init__(self, host: str, rank: int) -> None:
+        self._env = {HOSTNAME_VARIABLE: host, "RANK": str(rank)}
 
     def environ(self) -> dict[str, str]:
         return self._env
