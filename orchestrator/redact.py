@@ -40,7 +40,9 @@ _MODEL_SENSES = re.compile(r"TOKENS|TOKEN[_-]?(?:IDS?|IDX|INDEX)|KEY[_-]?(?:VALU
 _NUMBER = re.compile(r"[-+]?(?:\d{1,12}(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
 """A number as Python, JSON or a command line writes it; at most 12 digits before its point, so that a long run of
 digits (a numeric key) is not one."""
-_SECRET_WORD = rf"[\w.-]*(?:{_SECRET_PARTS})[\w.-]*"
+_SECRET_WORD = rf"(?=[\w.-]*?(?:{_SECRET_PARTS}))[\w.-]+"
+"""A run of name characters holding a secret-looking part: found by looking ahead once, so a long run that holds
+many parts (`keykeykey...`) is read once, not once for each place the part could be."""
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
