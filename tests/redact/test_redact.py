@@ -64,11 +64,12 @@ def test_a_long_line_of_dots_is_masked_at_once_and_what_follows_it_still_is():
 
 def test_a_long_word_made_of_secret_looking_parts_is_read_at_once():
     """`--keykeykey...`: each place a part of a secret-looking name could be started a scan to the word's end, so
-    a 60,000-character word took about a minute (a flag, a quoted name and a bare name alike)."""
+    a 60,000-character word took about a minute (a flag, a quoted name and a bare name alike; a YAML entry's name
+    is read the same way)."""
     import time
 
     word = "key" * 20_000
-    forms = ("--{} {}", '"{}": "{}"', "{}={}")
+    forms = ("--{} {}", '"{}": "{}"', "{}={}", "{}: {}")
     started = time.perf_counter()
     masked = [mask_text(form.format(word, "abc123")) for form in forms]
     assert time.perf_counter() - started < 1
