@@ -5,8 +5,9 @@ hyperparameters, tags), by the name of each entry at any depth (`creds: {private
 the request carries for a hyperparameter: the API's own field names such as `KmsKeyId` or a tag's `Key` are
 structure, not secrets. Free text (a failure reason, a log line, a command line, an AWS error, an error's fix
 hint), on this machine and from the cloud alike: `mask_text` with the `secret_values` of the spec or request,
-which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`).
-Both also mask what is a credential by its form whatever its name (`AKIA...`, `hf_...`, `https://u:pw@host`).
+which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`), a
+config's entry printed as a YAML line (`api_key: x`) and a netrc's password. Both also mask what is a credential by
+its form whatever its name (`AKIA...`, `hf_...`, `sk-...`, `https://u:pw@host`).
 A job's output, read a line at a time (a local run's pipes, CloudWatch's events), also goes through
 `PrivateKeyLines`: a PEM private key printed over many lines is hidden whole, which no one line's masking can do.
 Free text is read both as it is and without the marks that show an invisible character (`<U+200B>`, see
@@ -15,6 +16,7 @@ Free text is read both as it is and without the marks that show an invisible cha
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -40,7 +42,9 @@ _MODEL_SENSES = re.compile(r"TOKENS|TOKEN[_-]?(?:IDS?|IDX|INDEX)|KEY[_-]?(?:VALU
 _NUMBER = re.compile(r"[-+]?(?:\d{1,12}(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
 """A number as Python, JSON or a command line writes it; at most 12 digits before its point, so that a long run of
 digits (a numeric key) is not one."""
-_SECRET_WORD = rf"[\w.-]*(?:{_SECRET_PARTS})[\w.-]*"
+_SECRET_WORD = rf"(?=[\w.-]*?(?:{_SECRET_PARTS}))[\w.-]+"
+"""A run of name characters holding a secret-looking part: found by looking ahead once, so a long run that holds
+many parts (`keykeykey...`) is read once, not once for each place the part could be."""
 # A value given to a secret-looking flag or variable: `--api_key abc`, `--db-password=abc`, `HF_TOKEN=abc`.
 # Only flags take a value after a space: prose such as "the key was not found" stays as it is.
 # The credentials-file and INI form puts spaces around `=` (`aws_secret_access_key = abc`); `==` is a comparison.
@@ -56,13 +60,14 @@ _SECRET_ASSIGNMENT = re.compile(
     rf"|(?P<quote>[\"']){_SECRET_WORD}(?P=quote)[ \t]*:[ \t]*b?(?![{{\[]))"
     rf"(?P<opening>[\"']?)(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
 # A value that is a credential whatever its name: an AWS access key ID, an AWS session token (STS's begin with
-# these two prefixes; boto3's debug lines print it in the request it signs), a GitHub or Hugging Face token, a PEM
+# these two prefixes; boto3's debug lines print it in the request it signs), a GitHub or Hugging Face token, an
+# OpenAI or Anthropic API key (`sk-...`, `sk-proj-...`, `sk-ant-...`), a Slack token (`xoxb-...`), a PEM
 # private key (to its END line, else to the end of the line), the password of a URL (`https://user:pw@host`,
 # where only the password is masked; its scheme starts where a run of scheme characters does, for the same reason),
 # and what an HTTP Authorization header carries after its scheme (`Authorization: Bearer eyJ...`).
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
-    r"|hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"
+    r"|hf_[A-Za-z0-9]{30,}|(?<!-)sk-[A-Za-z0-9_-]{32,}|xox[abeoprs]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9_])"
     r"|(?<![A-Za-z0-9+/])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9+/]{16,}=*"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
     r"|(?P<userinfo>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)"
@@ -70,9 +75,26 @@ _SECRET_VALUE = re.compile(
     r"(?P<credential>[^\s\"',]+)")
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
-_RANK_TAG = re.compile(r"^(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)")
+_RANK_TAG_FORM = r"(?:\[\d+,(?:mpirank:)?\d+(?:,[^\]]*)?\]<std\w+>:|\[rank\d+\]:)"
+_RANK_TAG = re.compile(rf"^{_RANK_TAG_FORM}")
 """The tag that starts each line of one rank where a host's ranks share one output: mpirun's `--tag-output`
 (`[1,3]<stdout>:`, as the toolkit relabels it `[1,mpirank:3,algo-2]<stdout>:`) and torch.distributed's `[rank3]:`."""
+# A config file's entry, printed as a line of its own (after a rank's tag, if any): a YAML mapping's
+# `api_key: v`, indented or in a list (`- token: v`), as OmegaConf.to_yaml and yaml.dump print a job's config (Hydra
+# jobs log it at start), or `.pypirc`'s `password: v`. The value is the rest of the line (a YAML scalar may hold
+# spaces; its quotes stay; a flow mapping or list there, `{user: u, password: v}`, goes whole: its entries have no
+# quotes to be judged by). Not an entry: a dotted name (huggingface_hub's `special_tokens_map.json: 100%|...`
+# download bar), an exception's name (`KeyError: 'input_ids'`, a traceback's last line), and an interpolation with
+# no default (`${oc.env:HF_TOKEN}`, as Hydra prints the config: it names where the value comes from).
+_SECRET_ENTRY_LINE = re.compile(
+    rf"(?P<name>^{_RANK_TAG_FORM}?[ \t]*(?:-[ \t]+)*(?=[\w-]*?(?:{_SECRET_PARTS}))[\w-]+"
+    r"(?<!error)(?<!exception)(?<!warning):[ \t]+[\"']?)"
+    r"(?P<value>(?!\$\{[\w.:-]+\}[\"']?[ \t]*$)[^\s\"'#](?:[^\n]*[^\s\"'])?)", re.IGNORECASE | re.MULTILINE)
+# A netrc's password, where its keywords say it is one: `machine api.wandb.ai login user password v` (netrc's
+# one-line form, curl's and pip's docs) and `  password v` alone on its line (the form wandb login writes).
+_NETRC_PASSWORD = re.compile(
+    rf"(?P<name>(?<![\w-])login[ \t]+\S+[ \t]+password[ \t]+|^{_RANK_TAG_FORM}?[ \t]*password[ \t]+(?=\S+[ \t]*$))"
+    r"(?P<value>\S+)", re.MULTILINE)
 SHOWN_CHARACTER = re.compile(r"<U\+[0-9A-F]{4,6}>")
 """An invisible or bidirectional character as a job's text shows it (observing/plain_text.py writes `<U+200B>`
 where the job wrote a zero-width space, `<U+E0041>` for a tag character beyond U+FFFF). `mask_text` hides what it
@@ -272,10 +294,17 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def _masked(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
-    return _SECRET_ASSIGNMENT.sub(lambda match: match.group(0) if holds_no_secret(match.group("value"),
-                                                                                  match.group("name"))
-                                  else match.group("name") + match.group("opening") + hide(match.group("value")),
-                                  _masked_patterns(_masked_values(text, secrets, hide), hide))
+    hidden_value = functools.partial(_hidden_value, hide)
+    text = _masked_patterns(_masked_values(text, secrets, hide), hide)
+    text = _SECRET_ENTRY_LINE.sub(hidden_value, _SECRET_ASSIGNMENT.sub(hidden_value, text))
+    return _NETRC_PASSWORD.sub(hidden_value, text) if "password" in text else text  # most text has none: no scan
+
+
+def _hidden_value(hide: Callable[[str], str], match: re.Match[str]) -> str:
+    """A named value's match with its `value` group hidden, and all before it kept (the name, an opening quote)."""
+    if holds_no_secret(match.group("value"), match.group("name")):
+        return match.group(0)
+    return match.group(0)[:match.start("value") - match.start()] + hide(match.group("value"))
 
 
 def _masked_through_marks(text: str, secrets: Iterable[str]) -> str:

@@ -62,6 +62,20 @@ def test_a_long_line_of_dots_is_masked_at_once_and_what_follows_it_still_is():
     assert masked.endswith(f"config.api_key={MASK}" + "a." * 60_000 + f" x.https://u:{MASK}@h")
 
 
+def test_a_long_word_made_of_secret_looking_parts_is_read_at_once():
+    """`--keykeykey...`: each place a part of a secret-looking name could be started a scan to the word's end, so
+    a 60,000-character word took about a minute (a flag, a quoted name and a bare name alike; a YAML entry's name
+    is read the same way)."""
+    import time
+
+    word = "key" * 20_000
+    forms = ("--{} {}", '"{}": "{}"', "{}={}", "{}: {}")
+    started = time.perf_counter()
+    masked = [mask_text(form.format(word, "abc123")) for form in forms]
+    assert time.perf_counter() - started < 1
+    assert masked == [form.format(word, MASK) for form in forms]
+
+
 def test_a_hugging_face_jobs_settings_and_log_are_shown_while_its_token_is_masked():
     """transformers' example scripts take `--tokenizer_name`, Hugging Face jobs set TOKENIZERS_PARALLELISM=false,
     and the Trainer prints its arguments (`hub_token=None`, `average_tokens_across_devices=True`): none of it is a
