@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from job_fakes import described, seed_lines
+from job_fakes import SubmittedFrom, described, seed_lines
 from recorded_sagemaker_logs import (
     DATALOADER_WORKER_KILLED,
     FAILURE_REASON_LIMIT,
@@ -219,14 +219,7 @@ def test_the_job_handle_and_submit_wait_name_the_source_dir_the_spec_names(stubb
     monkeypatch.chdir(tmp_path)
     (tmp_path / "src").mkdir()
 
-    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
-        class plan:  # noqa: N801
-            source_shown = tmp_path / "src"
-
-        def summary_rows(self):
-            return []
-
-    cause = JobClient("ddp-handle", stubbed_sagemaker, Submitted()).failure_cause()
+    cause = JobClient("ddp-handle", stubbed_sagemaker, SubmittedFrom(tmp_path / "src")).failure_cause()
 
     assert cause.headline() == HEADLINE.replace("at train.py:48", "at src/train.py:48")
 
@@ -589,14 +582,7 @@ def test_a_failed_install_of_a_job_this_process_submitted_names_the_requirements
         "pip-handle", reason=failure_reason(1, PIP_COMMAND, "InstallRequirementsError")))
     seed_lines("pip-handle", {"algo-1": host, "algo-2": host})
 
-    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
-        class plan:  # noqa: N801
-            source_shown = tmp_path / "src"
-
-        def summary_rows(self):
-            return []
-
-    cause = JobClient("pip-handle", stubbed_sagemaker, Submitted()).failure_cause()
+    cause = JobClient("pip-handle", stubbed_sagemaker, SubmittedFrom(tmp_path / "src")).failure_cause()
 
     assert cause.headline() == ("algo-1 (pip install) failed: ERROR: No matching distribution found for "
                                 "torchmetrics==99.0 at src/requirements.txt:2")

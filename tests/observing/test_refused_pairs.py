@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from job_fakes import described, seed_lines
+from job_fakes import SubmittedFrom, described, seed_lines
 from recorded_sagemaker_logs import failure_reason, toolkit_failure, toolkit_start
 
 from orchestrator.cloud.jobs import JobClient
@@ -76,14 +76,7 @@ def test_a_job_this_process_submitted_repeats_it_from_its_cloudwatch_streams(her
         TrainingEndTime=datetime.now(timezone.utc), FailureReason=failure_reason(1, COMMAND)))
     seed_lines("nanogpt-pairs", {"algo-1": [*toolkit_start(COMMAND), *traceback, *toolkit_failure(1, COMMAND)]})
 
-    class Submitted:  # what a submit in this process remembers: the plan, with the spec's source_dir
-        class plan:  # noqa: N801
-            source_shown = here / "src"
-
-        def summary_rows(self):
-            return []
-
-    cause = JobClient("nanogpt-pairs", stubbed_sagemaker, Submitted()).failure_cause()
+    cause = JobClient("nanogpt-pairs", stubbed_sagemaker, SubmittedFrom(here / "src")).failure_cause()
 
     assert cause.headline() == f"algo-1 (rank 0) failed: AssertionError at src/train.py:{EXEC_LINE}"
     assert (cause.category, cause.fix) == ("argument_rejected", _warned_fix(here))

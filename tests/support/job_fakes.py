@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -98,6 +99,17 @@ class StubbedSession(boto3.Session):
         if service_name in self.clients:
             return self.clients[service_name]
         return super().client(service_name, *args, **kwargs)
+
+
+class SubmittedFrom:
+    """What a submit in this process remembers of a job, as a JobClient reads it: the plan, whose spec names
+    `source_dir` (the cause reader shows the user's paths against it), and no summary rows."""
+
+    def __init__(self, source_dir: Path) -> None:
+        self.plan = SimpleNamespace(source_shown=source_dir)
+
+    def summary_rows(self) -> list[Any]:
+        return []
 
 
 def described(name: str, status: str, secondary: str, **extra: Any) -> dict[str, Any]:
