@@ -133,11 +133,7 @@ def test_a_search_into_a_folder_of_another_search_names_run_dir_as_its_user_give
     (before: `--run-dir` from Python too)."""
     from orchestrator.emulator.tuning.search import SearchOptions
 
-    job = _spec(tmp_path)
-    search = tmp_path / "search.yaml"
-    search.write_text(yaml.safe_dump({
-        "job": job.name, "objective": {"metric": "train:loss", "type": "Minimize"}, "strategy": "Random",
-        "parameters": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}, "max_jobs": 1}))
+    search = _search(tmp_path)
     folder = tmp_path / "taken"
     folder.mkdir()
     (folder / "tuning.json").write_text('{"search_spec": "/elsewhere/other.yaml"}')
@@ -153,13 +149,19 @@ def test_a_search_into_a_folder_of_another_search_names_run_dir_as_its_user_give
     assert API_WORDS.option(SearchOptions, "max_jobs", 3) == "max_jobs=3"
 
 
-def _searches(tmp_path: Path) -> tuple[Path, Path]:
-    """A tuning spec of the job `_spec` writes, and a folder holding an earlier search of it with other settings."""
+def _search(tmp_path: Path) -> Path:
+    """A tuning spec of the job `_spec` writes: one trial, random over lr."""
     job = _spec(tmp_path)
     search = tmp_path / "search.yaml"
     search.write_text(yaml.safe_dump({
         "job": job.name, "objective": {"metric": "train:loss", "type": "Minimize"}, "strategy": "Random",
         "parameters": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}, "max_jobs": 1}))
+    return search
+
+
+def _searches(tmp_path: Path) -> tuple[Path, Path]:
+    """A tuning spec of the job `_spec` writes, and a folder holding an earlier search of it with other settings."""
+    search = _search(tmp_path)
     folder = tmp_path / "earlier"
     folder.mkdir()
     (folder / "tuning.json").write_text(json.dumps({"search_spec": str(search.resolve()), "settings": "other"}))
