@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from run_observers import NoticeRecorder
 from suite_durations import CpuClock, DurationRecorder, module_path, recorded
 
 REPO = Path(__file__).resolve().parent.parent
@@ -103,28 +104,6 @@ def aws(moto_server, monkeypatch):
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return moto_server
-
-
-class NoticeRecorder:
-    """An observer of run_local that keeps the notices a run prints (`notices`) and ignores the rest."""
-
-    def __init__(self) -> None:
-        self.notices: list[str] = []
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    def started(self, *args) -> None:
-        pass
-
-    def line(self, *args) -> None:
-        pass
-
-    def progress(self, *args) -> None:
-        pass
-
-    def attempt(self, *args) -> None:
-        pass
 
 
 @pytest.fixture

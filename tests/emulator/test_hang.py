@@ -31,6 +31,7 @@ from orchestrator.emulator.supervising.stacks import (
 )
 from orchestrator.emulator.supervising.status import read_status
 from orchestrator.specs.loader import load
+from run_observers import NoticeRecorder
 
 pytestmark = pytest.mark.slow
 
@@ -95,11 +96,12 @@ def test_smtrain_local_stops_a_hung_collective_with_every_stack_and_exit_4(hang_
     assert '"status": "Hung"' in (run_dir / "result.json").read_text()
 
 
-class Timeline:
+class Timeline(NoticeRecorder):
     """The runner's observer: when the last rank line before the stall arrived (faulthandler's stacks come after
     it) and when the stall was noticed, by the runner's own reader and watchdog threads (no polling by the test)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.last_line_at = self.blocking_at = self.noticed_at = None
 
     def line(self, host: str, text: str) -> None:
@@ -112,15 +114,6 @@ class Timeline:
     def notice(self, text: str) -> None:
         if text.startswith("no rank wrote a line for "):
             self.noticed_at = time.monotonic()
-
-    def started(self, *_) -> None:
-        pass
-
-    def progress(self, *_) -> None:
-        pass
-
-    def attempt(self, *_) -> None:
-        pass
 
 
 @pytest.mark.skipif(not py_spy_can_attach(), reason="py-spy missing, or not root: it may not attach")

@@ -22,6 +22,7 @@ import yaml
 
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.specs.loader import load
+from run_observers import NoticeRecorder
 
 pytestmark = pytest.mark.slow
 
@@ -110,13 +111,13 @@ class SlowSource(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class SlowAfterMoving:
+class SlowAfterMoving(NoticeRecorder):
     """The run's observer: keeps its notices, and sets `slow_while_moving` at the first slow notice after rank 0
     said it starts moving data, so that the silence that notice judged is the I/O's alone, not torch's import
     before it (which computes)."""
 
     def __init__(self) -> None:
-        self.notices: list[str] = []
+        super().__init__()
         self.moving = False
         self.slow_while_moving = threading.Event()
 
@@ -124,18 +125,9 @@ class SlowAfterMoving:
         self.moving = self.moving or text == "moving"
 
     def notice(self, text: str) -> None:
-        self.notices.append(text)
+        super().notice(text)
         if self.moving and text.startswith("slow, not hung: "):
             self.slow_while_moving.set()
-
-    def started(self, *_) -> None:
-        pass
-
-    def progress(self, *_) -> None:
-        pass
-
-    def attempt(self, *_) -> None:
-        pass
 
 
 def test_a_rank_downloading_silently_past_the_stall_timeout_while_the_other_waits_is_slow_and_completes(tmp_path):
