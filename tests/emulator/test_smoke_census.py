@@ -8,6 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from orchestrator.cli.local import _smoke_line
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
@@ -64,26 +66,16 @@ def _verdict(census: RankCensus, step: tuple[int | None, str | None]) -> tuple[s
 NO_STEP = (None, None)
 
 
-def test_a_script_failing_at_import_under_torchrun_started_its_four_ranks(tmp_path):
-    census = _census(tmp_path, RunnerType.torch_distributed, hosts=1, per_host=4)
-    census.heard_from(ranks_heard_from({"algo-1": _torchrun_import_failure(4)}, Launcher(TORCHRUN, ("algo-1",), 4),
-                                       exit_codes={"algo-1": 1}))
+@pytest.mark.parametrize("ranks", [4, 1])
+def test_a_script_failing_at_import_under_torchrun_started_all_its_ranks(tmp_path, ranks):
+    census = _census(tmp_path, RunnerType.torch_distributed, hosts=1, per_host=ranks)
+    census.heard_from(ranks_heard_from({"algo-1": _torchrun_import_failure(ranks)},
+                                       Launcher(TORCHRUN, ("algo-1",), ranks), exit_codes={"algo-1": 1}))
 
     line, smoke = _verdict(census, NO_STEP)
 
-    assert line.startswith("smoke FAILED: 4 of 4 ranks started, NO rank reached a step"), line
-    assert (smoke["ranks_started"], smoke["missing"], smoke["steps_reached"]) == (4, [], None)
-
-
-def test_a_script_failing_at_import_under_torchrun_started_its_one_rank(tmp_path):
-    census = _census(tmp_path, RunnerType.torch_distributed, hosts=1, per_host=1)
-    census.heard_from(ranks_heard_from({"algo-1": _torchrun_import_failure(1)}, Launcher(TORCHRUN, ("algo-1",), 1),
-                                       exit_codes={"algo-1": 1}))
-
-    line, smoke = _verdict(census, NO_STEP)
-
-    assert line.startswith("smoke FAILED: 1 of 1 ranks started, NO rank reached a step"), line
-    assert (smoke["ranks_started"], smoke["missing"]) == (1, [])
+    assert line.startswith(f"smoke FAILED: {ranks} of {ranks} ranks started, NO rank reached a step"), line
+    assert (smoke["ranks_started"], smoke["missing"], smoke["steps_reached"]) == (ranks, [], None)
 
 
 def test_a_script_failing_at_import_in_mode_none_started_on_one_host(tmp_path):
