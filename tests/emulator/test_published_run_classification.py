@@ -44,7 +44,7 @@ SHA256 = {
 
 pytestmark = [
     pytest.mark.slow,
-    needs_packages("transformers", "datasets", "evaluate", "sklearn"),
+    needs_packages("transformers", "datasets", "evaluate", "sklearn", extra="hf-examples"),
     pytest.mark.skipif(local_gpu_count() > 0, reason="checks the CPU stand-in; with GPUs here real CUDA runs"),
 ]
 

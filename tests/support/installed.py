@@ -11,6 +11,8 @@ from importlib.util import find_spec
 import pytest
 
 
-def needs_packages(*packages: str) -> pytest.MarkDecorator:
+def needs_packages(*packages: str, extra: str = "frameworks") -> pytest.MarkDecorator:
+    """Skips unless every one of `packages` is importable; the reason names the extra of pyproject.toml that
+    installs them."""
     missing = [name for name in packages if find_spec(name) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (pip install -e '.[frameworks]')")
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (pip install -e '.[{extra}]')")
