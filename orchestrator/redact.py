@@ -6,10 +6,12 @@ the request carries for a hyperparameter: the API's own field names such as `Kms
 structure, not secrets. Free text (a failure reason, a log line, a command line, an AWS error, an error's fix
 hint), on this machine and from the cloud alike: `mask_text` with the `secret_values` of the spec or request,
 which also masks any value given to a secret-looking flag or variable (`--db-password x`, `HF_TOKEN=x`), a
-config's entry printed as a YAML line (`api_key: x`) and a netrc's password. Both also mask what is a credential by
-its form whatever its name (`AKIA...`, `hf_...`, `sk-...`, `https://u:pw@host`).
+config's entry printed as a YAML line (`api_key: x`), in a flow mapping (`{token: x}`) or as a block (`password: |`
+and the indented lines under it), and a netrc's password. Both also mask what is a credential by
+its form whatever its name (`AKIA...`, `hf_...`, `sk-...`, `glpat-...`, `https://u:pw@host`).
 A job's output, read a line at a time (a local run's pipes, CloudWatch's events), also goes through
-`PrivateKeyLines`: a PEM private key printed over many lines is hidden whole, which no one line's masking can do.
+`PrivateKeyLines`: a PEM private key printed over many lines is hidden whole, and a YAML value that goes on over
+the lines below a secret name's entry line by line (`SecretBlockLines`), which no one line's masking can do.
 Free text is read both as it is and without the marks that show an invisible character (`<U+200B>`, see
 `SHOWN_CHARACTER`): such a character written inside a secret does not split it out of sight.
 """
@@ -26,8 +28,11 @@ from typing import Any, TypeVar
 Shown = TypeVar("Shown", bound=type)
 
 # TOKEN, but not a tokenizer's name (`tokenizer_name`, TOKENIZERS_PARALLELISM): the transformers examples take one
-# as an argument and Hugging Face jobs set that variable, and masking them hid a model path and every "false".
-_SECRET_PARTS = r"KEY|TOKEN(?!IZ)|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE"
+# as an argument and Hugging Face jobs set that variable, and masking them hid a model path and every "false". Nor a
+# tokenizer's special tokens (`pad_token: "<pad>"`, `sep_token: [SEP]`, `additional_special_tokens: [...]`), which
+# every tokenizer config and transformers' logs print: text of a vocabulary, never a credential.
+_SECRET_PARTS = (r"KEY|(?<!(?:pad|eos|bos|unk|sep|cls)[_-])(?<!mask[_-])(?<!special[_-])TOKEN(?!IZ)"
+                 r"|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE")
 SECRET_NAME = re.compile(_SECRET_PARTS, re.IGNORECASE)
 MASK = "****"
 MIN_MASKED_LENGTH = 4
@@ -36,6 +41,9 @@ NO_SECRET_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", 
 boolean), an unset `None` (transformers' TrainingArguments prints `hub_token=None`,
 `average_tokens_across_devices=True` and `include_num_input_tokens_seen=no`). Masked, they would hide the setting
 and, as known values, every "false" of a job's log."""
+_PLACEHOLDER = re.compile(r"<[^<>\n]{1,64}>|value", re.IGNORECASE)
+"""A value that stands for one: in angle brackets (transformers' TrainingArguments prints `hub_token=<HUB_TOKEN>`
+for a token it holds, a help text `--api-key=<key>`) or the word itself (a warning's "use --key=value")."""
 _MODEL_SENSES = re.compile(r"TOKENS|TOKEN[_-]?(?:IDS?|IDX|INDEX)|KEY[_-]?(?:VALUE|HEADS?)", re.IGNORECASE)
 """TOKEN and KEY as a model's settings use them: text tokens counted (`max_new_tokens`, DeepSpeed's
 `max_out_tokens`), a token's id (`pad_token_id`), attention keys (`num_key_value_heads`, in most LLM configs)."""
@@ -52,22 +60,27 @@ many parts (`keykeykey...`) is read once, not once for each place the part could
 # b'...'`, DeepSpeed's config `"api_key": "..."`); a nested mapping or list there (DeepSpeed's
 # `'layer_token_lr_schedule': {'enabled': False}`) is judged by its own entries. The value may be quoted
 # (`export WANDB_API_KEY="..."`, a pydantic repr's `api_key='...'`): the quote stays, what it holds is masked.
-# A value ends before the punctuation that follows it in prose (`--api-key x; train.py takes ...`).
+# A value ends before the punctuation that follows it in prose (`--api-key x; train.py takes ...`) or closes an
+# argparse usage's group (`[--hub_token HUB_TOKEN]`); a placeholder in angle brackets goes whole (`<your token>`).
 # A variable's name starts only where a run of name characters does (`(?<![\w.-])`): a start at each dot inside
 # the run would scan to its end again, which took minutes on one line of dots (`print(".", end="")` each step).
 _SECRET_ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w-])--?{_SECRET_WORD}(?:=|\s+(?!-))|(?<![\w.-]){_SECRET_WORD}[ \t]*=(?!=)[ \t]*"
     rf"|(?P<quote>[\"']){_SECRET_WORD}(?P=quote)[ \t]*:[ \t]*b?(?![{{\[]))"
-    rf"(?P<opening>[\"']?)(?P<value>[^\s\"'=](?:[^\s\"']*[^\s\"',;.)])?)", re.IGNORECASE)
+    rf"(?P<opening>[\"']?)(?P<value><[^<>\n]{{1,64}}>|[^\s\"'=](?:[^\s\"']*[^\s\"',;.)\]])?)", re.IGNORECASE)
 # A value that is a credential whatever its name: an AWS access key ID, an AWS session token (STS's begin with
 # these two prefixes; boto3's debug lines print it in the request it signs), a GitHub or Hugging Face token, an
-# OpenAI or Anthropic API key (`sk-...`, `sk-proj-...`, `sk-ant-...`), a Slack token (`xoxb-...`), a PEM
-# private key (to its END line, else to the end of the line), the password of a URL (`https://user:pw@host`,
+# OpenAI or Anthropic API key (`sk-...`, `sk-proj-...`, `sk-ant-...`), a Slack token (`xoxb-...`) or app-level
+# token (`xapp-1-...`), a GitLab personal access token (`glpat-...`, with the dotted suffix of its routable form), a
+# PyPI upload token (`pypi-AgEIcHlwaS5vcmc...`: the base64 of its macaroon's location, pypi.org or test.pypi.org), a
+# PEM private key (to its END line, else to the end of the line), the password of a URL (`https://user:pw@host`,
 # where only the password is masked; its scheme starts where a run of scheme characters does, for the same reason),
 # and what an HTTP Authorization header carries after its scheme (`Authorization: Bearer eyJ...`).
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"
-    r"|hf_[A-Za-z0-9]{30,}|(?<!-)sk-[A-Za-z0-9_-]{32,}|xox[abeoprs]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9_])"
+    r"|hf_[A-Za-z0-9]{30,}|(?<!-)sk-[A-Za-z0-9_-]{32,}|xox[abeoprs]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*"
+    r"|pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,})(?![A-Za-z0-9_])"
     r"|(?<![A-Za-z0-9+/])(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9+/]{16,}=*"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|.*)"
     r"|(?P<userinfo>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']*:)(?P<password>[^\s/@\"']+)(?=@)"
@@ -84,12 +97,31 @@ _RANK_TAG = re.compile(rf"^{_RANK_TAG_FORM}")
 # jobs log it at start), or `.pypirc`'s `password: v`. The value is the rest of the line (a YAML scalar may hold
 # spaces; its quotes stay; a flow mapping or list there, `{user: u, password: v}`, goes whole: its entries have no
 # quotes to be judged by). Not an entry: a dotted name (huggingface_hub's `special_tokens_map.json: 100%|...`
-# download bar), an exception's name (`KeyError: 'input_ids'`, a traceback's last line), and an interpolation with
-# no default (`${oc.env:HF_TOKEN}`, as Hydra prints the config: it names where the value comes from).
+# download bar), an exception's name (`KeyError: 'input_ids'`, a traceback's last line), an interpolation with
+# no default (`${oc.env:HF_TOKEN}`, as Hydra prints the config: it names where the value comes from), and a block
+# scalar's indicator (`password: |`: its value is the lines under it, which `SecretBlockLines` hides).
+_BLOCK_INDICATOR = r"[|>][-+1-9]*[ \t]*(?:#[^\n]*)?$"
 _SECRET_ENTRY_LINE = re.compile(
     rf"(?P<name>^{_RANK_TAG_FORM}?[ \t]*(?:-[ \t]+)*(?=[\w-]*?(?:{_SECRET_PARTS}))[\w-]+"
     r"(?<!error)(?<!exception)(?<!warning):[ \t]+[\"']?)"
-    r"(?P<value>(?!\$\{[\w.:-]+\}[\"']?[ \t]*$)[^\s\"'#](?:[^\n]*[^\s\"'])?)", re.IGNORECASE | re.MULTILINE)
+    rf"(?P<value>(?!\$\{{[\w.:-]+\}}[\"']?[ \t]*$|{_BLOCK_INDICATOR})[^\s\"'#](?:[^\n]*[^\s\"'])?)",
+    re.IGNORECASE | re.MULTILINE)
+_MULTILINE_SECRET_ENTRY = re.compile(
+    rf"^{_RANK_TAG_FORM}?(?P<indent>[ \t]*(?:-[ \t]+)*)[\"']?(?=[\w-]*?(?:{_SECRET_PARTS}))[\w-]+[\"']?:[ \t]+"
+    rf"(?:{_BLOCK_INDICATOR}|'(?:[^'\n]|'')*$|\"(?:[^\"\\\n]|\\.)*\\?$)", re.IGNORECASE | re.MULTILINE)
+"""A YAML entry under a secret-looking name whose value goes on below it: a block (`password: |`, `credentials: >-`,
+as users write a service account's JSON or a key into a config) or a quoted string left open (`password: 'line one`,
+as yaml.dump and OmegaConf.to_yaml print a string of many lines). The lines indented under it are the value."""
+# A flow mapping's entry under a secret-looking name (`hub: {token: abc}`, `{api_key: abc, user: u}`), as YAML's
+# flow style and Python-like logs print a mapping whose names have no quotes (quoted ones: `_SECRET_ASSIGNMENT`).
+# Read only from the first `{` of a line to its last `}` (`_FLOW_PART`, found from the line's start: one scan a
+# line), so prose's "a, key: b" stays as it is. The value ends at the entry's `,` or `}`; a flow list
+# (`{api_keys: [a, b]}`) goes whole, a nested mapping is judged by its own entries, a quoted value keeps its quotes.
+_FLOW_PART = re.compile(r"^(?P<before>[^\n{]*)(?P<flow>\{[^\n]*\})", re.MULTILINE)
+_FLOW_ENTRY = re.compile(
+    rf"(?P<name>(?<=[{{,])[ \t]*{_SECRET_WORD}[ \t]*:[ \t]+)(?P<opening>[\"']?)"
+    r"(?P<value>(?<=[\"'])[^\"'\n]+|\[[^\[\]\n]*\]|[^\s,\[\]{}\"'](?:[^,\[\]{}\"'\n]*[^\s,\[\]{}\"'])?)",
+    re.IGNORECASE)
 # A netrc's password, where its keywords say it is one: `machine api.wandb.ai login user password v` (netrc's
 # one-line form, curl's and pip's docs) and `  password v` alone on its line (the form wandb login writes).
 _NETRC_PASSWORD = re.compile(
@@ -128,10 +160,18 @@ def holds_no_secret(value: Any, name: str = "") -> bool:
     """A boolean or null, as a value or as text (`True`, `"false"`, `null`): no secret whatever its name. A number
     under a name that is secret-looking only for its text tokens or attention keys (`max_new_tokens=256`,
     `--num_key_value_heads 8`): a count, an id or a size. Masked, `max_tokens_per_batch: 4096` hid every "4096" of
-    the job's log; a PIN under `pin_secret` or `api_key` stays masked."""
-    if value is None or isinstance(value, bool) or (isinstance(value, str) and value.lower() in NO_SECRET_WORDS):
+    the job's log; a PIN under `pin_secret` or `api_key` stays masked. A placeholder (`<HUB_TOKEN>`, `value`) or
+    the name itself in capitals, as argparse's usage and help write a flag's value (`[--hub_token HUB_TOKEN]`): it
+    says what goes there, and hides nothing."""
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and (
+            value.lower() in NO_SECRET_WORDS or _PLACEHOLDER.fullmatch(value) or value == _metavar(name))):
         return True
     return _NUMBER.fullmatch(str(value)) is not None and not is_secret_name(_MODEL_SENSES.sub("", name))
+
+
+def _metavar(name: str) -> str:
+    """What argparse writes for the value of the flag `name` (`--api-key ` -> API_KEY)."""
+    return name.strip().rstrip("=").strip().lstrip("-").replace("-", "_").upper()
 
 
 def secret_values(*mappings: Mapping[str, Any]) -> frozenset[str]:
@@ -174,10 +214,50 @@ def _as_hidden(value: str) -> str:
     return _HIDDEN * len(value)
 
 
+class SecretBlockLines:
+    """The lines of one text or stream, where a YAML value under a secret-looking name goes on over the lines below
+    its entry (`password: |`, `password: 'line one`: `_MULTILINE_SECRET_ENTRY`): each of those lines hidden but its
+    indentation, a blank line kept, and the first line indented no deeper than the entry's name ends the value. A
+    line alone cannot say it belongs to such a value. Ranks that share an output are followed apart by their tag
+    (`_RANK_TAG`), as in `PrivateKeyLines`. Not thread-safe: one per reading thread."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, int] = {}
+        """By rank tag: the column of the name whose value is open (its indentation, a list's `- ` included)."""
+
+    def line(self, text: str, hide: Callable[[str], str] = _as_mask) -> str | None:
+        """`text` hidden but its tag, indentation and line break when it belongs to an open value; else None (the
+        line is left to masking, and opens a value when it is such an entry)."""
+        tag = match.group(0) if (match := _RANK_TAG.match(text)) else ""
+        if tag in self._open:
+            body = text[len(tag):]
+            content = body.lstrip(" \t")
+            if not content.strip():
+                return text
+            if len(body) - len(content) > self._open[tag]:
+                value = content.rstrip("\r\n")
+                return text[:len(text) - len(content)] + hide(value) + content[len(value):]
+            del self._open[tag]
+        if entry := _MULTILINE_SECRET_ENTRY.match(text):
+            self._open[tag] = len(entry.group("indent"))
+        return None
+
+
+def _masked_blocks(text: str, hide: Callable[[str], str]) -> str:
+    """`text` with the values that go on over several of its lines hidden (`SecretBlockLines`)."""
+    if _MULTILINE_SECRET_ENTRY.search(text) is None:  # most text has none: no split
+        return text
+    blocks = SecretBlockLines()
+    return "".join(line if (hidden := blocks.line(line, hide)) is None else hidden
+                   for line in text.splitlines(keepends=True))
+
+
 class PrivateKeyLines:
     """One stream of output lines (a host's pipe, a CloudWatch stream), each line masked by `mask`, and each PEM
     private key printed over several lines (`-----BEGIN ... PRIVATE KEY-----`, base64 lines, `-----END ...`)
-    replaced whole by one line: line-by-line masking alone would hide its BEGIN line and show its body.
+    replaced whole by one line: line-by-line masking alone would hide its BEGIN line and show its body. The lines of
+    a YAML value under a secret-looking name that goes on below its entry (`password: |`) are hidden one by one
+    (`SecretBlockLines`), a key among them too.
 
     A key's lines are held back until its END line, then given as one marker line (what came before BEGIN on
     its line, then `**** (a private key: N lines hidden)`). Ranks that share a host's output are followed apart by
@@ -188,13 +268,15 @@ class PrivateKeyLines:
         self._mask = mask
         self._open: dict[str, tuple[str, int]] = {}
         """By rank tag: the masked text before BEGIN on its line, and the key's lines so far."""
+        self._blocks = SecretBlockLines()
 
     def line(self, text: str) -> str | None:
         """`text` as it may be shown: masked; None while it belongs to a key being hidden; the key's marker at
         its END line (or at the MAX_PRIVATE_KEY_LINES-th line, when END never came)."""
         tag = match.group(0) if (match := _RANK_TAG.match(text)) else ""
         if tag not in self._open:
-            return self._outside_key(tag, text)
+            hidden = self._blocks.line(text)
+            return self._outside_key(tag, text) if hidden is None else hidden
         before, count = self._open.pop(tag)
         count += 1
         if end := _KEY_END.search(text):
@@ -295,8 +377,9 @@ def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
 
 def _masked(text: str, secrets: Iterable[str], hide: Callable[[str], str]) -> str:
     hidden_value = functools.partial(_hidden_value, hide)
-    text = _masked_patterns(_masked_values(text, secrets, hide), hide)
+    text = _masked_patterns(_masked_values(_masked_blocks(text, hide), secrets, hide), hide)
     text = _SECRET_ENTRY_LINE.sub(hidden_value, _SECRET_ASSIGNMENT.sub(hidden_value, text))
+    text = _FLOW_PART.sub(lambda line: line["before"] + _FLOW_ENTRY.sub(hidden_value, line["flow"]), text)
     return _NETRC_PASSWORD.sub(hidden_value, text) if "password" in text else text  # most text has none: no scan
 
 

@@ -95,6 +95,11 @@ TOKENS = {
     "Anthropic": "sk-ant-api03-" + "Ab1Cd2Ef3Gh4-_" * 6 + "AA",
     "Slack bot": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "GitHub OAuth": "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a",
+    "Slack app": "xapp-1-A0123456789-1234567890123-" + "0a1b2c3d4e5f6a7b" * 4,
+    "GitLab": "glpat-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn",
+    "GitLab, routable": "glpat-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9" + ".01.0x1abc2de",
+    "PyPI": "pypi-AgEIcHlwaS5vcmc" + "CJDAxMjM0NTY3LTg5YWItY2RlZi0wMTIzLTQ1Njc4OWFiY2RlZgACKlszLCJmOTk4",
+    "TestPyPI": "pypi-AgENdGVzdC5weXBpLm9yZw" + "CJDAxMjM0NTY3LTg5YWItY2RlZi0wMTIzLTQ1Njc4OWFiY2RlZgACKlsz",
 }
 
 
@@ -107,7 +112,9 @@ def test_tokens_are_hidden_by_their_prefix_wherever_they_appear(token):
     assert secret_values({"notify": token}) == {token}
 
 
-@pytest.mark.parametrize("text", ["sk-learn", "task-" + "sk-" + "a" * 40, "disk-" + "A1" * 20, "xoxo-hugs"])
+@pytest.mark.parametrize("text", ["sk-learn", "task-" + "sk-" + "a" * 40, "disk-" + "A1" * 20, "xoxo-hugs",
+                                  "xapp-config", "xapp-1-short", "glpat-short", "glpat-" + "a" * 19, "pypi-server",
+                                  "pip install pypi-simple", "pypi-AgEIcHlwaS5vcmc" + "short"])
 def test_words_that_start_like_a_token_are_shown(text):
     assert mask_text(text) == text
 

@@ -79,6 +79,19 @@ def test_a_long_word_made_of_secret_looking_parts_is_read_at_once():
     assert masked == [form.format(word, MASK) for form in forms]
 
 
+def test_long_lines_of_braces_quotes_and_entries_are_read_at_once():
+    """A flow mapping's entries, a quoted value left open and a value over several lines (`password: |`): were
+    each `{`, `,` or quote to start a scan to the line's end, one line of 200,000 `{` (a CloudWatch event holds
+    256 KB) would take minutes."""
+    lines = ["{" * 200_000 + "token: x", "{" + "key," * 20_000 + "}", "{" + "key: x, " * 10_000 + "}",
+             "password: '" + "''" * 30_000, 'password: "' + "\\" * 60_000, "- " * 30_000 + "password: |",
+             "password: |\n" * 20_000]
+    started = time.process_time()
+    masked = [mask_text(line) for line in lines]
+    assert time.process_time() - started < QUADRATIC_CPU_SECONDS
+    assert masked[2] == "{" + f"key: {MASK}, " * 10_000 + "}"
+
+
 def test_a_hugging_face_jobs_settings_and_log_are_shown_while_its_token_is_masked():
     """transformers' example scripts take `--tokenizer_name`, Hugging Face jobs set TOKENIZERS_PARALLELISM=false,
     and the Trainer prints its arguments (`hub_token=None`, `average_tokens_across_devices=True`): none of it is a
