@@ -8,8 +8,10 @@ each rank's output the first error it reports is found: a traceback's last line,
 code (a rendezvous that timed out, the signal that stopped it) is named as the agent's, and leads only where no
 rank said or reported anything in its tier. The root is chosen by rule, never by timing, so the same
 failure gives the same reason on every run and every launcher: an error of the rank's own (tier 0) leads over a
-collective timeout or a fatal signal (1), which leads over what a rank gets because a peer failed first (a closed
-socket, tier 2), which leads over a bare exit or stop signal (3); within a tier the lowest rank leads.
+collective timeout or a fatal signal (1), which leads over a rank's exit without a word (2: the peer a lost
+connection lost), which leads over what a rank gets because a peer failed first (a closed socket, tier 3), which
+leads over a stop signal (4); within a tier the lowest rank leads. A collective timeout names the rank the others
+waited for where the logs and the rank table show which (observing/straggler.py).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from orchestrator.observing.requirement_lines import (
     required_by,
 )
 from orchestrator.observing.signal_names import signal_name
-from orchestrator.observing.straggler import collective_timeout
+from orchestrator.observing.straggler import CollectiveTimeout, collective_timeout, gloo_timeout, is_gloo_timeout
 from orchestrator.specs.image_packages import image_packages
 
 PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
@@ -148,8 +150,10 @@ _IMAGE_VERSION = re.compile(r":(\d+\.\d+(?:\.\d+)?)-")
 _STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 """Signals a launcher sends to stop the ranks that did not fail: never the root."""
 
-OWN, COLLECTIVE, CONSEQUENCE, BARE = 0, 1, 2, 3
-"""Tiers, strongest first."""
+OWN, COLLECTIVE, EXITED, CONSEQUENCE, STOPPED = 0, 1, 2, 3, 4
+"""Tiers, strongest first. A rank that exited non-zero without a word (`os._exit(3)`, a C library's `exit(1)`)
+leads over a rank that lost its connection: the lost rank reports an error for it, the one that left has none,
+and only the one that left can be the peer it lost, whichever launcher's report came first."""
 
 
 @dataclass(frozen=True)
@@ -398,15 +402,17 @@ def _location(frames: Sequence[tuple[str, int]], source: SourcePaths) -> str | N
 
 def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mapping[str, Sequence[str]],
                 launcher: Launcher) -> tuple[_Candidate, str | None]:
-    """An NCCL watchdog timeout leads with the rank the others waited for (observing/straggler.py), with the fix
-    for it: every rank that entered the collective reports the timeout, the lowest of them is no cause. A rank that
-    died by a signal of its own (the OOM killer's SIGKILL) stays the cause, the timeout under it."""
+    """A collective timeout (NCCL's watchdog, gloo's) leads with the rank the others waited for
+    (observing/straggler.py), with the fix for it: every rank that entered the collective reports the timeout, the
+    lowest of them is no cause. A rank that died by a signal of its own (the OOM killer's SIGKILL) stays the cause,
+    the timeout under it."""
     if best.tier != COLLECTIVE or not best.exception:
         return best, None
     lines = [line for host in sorted(logs, key=host_order) for line in logs[host]]
     printed = _printing_ranks(logs, launcher)
     seen = {item.rank: item.host for item in candidates if item.rank is not None and item.launcher is None}
-    timeout = collective_timeout(best.exception, lines, {*seen, *printed})
+    timeout = (collective_timeout(best.exception, lines, {*seen, *printed})
+               or _gloo_timeout(best.exception, candidates, {*seen, *printed}, launcher))
     if timeout is None:
         return best, None
     if not timeout.missing:
@@ -418,6 +424,16 @@ def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mappin
         return replace(own, detail=(*own.detail, f"then: {timeout.said()}")), None
     host = seen.get(rank) or printed.get(rank) or _rank_host(rank, launcher, best.host, lines)
     return _Candidate(COLLECTIVE, host, rank, timeout.said(), own.exit_code if own else None), timeout.fix()
+
+
+def _gloo_timeout(exception: str, candidates: Sequence[_Candidate], seen: set[int],
+                  launcher: Launcher) -> CollectiveTimeout | None:
+    """gloo's timeout, waited in by each rank whose own error it is, for the ranks of the rank table (each host of
+    the launcher runs `per_host` ranks) or of the logs that reported none."""
+    waiting = {item.rank for item in candidates if item.rank is not None and item.launcher is None
+               and item.exception and is_gloo_timeout(item.exception)}
+    table = range(len(launcher.hosts) * launcher.per_host)
+    return gloo_timeout(exception, waiting, {*table, *seen})
 
 
 def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> dict[int, str]:
@@ -670,13 +686,16 @@ def _tier(exception: str, more: Sequence[str] = ()) -> int:
 def _agent_tier(exception: str) -> int:
     """The agent's own error: a stop signal it was sent is the stop, never the root; the rest as a rank's."""
     stopped = _STOPPED_BY_SIGNAL.search(exception)
-    return BARE if stopped and int(stopped[1]) in _STOP_SIGNALS else _tier(exception)
+    return STOPPED if stopped and int(stopped[1]) in _STOP_SIGNALS else _tier(exception)
 
 
 def _exit_tier(code: int) -> int:
-    """A fatal signal (not a stop) comes before a plain exit; an exit code above 128 + 64 names no signal."""
+    """A fatal signal (not a stop) comes before a plain exit, a plain exit before a stop; an exit code above
+    128 + 64 names no signal."""
     number = _signal_number(code)
-    return BARE if number is None or number in _STOP_SIGNALS else COLLECTIVE
+    if number is None:
+        return EXITED
+    return STOPPED if number in _STOP_SIGNALS else COLLECTIVE
 
 
 def _host_rank(host: str, launcher: Launcher) -> int | None:

@@ -1,8 +1,11 @@
-"""Which rank an NCCL watchdog timeout waited for. Every rank that entered the collective reports the timeout
-(`[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, ...) ran for
-1800000 milliseconds before timing out.`) and aborts; the rank the others waited for says nothing, and its launcher
-later stops it. The lowest reporting rank is therefore never the cause: the rank the logs show that reported no
-timeout is, or the ranks torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1) names as lagging.
+"""Which rank a collective timeout waited for, under NCCL's watchdog and under gloo. Every rank that entered the
+collective reports the timeout (`[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42,
+OpType=ALLREDUCE, ...) ran for 1800000 milliseconds before timing out.`) and aborts; the rank the others waited
+for says nothing, and its launcher later stops it. The lowest reporting rank is therefore never the cause: the
+rank the logs show that reported no timeout is, or the ranks torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1)
+names as lagging. gloo's timeout (`Timed out waiting 1800000ms for recv operation to complete`) names neither the
+collective nor a rank: the ranks that reported it are those whose error it is, and the ranks of the job's rank
+table that did not are the ones they waited for.
 """
 
 from __future__ import annotations
@@ -13,17 +16,19 @@ from dataclasses import dataclass
 
 _WATCHDOG = re.compile(r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: "
                        r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+).*?\) ran for (?P<ms>\d+) milliseconds")
+_GLOO = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<op>recv|send) operation to complete")
 _LAGGING = re.compile(r"ranks \[(?P<ranks>[\d, ]+)\] are the lagging ranks that caused this timeout")
 """torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1) when ranks never joined any collective."""
 
 
 @dataclass(frozen=True)
 class CollectiveTimeout:
-    """One collective the watchdog timed out: who waited in it and who, as far as the logs show, never came."""
+    """One collective that timed out: who waited in it and who, as far as the logs show, never came."""
 
     operation: str
-    sequence: str | None
-    waited_ms: int
+    reported: str
+    """The timeout as the waiting ranks reported it, without the ranks: `Watchdog caught collective operation
+    timeout: ALLREDUCE (SeqNum=42) ran for 1800000 milliseconds`."""
     waiting: tuple[int, ...]
     missing: tuple[int, ...]
     named_by_torch: bool = False
@@ -32,9 +37,7 @@ class CollectiveTimeout:
     def said(self) -> str:
         """`Watchdog caught collective operation timeout: ALLREDUCE (SeqNum=42) ran for 1800000 milliseconds on
         ranks 0-2, 4-7; rank 3 reported no timeout: it never joined it`."""
-        which = f"{self.operation} (SeqNum={self.sequence})" if self.sequence else self.operation
-        said = (f"Watchdog caught collective operation timeout: {which} ran for {self.waited_ms} milliseconds on "
-                f"{_ranks(self.waiting)}")
+        said = f"{self.reported} on {_ranks(self.waiting)}"
         if not self.missing:
             return said
         if self.named_by_torch:
@@ -66,8 +69,26 @@ def collective_timeout(exception: str, lines: Iterable[str], ranks_seen: Iterabl
         missing = sorted({int(rank) for rank in lagging["ranks"].split(",") if rank.strip()})
     else:
         missing = sorted(set(ranks_seen) - set(waiting))
-    return CollectiveTimeout(said["op"], said["seq"], int(said["ms"]), tuple(waiting), tuple(missing),
-                             named_by_torch=lagging is not None)
+    which = f"{said['op']} (SeqNum={said['seq']})" if said["seq"] else said["op"]
+    reported = f"Watchdog caught collective operation timeout: {which} ran for {said['ms']} milliseconds"
+    return CollectiveTimeout(said["op"], reported, tuple(waiting), tuple(missing), named_by_torch=lagging is not None)
+
+
+def is_gloo_timeout(exception: str) -> bool:
+    return _GLOO.search(exception) is not None
+
+
+def gloo_timeout(exception: str, waiting: Iterable[int], ranks: Iterable[int]) -> CollectiveTimeout | None:
+    """The collective gloo timed out (`exception`), with the ranks that reported the same timeout (`waiting`) and
+    those of `ranks` (the rank table's, and every rank the logs show) that did not; None where `exception` is no
+    gloo timeout, or no rank is known to have reported it (every rank would then look absent)."""
+    said = _GLOO.search(exception)
+    waited = sorted(set(waiting))
+    if said is None or not waited:
+        return None
+    missing = sorted(set(ranks) - set(waited))
+    reported = f"gloo: Timed out waiting {said['ms']}ms for {said['op']} operation to complete"
+    return CollectiveTimeout("a collective", reported, tuple(waited), tuple(missing))
 
 
 def _ranks(ranks: Sequence[int]) -> str:

@@ -239,6 +239,34 @@ def test_two_host_torchrun_failure_names_the_rank_its_exception_and_the_users_fi
     assert "algo-2/code" not in reason
 
 
+NEVER_JOINS = """\
+import datetime, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=3))
+if dist.get_rank() == 1:
+    time.sleep(300)  # stalls before the all_reduce: a data loader that never returns
+dist.all_reduce(torch.ones(1))
+"""
+
+
+@pytest.mark.slow
+def test_a_gloo_timeout_under_torchrun_names_the_rank_that_never_joined(make_spec, tmp_path):
+    """Before, every run named rank 0, the rank that waited and timed out; rank 1, stopped by smtrain after it,
+    printed nothing, and only the rank table says it was there."""
+    spec = make_spec("absent.py", mode="torch_distributed", instance="ml.g5.2xlarge", count=2)
+    (tmp_path / "src" / "absent.py").write_text(NEVER_JOINS)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    cause = result.failure_cause
+    assert (cause["host"], cause["rank"], cause["category"]) == ("algo-2", 1, "collective_timeout"), \
+        result.failure_reason
+    assert cause["exception"] == ("gloo: Timed out waiting 3000ms for recv operation to complete on rank 0; rank 1 "
+                                  "reported no timeout: it never joined it")
+    assert "waited in a collective for rank 1" in cause["fix"]
+
+
 @pytest.mark.parametrize(("mode", "extra"), [
     ("none", {}),
     ("torch_distributed", {"instance": "ml.g5.2xlarge"}),

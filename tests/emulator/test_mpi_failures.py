@@ -67,3 +67,32 @@ def test_a_rank_killed_while_the_ranks_talk_is_named_the_same_way_on_every_run(m
         causes.append((result.failure_cause["host"], result.failure_cause["rank"],
                        result.failure_cause["category"], result.failure_cause["headline"]))
     assert causes == [("algo-2", 1, "oom_killed", "algo-2 (rank 1) was killed by signal 9 (SIGKILL)")] * RUNS
+
+
+LEFT_WITHOUT_A_WORD = """\
+import os
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+if rank == 0:
+    print("rank 0 started", flush=True)
+for step in range(1, 1_000_000):
+    comm.allreduce(step)
+    if rank == 1 and step == 50:
+        os._exit(3)  # prints nothing, raises nothing: a C library's exit(3)
+"""
+"""Rank 0 waits in the allreduce rank 1 left: Open MPI aborts it on the closed socket, or mpirun stops it first."""
+
+
+def test_a_rank_that_exits_without_a_word_is_named_not_the_peer_that_lost_it(make_spec, tmp_path, processes_of):
+    """Before, every run blamed rank 0's lost connection (`peer_lost`), which printed an error where rank 1 printed
+    none; rank 1's exit code is the failure of its own."""
+    spec = make_spec("silent.py", distribution={"mode": "mpi", "processes_per_host": 1})
+    (tmp_path / "src" / "silent.py").write_text(LEFT_WITHOUT_A_WORD)
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run"))
+    assert result.status == "Failed"
+    cause = result.failure_cause
+    assert (cause["host"], cause["rank"], cause["exit_code"]) == ("algo-2", 1, 3), result.failure_reason
+    assert cause["headline"] == "algo-2 (rank 1) exited with code 3"
+    assert processes_of(result.run_dir) == []

@@ -309,6 +309,56 @@ def test_a_local_mpi_run_names_the_rank_that_died_whichever_ending_open_mpi_prin
     assert cause.detail == ("last line: rank 1 started",)
 
 
+# A 2-host `mpi` job whose rank 1 left with `os._exit(3)` in an allreduce loop, printing nothing, as a local run
+# (Open MPI 5) logged and recorded it on every run: rank 0 aborted on the closed socket (exit 14) or mpirun stopped
+# it first (SIGTERM).
+SILENT_EXIT_ENDINGS = {
+    "rank 0 aborted": ([*_STARTED[:1], *_SOCKET_CLOSED, _DASHES,
+                        "prterun has exited due to process rank 0 with PID 0 on node algo-1 calling",
+                        '"abort". This may have caused other processes in the application to be',
+                        "terminated by signals sent by prterun (as reported here).", _DASHES], 14),
+    "rank 0 stopped": (_STARTED[:1], -15),
+}
+
+
+@pytest.mark.parametrize(("lines", "rank0_end"), SILENT_EXIT_ENDINGS.values(), ids=SILENT_EXIT_ENDINGS.keys())
+def test_a_rank_that_exited_without_a_word_leads_over_the_peer_that_lost_its_connection(lines, rank0_end):
+    """Before: `algo-1 (rank 0) failed: lost its connection to another rank`, the consequence, where rank 0's abort
+    won, and rank 0's SIGTERM by its lower rank where it did not; rank 1's exit is the one of its own."""
+    cause = read_cause({"algo-1": lines, "algo-2": []}, Launcher(MPI, ("algo-1", "algo-2"), 1),
+                       exit_codes={"algo-1": 14, "algo-2": 0}, rank_exits={("algo-1", 0): rank0_end,
+                                                                           ("algo-2", 1): 3})
+    assert (cause.host, cause.rank, cause.headline()) == ("algo-2", 1, "algo-2 (rank 1) exited with code 3")
+
+
+# The same failure under torchrun (mode torch_distributed over gloo, one rank a host), shortened from a local run:
+# rank 0 lost its connection to rank 1, whose `os._exit(3)` only torchrun's summary on algo-2 reports.
+TORCHRUN_GLOO_PEER_GONE = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/ml/code/silent.py", line 8, in <module>
+[rank0]:     dist.all_reduce(torch.ones(1))
+[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by \
+peer [127.0.0.1]:62092. This is typically caused by a remote worker crashing.
+E1128 11:23:00.702000 3 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 \
+(pid: 14) of binary: /usr/bin/python""".splitlines()
+TORCHRUN_SILENT_EXIT = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-28_11:22:59
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : 3 (pid: 13)
+  error_file: <N/A>""".splitlines()
+
+
+def test_under_torchrun_a_rank_that_exited_without_a_word_leads_over_the_peer_that_lost_it():
+    """Before: `algo-1 (rank 0) failed: RuntimeError: ... Connection closed by peer`, on every run."""
+    cause = read_cause({"algo-1": TORCHRUN_GLOO_PEER_GONE, "algo-2": TORCHRUN_SILENT_EXIT},
+                       _torchrun(["algo-1", "algo-2"], 1), exit_codes={"algo-1": 1, "algo-2": 1})
+    assert cause.headline() == "algo-2 (rank 1) exited with code 3"
+
+
 def test_a_rank_the_launcher_stopped_is_no_cause_for_its_last_line():
     """mpirun stops rank 0 with SIGTERM once rank 1 was killed: its last line (`rank 0 started`) is no last word
     of a failure, which would lead as the lowest rank's over rank 1's."""
@@ -443,13 +493,23 @@ GLOO_TIMEOUT = """\
 waiting 5000ms for recv operation to complete""".splitlines()
 
 
-def test_a_gloo_collective_that_timed_out_is_a_collective_timeout_with_its_fix():
-    """Before: `exception` with no fix, as if rank 0's own code were at fault."""
+def test_a_gloo_collective_that_timed_out_names_the_rank_that_never_joined_it():
+    """Before: `exception` with no fix, as if rank 0's own code were at fault; then rank 0, the rank that waited.
+    gloo's timeout names no rank: the rank table's rank that reported none is the one the others waited for."""
     cause = read_cause({"algo-1": GLOO_TIMEOUT, "algo-2": ["rank 1 loading forever"]},
                        _one_process(["algo-1", "algo-2"]), exit_codes={"algo-1": 1, "algo-2": 143},
                        source=SourcePaths(shown="src"))
-    assert (cause.host, cause.rank, cause.location) == ("algo-1", 0, "src/train.py:12")
-    assert cause.category == "collective_timeout" and "the one that failed or stalled first" in cause.fix
+    assert cause.headline() == ("algo-2 (rank 1) failed: gloo: Timed out waiting 5000ms for recv operation to "
+                                "complete on rank 0; rank 1 reported no timeout: it never joined it")
+    assert cause.category == "collective_timeout" and "waited in a collective for rank 1" in cause.fix
+
+
+def test_a_gloo_timeout_names_a_rank_of_the_rank_table_whose_host_printed_nothing():
+    """A rank that never printed and whose end no launcher reported is still in the rank table: 2 ranks a host."""
+    lines = [line.replace("[rank0]", f"[rank{rank}]") for rank in (0, 1, 3) for line in GLOO_TIMEOUT]
+    cause = read_cause({"algo-1": lines[:12], "algo-2": lines[12:]}, _torchrun(["algo-1", "algo-2"], 2))
+    assert (cause.host, cause.rank, cause.category) == ("algo-2", 2, "collective_timeout")
+    assert cause.exception.endswith("on ranks 0-1, 3; rank 2 reported no timeout: it never joined it")
 
 
 def test_a_gloo_timeout_yields_to_the_error_of_the_rank_it_waited_for():
