@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cli.options import echo_json, output_option, set_option, spec_argument
 from orchestrator.wording import counted
 
 
 @click.command()
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@spec_argument("file", required=False)
 @set_option
 @click.option("--region", help="AWS region to check [default: the spec's region, $AWS_REGION, then boto3's chain]; "
                                "one other than where submit runs the job (the spec's region, else $AWS_REGION and "

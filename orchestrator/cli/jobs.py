@@ -41,6 +41,7 @@ from orchestrator.cli.options import (
     plan_view,
     runs_option,
     set_option,
+    spec_argument,
     wait_option,
 )
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
@@ -76,7 +77,7 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
 @output_option
 @job_name_option("job")

@@ -21,6 +21,7 @@ from orchestrator.cli.options import (
     local_run_options,
     output_option,
     set_option,
+    spec_argument,
 )
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
 @local_run_options()
 @click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "

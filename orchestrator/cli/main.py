@@ -24,6 +24,7 @@ from orchestrator.cli.options import (
     plan_view,
     report_output_option,
     set_option,
+    spec_argument,
 )
 
 
@@ -57,7 +58,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@spec_argument("files", nargs=-1, required=True)
 @set_option
 @allow_unverified_option
 @report_output_option
@@ -88,7 +89,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
 @output_option
 @job_name_option("job")

@@ -121,7 +121,8 @@ def error_document(exc: Exception) -> dict[str, Any]:
     from orchestrator.specs.loader import InvalidSpec
 
     problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
-    place = problems[0] if problems else {**dict.fromkeys(_PLACE_KEYS), "file": getattr(exc, "file", None)}
+    place = problems[0] if problems else {**dict.fromkeys(_PLACE_KEYS), "file": getattr(exc, "file", None),
+                                          "line": getattr(exc, "line", None)}
     message, fix = getattr(exc, "message", str(exc)), getattr(exc, "fix", None)
     if problems:  # "2 problems in the job spec: <the first one's message>", and the first one's fix
         message, fix = f"{message.splitlines()[0]} {problems[0]['message']}", problems[0]["fix"]
@@ -135,6 +136,13 @@ def error_document(exc: Exception) -> dict[str, Any]:
 def _unplaced_error(kind: str, message: str, fix: str | None) -> dict[str, Any]:
     """An error that no file holds (bad usage, Ctrl-C) in error_document's shape: scripts read one set of keys."""
     return {"error": {"type": kind, "message": message, "fix": fix, **dict.fromkeys(_PLACE_KEYS)}}
+
+
+def spec_argument(name: str, **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The spec file argument (`FILE`, `FILES`) of every command that reads one. Any path: the loader refuses a
+    folder, a FIFO or a missing file naming it (`file` under `--output json`, a file's own report in `validate`),
+    where click's own check was a usage error with no file."""
+    return click.argument(name, type=click.Path(), **settings)
 
 
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:

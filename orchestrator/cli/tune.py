@@ -32,6 +32,7 @@ from orchestrator.cli.options import (
     output_option,
     report_output_option,
     runs_option,
+    spec_argument,
     wait_option,
 )
 from orchestrator.specs.catalog import hourly_price
@@ -83,7 +84,7 @@ def tune() -> None:
 
 
 @tune.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@spec_argument("files", nargs=-1, required=True)
 @job_set_option
 @allow_unverified_option
 @report_output_option
@@ -114,7 +115,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
 @output_option
 @job_name_option("tuning job")
@@ -147,7 +148,7 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
 @output_option
 @job_name_option("tuning job")
@@ -367,7 +368,7 @@ def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | Non
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
 @_search_options
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
