@@ -18,6 +18,7 @@ import click
 from orchestrator.cli.options import (
     echo_json,
     interrupt_on_termination,
+    job_region_option,
     local_run_options,
     output_option,
     set_option,
@@ -42,6 +43,7 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.command()
 @spec_argument("file")
 @set_option
+@job_region_option
 @local_run_options()
 @click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
                                                     "progress bar (when stdout is not a terminal, they are streamed "

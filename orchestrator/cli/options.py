@@ -149,6 +149,47 @@ def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
 
 
+_REGION_CHAIN = "$AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, profile"
+"""Where a region comes from when neither `--region` nor a spec names one."""
+_JOB_REGION_DEFAULT = f"the spec's `region:`, else {_REGION_CHAIN}"
+_JOB_REGION_MORE = " The same as --set region=REGION, which still works; given both, --region wins."
+
+
+def region_option(of: str, default: str = _REGION_CHAIN,
+                  more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--region REGION`, the one spelling of a region on every command: `of` says whose region it is (the job,
+    the stack), `default` where it comes from otherwise, `more` anything else it does. The command receives
+    `region`, None where it was not given."""
+    return click.option("--region", metavar="REGION", help=f"AWS region of {of} [default: {default}].{more}")
+
+
+def job_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--region` of every command that reads a job spec (validate, plan, local, submit and their tune
+    counterparts): the job's region, as `status`, `list`, `tune` and `infra` take theirs, and the canonical
+    spelling of `--set region=REGION`, which still works. The command receives it among its `overrides`, after
+    every `--set`, so that it wins."""
+
+    @functools.wraps(function)
+    def in_region(*args: Any, region: str | None, overrides: tuple[str, ...], **kwargs: Any) -> Any:
+        return function(*args, overrides=region_overrides(overrides, region), **kwargs)
+
+    return region_option("the job", _JOB_REGION_DEFAULT, _JOB_REGION_MORE)(in_region)
+
+
+def check_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`check`'s `--region`: the job's, as `job_region_option`'s (check and submit then judge one region), and
+    without a spec the region checked; the command receives `region` and adds it to its overrides itself."""
+    return region_option("the job (without FILE: the region checked)", _JOB_REGION_DEFAULT,
+                         _JOB_REGION_MORE)(function)
+
+
+def region_overrides(overrides: tuple[str, ...], region: str | None) -> tuple[str, ...]:
+    """The `--set` overrides with what `--region` means, `region="REGION"`, last, where it was given: quoted, so
+    that `--region null` or `--region 123` is refused as no region's name rather than read as YAML (null: no region
+    at all, silently the environment's)."""
+    return (*overrides, f"region={json.dumps(region)}") if region is not None else overrides
+
+
 def job_set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """`--set` of the tune commands, which applies to the job spec, not the tuning spec."""
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
