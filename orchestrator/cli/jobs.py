@@ -31,6 +31,7 @@ from orchestrator.cli.options import (
     allow_unverified_option,
     allowing_unverified,
     any_given,
+    backend_option,
     declared_options,
     echo_json,
     follow_options,
@@ -67,8 +68,7 @@ def _job_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """JOB, --backend and --region: how every verb that answers for one job is told which."""
     function = region_option("the job", more=" With a bare name that is a local run, SageMaker is asked too: a job "
                                              "there of the same name makes the name ambiguous.")(function)
-    function = click.option("--backend", type=click.Choice(BACKENDS),
-                            help="Where JOB is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    function = backend_option("JOB", "a local run")(function)
     return click.argument("job", metavar="JOB")(function)
 
 

@@ -176,6 +176,16 @@ def job_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return region_option("the job", _JOB_REGION_DEFAULT, _JOB_REGION_MORE)(in_region)
 
 
+def backend_option(named: str, local: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--backend` of the verbs that answer for one `named` (JOB, TUNING), whose bare name is `local` (a local run,
+    a local search) where there is one: the place the prefix `local:` or `sagemaker:` would say."""
+    from orchestrator.backends.base import BACKENDS
+
+    return click.option("--backend", type=click.Choice(BACKENDS),
+                        help=f"Where {named} is, for a bare name, as the prefix local: or sagemaker: says [default: "
+                             f"{local} of that name where there is one, else SageMaker].")
+
+
 def check_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """`check`'s `--region`: the job's, as `job_region_option`'s (check and submit then judge one region), and
     without a spec the region checked; the command receives `region` and adds it to its overrides itself."""

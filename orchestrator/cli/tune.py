@@ -23,6 +23,7 @@ from orchestrator.cli.options import (
     allow_unverified_option,
     allowing_unverified,
     any_given,
+    backend_option,
     declared_options,
     echo_json,
     job_name_option,
@@ -229,9 +230,7 @@ def _follow(ctx: click.Context, tuning: Tuning, poll_seconds: float, output: str
 def _tuning_options(function: Any) -> Any:
     """TUNING, --backend and --region: how every verb that answers for one search is told which."""
     function = region_option("the tuning job")(function)
-    function = click.option(
-        "--backend", type=click.Choice(BACKENDS),
-        help="Where TUNING is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    function = backend_option("TUNING", "a local search")(function)
     return click.argument("tuning", metavar="TUNING")(function)
 
 
@@ -309,7 +308,8 @@ def _print_status(current: TuningStatus, trials: list[Trial]) -> None:
 @click.option("--status", "status_equals", type=click.Choice(_STATUSES, case_sensitive=False),
               help="Only tuning jobs in this status (any case: failed is Failed).")
 @click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
-@click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True,
+              help="At most this many tuning jobs, newest first.")
 @click.option("--backend", type=click.Choice(BACKENDS),
               help="SageMaker's tuning jobs, or the searches `tune local` wrote under runs/ (or --runs DIR) "
                    "[default: sagemaker; local with --runs].")
