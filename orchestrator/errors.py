@@ -60,13 +60,17 @@ class SpecError(SmtrainError):
     """The spec file or an override is malformed or invalid; no AWS call was made.
 
     Attributes:
-        file: the spec file refused as a whole (missing, unreadable), the place `--output json` gives as `file`;
-            None where no file is involved or each of its problems names its own place.
+        file: the spec file refused as a whole (missing, unreadable, not UTF-8), the place `--output json` gives as
+            `file`; None where no file is involved or each of its problems names its own place.
+        line: the line of `file` the refusal is at (a byte that is not UTF-8), `--output json`'s `line`; None where
+            the whole file is refused.
     """
 
-    def __init__(self, message: str, fix: str | None = None, *, file: str | None = None) -> None:
+    def __init__(self, message: str, fix: str | None = None, *, file: str | None = None,
+                 line: int | None = None) -> None:
         super().__init__(message, fix)
         self.file = file
+        self.line = line
 
 
 class CapabilityError(SpecError):

@@ -6,16 +6,21 @@ import sys
 
 import click
 
-from orchestrator.cli.options import echo_json, output_option, set_option
+from orchestrator.cli.options import (
+    check_region_option,
+    echo_json,
+    output_option,
+    region_overrides,
+    set_option,
+    spec_argument,
+)
 from orchestrator.wording import counted
 
 
 @click.command()
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@spec_argument("file", required=False)
 @set_option
-@click.option("--region", help="AWS region to check [default: the spec's region, $AWS_REGION, then boto3's chain]; "
-                               "one other than where submit runs the job (the spec's region, else $AWS_REGION and "
-                               "boto3's chain) fails the region line (--set region=X moves both).")
+@check_region_option
 @output_option
 @click.pass_context
 def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], region: str | None, output: str) -> None:
@@ -30,16 +35,15 @@ def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], regi
     \b
     Examples:
       smtrain check job.yaml
-      smtrain check job.yaml --set region=eu-west-1
+      smtrain check job.yaml --region eu-west-1
     """
     from orchestrator.cloud.preflight import run_checks
-    from orchestrator.cloud.resolve import resolve_region
     from orchestrator.cloud.sdk import boto_session
     from orchestrator.specs.loader import load
 
-    spec = load(file, overrides).spec if file else None
-    session = ctx.obj or boto_session(region or (spec.region if spec else None))
-    checks = run_checks(spec, session, resolve_region(spec, ctx.obj)[0] if spec else None)
+    spec = load(file, region_overrides(overrides, region)).spec if file else None
+    session = ctx.obj or boto_session(spec.region if spec else region)
+    checks = run_checks(spec, session)
     passed = all(item.ok for item in checks)
     if output == "json":
         echo_json({"passed": passed, "checks": [item.to_dict() for item in checks]})

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option
+from orchestrator.cli.options import UserErrorGroup, echo_json, key_value_pairs, output_option, region_option
 from orchestrator.cloud import infra as infra_lib
 from orchestrator.wording import counted
 
@@ -19,13 +19,6 @@ _stack_name_option = click.option(
     metavar="NAME",
     help=f"CloudFormation stack [default: ${infra_lib.STACK_NAME_ENV} or '{infra_lib.DEFAULT_STACK_NAME}'].",
 )
-
-
-def _region_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--region", help="AWS region of the stack [default: $AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, "
-        "profile]."
-    )(function)
 
 
 def _yes_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -47,7 +40,7 @@ def infra() -> None:
 
 @infra.command()
 @_stack_name_option
-@_region_option
+@region_option("the stack")
 @click.option(
     "--parameter",
     "-p",
@@ -93,7 +86,7 @@ def deploy(
 
 @infra.command()
 @_stack_name_option
-@_region_option
+@region_option("the stack")
 @output_option
 @click.pass_context
 def show(ctx: click.Context, stack_name: str | None, region: str | None, output: str) -> None:
@@ -109,7 +102,7 @@ def show(ctx: click.Context, stack_name: str | None, region: str | None, output:
 
 @infra.command()
 @_stack_name_option
-@_region_option
+@region_option("the stack")
 @click.option(
     "--delete-bucket",
     is_flag=True,

@@ -31,16 +31,20 @@ from orchestrator.cli.options import (
     allow_unverified_option,
     allowing_unverified,
     any_given,
+    backend_option,
     declared_options,
     echo_json,
     follow_options,
     full_plan_option,
     job_name_option,
+    job_region_option,
     max_source_option,
     output_option,
     plan_view,
+    region_option,
     runs_option,
     set_option,
+    spec_argument,
     wait_option,
 )
 from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
@@ -62,12 +66,9 @@ EXIT_CODES = {"Completed": 0, "Failed": 1, "Stopped": 3}
 
 def _job_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """JOB, --backend and --region: how every verb that answers for one job is told which."""
-    function = click.option(
-        "--region", help="AWS region of the job [default: $AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, "
-                         "profile]. With a bare name that is a local run, SageMaker is asked too: a job there of "
-                         "the same name makes the name ambiguous.")(function)
-    function = click.option("--backend", type=click.Choice(BACKENDS),
-                            help="Where JOB is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    function = region_option("the job", more=" With a bare name that is a local run, SageMaker is asked too: a job "
+                                             "there of the same name makes the name ambiguous.")(function)
+    function = backend_option("JOB", "a local run")(function)
     return click.argument("job", metavar="JOB")(function)
 
 
@@ -76,8 +77,9 @@ def _resolve(ctx: click.Context, job: str, backend: str | None, region: str | No
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
+@job_region_option
 @output_option
 @job_name_option("job")
 @max_source_option
@@ -324,7 +326,7 @@ def stop(ctx: click.Context, job: str, backend: str | None, region: str | None, 
               help="Only local runs (the run directories under runs/, or --runs DIR).")
 @click.option("--cloud", "cloud_only", is_flag=True, help="Only SageMaker jobs.")
 @runs_option("runs")
-@click.option("--region", help="AWS region of the jobs [default: $AWS_REGION, then boto3's chain].")
+@region_option("the SageMaker jobs")
 @output_option
 @click.pass_context
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,

@@ -18,9 +18,11 @@ import click
 from orchestrator.cli.options import (
     echo_json,
     interrupt_on_termination,
+    job_region_option,
     local_run_options,
     output_option,
     set_option,
+    spec_argument,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +41,9 @@ def _explain(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
+@job_region_option
 @local_run_options()
 @click.option("--verbose", "-v", is_flag=True, help="Print every host's log lines, prefixed [algo-N], under the "
                                                     "progress bar (when stdout is not a terminal, they are streamed "

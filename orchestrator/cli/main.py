@@ -19,11 +19,13 @@ from orchestrator.cli.options import (
     echo_json,
     full_plan_option,
     job_name_option,
+    job_region_option,
     max_source_option,
     output_option,
     plan_view,
     report_output_option,
     set_option,
+    spec_argument,
 )
 
 
@@ -57,8 +59,9 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@spec_argument("files", nargs=-1, required=True)
 @set_option
+@job_region_option
 @allow_unverified_option
 @report_output_option
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
@@ -88,8 +91,9 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @set_option
+@job_region_option
 @output_option
 @job_name_option("job")
 @max_source_option
@@ -107,7 +111,7 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     \b
     Examples:
       smtrain plan job.yaml
-      smtrain plan job.yaml --set region=eu-west-1 --full
+      smtrain plan job.yaml --region eu-west-1 --full
     """
     from orchestrator.cli.render import emit_plan
 

@@ -121,7 +121,8 @@ def error_document(exc: Exception) -> dict[str, Any]:
     from orchestrator.specs.loader import InvalidSpec
 
     problems = [problem.to_dict() for problem in exc.problems] if isinstance(exc, InvalidSpec) else []
-    place = problems[0] if problems else {**dict.fromkeys(_PLACE_KEYS), "file": getattr(exc, "file", None)}
+    place = problems[0] if problems else {**dict.fromkeys(_PLACE_KEYS), "file": getattr(exc, "file", None),
+                                          "line": getattr(exc, "line", None)}
     message, fix = getattr(exc, "message", str(exc)), getattr(exc, "fix", None)
     if problems:  # "2 problems in the job spec: <the first one's message>", and the first one's fix
         message, fix = f"{message.splitlines()[0]} {problems[0]['message']}", problems[0]["fix"]
@@ -137,8 +138,66 @@ def _unplaced_error(kind: str, message: str, fix: str | None) -> dict[str, Any]:
     return {"error": {"type": kind, "message": message, "fix": fix, **dict.fromkeys(_PLACE_KEYS)}}
 
 
+def spec_argument(name: str, **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The spec file argument (`FILE`, `FILES`) of every command that reads one. Any path: the loader refuses a
+    folder, a FIFO or a missing file naming it (`file` under `--output json`, a file's own report in `validate`),
+    where click's own check was a usage error with no file."""
+    return click.argument(name, type=click.Path(), **settings)
+
+
 def set_option(function: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE", help=SET_HELP)(function)
+
+
+_REGION_CHAIN = "$AWS_REGION, then boto3's chain: AWS_DEFAULT_REGION, profile"
+"""Where a region comes from when neither `--region` nor a spec names one."""
+_JOB_REGION_DEFAULT = f"the spec's `region:`, else {_REGION_CHAIN}"
+_JOB_REGION_MORE = " The same as --set region=REGION, which still works; given both, --region wins."
+
+
+def region_option(of: str, default: str = _REGION_CHAIN,
+                  more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--region REGION`, the one spelling of a region on every command: `of` says whose region it is (the job,
+    the stack), `default` where it comes from otherwise, `more` anything else it does. The command receives
+    `region`, None where it was not given."""
+    return click.option("--region", metavar="REGION", help=f"AWS region of {of} [default: {default}].{more}")
+
+
+def job_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--region` of every command that reads a job spec (validate, plan, local, submit and their tune
+    counterparts): the job's region, as `status`, `list`, `tune` and `infra` take theirs, and the canonical
+    spelling of `--set region=REGION`, which still works. The command receives it among its `overrides`, after
+    every `--set`, so that it wins."""
+
+    @functools.wraps(function)
+    def in_region(*args: Any, region: str | None, overrides: tuple[str, ...], **kwargs: Any) -> Any:
+        return function(*args, overrides=region_overrides(overrides, region), **kwargs)
+
+    return region_option("the job", _JOB_REGION_DEFAULT, _JOB_REGION_MORE)(in_region)
+
+
+def backend_option(named: str, local: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--backend` of the verbs that answer for one `named` (JOB, TUNING), whose bare name is `local` (a local run,
+    a local search) where there is one: the place the prefix `local:` or `sagemaker:` would say."""
+    from orchestrator.backends.base import BACKENDS
+
+    return click.option("--backend", type=click.Choice(BACKENDS),
+                        help=f"Where {named} is, for a bare name, as the prefix local: or sagemaker: says [default: "
+                             f"{local} of that name where there is one, else SageMaker].")
+
+
+def check_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`check`'s `--region`: the job's, as `job_region_option`'s (check and submit then judge one region), and
+    without a spec the region checked; the command receives `region` and adds it to its overrides itself."""
+    return region_option("the job (without FILE: the region checked)", _JOB_REGION_DEFAULT,
+                         _JOB_REGION_MORE)(function)
+
+
+def region_overrides(overrides: tuple[str, ...], region: str | None) -> tuple[str, ...]:
+    """The `--set` overrides with what `--region` means, `region="REGION"`, last, where it was given: quoted, so
+    that `--region null` or `--region 123` is refused as no region's name rather than read as YAML (null: no region
+    at all, silently the environment's)."""
+    return (*overrides, f"region={json.dumps(region)}") if region is not None else overrides
 
 
 def job_set_option(function: Callable[..., Any]) -> Callable[..., Any]:

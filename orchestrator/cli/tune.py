@@ -23,15 +23,19 @@ from orchestrator.cli.options import (
     allow_unverified_option,
     allowing_unverified,
     any_given,
+    backend_option,
     declared_options,
     echo_json,
     job_name_option,
+    job_region_option,
     job_set_option,
     local_run_options,
     max_source_option,
     output_option,
+    region_option,
     report_output_option,
     runs_option,
+    spec_argument,
     wait_option,
 )
 from orchestrator.specs.catalog import hourly_price
@@ -48,10 +52,6 @@ TRIAL_OPTIONS = ("inputs", "processes_per_host", "cpus", "link_inputs", "exact_a
                  "stall_timeout_seconds", "stop_grace_seconds")
 """`smtrain local`'s options that `tune local` hands every trial (its own --run-dir is the search's directory;
 a smoke, a spot interruption or a host order are single runs' checks, not a search's)."""
-
-
-def _region_option(function: Any) -> Any:
-    return click.option("--region", help="AWS region [default: $AWS_REGION, then boto3's chain].")(function)
 
 
 def _search_options(command: Any) -> Any:
@@ -83,8 +83,9 @@ def tune() -> None:
 
 
 @tune.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@spec_argument("files", nargs=-1, required=True)
 @job_set_option
+@job_region_option
 @allow_unverified_option
 @report_output_option
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverified: bool, output: str) -> None:
@@ -114,8 +115,9 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
+@job_region_option
 @output_option
 @job_name_option("tuning job")
 @max_source_option
@@ -147,8 +149,9 @@ def plan(ctx: click.Context, file: str, overrides: tuple[str, ...], output: str,
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
+@job_region_option
 @output_option
 @job_name_option("tuning job")
 @allow_unverified_option
@@ -226,10 +229,8 @@ def _follow(ctx: click.Context, tuning: Tuning, poll_seconds: float, output: str
 
 def _tuning_options(function: Any) -> Any:
     """TUNING, --backend and --region: how every verb that answers for one search is told which."""
-    function = _region_option(function)
-    function = click.option(
-        "--backend", type=click.Choice(BACKENDS),
-        help="Where TUNING is, for a bare name (as the prefix local: or sagemaker: says).")(function)
+    function = region_option("the tuning job")(function)
+    function = backend_option("TUNING", "a local search")(function)
     return click.argument("tuning", metavar="TUNING")(function)
 
 
@@ -307,12 +308,13 @@ def _print_status(current: TuningStatus, trials: list[Trial]) -> None:
 @click.option("--status", "status_equals", type=click.Choice(_STATUSES, case_sensitive=False),
               help="Only tuning jobs in this status (any case: failed is Failed).")
 @click.option("--name-contains", help="Only tuning jobs whose name contains this text.")
-@click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--max", "max_results", type=click.IntRange(1, 100), default=20, show_default=True,
+              help="At most this many tuning jobs, newest first.")
 @click.option("--backend", type=click.Choice(BACKENDS),
               help="SageMaker's tuning jobs, or the searches `tune local` wrote under runs/ (or --runs DIR) "
                    "[default: sagemaker; local with --runs].")
 @runs_option("searches")
-@_region_option
+@region_option("the SageMaker tuning jobs")
 @output_option
 @click.pass_context
 def list_command(ctx: click.Context, status_equals: str | None, name_contains: str | None, max_results: int,
@@ -367,8 +369,9 @@ def stop(ctx: click.Context, tuning: str, backend: str | None, region: str | Non
 
 
 @tune.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@spec_argument("file")
 @job_set_option
+@job_region_option
 @_search_options
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Draw the objective over the trials and against each parameter (needs matplotlib).")

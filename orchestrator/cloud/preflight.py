@@ -45,17 +45,16 @@ class _Account:
 
     session: Any
     spec: JobSpec | None
-    job_region: str | None = None
     region: str | None = None
     account: str | None = None
     role: str | None = None
     output_path: str | None = None
 
 
-def run_checks(spec: JobSpec | None, session: Any, job_region: str | None = None) -> list[Check]:
-    """Every check in order; a check whose prerequisite failed says so instead of calling AWS. `job_region`: where
-    submit would run the spec's job, which a pass in `session`'s region must match to promise anything."""
-    state = _Account(session=session, spec=spec, job_region=job_region)
+def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
+    """Every check in order, in `session`'s region (the job's: `check` and `submit` take one `--region`); a check
+    whose prerequisite failed says so instead of calling AWS."""
+    state = _Account(session=session, spec=spec)
     steps: list[Callable[[_Account], Check]] = [_credentials, _region, _role, _bucket]
     if spec is not None:
         steps += [_image, _quota]
@@ -78,9 +77,7 @@ def _credentials(state: _Account) -> Check:
 
 
 def _region(state: _Account) -> Check:
-    """The session's region, which every client here calls: the one checked, even where submit would run the job
-    elsewhere (`check --region` other than the spec's `region:` or, without one, the environment's), which fails
-    this line."""
+    """The session's region, which every client here calls: the one checked."""
     region = state.session.region_name
     if not region:
         return Check("region", False, "no region: neither the spec, --region, $AWS_REGION nor the profile names one",
@@ -91,14 +88,6 @@ def _region(state: _Account) -> Check:
         return Check("region", False, f"{region} is not a region where SageMaker runs",
                      f"use one of: {', '.join(sorted(offered)[:8])}, ...")
     state.region = region
-    named = state.job_region
-    if named and named != region:
-        said = (f"the spec says `region: {named}`" if state.spec and state.spec.region else
-                f"the spec names no region and submit takes {named} ($AWS_REGION, then boto3's chain)")
-        return Check("region", False, f"{region}, but {said}: these checks are for {region}, and submit runs "
-                                      f"the job in {named}",
-                     f"check where the job runs (leave --region out), or run it in {region}: give check and "
-                     f"submit --set region={region}")
     return Check("region", True, region)
 
 

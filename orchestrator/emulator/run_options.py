@@ -83,11 +83,12 @@ class Options:
     master_host: str | None = declared(
         None, metavar="algo-N",
         help="Put this host first in the instance group, as SageMaker sometimes does: it becomes the master in "
-             "distributed modes (catches scripts that assume algo-1).")
+             "distributed modes (catches scripts that assume algo-1) [default: algo-1].")
     host_order: tuple[str, ...] | None = declared(
         None, metavar="algo-N,...", normalize=_host_order, word=",".join,
         help="The instance group's host order, which SageMaker does not promise (e.g. algo-3,algo-1,algo-2): the "
-             "first is the master in distributed modes, MPI ranks are placed in this order; hosts not named follow.")
+             "first is the master in distributed modes, MPI ranks are placed in this order; hosts not named follow "
+             "[default: algo-1,algo-2,...].")
     link_inputs: bool = declared(
         False, takes="flag",
         help="Link local channel files instead of copying them per host (hard links), mounted read-only in each "

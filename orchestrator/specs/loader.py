@@ -233,10 +233,11 @@ def _file_path(path: Any, what: str, fix: str) -> Path:
     return Path(path)
 
 
-def _read_text(path: Path) -> str:
-    """The spec's text: a regular file (not /dev/zero or a FIFO) of at most MAX_SPEC_BYTES, UTF-8 without NULs.
-    Opened once, without blocking, and read from that descriptor only once it says it is a regular file: a check of
-    the path before the open would let a FIFO swapped in between hold the open forever."""
+def _read_text(path: Path, kind: str = "job spec") -> str:
+    """The text of the spec (`kind`, as refusals name it): a regular file (not /dev/zero, a FIFO or a folder) of at
+    most MAX_SPEC_BYTES, UTF-8 without NULs. Opened once, without blocking, and read from that descriptor only once
+    it says it is a regular file: a check of the path before the open would let a FIFO swapped in between hold the
+    open forever."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -244,16 +245,18 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc),
                         file=str(path)) from None
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):  # asked before fdopen, which refuses a folder's descriptor with IsADirectoryError
+        os.close(descriptor)
+        raise SpecError(f"{path}: not a regular file ({special_file_kind(mode) or 'a folder'})",
+                        fix="give the path of a YAML spec file", file=str(path))
     with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise SpecError(f"{path}: not a regular file", fix="give the path of a YAML spec file",
-                            file=str(path))
         try:
             data = handle.read(MAX_SPEC_BYTES + 1)
         except OSError as exc:
             raise SpecError(f"{path}: cannot read: {exc.strerror}", fix=_unreadable_spec_fix(path, exc),
                             file=str(path)) from None
-    return decode_bounded(data, str(path))
+    return decode_bounded(data, str(path), kind)
 
 
 def _unreadable_spec_fix(path: Path, error: OSError) -> str:
@@ -286,22 +289,26 @@ def decode_bounded(data: bytes, where: str, kind: str = "job spec") -> str:
         kind: what the file should be, for the refusal's words ("job spec", "SageMaker SDK defaults file").
 
     Raises:
-        SpecError: one line naming `where`, the problem and the fix.
+        SpecError: one line naming `where`, the problem and the fix; `where` is its `file` (and the line its
+            `line`, where the refusal has one), as `--output json` gives them.
     """
     if len(data) > MAX_SPEC_BYTES:
         raise SpecError(f"{where}: larger than {MAX_SPEC_BYTES // 1024} KiB, which no {kind} is",
-                        fix="check the path; keep data and long lists out of it")
+                        fix="check the path; keep data and long lists out of it", file=where)
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise SpecError(f"{where}: UTF-16 (or UTF-32) text; a {kind} is read as UTF-8", fix="save the file as UTF-8")
+        raise SpecError(f"{where}: UTF-16 (or UTF-32) text; a {kind} is read as UTF-8", fix="save the file as UTF-8",
+                        file=where)
     if b"\0" in data:
-        raise SpecError(f"{where}: NUL byte at offset {data.index(0)}: not a text file",
-                        fix=f"give the path of a {kind} saved as UTF-8")
+        offset = data.index(0)
+        line = data.count(b"\n", 0, offset) + 1
+        raise SpecError(f"{where}:{line}: NUL byte at offset {offset}: not a text file",
+                        fix=f"give the path of a {kind} saved as UTF-8", file=where, line=line)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SpecError(f"{where}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-                        fix="save the file as UTF-8") from None
+                        fix="save the file as UTF-8", file=where, line=line) from None
 
 
 def load_untrusted_yaml(data: bytes, where: str, kind: str) -> Any:
@@ -1136,7 +1143,7 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
     path = _file_path(path, "a tuning spec file", "pass the tuning spec's path, e.g. \"search.yaml\" (its `job:` "
                                                  "names the job spec)")
     overrides = _override_texts(overrides)
-    text = _read_text(path)
+    text = _read_text(path, "tuning spec")
     raw, places = _parse_tuning(text, path)
     positions = places.positions
     if not isinstance(raw, dict):

@@ -68,6 +68,97 @@ def test_every_option_of_smtrain_local_is_listed_on_its_page():
     assert not missing, f"docs/local.md does not list {missing}"
 
 
+def _leaf_commands() -> dict[str, click.Command]:
+    """Every command that runs (not a group), by its words after `smtrain`: `local`, `tune local`."""
+    found = {}
+    for path in _commands(smtrain):
+        command: click.Command = smtrain
+        for word in path.split()[1:]:
+            command = command.get_command(click.Context(command), word)  # type: ignore[attr-defined]
+        if not isinstance(command, click.Group):
+            found[path.removeprefix("smtrain ")] = command
+    return found
+
+
+COMMANDS = _leaf_commands()
+
+
+def _shown_options(command: click.Command) -> list[click.Option]:
+    return [option for option in command.params if isinstance(option, click.Option) and not option.hidden]
+
+
+def _names(text: str, flag: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+@pytest.mark.parametrize("words", COMMANDS)
+def test_every_option_is_named_on_a_page_that_shows_its_command(words):
+    """A user reading about `smtrain tune list` finds its --max and --name-contains there; `instances --family`
+    and `tune list --max`, `--name-contains` were on no page at all."""
+    showing = [page.read_text() for page in PAGES]
+    showing = [text for text in showing if f"smtrain {words}" in text or re.search(rf"`{re.escape(words)}[` ]", text)]
+    missing = [option.opts[-1] for option in _shown_options(COMMANDS[words])
+               if not any(_names(text, flag) for text in showing for flag in option.opts + option.secondary_opts)]
+    assert not missing, f"no page that shows `smtrain {words}` names its {missing}"
+
+
+@pytest.mark.parametrize("words", COMMANDS)
+def test_every_option_says_what_it_does_and_its_default(words):
+    """`--help` answers both questions: `tune list --max` had no help at all. An option with a default value
+    shows it; one without (a filter, --smoke) is off unless given, which its words say."""
+    command = COMMANDS[words]
+    context = click.Context(command)
+    silent = [option.opts[-1] for option in _shown_options(command) if not option.help]
+    unshown = [option.opts[-1] for option in _shown_options(command)
+               if not option.is_flag and option.to_info_dict()["default"] not in (None, ())
+               and "default" not in option.get_help_record(context)[1].lower()]
+    unsaid = [option.opts[-1] for option in _shown_options(command)
+              if isinstance(option.type, click.Choice) and option.to_info_dict()["default"] is None
+              and "[default:" not in option.help and not option.help.startswith("Only ")]
+    assert not silent and not unshown and not unsaid, (
+        f"smtrain {words}: no help for {silent}, no default shown for {unshown}, a choice that does not say "
+        f"which applies without it (unless it filters: Only ...) for {unsaid}")
+
+
+@pytest.mark.parametrize(("words", "flag", "default"), [
+    ("tune local", "--max-jobs", "[default: the tuning spec's max_jobs]"),
+    ("local", "--master-host", "[default: algo-1]"),
+    ("local", "--host-order", "[default: algo-1,algo-2,...]"),
+])
+def test_an_option_whose_default_the_spec_or_sagemaker_decides_says_it(words, flag, default):
+    """No value in the declaration, so click shows none: the help says where it comes from instead."""
+    option = next(option for option in COMMANDS[words].params if flag in option.opts)
+    assert default in " ".join(option.help.split())
+
+
+def _example_commands(page: Path) -> list[tuple[str, str]]:
+    """(the command's words, the rest of its line) for each `smtrain ...` line of the page's code blocks, a line
+    continued with `\\` joined, a `# comment` cut."""
+    blocks = page.read_text().split("```")[1::2]
+    lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
+    found = []
+    for line in lines:
+        for call in re.findall(r"smtrain ([^#;|]*)", line):
+            words = call.split()
+            for length in (2, 1):
+                if " ".join(words[:length]) in COMMANDS:
+                    found.append((" ".join(words[:length]), " ".join(words[length:])))
+                    break
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_option_an_example_passes_exists(page):
+    """An example that passes an option its command lacks fails for whoever copies it."""
+    unknown = []
+    for words, rest in _example_commands(page):
+        flags = {flag for option in COMMANDS[words].params for flag in getattr(option, "opts", [])
+                 + getattr(option, "secondary_opts", [])} | {"--help"}
+        unknown += [f"smtrain {words} {flag}" for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", rest)
+                    if flag not in flags]
+    assert not unknown, f"{page.name}'s examples pass options their commands lack: {unknown}"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_every_relative_link_resolves(page):
     broken = []

@@ -24,7 +24,8 @@ class SearchOptions:
         help="Trials at once here [default: the spec's max_parallel_jobs, at most this machine's cores]; they share "
              "the cores: each trial's --cpus is this machine's cores / N unless --cpus says.")
     max_jobs: int | None = declared(
-        None, takes="int", minimum=1, metavar="N", help="Run at most N trials (a smaller search).")
+        None, takes="int", minimum=1, metavar="N",
+        help="Run at most N trials, a smaller search [default: the tuning spec's max_jobs].")
     budget_seconds: float | None = declared(
         None, takes="number", minimum=1, flag="--budget", metavar="SECONDS",
         help="A bounded search for CI: start no trial after SECONDS, and stop the running ones then (as "

@@ -1,0 +1,63 @@
+"""One way to name a job's region on every command: `--region REGION`, as `status`, `list`, `tune` and `infra`
+always took it, now also on every command that reads a job spec (before: `--set region=X` there, and `check
+--region` meant "check another region than the job's"). `--set region=X` still works; given both, `--region`
+wins. No AWS: nothing here reaches a call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from tuning_specs import TINY_JOB, TINY_SEARCH
+
+from orchestrator.cli.main import main
+
+
+@pytest.fixture
+def specs(tmp_path, monkeypatch):
+    """tiny.yaml (a job spec naming its role, bucket and region us-east-1) and search.yaml, a search over it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('loss=0.5')\n")
+    (tmp_path / "tiny.yaml").write_text(TINY_JOB)
+    (tmp_path / "search.yaml").write_text(TINY_SEARCH.replace('"train:loss"', "loss"))
+
+
+@pytest.mark.parametrize("command", [
+    ("validate", "tiny.yaml"), ("plan", "tiny.yaml"), ("local", "tiny.yaml"), ("submit", "tiny.yaml"),
+    ("submit", "tiny.yaml", "--dry-run"), ("tune", "validate", "search.yaml"), ("tune", "plan", "search.yaml"),
+    ("tune", "submit", "search.yaml"), ("tune", "local", "search.yaml"),
+], ids=" ".join)
+def test_every_command_that_reads_a_job_spec_moves_it_by_region(specs, command):
+    """Before, each of these said "No such option: --region"."""
+    result = CliRunner().invoke(main, [*command, "--region", "nowhere-1"])
+
+    assert result.exit_code == 2, result.output
+    assert "no SageMaker PyTorch training images are published in region 'nowhere-1'" in result.output
+
+
+def _planned(*options: str) -> dict:
+    result = CliRunner().invoke(main, ["plan", "tiny.yaml", "--job-name", "tiny-1", *options, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_region_plans_the_job_where_set_region_did_and_wins_over_it(specs):
+    moved = _planned("--region", "eu-west-1")
+
+    assert moved["spec"]["region"] == "eu-west-1"
+    assert ".dkr.ecr.eu-west-1.amazonaws.com/" in moved["create_training_job_request"]["AlgorithmSpecification"][
+        "TrainingImage"]
+    assert _planned("--set", "region=eu-west-1")["create_training_job_request"] == moved[
+        "create_training_job_request"]  # the old spelling still works, alike
+    both = _planned("--set", "region=us-west-2", "--region", "eu-west-1")
+    assert both["create_training_job_request"] == moved["create_training_job_request"]
+
+
+@pytest.mark.parametrize("value", ["null", "123", ""])
+def test_a_region_is_taken_as_written_never_as_yaml(specs, value):
+    """`--region null` must not mean "no region" (silently the environment's), nor 123 a number."""
+    result = CliRunner().invoke(main, ["validate", "tiny.yaml", "--region", value])
+
+    assert result.exit_code == 2, result.output
+    assert f"published in region '{value}'" in result.output
