@@ -43,3 +43,15 @@ def test_a_lock_is_kept_while_another_run_uses_the_folder_and_removed_when_the_l
             assert removed == [] and lock.exists()
             fcntl.flock(other_run, fcntl.LOCK_UN)  # the other run ends while this one runs
     assert not lock.exists(), "the last run to end removes what a killed compile left"
+
+
+def test_a_lock_below_torch_s_own_python_and_accelerator_folder_is_removed_too(tmp_path):
+    """Where a host's namespace shows the folder at ~/.cache/torch_extensions, TORCH_EXTENSIONS_DIR is unset as in
+    the container and torch builds one folder deeper (`py311_cpu/<extension>`): a killed compile's lock there
+    blocked every later run."""
+    folder = tmp_path / "torch_extensions" / "py3.11-torch2.13.0+cpu"
+    (folder / "py311_cpu" / "cpu_adam").mkdir(parents=True)
+    (folder / "py311_cpu" / "cpu_adam" / "lock").write_text("")
+
+    with build_cache.shared(folder) as removed:
+        assert removed == [folder / "py311_cpu" / "cpu_adam" / "lock"]

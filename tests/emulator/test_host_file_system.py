@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.emulator.launching import opt_ml
+from orchestrator.emulator.launching import build_cache, opt_ml
 from orchestrator.emulator.launching.hostfs import HOST_TMP_VARIABLE
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.emulator.preparing.deviations import DEVIATIONS
@@ -119,6 +119,32 @@ def test_without_namespaces_the_notice_says_the_host_names_do_not_resolve(tmp_pa
             "not resolve)") in DEVIATIONS[0]
 
 
+def test_without_namespaces_the_notice_says_home_the_build_cache_and_the_checkpoint_path_differ(tmp_path):
+    """With namespaces they are /root, ~/.cache/torch_extensions and the checkpoint path itself; the fallback
+    notice named only /opt/ml, /tmp and /etc/hosts as the machine's."""
+    notice = opt_ml.fallback_notice(opt_ml.HostFileSystem(False, "SMTRAIN_NO_NAMESPACES=1"), tmp_path, ())[0]
+    assert "HOME is the host's folder container-paths/<host>/root of the run, not /root" in notice
+    assert "TORCH_EXTENSIONS_DIR names smtrain's build cache" in notice
+    assert ("a checkpoint path outside /opt/ml is a folder under container-paths/ (values naming it are "
+            "rewritten)") in notice
+
+
+def test_a_checkpoint_path_no_namespace_can_show_is_rewritten_and_said_before_the_run(tmp_path):
+    """A new folder in the machine's / (/checkpoints) cannot be made in a host's namespace without writing to the
+    machine: the job is given its folder under container-paths/ and the run says why. One below an existing
+    folder (/opt/checkpoints) is shown at its path, and values naming it reach the job unchanged."""
+    top = f"/smtrain-checkpoints-{uuid.uuid4().hex}"
+    unplaced = opt_ml.HostFileSystem(True).placing(top, tmp_path / "extensions", sys.executable)
+    assert unplaced.in_place() == ("/opt/ml",)
+    assert opt_ml.fallback_notice(unplaced, tmp_path, ()) == [
+        f"checkpoint.local_path {top} is a new folder in this machine's /, which a host's namespace cannot show "
+        "without writing there: the job is given its host's folder under the run's container-paths/ instead (values "
+        "naming the path are rewritten to it)"]
+    placed = opt_ml.HostFileSystem(True).placing("/opt/checkpoints", tmp_path / "extensions", sys.executable)
+    assert placed.in_place() == ("/opt/ml", "/opt/checkpoints")
+    assert opt_ml.fallback_notice(placed, tmp_path, ()) == []
+
+
 def _enter_with_own_tmp(host_tmp: Path, host_root: Path, script: str) -> subprocess.CompletedProcess[str]:
     """`script` run by this interpreter inside a host's namespace whose /tmp is `host_tmp`."""
     command = [*opt_ml.HostFileSystem(True).enter(host_root), sys.executable, "-I", "-S", "-c", script]
@@ -192,6 +218,9 @@ CONTAINER_PATHS_SEEN = {
     "cwd": "/opt/ml/code", "code on sys.path": ["/opt/ml/code", "/opt/ml/code"], "code on PYTHONPATH": ["/opt/ml/code"],
     "training_env": {"model_dir": "/opt/ml/model", "channel_input_dirs": {"train": "/opt/ml/input/data/train"},
                      "output_dir": "/opt/ml/output"},
+    "HOME": "/root", "~": "/root", "the machine's home file seen": False,
+    "TORCH_EXTENSIONS_DIR": None, "torch extensions": ["built-by-an-earlier-run"],
+    "SM_HP_CHECKPOINT_DIR": "/opt/checkpoints/run",
 }
 
 
@@ -208,27 +237,52 @@ def _container_paths_seen(run_dir: Path) -> dict[int, dict]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
-def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_user_s_line(tmp_path, launcher):
+def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_user_s_line(tmp_path, launcher,
+                                                                                          monkeypatch):
     """On SageMaker the toolkit gives a job /opt/ml paths and starts it in /opt/ml/code; with each host's folder at
     /opt/ml, the emulation gave the run directory's real paths instead, so a job's own errors named
-    `.../runs/<run>/algo-2/input/data/train/x.csv`. The cause still names the user's file and line."""
+    `.../runs/<run>/algo-2/input/data/train/x.csv`. The cause still names the user's file and line.
+
+    Outside /opt/ml the job is in the container too: HOME is /root (it was the run's container-paths/<host>/root),
+    none of the machine's own /root is there, torch builds its extensions in ~/.cache/torch_extensions, which is
+    smtrain's shared build cache (TORCH_EXTENSIONS_DIR named that cache), and a checkpoint path outside /opt/ml
+    reaches the job as the request has it (it was rewritten to container-paths/), with what it saves there kept in
+    the run and the machine's /opt unchanged."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "present.csv").write_text("1,2\n")
     spec = _write_spec(tmp_path, launcher, entry_point="container_paths.py")
     document = yaml.safe_load(spec.read_text())
-    document.update(hyperparameters={"model_path": "/opt/ml/model/best.pt"}, inputs={"train": str(data)})
+    machine_home_file = Path("/root") / f".smtrain-machine-home-{uuid.uuid4().hex}"
+    document.update(hyperparameters={"model_path": "/opt/ml/model/best.pt", "checkpoint_dir": "/opt/checkpoints/run"},
+                    inputs={"train": str(data)}, environment={"MACHINE_HOME_FILE": str(machine_home_file)},
+                    checkpoint={"s3_uri": "s3://bucket/ckpt/", "local_path": "/opt/checkpoints"})
     spec.write_text(yaml.safe_dump(document))
     entered = subprocess.run([*opt_ml.HostFileSystem(True).enter(tmp_path), "true"], capture_output=True, text=True,
                              timeout=60, check=False)
     if entered.returncode != 0:
         pytest.skip(f"no mount namespaces here ({entered.stderr.strip()}): the job is given its host's folder")
-    result = _run_as("this user", spec, tmp_path / "run")
+    if not os.access("/root", os.W_OK):
+        pytest.skip("the machine's /root cannot be written here: no file of its own to look for in the job's home")
+    monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))  # as _run_as gives the run
+    extensions = build_cache.extensions_dir(sys.executable)
+    (extensions / "built-by-an-earlier-run").mkdir(parents=True)
+    machine_opt = sorted(os.listdir("/opt"))
+    machine_home_file.write_text("the user's own\n")
+    try:
+        result = _run_as("this user", spec, tmp_path / "run")
+    finally:
+        machine_home_file.unlink()
     assert result.returncode == 1, result.stdout + result.stderr
     seen = _container_paths_seen(tmp_path / "run")
     assert sorted(seen) == list(range(2 * PER_HOST[launcher]))
     for rank, paths in seen.items():
         assert paths == CONTAINER_PATHS_SEEN, rank
+        host = f"algo-{rank // PER_HOST[launcher] + 1}"
+        saved = tmp_path / "run" / "container-paths" / host / "opt" / "checkpoints" / "run" / f"rank-{rank}.txt"
+        assert saved.read_text() == "saved\n"
+    assert sorted(os.listdir("/opt")) == machine_opt
+    assert sorted(path.name for path in extensions.iterdir()) == ["built-by-an-earlier-run"]
     source = (tmp_path / "src" / "container_paths.py").read_text().splitlines()
     line = next(number for number, text in enumerate(source, 1) if "missing.csv" in text)
     reason = json.loads((tmp_path / "run" / "result.json").read_text())["failure_reason"]

@@ -31,7 +31,7 @@ def _local(spec: Path, run_dir: Path) -> list[str]:
 
 
 def _build_locks(*roots: Path) -> list[Path]:
-    return [lock for root in roots for lock in root.glob(f"torch_extensions/*/{EXTENSION}/lock")]
+    return [lock for root in roots for lock in root.glob(f"torch_extensions/**/{EXTENSION}/lock")]
 
 
 def test_a_jit_compile_is_slow_not_hung_and_a_stopped_one_blocks_no_later_run(make_spec, tmp_path, monkeypatch):
@@ -56,7 +56,7 @@ def test_a_jit_compile_is_slow_not_hung_and_a_stopped_one_blocks_no_later_run(ma
     assert second.returncode == 0, second.stderr
     assert "add_one(41)=42" in (tmp_path / "second" / "logs" / "algo-1.log").read_text()
     assert "slow, not hung: " in second.stderr, "the compile outlasted the stall timeout and was not stopped"
-    built = list(cache.glob(f"torch_extensions/py*-torch*/{EXTENSION}/{EXTENSION}.so"))
+    built = list(cache.glob(f"torch_extensions/py*-torch*/**/{EXTENSION}/{EXTENSION}.so"))
     assert built, "built in smtrain's cache, keyed by Python and torch"
     assert not (user_cache / "torch_extensions").exists(), "nothing in the user's own cache"
     assert _build_locks(cache) == []

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from orchestrator.cli.main import main
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.emulator.instances import run_files
+from orchestrator.emulator.launching import opt_ml
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.errors import SpecError
 from orchestrator.specs.loader import load
@@ -27,7 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, tmp_path, startup_seconds):
     """The container path is the host path of nothing: a spot restart restores the checkpoint inside the run
-    directory, and the directory of that name on this machine keeps every inode."""
+    directory, and the directory of that name on this machine keeps every inode. In each host's namespace the job
+    finds it at the container path (the run's folder bound there); without one, at that folder itself."""
     # The interruption comes once the script has written its checkpoint: 4 s on an idle machine, more when
     # starting a process takes longer now (6 times the import of smtrain's runner).
     interruption = max(4.0, 6 * startup_seconds("orchestrator.emulator.local_run"))
@@ -43,7 +45,10 @@ def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, 
     emulated = result.run_dir / "container-paths" / "algo-1" / str(outside).lstrip("/")
     assert (emulated / "ckpt-algo-1.txt").read_text() == "step 1\n"
     assert (result.run_dir / "checkpoints-s3" / "ckpt-algo-1.txt").is_file()
-    assert "resumed from " + str(emulated / "ckpt-algo-1.txt") in (result.run_dir / "logs" / "algo-1.log").read_text()
+    namespaced = subprocess.run([*opt_ml.HostFileSystem(True).enter(tmp_path), "true"], capture_output=True,
+                                check=False).returncode == 0
+    seen = outside if namespaced else emulated
+    assert "resumed from " + str(seen / "ckpt-algo-1.txt") in (result.run_dir / "logs" / "algo-1.log").read_text()
 
 
 ROTATING = {"checkpoint": {"s3_uri": "s3://bucket/ckpt/"}}

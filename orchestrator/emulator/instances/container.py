@@ -228,7 +228,11 @@ class Host:
     @property
     def home_dir(self) -> Path:
         """The container's home (/root, HOME): the job's ~/.netrc or ~/.aws/credentials land in the run."""
-        return self.root.parent / CONTAINER_PATHS / self.name / "root"
+        return self.container_path_dir("/root")
+
+    def container_path_dir(self, container_path: str) -> Path:
+        """Where a container path outside /opt/ml lives for this host: `container-paths/<host>/<path>`."""
+        return self.root.parent / CONTAINER_PATHS / self.name / container_path.lstrip("/")
 
     @property
     def tmp_dir(self) -> Path:

@@ -4,10 +4,12 @@ smtrain's cache, shared by the runs of one torch and Python, and never blocked b
 In the container each job builds into its own fresh `~/.cache/torch_extensions`. Here every run would build
 into the user's, where a compile that is stopped mid-way (Ctrl-C, a stop, a hang) leaves torch's build lock
 (`<extension>/lock`, torch.utils.file_baton.FileBaton): the next run that needs the extension waits on that file
-forever. So the hosts get TORCH_EXTENSIONS_DIR in smtrain's cache, one folder per torch version and Python
-version (what an extension is built against), and every run holds a shared flock on it while it runs. A run that
-can take that flock exclusively knows no run builds there, and removes the build locks left behind, when it
-starts and when it ends.
+forever. So the hosts build in smtrain's cache, one folder per torch version and Python version (what an
+extension is built against), and every run holds a shared flock on it while it runs. A run that can take that
+flock exclusively knows no run builds there, and removes the build locks left behind, when it starts and when it
+ends. Where each host has a mount namespace, that folder is shown at torch's own default, /root/.cache/
+torch_extensions, with TORCH_EXTENSIONS_DIR unset as in the container (torch then builds in its `py311_cpu/`
+below it); elsewhere TORCH_EXTENSIONS_DIR names it.
 
 torch.compile (inductor) keeps the C++ it compiled for the CPU, keyed by the graph, torch and compiler, in
 TORCHINDUCTOR_CACHE_DIR. Its default is /tmp/torchinductor_<user>, which is each host's own /tmp here, emptied at
@@ -66,8 +68,8 @@ def _remove_build_locks_if_alone(users: IO[str], directory: Path) -> list[Path]:
         fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return []  # another run uses the folder: a lock there may be its compile's
-    removed = []
-    for lock in directory.glob(f"*/{_BUILD_LOCK}"):
+    removed = []  # an extension's folder, or one below torch's `py311_cpu/` where TORCH_EXTENSIONS_DIR is unset
+    for lock in [*directory.glob(f"*/{_BUILD_LOCK}"), *directory.glob(f"*/*/{_BUILD_LOCK}")]:
         lock.unlink(missing_ok=True)
         removed.append(lock)
     return removed

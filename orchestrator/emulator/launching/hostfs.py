@@ -13,21 +13,36 @@ else it is exec'd in place. `contain -- <program>` gives pip and its build hooks
 in a child first: where the kernel refuses it, even halfway, the program runs as it is, in a process left untouched.
 
 Where /opt/ml does not exist on the machine it is never created there: /opt is covered by an empty tmpfs (inside
-the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. Where /opt
-itself is missing, or the kernel refuses namespaces (another OS, a locked-down container, a seccomp profile),
-`enter` fails and `smtrain local` falls back to SAGEMAKER_BASE_DIR alone (`probe`).
+the namespace only) into which every entry of the real /opt is bound back, beside the new /opt/ml. /root is the
+host's home folder of the run (HOME is /root, as in the training images), with only what the host needs of the
+machine's own /root bound back into it; the shared build cache and a checkpoint path outside /opt/ml are bound at
+their container paths. Where /opt itself is missing, or the kernel refuses namespaces (another OS, a locked-down
+container, a seccomp profile), `enter` fails and `smtrain local` falls back to SAGEMAKER_BASE_DIR alone (`probe`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import sys
 
 OPT = "/opt"
 OPT_ML = "/opt/ml"
+HOME = "/root"
+"""HOME in the training images, which run as root."""
+CONTAINER_HOME_VARIABLE = "SMTRAIN_CONTAINER_HOME"
+"""The host's home folder of the run, bound at /root in the namespace: what the job writes under ~ (~/.netrc,
+~/.cache) lands in the run, and nothing of the user's home (~/.aws/credentials) is seen there."""
+MACHINE_PATHS_VARIABLE = "SMTRAIN_MACHINE_PATHS"
+"""Paths of this machine the host's processes need besides those its environment names (the job's interpreter,
+smtrain's cache): each that lies under the machine's /root is bound back at its own path over the container's home.
+PATH, PYTHONPATH, LD_LIBRARY_PATH, LD_PRELOAD and smtrain's own variables are read for more."""
+CONTAINER_BINDS_VARIABLE = "SMTRAIN_CONTAINER_BINDS"
+"""JSON [[a folder of this machine, a container path], ...]: folders kept outside the host's /opt/ml (the build
+cache runs share, a checkpoint path outside /opt/ml), each bound at the container path the job uses."""
 HOSTS_FILE = "/etc/hosts"
 HOSTS_FILE_VARIABLE = "SMTRAIN_HOSTS_FILE"
 """A file of the run naming every emulated host at 127.0.0.1, bound over /etc/hosts in the namespace, as the
@@ -103,30 +118,49 @@ def _new_namespace() -> bool:
     return with_pids
 
 
-def _cover_opt() -> None:
-    """/opt becomes a tmpfs holding every entry of the real /opt (bound back) and an empty ml/ directory."""
-    real = os.open(OPT, os.O_RDONLY | os.O_DIRECTORY)
+class _Folders:
+    """Which folders of the namespace are the run's own (the host's /tmp and home, a tmpfs of the namespace: a mount
+    point made there writes nothing to this machine) and which are the machine's, bound back into them."""
+
+    def __init__(self) -> None:
+        self.own: list[str] = []
+        self.machine: list[str] = []
+
+    def owns(self, path: str) -> bool:
+        """Whether the nearest of these folders that holds `path` is the run's own."""
+        holders = [(len(folder), True) for folder in self.own if _within(path, folder)]
+        holders += [(len(folder), False) for folder in self.machine if _within(path, folder)]
+        return bool(holders) and max(holders)[1]
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _cover(directory: str, folders: _Folders) -> None:
+    """`directory` becomes a tmpfs of the namespace holding every entry of the real one, bound back."""
+    real = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         entries = os.listdir(real)
-        _mount("smtrain-opt", OPT, "tmpfs", 0, "mode=0755")
+        _mount("smtrain", directory, "tmpfs", 0, f"mode={os.fstat(real).st_mode & 0o7777:o}")
+        folders.own.append(directory)
         for name in entries:
             hidden = f"/proc/self/fd/{real}/{name}"
-            visible = os.path.join(OPT, name)
+            visible = os.path.join(directory, name)
             if os.path.islink(hidden):
                 os.symlink(os.readlink(hidden), visible)
-            elif os.path.isdir(hidden):
+                continue
+            if os.path.isdir(hidden):
                 os.mkdir(visible)
-                _mount(hidden, visible, None, _MS_BIND | _MS_REC)
             else:
                 open(visible, "w").close()  # noqa: SIM115 (a mount point for the file)
-                _mount(hidden, visible, None, _MS_BIND | _MS_REC)
-        if "ml" not in entries:
-            os.mkdir(OPT_ML)
+            _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+            folders.machine.append(visible)
     finally:
         os.close(real)
 
 
-def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
+def _cover_tmp(host_tmp: str, needed: tuple[str, ...], folders: _Folders) -> None:
     """/tmp becomes `host_tmp`, into which every entry of the machine's /tmp is bound back (an entry that cannot
     be is left out, unless a path the host needs lies in it).
 
@@ -136,6 +170,7 @@ def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
     try:
         entries = os.listdir(real)
         _mount(host_tmp, TMP, None, _MS_BIND | _MS_REC)
+        folders.own.append(TMP)
         file_mount_point = None
         binds = []  # (the machine's entry, its mount point, whether this call made the mount point)
         for name in entries:
@@ -157,6 +192,7 @@ def _cover_tmp(host_tmp: str, needed: tuple[str, ...]) -> None:
         for hidden, visible, made in binds:
             try:
                 _mount(hidden, visible, None, _MS_BIND | _MS_REC)
+                folders.machine.append(visible)
             except Refused:
                 if _lies_in(visible, needed):
                     raise
@@ -182,7 +218,93 @@ def _file_mount_point(path: str, made_before: str | None) -> str:
 
 def _lies_in(entry: str, needed: tuple[str, ...]) -> bool:
     """Whether a path the host needs (its folder, the working directory, the interpreter) lies in `entry`."""
-    return any(path == entry or path.startswith(entry + "/") for path in needed)
+    return any(_within(path, entry) for path in needed)
+
+
+def _machine_paths(host_root: str, cwd: str) -> list[str]:
+    """What the host's processes need of the machine's /root, outermost first: the run, the working directory,
+    smtrain's interpreter and hooks, and what the environment names (its search paths, smtrain's variables)."""
+    named = [os.path.dirname(host_root), cwd, sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)),
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    for name, value in os.environ.items():
+        if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH") or (name.startswith("SMTRAIN_") and name not in (
+                CONTAINER_BINDS_VARIABLE, CONTAINER_HOME_VARIABLE)):
+            named += value.split(os.pathsep)
+        elif name == "LD_PRELOAD":
+            named += value.replace(":", " ").split()
+    kept: list[str] = []
+    for path in sorted({os.path.realpath(path) for path in named if os.path.isabs(path)}, key=len):
+        if _within(path, HOME) and path != HOME and os.path.lexists(path) and not any(
+                _within(path, outer) for outer in kept):
+            kept.append(path)
+    return kept
+
+
+def _opened(paths: list[str]) -> list[tuple[int, str]]:
+    """Each path with a descriptor that still reaches it once its folder is covered (those this user cannot reach
+    are nothing its processes can need)."""
+    result = []
+    for path in paths:
+        try:
+            result.append((os.open(path, os.O_PATH), path))
+        except OSError:
+            continue
+    return result
+
+
+def _make_mount_point(path: str, directory: bool, folders: _Folders) -> None:
+    """A directory (or an empty file) at `path` to mount onto, made in a folder of the run or a tmpfs of the
+    namespace: a folder of the machine on the way is covered by a tmpfs first, so nothing is written to it.
+
+    Raises:
+        Refused: the nearest existing folder is the machine's /, which cannot be covered.
+    """
+    if os.path.lexists(path):
+        return
+    ancestor = os.path.dirname(path)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    real = os.path.realpath(ancestor)
+    if not folders.owns(real):
+        if real == "/":
+            raise Refused(f"{path} cannot be made without writing to this machine's /")
+        _cover(real, folders)
+    if directory:
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").close()  # noqa: SIM115 (a mount point for the file)
+
+
+def _bind_all(opened: list[tuple[int, str]], folders: _Folders) -> None:
+    """Each opened folder (or file) bound at its path, recorded as the machine's."""
+    for descriptor, path in opened:
+        try:
+            source = f"/proc/self/fd/{descriptor}"
+            _make_mount_point(path, os.path.isdir(source), folders)
+            _mount(source, path, None, _MS_BIND | _MS_REC)
+            folders.machine.append(path)
+        finally:
+            os.close(descriptor)
+
+
+def _cover_home(home_dir: str, kept: list[tuple[int, str]], folders: _Folders) -> None:
+    """/root becomes the host's home folder of the run, and each path the host needs of the machine's /root (the
+    interpreter under ~/.pyenv, smtrain's cache) is bound back at its own path, a mount point made in the run."""
+    _mount(home_dir, HOME, None, _MS_BIND | _MS_REC)
+    folders.own.append(HOME)
+    _bind_all(kept, folders)
+
+
+def placeable(container_path: str) -> bool:
+    """Whether a host's namespace can show a folder at `container_path` without writing to this machine: under
+    its own /root or /tmp, or below an existing folder other than / (covered by a tmpfs of the namespace)."""
+    if _within(container_path, HOME) or _within(container_path, TMP) or os.path.isdir(container_path):
+        return True
+    ancestor = os.path.dirname(container_path)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    return os.path.realpath(ancestor) != "/"
 
 
 def enter(host_root: str) -> bool:
@@ -198,7 +320,15 @@ def enter(host_root: str) -> bool:
     if not os.path.isdir(OPT):
         raise Refused(f"{OPT} does not exist on this machine")
     cwd = os.getcwd()
+    home_dir = os.environ.get(CONTAINER_HOME_VARIABLE)
+    binds = json.loads(os.environ.get(CONTAINER_BINDS_VARIABLE) or "[]")
     with_pids = _new_namespace()
+    # opened in the namespace (a mount's source must be in it), before anything covers them
+    kept = _opened(_machine_paths(host_root, os.path.realpath(cwd))) if home_dir and os.path.isdir(HOME) else []
+    bound = _opened([source for source, _ in binds])
+    if len(bound) != len(binds):
+        raise Refused(f"a folder to bind into the container is missing: {binds}")
+    folders = _Folders()
     hosts = os.environ.get(HOSTS_FILE_VARIABLE)
     if hosts and os.path.isfile(HOSTS_FILE):
         _mount(hosts, HOSTS_FILE, None, _MS_BIND)
@@ -207,7 +337,9 @@ def enter(host_root: str) -> bool:
         _mount(data, data, None, _MS_BIND | _MS_REC)
         _mount(None, data, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
     if not os.path.isdir(OPT_ML) or os.path.islink(OPT_ML):
-        _cover_opt()
+        _cover(OPT, folders)
+        if not os.path.lexists(OPT_ML):
+            os.mkdir(OPT_ML)
     _mount(host_root, OPT_ML, None, _MS_BIND | _MS_REC)
     placed, wanted = os.stat(OPT_ML), os.stat(host_root)
     if (placed.st_dev, placed.st_ino) != (wanted.st_dev, wanted.st_ino):
@@ -215,7 +347,10 @@ def enter(host_root: str) -> bool:
     host_tmp = os.environ.get(HOST_TMP_VARIABLE)
     if host_tmp and os.path.isdir(host_tmp) and os.path.isdir(TMP):
         needed = (host_root, os.path.realpath(cwd), os.path.realpath(sys.executable))
-        _cover_tmp(os.path.realpath(host_tmp), needed)
+        _cover_tmp(os.path.realpath(host_tmp), needed, folders)
+    if home_dir and os.path.isdir(HOME):
+        _cover_home(os.path.realpath(home_dir), kept, folders)
+    _bind_all([(descriptor, target) for (descriptor, _), (_, target) in zip(bound, binds, strict=True)], folders)
     _enter_working_directory(cwd, host_root)
     return with_pids
 

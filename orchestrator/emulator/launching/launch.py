@@ -154,7 +154,8 @@ class AttemptSetup:
     hostname_library: Path | None = None
     file_system: HostFileSystem | None = None
     extensions_dir: Path | None = None
-    """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where."""
+    """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where; None where each
+    host's namespace shows that folder at torch's own default (opt_ml.CONTAINER_EXTENSIONS_DIR)."""
     inductor_cache_dir: Path | None = None
     """Where torch.compile keeps what it compiled (build_cache.py), unless the job's environment says where."""
     cpu_threads: int | None = None
@@ -196,7 +197,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         RUN_DIR_VARIABLE: str(attempt.run_dir),
         "PYTHONUNBUFFERED": "1",
         HOSTNAME_VARIABLE: host.name,
-        "HOME": str(host.home_dir),  # the container's own home, never the user's (~/.netrc, ~/.aws/credentials)
+        # the container's own home, never the user's (~/.netrc, ~/.aws/credentials)
+        "HOME": file_system.home(host) if file_system is not None else str(host.home_dir),
     })
     if attempt.hostname_library is not None:
         own["LD_PRELOAD"] = str(attempt.hostname_library)
@@ -212,7 +214,7 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         own.update(file_system.environment(host))
     own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)
-               and not (file_system is not None and file_system.namespaced and key in _MACHINE_TEMP_VARIABLES)}
+               and not (file_system is not None and file_system.namespaced and key in _MACHINE_FOLDER_VARIABLES)}
     return {**outside, **own}, own
 
 
@@ -233,9 +235,10 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-_MACHINE_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
-"""This shell's temporary folder, which the container's environment lacks: inherited where the host has its own
-/tmp, a job's temporary files (tempfile, Open MPI's session directory) would land there, beside the run, and stay."""
+_MACHINE_FOLDER_VARIABLES = ("TMPDIR", "TEMP", "TMP", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+"""This shell's temporary folder and the user's own folders, which the container's environment lacks: inherited
+where the host has its own /tmp and home, a job's temporary files (tempfile, Open MPI's session directory) would
+land beside the run, and stay, and what torch, pip or Hugging Face keep under ~/.cache in the user's."""
 
 
 def _belongs_to_a_container(name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Which /opt/ml the training processes see, and the proof that the machine's own /opt/ml was left alone.
+"""Which /opt/ml the training processes see (and which home, build cache and checkpoint path beside it), and the
+proof that the machine's own /opt/ml was left alone.
 
 With namespaces (hostfs.py) every process of a host sees the host's folder at /opt/ml, and every path the job is
 given names it there, as on SageMaker (`seen`). Without them (another OS, a locked-down container) the toolkit's
@@ -11,6 +12,7 @@ source dir before it starts (file:line), and fails after it if anything appeared
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import subprocess
@@ -18,14 +20,20 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from orchestrator.cache_dir import cache_root
 from orchestrator.contract import OPT_ML, RUN_MARKER_FILE
 from orchestrator.emulator.instances import run_files
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.launching.hostfs import (
+    CONTAINER_BINDS_VARIABLE,
+    CONTAINER_HOME_VARIABLE,
+    HOME,
     HOST_TMP_VARIABLE,
     HOSTS_FILE,
     HOSTS_FILE_VARIABLE,
+    MACHINE_PATHS_VARIABLE,
     READ_ONLY_DATA_VARIABLE,
+    placeable,
 )
 from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
 
@@ -36,6 +44,9 @@ _LITERAL = re.compile(r"/opt/ml\b")
 _SNAPSHOT_LIMIT = 20000
 _PROBE_TIMEOUT_SECONDS = 60
 _REFUSALS_DOC = "docs/host-file-system.md, 'Where the kernel refuses namespaces'"
+CONTAINER_EXTENSIONS_DIR = f"{HOME}/.cache/torch_extensions"
+"""Where torch builds JIT extensions in the container (TORCH_EXTENSIONS_DIR unset, HOME /root): each host's namespace
+shows the build cache runs share there (build_cache.py)."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +63,51 @@ class HostFileSystem:
     """The channels are the user's own files, linked (--link-inputs): mounted read-only in each host's namespace."""
     hosts_file: Path | None = None
     """The run's /etc/hosts, naming the emulated hosts (with_hosts_file)."""
+    extensions_dir: Path | None = None
+    """The build cache runs share (build_cache.py), shown at CONTAINER_EXTENSIONS_DIR in each host's namespace."""
+    checkpoint_path: str | None = None
+    """A checkpoint path outside /opt/ml that each host's namespace shows at its place (placing)."""
+    unplaced_checkpoint: str | None = None
+    """One it cannot show there without writing to this machine (a new folder in its /): its values are rewritten."""
+    machine_paths: tuple[str, ...] = ()
+    """What the hosts need of this machine besides what their environment names: the job's interpreter and
+    smtrain's cache, kept visible where the container's home covers the machine's /root."""
 
     def environment(self, host: Host) -> dict[str, str]:
         """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
         if not self.namespaced:
             return {}
+        binds = [*([(str(self.extensions_dir), CONTAINER_EXTENSIONS_DIR)] if self.extensions_dir else []),
+                 *([(str(host.container_path_dir(self.checkpoint_path)), self.checkpoint_path)]
+                   if self.checkpoint_path else [])]
         return {HOSTFS_VARIABLE: str(HOSTFS), HOST_TMP_VARIABLE: str(host.tmp_dir),
+                CONTAINER_HOME_VARIABLE: str(host.home_dir),
+                MACHINE_PATHS_VARIABLE: os.pathsep.join(self.machine_paths),
+                **({CONTAINER_BINDS_VARIABLE: json.dumps(binds)} if binds else {}),
                 **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
                 **({HOSTS_FILE_VARIABLE: str(self.hosts_file)} if self.hosts_file else {})}
+
+    def placing(self, checkpoint_path: str | None, extensions_dir: Path, python: str) -> HostFileSystem:
+        """With namespaces, the container paths outside /opt/ml shown where the job looks for them: /root its
+        home, the build cache at ~/.cache/torch_extensions, a checkpoint path where a namespace can show it without
+        writing to this machine (hostfs.placeable); `python`, the job's interpreter, stays visible."""
+        if not self.namespaced:
+            return self
+        outside = checkpoint_path if checkpoint_path and not _under(checkpoint_path, OPT_ML) else None
+        placed = outside if outside and placeable(outside) else None
+        return replace(self, extensions_dir=extensions_dir, checkpoint_path=placed,
+                       unplaced_checkpoint=outside if outside != placed else None,
+                       machine_paths=(*_interpreter_prefixes(python), str(cache_root())))
+
+    def in_place(self) -> tuple[str, ...]:
+        """The container paths each host's processes see at their place: their values reach the job unchanged."""
+        if not self.namespaced:
+            return ()
+        return (OPT_ML, *([self.checkpoint_path] if self.checkpoint_path else []))
+
+    def home(self, host: Host) -> str:
+        """HOME as `host`'s processes see it: /root in its namespace, else its home folder of the run."""
+        return HOME if self.namespaced else str(host.home_dir)
 
     def with_hosts_file(self, run_dir: Path, host_names: list[str]) -> HostFileSystem:
         """Writes the hosts' /etc/hosts into the run (this machine's entries, then every host at 127.0.0.1)."""
@@ -84,6 +132,16 @@ class HostFileSystem:
         if not self.namespaced:
             return ()
         return (sys.executable, "-I", "-S", str(HOSTFS), "enter", str(host_root), "--")
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _interpreter_prefixes(python: str) -> tuple[str, ...]:
+    """The folders an interpreter runs from: its environment's (a virtualenv's) and the real interpreter's, whose
+    standard library a virtualenv uses (~/.pyenv/versions/3.11.7)."""
+    return tuple(dict.fromkeys(str(Path(path).parent.parent) for path in (python, os.path.realpath(python))))
 
 
 def contained(argv: list[str]) -> list[str]:
@@ -129,18 +187,25 @@ def allowing_change(reason: str) -> str | None:
 
 def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[str, ...]) -> list[str]:
     """What the fallback tells before the run: why, and every literal /opt/ml path of the source dir; with mount
-    namespaces but none for PIDs, that a job's process may outlive smtrain's kill -9."""
+    namespaces but none for PIDs, that a job's process may outlive smtrain's kill -9, and a checkpoint path they
+    cannot show at its place (placing), that the job is given its folder of the run instead."""
     if file_system.namespaced:
-        return [] if file_system.own_pids else [
+        return [*([] if file_system.own_pids else [
             "no PID namespace here (the kernel gave each host a mount namespace only): what the job starts is "
             "ended by smtrain on every path it controls, but not after its own kill -9 "
-            f"({_REFUSALS_DOC})"]
+            f"({_REFUSALS_DOC})"]),
+            *([f"checkpoint.local_path {file_system.unplaced_checkpoint} is a new folder in this machine's /, which "
+               "a host's namespace cannot show without writing there: the job is given its host's folder under the "
+               "run's container-paths/ instead (values naming the path are rewritten to it)"]
+              if file_system.unplaced_checkpoint else [])]
     lines = [f"no mount namespace here ({file_system.refused_because}): each host's /opt/ml is its folder under "
              "the run directory through SAGEMAKER_BASE_DIR and the SM_* variables only; a literal /opt/ml path "
              "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
              "is written there; /tmp is this machine's too; the host names algo-N do not resolve (no /etc/hosts "
-             "naming them: a script that meets at algo-1 fails, while MASTER_ADDR, 127.0.0.1, works); and what the "
-             "job starts is ended by smtrain alone (not after its own kill -9)"]
+             "naming them: a script that meets at algo-1 fails, while MASTER_ADDR, 127.0.0.1, works); HOME is the "
+             "host's folder container-paths/<host>/root of the run, not /root; TORCH_EXTENSIONS_DIR names smtrain's "
+             "build cache; a checkpoint path outside /opt/ml is a folder under container-paths/ (values naming it "
+             "are rewritten); and what the job starts is ended by smtrain alone (not after its own kill -9)"]
     if file_system.allowed_by:
         lines[0] += f". For the full emulation: {file_system.allowed_by} ({_REFUSALS_DOC})"
     lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "

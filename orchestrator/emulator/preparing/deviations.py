@@ -24,10 +24,13 @@ def deviations(words: FieldWords) -> tuple[str, ...]:
          "files and gethostname() keep algo-N)"),
         ("/opt/ml is each host's folder under the run directory: every process of a host sees it at /opt/ml (a mount "
          "namespace of its own), and the SM_* paths, the working directory and PYTHONPATH name /opt/ml as on "
-         "SageMaker; without mount namespaces they and SAGEMAKER_BASE_DIR name the folder itself, and hyperparameter "
-         "and environment values naming /opt/ml are rewritten to it, hyperparameters.json included; a checkpoint "
-         "path outside /opt/ml is a folder under container-paths/, and values naming it are rewritten to that "
-         "folder; HOME (/root there) is the host's container-paths/<host>/root"),
+         "SageMaker; HOME is /root, the host's container-paths/<host>/root (with what the processes need of this "
+         "machine's /root, such as an interpreter under ~/.pyenv, bound back into it), and a checkpoint path outside "
+         "/opt/ml is at its path, a folder under container-paths/ (unless it would be a new folder in this "
+         "machine's /: then values naming it are rewritten to that folder); without mount namespaces they and "
+         "SAGEMAKER_BASE_DIR name those folders themselves, and hyperparameter and environment values naming /opt/ml "
+         "or the checkpoint path are rewritten to them, hyperparameters.json included; SM_MODULE_DIR is the file:// "
+         "URI of the run's copy of the source tarball, not an s3:// URI"),
         ("Open MPI 5 runs in place of the DLC's Open MPI 4 (same options, newer spellings), over TCP on loopback only; "
          "smtrain's hooks stand in for ssh and start each rank on its own host"),
         ("SM_NUM_GPUS, SM_NUM_NEURONS and the processes per host are the instance's; SM_NUM_CPUS is this machine's "
@@ -43,11 +46,14 @@ def deviations(words: FieldWords) -> tuple[str, ...]:
          f"here. {words.option(Options, 'cpus')} names how many cores to share instead; the job's environment, this "
          "shell or torchrun (1 for several workers per host) setting it wins"),
         ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
-         "its TMPDIR, TEMP and TMP where each host has its own /tmp"),
+         "its TMPDIR, TEMP, TMP, XDG_CACHE_HOME, XDG_CONFIG_HOME and XDG_DATA_HOME where each host has its own /tmp "
+         "and home"),
         ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
-         "smtrain's cache, shared by the runs of one torch and Python version (TORCH_EXTENSIONS_DIR, "
-         "TORCHINDUCTOR_CACHE_DIR, unless the job's environment sets them), not into a fresh ~/.cache or /tmp per job: "
-         "a second run reuses the build"),
+         "smtrain's cache, shared by the runs of one torch and Python version, not into a fresh ~/.cache or /tmp per "
+         "job: a second run reuses the build. Each host's namespace shows the extensions' folder at torch's default, "
+         "~/.cache/torch_extensions, with TORCH_EXTENSIONS_DIR unset as in the container (without mount namespaces "
+         "TORCH_EXTENSIONS_DIR names it); TORCHINDUCTOR_CACHE_DIR names torch.compile's; the job's environment "
+         "setting either wins"),
         ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
          "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
     )

@@ -94,18 +94,18 @@ class RunLayout:
         checkpoint path can be one) a folder under container-paths/<host>/."""
         if container_path == OPT_ML or container_path.startswith(OPT_ML + "/"):
             return host.root / container_path[len(OPT_ML):].lstrip("/")
-        return self.root / CONTAINER_PATHS / host.name / container_path.lstrip("/")
+        return host.container_path_dir(container_path)
 
     def emulated_prefixes(self) -> tuple[str, ...]:
         """The container paths that have a place per host: /opt/ml and the checkpoint path."""
         return (OPT_ML, *([self.checkpoint_path] if self.checkpoint_path else []))
 
-    def rewrite(self, host: Host, value: str, opt_ml_in_place: bool = False) -> str:
+    def rewrite(self, host: Host, value: str, in_place: tuple[str, ...] = ()) -> str:
         """`value` with a leading container path replaced by where it lives for `host` (hyperparameters and
         environment values that name /opt/ml/... or the checkpoint path), normalised first: a `..` that climbs
-        out of the container path would climb out of the run directory here. `opt_ml_in_place`: the job sees its
-        host's folder at /opt/ml (a mount namespace), so a value under /opt/ml stays as the request has it, and only
-        a checkpoint path outside /opt/ml is replaced.
+        out of the container path would climb out of the run directory here. `in_place`: the container paths the
+        job sees at their place (a mount namespace shows the host's folders there: opt_ml.HostFileSystem.in_place),
+        so a value under one stays as the request has it.
 
         Raises:
             SpecError: a value that names a container path but leaves it (`/opt/ml/model/../../../etc`), which here
@@ -117,7 +117,7 @@ class RunLayout:
             return value
         normal = posixpath.normpath(value)
         for prefix in prefixes:
-            if _under(normal, prefix) and opt_ml_in_place and _under(prefix, OPT_ML):
+            if _under(normal, prefix) and any(_under(prefix, placed) for placed in in_place):
                 return value
             if _under(normal, prefix):
                 return str(self.host_path(host, prefix)) + normal[len(prefix.rstrip("/")):]

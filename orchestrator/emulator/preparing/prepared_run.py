@@ -166,10 +166,11 @@ class PreparedRun:
                                python=self.python, overlay_site=self.overlay.site_packages if self.overlay else None,
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
                                hostname_library=self.hostname.library, file_system=self.host_fs,
-                               extensions_dir=self.extensions_dir, inductor_cache_dir=self.inductor_cache_dir,
+                               extensions_dir=None if self.host_fs.extensions_dir else self.extensions_dir,
+                               inductor_cache_dir=self.inductor_cache_dir,
                                cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads, self.cpus))
         result = []
-        in_place = self.host_fs.namespaced
+        in_place = self.host_fs.in_place()
         for host in self.layout.hosts:
             hyperparameters = _host_hyperparameters(self.job, self.layout, host, in_place)
             resource = resource_config(host.name, self.host_groups)
@@ -252,8 +253,9 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
         run_layout.write_request(run_dir, redact(plan.create_training_job_request))
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
         host_fs = dataclasses.replace(opt_ml.choose(run_dir), read_only_data=settings.link_inputs
-                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts])
-        hyperparameters = {host.name: _host_hyperparameters(job, layout, host, host_fs.namespaced)
+                                      ).with_hosts_file(run_dir, [host.name for host in layout.hosts]).placing(
+            layout.checkpoint_path, build_cache.extensions_dir(settings.python), settings.python)
+        hyperparameters = {host.name: _host_hyperparameters(job, layout, host, host_fs.in_place())
                            for host in layout.hosts}
         unlinked = run_layout.prepare(layout, job, run_layout.HostInputs(
             plan.source, source_path, channel_paths, host_groups, hyperparameters, settings.link_inputs))
@@ -304,16 +306,16 @@ def check_run_input(plan: Plan, settings: Options) -> None:
 
 
 def _host_hyperparameters(job: ContainerJob, layout: run_layout.RunLayout, host: Host,
-                          opt_ml_in_place: bool) -> dict[str, str]:
-    """hyperparameters.json on one host: the request's, with values naming container paths placed (those under
-    /opt/ml left as they are where the host's namespace has its folder there)."""
+                          in_place: tuple[str, ...]) -> dict[str, str]:
+    """hyperparameters.json on one host: the request's, with values naming container paths placed (those the
+    host's namespace shows at their place, `in_place`, left as they are)."""
     result = {}
     for key, encoded in job.hyperparameters.items():
         try:
             value = json.loads(encoded)
         except ValueError:
             value = None
-        placed = layout.rewrite(host, value, opt_ml_in_place) if isinstance(value, str) else value
+        placed = layout.rewrite(host, value, in_place) if isinstance(value, str) else value
         if placed != value:
             encoded = json.dumps(placed)
         result[key] = encoded
