@@ -56,7 +56,7 @@ class StatusReport:
     status: JobStatus
     progress: JobProgress | None
     unread: str | None = None
-    """Why the logs could not be read (then `progress` is None)."""
+    """Why the logs could not be read (then `progress` holds at most what the job's description says)."""
     liveness: JobLiveness | None = None
     liveness_unknown: str | None = None
     """Why the liveness of a training job could not be judged."""
@@ -66,8 +66,9 @@ class StatusReport:
     """What the JSON document holds besides the status and the progress."""
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
-        progress = self.progress.to_dict(now) if self.progress else {"progress": None, "logs_unreadable": self.unread}
-        return {**self.status.to_dict(), **progress, **self.fields}
+        progress = self.progress.to_dict(now) if self.progress else {"progress": None}
+        unread = {"logs_unreadable": self.unread} if self.unread or not self.progress else {}
+        return {**self.status.to_dict(), **progress, **unread, **self.fields}
 
 
 class Backend(Protocol):

@@ -72,8 +72,9 @@ class SageMakerBackend:
         current = job.status()
         try:
             progress, unread = job.progress(refresh_status=False), None
-        except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status itself is still worth showing
-            progress, unread = None, exc.message
+        except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status and the FailureReason's cause
+            progress = JobProgress(None, failure_cause=job.cause_without_logs(exc.message), any_lines=False)
+            unread = exc.message
         liveness, unknown = None, None
         if is_judged(current.status, current.secondary_status):
             try:

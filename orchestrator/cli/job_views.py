@@ -166,7 +166,7 @@ def _progress_rows(
     progress: JobProgress | None, unread: str | None, current: JobStatus, now: datetime
 ) -> list[tuple[str, str]]:
     """progress / rate / eta / latest loss rows; nothing where the logs say nothing."""
-    if progress is None:
+    if progress is None or unread is not None:
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
     if estimate is None:

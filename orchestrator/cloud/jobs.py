@@ -7,6 +7,7 @@ summaries and charts belong to the one job handle, `orchestrator.Job` (backends/
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -14,6 +15,7 @@ from orchestrator.cloud.aws_errors import aws_errors, is_not_found
 from orchestrator.cloud.job_liveness import Clients, JobLiveness, read_liveness
 from orchestrator.cloud.logs import CAUSE_MOST_CALLS, LogReader, StreamEnds, tail
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, cloudwatch_points
+from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import JobNotFound, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import MetricPoint
@@ -122,7 +124,22 @@ class JobClient:
         described = self._described or self._read_status_description()
         if not cause_in_logs(described):
             return failure_cause(described, {})
-        return self.progress(refresh_status=False).failure_cause
+        try:
+            return self.progress(refresh_status=False).failure_cause
+        except AwsError as exc:  # e.g. no logs:DescribeLogStreams permission: the FailureReason may still say it
+            said = self.cause_without_logs(exc.message)
+            if said is None:
+                raise
+            return said
+
+    def cause_without_logs(self, unread: str) -> FailureCause | None:
+        """The cause the job's description alone gives (the toolkit's exit code and error lines in the
+        FailureReason, the run-time limit, spot capacity), for a job whose logs could not be read (`unread` says
+        why, last in its `detail`): a user without CloudWatch Logs permissions still learns what ended the job.
+        Reads the status only if no call has read it."""
+        described = self._described or self._read_status_description()
+        cause = failure_cause(described, {}, self._source_paths())
+        return replace(cause, detail=(*cause.detail, f"logs unread: {unread}")) if cause else None
 
     def _source_paths(self) -> SourcePaths:
         """The user's source dir when this process submitted the job; else paths relative to it."""
@@ -174,8 +191,6 @@ class JobClient:
             True when a stop was requested; False when the job was not InProgress (already stopping, stopped,
             completed or failed), which is not an error.
         """
-        from orchestrator.errors import AwsError
-
         if self.status().status != "InProgress":
             return False
         try:

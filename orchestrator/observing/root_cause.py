@@ -69,6 +69,9 @@ _CPP_TERMINATE = re.compile(r"^terminate called (after throwing an instance of .
 _LAUNCHER_LINE = re.compile(r"^[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ |^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ |^-{10,}|^={10,}|"
                             r"Sending process \d+ closing signal|sagemaker-training-toolkit|^Invoking script|"
                             r"^Training Env:|^Environment variables:|^smtrain:")
+_TOOLKIT_REPORT = re.compile(r"sagemaker-training-toolkit ERROR ")
+"""The toolkit's report of the script's exit (`Reporting training FAILURE`, then its `ExitCode`, `ErrorMessage` and
+`Command` lines, which carry no prefix): after the script's own last line."""
 _NOTE = re.compile(r"^\[?[IW]\d{4} ")
 """A warning or info line of torch's C++ logging (`[W1126 10:41:01.123 ProcessGroupNCCL.cpp:...]`): not an error."""
 _LOG_PREFIX = re.compile(r"^\[[EF](?:\d{4} [\d:.]+)?(?: [^\]]*)?\]\s*")
@@ -661,8 +664,9 @@ def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found 
         return None
     said = None
     for _, line in stream:
-        if _TORCHRUN_FAILED.search(line) or line.strip() == _TRACEBACK or line.startswith(DUMP_START):
-            break  # torchrun's own report, or faulthandler's dump of a crash, follows the rank's own lines
+        if (_TORCHRUN_FAILED.search(line) or line.strip() == _TRACEBACK or line.startswith(DUMP_START)
+                or _TOOLKIT_REPORT.search(line)):
+            break  # torchrun's or the toolkit's report, or faulthandler's dump of a crash, follows the rank's lines
         if line.strip() and not _LAUNCHER_LINE.search(line) and not shell_notice(line, number):
             said = line.strip()
     frames = dump_frames([line for _, line in stream]) if number is not None else ()

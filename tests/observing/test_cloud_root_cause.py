@@ -318,6 +318,18 @@ def test_the_backends_job_handle_reads_the_same_cause(stubbed_sagemaker):
     assert cause.headline() == HEADLINE
 
 
+def test_the_last_line_of_a_script_the_oom_killer_ended_is_its_own_not_the_toolkits_report(stubbed_sagemaker):
+    """The toolkit reports the exit after the script's output (`ExitCode 137`, `ErrorMessage ""`, `Command "..."`).
+    Before: `last line: Command "/opt/conda/bin/python3.11 train.py --epochs 3"`, the toolkit's, which says nothing
+    of where the script was; now the script's own last line, the shell's `Killed` left out as before."""
+    cause = cause_of(stubbed_sagemaker, "oom-last-line", {"algo-1": [
+        *toolkit_start(PYTHON), *steps(20), "Killed", *toolkit_failure(137)]}, mode="none",
+        reason=failure_reason(137))
+    assert (cause["headline"], cause["category"]) == ("algo-1 (rank 0) was killed by signal 9 (SIGKILL)",
+                                                      "oom_killed")
+    assert cause["detail"] == [f"last line: {steps(20)[-1]}"]
+
+
 def test_a_requirements_install_failure(stubbed_sagemaker):
     cause = cause_of(stubbed_sagemaker, "pip-fail", {"algo-1": [
         "/opt/conda/bin/python3.11 -m pip install -r requirements.txt",
