@@ -34,6 +34,10 @@ _STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+_EPOCH_OF_TOTAL_BAR = re.compile(r"(?i)^\s*epoch\s*\d+\s*/\s*\d+\s*:?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+"""A bar labelled with its epoch of all (`Epoch 2/3: 100%|...| 50/50 [`): one bar per epoch, as tqdm's `desc` makes it."""
+_BAR_RATE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(it/s|s/it)\b")
+"""The rate a tqdm or rich bar prints after its times: `475.41it/s`, or `5.01s/it` when slower than one a second."""
 _LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch \d+, global step (\d+):")
 _BATCHES_ROW = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)/\s*(\d+) batches\b")
 _NANOGPT_LINE = re.compile(r"(?<![\w-])(?:iter|step) (\d+): (?:train )?loss\b")
@@ -41,6 +45,7 @@ _NANOGPT_LINE = re.compile(r"(?<![\w-])(?:iter|step) (\d+): (?:train )?loss\b")
 before iteration 3 (read as step 3, its losses are that step's). No total: nanoGPT prints none."""
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
+                "a bar per epoch (gluonts: ` 100%|...| 50/50 [..., epoch=2/3, ...]`, or `Epoch 2/3: 100%|...| 50/50 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)",
                 "Lightning's RichProgressBar (`Epoch 0/2  ━━━━ 16/32 0:00:01`)",
                 "Lightning's checkpoint line (`Epoch 0, global step 4: ...`)",
@@ -98,6 +103,9 @@ class StepMark:
     step: int
     total: int | None
     epoch: EpochMark | None
+    rate: float | None = None
+    """The steps a second a bar printed itself (tqdm's `it/s`, or `s/it` inverted): the rate where the lines' times
+    measure none (one line's states share its time; a local log's lines have no time of their own)."""
 
 
 def step_mark(line: str) -> StepMark | None:
@@ -116,13 +124,13 @@ def _segment_mark(text: str) -> StepMark | None:
         return StepMark(int(match.group(1)), int(match.group(2)), epoch)
     if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
         done_epochs, batch, batches = (int(group) for group in match.groups())
-        return StepMark(done_epochs * batches + batch, None, epoch)
+        return StepMark(done_epochs * batches + batch, None, epoch, _bar_rate(text))
     if match := LIGHTNING_RICH_BAR.search(text):  # `Epoch 1/2 ... 16/32`: 0-based of max_epochs - 1
         done_epochs, last_epoch, batch, batches = match.groups()
         total = None if last_epoch is None else (int(last_epoch) + 1) * int(batches)
-        return StepMark(int(done_epochs) * int(batches) + int(batch), total, epoch)
-    if match := _TQDM_BAR.search(text):
-        return StepMark(int(match.group(1)), int(match.group(2)), epoch)
+        return StepMark(int(done_epochs) * int(batches) + int(batch), total, epoch, _bar_rate(text))
+    if match := (_TQDM_BAR.search(text) or _EPOCH_OF_TOTAL_BAR.search(text)):
+        return _bar_mark(int(match.group(1)), int(match.group(2)), epoch, _bar_rate(text))
     if match := _LIGHTNING_CHECKPOINT.search(text):
         return StepMark(int(match.group(1)), None, epoch)
     if match := _BATCHES_ROW.search(text):  # the batch within its epoch, counted from 1 by `range(1, epochs + 1)`
@@ -133,6 +141,23 @@ def _segment_mark(text: str) -> StepMark | None:
     if match := _STEP_ALONE.search(text):
         return StepMark(int(match.group(1)), None, epoch)
     return None
+
+
+def _bar_mark(batch: int, batches: int, epoch: EpochMark | None, rate: float | None) -> StepMark:
+    """A tqdm bar's step; a bar that states its epoch of all (`epoch=2/3`, counted from 1) is one bar per epoch, its
+    batches counted within the epoch: the global step adds the epochs before, or every epoch would read as a
+    restart at step 0 and end at the same `50/50`."""
+    if epoch is not None and epoch.total and epoch.number >= 1:
+        return StepMark((epoch.number - 1) * batches + batch, epoch.total * batches, epoch, rate)
+    return StepMark(batch, batches, epoch, rate)
+
+
+def _bar_rate(text: str) -> float | None:
+    match = _BAR_RATE.search(text)
+    if match is None or float(match.group(1)) == 0:
+        return None
+    value = float(match.group(1))
+    return value if match.group(2) == "it/s" else 1 / value
 
 
 @dataclass(frozen=True)
@@ -401,7 +426,8 @@ def estimate_progress(
     """Rate and position from timed progress lines, oldest first.
 
     A step lower than the one before starts the count again: the job restarted from a checkpoint (spot),
-    and time before the restart says nothing about the rate after it. The epoch is the latest one `stated`
+    and time before the restart says nothing about the rate after it. Where the lines' times measure no rate (one
+    line's states, a local log's lines), the rate the latest bar printed itself stands in. The epoch is the latest one `stated`
     (by every line read, oldest first: the Trainer's log dict is a line apart from its bar's step once its
     carriage returns are line breaks), by default the marks' own.
     """
@@ -415,7 +441,7 @@ def estimate_progress(
     window = timed[start:]
     (first_time, first), (last_time, last) = window[0], window[-1]
     elapsed = (last_time - first_time).total_seconds()
-    rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
+    rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else last.rate
     stated = [mark.epoch for _, mark in marks] if stated is None else stated
     latest = next((mark for mark in reversed(stated) if mark is not None), None)
     return ProgressEstimate(last.step, last.total, latest_counted_from_one(stated),

@@ -1,10 +1,12 @@
 """What a silent run's hosts do, read from outside: a process that computes makes its host busy, one that sleeps
 leaves it idle, a child that computes counts for its parent's host, and a launcher's CPU time counts only before it
-has started its children (its start-up), never while it waits for them."""
+has started its children (its start-up), never while it waits for them; a rank moving data is busy, a plain-HTTP
+download into memory too (its socket's bytes), and one idle on an open connection is not."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import subprocess
 import sys
@@ -145,6 +147,46 @@ def test_a_rank_moving_data_slowly_with_little_cpu_is_busy_beside_a_sleeping_one
         found = _activities([mover, start("algo-2", sys.executable, "-c", SLEEP)])
     finally:
         done.set()
+
+    assert found["algo-1"].busy is True, found["algo-1"].detail
+    assert "; rank 0 (algo-1) reads or writes " in found["algo-1"].detail, found["algo-1"].detail
+    assert found["algo-2"].busy is False, found["algo-2"].detail
+
+
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    """`/body`: 64 KiB every 0.05 s (1.25 MiB/s, twenty times activity.BUSY_BYTES_PER_SECOND) until the server's
+    `done` is set; `/idle`: the headers, then nothing until then (an open connection that moves no byte)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.flush()
+        with contextlib.suppress(ConnectionError):
+            while not self.server.done.wait(0.05):  # type: ignore[attr-defined]
+                if self.path == "/body":
+                    self.wfile.write(bytes(65536))
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+# Plain HTTP read into memory: urllib's recv() on the socket, which /proc/<pid>/io does not count.
+DOWNLOAD_TO_MEMORY = (f"import sys, urllib.request\nbody = urllib.request.urlopen(sys.argv[1])\n{READY}"
+                      "while body.read(65536):\n    pass\n")
+IDLE_CONNECTION = f"import sys, time, urllib.request\nbody = urllib.request.urlopen(sys.argv[1])\n{READY}time.sleep(30)\n"
+
+
+def test_a_rank_downloading_into_memory_over_plain_http_is_busy_beside_one_idle_on_an_open_connection(start):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    server.done = threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_port}"
+    try:
+        found = _activities([start("algo-1", sys.executable, "-c", DOWNLOAD_TO_MEMORY, f"{address}/body"),
+                             start("algo-2", sys.executable, "-c", IDLE_CONNECTION, f"{address}/idle")])
+    finally:
+        server.done.set()  # type: ignore[attr-defined]
+        server.shutdown()
 
     assert found["algo-1"].busy is True, found["algo-1"].detail
     assert "; rank 0 (algo-1) reads or writes " in found["algo-1"].detail, found["algo-1"].detail

@@ -25,9 +25,9 @@ and write() on a file, a pipe or a TLS connection (read_chars, write_chars), and
 them, memory maps included (read_bytes, write_bytes). A rank blocked in a gloo collective, sleeping, or waiting
 on an idle DataLoader moved 0 to 330 bytes in 10 s (measured), a stuck tqdm bar's redraws 180 bytes in 25 s; a
 rank's output that the clock has not seen as a line is under 64 KiB (a longer one is handed on in pieces, which
-reset the clock), a tenth of a 10-s window's threshold. Not counted: Python's plain sockets (recv/send, so a plain
-HTTP body kept in memory, and gloo's receives), which the kernel does not account; a download written to a file
-counts by its writes, and a TLS one (OpenSSL reads with read()) by its reads.
+reset the clock), a tenth of a 10-s window's threshold. recv() and send() on a socket (a plain HTTP body kept in
+memory, gloo's receives) the kernel does not account there, so the bytes each TCP socket of a training process has
+received and sent (socket_bytes.py) count as well: an idle connection moves none.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from orchestrator.emulator.launching.launch import RUN_ID_VARIABLE
+from orchestrator.emulator.supervising.socket_bytes import bytes_of, socket_inodes, tcp_bytes_by_inode
 from orchestrator.emulator.supervising.stacks import RankProcess, host_of, rank_of
 from orchestrator.emulator.supervising.supervisor import is_launcher
 from orchestrator.observing.liveness import HostActivity
@@ -79,6 +80,9 @@ class _Sample:
     """The counted processes the kernel had in state R (running, or ready and waiting for a core)."""
     moved: dict[_Identity, int] = field(default_factory=dict)
     """The bytes each training process (no launcher) has read or written so far, where the kernel shows them."""
+    sockets: dict[tuple[_Identity, int], int] = field(default_factory=dict)
+    """The bytes each TCP socket of a training process has received and sent so far, by process and inode: a socket
+    closed since is gone from the count, not taken off it."""
 
 
 class ActivitySampler:
@@ -122,6 +126,8 @@ class ActivitySampler:
                             _read_moved(process, identity, sample)
             except psutil.Error:
                 continue
+        _read_sockets([identity for identity in sample.counted
+                       if (work := self._work[identity][1]) is not None and not work.launcher], sample)
         self._samples.append(sample)
         self._work = {identity: self._work[identity] for identity in known.values()}  # what still runs
         baseline = self._baseline(now)
@@ -223,9 +229,15 @@ def _used(current: _Sample, baseline: _Sample) -> dict[_Identity, float]:
 
 
 def _moved(current: _Sample, baseline: _Sample) -> dict[_Identity, int]:
-    """Bytes each process read or wrote since the baseline; one started since is busy for having appeared."""
-    return {identity: max(count - baseline.moved[identity], 0) for identity, count in current.moved.items()
-            if identity in baseline.moved}
+    """Bytes each process read or wrote since the baseline, its sockets' too (all of a socket opened since); one
+    started since is busy for having appeared."""
+    moved = {identity: max(count - baseline.moved[identity], 0) for identity, count in current.moved.items()
+             if identity in baseline.moved}
+    for (identity, inode), count in current.sockets.items():
+        if identity in baseline.cpu:
+            since = max(count - baseline.sockets.get((identity, inode), 0), 0)
+            moved[identity] = moved.get(identity, 0) + since
+    return moved
 
 
 def _read_moved(process: psutil.Process, identity: _Identity, sample: _Sample) -> None:
@@ -236,6 +248,14 @@ def _read_moved(process: psutil.Process, identity: _Identity, sample: _Sample) -
     except (psutil.Error, AttributeError):
         return
     sample.moved[identity] = io.read_chars + io.write_chars + io.read_bytes + io.write_bytes
+
+
+def _read_sockets(training: list[_Identity], sample: _Sample) -> None:
+    """The TCP counters of the training processes' sockets: one netlink dump, only where one of them holds a socket."""
+    held = {identity: inodes for identity in training if (inodes := socket_inodes(identity[0]))}
+    counters = tcp_bytes_by_inode() if held else {}
+    for identity, inodes in held.items():
+        sample.sockets.update(((identity, inode), count) for inode, count in bytes_of(inodes, counters).items())
 
 
 def _parent(process: psutil.Process) -> int | None:

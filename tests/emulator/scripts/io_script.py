@@ -2,6 +2,7 @@
 barrier meanwhile, as Hugging Face's `main_process_first` makes the other ranks wait for rank 0's download.
 
 --work download: reads --source (a throttled HTTP server's URL) into a file, as a hub or S3 download does;
+--work download-to-memory: reads it into memory (plain HTTP: recv() on the socket, no file written);
 --work read: reads --source (a FIFO fed slowly), as a Pipe mode channel or a slow disk's dataset is read;
 --work write: writes --megabytes to --target (a FIFO drained slowly), as torch.save writes to a slow disk.
 
@@ -21,7 +22,7 @@ CHUNK = 64 * 1024
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--work", choices=("download", "read", "write"), required=True)
+    parser.add_argument("--work", choices=("download", "download-to-memory", "read", "write"), required=True)
     parser.add_argument("--source", default="")
     parser.add_argument("--target", default="")
     parser.add_argument("--megabytes", type=int, default=0)
@@ -34,6 +35,10 @@ def main() -> None:
         if args.work == "download":
             with urllib.request.urlopen(args.source) as response, tempfile.TemporaryFile() as file:
                 shutil.copyfileobj(response, file, CHUNK)
+        elif args.work == "download-to-memory":
+            with urllib.request.urlopen(args.source) as response:
+                while response.read(CHUNK):
+                    pass
         elif args.work == "read":
             with open(args.source, "rb") as source:
                 while source.read(CHUNK):

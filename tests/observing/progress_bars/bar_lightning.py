@@ -1,5 +1,6 @@
 """A tiny LightningModule on synthetic data, trained with Lightning's progress bar on (`--bar tqdm`: TQDMProgressBar,
-`--bar rich`: RichProgressBar, else Lightning's default), logging train_loss (prog_bar=True, each step) and val_loss (each epoch)."""
+`--bar rich`: RichProgressBar, else Lightning's default), logging train_loss (prog_bar=True, each step) and val_loss
+(each epoch); 256 rows in batches of `--batch-size` (8 unless told: 32 batches an epoch)."""
 import argparse
 
 import lightning as L
@@ -9,6 +10,7 @@ from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--bar", default="tqdm")
+parser.add_argument("--batch-size", type=int, default=8)
 args, _ = parser.parse_known_args()
 torch.manual_seed(0)
 
@@ -40,5 +42,5 @@ class Classifier(L.LightningModule):
 callbacks = {"rich": [RichProgressBar()], "tqdm": [TQDMProgressBar()]}.get(args.bar, [])
 trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=args.epochs, logger=False, enable_checkpointing=False,
                     callbacks=callbacks, enable_model_summary=False)
-trainer.fit(Classifier(), torch.utils.data.DataLoader(data(256), batch_size=8),
+trainer.fit(Classifier(), torch.utils.data.DataLoader(data(256), batch_size=args.batch_size),
             torch.utils.data.DataLoader(data(64), batch_size=16))
