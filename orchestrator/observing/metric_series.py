@@ -34,6 +34,8 @@ _STEP_OF_TOTAL = re.compile(r"(?i)\bstep['\"]?\s*[=:]?\s*(\d+)\s*/\s*(\d+)")
 _STEP_ALONE = re.compile(r"(?i)(?<![\w-])(?:global_)?step['\"]?\s*[=:]\s*(\d+)\b")
 _LIGHTNING_BAR = re.compile(r"\bEpoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
 _TQDM_BAR = re.compile(r"^\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+_EPOCH_OF_TOTAL_BAR = re.compile(r"(?i)\bepoch (\d+)/(\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+"""A script's own tqdm bar, `tqdm(loader, desc=f"Epoch {epoch + 1}/{epochs}")`: `Epoch 2/3:  50%|...| 8/16 [`."""
 _LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch \d+, global step (\d+):")
 _BATCHES_ROW = re.compile(r"\|\s*epoch\s+(\d+)\s*\|\s*(\d+)/\s*(\d+) batches\b")
 _NANOGPT_LINE = re.compile(r"(?<![\w-])(?:iter|step) (\d+): (?:train )?loss\b")
@@ -42,6 +44,7 @@ before iteration 3 (read as step 3, its losses are that step's). No total: nanoG
 STEP_FORMATS = ("`step=N/TOTAL`", "`step N/TOTAL`", "`step=N`", "`step: N`", "`global_step=N`",
                 "a tqdm bar without a label (transformers' Trainer: ` 50%|...| 5/10 [`)",
                 "Lightning's bar (`Epoch 0:  50%|...| 16/32 [`)",
+                "a tqdm bar labelled `Epoch K/N` (`Epoch 2/3:  50%|...| 8/16 [`)",
                 "Lightning's RichProgressBar (`Epoch 0/2  ━━━━ 16/32 0:00:01`)",
                 "Lightning's checkpoint line (`Epoch 0, global step 4: ...`)",
                 "a row `| epoch   1 |   200/ 2983 batches |` (PyTorch's word language model)",
@@ -117,6 +120,9 @@ def _segment_mark(text: str) -> StepMark | None:
     if match := _LIGHTNING_BAR.search(text):  # the bar counts the epoch's batches: the global step adds epochs
         done_epochs, batch, batches = (int(group) for group in match.groups())
         return StepMark(done_epochs * batches + batch, None, epoch)
+    if match := _EPOCH_OF_TOTAL_BAR.search(text):  # `K/N` counts from 1: epochs before K are done
+        epoch_number, epochs, batch, batches = (int(group) for group in match.groups())
+        return StepMark(max(epoch_number - 1, 0) * batches + batch, epochs * batches, epoch)
     if match := LIGHTNING_RICH_BAR.search(text):  # `Epoch 1/2 ... 16/32`: 0-based of max_epochs - 1
         done_epochs, last_epoch, batch, batches = match.groups()
         total = None if last_epoch is None else (int(last_epoch) + 1) * int(batches)
@@ -417,9 +423,16 @@ def estimate_progress(
     elapsed = (last_time - first_time).total_seconds()
     rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else None
     stated = [mark.epoch for _, mark in marks] if stated is None else stated
+    epoch, of_epochs = epoch_position(stated, epochs)
+    return ProgressEstimate(last.step, last.total, epoch, of_epochs, rate, last_time)
+
+
+def epoch_position(stated: Sequence[EpochMark | None], epochs: int | None) -> tuple[int | None, int | None]:
+    """The epoch in progress, counted from 1, and of how many: the total the latest line states (`Epoch 2/3`),
+    else the `epochs` hyperparameter. A script that prints its epoch but no step (`epoch=2 loss=0.31`) gets it
+    too (JobProgress)."""
     latest = next((mark for mark in reversed(stated) if mark is not None), None)
-    return ProgressEstimate(last.step, last.total, latest_counted_from_one(stated),
-                            (latest and latest.total) or epochs, rate, last_time)
+    return latest_counted_from_one(stated), (latest and latest.total) or epochs
 
 
 def _line_ends(marks: Sequence[tuple[datetime, StepMark]]) -> list[tuple[datetime, StepMark]]:
