@@ -124,6 +124,10 @@ _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
+_LAUNCHER_VARIABLE = re.compile(r"environment variable (RANK|WORLD_SIZE|LOCAL_RANK) expected, but not set|"
+                                r"KeyError: '(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE)'")
+"""A variable torchrun sets and SageMaker does not, read where nothing set it: init_process_group's env://
+rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
 _MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -519,6 +523,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
+    if variable := _LAUNCHER_VARIABLE.search(text):
+        return "launcher_variable", _launcher_variable_fix(variable[1] or variable[2])
     if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
         killed = _KILLED_BY_SIGKILL.get(exit_code, "a DataLoader worker was killed by SIGKILL (signal 9)")
         return "oom_killed", (f"{killed}, which on SageMaker is almost always the kernel's OOM killer: lower the "
@@ -541,6 +547,15 @@ def _argparse_fix(message: str) -> str:
                 "spelled (its usage is above; hyphens and underscores differ), add it to the parser, or read it "
                 "with parse_known_args()")
     return "the script's argument parser rejects the hyperparameters it was given: compare them with its usage"
+
+
+def _launcher_variable_fix(name: str) -> str:
+    return (f"{name} is set by torchrun, not by SageMaker: mode none (the script once per host) and mode mpi "
+            "(mpirun) set no RANK, WORLD_SIZE or LOCAL_RANK; use `distribution: {mode: torch_distributed}` "
+            "(torchrun, on GPU and Trainium instances), or read the mode's own: in mode none the rank is "
+            "json.loads(SM_HOSTS).index(SM_CURRENT_HOST) of len(SM_HOSTS) (MASTER_ADDR and MASTER_PORT are set: "
+            "init_process_group('gloo', rank=..., world_size=...)), in mode mpi OMPI_COMM_WORLD_RANK, "
+            "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_LOCAL_RANK")
 
 
 def _import_fix(match: re.Match[str], framework_version: str | None) -> str:

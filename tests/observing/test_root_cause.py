@@ -459,3 +459,20 @@ def test_a_gloo_timeout_yields_to_the_error_of_the_rank_it_waited_for():
     cause = read_cause({"algo-1": GLOO_TIMEOUT, "algo-2": failed}, _one_process(["algo-1", "algo-2"]),
                        exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
     assert cause.headline() == "algo-2 (rank 1) failed: ValueError: corrupt shard 7 at src/train.py:30"
+
+
+@pytest.mark.parametrize("error", [
+    "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
+    "but not set",
+    "KeyError: 'LOCAL_RANK'",
+])
+def test_a_torchrun_variable_read_outside_torchrun_says_which_mode_sets_it_and_how_else_to_get_the_rank(error):
+    """Before: a bare `exception` with no fix, where validate's own fix for torch_distributed on a CPU instance
+    (mode none) leads a torchrun script straight into it."""
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 27, in <module>', error]
+    cause = read_cause({"algo-1": lines, "algo-2": lines}, _one_process(["algo-1", "algo-2"]),
+                       exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
+
+    assert cause.category == "launcher_variable", cause
+    assert "set by torchrun, not by SageMaker" in cause.fix and "mode: torch_distributed" in cause.fix
+    assert "json.loads(SM_HOSTS).index(SM_CURRENT_HOST)" in cause.fix and "OMPI_COMM_WORLD_RANK" in cause.fix
