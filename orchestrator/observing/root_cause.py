@@ -128,6 +128,9 @@ _LAUNCHER_VARIABLE = re.compile(r"environment variable (RANK|WORLD_SIZE|LOCAL_RA
                                 r"KeyError: '(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE)'")
 """A variable torchrun sets and SageMaker does not, read where nothing set it: init_process_group's env://
 rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
+_SAGEMAKER_VARIABLE = re.compile(r"KeyError: '(SM_(?:(CHANNEL|HP)_)?[A-Za-z0-9_-]+)'")
+"""An `os.environ["SM_CHANNEL_TEST"]` the job does not set: SageMaker sets one per channel and hyperparameter the
+job has, and leaves out the rest."""
 _MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -523,6 +526,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
+    if unset := _SAGEMAKER_VARIABLE.search(text):
+        return "sagemaker_variable", _sagemaker_variable_fix(unset[1], unset[2])
     if variable := _LAUNCHER_VARIABLE.search(text):
         return "launcher_variable", _launcher_variable_fix(variable[1] or variable[2])
     if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
@@ -547,6 +552,19 @@ def _argparse_fix(message: str) -> str:
                 "spelled (its usage is above; hyphens and underscores differ), add it to the parser, or read it "
                 "with parse_known_args()")
     return "the script's argument parser rejects the hyperparameters it was given: compare them with its usage"
+
+
+def _sagemaker_variable_fix(variable: str, kind: str | None) -> str:
+    name = variable.split("_", 2)[2] if kind else ""
+    if kind == "CHANNEL":
+        return (f"{variable} is set only for a channel named {name.lower()}: add `{name.lower()}: s3://...` under "
+                f"`inputs:` in the spec, and for smtrain local `local_inputs: {{{name.lower()}: ./data}}` or --input "
+                f"{name.lower()}=PATH; or read it with os.environ.get() where the channel is optional")
+    if kind == "HP":
+        return (f"{variable} is set only for a hyperparameter the job is given: add `{name.lower()}` under "
+                "`hyperparameters:` (its dashes are kept in the name), or read it with os.environ.get() and a default")
+    return (f"SageMaker's training toolkit does not set {variable} (docs/sagemaker-contract.md §4 lists what it "
+            "sets): set it under `environment:` in the spec, or read it with os.environ.get() and a default")
 
 
 def _launcher_variable_fix(name: str) -> str:

@@ -476,3 +476,19 @@ def test_a_torchrun_variable_read_outside_torchrun_says_which_mode_sets_it_and_h
     assert cause.category == "launcher_variable", cause
     assert "set by torchrun, not by SageMaker" in cause.fix and "mode: torch_distributed" in cause.fix
     assert "json.loads(SM_HOSTS).index(SM_CURRENT_HOST)" in cause.fix and "OMPI_COMM_WORLD_RANK" in cause.fix
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    ("KeyError: 'SM_CHANNEL_TEST'", "SM_CHANNEL_TEST is set only for a channel named test: add `test: s3://...` "
+                                    "under `inputs:`"),
+    ("KeyError: 'SM_HP_WARMUP-STEPS'", "SM_HP_WARMUP-STEPS is set only for a hyperparameter the job is given: add "
+                                       "`warmup-steps` under `hyperparameters:`"),
+    ("KeyError: 'SM_MASTER_ADDR'", "SageMaker's training toolkit does not set SM_MASTER_ADDR"),
+])
+def test_a_sagemaker_variable_the_job_does_not_set_says_what_sets_it(error, said):
+    """Before: a bare `exception` with no fix, though the spec decides which SM_CHANNEL_ and SM_HP_ variables exist."""
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 3, in <module>', error]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1},
+                       source=SourcePaths(shown="src"))
+
+    assert cause.category == "sagemaker_variable" and said in cause.fix, cause
