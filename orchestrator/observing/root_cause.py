@@ -14,6 +14,7 @@ socket, tier 2), which leads over a bare exit or stop signal (3); within a tier 
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 import re
@@ -131,6 +132,8 @@ rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
 _SAGEMAKER_VARIABLE = re.compile(r"KeyError: '(SM_(?:(CHANNEL|HP)_)?[A-Za-z0-9_-]+)'")
 """An `os.environ["SM_CHANNEL_TEST"]` the job does not set: SageMaker sets one per channel and hyperparameter the
 job has, and leaves out the rest."""
+_USAGE_OPTION = re.compile(r"(?:\[|takes |, )(--[A-Za-z0-9][\w-]*)")
+"""An option a parser offers: argparse's usage `[--batch-size BATCH_SIZE]`, smtrain's `train.py takes --trainer, --lr`."""
 _MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -520,7 +523,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                                       "legitimately slower (NCCL_DEBUG=INFO names the collective)")
     argparse_error = _ARGPARSE_ERROR.match(text)
     if argparse_error:
-        return "argument_rejected", _argparse_fix(argparse_error[2])
+        return "argument_rejected", _argparse_fix(argparse_error[2], lines)
     if PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
         return "requirements_install", pip_fix([text, *lines])
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
@@ -542,7 +545,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     return "exit", None
 
 
-def _argparse_fix(message: str) -> str:
+def _argparse_fix(message: str, lines: Sequence[str]) -> str:
     unknown = re.match(r"unrecognized arguments: ([^;\n]+)", message)  # a parser may add `; <its usage>`
     if unknown:
         options = unknown[1].split()
@@ -550,8 +553,21 @@ def _argparse_fix(message: str) -> str:
         shown = ", ".join(names) or unknown[1]
         return (f"the script's argument parser rejects {shown}: name the hyperparameter as the script's option is "
                 "spelled (its usage is above; hyphens and underscores differ), add it to the parser, or read it "
-                "with parse_known_args()")
+                f"with parse_known_args(){_meant_options(names, [message, *lines])}")
     return "the script's argument parser rejects the hyperparameters it was given: compare them with its usage"
+
+
+def _meant_options(rejected: Sequence[str], lines: Sequence[str]) -> str:
+    """`; the script spells --batch_size as --batch-size (hyperparameter batch-size)`, for each rejected option its
+    usage (`[--batch-size BATCH_SIZE]`) spells with the other of `-` and `_`, or almost alike."""
+    offered = sorted({option for line in lines for option in _USAGE_OPTION.findall(line)})
+    meant = []
+    for option in rejected:
+        alike = [name for name in offered if name.replace("_", "-") == option.replace("_", "-")]
+        close = alike or difflib.get_close_matches(option, offered, n=1, cutoff=0.8)
+        if close and close[0] != option:
+            meant.append(f"{option} as {close[0]} (hyperparameter {close[0][2:]})")
+    return f"; the script spells {', '.join(meant)}" if meant else ""
 
 
 def _sagemaker_variable_fix(variable: str, kind: str | None) -> str:

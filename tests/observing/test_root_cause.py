@@ -492,3 +492,15 @@ def test_a_sagemaker_variable_the_job_does_not_set_says_what_sets_it(error, said
                        source=SourcePaths(shown="src"))
 
     assert cause.category == "sagemaker_variable" and said in cause.fix, cause
+
+
+def test_a_rejected_option_the_usage_spells_otherwise_is_named_as_the_script_takes_it():
+    """Before: only `hyphens and underscores differ`, leaving the reader to find `--batch-size` in a wrapped usage."""
+    lines = ["usage: train.py [-h] [--epochs EPOCHS] [--lr LR] [--batch-size BATCH_SIZE]",
+             "                [--hidden HIDDEN] [--checkpoint-dir CHECKPOINT_DIR]",
+             "train.py: error: unrecognized arguments: --batch_size 64 --hiden 8 --seed 1"]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 2})
+
+    assert cause.category == "argument_rejected"
+    assert cause.fix.endswith("; the script spells --batch_size as --batch-size (hyperparameter batch-size), --hiden "
+                              "as --hidden (hyperparameter hidden)"), cause.fix
