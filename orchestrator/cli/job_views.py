@@ -172,13 +172,10 @@ def _progress_rows(
     if estimate is None:
         if not progress.any_lines:
             return [("progress", "no log lines" + ("" if current.is_terminal else " yet"))]
-        if current.status == "Failed":  # the failure is the news, not the formats that would have shown steps
-            return [("progress", "no step in the logs' last lines")]
-        when = "" if current.is_terminal else " yet"
-        return [("progress", f"no step in the logs' last lines{when}; smtrain reads {', '.join(STEP_FORMATS)}")]
+        return [("progress", _without_a_step(progress, current))] + _loss_rows(progress)
     text = estimate.position()
     if estimate.epoch is not None:
-        text += f", epoch {estimate.epoch}" + (f" of {estimate.epochs}" if estimate.epochs else "")
+        text += ", " + _epoch_words(estimate.epoch, estimate.epochs)
     rows = [("progress", text + f" at {time_text(estimate.at)}")]
     if estimate.steps_per_second:
         rows.append(("rate", f"{estimate.steps_per_second:.3g} steps/s"))
@@ -187,9 +184,25 @@ def _progress_rows(
         eta = estimate.eta_seconds(now) or 0.0
         late = " (overdue: no progress line since)" if finish < now else ""
         rows.append(("eta", f"{format_duration(eta)}, about {time_text(finish)}{late}"))
-    for name in loss_metrics(list(progress.latest)):
-        rows.append((name, f"{progress.latest[name]:.6g} (latest logged)"))
-    return rows
+    return rows + _loss_rows(progress)
+
+
+def _without_a_step(progress: JobProgress, current: JobStatus) -> str:
+    """The epoch a script printing only `epoch=2 loss=0.31` is in, then that no line gave a step; a running or
+    completed job's row says which step formats would (a failed job's failure is the news, not the formats)."""
+    epoch = "" if progress.epoch is None else _epoch_words(progress.epoch, progress.epochs) + "; "
+    if current.status == "Failed":
+        return f"{epoch}no step in the logs' last lines"
+    when = "" if current.is_terminal else " yet"
+    return f"{epoch}no step in the logs' last lines{when}; smtrain reads {', '.join(STEP_FORMATS)}"
+
+
+def _epoch_words(epoch: int, epochs: int | None) -> str:
+    return f"epoch {epoch}" + (f" of {epochs}" if epochs else "")
+
+
+def _loss_rows(progress: JobProgress) -> list[tuple[str, str]]:
+    return [(name, f"{progress.latest[name]:.6g} (latest logged)") for name in loss_metrics(list(progress.latest))]
 
 
 def _billable_words(current: JobStatus) -> str:

@@ -51,6 +51,9 @@ class EpochMark:
     first: int | None = None
     """What the format numbers its first epoch: 0 for torchvision's and Lightning's, 1 for the Trainer's epochs
     done (read as the epoch in progress); None where only the numbers printed can tell (EpochCounter)."""
+    form: str = ""
+    """Which of the forms without a first epoch of their own printed it: EpochCounter tells each one's numbering
+    apart, for a script whose bar counts from 0 (`desc=f"epoch {epoch}"`) and whose own line from 1."""
 
 
 def epoch_mark(text: str) -> EpochMark | None:
@@ -59,7 +62,7 @@ def epoch_mark(text: str) -> EpochMark | None:
         last = match.group(2)
         return EpochMark(int(match.group(1)), None if last is None else int(last) + 1, first=0)
     if match := _OF_TOTAL.search(text):
-        return EpochMark(int(match.group(1)), int(match.group(2)))
+        return EpochMark(int(match.group(1)), int(match.group(2)), form="of total")
     if match := (_TORCHVISION_HEADER.search(text) or _LIGHTNING_BAR.search(text)
                  or _LIGHTNING_CHECKPOINT.search(text)):
         return EpochMark(int(match.group(1)), first=0)
@@ -69,9 +72,9 @@ def epoch_mark(text: str) -> EpochMark | None:
         quoted, value = match.groups()
         if quoted or "." in value:  # the Trainer's epochs done: 1.5 is in epoch 2, 1.0 has ended epoch 1
             return EpochMark(max(1, math.ceil(float(value) - _ROUNDING)), first=1)
-        return EpochMark(int(value))
+        return EpochMark(int(value), form="value")
     if match := _NUMBER_THEN_COLON.search(text):
-        return EpochMark(int(match.group(1)))
+        return EpochMark(int(match.group(1)), form="number then colon")
     return None
 
 
@@ -86,16 +89,18 @@ def line_epoch(line: str) -> EpochMark | None:
 
 class EpochCounter:
     """Counts a run's epochs from 1, mark after mark, oldest first: a format's own first epoch where it has one,
-    else 0 once any line printed epoch 0 (`for epoch in range(epochs)`), else 1 as printed. A completed run of 3
-    epochs thus ends at epoch 3 whether its script printed `epoch=2` or `epoch=3`."""
+    else 0 once a line of the same form printed epoch 0 (`for epoch in range(epochs)`), else 1 as printed. A
+    completed run of 3 epochs thus ends at epoch 3 whether its script printed `epoch=2` or `epoch=3`, and
+    whether or not its tqdm bar's label, `epoch 0:`, counts from 0 beside it."""
 
     def __init__(self) -> None:
-        self._zero_printed = False
+        self._zero_printed: set[str] = set()
 
     def count(self, mark: EpochMark) -> int:
         """The mark's epoch counted from 1."""
-        self._zero_printed = self._zero_printed or mark.number == 0
-        first = mark.first if mark.first is not None else (0 if self._zero_printed else 1)
+        if mark.number == 0:
+            self._zero_printed.add(mark.form)
+        first = mark.first if mark.first is not None else (0 if mark.form in self._zero_printed else 1)
         return mark.number + 1 - first
 
 

@@ -443,9 +443,16 @@ def estimate_progress(
     elapsed = (last_time - first_time).total_seconds()
     rate = (last.step - first.step) / elapsed if elapsed > 0 and last.step > first.step else last.rate
     stated = [mark.epoch for _, mark in marks] if stated is None else stated
+    epoch, of_epochs = epoch_position(stated, epochs)
+    return ProgressEstimate(last.step, last.total, epoch, of_epochs, rate, last_time)
+
+
+def epoch_position(stated: Sequence[EpochMark | None], epochs: int | None) -> tuple[int | None, int | None]:
+    """The epoch in progress, counted from 1, and of how many: the total the latest line states (`Epoch 2/3`),
+    else the `epochs` hyperparameter. A script that prints its epoch but no step (`epoch=2 loss=0.31`) gets it
+    too (JobProgress)."""
     latest = next((mark for mark in reversed(stated) if mark is not None), None)
-    return ProgressEstimate(last.step, last.total, latest_counted_from_one(stated),
-                            (latest and latest.total) or epochs, rate, last_time)
+    return latest_counted_from_one(stated), (latest and latest.total) or epochs
 
 
 def _line_ends(marks: Sequence[tuple[datetime, StepMark]]) -> list[tuple[datetime, StepMark]]:

@@ -22,6 +22,7 @@ from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import (
     ProgressEstimate,
     compile_definitions,
+    epoch_position,
     estimate_progress,
     extract,
     step_mark,
@@ -126,10 +127,16 @@ class JobProgress:
     failure_cause: FailureCause | None = None
     any_lines: bool = True
     """False when the tails held no line at all, so "no step in the last lines" would point at the wrong thing."""
+    epoch: int | None = None
+    """The epoch the lines state, counted from 1, step or no step: a script that prints `epoch=2 loss=0.31` once
+    an epoch and no step still has its epoch shown."""
+    epochs: int | None = None
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         return {
             "progress": self.estimate.to_dict(now) if self.estimate else None,
+            "epoch": self.epoch,
+            "epochs": self.epochs,
             "latest_metrics": dict(self.latest),
             "failing_host": self.failing_host,
             "failing_host_last_lines": [line.message for line in self.failing_lines],
@@ -151,14 +158,16 @@ def job_progress(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogL
         if mark:
             marks.append((datetime.fromtimestamp(line.timestamp_ms / 1000, tz=timezone.utc), mark))
         latest.update(extract(definitions, line.message))
-    estimate = estimate_progress(marks, _epochs(described.get("HyperParameters", {})),
-                                 [line_epoch(line.message) for line in lines])
+    epochs = _epochs(described.get("HyperParameters", {}))
+    stated = [line_epoch(line.message) for line in lines]
+    estimate = estimate_progress(marks, epochs, stated)
+    epoch, of_epochs = epoch_position(stated, epochs)
     cause = recorded if recorded is not None else failure_cause(described, tails, source)
     if described.get("TrainingJobStatus") != "Failed":
-        return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines))
+        return JobProgress(estimate, latest, failure_cause=cause, any_lines=bool(lines), epoch=epoch, epochs=of_epochs)
     host = cause.host if cause and cause.host in tails else failing_host(described.get("FailureReason") or "", tails)
     rank, failing = _failing_lines(tails, host, cause)
-    return JobProgress(estimate, latest, host, failing, rank, cause, bool(lines))
+    return JobProgress(estimate, latest, host, failing, rank, cause, bool(lines), epoch, of_epochs)
 
 
 def _failing_lines(tails: Mapping[str, Sequence[LogLine]], host: str | None,

@@ -16,6 +16,7 @@ waited for where the logs and the rank table show which (observing/straggler.py)
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 import re
@@ -129,6 +130,15 @@ _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
+_LAUNCHER_VARIABLE = re.compile(r"environment variable (RANK|WORLD_SIZE|LOCAL_RANK) expected, but not set|"
+                                r"KeyError: '(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE)'")
+"""A variable torchrun sets and SageMaker does not, read where nothing set it: init_process_group's env://
+rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
+_SAGEMAKER_VARIABLE = re.compile(r"KeyError: '(SM_(?:(CHANNEL|HP)_)?[A-Za-z0-9_-]+)'")
+"""An `os.environ["SM_CHANNEL_TEST"]` the job does not set: SageMaker sets one per channel and hyperparameter the
+job has, and leaves out the rest."""
+_USAGE_OPTION = re.compile(r"(?:\[|takes |, )(--[A-Za-z0-9][\w-]*)")
+"""An option a parser offers: argparse's usage `[--batch-size BATCH_SIZE]`, smtrain's `train.py takes --trainer, --lr`."""
 _MESSAGE_LINES = 4
 # torchrun's summary: `[0]:` entries with `rank : 5 (local_rank: 1)` and `exitcode : -9 (pid: 123)`.
 _TORCHRUN_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -532,12 +542,16 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                                       "legitimately slower (NCCL_DEBUG=INFO names the collective)")
     argparse_error = _ARGPARSE_ERROR.match(text)
     if argparse_error:
-        return "argument_rejected", _argparse_fix(argparse_error[2])
+        return "argument_rejected", _argparse_fix(argparse_error[2], lines)
     if PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
         return "requirements_install", pip_fix([text, *lines])
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
+    if unset := _SAGEMAKER_VARIABLE.search(text):
+        return "sagemaker_variable", _sagemaker_variable_fix(unset[1], unset[2])
+    if variable := _LAUNCHER_VARIABLE.search(text):
+        return "launcher_variable", _launcher_variable_fix(variable[1] or variable[2])
     if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
         killed = _KILLED_BY_SIGKILL.get(exit_code, "a DataLoader worker was killed by SIGKILL (signal 9)")
         return "oom_killed", (f"{killed}, which on SageMaker is almost always the kernel's OOM killer: lower the "
@@ -550,7 +564,7 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
     return "exit", None
 
 
-def _argparse_fix(message: str) -> str:
+def _argparse_fix(message: str, lines: Sequence[str]) -> str:
     unknown = re.match(r"unrecognized arguments: ([^;\n]+)", message)  # a parser may add `; <its usage>`
     if unknown:
         options = unknown[1].split()
@@ -558,8 +572,43 @@ def _argparse_fix(message: str) -> str:
         shown = ", ".join(names) or unknown[1]
         return (f"the script's argument parser rejects {shown}: name the hyperparameter as the script's option is "
                 "spelled (its usage is above; hyphens and underscores differ), add it to the parser, or read it "
-                "with parse_known_args()")
+                f"with parse_known_args(){_meant_options(names, [message, *lines])}")
     return "the script's argument parser rejects the hyperparameters it was given: compare them with its usage"
+
+
+def _meant_options(rejected: Sequence[str], lines: Sequence[str]) -> str:
+    """`; the script spells --batch_size as --batch-size (hyperparameter batch-size)`, for each rejected option its
+    usage (`[--batch-size BATCH_SIZE]`) spells with the other of `-` and `_`, or almost alike."""
+    offered = sorted({option for line in lines for option in _USAGE_OPTION.findall(line)})
+    meant = []
+    for option in rejected:
+        alike = [name for name in offered if name.replace("_", "-") == option.replace("_", "-")]
+        close = alike or difflib.get_close_matches(option, offered, n=1, cutoff=0.8)
+        if close and close[0] != option:
+            meant.append(f"{option} as {close[0]} (hyperparameter {close[0][2:]})")
+    return f"; the script spells {', '.join(meant)}" if meant else ""
+
+
+def _sagemaker_variable_fix(variable: str, kind: str | None) -> str:
+    name = variable.split("_", 2)[2] if kind else ""
+    if kind == "CHANNEL":
+        return (f"{variable} is set only for a channel named {name.lower()}: add `{name.lower()}: s3://...` under "
+                f"`inputs:` in the spec, and for smtrain local `local_inputs: {{{name.lower()}: ./data}}` or --input "
+                f"{name.lower()}=PATH; or read it with os.environ.get() where the channel is optional")
+    if kind == "HP":
+        return (f"{variable} is set only for a hyperparameter the job is given: add `{name.lower()}` under "
+                "`hyperparameters:` (its dashes are kept in the name), or read it with os.environ.get() and a default")
+    return (f"SageMaker's training toolkit does not set {variable} (docs/sagemaker-contract.md §4 lists what it "
+            "sets): set it under `environment:` in the spec, or read it with os.environ.get() and a default")
+
+
+def _launcher_variable_fix(name: str) -> str:
+    return (f"{name} is set by torchrun, not by SageMaker: mode none (the script once per host) and mode mpi "
+            "(mpirun) set no RANK, WORLD_SIZE or LOCAL_RANK; use `distribution: {mode: torch_distributed}` "
+            "(torchrun, on GPU and Trainium instances), or read the mode's own: in mode none the rank is "
+            "json.loads(SM_HOSTS).index(SM_CURRENT_HOST) of len(SM_HOSTS) (MASTER_ADDR and MASTER_PORT are set: "
+            "init_process_group('gloo', rank=..., world_size=...)), in mode mpi OMPI_COMM_WORLD_RANK, "
+            "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_LOCAL_RANK")
 
 
 def _import_fix(match: re.Match[str], framework_version: str | None) -> str:

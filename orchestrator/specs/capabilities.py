@@ -22,6 +22,7 @@ from orchestrator.specs import images
 from orchestrator.specs.catalog import InstanceType, lookup
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.equals_arguments import equals_reader
+from orchestrator.specs.image_pins import REQUIREMENTS_FILE, replaced_packages
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.modes import Mode
 from orchestrator.specs.overwritten_environment import overwritten_values
@@ -395,6 +396,16 @@ def _hyperparameters_as_two_arguments(ctx: _Context) -> Iterator[_Hit]:
         yield "entry_point", {"script": ctx.spec.entry_point, "where": found.where(ctx.spec.entry_point),
                               "argument": f"-{key}" if len(key) == 1 else f"--{key}",
                               "value": redact_value(key, ctx.spec.hyperparameters[key])}
+
+
+@_rule("requirements-replace-image-package")
+def _requirements_replace_image_package(ctx: _Context) -> Iterator[_Hit]:
+    if ctx.custom_image or ctx.spec.framework_version is None:
+        return
+    for replaced in replaced_packages(ctx.spec.source_dir, ctx.spec.framework_version):
+        yield "source_dir", {"where": f"{Path(ctx.spec.source_dir).name}/{REQUIREMENTS_FILE}:{replaced.line}",
+                             "requirement": replaced.requirement, "distribution": replaced.distribution,
+                             "shipped": replaced.shipped}
 
 
 @_rule("vpc-needs-both")

@@ -5,12 +5,10 @@
 from __future__ import annotations
 
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_SCRIPT_BYTES = 1024 * 1024
-"""Larger files are not read: no hand-written training script or configurator is this large."""
+from orchestrator.specs.source_files import source_file_text
 
 _EXECUTED_FILE = re.compile(r"exec\(\s*open\((?P<path>[^()]*(?:\([^()]*\))?[^()]*)\)\s*\.read\(\)\s*\)")
 """`exec(open('configurator.py').read())`, also with `os.path.join('nanochat', 'configurator.py')` inside."""
@@ -38,14 +36,14 @@ def equals_reader(source_dir: str | Path, entry_point: str) -> EqualsReader | No
     runs with `exec(open(...).read())` (its working directory on SageMaker is the source dir's copy), that refuses
     an argument without `=` and splits the others at it. None for any other script, or one that cannot be read."""
     directory = Path(source_dir)
-    script = _text(directory, entry_point)
+    script = source_file_text(directory, entry_point)
     if script is None:
         return None
     if _reads_equals(script):
         return EqualsReader(entry_point, _line(script, _NO_EQUALS_REFUSED.search(script).start()))
     for match in _EXECUTED_FILE.finditer(script):
         executed = "/".join(_LITERAL.findall(match["path"]))
-        text = _text(directory, executed) if executed else None
+        text = source_file_text(directory, executed) if executed else None
         if text is not None and _reads_equals(text):
             return EqualsReader(executed, _line(script, match.start()))
     return None
@@ -57,17 +55,3 @@ def _line(text: str, offset: int) -> int:
 
 def _reads_equals(text: str) -> bool:
     return "sys.argv" in text and bool(_NO_EQUALS_REFUSED.search(text)) and bool(_SPLIT_AT_EQUALS.search(text))
-
-
-def _text(directory: Path, relative: str) -> str | None:
-    """A regular file inside `directory` (not a FIFO, not a link out of it), of at most MAX_SCRIPT_BYTES."""
-    try:
-        root = directory.resolve()
-        path = (root / relative).resolve()
-        if not path.is_relative_to(root) or not stat.S_ISREG(path.stat().st_mode):
-            return None
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SCRIPT_BYTES + 1)
-    except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop before Python 3.13; ValueError: a NUL
-        return None
-    return data.decode("utf-8", "replace") if len(data) <= MAX_SCRIPT_BYTES else None

@@ -22,17 +22,18 @@ FORMATS = {
                     "{'loss': 0.42, 'learning_rate': 5e-05, 'epoch': 0.3}",
     "lightning": "\rEpoch 0:  75%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u258c  | 3/4 [00:01<00:00,  2.00it/s, v_num=0, "
                  "train_loss_step=0.42]",
+    "a script's own bar": "\rEpoch 1/2:  30%|\u2588\u2588\u2588       | 3/10 [00:01<00:02,  2.00it/s] loss=0.42",
 }
 
 
-def _finished_run(root: Path, log: str) -> None:
+def _finished_run(root: Path, log: str, **described: object) -> None:
     run_dir = root / "runs" / "mine"
     (run_dir / "logs").mkdir(parents=True)
     (run_dir / RUN_MARKER_FILE).write_text("")
     (run_dir / "status.json").write_text(json.dumps({
         "TrainingJobName": "mine", "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
         "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
-        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
+        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}, **described}))
     (run_dir / "logs" / "algo-1.log").write_text(log)
 
 
@@ -57,6 +58,22 @@ def test_status_of_a_run_without_a_step_says_which_formats_it_reads(tmp_path, mo
     progress = next(line for line in result.stdout.splitlines() if line.strip().startswith("progress"))
     assert "no step in the logs' last lines; smtrain reads `step=N/TOTAL`" in progress, progress
     assert "yet" not in progress  # the run has ended: no step will come
+
+
+def test_status_of_a_run_printing_only_its_epochs_shows_the_epoch_and_the_loss(tmp_path, monkeypatch):
+    # A script of one's own: a tqdm bar labelled from 0 (`desc=f"epoch {epoch}"`), its own line from 1.
+    bar = "\repoch {0}:   0%|          | 0/16 [00:00<?, ?it/s]\repoch {0}: 100%|##########| 16/16 [00:00<00:00]"
+    log = "".join(f"{bar.format(epoch)}\nepoch={epoch + 1} loss={loss}\n" for epoch, loss in enumerate([2.7, 0.4, 0.24]))
+    monkeypatch.chdir(tmp_path)
+    _finished_run(tmp_path, log, HyperParameters={"epochs": "3"},
+                  AlgorithmSpecification={"MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}]})
+
+    shown = CliRunner().invoke(main, ["status", "mine"])
+    document = json.loads(CliRunner().invoke(main, ["status", "mine", "-o", "json"]).stdout)
+
+    assert "  progress   epoch 3 of 3; no step in the logs' last lines" in shown.stdout, shown.stdout
+    assert "  train:loss 0.24 (latest logged)" in shown.stdout, shown.stdout
+    assert (document["epoch"], document["epochs"]) == (3, 3)
 
 
 def test_local_help_says_what_counts_as_a_hang_and_what_as_slow():

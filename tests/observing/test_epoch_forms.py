@@ -77,6 +77,13 @@ RUNS = {
         ("Epoch: 2 | loss: 0.41", 2),
         ("epoch: 3, train_loss: 0.33", 3),
     ],
+    # A script of one's own: its tqdm bar labelled `desc=f"epoch {epoch}"` from 0, its line `epoch={epoch + 1}`.
+    "a script's bar from 0 beside its line from 1": [
+        (f"\repoch 0:  50%|{BAR * 5}     | 8/16 [00:00<00:00, 75.67it/s]", 1),
+        ("epoch=1 loss=2.7378", 1),
+        (f"\repoch 2: 100%|{BAR * 10}| 16/16 [00:00<00:00, 107.29it/s]", 3),
+        ("epoch=3 loss=0.2398", 3),
+    ],
 }
 
 

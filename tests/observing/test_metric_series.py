@@ -51,7 +51,7 @@ def test_extract_skips_a_definition_without_a_group_and_a_value_that_is_not_a_nu
 
 
 def test_step_mark_reads_step_total_and_epoch():
-    assert step_mark("epoch=3 step=40/96 train_loss=0.1") == StepMark(40, 96, EpochMark(3))
+    assert step_mark("epoch=3 step=40/96 train_loss=0.1") == StepMark(40, 96, EpochMark(3, form="value"))
     assert step_mark("step=7/8") == StepMark(7, 8, None)
     assert step_mark("substep=7/8") is None and step_mark("no progress") is None
 

@@ -44,3 +44,13 @@ def test_the_tqdm_bars_last_state_gives_the_step_and_the_epoch():
 
     assert marks[-1].step == 96  # `Epoch 2: 100%|...| 32/32`: 2 epochs done x 32 + 32
     assert latest_counted_from_one(map(line_epoch, lines)) == 3
+
+
+def test_a_scripts_own_bar_labelled_epoch_k_of_n_gives_the_step_of_every_epochs_batches():
+    # tqdm 4.70.1 as `tqdm(loader, desc=f"Epoch {epoch + 1}/{epochs}")` prints it, 16 batches an epoch.
+    state = "\rEpoch 2/3:  50%|\u2588\u2588\u2588\u2588\u2588     | 8/16 [00:00<00:00, 75.67it/s]"
+
+    mark = step_mark(state)
+
+    assert mark is not None and (mark.step, mark.total) == (24, 48)  # epoch 1 done (16) + 8 of epoch 2, of 3 x 16
+    assert latest_counted_from_one([mark.epoch]) == 2

@@ -519,3 +519,48 @@ def test_a_gloo_timeout_yields_to_the_error_of_the_rank_it_waited_for():
     cause = read_cause({"algo-1": GLOO_TIMEOUT, "algo-2": failed}, _one_process(["algo-1", "algo-2"]),
                        exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
     assert cause.headline() == "algo-2 (rank 1) failed: ValueError: corrupt shard 7 at src/train.py:30"
+
+
+@pytest.mark.parametrize("error", [
+    "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, "
+    "but not set",
+    "KeyError: 'LOCAL_RANK'",
+])
+def test_a_torchrun_variable_read_outside_torchrun_says_which_mode_sets_it_and_how_else_to_get_the_rank(error):
+    """Before: a bare `exception` with no fix, where validate's own fix for torch_distributed on a CPU instance
+    (mode none) leads a torchrun script straight into it."""
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 27, in <module>', error]
+    cause = read_cause({"algo-1": lines, "algo-2": lines}, _one_process(["algo-1", "algo-2"]),
+                       exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
+
+    assert cause.category == "launcher_variable", cause
+    assert "set by torchrun, not by SageMaker" in cause.fix and "mode: torch_distributed" in cause.fix
+    assert "json.loads(SM_HOSTS).index(SM_CURRENT_HOST)" in cause.fix and "OMPI_COMM_WORLD_RANK" in cause.fix
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    ("KeyError: 'SM_CHANNEL_TEST'", "SM_CHANNEL_TEST is set only for a channel named test: add `test: s3://...` "
+                                    "under `inputs:`"),
+    ("KeyError: 'SM_HP_WARMUP-STEPS'", "SM_HP_WARMUP-STEPS is set only for a hyperparameter the job is given: add "
+                                       "`warmup-steps` under `hyperparameters:`"),
+    ("KeyError: 'SM_MASTER_ADDR'", "SageMaker's training toolkit does not set SM_MASTER_ADDR"),
+])
+def test_a_sagemaker_variable_the_job_does_not_set_says_what_sets_it(error, said):
+    """Before: a bare `exception` with no fix, though the spec decides which SM_CHANNEL_ and SM_HP_ variables exist."""
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 3, in <module>', error]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1},
+                       source=SourcePaths(shown="src"))
+
+    assert cause.category == "sagemaker_variable" and said in cause.fix, cause
+
+
+def test_a_rejected_option_the_usage_spells_otherwise_is_named_as_the_script_takes_it():
+    """Before: only `hyphens and underscores differ`, leaving the reader to find `--batch-size` in a wrapped usage."""
+    lines = ["usage: train.py [-h] [--epochs EPOCHS] [--lr LR] [--batch-size BATCH_SIZE]",
+             "                [--hidden HIDDEN] [--checkpoint-dir CHECKPOINT_DIR]",
+             "train.py: error: unrecognized arguments: --batch_size 64 --hiden 8 --seed 1"]
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 2})
+
+    assert cause.category == "argument_rejected"
+    assert cause.fix.endswith("; the script spells --batch_size as --batch-size (hyperparameter batch-size), --hiden "
+                              "as --hidden (hyperparameter hidden)"), cause.fix
