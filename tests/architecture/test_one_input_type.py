@@ -5,19 +5,16 @@ never branch on which of the two they were given."""
 from __future__ import annotations
 
 import ast
-import functools
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
+from package_trees import package_trees
+
 EDGE = Path("api.py")
 SPEC_TYPES = {"JobSpec", "LoadedSpec"}
 
 
-@functools.cache
 def _modules_below_the_edge() -> dict[Path, ast.Module]:
-    """Parsed once for the module's tests, which only read the trees."""
-    return {path.relative_to(PACKAGE): ast.parse(path.read_text(), str(path))
-            for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE) != EDGE}
+    return {module: tree for module, tree in package_trees().items() if module != EDGE}
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -63,5 +60,5 @@ def test_only_the_api_wraps_a_jobspec():
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "of"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "LoadedSpec"]
     assert not wrapping, f"LoadedSpec.of is the API's edge; called below it at {wrapping}"
-    edge = ast.parse((PACKAGE / EDGE).read_text())
+    edge = package_trees()[EDGE]
     assert any(isinstance(node, ast.Call) and ast.unparse(node.func) == "LoadedSpec.of" for node in ast.walk(edge))

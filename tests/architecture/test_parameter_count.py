@@ -6,9 +6,9 @@ The functions that predated the rule were given context objects; none is left ov
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
+from package_trees import package_trees
+
 LIMIT = 6
 
 
@@ -16,8 +16,8 @@ def _parameter_counts() -> dict[str, int]:
     """Every function's parameters (self and cls not counted; *args and **kwargs counted), click commands left
     out: their parameters are the command's options."""
     counts = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for module, tree in package_trees().items():
+        for node in ast.walk(tree):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if any(".command" in ast.unparse(item) or ".group" in ast.unparse(item)
@@ -27,7 +27,7 @@ def _parameter_counts() -> dict[str, int]:
             names = [item.arg for item in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
                      if item.arg not in ("self", "cls")]
             names += [item.arg for item in (arguments.vararg, arguments.kwarg) if item is not None]
-            key = f"{path.relative_to(PACKAGE)}:{node.name}"
+            key = f"{module}:{node.name}"
             counts[key] = max(counts.get(key, 0), len(names))
     return counts
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from forked import SMTRAIN_PRELOAD, run_forked
 
 from orchestrator.cloud.resolve import resolve_target
 from orchestrator.emulator.local_plan import local_target
@@ -49,13 +49,16 @@ def test_with_no_region_anywhere_both_fall_back_and_say_so(tmp_path):
 
 def test_the_region_is_read_without_boto3_unless_a_profile_may_name_it(tmp_path):
     """boto3's import is most of a plan's time: the environment, or the absence of any AWS config file, answers
-    without it; only a config file (a profile's region) needs boto3 to read it."""
-    script = ("import sys\nfrom pathlib import Path\nfrom orchestrator.emulator.local_plan import local_target\n"
-              "from orchestrator.specs.model import JobSpec\n"
-              "spec = JobSpec(name='region', entry_point='train.py', framework_version='2.10.0', "
-              "instance={'type': 'ml.c5.2xlarge'})\n"
-              "target = local_target(spec, Path('run'))\n"
-              "print(target.region, target.region_is_fallback, 'boto3' in sys.modules)")
+    without it; only a config file (a profile's region) needs boto3 to read it. Each case runs in a process
+    forked from the CLI's warm interpreter (tests/support/forked.py), which has not imported boto3 either."""
+    script = tmp_path / "region.py"
+    script.write_text("import sys\nfrom pathlib import Path\n"
+                      "from orchestrator.emulator.local_plan import local_target\n"
+                      "from orchestrator.specs.model import JobSpec\n"
+                      "spec = JobSpec(name='region', entry_point='train.py', framework_version='2.10.0', "
+                      "instance={'type': 'ml.c5.2xlarge'})\n"
+                      "target = local_target(spec, Path('run'))\n"
+                      "print(target.region, target.region_is_fallback, 'boto3' in sys.modules)")
     config = tmp_path / "aws-config"
     config.write_text("[default]\nregion = eu-west-1\n")
     base = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -63,6 +66,5 @@ def test_the_region_is_read_without_boto3_unless_a_profile_may_name_it(tmp_path)
              "AWS_DEFAULT_REGION": ({"AWS_DEFAULT_REGION": "eu-central-1"}, "eu-central-1 False False"),
              "a config file": ({"AWS_CONFIG_FILE": str(config)}, "eu-west-1 False True")}
     for case, (extra, expected) in cases.items():
-        done = subprocess.run([sys.executable, "-c", script], env={**base, **extra}, capture_output=True, text=True,
-                              timeout=600, cwd=tmp_path)
+        done = run_forked(str(script), [], SMTRAIN_PRELOAD, env={**base, **extra}, cwd=tmp_path)
         assert done.stdout.split() == expected.split(), f"{case}: {done.stdout}{done.stderr[-2000:]}"

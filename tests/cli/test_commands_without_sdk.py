@@ -1,18 +1,20 @@
 """The SageMaker SDK is optional: every command but the notebook's `build_estimator` runs without it.
 
-The commands run in a fresh interpreter where importing `sagemaker` or `torch` raises, against moto's server,
-so a command that reached for either fails instead of passing quietly. Role names are expanded with IAM
-GetRole at submit, as the SDK does, and `build_estimator` says what to install when v2 is missing.
+The commands run in a process forked from the CLI's warm interpreter (tests/support/forked.py) where importing
+`sagemaker` or `torch` raises, against moto's server, so a command that reached for either fails instead of
+passing quietly; neither may be among the modules loaded at the end, the warm interpreter's own included.
+Role names are expanded with IAM GetRole at submit, as the SDK does, and `build_estimator` says what to
+install when v2 is missing.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import boto3
 import pytest
+from forked import SMTRAIN_PRELOAD, run_forked
 
 from orchestrator.api import build_estimator, plan, submit
 from orchestrator.errors import AwsError, EnvironmentProblem
@@ -56,8 +58,9 @@ def test_validate_plan_submit_status_logs_stop_list_infra_images_never_import_th
     _stack_with_outputs("smtrain-probe")
     spec = write_spec(role="Trainer")
 
-    result = subprocess.run([sys.executable, "-c", PROBE, str(spec)], check=False, capture_output=True, text=True,
-                            timeout=600, cwd=tmp_path)
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    result = run_forked(str(probe), [str(spec)], SMTRAIN_PRELOAD, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"

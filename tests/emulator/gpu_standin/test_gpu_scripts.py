@@ -49,29 +49,35 @@ def test_smddp_legacy_api_under_mpirun(standin):
     assert sorted(line["local_rank"] for line in lines) == [0, 1]
 
 
-def test_model_parallel_matches_the_unsplit_model(standin):
-    result = standin.python(str(standin.scripts / "model_parallel.py"), num_gpus=4)
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="module")
+def single_process_scripts(module_standin) -> dict[str, tuple[str, str]]:
+    """The profiling, attention and model-parallel scripts on the instance's 4 GPUs, in one process (each
+    start imports torch), the profiling first, as a fresh process runs it: each script's stdout and stderr."""
+    return module_standin.parts([
+        ("profiled_steps", str(module_standin.scripts / "profiled_steps.py"),
+         [str(module_standin.work_dir / "traces")]),
+        ("attention_kernels", str(module_standin.scripts / "attention_kernels.py"), []),
+        ("model_parallel", str(module_standin.scripts / "model_parallel.py"), [])],
+        module_standin.environment(num_gpus=4))
+
+
+def _outcome(output: tuple[str, str]) -> dict:
+    """A script's last line as JSON, or the test fails with what it wrote to stderr."""
+    stdout, stderr = output
+    return json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else pytest.fail(stderr)
+
+
+def test_model_parallel_matches_the_unsplit_model(single_process_scripts):
+    outcome = _outcome(single_process_scripts["model_parallel"])
     assert outcome["split_losses"] == outcome["whole_losses"]
     assert outcome["max_weight_difference"] == 0.0
 
 
-@pytest.fixture(scope="module")
-def one_gpu_scripts(module_standin) -> dict[str, tuple[str, str]]:
-    """The profiling and attention scripts on one GPU, in one process (each start imports torch), the profiling
-    first, as a fresh process runs it: each script's stdout and stderr."""
-    return module_standin.parts([
-        ("profiled_steps", str(module_standin.scripts / "profiled_steps.py"),
-         [str(module_standin.work_dir / "traces")]),
-        ("attention_kernels", str(module_standin.scripts / "attention_kernels.py"), [])],
-        module_standin.environment(num_gpus=1))
-
-
-def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_op(one_gpu_scripts):
+def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_op(single_process_scripts):
     """Asked for CUDA activity, a CPU build of torch that sees a GPU tries a CUDA event around every op and logs
     each failure with its C++ backtrace; the stand-in's profiler records the CPU only."""
-    stdout, stderr = one_gpu_scripts["profiled_steps"]
-    outcome = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else pytest.fail(stderr)
+    outcome = _outcome(single_process_scripts["profiled_steps"])
+    stderr = single_process_scripts["profiled_steps"][1]
     assert {"aten::addmm", "aten::mm", "Optimizer.step#SGD.step"} <= set(outcome["recipe_ops"])
     assert "aten::addmm" in outcome["legacy_ops"]
     assert len(outcome["traces"]) == 1 and outcome["traces"][0].endswith(".pt.trace.json")
@@ -80,10 +86,9 @@ def test_profiling_with_cuda_activity_records_the_cpu_ops_without_a_warning_per_
     assert len(stderr.splitlines()) < 20, stderr[-3000:]
 
 
-def test_attention_on_a_gpu_only_kernel_runs_on_the_cpus_and_the_switches_read_as_set(one_gpu_scripts):
+def test_attention_on_a_gpu_only_kernel_runs_on_the_cpus_and_the_switches_read_as_set(single_process_scripts):
     """A CPU build has no memory-efficient or cuDNN attention kernel: asked for only those, it found no kernel."""
-    stdout, stderr = one_gpu_scripts["attention_kernels"]
-    outcome = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else pytest.fail(stderr)
+    outcome = _outcome(single_process_scripts["attention_kernels"])
     # flash, mem_efficient, math, cudnn: as the script switched them
     assert outcome["choices"] == {
         "efficient": {"equal": True, "inside": [False, True, False, False]},
