@@ -34,6 +34,7 @@ from orchestrator.observing.log_lines import LogLine, character_boundary, host_o
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job_progress, read_back_progress
+from orchestrator.observing.rank_lines import RankLines
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec
@@ -346,7 +347,8 @@ class _RunLogs:
 
 class _LogFile:
     """Reads the complete lines a host's log gained since the last read (the last, unfinished one at the end),
-    without empty lines, which CloudWatch does not hold either (an event has at least one character)."""
+    without empty lines, which CloudWatch does not hold either (an event has at least one character), each MPI
+    rank's line whole (`rank_lines`: a rank's pieces are held until its line ends, or the run does)."""
 
     _BLOCK = 64 * 1024
     _MOST_BYTES_PER_LINE = 64 * 1024
@@ -356,6 +358,7 @@ class _LogFile:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._offset = 0
+        self._ranks = RankLines()
 
     def skip_to_last(self, lines: int) -> None:
         """Starts reading at the last `lines` non-empty lines (what `read_new` gives, as CloudWatch holds them),
@@ -389,9 +392,12 @@ class _LogFile:
             if final and pending:
                 yield from self._lines(pending, stamp)
                 self._offset += len(pending)
+            if final:
+                yield from (LogLine(self._path.stem, stamp, line) for line in self._ranks.end() if line)
 
     def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
         """The lines as plain text (`plain_text`), as CloudWatch's are shown: the supervisor wrote them so, but a
         run of an earlier smtrain (or a log written by hand) may hold terminal controls."""
         text = plain(data.decode("utf-8", errors="replace"))
-        return (LogLine(self._path.stem, stamp, line) for line in text.split("\n") if line)
+        return (LogLine(self._path.stem, stamp, whole) for line in text.split("\n") if line
+                for whole in self._ranks.line(line) if whole)

@@ -22,6 +22,7 @@ from orchestrator.cloud.log_escapes import as_printed
 from orchestrator.observing.cause_window import Window
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.plain_text import plain
+from orchestrator.observing.rank_lines import RankLines
 from orchestrator.redact import MAX_PRIVATE_KEY_LINES, PrivateKeyLines
 from orchestrator.wording import counted
 
@@ -84,7 +85,7 @@ class LogReader:
         host = host_of(stream, self._job_name)
         token = self._tokens[stream]
         keys = self._keys.setdefault(stream, PrivateKeyLines(self._mask))
-        lines = []
+        events = []
         while True:
             page = self._client.get_log_events(
                 logGroupName=LOG_GROUP,
@@ -92,12 +93,12 @@ class LogReader:
                 startFromHead=True,
                 **({"nextToken": token} if token else {}),
             )
-            lines += _shown(host, page["events"], keys)
+            events += page["events"]
             if page["nextForwardToken"] == token:
                 break
             token = page["nextForwardToken"]
         self._tokens[stream] = token
-        return lines
+        return _shown(host, events, keys)
 
     def _host_order(self, stream: str) -> tuple[int, str]:
         return host_order(host_of(stream, self._job_name)), stream
@@ -172,11 +173,14 @@ class StreamEnds:
 def _shown(host: str, events: list[dict[str, Any]], keys: PrivateKeyLines) -> list[LogLine]:
     """A stream's events as lines: as the job printed them (`log_escapes`: SageMaker writes a carriage return as
     `#015`), then plain text (`plain_text`: a progress bar's carriage returns are line breaks), each line of an event
-    a line of its own, as a local run's are, then masked, a private key's lines replaced by the one line that says
-    so."""
-    return [LogLine(host, event["timestamp"], text) for event in events
-            for line in plain(as_printed(event["message"].rstrip("\n"))).split("\n")
-            if (text := keys.line(line)) is not None]
+    a line of its own, as a local run's are, each MPI rank's line whole (`rank_lines`, at the time of the event that
+    ends it; what a rank left unended by the last event at that event's), then masked, a secret that a rank wrote in
+    pieces too, a private key's lines replaced by the one line that says so."""
+    ranks = RankLines()
+    whole = [(event["timestamp"], line) for event in events
+             for text in plain(as_printed(event["message"].rstrip("\n"))).split("\n") for line in ranks.line(text)]
+    whole += [(events[-1]["timestamp"], line) for line in ranks.end()]
+    return [LogLine(host, stamp, text) for stamp, line in whole if (text := keys.line(line)) is not None]
 
 
 _PAGE_BYTES = 1_048_576

@@ -10,6 +10,7 @@ from typing import BinaryIO
 from orchestrator.observing.cause_window import Window
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.plain_text import plain
+from orchestrator.observing.rank_lines import rejoined
 
 BLOCK_BYTES = 64 * 1024
 CAUSE_MOST_BYTES = 32 * 1024 * 1024
@@ -66,7 +67,7 @@ class HostLogEnds:
                 log.seek(start)
                 text = plain(log.read().decode("utf-8", errors="replace"))
             host = path.stem
-            tails[host] = [LogLine(host, stamp, line) for line in text.split("\n") if line][-lines:]
+            tails[host] = [LogLine(host, stamp, line) for line in rejoined(text.split("\n")) if line][-lines:]
             cut += [host] if bounded else []
             more = more or (start > 0 and not bounded)
         bound = f"the last {_size(CAUSE_MOST_BYTES)} of {', '.join(cut)}'s log" if cut else None

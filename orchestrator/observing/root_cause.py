@@ -37,6 +37,7 @@ from orchestrator.observing.pip_failure import (
     toolkit_install_failed,
 )
 from orchestrator.observing.plain_text import plain
+from orchestrator.observing.rank_lines import rejoined
 from orchestrator.observing.refused_pairs import refused_pairs_fix
 from orchestrator.observing.requirement_lines import (
     REQUIREMENTS_FILE,
@@ -338,7 +339,7 @@ def read_cause(logs: Mapping[str, Sequence[str]], launcher: Launcher, *, exit_co
             run's): read as mpirun's notice of the rank is, which a peer's own abort may keep from being printed.
         framework_version: the image's PyTorch version, to name its packages when an import fails.
     """
-    logs = {host: [plain(line) for line in lines] for host, lines in logs.items()}
+    logs = {host: rejoined(plain(line) for line in lines) for host, lines in logs.items()}
     hosts = tuple(sorted(logs, key=host_order)) or launcher.hosts
     recorded = rank_exits or {}
     candidates: list[_Candidate] = []
@@ -470,7 +471,7 @@ def ranks_heard_from(logs: Mapping[str, Sequence[str]], launcher: Launcher, *,
     last words the reader finds, whose exit its launcher reported (torchrun's summary, mpirun's notice) or the MPI
     hooks recorded. A smoke counts them as started: a script that fails at import lives too short a time for a
     process list to show it. torchrun's agent is no rank."""
-    logs = {host: [plain(line) for line in lines] for host, lines in logs.items()}
+    logs = {host: rejoined(plain(line) for line in lines) for host, lines in logs.items()}
     recorded = rank_exits or {}
     heard = {*_printing_ranks(logs, launcher), *(rank for _, rank in recorded)}
     for host in sorted({*logs, *(exit_codes or {})}, key=host_order):

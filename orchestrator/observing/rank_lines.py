@@ -1,0 +1,82 @@
+"""A host's lines with each MPI rank's line whole again, where mpirun's `--tag-output` tagged it in pieces.
+
+Open MPI 4's mpirun (the one SageMaker's images run) tags each piece of a rank's output as it arrives, not each
+line. A piece without its newline (`print(..., end="")`, a progress bar's carriage returns, an exception line that
+Python writes word by word) runs straight into the next piece, another rank's too, and the rest of the line comes
+later under a tag of its own, its newline sometimes alone:
+
+    [1,mpirank:1,algo-2]<stdout>:step=0 loss=[1,mpirank:0,algo-1]<stdout>:step=0 loss=[1,mpirank:1,algo-2]<stdout>:1.00
+    [1,mpirank:0,algo-1]<stdout>:0.00[1,mpirank:2,algo-3]<stdout>:
+    [1,mpirank:0,algo-1]<stdout>:
+
+SageMaker's CloudWatch holds such lines as the toolkit copied them; a local run's log holds them as mpirun printed
+them. Both readers hand them on rejoined: each rank's text, by its tag, up to that rank's own line end, whatever
+other ranks wrote in between (`[1,mpirank:0,algo-1]<stdout>:step=0 loss=0.00`), so a traceback reads whole and a
+reader of a rank's lines sees that rank's lines. The rules, for lines as both readers give them (a progress bar's
+carriage returns already line breaks, so each of its states is a line):
+
+* A line's last piece ends where the line ends: its rank's line is complete, the pieces held for it first.
+* Every other piece is held for its rank.
+* Text before a line's first tag, when a tag follows it, is a bar state of the rank whose piece ended the line
+  before (a carriage return inside that piece): held for that rank.
+* A line without a tag (mpirun's own; a bar's later states under Open MPI 5, which tags whole lines) stays as
+  it is.
+* What is still held when the lines end (a rank that died mid-line) is handed on as its rank's line.
+
+SageMaker's metric definitions are applied to the lines as logged, not to these (docs/local.md says so).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_TAG = re.compile(r"\[\d+,(?:mpirank:)?(\d+)(?:,[^\]\[]*)?\]<(std\w+)>:")
+"""mpirun's `[1,3]<stderr>:`, as the toolkit relabels it `[1,mpirank:3,algo-2]<stderr>:`."""
+
+
+class RankLines:
+    """One host's lines, read in order, rejoined rank by rank; not thread-safe: one per reader of a host."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, str], tuple[str, str]] = {}
+        """By rank and stream: the tag its line began under and the text so far."""
+        self._last: tuple[str, str, str] | None = None
+        """The rank, stream and tag of the piece that ended the line before: whose bar state an untagged lead is."""
+
+    def line(self, text: str) -> list[str]:
+        """The lines that `text` completes: none while it holds only pieces, several where it ends more than one."""
+        tags = list(_TAG.finditer(text))
+        if not tags:
+            return [text]
+        lead = text[:tags[0].start()]
+        completed = []
+        if lead and self._last is not None:
+            self._hold(self._last, lead)
+        elif lead:
+            completed.append(lead)
+        for tag, after in zip(tags, [*tags[1:], None]):
+            piece = text[tag.end():after.start() if after else len(text)]
+            key = (tag[1], tag[2], tag[0])
+            self._hold(key, piece)
+            if after is None:
+                started, whole = self._held.pop(key[:2])
+                completed.append(started + whole)
+                self._last = key
+        return completed
+
+    def end(self) -> list[str]:
+        """At the end of the lines: what each rank still held, as its line."""
+        ended = [started + text for started, text in self._held.values()]
+        self._held.clear()
+        return ended
+
+    def _hold(self, key: tuple[str, str, str], piece: str) -> None:
+        started, text = self._held.get(key[:2], (key[2], ""))
+        self._held[key[:2]] = (started, text + piece)
+
+
+def rejoined(lines: Iterable[str]) -> list[str]:
+    """`lines` of one host, each rank's line whole."""
+    ranks = RankLines()
+    return [whole for text in lines for whole in ranks.line(text)] + ranks.end()
