@@ -35,6 +35,7 @@ from orchestrator.observing.metric_series import METRICS_FILE, read_points_count
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job_progress, read_back_progress
 from orchestrator.observing.rank_lines import RankLines
+from orchestrator.redact import mask_text
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
 from orchestrator.specs.loader import LoadedSpec
@@ -393,11 +394,13 @@ class _LogFile:
                 yield from self._lines(pending, stamp)
                 self._offset += len(pending)
             if final:
-                yield from (LogLine(self._path.stem, stamp, line) for line in self._ranks.end() if line)
+                yield from (LogLine(self._path.stem, stamp, mask_text(line)) for line in self._ranks.end() if line)
 
     def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
         """The lines as plain text (`plain_text`), as CloudWatch's are shown: the supervisor wrote them so, but a
-        run of an earlier smtrain (or a log written by hand) may hold terminal controls."""
+        run of an earlier smtrain (or a log written by hand) may hold terminal controls. A line rejoined from a
+        rank's pieces is masked again as a whole: the supervisor masked each piece as it came, and a credential
+        split between pieces was none of them."""
         text = plain(data.decode("utf-8", errors="replace"))
-        return (LogLine(self._path.stem, stamp, whole) for line in text.split("\n") if line
-                for whole in self._ranks.line(line) if whole)
+        return (LogLine(self._path.stem, stamp, whole if whole == line else mask_text(whole))
+                for line in text.split("\n") if line for whole in self._ranks.line(line) if whole)

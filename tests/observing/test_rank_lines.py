@@ -128,3 +128,15 @@ def test_status_of_a_sagemaker_job_shows_the_failing_ranks_lines_whole(stubbed_s
 
     assert json.loads(shown)["failing_host_last_lines"] == TRACEBACK
 
+
+
+def test_a_credential_a_rank_wrote_in_pieces_is_masked_when_its_line_is_rejoined(tmp_path):
+    """The supervisor masked each piece as it came: neither `token hf_Ab12Cd34` nor the rest of the token alone
+    is a credential by its form (a Hugging Face token is `hf_` and 34 letters), the rejoined line is."""
+    token = "hf_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr"
+    run_dir = _local_run(tmp_path, [f"{T0}<stdout>:token {token[:11]}{T1}<stdout>:step=1",
+                                    f"{T0}<stdout>:{token[11:]}"])
+
+    shown = [line.message for line in LocalBackend().logs(str(run_dir))]
+
+    assert shown == [f"{T1}<stdout>:step=1", f"{T0}<stdout>:token ****"]
