@@ -166,6 +166,9 @@ def _progress_rows(
     progress: JobProgress | None, unread: str | None, current: JobStatus, now: datetime
 ) -> list[tuple[str, str]]:
     """progress / rate / eta / latest loss rows; nothing where the logs say nothing."""
+    if progress is not None and progress.logs_unread is not None:
+        fix = [("fix", progress.logs_fix)] if progress.logs_fix else []
+        return [("progress", f"unknown: the logs could not be read ({progress.logs_unread})"), *fix]
     if progress is None or unread is not None:
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate

@@ -161,6 +161,11 @@ class JobProgress:
     """The epoch the lines state, counted from 1, step or no step: a script that prints `epoch=2 loss=0.31` once
     an epoch and no step still has its epoch shown."""
     epochs: int | None = None
+    logs_unread: str | None = None
+    """Why the hosts' logs could not be read, in a line (`your credentials were refused logs:GetLogEvents`): then
+    only what the job's description says is known (its cause, from the FailureReason)."""
+    logs_fix: str | None = None
+    """What would let them be read (the permission to allow)."""
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         return {
