@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.backends.base import (
@@ -22,6 +22,7 @@ from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import TERMINAL_STATUSES, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import refuse_unknown_metrics
+from orchestrator.observing.phase_advice import phase_advice
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -78,9 +79,12 @@ class SageMakerBackend:
                 liveness = job.liveness(stall_timeout or None, refresh_status=False)
             except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics: unknown only)
                 unknown = why_unread(exc)[0]
+        assert job.described is not None  # status() read it
+        advice = phase_advice(job.described, None if unread else progress.any_lines, datetime.now(timezone.utc))
         return StatusReport(current, progress, unread, liveness, unknown, billed=True,
-                            place=[("console", current.console_url)],
+                            place=[("console", current.console_url)], advice=advice,
                             fields={"liveness": liveness.to_dict() if liveness else None,
+                                    "phase_advice": advice.to_dict() if advice else None,
                                     **({"logs_fix": progress.logs_fix} if unread else {})})
 
     def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:

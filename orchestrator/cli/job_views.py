@@ -29,6 +29,8 @@ def print_report(report: StatusReport) -> None:
     """`smtrain status`'s text: the status, its progress, a training job's liveness, billing where it is billed,
     and where the job is (the console, or the run directory)."""
     rows = []
+    if report.advice is not None:
+        rows += [("judgement", report.advice.judgement), ("fix", report.advice.fix)]
     if report.liveness is not None:
         rows.append(("liveness", verdict_words(report.liveness)))
     elif report.liveness_unknown is not None:
