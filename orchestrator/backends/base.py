@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.observing.progress import JobProgress
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
+    from orchestrator.observing.phase_advice import PhaseAdvice
     from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
     from orchestrator.specs.loader import LoadedSpec
@@ -62,6 +63,8 @@ class StatusReport:
     """Why the liveness of a training job could not be judged."""
     billed: bool = False
     place: list[tuple[str, str]] = field(default_factory=list)
+    advice: PhaseAdvice | None = None
+    """A phase that has lasted far longer than it usually does, judged, with its fix (SageMaker jobs)."""
     fields: dict[str, Any] = field(default_factory=dict)
     """What the JSON document holds besides the status and the progress."""
 

@@ -259,6 +259,9 @@ class Job:
                 rows.append(("cost so far", current.cost.amount))
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
+            if self._progress and self._progress.logs_unread:
+                rows.append(("logs", f"not read: {self._progress.logs_unread}"))
+                rows += [("fix", self._progress.logs_fix)] if self._progress.logs_fix else []
             if self._progress and self._progress.failure_cause:
                 rows += self._progress.failure_cause.rows(current.failure_reason)
             rows += current.settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from orchestrator.backends.base import (
@@ -16,11 +16,13 @@ from orchestrator.backends.base import (
 )
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.jobs import JobClient, list_jobs
+from orchestrator.cloud.logs import why_unread
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS, NAMESPACE, defined_metric_names
 from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import TERMINAL_STATUSES, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import refuse_unknown_metrics
+from orchestrator.observing.phase_advice import phase_advice
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -70,23 +72,25 @@ class SageMakerBackend:
     def status_report(self, job_id: str, stall_timeout: float | None) -> StatusReport:
         job = self.client(job_id)
         current = job.status()
-        try:
-            progress, unread = job.progress(refresh_status=False), None
-        except AwsError as exc:  # e.g. no logs:GetLogEvents permission: the status and the FailureReason's cause
-            progress = JobProgress(None, failure_cause=job.cause_without_logs(exc.message), any_lines=False)
-            unread = exc.message
+        progress, unread = _progress_or_why_not(job)
         liveness, unknown = None, None
         if is_judged(current.status, current.secondary_status):
             try:
                 liveness = job.liveness(stall_timeout or None, refresh_status=False)
             except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics: unknown only)
-                unknown = exc.message
+                unknown = why_unread(exc)[0]
+        assert job.described is not None  # status() read it
+        advice = phase_advice(job.described, None if unread else progress.any_lines, datetime.now(timezone.utc))
         return StatusReport(current, progress, unread, liveness, unknown, billed=True,
-                            place=[("console", current.console_url)],
-                            fields={"liveness": liveness.to_dict() if liveness else None})
+                            place=[("console", current.console_url)], advice=advice,
+                            fields={"liveness": liveness.to_dict() if liveness else None,
+                                    "phase_advice": advice.to_dict() if advice else None,
+                                    **({"logs_fix": progress.logs_fix} if unread else {})})
 
     def progress(self, job_id: str, tail_lines: int = 200) -> JobProgress:
-        return self.client(job_id).progress(tail_lines, refresh_status=False)
+        """What the logs say; where they cannot be read (no CloudWatch Logs permissions), what the description
+        says, with why and the fix, as `failure_cause()` answers: a notebook gets the status, never the error."""
+        return _progress_or_why_not(self.client(job_id), tail_lines)[0]
 
     def liveness(self, job_id: str, stall_timeout: float, now: datetime) -> JobLiveness | None:
         return self.client(job_id).liveness(stall_timeout, now=now, refresh_status=False)
@@ -166,6 +170,17 @@ class SageMakerBackend:
                     if extracted is not None:
                         files[name[len(folder) + 1:]] = extracted.read()
         return files
+
+
+def _progress_or_why_not(job: JobClient, tail_lines: int = 200) -> tuple[JobProgress, str | None]:
+    """The job's progress, and None; or, where its logs cannot be read (e.g. no logs:GetLogEvents permission), the
+    cause its FailureReason gives with why the logs were not read (in short, and the fix), and AWS's whole words."""
+    try:
+        return job.progress(tail_lines, refresh_status=False), None
+    except AwsError as exc:
+        said, fix = why_unread(exc)
+        return JobProgress(None, failure_cause=job.cause_without_logs(exc.message), any_lines=False,
+                           logs_unread=said, logs_fix=fix), exc.message
 
 
 def _why_none_published(status: str) -> str:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from orchestrator.cloud.job_liveness import JobLiveness
     from orchestrator.cloud.submission import Submission
     from orchestrator.observing.job_status import JobStatus, Transition
-    from orchestrator.observing.progress import JobProgress
+    from orchestrator.observing.progress import CostSoFar, JobProgress
     from orchestrator.observing.root_cause import FailureCause
 
 
@@ -29,6 +29,8 @@ def print_report(report: StatusReport) -> None:
     """`smtrain status`'s text: the status, its progress, a training job's liveness, billing where it is billed,
     and where the job is (the console, or the run directory)."""
     rows = []
+    if report.advice is not None:
+        rows += [("judgement", report.advice.judgement), ("fix", report.advice.fix)]
     if report.liveness is not None:
         rows.append(("liveness", verdict_words(report.liveness)))
     elif report.liveness_unknown is not None:
@@ -166,6 +168,9 @@ def _progress_rows(
     progress: JobProgress | None, unread: str | None, current: JobStatus, now: datetime
 ) -> list[tuple[str, str]]:
     """progress / rate / eta / latest loss rows; nothing where the logs say nothing."""
+    if progress is not None and progress.logs_unread is not None:
+        fix = [("fix", progress.logs_fix)] if progress.logs_fix else []
+        return [("progress", f"unknown: the logs could not be read ({progress.logs_unread})"), *fix]
     if progress is None or unread is not None:
         return [("progress", f"unknown: the logs could not be read ({unread})")]
     estimate = progress.estimate
@@ -209,8 +214,14 @@ def _billable_words(current: JobStatus) -> str:
     cost = current.cost
     if cost is None:
         return "-" if current.billable_seconds is None else f"{current.billable_seconds} s"
+    if cost.upper_bound:
+        return (f"at most {cost.billable_seconds} s per instance (since TrainingStartTime, interruptions included; "
+                "managed spot bills fewer: SageMaker reports them when the job ends)")
     if cost.estimated:
         return f"about {cost.billable_seconds} s per instance (since TrainingStartTime; not reported yet)"
+    if cost.spot_saving is not None:
+        return (f"{cost.billable_seconds} s per instance of {cost.training_seconds} s trained (managed spot: "
+                f"{cost.spot_saving:.0%} saved)")
     return f"{cost.billable_seconds} s per instance"
 
 
@@ -220,10 +231,20 @@ def _cost_words(current: JobStatus) -> str:
         return "nothing billed yet" if not current.is_terminal else "-"
     if cost.total is None:
         return f"no price on record for {current.instance_type}"
-    about = "about " if cost.estimated else ""
     so_far = "" if current.is_terminal else " so far"
-    return (f"{about}{cost.currency} {cost.total:,.2f}{so_far} = {cost.billable_seconds} s x {cost.instance_count} x "
-            f"{cost.currency} {hourly_price(cost.price_per_instance_hour)}/h (on-demand)")
+    return (f"{cost.amount}{so_far} = {cost.billable_seconds} s x {cost.instance_count} x "
+            f"{cost.currency} {hourly_price(cost.price_per_instance_hour)}/h ({_price_basis(cost)})")
+
+
+def _price_basis(cost: CostSoFar) -> str:
+    """What the figure is: on-demand; a spot job's billed seconds at the on-demand rate (SageMaker bills spot
+    that way); or, before SageMaker reports them, an upper bound."""
+    if not cost.spot:
+        return "on-demand"
+    if cost.upper_bound:
+        return "managed spot: an upper bound at the on-demand price until SageMaker reports the billable time"
+    saved = "" if cost.spot_saving is None else f", {cost.spot_saving:.0%} saved"
+    return f"managed spot: the billable time SageMaker reports, at the on-demand rate{saved}"
 
 
 def _took(item: Transition, current: JobStatus, now: datetime) -> str:

@@ -9,6 +9,7 @@ throttled call) ask the predicates below instead of taking the response apart. A
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -16,9 +17,23 @@ from orchestrator.cloud.sagemaker_refusals import refusal_fix
 from orchestrator.errors import AwsError, EnvironmentProblem
 from orchestrator.redact import mask_text
 
-# AWS's AccessDenied message names the action that was refused, so one advice fits every call.
-_ACCESS_FIX = ("allow your credentials the action named above: docs/sagemaker.md (\"Permissions the caller needs\") "
-               "lists every action smtrain calls, `smtrain infra deploy`'s included")
+_DENIED_ACTION = re.compile(r"not authorized to perform: ([\w-]+:[\w*]+)")
+
+
+def access_fix(action: str) -> str:
+    """The advice for a refused call: AWS's AccessDenied message names the action, so one wording fits every call
+    (`the action named above`), and a short row that names the action itself gives it here."""
+    return (f"allow your credentials {action}: docs/sagemaker.md (\"Permissions the caller needs\") lists every "
+            "action smtrain calls, `smtrain infra deploy`'s included")
+
+
+def denied_action(message: str) -> str | None:
+    """The action an AccessDenied message says was refused (`logs:DescribeLogStreams`); None where it names none."""
+    found = _DENIED_ACTION.search(message)
+    return found[1] if found else None
+
+
+_ACCESS_FIX = access_fix("the action named above")
 _EXPIRED_FIX = "refresh your credentials (`aws sso login`, or new keys)"
 _THROTTLING_FIX = ("AWS throttled the call and botocore's retries ran out: wait a minute and run it again; AWS "
                    "throttles each API per account and region, so if it keeps happening, look for what else calls "

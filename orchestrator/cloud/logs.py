@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from orchestrator.cloud.aws_errors import aws_errors, error_code
+from orchestrator.cloud.aws_errors import access_fix, aws_errors, denied_action, error_code
 from orchestrator.cloud.log_escapes import as_printed
+from orchestrator.errors import AwsError
 from orchestrator.observing.cause_window import Window
 from orchestrator.observing.log_lines import LogLine, host_order
 from orchestrator.observing.plain_text import plain
@@ -30,9 +31,21 @@ LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_SUFFIX = re.compile(r"(?P<host>.+)-\d{10}")
 MAX_EVENTS_PER_CALL = 10_000
 """GetLogEvents' largest `limit`: CloudWatch refuses a larger one (InvalidParameterException)."""
+LOG_READS = ("logs:DescribeLogStreams", "logs:GetLogEvents")
+"""What reading a job's logs takes: its streams listed, then each read."""
 CAUSE_MOST_CALLS = 10
 """GetLogEvents calls per stream at most while a failed job's streams are searched backward for the error that
 started the failure (`observing.cause_window`): its last 100,000 events, at most 10 MB."""
+
+
+def why_unread(error: AwsError) -> tuple[str, str | None]:
+    """Why a job's logs could not be read, short enough for a status row, and what to do: a refused read names the
+    permission (with the other read smtrain makes, so one change allows both); any other failure in AWS's words."""
+    action = denied_action(error.message)
+    if action is None:
+        return error.message, error.fix
+    needed = " and ".join(dict.fromkeys((action, *LOG_READS))) if action.startswith("logs:") else action
+    return f"your credentials were refused {action}", access_fix(needed)
 
 
 def host_of(stream_name: str, job_name: str) -> str:

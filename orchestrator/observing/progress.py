@@ -3,8 +3,10 @@ SageMaker job's, or (through the backends' Job handle) a local run's request and
 
 Progress comes from the last progress line in the logs (`epoch=1 step=40/96 ...`): the rate is measured over
 the progress lines of the tail, by their CloudWatch timestamps. Cost so far is billable seconds x instance count
-x the catalog's on-demand price: SageMaker's BillableTimeInSeconds once it reports it (spot discount included),
-before that the time since TrainingStartTime, which is when billing starts.
+x the catalog's on-demand price: SageMaker's BillableTimeInSeconds once it reports it (for managed spot, the spot
+discount included: SageMaker bills fewer seconds, and the saving is 1 - BillableTimeInSeconds /
+TrainingTimeInSeconds, DescribeTrainingJob's documented formula), before that the time since TrainingStartTime,
+which is when billing starts (for spot, an upper bound: it counts interruptions and the full price).
 """
 
 from __future__ import annotations
@@ -64,16 +66,38 @@ class CostSoFar:
     """True while BillableTimeInSeconds is not reported: the time since TrainingStartTime stands in for it
     (for spot, an upper bound: spot bills less)."""
     price_source: str
+    spot: bool = False
+    """Managed spot training (EnableManagedSpotTraining): billed seconds are fewer than the seconds trained."""
+    training_seconds: int | None = None
+    """TrainingTimeInSeconds once reported: what the billable seconds of a spot job are a part of."""
 
     @property
     def total(self) -> float | None:
         return on_demand_cost(self.price_per_instance_hour, self.instance_count, self.billable_seconds)
 
     @property
+    def upper_bound(self) -> bool:
+        """A spot job's estimate: the time since TrainingStartTime at the on-demand price, interruptions
+        included, bills at most that."""
+        return self.spot and self.estimated
+
+    @property
+    def spot_saving(self) -> float | None:
+        """1 - billable / training seconds (0.7 for 70% saved), once SageMaker reports both for a spot job."""
+        if not self.spot or self.estimated or not self.training_seconds:
+            return None
+        return max(0.0, 1 - self.billable_seconds / self.training_seconds)
+
+    @property
+    def qualifier(self) -> str:
+        """`at most ` for a spot job's estimate, `about ` for another estimate, nothing for a reported figure."""
+        return "at most " if self.upper_bound else "about " if self.estimated else ""
+
+    @property
     def amount(self) -> str | None:
-        """`USD 0.82`, `about USD 0.82` while estimated; None with no price on record."""
+        """`USD 0.82`, `about USD 0.82` while estimated (`at most` for spot); None with no price on record."""
         total = self.total
-        return None if total is None else f"{'about ' if self.estimated else ''}{self.currency} {total:,.2f}"
+        return None if total is None else f"{self.qualifier}{self.currency} {total:,.2f}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +108,10 @@ class CostSoFar:
             "price_per_instance_hour": self.price_per_instance_hour,
             "estimated": self.estimated,
             "price_source": self.price_source,
+            "spot": self.spot,
+            "upper_bound": self.upper_bound,
+            "training_seconds": self.training_seconds,
+            "spot_saving": self.spot_saving,
         }
 
 
@@ -109,6 +137,8 @@ def cost_so_far(described: Mapping[str, Any], now: datetime | None = None) -> Co
         currency=prices.currency,
         estimated=estimated,
         price_source=prices.price_source,
+        spot=bool(described.get("EnableManagedSpotTraining")),
+        training_seconds=described.get("TrainingTimeInSeconds"),
     )
 
 
@@ -131,6 +161,11 @@ class JobProgress:
     """The epoch the lines state, counted from 1, step or no step: a script that prints `epoch=2 loss=0.31` once
     an epoch and no step still has its epoch shown."""
     epochs: int | None = None
+    logs_unread: str | None = None
+    """Why the hosts' logs could not be read, in a line (`your credentials were refused logs:GetLogEvents`): then
+    only what the job's description says is known (its cause, from the FailureReason)."""
+    logs_fix: str | None = None
+    """What would let them be read (the permission to allow)."""
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         return {

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import FUNCTION_RUNNER, OPT_ML, SMDDP_ENABLED_FLAG
+from orchestrator.contract import FUNCTION_RUNNER, OPT_ML
 from orchestrator.observing.crash_lines import DUMP_START, dump_frames, shell_notice
 from orchestrator.observing.log_lines import EXCEPTION_LINE, host_order
 from orchestrator.observing.pip_failure import (
@@ -48,9 +48,13 @@ from orchestrator.observing.requirement_lines import (
 )
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import CollectiveTimeout, collective_timeout, gloo_timeout, is_gloo_timeout
+from orchestrator.specs.catalog import lookup
 from orchestrator.specs.image_packages import image_packages
+from orchestrator.specs.modes import described_mode
 
 PROCESS, TORCHRUN, MPI = "process", "torchrun", "mpi"
+_LAUNCHER_KINDS = {"python": PROCESS, "torchrun": TORCHRUN, "mpirun": MPI}
+"""The mode table's launchers (specs/modes.py, `mpirun (SMDDP)` by its first word) as the reader tells them."""
 
 _MPI_TAG = re.compile(r"^\[\d+,(?:mpirank:)?(\d+)(?:,([^\]]*))?\]<(std\w+)>:\s?(.*)$")
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?(.*)$")
@@ -905,23 +909,42 @@ def _message_rest(lines: list[tuple[int, str]], index: int) -> tuple[str, ...]:
     return tuple(rest)
 
 
+@dataclass(frozen=True)
+class _DescribedDistribution:
+    """The distribution settings a description's `sagemaker_*` hyperparameters give, as the mode table reads a
+    spec's (specs.modes.DistributionFields)."""
+
+    processes_per_host: int | None
+    custom_mpi_options: str = ""
+    instance_groups: tuple[str, ...] = ()
+
+
 def launcher_of(described: Mapping[str, Any]) -> Launcher:
-    """The launcher a job's DescribeTrainingJob (or a local run's status.json) says ran it."""
+    """The launcher a job's DescribeTrainingJob (or a local run's status.json) says ran it, with the ranks it
+    starts per host by the mode table's rule (one per GPU under torchrun and SMDDP: 8 on an ml.p4d.24xlarge), for
+    the instance type the hyperparameters name (`sagemaker_instance_type`), else the job's."""
     hyperparameters = described.get("HyperParameters") or {}
     resources = described.get("ResourceConfig") or {}
-    count = resources.get("InstanceCount") or sum(group.get("InstanceCount", 0)
-                                                   for group in resources.get("InstanceGroups", [])) or 1
+    groups = resources.get("InstanceGroups", [])
+    count = resources.get("InstanceCount") or sum(group.get("InstanceCount", 0) for group in groups) or 1
     hosts = tuple(f"algo-{number}" for number in range(1, count + 1))
+    instance_type = (_json_value(hyperparameters.get("sagemaker_instance_type")) or resources.get("InstanceType")
+                     or next((group.get("InstanceType") for group in groups), None))
+    given = _json_value(hyperparameters.get("sagemaker_mpi_num_of_processes_per_host"))
+    rules = described_mode(hyperparameters).rules
+    per_host = rules.processes_per_host(_DescribedDistribution(int(given) if given else None),
+                                        lookup(instance_type or ""))
+    return Launcher(_LAUNCHER_KINDS[rules.launcher.split()[0]], hosts, per_host)
 
-    def enabled(key: str) -> bool:
-        return str(hyperparameters.get(key, "")).strip('"').lower() == "true"
 
-    if enabled("sagemaker_mpi_enabled") or enabled(SMDDP_ENABLED_FLAG):
-        per_host = hyperparameters.get("sagemaker_mpi_num_of_processes_per_host")
-        return Launcher(MPI, hosts, int(json.loads(per_host)) if per_host else 1)
-    if enabled("sagemaker_torch_distributed_enabled"):
-        return Launcher(TORCHRUN, hosts, 1)
-    return Launcher(PROCESS, hosts, 1)
+def _json_value(raw: Any) -> Any:
+    """A hyperparameter as SageMaker keeps it (the SDK writes each as JSON text), decoded."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 def framework_version_of(described: Mapping[str, Any]) -> str | None:

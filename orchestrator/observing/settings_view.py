@@ -1,5 +1,5 @@
 """What the job settings beyond the basics produced, read from DescribeTrainingJob: the instance type an instance
-preference list selected, the instance groups, restarts against the retry strategy, where TensorBoard and MLflow
+preference list selected, the instance groups, a spot job's interruptions, restarts against the retry strategy, where TensorBoard and MLflow
 output goes, and the command that opens a shell in a remotely debuggable container."""
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def setting_rows(described: dict[str, Any], region: str) -> list[tuple[str, str]
                      else f"not selected yet (of {offered})"))
     if resources.get("TrainingPlanArn"):
         rows.append(("training plan", resources["TrainingPlanArn"]))
+    if described.get("EnableManagedSpotTraining"):
+        rows.append(("spot", spot_interruptions(described)))
     if described.get("RetryStrategy"):
         transitions = described.get("SecondaryStatusTransitions", [])
         restarts = sum(1 for item in transitions if item["Status"] == "Restarting")
@@ -47,3 +49,19 @@ def setting_rows(described: dict[str, Any], region: str) -> list[tuple[str, str]
     if described.get("RemoteDebugConfig", {}).get("EnableRemoteDebug"):
         rows.append(("remote debug", REMOTE_DEBUG_COMMAND.format(job=described["TrainingJobName"], region=region)))
     return rows
+
+
+def spot_interruptions(described: dict[str, Any]) -> str:
+    """A managed spot job's interruptions in one line (`interrupted 2 times, resumed from checkpoint s3://...`),
+    counted from SecondaryStatusTransitions' `Interrupted` entries, so the full history need not be read for it."""
+    transitions = [item["Status"] for item in described.get("SecondaryStatusTransitions", [])]
+    interrupted = transitions.count("Interrupted")
+    if not interrupted:
+        return "managed spot, not interrupted"
+    said = f"interrupted {counted(interrupted, 'time')}"
+    if transitions[-1] == "Interrupted":
+        return f"{said}, waiting for spot capacity to resume"
+    checkpoints = described.get("CheckpointConfig", {}).get("S3Uri")
+    if checkpoints:
+        return f"{said}, resumed from checkpoint ({checkpoints})"
+    return f"{said}, restarted without a checkpoint (no checkpoint.s3_uri): each restart trained from the start"

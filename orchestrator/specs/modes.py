@@ -11,11 +11,12 @@ which instances and images is validation, and stays in capabilities.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
+from orchestrator.contract import SMDDP_ENABLED_FLAG
 from orchestrator.specs.catalog import InstanceType
 
 
@@ -79,6 +80,9 @@ class ModeRules:
     """distribution.custom_mpi_options reaches the toolkit (the SDK's pytorchddp rewrite sends none)."""
     launcher_sets_rendezvous: bool = False
     """The launcher gives its workers MASTER_ADDR and MASTER_PORT of its own (torchrun), over the host's."""
+    enabled_by: str | None = None
+    """The `sagemaker_*` hyperparameter whose `true` says a job runs in this mode (how a description is read back);
+    None for mode none, which sends none."""
 
 
 def _instance_groups_key(dist: DistributionFields) -> dict[str, Any]:
@@ -149,7 +153,7 @@ MODES: dict[Mode, ModeRules] = {
         hyperparameters=_mpi_hyperparameters,
         sdk_distribution=_mpi_sdk,
         processes_per_host=lambda dist, instance: dist.processes_per_host or instance.devices_per_host,
-        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True,
+        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True, enabled_by="sagemaker_mpi_enabled",
     ),
     Mode.torch_distributed: ModeRules(
         launcher="torchrun", runs_smddp=False, assigns_ranks=True,
@@ -158,20 +162,30 @@ MODES: dict[Mode, ModeRules] = {
         processes_per_host=lambda dist, instance: instance.devices_per_host,
         # torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
         single_host_rendezvous=("127.0.0.1", 29500),
-        launcher_sets_rendezvous=True,
+        launcher_sets_rendezvous=True, enabled_by="sagemaker_torch_distributed_enabled",
     ),
     Mode.pytorchddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_pytorchddp_hyperparameters,
         sdk_distribution=lambda dist: {"pytorchddp": {"enabled": True}},
         processes_per_host=_one_per_gpu,
-        mpirun_sets_nccl_debug=True,
+        mpirun_sets_nccl_debug=True, enabled_by=SMDDP_ENABLED_FLAG,
     ),
     Mode.smddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_smddp_hyperparameters,
         sdk_distribution=_smddp_sdk,
         processes_per_host=_one_per_gpu,
-        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True,
+        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True, enabled_by=SMDDP_ENABLED_FLAG,
     ),
 }
+
+
+def described_mode(hyperparameters: Mapping[str, Any]) -> Mode:
+    """The mode a job's hyperparameters say it runs in (a DescribeTrainingJob's, whose values are the SDK's JSON
+    text: `true` or `"true"`); mode none where none is enabled. pytorchddp and smddp send the same key and launch
+    the same way: the first of them is given."""
+    def enabled(key: str) -> bool:
+        return str(hyperparameters.get(key, "")).strip('"').lower() == "true"
+
+    return next((mode for mode, rules in MODES.items() if rules.enabled_by and enabled(rules.enabled_by)), Mode.none)

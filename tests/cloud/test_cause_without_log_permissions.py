@@ -48,9 +48,23 @@ def test_status_without_log_permissions_names_the_cause_the_failure_reason_gives
 
     assert shown.exit_code == 0, shown.output
     rows = dict(re.findall(r"^  (\S+) +(.*)$", shown.stdout, re.MULTILINE))
-    assert rows["progress"].startswith("unknown: the logs could not be read (reading the logs of denied-text: "
-                                       "DescribeLogStreams failed: AccessDeniedException: ")
+    assert rows["progress"] == ("unknown: the logs could not be read (your credentials were refused "
+                                "logs:DescribeLogStreams)")
     assert rows["cause"] == headline and fix in rows["fix"]
+
+
+def test_status_without_log_permissions_says_it_in_a_row_and_names_the_permission_in_a_fix(stubbed):
+    """Before: the progress row held AWS's whole AccessDenied message (about 300 characters: the user's ARN, the
+    resource, the policy wording) and no fix row said what to allow."""
+    _failed_and_denied(stubbed, "denied-row", KILLED)
+
+    shown = CliRunner().invoke(main, ["status", "denied-row"], obj=stubbed)
+
+    lines = shown.stdout.splitlines()
+    progress = next(index for index, line in enumerate(lines) if line.startswith("  progress "))
+    assert len(lines[progress]) < 120 and "analyst" not in lines[progress]
+    assert re.fullmatch(r"  fix +allow your credentials logs:DescribeLogStreams and logs:GetLogEvents: "
+                        r"docs/sagemaker\.md .*", lines[progress + 1])
 
 
 def test_status_json_without_log_permissions_carries_the_cause_and_why_the_logs_were_not_read(stubbed):
@@ -73,6 +87,20 @@ def test_the_notebooks_failure_cause_without_log_permissions_is_the_failure_reas
 
     assert (cause.headline(), cause.category) == ("the job was killed by signal 9 (SIGKILL)", "oom_killed")
     assert cause.detail[-1].startswith("logs unread: reading the logs of denied-notebook: DescribeLogStreams failed")
+
+
+def test_the_notebooks_progress_without_log_permissions_says_what_is_known_and_why_the_logs_are_not(stubbed):
+    """Before: `job.progress()` raised AwsError, so a notebook cell got a traceback instead of the job's status."""
+    _failed_and_denied(stubbed, "denied-progress", KILLED)
+    job = orchestrator.attach("sagemaker:denied-progress", boto=stubbed)
+
+    progress = job.progress()
+
+    assert progress.logs_unread == "your credentials were refused logs:DescribeLogStreams"
+    assert "logs:DescribeLogStreams and logs:GetLogEvents" in progress.logs_fix
+    assert progress.failure_cause.category == "oom_killed" and job.last_status.status == "Failed"
+    rows = dict(job.summary().rows)
+    assert rows["logs"] == "not read: your credentials were refused logs:DescribeLogStreams"
 
 
 def test_without_log_permissions_a_failure_reason_that_names_nothing_leaves_the_permission_error(stubbed):

@@ -517,6 +517,27 @@ def test_an_nccl_watchdog_timeout_names_the_rank_that_never_joined_the_collectiv
     assert cause["category"] == "collective_timeout" and "waited in ALLREDUCE for rank 3" in cause["fix"]
 
 
+def _gloo_timeout(rank: int) -> list[str]:
+    """One rank's timeout in a gloo group (a GPU job's group for CPU tensors: `new_group(backend="gloo")`)."""
+    return traceback(rank, "    work.wait()", "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                               "unbound_buffer.cc:78] Timed out waiting 1800000ms for recv operation to complete")
+
+
+def test_a_torchrun_job_on_8_gpu_hosts_names_the_rank_on_host_2_that_never_joined(stubbed_sagemaker):
+    """2 x ml.p4d.24xlarge under torchrun: 8 ranks a host (one per GPU). Rank 11 (algo-2) never joined a gloo
+    collective and printed nothing; the 15 others timed out in it. gloo's timeout names no rank, so the rank table
+    says who was missing. Before: the table counted 1 rank a host (ranks 0 and 1), so no rank of it was silent and
+    the cause was rank 0, a rank that waited; now the instance type's 8 GPUs make 16 ranks, and rank 11 on algo-2
+    is named."""
+    logs = {host: [*steps(20), *[line for rank in range(node * 8, node * 8 + 8) if rank != 11
+                                 for line in _gloo_timeout(rank)]]
+            for node, host in enumerate(("algo-1", "algo-2"))}
+    cause = cause_of(stubbed_sagemaker, "gloo-p4d", logs,
+                     ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30})
+    assert (cause["host"], cause["rank"]) == ("algo-2", 11)
+    assert cause["headline"].endswith("on ranks 0-10, 12-15; rank 11 reported no timeout: it never joined it")
+
+
 def test_a_rank_killed_while_the_others_waited_in_a_collective_is_the_cause_with_the_timeout_under_it(
         stubbed_sagemaker):
     """Rank 6 (algo-2) was killed by SIGKILL; the others' watchdogs fired. Before: `algo-1 (rank 0) failed: ...
