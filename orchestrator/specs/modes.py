@@ -79,6 +79,9 @@ class ModeRules:
     """distribution.custom_mpi_options reaches the toolkit (the SDK's pytorchddp rewrite sends none)."""
     launcher_sets_rendezvous: bool = False
     """The launcher gives its workers MASTER_ADDR and MASTER_PORT of its own (torchrun), over the host's."""
+    starting_instance: str | None = None
+    """The instance `smtrain init` writes for a script in this mode whatever the script uses: one that SageMaker
+    runs the mode on and its launcher fills (None: chosen by whether the script uses a GPU)."""
 
 
 def _instance_groups_key(dist: DistributionFields) -> dict[str, Any]:
@@ -158,20 +161,28 @@ MODES: dict[Mode, ModeRules] = {
         processes_per_host=lambda dist, instance: instance.devices_per_host,
         # torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
         single_host_rendezvous=("127.0.0.1", 29500),
-        launcher_sets_rendezvous=True,
+        launcher_sets_rendezvous=True, starting_instance="ml.g5.12xlarge",
     ),
     Mode.pytorchddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_pytorchddp_hyperparameters,
         sdk_distribution=lambda dist: {"pytorchddp": {"enabled": True}},
         processes_per_host=_one_per_gpu,
-        mpirun_sets_nccl_debug=True,
+        mpirun_sets_nccl_debug=True, starting_instance="ml.p4d.24xlarge",
     ),
     Mode.smddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_smddp_hyperparameters,
         sdk_distribution=_smddp_sdk,
         processes_per_host=_one_per_gpu,
-        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True,
+        mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True, starting_instance="ml.p4d.24xlarge",
     ),
 }
+
+
+def launching_mode(reads_launcher_ranks: bool, uses_mpi: bool) -> Mode:
+    """The mode that starts a script as it expects to be started (`smtrain init`): torchrun for one that reads
+    RANK, LOCAL_RANK or WORLD_SIZE, mpirun for one that uses MPI, else once per host."""
+    if reads_launcher_ranks:
+        return Mode.torch_distributed
+    return Mode.mpi if uses_mpi else Mode.none
