@@ -37,6 +37,7 @@ def main() -> None:
 
     \b
     Typical flow:
+      smtrain init src/                  write a starting job.yaml for your own script in src/
       smtrain validate job.yaml          check the spec (fast, offline)
       smtrain plan job.yaml              what submit would send: image, ranks, cost (--full: the exact request)
       smtrain local job.yaml             run it here, every host emulated, no AWS account needed
@@ -77,17 +78,9 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
       smtrain validate job_specs/*.yaml
       smtrain validate job.yaml --set instance.count=4 -o json
     """
-    from orchestrator.cli.validation import Passed, as_submit_judges, report_on
-    from orchestrator.planning.plan_view import summary_line
-    from orchestrator.planning.request import offline_request
-    from orchestrator.specs.loader import load
+    from orchestrator.cli.validation import judged_as_validate, report_on
 
-    def check(file: str) -> Passed:
-        loaded = as_submit_judges(load(file, overrides, allow_unverified=True if allow_unverified else None))
-        offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
-        return Passed(loaded, summary_line(loaded.spec))
-
-    sys.exit(report_on(files, check, output))
+    sys.exit(report_on(files, lambda file: judged_as_validate(file, overrides, allow_unverified), output))
 
 
 @main.command()
@@ -207,6 +200,7 @@ def images(output: str) -> None:
 
 
 _LAZY_COMMANDS = {
+    "init": "orchestrator.cli.init:init",
     "local": "orchestrator.cli.local:local",
     "check": "orchestrator.cli.check:check",
     "infra": "orchestrator.cli.infra:infra",

@@ -231,6 +231,24 @@ def job_name_option(named: str) -> Callable[[Callable[..., Any]], Callable[..., 
                         help=f"Exact {named} name (default: the spec's name plus a timestamp).")
 
 
+def instance_type_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--instance-type`, the SageMaker instance a written spec names instead of the one smtrain suggests; the
+    command receives `instance_type` (None: the suggestion)."""
+    return click.option("--instance-type", metavar="TYPE",
+                        help="The instance type, e.g. ml.g5.12xlarge (`smtrain instances` lists them) "
+                             "[default: one that fits the mode and whether the script uses a GPU].")(function)
+
+
+def mode_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--mode`, the distribution mode a written spec names instead of the one smtrain suggests; the command
+    receives `mode` (None: the suggestion)."""
+    from orchestrator.specs.modes import Mode
+
+    return click.option("--mode", type=click.Choice([member.value for member in Mode]),
+                        help="The distribution mode [default: torch_distributed for a script that reads RANK, "
+                             "LOCAL_RANK or WORLD_SIZE, mpi for one that uses MPI, else none].")(function)
+
+
 def full_plan_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """`--full` of `plan` and of `submit --dry-run`, which prints the plan exactly as `plan` does."""
     return click.option("--full", is_flag=True, help="Also print the resolved spec, the SDK v2 estimator arguments "

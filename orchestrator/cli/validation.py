@@ -42,6 +42,21 @@ def as_submit_judges(job: LoadedSpec) -> LoadedSpec:
     return job
 
 
+def judged_as_validate(file: str, overrides: tuple[str, ...] = (), allow_unverified: bool = False) -> Passed:
+    """`file` checked as `validate` checks it (`init` checks what it writes so too).
+
+    Raises:
+        SmtrainError: what `validate` reports as the file's problems.
+    """
+    from orchestrator.planning.plan_view import summary_line
+    from orchestrator.planning.request import offline_request
+    from orchestrator.specs.loader import load
+
+    loaded = as_submit_judges(load(file, overrides, allow_unverified=True if allow_unverified else None))
+    offline_request(loaded.spec)  # the limits only the built request shows, as plan checks them
+    return Passed(loaded, summary_line(loaded.spec))
+
+
 def report_on(files: Sequence[str], check: Callable[[str], Passed], output: str) -> int:
     """Checks each file with `check` and reports on it: as it goes in text, as one list
     `[{"file", "valid", "summary", "problems", "warnings"}]` under json. Returns the exit code: 2 if any file

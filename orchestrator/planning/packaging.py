@@ -29,6 +29,7 @@ import tempfile
 import weakref
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -310,6 +311,35 @@ def _unreadable(directory: Path, relative: str, exc: OSError) -> SpecError:
                      fix=f"make it readable, or list it in {IGNORE_FILE}")
 
 
+def left_out_of_package(directory: Path) -> Callable[[Path], bool]:
+    """Whether packing `directory` leaves a path inside it out (never shipped, `.smtrainignore`, a virtualenv or a
+    run directory), told from names alone: no file is read and no link followed. `smtrain init` looks only at what
+    the job would ship, and this is how packing judges it.
+
+    Raises:
+        SpecError: `.smtrainignore` is not valid.
+    """
+    import pathspec
+
+    never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
+    ignored = _ignore_file_spec(directory)
+
+    def left_out(path: Path) -> bool:
+        relative = path.relative_to(directory).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            if _is_unshipped_folder(path):
+                return True
+            relative += "/"
+        return bool(never.match_file(relative.lower()) or ignored.match_file(relative))
+
+    return left_out
+
+
+def _is_unshipped_folder(path: Path) -> bool:
+    """A virtualenv, whatever its name; a run directory of `smtrain local` (logs, outputs, per-host files)."""
+    return (path / "pyvenv.cfg").exists() or _is_run_directory(path)
+
+
 def _is_run_directory(path: Path) -> bool:
     """A run directory of `smtrain local`: its marker, or algo-1's SageMaker config (runs written before the
     marker existed)."""
@@ -394,8 +424,7 @@ class _Selection:
             raise SpecError(f"source_dir {self._directory}: {relative} is the kernel's {kind} file system, which "
                             "holds no files to ship (reading some never ends)",
                             fix=f"point source_dir at the folder of your code, or list {relative} in {IGNORE_FILE}")
-        # A virtualenv, whatever its name; a run directory of `smtrain local` (logs, outputs, per-host files).
-        return not (path / "pyvenv.cfg").exists() and not _is_run_directory(path)
+        return not _is_unshipped_folder(path)
 
     def _check_link(self, path: Path, relative: str) -> None:
         try:

@@ -84,7 +84,7 @@ JOB_NAME_RULE = "letters, digits and hyphens, starting and ending with a letter 
 (`a--b` is a name), never first or last. The training and the tuning job's names follow it alike."""
 
 
-def _job_name_like(name: str) -> str:
+def job_name_like(name: str) -> str:
     """The job name likely meant: every run of other characters (`_`, `.`, spaces) one hyphen, `mlp_torchrun` ->
     `mlp-torchrun`."""
     return re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-") or "my-job"
@@ -855,7 +855,7 @@ class JobSpec(_Spec):
                            _shorter_name_fix(value))
         if not _api_pattern("TrainingJobName").fullmatch(value):
             raise _invalid(f"{value!r} is not a valid job name: use {JOB_NAME_RULE}",
-                           f"e.g. name: {_job_name_like(value)}")
+                           f"e.g. name: {job_name_like(value)}")
         return value
 
     @field_validator("role")

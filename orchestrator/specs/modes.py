@@ -83,6 +83,9 @@ class ModeRules:
     enabled_by: str | None = None
     """The `sagemaker_*` hyperparameter whose `true` says a job runs in this mode (how a description is read back);
     None for mode none, which sends none."""
+    starting_instance: str | None = None
+    """The instance `smtrain init` writes for a script in this mode whatever the script uses: one that SageMaker
+    runs the mode on and its launcher fills (None: chosen by whether the script uses a GPU)."""
 
 
 def _instance_groups_key(dist: DistributionFields) -> dict[str, Any]:
@@ -163,13 +166,14 @@ MODES: dict[Mode, ModeRules] = {
         # torchrun's own default rendezvous when the toolkit passes no --master_addr (single node).
         single_host_rendezvous=("127.0.0.1", 29500),
         launcher_sets_rendezvous=True, enabled_by="sagemaker_torch_distributed_enabled",
+        starting_instance="ml.g5.12xlarge",
     ),
     Mode.pytorchddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
         hyperparameters=_pytorchddp_hyperparameters,
         sdk_distribution=lambda dist: {"pytorchddp": {"enabled": True}},
         processes_per_host=_one_per_gpu,
-        mpirun_sets_nccl_debug=True, enabled_by=SMDDP_ENABLED_FLAG,
+        mpirun_sets_nccl_debug=True, enabled_by=SMDDP_ENABLED_FLAG, starting_instance="ml.p4d.24xlarge",
     ),
     Mode.smddp: ModeRules(
         launcher="mpirun (SMDDP)", runs_smddp=True, assigns_ranks=True,
@@ -177,6 +181,7 @@ MODES: dict[Mode, ModeRules] = {
         sdk_distribution=_smddp_sdk,
         processes_per_host=_one_per_gpu,
         mpirun_sets_nccl_debug=True, sends_custom_mpi_options=True, enabled_by=SMDDP_ENABLED_FLAG,
+        starting_instance="ml.p4d.24xlarge",
     ),
 }
 
@@ -189,3 +194,11 @@ def described_mode(hyperparameters: Mapping[str, Any]) -> Mode:
         return str(hyperparameters.get(key, "")).strip('"').lower() == "true"
 
     return next((mode for mode, rules in MODES.items() if rules.enabled_by and enabled(rules.enabled_by)), Mode.none)
+
+
+def launching_mode(reads_launcher_ranks: bool, uses_mpi: bool) -> Mode:
+    """The mode that starts a script as it expects to be started (`smtrain init`): torchrun for one that reads
+    RANK, LOCAL_RANK or WORLD_SIZE, mpirun for one that uses MPI, else once per host."""
+    if reads_launcher_ranks:
+        return Mode.torch_distributed
+    return Mode.mpi if uses_mpi else Mode.none

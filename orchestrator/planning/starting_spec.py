@@ -1,0 +1,224 @@
+"""The job spec `smtrain init` writes for a folder's own script: commented YAML to read as a first spec, each value
+from what the script reads (source_survey.py) or from smtrain's own tables (the newest image AWS patches, an
+instance the mode runs on). What only `submit` needs, the role and the output path, is left out as commented
+placeholders: `smtrain plan` names each with the way to set it, and `validate` passes the spec as written."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from orchestrator.planning.script_reading import ScriptOption, ScriptReading
+from orchestrator.planning.source_survey import MAX_FILES_LISTED, REQUIREMENTS, SourceSurvey
+from orchestrator.specs.model import MAX_BASE_NAME_LENGTH, api_limit, job_name_like
+from orchestrator.specs.modes import Mode, launching_mode
+
+PLACEHOLDER_BUCKET = "your-bucket"
+"""The bucket of the `inputs` placeholders: a name S3 allows, so `validate` passes, and plainly not yours."""
+LOCAL_DATA = "data"
+"""Where `local_inputs` points, beside the spec: `data/<channel>`."""
+_CPU = ("ml.c5.2xlarge", "a CPU host: the script uses no GPU")
+_ONE_GPU = ("ml.g5.xlarge", "one GPU: the script uses CUDA, and runs once per host")
+_GPUS = ("ml.g5.12xlarge", "4 GPUs: the launcher starts one process per GPU")
+_COMMENT_COLUMN = 36
+MAX_HYPERPARAMETERS = 64
+"""The script's first options written, within SageMaker's 100 hyperparameters, some of which the SDK's own keys
+take."""
+_GENERIC_FOLDERS = frozenset({"src", "source", "code", "scripts", "training", "train", "app"})
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the command line chose instead of what the script suggests."""
+
+    mode: str | None = None
+    instance_type: str | None = None
+
+
+@dataclass(frozen=True)
+class StartingSpec:
+    """The spec's text, the local input folders it names (to exist for `validate`), and what was found, to say."""
+
+    text: str
+    local_folders: tuple[Path, ...]
+    findings: tuple[str, ...]
+
+
+def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> StartingSpec:
+    """The commented spec for `survey`'s script, to be written at `spec_file` (relative paths are from its
+    folder)."""
+    reading = survey.reading
+    mode = Mode(choices.mode) if choices.mode else launching_mode(reading.torchrun, reading.mpi)
+    instance_type, instance_why = _instance(mode, reading, choices.instance_type)
+    version = _newest_image(smddp=mode.runs_smddp)
+    name = _job_name(survey.directory)
+    channels = (reading.channels or (("train",) if reading.reads_all_channels else ()))[:api_limit("InputDataConfig",
+                                                                                                  "max")]
+    findings = _findings(survey, mode, bool(choices.mode))
+    lines = [
+        f"# Written by `smtrain init` from {survey.entry_point}: a start to read and change (every field: "
+        "docs/specs.md).",
+        "# Check it: smtrain validate; see what submit sends: smtrain plan; run it here: smtrain local.",
+        _field("name", name, "the base job name; submit appends a timestamp"),
+        _field("entry_point", survey.entry_point, "relative to source_dir"),
+        _field("source_dir", _relative(survey.directory, spec_file.parent), "relative to this file; shipped "
+               "without .git, caches or secrets"),
+        _field("framework_version", version, "the newest PyTorch image AWS patches (`smtrain images`)"),
+        _commented("instance:", f"{instance_why} (`smtrain instances`)"),
+        f"  type: {instance_type}",
+        _commented("  count: 1", "more hosts: raise it (every host runs the same script)"),
+        _commented(f"distribution: {{mode: {mode.value}}}", _launched(mode)),
+        *_hyperparameter_lines(reading, survey.entry_point),
+        *_channel_lines(channels, name),
+        *_metric_lines(reading),
+        "# Before `smtrain submit` (`smtrain plan` says what is missing and how to set it):",
+        "# role: arn:aws:iam::<account>:role/<execution-role>   # or $SMTRAIN_ROLE, or `smtrain infra deploy`",
+        "# output_path: s3://<bucket>/<prefix>/                  # default: the SDK's sagemaker-<region>-<account>",
+    ]
+    folders = tuple(spec_file.parent / LOCAL_DATA / channel for channel in channels)
+    return StartingSpec("\n".join(lines) + "\n", folders, tuple(findings))
+
+
+def _instance(mode: Mode, reading: ScriptReading, chosen: str | None) -> tuple[str, str]:
+    if chosen:
+        return chosen, "--instance-type"
+    if mode.rules.starting_instance:
+        return mode.rules.starting_instance, f"{mode.value} runs on GPUs, a process per GPU"
+    if not reading.uses_gpu:
+        return _CPU
+    return _GPUS if mode.rules.assigns_ranks else _ONE_GPU
+
+
+def _launched(mode: Mode) -> str:
+    if mode.rules.assigns_ranks:
+        return f"{mode.rules.launcher} starts the script and gives each process its rank"
+    return "the script runs once per host; its rank: SM_CURRENT_HOST's index in SM_HOSTS"
+
+
+def _newest_image(*, smddp: bool) -> str:
+    """The newest framework version with the toolkits, verified, AWS still patching it where one is (the SMDDP modes
+    need an image with SMDDP, which only older ones have)."""
+    from orchestrator.specs.images import versions
+
+    usable = [image for image in versions().values()
+              if image.toolkit and not image.unverified and (image.smddp or not smddp)]
+    patched = [image for image in usable if image.eop is not None and image.eop >= date.today()]
+    return (patched or usable)[-1].version
+
+
+def _job_name(directory: Path) -> str:
+    """The folder's name, or its parent's where the folder's says nothing of the job (`myproject/src`)."""
+    folder = directory.resolve()
+    named = folder.parent if folder.name.lower() in _GENERIC_FOLDERS and folder.parent.name else folder
+    return job_name_like(named.name)[:MAX_BASE_NAME_LENGTH].strip("-") or "my-job"
+
+
+def _relative(directory: Path, base: Path) -> str:
+    return Path(os.path.relpath(directory.resolve(), base.resolve())).as_posix()
+
+
+def _field(key: str, value: Any, comment: str) -> str:
+    return _commented(f"{key}: {_yaml(value)}", comment)
+
+
+def _commented(line: str, comment: str) -> str:
+    return f"{line.ljust(_COMMENT_COLUMN - 1)} # {comment}"
+
+
+def _yaml(value: Any) -> str:
+    """One value as YAML 1.1 reads back the same (`"2.13.0"` quoted as the spec wants versions, `1.0e-05` a number,
+    `'yes'` text)."""
+    import yaml
+
+    if isinstance(value, str) and value.replace(".", "").isdigit():
+        return json.dumps(value)
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 20, allow_unicode=True)
+    text = text.removesuffix("\n").removesuffix("\n...")
+    return text if "\n" not in text else json.dumps(value)
+
+
+def _hyperparameter_lines(reading: ScriptReading, entry_point: str) -> list[str]:
+    taken: list[ScriptOption] = []
+    left_out = [option for option in reading.options if option.left_out is not None]
+    for option in (option for option in reading.options if option.left_out is None):
+        refusal = "more options than SageMaker takes" if len(taken) >= MAX_HYPERPARAMETERS else _refusal(option)
+        if refusal:
+            left_out.append(ScriptOption(option.name, left_out=refusal))
+        else:
+            taken.append(option)
+    if not reading.options:
+        return []
+    lines = [_commented("hyperparameters:" if taken else "# hyperparameters:",
+                        f"{entry_point}'s argparse defaults; SageMaker passes each as --name value")]
+    lines += [f"  {_yaml(option.name)}: {_yaml(option.default)}" for option in taken]
+    lines += [f"  # --{_one_line(option.name)} left out: {option.left_out}" for option in left_out]
+    return lines
+
+
+def _refusal(option: ScriptOption) -> str | None:
+    """Why the spec's model refuses `option` as a hyperparameter (a name with `=`, a value over SageMaker's
+    length), or None."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from orchestrator.specs.model import HyperparameterEntry, HyperparameterName
+
+    try:
+        TypeAdapter(dict[HyperparameterName, HyperparameterEntry]).validate_python({option.name: option.default})
+    except ValidationError as error:
+        return _one_line(error.errors()[0]["msg"])
+    return None
+
+
+def _one_line(text: str) -> str:
+    """`text` as one line of a YAML comment: a script's newline or control character cannot start a key."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _channel_lines(channels: tuple[str, ...], name: str) -> list[str]:
+    if not channels:
+        return []
+    return [
+        _commented("inputs:", "REPLACE: your data's S3 prefixes; each is at $SM_CHANNEL_<NAME>"),
+        *(f"  {channel}: s3://{PLACEHOLDER_BUCKET}/{name}/{channel}/" for channel in channels),
+        _commented("local_inputs:", "what `smtrain local` copies there instead (from this file)"),
+        *(f"  {channel}: {LOCAL_DATA}/{channel}" for channel in channels),
+    ]
+
+
+def _metric_lines(reading: ScriptReading) -> list[str]:
+    metrics = reading.metrics[:api_limit("AlgorithmSpecification.MetricDefinitions", "max")]
+    if not metrics:
+        return []
+    return [_commented("metrics:", "what the script prints, as SageMaker reads its log (RE2)"),
+            *(line for metric in metrics
+              for line in (f"  - name: {_yaml(metric.name)}", f"    regex: '{metric.regex}'"))]
+
+
+def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool) -> list[str]:
+    reading, script = survey.reading, survey.entry_point
+    found = [f"entry point: {script}"]
+    if not survey.readable:
+        found.append(f"{script} was not read (not text, over 1 MiB, or no regular file): nothing was taken from it")
+    elif not reading.parsed:
+        found.append(f"{script} does not parse as Python here: read by patterns, check what follows")
+    if reading.channels or reading.reads_all_channels:
+        found.append(f"channels: {', '.join(reading.channels) or 'train (it reads SM_CHANNELS)'}")
+    launched = "--mode" if mode_chosen else ("it reads RANK/LOCAL_RANK/WORLD_SIZE" if reading.torchrun
+                                             else "it uses MPI" if reading.mpi else "no launcher variables read")
+    found.append(f"distribution: mode {mode.value} ({launched})")
+    given = [option.name for option in reading.options if option.left_out is None]
+    if given:
+        found.append(f"hyperparameters: {', '.join(given)} (argparse defaults)")
+    found += [f"left out: --{option.name}: {option.left_out}" for option in reading.options if option.left_out]
+    if reading.metrics:
+        found.append(f"metrics: {', '.join(metric.name for metric in reading.metrics)}")
+    if survey.requirements:
+        found.append(f"{REQUIREMENTS}: installed before the script starts, locally as on SageMaker")
+    if not survey.listed_all:
+        found.append(f"the folder ships more than {MAX_FILES_LISTED} files and folders: the script was looked for "
+                     "among the first (`.smtrainignore` leaves out data and outputs)")
+    return found

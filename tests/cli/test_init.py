@@ -1,0 +1,204 @@
+"""`smtrain init`: a new user's first command writes a spec for their own script that `validate` passes as written,
+that `smtrain local` runs, that never replaces a file unasked, and that costs no heavy import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from orchestrator.cli.main import main
+from orchestrator.specs.loader import load
+
+REPO = Path(__file__).resolve().parents[2]
+
+SIMPLE = '''\
+import argparse
+import os
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--learning-rate", type=float, default=1e-05)
+parser.add_argument("--optimizer", default="yes")
+parser.add_argument("--verbose", action="store_true")
+args = parser.parse_args()
+
+for epoch in range(args.epochs):
+    print(f"epoch={epoch + 1} loss={1.0 / (epoch + 1):.3f}")
+with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as model:
+    model.write(f"{args.learning_rate} {args.optimizer}")
+'''
+
+TORCHRUN = '''\
+import os
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    data = os.environ["SM_CHANNEL_TRAINING"], os.environ.get("SM_CHANNEL_VALIDATION")
+'''
+
+
+def _project(tmp_path: Path, script: str, name: str = "train.py") -> Path:
+    source = tmp_path / "src"
+    source.mkdir(parents=True)
+    (source / name).write_text(script)
+    return source
+
+
+def _init(tmp_path: Path, *args: str):
+    return CliRunner().invoke(main, ["init", *args], catch_exceptions=False, env={"SMTRAIN_ROLE": None})
+
+
+def test_the_spec_written_for_a_simple_script_passes_validate_and_holds_what_the_script_reads(tmp_path,
+                                                                                            monkeypatch):
+    _project(tmp_path, SIMPLE)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    written = yaml.safe_load((tmp_path / "job.yaml").read_text())
+    assert written["entry_point"] == "train.py" and written["source_dir"] == "src"
+    assert written["distribution"] == {"mode": "none"} and written["instance"] == {"type": "ml.c5.2xlarge",
+                                                                                   "count": 1}
+    # as SageMaker passes them back: `--learning-rate 1e-05` (a number), `--optimizer yes` (text, not a boolean)
+    assert written["hyperparameters"] == {"epochs": 2, "learning-rate": 1e-05, "optimizer": "yes"}
+    assert [metric["name"] for metric in written["metrics"]] == ["train:epoch", "train:loss"]
+    assert "role" not in written and "output_path" not in written
+    assert "# role: arn:aws:iam::<account>:role/" in (tmp_path / "job.yaml").read_text()
+    assert "--verbose left out: a flag (store_true) takes no value" in (tmp_path / "job.yaml").read_text()
+    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
+    assert validated.exit_code == 0, validated.output
+    assert "next:\n  smtrain validate job.yaml\n  smtrain local job.yaml\n" in result.output
+    assert "smtrain submit job.yaml" in result.output
+    named = _init(tmp_path, "src/train.py", "--spec-file", "named.yaml")  # the script itself, as a user may name it
+    assert named.exit_code == 0, named.output
+    assert yaml.safe_load((tmp_path / "named.yaml").read_text())["source_dir"] == "src"
+
+
+def test_smtrain_local_runs_the_spec_as_written(tmp_path, monkeypatch):
+    _project(tmp_path, SIMPLE)
+    monkeypatch.chdir(tmp_path)
+    assert _init(tmp_path, "src").exit_code == 0
+
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "local", "job.yaml"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                                                      "PYTHONPATH": str(REPO)})
+
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "final train:loss = 0.5" in done.stdout + done.stderr
+
+
+def test_a_torchrun_script_gets_torch_distributed_on_gpus_and_its_channels_with_local_folders(tmp_path,
+                                                                                          monkeypatch):
+    project = tmp_path / "cifar_resnet"
+    _project(project, TORCHRUN, name="launch.py")
+    monkeypatch.chdir(project)
+
+    result = _init(project, "src", "--spec-file", "torchrun.yaml")
+
+    assert result.exit_code == 0, result.output
+    loaded = load(project / "torchrun.yaml")
+    assert loaded.spec.name == "cifar-resnet"  # the project's name, not its src/
+    assert loaded.spec.entry_point == "launch.py"  # the one script with `if __name__ == "__main__":`
+    assert loaded.spec.distribution.mode.value == "torch_distributed"
+    assert loaded.spec.instance.type == "ml.g5.12xlarge"
+    assert {name: channel.uri for name, channel in loaded.spec.inputs.items()} == {
+        "training": "s3://your-bucket/cifar-resnet/training/",
+        "validation": "s3://your-bucket/cifar-resnet/validation/"}
+    assert loaded.spec.local_inputs == {"training": str(project / "data" / "training"),
+                                        "validation": str(project / "data" / "validation")}
+    assert (project / "data" / "training").is_dir()
+    assert "created data/training/ (empty)" in result.output
+
+
+def test_an_existing_file_is_kept_unless_forced(tmp_path, monkeypatch):
+    _project(tmp_path, SIMPLE)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.yaml").write_text("mine\n")
+
+    refused = _init(tmp_path, "src")
+
+    assert refused.exit_code == 2
+    assert "job.yaml exists" in refused.stderr and "--force" in refused.stderr
+    assert (tmp_path / "job.yaml").read_text() == "mine\n"
+    forced = _init(tmp_path, "src", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "entry_point: train.py" in (tmp_path / "job.yaml").read_text()
+
+
+def test_overrides_are_written_and_a_combination_validate_refuses_writes_nothing(tmp_path, monkeypatch):
+    _project(tmp_path, TORCHRUN)
+    monkeypatch.chdir(tmp_path)
+
+    overridden = _init(tmp_path, "src", "--mode", "mpi", "--instance-type", "ml.c5.4xlarge")
+    assert overridden.exit_code == 0, overridden.output
+    spec = load(tmp_path / "job.yaml").spec
+    assert (spec.distribution.mode.value, spec.instance.type) == ("mpi", "ml.c5.4xlarge")
+
+    refused = _init(tmp_path, "src", "--spec-file", "cpu.yaml", "--mode", "torch_distributed",
+                    "--instance-type", "ml.c5.4xlarge")
+    assert refused.exit_code == 2
+    assert "would not pass `smtrain validate`, so nothing was written" in refused.stderr
+    assert "cpu.yaml" in refused.stderr and ".smtrain-init" not in refused.stderr
+    assert "Traceback" not in refused.output
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data", "job.yaml", "src"]
+
+
+def test_init_imports_no_sdk_boto3_torch_or_emulator(tmp_path):
+    _project(tmp_path, TORCHRUN)
+    script = ("import sys\nfrom orchestrator.cli.main import main\n"
+              "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+              "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, "init", "src"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+
+    modules = set(done.stderr.split())
+    assert "orchestrator.planning.starting_spec" in modules and (tmp_path / "job.yaml").is_file(), done.stdout
+    heavy = sorted(module for module in modules if module.split(".")[0] in {"sagemaker", "boto3", "botocore", "torch"}
+                   or module.startswith(("orchestrator.emulator", "orchestrator.cloud", "orchestrator.backends")))
+    assert not heavy, heavy
+
+
+def test_no_script_to_find_says_how_to_name_it(tmp_path, monkeypatch):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "model.py").write_text(textwrap.dedent("class Net: pass\n"))
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 2
+    assert "holds no training script" in result.stderr and "--entry-point PATH" in result.stderr
+    assert "model.py" in result.stderr and not (tmp_path / "job.yaml").exists()
+
+
+def test_options_sagemaker_would_refuse_or_that_would_inject_yaml_are_left_out_as_comments(tmp_path, monkeypatch):
+    hostile = textwrap.dedent('''\
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--a=b", default=1)
+        parser.add_argument("--prompt", default="x" * 3000)
+        parser.add_argument("--long", default="''' + "y" * 3000 + '''")
+        parser.add_argument("--evil\\nrole: arn:aws:iam::1:role/x", action="store_true")
+        parser.add_argument("--ok", default="\\\\n fine")
+        ''')
+    _project(tmp_path, hostile)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    written = yaml.safe_load((tmp_path / "job.yaml").read_text())
+    assert written["hyperparameters"] == {"ok": "\\n fine"} and "role" not in written
+    text = (tmp_path / "job.yaml").read_text()
+    assert "# --a=b left out: hyperparameter name 'a=b' holds '='" in text
+    assert "# --long left out: the value is 3002 characters once JSON-encoded" in text
+    assert "# --prompt left out: its default is computed, not written" in text
+    assert "# --evil\\nrole: arn:aws:iam::1:role/x left out" in text

@@ -1,0 +1,78 @@
+"""What `smtrain init` reads from a script's text: channels, the launcher it expects, argparse options as
+SageMaker passes them, the metrics it prints; from the syntax tree, or by patterns where the text does not parse."""
+
+from __future__ import annotations
+
+from orchestrator.planning.script_reading import ScriptOption, read_script
+from orchestrator.specs.metric_regex import compile_metric_regex
+
+
+def test_channels_are_the_lower_case_names_of_the_variables_read():
+    reading = read_script('import os\ntrain = os.environ["SM_CHANNEL_TRAIN"]\n'
+                          'test = os.getenv("SM_CHANNEL_TEST_DATA")\ntrain_again = os.environ["SM_CHANNEL_TRAIN"]\n')
+    assert reading.channels == ("train", "test_data") and not reading.reads_all_channels
+    assert read_script('import json, os\nfor name in json.loads(os.environ["SM_CHANNELS"]): pass\n').reads_all_channels
+    assert read_script('path = os.environ[f"SM_CHANNEL_{name.upper()}"]\n').reads_all_channels
+
+
+def test_a_torchrun_script_is_told_from_one_that_ranks_itself_by_host():
+    torchrun = read_script('import os\nrank = int(os.environ["RANK"])\n')
+    assert torchrun.torchrun and not torchrun.mpi
+    assert read_script("dist.init_process_group('nccl')\n").torchrun
+    # mode none's multi-host scripts join a group too, at their index in SM_HOSTS: launched once per host
+    by_host = read_script('hosts = json.loads(os.environ["SM_HOSTS"])\n'
+                          'dist.init_process_group("gloo", rank=hosts.index(os.environ["SM_CURRENT_HOST"]))\n')
+    assert not by_host.torchrun
+    assert read_script("from mpi4py import MPI\n").mpi
+    assert read_script("model.cuda()\n").uses_gpu and not read_script("model.cpu()\n").uses_gpu
+
+
+def test_argparse_options_become_hyperparameters_with_their_defaults_or_say_why_not():
+    reading = read_script('''
+import argparse, os
+parser = argparse.ArgumentParser()
+parser.add_argument("-b", "--batch-size", type=int, default=64)
+parser.add_argument("--lr", default=1e-3)
+parser.add_argument("--name", default="run")
+parser.add_argument("--amp", action="store_true")
+parser.add_argument("--data", default=os.environ.get("SM_CHANNEL_TRAIN"))
+parser.add_argument("--output")
+parser.add_argument("--sizes", default=[16, 16])
+parser.add_argument("--hf-token", default="hf_abcdefghijklmnop")
+parser.add_argument("positional")
+''')
+    options = {option.name: option for option in reading.options}
+    assert [options[name].default for name in ("batch-size", "lr", "name")] == [64, 1e-3, "run"]
+    assert options["amp"].left_out.startswith("a flag (store_true) takes no value")
+    assert options["data"].left_out == "its default is computed, not written"
+    assert options["output"].left_out == "it has no default"
+    assert options["sizes"].left_out.startswith("its default is a list")
+    assert options["hf-token"].left_out.startswith("it looks like a secret") and options["hf-token"].default is None
+    assert "positional" not in options
+
+
+def test_a_script_with_a_syntax_error_is_read_by_patterns():
+    reading = read_script('print "python 2"\nparser.add_argument("--epochs", type=int, default=3)\n'
+                          'parser.add_argument("--fast", action="store_true")\n'
+                          'data = os.environ["SM_CHANNEL_TRAIN"]\nprint("loss: %f" % loss)\n')
+    assert not reading.parsed
+    assert reading.options[0] == ScriptOption("epochs", 3)
+    assert reading.options[1].left_out.startswith("a flag")
+    assert reading.channels == ("train",) and [metric.name for metric in reading.metrics] == ["train:loss"]
+
+
+def test_printed_metrics_become_definitions_that_match_the_printed_lines():
+    reading = read_script('print(f"step {step} loss={loss:.4f} val_loss: {val:.4f} grad_accum={n} lr={lr}")\n'
+                          'print("train_acc=", acc)\nprint(f"data_dir={path}")\n')
+    metrics = {metric.name: metric.regex for metric in reading.metrics}
+    assert list(metrics) == ["train:loss", "validation:loss", "train:lr", "train:acc"]
+    line = "step 3 loss=0.4200 val_loss: 0.5100 grad_accum=4 lr=0.001"
+    found = {name: compile_metric_regex(regex).search(line) for name, regex in metrics.items()}
+    assert found["train:loss"].group(1) == "0.4200" and found["validation:loss"].group(1) == "0.5100"
+    assert found["train:lr"].group(1) == "0.001"
+    assert compile_metric_regex(metrics["train:acc"]).search("train_acc= 0.91").group(1) == "0.91"
+
+
+def test_any_text_is_read_without_raising():
+    for text in ("\x00\x01\x02binary", "def f(:\n", "(" * 10_000, "x = 1\n" * 10):
+        assert read_script(text) is not None
