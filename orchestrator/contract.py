@@ -39,6 +39,14 @@ TOOLKIT_SET_VARIABLES = frozenset({
         "training_env", "user_args", "output_intermediate_dir", "topology")),
     "CURRENT_HOST", "SAGEMAKER_JOB_NAME", "SAGEMAKER_REGION",
 })
+# Variables SageMaker itself sets in every training container, beside the job's Environment
+# (docs/sagemaker-contract.md §4): the job's name and ARN, and the job's region as AWS_REGION, which the training
+# toolkit reads before SAGEMAKER_REGION and SDK v2's local mode sets in its containers (a contract test reads both).
+# Nobody sets AWS_DEFAULT_REGION, the one boto3 reads: code needing a region reads AWS_REGION or names one.
+TRAINING_JOB_NAME = "TRAINING_JOB_NAME"
+TRAINING_JOB_ARN = "TRAINING_JOB_ARN"
+AWS_REGION = "AWS_REGION"
+AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 # smtrain's own variables (the emulator's, the CLI's settings): a job's environment never holds them.
 SMTRAIN_PREFIX = "SMTRAIN_"
 # The hyperparameter flag the SDK sends for smddp (and pytorchddp, which it rewrites into smddp).

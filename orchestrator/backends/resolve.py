@@ -65,7 +65,7 @@ def resolve_job(job: str, backend: str | None = None, region: str | None = None,
     Raises:
         JobNotFound: `local:` names no run; AmbiguousJob: a bare local run's name is a SageMaker job's too (asked
         only with `region` given); SmtrainError: a name SageMaker could not hold, no region, no credentials (for
-        a bare name that is near a local run's, the error names the near runs first); SpecError: `boto` is a
+        a bare name, the error says first that it is no local run and names the near runs); SpecError: `boto` is a
         session for another region than `region`.
     """
     from orchestrator.cloud.sdk import refuse_other_region
@@ -125,19 +125,43 @@ def _local() -> Backend:
 
 def _sagemaker(name: str, boto: Any | None, region: str | None, bare: bool) -> Backend:
     """SageMaker's backend for job `name`; for a bare name (no local run has it), an error on the way (a malformed
-    name, no region, no credentials, no such job) says first that it is no local run, naming the near ones."""
+    name, no such job) says first that it is no local run, naming the near ones, and where this machine cannot ask
+    SageMaker at all (no region, no credentials) the error is that and how to ask it."""
     from orchestrator.backends.sagemaker import SageMakerBackend
-    from orchestrator.cloud.aws_errors import NO_REGION_FIX
 
     near = near_runs(name) if bare else []
     with naming_local_runs(name, near, bare):
         check_job_name(name)  # neither a run directory nor a name SageMaker could have: nothing is sent
         chosen = SageMakerBackend(boto, region)
-        if bare and chosen.boto.region_name is None:  # said here, where the error can say it is no local run
-            raise EnvironmentProblem("no AWS region configured", fix=NO_REGION_FIX)
+    if bare and (asking := _how_to_ask_sagemaker(name, chosen.boto)):
+        raise _not_asked(name, near, asking)
+    with naming_local_runs(name, near, bare):
         if near:  # an unknown name fails here, while the near runs can still be named
             chosen.describe(name)
     return chosen
+
+
+def _how_to_ask_sagemaker(name: str, session: Any) -> str | None:
+    """What a bare name's lookup on SageMaker lacks here, as what to do (None: it can ask). An offline machine
+    lacks both; the region is told first, as boto3 asks for it first."""
+    if session.region_name is None:
+        return f"name its region: sagemaker:{name} --region <region> (or set AWS_REGION)"
+    if session.get_credentials() is None:
+        return f"sign in first (`aws configure` or `aws sso login`, or set AWS_PROFILE), then give sagemaker:{name}"
+    return None
+
+
+def _not_asked(name: str, near: list[Path], asking: str) -> EnvironmentProblem:
+    """A bare name no local run has, where SageMaker could not be asked: the local runs it is near (the likelier
+    meaning, offline), or where runs elsewhere are found, then how to look on SageMaker; not why AWS refused, which
+    a user who meant a local run has no use for."""
+    shown = ", ".join(str(relative_to_cwd(path)) for path in near)
+    local = f"did you mean {shown}?" if near else f"no run directory, nor runs/{name}/"
+    runs = (f"give the run, e.g. local:{shown.split(', ')[0]}" if near else
+            "for a run elsewhere, give its directory as `smtrain local` printed it (`smtrain list --local --runs DIR` "
+            "lists the runs in DIR)")
+    return EnvironmentProblem(f"{name} is no local run ({local}), and SageMaker was not asked",
+                              fix=f"{runs}; for a SageMaker job, {asking}")
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_ru
 from orchestrator.emulator.preparing.usercode import InstallFailed, pip_error
 from orchestrator.emulator.reporting.failures import FAILURE_REASON_LIMIT, quoted_hosts, toolkit_failure
 from orchestrator.emulator.reporting import quiet_stop
-from orchestrator.emulator.reporting.empty_model import empty_model_notice
+from orchestrator.emulator.reporting.empty_model import empty_model_notice, failed_empty_model_notice
 from orchestrator.emulator.reporting.smoke import (
     RankCensus,
     SmokeReport,
@@ -319,6 +319,7 @@ def _run(reporter: _Reporter, options: Options, observer: Observer, supervisor_h
                             "built for numpy 1 with numpy 2: `Numpy is not available`); pin them in requirements.txt "
                             "to keep them")
 
+    prepared.inductor_cache_dir.mkdir(parents=True, exist_ok=True)  # a namespace binds it: it must exist
     with build_cache.shared(prepared.extensions_dir) as removed:
         if removed:
             observer.notice(f"removed {counted(len(removed), 'build lock')} that a stopped JIT compile left in "
@@ -406,6 +407,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
     for unseen in _unseen_notices(tracker, options, outcome.status):
         observer.notice(unseen)
     if outcome.status == "completed" and (empty := empty_model_notice(layout, prepared.plan.source.files)):
+        observer.notice(empty)
+    if outcome.status == "failed" and (empty := failed_empty_model_notice(layout)):
         observer.notice(empty)
     if outcome.status == "completed" and (interrupt_after is not None or interrupt_at_step is not None):
         observer.notice(_never_interrupted(options, max(steps, default=None)))

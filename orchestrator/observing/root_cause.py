@@ -566,7 +566,16 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                           f"{_signal_advice(number)}")
     if text:
         return "exception", None
-    return "exit", None
+    return "exit", _exit_fix(exit_code)
+
+
+def _exit_fix(exit_code: int | None) -> str:
+    """What ends a process with a code of its own and no error: a kill reads as a signal (or oom_killed) instead."""
+    code = "N" if exit_code is None else str(exit_code)
+    return (f"the process ended itself with exit code {code}, without a Python error: `sys.exit({code})` in the "
+            f"script (its message, if any, is its last line), `os._exit({code})` in it or in a library it calls "
+            "(which skips Python's own error report), or a failing command a shell entry point passed on; the "
+            "host's lines before it say what it did last (`smtrain logs JOB --host algo-N --tail 50`)")
 
 
 def _argparse_fix(message: str, lines: Sequence[str]) -> str:

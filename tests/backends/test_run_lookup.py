@@ -69,8 +69,8 @@ def test_a_mistyped_local_run_names_the_near_one_before_any_aws_error(tmp_path, 
     result = smtrain(command, "mlp-demo-2")
 
     _assert_one_clear_error(result)
-    assert result.stderr.startswith("Error: mlp-demo-2 is no local run; did you mean runs/mlp-demo-1? Nor could "
-                                    "SageMaker answer for it: no AWS region configured")
+    assert result.stderr.startswith("Error: mlp-demo-2 is no local run (did you mean runs/mlp-demo-1?), and "
+                                    "SageMaker was not asked\n")
     assert "other-thing" not in result.stderr
 
 
@@ -83,10 +83,32 @@ def test_a_bare_name_of_no_run_says_so_before_the_aws_error_and_a_sagemaker_id_d
     bare, cloud = smtrain(command, "nosuch-job"), smtrain(command, "sagemaker:nosuch-job")
 
     _assert_one_clear_error(bare)
-    assert bare.stderr.startswith("Error: nosuch-job is no local run (no run directory, nor runs/nosuch-job/). Nor "
-                                  "could SageMaker answer for it: no AWS region configured")
+    assert bare.stderr.startswith("Error: nosuch-job is no local run (no run directory, nor runs/nosuch-job/), and "
+                                  "SageMaker was not asked\n  To fix: for a run elsewhere, give its directory")
+    assert "for a SageMaker job, name its region: sagemaker:nosuch-job --region <region>" in bare.stderr
     _assert_one_clear_error(cloud)
     assert cloud.stderr.startswith("Error: no AWS region configured")
+
+
+@pytest.mark.parametrize("region", [None, "us-east-1"])
+def test_offline_a_bare_name_of_no_run_says_how_to_look_on_sagemaker_not_what_aws_lacks(tmp_path, monkeypatch,
+                                                                                         region):
+    """No region, or a region and no credentials (the suite has none): before, the first read `Nor could SageMaker
+    answer for it: no AWS region configured` with `set AWS_REGION` as the whole fix, and the second only `no AWS
+    credentials found`, not even that no local run has the name."""
+    monkeypatch.chdir(tmp_path)
+    if region:
+        monkeypatch.setenv("AWS_REGION", region)
+
+    result = smtrain("status", "my-job")
+
+    _assert_one_clear_error(result, (2,))
+    message, fix = result.stderr.splitlines()[:2]
+    assert message == "Error: my-job is no local run (no run directory, nor runs/my-job/), and SageMaker was not asked"
+    assert "region" not in message and "credentials" not in message
+    assert fix.startswith("  To fix: for a run elsewhere, give its directory as `smtrain local` printed it")
+    assert ("name its region: sagemaker:my-job --region <region>" if region is None else
+            "sign in first (`aws configure` or `aws sso login`, or set AWS_PROFILE), then give sagemaker:my-job") in fix
 
 
 def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path, monkeypatch):
@@ -98,10 +120,10 @@ def test_the_job_name_without_its_timestamp_names_the_newest_runs_first(tmp_path
     result = smtrain("status", "my-job")
 
     _assert_one_clear_error(result)
-    assert ("my-job is no local run; did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb, "
-            "runs/my-job-2026-11-25-10-00-00-000-aaaa?") in result.stderr
-    assert ("To fix: give the run, e.g. local:runs/my-job-2026-11-26-10-00-00-000-bbbb; for a SageMaker job: set "
-            "AWS_REGION") in result.stderr  # the run first: offline, the AWS advice alone would mislead
+    assert ("my-job is no local run (did you mean runs/my-job-2026-11-26-10-00-00-000-bbbb, "
+            "runs/my-job-2026-11-25-10-00-00-000-aaaa?)") in result.stderr
+    assert ("To fix: give the run, e.g. local:runs/my-job-2026-11-26-10-00-00-000-bbbb; for a SageMaker job, name "
+            "its region") in result.stderr  # the run first: offline, the AWS advice alone would mislead
 
 
 @pytest.mark.parametrize("command", ["status", "logs", "metrics"])

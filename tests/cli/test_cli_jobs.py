@@ -150,7 +150,7 @@ def test_submit_without_a_region_sends_nothing(write_spec):
 
 
 def test_without_credentials_commands_say_so():
-    assert_user_error(smtrain("status", "tiny-a"), 2, "no AWS region configured")
+    assert_user_error(smtrain("status", "sagemaker:tiny-a"), 2, "no AWS region configured")
     assert_user_error(smtrain("list", "--cloud", "--region", "us-east-1"), 2, "no AWS credentials found")
 
 

@@ -120,11 +120,12 @@ def test_without_namespaces_the_notice_says_the_host_names_do_not_resolve(tmp_pa
 
 
 def test_without_namespaces_the_notice_says_home_the_build_cache_and_the_checkpoint_path_differ(tmp_path):
-    """With namespaces they are /root, ~/.cache/torch_extensions and the checkpoint path itself; the fallback
+    """With namespaces they are /root, ~/.cache/torch_extensions, /tmp/torchinductor_<user> and the checkpoint path
+    itself; the fallback
     notice named only /opt/ml, /tmp and /etc/hosts as the machine's."""
     notice = opt_ml.fallback_notice(opt_ml.HostFileSystem(False, "SMTRAIN_NO_NAMESPACES=1"), tmp_path, ())[0]
     assert "HOME is the host's folder container-paths/<host>/root of the run, not /root" in notice
-    assert "TORCH_EXTENSIONS_DIR names smtrain's build cache" in notice
+    assert "TORCH_EXTENSIONS_DIR and TORCHINDUCTOR_CACHE_DIR name smtrain's build caches" in notice
     assert ("a checkpoint path outside /opt/ml is a folder under container-paths/ (values naming it are "
             "rewritten)") in notice
 
@@ -134,13 +135,14 @@ def test_a_checkpoint_path_no_namespace_can_show_is_rewritten_and_said_before_th
     machine: the job is given its folder under container-paths/ and the run says why. One below an existing
     folder (/opt/checkpoints) is shown at its path, and values naming it reach the job unchanged."""
     top = f"/smtrain-checkpoints-{uuid.uuid4().hex}"
-    unplaced = opt_ml.HostFileSystem(True).placing(top, tmp_path / "extensions", sys.executable)
+    unplaced = opt_ml.HostFileSystem(True).placing(top, tmp_path / "extensions", tmp_path / "inductor", sys.executable)
     assert unplaced.in_place() == ("/opt/ml",)
     assert opt_ml.fallback_notice(unplaced, tmp_path, ()) == [
         f"checkpoint.local_path {top} is a new folder in this machine's /, which a host's namespace cannot show "
         "without writing there: the job is given its host's folder under the run's container-paths/ instead (values "
         "naming the path are rewritten to it)"]
-    placed = opt_ml.HostFileSystem(True).placing("/opt/checkpoints", tmp_path / "extensions", sys.executable)
+    placed = opt_ml.HostFileSystem(True).placing("/opt/checkpoints", tmp_path / "extensions", tmp_path / "inductor",
+                                                    sys.executable)
     assert placed.in_place() == ("/opt/ml", "/opt/checkpoints")
     assert opt_ml.fallback_notice(placed, tmp_path, ()) == []
 
@@ -220,6 +222,7 @@ CONTAINER_PATHS_SEEN = {
                      "output_dir": "/opt/ml/output"},
     "HOME": "/root", "~": "/root", "the machine's home file seen": False,
     "TORCH_EXTENSIONS_DIR": None, "torch extensions": ["built-by-an-earlier-run"],
+    "TORCHINDUCTOR_CACHE_DIR": None, "torch.compile's cache": ["compiled-by-an-earlier-run"],
     "SM_HP_CHECKPOINT_DIR": "/opt/checkpoints/run",
 }
 
@@ -245,8 +248,9 @@ def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_u
 
     Outside /opt/ml the job is in the container too: HOME is /root (it was the run's container-paths/<host>/root),
     none of the machine's own /root is there, torch builds its extensions in ~/.cache/torch_extensions, which is
-    smtrain's shared build cache (TORCH_EXTENSIONS_DIR named that cache), and a checkpoint path outside /opt/ml
-    reaches the job as the request has it (it was rewritten to container-paths/), with what it saves there kept in
+    smtrain's shared build cache (TORCH_EXTENSIONS_DIR named that cache), torch.compile's default folder,
+    /tmp/torchinductor_<user>, is smtrain's shared one (TORCHINDUCTOR_CACHE_DIR named it), and a checkpoint path
+    outside /opt/ml reaches the job as the request has it (it was rewritten to container-paths/), with what it saves there kept in
     the run and the machine's /opt unchanged."""
     data = tmp_path / "data"
     data.mkdir()
@@ -267,6 +271,7 @@ def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_u
     monkeypatch.setenv("SMTRAIN_CACHE_DIR", str(tmp_path / "cache"))  # as _run_as gives the run
     extensions = build_cache.extensions_dir(sys.executable)
     (extensions / "built-by-an-earlier-run").mkdir(parents=True)
+    (build_cache.inductor_cache_dir(sys.executable) / "compiled-by-an-earlier-run").mkdir(parents=True)
     machine_opt = sorted(os.listdir("/opt"))
     machine_home_file.write_text("the user's own\n")
     try:

@@ -33,10 +33,13 @@ def _seen(run_dir: Path) -> dict[str, dict]:
 def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkeypatch, notice_recorder,
                                                      host_seen_at):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("AWS_REGION", "us-west-2")  # this shell's region and default region, not the job's
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     data = tmp_path / "data"
     data.mkdir()
     (data / "part-0.csv").write_text("1,2,3\n")
-    spec = make_spec("env_dump.py", hyperparameters=HYPERPARAMETERS, inputs={"training": str(data)})
+    spec = make_spec("env_dump.py", hyperparameters=HYPERPARAMETERS, inputs={"training": str(data)},
+                     region="eu-west-1")
     result = run_local(load(spec), Options(run_dir=tmp_path / "run"), notice_recorder)
     assert result.status == "Completed", result.failure_reason
     # each once, in order
@@ -66,6 +69,9 @@ def test_mode_none_environment_config_files_and_argv(make_spec, tmp_path, monkey
         assert env["SM_CURRENT_INSTANCE_TYPE"] == "ml.c5.2xlarge" and env["SM_NUM_GPUS"] == "0"
         assert env["SM_USER_ENTRY_POINT"] == "env_dump.py" and env["SM_MODULE_NAME"] == "env_dump"
         assert env["TRAINING_JOB_NAME"] == result.job_name
+        # SageMaker sets the job's region as AWS_REGION and no AWS_DEFAULT_REGION (docs/sagemaker-contract.md §4)
+        assert env["AWS_REGION"] == "eu-west-1" and "AWS_DEFAULT_REGION" not in env
+        assert env["TRAINING_JOB_ARN"] == f"arn:aws:sagemaker:eu-west-1:000000000000:training-job/{result.job_name}"
         assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"].isdigit()
         assert env.get("SAGEMAKER_BASE_DIR") == (None if seen_at != host else str(host))  # unset on SageMaker
         assert json.loads(env["SM_TRAINING_ENV"])["master_hostname"] == "algo-1"

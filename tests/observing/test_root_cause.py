@@ -170,14 +170,24 @@ def test_a_rank_stopped_before_it_printed_yields_to_the_rank_that_failed():
 def test_a_system_exit_message_is_the_failing_ranks_last_line():
     cause = read_cause({"algo-1": ["loading data", "no training data in /opt/ml/input/data/train"]},
                        _one_process(["algo-1"]), exit_codes={"algo-1": 1})
-    assert cause.text() == "algo-1 (rank 0) exited with code 1\nlast line: no training data in /opt/ml/input/data/train"
+    assert cause.text().splitlines()[:2] == ["algo-1 (rank 0) exited with code 1",
+                                             "last line: no training data in /opt/ml/input/data/train"]
 
 
 def test_a_rank_that_ended_itself_without_an_error_shows_its_last_line():
     """Before: only `exited with code 3`: the last line was shown for exit code 1 alone."""
     cause = read_cause({"algo-1": ["step 1 loss 2.3", "checkpoint written"]}, _one_process(["algo-1"]),
                        exit_codes={"algo-1": 3})
-    assert cause.text() == "algo-1 (rank 0) exited with code 3\nlast line: checkpoint written"
+    assert cause.text().splitlines()[:2] == ["algo-1 (rank 0) exited with code 3", "last line: checkpoint written"]
+
+
+def test_a_bare_exit_code_says_what_ends_a_process_that_way_and_where_to_read():
+    """Before, category `exit` had no fix at all: a rank that ended itself silently left nothing to go on."""
+    cause = read_cause({"algo-1": ["step 1 loss 2.3"]}, _one_process(["algo-1"]), exit_codes={"algo-1": 3})
+    assert cause.category == "exit"
+    assert cause.fix.startswith("the process ended itself with exit code 3, without a Python error: `sys.exit(3)`")
+    assert "`os._exit(3)` in it or in a library it calls" in cause.fix
+    assert cause.fix.endswith("(`smtrain logs JOB --host algo-N --tail 50`)")
 
 
 def test_a_segfault_reads_the_same_through_a_shell_and_under_torchrun():

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import MASTER_ADDR, NETWORK_INTERFACE, PYTORCH_TOOLKIT_VALUES, SMDDP_ENABLED_FLAG
+from orchestrator.contract import (
+    AWS_REGION,
+    MASTER_ADDR,
+    NETWORK_INTERFACE,
+    PYTORCH_TOOLKIT_VALUES,
+    SMDDP_ENABLED_FLAG,
+    TRAINING_JOB_ARN,
+    TRAINING_JOB_NAME,
+)
 
 GROUP_NAME = "homogeneousCluster"
 # TensorBoardOutputConfig.LocalPath when the request leaves it out (the API's documented default).
@@ -388,6 +396,14 @@ def sm_variables(env: dict[str, Any]) -> dict[str, str]:
     variables.update({f"channel_{name}": path for name, path in env["channel_input_dirs"].items()})
     variables.update({f"hp_{name}": value for name, value in env["hyperparameters"].items()})
     return {f"SM_{key.upper()}": env_value(value) for key, value in variables.items()}
+
+
+def platform_variables(job_name: str, region: str) -> dict[str, str]:
+    """What SageMaker sets in the container beside the job's Environment: the job's name, its ARN (this emulator's
+    has account 000000000000) and its region. Never credentials: the container's come from the job's role."""
+    return {TRAINING_JOB_NAME: job_name,
+            TRAINING_JOB_ARN: f"arn:aws:sagemaker:{region}:000000000000:training-job/{job_name}",
+            AWS_REGION: region}
 
 
 def framework_variables(env: dict[str, Any], region: str, torch_version: str | None) -> dict[str, str]:

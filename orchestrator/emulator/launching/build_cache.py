@@ -14,9 +14,10 @@ below it); elsewhere TORCH_EXTENSIONS_DIR names it.
 torch.compile (inductor) keeps the C++ it compiled for the CPU, keyed by the graph, torch and compiler, in
 TORCHINDUCTOR_CACHE_DIR. Its default is /tmp/torchinductor_<user>, which is each host's own /tmp here, emptied at
 the run's end: every run, every rank, compiled again (about 20 CPU-s for a two-layer model on 2 cores). Its folder
-is in smtrain's cache too, beside the extensions'. Inductor writes it atomically under fcntl locks, which a killed
-compile releases, so nothing there needs removing. (Triton's cache is not set: Triton compiles for GPUs only,
-which the CPU stand-in replaces.)
+is in smtrain's cache too, beside the extensions', shown at that default in each host's namespace with the
+variable unset as in the container (opt_ml.container_inductor_dir), else named by it. Inductor writes it atomically
+under fcntl locks, which a killed compile releases, so runs share it and nothing there needs removing. (Triton's
+cache is not set: Triton compiles for GPUs only, which the CPU stand-in replaces.)
 """
 
 from __future__ import annotations

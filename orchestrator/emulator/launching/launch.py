@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from orchestrator.contract import SAGEMAKER_BASE_DIR, SMDDP_SERVER_ADDR
+from orchestrator.contract import (
+    AWS_DEFAULT_REGION,
+    AWS_REGION,
+    SAGEMAKER_BASE_DIR,
+    SMDDP_SERVER_ADDR,
+    TRAINING_JOB_ARN,
+    TRAINING_JOB_NAME,
+)
 from orchestrator.emulator.instances.container import Host
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.instances.standin import Accelerators
@@ -157,7 +164,8 @@ class AttemptSetup:
     """Where torch builds JIT extensions (build_cache.py), unless the job's environment says where; None where each
     host's namespace shows that folder at torch's own default (opt_ml.CONTAINER_EXTENSIONS_DIR)."""
     inductor_cache_dir: Path | None = None
-    """Where torch.compile keeps what it compiled (build_cache.py), unless the job's environment says where."""
+    """Where torch.compile keeps what it compiled (build_cache.py), unless the job's environment says where; None
+    where each host's namespace shows that folder at torch's own default (opt_ml.container_inductor_dir)."""
     cpu_threads: int | None = None
     """Each training process's share of this machine's cores (`thread_share`), unless the job's environment or
     this shell sets OMP_NUM_THREADS."""
@@ -174,7 +182,8 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
     SAGEMAKER_BASE_DIR where hosts get no namespace, the hostname shim, PYTHONPATH for the code (the code
     directory as the host's processes see it: /opt/ml/code in its namespace) and the hook that puts the installed
     requirements after the standard library, the CPU stand-in for CUDA first on it with its variables, torch's JIT
-    extensions and torch.compile's output in smtrain's cache).
+    extensions and torch.compile's output in smtrain's cache, named by their variables where no namespace shows
+    that cache at torch's defaults).
     """
     overlay_site, file_system = attempt.overlay_site, attempt.file_system
     seen = file_system.seen(host) if file_system is not None else host
@@ -210,11 +219,11 @@ def host_environment(inherited: Mapping[str, str], platform: Mapping[str, str], 
         own[THREADS_VARIABLE] = str(attempt.cpu_threads)
     if overlay_site is not None:  # the installed requirements, after the standard library (overlay_site/)
         own[OVERLAY_SITE_VARIABLE] = str(overlay_site)
-    if file_system is not None:
-        own.update(file_system.environment(host))
-    own.update(accelerators.environment)
     outside = {key: value for key, value in inherited.items() if not _belongs_to_a_container(key)
                and not (file_system is not None and file_system.namespaced and key in _MACHINE_FOLDER_VARIABLES)}
+    if file_system is not None:
+        own.update(file_system.environment(host, {**outside, **own}))
+    own.update(accelerators.environment)
     return {**outside, **own}, own
 
 
@@ -242,10 +251,12 @@ land beside the run, and stay, and what torch, pip or Hugging Face keep under ~/
 
 
 def _belongs_to_a_container(name: str) -> bool:
-    """Variables a launcher or another job set in this shell must not leak into the emulated container."""
+    """Variables a launcher or another job set in this shell must not leak into the emulated container, nor this
+    shell's default region, which the container lacks: a script whose boto3 client names no region fails here as
+    on SageMaker, not only after the instances started (the container has AWS_REGION, which boto3 does not read)."""
     return name.startswith(("SM_", "OMPI_", "PMIX_", "PRTE_", "TORCHELASTIC_", "SMTRAIN_", "SAGEMAKER_")) or name in (
         "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-        "TRAINING_JOB_NAME", "TRAINING_JOB_ARN", "CURRENT_HOST")
+        TRAINING_JOB_NAME, TRAINING_JOB_ARN, AWS_REGION, AWS_DEFAULT_REGION, "CURRENT_HOST")
 
 
 def launches(processes: list[HostProcess], *, python: str, master_port: int, hostname_library: Path | None,

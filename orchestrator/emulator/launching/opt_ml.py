@@ -14,9 +14,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from orchestrator.emulator.launching.hostfs import (
     HOSTS_FILE_VARIABLE,
     MACHINE_PATHS_VARIABLE,
     READ_ONLY_DATA_VARIABLE,
+    TMP,
     placeable,
 )
 from orchestrator.emulator.launching.mpi_hooks import HOSTFS_VARIABLE
@@ -47,6 +50,22 @@ _REFUSALS_DOC = "docs/host-file-system.md, 'Where the kernel refuses namespaces'
 CONTAINER_EXTENSIONS_DIR = f"{HOME}/.cache/torch_extensions"
 """Where torch builds JIT extensions in the container (TORCH_EXTENSIONS_DIR unset, HOME /root): each host's namespace
 shows the build cache runs share there (build_cache.py)."""
+_USER_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
+"""Where getpass.getuser() looks for the user's name, in this order, before the password database."""
+_UNSAFE_IN_A_NAME = re.compile(r'[\\/:*?"<>|]')
+
+
+def container_inductor_dir(environment: Mapping[str, str]) -> str:
+    """torch.compile's cache folder for a process with `environment` where TORCHINDUCTOR_CACHE_DIR is unset, as
+    torch computes it (torch/_inductor/runtime/cache_dir_utils.py, default_cache_dir): /tmp/torchinductor_<user>,
+    the user as getpass.getuser() names it. In the training images, which run as root: /tmp/torchinductor_root."""
+    user = next((environment[name] for name in _USER_VARIABLES if environment.get(name)), None)
+    if user is None:
+        try:
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:  # as torch names a uid the password database lacks
+            user = f"uid_{os.getuid()}"
+    return f"{TMP}/torchinductor_{_UNSAFE_IN_A_NAME.sub('_', user)}"
 
 
 @dataclass(frozen=True)
@@ -65,6 +84,8 @@ class HostFileSystem:
     """The run's /etc/hosts, naming the emulated hosts (with_hosts_file)."""
     extensions_dir: Path | None = None
     """The build cache runs share (build_cache.py), shown at CONTAINER_EXTENSIONS_DIR in each host's namespace."""
+    inductor_dir: Path | None = None
+    """torch.compile's cache runs share (build_cache.py), shown at torch's default in each host's namespace."""
     checkpoint_path: str | None = None
     """A checkpoint path outside /opt/ml that each host's namespace shows at its place (placing)."""
     unplaced_checkpoint: str | None = None
@@ -73,11 +94,14 @@ class HostFileSystem:
     """What the hosts need of this machine besides what their environment names: the job's interpreter and
     smtrain's cache, kept visible where the container's home covers the machine's /root."""
 
-    def environment(self, host: Host) -> dict[str, str]:
-        """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace."""
+    def environment(self, host: Host, process_environment: Mapping[str, str]) -> dict[str, str]:
+        """What a host's processes carry for hostfs.py: the MPI hooks start each daemon in its host's namespace.
+        `process_environment` is theirs otherwise, which names the user torch.compile's folder is named after."""
         if not self.namespaced:
             return {}
         binds = [*([(str(self.extensions_dir), CONTAINER_EXTENSIONS_DIR)] if self.extensions_dir else []),
+                 *([(str(self.inductor_dir), container_inductor_dir(process_environment))]
+                   if self.inductor_dir else []),
                  *([(str(host.container_path_dir(self.checkpoint_path)), self.checkpoint_path)]
                    if self.checkpoint_path else [])]
         return {HOSTFS_VARIABLE: str(HOSTFS), HOST_TMP_VARIABLE: str(host.tmp_dir),
@@ -87,15 +111,17 @@ class HostFileSystem:
                 **({READ_ONLY_DATA_VARIABLE: "1"} if self.read_only_data else {}),
                 **({HOSTS_FILE_VARIABLE: str(self.hosts_file)} if self.hosts_file else {})}
 
-    def placing(self, checkpoint_path: str | None, extensions_dir: Path, python: str) -> HostFileSystem:
+    def placing(self, checkpoint_path: str | None, extensions_dir: Path, inductor_dir: Path,
+                python: str) -> HostFileSystem:
         """With namespaces, the container paths outside /opt/ml shown where the job looks for them: /root its
-        home, the build cache at ~/.cache/torch_extensions, a checkpoint path where a namespace can show it without
-        writing to this machine (hostfs.placeable); `python`, the job's interpreter, stays visible."""
+        home, the build caches at ~/.cache/torch_extensions and /tmp/torchinductor_<user>, a checkpoint path where
+        a namespace can show it without writing to this machine (hostfs.placeable); `python`, the job's
+        interpreter, stays visible."""
         if not self.namespaced:
             return self
         outside = checkpoint_path if checkpoint_path and not _under(checkpoint_path, OPT_ML) else None
         placed = outside if outside and placeable(outside) else None
-        return replace(self, extensions_dir=extensions_dir, checkpoint_path=placed,
+        return replace(self, extensions_dir=extensions_dir, inductor_dir=inductor_dir, checkpoint_path=placed,
                        unplaced_checkpoint=outside if outside != placed else None,
                        machine_paths=(*_interpreter_prefixes(python), str(cache_root())))
 
@@ -203,9 +229,10 @@ def fallback_notice(file_system: HostFileSystem, source_dir: Path, files: tuple[
              "in the script names this machine's /opt/ml, not the emulated host's, and the run fails if anything "
              "is written there; /tmp is this machine's too; the host names algo-N do not resolve (no /etc/hosts "
              "naming them: a script that meets at algo-1 fails, while MASTER_ADDR, 127.0.0.1, works); HOME is the "
-             "host's folder container-paths/<host>/root of the run, not /root; TORCH_EXTENSIONS_DIR names smtrain's "
-             "build cache; a checkpoint path outside /opt/ml is a folder under container-paths/ (values naming it "
-             "are rewritten); and what the job starts is ended by smtrain alone (not after its own kill -9)"]
+             "host's folder container-paths/<host>/root of the run, not /root; TORCH_EXTENSIONS_DIR and "
+             "TORCHINDUCTOR_CACHE_DIR name smtrain's build caches; a checkpoint path outside /opt/ml is a folder "
+             "under container-paths/ (values naming it are rewritten); and what the job starts is ended by smtrain "
+             "alone (not after its own kill -9)"]
     if file_system.allowed_by:
         lines[0] += f". For the full emulation: {file_system.allowed_by} ({_REFUSALS_DOC})"
     lines += [f"{where}: literal {OPT_ML} path: on SageMaker the instance's, here not the emulated host's "

@@ -47,13 +47,14 @@ def deviations(words: FieldWords) -> tuple[str, ...]:
          "shell or torchrun (1 for several workers per host) setting it wins"),
         ("the processes inherit this shell's environment (PATH, credentials) beneath the container's variables, less "
          "its TMPDIR, TEMP, TMP, XDG_CACHE_HOME, XDG_CONFIG_HOME and XDG_DATA_HOME where each host has its own /tmp "
-         "and home"),
+         "and home, and less its AWS_DEFAULT_REGION, which the container lacks (it has the job's region as "
+         "AWS_REGION)"),
         ("torch's JIT extensions (torch.utils.cpp_extension, DeepSpeed's ops) and torch.compile's output build into "
          "smtrain's cache, shared by the runs of one torch and Python version, not into a fresh ~/.cache or /tmp per "
          "job: a second run reuses the build. Each host's namespace shows the extensions' folder at torch's default, "
-         "~/.cache/torch_extensions, with TORCH_EXTENSIONS_DIR unset as in the container (without mount namespaces "
-         "TORCH_EXTENSIONS_DIR names it); TORCHINDUCTOR_CACHE_DIR names torch.compile's; the job's environment "
-         "setting either wins"),
+         "~/.cache/torch_extensions, and torch.compile's at its default, /tmp/torchinductor_<user>, with "
+         "TORCH_EXTENSIONS_DIR and TORCHINDUCTOR_CACHE_DIR unset as in the container (without mount namespaces the "
+         "two variables name them); the job's environment setting either wins"),
         ("command lines go through /bin/sh with plain spaces, so hyperparameter values are word-split as by the "
          "toolkits in the DLCs (up to 5.1.1); sagemaker-training 5.1.4 passes them unsplit"),
     )

@@ -32,6 +32,7 @@ from orchestrator.emulator.instances.container import (
     InstanceGroup,
     Processors,
     framework_variables,
+    platform_variables,
     resource_config,
     sm_variables,
     training_env,
@@ -167,7 +168,7 @@ class PreparedRun:
                                bin_paths=(self.overlay.bin_dir,) if self.overlay else (),
                                hostname_library=self.hostname.library, file_system=self.host_fs,
                                extensions_dir=None if self.host_fs.extensions_dir else self.extensions_dir,
-                               inductor_cache_dir=self.inductor_cache_dir,
+                               inductor_cache_dir=None if self.host_fs.inductor_dir else self.inductor_cache_dir,
                                cpu_threads=thread_share(self.world_size, self._torchrun_sets_threads, self.cpus))
         result = []
         in_place = self.host_fs.in_place()
@@ -184,9 +185,7 @@ class PreparedRun:
             platform = {key: self.layout.rewrite(host, value, in_place)
                         for key, value in self.job.environment.items()}
             platform.update(mlflow_environment(self.job, self.layout.root))
-            platform.update({"TRAINING_JOB_NAME": self.job.job_name,
-                             "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{self.job.region}:000000000000:training-job/"
-                                                 f"{self.job.job_name}"})
+            platform.update(platform_variables(self.job.job_name, self.job.region))
             full, own = host_environment(
                 inherited, platform, toolkit_env, host, attempt,
                 self.group_accelerators.get(resource["current_group_name"], self.accelerators))
@@ -254,7 +253,8 @@ def prepare_run(plan: Plan, settings: Options, local_gpus: int = 0, report: Stat
         source_path = run_dir / run_layout.SOURCE_DIR / plan.source.sha256 / "sourcedir.tar.gz"
         host_fs = dataclasses.replace(opt_ml.choose(run_dir), read_only_data=settings.link_inputs
                                       ).with_hosts_file(run_dir, [host.name for host in layout.hosts]).placing(
-            layout.checkpoint_path, build_cache.extensions_dir(settings.python), settings.python)
+            layout.checkpoint_path, build_cache.extensions_dir(settings.python),
+            build_cache.inductor_cache_dir(settings.python), settings.python)
         hyperparameters = {host.name: _host_hyperparameters(job, layout, host, host_fs.in_place())
                            for host in layout.hosts}
         unlinked = run_layout.prepare(layout, job, run_layout.HostInputs(

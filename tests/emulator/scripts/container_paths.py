@@ -1,10 +1,13 @@
-"""Prints the paths the toolkit gives a job and where it runs, its home, torch's extensions folder and its
-checkpoint path (writing a file there), then the last rank opens a channel file that is not there: on SageMaker
-every one of them names the container's tree, and so does the FileNotFoundError."""
+"""Prints the paths the toolkit gives a job and where it runs, its home, torch's extensions folder, torch.compile's
+default cache folder (as torch names it, without importing torch) and its checkpoint path (writing a file there),
+then the last rank opens a channel file that is not there: on SageMaker every one of them names the container's
+tree, and so does the FileNotFoundError."""
 
+import getpass
 import json
 import os
 import sys
+import tempfile
 
 rank = int(os.environ.get("RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or
            json.loads(os.environ["SM_HOSTS"]).index(os.environ["SM_CURRENT_HOST"]))
@@ -14,8 +17,9 @@ training_env = json.loads(os.environ["SM_TRAINING_ENV"])
 seen = {name: os.environ.get(name) for name in (
     "SM_MODEL_DIR", "SM_CHANNEL_TRAIN", "SM_OUTPUT_DATA_DIR", "SM_OUTPUT_DIR", "SM_INPUT_DIR", "SM_INPUT_CONFIG_DIR",
     "SM_OUTPUT_INTERMEDIATE_DIR", "SAGEMAKER_BASE_DIR", "PWD", "SM_HP_MODEL_PATH", "HOME", "TORCH_EXTENSIONS_DIR",
-    "SM_HP_CHECKPOINT_DIR")}
+    "TORCHINDUCTOR_CACHE_DIR", "SM_HP_CHECKPOINT_DIR")}
 extensions = os.path.expanduser("~/.cache/torch_extensions")
+compiled = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
 os.makedirs(os.environ["SM_HP_CHECKPOINT_DIR"], exist_ok=True)
 with open(os.path.join(os.environ["SM_HP_CHECKPOINT_DIR"], f"rank-{rank}.txt"), "w") as checkpoint:
     checkpoint.write("saved\n")
@@ -25,6 +29,7 @@ seen.update({"cwd": os.getcwd(), "code on sys.path": [path for path in sys.path 
              "training_env": {key: training_env[key] for key in ("model_dir", "channel_input_dirs", "output_dir")},
              "~": os.path.expanduser("~"),
              "torch extensions": sorted(os.listdir(extensions)) if os.path.isdir(extensions) else None,
+             "torch.compile's cache": sorted(os.listdir(compiled)) if os.path.isdir(compiled) else None,
              "the machine's home file seen": os.path.exists(os.environ["MACHINE_HOME_FILE"])})
 print(f"container paths of rank {rank}: {json.dumps(seen, sort_keys=True)}", flush=True)
 if rank == world - 1:
