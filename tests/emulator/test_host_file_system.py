@@ -258,8 +258,11 @@ def test_every_path_a_rank_is_given_is_the_container_s_and_its_error_names_the_u
     spec = _write_spec(tmp_path, launcher, entry_point="container_paths.py")
     document = yaml.safe_load(spec.read_text())
     machine_home_file = Path("/root") / f".smtrain-machine-home-{uuid.uuid4().hex}"
+    printed = tmp_path / "ranks-printed"
+    printed.mkdir()
     document.update(hyperparameters={"model_path": "/opt/ml/model/best.pt", "checkpoint_dir": "/opt/checkpoints/run"},
-                    inputs={"train": str(data)}, environment={"MACHINE_HOME_FILE": str(machine_home_file)},
+                    inputs={"train": str(data)}, environment={"MACHINE_HOME_FILE": str(machine_home_file),
+                                                     "RANKS_PRINTED_DIR": str(printed)},
                     checkpoint={"s3_uri": "s3://bucket/ckpt/", "local_path": "/opt/checkpoints"})
     spec.write_text(yaml.safe_dump(document))
     entered = subprocess.run([*opt_ml.HostFileSystem(True).enter(tmp_path), "true"], capture_output=True, text=True,
