@@ -142,6 +142,10 @@ rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
 _SAGEMAKER_VARIABLE = re.compile(r"KeyError: '(SM_(?:(CHANNEL|HP)_)?[A-Za-z0-9_-]+)'")
 """An `os.environ["SM_CHANNEL_TEST"]` the job does not set: SageMaker sets one per channel and hyperparameter the
 job has, and leaves out the rest."""
+_LIGHTNING_WORLD_SIZE = re.compile(r"You set `devices=(\d+)` and `num_nodes=(\d+)` in Lightning, but the product "
+                                   r"\(\d+ \* \d+\) does not match the world size \((\d+)\)")
+"""Lightning's check of its `Trainer(devices=..., num_nodes=...)` against torchrun's world size: `num_nodes` left at
+its default of 1 on a job of several hosts."""
 _USAGE_OPTION = re.compile(r"(?:\[|takes |, )(--[A-Za-z0-9][\w-]*)")
 """An option a parser offers: argparse's usage `[--batch-size BATCH_SIZE]`, smtrain's `train.py takes --trainer, --lr`."""
 _MESSAGE_LINES = 4
@@ -557,6 +561,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "sagemaker_variable", _sagemaker_variable_fix(unset[1], unset[2])
     if variable := _LAUNCHER_VARIABLE.search(text):
         return "launcher_variable", _launcher_variable_fix(variable[1] or variable[2])
+    if mismatch := _LIGHTNING_WORLD_SIZE.search(text):
+        return "world_size_mismatch", _lightning_world_size_fix(*(int(number) for number in mismatch.groups()))
     if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
         killed = _KILLED_BY_SIGKILL.get(exit_code, "a DataLoader worker was killed by SIGKILL (signal 9)")
         return "oom_killed", (f"{killed}, which on SageMaker is almost always the kernel's OOM killer: lower the "
@@ -623,6 +629,13 @@ def _launcher_variable_fix(name: str) -> str:
             "json.loads(SM_HOSTS).index(SM_CURRENT_HOST) of len(SM_HOSTS) (MASTER_ADDR and MASTER_PORT are set: "
             "init_process_group('gloo', rank=..., world_size=...)), in mode mpi OMPI_COMM_WORLD_RANK, "
             "OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_LOCAL_RANK")
+
+
+def _lightning_world_size_fix(devices: int, num_nodes: int, world_size: int) -> str:
+    return (f"Lightning's devices x num_nodes ({devices} x {num_nodes}) must equal the job's world size "
+            f"({world_size}): the spec's instance.count hosts times the processes the launcher starts on each (one "
+            "per GPU); pass num_nodes=instance.count, read in the script as len(json.loads(os.environ['SM_HOSTS'])), "
+            "and devices='auto' (or int(os.environ['SM_NUM_GPUS']))")
 
 
 def _import_fix(match: re.Match[str], framework_version: str | None) -> str:

@@ -548,6 +548,21 @@ def test_a_torchrun_variable_read_outside_torchrun_says_which_mode_sets_it_and_h
     assert "json.loads(SM_HOSTS).index(SM_CURRENT_HOST)" in cause.fix and "OMPI_COMM_WORLD_RANK" in cause.fix
 
 
+def test_lightnings_world_size_mismatch_says_num_nodes_is_the_instance_count():
+    """Lightning's `Trainer(num_nodes=...)` left at its default of 1 on a 2-host job: Lightning names the product and
+    the world size but not where the number of nodes comes from on SageMaker. Before: a bare `exception`, no fix."""
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 57, in <module>',
+             "ValueError: You set `devices=1` and `num_nodes=1` in Lightning, but the product (1 * 1) does not match "
+             "the world size (2)."]
+    cause = read_cause({"algo-1": lines, "algo-2": lines}, _torchrun(["algo-1", "algo-2"], 1),
+                       exit_codes={"algo-1": 1, "algo-2": 1}, source=SourcePaths(shown="src"))
+
+    assert cause.headline().endswith("does not match the world size (2). at src/train.py:57")
+    assert cause.category == "world_size_mismatch", cause
+    assert "num_nodes=instance.count" in cause.fix and "len(json.loads(os.environ['SM_HOSTS']))" in cause.fix
+    assert "devices='auto'" in cause.fix
+
+
 @pytest.mark.parametrize(("error", "said"), [
     ("KeyError: 'SM_CHANNEL_TEST'", "SM_CHANNEL_TEST is set only for a channel named test: add `test: s3://...` "
                                     "under `inputs:`"),

@@ -165,6 +165,17 @@ def test_nvml_queries_answer_without_nvml(probed):
                                       "processes": ["GPU:1", True]}
 
 
+def test_compile_asking_for_cuda_graphs_says_once_that_it_runs_without_them(probed):
+    """inductor skips CUDA graphs for CPU tensors and says so only to a torch log that is off by default: before,
+    mode="reduce-overhead" trained here without a word that no graph was captured."""
+    result = probed["compile_asking_for_cuda_graphs"]
+    assert result["compiled"] == ["OptimizedModule"] * 4
+    assert [said.split(" compiles ")[0] for said in result["said"]] == [
+        "smtrain CPU stand-in: torch.compile(mode='reduce-overhead')",
+        "smtrain CPU stand-in: torch.compile(options={'triton.cudagraphs': True})"]
+    assert "without CUDA graphs" in result["said"][0] and "checked only on the instance" in result["said"][0]
+
+
 @pytest.mark.parametrize(("probe", "call"), [
     ("unsupported_cuda_graph", "torch.cuda.CUDAGraph"),
     ("unsupported_graph_context", "torch.cuda.graph"),

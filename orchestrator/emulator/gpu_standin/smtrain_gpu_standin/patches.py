@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import (accelerator, amp, attention, collectives, cuda_api, deepspeed_accelerator, device_type, devices,
-               distributed, fsdp, placement, profiler, streams, unsupported)
+from . import (accelerator, amp, attention, collectives, compile_modes, cuda_api, deepspeed_accelerator, device_type,
+               devices, distributed, fsdp, placement, profiler, streams, unsupported)
 from .env import Settings
 
 
@@ -23,4 +23,5 @@ def apply(settings: Settings) -> None:
     deepspeed_accelerator.install()
     profiler.install()
     attention.install()
+    compile_modes.install()
     unsupported.install()

@@ -449,6 +449,19 @@ def unsupported_triton():
 
 
 @probe
+def compile_asking_for_cuda_graphs():
+    """torch.compile's CUDA-graph modes, asked twice, and a mode without them; the compile itself starts at the first
+    call, which this probe never makes."""
+    model = torch.nn.Linear(2, 2).cuda()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = [torch.compile(model, mode="reduce-overhead"), torch.compile(model, mode="reduce-overhead"),
+                    torch.compile(model, mode="default"), torch.compile(model, options={"triton.cudagraphs": True})]
+    return {"compiled": [type(module).__name__ for module in compiled],
+            "said": [str(warning.message) for warning in caught if "smtrain" in str(warning.message)]}
+
+
+@probe
 def nvtx_ranges():
     torch.cuda.nvtx.range_push("forward")
     torch.cuda.nvtx.range_pop()
