@@ -352,8 +352,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         def on_line(host: str, text: str) -> None:
             mark = step_mark(text)
             watchdog.activity(mark.step if mark else None)
-            first = tracker.first_match is None
-            if tracker.feed(host, text) and first and defaults:
+            if tracker.feed(host, text) and defaults and tracker.claim_first_match():
                 observer.notice(_metrics_recognized(tracker))
             if not stopping_quietly.is_set():
                 for state in text.split("\n"):  # a progress bar's states, each a line of its own

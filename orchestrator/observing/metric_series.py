@@ -17,6 +17,7 @@ import io
 import json
 import math
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -224,6 +225,9 @@ class MetricRecorder:
         bar's states, the first that shows the most of the line's values: the loss beside the epoch, not a state
         before the first step that only names its epoch (`Epoch 0:   0%| 0/32`)."""
         self.steps_seen = False
+        self._first_match_claimed = False
+        self._feeding = threading.Lock()
+        """A local run's hosts are read by a thread each, all feeding this one recorder."""
         self._step: int | None = None
         self._epoch_counters: dict[str, EpochCounter] = {}
         self._epochs: dict[str, int] = {}
@@ -231,6 +235,18 @@ class MetricRecorder:
         path.write_text("")
 
     def feed(self, host: str, line: str, time: datetime | None = None) -> list[MetricPoint]:
+        with self._feeding:
+            return self._feed(host, line, time)
+
+    def claim_first_match(self) -> bool:
+        """True for the one caller that first asks once the definitions matched: the recognized format is said
+        once, whichever host's thread saw it."""
+        with self._feeding:
+            claimed = self.first_match is not None and not self._first_match_claimed
+            self._first_match_claimed = self._first_match_claimed or claimed
+            return claimed
+
+    def _feed(self, host: str, line: str, time: datetime | None) -> list[MetricPoint]:
         mark = step_mark(line)
         self._step = mark.step if mark else self._step
         self.steps_seen = self.steps_seen or mark is not None

@@ -4,6 +4,7 @@ saved series, and the terminal chart. Pure: no process, no AWS."""
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -122,3 +123,24 @@ def test_text_chart_draws_a_falling_curve_from_top_left_to_bottom_right():
     assert plot[0][0] != " " and plot[5].rstrip()[-1] != " "  # starts top left, ends bottom right
     assert all(char == " " or 0x2800 < ord(char) <= 0x28FF for row in plot for char in row)
     assert lines[-1].split() == ["1", "40", "step"]
+
+
+def test_hosts_feeding_at_once_record_every_point_and_one_of_them_claims_the_first_match(tmp_path):
+    """A local run reads each host's log on a thread of its own, all feeding one recorder: the recognized format
+    is said once (it was said twice on a 2-host run when both hosts' first lines came together)."""
+    recorder = MetricRecorder(DEFAULT_METRIC_DEFINITIONS, tmp_path / "metrics.jsonl")
+    claims = []
+
+    def host(name: str) -> None:
+        for step in range(1, 301):
+            if recorder.feed(name, f"epoch=1 step={step}/300 train_loss=0.5"):
+                claims.append(recorder.claim_first_match())
+
+    threads = [threading.Thread(target=host, args=(f"algo-{index}",)) for index in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert claims.count(True) == 1 and len(claims) == 600
+    assert len([point for point in read_points(tmp_path / "metrics.jsonl") if point.metric == "train:loss"]) == 600
