@@ -32,7 +32,7 @@ from orchestrator.planning.training_defaults import apply_training_defaults, sou
 from orchestrator.specs.capabilities import check
 from orchestrator.specs.loader import LoadedSpec
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
-from orchestrator.specs.model import JobSpec
+from orchestrator.specs.model import JobSpec, target_problem
 
 ROLE_ENV = "SMTRAIN_ROLE"
 OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"
@@ -131,6 +131,8 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     output_path = _first(sources, "output_path", (spec.output_path, Source(SPEC)),
                          (os.environ.get(OUTPUT_PATH_ENV), Source(ENVIRONMENT, OUTPUT_PATH_ENV)),
                          _sdk_bucket(defaults))
+    for name, value in (("role", role), ("output_path", output_path)):
+        _require_valid(name, value, sources.get(name))
     code_location = _first(sources, "code_location", (spec.code_location, Source(SPEC)))
     bucket_to_create = None
     if output_path and "output_path" in sources and sources["output_path"].kind == SDK_DEFAULTS:
@@ -181,6 +183,20 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
                   region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create,
                   role_writes=role_writes, missing=tuple(missing))
+
+
+def _require_valid(name: str, value: str | None, source: Source | None) -> None:
+    """A role or output path taken from the environment or an SDK defaults file is held to the spec's rules
+    (role ARN, bucket name, `//`): refused here, naming where it came from, before anything is packed or sent.
+
+    Raises:
+        EnvironmentProblem: the value breaks a rule the spec's field keeps.
+    """
+    if value is None or source is None:
+        return
+    problem = target_problem(name, value)
+    if problem is not None:
+        raise EnvironmentProblem(f"{name} from {source}: {problem[0]}", fix=problem[1])
 
 
 ROLE_PLACEHOLDER = "<execution role: submit needs one>"

@@ -380,8 +380,8 @@ def _region_has_images(ctx: _Context) -> Iterator[_Hit]:
 
 @_rule("hyperparameter-shell-split")
 def _shell_split(ctx: _Context) -> Iterator[_Hit]:
-    for key, value in ctx.spec.hyperparameters.items():
-        if value is None or isinstance(value, (list, dict)) or (
+    for key, value in ctx.spec.hyperparameters.items():  # the name is on the same command line as its value
+        if value is None or isinstance(value, (list, dict)) or _SHELL_UNSAFE.search(key) or (
                 isinstance(value, str) and (value == "" or _SHELL_UNSAFE.search(value))):
             yield f"hyperparameters.{key}", {"key": key, "value": redact_value(key, value)}
 

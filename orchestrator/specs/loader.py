@@ -23,6 +23,7 @@ import stat
 import sys
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,9 +216,51 @@ def load_spec(path: str | Path, overrides: str | Iterable[str] = ()) -> JobSpec:
 
 def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedSpec:
     """Validates a spec given as a dict (notebooks), resolving relative paths against `base_dir`."""
+    _check_mapping_shape(data)
     raw = _plain(data)
     _resolve_paths(raw, Path(base_dir))
     return _validate(raw, None, _Places(), {})
+
+
+def _check_mapping_shape(data: Any) -> None:
+    """Holds a dict built in Python to a file's bounds, walked without recursion, so it is one InvalidSpec and not
+    a RecursionError, a ValueError or a UnicodeEncodeError later: nesting deeper than MAX_NESTING (a list that holds
+    itself is endless), more than MAX_NODES values (one list placed many times is an alias bomb), an integer longer
+    than Python prints, and text UTF-8 cannot carry (a lone surrogate such as "\\ud800", which no request or
+    process argument can hold)."""
+    pending: list[tuple[Any, Loc]] = [(data, ())]
+    seen = 0
+    while pending:
+        value, loc = pending.pop()
+        seen += 1
+        problem = _mapping_value_problem(value, loc, seen)
+        if problem:
+            shown = ".".join(str(part).encode("utf-8", "backslashreplace").decode() for part in loc)
+            raise InvalidSpec([Problem("<spec>", shown, *problem)])
+        if isinstance(value, Mapping):
+            pending += [(key, (*loc, key)) for key in value if isinstance(key, str)]
+            pending += [(item, (*loc, key)) for key, item in value.items()]
+        elif isinstance(value, (list, tuple)):
+            pending += [(item, (*loc, index)) for index, item in enumerate(value)]
+
+
+def _mapping_value_problem(value: Any, loc: Loc, seen: int) -> tuple[str, str] | None:
+    """(message, fix) for the first bound of `_check_mapping_shape` that a value breaks, the `seen`-th walked."""
+    if seen > MAX_NODES:
+        return (f"more than {MAX_NODES} values (one list or dict placed many times?)",
+                "give each value once; a job spec has a few hundred")
+    if len(loc) > MAX_NESTING:
+        return (f"nested more than {MAX_NESTING} levels deep (a list or dict that holds itself?)",
+                "a job spec is a few levels deep")
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            str(value)
+        except ValueError:
+            return f"a number of more than {sys.get_int_max_str_digits()} digits", "give it as a str if it is text"
+    if isinstance(value, str) and any(0xD800 <= ord(char) <= 0xDFFF for char in value):
+        return ("holds a lone surrogate (\\ud800-\\udfff), which is no character UTF-8 can carry",
+                "decode the text it came from as UTF-8, or remove the character")
+    return None
 
 
 def _file_path(path: Any, what: str, fix: str) -> Path:
@@ -445,6 +488,10 @@ def _over_long_key(line: str, column: int) -> int | None:
     return length if length > _SIMPLE_KEY_CHARACTERS else None
 
 
+_UNKNOWN_TAG = "could not determine a constructor for the tag"
+"""PyYAML's words for a tag its safe loader has no constructor for (`!Ref`, `!!python/object`)."""
+
+
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     """The message and fix for text that is not one YAML document. A tab in the indentation and a second
     document (`---`) are named as such: the parser's own words for them ("found character that cannot start any
@@ -466,6 +513,11 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
         return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
     if isinstance(exc, BareEquals):
         return f"YAML: {problem}", 'write it in quotes: "="'
+    if isinstance(exc, yaml.constructor.ConstructorError) and problem and problem.startswith(_UNKNOWN_TAG):
+        tag = problem.removeprefix(_UNKNOWN_TAG).strip(" '").replace("tag:yaml.org,2002:", "!!")
+        return (f"YAML: a value tagged {tag}, which smtrain does not build: a spec holds plain values "
+                "(CloudFormation's !Ref, !Sub and !GetAtt are not resolved, and no Python object is made)",
+                f"write the value itself in place of {tag} (quote it if it is text starting with !)")
     if isinstance(exc, yaml.composer.ComposerError) and problem == "but found another document":
         return ("YAML: a second document starts here (`---`); a spec file holds one",
                 "remove this `---` and what follows it, or put the other document in a file of its own")
@@ -570,8 +622,11 @@ def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None
             if key_node.tag == _MERGE_TAG:
                 merged.append(value_node)
                 continue
-            key = key_node.value
             where = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if not isinstance(key_node, yaml.ScalarNode):
+                place = f"{path}:{where[0]}:{where[1]}"
+                raise InvalidSpec([_collection_key(key_node, ".".join(map(str, loc)), place)])
+            key = key_node.value
             if misread := misread_key(key_node):
                 places.misread_keys.append(Problem(f"{path}:{where[0]}:{where[1]}", ".".join(map(str, (*loc, key))),
                                                    misread, quoted_key_fix(key_node, value_node), order=where))
@@ -587,6 +642,16 @@ def _collect_positions(node: Any, loc: Loc, places: _Places, path: Path) -> None
         for index, item in enumerate(node.value):
             positions[(*loc, index)] = (item.start_mark.line + 1, item.start_mark.column + 1)
             _collect_positions(item, (*loc, index), places, path)
+
+
+def _collection_key(key_node: Any, parent: str, where: str) -> Problem:
+    """A key written as a list or a mapping (`? [a]`, `[a, b]: 1`), which YAML allows and no field of a spec,
+    tuning spec or SDK defaults file is: every name there is text."""
+    import yaml
+
+    kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+    return Problem(where, parent, f"a key written as a {kind}; every key here is a name",
+                   "write the key as plain text, `name: value` (a `?` starts a complex key in YAML)")
 
 
 def _collect_merged_positions(merged: list[Any], loc: Loc, written: set[str], places: _Places, path: Path) -> None:
@@ -862,9 +927,20 @@ def _error_loc(error: Mapping[str, Any]) -> Loc:
 
 
 def _closest(name: Any, known: set[str]) -> str | None:
-    """The known key an unknown one is closest to, if any is close."""
-    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
+    """The known key an unknown one is closest to, if any is close; compared in NFKC form, so a key typed with a
+    fullwidth keyboard (`ｎａｍｅ`) is close to `name`."""
+    close = difflib.get_close_matches(unicodedata.normalize("NFKC", str(name)), sorted(known), n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def _did_you_mean(name: Any, suggested: str) -> str:
+    """`did you mean `entry_point`?`, naming the characters of `name` that are not ASCII where the key meant is:
+    `entry_рoint` with a Cyrillic р looks the same as the suggestion, and the fix must say what differs."""
+    foreign = dict.fromkeys(char for char in str(name) if not char.isascii() and char not in suggested)
+    if not foreign or not suggested.isascii():
+        return f"did you mean `{suggested}`?"
+    named = ", ".join(f"{char} U+{ord(char):04X} {unicodedata.name(char, 'unnamed')}" for char in foreign)
+    return f"did you mean `{suggested}`? The key you wrote is not plain ASCII, it holds {named}: type it again"
 
 
 def _problem_from_pydantic(error: Mapping[str, Any], path: Path | None, places: _Places,
@@ -982,7 +1058,7 @@ def _fix_for(wrong: _Wrong) -> str | None:
     if kind == "extra_forbidden":
         known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
         if suggested:
-            return f"did you mean `{suggested}`?"
+            return _did_you_mean(name, suggested)
         if wrong.holds_anchor:
             return (f"to keep the anchor, rename the key {EXTENSION_PREFIX}{name} (top-level keys starting with "
                     f"{EXTENSION_PREFIX} are yours, left out of the spec), or define the anchor inside a field the "
@@ -1243,7 +1319,9 @@ def _tuning_fix(error: Any, loc: Loc) -> str | None:
     kind, name = error["type"], str(loc[-1]) if loc else ""
     if kind == "extra_forbidden":
         known, suggested = sorted(_tuning_fields_at(loc[:-1])), _closest(name, _tuning_fields_at(loc[:-1]))
-        return f"did you mean `{suggested}`?" if suggested else f"remove it; the keys allowed here are: {', '.join(known)}"
+        if suggested:
+            return _did_you_mean(name, suggested)
+        return f"remove it; the keys allowed here are: {', '.join(known)}"
     if kind == "missing":
         return f"add `{name}:`"
     if kind == "union_tag_invalid":

@@ -168,6 +168,9 @@ def hyperparameter_name(name: str) -> str:
     if len(name) > limit:
         raise _invalid(f"hyperparameter name {name[:40]!r}... is {len(name)} characters; SageMaker allows {limit}",
                        "use a shorter name")
+    if not name:  # mapping.to_cmd_args gives it no option name: the script's argparse refuses the bare value
+        raise _invalid("an empty hyperparameter name: the training toolkit passes no option for it, so the script "
+                       "gets its value alone, a stray argument", "give it a name, or remove it")
     if name.startswith("sagemaker_"):
         raise _invalid(f"{name!r}: names starting with sagemaker_ are reserved for the SDK",
                        "rename it; smtrain sends the sagemaker_* keys itself")
@@ -935,3 +938,14 @@ class JobSpec(_Spec):
             raise ValueError("give either image_uri or framework_version/py_version, not both")
         return self
 
+
+def target_problem(field: str, value: str) -> tuple[str, str] | None:
+    """What the spec's own check of `field` (`role` or `output_path`) refuses in `value`, as (message, fix): a role
+    or output path from $SMTRAIN_ROLE, $SMTRAIN_OUTPUT_PATH or an SDK defaults file meets the spec's rules, or
+    SageMaker refuses it after the source was packed and uploaded."""
+    check = {"role": JobSpec._role_arn_or_name, "output_path": JobSpec._output_path}[field]
+    try:
+        check(value)
+    except PydanticCustomError as exc:
+        return exc.message(), str((exc.context or {})["fix"])
+    return None

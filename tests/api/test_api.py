@@ -54,6 +54,36 @@ def test_a_spec_given_as_a_dict_is_planned_as_its_file_would_be(write_spec, tmp_
     assert SECRET not in str(raised.value)
 
 
+def _holding_itself() -> list:
+    endless: list = []
+    endless.append(endless)
+    return endless
+
+
+def _shared_many_times_over() -> list:
+    shared: list = ["lol"] * 9
+    for _ in range(5):
+        shared = [shared] * 9  # 9**6 values, as YAML's "billion laughs" makes with aliases (small, to stay cheap)
+    return shared
+
+
+@pytest.mark.parametrize(("hyperparameters", "field", "message"), [
+    ({"lr": _holding_itself()}, "hyperparameters.lr.0.0", "nested more than 32 levels deep"),
+    ({"lr": _shared_many_times_over()}, "hyperparameters.lr.", "more than 10000 values"),
+    ({"seed": 10 ** 5000}, "hyperparameters.seed", "a number of more than 4300 digits"),
+    ({"tag": "caf\udce9"}, "hyperparameters.tag", "holds a lone surrogate"),
+    ({"caf\udce9": 1}, "hyperparameters.caf\\udce9", "holds a lone surrogate"),
+], ids=["list-holding-itself", "shared-list-bomb", "huge-int", "surrogate-value", "surrogate-name"])
+def test_a_dict_spec_is_held_to_a_files_bounds(hyperparameters, field, message):
+    """A RecursionError, a ValueError of int's digit limit, or a spec planned with text no request can carry
+    (`os.fsdecode` of a file name that is not UTF-8 gives such a surrogate) was what a notebook got."""
+    with pytest.raises(InvalidSpec) as raised:
+        orchestrator.plan(BASE_SPEC | {"region": "us-east-1", "hyperparameters": hyperparameters})
+    [problem] = raised.value.problems
+    assert problem.field.startswith(field) and message in problem.message, problem
+    str(raised.value).encode()  # printable as it is
+
+
 def test_submitting_an_attached_jobs_plan_says_attach_gives_none(write_spec, bucket):
     """docs/sagemaker.md once showed `submit(job.plan)` of an attached job, whose plan is None: the error said
     only `not NoneType None`; it now says where the None came from."""

@@ -144,6 +144,8 @@ def test_image_default_python_is_the_newest_of_the_version():
     ({"instance__count": 1, "hyperparameters__trainer": "dp"}, "dp-without-gpus", "notice"),
     ({"hyperparameters__note": "two words"}, "hyperparameter-shell-split", "notice"),
     ({"hyperparameters__layers": [64, 32]}, "hyperparameter-shell-split", "notice"),
+    ({"hyperparameters__batch size": 64}, "hyperparameter-shell-split", "notice"),
+    ({"hyperparameters__lr;touch x": 0.1}, "hyperparameter-shell-split", "notice"),
     ({"network__encrypt_inter_container_traffic": True, "instance__count": 1}, "encryption-single-host", "notice"),
     ({"distribution__mode": "torch_distributed", "instance__type": "ml.g5.2xlarge",
       "hyperparameters__trainer": "ddp"}, "multi-node-without-efa", "notice"),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from forked import smtrain
+from tuning_specs import TUNING_SPECS
 
 pytestmark = pytest.mark.hardening
 
@@ -62,6 +63,29 @@ def spec_file(tmp_path):
 def test_hostile_yaml_is_one_message(spec_file, body, expected):
     path = spec_file(HEAD + body)
     _assert_one_message(_validate(path), f"{path}:", expected)
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ("? [a]\n: 1\n", ":5:3:"),
+    ("[a, b]: 1\n", ":5:1:"),
+    ("environment: {? {a: 1} : x}\n", ":5:17: environment:"),
+    ("x-common: &c {? [a] : 1}\nhyperparameters: {<<: *c}\n", ":5:17: x-common:"),
+])
+def test_a_key_written_as_a_list_or_mapping_is_one_message_at_its_line(spec_file, body, where):
+    path = spec_file(HEAD + body)
+    _assert_one_message(_validate(path), f"{path}{where}", "a key written as a",
+                        "fix: write the key as plain text, `name: value`")
+
+
+def test_a_tuning_spec_key_written_as_a_list_is_one_message_at_its_line(tmp_path):
+    search = tmp_path / "search.yaml"
+    search.write_text(TUNING_SPECS["grid"] + "? [a]\n: 1\n")
+    result = smtrain("tune", "validate", str(search), cwd=REPO, memory_limit_bytes=2 << 30)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "Traceback" not in output, output
+    line = TUNING_SPECS["grid"].count("\n") + 1
+    assert f"1 problem in the tuning spec:\n  {search}:{line}:3: a key written as a list" in output, output
 
 
 def test_alias_bomb_is_refused_fast_in_bounded_memory(spec_file):
@@ -157,6 +181,18 @@ def test_a_hyperparameter_name_with_a_bidi_or_control_character_is_refused_and_s
         assert result.exit_code == 2, (args, result.output)
         assert character not in result.output, (args, result.output)
         assert f"\\u{ord(character):04x}" in result.output, (args, result.output)
+
+
+@pytest.mark.parametrize(("body", "args"), [
+    (HEAD + 'hyperparameters: {"": 1}\n', []),
+    (HEAD, ["--set", "hyperparameters.=1"]),
+    (HEAD, ["--set", "hyperparameters..lr=1"]),
+], ids=["in-the-spec", "set-empty", "set-double-dot"])
+def test_an_empty_hyperparameter_name_is_refused(spec_file, body, args):
+    """The toolkit passes no option for it: the script's argparse got a stray `1`, and the job failed on
+    SageMaker."""
+    _assert_one_message(_validate(spec_file(body), *args), "hyperparameters.: an empty hyperparameter name",
+                        "give it a name, or remove it")
 
 
 def test_a_tuned_parameter_name_with_a_bidi_character_is_refused_escaped(spec_file, tmp_path):

@@ -60,6 +60,20 @@ def test_a_second_document_is_named_and_its_fix_is_to_remove_it(write_spec):
          "remove this `---` and what follows it, or put the other document in a file of its own")]
 
 
+@pytest.mark.parametrize(("value", "tag"), [
+    ("!Ref ExecutionRole", "!Ref"),
+    ("!Sub 'arn:aws:iam::${AWS::AccountId}:role/x'", "!Sub"),
+    ("!!python/object/apply:os.system [id]", "!!python/object/apply:os.system"),
+], ids=["cloudformation-ref", "cloudformation-sub", "python-object"])
+def test_a_tagged_value_is_named_by_its_tag_and_the_fix_is_the_value_itself(write_spec, value, tag):
+    """PyYAML's words were "could not determine a constructor for the tag ...", fixed by "check indentation and
+    quoting"."""
+    [(line, _, message, fix)] = _problems(write_spec, SPEC + f"role: {value}\n")
+    assert line == 12
+    assert message.startswith(f"YAML: a value tagged {tag}, which smtrain does not build"), message
+    assert fix == f"write the value itself in place of {tag} (quote it if it is text starting with !)"
+
+
 def test_a_tuning_spec_indented_with_a_tab_gets_the_same_answer(spec_dir):
     (spec_dir / "tune.yaml").write_text("job: spec.yaml\nobjective:\n\tmetric: loss\n")
     with pytest.raises(InvalidTuningSpec) as refused:
