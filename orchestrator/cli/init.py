@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from orchestrator.cli.options import instance_type_option, mode_option, terminal_safe
+
+if TYPE_CHECKING:
+    from orchestrator.planning.starting_spec import StartingSpec
 
 
 @click.command()
@@ -30,7 +34,8 @@ def init(source_dir: Path, entry_point: str | None, mode: str | None, instance_t
     options with their defaults (as hyperparameters) and the metrics it prints (loss=...). The spec is written
     only if `smtrain validate` passes it; the role and output path are left for you, as commented placeholders.
     Each channel gets a data/<channel>/ beside the spec for `smtrain local` (created empty where
-    missing). SOURCE_DIR may be the script itself.
+    missing; inside SOURCE_DIR, listed in its .smtrainignore so it is not uploaded). SOURCE_DIR may be the script
+    itself.
 
     \b
     Examples:
@@ -51,37 +56,47 @@ def init(source_dir: Path, entry_point: str | None, mode: str | None, instance_t
         source_dir, entry_point = source_dir.parent, source_dir.name
     survey = survey_source(source_dir, entry_point)
     spec = starting_spec(survey, spec_file, Choices(mode=mode, instance_type=instance_type))
-    created = _write_checked(spec.text, spec_file, spec.local_folders)
+    created = _write_checked(spec, spec_file)
     click.echo(f"wrote {terminal_safe(str(spec_file))}")
     for finding in spec.findings:
         click.echo(f"  {terminal_safe(finding)}")
     for folder in created:
         click.echo(f"  created {terminal_safe(os.path.relpath(folder))}/ (empty): put a sample of that channel's "
                    "data there for `smtrain local`")
+    if spec.unshipped:
+        click.echo(f"  added {' '.join(terminal_safe(line) for line in spec.unshipped)} to "
+                   f"{terminal_safe(os.path.relpath(spec.ignore_file))}: the local data inside source_dir is not "
+                   "packed or uploaded with the code")
     shown = terminal_safe(str(spec_file))
     click.echo(f"next:\n  smtrain validate {shown}\n  smtrain local {shown}\n"
                f"  smtrain plan {shown}      # what submit sends, and what it still needs (role, output path)\n"
                f"  smtrain submit {shown} --wait --logs")
 
 
-def _write_checked(text: str, spec_file: Path, local_folders: tuple[Path, ...]) -> list[Path]:
-    """Writes `text` at `spec_file` once it passes as `validate` passes a file, with the missing local input
-    folders it names created empty (returned); where it does not pass, nothing is left behind."""
+def _write_checked(spec: StartingSpec, spec_file: Path) -> list[Path]:
+    """Writes the spec at `spec_file` once it passes as `validate` passes a file, with the missing local input
+    folders it names created empty (returned) and those inside source_dir added to its `.smtrainignore`; where it
+    does not pass, nothing is left behind."""
     from orchestrator.cli.validation import judged_as_validate
     from orchestrator.errors import SmtrainError, SpecError
 
-    made = [folder for local in local_folders for folder in (*reversed(local.parents), local)
+    made = [folder for local in spec.local_folders for folder in (*reversed(local.parents), local)
             if not folder.exists()]
     made = list(dict.fromkeys(made))
     draft = spec_file.with_name(f".{spec_file.name}.smtrain-init")
+    ignored_before = spec.ignore_file.read_bytes() if spec.unshipped and spec.ignore_file.is_file() else None
     try:
         for folder in made:
             folder.mkdir(exist_ok=True)
-        draft.write_text(text, encoding="utf-8")
+        if spec.unshipped:
+            _add_lines(spec.ignore_file, ignored_before, spec.unshipped)
+        draft.write_text(spec.text, encoding="utf-8")
         judged_as_validate(str(draft))
         os.replace(draft, spec_file)
     except BaseException as error:
         draft.unlink(missing_ok=True)
+        if spec.unshipped:
+            _restore(spec.ignore_file, ignored_before)
         for folder in reversed(made):
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
@@ -90,4 +105,18 @@ def _write_checked(text: str, spec_file: Path, local_folders: tuple[Path, ...]) 
             raise SpecError(f"the spec would not pass `smtrain validate`, so nothing was written:\n{said}",
                             fix="choose another --mode or --instance-type, then run init again") from None
         raise
-    return [folder for folder in local_folders if folder in made]
+    return [folder for folder in spec.local_folders if folder in made]
+
+
+def _add_lines(ignore_file: Path, before: bytes | None, lines: tuple[str, ...]) -> None:
+    """Appends `lines` to `.smtrainignore`, byte for byte after what it held."""
+    start = b"" if not before or before.endswith(b"\n") else b"\n"
+    added = "# smtrain init: local data for `smtrain local`, not shipped\n" + "".join(f"{line}\n" for line in lines)
+    ignore_file.write_bytes((before or b"") + start + added.encode("utf-8"))
+
+
+def _restore(ignore_file: Path, before: bytes | None) -> None:
+    if before is None:
+        ignore_file.unlink(missing_ok=True)
+    else:
+        ignore_file.write_bytes(before)

@@ -19,7 +19,17 @@ _HOST_RANKS = re.compile(r"\bSM_HOSTS\b|\bSM_CURRENT_HOST\b")
 """A script that ranks itself from SageMaker's host list is launched once per host (mode none), even though it
 joins a process group."""
 _MPI = re.compile(r"\bmpi4py\b|\bOMPI_COMM_WORLD_(?:RANK|SIZE)\b")
-_GPU = re.compile(r"""\.cuda\(|["']cuda(?::\d+)?["']|["']nccl["']""")
+_GPU = re.compile(r"""\.cuda\(|\bcuda\.(?:set_device|current_device)\(|["']cuda(?::\d+)?["']|["']nccl["']"""
+                  r"""|\b(?:Trainer|Accelerator|LightningCLI)\(""")
+"""CUDA named in the script (`torch.cuda.set_device(hvd.local_rank())` too), or a trainer that takes the host's GPU
+on its own (the Hugging Face or Lightning Trainer, Accelerate)."""
+_IPYTHON_LINE = re.compile(r"^[ \t]*(?:![^=]|%)", re.MULTILINE)
+"""A notebook's shell or magic line (`!pip install ...`, `%time`, `%%capture`), which Python refuses."""
+_LIGHTNING_CLI = re.compile(r"\bLightningCLI\(")
+_LIGHTNING_CLI_RUNS_NOTHING = re.compile(r"""\brun\s*=\s*False\b|\bargs\s*=\s*\[\s*["'](?:fit|validate|test|predict)""")
+"""`LightningCLI(..., run=False)` parses options only, and `args=["fit", ...]` gives the subcommand itself: neither
+expects one first on the command line."""
+_DATACLASS_PARSER = re.compile(r"\bHfArgumentParser\b")
 _PRINTED_METRIC = re.compile(r"""\b(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<separator>=|: ?)(?:\{|%|["']\s*,)""")
 """`loss={loss:.3f}`, `loss: %f`, `"loss=", loss`: a number printed after its name."""
 _METRIC_WORDS = frozenset({"loss", "acc", "accuracy", "perplexity", "ppl", "f1", "auc", "bleu", "rouge", "lr",
@@ -31,6 +41,8 @@ _TRAIN_PREFIX = "train_"
 _ONE_LINE_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["'](?P<flag>--[\w.-]+)["']"""
                               r"""(?P<rest>[^()\n]*)""")
 _ONE_LINE_DEFAULT = re.compile(r"""\bdefault\s*=\s*(?P<value>[^,)]+)""")
+_ONE_LINE_TYPE = re.compile(r"""\btype\s*=\s*(?P<name>[\w.]+)""")
+_ONE_LINE_REQUIRED = re.compile(r"""\brequired\s*=\s*True\b""")
 _NO_VALUE_ACTIONS = ("store_true", "store_false", "store_const", "count", "help", "version",
                      "BooleanOptionalAction")
 """argparse actions whose option takes no value: SageMaker passes every hyperparameter as `--name value`, which
@@ -81,17 +93,35 @@ class ScriptReading:
     mpi: bool = False
     uses_gpu: bool = False
     options: tuple[ScriptOption, ...] = ()
+    positionals: tuple[str, ...] = ()
+    """Positional arguments argparse requires: SageMaker passes options only, so the script stops at its start."""
     metrics: tuple[PrintedMetric, ...] = ()
     parsed: bool = True
     """False where the text is no Python that parses here: read by patterns only."""
+    unparsed_line: int | None = None
+    """The line Python stopped at, where it did not parse: the first notebook line where there is one."""
+    ipython: bool = False
+    """It holds a notebook's `!command` or `%magic` lines, which no Python runs."""
+    needs_subcommand: bool = False
+    """It starts LightningCLI as it runs by default, expecting `fit` before its options: SageMaker passes options
+    only."""
+    dataclass_options: bool = False
+    """Its options are HfArgumentParser dataclasses' fields, which are not read (no add_argument to read)."""
 
 
 def read_script(text: str) -> ScriptReading:
     """What `text`, a training script's source, reads and prints; never raises on any text."""
+    unparsed_line = None
     try:
         tree: ast.Module | None = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
+    except SyntaxError as error:
+        tree, unparsed_line = None, error.lineno
+    except (ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         tree = None
+    ipython = _IPYTHON_LINE.search(text) if tree is None else None
+    if ipython:
+        unparsed_line = text.count("\n", 0, ipython.start()) + 1
+    options, positionals = _tree_options(tree) if tree is not None else (_line_options(text), ())
     torchrun = bool(_TORCHRUN.search(text)) and not _HOST_RANKS.search(text)
     return ScriptReading(
         channels=tuple(dict.fromkeys(name.lower() for name in _CHANNEL.findall(text))),
@@ -99,37 +129,69 @@ def read_script(text: str) -> ScriptReading:
         torchrun=torchrun,
         mpi=bool(_MPI.search(text)) and not torchrun,
         uses_gpu=bool(_GPU.search(text)),
-        options=_tree_options(tree) if tree is not None else _line_options(text),
+        options=options,
+        positionals=positionals,
         metrics=_printed_metrics(text),
         parsed=tree is not None,
+        unparsed_line=unparsed_line,
+        ipython=ipython is not None,
+        needs_subcommand=bool(_LIGHTNING_CLI.search(text)) and not _LIGHTNING_CLI_RUNS_NOTHING.search(text),
+        dataclass_options=bool(_DATACLASS_PARSER.search(text)),
     )
 
 
-def _tree_options(tree: ast.Module) -> tuple[ScriptOption, ...]:
+def _tree_options(tree: ast.Module) -> tuple[tuple[ScriptOption, ...], tuple[str, ...]]:
+    """The options of every `add_argument` call, and the positional arguments argparse requires."""
     found: dict[str, ScriptOption] = {}
+    positionals: list[str] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):
             continue
         flags = [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+        keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
         flag = next((flag for flag in flags if flag.startswith("--") and len(flag) > 2), None)
         if flag is None:
+            if flags and not flags[0].startswith("-") and _literal(keywords.get("nargs")) not in ("?", "*"):
+                positionals.append(flags[0])
             continue
-        keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
         action = keywords.get("action")
-        action_name = (action.value if isinstance(action, ast.Constant) else
-                       action.attr if isinstance(action, ast.Attribute) else None)
-        found.setdefault(flag, _option(flag[2:], keywords.get("default"), action_name))
-    return tuple(found.values())
+        parsed_by = keywords.get("type")
+        found.setdefault(flag, _option(flag[2:], keywords.get("default"), _Read(
+            action=(action.value if isinstance(action, ast.Constant) else
+                    action.attr if isinstance(action, ast.Attribute) else None),
+            type_name=parsed_by.id if isinstance(parsed_by, ast.Name) else None if parsed_by is None else "",
+            required=_literal(keywords.get("required")) is True)))
+    return tuple(found.values()), tuple(dict.fromkeys(positionals))
 
 
-def _option(name: str, default: ast.expr | None, action: str | None) -> ScriptOption:
-    if action in _NO_VALUE_ACTIONS:
-        return ScriptOption(name, left_out=f"a flag ({action}) takes no value, and SageMaker passes one")
+def _literal(node: ast.expr | None) -> Any:
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+@dataclass(frozen=True)
+class _Read:
+    """How argparse reads one option's value: its action, the name of its `type=` (None: none given, "" not a
+    name), and whether it is required."""
+
+    action: str | None = None
+    type_name: str | None = None
+    required: bool = False
+
+
+def _option(name: str, default: ast.expr | None, read: _Read) -> ScriptOption:
+    if read.action in _NO_VALUE_ACTIONS:
+        return ScriptOption(name, left_out=f"a flag ({read.action}) takes no value, and SageMaker passes one")
     try:
         value = ast.literal_eval(default) if default is not None else None
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return ScriptOption(name, left_out="its default is computed, not written")
+    if value is None and read.required:
+        return ScriptOption(name, left_out="REQUIRED, with no default: the script stops at its start without it; "
+                                           "add it under hyperparameters")
+    if isinstance(value, bool) and read.type_name in (None, "bool"):
+        return ScriptOption(name, left_out=f"SageMaker would pass it as the text {value}, which argparse "
+                                           f"({'type=bool' if read.type_name else 'no type='}) makes a true value")
     return _valued(name, value)
 
 
@@ -148,17 +210,15 @@ def _line_options(text: str) -> tuple[ScriptOption, ...]:
     found: dict[str, ScriptOption] = {}
     for match in _ONE_LINE_OPTION.finditer(text):
         name, rest = match["flag"][2:], match["rest"]
-        action = next((action for action in _NO_VALUE_ACTIONS if action in rest), None)
         default = _ONE_LINE_DEFAULT.search(rest)
-        if action:
-            found.setdefault(name, _option(name, None, action))
-            continue
+        typed = _ONE_LINE_TYPE.search(rest)
+        read = _Read(action=next((action for action in _NO_VALUE_ACTIONS if action in rest), None),
+                     type_name=typed["name"] if typed else None, required=bool(_ONE_LINE_REQUIRED.search(rest)))
         try:
-            value = ast.literal_eval(default["value"].strip()) if default else None
+            found.setdefault(name, _option(name, ast.parse(default["value"].strip(), mode="eval").body
+                                           if default else None, read))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             found.setdefault(name, ScriptOption(name, left_out="its default is computed, not written"))
-            continue
-        found.setdefault(name, _valued(name, value))
     return tuple(found.values())
 
 

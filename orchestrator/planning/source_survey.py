@@ -89,12 +89,21 @@ def _python_files(directory: Path) -> tuple[list[str], bool]:
 
 
 def _entry_point(directory: Path, scripts: list[str]) -> str:
+    """train.py or main.py at the top; else the shallowest of the scripts so named or with a main guard, a named
+    one first (`smtrain init .` over a project's src/train.py)."""
     named = next((name for name in ENTRY_POINT_NAMES if name in scripts), None)
     if named is not None:
         return named
-    guarded = [script for script in scripts[:MAX_SCRIPTS_READ] if not _NOT_ENTRY_POINTS.search(script)
-               and _MAIN_GUARD.search(source_file_text(directory, script) or "")]
-    shallowest = [script for script in guarded if script.count("/") == min(s.count("/") for s in guarded)]
+    candidates = [script for script in scripts if Path(script).name in ENTRY_POINT_NAMES]
+    candidates += [script for script in scripts[:MAX_SCRIPTS_READ] if script not in candidates
+                   and not _NOT_ENTRY_POINTS.search(script)
+                   and _MAIN_GUARD.search(source_file_text(directory, script) or "")]
+    shallowest = [script for script in candidates if script.count("/") == min(s.count("/") for s in candidates)]
+    for name in ENTRY_POINT_NAMES:
+        named_here = [script for script in shallowest if Path(script).name == name]
+        if named_here:
+            shallowest = named_here
+            break
     if len(shallowest) == 1:
         return shallowest[0]
     if shallowest:

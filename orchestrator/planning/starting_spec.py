@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from orchestrator.planning.packaging import IGNORE_FILE, left_out_of_package
 from orchestrator.planning.script_reading import ScriptOption, ScriptReading
 from orchestrator.planning.source_survey import MAX_FILES_LISTED, REQUIREMENTS, SourceSurvey
 from orchestrator.specs.model import MAX_BASE_NAME_LENGTH, api_limit, job_name_like
@@ -21,8 +22,8 @@ PLACEHOLDER_BUCKET = "your-bucket"
 """The bucket of the `inputs` placeholders: a name S3 allows, so `validate` passes, and plainly not yours."""
 LOCAL_DATA = "data"
 """Where `local_inputs` points, beside the spec: `data/<channel>`."""
-_CPU = ("ml.c5.2xlarge", "a CPU host: the script uses no GPU")
-_ONE_GPU = ("ml.g5.xlarge", "one GPU: the script uses CUDA, and runs once per host")
+_CPU = ("ml.c5.2xlarge", "a CPU host: no use of CUDA was found in the script")
+_ONE_GPU = ("ml.g5.xlarge", "one GPU: the script (or its trainer) uses CUDA, and runs once per host")
 _GPUS = ("ml.g5.12xlarge", "4 GPUs: the launcher starts one process per GPU")
 _COMMENT_COLUMN = 36
 MAX_HYPERPARAMETERS = 64
@@ -41,11 +42,14 @@ class Choices:
 
 @dataclass(frozen=True)
 class StartingSpec:
-    """The spec's text, the local input folders it names (to exist for `validate`), and what was found, to say."""
+    """The spec's text, the local input folders it names (to exist for `validate`), the `.smtrainignore` lines that
+    keep those inside source_dir out of the package, and what was found, to say."""
 
     text: str
     local_folders: tuple[Path, ...]
     findings: tuple[str, ...]
+    ignore_file: Path
+    unshipped: tuple[str, ...] = ()
 
 
 def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> StartingSpec:
@@ -54,11 +58,12 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
     reading = survey.reading
     mode = Mode(choices.mode) if choices.mode else launching_mode(reading.torchrun, reading.mpi)
     instance_type, instance_why = _instance(mode, reading, choices.instance_type)
-    version = _newest_image(smddp=mode.runs_smddp)
+    image = _newest_image(mode, instance_type, survey.directory)
     name = _job_name(survey.directory)
     channels = (reading.channels or (("train",) if reading.reads_all_channels else ()))[:api_limit("InputDataConfig",
                                                                                                   "max")]
-    findings = _findings(survey, mode, bool(choices.mode))
+    chosen = _hyperparameters(reading)
+    findings = _findings(survey, mode, bool(choices.mode), chosen)
     lines = [
         f"# Written by `smtrain init` from {survey.entry_point}: a start to read and change (every field: "
         "docs/specs.md).",
@@ -67,12 +72,12 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
         _field("entry_point", survey.entry_point, "relative to source_dir"),
         _field("source_dir", _relative(survey.directory, spec_file.parent), "relative to this file; shipped "
                "without .git, caches or secrets"),
-        _field("framework_version", version, "the newest PyTorch image AWS patches (`smtrain images`)"),
+        _field("framework_version", image.version, image.comment),
         _commented("instance:", f"{instance_why} (`smtrain instances`)"),
         f"  type: {instance_type}",
         _commented("  count: 1", "more hosts: raise it (every host runs the same script)"),
         _commented(f"distribution: {{mode: {mode.value}}}", _launched(mode)),
-        *_hyperparameter_lines(reading, survey.entry_point),
+        *_hyperparameter_lines(chosen, survey.entry_point),
         *_channel_lines(channels, name),
         *_metric_lines(reading),
         "# Before `smtrain submit` (`smtrain plan` says what is missing and how to set it):",
@@ -80,7 +85,17 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
         "# output_path: s3://<bucket>/<prefix>/                  # default: the SDK's sagemaker-<region>-<account>",
     ]
     folders = tuple(spec_file.parent / LOCAL_DATA / channel for channel in channels)
-    return StartingSpec("\n".join(lines) + "\n", folders, tuple(findings))
+    return StartingSpec("\n".join(lines) + "\n", folders, tuple(findings), ignore_file=survey.directory / IGNORE_FILE,
+                        unshipped=_unshipped(folders, survey.directory))
+
+
+def _unshipped(folders: tuple[Path, ...], directory: Path) -> tuple[str, ...]:
+    """`.smtrainignore` lines for the local data folders inside source_dir (`smtrain init .`) that packing would
+    ship: a sample for `smtrain local` is no code, to upload with every job."""
+    source = directory.resolve()
+    left_out = left_out_of_package(source)
+    inside = [folder.resolve() for folder in folders if folder.resolve().is_relative_to(source)]
+    return tuple(f"/{folder.relative_to(source).as_posix()}/" for folder in inside if not left_out(folder))
 
 
 def _instance(mode: Mode, reading: ScriptReading, chosen: str | None) -> tuple[str, str]:
@@ -99,15 +114,44 @@ def _launched(mode: Mode) -> str:
     return "the script runs once per host; its rank: SM_CURRENT_HOST's index in SM_HOSTS"
 
 
-def _newest_image(*, smddp: bool) -> str:
-    """The newest framework version with the toolkits, verified, AWS still patching it where one is (the SMDDP modes
-    need an image with SMDDP, which only older ones have)."""
-    from orchestrator.specs.images import versions
+@dataclass(frozen=True)
+class _Image:
+    version: str
+    patched: bool
+    """AWS still patches it; False where the mode runs on none that it patches (the SMDDP modes)."""
 
-    usable = [image for image in versions().values()
-              if image.toolkit and not image.unverified and (image.smddp or not smddp)]
+    @property
+    def comment(self) -> str:
+        if self.patched:
+            return "the newest PyTorch image AWS patches (`smtrain images`)"
+        return "the newest image this mode and instance run on; AWS no longer patches it (`smtrain images`)"
+
+
+def _newest_image(mode: Mode, instance_type: str, source_dir: Path) -> _Image:
+    """The newest framework version of smtrain's table, with the toolkits and verified, that the capability rules
+    let `mode` run on `instance_type` (the SMDDP modes only on images with SMDDP), one AWS still patches first;
+    where the rules refuse every one, the one they refuse least, and where the model refuses the instance itself,
+    the newest (`validate` then says why)."""
+    from pydantic import ValidationError
+
+    from orchestrator.specs.capabilities import check
+    from orchestrator.specs.images import versions
+    from orchestrator.specs.model import JobSpec
+
+    def refusals(version: str) -> int:
+        trial = JobSpec.model_validate({"name": "init", "entry_point": "train.py", "source_dir": str(source_dir),
+                                        "framework_version": version, "instance": {"type": instance_type},
+                                        "distribution": {"mode": mode.value}})
+        return sum(finding.severity == "error" for finding in check(trial))
+
+    usable = [image for image in reversed(versions().values()) if image.toolkit and not image.unverified]
     patched = [image for image in usable if image.eop is not None and image.eop >= date.today()]
-    return (patched or usable)[-1].version
+    candidates = [*patched, *(image for image in usable if image not in patched)]
+    try:
+        chosen = min(candidates, key=lambda image: refusals(image.version))
+    except ValidationError:
+        chosen = candidates[0]
+    return _Image(chosen.version, patched=chosen in patched)
 
 
 def _job_name(directory: Path) -> str:
@@ -141,7 +185,16 @@ def _yaml(value: Any) -> str:
     return text if "\n" not in text else json.dumps(value)
 
 
-def _hyperparameter_lines(reading: ScriptReading, entry_point: str) -> list[str]:
+@dataclass(frozen=True)
+class _Hyperparameters:
+    """The script's options as the spec takes them: written, and left out with the reason (the script's, or the
+    spec model's refusal)."""
+
+    taken: tuple[ScriptOption, ...]
+    left_out: tuple[ScriptOption, ...]
+
+
+def _hyperparameters(reading: ScriptReading) -> _Hyperparameters:
     taken: list[ScriptOption] = []
     left_out = [option for option in reading.options if option.left_out is not None]
     for option in (option for option in reading.options if option.left_out is None):
@@ -150,12 +203,16 @@ def _hyperparameter_lines(reading: ScriptReading, entry_point: str) -> list[str]
             left_out.append(ScriptOption(option.name, left_out=refusal))
         else:
             taken.append(option)
-    if not reading.options:
+    return _Hyperparameters(tuple(taken), tuple(left_out))
+
+
+def _hyperparameter_lines(chosen: _Hyperparameters, entry_point: str) -> list[str]:
+    if not (chosen.taken or chosen.left_out):
         return []
-    lines = [_commented("hyperparameters:" if taken else "# hyperparameters:",
+    lines = [_commented("hyperparameters:" if chosen.taken else "# hyperparameters:",
                         f"{entry_point}'s argparse defaults; SageMaker passes each as --name value")]
-    lines += [f"  {_yaml(option.name)}: {_yaml(option.default)}" for option in taken]
-    lines += [f"  # --{_one_line(option.name)} left out: {option.left_out}" for option in left_out]
+    lines += [f"  {_yaml(option.name)}: {_yaml(option.default)}" for option in chosen.taken]
+    lines += [f"  # --{_one_line(option.name)} left out: {option.left_out}" for option in chosen.left_out]
     return lines
 
 
@@ -198,22 +255,26 @@ def _metric_lines(reading: ScriptReading) -> list[str]:
               for line in (f"  - name: {_yaml(metric.name)}", f"    regex: '{metric.regex}'"))]
 
 
-def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool) -> list[str]:
+def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hyperparameters) -> list[str]:
     reading, script = survey.reading, survey.entry_point
     found = [f"entry point: {script}"]
     if not survey.readable:
         found.append(f"{script} was not read (not text, over 1 MiB, or no regular file): nothing was taken from it")
-    elif not reading.parsed:
-        found.append(f"{script} does not parse as Python here: read by patterns, check what follows")
+    elif not reading.parsed and not reading.ipython:
+        found.append(f"{script} does not parse as Python here (line {reading.unparsed_line}): read by patterns, "
+                     "check what follows")
+    found += _stops_at_start(reading, script)
     if reading.channels or reading.reads_all_channels:
         found.append(f"channels: {', '.join(reading.channels) or 'train (it reads SM_CHANNELS)'}")
     launched = "--mode" if mode_chosen else ("it reads RANK/LOCAL_RANK/WORLD_SIZE" if reading.torchrun
                                              else "it uses MPI" if reading.mpi else "no launcher variables read")
     found.append(f"distribution: mode {mode.value} ({launched})")
-    given = [option.name for option in reading.options if option.left_out is None]
-    if given:
-        found.append(f"hyperparameters: {', '.join(given)} (argparse defaults)")
-    found += [f"left out: --{option.name}: {option.left_out}" for option in reading.options if option.left_out]
+    if chosen.taken:
+        found.append(f"hyperparameters: {', '.join(option.name for option in chosen.taken)} (argparse defaults)")
+    found += [f"left out: --{option.name}: {option.left_out}" for option in chosen.left_out]
+    if reading.dataclass_options:
+        found.append("options: HfArgumentParser's dataclass fields are not read, so none was written: add those to "
+                     "change under hyperparameters (`num_train_epochs: 3` reaches it as --num_train_epochs 3)")
     if reading.metrics:
         found.append(f"metrics: {', '.join(metric.name for metric in reading.metrics)}")
     if survey.requirements:
@@ -222,3 +283,23 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool) -> list[str]:
         found.append(f"the folder ships more than {MAX_FILES_LISTED} files and folders: the script was looked for "
                      "among the first (`.smtrainignore` leaves out data and outputs)")
     return found
+
+
+def _stops_at_start(reading: ScriptReading, script: str) -> list[str]:
+    """What makes the script stop before it trains, run as SageMaker runs it (`python SCRIPT --name value ...`)."""
+    stops = []
+    if reading.ipython:
+        stops.append(f"WARNING: {script} holds notebook lines (`!pip ...`, `%magic`; the first at line "
+                     f"{reading.unparsed_line}) that Python refuses: it stops there, locally and on SageMaker. "
+                     f"Remove them (what `!pip install` installs goes in {REQUIREMENTS}); the rest was read by "
+                     "patterns")
+    if reading.positionals:
+        stops.append(f"WARNING: {script} requires the positional argument(s) {', '.join(reading.positionals)}, "
+                     "which SageMaker cannot pass (it passes --name value only): it stops at its start; make each "
+                     "an option with a default")
+    if reading.needs_subcommand:
+        stops.append(f"WARNING: {script} starts LightningCLI, which expects a subcommand (`fit`) before its options, "
+                     "and SageMaker passes options only: it stops at its start. Construct it with run=False and "
+                     "call cli.trainer.fit(cli.model, datamodule=cli.datamodule); its options are then "
+                     "hyperparameters such as `trainer.max_epochs: 3`")
+    return stops

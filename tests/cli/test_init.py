@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -202,3 +203,135 @@ def test_options_sagemaker_would_refuse_or_that_would_inject_yaml_are_left_out_a
     assert "# --long left out: the value is 3002 characters once JSON-encoded" in text
     assert "# --prompt left out: its default is computed, not written" in text
     assert "# --evil\\nrole: arn:aws:iam::1:role/x left out" in text
+    # the summary says what the spec says: the model's refusals are left out, not listed as written
+    assert "hyperparameters: ok (argparse defaults)" in result.output
+    assert "left out: --a=b: hyperparameter name 'a=b' holds '='" in result.output
+    assert "left out: --long: the value is 3002 characters once JSON-encoded" in result.output
+
+
+def _validated(spec_file: str) -> None:
+    validated = CliRunner().invoke(main, ["validate", spec_file])
+    assert validated.exit_code == 0, validated.output
+
+
+def test_init_in_the_source_folder_keeps_the_local_data_out_of_the_package(tmp_path, monkeypatch):
+    from orchestrator.planning.packaging import package
+
+    project = tmp_path / "mnist"
+    project.mkdir()
+    (project / "train.py").write_text('import os\ndata = os.getenv("SM_CHANNEL_TRAIN", "/data")\n')
+    (project / ".smtrainignore").write_text("notes/")  # the user's own line, no newline at its end
+    monkeypatch.chdir(project)
+
+    refused = _init(project, ".", "--mode", "torch_distributed", "--instance-type", "ml.c5.4xlarge")
+    assert refused.exit_code == 2 and (project / ".smtrainignore").read_text() == "notes/"  # as it was
+    result = _init(project, ".")
+
+    assert result.exit_code == 0, result.output
+    _validated("job.yaml")
+    assert load(project / "job.yaml").spec.local_inputs == {"train": str(project / "data" / "train")}
+    (project / "data" / "train" / "sample.csv").write_text("x\n" * 1000)
+    assert package(project).files == ("job.yaml", "train.py")  # the sample is not uploaded
+    assert (project / ".smtrainignore").read_text().startswith("notes/\n# smtrain init:")
+    assert "added /data/train/ to .smtrainignore" in result.output
+    again = _init(project, ".", "--spec-file", "again.yaml")  # already left out: not added twice
+    assert again.exit_code == 0 and "added" not in again.output
+    assert (project / ".smtrainignore").read_text().count("/data/train/") == 1
+
+
+def test_init_dot_finds_the_train_py_of_a_subfolder(tmp_path, monkeypatch):
+    _project(tmp_path, SIMPLE)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "download.py").write_text('if __name__ == "__main__":\n    print("fetching")\n')
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, ".")
+
+    assert result.exit_code == 0, result.output
+    spec = load(tmp_path / "job.yaml").spec
+    assert (spec.entry_point, spec.source_dir) == ("src/train.py", str(tmp_path))
+    assert "requirements.txt: installed before the script starts" in result.output
+    _validated("job.yaml")
+
+
+@pytest.mark.parametrize("mode", ["pytorchddp", "smddp"])
+def test_the_smddp_modes_get_the_newest_image_their_rules_accept_and_say_aws_no_longer_patches_it(
+        tmp_path, monkeypatch, mode):
+    from orchestrator.specs.images import versions
+
+    _project(tmp_path, TORCHRUN)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src", "--mode", mode)
+
+    assert result.exit_code == 0, result.output
+    _validated("job.yaml")
+    newest_with_smddp = [version for version, image in versions().items() if image.smddp and image.toolkit][-1]
+    assert load(tmp_path / "job.yaml").spec.framework_version == newest_with_smddp
+    version_line = next(line for line in (tmp_path / "job.yaml").read_text().splitlines()
+                        if line.startswith("framework_version:"))
+    assert "AWS no longer patches it" in version_line and "the newest PyTorch image AWS patches" not in version_line
+    on_p5 = _init(tmp_path, "src", "--mode", mode, "--instance-type", "ml.p5.48xlarge", "--spec-file", "p5.yaml")
+    assert on_p5.exit_code == 2 and "SMDDP does not support p5" in on_p5.stderr
+    assert "1 problem in the job spec" in on_p5.stderr  # the instance's, not an image the mode never runs on
+
+
+def test_what_would_stop_the_script_at_its_start_is_said_and_no_wrong_hyperparameter_is_written(tmp_path,
+                                                                                               monkeypatch):
+    notebook = textwrap.dedent('''\
+        # In[1]:
+        import argparse, os
+
+        !pip install -q transformers
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--epochs", type=int, default=3)
+        parser.add_argument("--shuffle", default=True)
+        parser.add_argument("--fp16", type=bool, default=False)
+        parser.add_argument("--model-name", required=True)
+        parser.add_argument("data_dir")
+        model = torch.nn.Linear(2, 2).cuda()
+        ''')
+    _project(tmp_path, notebook)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    _validated("job.yaml")
+    spec = load(tmp_path / "job.yaml").spec
+    # `--shuffle False` and `--fp16 False` would both reach the script as true values
+    assert spec.hyperparameters == {"epochs": 3}
+    assert "WARNING: train.py holds notebook lines" in result.output and "line 4" in result.output
+    assert "requirements.txt" in result.output
+    assert "left out: --fp16: SageMaker would pass it as the text False" in result.output
+    assert "left out: --model-name: REQUIRED" in result.output
+    assert "WARNING: train.py requires the positional argument(s) data_dir" not in result.output  # not parsed
+    # once the notebook line is gone, the positional argument is found too
+    (tmp_path / "src" / "train.py").write_text(notebook.replace("!pip install -q transformers", ""))
+    parsed = _init(tmp_path, "src", "--force")
+    assert "WARNING: train.py requires the positional argument(s) data_dir" in parsed.output
+    assert load(tmp_path / "job.yaml").spec.instance.type == "ml.g5.xlarge"
+
+
+def test_a_lightning_cli_or_hugging_face_script_is_told_what_init_cannot_write(tmp_path, monkeypatch):
+    lightning = ("from lightning.pytorch.cli import LightningCLI\n"
+                 "if __name__ == '__main__':\n    LightningCLI(Model, Data)\n")
+    hugging_face = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+                    "args, = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n"
+                    "Trainer(model=model, args=args).train()\n")
+    _project(tmp_path, lightning)
+    (tmp_path / "src" / "hf.py").write_text(hugging_face)
+    monkeypatch.chdir(tmp_path)
+
+    lightning_result = _init(tmp_path, "src")
+    hf_result = _init(tmp_path, "src", "--entry-point", "hf.py", "--spec-file", "hf.yaml")
+
+    assert lightning_result.exit_code == 0 and hf_result.exit_code == 0, lightning_result.output + hf_result.output
+    assert "starts LightningCLI, which expects a subcommand (`fit`)" in lightning_result.output
+    assert "run=False" in lightning_result.output
+    assert "HfArgumentParser's dataclass fields are not read, so none was written" in hf_result.output
+    for written in ("job.yaml", "hf.yaml"):  # their trainers take the host's GPU on their own
+        _validated(written)
+        assert load(tmp_path / written).spec.instance.type == "ml.g5.xlarge"
+        assert "hyperparameters" not in yaml.safe_load((tmp_path / written).read_text())

@@ -76,3 +76,43 @@ def test_printed_metrics_become_definitions_that_match_the_printed_lines():
 def test_any_text_is_read_without_raising():
     for text in ("\x00\x01\x02binary", "def f(:\n", "(" * 10_000, "x = 1\n" * 10):
         assert read_script(text) is not None
+
+
+def test_options_whose_passed_value_the_script_would_misread_are_left_out():
+    reading = read_script('''
+parser.add_argument("--shuffle", default=True)
+parser.add_argument("--fp16", type=bool, default=False)
+parser.add_argument("--amp", type=str2bool, default=False)
+parser.add_argument("--model", required=True)
+parser.add_argument("--seed", required=True, default=1)
+parser.add_argument("data_dir")
+parser.add_argument("extra", nargs="*")
+''')
+    options = {option.name: option for option in reading.options}
+    # SageMaker passes `--shuffle False`: argparse keeps the text "False", and bool("False") is True
+    assert options["shuffle"].left_out.startswith("SageMaker would pass it as the text True")
+    assert options["fp16"].left_out == ("SageMaker would pass it as the text False, which argparse (type=bool) "
+                                        "makes a true value")
+    assert options["amp"] == ScriptOption("amp", False)  # its own parser reads `False`
+    assert options["model"].left_out.startswith("REQUIRED, with no default")
+    assert options["seed"] == ScriptOption("seed", 1)
+    assert reading.positionals == ("data_dir",)
+    by_patterns = read_script('print "2"\nparser.add_argument("--fp16", type=bool, default=False)\n')
+    assert by_patterns.options[0].left_out.startswith("SageMaker would pass it as the text False")
+
+
+def test_what_stops_a_script_run_as_sagemaker_runs_it_is_read():
+    notebook = read_script("import os\n\n!pip install torch\n%time x = 1\n")
+    assert notebook.ipython and notebook.unparsed_line == 3
+    assert read_script("print 'py2'\n").unparsed_line == 1 and not read_script("print 'py2'\n").ipython
+    assert read_script("cli = LightningCLI(Model, Data)\n").needs_subcommand
+    assert not read_script("cli = LightningCLI(Model, Data, run=False)\n").needs_subcommand
+    assert not read_script("LightningCLI(Model, args=[\"fit\", *sys.argv[1:]])\n").needs_subcommand
+    assert read_script("parser = HfArgumentParser((TrainingArguments,))\n").dataclass_options
+
+
+def test_cuda_used_through_a_device_call_or_a_trainer_counts_as_a_gpu():
+    for text in ("torch.cuda.set_device(hvd.local_rank())\n", "trainer = Trainer(model=model, args=args)\n",
+                 "accelerator = Accelerator()\n", "trainer = L.Trainer(max_epochs=3)\n"):
+        assert read_script(text).uses_gpu, text
+    assert not read_script("if torch.cuda.is_available(): pass\n").uses_gpu
