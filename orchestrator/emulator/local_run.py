@@ -404,6 +404,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
             observer.attempt(attempt + 1, f"simulated spot interruption {when}: instances replaced, checkpoints "
                                           "restored, job restarted")
             reporter.report.transition("Interrupted")
+            run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)  # before the instances go
             run_layout.replace_instances(layout)
             reporter.report.transition("Restarting")
             interrupt_after = interrupt_at_step = None
