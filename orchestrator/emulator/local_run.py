@@ -24,7 +24,13 @@ from orchestrator.contract import OPT_ML
 from orchestrator.emulator.instances.container import ContainerJob
 from orchestrator.emulator.instances.standin import local_gpu_count
 from orchestrator.emulator.launching import build_cache, opt_ml
-from orchestrator.emulator.launching.launch import RANK_ENDS_DIR, HostProcess, free_port, torch1_torchrun_notice
+from orchestrator.emulator.launching.launch import (
+    EXTENSIONS_VARIABLE,
+    RANK_ENDS_DIR,
+    HostProcess,
+    free_port,
+    torch1_torchrun_notice,
+)
 from orchestrator.emulator.launching.mpi_hooks import rank_ends
 from orchestrator.emulator.launching.toolkit_launchers import RunnerType
 from orchestrator.emulator.local_plan import local_plan
@@ -46,6 +52,7 @@ from orchestrator.emulator.reporting.smoke import (
     passing,
 )
 from orchestrator.emulator.run_options import Options
+from orchestrator.emulator.supervising.compiling import CompileNotices
 from orchestrator.emulator.supervising.interruption import interrupted_by, python_interrupts_forwarded
 from orchestrator.emulator.supervising.stall import (
     STACKS_FILE,
@@ -373,7 +380,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                 stopping_quietly.set()
                 observer.notice(quiet_stop.quiet_stop_notice(why, layout.logs_dir))
 
-        stall = StallCheck(run_id, layout.root, layout.logs_dir, watchdog, observer.notice, prepared.mask)
+        stall = StallCheck(run_id, layout, watchdog, observer.notice, prepared.mask,
+                           CompileNotices(kept_for_next_run=EXTENSIONS_VARIABLE not in prepared.job.environment))
         stalls.append(stall)
 
         supervisor = Supervisor(run_launches, run_id, layout.logs_dir, on_line, on_notice=observer.notice,
@@ -396,6 +404,7 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
             observer.attempt(attempt + 1, f"simulated spot interruption {when}: instances replaced, checkpoints "
                                           "restored, job restarted")
             reporter.report.transition("Interrupted")
+            run_layout.keep_tensorboard(layout, prepared.job.tensorboard_local_path)  # before the instances go
             run_layout.replace_instances(layout)
             reporter.report.transition("Restarting")
             interrupt_after = interrupt_at_step = None

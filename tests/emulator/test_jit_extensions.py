@@ -1,4 +1,5 @@
-"""A JIT compile is progress, not a hang, and a compile stopped mid-way never blocks a later run.
+"""A JIT compile is progress, not a hang, said on the console while it lasts, and a compile stopped mid-way never
+blocks a later run.
 
 The job builds a tiny C++ extension with torch.utils.cpp_extension.load_inline (scripts/jit_script.py), silent
 for the whole compile, under a 3 s stall timeout that the compile outlasts on any machine (it compiles torch's
@@ -56,6 +57,8 @@ def test_a_jit_compile_is_slow_not_hung_and_a_stopped_one_blocks_no_later_run(ma
     assert second.returncode == 0, second.stderr
     assert "add_one(41)=42" in (tmp_path / "second" / "logs" / "algo-1.log").read_text()
     assert "slow, not hung: " in second.stderr, "the compile outlasted the stall timeout and was not stopped"
+    assert ("algo-1 rank 0: compiling a C++/CUDA extension (ninja, " in second.stderr
+            and "the next run reuses it from smtrain's build cache" in second.stderr), "the silent compile is said"
     built = list(cache.glob(f"torch_extensions/py*-torch*/**/{EXTENSION}/{EXTENSION}.so"))
     assert built, "built in smtrain's cache, keyed by Python and torch"
     assert not (user_cache / "torch_extensions").exists(), "nothing in the user's own cache"

@@ -51,17 +51,19 @@ def test_a_checkpoint_path_outside_opt_ml_is_emulated_inside_the_run(make_spec, 
     assert "resumed from " + str(seen / "ckpt-algo-1.txt") in (result.run_dir / "logs" / "algo-1.log").read_text()
 
 
-ROTATING = {"checkpoint": {"s3_uri": "s3://bucket/ckpt/"}}
+ROTATING = {"checkpoint": {"s3_uri": "s3://bucket/ckpt/"}, "tensorboard": {"s3_uri": "s3://bucket/tb/"}}
 
 
 def _rotating(make_spec, steps: int, wait_at: int = 0) -> Path:
-    return make_spec("rotating_checkpoints.py", hyperparameters={"checkpoint-dir": "/opt/ml/checkpoints",
-                                                                  "steps": steps, "wait-at": wait_at}, **ROTATING)
+    return make_spec("rotating_checkpoints.py", hyperparameters={
+        "checkpoint-dir": "/opt/ml/checkpoints", "steps": steps, "wait-at": wait_at,
+        "tensorboard-dir": "/opt/ml/output/tensorboard"}, **ROTATING)
 
 
 def test_checkpoints_a_script_rotated_away_are_not_restored_after_a_spot_interruption(make_spec, tmp_path):
     """Keep-the-newest-2 on algo-1, across a rerun and a spot interruption: each restart gives both hosts the two
-    kept folders only, and the prefix ends with the last two (deleting a local file deletes it in S3)."""
+    kept folders only, and the prefix ends with the last two (deleting a local file deletes it in S3). The
+    TensorBoard events of every step stay, as their S3 prefix keeps what the earlier jobs and attempts uploaded."""
     run_dir = tmp_path / "run"
     first = run_local(load(_rotating(make_spec, steps=2)), Options(run_dir=run_dir))
     assert first.status == "Completed", first.failure_reason
@@ -74,6 +76,8 @@ def test_checkpoints_a_script_rotated_away_are_not_restored_after_a_spot_interru
         log = (run_dir / "logs" / f"{host}.log").read_text()
         assert "received step-3 step-4\n" in log, log
     assert sorted(path.name for path in (run_dir / "checkpoints-s3").iterdir()) == ["step-5", "step-6"]
+    assert sorted(path.name for path in (run_dir / "tensorboard" / "algo-1").iterdir()) == [
+        f"events.out.tfevents.step-{step}" for step in range(1, 7)]
 
 
 def test_a_run_killed_before_its_hosts_received_the_checkpoints_loses_none(make_spec, tmp_path):

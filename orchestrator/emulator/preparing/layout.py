@@ -11,7 +11,7 @@
       source/<sha256>/sourcedir.tar.gz   the code tarball submit would upload (SM_MODULE_DIR names it)
       checkpoints-s3/               the checkpoint S3 prefix, when the spec has `checkpoint:`
       .smtrain-checkpoints-received.json   what the hosts received from it, whose copy is whole (checkpoint_sync)
-      tensorboard/algo-N/           what each host wrote to the TensorBoard local path (`tensorboard:`)
+      tensorboard/algo-N/           what each host wrote to the TensorBoard local path (`tensorboard:`; kept on reuse)
       mlruns/                       the local MLflow store MLFLOW_TRACKING_URI names (`mlflow:`; kept on reuse)
       request.json                  the CreateTrainingJob request the run emulates (secrets masked)
       model.tar.gz, output.tar.gz   merged across hosts at the end, as SageMaker uploads them
@@ -20,7 +20,8 @@
 
 Every path the emulator writes lies inside the run directory. A directory is reused only when it carries the
 marker: the hosts start afresh (new instances), the checkpoint prefix stays (first given the checkpoints of a run
-that ended without result.json: smtrain killed before its upload).
+that ended without result.json: smtrain killed before its upload), and so do the earlier runs' TensorBoard events,
+as their S3 prefix keeps them.
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ RESERVE_FILE = ".smtrain-reserve"
 RESERVED_BYTES = 64 * 1024
 """Room kept on the disk for result.json, status.json and each host's status file when the job fills it."""
 TENSORBOARD_DIR = "tensorboard"
-# What a new run replaces in a reused run directory; the checkpoint prefix (S3) is kept.
-_PER_RUN = ("logs", RANK_ENDS_DIR, SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, TENSORBOARD_DIR, "request.json", "spec.json", "result.json",
+# What a new run replaces in a reused run directory; the checkpoint prefix and the TensorBoard prefix (S3: a new job
+# clears neither) are kept.
+_PER_RUN = ("logs", RANK_ENDS_DIR, SOURCE_DIR, CONTAINER_PATHS, HOST_TMP, "request.json", "spec.json", "result.json",
             "model.tar.gz", "output.tar.gz", METRICS_FILE, STACKS_FILE, STATUS_FILE, STOP_FILE)
 
 
@@ -499,8 +501,9 @@ def _prefix_sync(layout: RunLayout) -> checkpoint_sync.PrefixSync | None:
 
 
 def keep_tensorboard(layout: RunLayout, local_path: str | None) -> Path | None:
-    """What SageMaker uploads from TensorBoardOutputConfig.LocalPath, kept in the run: tensorboard/<host>/ for each
-    host that wrote there (one folder a host, so no host's event file replaces another's)."""
+    """What SageMaker uploads from TensorBoardOutputConfig.LocalPath while the job runs, kept in the run:
+    tensorboard/<host>/ for each host that wrote there (one folder a host, so no host's event file replaces
+    another's), beside what earlier attempts and runs wrote (a file of the same name replaced, as S3 replaces a key)."""
     if local_path is None:
         return None
     target = layout.root / TENSORBOARD_DIR

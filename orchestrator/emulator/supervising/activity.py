@@ -143,6 +143,15 @@ class ActivitySampler:
         window = self._samples[self._samples.index(baseline) + 1:]
         return [self._host_activity(host, window, baseline, span) for host in hosts]
 
+    def rank_children(self) -> dict[RankProcess, list[str]]:
+        """The names of the processes each rank started (and they started) that the last sample found running:
+        a compiler, a DataLoader worker."""
+        children: dict[RankProcess, list[str]] = {}
+        for (pid, _), (name, work) in self._work.items():
+            if work is not None and work.rank is not None and pid != work.rank.pid:
+                children.setdefault(work.rank, []).append(name)
+        return children
+
     def busiest_rank(self) -> RankProcess | None:
         """The rank whose processes used the most CPU over the window (whose stack a slow report shows)."""
         if not self._samples:

@@ -16,10 +16,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
 from orchestrator.emulator.supervising.activity import ActivitySampler
+from orchestrator.emulator.supervising.compiling import CompileNotices
 from orchestrator.emulator.supervising.stacks import (
     RankStack,
     dump_stacks,
@@ -53,6 +55,9 @@ class StallWatchdog:
         self._last = self._clock()
         if step is not None:
             self.last_step = (step, self._last)
+
+    def now(self) -> float:
+        return self._clock()
 
     def since(self, moment: float) -> float:
         return self._clock() - moment
@@ -178,17 +183,29 @@ class SlowReport:
                 "host's work is idle")
 
 
-class StallCheck:
-    """The supervisor's `hung` check for one attempt: samples what the run's processes do, says when a silent run
-    is slow, and dumps the stacks of one that is hung (then True: stop it)."""
+class RunFolders(Protocol):
+    """Where a hung run's stacks are written (the run directory) and read from (the hosts' logs)."""
 
-    def __init__(self, run_id: str, run_dir: Path, logs_dir: Path, watchdog: StallWatchdog,
-                 notice: Callable[[str], None], mask: Callable[[str], str]) -> None:
-        self._run_id, self._run_dir, self._logs_dir = run_id, run_dir, logs_dir
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def logs_dir(self) -> Path: ...
+
+
+class StallCheck:
+    """The supervisor's `hung` check for one attempt: samples what the run's processes do, says when a rank compiles
+    and when a silent run is slow, and dumps the stacks of one that is hung (then True: stop it)."""
+
+    def __init__(self, run_id: str, folders: RunFolders, watchdog: StallWatchdog, notice: Callable[[str], None],
+                 mask: Callable[[str], str], compiles: CompileNotices) -> None:
+        """`compiles`: what to say of a rank's C++/CUDA compile, from the processes sampled here."""
+        self._run_id, self._run_dir, self._logs_dir = run_id, folders.root, folders.logs_dir
         self._mask = mask
         self._watchdog = watchdog
         self._notice = notice
         self._sampler = ActivitySampler(run_id, watchdog.timeout_seconds or 0.0)
+        self._compiles = compiles
         self._slow_said_at: float | None = None
         self.hang: HangReport | None = None
 
@@ -197,6 +214,8 @@ class StallCheck:
         if timeout is None:
             return False
         self._sampler.sample(processes)
+        if compiling := self._compiles.observe(self._sampler.rank_children(), self._watchdog.now()):
+            self._notice(compiling)
         silent = self._watchdog.idle_seconds()
         activities = self._sampler.activities() if silent >= timeout else []
         verdict = judge(silent, timeout, activities)

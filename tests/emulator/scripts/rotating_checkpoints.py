@@ -1,5 +1,6 @@
 """Saves a checkpoint folder a step (algo-1 only) and keeps the newest 2 (as Trainer's save_total_limit=2 does); says
-what each host received, resumes after the newest, and waits at --wait-at to be interrupted."""
+what each host received, resumes after the newest, and waits at --wait-at to be interrupted. With --tensorboard-dir
+it writes an event file a step there too."""
 
 import argparse
 import os
@@ -12,6 +13,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--checkpoint-dir", required=True)
 parser.add_argument("--steps", type=int, required=True)
 parser.add_argument("--wait-at", type=int, default=0)
+parser.add_argument("--tensorboard-dir")
 args = parser.parse_args()
 os.makedirs(args.checkpoint_dir, exist_ok=True)
 received = sorted(os.listdir(args.checkpoint_dir), key=lambda name: int(name.split("-")[1]))
@@ -29,6 +31,10 @@ for step in range(first, args.steps + 1):
         handle.write(f"step {step}\n")
     for old in sorted(os.listdir(args.checkpoint_dir), key=lambda name: int(name.split("-")[1]))[:-2]:
         shutil.rmtree(os.path.join(args.checkpoint_dir, old))
+    if args.tensorboard_dir:
+        os.makedirs(args.tensorboard_dir, exist_ok=True)
+        with open(os.path.join(args.tensorboard_dir, f"events.out.tfevents.step-{step}"), "w") as handle:
+            handle.write(f"step {step}\n")
     print(f"step={step}/{args.steps}", flush=True)
     if step == args.wait_at:
         time.sleep(120)
