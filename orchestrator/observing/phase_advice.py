@@ -81,4 +81,4 @@ def _silent_training(described: Mapping[str, Any], lasted: float) -> PhaseAdvice
         f"allow the role {LOG_WRITES} on the log group /aws/sagemaker/TrainingJobs (the role `smtrain infra "
         "deploy` creates has them: infra/smtrain.yaml, docs/check-and-infra.md); `aws iam simulate-principal-policy "
         f"--policy-source-arn {role} --action-names logs:CreateLogStream logs:PutLogEvents` checks it, and "
-        "`smtrain check SPEC` names the role the next submit uses")
+        "`smtrain check SPEC` simulates the role the next submit uses")
