@@ -30,6 +30,10 @@ class PhaseAdvice:
     def to_dict(self) -> dict[str, str]:
         return {"judgement": self.judgement, "fix": self.fix}
 
+    def rows(self) -> list[tuple[str, str]]:
+        """The rows `smtrain status` and a notebook's job summary show."""
+        return list(self.to_dict().items())
+
 
 def phase_advice(described: Mapping[str, Any], any_lines: bool | None, now: datetime) -> PhaseAdvice | None:
     """The advice for the phase a running job is in, once it has lasted past its bound; None otherwise.
