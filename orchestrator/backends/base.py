@@ -151,6 +151,12 @@ class Backend(Protocol):
         """Where a failed job failed and why (observing/root_cause.py); None while it runs or when it completed."""
         ...
 
+    def phase_advice(self, job_id: str, any_lines: bool | None) -> PhaseAdvice | None:
+        """A phase the job has stayed in far longer than usual, judged with its fix, from the status last read (no
+        call); `any_lines`: whether its logs hold a line (None: not read). None where nothing is judged (a local
+        run's phases are this machine's)."""
+        ...
+
     def notices(self, job_id: str) -> list[str]:
         """What the job's start said about how it runs (a local run: the CPU stand-in, the deviations), as
         `smtrain local` prints it; none for SageMaker."""

@@ -257,6 +257,9 @@ class Job:
             rows.append(("instances", current.instances))
             if current.cost and current.cost.amount is not None:
                 rows.append(("cost so far", current.cost.amount))
+            logged = self._progress.any_lines if self._progress and not self._progress.logs_unread else None
+            advice = self.backend.phase_advice(self.id, logged)
+            rows += advice.rows() if advice else []
             if current.failure_reason:
                 rows.append(("failure", current.failure_reason))
             if self._progress and self._progress.logs_unread:

@@ -260,6 +260,9 @@ class LocalBackend:
         return {path.name: path.read_bytes() for path in sorted(Path(job_id).glob(f"algo-*/output/data/{folder}/*"))
                 if path.is_file() and not path.is_symlink()}
 
+    def phase_advice(self, job_id: str, any_lines: bool | None) -> None:
+        return None
+
     def failure_cause(self, job_id: str) -> FailureCause | None:
         """The cause the run wrote into result.json when it ended."""
         stored = (read_result(Path(job_id)) or {}).get("failure_cause")

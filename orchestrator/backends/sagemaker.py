@@ -22,7 +22,7 @@ from orchestrator.errors import AwsError
 from orchestrator.observing.job_status import TERMINAL_STATUSES, JobStatus, JobSummary
 from orchestrator.observing.log_lines import LogLine
 from orchestrator.observing.metric_series import refuse_unknown_metrics
-from orchestrator.observing.phase_advice import phase_advice
+from orchestrator.observing.phase_advice import PhaseAdvice, phase_advice
 from orchestrator.observing.progress import JobProgress
 from orchestrator.observing.root_cause import FailureCause
 from orchestrator.planning.plan import Plan
@@ -79,8 +79,7 @@ class SageMakerBackend:
                 liveness = job.liveness(stall_timeout or None, refresh_status=False)
             except AwsError as exc:  # e.g. no logs:GetLogEvents permission (unreadable metrics: unknown only)
                 unknown = why_unread(exc)[0]
-        assert job.described is not None  # status() read it
-        advice = phase_advice(job.described, None if unread else progress.any_lines, datetime.now(timezone.utc))
+        advice = self.phase_advice(job_id, None if unread else progress.any_lines)
         return StatusReport(current, progress, unread, liveness, unknown, billed=True,
                             place=[("console", current.console_url)], advice=advice,
                             fields={"liveness": liveness.to_dict() if liveness else None,
@@ -138,6 +137,10 @@ class SageMakerBackend:
 
     def failure_cause(self, job_id: str) -> FailureCause | None:
         return self.client(job_id).failure_cause()
+
+    def phase_advice(self, job_id: str, any_lines: bool | None) -> PhaseAdvice | None:
+        described = self.client(job_id).described
+        return phase_advice(described, any_lines, datetime.now(timezone.utc)) if described else None
 
     def notices(self, job_id: str) -> list[str]:
         return []

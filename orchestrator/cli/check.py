@@ -26,8 +26,9 @@ from orchestrator.wording import counted
 def check(ctx: click.Context, file: str | None, overrides: tuple[str, ...], region: str | None, output: str) -> None:
     """Check what submitting FILE needs, before anything is uploaded: credentials and their account (STS), the
     region, the execution role (exists, SageMaker may assume it), the output bucket (exists in the job's region,
-    writable: one empty object is written and deleted), the training image for the region, and the account's
-    Service Quotas for the spec's instance type and count. Without FILE, the first four, with the role and bucket
+    writable: one empty object is written and deleted), the role's permissions (IAM's policy simulator: CloudWatch
+    Logs, the output path, the channels and checkpoints), the training image for the region, and the account's
+    Service Quotas for the spec's instance type and count. Without FILE, the first five, with the role and bucket
     from $SMTRAIN_ROLE / $SMTRAIN_OUTPUT_PATH or the infra stack.
 
     Each line is ✓ or ✗ with the fix. Exit 0 when every check passes, 1 when one fails, 2 for a bad spec.

@@ -30,7 +30,7 @@ def print_report(report: StatusReport) -> None:
     and where the job is (the console, or the run directory)."""
     rows = []
     if report.advice is not None:
-        rows += [("judgement", report.advice.judgement), ("fix", report.advice.fix)]
+        rows += report.advice.rows()
     if report.liveness is not None:
         rows.append(("liveness", verdict_words(report.liveness)))
     elif report.liveness_unknown is not None:

@@ -123,8 +123,9 @@ def _command(file: str, overrides: tuple[str, ...], options: Options, hyperparam
     from dataclasses import replace
 
     from orchestrator.emulator.run_options import command_words
+    from orchestrator.specs.option_overrides import override_words
 
-    words = [file, *(word for override in overrides for word in ("--set", override))]
+    words = [file, *(word for override in overrides for word in override_words(override))]
     if hyperparameters_file is not None:
         words += ["--hyperparameters-file", str(hyperparameters_file)]
     return words + command_words(replace(options, run_dir=None))

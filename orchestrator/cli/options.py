@@ -196,8 +196,10 @@ def check_region_option(function: Callable[..., Any]) -> Callable[..., Any]:
 def region_overrides(overrides: tuple[str, ...], region: str | None) -> tuple[str, ...]:
     """The `--set` overrides with what `--region` means, `region="REGION"`, last, where it was given: quoted, so
     that `--region null` or `--region 123` is refused as no region's name rather than read as YAML (null: no region
-    at all, silently the environment's)."""
-    return (*overrides, f"region={json.dumps(region)}") if region is not None else overrides
+    at all, silently the environment's), and named `--region REGION`, as typed, wherever a message names it."""
+    from orchestrator.specs.option_overrides import OptionOverride
+
+    return (*overrides, OptionOverride("--region", "region", region)) if region is not None else overrides
 
 
 def job_set_option(function: Callable[..., Any]) -> Callable[..., Any]:

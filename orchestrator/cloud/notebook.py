@@ -4,7 +4,7 @@ A job shown in a notebook (the last expression of a cell) is displayed with a di
 reads its status again (`status()`, `progress()`, each poll of `wait()`), every summary of it on the page is
 replaced where it stands (IPython's `update_display`: Jupyter, JupyterLab, VS Code and nbclient all honour it, and
 it needs neither ipywidgets nor a thread). The summary: status, a progress bar with step, rate and time left, cost
-so far, the latest metrics, and links to the console and to CloudWatch Logs. Outside IPython nothing here runs.
+so far, a long phase's judgement and fix, the latest metrics, and links to the console and to CloudWatch Logs. Outside IPython nothing here runs.
 """
 
 from __future__ import annotations

@@ -48,6 +48,8 @@ class _Account:
     region: str | None = None
     account: str | None = None
     role: str | None = None
+    role_arn: str | None = None
+    """The role's ARN as IAM gives it, once the role check passed."""
     output_path: str | None = None
 
 
@@ -55,7 +57,7 @@ def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
     """Every check in order, in `session`'s region (the job's: `check` and `submit` take one `--region`); a check
     whose prerequisite failed says so instead of calling AWS."""
     state = _Account(session=session, spec=spec)
-    steps: list[Callable[[_Account], Check]] = [_credentials, _region, _role, _bucket]
+    steps: list[Callable[[_Account], Check]] = [_credentials, _region, _role, _bucket, _role_grants]
     if spec is not None:
         steps += [_image, _quota]
     return [step(state) for step in steps]
@@ -147,6 +149,7 @@ def _role(state: _Account) -> Check:
         return Check("role", False, f"{found['Arn']} exists but its trust policy does not let SageMaker assume it",
                      f"add a statement allowing sts:AssumeRole to the service principal {SAGEMAKER_SERVICE} (IAM "
                      "console: the role's Trust relationships)")
+    state.role_arn = found["Arn"]
     return Check("role", True, f"{found['Arn']} (from {source}), assumable by {SAGEMAKER_SERVICE}")
 
 
@@ -265,6 +268,33 @@ def _bucket(state: _Account) -> Check:
                      _failed_call_fix(exc, f"allow your credentials (and the execution role) s3:PutObject on "
                                     f"arn:aws:s3:::{bucket}/*", "point output_path at another bucket"))
     return Check("bucket", True, f"{bucket} in {location}, writable at {state.output_path}")
+
+
+def _role_grants(state: _Account) -> Check:
+    """What the role itself may do, as IAM's policy simulator says: writing the job's logs, and its S3 locations
+    (the bucket check writes with your credentials, not the role's)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from orchestrator.cloud.role_grants import needed_grants, refusals, refusals_detail, refusals_fix
+
+    if not (state.role_arn and state.region):
+        return Check("permissions", False, "not checked: needs the role above", "fix the role first")
+    name = state.role_arn.rsplit("/", 1)[-1]
+    grants = needed_grants(state.role_arn, state.region, state.output_path, state.spec)
+    try:
+        found = refusals(state.session.client("iam"), state.role_arn, grants)
+    except (BotoCoreError, ClientError) as exc:
+        if is_access_denied(exc):
+            return Check("permissions", True, "not checked (your credentials may not simulate the role's policy: "
+                                         "iam:SimulatePrincipalPolicy)")
+        advice = fix_for(exc)
+        otherwise = "read the role's policies in the IAM console"
+        return Check("permissions", False, f"cannot simulate role {name}'s policy: {error_code(exc)}",
+                     f"{advice}; or {otherwise}" if advice else otherwise)
+    if found:
+        return Check("permissions", False, refusals_detail(name, found), refusals_fix(name, found))
+    return Check("permissions", True, f"role {name} may write the job's CloudWatch Logs"
+                                 + (" and use its S3 locations" if len(grants) > 1 else ""))
 
 
 def _image(state: _Account) -> Check:

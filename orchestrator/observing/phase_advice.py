@@ -30,6 +30,10 @@ class PhaseAdvice:
     def to_dict(self) -> dict[str, str]:
         return {"judgement": self.judgement, "fix": self.fix}
 
+    def rows(self) -> list[tuple[str, str]]:
+        """The rows `smtrain status` and a notebook's job summary show."""
+        return list(self.to_dict().items())
+
 
 def phase_advice(described: Mapping[str, Any], any_lines: bool | None, now: datetime) -> PhaseAdvice | None:
     """The advice for the phase a running job is in, once it has lasted past its bound; None otherwise.
@@ -81,4 +85,4 @@ def _silent_training(described: Mapping[str, Any], lasted: float) -> PhaseAdvice
         f"allow the role {LOG_WRITES} on the log group /aws/sagemaker/TrainingJobs (the role `smtrain infra "
         "deploy` creates has them: infra/smtrain.yaml, docs/check-and-infra.md); `aws iam simulate-principal-policy "
         f"--policy-source-arn {role} --action-names logs:CreateLogStream logs:PutLogEvents` checks it, and "
-        "`smtrain check SPEC` names the role the next submit uses")
+        "`smtrain check SPEC` simulates the role the next submit uses")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import FUNCTION_RUNNER, OPT_ML
+from orchestrator.contract import AWS_DEFAULT_REGION, AWS_REGION, FUNCTION_RUNNER, OPT_ML
 from orchestrator.observing.crash_lines import DUMP_START, dump_frames, shell_notice
 from orchestrator.observing.log_lines import EXCEPTION_LINE, host_order
 from orchestrator.observing.pip_failure import (
@@ -142,6 +142,8 @@ rendezvous, or the script's own `os.environ["LOCAL_RANK"]`."""
 _SAGEMAKER_VARIABLE = re.compile(r"KeyError: '(SM_(?:(CHANNEL|HP)_)?[A-Za-z0-9_-]+)'")
 """An `os.environ["SM_CHANNEL_TEST"]` the job does not set: SageMaker sets one per channel and hyperparameter the
 job has, and leaves out the rest."""
+_NO_REGION = re.compile(r"NoRegionError: You must specify a region")
+"""botocore's refusal of a client without a region: the container sets AWS_REGION, boto3 reads AWS_DEFAULT_REGION."""
 _LIGHTNING_WORLD_SIZE = re.compile(r"You set `devices=(\d+)` and `num_nodes=(\d+)` in Lightning, but the product "
                                    r"\(\d+ \* \d+\) does not match the world size \((\d+)\)")
 """Lightning's check of its `Trainer(devices=..., num_nodes=...)` against torchrun's world size: `num_nodes` left at
@@ -561,6 +563,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "sagemaker_variable", _sagemaker_variable_fix(unset[1], unset[2])
     if variable := _LAUNCHER_VARIABLE.search(text):
         return "launcher_variable", _launcher_variable_fix(variable[1] or variable[2])
+    if _NO_REGION.search(text):
+        return "no_region", _NO_REGION_FIX
     if mismatch := _LIGHTNING_WORLD_SIZE.search(text):
         return "world_size_mismatch", _lightning_world_size_fix(*(int(number) for number in mismatch.groups()))
     if exit_code in _KILLED_BY_SIGKILL or _WORKER_KILLED.search(text):
@@ -607,6 +611,12 @@ def _meant_options(rejected: Sequence[str], lines: Sequence[str]) -> str:
         if close and close[0] != option:
             meant.append(f"{option} as {close[0]} (hyperparameter {close[0][2:]})")
     return f"; the script spells {', '.join(meant)}" if meant else ""
+
+
+_NO_REGION_FIX = (f"boto3 takes a client's region from {AWS_DEFAULT_REGION} or a profile, never from {AWS_REGION}, "
+                  f"and a SageMaker container (and smtrain local) sets only {AWS_REGION}, the job's region: "
+                  f"`boto3.client(..., region_name=os.environ[\"{AWS_REGION}\"])`, or set `{AWS_DEFAULT_REGION}: "
+                  "<region>` under `environment:` in the spec (docs/sagemaker-contract.md §4)")
 
 
 def _sagemaker_variable_fix(variable: str, kind: str | None) -> str:

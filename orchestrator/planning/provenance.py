@@ -1,5 +1,6 @@
-"""Where each value of a plan came from: the spec, --set, an environment variable, an SDK defaults file, the
-infra stack, Studio's metadata, smtrain's or the SDK's default, or a fallback."""
+"""Where each value of a plan came from: the spec, --set (or an option that stands for one, --region), an
+environment variable, an SDK defaults file, the infra stack, Studio's metadata, smtrain's or the SDK's default, or
+a fallback."""
 
 from __future__ import annotations
 

@@ -36,6 +36,7 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
+from orchestrator.specs.option_overrides import override_shown
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
@@ -71,10 +72,12 @@ class Problem:
         return f"{text}\n    fix: {self.fix}" if self.fix else text
 
     def to_dict(self) -> dict[str, Any]:
-        """For `--output json`: the place split into file, line and column (None for a `--set`, which is named in
-        `override`), the field, the message and the fix."""
+        """For `--output json`: the place split into file, line and column (None for an override, which is named in
+        `override`: a `--set`'s text, or the option as typed, `--region eu-west-1`), the field, the message and
+        the fix."""
         place = re.fullmatch(r"(.*?):(\d+)(?::(\d+))?", self.where)
-        override = self.where.removeprefix("--set ") if self.where.startswith("--set ") else None
+        override = (self.where.removeprefix("--set ") if self.where.startswith("--set ")
+                    else self.where if self.where.startswith("--") else None)
         file = None if override else (place.group(1) if place else self.where)
         return {"file": file, "line": int(place.group(2)) if place and not override else None,
                 "column": int(place.group(3)) if place and place.group(3) and not override else None,
@@ -116,6 +119,7 @@ class LoadedSpec:
     path: Path | None
     _positions: dict[Loc, tuple[int, int]] = field(default_factory=dict, repr=False)
     _overrides: dict[Loc, str] = field(default_factory=dict, repr=False)
+    """Each field an override wrote, with the override as messages name it: `--set key=value`, `--region X`."""
     built_in_python: bool = False
     """Made by `of` from a JobSpec built in Python: no file, every field the caller's."""
     field_words: FieldWords = SPEC_WORDS
@@ -141,7 +145,7 @@ class LoadedSpec:
         if not isinstance(region, str) or not region.strip():
             raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
-                                   _overrides={**self._overrides, ("region",): f"region={region}"})
+                                   _overrides={**self._overrides, ("region",): f"--set region={region}"})
 
     def in_words(self, words: FieldWords) -> LoadedSpec:
         """This spec as told to a user in another form (the API's, a function job's decorator): its fixes, the
@@ -152,7 +156,8 @@ class LoadedSpec:
         """This spec with `allow_unverified: true`, as `--allow-unverified` gives it (`--set allow_unverified=true`)
         to a spec already loaded: the API's `allow_unverified=True`."""
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"allow_unverified": True}),
-                                   _overrides={**self._overrides, ("allow_unverified",): "allow_unverified=true"})
+                                   _overrides={**self._overrides,
+                                               ("allow_unverified",): "--set allow_unverified=true"})
 
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
@@ -170,13 +175,15 @@ class LoadedSpec:
                                     finding.fix) for finding in findings])
 
     def origin(self, dotted: str) -> str | None:
-        """"--set" when an override wrote the field (or a mapping holding it), "spec" when the file does, None
-        when neither did (a default)."""
+        """The option that wrote the field (or a mapping holding it), "--set" or one such as "--region"; "spec"
+        when the file does; None when neither did (a default)."""
         if self.built_in_python:
             return "spec"
         loc = _loc_of(dotted)
-        if any(loc[:depth] in self._overrides for depth in range(len(loc), 0, -1)):
-            return "--set"
+        written = next((self._overrides[loc[:depth]] for depth in range(len(loc), 0, -1)
+                        if loc[:depth] in self._overrides), None)
+        if written is not None:
+            return written.split(" ", 1)[0]
         return "spec" if loc in self._positions else None
 
 
@@ -771,7 +778,7 @@ def _apply_overrides(raw: Any, overrides: tuple[str, ...]) -> dict[Loc, str]:
             raise SpecError(f"--set {_shown_override(text)}: {'.'.join(loc[:-1])} is not a mapping",
                             fix="set a key inside a mapping")
         target[loc[-1]] = value
-        applied[loc] = _shown_override(text)
+        applied[loc] = override_shown(text, _shown_override(text))
     return applied
 
 
@@ -899,11 +906,11 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
     """The closest place the user wrote: an override of this field or a parent, else the deepest known key."""
     for depth in range(len(loc), 0, -1):
         if loc[:depth] in overrides:
-            return f"--set {overrides[loc[:depth]]}"
+            return overrides[loc[:depth]]
     if loc and loc not in positions:  # a key only a `--set` wrote, e.g. instanse in --set instanse.type=...
         introduced = next((text for key, text in overrides.items() if key[:len(loc)] == loc), None)
         if introduced is not None:
-            return f"--set {introduced}"
+            return introduced
     label = str(path) if path else "<spec>"
     for depth in range(len(loc), -1, -1):
         if loc[:depth] in positions:
@@ -955,7 +962,7 @@ def _wrong_of(error: Mapping[str, Any], loc: Loc, places: _Places, overrides: di
     return _Wrong(error["type"], loc, error.get("input"), error.get("ctx") or {},
                   any(is_secret_name(str(part)) for part in loc),
                   _as_written(loc, error.get("input"), places.texts, overrides),
-                  overrides[loc].partition("=")[0] if loc in overrides else None,
+                  set_text.partition("=")[0] if (set_text := _set_text(overrides, loc)) else None,
                   holds_anchor=len(loc) == 1 and loc[0] in places.anchor_holders)
 
 
@@ -1023,9 +1030,15 @@ def _whole_number_fix(wrong: _Wrong) -> str:
 def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc, str]) -> str:
     """The value as the user wrote it (`2.10` from the file or the `--set`), else as Python prints it: YAML reads
     2.10 as the float 2.1, and quoting that would name another version."""
-    if loc in overrides:
-        return overrides[loc].partition("=")[2].strip()
+    if set_text := _set_text(overrides, loc):
+        return set_text.partition("=")[2].strip()
     return texts.get(loc, str(value))
+
+
+def _set_text(overrides: dict[Loc, str], loc: Loc) -> str | None:
+    """The `key=value` text of the `--set` that wrote `loc` (None: none did, or another option did)."""
+    written = overrides.get(loc, "")
+    return written.removeprefix("--set ") if written.startswith("--set ") else None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ class _InterruptedBackend:
     def notices(self, job_id):
         return []
 
+    def phase_advice(self, job_id, any_lines):
+        return None
+
     def submission(self, job_id):
         return None
 

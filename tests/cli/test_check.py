@@ -1,7 +1,8 @@
 """`smtrain check SPEC`: each check's ✗ with its fix, and all ✓, against moto's server (the `aws` fixture).
 
 moto has no Service Quotas for SageMaker (its servicequotas backend lists defaults of a few other services), so the
-`service-quotas` client of these sessions answers from botocore's Stubber; every other call goes to moto. The one
+`service-quotas` client of these sessions answers from botocore's Stubber; nor IAM's SimulatePrincipalPolicy (its
+server answers HTTP 500), which answers from a Stubber too (`SimulatingIam`); every other call goes to moto. The one
 case moto cannot play, a bucket that refuses a write (moto enforces no bucket policy), stubs S3's PutObject too.
 """
 
@@ -25,14 +26,47 @@ TRUST_SAGEMAKER = {"Version": "2012-10-17", "Statement": [
 TRUST_EC2 = {"Version": "2012-10-17", "Statement": [
     {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
 QUOTA = "ml.c5.2xlarge for training job usage"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/SageMakerExecution"
+LOGS_ARN = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*"
+LOG_WRITES = ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
+
+
+class SimulatingIam:
+    """moto's IAM, but for SimulatePrincipalPolicy, which moto lacks: botocore's Stubber checks each request
+    against IAM's model and answers it with `decisions` (action -> EvalDecision; every other action allowed), or
+    with the error `refusal` (code, HTTP status). `requests` keeps what was asked, in order."""
+
+    def __init__(self, moto_iam: Any, simulator: Any, decisions: dict[str, str],
+                 refusal: tuple[str, int] | None) -> None:
+        self.moto_iam, self.simulator, self.decisions, self.refusal = moto_iam, simulator, decisions, refusal
+        self.stubber = Stubber(simulator)
+        self.stubber.activate()
+        self.requests: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.moto_iam, name)
+
+    def simulate_principal_policy(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        if self.refusal:
+            self.stubber.add_client_error("simulate_principal_policy", *self.refusal, expected_params=request)
+        else:
+            results = [{"EvalActionName": action, "EvalResourceName": request["ResourceArns"][0],
+                        "EvalDecision": self.decisions.get(action, "allowed")} for action in request["ActionNames"]]
+            self.stubber.add_response("simulate_principal_policy", {"EvaluationResults": results,
+                                                                   "IsTruncated": False}, request)
+        return self.simulator.simulate_principal_policy(**request)
 
 
 class QuotaSession(boto3.Session):
-    """moto for everything but Service Quotas (and, where given, S3), which answer from Stubbers."""
+    """moto for everything but Service Quotas, IAM's policy simulator (and, where given, S3), which answer from
+    Stubbers."""
 
     def __init__(self, quota_value: float | None = 4, region: str | None = "us-east-1",
-                 stub_s3: Any = None) -> None:
+                 stub_s3: Any = None, decisions: dict[str, str] | None = None,
+                 simulate_refusal: tuple[str, int] | None = None) -> None:
         super().__init__(region_name=region, botocore_session=shared_loader_core())
+        self.iam = SimulatingIam(super().client("iam"), super().client("iam"), decisions or {}, simulate_refusal)
         self.quotas = super().client("service-quotas", region_name=region or "us-east-1")
         stubber = Stubber(self.quotas)
         quotas = [] if quota_value is None else [
@@ -45,6 +79,8 @@ class QuotaSession(boto3.Session):
     def client(self, service_name: str, *args: Any, **kwargs: Any) -> Any:
         if service_name == "service-quotas":
             return self.quotas
+        if service_name == "iam":
+            return self.iam
         if service_name == "s3" and self.stub_s3 is not None:
             return self.stub_s3
         return super().client(service_name, *args, **kwargs)
@@ -67,15 +103,76 @@ def _check(spec: Path, session: boto3.Session, *options: str) -> tuple[int, dict
 
 def test_all_pass_on_a_ready_account(account, tmp_path):
     spec = write_spec_file(tmp_path, framework_version="2.10.0", py_version="py313")
-    result = CliRunner().invoke(main, ["check", str(spec)], obj=QuotaSession())
+    session = QuotaSession()
+    result = CliRunner().invoke(main, ["check", str(spec)], obj=session)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert [line.split()[:2] for line in lines] == [["✓", name] for name in
-                                                    ("credentials", "region", "role", "bucket", "image", "quota")]
+    assert [line.split()[:2] for line in lines] == [["✓", name] for name in ("credentials", "region", "role", "bucket",
+                                                                           "permissions", "image", "quota")]
     assert f"account {ACCOUNT}" in lines[0] and "us-east-1" in lines[1]
     assert "assumable by sagemaker.amazonaws.com" in lines[2] and f"{BUCKET} in us-east-1, writable" in lines[3]
-    assert "pytorch-training:2.10.0-cpu-py313" in lines[4] and f"'{QUOTA}' is 4 >= 2" in lines[5]
+    assert "role SageMakerExecution may write the job's CloudWatch Logs and use its S3 locations" in lines[4]
+    assert "pytorch-training:2.10.0-cpu-py313" in lines[5] and f"'{QUOTA}' is 4 >= 2" in lines[6]
+    assert [(request["ActionNames"], request["ResourceArns"]) for request in session.iam.requests] == [
+        (LOG_WRITES, [LOGS_ARN]),
+        (["s3:PutObject"], [f"arn:aws:s3:::{BUCKET}/outputs/*"]),
+        (["s3:GetObject"], [f"arn:aws:s3:::{BUCKET}/data/train/*"]),
+        (["s3:ListBucket"], [f"arn:aws:s3:::{BUCKET}"]),
+    ]
+    assert {request["PolicySourceArn"] for request in session.iam.requests} == {ROLE_ARN}
     assert list(boto3.client("s3").list_objects_v2(Bucket=BUCKET).get("Contents", [])) == []  # the probe is gone
+
+
+def test_a_role_that_cannot_write_logs_or_the_output_path(account, tmp_path):
+    """A role without CloudWatch Logs writes gives a job that shows no logs at all, and one that may not write the
+    output path a job whose model is lost: SageMaker finds out only once the job runs. Before: all ✓ (the bucket
+    check writes with the caller's credentials, never the role's)."""
+    refused = {"logs:CreateLogStream": "implicitDeny", "logs:PutLogEvents": "implicitDeny",
+               "s3:PutObject": "implicitDeny"}
+    code, checks, text = _check(write_spec_file(tmp_path), QuotaSession(decisions=refused))
+
+    assert code == 1
+    assert [name for name, item in checks.items() if not item["ok"]] == ["permissions"]
+    assert checks["permissions"]["detail"] == (
+        "role SageMakerExecution may not logs:CreateLogStream, logs:PutLogEvents on CloudWatch Logs "
+        "/aws/sagemaker/TrainingJobs: without them the job shows no logs; s3:PutObject on "
+        f"s3://{BUCKET}/outputs/ (the output path: the model is saved there)")
+    assert checks["permissions"]["fix"] == (
+        f"add to role SageMakerExecution's policy an Allow of logs:CreateLogStream, logs:PutLogEvents on {LOGS_ARN}; "
+        f"s3:PutObject on arn:aws:s3:::{BUCKET}/outputs/*; the role `smtrain infra deploy` creates has the "
+        "CloudWatch Logs ones (infra/smtrain.yaml)")
+    assert "✗ permissions" in text and "fix: add to role SageMakerExecution's policy" in text
+
+
+def test_a_deny_is_named_apart_from_a_missing_allow(account, tmp_path):
+    """An explicit Deny (a permissions boundary, an SCP) is not lifted by adding an Allow, so the fix says so."""
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(decisions={"s3:GetObject": "explicitDeny"}))
+
+    assert code == 1
+    assert checks["permissions"]["detail"] == (f"role SageMakerExecution may not s3:GetObject on s3://{BUCKET}/data/train/ "
+                                               "(channel train's data)")
+    assert checks["permissions"]["fix"] == (
+        "a Deny (the role's policies, its permissions boundary or an organization SCP) refuses s3:GetObject on "
+        f"arn:aws:s3:::{BUCKET}/data/train/*: lift it for this role")
+
+
+def test_a_caller_who_may_not_simulate_the_role_gets_not_checked(account, tmp_path):
+    """Many callers may read a role but not run IAM's policy simulator on it: the line says what was not checked
+    and why, and check still passes on the rest."""
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(simulate_refusal=("AccessDenied", 403)))
+
+    assert code == 0, checks
+    assert checks["permissions"] == {"name": "permissions", "ok": True, "fix": None, "detail": (
+        "not checked (your credentials may not simulate the role's policy: iam:SimulatePrincipalPolicy)")}
+
+
+def test_a_throttled_simulation_fails_with_the_throttling_advice(account, tmp_path):
+    code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(simulate_refusal=("Throttling", 400)))
+
+    assert code == 1
+    assert checks["permissions"]["detail"] == "cannot simulate role SageMakerExecution's policy: Throttling"
+    assert checks["permissions"]["fix"].startswith("AWS throttled the call")
+    assert checks["permissions"]["fix"].endswith("; or read the role's policies in the IAM console")
 
 
 def test_no_credentials(aws, tmp_path, monkeypatch):
@@ -104,7 +201,8 @@ def test_missing_role(aws, tmp_path):
     assert checks["role"]["detail"] == f"role SageMakerExecution does not exist in account {ACCOUNT}"
     assert "smtrain infra deploy" in checks["role"]["fix"]
     assert "✗ role" in text and "fix: check the name or ARN" in text
-    assert [name for name, item in checks.items() if not item["ok"]] == ["role"]
+    assert [name for name, item in checks.items() if not item["ok"]] == ["role", "permissions"]
+    assert checks["permissions"]["detail"] == "not checked: needs the role above"
 
 
 def test_role_sagemaker_may_not_assume(aws, tmp_path):

@@ -141,6 +141,25 @@ def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatc
             in result.stderr.splitlines())
 
 
+def test_the_resume_line_gives_the_region_as_the_option_typed(tmp_path, monkeypatch):
+    """Before: `--set region="eu-west-1"`, an option the user never typed, in place of `--region eu-west-1`."""
+    run_dir = tmp_path / "run"
+
+    @dataclass
+    class Interrupted(Finished):
+        status: str = "Interrupted"
+        exit_code: int = 130
+        smoke: None = None
+
+    monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Interrupted(run_dir))
+    monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
+    result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--region", "eu-west-1"])
+
+    assert result.exit_code == 130, result.output
+    assert (f"resume from its checkpoints: smtrain local {EXAMPLE} --region eu-west-1 --run-dir {run_dir}"
+            in result.stderr.splitlines())
+
+
 @pytest.mark.parametrize(("reported", "ending"), [
     (51, "step 51 reached (progress line), stopped once a line showed step 1 or past it (--smoke-steps 1), within"),
     (1, "step 1 reached (progress line), stopped once a line showed step 1 (--smoke-steps 1), within")])

@@ -61,3 +61,28 @@ def test_a_region_is_taken_as_written_never_as_yaml(specs, value):
 
     assert result.exit_code == 2, result.output
     assert f"published in region '{value}'" in result.output
+
+
+@pytest.mark.parametrize("value, typed", [("nowhere-1", "--region nowhere-1"), ("", "--region ''")])
+def test_a_bad_region_is_named_as_the_option_typed(specs, value, typed):
+    """Before: `--set region="nowhere-1": region: ...`, an option the user never typed, in the text and in -o json's
+    `override`."""
+    text = CliRunner().invoke(main, ["validate", "tiny.yaml", "--region", value])
+    document = CliRunner().invoke(main, ["validate", "tiny.yaml", "--region", value, "-o", "json"])
+
+    assert f"  {typed}: region: no SageMaker PyTorch training images are published in region '{value}'" in \
+        text.output.splitlines()
+    assert "--set" not in text.output
+    problem = json.loads(document.stdout)[0]["problems"][0]
+    assert (problem["override"], problem["file"], problem["field"]) == (typed, None, "region")
+
+
+def test_the_plans_sources_name_region_as_typed_and_set_region_as_typed(specs):
+    """Before: plan's sources said `--set region="eu-west-1"` for `--region eu-west-1`."""
+    text = CliRunner().invoke(main, ["plan", "tiny.yaml", "--job-name", "tiny-1", "--region", "eu-west-1"])
+
+    assert _planned("--region", "eu-west-1")["sources"]["region"] == {"from": "--region",
+                                                                      "where": "--region eu-west-1"}
+    assert "  from --region eu-west-1: region" in text.output.splitlines()
+    assert _planned("--set", "region=eu-west-1")["sources"]["region"] == {"from": "--set",
+                                                                          "where": "--set region=eu-west-1"}

@@ -220,3 +220,20 @@ def test_the_role_opens_a_remote_debug_shell_only_when_the_stack_allows_it(templ
     assert template["Parameters"]["EnableRemoteDebug"]["Default"] == "false"
     assert sorted(debug["Action"]) == ["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
                                        "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
+
+
+def test_the_role_has_the_log_writes_smtrain_check_simulates(template):
+    """`smtrain check`'s fix for a role that cannot write CloudWatch Logs says the stack's role has them: every
+    action it simulates is allowed, on a resource that covers the one it simulates."""
+    from fnmatch import fnmatchcase
+
+    from orchestrator.cloud.role_grants import LOG_WRITES, needed_grants
+
+    simulated = needed_grants("arn:aws:iam::123456789012:role/smtrain-ExecutionRole", "eu-west-1", None, None)[0]
+    allowing = [statement for _, statement in _statements(template) if statement["Effect"] == "Allow"
+                and set(LOG_WRITES) <= set(_branches(statement["Action"]))]
+    resources = [resource["Fn::Sub"].replace("${AWS::Partition}", "aws").replace("${AWS::Region}", "eu-west-1")
+                 .replace("${AWS::AccountId}", "123456789012")
+                 for statement in allowing for resource in _branches(statement["Resource"])]
+    assert simulated.actions == LOG_WRITES
+    assert any(fnmatchcase(simulated.resource, resource) for resource in resources), (simulated.resource, resources)

@@ -74,3 +74,23 @@ def test_training_that_has_logged_or_only_just_began_is_not_judged(stubbed_sagem
     assert status(stubbed_sagemaker, in_phase("logged", "Training", 15), "-o", "json")["phase_advice"] is None
     assert "judgement" not in status(stubbed_sagemaker, in_phase("just-began", "Training", 2))
 
+
+
+def test_a_notebooks_job_summary_shows_the_judgement_and_fix_status_shows(stubbed_sagemaker):
+    """`smtrain status` and the notebook's summary of the same job say the same: before, the summary (its HTML and
+    its text) showed `InProgress / Training` and no judgement, however long no host had logged."""
+    from orchestrator.backends.job import Job
+    from orchestrator.backends.sagemaker import SageMakerBackend
+
+    job = in_phase("silent", "Training", 15)
+    del job["TrainingStartTime"]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", job)
+    shown = Job(SageMakerBackend(boto=stubbed_sagemaker), "silent")
+    shown.status()
+    shown.progress()  # CloudWatch on moto's server: no stream, no line
+
+    rows = dict(re.findall(r"^  (judgement|fix): (.*)$", shown.summary().to_text(), re.MULTILINE))
+    assert rows["judgement"].startswith("Training for 15 min") and "cannot write CloudWatch Logs" in rows["judgement"]
+    assert f"--policy-source-arn {ROLE} --action-names logs:CreateLogStream" in rows["fix"]
+    page = shown.summary().to_html()
+    assert "<i>judgement</i>" in page and "<i>fix</i>" in page and "cannot write CloudWatch Logs" in page

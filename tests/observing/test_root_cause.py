@@ -589,3 +589,29 @@ def test_a_rejected_option_the_usage_spells_otherwise_is_named_as_the_script_tak
     assert cause.category == "argument_rejected"
     assert cause.fix.endswith("; the script spells --batch_size as --batch-size (hyperparameter batch-size), --hiden "
                               "as --hidden (hyperparameter hidden)"), cause.fix
+
+
+def test_a_client_without_a_region_says_the_container_sets_aws_region_not_the_one_boto3_reads(monkeypatch):
+    """botocore's own NoRegionError, as a script's traceback prints it: SageMaker sets AWS_REGION in the container,
+    boto3 reads AWS_DEFAULT_REGION, so `boto3.client("sagemaker")` fails there though it ran on a laptop with a
+    profile region. Before: a bare `exception`, with no fix."""
+    import traceback
+
+    import boto3
+    from botocore.exceptions import NoRegionError
+
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with pytest.raises(NoRegionError) as raised:
+        boto3.Session().client("sagemaker")
+    lines = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 5, in <module>',
+             *traceback.format_exception_only(raised.value)]
+
+    cause = read_cause({"algo-1": lines}, _one_process(["algo-1"]), exit_codes={"algo-1": 1},
+                       source=SourcePaths(shown="src"))
+
+    assert cause.exception == "botocore.exceptions.NoRegionError: You must specify a region."
+    assert cause.category == "no_region"
+    assert 'boto3.client(..., region_name=os.environ["AWS_REGION"])' in cause.fix
+    assert "set `AWS_DEFAULT_REGION: <region>` under `environment:` in the spec" in cause.fix

@@ -52,6 +52,7 @@ from orchestrator.planning.tuning import hyperband_max_resource, tuning_job_name
 from orchestrator.redact import redact_mapping
 from orchestrator.specs.catalog import lookup
 from orchestrator.specs.loader import LoadedSpec, LoadedTuning
+from orchestrator.specs.option_overrides import override_words
 from orchestrator.specs.topology import topology
 from orchestrator.specs.tuning import ContinuousRange, IntegerRange, Scaling
 from orchestrator.specs.words import FieldWords
@@ -436,7 +437,7 @@ class _Search:
         command = [sys.executable, "-m", "orchestrator", "local", str(job.path), "-q", "-o", "json",
                    *command_words(dataclasses.replace(self._options.trial, run_dir=run_dir)),
                    "--hyperparameters-file", str(values_file),
-                   *(item for override in self._loaded.job_overrides for item in ("--set", override))]
+                   *(item for override in self._loaded.job_overrides for item in override_words(override))]
         watch = _ObjectiveWatch(self._chooser, key, spec.objective.metric, run_dir)
         limit = self._limit
         self._say(f"trial {key} started: {_values_text(values)}")
