@@ -74,6 +74,7 @@ from orchestrator.observing.metric_series import (
     loss_metrics,
     step_mark,
 )
+from orchestrator.observing.rank_lines import HostsRankLines
 from orchestrator.observing.root_cause import (
     MPI,
     PROCESS,
@@ -355,6 +356,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         run_launches = prepared.launches(processes, port)
         census = RankCensus(processes, prepared.group_hosts, prepared.plan.spec.entry_point)
         stopping_quietly = threading.Event()
+        # The console shows each MPI rank's line whole; metrics and step marks read the lines as logged.
+        console = HostsRankLines([launch.host for launch in run_launches], prepared.mask)
 
         def on_line(host: str, text: str) -> None:
             mark = step_mark(text)
@@ -363,7 +366,8 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                 observer.notice(_metrics_recognized(tracker))
             if not stopping_quietly.is_set():
                 for state in text.split("\n"):  # a progress bar's states, each a line of its own
-                    observer.line(host, prepared.user_paths(state))
+                    for whole in console.line(host, state):
+                        observer.line(host, prepared.user_paths(whole))
             if mark:
                 steps.append(mark.step)
                 observer.progress(mark.step, mark.total, dict(tracker.latest))
@@ -399,6 +403,10 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
                             interrupt_when=_step_reached(interrupt_at_step, steps), stopping=stopping)
             outcome = supervisor.run(limits, hung=stall,
                                      watch=census.observe if options.smoke_seconds is not None else None)
+        if not stopping_quietly.is_set():
+            with contextlib.suppress(OSError):  # the terminal is gone (SIGHUP)
+                for host, unended in console.end():
+                    observer.line(host, prepared.user_paths(unended))
         if outcome.status == "interrupted" and (interrupt_after is not None or interrupt_at_step is not None):
             when = f"after {interrupt_after:g} s" if interrupt_after is not None else f"at step {interrupt_at_step}"
             observer.attempt(attempt + 1, f"simulated spot interruption {when}: instances replaced, checkpoints "

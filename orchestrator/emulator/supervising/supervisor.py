@@ -14,7 +14,8 @@ waiting for, and a second Ctrl-C kills them at once.
 Output is read in chunks, so memory stays bounded whatever a process prints: each line goes, with the spec's
 secret values masked (a script that prints its arguments prints them), to the host's log file (complete), the
 console and the failure tails, a line longer than `MAX_LINE_BYTES` in pieces (said once per host); a private
-key printed over several lines goes to none of them, but one line saying it was hidden (redact.PrivateKeyLines).
+key printed over several lines goes to none of them, but one line saying it was hidden (redact.PrivateKeyLines),
+and a secret an MPI rank wrote across Open MPI 4's pieces is masked in the log file as well (split_secrets.py).
 A log that cannot be written (a full disk) fails the run with that reason; the output is still drained, so no
 process blocks on a full pipe.
 """
@@ -27,6 +28,7 @@ import errno
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -43,6 +45,7 @@ from orchestrator.contract import OMPI_VARS, SM_HOSTS, TORCHRUN_VARS
 from orchestrator.emulator.instances.hostname import HOSTNAME_VARIABLE
 from orchestrator.emulator.launching.launch import Launch
 from orchestrator.emulator.supervising.launchers import LAUNCHER_NAMES, MPI_JOB_ROLES, launcher_role
+from orchestrator.emulator.supervising.split_secrets import SplitSecrets
 from orchestrator.observing.log_lines import character_boundary
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.signal_names import signal_name
@@ -335,19 +338,29 @@ class Supervisor:
     def _pump(self, host: str, stream: IO[bytes] | None) -> None:
         """Writes a host's output to its log file line by line, masked, and hands each line on; a line longer
         than MAX_LINE_BYTES goes in pieces, so memory stays bounded whatever the process prints. A private key
-        printed over several lines reaches neither, but one line saying it was hidden (`PrivateKeyLines`)."""
+        printed over several lines reaches neither, but one line saying it was hidden (`PrivateKeyLines`). A log
+        line holding a piece of an MPI rank's unended line waits for it, at most `split_secrets.HOLD_SECONDS`, so
+        that a secret the rank wrote across pieces is masked in the file too (`SplitSecrets`)."""
         assert stream is not None
         pending = b""
         split_said = False
         keys = PrivateKeyLines(self._mask)
+        held = SplitSecrets(self._mask)
         with _HostLog(self._logs_dir / f"{host}.log", self._log_failed) as log:
-            while chunk := stream.read1(_READ_BYTES):  # type: ignore[attr-defined]
+            while True:
+                if not _readable(stream, held.wait(time.monotonic())):
+                    log.write(held.due(time.monotonic()))
+                    continue
+                chunk = stream.read1(_READ_BYTES)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
                 pending += chunk
                 start = 0
                 while True:
                     newline = pending.find(b"\n", start, start + MAX_LINE_BYTES + 1)
                     if newline >= 0:
-                        log.write(self._hand_on_lines(host, keys, pending[start:newline], "\n"))
+                        log.write(held.add(self._hand_on_lines(host, keys, pending[start:newline]), "\n",
+                                           time.monotonic()))
                         start = newline + 1
                     elif len(pending) - start > MAX_LINE_BYTES:
                         end = character_boundary(pending, start + MAX_LINE_BYTES)
@@ -355,43 +368,44 @@ class Supervisor:
                             split_said = True
                             self._notice(f"{host} printed a line longer than {MAX_LINE_BYTES // 1024} KiB: it is "
                                          f"shown in pieces; {self._logs_dir / (host + '.log')} has it whole")
-                        log.write(self._hand_on_lines(host, keys, pending[start:end], ""))
+                        log.write(held.add(self._hand_on_lines(host, keys, pending[start:end]), "",
+                                           time.monotonic()))
                         start = end
                     else:
                         break
                 pending = pending[start:]
             if pending:
-                log.write(self._hand_on_lines(host, keys, pending, ""))
+                log.write(held.add(self._hand_on_lines(host, keys, pending), "", time.monotonic()))
             for marker in keys.end():
-                log.write(self._hand_on(host, [marker], "\n"))
+                log.write(held.add(self._hand_on(host, [marker]), "\n", time.monotonic()))
+            log.write(held.end())
 
     def _log_failed(self, path: Path, error: OSError) -> None:
         reason = "the disk is full (ENOSPC)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
         self._log_failure = f"LogError: writing {path} failed: {reason}; the run was stopped"
         self._notice(self._log_failure)
 
-    def _hand_on_lines(self, host: str, keys: PrivateKeyLines, raw: bytes, ending: str) -> str:
+    def _hand_on_lines(self, host: str, keys: PrivateKeyLines, raw: bytes) -> list[str]:
         """Hands on one line of output as plain text, masked: a progress bar's carriage returns are line breaks
-        there, and its states go on together, as the one line SageMaker reads metrics from. Returns the text for
-        the log, ended with `ending`."""
+        there, and its states go on together, as the one line SageMaker reads metrics from. Returns those lines,
+        for the log."""
         shown = [line for line in map(keys.line, _text(raw).split("\n")) if line is not None]
-        return self._hand_on(host, shown, ending)
+        return self._hand_on(host, shown)
 
-    def _hand_on(self, host: str, lines: list[str], ending: str) -> str:
+    def _hand_on(self, host: str, lines: list[str]) -> list[str]:
         """Hands the lines of one line of output to the failure tails and, together, to the console; returns
-        them, the last with `ending`, for the log. No lines (those of a private key being hidden) go nowhere."""
+        them, for the log. No lines (those of a private key being hidden) go nowhere."""
         if not lines:
-            return ""
+            return []
         with self._lock:
             tail = self._tails[host]
             tail.extend(line[:TAIL_LINE_CHARACTERS] for line in lines)
             del tail[:-FAILURE_TAIL_LINES]
-        text = "\n".join(lines)
         try:
-            self._on_line(host, text)
+            self._on_line(host, "\n".join(lines))
         except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
             pass
-        return text + ending
+        return lines
 
     def _notice(self, text: str) -> None:
         try:
@@ -691,6 +705,12 @@ def _send(process: psutil.Process, sig: int) -> None:
         process.send_signal(sig)
     except psutil.Error:
         pass
+
+
+def _readable(stream: IO[bytes], timeout: float | None) -> bool:
+    """Whether `stream` has output (or has ended) within `timeout` seconds, None: however long it takes. Only
+    `read1` reads it, which buffers nothing, so the pipe itself says what there is."""
+    return timeout is None or bool(select.select([stream], [], [], timeout)[0])
 
 
 def _text(raw: bytes) -> str:
