@@ -37,7 +37,9 @@ from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
 from orchestrator.specs.option_overrides import override_shown
+from orchestrator.specs.sdk_names import sdk_name_fix
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
+from orchestrator.specs.yaml_characters import CharacterRefusal, bad_unicode_escape, unusual_space
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
 from orchestrator.wording import counted, kind_of, special_file_kind
@@ -499,6 +501,21 @@ _UNKNOWN_TAG = "could not determine a constructor for the tag"
 """PyYAML's words for a tag its safe loader has no constructor for (`!Ref`, `!!python/object`)."""
 
 
+_INVALID_ESCAPE = "found invalid Unicode character escape code"
+_UNKNOWN_ESCAPES = ("found unknown escape character", "did not find expected hexdecimal number")
+"""The parser's words for a backslash in double quotes that starts no escape (`"C:\\data"`, `"\\xZZ"`)."""
+
+
+def _unusual_space(exc: Exception, text: str) -> CharacterRefusal | None:
+    """A no-break space (or another that looks like a space) where YAML wants a plain one, when the parser
+    stopped on a line at or after it."""
+    import yaml
+
+    if not isinstance(exc, (yaml.scanner.ScannerError, yaml.parser.ParserError)) or not exc.problem_mark:
+        return None
+    return unusual_space(text, exc.problem_mark.line)
+
+
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     """The message and fix for text that is not one YAML document. A tab in the indentation and a second
     document (`---`) are named as such: the parser's own words for them ("found character that cannot start any
@@ -516,6 +533,13 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
         return (f"YAML: a key of {over_long} characters, longer than the {_SIMPLE_KEY_CHARACTERS} PyYAML reads as a key "
                 "(its simple key limit), so the parser sees no key here",
                 "shorten the key: no name SageMaker takes is this long (a hyperparameter's is at most 256 characters)")
+    if mark and mark.line < len(lines) and problem == _INVALID_ESCAPE and (escape_fix := bad_unicode_escape(lines[mark.line])):
+        return f"YAML: {problem}", escape_fix
+    if mark and problem in _UNKNOWN_ESCAPES:
+        return (f"YAML: {problem}", "in double quotes a backslash starts an escape (\\n, \\t, \\uXXXX): write a "
+                "backslash as \\\\, or put the text in single quotes, which keep it as written")
+    if space := _unusual_space(exc, text):
+        return space.message, space.fix
     if isinstance(exc, NoSuchDate):
         return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
     if isinstance(exc, BareEquals):
@@ -534,6 +558,8 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
 def _yaml_error_place(exc: Exception, path: Path, text: str) -> str:
     import yaml
 
+    if space := _unusual_space(exc, text):
+        return f"{path}:{space.line}:{space.column}"
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -1070,6 +1096,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
         return fix
     if kind == "extra_forbidden":
         known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
+        if sdk_fix := sdk_name_fix(loc, value):
+            return sdk_fix
         if suggested:
             return _did_you_mean(name, suggested)
         if wrong.holds_anchor:
