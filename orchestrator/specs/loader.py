@@ -236,7 +236,8 @@ def _check_mapping_shape(data: Any) -> None:
     a RecursionError, a ValueError or a UnicodeEncodeError later: nesting deeper than MAX_NESTING (a list that holds
     itself is endless), more than MAX_NODES values (one list placed many times is an alias bomb), an integer longer
     than Python prints, and text UTF-8 cannot carry (a lone surrogate such as "\\ud800", which no request or
-    process argument can hold)."""
+    process argument can hold). A key that is no str and a NaN or infinite float, which a file cannot hold
+    unnoticed, are refused too rather than sent as the text "1" or "nan"."""
     pending: list[tuple[Any, Loc]] = [(data, ())]
     seen = 0
     while pending:
@@ -244,13 +245,31 @@ def _check_mapping_shape(data: Any) -> None:
         seen += 1
         problem = _mapping_value_problem(value, loc, seen)
         if problem:
-            shown = ".".join(str(part).encode("utf-8", "backslashreplace").decode() for part in loc)
-            raise InvalidSpec([Problem("<spec>", shown, *problem)])
+            raise InvalidSpec([Problem("<spec>", _shown_loc(loc), *problem)])
         if isinstance(value, Mapping):
-            pending += [(key, (*loc, key)) for key in value if isinstance(key, str)]
+            if (key := next((key for key in value if not isinstance(key, str)), _ALL_TEXT)) is not _ALL_TEXT:
+                raise InvalidSpec([Problem("<spec>", _shown_loc((*loc, key)), *_key_problem(key))])
+            pending += [(key, (*loc, key)) for key in value]
             pending += [(item, (*loc, key)) for key, item in value.items()]
         elif isinstance(value, (list, tuple)):
             pending += [(item, (*loc, index)) for index, item in enumerate(value)]
+
+
+_ALL_TEXT = object()
+"""No key of a mapping is other than a str."""
+
+
+def _shown_loc(loc: Loc) -> str:
+    return ".".join(str(part).encode("utf-8", "backslashreplace").decode() for part in loc)
+
+
+def _key_problem(key: Any) -> tuple[str, str]:
+    """(message, fix) for a dict key that is no str: a file's keys are text, and `{1: 2}` would silently become
+    the name "1" (SageMaker's hyperparameters are text)."""
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        return (f"the key {key!r} is {kind_of(key)}, not text; a spec's keys are names",
+                f'write the key as text: "{key}"')
+    return (f"a key is {kind_of(key)}, not text; a spec's keys are names", "give each key as a str, e.g. \"lr\"")
 
 
 def _mapping_value_problem(value: Any, loc: Loc, seen: int) -> tuple[str, str] | None:
@@ -266,6 +285,10 @@ def _mapping_value_problem(value: Any, loc: Loc, seen: int) -> tuple[str, str] |
             str(value)
         except ValueError:
             return f"a number of more than {sys.get_int_max_str_digits()} digits", "give it as a str if it is text"
+    if isinstance(value, float) and not math.isfinite(value):
+        return (f"{value} is no number a job is meant to get (SageMaker passes hyperparameters as text: the script "
+                f"would read {str(value)!r})", "give the number meant; a NaN or infinity comes from a computation "
+                "that failed")
     if isinstance(value, str) and any(0xD800 <= ord(char) <= 0xDFFF for char in value):
         return ("holds a lone surrogate (\\ud800-\\udfff), which is no character UTF-8 can carry",
                 "decode the text it came from as UTF-8, or remove the character")
