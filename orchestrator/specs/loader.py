@@ -36,7 +36,7 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
-from orchestrator.specs.option_overrides import override_shown
+from orchestrator.specs.option_overrides import keyword_shown, override_origin, override_shown
 from orchestrator.specs.sdk_names import sdk_name_fix
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_characters import CharacterRefusal, bad_unicode_escape, unusual_space
@@ -139,7 +139,7 @@ class LoadedSpec:
     def in_region(self, region: str) -> LoadedSpec:
         """This spec sent to `region` instead of its own: `--set region=X` for a spec already loaded (the API's
         `region=`), so the region outranks the environment's and the session's as the spec's own does, and the
-        plan names the override as its origin.
+        plan names the keyword as its origin (`region='eu-west-1'`).
 
         Raises:
             SpecError: `region` is not a region's name (an empty one would silently mean the environment's).
@@ -147,7 +147,7 @@ class LoadedSpec:
         if not isinstance(region, str) or not region.strip():
             raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
-                                   _overrides={**self._overrides, ("region",): f"--set region={region}"})
+                                   _overrides={**self._overrides, ("region",): keyword_shown("region", region)})
 
     def in_words(self, words: FieldWords) -> LoadedSpec:
         """This spec as told to a user in another form (the API's, a function job's decorator): its fixes, the
@@ -155,11 +155,11 @@ class LoadedSpec:
         return dataclasses.replace(self, field_words=words, findings=check(self.spec, words))
 
     def allowing_unverified(self) -> LoadedSpec:
-        """This spec with `allow_unverified: true`, as `--allow-unverified` gives it (`--set allow_unverified=true`)
-        to a spec already loaded: the API's `allow_unverified=True`."""
+        """This spec with `allow_unverified: true`, as `--allow-unverified` gives it, to a spec already loaded: the
+        API's `allow_unverified=True`, which the plan names as its origin."""
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"allow_unverified": True}),
                                    _overrides={**self._overrides,
-                                               ("allow_unverified",): "--set allow_unverified=true"})
+                                               ("allow_unverified",): keyword_shown("allow_unverified", True)})
 
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
@@ -177,15 +177,15 @@ class LoadedSpec:
                                     finding.fix) for finding in findings])
 
     def origin(self, dotted: str) -> str | None:
-        """The option that wrote the field (or a mapping holding it), "--set" or one such as "--region"; "spec"
-        when the file does; None when neither did (a default)."""
+        """The option that wrote the field (or a mapping holding it), "--set" or one such as "--region", or the
+        API's keyword ("region="); "spec" when the file does; None when neither did (a default)."""
         if self.built_in_python:
             return "spec"
         loc = _loc_of(dotted)
         written = next((self._overrides[loc[:depth]] for depth in range(len(loc), 0, -1)
                         if loc[:depth] in self._overrides), None)
         if written is not None:
-            return written.split(" ", 1)[0]
+            return override_origin(written)
         return "spec" if loc in self._positions else None
 
 
