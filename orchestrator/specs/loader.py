@@ -556,7 +556,8 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
         return (f"YAML: a key of {over_long} characters, longer than the {_SIMPLE_KEY_CHARACTERS} PyYAML reads as a key "
                 "(its simple key limit), so the parser sees no key here",
                 "shorten the key: no name SageMaker takes is this long (a hyperparameter's is at most 256 characters)")
-    if mark and mark.line < len(lines) and problem == _INVALID_ESCAPE and (escape_fix := bad_unicode_escape(lines[mark.line])):
+    if (mark and mark.line < len(lines) and problem == _INVALID_ESCAPE
+            and (escape_fix := bad_unicode_escape(lines[mark.line]))):
         return f"YAML: {problem}", escape_fix
     if mark and problem in _UNKNOWN_ESCAPES:
         return (f"YAML: {problem}", "in double quotes a backslash starts an escape (\\n, \\t, \\uXXXX): write a "
