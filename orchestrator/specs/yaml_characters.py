@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 _WHERE_YAML_WANTS_A_SPACE = re.compile(r"^ *-?(?P<indenting>[^\S \t\r\n])|:(?P<separating>[^\S \t\r\n])")
 """A whitespace character other than a space or a tab after a key's `:`, or in a line's indentation or after its
-`-`: where YAML separates with plain spaces only (it reads `name:\u00a0x` as the text `name:\u00a0x`, no key)."""
+`-`: where YAML separates with plain spaces only (it reads `name:<U+00A0>x` as the text `name:<U+00A0>x`, no key)."""
 _UNICODE_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8}))")
 _SURROGATES = range(0xD800, 0xE000)
 _HIGH_SURROGATES = range(0xD800, 0xDC00)
