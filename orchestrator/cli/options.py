@@ -348,8 +348,13 @@ def allow_unverified_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def allowing_unverified(overrides: tuple[str, ...], allow_unverified: bool) -> tuple[str, ...]:
-    """The `--set` overrides with what `--allow-unverified` means, `allow_unverified=true`, where it was given."""
-    return (*overrides, "allow_unverified=true") if allow_unverified else overrides
+    """The `--set` overrides with what `--allow-unverified` means, `allow_unverified=true`, where it was given,
+    named `--allow-unverified`, as typed, wherever a message or the plan's sources name it."""
+    from orchestrator.specs.option_overrides import OptionOverride
+
+    if not allow_unverified:
+        return overrides
+    return (*overrides, OptionOverride.flag("--allow-unverified", "allow_unverified=true"))
 
 
 def any_given(context: click.Context, options: type) -> bool:

@@ -132,7 +132,8 @@ def sources_lines(plan: Plan) -> list[str]:
             origin, item = f"the {source.level}'s SageMaker SDK defaults {source.where}", name  # keys: -o json
         elif source.kind in ("--set", "environment", "fallback"):
             origin, item = source.kind, f"{name} ({source.where})"
-        elif source.kind.startswith("--"):  # a command's own option, as typed: `from --region eu-west-1: region`
+        elif source.kind.startswith("--") or source.kind.endswith("="):  # an option or API keyword, as typed:
+            # `from --region eu-west-1: region`, `from region='eu-west-1': region`
             origin, item = source.where, name
         else:
             origin, item = f"{source.kind} {source.where}", name

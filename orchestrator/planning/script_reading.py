@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.redact import holds_no_secret, is_secret_name
@@ -30,13 +30,24 @@ _LIGHTNING_CLI_RUNS_NOTHING = re.compile(r"""\brun\s*=\s*False\b|\bargs\s*=\s*\[
 """`LightningCLI(..., run=False)` parses options only, and `args=["fit", ...]` gives the subcommand itself: neither
 expects one first on the command line."""
 _DATACLASS_PARSER = re.compile(r"\bHfArgumentParser\b")
-_PRINTED_METRIC = re.compile(r"""\b(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<separator>=|: ?)(?:\{|%|["']\s*,)""")
-"""`loss={loss:.3f}`, `loss: %f`, `"loss=", loss`: a number printed after its name."""
+_PRINTED_METRIC = re.compile(r"""(?:(?<![\\\w])|(?<=\\[nrt]))(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<separator>=|: ?)"""
+                             r"""(?:\{|%|["']\s*,)""")
+"""`loss={loss:.3f}`, `loss: %f`, `"loss=", loss`, `\\tLoss: {:.6f}`: a number printed after its name."""
 _METRIC_WORDS = frozenset({"loss", "acc", "accuracy", "perplexity", "ppl", "f1", "auc", "bleu", "rouge", "lr",
                            "epoch"})
 """A printed name is a metric's where one of its `_`-separated words is one of these (`val_loss`, `train_acc`;
 not `grad_accum`, `data_dir`), or that holds `learning_rate`."""
 _VALIDATION_PREFIXES = ("validation_", "valid_", "val_", "eval_")
+_EVALUATION_WORD = re.compile(r"\b(?:test|validation|valid|eval|val|evaluation)\b", re.IGNORECASE)
+"""A word on a printed line that makes its unprefixed metrics validation ones: `Test set: Average loss: {:.4f}`."""
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0-9.]*[a-zA-Z]")
+"""A value's place in printed text: `{}`, `{loss:.3f}`, `%d`, `%.4f`."""
+_COUNT_OF_TOTAL = re.compile(rf"(?:{_PLACEHOLDER.pattern})\s*/\s*(?:{_PLACEHOLDER.pattern})"
+                             rf"(?P<percent>\s*\(\s*(?:{_PLACEHOLDER.pattern})\s*%%?\))?")
+"""`{}/{}`, `%d/%d`: a count of a total, and the percentage after it where one is printed (`({:.0f}%)`,
+`(%.0f%%)`)."""
+_WORD = re.compile(r"(?<![\\\w])[A-Za-z]\w*")
+"""A printed word, not an escape's letter (`t` of `\\t`)."""
 _TRAIN_PREFIX = "train_"
 _ONE_LINE_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["'](?P<flag>--[\w.-]+)["']"""
                               r"""(?P<rest>[^()\n]*)""")
@@ -67,17 +78,29 @@ class PrintedMetric:
 
     key: str
     separator: str
+    evaluated: bool = False
+    """Its line says an evaluation printed it (`Test set: Average loss: {:.4f}`): a validation metric."""
+    line_word: str = ""
+    """A word printed before it on its line, where its regex starts (`Test`, `Train`), or "": set where the same
+    name is printed on a training and an evaluation line, so each regex reads its own line only."""
+    percent: bool = False
+    """It is printed as a count of a total with a percentage (`Accuracy: {}/{} ({:.0f}%)`): the percentage is
+    read, not the count."""
 
     @property
     def name(self) -> str:
         for prefix in _VALIDATION_PREFIXES:
             if self.key.lower().startswith(prefix):
                 return f"validation:{self.key[len(prefix):]}"
+        if self.evaluated:
+            return f"validation:{self.key}"
         return f"train:{self.key.removeprefix(_TRAIN_PREFIX) or self.key}"
 
     @property
     def regex(self) -> str:
-        return rf"\b{self.key}{self.separator.strip()}\s*([-+0-9.eE]+)"
+        line = rf"\b{self.line_word}\b.*?" if self.line_word else ""
+        value = r"[0-9]+\s*/\s*[0-9]+\s*\(\s*([-+0-9.eE]+)\s*%\)" if self.percent else r"([-+0-9.eE]+)"
+        return rf"{line}\b{self.key}{self.separator.strip()}\s*{value}"
 
 
 @dataclass(frozen=True)
@@ -223,10 +246,34 @@ def _line_options(text: str) -> tuple[ScriptOption, ...]:
 
 
 def _printed_metrics(text: str) -> tuple[PrintedMetric, ...]:
+    """The metrics printed, one per name whatever its case (CloudWatch would show `Loss` and `loss` as two)."""
+    printed = [(match.start(), metric) for match in _PRINTED_METRIC.finditer(text)
+               if (metric := _printed_metric(text, match))]
+    evaluated_keys = {metric.key for _, metric in printed if metric.evaluated}
     found: dict[str, PrintedMetric] = {}
-    for match in _PRINTED_METRIC.finditer(text):
-        key = match["key"]
-        if _METRIC_WORDS & set(key.lower().split("_")) or "learning_rate" in key.lower():
-            metric = PrintedMetric(key, match["separator"])
-            found.setdefault(metric.name, metric)
+    for at, metric in printed:
+        if metric.key in evaluated_keys and not metric.evaluated:  # `loss` on the test line too: start at a word
+            training_word = _WORD.search(_literal_before(text, at))  # of this line (`Train Epoch: {} ... Loss`)
+            metric = replace(metric, line_word=training_word[0] if training_word else "")
+        found.setdefault(metric.name.lower(), metric)
     return tuple(found.values())
+
+
+def _printed_metric(text: str, match: re.Match[str]) -> PrintedMetric | None:
+    key = match["key"]
+    if not (_METRIC_WORDS & set(key.lower().split("_")) or "learning_rate" in key.lower()):
+        return None
+    count_of_total = _COUNT_OF_TOTAL.match(text, match.end("separator"))
+    if count_of_total and not count_of_total["percent"]:
+        return None  # `correct: {}/{}` is a count, no metric's value
+    evaluation_words = _EVALUATION_WORD.findall(_literal_before(text, match.start()))
+    return PrintedMetric(key, match["separator"], evaluated=bool(evaluation_words),
+                         line_word=evaluation_words[-1] if evaluation_words else "", percent=bool(count_of_total))
+
+
+def _literal_before(text: str, at: int) -> str:
+    """The printed text before `at` in its string on its line, placeholders (`{val:.3f}`, `%d`) blanked: they
+    are values, not printed words."""
+    before = text[text.rfind("\n", 0, at) + 1:at]
+    return _PLACEHOLDER.sub(" ", re.split(r"[\"']", before)[-1])
+

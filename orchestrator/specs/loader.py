@@ -36,8 +36,10 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
-from orchestrator.specs.option_overrides import override_shown
+from orchestrator.specs.option_overrides import keyword_shown, override_origin, override_shown
+from orchestrator.specs.sdk_names import sdk_name_fix
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
+from orchestrator.specs.yaml_characters import CharacterRefusal, bad_unicode_escape, unusual_space
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
                                               first_misread_key, mapping_value, misread_key, quoted_key_fix)
 from orchestrator.wording import counted, kind_of, special_file_kind
@@ -137,7 +139,7 @@ class LoadedSpec:
     def in_region(self, region: str) -> LoadedSpec:
         """This spec sent to `region` instead of its own: `--set region=X` for a spec already loaded (the API's
         `region=`), so the region outranks the environment's and the session's as the spec's own does, and the
-        plan names the override as its origin.
+        plan names the keyword as its origin (`region='eu-west-1'`).
 
         Raises:
             SpecError: `region` is not a region's name (an empty one would silently mean the environment's).
@@ -145,7 +147,7 @@ class LoadedSpec:
         if not isinstance(region, str) or not region.strip():
             raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
-                                   _overrides={**self._overrides, ("region",): f"--set region={region}"})
+                                   _overrides={**self._overrides, ("region",): keyword_shown("region", region)})
 
     def in_words(self, words: FieldWords) -> LoadedSpec:
         """This spec as told to a user in another form (the API's, a function job's decorator): its fixes, the
@@ -153,11 +155,11 @@ class LoadedSpec:
         return dataclasses.replace(self, field_words=words, findings=check(self.spec, words))
 
     def allowing_unverified(self) -> LoadedSpec:
-        """This spec with `allow_unverified: true`, as `--allow-unverified` gives it (`--set allow_unverified=true`)
-        to a spec already loaded: the API's `allow_unverified=True`."""
+        """This spec with `allow_unverified: true`, as `--allow-unverified` gives it, to a spec already loaded: the
+        API's `allow_unverified=True`, which the plan names as its origin."""
         return dataclasses.replace(self, spec=self.spec.model_copy(update={"allow_unverified": True}),
                                    _overrides={**self._overrides,
-                                               ("allow_unverified",): "--set allow_unverified=true"})
+                                               ("allow_unverified",): keyword_shown("allow_unverified", True)})
 
     def where(self, dotted: str) -> str:
         return _where(self.path, self._positions, self._overrides, _loc_of(dotted))
@@ -175,15 +177,15 @@ class LoadedSpec:
                                     finding.fix) for finding in findings])
 
     def origin(self, dotted: str) -> str | None:
-        """The option that wrote the field (or a mapping holding it), "--set" or one such as "--region"; "spec"
-        when the file does; None when neither did (a default)."""
+        """The option that wrote the field (or a mapping holding it), "--set" or one such as "--region", or the
+        API's keyword ("region="); "spec" when the file does; None when neither did (a default)."""
         if self.built_in_python:
             return "spec"
         loc = _loc_of(dotted)
         written = next((self._overrides[loc[:depth]] for depth in range(len(loc), 0, -1)
                         if loc[:depth] in self._overrides), None)
         if written is not None:
-            return written.split(" ", 1)[0]
+            return override_origin(written)
         return "spec" if loc in self._positions else None
 
 
@@ -234,7 +236,8 @@ def _check_mapping_shape(data: Any) -> None:
     a RecursionError, a ValueError or a UnicodeEncodeError later: nesting deeper than MAX_NESTING (a list that holds
     itself is endless), more than MAX_NODES values (one list placed many times is an alias bomb), an integer longer
     than Python prints, and text UTF-8 cannot carry (a lone surrogate such as "\\ud800", which no request or
-    process argument can hold)."""
+    process argument can hold). A key that is no str and a NaN or infinite float, which a file cannot hold
+    unnoticed, are refused too rather than sent as the text "1" or "nan"."""
     pending: list[tuple[Any, Loc]] = [(data, ())]
     seen = 0
     while pending:
@@ -242,13 +245,31 @@ def _check_mapping_shape(data: Any) -> None:
         seen += 1
         problem = _mapping_value_problem(value, loc, seen)
         if problem:
-            shown = ".".join(str(part).encode("utf-8", "backslashreplace").decode() for part in loc)
-            raise InvalidSpec([Problem("<spec>", shown, *problem)])
+            raise InvalidSpec([Problem("<spec>", _shown_loc(loc), *problem)])
         if isinstance(value, Mapping):
-            pending += [(key, (*loc, key)) for key in value if isinstance(key, str)]
+            if (key := next((key for key in value if not isinstance(key, str)), _ALL_TEXT)) is not _ALL_TEXT:
+                raise InvalidSpec([Problem("<spec>", _shown_loc((*loc, key)), *_key_problem(key))])
+            pending += [(key, (*loc, key)) for key in value]
             pending += [(item, (*loc, key)) for key, item in value.items()]
         elif isinstance(value, (list, tuple)):
             pending += [(item, (*loc, index)) for index, item in enumerate(value)]
+
+
+_ALL_TEXT = object()
+"""No key of a mapping is other than a str."""
+
+
+def _shown_loc(loc: Loc) -> str:
+    return ".".join(str(part).encode("utf-8", "backslashreplace").decode() for part in loc)
+
+
+def _key_problem(key: Any) -> tuple[str, str]:
+    """(message, fix) for a dict key that is no str: a file's keys are text, and `{1: 2}` would silently become
+    the name "1" (SageMaker's hyperparameters are text)."""
+    if isinstance(key, (int, float)) and not isinstance(key, bool):
+        return (f"the key {key!r} is {kind_of(key)}, not text; a spec's keys are names",
+                f'write the key as text: "{key}"')
+    return (f"a key is {kind_of(key)}, not text; a spec's keys are names", "give each key as a str, e.g. \"lr\"")
 
 
 def _mapping_value_problem(value: Any, loc: Loc, seen: int) -> tuple[str, str] | None:
@@ -264,6 +285,10 @@ def _mapping_value_problem(value: Any, loc: Loc, seen: int) -> tuple[str, str] |
             str(value)
         except ValueError:
             return f"a number of more than {sys.get_int_max_str_digits()} digits", "give it as a str if it is text"
+    if isinstance(value, float) and not math.isfinite(value):
+        return (f"{value} is no number a job is meant to get (SageMaker passes hyperparameters as text: the script "
+                f"would read {str(value)!r})", "give the number meant; a NaN or infinity comes from a computation "
+                "that failed")
     if isinstance(value, str) and any(0xD800 <= ord(char) <= 0xDFFF for char in value):
         return ("holds a lone surrogate (\\ud800-\\udfff), which is no character UTF-8 can carry",
                 "decode the text it came from as UTF-8, or remove the character")
@@ -499,6 +524,21 @@ _UNKNOWN_TAG = "could not determine a constructor for the tag"
 """PyYAML's words for a tag its safe loader has no constructor for (`!Ref`, `!!python/object`)."""
 
 
+_INVALID_ESCAPE = "found invalid Unicode character escape code"
+_UNKNOWN_ESCAPES = ("found unknown escape character", "did not find expected hexdecimal number")
+"""The parser's words for a backslash in double quotes that starts no escape (`"C:\\data"`, `"\\xZZ"`)."""
+
+
+def _unusual_space(exc: Exception, text: str) -> CharacterRefusal | None:
+    """A no-break space (or another that looks like a space) where YAML wants a plain one, when the parser
+    stopped on a line at or after it."""
+    import yaml
+
+    if not isinstance(exc, (yaml.scanner.ScannerError, yaml.parser.ParserError)) or not exc.problem_mark:
+        return None
+    return unusual_space(text, exc.problem_mark.line)
+
+
 def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
     """The message and fix for text that is not one YAML document. A tab in the indentation and a second
     document (`---`) are named as such: the parser's own words for them ("found character that cannot start any
@@ -516,6 +556,14 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
         return (f"YAML: a key of {over_long} characters, longer than the {_SIMPLE_KEY_CHARACTERS} PyYAML reads as a key "
                 "(its simple key limit), so the parser sees no key here",
                 "shorten the key: no name SageMaker takes is this long (a hyperparameter's is at most 256 characters)")
+    if (mark and mark.line < len(lines) and problem == _INVALID_ESCAPE
+            and (escape_fix := bad_unicode_escape(lines[mark.line]))):
+        return f"YAML: {problem}", escape_fix
+    if mark and problem in _UNKNOWN_ESCAPES:
+        return (f"YAML: {problem}", "in double quotes a backslash starts an escape (\\n, \\t, \\uXXXX): write a "
+                "backslash as \\\\, or put the text in single quotes, which keep it as written")
+    if space := _unusual_space(exc, text):
+        return space.message, space.fix
     if isinstance(exc, NoSuchDate):
         return f"YAML: {problem}", f'write it in quotes if it is text: "{exc.text}"'
     if isinstance(exc, BareEquals):
@@ -534,6 +582,8 @@ def _yaml_refusal(exc: Exception, text: str) -> tuple[str, str]:
 def _yaml_error_place(exc: Exception, path: Path, text: str) -> str:
     import yaml
 
+    if space := _unusual_space(exc, text):
+        return f"{path}:{space.line}:{space.column}"
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -1070,6 +1120,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
         return fix
     if kind == "extra_forbidden":
         known, suggested = sorted(_fields_at(loc[:-1])), _closest(name, _fields_at(loc[:-1]))
+        if sdk_fix := sdk_name_fix(loc, value):
+            return sdk_fix
         if suggested:
             return _did_you_mean(name, suggested)
         if wrong.holds_anchor:

@@ -573,8 +573,8 @@ class Metric(_Spec):
         try:
             compiled = compile_metric_regex(value)
         except MetricRegexError as exc:
-            raise ValueError(f"not a regular expression smtrain can match in linear time (RE2): {exc}; "
-                             "backreferences and lookarounds are not supported") from None
+            raise _invalid(f"not a regular expression smtrain can match in linear time (RE2): {exc}",
+                           exc.fix) from None
         if compiled.groups < 1:
             raise ValueError("the regex needs a capture group around the number, e.g. 'loss=([0-9.]+)'")
         return value

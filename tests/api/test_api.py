@@ -84,6 +84,24 @@ def test_a_dict_spec_is_held_to_a_files_bounds(hyperparameters, field, message):
     str(raised.value).encode()  # printable as it is
 
 
+@pytest.mark.parametrize(("spec", "field", "message", "fix"), [
+    ({"hyperparameters": {1: 2}}, "hyperparameters.1", "the key 1 is an int, not text", 'write the key as text: "1"'),
+    ({"hyperparameters": {("a", "b"): 2}}, "hyperparameters.('a', 'b')", "a key is a tuple, not text",
+     'give each key as a str, e.g. "lr"'),
+    ({"environment": {None: "x"}}, "environment.None", "a key is None, not text", 'give each key as a str, e.g. "lr"'),
+    ({"hyperparameters": {"lr": float("nan")}}, "hyperparameters.lr", "nan is no number a job is meant to get",
+     "give the number meant; a NaN or infinity comes from a computation that failed"),
+    ({"hyperparameters": {"clip": float("-inf")}}, "hyperparameters.clip", "-inf is no number a job is meant to get",
+     "give the number meant; a NaN or infinity comes from a computation that failed"),
+], ids=["int-key", "tuple-key", "none-key", "nan", "minus-infinity"])
+def test_a_dict_spec_refuses_keys_that_are_no_text_and_values_that_are_no_number(spec, field, message, fix):
+    """`{1: 2}` was planned as the hyperparameter "1" and a NaN learning rate as the text "nan", unsaid."""
+    with pytest.raises(InvalidSpec) as raised:
+        orchestrator.plan(BASE_SPEC | {"region": "us-east-1"} | spec)
+    [problem] = raised.value.problems
+    assert (problem.field, problem.fix) == (field, fix) and problem.message.startswith(message), problem
+
+
 def test_submitting_an_attached_jobs_plan_says_attach_gives_none(write_spec, bucket):
     """docs/sagemaker.md once showed `submit(job.plan)` of an attached job, whose plan is None: the error said
     only `not NoneType None`; it now says where the None came from."""

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import orchestrator
 from orchestrator.cli.main import main
 from orchestrator.errors import SpecError
+from orchestrator.planning.plan_view import sources_lines
 from tuning_specs import TINY_SEARCH
 
 ELSEWHERE = "eu-west-1"
@@ -48,13 +49,15 @@ def test_a_job_goes_to_the_region_named_not_the_session_s(eu_spec, send):
 
 def test_region_outranks_the_spec_s_own_as_set_does(write_spec):
     """The precedence of `smtrain plan --set region=X`: the keyword replaces the spec's `region:`, and the plan
-    names it as the region's origin."""
+    names the keyword as the region's origin."""
     planned = orchestrator.plan(write_spec(region="us-west-2"), region=ELSEWHERE)
 
     assert planned.target.region == ELSEWHERE and planned.spec.region == ELSEWHERE
     assert f".{ELSEWHERE}.amazonaws.com/" in planned.create_training_job_request["AlgorithmSpecification"][
         "TrainingImage"]
-    assert planned.sources["region"].to_dict() == {"from": "--set", "where": f"--set region={ELSEWHERE}"}
+    # named as the call gave it (before: `--set region=eu-west-1`, an option nobody typed)
+    assert planned.sources["region"].to_dict() == {"from": "region=", "where": f"region='{ELSEWHERE}'"}
+    assert f"from region='{ELSEWHERE}': region" in sources_lines(planned)
 
 
 def test_run_on_sagemaker_sends_a_spec_naming_its_region_there(write_spec, aws):

@@ -173,8 +173,9 @@ def test_a_plan_is_judged_when_it_is_submitted(write_spec, bucket):
     assert sorted(_training_jobs()) == sorted(["as-planned", allowed_by_its_spec.job_name])
     assert sent.plan.create_training_job_request == made.create_training_job_request
     assert not made.spec.allow_unverified  # the caller's plan is left as it was
-    assert sent.plan.sources["allow_unverified"].to_dict() == {"from": "--set",
-                                                                "where": "--set allow_unverified=true"}
+    # named as the call gave it (before: `--set allow_unverified=true`, an option nobody typed)
+    assert sent.plan.sources["allow_unverified"].to_dict() == {"from": "allow_unverified=",
+                                                                "where": "allow_unverified=True"}
 
 
 def test_a_tuning_job_takes_the_keyword_for_a_spec_and_for_a_plan(write_spec, bucket):

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import main
 from orchestrator.specs.loader import load
+from orchestrator.specs.metric_regex import compile_metric_regex
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,6 +118,37 @@ def test_a_torchrun_script_gets_torch_distributed_on_gpus_and_its_channels_with_
                                         "validation": str(project / "data" / "validation")}
     assert (project / "data" / "training").is_dir()
     assert "created data/training/ (empty)" in result.output
+
+
+MNIST = """\
+import torch
+
+def train(model, loader, epoch):
+    for batch_idx, (data, target) in enumerate(loader):
+        print("Train Epoch: {} [{}/{} ({:.0f}%)]\\tLoss: {:.6f}".format(
+            epoch, batch_idx * len(data), len(loader.sampler), 100.0 * batch_idx / len(loader), loss.item()))
+
+def test(model, test_loader):
+    print("Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n".format(
+        test_loss, correct, len(test_loader.dataset), 100.0 * correct / len(test_loader.dataset)))
+"""
+"""The SageMaker PyTorch MNIST example's printing: the test set's loss and accuracy are validation metrics."""
+
+
+def test_the_mnist_example_gets_validation_metrics_that_validate_and_read_the_test_line(tmp_path, monkeypatch):
+    _project(tmp_path, MNIST)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    metrics = {metric.name: metric.regex for metric in load(tmp_path / "job.yaml").spec.metrics}
+    assert list(metrics) == ["train:Epoch", "train:Loss", "validation:loss", "validation:Accuracy"]
+    test_line = "Test set: Average loss: 0.0523, Accuracy: 9838/10000 (98%)"
+    assert {name: found.group(1) for name, regex in metrics.items()
+            if (found := compile_metric_regex(regex).search(test_line))} == {"validation:loss": "0.0523",
+                                                                              "validation:Accuracy": "98"}
+    assert CliRunner().invoke(main, ["validate", "job.yaml"]).exit_code == 0
 
 
 def test_an_existing_file_is_kept_unless_forced(tmp_path, monkeypatch):

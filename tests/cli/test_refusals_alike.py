@@ -173,3 +173,18 @@ def test_submit_full_without_dry_run_is_refused_before_anything_is_sent(specs):
 
     assert result.exit_code == 2
     assert "--full prints the plan: give it with --dry-run" in result.output
+
+
+def test_the_plans_sources_name_allow_unverified_as_typed(specs):
+    """Before: `submit --dry-run --allow-unverified` said the value came from `--set allow_unverified=true`, an
+    option the user never typed."""
+    specs(UNVERIFIED)
+
+    result = CliRunner().invoke(main, ["submit", "tiny.yaml", "--dry-run", "--allow-unverified", "--job-name",
+                                       "tiny-1", "-o", "json"])
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"]["allow_unverified"] == {"from": "--allow-unverified",
+                                                                        "where": "--allow-unverified"}
+    text = CliRunner().invoke(main, ["submit", "tiny.yaml", "--dry-run", "--allow-unverified", "--job-name", "tiny-1"])
+    assert "  from --allow-unverified: allow_unverified" in text.output.splitlines()

@@ -73,6 +73,53 @@ def test_printed_metrics_become_definitions_that_match_the_printed_lines():
     assert compile_metric_regex(metrics["train:acc"]).search("train_acc= 0.91").group(1) == "0.91"
 
 
+MNIST_EXAMPLE = """\
+def train(model, loader, epoch):
+    for batch_idx, (data, target) in enumerate(loader):
+        logger.info("Train Epoch: {} [{}/{} ({:.0f}%)]\\tLoss: {:.6f}".format(
+            epoch, batch_idx * len(data), len(loader.sampler), 100.0 * batch_idx / len(loader), loss.item()))
+
+def test(model, test_loader):
+    logger.info("Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n".format(
+        test_loss, correct, len(test_loader.dataset), 100.0 * correct / len(test_loader.dataset)))
+"""
+"""The SageMaker PyTorch MNIST example's two lines: an epoch's training loss, and the test set's loss and accuracy."""
+MNIST_LINES = {"train": "Train Epoch: 2 [6400/60000 (11%)]\tLoss: 0.301548",
+               "test": "Test set: Average loss: 0.0523, Accuracy: 9838/10000 (98%)"}
+
+
+def test_the_mnist_example_gets_its_test_set_metrics_as_validation_ones_each_read_from_its_own_line():
+    metrics = {metric.name: compile_metric_regex(metric.regex) for metric in read_script(MNIST_EXAMPLE).metrics}
+
+    read = {(name, line): (found.group(1) if (found := pattern.search(MNIST_LINES[line])) else None)
+            for name, pattern in metrics.items() for line in MNIST_LINES}
+    assert read == {
+        ("train:Epoch", "train"): "2", ("train:Epoch", "test"): None,
+        ("train:Loss", "train"): "0.301548", ("train:Loss", "test"): None,
+        ("validation:loss", "train"): None, ("validation:loss", "test"): "0.0523",
+        # the percentage, not the count correct (9838) SageMaker would chart as the accuracy
+        ("validation:Accuracy", "train"): None, ("validation:Accuracy", "test"): "98",
+    }
+
+
+def test_printed_metrics_get_names_that_differ_in_more_than_case_and_counts_are_no_values():
+    cases = [  # (the script's print calls, the metrics' names, a printed line, the value each name reads from it)
+        ('print(f"train loss: {a}")\nprint(f"epoch {e} Loss: {b}")\n', ["train:loss"],
+         "train loss: 0.5", {"train:loss": "0.5"}),
+        ('print("Epoch %d loss=%.3f" % (e, l))\nprint("eval loss=%.3f" % v)\n', ["train:loss", "validation:loss"],
+         "eval loss=0.250", {"train:loss": None, "validation:loss": "0.250"}),
+        ('print(f"val acc: {right}/{total}")\n', [], "val acc: 90/100", {}),
+        ('print("Accuracy: %d/%d (%.0f%%)" % (a, b, c))\n', ["train:Accuracy"],
+         "Accuracy: 90/100 (90%)", {"train:Accuracy": "90"}),
+    ]
+    for script, names, line, values in cases:
+        metrics = read_script(script).metrics
+        assert [metric.name for metric in metrics] == names, script
+        read = {metric.name: (found.group(1) if (found := compile_metric_regex(metric.regex).search(line)) else None)
+                for metric in metrics}
+        assert read == values, script
+
+
 def test_any_text_is_read_without_raising():
     for text in ("\x00\x01\x02binary", "def f(:\n", "(" * 10_000, "x = 1\n" * 10):
         assert read_script(text) is not None

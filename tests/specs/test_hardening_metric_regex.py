@@ -4,6 +4,7 @@ what RE2 cannot run (backreferences, lookaround) with the reason."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -54,3 +55,24 @@ def test_validate_refuses_a_regex_the_linear_time_engine_cannot_run(tmp_path, re
     result = CliRunner().invoke(main, ["validate", str(_spec(tmp_path, regex))])
     assert result.exit_code == 2, result.output
     assert "linear time (RE2)" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("regex", "fix"), [
+    (r"loss=([0-9]{1001})", "RE2 repeats at most 1000 times"),
+    (r"(loss)=([0-9.]+)\1", "backreferences are not supported"),
+    (r"(?P<k>loss)=([0-9.]+)(?P=k)", "backreferences are not supported"),
+    (r"(?<=loss=)([0-9.]+)", "lookarounds are not supported"),
+    (r"loss=([0-9.]++)", "write one repetition operator"),
+    (r"loss=([0-9.]+", "close each `(` with `)`"),
+    (r"loss=([0-9.+)", "close the character class with `]`"),
+    (r"loss=([9-0.]+)", "write a range low to high"),
+    (r"loss=([0-9.]+)\Z", "RE2 knows no such escape"),
+], ids=["repetition-size", "backreference", "named-backreference", "lookbehind", "possessive", "unclosed-group",
+        "unclosed-class", "reversed-range", "unknown-escape"])
+def test_each_kind_of_regex_re2_refuses_gets_its_own_fix(tmp_path, regex, fix):
+    """RE2's "invalid repetition size" was told that backreferences and lookarounds are not supported."""
+    result = CliRunner().invoke(main, ["validate", str(_spec(tmp_path, regex)), "-o", "json"])
+    [problem] = json.loads(result.stdout)[0]["problems"]
+    assert (result.exit_code, problem["field"]) == (2, "metrics.0.regex")
+    assert problem["fix"].startswith(fix), problem["fix"]
+    assert ("not supported" in problem["fix"]) == ("not supported" in fix)

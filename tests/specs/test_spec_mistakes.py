@@ -83,6 +83,64 @@ def test_a_tuning_spec_indented_with_a_tab_gets_the_same_answer(spec_dir):
                                                 "YAML: a tab character; YAML indents with spaces only")
 
 
+@pytest.mark.parametrize(("old", "new", "line", "column", "named"), [
+    ("name: demo", "name:\u00a0demo", 1, 6, "no-break space (U+00A0)"),
+    ('framework_version: "2.10.0"', 'framework_version:\u3000"2.10.0"', 3, 19, "ideographic space (U+3000)"),
+    ("  type: ml.c5.2xlarge", "  type:\u202fml.c5.2xlarge", 5, 8, "narrow no-break space (U+202F)"),
+], ids=["no-break-space", "ideographic-space", "narrow-no-break-space"])
+def test_a_space_that_only_looks_like_one_is_named_where_it_is(write_spec, old, new, line, column, named):
+    """PyYAML reads `name:<U+00A0>demo` as text and stops a line later with "mapping values are not allowed
+    here", which names neither the character nor its place."""
+    path = write_spec("")
+    path.write_bytes(_edited(old, new).encode("utf-8"))
+    result = CliRunner().invoke(main, ["validate", str(path), "-o", "json"])
+    [problem] = json.loads(result.stdout)[0]["problems"]
+    assert (result.exit_code, problem["line"], problem["column"]) == (2, line, column)
+    assert f"a {named} at line {line}, column {column}, where YAML takes only a plain space" in problem["message"]
+    assert problem["fix"].startswith(f"replace the {named.split(' (')[0]} with a plain space")
+
+
+@pytest.mark.parametrize(("name", "fix"), [
+    ('"\\ud800"', "\\ud800 is half of a UTF-16 surrogate pair, no character of its own: write the character itself, "
+                  "or its \\U escape with 8 hex digits (\\U0001F600)"),
+    ('"\\ud83d\\ude00"', "\\ud83d\\ude00 is a UTF-16 surrogate pair, which YAML does not join into one character: "
+                         "write \\U0001F600 (grinning face (U+1F600)), or the character itself"),
+    ('"\\U00110000"', "\\U00110000 is past U+10FFFF, the last Unicode code point: check the hex digits"),
+    ('"C:\\data"', "in double quotes a backslash starts an escape (\\n, \\t, \\uXXXX): write a backslash as \\\\, "
+                   "or put the text in single quotes, which keep it as written"),
+], ids=["surrogate", "surrogate-pair", "past-last-code-point", "unknown-escape"])
+def test_an_escape_in_double_quotes_that_is_no_character_says_what_to_write(write_spec, name, fix):
+    """PyYAML's "found invalid Unicode character escape code" came with "check indentation and quoting"."""
+    [(line, _, _, said)] = _problems(write_spec, _edited("name: demo", f"name: {name}"))
+    assert (line, said) == (1, fix)
+
+
+SDK_ARGUMENTS = [  # (an Estimator argument as written in a spec, the field named, the fix's `did you mean`)
+    ("metric_definitions: [{Name: 'train:loss', Regex: 'loss=(\\S+)'}]", "metric_definitions",
+     "did you mean `metrics: [{name: train:loss, regex: 'loss=(\\S+)'}]`?"),
+    ("instance_type: ml.g5.xlarge", "instance_type", "did you mean `instance: {type: ml.g5.xlarge}`?"),
+    ("instance_count: 2", "instance_count", "did you mean `instance: {count: 2}`?"),
+    ("max_run: 3600", "max_run", "did you mean `max_run_seconds: 3600`?"),
+    ("use_spot_instances: true", "use_spot_instances", "did you mean `spot: {enabled: true}`?"),
+    ("max_wait: 7200", "max_wait", "did you mean `spot: {max_wait_seconds: 7200}`?"),
+    ("checkpoint_s3_uri: s3://demo-bucket/ckpt/", "checkpoint_s3_uri",
+     "did you mean `checkpoint: {s3_uri: s3://demo-bucket/ckpt/}`?"),
+    ("base_job_name: demo", "base_job_name", "did you mean `name: demo`?"),
+    ("subnets: [subnet-1]", "subnets", "did you mean `network: {subnets: [subnet-1]}`?"),
+    ("distribution: {torch_distributed: {enabled: true}}", "distribution.torch_distributed",
+     "did you mean `distribution: {mode: torch_distributed}`?"),
+]
+
+
+@pytest.mark.parametrize(("addition", "field", "fix"), SDK_ARGUMENTS, ids=[field for _, field, _ in SDK_ARGUMENTS])
+def test_an_estimator_argument_of_the_sagemaker_sdk_gets_the_spec_key_with_its_value(write_spec, addition, field, fix):
+    """A user bringing an Estimator call's arguments got the list of every key, or the nearest spelling
+    (`use_spot_instances` -> `instance`); the SDK's names a spec shares pass."""
+    [(_, named, _, said)] = _problems(write_spec, SPEC + addition + "\n")
+    assert named == field
+    assert said == f"{fix} (`{field}` is the SageMaker Python SDK Estimator's name)"
+
+
 def test_a_typo_inside_a_merged_anchor_is_reported_where_the_anchor_writes_it(write_spec):
     """`<<: *defaults` brings the anchor's keys in: the misspelled one is on the anchor's line, not on the line of
     the mapping that merges it."""
