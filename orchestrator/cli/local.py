@@ -8,7 +8,6 @@ not how it runs).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,9 +112,11 @@ def local(file: str, overrides: tuple[str, ...], options: Options, verbose: bool
 
 
 def _redraws_a_bar() -> bool:
-    """stdout is a terminal that redraws a line in place: not TERM=dumb (an editor's shell, a CI console with a
-    pseudo-terminal), where rich draws no progress bar and the run showed nothing until it ended."""
-    return sys.stdout.isatty() and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
+    """stdout is a terminal that redraws a line in place: elsewhere (a file, a CI log, TERM=dumb) no progress bar
+    shows the run, and it showed nothing until it ended."""
+    from orchestrator.cli.live_terminal import redraws_in_place
+
+    return redraws_in_place(sys.stdout)
 
 
 def _command(file: str, overrides: tuple[str, ...], options: Options, hyperparameters_file: Path | None) -> list[str]:

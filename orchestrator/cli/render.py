@@ -180,6 +180,7 @@ class LocalConsole:
         from rich.console import Console
 
         from orchestrator.cli.closed_console import Tolerant
+        from orchestrator.cli.live_terminal import redraws_in_place
 
         self._verbose = verbose
         self._quiet = quiet
@@ -188,6 +189,8 @@ class LocalConsole:
         self._keeps_checkpoints = keeps_checkpoints
         # A terminal closed mid-run (SIGHUP) must not fail the run's report: the run's files say everything.
         self._console = Console(file=Tolerant(sys.stderr), width=None if sys.stderr.isatty() else 160)
+        # Rich takes any stream under FORCE_COLOR for a terminal: its colour stays, the bar and wrapping follow this.
+        self._redraws = redraws_in_place(sys.stderr)
         self._progress: Any = None
         self._task: Any = None
         self._marks: deque[tuple[datetime, StepMark]] = deque(maxlen=self._RATE_WINDOW)
@@ -199,7 +202,7 @@ class LocalConsole:
         self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[steps]}"),
                                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[eta]}"),
                                   TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=self._console,
-                                  transient=True)
+                                  transient=True, disable=not self._redraws)
         self._progress.start()
         return self
 
@@ -217,7 +220,7 @@ class LocalConsole:
             # Not wrapped where no terminal reads it: a command in a note (`pip install ... --index-url URL`) stays on
             # one line of a CI log, to be copied whole.
             self._progress.console.print(f"[dim]note: {escape(text)}", highlight=False,
-                                         soft_wrap=not self._console.is_terminal)
+                                         soft_wrap=not self._redraws)
 
     def started(self, job_name: str, run_dir: Path, world_size: int, hosts: int) -> None:
         if self._deviations and not self._quiet:
@@ -290,7 +293,7 @@ class LocalConsole:
                               f"{shlex.quote(str(run.run_dir))}", highlight=False, soft_wrap=True)
         elif run.failure_reason:
             console.print(f"[red]failure reason:[/] {escape(run.failure_reason)}", highlight=False,
-                          soft_wrap=not console.is_terminal)
+                          soft_wrap=not self._redraws)
         # One path per line, never wrapped, so each can be copied; only the archives the run wrote (a run that
         # failed before its script ran, such as a failed pip install, wrote none).
         artifacts = [(label, path) for label, path in (("model", run.model_artifact), ("output", run.output_artifact))

@@ -7,7 +7,6 @@ display. Transient: what is left on screen is the command's own summary.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -15,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from orchestrator.cli.live_terminal import redraws_in_place
 from orchestrator.planning.source_progress import reported_to
 
 SHOW_AFTER_SECONDS = 0.5
@@ -23,7 +23,7 @@ SHOW_AFTER_SECONDS = 0.5
 @contextmanager
 def source_progress(quiet: bool) -> Iterator[None]:
     """Shows the bar for the packing and uploading done inside the block, where it is wanted."""
-    if quiet or not sys.stderr.isatty() or os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
+    if quiet or not redraws_in_place(sys.stderr):
         yield
         return
     with reported_to(SourceBar(SHOW_AFTER_SECONDS)):

@@ -375,7 +375,9 @@ def _attempts(reporter: _Reporter, options: Options, observer: Observer, supervi
         def stopping(status: str) -> None:
             """smtrain's own stop of a job under torchrun or mpirun shows none of the job's lines from here
             (reporting/quiet_stop.py), but a smoke stopped at its deadline before it passed: it failed, and its
-            lines say why."""
+            lines say why. An interruption is written to status.json at once: smtrain may be killed before its end."""
+            if status == "interrupted":
+                reporter.report.interrupted(supervisor.interrupted_by or "SIGINT")
             if not _launchers_report_stops(processes):
                 return
             smoke_passed = options.smoke_seconds is None or passing(census, max(steps, default=0),

@@ -15,6 +15,7 @@ import codecs
 import dataclasses
 import difflib
 import errno
+import glob
 import json
 import math
 import os
@@ -345,7 +346,15 @@ def _unreadable_spec_fix(path: Path, error: OSError) -> str:
 
 def _missing_spec_fix(path: Path) -> str:
     """`did you mean job.yaml?` for a mistyped name (`job.yml`, `jbo.yaml`): the YAML files beside it, closest
-    first; else where the examples are."""
+    first; for a pattern no shell expanded (`"specs/*.yaml"` quoted in a CI step), what it matches; else where the
+    examples are."""
+    if any(char in str(path) for char in "*?["):
+        matched = sorted(glob.glob(str(path)))
+        if not matched:
+            return "no file matches this pattern; check the folder and the extension (.yaml or .yml)"
+        return (f"the shell did not expand this pattern (it was quoted): write it unquoted, and the shell passes the "
+                f"{len(matched)} file{'s' if len(matched) > 1 else ''} it matches ({matched[0]}"
+                f"{', ...' if len(matched) > 1 else ''})")
     try:
         beside = sorted(entry.name for entry in path.parent.iterdir() if entry.suffix in (".yaml", ".yml"))
     except OSError:

@@ -92,3 +92,14 @@ def _read(fd: int) -> bytes:
         return os.read(fd, 65536)
     except OSError:
         return b""
+
+
+def test_force_color_colours_a_ci_log_without_drawing_the_progress_bar_into_it(greeting_spec, tmp_path):
+    """CI workflows set FORCE_COLOR for colour in their logs; rich then took the log for a terminal and drew its bar
+    into it, each redraw a carriage return and cursor codes the log viewer shows as one long garbled line."""
+    done = smtrain("local", str(greeting_spec), "--run-dir", str(tmp_path / "run"), cwd=tmp_path, timeout=300,
+                   env={**os.environ, "FORCE_COLOR": "1", "CI": "true"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\r" not in done.stderr and "\x1b[?25l" not in done.stderr, repr(done.stderr[:400])
+    assert "\x1b[1;32mCompleted\x1b[0m in " in done.stderr  # the colour asked for stays
+    assert "[algo-1] result from algo-1: 42" in done.stdout.splitlines()

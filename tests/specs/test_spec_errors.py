@@ -438,6 +438,20 @@ def test_a_mistyped_spec_name_is_answered_with_the_spec_beside_it(tmp_path, monk
         assert f"no such spec file\n  To fix: did you mean {meant}?" in result.output, result.output
 
 
+def test_a_quoted_pattern_no_shell_expanded_is_answered_with_what_it_matches(tmp_path, monkeypatch):
+    """`smtrain validate "specs/*.yaml"` in a CI step: the quotes kept the pattern from the shell, and the answer
+    only said the file did not exist, as though the folder were wrong."""
+    (tmp_path / "specs").mkdir()
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / "specs" / name).write_text("name: x\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["validate", "specs/*.yaml", "specs/*.yml"])
+    assert result.exit_code == 2
+    assert ("To fix: the shell did not expand this pattern (it was quoted): write it unquoted, and the shell passes "
+            "the 2 files it matches (specs/a.yaml, ...)") in result.output, result.output
+    assert "To fix: no file matches this pattern; check the folder and the extension" in result.output
+
+
 def test_bad_override_syntax(write_spec):
     result = CliRunner().invoke(main, ["validate", str(write_spec(BASE_SPEC)), "--set", "instance.count"])
     assert result.exit_code == 2

@@ -102,6 +102,15 @@ class StatusReport:
             self._described.update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=moment)
             self._write()
 
+    def interrupted(self, signal_name: str) -> None:
+        """A signal to smtrain (Ctrl-C, a CI runner's SIGTERM) is stopping the job: said at once, not only at the
+        end, since a runner kills smtrain about 10 s later, while the ranks still have their grace to checkpoint,
+        and the run then read as a run killed for no known reason."""
+        with self._lock:
+            self._described["LocalRun"]["interrupted_by"] = signal_name
+        self.transition("Stopping", message=f"smtrain was interrupted ({signal_name}): stopping every process of "
+                                            "the job")
+
     def finish(self, status: str, secondary: str, failure_reason: str | None, model_artifact: Path | None,
                message: str | None = None) -> None:
         """The terminal status, as SageMaker ends a job: the last transition (with `message`, where given),
@@ -207,11 +216,23 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
     except (ValueError, TypeError, AttributeError, KeyError) as error:
         raise DamagedRun(f"{path} is damaged ({error}): the run's status cannot be read", fix=_DAMAGED_FIX) from None
     if described["TrainingJobStatus"] not in TERMINAL and not _alive(described.get("LocalRun", {})):
-        pid = described.get("LocalRun", {}).get("pid")
-        described.update(TrainingJobStatus="Failed", SecondaryStatus="Failed",
-                         FailureReason=f"the smtrain process of this run (pid {pid}) ended without a result: it "
-                                       "was killed, or the machine restarted")
+        described.update(_ended_without_a_result(described["LocalRun"]))
     return shown_training_job(described)
+
+
+def _ended_without_a_result(local: dict[str, Any]) -> dict[str, str]:
+    """The status of a run whose smtrain is gone before it wrote its end: Stopped where an interruption was
+    stopping it (a CI runner's cancel or time limit: SIGTERM, then SIGKILL before the ranks' grace was over),
+    else Failed."""
+    pid, signal_name = local.get("pid"), local.get("interrupted_by")
+    if signal_name:
+        return {"TrainingJobStatus": "Stopped", "SecondaryStatus": "Interrupted",
+                "FailureReason": f"smtrain was interrupted ({signal_name}) and its process (pid {pid}) was killed "
+                                 "while it stopped the job, before it wrote the run's result (a CI runner kills a "
+                                 "cancelled or timed-out job's processes about 10 s after its SIGTERM)"}
+    return {"TrainingJobStatus": "Failed", "SecondaryStatus": "Failed",
+            "FailureReason": f"the smtrain process of this run (pid {pid}) ended without a result: it was killed, "
+                             "or the machine restarted"}
 
 
 def request_stop(run_dir: Path) -> None:
