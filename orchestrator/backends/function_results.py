@@ -27,12 +27,32 @@ class RemoteTraceback(Exception):
 
 
 def outcomes(files: dict[str, bytes]) -> list[dict[str, Any]]:
-    """Every rank's kept outcome, in rank order."""
+    """Every rank's kept outcome, in rank order, its value or exception rebuilt here."""
     import cloudpickle  # noqa: F401  (its reconstructors unpickle what a by-value function returned)
 
     ranked = sorted((int(match.group(1)), data) for name, data in files.items()
                     if (match := _RANK_FILE.fullmatch(name)))
-    return [pickle.loads(data) for _, data in ranked]
+    return [_rebuilt(pickle.loads(data)) for _, data in ranked]
+
+
+def _rebuilt(kept: dict[str, Any]) -> dict[str, Any]:
+    """A rank's outcome with its `value` or `error` unpickled. One that cannot be rebuilt here (an exception
+    class whose __init__ wants other arguments, a class from a package this machine lacks, a CUDA tensor without
+    CUDA) was the unpickler's traceback from deep in smtrain, with the function's own error lost: an exception
+    becomes a RuntimeError of its type and message, its remote traceback kept; a value is said, with why."""
+    outcome = {key: value for key, value in kept.items() if key != "pickled"}
+    if "pickled" not in kept:  # the rank could not pickle its value: `unpicklable` says so
+        return outcome
+    try:
+        outcome["error" if kept["raised"] else "value"] = pickle.loads(kept["pickled"])
+    except Exception as error:  # noqa: BLE001 (whatever unpickling raises, the outcome cannot be rebuilt here)
+        why = f"{type(error).__name__}: {error}"
+        if kept["raised"]:
+            outcome["error"] = RuntimeError(f"{kept['described']} (its exception cannot be rebuilt here: {why})")
+        else:
+            outcome["unpicklable"] = f"rank {kept['rank']} returned a {kept['described']} that cannot be read " \
+                                     f"here: {why}"
+    return outcome
 
 
 def first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> BaseException | None:
@@ -50,7 +70,8 @@ def first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> BaseEx
             return error
         if "unpicklable" in outcome:
             return JobFailed(outcome["unpicklable"], fix="return something pickle can carry (numbers, lists, "
-                                                         "dicts, tensors moved to the CPU)")
+                                                         "dicts, tensors moved to the CPU); a value of a package's "
+                                                         "class needs that package here too")
     if final.status != "Completed" or not kept:
         reason = final.failure_reason or f"it ended {final.status}"
         return JobFailed(f"job {job_name} returned no value: {reason}",

@@ -28,6 +28,7 @@ from typing import Any
 from orchestrator.contract import FUNCTION_RUNNER as RUNNER
 from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
+from orchestrator.function_jobs.local_modules import local_modules, module_files, module_folder
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
@@ -95,8 +96,9 @@ class RemoteFunction:
     def __repr__(self) -> str:
         """`RemoteFunction(train, instance_type='ml.g5.xlarge', environment={'HF_TOKEN': '****'})`: the function
         and its job's keywords, secret-looking values masked (a notebook showed only the object's address)."""
-        module = self.function.__module__
-        name = self.function.__qualname__ if module in (None, "__main__") else f"{module}.{self.function.__qualname__}"
+        defining = defined_by(self.function)
+        module, name = defining.__module__, defining.__qualname__
+        name = name if module in (None, "__main__") else f"{module}.{name}"
         keywords = "".join(f", {key}={value!r}" for key, value in redact(self.options).items())
         return f"RemoteFunction({name}{keywords})"
 
@@ -117,14 +119,23 @@ class RemoteFunction:
         source_dir = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
         loaded = _spec(self.function, self.options, source_dir)
         if not by_value:
-            loaded = dataclasses.replace(loaded, source_known_as=_module_root(self.function))
+            loaded = dataclasses.replace(loaded, source_known_as=module_folder(_top_module(self.function)))
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
 
 
+def defined_by(function: Callable[..., Any]) -> Any:
+    """What defines a callable, whose module and name are the job's: a functools.partial's function (it has no
+    name of its own), a callable object's class, or the function itself."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function if hasattr(function, "__qualname__") else type(function)
+
+
 def travels_by_value(function: Callable[..., Any]) -> bool:
     """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
+    function = defined_by(function)
     module = sys.modules.get(function.__module__ or "")
     path = getattr(module, "__file__", None)
     return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
@@ -134,8 +145,9 @@ def travels_by_value(function: Callable[..., Any]) -> bool:
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
           requirements: Any, by_value: bool) -> Path:
     """The job's source_dir: the runner, the pickled function and arguments, the lines of by-value code (for
-    tracebacks), requirements.txt and, for a function shipped by reference, its module's files. Content-addressed in smtrain's cache: the same call
-    reuses it, and nothing is written outside the cache."""
+    tracebacks), requirements.txt and the files of the user's own modules the job imports: a function shipped by
+    reference's module, and the modules beside the notebook that the function and arguments refer to.
+    Content-addressed in smtrain's cache: the same call reuses it, and nothing is written outside the cache."""
     from orchestrator.cache_dir import writable_cache_root
 
     try:
@@ -144,7 +156,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         raise EnvironmentProblem("a function job needs cloudpickle in this environment",
                                  fix=install_extra("remote")) from None
 
-    function_pickle = pickled_function(function)
+    function_pickle = pickled_function(function, defined_by(function).__qualname__)
     arguments_pickle = pickled_arguments(args, kwargs)
     files: dict[str, bytes] = {
         RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
@@ -153,8 +165,9 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         f"{SHIPPED}/lines.json": shipped_lines(function_pickle, arguments_pickle),
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
-    if not by_value:
-        files.update(_module_files(function))
+    own = [] if by_value else [_top_module(function)]
+    for module in (*own, *local_modules(function_pickle.modules | arguments_pickle.modules, Path.cwd())):
+        files.update(module_files(module))
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
@@ -185,25 +198,9 @@ def _requirements(requirements: Any, cloudpickle_version: str) -> str:
     return "\n".join(line for line in lines if line.strip()) + "\n"
 
 
-def _module_files(function: Callable[..., Any]) -> dict[str, bytes]:
-    """The files of the top-level package (or module) that defines `function`, as the import system finds them
-    from the code directory."""
-    path = _top_module_file(function)
-    if path.name != "__init__.py":
-        return {path.name: path.read_bytes()}
-    return {f"{path.parent.name}/{file.relative_to(path.parent)}": file.read_bytes()
-            for file in sorted(path.parent.rglob("*.py")) if "__pycache__" not in file.parts}
-
-
-def _module_root(function: Callable[..., Any]) -> Path:
-    """The folder the shipped module files come from (their paths in the code directory are relative to it)."""
-    path = _top_module_file(function)
-    return path.parent.parent if path.name == "__init__.py" else path.parent
-
-
-def _top_module_file(function: Callable[..., Any]) -> Path:
-    """`mymod.py`, or `pkg/__init__.py` for a function of `pkg.sub`."""
-    return Path(sys.modules[function.__module__.split(".")[0]].__file__ or "").resolve()
+def _top_module(function: Callable[..., Any]) -> str:
+    """`pkg` for a function of `pkg.sub`: the package shipped whole, as the import system finds it."""
+    return str(defined_by(function).__module__).split(".")[0]
 
 
 def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: Path) -> Any:
@@ -219,7 +216,7 @@ def _spec(function: Callable[..., Any], options: Mapping[str, Any], source_dir: 
         loaded = load(start, overrides=[f"{field}={json.dumps(value)}" for field, value in fields.items()])
         return loaded.in_words(KEYWORD_WORDS)
     data: dict[str, Any] = json.loads(json.dumps(dict(start or {})))
-    data.setdefault("name", _job_name(function.__name__))
+    data.setdefault("name", _job_name(defined_by(function).__name__))
     if not any(key in data or key in fields for key in ("framework_version", "image_uri")):
         data["framework_version"] = _image_for_this_python()
     for field, value in fields.items():

@@ -14,14 +14,16 @@ Only the code that travels gets its name back; the other lines of its file trave
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import io
 import json
 import linecache
 import operator
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import SpecError
@@ -32,29 +34,42 @@ _NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by va
 
 @dataclass(frozen=True)
 class Pickled:
-    """A pickle, and the lines of each file its by-value code comes from."""
+    """A pickle, the lines of each file its by-value code comes from, and the modules it refers to by name (those
+    of the functions and classes pickled by reference, the modules themselves, and the names by-value code uses,
+    `import helpers` in its body included): the job must be able to import them."""
 
     data: bytes
     code_lines: Mapping[str, frozenset[int]]
+    modules: frozenset[str]
 
 
-def pickled_function(function: Callable[..., Any]) -> Pickled:
-    """The function's pickle.
+def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
+    """The function's pickle; `name` is how the user knows it (a functools.partial has no name of its own).
 
     Raises:
-        SpecError: a global or closure value a by-value function takes along cannot be pickled.
+        SpecError: a global or closure value a by-value function takes along cannot be pickled, or they pickle to
+            more than a code tarball may hold (the function travels in it, as its arguments do).
     """
-    sink = _Sink()
+    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
     try:
-        code_lines = _dump(function, sink)
+        pickled = _dump(function, sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
-            f"the function {function.__qualname__} cannot travel to the job: {_why(error)}",
+            f"the function {name} cannot travel to the job: {_why(error)}",
             fix="a function defined in a notebook takes along the globals and closure values it uses: create "
                 "such an object (a lock, a client, an open file) inside the function, or define the function in "
                 "a module file so it travels by reference",
         ) from None
-    return Pickled(sink.getvalue(), code_lines)
+    if sink.size > DEFAULT_MAX_BYTES:
+        raise SpecError(
+            f"the function {name} is {sink.size / 1e6:.1f} MB pickled with the globals and closure "
+            f"values it takes along{_largest_taken_along(function)}, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
+            "job's code tarball may hold (it travels in it)",
+            fix='load large data inside the function, from an input: remote(inputs={"data": "s3://bucket/prefix"}, '
+                'local_inputs={"data": "a/local/folder"}), and read it there from the folder '
+                'os.environ["SM_CHANNEL_DATA"] names',
+        )
+    return replace(pickled, data=sink.getvalue())
 
 
 def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
@@ -67,7 +82,7 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
     """
     sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
     try:
-        code_lines = _dump((args, kwargs), sink)
+        pickled = _dump((args, kwargs), sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
@@ -85,7 +100,7 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
                 'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder '
                 "given as the input itself)",
         )
-    return Pickled(sink.getvalue(), code_lines)
+    return replace(pickled, data=sink.getvalue())
 
 
 def shipped_lines(*pickles: Pickled) -> bytes:
@@ -117,11 +132,29 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
     return None
 
 
-def _dump(value: Any, sink: _Sink) -> dict[str, frozenset[int]]:
-    """Pickles `value` into `sink`; returns the lines of each file its by-value code comes from."""
+def _largest_taken_along(function: Callable[..., Any]) -> str:
+    """`: the largest, `rows` (600.0 MB)`: the global or closure value that makes a by-value function too large
+    (a notebook's data loaded in another cell), or "" when there is none to name."""
+    try:
+        taken = inspect.getclosurevars(function)
+    except TypeError:  # not a plain function (a callable object): nothing to name
+        return ""
+    sizes = {}
+    for name, value in {**taken.globals, **taken.nonlocals}.items():
+        sink = _Sink(keep_up_to=0)
+        with contextlib.suppress(Exception):  # one that cannot be measured is not the one to name
+            _dump(value, sink)
+        sizes[name] = sink.size
+    name = max(sizes, key=sizes.__getitem__, default=None)
+    return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB)" if name else ""
+
+
+def _dump(value: Any, sink: _Sink) -> Pickled:
+    """Pickles `value` into `sink`; returns what its pickle refers to (its data is the sink's to give)."""
     pickler = _file_keeping_pickler()(sink)
     pickler.dump(value)
-    return {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()}
+    return Pickled(b"", {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()},
+                   frozenset(pickler.modules))
 
 
 @functools.cache
@@ -134,8 +167,15 @@ def _file_keeping_pickler() -> type:
         def __init__(self, file: Any) -> None:
             super().__init__(file)
             self.code_lines: dict[str, set[int]] = {}
+            self.modules: set[str] = set()
 
         def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.ModuleType):
+                self.modules.add(obj.__name__)
+            elif isinstance(obj, (types.FunctionType, type)):
+                self.modules.add(getattr(obj, "__module__", None) or "")
+            elif isinstance(obj, types.CodeType):
+                self.modules.update(obj.co_names)
             if isinstance(obj, types.CodeType) and obj.co_filename != _NO_FILE:
                 last = max((line for _, _, line in obj.co_lines() if line is not None), default=obj.co_firstlineno)
                 self.code_lines.setdefault(obj.co_filename, set()).update(range(obj.co_firstlineno, last + 1))
@@ -156,13 +196,16 @@ class _Sink:
         self._keep_up_to = keep_up_to
         self._kept = io.BytesIO()
 
-    def write(self, data: bytes) -> int:
-        self.size += len(data)
+    def write(self, data: Any) -> int:
+        """`data` is bytes, or for a large buffer (a numpy array's, with pickle protocol 5) a PickleBuffer, which
+        has no len(): its size is its memoryview's."""
+        written = memoryview(data).nbytes
+        self.size += written
         if self._keep_up_to is None or self.size <= self._keep_up_to:
             self._kept.write(data)
         elif self._kept.tell():
             self._kept = io.BytesIO()
-        return len(data)
+        return written
 
     def getvalue(self) -> bytes:
         return self._kept.getvalue()

@@ -70,22 +70,27 @@ def _know_shipped_lines() -> None:
 
 
 def _keep(me: int, outcome: dict) -> None:
+    """Writes this rank's outcome: its rank, host and traceback as plain data, and the value or exception pickled
+    apart, so that a caller who cannot rebuild it (an exception whose __init__ wants other arguments, a class of
+    a package only the image has) still reads the rest."""
     import cloudpickle
 
     folder = os.path.join(os.environ.get("SM_OUTPUT_DATA_DIR", "/opt/ml/output/data"), RESULTS)
     os.makedirs(folder, exist_ok=True)
+    raised = "error" in outcome
+    kept = {key: value for key, value in outcome.items() if key not in ("value", "error")}
+    inner = outcome["error"] if raised else outcome["value"]
+    kept["raised"] = raised
+    kept["described"] = f"{type(inner).__name__}: {inner}" if raised else type(inner).__name__
     try:
-        data = cloudpickle.dumps(outcome)
+        kept["pickled"] = cloudpickle.dumps(inner)
     except Exception as error:  # noqa: BLE001 (a value or exception that cannot travel still says what it was)
-        kept = {key: value for key, value in outcome.items() if key not in ("value", "error")}
-        if "error" in outcome:
-            kept["error"] = RuntimeError(f"{type(outcome['error']).__name__}: {outcome['error']}")
+        if raised:
+            kept["pickled"] = cloudpickle.dumps(RuntimeError(kept["described"]))
         else:
-            kept["unpicklable"] = f"rank {me} returned a {type(outcome['value']).__name__} that cannot be " \
-                                  f"pickled ({error})"
-        data = cloudpickle.dumps(kept)
+            kept["unpicklable"] = f"rank {me} returned a {type(inner).__name__} that cannot be pickled ({error})"
     with open(os.path.join(folder, f"rank-{me:05d}.pkl"), "wb") as file:
-        file.write(data)
+        file.write(pickle.dumps(kept))
 
 
 if __name__ == "__main__":

@@ -7,11 +7,12 @@ import os
 import pickle
 import threading
 
+import numpy as np
 import pytest
 
 import orchestrator
 from orchestrator.errors import SpecError
-from orchestrator.function_jobs.pickling import pickled_function, shipped_lines
+from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
 
@@ -67,6 +68,43 @@ def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
 
 
+def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_its_size(tmp_path):
+    """Before, any array over 64 kB (pickled out-of-band as a PickleBuffer, which has no len()) was refused as
+    `positional argument 0 (a ndarray) cannot travel to the job: TypeError: object of type 'pickle.PickleBuffer'
+    has no len()`, however small, and a 600 MB one too, never with its size."""
+    rows = np.arange(1_000_000, dtype=np.float64)
+    too_large = np.ones(DEFAULT_MAX_BYTES // 8 + 1_000_000)
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
+
+    (args, kwargs) = pickle.loads(pickled_arguments((rows,), {"weights": rows[:10]}).data)
+    with pytest.raises(SpecError) as error:
+        job.run(too_large, backend="local")
+
+    assert np.array_equal(args[0], rows) and np.array_equal(kwargs["weights"], rows[:10])
+    assert error.value.message.startswith("the arguments are 112.9 MB pickled, over the 105 MB")
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_nothing_is_written(tmp_path):
+    """A notebook's data loaded in one cell and used by the function in another: before, all of it was pickled
+    into smtrain's cache, and the refusal came from packing, telling the user to write a .smtrainignore in that
+    cache folder or pass --max-source-mb, neither of which a function job has."""
+    rows = np.random.default_rng(0).random(DEFAULT_MAX_BYTES // 8 + 1_000_000)
+
+    def total():
+        return rows.sum()
+
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(backend="local")
+
+    assert error.value.message.startswith("the function test_a_function_taking_along_too_large_a_global_is_refused")
+    assert "pickled with the globals and closure values it takes along: the largest, `rows` (112.9 MB), " \
+           "over the 105 MB" in error.value.message
+    assert "inputs=" in error.value.fix and ".smtrainignore" not in str(error.value)
+    assert "--max-source-mb" not in str(error.value)
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
 def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_function):
     cell = "/nonexistent/ipykernel_1/cell-3.py"
     square = cell_function("""
@@ -76,7 +114,7 @@ def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_functio
             return x * x
         """, "square", cell)
 
-    pickled = pickled_function(square)
+    pickled = pickled_function(square, "square")
 
     assert pickle.loads(pickled.data).__code__.co_filename == cell
     assert json.loads(shipped_lines(pickled)) == {cell: ["\n", "\n", "\n", "def square(x):\n",

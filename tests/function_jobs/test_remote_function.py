@@ -3,6 +3,7 @@ CPU stand-in under GPU modes) or submitted to SageMaker, with its return value a
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import tarfile
@@ -15,8 +16,8 @@ import pytest
 from botocore.validate import validate_parameters
 
 import orchestrator
-from orchestrator.backends.function_results import RESULTS_FOLDER
-from orchestrator.errors import CapabilityError, EnvironmentProblem, SpecError
+from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
+from orchestrator.errors import CapabilityError, EnvironmentProblem, JobFailed, SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
 
@@ -36,6 +37,40 @@ def _square(x):
 
 def test_results_folder_is_one_name_on_both_sides():
     assert runner.RESULTS == RESULTS_FOLDER
+
+
+class NeedsTwo(Exception):
+    """An exception as notebooks define them: its __init__ takes other arguments than its message."""
+
+    def __init__(self, shard, reason):
+        super().__init__(f"shard {shard}: {reason}")
+
+
+def test_a_raised_exception_or_a_value_that_cannot_be_rebuilt_here_still_says_what_the_rank_did(tmp_path,
+                                                                                             monkeypatch):
+    """Before, `job.result()` raised the unpickler's TypeError (`NeedsTwo.__init__() missing 1 required positional
+    argument`) or ModuleNotFoundError from smtrain's own frames, and the function's error was lost."""
+    (tmp_path / "image_only.py").write_text("class Weights:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SM_OUTPUT_DATA_DIR", str(tmp_path / "output"))
+    import image_only
+
+    runner._keep(0, {"rank": 0, "host": "algo-1", "error": NeedsTwo(3, "bad checksum"),
+                     "traceback": 'File "<cell-4>", line 2, in train\nNeedsTwo: shard 3: bad checksum\n'})
+    runner._keep(1, {"rank": 1, "host": "algo-1", "value": image_only.Weights()})
+    sys.modules.pop("image_only")
+    monkeypatch.setattr(sys, "path", [path for path in sys.path if path != str(tmp_path)])
+    files = {file.name: file.read_bytes() for file in (tmp_path / "output" / RESULTS_FOLDER).iterdir()}
+
+    raised, returned = outcomes(files)
+    error = first_error([raised, returned], None, "cell-job")
+    unreadable = first_error([returned], None, "cell-job")
+
+    assert type(error) is RuntimeError and str(error).startswith("NeedsTwo: shard 3: bad checksum (its exception ")
+    assert 'line 2, in train' in str(error.__cause__)
+    assert error.__notes__ == ["raised on rank 0 (algo-1) of job cell-job"]
+    assert type(unreadable) is JobFailed and unreadable.message.startswith(
+        "rank 1 returned a Weights that cannot be read here: ModuleNotFoundError: No module named 'image_only'")
 
 
 def test_an_unknown_keyword_is_refused_with_the_nearest_one():
@@ -66,6 +101,25 @@ def test_a_module_function_travels_by_reference_and_a_nested_one_by_value():
 
     assert not travels_by_value(functions.where_am_i)
     assert travels_by_value(nested)
+
+
+def test_a_partial_or_a_callable_object_becomes_a_job_named_after_what_defines_it():
+    """Before, `remote(functools.partial(train, lr=0.1))` failed with AttributeError: 'functools.partial' object has
+    no attribute '__qualname__', in its repr, its plan and its run alike."""
+    class Scaled:
+        def __call__(self, tag):
+            return tag
+
+    partial = orchestrator.remote(instance_type="ml.c5.xlarge", framework_version="2.10.0", **CLOUD)(
+        functools.partial(functions.where_am_i, "fixed"))
+    plan = partial.plan()
+    cell_object = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(Scaled())
+
+    assert repr(partial).startswith("RemoteFunction(functions.where_am_i, instance_type=")
+    assert plan.create_training_job_request["TrainingJobName"].startswith("where-am-i-")
+    assert "functions.py" in plan.source.files and not travels_by_value(partial.function)
+    assert travels_by_value(cell_object.function)
+    assert cell_object.plan("x").create_training_job_request["TrainingJobName"].startswith("Scaled-")
 
 
 def test_plan_is_an_ordinary_request_with_the_runner_and_the_function_in_the_code_tarball():
@@ -171,6 +225,9 @@ def _stdin_script(body: str, tmp_path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_a_function_from_standard_input_runs_under_mode_none_and_under_mpi_on_two_hosts(tmp_path):
+    """`alone` also imports a module file beside the script, as a notebook imports its folder's helpers.py: before,
+    the job failed with ModuleNotFoundError, told to add it to requirements.txt."""
+    (tmp_path / "beside_the_notebook.py").write_text("def shift(x):\n    return x + 100\n")
     done = _stdin_script("""
         import orchestrator
 
@@ -180,7 +237,8 @@ def test_a_function_from_standard_input_runs_under_mode_none_and_under_mpi_on_tw
         @orchestrator.remote(instance_type="ml.c5.xlarge", distribution="none")
         def alone(x):
             import os
-            return helper(x), os.environ["SM_CURRENT_HOST"]
+            from beside_the_notebook import shift
+            return shift(helper(x)), os.environ["SM_CURRENT_HOST"]
 
         @orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=2,
                              distribution={"mode": "mpi", "processes_per_host": 2})
@@ -193,7 +251,7 @@ def test_a_function_from_standard_input_runs_under_mode_none_and_under_mpi_on_tw
         print("mpi", ranks.run(10, backend="local").results())
         """, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "none [(2, 'algo-1')]" in done.stdout
+    assert "none [(102, 'algo-1')]" in done.stdout
     assert ("mpi [(11, 0, 'algo-1'), (11, 1, 'algo-1'), (11, 2, 'algo-2'), (11, 3, 'algo-2')]"
             in done.stdout), done.stdout
 
@@ -281,6 +339,31 @@ def test_a_module_function_s_failure_is_located_in_the_user_s_file_not_in_smtrai
 
     line = functions.divide.__code__.co_firstlineno + 2
     assert job.failure_cause().location == f"{Path(functions.__file__).resolve()}:{line}"
+
+
+def test_the_notebook_s_own_modules_travel_with_a_cell_function_and_installed_ones_do_not(tmp_path, monkeypatch):
+    """A cell function calling a helper from a file beside the notebook, and taking an instance of a class from a
+    package folder there: before, neither travelled and the job failed with ModuleNotFoundError."""
+    (tmp_path / "notebook_helpers.py").write_text("def scale(x):\n    return 2 * x\n")
+    (tmp_path / "shapes").mkdir()
+    (tmp_path / "shapes" / "__init__.py").write_text("")
+    (tmp_path / "shapes" / "box.py").write_text("class Box:\n    def __init__(self, side):\n        self.side = side\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import notebook_helpers
+        import numpy as np
+        from shapes.box import Box
+
+        def cell_function(box):
+            return notebook_helpers.scale(box.side) + float(np.ones(1)[0])
+
+        plan = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(cell_function).plan(Box(3))
+    finally:
+        for name in ("notebook_helpers", "shapes.box", "shapes"):
+            sys.modules.pop(name, None)
+
+    assert {"notebook_helpers.py", "shapes/__init__.py", "shapes/box.py"} <= set(plan.source.files)
+    assert not [name for name in plan.source.files if "numpy" in name or "pytest" in name]
 
 
 def test_a_package_function_s_files_are_shown_from_the_folder_that_holds_the_package(tmp_path, monkeypatch):

@@ -1,0 +1,69 @@
+"""The user's own modules a function job imports, and their files, shipped in the code tarball.
+
+A function shipped by reference needs its own top-level package; a notebook's function (by value) refers to the
+modules it uses by name, and those that are files beside the notebook (`helpers.py`, a `utils/` folder, under the
+working directory) are in no image and no requirements: without their files the job fails with
+ModuleNotFoundError. Installed modules (a site-packages, a virtual environment kept under the working directory,
+the standard library) are the image's or the requirements' business and never travel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def local_modules(names: Iterable[str], folder: Path) -> list[str]:
+    """The top-level modules among `names` (dotted names too) whose files are under `folder` and not installed."""
+    tops = sorted({name.split(".")[0] for name in names if name})
+    return [top for top in tops if top != "__main__" and _is_local(top, folder.resolve())]
+
+
+def module_files(top: str) -> dict[str, bytes]:
+    """The files of a top-level module or package, named as the import system finds them from the code
+    directory: `helpers.py`, or `pkg/...` for every .py file of a package."""
+    root = _root(top)
+    if root is None:
+        return {}
+    if root.is_file():
+        return {root.name: root.read_bytes()}
+    return {f"{root.name}/{file.relative_to(root)}": file.read_bytes()
+            for file in sorted(root.rglob("*.py")) if "__pycache__" not in file.parts}
+
+
+def module_folder(top: str) -> Path:
+    """The folder a top-level module's files come from (their names in the code directory are relative to it)."""
+    root = _root(top)
+    return root.parent if root else Path.cwd()
+
+
+def _root(top: str) -> Path | None:
+    """`helpers.py` for a module, the package's folder for a package (a folder without __init__.py too); None
+    for a module with no file (built in, frozen) or none to be found. A module the notebook has not imported yet
+    (`import helpers` only in the function's body) is looked for as import would find it, without running it."""
+    module = sys.modules.get(top)
+    if module is not None:
+        locations = list(getattr(module, "__path__", None) or [])
+        location = locations[0] if locations else getattr(module, "__file__", None)
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.has_location:  # a namespace package too: an attribute's name, as a data/ folder
+            return None
+        location = os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
+    return Path(location).resolve() if location else None
+
+
+def _is_local(top: str, folder: Path) -> bool:
+    if top in sys.stdlib_module_names or not top.isidentifier():
+        return False
+    root = _root(top)
+    installed = {Path(prefix).resolve() for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return (root is not None and root.exists() and root.is_relative_to(folder) and root != folder
+            and not any(root.is_relative_to(prefix) for prefix in installed)
+            and not {"site-packages", "dist-packages"} & set(root.parts))
