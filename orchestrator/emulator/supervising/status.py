@@ -216,7 +216,7 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
     except (ValueError, TypeError, AttributeError, KeyError) as error:
         raise DamagedRun(f"{path} is damaged ({error}): the run's status cannot be read", fix=_DAMAGED_FIX) from None
     if described["TrainingJobStatus"] not in TERMINAL and not _alive(described.get("LocalRun", {})):
-        described.update(_ended_without_a_result(described["LocalRun"]))
+        described.update(_ended_without_a_result(described.get("LocalRun", {})))
     return shown_training_job(described)
 
 
