@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from job_fakes import seed_logs, training
+from local_run_dirs import written_run_dir
 from tqdm import tqdm
 
 from orchestrator.cli.main import main
-from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.observing.plain_text import plain
 
 EPOCHS, BATCHES = 3, 50
@@ -55,14 +55,7 @@ def _cloud_status(stubbed_sagemaker, job_name: str, text: str) -> dict:
 def _local_status(root: Path, monkeypatch, text: str) -> dict:
     """`smtrain status -o json` of a running local run whose log holds `text`, as the run writes it (plain text)."""
     monkeypatch.chdir(root)
-    run_dir = root / "runs" / "mine"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / RUN_MARKER_FILE).write_text("")
-    (run_dir / "status.json").write_text(json.dumps({
-        "TrainingJobName": "mine", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training",
-        "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
-        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
-    (run_dir / "logs" / "algo-1.log").write_text(plain(text))
+    written_run_dir(root / "runs" / "mine", {"algo-1": plain(text)})
     shown = CliRunner().invoke(main, ["status", "mine", "-o", "json"])
     assert shown.exit_code == 0, shown.output
     return json.loads(shown.stdout)["progress"]

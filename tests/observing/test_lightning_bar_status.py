@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from job_fakes import seed_logs, training
+from local_run_dirs import written_run_dir
 
 from orchestrator.cli.main import main
-from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.observing.plain_text import plain
 
 BARS = Path(__file__).parent / "progress_bars"
@@ -31,14 +31,7 @@ def _last_bar_rate(text: str) -> float:
 def test_a_local_runs_lightning_bar_reads_as_epoch_step_and_the_bars_rate(tmp_path, monkeypatch):
     text = (BARS / "lightning_tqdm.out").read_bytes().decode()
     monkeypatch.chdir(tmp_path)
-    run_dir = tmp_path / "runs" / "mine"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / RUN_MARKER_FILE).write_text("")
-    (run_dir / "status.json").write_text(json.dumps({
-        "TrainingJobName": "mine", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training",
-        "CreationTime": "2026-11-26T10:00:00+00:00", "SecondaryStatusTransitions": [],
-        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1}}))
-    (run_dir / "logs" / "algo-1.log").write_text(plain(text))  # as the run writes it: each state a line
+    written_run_dir(tmp_path / "runs" / "mine", {"algo-1": plain(text)})  # as the run writes it: each state a line
 
     shown = CliRunner().invoke(main, ["status", "mine", "-o", "json"])
 

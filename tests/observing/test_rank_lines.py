@@ -11,11 +11,11 @@ from pathlib import Path
 import psutil
 from click.testing import CliRunner
 from job_fakes import described, seed_lines
+from local_run_dirs import written_run_dir
 from open_mpi4_lines import DOTS, MPIRUNS_OWN, RAISED, STEP_AND_BAR, T0, T1, T2, TRACEBACK
 
 from orchestrator.backends.local import LocalBackend
 from orchestrator.cli.main import main
-from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.observing.rank_lines import rejoined
 from orchestrator.observing.root_cause import MPI, Launcher, read_cause
 
@@ -52,15 +52,11 @@ def test_the_failure_reason_is_the_ranks_exception_written_in_pieces():
 def _local_run(root: Path, lines: list[str]) -> Path:
     """A finished run directory as `smtrain local` writes it, algo-1's log holding `lines`."""
     run_dir = root / "runs" / "pieces"
-    (run_dir / "logs").mkdir(parents=True)
-    (run_dir / RUN_MARKER_FILE).write_text("")
-    (run_dir / "status.json").write_text(json.dumps({
-        "TrainingJobName": "pieces", "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
-        "CreationTime": "2026-11-28T11:40:00+00:00", "SecondaryStatusTransitions": [],
-        "ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 3},
-        "LocalRun": {"run_dir": str(run_dir), "pid": os.getpid(), "process_started": psutil.Process().create_time()}}))
-    (run_dir / "logs" / "algo-1.log").write_text("\n".join(lines) + "\n")
-    return run_dir
+    return written_run_dir(run_dir, {"algo-1": "\n".join(lines) + "\n"}, TrainingJobStatus="Completed",
+                           SecondaryStatus="Completed", ResourceConfig={"InstanceType": "ml.c5.2xlarge",
+                                                                        "InstanceCount": 3},
+                           LocalRun={"run_dir": str(run_dir), "pid": os.getpid(),
+                                     "process_started": psutil.Process().create_time()})
 
 
 def test_smtrain_logs_of_a_local_run_shows_each_ranks_lines_whole(tmp_path):
