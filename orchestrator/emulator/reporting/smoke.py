@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 

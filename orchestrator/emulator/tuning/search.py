@@ -36,7 +36,7 @@ from typing import Any
 
 from orchestrator.emulator.launching.launch import usable_cores
 from orchestrator.emulator.preparing.layout import hold_directory
-from orchestrator.emulator.run_options import TRIAL_OF_SEARCH, Options, command_words
+from orchestrator.emulator.run_options import TRIAL_OF_SEARCH, command_words
 from orchestrator.emulator.supervising.interruption import interruption
 from orchestrator.emulator.supervising.status import STOP_FILE, StopWatch
 from orchestrator.emulator.supervising.supervisor import STOP_WITH_PARENT
