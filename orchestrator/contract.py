@@ -47,6 +47,10 @@ TRAINING_JOB_NAME = "TRAINING_JOB_NAME"
 TRAINING_JOB_ARN = "TRAINING_JOB_ARN"
 AWS_REGION = "AWS_REGION"
 AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+# What the execution role does for the container's output to reach CloudWatch Logs (the log group
+# /aws/sagemaker/TrainingJobs, one stream per host): `smtrain check` simulates these, and `smtrain status` names
+# them for a job training without a log line, so the two never name different lists.
+ROLE_LOG_WRITES = ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents")
 # smtrain's own variables (the emulator's, the CLI's settings): a job's environment never holds them.
 SMTRAIN_PREFIX = "SMTRAIN_"
 # The hyperparameter flag the SDK sends for smddp (and pytorchddp, which it rewrites into smddp).

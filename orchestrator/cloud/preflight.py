@@ -51,6 +51,10 @@ class _Account:
     role_arn: str | None = None
     """The role's ARN as IAM gives it, once the role check passed."""
     output_path: str | None = None
+    code_location: str | None = None
+    """Where submit uploads the code, where the spec or the stack names it; else beside the output path."""
+    sdk_prefix: str | None = None
+    """The SDK session's key prefix, when the SDK's bucket is the output path's (the code goes under it too)."""
 
 
 def run_checks(spec: JobSpec | None, session: Any) -> list[Check]:
@@ -95,7 +99,8 @@ def _region(state: _Account) -> Check:
 
 def _locations(state: _Account) -> tuple[str | None, str | None, str]:
     """The role and output path as submit would find them: the spec, the environment, the SageMaker SDK's
-    defaults files, then the stack (the SDK's default bucket, the last resort, is the bucket check's)."""
+    defaults files, then the stack (the SDK's default bucket, the last resort, is the bucket check's); the code
+    location as submit names it is left in `state`."""
     from orchestrator.cloud.infra import stack_outputs
     from orchestrator.cloud.resolve import OUTPUT_PATH_ENV, ROLE_ENV, read_sdk_defaults, sdk_output_path
     from orchestrator.planning.sdk_defaults import SESSION, TRAINING_JOB
@@ -105,8 +110,11 @@ def _locations(state: _Account) -> tuple[str | None, str | None, str]:
     sdk_role, sdk_bucket = defaults.get(f"{TRAINING_JOB}.RoleArn"), defaults.get(f"{SESSION}.DefaultS3Bucket")
     prefix = defaults.get(f"{SESSION}.DefaultS3ObjectKeyPrefix")
     role = (spec.role if spec else None) or os.environ.get(ROLE_ENV) or (sdk_role.value if sdk_role else None)
-    output_path = ((spec.output_path if spec else None) or os.environ.get(OUTPUT_PATH_ENV)
-                   or (sdk_output_path(sdk_bucket.value, prefix.value if prefix else None) if sdk_bucket else None))
+    named_output = (spec.output_path if spec else None) or os.environ.get(OUTPUT_PATH_ENV)
+    sdk_prefix = prefix.value if prefix else None
+    output_path = named_output or (sdk_output_path(sdk_bucket.value, sdk_prefix) if sdk_bucket else None)
+    state.code_location = spec.code_location if spec else None
+    state.sdk_prefix = None if named_output else sdk_prefix  # the SDK's bucket or its default bucket is the output's
     source = "the spec, the environment or the SageMaker SDK defaults"
     if (not role or not output_path) and state.account and state.region:
         try:
@@ -114,6 +122,8 @@ def _locations(state: _Account) -> tuple[str | None, str | None, str]:
         except Exception:  # no stack (or no permission to read it): the check below says what is missing
             stack = None
         if stack is not None:
+            if not output_path:
+                state.code_location = state.code_location or stack.code_prefix
             role, output_path = role or stack.role_arn, output_path or stack.output_path
             source = f"stack {stack.stack_name}"
     return role, output_path, source
@@ -275,12 +285,16 @@ def _role_grants(state: _Account) -> Check:
     (the bucket check writes with your credentials, not the role's)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from orchestrator.cloud.resolve import code_beside
     from orchestrator.cloud.role_grants import needed_grants, refusals, refusals_detail, refusals_fix
 
     if not (state.role_arn and state.region):
         return Check("permissions", False, "not checked: needs the role above", "fix the role first")
     name = state.role_arn.rsplit("/", 1)[-1]
-    grants = needed_grants(state.role_arn, state.region, state.output_path, state.spec)
+    beside_output = (code_beside(state.output_path, state.sdk_prefix)
+                     if state.output_path and state.output_path.startswith("s3://") else None)
+    code_location = state.code_location or beside_output
+    grants = needed_grants(state.role_arn, state.region, state.output_path, code_location, state.spec)
     try:
         found = refusals(state.session.client("iam"), state.role_arn, grants)
     except (BotoCoreError, ClientError) as exc:

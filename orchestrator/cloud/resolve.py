@@ -178,8 +178,10 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
         raise EnvironmentProblem(f"output_path {output_path!r} is not an s3:// URI",
                                  fix="use s3://<bucket>/<prefix>/")
     if not code_location:
+        output_source = sources.get("output_path")
+        sdk_chosen = output_source is not None and output_source.kind in (SDK_DEFAULTS, FALLBACK)
         code_location = _first(sources, "code_location",
-                               (_code_next_to(output_path, sources.get("output_path"), defaults), Source(DEFAULT)))
+                               (code_beside(output_path, _prefix(defaults) if sdk_chosen else None), Source(DEFAULT)))
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
                   region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create,
                   role_writes=role_writes, missing=tuple(missing))
@@ -276,10 +278,11 @@ def sdk_output_path(bucket: str, prefix: str | None) -> str:
     return f"s3://{joined}/"
 
 
-def _code_next_to(output_path: str, source: Source | None, defaults: SdkDefaults) -> str:
-    """`code` beside the outputs: under the session's prefix when the bucket is the SDK's."""
-    prefix = _prefix(defaults) if source is not None and source.kind in (SDK_DEFAULTS, FALLBACK) else None
-    return sdk_output_path(bucket_of(output_path), prefix) + "code" if prefix else f"s3://{bucket_of(output_path)}/code"
+def code_beside(output_path: str, sdk_prefix: str | None) -> str:
+    """Where submit uploads the code when nothing names code_location (`smtrain check` simulates the role's read of
+    it): `code` beside the outputs, under the SDK session's prefix when the output path is the SDK's bucket."""
+    bucket = bucket_of(output_path)
+    return sdk_output_path(bucket, sdk_prefix) + "code" if sdk_prefix else f"s3://{bucket}/code"
 
 
 def _default_bucket(boto: Any | None, region: str, defaults: SdkDefaults) -> tuple[str, Source] | None:

@@ -1,6 +1,6 @@
 """What the execution role must be allowed for a job to run and be seen: CloudWatch Logs (a role that cannot write
-them gives a job with no logs at all, the commonest reason one shows none), and S3 on the job's output path,
-channels and checkpoints. IAM's policy simulator (SimulatePrincipalPolicy) answers for the role's own policies
+them gives a job with no logs at all, the commonest reason one shows none), and S3 on the job's output path, its
+uploaded code, channels and checkpoints. IAM's policy simulator (SimulatePrincipalPolicy) answers for the role's own policies
 before anything is submitted: SageMaker finds out only once the job runs, after its instances were paid for."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.cloud.logs import LOG_GROUP
+from orchestrator.contract import ROLE_LOG_WRITES
 from orchestrator.planning.target import S3Uri
 from orchestrator.specs.model import JobSpec
 
-LOG_WRITES = ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents")
 ALLOWED = "allowed"
 
 
@@ -36,14 +36,20 @@ class Refusal:
     explicit: bool
 
 
-def needed_grants(role_arn: str, region: str, output_path: str | None, spec: JobSpec | None) -> list[Grant]:
-    """The role's grants a job needs, in the role's partition: the logs, the output path, and with a spec its S3
-    channels, checkpoints and TensorBoard output (a local channel is uploaded by submit, not read from here)."""
+def needed_grants(role_arn: str, region: str, output_path: str | None, code_location: str | None,
+                  spec: JobSpec | None) -> list[Grant]:
+    """The role's grants a job needs, in the role's partition: the logs, the output path, the code submit uploads
+    under `code_location` (each host's toolkit downloads `<sha256>/sourcedir.tar.gz` from there with the role's
+    credentials), and with a spec its S3 channels, checkpoints and TensorBoard output (a local channel is uploaded
+    by submit, not read from here)."""
     partition, account = role_arn.split(":")[1], role_arn.split(":")[4]
-    grants = [Grant(f"arn:{partition}:logs:{region}:{account}:log-group:{LOG_GROUP}:*", LOG_WRITES,
+    grants = [Grant(f"arn:{partition}:logs:{region}:{account}:log-group:{LOG_GROUP}:*", ROLE_LOG_WRITES,
                     f"CloudWatch Logs {LOG_GROUP}: without them the job shows no logs")]
     if output_path and output_path.startswith("s3://"):
         grants.append(_objects(partition, output_path, ("s3:PutObject",), "the output path: the model is saved there"))
+    if code_location and code_location.startswith("s3://"):
+        grants.append(_objects(partition, f"{code_location.rstrip('/')}/", ("s3:GetObject",),
+                               "the uploaded code: each host downloads sourcedir.tar.gz from there"))
     if spec is None:
         return grants
     for name, location in spec.channel_locations().items():
@@ -97,6 +103,6 @@ def refusals_fix(role_name: str, found: list[Refusal]) -> str:
     if deny:
         parts.append(f"a Deny (the role's policies, its permissions boundary or an organization SCP) refuses {deny}: "
                      "lift it for this role")
-    if any(refusal.grant.actions == LOG_WRITES for refusal in found):
+    if any(refusal.grant.actions == ROLE_LOG_WRITES for refusal in found):
         parts.append("the role `smtrain infra deploy` creates has the CloudWatch Logs ones (infra/smtrain.yaml)")
     return "; ".join(parts)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from orchestrator.contract import ROLE_LOG_WRITES
 from orchestrator.observing.metric_series import format_duration
 
 SLOW_DOWNLOAD_SECONDS = 30 * 60
@@ -17,7 +18,6 @@ SLOW_DOWNLOAD_SECONDS = 30 * 60
 not known without listing their prefixes (one ListObjectsV2 per 1000 objects, which status does not make)."""
 SILENT_TRAINING_SECONDS = 10 * 60
 """Training this long without one line from any host: the toolkit logs its first lines within seconds."""
-LOG_WRITES = "logs:CreateLogStream and logs:PutLogEvents"
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,11 @@ def _slow_download(described: Mapping[str, Any], lasted: float) -> PhaseAdvice |
 
 def _silent_training(described: Mapping[str, Any], lasted: float) -> PhaseAdvice:
     role = described.get("RoleArn") or "ROLE_ARN"
+    named = f"{', '.join(ROLE_LOG_WRITES[:-1])} and {ROLE_LOG_WRITES[-1]}"
     return PhaseAdvice(
         f"Training for {format_duration(lasted)} and no host has written a log line: this usually means the "
-        f"execution role cannot write CloudWatch Logs ({LOG_WRITES})",
-        f"allow the role {LOG_WRITES} on the log group /aws/sagemaker/TrainingJobs (the role `smtrain infra "
+        f"execution role cannot write CloudWatch Logs ({named})",
+        f"allow the role {named} on the log group /aws/sagemaker/TrainingJobs (the role `smtrain infra "
         "deploy` creates has them: infra/smtrain.yaml, docs/check-and-infra.md); `aws iam simulate-principal-policy "
-        f"--policy-source-arn {role} --action-names logs:CreateLogStream logs:PutLogEvents` checks it, and "
+        f"--policy-source-arn {role} --action-names {' '.join(ROLE_LOG_WRITES)}` checks it, and "
         "`smtrain check SPEC` simulates the role the next submit uses")

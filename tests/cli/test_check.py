@@ -116,6 +116,7 @@ def test_all_pass_on_a_ready_account(account, tmp_path):
     assert [(request["ActionNames"], request["ResourceArns"]) for request in session.iam.requests] == [
         (LOG_WRITES, [LOGS_ARN]),
         (["s3:PutObject"], [f"arn:aws:s3:::{BUCKET}/outputs/*"]),
+        (["s3:GetObject"], [f"arn:aws:s3:::{BUCKET}/code/*"]),
         (["s3:GetObject"], [f"arn:aws:s3:::{BUCKET}/data/train/*"]),
         (["s3:ListBucket"], [f"arn:aws:s3:::{BUCKET}"]),
     ]
@@ -144,16 +145,44 @@ def test_a_role_that_cannot_write_logs_or_the_output_path(account, tmp_path):
     assert "✗ permissions" in text and "fix: add to role SageMakerExecution's policy" in text
 
 
+@pytest.mark.parametrize(("fields", "sdk_session", "code"), [
+    ({}, None, f"s3://{BUCKET}/code/"),
+    ({"code_location": f"s3://{BUCKET}/team/src"}, None, f"s3://{BUCKET}/team/src/"),
+    ({"output_path": None}, {"DefaultS3Bucket": BUCKET, "DefaultS3ObjectKeyPrefix": "team-a"},
+     f"s3://{BUCKET}/team-a/code/"),
+], ids=["beside-the-output-path", "code_location", "sdk-defaults-prefix"])
+def test_a_role_that_cannot_read_the_uploaded_code(account, tmp_path, monkeypatch, fields, sdk_session, code):
+    """Each host's training toolkit downloads the code submit uploads (`<sha256>/sourcedir.tar.gz` under
+    code_location, else `code` beside the output path) with the role's credentials: a role that may not read it
+    fails the job after its instances started. Before: ✓ permissions, the code's prefix never simulated."""
+    if sdk_session:
+        config = tmp_path / "admin.yaml"
+        config.write_text(json.dumps({"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {
+            "Session": sdk_session}}}}))
+        monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(config))
+    session = QuotaSession(decisions={"s3:GetObject": "implicitDeny"})
+    code_arn = f"arn:aws:s3:::{code.removeprefix('s3://')}*"
+    _, checks, _ = _check(write_spec_file(tmp_path, inputs={}, **fields), session)
+
+    assert checks["permissions"]["detail"] == (
+        f"role SageMakerExecution may not s3:GetObject on {code} (the uploaded code: each host downloads "
+        "sourcedir.tar.gz from there)")
+    assert checks["permissions"]["fix"] == f"add to role SageMakerExecution's policy an Allow of s3:GetObject on {code_arn}"
+    assert (["s3:GetObject"], [code_arn]) in [(request["ActionNames"], request["ResourceArns"])
+                                              for request in session.iam.requests]
+
+
 def test_a_deny_is_named_apart_from_a_missing_allow(account, tmp_path):
     """An explicit Deny (a permissions boundary, an SCP) is not lifted by adding an Allow, so the fix says so."""
     code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(decisions={"s3:GetObject": "explicitDeny"}))
 
     assert code == 1
-    assert checks["permissions"]["detail"] == (f"role SageMakerExecution may not s3:GetObject on s3://{BUCKET}/data/train/ "
-                                               "(channel train's data)")
+    assert checks["permissions"]["detail"] == (
+        f"role SageMakerExecution may not s3:GetObject on s3://{BUCKET}/code/ (the uploaded code: each host downloads "
+        f"sourcedir.tar.gz from there); s3:GetObject on s3://{BUCKET}/data/train/ (channel train's data)")
     assert checks["permissions"]["fix"] == (
         "a Deny (the role's policies, its permissions boundary or an organization SCP) refuses s3:GetObject on "
-        f"arn:aws:s3:::{BUCKET}/data/train/*: lift it for this role")
+        f"arn:aws:s3:::{BUCKET}/code/*; s3:GetObject on arn:aws:s3:::{BUCKET}/data/train/*: lift it for this role")
 
 
 def test_a_caller_who_may_not_simulate_the_role_gets_not_checked(account, tmp_path):

@@ -227,9 +227,11 @@ def test_the_role_has_the_log_writes_smtrain_check_simulates(template):
     action it simulates is allowed, on a resource that covers the one it simulates."""
     from fnmatch import fnmatchcase
 
-    from orchestrator.cloud.role_grants import LOG_WRITES, needed_grants
+    from orchestrator.cloud.role_grants import needed_grants
+    from orchestrator.contract import ROLE_LOG_WRITES as LOG_WRITES
 
-    simulated = needed_grants("arn:aws:iam::123456789012:role/smtrain-ExecutionRole", "eu-west-1", None, None)[0]
+    simulated = needed_grants("arn:aws:iam::123456789012:role/smtrain-ExecutionRole", "eu-west-1", None, None,
+                              None)[0]
     allowing = [statement for _, statement in _statements(template) if statement["Effect"] == "Allow"
                 and set(LOG_WRITES) <= set(_branches(statement["Action"]))]
     resources = [resource["Fn::Sub"].replace("${AWS::Partition}", "aws").replace("${AWS::Region}", "eu-west-1")

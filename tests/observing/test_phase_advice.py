@@ -58,14 +58,18 @@ def test_a_short_download_or_a_streamed_channel_is_not_judged(stubbed_sagemaker)
 
 
 def test_training_without_a_log_line_from_any_host_points_at_the_roles_log_permissions(stubbed_sagemaker):
-    """Before: `progress  no log lines yet` however long the job had trained, which reads as a slow start."""
+    """Before: `progress  no log lines yet` however long the job had trained, which reads as a slow start. The
+    actions named are those `smtrain check` simulates (before, CreateLogGroup was left out, so a role allowed what
+    the advice named could still write no log)."""
     document = status(stubbed_sagemaker, in_phase("no-streams", "Training", 15), "-o", "json")
 
     advice = document["phase_advice"]
     assert advice["judgement"].startswith("Training for 15 min")
     assert ("no host has written a log line: this usually means the execution role cannot write CloudWatch Logs "
-            "(logs:CreateLogStream and logs:PutLogEvents)") in advice["judgement"]
-    assert f"--policy-source-arn {ROLE} --action-names logs:CreateLogStream logs:PutLogEvents" in advice["fix"]
+            "(logs:CreateLogGroup, logs:CreateLogStream and logs:PutLogEvents)") in advice["judgement"]
+    assert "allow the role logs:CreateLogGroup, logs:CreateLogStream and logs:PutLogEvents on" in advice["fix"]
+    assert (f"--policy-source-arn {ROLE} --action-names logs:CreateLogGroup logs:CreateLogStream logs:PutLogEvents`"
+            in advice["fix"])
     assert "`smtrain infra" in advice["fix"] and "`smtrain check SPEC`" in advice["fix"]
 
 
@@ -91,6 +95,6 @@ def test_a_notebooks_job_summary_shows_the_judgement_and_fix_status_shows(stubbe
 
     rows = dict(re.findall(r"^  (judgement|fix): (.*)$", shown.summary().to_text(), re.MULTILINE))
     assert rows["judgement"].startswith("Training for 15 min") and "cannot write CloudWatch Logs" in rows["judgement"]
-    assert f"--policy-source-arn {ROLE} --action-names logs:CreateLogStream" in rows["fix"]
+    assert f"--policy-source-arn {ROLE} --action-names logs:CreateLogGroup logs:CreateLogStream" in rows["fix"]
     page = shown.summary().to_html()
     assert "<i>judgement</i>" in page and "<i>fix</i>" in page and "cannot write CloudWatch Logs" in page
