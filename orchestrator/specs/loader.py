@@ -38,7 +38,7 @@ from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
 from orchestrator.specs.option_overrides import keyword_shown, override_origin, override_shown
-from orchestrator.specs.sdk_names import sdk_name_fix
+from orchestrator.specs.sdk_names import sdk_name_fix, sdk_shape_fix, sdk_spec_key
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_characters import CharacterRefusal, bad_unicode_escape, unusual_space
 from orchestrator.specs.yaml_readings import (BareEquals, NoSuchDate, SpecLoader, as_written, described,
@@ -424,7 +424,7 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
         spec = JobSpec.model_validate(_without_extension_keys(raw))
     except ValidationError as exc:
         problems = [_problem_from_pydantic(error, path, places, overrides)
-                    for error in _without_misspelled_required(exc.errors(include_url=False), _error_loc, _fields_at)]
+                    for error in _without_misspelled_required(exc.errors(include_url=False), _error_loc, _key_meant)]
         raise InvalidSpec([_masked(problem, secrets)
                            for problem in sorted(problems, key=lambda problem: problem.order)]) from None
     problems = _missing_files(spec, path, positions, overrides)
@@ -979,12 +979,18 @@ def _where(path: Path | None, positions: dict[Loc, tuple[int, int]], overrides: 
 
 
 def _without_misspelled_required(errors: Sequence[Mapping[str, Any]], loc_of: Callable[[Mapping[str, Any]], Loc],
-                                 keys_at: Callable[[Loc], set[str]]) -> list[Mapping[str, Any]]:
-    """A required key written misspelled (`instanse:`) is one problem, the unknown key's `did you mean`: the
-    required key's own `Field required`, `add instance:`, would tell the user to add what they did write."""
+                                 key_meant: Callable[[Loc], str | None]) -> list[Mapping[str, Any]]:
+    """A required key written misspelled (`instanse:`) or by its SDK name (`base_job_name:`) is one problem, the
+    unknown key's `did you mean`: the required key's own `Field required`, `add name:`, would tell the user to add
+    what they did write."""
     meant = {(*loc_of(error)[:-1], suggested) for error in errors if error["type"] == "extra_forbidden"
-             for suggested in [_closest(loc_of(error)[-1], keys_at(loc_of(error)[:-1]))] if suggested}
+             for suggested in [key_meant(loc_of(error))] if suggested}
     return [error for error in errors if error["type"] != "missing" or loc_of(error) not in meant]
+
+
+def _key_meant(loc: Loc) -> str | None:
+    """The job spec's key an unknown one at `loc` stands for: an SDK Estimator argument's, else the closest."""
+    return sdk_spec_key(loc) or _closest(loc[-1], _fields_at(loc[:-1]))
 
 
 def _error_loc(error: Mapping[str, Any]) -> Loc:
@@ -1152,6 +1158,8 @@ def _fix_for(wrong: _Wrong) -> str | None:
                  "less_than_equal": "at most", "less_than": "less than"}
         return f"use a value {words[kind]} {bound}"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
+        if shape_fix := sdk_shape_fix(loc, value):
+            return shape_fix
         if _is_list_item(loc):
             return f"each item of {loc[-2]} is a mapping: write `key: value` pairs in it"
         return f"{name} is a mapping: write `key: value` pairs under it"
@@ -1303,7 +1311,8 @@ def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> Loaded
         spec = TuningSpec.model_validate(raw)
     except ValidationError as exc:
         problems = [_tuning_problem(error, path, places) for error in
-                    _without_misspelled_required(exc.errors(include_url=False), _tuning_error_loc, _tuning_fields_at)]
+                    _without_misspelled_required(exc.errors(include_url=False), _tuning_error_loc,
+                                                 lambda loc: _closest(loc[-1], _tuning_fields_at(loc[:-1])))]
         raise InvalidTuningSpec(sorted(problems, key=lambda problem: problem.order)) from None
     located = [Problem(_tuning_where(path, positions, _tuning_loc(field)), field, message, fix)
                for field, message, fix in strategy_problems(spec)]

@@ -167,7 +167,8 @@ def test_a_role_that_cannot_read_the_uploaded_code(account, tmp_path, monkeypatc
     assert checks["permissions"]["detail"] == (
         f"role SageMakerExecution may not s3:GetObject on {code} (the uploaded code: each host downloads "
         "sourcedir.tar.gz from there)")
-    assert checks["permissions"]["fix"] == f"add to role SageMakerExecution's policy an Allow of s3:GetObject on {code_arn}"
+    assert checks["permissions"]["fix"] == (f"add to role SageMakerExecution's policy an Allow of s3:GetObject on "
+                                            f"{code_arn}")
     assert (["s3:GetObject"], [code_arn]) in [(request["ActionNames"], request["ResourceArns"])
                                               for request in session.iam.requests]
 

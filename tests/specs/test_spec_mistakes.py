@@ -141,6 +141,41 @@ def test_an_estimator_argument_of_the_sagemaker_sdk_gets_the_spec_key_with_its_v
     assert said == f"{fix} (`{field}` is the SageMaker Python SDK Estimator's name)"
 
 
+def test_base_job_name_without_name_is_one_problem_with_the_name_meant(write_spec):
+    """The SDK's `base_job_name` written in place of `name:` was two problems, the unknown key and `name: Field
+    required` (`add name:`), which asked for what the user did write."""
+    assert _problems(write_spec, _edited("name: demo", "base_job_name: demo")) == [
+        (1, "base_job_name", "Extra inputs are not permitted",
+         "did you mean `name: demo`? (`base_job_name` is the SageMaker Python SDK Estimator's name)")]
+
+
+TAGS_WHY = "a list of `Key`/`Value` pairs is the SageMaker API's and SDK's form"
+ENVIRONMENT_WHY = ("a list of `NAME=value` items or `Name`/`Value` pairs is a shell's, docker's or a container "
+                   "definition's form")
+SDK_SHAPES = [  # (a mapping field written in another tool's shape, the mapping meant with the values written, why)
+    ("tags: [{Key: team, Value: ml}, {Key: project, Value: '7'}]", "tags: {team: ml, project: '7'}", TAGS_WHY),
+    ("environment: [NCCL_DEBUG=WARN, OPTS=-x=1]", "environment: {NCCL_DEBUG: WARN, OPTS: -x=1}", ENVIRONMENT_WHY),
+    ("environment: [{Name: NCCL_DEBUG, Value: WARN}]", "environment: {NCCL_DEBUG: WARN}", ENVIRONMENT_WHY),
+    ("environment: [WANDB_API_KEY=k3y-v4lue, NCCL_DEBUG=WARN]",
+     "environment: {WANDB_API_KEY: '****', NCCL_DEBUG: WARN}", ENVIRONMENT_WHY),
+    ("""hyperparameters: '{"epochs": 3, "lr": 0.05, "trainer": "gloo"}'""",
+     "hyperparameters: {epochs: 3, lr: 0.05, trainer: gloo}", "JSON text is the AWS CLI's form"),
+]
+
+
+@pytest.mark.parametrize(("written", "meant", "why"), SDK_SHAPES,
+                         ids=["tags-key-value", "environment-equals", "environment-name-value", "environment-secret",
+                              "hyperparameters-json"])
+def test_a_mapping_written_in_the_sdks_shape_gets_the_mapping_with_its_values(write_spec, written, meant, why):
+    """Before: the fix every non-mapping gets, "tags is a mapping: write `key: value` pairs under it", with nothing
+    of what the user wrote; a value under a secret-looking name stays masked."""
+    text = _edited("environment:\n  NCCL_DEBUG: WARN\n", written + "\n")
+    [(line, field, _, said)] = _problems(write_spec, text)
+    assert (line, field) == (7, written.partition(":")[0])
+    assert said == f"did you mean `{meant}`? ({why}; a spec writes a mapping)"
+    assert "k3y-v4lue" not in said
+
+
 def test_a_typo_inside_a_merged_anchor_is_reported_where_the_anchor_writes_it(write_spec):
     """`<<: *defaults` brings the anchor's keys in: the misspelled one is on the anchor's line, not on the line of
     the mapping that merges it."""
