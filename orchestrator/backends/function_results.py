@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from orchestrator.errors import JobFailed
+from orchestrator.observing.root_cause import SourcePaths
 
 RESULTS_FOLDER = "smtrain-remote"
 """The folder of SM_OUTPUT_DATA_DIR the runner writes to: the same name on both sides (tests/contract)."""
@@ -55,18 +56,20 @@ def _rebuilt(kept: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-def first_error(kept: list[dict[str, Any]], final: Any, job_name: str) -> BaseException | None:
+def first_error(kept: list[dict[str, Any]], final: Any, job_name: str, source: SourcePaths) -> BaseException | None:
     """What `Job.results` raises, None when every rank returned: the lowest failing rank's own exception, with the
     remote traceback as its cause, the rank and host in its notes, and shown by IPython as that traceback alone
-    (`_shown_as_raised`); JobFailed when the job did not end with every rank's value."""
+    (`_shown_as_raised`); JobFailed when the job did not end with every rank's value. The traceback names the
+    user's own files (`source`), not the job's copies of them."""
     for outcome in kept:
         if "error" in outcome:
             error = outcome["error"]
             where = f"raised on rank {outcome['rank']} ({outcome['host']}) of job {job_name}"
             if hasattr(error, "add_note"):
                 error.add_note(where)
-            error.__cause__ = RemoteTraceback(f"{where}:\n{outcome['traceback']}")
-            _shown_as_raised(error, outcome["traceback"], where)
+            remote_traceback = source.in_traceback(outcome["traceback"])
+            error.__cause__ = RemoteTraceback(f"{where}:\n{remote_traceback}")
+            _shown_as_raised(error, remote_traceback, where)
             return error
         if "unpicklable" in outcome:
             return JobFailed(outcome["unpicklable"], fix="return something pickle can carry (numbers, lists, "

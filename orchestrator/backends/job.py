@@ -20,6 +20,7 @@ from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_ur
 from orchestrator.errors import Interrupted, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
+from orchestrator.observing.root_cause import FailureCause, SourcePaths
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from orchestrator.observing.log_lines import LogLine
     from orchestrator.observing.metric_series import MetricPoint
     from orchestrator.observing.progress import JobProgress
-    from orchestrator.observing.root_cause import FailureCause
     from orchestrator.planning.plan import Plan
 
 
@@ -216,7 +216,8 @@ class Job:
 
         final = self.wait()
         kept = outcomes(self.backend.output_files(self.id, RESULTS_FOLDER))
-        error = first_error(kept, final, self.name)
+        source = SourcePaths.of(self.plan.source_shown) if self.plan else SourcePaths()
+        error = first_error(kept, final, self.name, source)
         if error is not None:  # raised here, not deeper: the fewest of smtrain's frames under the function's own
             raise error
         return [outcome["value"] for outcome in kept]

@@ -29,7 +29,12 @@ from orchestrator.contract import FUNCTION_RUNNER as RUNNER
 from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.local_modules import local_modules, module_files, module_folder
-from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
+from orchestrator.function_jobs.pickling import (
+    check_fits_together,
+    pickled_arguments,
+    pickled_function,
+    shipped_lines,
+)
 from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
 from orchestrator.specs import images
@@ -116,10 +121,8 @@ class RemoteFunction:
 
     def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
         by_value = travels_by_value(self.function)
-        source_dir = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
-        loaded = _spec(self.function, self.options, source_dir)
-        if not by_value:
-            loaded = dataclasses.replace(loaded, source_known_as=module_folder(_top_module(self.function)))
+        source_dir, known_as = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
+        loaded = dataclasses.replace(_spec(self.function, self.options, source_dir), source_known_as=known_as)
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
@@ -143,11 +146,12 @@ def travels_by_value(function: Callable[..., Any]) -> bool:
 
 
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-          requirements: Any, by_value: bool) -> Path:
+          requirements: Any, by_value: bool) -> tuple[Path, Path | None]:
     """The job's source_dir: the runner, the pickled function and arguments, the lines of by-value code (for
     tracebacks), requirements.txt and the files of the user's own modules the job imports: a function shipped by
     reference's module, and the modules beside the notebook that the function and arguments refer to.
-    Content-addressed in smtrain's cache: the same call reuses it, and nothing is written outside the cache."""
+    Content-addressed in smtrain's cache: the same call reuses it, and nothing is written outside the cache.
+    With it, the folder the user keeps those modules in (`_known_as`), where a failure in them is shown."""
     from orchestrator.cache_dir import writable_cache_root
 
     try:
@@ -166,14 +170,19 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     own = [] if by_value else [_top_module(function)]
-    for module in (*own, *local_modules(function_pickle.modules | arguments_pickle.modules, Path.cwd())):
-        files.update(module_files(module))
+    modules = [*own, *local_modules(function_pickle.modules | arguments_pickle.modules, Path.cwd())]
+    module_bytes = {name: data for module in modules for name, data in module_files(module).items()}
+    check_fits_together({"the function with the values it takes along": len(function_pickle.data),
+                         "the arguments": len(arguments_pickle.data),
+                         "your modules' files": sum(map(len, module_bytes.values()))})
+    files.update(module_bytes)
+    known_as = _known_as(own, modules)
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     target = writable_cache_root() / "remote" / digest.hexdigest()[:32]
     if target.is_dir():
-        return target
+        return target, known_as
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
     for name, data in files.items():
@@ -183,7 +192,17 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         staging.rename(target)
     except OSError:  # another call made the same directory meanwhile: the same bytes
         shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return target, known_as
+
+
+def _known_as(own: list[str], modules: list[str]) -> Path | None:
+    """The folder a failure in the shipped modules names them in (`helpers.py:3` there, not the cache's copy): a
+    function shipped by reference's own package's folder; else the one folder the notebook's modules come from.
+    None when none travels, or they come from several folders (the copy is named then)."""
+    if own:
+        return module_folder(own[0])
+    folders = {module_folder(module) for module in modules}
+    return folders.pop() if len(folders) == 1 else None
 
 
 def _requirements(requirements: Any, cloudpickle_version: str) -> str:

@@ -5,10 +5,15 @@ modules it uses by name, and those that are files beside the notebook (`helpers.
 working directory) are in no image and no requirements: without their files the job fails with
 ModuleNotFoundError. Installed modules (a site-packages, a virtual environment kept under the working directory,
 the standard library) are the image's or the requirements' business and never travel.
+
+A local module imports others at its top (`import helper_b` in helpers.py, `from utils import io` in a package's
+file) that neither the function nor its pickle names: the closure of local modules travels, each module's import
+statements read from its source with `ast`, never run, each module read once.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -17,9 +22,35 @@ from pathlib import Path
 
 
 def local_modules(names: Iterable[str], folder: Path) -> list[str]:
-    """The top-level modules among `names` (dotted names too) whose files are under `folder` and not installed."""
-    tops = sorted({name.split(".")[0] for name in names if name})
-    return [top for top in tops if top != "__main__" and _is_local(top, folder.resolve())]
+    """The top-level modules among `names` (dotted names too) whose files are under `folder` and not installed,
+    and the local modules those import, and theirs."""
+    folder = folder.resolve()
+    waiting, seen, found = _tops(names), set(), []
+    while waiting:
+        top = waiting.pop()
+        seen.add(top)
+        if top != "__main__" and _is_local(top, folder):
+            found.append(top)
+            waiting |= _tops(_imported_names(module_files(top).values())) - seen
+    return sorted(found)
+
+
+def _imported_names(sources: Iterable[bytes]) -> set[str]:
+    """The absolute module names the import statements of `sources` name (`a.b` of `import a.b`, `from a.b import
+    c`); relative imports stay inside a package, which travels whole. A file Python cannot parse names none: the
+    job's own import of it says what is wrong."""
+    names = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+    return names
 
 
 def module_files(top: str) -> dict[str, bytes]:
@@ -38,6 +69,10 @@ def module_folder(top: str) -> Path:
     """The folder a top-level module's files come from (their names in the code directory are relative to it)."""
     root = _root(top)
     return root.parent if root else Path.cwd()
+
+
+def _tops(names: Iterable[str]) -> set[str]:
+    return {name.split(".")[0] for name in names if name}
 
 
 def _root(top: str) -> Path | None:

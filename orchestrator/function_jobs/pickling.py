@@ -1,6 +1,6 @@
 """The function and the arguments of a function job as cloudpickle's bytes, or a SpecError saying which of them
-cannot travel and why (not picklable, or too large for the code tarball they travel in), before anything is
-written.
+cannot travel and why (not picklable, or too large for the code tarball they travel in, alone or together),
+before anything is written.
 
 A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
 argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
@@ -30,6 +30,10 @@ from orchestrator.errors import SpecError
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 
 _NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
+_PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
+                  '{"data": "a/local/folder"}), and read it in the function from the folder '
+                  'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder given '
+                  "as the input itself)")
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,28 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
         raise SpecError(
             f"the arguments are {sink.size / 1e6:.1f} MB pickled, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
             "job's code tarball may hold (they travel in it)",
-            fix='pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
-                '{"data": "a/local/folder"}), and read it in the function from the folder '
-                'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder '
-                "given as the input itself)",
+            fix=_PASS_AS_INPUT,
         )
     return replace(pickled, data=sink.getvalue())
+
+
+def check_fits_together(sizes: Mapping[str, int]) -> None:
+    """Refuses what travels in the code tarball (each part by what it is -> its bytes) when each part fits alone
+    and their sum does not: packing would refuse it with a source_dir's fixes (`.smtrainignore`,
+    `--max-source-mb`), which a function job has neither of.
+
+    Raises:
+        SpecError: the parts together are over DEFAULT_MAX_BYTES, naming the largest.
+    """
+    total = sum(sizes.values())
+    if total <= DEFAULT_MAX_BYTES:
+        return
+    largest = max(sizes, key=sizes.__getitem__)
+    raise SpecError(
+        f"what travels in the job's code tarball ({', '.join(sizes)}) is {total / 1e6:.1f} MB together, over "
+        f"the {DEFAULT_MAX_BYTES / 1e6:.0f} MB it may hold; the largest, {largest} ({sizes[largest] / 1e6:.1f} MB)",
+        fix=_PASS_AS_INPUT,
+    )
 
 
 def shipped_lines(*pickles: Pickled) -> bytes:

@@ -90,6 +90,7 @@ _AGENT_FRAME = re.compile(r"(^|/)torchrun$|torch/distributed/run\.py$|torch/dist
 TORCHRUN_AGENT = "torchrun agent"
 _RUNNER_FRAME = re.compile(rf"(^|/){re.escape(FUNCTION_RUNNER)}$")
 """A function job's runner (function_jobs/runner.py), in the code directory but smtrain's, never the user's."""
+_TRACEBACK_FRAME = re.compile(r'^(?P<before>[ \t]*File ")(?P<path>[^"]+)(?P<after>", line \d+)', re.MULTILINE)
 _LIBRARY_FRAME = re.compile(r"/(site|dist)-packages/|/lib/python\d+\.\d+/|^<(frozen |string>)")
 """An installed package's or the standard library's frame: never the user's code."""
 PIP_INSTALL = "pip install"
@@ -239,6 +240,17 @@ class SourcePaths:
         for copy in self.copies:
             text = text.replace(copy.rstrip("/") + "/", f"{self.shown.rstrip('/')}/" if self.shown else "")
         return text
+
+    def in_traceback(self, text: str) -> str:
+        """A traceback's text with each frame of a file in the code named as the user's file (a function job's
+        `helpers.py` where the user keeps it, not the job's copy); the runner of a function job is smtrain's, no
+        file of the user's, and keeps its name."""
+        def frame(match: re.Match[str]) -> str:
+            path = match["path"]
+            user = None if _RUNNER_FRAME.search(path) else self.user_path(path)
+            return f'{match["before"]}{user or path}{match["after"]}'
+
+        return _TRACEBACK_FRAME.sub(frame, text)
 
 
 HUNG = "hung"

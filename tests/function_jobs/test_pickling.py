@@ -119,3 +119,24 @@ def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_functio
     assert pickle.loads(pickled.data).__code__.co_filename == cell
     assert json.loads(shipped_lines(pickled)) == {cell: ["\n", "\n", "\n", "def square(x):\n",
                                                          "    return x * x\n"]}
+
+
+def test_a_function_and_arguments_each_within_the_limit_but_over_it_together_are_refused_as_a_function_job(tmp_path):
+    """Before, each part passed its own check and packing refused the sum, telling the user to write a
+    .smtrainignore in smtrain's cache folder or pass --max-source-mb, neither of which a function job has."""
+    rows = os.urandom(DEFAULT_MAX_BYTES // 2)  # no compression makes either part smaller in the tarball
+
+    def total(more):
+        return len(rows) + len(more)
+
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(os.urandom(DEFAULT_MAX_BYTES // 2 + 2_000_000),
+                                                                     backend="local")
+
+    assert error.value.message.startswith(
+        "what travels in the job's code tarball (the function with the values it takes along, the arguments, "
+        "your modules' files) is 106.9 MB together, over the 105 MB it may hold")
+    assert error.value.message.endswith("the largest, the arguments (54.4 MB)")
+    assert 'inputs={"data": "s3://' in error.value.fix and "SM_CHANNEL_DATA" in error.value.fix
+    assert ".smtrainignore" not in str(error.value) and "--max-source-mb" not in str(error.value)
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()

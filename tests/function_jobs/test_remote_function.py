@@ -20,6 +20,7 @@ from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, 
 from orchestrator.errors import CapabilityError, EnvironmentProblem, JobFailed, SpecError
 from orchestrator.function_jobs import runner
 from orchestrator.function_jobs.function import RUNNER, travels_by_value
+from orchestrator.observing.root_cause import SourcePaths
 
 import functions  # noqa: E402  (functions.py beside this file: a module file, so shipped by reference)
 
@@ -63,8 +64,8 @@ def test_a_raised_exception_or_a_value_that_cannot_be_rebuilt_here_still_says_wh
     files = {file.name: file.read_bytes() for file in (tmp_path / "output" / RESULTS_FOLDER).iterdir()}
 
     raised, returned = outcomes(files)
-    error = first_error([raised, returned], None, "cell-job")
-    unreadable = first_error([returned], None, "cell-job")
+    error = first_error([raised, returned], None, "cell-job", SourcePaths())
+    unreadable = first_error([returned], None, "cell-job", SourcePaths())
 
     assert type(error) is RuntimeError and str(error).startswith("NeedsTwo: shard 3: bad checksum (its exception ")
     assert 'line 2, in train' in str(error.__cause__)
@@ -333,21 +334,66 @@ def test_a_cell_function_s_failure_cause_names_its_exception_and_cell_line_and_t
 
 @pytest.mark.slow  # a local run
 def test_a_module_function_s_failure_is_located_in_the_user_s_file_not_in_smtrain_s_copy_of_it():
-    """Before, the location was the copy in smtrain's cache (`~/.cache/smtrain/remote/<digest>/functions.py:34`)."""
+    """Before, the location was the copy in smtrain's cache (`~/.cache/smtrain/remote/<digest>/functions.py:34`),
+    and the remote traceback named the job's copy (`/opt/ml/code/functions.py`)."""
     job = orchestrator.remote(instance_type="ml.c5.xlarge")(functions.divide).run(3, backend="local")
     job.wait()
 
     line = functions.divide.__code__.co_firstlineno + 2
     assert job.failure_cause().location == f"{Path(functions.__file__).resolve()}:{line}"
+    with pytest.raises(ZeroDivisionError) as error:
+        job.result()
+    assert f'File "{Path(functions.__file__).resolve()}", line {line}, in divide' in str(error.value.__cause__)
+    assert f'File "/opt/ml/code/{RUNNER}"' in str(error.value.__cause__)  # the runner's frame stays its own
+
+
+@pytest.mark.slow  # a local run
+def test_a_cell_function_s_helper_module_travels_with_what_it_imports_and_its_failure_names_the_user_s_file(
+        tmp_path, monkeypatch, cell_function):
+    """`steps.py` beside the notebook imports `arithmetic.py` only at its top, which the function's pickle never
+    names: before, arithmetic.py did not travel and the job failed with ModuleNotFoundError; and a failure in a
+    helper was located in smtrain's cached copy (`~/.cache/smtrain/remote/<digest>/arithmetic.py:2`), its remote
+    traceback in the job's (`/opt/ml/code/arithmetic.py`)."""
+    (tmp_path / "steps.py").write_text("import arithmetic\n\n\ndef step(x):\n    return arithmetic.ratio(x)\n")
+    (tmp_path / "arithmetic.py").write_text("def ratio(x):\n    return x / 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        fails = cell_function("""
+            import steps
+
+            def fails(x):
+                return steps.step(x)
+            """, "fails", "<ipython-input-5-0a1b2c>")
+        job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
+        job.wait()
+    finally:
+        sys.modules.pop("steps", None), sys.modules.pop("arithmetic", None)
+
+    with pytest.raises(ZeroDivisionError) as error:
+        job.result()
+    remote = str(error.value.__cause__)
+    assert 'File "./steps.py", line 5, in step\n    return arithmetic.ratio(x)' in remote
+    assert 'File "./arithmetic.py", line 2, in ratio\n    return x / 0' in remote
+    assert job.failure_cause().location == "./arithmetic.py:2"
 
 
 def test_the_notebook_s_own_modules_travel_with_a_cell_function_and_installed_ones_do_not(tmp_path, monkeypatch):
     """A cell function calling a helper from a file beside the notebook, and taking an instance of a class from a
-    package folder there: before, neither travelled and the job failed with ModuleNotFoundError."""
-    (tmp_path / "notebook_helpers.py").write_text("def scale(x):\n    return 2 * x\n")
+    package folder there: before, neither travelled and the job failed with ModuleNotFoundError. What those
+    modules import at their top from the notebook's folder travels too (`units.metric`, a package's submodule;
+    `constants`, imported by a submodule): before, only the modules the pickle names did."""
+    (tmp_path / "notebook_helpers.py").write_text("import numpy\nimport units.metric\n\n\ndef scale(x):\n"
+                                                  "    return 2 * x\n")
     (tmp_path / "shapes").mkdir()
     (tmp_path / "shapes" / "__init__.py").write_text("")
-    (tmp_path / "shapes" / "box.py").write_text("class Box:\n    def __init__(self, side):\n        self.side = side\n")
+    (tmp_path / "shapes" / "box.py").write_text("from . import sides\nclass Box:\n    def __init__(self, side):\n"
+                                                "        self.side = side\n")
+    (tmp_path / "shapes" / "sides.py").write_text("from constants import SIDES\n")
+    (tmp_path / "units").mkdir()
+    (tmp_path / "units" / "__init__.py").write_text("")
+    (tmp_path / "units" / "metric.py").write_text("import os\n")
+    (tmp_path / "constants.py").write_text("SIDES = 4\n")
+    (tmp_path / "unused.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         import notebook_helpers
@@ -359,11 +405,14 @@ def test_the_notebook_s_own_modules_travel_with_a_cell_function_and_installed_on
 
         plan = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(cell_function).plan(Box(3))
     finally:
-        for name in ("notebook_helpers", "shapes.box", "shapes"):
+        for name in ("notebook_helpers", "shapes.box", "shapes.sides", "shapes", "units.metric", "units",
+                     "constants"):
             sys.modules.pop(name, None)
 
-    assert {"notebook_helpers.py", "shapes/__init__.py", "shapes/box.py"} <= set(plan.source.files)
-    assert not [name for name in plan.source.files if "numpy" in name or "pytest" in name]
+    assert {"notebook_helpers.py", "shapes/__init__.py", "shapes/box.py", "shapes/sides.py",
+            "units/__init__.py", "units/metric.py", "constants.py"} <= set(plan.source.files)
+    assert not [name for name in plan.source.files if "numpy" in name or "pytest" in name or "os.py" in name]
+    assert "unused.py" not in plan.source.files
 
 
 def test_a_package_function_s_files_are_shown_from_the_folder_that_holds_the_package(tmp_path, monkeypatch):
