@@ -248,10 +248,14 @@ def _price_basis(cost: CostSoFar) -> str:
 
 
 def _took(item: Transition, current: JobStatus, now: datetime) -> str:
-    """How long a secondary status lasted; the last one of a running job is still going."""
+    """How long a secondary status lasted; the last one of a running job is still going. An ended run with no
+    end on record (its smtrain was killed while it stopped the job) is not still going: `so far` read as if it
+    were, and grew with every look."""
     if item.start is None:
         return ""
     end = item.end or current.ended
+    if end is None and current.is_terminal:
+        return "  (its end was not recorded)"
     if end is None:
         return f"  (for {format_duration((now - item.start).total_seconds())} so far)"
     return f"  ({format_duration((end - item.start).total_seconds())})"

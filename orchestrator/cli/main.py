@@ -84,16 +84,16 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
 
 
 @main.command()
-@spec_argument("file")
+@spec_argument("files", nargs=-1, required=True)
 @set_option
 @job_region_option
 @output_option
 @job_name_option("job")
 @max_source_option
 @full_plan_option
-def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | None, max_source_bytes: int,
-         full: bool) -> None:
-    """Show what submitting FILE would send, before anything is sent.
+def plan(files: tuple[str, ...], overrides: tuple[str, ...], output: str, job_name: str | None,
+         max_source_bytes: int, full: bool) -> None:
+    """Show what submitting each of FILES would send, before anything is sent.
 
     On one screen: where it runs (image, region, role, output, source), the findings, the ranks per host with
     the launcher and master, the hyperparameters and the worst-case cost. --full adds the resolved spec, the
@@ -101,14 +101,21 @@ def plan(file: str, overrides: tuple[str, ...], output: str, job_name: str | Non
     needed) and the SDK v2 estimator arguments that produce it; --output json holds all of it. Nothing is sent;
     only a missing role or output path is read from the infra stack. Secret-looking values are masked.
 
+    Several files: each plan under a `==> FILE <==` heading, or with --output json one list
+    [{"file", "plan", "error"}]; every file is read first, a refused one is never planned, and any refused exits 2.
+
     \b
     Examples:
       smtrain plan job.yaml
       smtrain plan job.yaml --region eu-west-1 --full
+      smtrain plan job_specs/*.yaml -o json
     """
-    from orchestrator.cli.render import emit_plan
+    from orchestrator.cli.render import emit_plan, emit_plans
 
-    emit_plan(file, overrides, plan_view(output, full), job_name, max_source_bytes)
+    if len(files) == 1:
+        emit_plan(files[0], overrides, plan_view(output, full), job_name, max_source_bytes)
+    else:
+        sys.exit(emit_plans(files, overrides, plan_view(output, full), job_name, max_source_bytes))
 
 
 @main.command()

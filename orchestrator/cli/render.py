@@ -326,18 +326,70 @@ def emit_plan(file: str, overrides: tuple[str, ...], view: str, job_name: str | 
               boto: Any | None = None) -> None:
     """`smtrain plan` and `smtrain submit --dry-run`: plans FILE and prints it; `view`: "json", "text" (one
     screen) or "full" (text with the whole request)."""
-    from orchestrator.cli.ci_annotations import spec_warnings
-    from orchestrator.cli.options import echo_json, terminations_interrupt
-    from orchestrator.cli.source_bar import source_progress
-    from orchestrator.cloud.resolve import plan_on_sagemaker
+    from orchestrator.cli.options import echo_json
     from orchestrator.specs.loader import load
 
-    with terminations_interrupt(), source_progress(quiet=view == "json"):
-        # orchestrator.plan's own work, less the API's words: the CLI's errors keep its options' names
-        job_plan = plan_on_sagemaker(load(file, overrides), boto, job_name=job_name,
-                                     max_source_bytes=max_source_bytes)
-    spec_warnings(job_plan.loaded)
+    job_plan = _planned(load(file, overrides), view, job_name, max_source_bytes, boto)
     if view == "json":
         echo_json(job_plan.to_dict())
     else:
         print_plan(job_plan, full=view == "full")
+
+
+def emit_plans(files: Sequence[str], overrides: tuple[str, ...], view: str, job_name: str | None,
+               max_source_bytes: int) -> int:
+    """`smtrain plan` of several files, for a CI step that plans every spec: each file is read before any is
+    planned, so a refused one costs no AWS call; then each plan in the files' order, in text under a heading
+    `==> FILE <==` (as `tail` heads each file), under json one list `[{"file", "plan", "error"}]`. A refusal names
+    its file. Returns the exit code: 2 if any file was refused, else 1 if an AWS call failed, else 0."""
+    import click
+
+    from orchestrator.cli.ci_annotations import user_error
+    from orchestrator.cli.options import echo_json, error_document, terminal_safe
+    from orchestrator.errors import SmtrainError
+    from orchestrator.specs.loader import load
+
+    def loaded(file: str) -> LoadedSpec | SmtrainError:
+        try:
+            return load(file, overrides)
+        except SmtrainError as exc:
+            return exc
+
+    reports, codes = [], [0]
+    for index, (file, spec) in enumerate([(file, loaded(file)) for file in files]):
+        if view != "json":
+            gap = "\n" if index else ""
+            click.secho(f"{gap}==> {terminal_safe(file)} <==", bold=True)
+        try:
+            if isinstance(spec, SmtrainError):
+                raise spec
+            job_plan = _planned(spec, view, job_name, max_source_bytes)
+        except SmtrainError as exc:
+            user_error(exc)
+            codes.append(exc.exit_code)
+            reports.append({"file": file, "plan": None, "error": error_document(exc)["error"]})
+            if view != "json":
+                click.secho(f"Error in {terminal_safe(file)}: {terminal_safe(str(exc))}", fg="red", err=True)
+            continue
+        if view == "json":
+            reports.append({"file": file, "plan": job_plan.to_dict(), "error": None})
+        else:
+            print_plan(job_plan, full=view == "full")
+    if view == "json":
+        echo_json(reports)
+    return max(codes)
+
+
+def _planned(loaded: LoadedSpec, view: str, job_name: str | None, max_source_bytes: int,
+             boto: Any | None = None) -> Plan:
+    """The SageMaker plan of a spec read, its warnings annotated; packing the source shows a bar but in json."""
+    from orchestrator.cli.ci_annotations import spec_warnings
+    from orchestrator.cli.options import terminations_interrupt
+    from orchestrator.cli.source_bar import source_progress
+    from orchestrator.cloud.resolve import plan_on_sagemaker
+
+    with terminations_interrupt(), source_progress(quiet=view == "json"):
+        # orchestrator.plan's own work, less the API's words: the CLI's errors keep its options' names
+        job_plan = plan_on_sagemaker(loaded, boto, job_name=job_name, max_source_bytes=max_source_bytes)
+    spec_warnings(job_plan.loaded)
+    return job_plan

@@ -212,7 +212,8 @@ def run_local(loaded: LoadedSpec | Plan, options: Options = Options(), observer:
     plan = local_plan(loaded, options)
     # The run reports its status from the moment it holds its directory (prepare_run), and every way it ends writes
     # the last one (Failed for an error).
-    report = StatusReport(run_dir_for(options, plan.job_name), _described(plan), created)
+    report = StatusReport(run_dir_for(options, plan.job_name), _described(plan), created,
+                          processes_per_host=options.processes_per_host)
     prepared = prepare_run(plan, options, local_gpu_count(), report)
     layout = prepared.layout
     tracker = MetricRecorder(metric_definitions(plan.spec), layout.root / METRICS_FILE)

@@ -966,7 +966,8 @@ class _DescribedDistribution:
 def launcher_of(described: Mapping[str, Any]) -> Launcher:
     """The launcher a job's DescribeTrainingJob (or a local run's status.json) says ran it, with the ranks it
     starts per host by the mode table's rule (one per GPU under torchrun and SMDDP: 8 on an ml.p4d.24xlarge), for
-    the instance type the hyperparameters name (`sagemaker_instance_type`), else the job's."""
+    the instance type the hyperparameters name (`sagemaker_instance_type`), else the job's; a local run's
+    `--processes-per-host`, which its status.json records, wins (its request still names the instance's count)."""
     hyperparameters = described.get("HyperParameters") or {}
     resources = described.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups", [])
@@ -976,8 +977,8 @@ def launcher_of(described: Mapping[str, Any]) -> Launcher:
                      or next((group.get("InstanceType") for group in groups), None))
     given = _json_value(hyperparameters.get("sagemaker_mpi_num_of_processes_per_host"))
     rules = described_mode(hyperparameters).rules
-    per_host = rules.processes_per_host(_DescribedDistribution(int(given) if given else None),
-                                        lookup(instance_type or ""))
+    per_host = (described.get("LocalRun") or {}).get("processes_per_host") or rules.processes_per_host(
+        _DescribedDistribution(int(given) if given else None), lookup(instance_type or ""))
     return Launcher(_LAUNCHER_KINDS[rules.launcher.split()[0]], hosts, per_host)
 
 

@@ -90,6 +90,8 @@ def test_validate_and_plan_import_only_what_their_answer_needs(tmp_path, monkeyp
                                                            "-o", "json", env=environment),
         "plan, region from $AWS_REGION": _all_modules_loaded_by("plan", str(EXAMPLE), "-o", "json",
                                                                 env=region_in_environment),
+        "plan of several files": _all_modules_loaded_by("plan", str(EXAMPLE), str(EXAMPLE), "-o", "json",
+                                                        env=region_in_environment),
     }
     for run, modules in runs.items():
         assert "orchestrator.specs.model" in modules, f"{run}: did not run"

@@ -36,6 +36,8 @@ def test_torchrun_style_ddp_script(make_spec, tmp_path):
     assert {report["world_size"] for report in reports} == {4}
     assert sorted(report["local_rank"] for report in reports) == [0, 0, 1, 1]
     assert len({tuple(report["weights"]) for report in reports}) == 1
+    # a run killed before it wrote its cause has it read from the logs by these (observing/root_cause.launcher_of)
+    assert json.loads((result.run_dir / "status.json").read_text())["LocalRun"]["processes_per_host"] == 2
 
 
 def test_mpi4py_script_across_three_hosts(make_spec, tmp_path):

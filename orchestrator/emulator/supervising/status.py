@@ -59,8 +59,11 @@ def now() -> datetime:
 class StatusReport:
     """Writes `status.json` of one run: each transition as it happens, the end once."""
 
-    def __init__(self, root: Path, request: dict[str, Any], created: datetime) -> None:
-        """`request`: the CreateTrainingJob request the run emulates, secrets already masked."""
+    def __init__(self, root: Path, request: dict[str, Any], created: datetime,
+                 processes_per_host: int | None = None) -> None:
+        """`request`: the CreateTrainingJob request the run emulates, secrets already masked.
+        `processes_per_host`: `--processes-per-host`, where given: the request still names the instance's count,
+        and a run killed before it wrote its cause has its ranks read from the logs by this one."""
         self._path = root / STATUS_FILE
         self._lock = threading.Lock()
         self.stop_requested = False
@@ -78,6 +81,8 @@ class StatusReport:
             "CreationTime": created,
             "LocalRun": {"run_dir": str(root), "pid": os.getpid(), "process_started": _process_started()},
         }
+        if processes_per_host is not None:
+            self._described["LocalRun"]["processes_per_host"] = processes_per_host
 
     def preparing(self) -> None:
         """The run holds its directory now: Starting since it was created (planned, this machine checked), then

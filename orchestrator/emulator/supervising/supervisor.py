@@ -131,6 +131,14 @@ class Outcome:
     """The signal that interrupted the run (SIGINT, SIGTERM, SIGHUP); None where none came."""
 
 
+def _shell_report(sig: int) -> str:
+    """What the /bin/sh each host's command runs under (dash, which waits for its script rather than exec'ing it)
+    prints when the script dies by `sig`: `Terminated`, `Killed`. For smtrain's own stop it read in a CI log as a
+    failure of a smoke that passed; a signal smtrain did not send (a script that kills itself, the out-of-memory
+    killer) is still shown."""
+    return str(signal.strsignal(sig))
+
+
 def _tell_stopping(limits: Limits, status: str) -> None:
     if limits.stopping is not None:
         limits.stopping(status)
@@ -180,7 +188,8 @@ class Supervisor:
     def __init__(self, launches: list[Launch], run_id: str, logs_dir: Path,
                  on_line: Callable[[str, str], None], on_notice: Callable[[str], None] | None = None,
                  mask: Callable[[str], str] = str) -> None:
-        """`on_line`: each line of output, its progress bar states (carriage returns) on lines of one text.
+        """`on_line`: each line of output, its progress bar states (carriage returns) on lines of one text, but
+        a host shell's report of the signal smtrain's own stop sent (`_shell_report`), which goes to the log only.
         `mask`: the spec's secret values out of a line, before it is written or handed on."""
         self._launches = launches
         self._run_id = run_id
@@ -197,6 +206,7 @@ class Supervisor:
         self._lock = threading.Lock()
         self._sent_sigkill = False
         self._interrupted_by: str | None = None
+        self._own_stop_reports: set[str] = set()
 
     @property
     def finished(self) -> bool:
@@ -401,6 +411,8 @@ class Supervisor:
             tail = self._tails[host]
             tail.extend(line[:TAIL_LINE_CHARACTERS] for line in lines)
             del tail[:-FAILURE_TAIL_LINES]
+        if len(lines) == 1 and lines[0] in self._own_stop_reports:
+            return lines
         try:
             self._on_line(host, "\n".join(lines))
         except OSError:  # the terminal is gone (SIGHUP): keep reading, the log file still gets every byte
@@ -428,6 +440,8 @@ class Supervisor:
         is a launcher once left to end with its workers: a torchrun agent signalled after its workers had ended,
         while it reported them, printed a `SignalException` traceback or died by the signal (`Terminated`)."""
         handled: set[tuple[int, str]] = set()
+        if workers_only:  # smtrain's own stop, which the shell waiting for a host's script reports
+            self._own_stop_reports.add(_shell_report(sig))
         self._signal(tree.alive(), sig, workers_only, handled)
         deadline = time.monotonic() + grace_seconds
         announce_at = time.monotonic() + ANNOUNCE_AFTER_SECONDS
@@ -449,6 +463,8 @@ class Supervisor:
             # The cause first: after a list cut short (`..., and 2 more`) it read as what happens to those 2.
             cause = "on a second interruption" if self._kill_now.is_set() else f"after {grace_seconds:g} s"
             self._notice(f"{cause}: killing {described}")
+        if workers_only and waiting:
+            self._own_stop_reports.add(_shell_report(signal.SIGKILL))
         self._kill_all(tree, waiting)
 
     def _signal(self, processes: list[psutil.Process], sig: int, workers_only: bool,
