@@ -1,5 +1,6 @@
 """The documentation stays true: the README is a short door with the two commands CI runs, docs/ holds the
-reference (its field table is the models', every command is documented), and every relative link resolves."""
+reference (its field table is the models', every command is documented), and every relative link resolves, to
+its section too."""
 
 from __future__ import annotations
 
