@@ -6,7 +6,7 @@
     job = orchestrator.submit(plan)       # or submit("job.yaml")
     job = orchestrator.run(spec, backend="local")   # or "sagemaker": the same Job handle for both
     result = orchestrator.run_local(spec, run_dir="runs/x")   # the local run in this call, until it ends
-    job = orchestrator.submit(spec, region="eu-west-1")   # another region than the session's (`--set region=`)
+    job = orchestrator.submit(spec, region="eu-west-1")   # another region than the session's (`--region`)
     job = orchestrator.submit(plan, allow_unverified=True)   # past unverified findings (`--allow-unverified`)
     tuning = orchestrator.submit_tuning("search.yaml")   # a tuning spec: the search on SageMaker
     best = tuning.best_job()              # the best trial as a Job, as for a search run here (Tuning.attach)
@@ -62,7 +62,7 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
     """Plans a job for SageMaker, as `SageMakerBackend.plan` does (one function, `cloud.resolve.plan_on_sagemaker`,
     without the backend's AWS session when none is needed): applies the SageMaker SDK's defaults files, resolves where it goes (spec, environment, SDK
     defaults, infra stack, Studio, the SDK's default bucket), then builds the plan. `region` replaces the spec's,
-    as `smtrain plan --set region=X` does, so it outranks $AWS_REGION and the session's. A plan made for a local
+    as `smtrain plan --region X` does, so it outranks $AWS_REGION and the session's. A plan made for a local
     run, or for another region than `region`, is planned again from its spec, under its job name; a SageMaker plan
     is returned as it is.
 
@@ -271,7 +271,7 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, job_name: str | None = None,
                 overrides: str | Iterable[str] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
                 region: str | None = None) -> TuningPlan:
     """Plans a tuning job from a tuning spec: where it goes (as `plan`; `region` replaces the job spec's, as
-    `--set region=X` does), then its CreateHyperParameterTuningJob request, whose training definition is the job
+    `--region X` does), then its CreateHyperParameterTuningJob request, whose training definition is the job
     spec's single-job request. `overrides` are `--set`'s `key.path=value` for the job spec: a list, or one string.
 
     Raises:

@@ -87,7 +87,8 @@ def _region(state: _Account) -> Check:
     region = state.session.region_name
     if not region:
         return Check("region", False, "no region: neither the spec, --region, $AWS_REGION nor the profile names one",
-                     "export AWS_REGION=<region> (e.g. us-east-1), or set `region:` in the spec")
+                     "pass --region <region> (e.g. us-east-1), export AWS_REGION=<region>, "
+                     "or set `region:` in the spec")
     offered = state.session.get_available_regions("sagemaker") + state.session.get_available_regions(
         "sagemaker", partition_name="aws-cn")
     if region not in offered:

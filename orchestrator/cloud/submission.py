@@ -190,7 +190,7 @@ def refuse_unready(job_plan: Plan, boto: Any | None) -> None:
 
     target = job_plan.target
     problems = [(f"no AWS region configured: the plan assumed {target.region}",
-                 f"{job_plan.loaded.field_words.set('region')}, or AWS_REGION / a profile region")
+                 f"{job_plan.loaded.field_words.name_region()}, or AWS_REGION / a profile region")
                 ] if target.region_is_fallback else []
     if (boto or boto_session(target.region)).get_credentials() is None:
         problems.append(("no AWS credentials found", NO_CREDENTIALS_FIX))

@@ -207,7 +207,7 @@ def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
     if target.region_is_fallback:
         findings = [*findings, Finding(rule="region-fallback", severity="notice", field="region",
                                        message=f"no AWS region configured; planned for {target.region}",
-                                       fix=f"{spec.field_words.set('region')}, or set AWS_REGION",
+                                       fix=f"{spec.field_words.name_region()}, or set AWS_REGION",
                                        source="boto3 region chain")]
     findings = [*findings, *(Finding(rule="needed-by-submit", severity="notice", field=item.field,
                                      message=f"submit needs it: {item.message}", fix=item.fix, source="smtrain")

@@ -38,6 +38,15 @@ class FieldWords:
             return f"pass `{field}=True` to {self.keywords_of}"
         return f"set `{field}: true` in the spec (or pass {f'{field}=True' if self.options_as_keywords else flag})"
 
+    def name_region(self) -> str:
+        """The ways to name a region, a list for the caller to end (", or set AWS_REGION"): "pass --region REGION,
+        set `region:` in the spec" (`--region` is the command line's one spelling of a region, docs/cli.md), "pass
+        `region=`, set `region:` in the spec" from Python, or "pass `region=` to @orchestrator.remote(...)", whose
+        user has neither a spec nor a command line."""
+        if self.keywords_of:
+            return self.set("region")
+        return f"pass {'`region=`' if self.options_as_keywords else '--region REGION'}, {self.set('region')}"
+
     def option(self, options: type, name: str, value: Any = None) -> str:
         """The option `name` that `options` declares (`declaration.py`: its keyword and its flag, declared once)
         as this user gives it, with `value` where one is given: `--master-host algo-9`, `--input train=./data`,

@@ -340,3 +340,21 @@ def test_waiting_on_a_local_run_notices_its_end_within_a_second_or_so(tmp_path):
 
     ends.join()
     assert final.status == "Completed" and time.monotonic() - started < 10
+
+
+def test_a_run_killed_while_a_ci_runners_sigint_stopped_it_gives_that_runners_timing(tmp_path):
+    """GitHub Actions cancels a step with SIGINT, SIGTERM 7.5 s later and SIGKILL 2.5 s after that (docs/ci.md): a
+    run interrupted by SIGINT was told its runner kills "about 10 s after its SIGTERM", a signal it never got."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    document = {"TrainingJobName": "cancelled", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Stopping",
+                "SecondaryStatusTransitions": [], "CreationTime": "2026-01-01T00:00:00+00:00",
+                "LocalRun": {"run_dir": str(tmp_path), "pid": int(gone.stdout), "process_started": 0.0,
+                             "interrupted_by": "SIGINT"}}
+    (tmp_path / STATUS_FILE).write_text(json.dumps(document))
+
+    described = read_status(tmp_path)
+
+    assert (described["TrainingJobStatus"], described["SecondaryStatus"]) == ("Stopped", "Interrupted")
+    assert described["FailureReason"].startswith("smtrain was interrupted (SIGINT) and its process")
+    assert "after its SIGTERM" not in described["FailureReason"]
+    assert "GitHub Actions 10 s after its SIGINT" in described["FailureReason"]

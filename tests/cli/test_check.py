@@ -222,6 +222,7 @@ def test_no_region(aws, tmp_path, monkeypatch):
     code, checks, _ = _check(write_spec_file(tmp_path), QuotaSession(region=None))
     assert code == 1
     assert not checks["region"]["ok"] and "export AWS_REGION=" in checks["region"]["fix"]
+    assert "pass --region <region>" in checks["region"]["fix"]  # the command line's one spelling of a region
 
 
 def test_missing_role(aws, tmp_path):

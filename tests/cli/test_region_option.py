@@ -6,12 +6,15 @@ wins. No AWS: nothing here reaches a call."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from tuning_specs import TINY_JOB, TINY_SEARCH
 
+from orchestrator import api
 from orchestrator.cli.main import main
+from orchestrator.specs.words import FieldWords
 
 
 @pytest.fixture
@@ -86,3 +89,22 @@ def test_the_plans_sources_name_region_as_typed_and_set_region_as_typed(specs):
     assert "  from --region eu-west-1: region" in text.output.splitlines()
     assert _planned("--set", "region=eu-west-1")["sources"]["region"] == {"from": "--set",
                                                                           "where": "--set region=eu-west-1"}
+
+
+def test_a_missing_regions_fix_names_region_as_each_user_gives_it(specs):
+    """The plan's notice and submit's refusal for a spec without a region said only "set `region:` in the spec, or
+    set AWS_REGION": the one command-line spelling of a region, --region, was left out. From Python the keyword
+    `region=` is named instead, and a function job's decorator keyword for a user with no spec."""
+    bare = Path("bare.yaml")
+    bare.write_text("".join(line for line in TINY_JOB.splitlines(keepends=True) if not line.startswith("region:")))
+    planned = CliRunner().invoke(main, ["plan", str(bare), "-o", "json"])
+    submitted = CliRunner().invoke(main, ["submit", str(bare)])
+    fixes = [finding["fix"] for finding in json.loads(planned.stdout)["warnings"]
+             if finding["rule"] == "region-fallback"]
+
+    assert fixes == ["pass --region REGION, set `region:` in the spec, or set AWS_REGION"]
+    assert submitted.exit_code == 2 and "pass --region REGION, set `region:` in the spec" in submitted.output
+    assert [finding.fix for finding in api.plan(str(bare)).findings if finding.rule == "region-fallback"] == [
+        "pass `region=`, set `region:` in the spec, or set AWS_REGION"]
+    assert FieldWords(keywords_of="@orchestrator.remote(...)").name_region() == \
+        "pass `region=` to @orchestrator.remote(...)"

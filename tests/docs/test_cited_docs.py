@@ -1,5 +1,6 @@
-"""Every document the code, its output or the README cites (`name.md §N`) is in the project's own docs/, with that
-section: a reader of `smtrain plan` or of a docstring can open what it points to."""
+"""Every document the code, its output, the README or a docs page cites (`name.md §N`, `[name.md](name.md) §N`) is in
+the project's own docs/, with that section: a reader of `smtrain plan`, of a docstring or of a page can open what it
+points to."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CITATION = re.compile(r"(?:docs/)?([a-z][a-z-]+\.md)((?:,? ?§ ?[0-9]+(?:\.[0-9]+)?(?:-[0-9]+)?)*)")
+CITATION = re.compile(r"(?:docs/)?([a-z][a-z-]+\.md)(?:\]\([^)\s]*\))?((?:,? ?§ ?[0-9]+(?:\.[0-9]+)?(?:-[0-9]+)?)*)")
 CITING = [*REPO.glob("orchestrator/**/*.py"), *REPO.glob("orchestrator/**/*.yaml"), *REPO.glob("entrypoints/*.py"),
-          *REPO.glob("tests/**/*.py"), *REPO.glob("scripts/*"), REPO / "README.md"]
+          *REPO.glob("tests/**/*.py"), *REPO.glob("scripts/*"), REPO / "README.md", *REPO.glob("docs/*.md")]
 NOT_DOCS = {"README.md", "notes.md", "name.md"}
 
 

@@ -1,5 +1,6 @@
 """The documentation stays true: the README is a short door with the two commands CI runs, docs/ holds the
-reference (its field table is the models', every command is documented), and every relative link resolves."""
+reference (its field table is the models', every command is documented), and every relative link resolves, to
+its section too."""
 
 from __future__ import annotations
 
@@ -193,3 +194,31 @@ def test_every_module_path_the_architecture_page_names_exists():
     gone = sorted(path for path in named
                   if not (REPO / "orchestrator" / path).is_file() and not (REPO / path).is_file())
     assert not gone, f"docs/architecture.md names modules that do not exist: {gone}"
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the page's headings: lower case, punctuation dropped, spaces as hyphens, a repeated
+    heading numbered (`-1`); headings inside code blocks are none."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, re.MULTILINE):
+        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(f"{anchor}-{seen[anchor]}" if anchor in seen else anchor)
+        seen[anchor] = seen.get(anchor, 0) + 1
+    return anchors
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_link_to_a_section_finds_its_heading(page):
+    """`local.md#--smoke-a-bounded-dry-run-for-ci` breaks silently when the heading is reworded: the file exists,
+    the link opens the page's top."""
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"^[a-z]+:", target) or "#" not in target:
+            continue
+        path, anchor = target.split("#", 1)
+        linked = (page.parent / path).resolve() if path else page
+        if linked.suffix == ".md" and linked.exists() and anchor not in _anchors(linked):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)} links to headings that do not exist: {broken}"

@@ -227,14 +227,15 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
 
 def _ended_without_a_result(local: dict[str, Any]) -> dict[str, str]:
     """The status of a run whose smtrain is gone before it wrote its end: Stopped where an interruption was
-    stopping it (a CI runner's cancel or time limit: SIGTERM, then SIGKILL before the ranks' grace was over),
-    else Failed."""
+    stopping it (a CI runner's cancel or time limit: a signal, then SIGKILL before the ranks' grace was over;
+    GitHub Actions sends SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that, docs/ci.md), else Failed."""
     pid, signal_name = local.get("pid"), local.get("interrupted_by")
     if signal_name:
         return {"TrainingJobStatus": "Stopped", "SecondaryStatus": "Interrupted",
                 "FailureReason": f"smtrain was interrupted ({signal_name}) and its process (pid {pid}) was killed "
                                  "while it stopped the job, before it wrote the run's result (a CI runner kills a "
-                                 "cancelled or timed-out job's processes about 10 s after its SIGTERM)"}
+                                 "cancelled or timed-out job's processes seconds after its first signal: GitHub "
+                                 "Actions 10 s after its SIGINT)"}
     return {"TrainingJobStatus": "Failed", "SecondaryStatus": "Failed",
             "FailureReason": f"the smtrain process of this run (pid {pid}) ended without a result: it was killed, "
                              "or the machine restarted"}
