@@ -18,8 +18,9 @@ from suite_durations import CpuClock, DurationRecorder, module_path, recorded
 
 REPO = Path(__file__).resolve().parent.parent
 
-# The fixtures of the SageMaker job tests, shared by tests/cli, cloud, backends, api and observing.
-pytest_plugins = ["job_fixtures"]
+# The fixtures of the SageMaker job tests, shared by tests/cli, cloud, backends, api and observing; the workers'
+# work units (a module each, or one for the modules of a group: worker_groups.py).
+pytest_plugins = ["job_fixtures", "worker_groups"]
 
 # Variables that would make a test depend on the developer's machine or leak a launcher's identity into it.
 _ISOLATED_PREFIXES = ("SM_", "OMPI_", "PMIX_", "SMTRAIN_", "SAGEMAKER_", "TORCHELASTIC_", "AWS_", "GITHUB_")

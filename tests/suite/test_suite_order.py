@@ -1,10 +1,12 @@
 """The order the workers take modules in comes from recorded durations (tests/durations.json): the file names real
-modules, the slow ones run first, longest first, then the fast ones, and `--record-durations` refreshes it."""
+modules, the slow ones run first, longest first, then the fast ones, and `--record-durations` refreshes it. The
+modules of a group (tests/support/worker_groups.py) are one work unit, so one worker runs them all."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from suite_durations import (CPU_PROPERTY, DURATIONS_FILE, TESTS, CpuClock, DurationRecorder, merged, module_path,
                              recorded)
+from worker_groups import GROUPS, ModuleOrGroupScheduling, pytest_xdist_make_scheduler
 
 
 def _suite_conftest():
@@ -79,3 +82,27 @@ def test_the_cpu_clock_puts_the_cpu_a_test_and_its_children_spent_into_its_repor
     recorder.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/a/test_x.py::t", duration=1.0,
                                                       user_properties=report.user_properties))
     assert recorder.cpu_seconds == {"a/test_x.py": cpu}
+
+
+
+def test_the_modules_of_a_group_are_one_work_unit_and_every_other_module_one_of_its_own():
+    config = SimpleNamespace(getvalue={"tx": ["2*popen"], "dist": "loadscope"}.get)
+    scheduling = pytest_xdist_make_scheduler(config, log=None)
+    assert isinstance(scheduling, ModuleOrGroupScheduling)
+    units = [scheduling._split_scope(nodeid) for nodeid in (
+        "tests/cloud/test_sdk.py::test_a", "tests/referees/sdk/test_sdk_referee.py::test_b[x::y]",
+        "tests/cli/test_cli.py::test_c[d]", "tests/cli/test_cli.py::TestE::test_f")]
+    assert units == ["sagemaker-sdk-v2", "sagemaker-sdk-v2", "tests/cli/test_cli.py", "tests/cli/test_cli.py::TestE"]
+    assert pytest_xdist_make_scheduler(SimpleNamespace(getvalue={"dist": "load"}.get), log=None) is None
+
+
+SDK_V2_IMPORT = re.compile(
+    r"\bimport_sagemaker\(|importorskip\(\"sagemaker[\".]|^\s*(from sagemaker[ .]|import sagemaker\b)", re.MULTILINE)
+
+
+def test_every_module_that_imports_sdk_v2_in_process_is_in_its_group():
+    importing = sorted(f"tests/{path.relative_to(TESTS).as_posix()}" for path in TESTS.rglob("test_*.py")
+                       if SDK_V2_IMPORT.search(path.read_text()))
+    assert importing == sorted(GROUPS["sagemaker-sdk-v2"]), (
+        "tests/support/worker_groups.py's sagemaker-sdk-v2 group must name exactly the modules that import the SDK "
+        "in the pytest process, so that one worker pays that import")
