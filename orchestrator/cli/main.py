@@ -41,7 +41,7 @@ def main() -> None:
       smtrain validate job.yaml          check the spec (fast, offline)
       smtrain plan job.yaml              what submit would send: image, ranks, cost (--full: the exact request)
       smtrain local job.yaml             run it here, every host emulated, no AWS account needed
-      smtrain check job.yaml             is the account ready: credentials, role, bucket, image, quota
+      smtrain check job.yaml             is the account ready: credentials, role and its permissions, bucket, image, quota
       smtrain submit job.yaml --wait     send it to SageMaker and follow it
 
     Examples of specs: job_specs/. Field reference: `smtrain schema` and docs/specs.md.
