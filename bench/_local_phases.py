@@ -1,12 +1,15 @@
-"""`smtrain local ARGS` with a clock on each of its phases; writes {phase: [wall seconds, CPU seconds]} as JSON to
-$PHASES_OUT.
+"""`smtrain local ARGS` with a clock on each of its phases; writes {phase: [wall seconds, CPU seconds, children's
+CPU seconds]} as JSON to $PHASES_OUT.
 
 bench_local.py runs it beside the plain command: the phases say where smtrain's own time goes (what the same
 processes started by hand do not pay). Each phase's time is its own, nested phases subtracted (the interpreter
 probe runs inside preparing and launching). CPU time is this process's (all its threads: user + system), so
 that of "the job's processes" is what supervising them costs smtrain (reading their output, watching the process
 tree), not the job's own. "start-up" runs from this process's first line to planning: Python, the imports, the
-CLI and loading the spec.
+CLI and loading the spec. The third clock is the CPU of the child processes that ended (and were waited for)
+within the phase (getrusage RUSAGE_CHILDREN): the probes' processes, and in "the job's processes" each host's
+hostfs.py, shell and ranks, of which HOLDERS is the hostfs.py processes' own (read from /proc while they wait for
+the job: their namespace set-up, before the job starts; the reading thread's CPU is not counted in smtrain's).
 """
 
 from __future__ import annotations
@@ -15,10 +18,18 @@ import atexit
 import functools
 import json
 import os
+import resource
 import sys
+import threading
 import time
 
-STARTED = time.monotonic(), time.process_time()
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+STARTED = time.monotonic(), time.process_time(), _children_cpu()
 
 from orchestrator.cli.main import main  # noqa: E402  (the clock starts before the imports it measures)
 from orchestrator.emulator import local_run  # noqa: E402
@@ -44,13 +55,69 @@ PHASES = {
     "packaging: the rest of finishing": [(local_run, "_finish")],
 }
 REST = "the rest (notices, console, exit)"
-spent: dict[str, list[float]] = {phase: [0.0, 0.0] for phase in ["start-up", *PHASES, REST]}
-first_phase_at: list[tuple[float, float]] = []
-stack: list[list[float]] = []  # [wall started, cpu started, nested wall, nested cpu] per open phase
+HOLDERS = "of the job's: hostfs.py set-up (children)"
+CLOCKS = 3
+spent: dict[str, list[float]] = {phase: [0.0] * CLOCKS for phase in ["start-up", *PHASES, REST]}
+first_phase_at: list[tuple[float, ...]] = []
+stack: list[list[float]] = []  # [*clocks started, *nested clocks] per open phase
+holders: dict[int, float] = {}  # hostfs.py process: its CPU seconds when last read
+reader_cpu = [0.0]  # the /proc reading thread's own CPU, taken out of smtrain's
 
 
-def _clocks() -> tuple[float, float]:
-    return time.monotonic(), time.process_time()
+def _clocks() -> tuple[float, ...]:
+    return time.monotonic(), time.process_time(), _children_cpu()
+
+
+def _proc_stat(pid: str) -> list[str]:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def _read_holders(done: threading.Event) -> None:
+    """Every 0.5 s, the CPU (utime + stime) of each descendant hostfs.py process (the holders wait for the job
+    after setting up its namespace, so what is read is their set-up's)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    while not done.wait(0.5):
+        parents: dict[str, str] = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                parents[pid] = _proc_stat(pid)[1]
+            except (OSError, IndexError):
+                continue
+        mine, grew = {str(os.getpid())}, True
+        while grew:
+            grew = False
+            for pid, parent in parents.items():
+                if parent in mine and pid not in mine:
+                    mine.add(pid)
+                    grew = True
+        for pid in mine - {str(os.getpid())}:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    if b"hostfs.py" not in cmdline.read():
+                        continue
+                fields = _proc_stat(pid)
+            except (OSError, IndexError):
+                continue
+            holders[int(pid)] = (int(fields[11]) + int(fields[12])) / ticks
+    reader_cpu[0] += time.thread_time()
+
+
+def _reading_holders(function):
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        done = threading.Event()
+        reader = threading.Thread(target=_read_holders, args=(done,), daemon=True)
+        reader.start()
+        before = reader_cpu[0]
+        try:
+            return function(*args, **kwargs)
+        finally:
+            done.set()
+            reader.join()
+            stack[-1][CLOCKS + 1] += reader_cpu[0] - before  # as if nested: not the phase's own CPU
+
+    return run
 
 
 def _timed(phase: str, function):
@@ -58,33 +125,33 @@ def _timed(phase: str, function):
     def timed(*args, **kwargs):
         if not first_phase_at:
             first_phase_at.append(_clocks())
-        stack.append([*_clocks(), 0.0, 0.0])
+        stack.append([*_clocks(), *[0.0] * CLOCKS])
         try:
             return function(*args, **kwargs)
         finally:
-            wall_began, cpu_began, wall_nested, cpu_nested = stack.pop()
-            wall, cpu = _clocks()
-            took = (wall - wall_began, cpu - cpu_began)
-            spent[phase][0] += took[0] - wall_nested
-            spent[phase][1] += took[1] - cpu_nested
-            if stack:
-                stack[-1][2] += took[0]
-                stack[-1][3] += took[1]
+            opened = stack.pop()
+            took = [now - began for now, began in zip(_clocks(), opened[:CLOCKS], strict=True)]
+            for clock in range(CLOCKS):
+                spent[phase][clock] += took[clock] - opened[CLOCKS + clock]
+                if stack:
+                    stack[-1][CLOCKS + clock] += took[clock]
 
     return timed
 
 
 def _write() -> None:
     now = _clocks()
-    total = [now[0] - STARTED[0], now[1] - STARTED[1]]
+    total = [now[clock] - STARTED[clock] for clock in range(CLOCKS)]
+    total[1] -= reader_cpu[0]
     first = first_phase_at[0] if first_phase_at else now
-    spent["start-up"] = [first[0] - STARTED[0], first[1] - STARTED[1]]
-    for clock in (0, 1):
+    spent["start-up"] = [first[clock] - STARTED[clock] for clock in range(CLOCKS)]
+    for clock in range(CLOCKS):
         spent[REST][clock] = total[clock] - sum(value[clock] for key, value in spent.items() if key != REST)
     with open(os.environ["PHASES_OUT"], "w") as out:
-        json.dump({**spent, "total": total}, out)
+        json.dump({**spent, HOLDERS: [0.0, 0.0, sum(holders.values())], "total": total}, out)
 
 
+Supervisor.run = _reading_holders(Supervisor.run)  # inside the phase's clock: the reader's CPU is taken out of it
 for name, places in PHASES.items():
     for owner, attribute in places:
         setattr(owner, attribute, _timed(name, getattr(owner, attribute)))

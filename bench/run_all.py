@@ -43,7 +43,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
 }
 TAKES_AGAINST = {"cli", "local"}
 """The benchmarks that time another checkout alongside (`--against DIR`): a before/after in one run."""
-SUMMARY = re.compile(r"\d\.\d+x|median|goal|ratio| s wall|/tmp holds", re.IGNORECASE)
+SUMMARY = re.compile(r"\d\.\d+x|median|goal|ratio| s wall| s cpu|beyond by hand|/tmp holds", re.IGNORECASE)
 """A line about a benchmark's result: its medians, ratios (`0.123x`) and goals, and a phase's times."""
 
 
