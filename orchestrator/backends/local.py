@@ -34,7 +34,7 @@ from orchestrator.observing.log_lines import LogLine, character_boundary, host_o
 from orchestrator.observing.metric_series import METRICS_FILE, read_points_counted, refuse_unknown_metrics
 from orchestrator.observing.plain_text import plain
 from orchestrator.observing.progress import FAILURE_TAIL_LINES, JobProgress, job_progress, read_back_progress
-from orchestrator.observing.rank_lines import RankLines
+from orchestrator.observing.rank_lines import MaskedRankLines
 from orchestrator.redact import mask_text
 from orchestrator.observing.root_cause import HUNG, FailureCause, SourcePaths
 from orchestrator.planning.plan import Plan
@@ -362,7 +362,7 @@ class _LogFile:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._offset = 0
-        self._ranks = RankLines()
+        self._ranks = MaskedRankLines(mask_text)
 
     def skip_to_last(self, lines: int) -> None:
         """Starts reading at the last `lines` non-empty lines (what `read_new` gives, as CloudWatch holds them),
@@ -397,13 +397,12 @@ class _LogFile:
                 yield from self._lines(pending, stamp)
                 self._offset += len(pending)
             if final:
-                yield from (LogLine(self._path.stem, stamp, mask_text(line)) for line in self._ranks.end() if line)
+                yield from (LogLine(self._path.stem, stamp, line) for line in self._ranks.end() if line)
 
     def _lines(self, data: bytes, stamp: int) -> Iterator[LogLine]:
         """The lines as plain text (`plain_text`), as CloudWatch's are shown: the supervisor wrote them so, but a
         run of an earlier smtrain (or a log written by hand) may hold terminal controls. A line rejoined from a
-        rank's pieces is masked again as a whole: the supervisor masked each piece as it came, and a credential
-        split between pieces was none of them."""
+        rank's pieces is masked again as a whole (MaskedRankLines)."""
         text = plain(data.decode("utf-8", errors="replace"))
-        return (LogLine(self._path.stem, stamp, whole if whole == line else mask_text(whole))
+        return (LogLine(self._path.stem, stamp, whole)
                 for line in text.split("\n") if line for whole in self._ranks.line(line) if whole)

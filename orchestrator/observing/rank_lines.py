@@ -124,22 +124,37 @@ class RankLines:
                 del self._open[piece.line]
 
 
+class MaskedRankLines:
+    """One host's lines rejoined (RankLines), a line rejoined from pieces masked again whole (`mask`): each piece
+    was masked alone, and a secret a rank wrote across pieces was none of them."""
+
+    def __init__(self, mask: Callable[[str], str]) -> None:
+        self._ranks = RankLines()
+        self._mask = mask
+
+    def line(self, text: str) -> list[str]:
+        """The lines that `text`, the host's next line, completes."""
+        return [whole if whole == text else self._mask(whole) for whole in self._ranks.line(text)]
+
+    def end(self) -> list[str]:
+        """At the end of the host's lines: what each rank left unended, masked."""
+        return [self._mask(whole) for whole in self._ranks.end()]
+
+
 class HostsRankLines:
-    """Several hosts' lines as they come (a reading thread per host), each host's rejoined by a RankLines of its
-    own. A line rejoined from pieces is masked again whole (`mask`): each piece was masked alone, and a secret a rank
-    wrote across pieces was none of them."""
+    """Several hosts' lines as they come (a reading thread per host), each host's rejoined and masked by a
+    MaskedRankLines of its own."""
 
     def __init__(self, hosts: Iterable[str], mask: Callable[[str], str]) -> None:
-        self._ranks = {host: RankLines() for host in hosts}
-        self._mask = mask
+        self._hosts = {host: MaskedRankLines(mask) for host in hosts}
 
     def line(self, host: str, text: str) -> list[str]:
         """The lines of `host` that `text`, its next line, completes."""
-        return [whole if whole == text else self._mask(whole) for whole in self._ranks[host].line(text)]
+        return self._hosts[host].line(text)
 
     def end(self) -> list[tuple[str, str]]:
         """At the end of the hosts' lines: each host and a line a rank of it left unended."""
-        return [(host, self._mask(whole)) for host, ranks in self._ranks.items() for whole in ranks.end()]
+        return [(host, whole) for host, lines in self._hosts.items() for whole in lines.end()]
 
 
 def rejoined(lines: Iterable[str]) -> list[str]:
