@@ -119,10 +119,8 @@ def test_an_interrupted_run_says_how_to_resume_and_paths_stay_whole(tmp_path, ca
     assert f"model:   {deep / 'model.tar.gz'}" in shown.splitlines()
 
 
-def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatch):
-    """Resuming from a checkpoint needs the settings that wrote it: a resume line without the run's `--set`s had
-    the shared entrypoint refuse its own checkpoint (CheckpointMismatch: batch_size=32, this run 64)."""
-    run_dir = tmp_path / "run"
+def _interrupted_local(monkeypatch, run_dir: Path, *options: str):
+    """`smtrain local EXAMPLE *options`, its run interrupted (exit 130) in `run_dir`."""
 
     @dataclass
     class Interrupted(Finished):
@@ -132,8 +130,15 @@ def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatc
 
     monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Interrupted(run_dir))
     monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
-    result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--set", "hyperparameters.batch-size=32", "--set",
-                                       "hyperparameters.note=two words", "--processes-per-host", "2"])
+    return CliRunner().invoke(main, ["local", str(EXAMPLE), *options])
+
+
+def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatch):
+    """Resuming from a checkpoint needs the settings that wrote it: a resume line without the run's `--set`s had
+    the shared entrypoint refuse its own checkpoint (CheckpointMismatch: batch_size=32, this run 64)."""
+    run_dir = tmp_path / "run"
+    result = _interrupted_local(monkeypatch, run_dir, "--set", "hyperparameters.batch-size=32", "--set",
+                                "hyperparameters.note=two words", "--processes-per-host", "2")
 
     assert result.exit_code == 130, result.output
     assert (f"resume from its checkpoints: smtrain local {EXAMPLE} --set hyperparameters.batch-size=32 "
@@ -144,16 +149,7 @@ def test_the_resume_line_repeats_the_command_lines_settings(tmp_path, monkeypatc
 def test_the_resume_line_gives_the_region_as_the_option_typed(tmp_path, monkeypatch):
     """Before: `--set region="eu-west-1"`, an option the user never typed, in place of `--region eu-west-1`."""
     run_dir = tmp_path / "run"
-
-    @dataclass
-    class Interrupted(Finished):
-        status: str = "Interrupted"
-        exit_code: int = 130
-        smoke: None = None
-
-    monkeypatch.setattr(local_run, "run_local", lambda *args, **kwargs: Interrupted(run_dir))
-    monkeypatch.setattr(local_command, "interrupt_on_termination", lambda: {})
-    result = CliRunner().invoke(main, ["local", str(EXAMPLE), "--region", "eu-west-1"])
+    result = _interrupted_local(monkeypatch, run_dir, "--region", "eu-west-1")
 
     assert result.exit_code == 130, result.output
     assert (f"resume from its checkpoints: smtrain local {EXAMPLE} --region eu-west-1 --run-dir {run_dir}"
