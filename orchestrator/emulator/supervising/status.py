@@ -95,17 +95,20 @@ class StatusReport:
         """Ends the current secondary status and begins `secondary` (at `started`, default now), with
         `message` as its StatusMessage (default: SageMaker's words for it)."""
         with self._lock:
-            self.stop_requested = self.stop_requested or secondary == "Stopping"
-            moment = started or now()
-            transitions = self._described["SecondaryStatusTransitions"]
-            if transitions and transitions[-1].get("EndTime") is None:
-                transitions[-1]["EndTime"] = moment
-            transitions.append({"Status": secondary, "StartTime": moment,
-                                "StatusMessage": message or _MESSAGES.get(secondary, secondary)})
-            if secondary == "Training" and "TrainingStartTime" not in self._described:
-                self._described["TrainingStartTime"] = moment
-            self._described.update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=moment)
+            self._begin(secondary, started or now(), status, message)
             self._write()
+
+    def _begin(self, secondary: str, moment: datetime, status: str, message: str | None) -> None:
+        """The transition, in memory only: the caller holds the lock and writes."""
+        self.stop_requested = self.stop_requested or secondary == "Stopping"
+        transitions = self._described["SecondaryStatusTransitions"]
+        if transitions and transitions[-1].get("EndTime") is None:
+            transitions[-1]["EndTime"] = moment
+        transitions.append({"Status": secondary, "StartTime": moment,
+                            "StatusMessage": message or _MESSAGES.get(secondary, secondary)})
+        if secondary == "Training" and "TrainingStartTime" not in self._described:
+            self._described["TrainingStartTime"] = moment
+        self._described.update(TrainingJobStatus=status, SecondaryStatus=secondary, LastModifiedTime=moment)
 
     def interrupted(self, signal_name: str) -> None:
         """A signal to smtrain (Ctrl-C, a CI runner's SIGTERM) is stopping the job: said at once, not only at the
@@ -119,10 +122,10 @@ class StatusReport:
     def finish(self, status: str, secondary: str, failure_reason: str | None, model_artifact: Path | None,
                message: str | None = None) -> None:
         """The terminal status, as SageMaker ends a job: the last transition (with `message`, where given),
-        end time, reason, model."""
-        self.transition(secondary, status=status, message=message)
+        end time, reason, model, written at once: a reader never sees the terminal status without its reason."""
         with self._lock:
-            ended = self._described["LastModifiedTime"]
+            ended = now()
+            self._begin(secondary, ended, status, message)
             self._described["SecondaryStatusTransitions"][-1]["EndTime"] = ended
             self._described["TrainingEndTime"] = ended
             if failure_reason:
