@@ -35,6 +35,7 @@ from orchestrator.observing.root_cause import (
     framework_version_of,
     launcher_of,
     may_hold_own_error,
+    on_its_volume,
     own_error,
     printed_by,
     read_cause,
@@ -259,8 +260,9 @@ def failure_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[Log
     found = logs_cause(described, tails, source)
     said = service_cause(described, found)
     if said is not None or described.get("TrainingJobStatus") != "Failed":
-        return said
-    return found or reported_install_cause(described, source) or reported_script_cause(described)
+        return on_its_volume(said, described)
+    return on_its_volume(found or reported_install_cause(described, source) or reported_script_cause(described),
+                         described)
 
 
 def logs_cause(described: Mapping[str, Any], tails: Mapping[str, Sequence[LogLine]],

@@ -48,7 +48,7 @@ from orchestrator.observing.requirement_lines import (
 )
 from orchestrator.observing.signal_names import signal_name
 from orchestrator.observing.straggler import CollectiveTimeout, collective_timeout, gloo_timeout, is_gloo_timeout
-from orchestrator.specs.catalog import lookup
+from orchestrator.specs.catalog import local_nvme_volume, lookup
 from orchestrator.specs.image_packages import image_packages
 from orchestrator.specs.modes import described_mode
 
@@ -123,6 +123,10 @@ _COLLECTIVE_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|
                                  r"[Cc]ollective operation timeout", re.IGNORECASE)
 """Also gloo's, in a collective a peer never joined (`unbound_buffer.cc:78] Timed out waiting 1800000ms for recv
 operation to complete`): the rank that waited is no more the cause than under NCCL's watchdog."""
+_NCCL_SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError")
+"""NCCL's failed system call (`NCCL error in: ..., unhandled system error`, `ncclSystemError: System call (e.g.
+socket, malloc) ... failed`): most often a connection between hosts that was refused or cut, which no timeout
+mends; its `Last error:` line names the call."""
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|NCCL.*Cuda failure 'out of "
                        r"memory'")
 _DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|PytorchStreamWriter failed writing|"
@@ -136,6 +140,9 @@ _WORKER_KILLED = re.compile(r"killed by signal: Killed")
 """A DataLoader worker the kernel killed (`DataLoader worker (pid 4567) is killed by signal: Killed.`)."""
 _NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^'.]+)[^']*'")
 _CANNOT_IMPORT = re.compile(r"ImportError: cannot import name '([^']+)' from '([^'.]+)")
+_UNDEFINED_SYMBOL = re.compile(r"ImportError: (?:[^:\s]*/)?(\w+)[^/:\s]*\.so(?:\.\d+)*: undefined symbol")
+"""A compiled extension linked against another torch (or library) than the one it is loaded with:
+`ImportError: .../flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c105Error...`."""
 _LAUNCHER_VARIABLE = re.compile(r"environment variable (RANK|WORLD_SIZE|LOCAL_RANK) expected, but not set|"
                                 r"KeyError: '(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE)'")
 """A variable torchrun sets and SageMaker does not, read where nothing set it: init_process_group's env://
@@ -253,6 +260,7 @@ class SourcePaths:
         return _TRACEBACK_FRAME.sub(frame, text)
 
 
+DISK_FULL = "disk_full"
 HUNG = "hung"
 """The category of a local run stopped as hung; `host` and `rank` name the rank the others wait for."""
 
@@ -540,9 +548,9 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                                       "gradients over smaller batches, use activation checkpointing or bf16, or an "
                                       "instance type with more GPU memory")
     if _DISK_FULL.search(text):  # before pip's failure: `Could not install packages due to an OSError: [Errno 28]`
-        return "disk_full", ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
-                             "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
-                             "save_total_limit), and write large files under /opt/ml")
+        return DISK_FULL, ("a disk of the instance filled up: raise instance.volume_size_gb (the volume under "
+                           "/opt/ml: input data, checkpoints, the model), keep fewer checkpoints (the Trainer's "
+                           "save_total_limit), and write large files under /opt/ml")
     if _LOST_CONNECTION.search(text):
         return "peer_lost", ("look for the first rank that stopped in the log (`smtrain logs JOB --tail 200`; its "
                              "last lines): its death closed this rank's connection, and Open MPI noticed that "
@@ -558,6 +566,13 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
                              "with its ranks (on SageMaker usually by the kernel's OOM killer: lower the batch size "
                              "or the DataLoader's num_workers, or pick an instance type with more memory); the "
                              "host's last lines say what it did last")
+    if _NCCL_SYSTEM_ERROR.search(text):
+        return "nccl_system_error", ("NCCL could not connect the ranks (a system call it made failed: the `Last "
+                                     "error:` line under the error names it), which no timeout mends: on a job in "
+                                     "a VPC, let the spec's network.security_group_ids allow all inbound and "
+                                     "outbound traffic from the security group itself (the hosts talk on any port, "
+                                     "EFA's too); set NCCL_DEBUG=INFO under `environment:` in the spec for NCCL to "
+                                     "name the interface and peer it tried")
     if _COLLECTIVE_TIMEOUT.search(text):
         return "collective_timeout", ("a collective (all-reduce, barrier) timed out or was aborted: some rank "
                                       "stopped joining it; read the other ranks' last lines for the one that failed "
@@ -568,6 +583,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "argument_rejected", _argparse_fix(argparse_error[2], lines)
     if PIP_FAILURE.search(text):  # before an import error: a package's build may lack a module
         return "requirements_install", pip_fix([text, *lines])
+    if extension := _UNDEFINED_SYMBOL.search(text):
+        return "import_error", _undefined_symbol_fix(extension[1], framework_version)
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
@@ -674,6 +691,15 @@ def _import_fix(match: re.Match[str], framework_version: str | None) -> str:
     names = ", ".join(sorted(package.module for package in image.packages))
     return (f"the PyTorch {image.framework_version} image has no `{module}` (it ships {names}): add its "
             "distribution to requirements.txt in the source dir")
+
+
+def _undefined_symbol_fix(extension: str, framework_version: str | None) -> str:
+    torch = f"the PyTorch {framework_version} image's torch" if framework_version else "the image's torch"
+    return (f"`{extension}` is a compiled extension built against another PyTorch (or CUDA) than the one it was "
+            f"loaded with: install the build of its package made for {torch} and CUDA (a version whose wheel names "
+            "them, pinned in requirements.txt, or built in the job against the installed torch), and check that "
+            "requirements.txt does not replace the image's torch (a package requiring another torch reinstalls it: "
+            "pip's `Successfully installed ... torch-...` line in the log)")
 
 
 def _signal_number(exit_code: int | None) -> int | None:
@@ -973,13 +999,35 @@ def launcher_of(described: Mapping[str, Any]) -> Launcher:
     groups = resources.get("InstanceGroups", [])
     count = resources.get("InstanceCount") or sum(group.get("InstanceCount", 0) for group in groups) or 1
     hosts = tuple(f"algo-{number}" for number in range(1, count + 1))
-    instance_type = (_json_value(hyperparameters.get("sagemaker_instance_type")) or resources.get("InstanceType")
-                     or next((group.get("InstanceType") for group in groups), None))
+    instance_type = instance_type_of(described)
     given = _json_value(hyperparameters.get("sagemaker_mpi_num_of_processes_per_host"))
     rules = described_mode(hyperparameters).rules
     per_host = (described.get("LocalRun") or {}).get("processes_per_host") or rules.processes_per_host(
         _DescribedDistribution(int(given) if given else None), lookup(instance_type or ""))
     return Launcher(_LAUNCHER_KINDS[rules.launcher.split()[0]], hosts, per_host)
+
+
+def instance_type_of(described: Mapping[str, Any]) -> str | None:
+    """The instance type the hyperparameters name (`sagemaker_instance_type`), else the job's, else its first
+    instance group's."""
+    resources = described.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups", [])
+    return (_json_value((described.get("HyperParameters") or {}).get("sagemaker_instance_type"))
+            or resources.get("InstanceType") or next((group.get("InstanceType") for group in groups), None))
+
+
+def on_its_volume(cause: FailureCause | None, described: Mapping[str, Any]) -> FailureCause | None:
+    """A full disk's fix for the SageMaker job's instance type: where its /opt/ml is the local NVMe instance store,
+    VolumeSizeInGB changes nothing, so raising volume_size_gb would fail the same way again."""
+    instance_type = instance_type_of(described)
+    if (cause is None or cause.category != DISK_FULL or described.get("LocalRun") or not instance_type
+            or not local_nvme_volume(instance_type)):
+        return cause
+    return replace(cause, fix=(f"a disk of the instance filled up: an {instance_type} keeps /opt/ml on its local "
+                               "NVMe instance store, whose size is fixed (instance.volume_size_gb changes nothing "
+                               "there): keep fewer checkpoints (the Trainer's save_total_limit; delete old ones from "
+                               "/opt/ml/checkpoints once uploaded), write large files under /opt/ml (not / or /tmp), "
+                               "or use an instance type with more instance storage"))
 
 
 def _json_value(raw: Any) -> Any:

@@ -31,6 +31,7 @@ from orchestrator.planning.provenance import SDK_DEFAULTS, Source
 from orchestrator.planning.sdk_defaults import ESTIMATOR, TRAINING_JOB, SdkDefaults, Setting, lookup
 from orchestrator.redact import MASK, is_secret_name, mask_text
 from orchestrator.specs.capabilities import Finding
+from orchestrator.specs.catalog import local_nvme_volume
 from orchestrator.specs.model import JobSpec
 
 _SOURCE = "the SageMaker SDK's defaults configuration (docs/sdk-defaults.md)"
@@ -61,8 +62,7 @@ def source_of(setting: Setting, key: str | None = None) -> Source:
 
 def instance_supports_kms(instance_type: str) -> bool:
     """sagemaker/utils.py `volume_size_supported`: instances whose volume is local NVMe take no EBS KMS key."""
-    family = instance_type.split(".")[1] if instance_type.startswith("ml.") else instance_type.split(".")[0]
-    return "d" not in family and not family.startswith(("g5", "g6", "p5", "trn1"))
+    return not local_nvme_volume(instance_type)
 
 
 def apply_training_defaults(spec: JobSpec, defaults: SdkDefaults) -> Applied:

@@ -73,6 +73,14 @@ def family_of(instance_type: str) -> str:
     return parts[1] if len(parts) == 3 else instance_type
 
 
+def local_nvme_volume(instance_type: str) -> bool:
+    """Whether SageMaker keeps the instance's /opt/ml on its local NVMe instance store, whose size is fixed: the
+    request's VolumeSizeInGB changes nothing there and it takes no EBS KMS key (the SDK's rule, sagemaker/utils.py
+    `volume_size_supported`: a family with `d`, and g5, g6, p5, trn1)."""
+    family = instance_type.split(".")[1] if instance_type.startswith("ml.") else instance_type.split(".")[0]
+    return "d" in family or family.startswith(("g5", "g6", "p5", "trn1"))
+
+
 @lru_cache(maxsize=1)
 def catalog() -> Catalog:
     data = load_data_file("instances.yaml")

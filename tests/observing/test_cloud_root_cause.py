@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from job_fakes import SubmittedFrom, described, seed_lines
+from job_fakes import GPU_INSTANCE, SubmittedFrom, described, seed_lines
 from recorded_sagemaker_logs import (
     DATALOADER_WORKER_KILLED,
     FAILURE_REASON_LIMIT,
@@ -24,6 +24,7 @@ from recorded_sagemaker_logs import (
     TORCHRUN_COMMAND,
     TRANSFORMERS_CONFIG_NOT_FOUND,
     failure_reason,
+    nccl_error,
     nccl_watchdog_timeout,
     steps,
     toolkit_failure,
@@ -268,6 +269,24 @@ def test_nccl_watchdog_timeout(stubbed_sagemaker):
     assert "some rank stopped joining it" in cause["fix"]
 
 
+def test_an_nccl_system_error_is_a_network_failure_between_the_hosts_not_a_collective_timeout(stubbed_sagemaker):
+    """NCCL's `unhandled system error` (a socket it could not connect, on a job in a VPC usually a security group
+    that does not let the hosts reach each other). Before: `collective_timeout`, whose fix says to find a stalled
+    rank and raise the process group's timeout, neither of which helps a connection that is refused."""
+    refused = nccl_error(3, "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+                         ("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+                          "device error."), "Last error:",
+                         "socketStartConnect: Connect to 10.0.142.17<43127> failed : Software caused connection abort")
+    cause = cause_of(stubbed_sagemaker, "nccl-system", {
+        "algo-1": [*toolkit_start(TORCHRUN_COMMAND.format(node=0)), *refused,
+                   *_torchrun_summary("algo-1", (3, 3, 1), []), *toolkit_failure(1, TORCHRUN_COMMAND.format(node=0))],
+        "algo-2": toolkit_start(TORCHRUN_COMMAND.format(node=1))})
+    assert (cause["host"], cause["rank"], cause["location"]) == ("algo-1", 3, "train.py:40")
+    assert cause["category"] == "nccl_system_error"
+    assert "security group" in cause["fix"] and "NCCL_DEBUG=INFO" in cause["fix"]
+    assert "raise the process group's timeout" not in cause["fix"]
+
+
 def test_an_argparse_rejection_of_a_hyperparameter(stubbed_sagemaker):
     cause = cause_of(stubbed_sagemaker, "bad-args", {"algo-1": [
         "usage: train.py [-h] [--epochs EPOCHS] [--lr LR]",
@@ -286,6 +305,22 @@ def test_an_import_error_names_the_images_packages(stubbed_sagemaker):
     assert cause["category"] == "import_error" and cause["location"] == "train.py:3"
     assert cause["fix"].startswith("the PyTorch 2.3.0 image has no `wandb` (it ships ")
     assert ", ".join(shipped) in cause["fix"] and "requirements.txt" in cause["fix"]
+
+
+def test_an_extension_built_for_another_torch_is_named_as_a_build_mismatch_not_a_missing_module(stubbed_sagemaker):
+    """flash-attn from requirements.txt, its wheel built against another PyTorch than the image's: the import finds
+    the module and fails on a C++ symbol of torch. Before: a bare `exception`, no fix."""
+    so = "/opt/conda/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so"
+    cause = cause_of(stubbed_sagemaker, "abi-mismatch", {"algo-1": [
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 5, in <module>',
+        "    from flash_attn import flash_attn_func",
+        '  File "/opt/conda/lib/python3.11/site-packages/flash_attn/__init__.py", line 3, in <module>',
+        "    import flash_attn_2_cuda as flash_attn_cuda",
+        f"ImportError: {so}: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11"
+        "char_traitsIcESaIcEEE"]}, mode="none")
+    assert (cause["category"], cause["location"]) == ("import_error", "train.py:5")
+    assert "`flash_attn_2_cuda`" in cause["fix"] and "PyTorch 2.3.0" in cause["fix"]
+    assert "requirements.txt" in cause["fix"]
 
 
 @pytest.mark.parametrize(("code", "category", "words"), [
@@ -431,6 +466,23 @@ def test_a_checkpoint_written_to_a_full_volume(stubbed_sagemaker, error):
     assert (cause["category"], cause["location"]) == ("disk_full", "train.py:120")
     assert cause["headline"] == f"algo-1 (rank 0) failed: {error[-1]} at train.py:120"
     assert "raise instance.volume_size_gb" in cause["fix"]
+
+
+def test_a_full_disk_on_an_instance_whose_volume_is_local_nvme_is_not_told_to_raise_volume_size_gb(
+        stubbed_sagemaker):
+    """An ml.g5.12xlarge keeps /opt/ml on its NVMe instance store, whose size SageMaker fixes: VolumeSizeInGB
+    changes nothing there. Before: `raise instance.volume_size_gb`, a resubmit that fails the same way."""
+    full = ["Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 120, in <module>',
+            '    torch.save(state, f"/opt/ml/checkpoints/step_{step}.pt")',
+            "OSError: [Errno 28] No space left on device: '/opt/ml/checkpoints/step_9000.pt'"]
+    logs = {"algo-1": [*toolkit_start(PYTHON), *steps(100), *full, *toolkit_failure(1)]}
+    nvme = cause_of(stubbed_sagemaker, "disk-full-nvme", logs, mode="none", ResourceConfig=GPU_INSTANCE)
+    assert (nvme["category"], nvme["location"]) == ("disk_full", "train.py:120")
+    assert "volume_size_gb" in nvme["fix"] and "raise instance.volume_size_gb" not in nvme["fix"]
+    assert "ml.g5.12xlarge" in nvme["fix"] and "local NVMe" in nvme["fix"] and "save_total_limit" in nvme["fix"]
+
+    ebs = cause_of(stubbed_sagemaker, "disk-full-ebs", logs, mode="none")  # an ml.c5.2xlarge: an EBS volume
+    assert "raise instance.volume_size_gb" in ebs["fix"]
 
 
 def _torchrun_summary(host: str, root: tuple[int, int, int], others: list[tuple[int, int, int]]) -> list[str]:
