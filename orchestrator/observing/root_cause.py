@@ -734,9 +734,10 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
         if tagged:
             rank = int(tagged[1])
             owner = tagged[2].split(",")[0] if tagged[2] else _rank_host(rank, launcher, host, lines)
-            streams.setdefault((owner, rank), []).append((position, tagged[4]))
+            said = _untagged(tagged[4])
+            streams.setdefault((owner, rank), []).append((position, said))
             if tagged[3] == "stderr":
-                stderr.setdefault((owner, rank), []).append((position, tagged[4]))
+                stderr.setdefault((owner, rank), []).append((position, said))
         elif prefixed:
             streams.setdefault((host, int(prefixed[1])), []).append((position, prefixed[2]))
         else:
@@ -776,6 +777,13 @@ def _host_candidates(host: str, lines: list[str], launcher: Launcher, exit_code:
     if not candidates and exit_code not in (None, 0):
         candidates.append(_Candidate(_exit_tier(exit_code), host, _host_rank(host, launcher), None, exit_code))
     return candidates
+
+
+def _untagged(text: str) -> str:
+    """A line mpirun tagged, without torch.distributed's `[rankN]:` under the tag: torch prefixes each line of an
+    uncaught error (and of its C++ log) after init_process_group, whatever launcher started the rank."""
+    prefixed = _RANK_PREFIX.match(text)
+    return prefixed[2] if prefixed else text
 
 
 def _last_words(stream: list[tuple[int, str]], exit_code: int | None) -> _Found | None:
@@ -1196,15 +1204,14 @@ def reported_install_cause(described: Mapping[str, Any], source: SourcePaths = S
 def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     """The toolkit's FailureReason for a script that failed (`ExitCode 137`, the error lines of its `ErrorMessage`)
     where no host's stream holds a cause: the streams expired (the log group's retention) or were never written.
-    The message keeps torch.distributed's `[rankN]:` prefix, which names the rank; where SageMaker cut the reason
+    The message keeps torch.distributed's `[rankN]:` prefix and mpirun's tag, which name the rank; where SageMaker cut the reason
     inside the error's line, the cut word is no evidence: the error is classified without it and said to be cut."""
     reason = plain(described.get("FailureReason") or "")
     codes = [int(match[1]) for line in reason.splitlines()
              if (match := _TOOLKIT_EXIT.match(line.strip()) or _CONTAINER_EXIT.match(line.strip()))]
     message, cut = _toolkit_error_message(reason)
-    quoted = [_RANK_ALONE.sub(r"\1:", line.strip()) for line in message.splitlines()]
-    prefixes = [_RANK_PREFIX.match(line) for line in quoted]
-    lines = [(index, prefixed[2] if prefixed else line) for index, (line, prefixed) in enumerate(zip(quoted, prefixes))]
+    quoted = [_quoted_rank(line.strip()) for line in message.splitlines()]
+    lines = [(index, text) for index, (_, text) in enumerate(quoted)]
     found = _first_error(lines)
     exception = found.exception if found and found.exception else None
     if exception is None and not codes:
@@ -1213,7 +1220,7 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     chained: tuple[str, ...] = ()
     if exception is not None and said_at is not None:
         exception, said_at, chained = _last_of_chain(lines, exception, said_at)
-    rank = int(prefixes[said_at][1]) if said_at is not None and prefixes[said_at] else None
+    rank = quoted[said_at][0] if said_at is not None else None
     exit_code = codes[0] if codes else None
     classified, detail = exception, ()
     if cut and exception and said_at == len(lines) - 1:
@@ -1229,8 +1236,20 @@ def reported_script_cause(described: Mapping[str, Any]) -> FailureCause | None:
     return FailureCause(None, rank, exception, exit_code, category=category, fix=fix, detail=detail)
 
 
-_RANK_ALONE = re.compile(r"^(\[rank\d+\])$")
-"""A rank's blank line (`[rank0]:`) as the toolkit quotes it, its colon stripped."""
+_RANK_ALONE = re.compile(r"^(\[rank\d+\]|\[\d+,[^\]]*\]<std\w+>)$")
+"""A rank's blank line (`[rank0]:`, mpirun's `[1,mpirank:0,algo-1]<stderr>:`) as the toolkit quotes it, its colon
+stripped."""
+
+
+def _quoted_rank(line: str) -> tuple[int | None, str]:
+    """The rank that printed a line the toolkit quotes, by mpirun's tag or torch's `[rankN]:` prefix (or both, the
+    prefix under the tag), and the line without them."""
+    line = _RANK_ALONE.sub(r"\1:", line)
+    if tagged := _MPI_TAG.match(line):
+        return int(tagged[1]), _untagged(_RANK_ALONE.sub(r"\1:", tagged[4].strip()))
+    if prefixed := _RANK_PREFIX.match(line):
+        return int(prefixed[1]), prefixed[2]
+    return None, line
 _CHAINED_QUOTED = tuple(separator.rstrip(":") for separator in _CHAINED)
 """The chain's separators as the toolkit's ErrorMessage quotes them: it strips each line's colons at its ends."""
 

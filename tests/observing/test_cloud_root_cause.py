@@ -198,6 +198,28 @@ def test_status_of_a_failed_mpi_job_shows_the_failing_ranks_lines_from_the_maste
     assert title == "algo-2 rank 5 (the rank that failed first, its own lines)"
 
 
+def test_an_mpi_ranks_traceback_under_torchs_rank_prefix_too_names_the_rank_and_its_line(stubbed_sagemaker):
+    """After init_process_group torch prefixes each line of an uncaught error `[rank6]: `, and mpirun tags that line
+    again: `[1,mpirank:6,algo-2]<stderr>:[rank6]: Traceback ...`. Before: no traceback was found inside the two
+    prefixes, and status said `the job exited with code 1`, with no host, rank or line."""
+    raised = [f"[1,mpirank:6,algo-2]<stderr>:[rank6]: {line}" for line in (
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 77, in <module>', "    main()",
+        '  File "/opt/ml/code/train.py", line 50, in main', "    labels = batch['labels']", "KeyError: 'labels'")]
+    master = ["[1,mpirank:0,algo-1]<stdout>:step 7", *raised,
+              "--------------------------------------------------------------------------",
+              "mpirun.real detected that one or more processes exited with non-zero status, thus causing",
+              "the job to be terminated. The first process to do so was:", "",
+              "  Process name: [[7462,1],6]", "  Exit code:    1",
+              "--------------------------------------------------------------------------"]
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("mpi-prefixed", mode="mpi"))
+    seed_lines("mpi-prefixed", {"algo-1": master, "algo-2": ["Invoking script with the following command:"]})
+
+    shown = json.loads(CliRunner().invoke(main, ["status", "mpi-prefixed", "-o", "json"], obj=stubbed_sagemaker).stdout)
+
+    assert shown["failure_cause"]["headline"] == "algo-2 (rank 6) failed: KeyError: 'labels' at train.py:50"
+    assert (shown["failing_rank"], shown["failing_host_last_lines"]) == (6, raised)
+
+
 def test_status_shows_the_hosts_last_lines_where_no_ranks_lines_can_be_told_apart(stubbed_sagemaker):
     """A rank killed by a signal prints no traceback: torchrun's report on its host is all there is."""
     host_lines = ["epoch=1 step=3/90 train_loss=0.9",
@@ -756,6 +778,21 @@ def test_a_torchrun_jobs_failure_reason_names_the_rank_whose_error_it_quotes(stu
     assert cause["headline"] == ("the job (rank 5) failed: TypeError: expected Tensor as element 3 in argument 0, "
                                  "but got NoneType")
     assert (cause["host"], cause["rank"], cause["exit_code"]) == (None, 5, 1)
+
+
+def test_an_mpi_jobs_failure_reason_names_the_rank_whose_tagged_error_it_quotes(stubbed_sagemaker):
+    """The streams expired; the toolkit's ErrorMessage quotes mpirun's output, each line under its tag (and torch's
+    `[rank6]:` under that). Before: `the job exited with code 1`, with the exit-code fix, though the reason names
+    the error and the rank."""
+    printed = [f"[1,mpirank:6,algo-2]<stderr>:[rank6]: {line}" for line in (
+        "Traceback (most recent call last):", '  File "/opt/ml/code/train.py", line 50, in main',
+        "    labels = batch['labels']", "KeyError: 'labels'")]
+    reason = toolkit_failure_reason(printed, 1, "mpirun --host algo-1:4,algo-2:4 -np 8 python train.py")
+
+    cause = cause_of(stubbed_sagemaker, "mpi-expired", {}, mode="mpi", reason=reason)
+
+    assert cause["headline"] == "the job (rank 6) failed: KeyError: 'labels'"
+    assert (cause["rank"], cause["exit_code"], cause["category"]) == (6, 1, "exception")
 
 
 # huggingface_hub's retry warning (utils/_http.py: `'{err}' thrown while requesting {method} {url}`) names an
