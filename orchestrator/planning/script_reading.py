@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from orchestrator.planning.framework_reading import FrameworkReading, read_frameworks
 from orchestrator.redact import holds_no_secret, is_secret_name
 
 _CHANNEL = re.compile(r"SM_CHANNEL_([A-Z0-9_]*[A-Z0-9])\b")
@@ -30,6 +31,8 @@ _LIGHTNING_CLI_RUNS_NOTHING = re.compile(r"""\brun\s*=\s*False\b|\bargs\s*=\s*\[
 """`LightningCLI(..., run=False)` parses options only, and `args=["fit", ...]` gives the subcommand itself: neither
 expects one first on the command line."""
 _DATACLASS_PARSER = re.compile(r"\bHfArgumentParser\b")
+_DEEPSPEED_OPTIONS = ("deepspeed", "deepspeed_config")
+"""The options that name a DeepSpeed config file (the Trainer's `--deepspeed`, DeepSpeed's `--deepspeed_config`)."""
 _PRINTED_METRIC = re.compile(r"""(?:(?<![\\\w])|(?<=\\[nrt]))(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<separator>=|: ?)"""
                              r"""(?:\{|%|["']\s*,)""")
 """`loss={loss:.3f}`, `loss: %f`, `"loss=", loss`, `\\tLoss: {:.6f}`: a number printed after its name."""
@@ -49,6 +52,11 @@ _COUNT_OF_TOTAL = re.compile(rf"(?:{_PLACEHOLDER.pattern})\s*/\s*(?:{_PLACEHOLDE
 _WORD = re.compile(r"(?<![\\\w])[A-Za-z]\w*")
 """A printed word, not an escape's letter (`t` of `\\t`)."""
 _TRAIN_PREFIX = "train_"
+_PRINT_OPENS = re.compile(r"\bprint\(\s*[fFrRuU]*$")
+"""A line's text up to a string's opening quote, where that string is what print writes first."""
+_LINE_START = r"^(?:\[[^\]]*\]<std\w+>:)?[^A-Za-z\n]*?"
+"""A log line's start up to a printed name that begins it: mpirun's `[1,mpirank:0,algo-1]<stdout>:` prefix
+(docs/sagemaker-contract.md §11) and values (`3: loss=`), no word."""
 _ONE_LINE_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["'](?P<flag>--[\w.-]+)["']"""
                               r"""(?P<rest>[^()\n]*)""")
 _ONE_LINE_DEFAULT = re.compile(r"""\bdefault\s*=\s*(?P<value>[^,)]+)""")
@@ -86,6 +94,9 @@ class PrintedMetric:
     percent: bool = False
     """It is printed as a count of a total with a percentage (`Accuracy: {}/{} ({:.0f}%)`): the percentage is
     read, not the count."""
+    line_start: bool = False
+    """It begins its printed line, no word before it (`print(f"loss={loss}")`), and the same name is printed on an
+    evaluation line too (`Evaluation: loss=...`): its regex reads only lines that begin so, not that one."""
 
     @property
     def name(self) -> str:
@@ -98,7 +109,7 @@ class PrintedMetric:
 
     @property
     def regex(self) -> str:
-        line = rf"\b{self.line_word}\b.*?" if self.line_word else ""
+        line = rf"\b{self.line_word}\b.*?" if self.line_word else _LINE_START if self.line_start else ""
         value = r"[0-9]+\s*/\s*[0-9]+\s*\(\s*([-+0-9.eE]+)\s*%\)" if self.percent else r"([-+0-9.eE]+)"
         return rf"{line}\b{self.key}{self.separator.strip()}\s*{value}"
 
@@ -130,6 +141,8 @@ class ScriptReading:
     only."""
     dataclass_options: bool = False
     """Its options are HfArgumentParser dataclasses' fields, which are not read (no add_argument to read)."""
+    frameworks: FrameworkReading = field(default_factory=FrameworkReading)
+    """The training frameworks it imports and trains with."""
 
 
 def read_script(text: str) -> ScriptReading:
@@ -160,6 +173,8 @@ def read_script(text: str) -> ScriptReading:
         ipython=ipython is not None,
         needs_subcommand=bool(_LIGHTNING_CLI.search(text)) and not _LIGHTNING_CLI_RUNS_NOTHING.search(text),
         dataclass_options=bool(_DATACLASS_PARSER.search(text)),
+        frameworks=read_frameworks(text, tuple(str(option.default) for option in options
+                                               if option.name in _DEEPSPEED_OPTIONS and option.default)),
     )
 
 
@@ -225,6 +240,9 @@ def _valued(name: str, value: Any) -> ScriptOption:
         return ScriptOption(name, left_out="its default is a list or mapping, which arrives as one string")
     if is_secret_name(name) and not holds_no_secret(value, name):
         return ScriptOption(name, left_out="it looks like a secret: pass it from a secret store, not the spec")
+    if isinstance(value, str) and (not value or any(character.isspace() for character in value)):
+        return ScriptOption(name, left_out="its default is empty or holds a space, and the container runs the command "
+                                           "line through /bin/sh: it would arrive as no value or as two words")
     return ScriptOption(name, default=value)
 
 
@@ -253,8 +271,9 @@ def _printed_metrics(text: str) -> tuple[PrintedMetric, ...]:
     found: dict[str, PrintedMetric] = {}
     for at, metric in printed:
         if metric.key in evaluated_keys and not metric.evaluated:  # `loss` on the test line too: start at a word
-            training_word = _WORD.search(_literal_before(text, at))  # of this line (`Train Epoch: {} ... Loss`)
-            metric = replace(metric, line_word=training_word[0] if training_word else "")
+            training_word = _WORD.search(_literal_before(text, at))  # of this line (`Train Epoch: {} ... Loss`),
+            metric = replace(metric, line_word=training_word[0] if training_word else "",  # or at the line's start
+                             line_start=not training_word and _printed_first(text, at))
         found.setdefault(metric.name.lower(), metric)
     return tuple(found.values())
 
@@ -269,6 +288,13 @@ def _printed_metric(text: str, match: re.Match[str]) -> PrintedMetric | None:
     evaluation_words = _EVALUATION_WORD.findall(_literal_before(text, match.start()))
     return PrintedMetric(key, match["separator"], evaluated=bool(evaluation_words),
                          line_word=evaluation_words[-1] if evaluation_words else "", percent=bool(count_of_total))
+
+
+def _printed_first(text: str, at: int) -> bool:
+    """The string holding `at` is the first thing its `print(` writes."""
+    before = text[text.rfind("\n", 0, at) + 1:at]
+    quote = max(before.rfind('"'), before.rfind("'"))
+    return quote >= 0 and bool(_PRINT_OPENS.search(before[:quote]))
 
 
 def _literal_before(text: str, at: int) -> str:

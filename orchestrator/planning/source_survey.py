@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import SpecError
+from orchestrator.planning.framework_reading import canonical_name
 from orchestrator.planning.packaging import left_out_of_package
 from orchestrator.planning.script_reading import ScriptReading, read_script
 from orchestrator.specs.source_files import source_file_text
@@ -25,6 +26,13 @@ REQUIREMENTS = "requirements.txt"
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__""")
 _NOT_ENTRY_POINTS = re.compile(r"(?:^|/)(?:setup\.py|conftest\.py|test_[^/]*\.py|[^/]*_test\.py)$")
 _NAMED = 5
+_REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+_INCLUDE = re.compile(r"^(?:-r|--requirement)(?:\s*=\s*|\s+)(\S+)$")
+_EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
+_EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s*=\s*|\s+)")
+_LOCATED = re.compile(r"://|^[./~]")
+"""A requirement given by its location (`git+https://.../transformers.git`, `./wheels/x.whl`), not its name."""
+_ARCHIVE = re.compile(r"(?:\.git|-\d[^/]*\.(?:whl|zip|tar\.gz|tgz))$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class SourceSurvey:
     """The entry point's text was read; False for a binary file, one over 1 MiB or no regular file."""
     requirements: bool
     """A requirements.txt at the top, which the toolkit installs before the script starts."""
+    required: frozenset[str]
+    """The canonical names of the distributions requirements.txt installs (a `-r` include followed one level)."""
     listed_all: bool
     """False where the folder holds more than MAX_FILES_LISTED files to ship: the entry point was looked for among
     the first ones."""
@@ -61,7 +71,38 @@ def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurv
     readable = text is not None and "\x00" not in text
     return SourceSurvey(directory=directory, entry_point=chosen,
                         reading=read_script(text) if readable and text is not None else ScriptReading(parsed=False),
-                        readable=readable, requirements=(directory / REQUIREMENTS).is_file(), listed_all=listed_all)
+                        readable=readable, requirements=(directory / REQUIREMENTS).is_file(),
+                        required=_required(directory, REQUIREMENTS, follow=True), listed_all=listed_all)
+
+
+def _required(directory: Path, relative: str, follow: bool) -> frozenset[str]:
+    """The distributions a requirements file names, by name, `#egg=` or the last part of their location."""
+    names: set[str] = set()
+    for raw in (source_file_text(directory, relative) or "").splitlines():
+        line = re.sub(r"(^|\s)#(?!egg=).*", "", raw).split(";")[0].strip()
+        included = _INCLUDE.match(line)
+        if included and follow:
+            names |= _required(directory, (Path(relative).parent / included[1]).as_posix(), follow=False)
+        named = _requirement_name(line)
+        if named:
+            names.add(canonical_name(named))
+    return frozenset(names)
+
+
+def _requirement_name(line: str) -> str | None:
+    """`transformers` of `transformers[torch]>=4.40`, `deepspeed @ https://...`, `...#egg=transformers` and
+    `git+https://github.com/huggingface/transformers.git`, also installed editable (`-e`); None for an option
+    line (`-r`, `--index-url`)."""
+    line = _EDITABLE.sub("", line)
+    if line.startswith("-"):
+        return None
+    egg = _EGG.search(line)
+    if egg:
+        return egg[1]
+    if _LOCATED.search(line) and "@" not in line.split("://")[0]:
+        line = _ARCHIVE.sub("", line.rstrip("/").rsplit("/", 1)[-1])
+    found = _REQUIREMENT_NAME.match(line)
+    return found[0] if found else None
 
 
 def _python_files(directory: Path) -> tuple[list[str], bool]:

@@ -12,6 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from orchestrator.planning.framework_reading import TRAINER_METRICS, MetricDefinition, unshipped
 from orchestrator.planning.packaging import IGNORE_FILE, left_out_of_package
 from orchestrator.planning.script_reading import ScriptOption, ScriptReading
 from orchestrator.planning.source_survey import MAX_FILES_LISTED, REQUIREMENTS, SourceSurvey
@@ -56,7 +57,9 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
     """The commented spec for `survey`'s script, to be written at `spec_file` (relative paths are from its
     folder)."""
     reading = survey.reading
-    mode = Mode(choices.mode) if choices.mode else launching_mode(reading.torchrun, reading.mpi)
+    framework = reading.frameworks
+    mode = Mode(choices.mode) if choices.mode else launching_mode(reading.torchrun or bool(framework.launcher),
+                                                                  reading.mpi)
     instance_type, instance_why = _instance(mode, reading, choices.instance_type)
     image = _newest_image(mode, instance_type, survey.directory)
     name = _job_name(survey.directory)
@@ -64,6 +67,7 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
                                                                                                   "max")]
     chosen = _hyperparameters(reading)
     findings = _findings(survey, mode, bool(choices.mode), chosen)
+    findings += _framework_findings(survey, image.version)
     lines = [
         f"# Written by `smtrain init` from {survey.entry_point}: a start to read and change (every field: "
         "docs/specs.md).",
@@ -76,7 +80,8 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
         _commented("instance:", f"{instance_why} (`smtrain instances`)"),
         f"  type: {instance_type}",
         _commented("  count: 1", "more hosts: raise it (every host runs the same script)"),
-        _commented(f"distribution: {{mode: {mode.value}}}", _launched(mode)),
+        _commented(f"distribution: {{mode: {mode.value}}}",
+                   framework.launch_reason if framework.launcher and not choices.mode else _launched(mode)),
         *_hyperparameter_lines(chosen, survey.entry_point),
         *_channel_lines(channels, name),
         *_metric_lines(reading),
@@ -246,13 +251,30 @@ def _channel_lines(channels: tuple[str, ...], name: str) -> list[str]:
     ]
 
 
+def _metric_definitions(reading: ScriptReading) -> list[MetricDefinition]:
+    """The Trainer's log dicts' metrics where it trains with one, then what the script prints itself, one per
+    name."""
+    printed = [MetricDefinition(metric.name, metric.regex) for metric in reading.metrics]
+    found: dict[str, MetricDefinition] = {}
+    for metric in (*(TRAINER_METRICS if reading.frameworks.trainer_logs else ()), *printed):
+        found.setdefault(metric.name.lower(), metric)
+    return list(found.values())[:api_limit("AlgorithmSpecification.MetricDefinitions", "max")]
+
+
 def _metric_lines(reading: ScriptReading) -> list[str]:
-    metrics = reading.metrics[:api_limit("AlgorithmSpecification.MetricDefinitions", "max")]
+    metrics = _metric_definitions(reading)
     if not metrics:
         return []
-    return [_commented("metrics:", "what the script prints, as SageMaker reads its log (RE2)"),
+    said = "the Trainer's log dicts and what the script prints" if reading.frameworks.trainer_logs else \
+        "what the script prints"
+    return [_commented("metrics:", f"{said}, as SageMaker reads its log (RE2)"),
             *(line for metric in metrics
-              for line in (f"  - name: {_yaml(metric.name)}", f"    regex: '{metric.regex}'"))]
+              for line in (f"  - name: {_yaml(metric.name)}", f"    regex: {_single_quoted(metric.regex)}"))]
+
+
+def _single_quoted(text: str) -> str:
+    """`text` as YAML's single-quoted scalar, backslashes as written (a regex's `\\b`), a quote doubled."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hyperparameters) -> list[str]:
@@ -266,7 +288,8 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hype
     found += _stops_at_start(reading, script)
     if reading.channels or reading.reads_all_channels:
         found.append(f"channels: {', '.join(reading.channels) or 'train (it reads SM_CHANNELS)'}")
-    launched = "--mode" if mode_chosen else ("it reads RANK/LOCAL_RANK/WORLD_SIZE" if reading.torchrun
+    launched = "--mode" if mode_chosen else (reading.frameworks.launch_reason if reading.frameworks.launcher
+                                             else "it reads RANK/LOCAL_RANK/WORLD_SIZE" if reading.torchrun
                                              else "it uses MPI" if reading.mpi else "no launcher variables read")
     found.append(f"distribution: mode {mode.value} ({launched})")
     if chosen.taken:
@@ -275,8 +298,8 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hype
     if reading.dataclass_options:
         found.append("options: HfArgumentParser's dataclass fields are not read, so none was written: add those to "
                      "change under hyperparameters (`num_train_epochs: 3` reaches it as --num_train_epochs 3)")
-    if reading.metrics:
-        found.append(f"metrics: {', '.join(metric.name for metric in reading.metrics)}")
+    if metrics := _metric_definitions(reading):
+        found.append(f"metrics: {', '.join(metric.name for metric in metrics)}")
     if survey.requirements:
         found.append(f"{REQUIREMENTS}: installed before the script starts, locally as on SageMaker")
     if not survey.listed_all:
@@ -303,3 +326,27 @@ def _stops_at_start(reading: ScriptReading, script: str) -> list[str]:
                      "call cli.trainer.fit(cli.model, datamodule=cli.datamodule); its options are then "
                      "hyperparameters such as `trainer.max_epochs: 3`")
     return stops
+
+
+def _framework_findings(survey: SourceSurvey, framework_version: str) -> list[str]:
+    """The frameworks the image would lack, at the script's line that imports each, and the DeepSpeed configs
+    the script names that would not ship with it."""
+    script, frameworks = survey.entry_point, survey.reading.frameworks
+    found = []
+    for missing in unshipped(frameworks.imports, survey.required, framework_version):
+        where = (f"{REQUIREMENTS} does not name it: add a line `{missing.distribution}` to it" if survey.requirements
+                 else f"there is no {REQUIREMENTS}: create one at the top of {survey.directory} holding "
+                      f"`{missing.distribution}`")
+        found.append(f"WARNING: {script}:{missing.line} uses {missing.module}, which the PyTorch {framework_version} "
+                     f"image does not ship, and {where} (the toolkit installs it before the script starts, locally "
+                     "as on SageMaker); without it the script stops at that import")
+    for config in frameworks.deepspeed_configs:
+        if not config.endswith(".json") or config.startswith("/"):
+            continue
+        if (survey.directory / config).is_file():
+            found.append(f"DeepSpeed config: {config}, shipped with the code (read from /opt/ml/code)")
+        else:
+            found.append(f"WARNING: {script} names the DeepSpeed config {config}, which is not in {survey.directory}: "
+                         "it is read from the code folder, so the job stops there; put the file in the source "
+                         "folder (or name one that is)")
+    return found

@@ -220,7 +220,7 @@ def test_options_sagemaker_would_refuse_or_that_would_inject_yaml_are_left_out_a
         parser.add_argument("--prompt", default="x" * 3000)
         parser.add_argument("--long", default="''' + "y" * 3000 + '''")
         parser.add_argument("--evil\\nrole: arn:aws:iam::1:role/x", action="store_true")
-        parser.add_argument("--ok", default="\\\\n fine")
+        parser.add_argument("--ok", default="\\\\n_fine")
         ''')
     _project(tmp_path, hostile)
     monkeypatch.chdir(tmp_path)
@@ -229,7 +229,7 @@ def test_options_sagemaker_would_refuse_or_that_would_inject_yaml_are_left_out_a
 
     assert result.exit_code == 0, result.output
     written = yaml.safe_load((tmp_path / "job.yaml").read_text())
-    assert written["hyperparameters"] == {"ok": "\\n fine"} and "role" not in written
+    assert written["hyperparameters"] == {"ok": "\\n_fine"} and "role" not in written
     text = (tmp_path / "job.yaml").read_text()
     assert "# --a=b left out: hyperparameter name 'a=b' holds '='" in text
     assert "# --long left out: the value is 3002 characters once JSON-encoded" in text
@@ -363,7 +363,94 @@ def test_a_lightning_cli_or_hugging_face_script_is_told_what_init_cannot_write(t
     assert "starts LightningCLI, which expects a subcommand (`fit`)" in lightning_result.output
     assert "run=False" in lightning_result.output
     assert "HfArgumentParser's dataclass fields are not read, so none was written" in hf_result.output
-    for written in ("job.yaml", "hf.yaml"):  # their trainers take the host's GPU on their own
+    for written in ("job.yaml", "hf.yaml"):  # their trainers take their ranks from torchrun, one per GPU
         _validated(written)
-        assert load(tmp_path / written).spec.instance.type == "ml.g5.xlarge"
+        assert load(tmp_path / written).spec.instance.type == "ml.g5.12xlarge"
+        assert load(tmp_path / written).spec.distribution.mode.value == "torch_distributed"
         assert "hyperparameters" not in yaml.safe_load((tmp_path / written).read_text())
+
+
+HF_TRAINER = '''\
+import argparse
+
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=3)
+parser.add_argument("--deepspeed", type=str, default=None)
+args, _ = parser.parse_known_args()
+training_args = TrainingArguments(output_dir="/opt/ml/model", num_train_epochs=args.epochs, report_to="none",
+                                  eval_strategy="epoch", logging_strategy="epoch", deepspeed=args.deepspeed)
+model = AutoModelForSequenceClassification.from_pretrained("/opt/ml/input/data/model")
+Trainer(model=model, args=training_args).train()
+'''
+LIGHTNING = '''\
+import lightning as L
+
+trainer = L.Trainer(accelerator="gpu", strategy="ddp", devices="auto", max_epochs=3)
+trainer.fit(model)
+'''
+
+
+def test_a_transformers_trainer_script_is_launched_per_gpu_with_its_log_dicts_as_metrics(tmp_path, monkeypatch):
+    _project(tmp_path, HF_TRAINER)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "job.yaml").read_text()
+    written = yaml.safe_load(text)
+    assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
+    assert "# transformers Trainer: one process per GPU under torchrun" in text
+    assert "distribution: mode torch_distributed (transformers Trainer: one process per GPU under torchrun)" \
+        in result.output
+    metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+    assert list(metrics) == ["train:loss", "train:grad_norm", "train:learning_rate", "train:epoch", "validation:loss"]
+    train_line = "{'loss': '0.6931', 'grad_norm': '1.25', 'learning_rate': '5e-05', 'epoch': '1'}"
+    eval_line = "{'eval_loss': '0.6102', 'eval_runtime': '0.21', 'epoch': '1'}"
+    assert metrics["train:loss"].search(train_line).group(1) == "0.6931" and not metrics["train:loss"].search(eval_line)
+    assert not metrics["train:epoch"].search(eval_line)
+    assert metrics["validation:loss"].search(eval_line).group(1) == "0.6102"
+    # the image has no transformers and there is no requirements.txt: the user is told at the import's line
+    assert ("WARNING: train.py:3 uses transformers, which the PyTorch 2.13.0 image does not ship, and there is no "
+            "requirements.txt: create one at the top of src holding `transformers`") in result.output
+    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
+    assert validated.exit_code == 0, validated.output
+
+
+def test_a_framework_named_in_requirements_is_not_asked_for_and_a_deepspeed_config_must_ship(tmp_path, monkeypatch):
+    source = _project(tmp_path, HF_TRAINER.replace("default=None", 'default="ds_config.json"'))
+    (source / "requirements.txt").write_text("transformers==5.24.0\n")
+    monkeypatch.chdir(tmp_path)
+
+    missing = _init(tmp_path, "src")
+
+    assert missing.exit_code == 0, missing.output
+    assert "uses transformers" not in missing.output
+    assert ("WARNING: train.py:7 uses deepspeed, which the PyTorch 2.13.0 image does not ship, and requirements.txt "
+            "does not name it: add a line `deepspeed` to it") in missing.output
+    assert "WARNING: train.py names the DeepSpeed config ds_config.json, which is not in src" in missing.output
+    assert "DeepSpeed through the transformers Trainer: one process per GPU under torchrun" in missing.output
+
+    (source / "ds_config.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (source / "requirements.txt").write_text("transformers==5.24.0\ndeepspeed\n")
+    shipped = _init(tmp_path, "src", "--force")
+
+    assert shipped.exit_code == 0, shipped.output
+    assert "WARNING" not in shipped.output
+    assert "DeepSpeed config: ds_config.json, shipped with the code" in shipped.output
+
+
+def test_a_lightning_script_that_ranks_by_host_count_is_still_launched_per_gpu(tmp_path, monkeypatch):
+    _project(tmp_path, 'import json, os\n' + LIGHTNING.replace("max_epochs=3",
+                                                                'num_nodes=len(json.loads(os.environ["SM_HOSTS"]))'))
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "job.yaml").read_text()
+    assert yaml.safe_load(text)["distribution"] == {"mode": "torch_distributed"}
+    assert "# Lightning Trainer: one process per GPU under torchrun" in text
+    assert "WARNING: train.py:2 uses lightning" in result.output and "holding `lightning`" in result.output

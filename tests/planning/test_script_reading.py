@@ -163,3 +163,32 @@ def test_cuda_used_through_a_device_call_or_a_trainer_counts_as_a_gpu():
                  "accelerator = Accelerator()\n", "trainer = L.Trainer(max_epochs=3)\n"):
         assert read_script(text).uses_gpu, text
     assert not read_script("if torch.cuda.is_available(): pass\n").uses_gpu
+
+
+def test_a_training_line_that_begins_with_its_metric_is_not_read_from_the_evaluation_line():
+    reading = read_script('for step in range(9):\n    print(f"loss={loss:.4f}")\n'
+                          'print(f"Evaluation: loss={val:.4f}")\n')
+    metrics = {metric.name: compile_metric_regex(metric.regex) for metric in reading.metrics}
+    lines = {"train": "loss=0.4200", "train under mpirun": "[1,mpirank:0,algo-1]<stdout>:loss=0.4200",
+             "eval": "Evaluation: loss=0.5100"}
+
+    read = {(name, line): (found.group(1) if (found := pattern.search(text)) else None)
+            for name, pattern in metrics.items() for line, text in lines.items()}
+
+    assert read == {("train:loss", "train"): "0.4200", ("train:loss", "train under mpirun"): "0.4200",
+                    ("train:loss", "eval"): None,
+                    ("validation:loss", "train"): None, ("validation:loss", "train under mpirun"): None,
+                    ("validation:loss", "eval"): "0.5100"}
+
+
+def test_a_default_the_containers_shell_would_drop_or_split_is_left_out():
+    """`--fsdp ""` (the transformers examples' default): /bin/sh gives the script `--fsdp` with no value, and argparse
+    stops it; `"full_shard auto_wrap"` arrives as two words (docs/sagemaker-contract.md §5)."""
+    reading = read_script('parser.add_argument("--fsdp", type=str, default="")\n'
+                          'parser.add_argument("--wrap", default="full_shard auto_wrap")\n'
+                          'parser.add_argument("--optim", default="adamw_torch")\n')
+    options = {option.name: option for option in reading.options}
+
+    assert options["fsdp"].left_out.startswith("its default is empty or holds a space")
+    assert options["wrap"].left_out.startswith("its default is empty or holds a space")
+    assert options["optim"] == ScriptOption("optim", "adamw_torch")
