@@ -17,7 +17,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.errors import Interrupted, naming_keywords
+from orchestrator.errors import Interrupted, SpecError, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
@@ -175,8 +175,13 @@ class Job:
         lines until the job has ended.
 
         Raises:
+            SpecError: `tail` is no count of 1 or more, as `smtrain logs --tail` refuses it (before, 0 gave no line
+                of a local run and the last lines of a SageMaker job).
             SmtrainError: `host` is not one of the job's hosts (naming them), when the lines are first asked for.
         """
+        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 1):
+            raise SpecError(f"tail={tail!r} is no count of lines",
+                            fix="pass how many of each host's last lines, 1 or more, or leave tail out for all")
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:
