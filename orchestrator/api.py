@@ -96,6 +96,16 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     return spec.in_words(API_WORDS) if spec.field_words == SPEC_WORDS else spec
 
 
+def _to_run_here(spec_or_plan: Plan | SpecLike, region: str | None) -> Plan | LoadedSpec:
+    """What a local run is given, in `region` where one is named, as `smtrain local --region X` takes it: the
+    region the job sees (its image, its ranks' AWS_REGION and SAGEMAKER_REGION) in place of the spec's, and named
+    as the keyword (`region='eu-west-1'`); a plan is then planned again from its spec."""
+    if isinstance(spec_or_plan, Plan):
+        return spec_or_plan if region is None else spec_or_plan.loaded.in_region(region)
+    loaded = _loaded(spec_or_plan)
+    return loaded if region is None else loaded.in_region(region)
+
+
 def _allowing(job_plan: Plan, allow_unverified: bool) -> Plan:
     """The plan past its unverified findings where the keyword `allow_unverified` asks (`planning/unverified.py`);
     False leaves it to the spec's own `allow_unverified:`, as the command line's absent flag does."""
@@ -133,7 +143,9 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     Args:
         backend: "local" (this machine, every host emulated: `smtrain local`) or "sagemaker" (`smtrain submit`,
             as `submit` does it).
-        region: a SageMaker job's region, replacing the spec's (see `plan`).
+        region: the job's region, replacing the spec's, as `--region` does on `smtrain submit` and `smtrain
+            local` (see `plan`): where a SageMaker job goes; the region a local run's job sees (its image, its
+            ranks' `AWS_REGION` and `SAGEMAKER_REGION`). A plan given with it is planned again from its spec.
         allow_unverified: a SageMaker job is sent past its unverified findings (see `submit`); a local run is
             never refused for them.
         options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
@@ -150,10 +162,6 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     from orchestrator.backends.job import Job
 
     chosen: Backend
-    if backend == "local" and region is not None:
-        raise SpecError("region= says where a SageMaker job goes, not a local run",
-                        fix='pass backend="sagemaker", or leave it out (a local run\'s job sees the spec\'s '
-                            "`region:`)")
     if backend == "local":
         from orchestrator.backends.local import LocalBackend
         from orchestrator.emulator.run_options import options_from
@@ -169,17 +177,16 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
-    source = spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan)
-    job_plan = chosen.plan(source)
+    job_plan = chosen.plan(_to_run_here(spec_or_plan, region))
     return Job(chosen, chosen.schedule(job_plan), job_plan)
 
 
 def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any] | None = None, *,
-              observer: Observer | None = None, **keywords: Any) -> LocalRun:
+              observer: Observer | None = None, region: str | None = None, **keywords: Any) -> LocalRun:
     """Runs the job here in this call, every host emulated, and returns how it ended (`smtrain local`); `run(...,
     backend="local")` starts the same run and returns its `Job` at once. The spec is taken as `run` takes it;
     the options are `run`'s local keywords (`run_local(spec, run_dir="runs/x")`), a dict of them, or an
-    `emulator.run_options.Options`.
+    `emulator.run_options.Options`; `region` replaces the spec's, as `run`'s does (`smtrain local --region X`).
 
     The notebook's interrupt (Ctrl-C) stops the job as `smtrain local`'s Ctrl-C does: its ranks get SIGTERM and up
     to 10 s to checkpoint (a second interrupt kills them at once); then the cell ends with that KeyboardInterrupt.
@@ -200,7 +207,7 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
         raise SpecError(f"run_local's options are keywords, a dict of them or an Options, not {kind_of(options)}"
                         + (" and keywords as well" if isinstance(options, Options) else ""),
                         fix='pass e.g. run_local(spec, run_dir="runs/x", processes_per_host=1)')
-    ended = run_here(spec_or_plan if isinstance(spec_or_plan, Plan) else _loaded(spec_or_plan), chosen, observer)
+    ended = run_here(_to_run_here(spec_or_plan, region), chosen, observer)
     if ended.status == "Interrupted":  # Python's Ctrl-C, the only interruption a run in this call is given
         raise ended_interrupted(ended.job_name, ended.run_dir, "SIGINT")
     return ended

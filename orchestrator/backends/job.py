@@ -17,7 +17,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.errors import Interrupted, naming_keywords
+from orchestrator.errors import Interrupted, SpecError, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
@@ -44,6 +44,7 @@ class Job:
         self.last_status: JobStatus | None = None
         self._latest: dict[str, float] = {}
         self._progress: JobProgress | None = None
+        self._cause: FailureCause | None = None
         self._live = LiveSummary()
 
     @property
@@ -90,9 +91,23 @@ class Job:
         """
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
         try:
-            return self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
+            final = self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
         except KeyboardInterrupt:  # only the wait ends, as on SageMaker: a local run goes on in this process
             raise Interrupted(f"interrupted the wait; {self._state_after_interrupt()}") from None
+        self._read_cause_if_ended(final)
+        return final
+
+    def _read_cause_if_ended(self, final: JobStatus) -> None:
+        """A job that failed (or was stopped) by itself: its cause and fix read once, as `smtrain submit --wait` and
+        `watch` print them at its end, for the handle's repr and summary. Logs that cannot be read leave it unread
+        (the repr then says `job.failure_cause()`, which raises why): the final status still stands."""
+        from orchestrator.errors import AwsError
+
+        if final.status in ("Failed", "Stopped"):
+            try:
+                self.failure_cause()
+            except AwsError:
+                pass
 
     def _state_after_interrupt(self) -> str:
         """Where the job is once a wait was interrupted, in the API's words."""
@@ -160,8 +175,13 @@ class Job:
         lines until the job has ended.
 
         Raises:
+            SpecError: `tail` is no count of 1 or more, as `smtrain logs --tail` refuses it (before, 0 gave no line
+                of a local run and the last lines of a SageMaker job).
             SmtrainError: `host` is not one of the job's hosts (naming them), when the lines are first asked for.
         """
+        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 1):
+            raise SpecError(f"tail={tail!r} is no count of lines",
+                            fix="pass how many of each host's last lines, 1 or more, or leave tail out for all")
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:
@@ -229,15 +249,31 @@ class Job:
     def failure_cause(self) -> FailureCause | None:
         """Where a failed job failed and why: host, rank, the error, the user's file:line, a category and a fix,
         the same for a local run and a SageMaker job; None while it runs or when it completed."""
-        return self.backend.failure_cause(self.id)
+        self._cause = self.backend.failure_cause(self.id)
+        self._live.update(self.summary())
+        return self._cause
 
     def __repr__(self) -> str:
-        """`Job(name, region=... | backend='local', status=..., progress=..., <loss>=...)` from what was read."""
+        """`Job(name, region=... | backend='local', status=..., progress=..., <loss>=...)` from what was read; for a
+        failed job its cause and fix, as `smtrain status` shows them, or where to read them."""
         status = self.last_status.status if self.last_status else "not read yet"
         region = getattr(getattr(self.backend, "boto", None), "region_name", None)
         where = f"region={region!r}" if region else f"backend={self.backend.name!r}"
-        known = "".join(f", {key}={value!r}" for key, value in self._known_progress())
+        known = "".join(f", {key}={value!r}" for key, value in [*self._known_progress(), *self._known_cause()])
         return f"Job({self.name!r}, {where}, status={status!r}{known})"
+
+    def _known_cause(self) -> list[tuple[str, str]]:
+        """A failed job's cause and fix as far as calls made earlier have read them (`wait`, `progress`,
+        `failure_cause`), else the call that reads them."""
+        cause = self._cause_read()
+        if cause is not None:
+            return [("cause", cause.headline()), *([("fix", cause.fix)] if cause.fix else [])]
+        if self.last_status is not None and self.last_status.status == "Failed":
+            return [("next", "job.failure_cause(): where it failed and the fix")]
+        return []
+
+    def _cause_read(self) -> FailureCause | None:
+        return self._cause or (self._progress.failure_cause if self._progress else None)
 
     def _known_progress(self) -> list[tuple[str, str]]:
         """Progress and the latest loss, as far as calls made earlier have read them."""
@@ -266,8 +302,8 @@ class Job:
             if self._progress and self._progress.logs_unread:
                 rows.append(("logs", f"not read: {self._progress.logs_unread}"))
                 rows += [("fix", self._progress.logs_fix)] if self._progress.logs_fix else []
-            if self._progress and self._progress.failure_cause:
-                rows += self._progress.failure_cause.rows(current.failure_reason)
+            cause = self._cause_read()
+            rows += cause.rows(current.failure_reason) if cause else []
             rows += current.settings
         if self.submission is not None:
             rows += self.submission.summary_rows()
@@ -293,7 +329,8 @@ class Job:
 def attach(job: str | Path, *, region: str | None = None, boto: Any | None = None,
            backend: str | None = None) -> Job:
     """The job a user names: `local:RUN` (a run directory, or its name under runs/), `sagemaker:NAME`, or a bare
-    name, resolved as every CLI verb resolves it (`backends.resolve`); its status read once.
+    name, resolved as every CLI verb resolves it (`backends.resolve`); its status read once, and a failed job's
+    cause and fix with it, as `smtrain status` shows them.
 
     Raises:
         JobNotFound: no such local run or SageMaker job (in `region`); AmbiguousJob: a bare name that is both.
@@ -302,5 +339,5 @@ def attach(job: str | Path, *, region: str | None = None, boto: Any | None = Non
 
     chosen, job_id = resolve_job(str(job), backend, region, boto)
     handle = Job(chosen, job_id)
-    handle.status()
+    handle._read_cause_if_ended(handle.status())  # as `smtrain status` shows a failed job's cause and fix
     return handle

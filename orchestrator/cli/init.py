@@ -74,10 +74,10 @@ def init(source_dir: Path, entry_point: str | None, mode: str | None, instance_t
 
 
 def _write_checked(spec: StartingSpec, spec_file: Path) -> list[Path]:
-    """Writes the spec at `spec_file` once it passes as `validate` passes a file, with the missing local input
+    """Writes the spec at `spec_file` once it passes as `validate` passes a spec, with the missing local input
     folders it names created empty (returned) and those inside source_dir added to its `.smtrainignore`; where it
     does not pass, nothing is left behind."""
-    from orchestrator.cli.validation import judged_as_validate
+    from orchestrator.cli.validation import judged_spec
     from orchestrator.errors import SmtrainError, SpecError
 
     made = [folder for local in spec.local_folders for folder in (*reversed(local.parents), local)
@@ -91,7 +91,7 @@ def _write_checked(spec: StartingSpec, spec_file: Path) -> list[Path]:
         if spec.unshipped:
             _add_lines(spec.ignore_file, ignored_before, spec.unshipped)
         draft.write_text(spec.text, encoding="utf-8")
-        judged_as_validate(str(draft))
+        judged_spec(str(draft))
         os.replace(draft, spec_file)
     except BaseException as error:
         draft.unlink(missing_ok=True)

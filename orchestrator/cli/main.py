@@ -69,9 +69,11 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
     """Check spec FILES against the schema, SageMaker's API limits and the capability matrix. Offline and fast.
 
     It is submit's gate: exits 2 whenever `submit` would refuse a file, which includes an unverified combination
-    without `allow_unverified: true` (or --allow-unverified) and a channel given as a local path (fine for
-    `smtrain local`). Notices, and unverified combinations that are allowed, are shown and pass, among them
-    each value the spec writes that contradicts the admin's SageMaker SDK defaults file.
+    without `allow_unverified: true` (or --allow-unverified), a channel given as a local path (fine for
+    `smtrain local`), and a role or output path from $SMTRAIN_ROLE, $SMTRAIN_OUTPUT_PATH or the SDK defaults
+    file that the spec's own fields would refuse (named by where it came from). Notices, and unverified
+    combinations that are allowed, are shown and pass, among them each value the spec writes that contradicts the
+    admin's SageMaker SDK defaults file.
 
     \b
     Examples:

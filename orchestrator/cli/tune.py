@@ -99,13 +99,14 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], allow_unverifie
       smtrain tune validate job_specs/tuning/mlp-lr-search.yaml
       smtrain tune validate search.yaml --allow-unverified -o json
     """
-    from orchestrator.cli.validation import Passed, as_submit_judges, report_on
+    from orchestrator.cli.validation import Passed, as_submit_judges, check_named_target, report_on
     from orchestrator.planning.tuning import check_offline
     from orchestrator.specs.loader import load_tuning
 
     def check(file: str) -> Passed:
         loaded = load_tuning(file, allowing_unverified(overrides, allow_unverified))
         spec, job = loaded.spec, as_submit_judges(loaded.job)
+        check_named_target(job)
         check_offline(spec, job.spec)
         return Passed(job, f"{spec.strategy.value} search of {spec.objective.type} {spec.objective.metric} over "
                            f"{', '.join(spec.parameters)}: {counted(spec.total_jobs(), 'trial')}, "

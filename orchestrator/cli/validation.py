@@ -42,11 +42,38 @@ def as_submit_judges(job: LoadedSpec) -> LoadedSpec:
     return job
 
 
+def check_named_target(job: LoadedSpec) -> None:
+    """Checks that the role and output path `job` would go with, where the environment ($SMTRAIN_ROLE,
+    $SMTRAIN_OUTPUT_PATH) or the admin's local SDK defaults file names them instead of the spec, meet the rules
+    the spec's own fields keep: `plan` and `submit` refuse them, so both validates do too (offline).
+
+    Raises:
+        EnvironmentProblem: the value breaks a rule, naming where it came from (`role from environment
+            SMTRAIN_ROLE: ...`).
+    """
+    from orchestrator.cloud.resolve import named_role_and_output_path
+    from orchestrator.planning.sdk_defaults import load_sdk_defaults
+
+    named_role_and_output_path(job.spec, load_sdk_defaults(), {})
+
+
 def judged_as_validate(file: str, overrides: tuple[str, ...] = (), allow_unverified: bool = False) -> Passed:
-    """`file` checked as `validate` checks it (`init` checks what it writes so too).
+    """`file` checked as `validate` checks it, the role and output path the environment would give it included.
 
     Raises:
         SmtrainError: what `validate` reports as the file's problems.
+    """
+    passed = judged_spec(file, overrides, allow_unverified)
+    check_named_target(passed.job)
+    return passed
+
+
+def judged_spec(file: str, overrides: tuple[str, ...] = (), allow_unverified: bool = False) -> Passed:
+    """`file` checked as `validate` checks the spec itself, not the shell it runs in (`init` checks what it writes
+    so: a role in the environment is no problem of the spec it writes).
+
+    Raises:
+        SmtrainError: what `validate` reports as the spec's problems.
     """
     from orchestrator.planning.plan_view import summary_line
     from orchestrator.planning.request import offline_request

@@ -126,13 +126,7 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     defaults = defaults or SdkDefaults()
     region, fallback = resolve_region(spec, boto)
     sources: dict[str, Source] = {} if spec.region else {"region": _region_source(boto, fallback)}
-    role = _first(sources, "role", (spec.role, Source(SPEC)), (os.environ.get(ROLE_ENV), Source(ENVIRONMENT, ROLE_ENV)),
-                  _sdk_value(defaults, f"{TRAINING_JOB}.RoleArn"))
-    output_path = _first(sources, "output_path", (spec.output_path, Source(SPEC)),
-                         (os.environ.get(OUTPUT_PATH_ENV), Source(ENVIRONMENT, OUTPUT_PATH_ENV)),
-                         _sdk_bucket(defaults))
-    for name, value in (("role", role), ("output_path", output_path)):
-        _require_valid(name, value, sources.get(name))
+    role, output_path = named_role_and_output_path(spec, defaults, sources)
     code_location = _first(sources, "code_location", (spec.code_location, Source(SPEC)))
     bucket_to_create = None
     if output_path and "output_path" in sources and sources["output_path"].kind == SDK_DEFAULTS:
@@ -185,6 +179,26 @@ def resolve_target(spec: JobSpec, boto: Any | None = None, defaults: SdkDefaults
     return Target(region=region, role=role, output_path=output_path, code_location=code_location,
                   region_is_fallback=fallback, sources=sources, bucket_to_create=bucket_to_create,
                   role_writes=role_writes, missing=tuple(missing))
+
+
+def named_role_and_output_path(spec: JobSpec, defaults: SdkDefaults,
+                               sources: dict[str, Source]) -> tuple[str | None, str | None]:
+    """The role and output path named without asking AWS: the spec's, else $SMTRAIN_ROLE and $SMTRAIN_OUTPUT_PATH,
+    else the SDK defaults files' (each one's source recorded in `sources`). `plan`, `submit` and `validate` check
+    them here alike, so that a value the environment gives is judged as one the spec writes.
+
+    Raises:
+        EnvironmentProblem: a value from the environment or an SDK defaults file breaks a rule the spec's field
+            keeps, naming where it came from.
+    """
+    role = _first(sources, "role", (spec.role, Source(SPEC)), (os.environ.get(ROLE_ENV), Source(ENVIRONMENT, ROLE_ENV)),
+                  _sdk_value(defaults, f"{TRAINING_JOB}.RoleArn"))
+    output_path = _first(sources, "output_path", (spec.output_path, Source(SPEC)),
+                         (os.environ.get(OUTPUT_PATH_ENV), Source(ENVIRONMENT, OUTPUT_PATH_ENV)),
+                         _sdk_bucket(defaults))
+    for name, value in (("role", role), ("output_path", output_path)):
+        _require_valid(name, value, sources.get(name))
+    return role, output_path
 
 
 def _require_valid(name: str, value: str | None, source: Source | None) -> None:

@@ -111,8 +111,8 @@ class JobStatus:
 
     def __repr__(self) -> str:
         """One line for a notebook cell: `JobStatus('mlp-1', InProgress (Training), 2 x ml.c5.2xlarge, cost so far
-        about USD 0.12)`, a failed job's reason cut short (the dataclass's own repr ran to every transition and
-        setting; the fields, and `to_dict()`, still hold them)."""
+        about USD 0.12)`, a failed job's reason cut short and where its cause and fix are (the dataclass's own repr
+        ran to every transition and setting; the fields, and `to_dict()`, still hold them)."""
         said = [self.status if self.secondary_status in (None, self.status) else
                 f"{self.status} ({self.secondary_status})"]
         if self.instance_count:
@@ -122,6 +122,8 @@ class JobStatus:
         if self.failure_reason:
             reason = self.failure_reason.splitlines()[0]
             said.append(f"failure {reason if len(reason) <= 100 else reason[:97] + '...'!r}")
+        if self.status == "Failed":  # `smtrain status` shows the failing rank's error and the fix: say where they are
+            said.append("its cause and fix: job.failure_cause()")
         return f"JobStatus({self.name!r}, {', '.join(said)})"
 
     @property

@@ -13,6 +13,7 @@ import orchestrator
 from orchestrator.cli.main import main
 from orchestrator.errors import SpecError
 from orchestrator.planning.plan_view import sources_lines
+from job_fakes import write_spec_file
 from tuning_specs import TINY_SEARCH
 
 ELSEWHERE = "eu-west-1"
@@ -131,9 +132,28 @@ def test_a_session_for_another_region_than_the_spec_s_is_refused_when_planned(wr
     assert orchestrator.plan(spec, boto=session, region="us-east-1").target.region == "us-east-1"
 
 
-def test_a_local_run_takes_no_region(write_spec):
-    with pytest.raises(SpecError, match="region= says where a SageMaker job goes, not a local run"):
-        orchestrator.run(write_spec(), region=ELSEWHERE)
+@pytest.mark.parametrize("start", [
+    lambda spec, run_dir: orchestrator.run(spec, region=ELSEWHERE, run_dir=run_dir).wait(),
+    lambda spec, run_dir: orchestrator.run_local(spec, region=ELSEWHERE, run_dir=run_dir),
+], ids=["run", "run_local"])
+def test_a_local_run_sees_the_region_named_as_smtrain_local_region_gives_it(tmp_path, start):
+    """Before, `run(spec, backend="local", region=X)` was refused ("region= says where a SageMaker job goes, not a
+    local run") and `run_local` took no region, while `smtrain local --region X` ran the job in X: its image and
+    its ranks' AWS_REGION and SAGEMAKER_REGION, as the spec's `region:` gives them."""
+    spec = write_spec_file(tmp_path, region="us-west-2", inputs={}, instance={"type": "ml.c5.2xlarge", "count": 1})
+    (tmp_path / "src" / "train.py").write_text(
+        "import os\nprint('region', os.environ['AWS_REGION'], os.environ['SAGEMAKER_REGION'])\n")
+
+    ended = start(spec, tmp_path / "run")
+
+    assert ended.status == "Completed"
+    lines = (tmp_path / "run" / "logs" / "algo-1.log").read_text().splitlines()
+    assert f"region {ELSEWHERE} {ELSEWHERE}" in lines
+
+
+def test_a_local_run_s_region_is_refused_as_the_api_s_other_region_keywords_refuse_it(write_spec):
+    with pytest.raises(SpecError, match="region '' is no AWS region's name"):
+        orchestrator.run(write_spec(), region="")
 
 
 def _search(job_spec) -> str:

@@ -1,6 +1,6 @@
 """`job.status()` as a notebook cell shows it: one short line (the status with its secondary status, the
-instances, the cost so far, a failure's reason cut short), not the dataclass's repr of every transition and
-setting, which ran to thousands of characters."""
+instances, the cost so far, a failure's reason cut short and where its cause and fix are), not the dataclass's repr
+of every transition and setting, which ran to thousands of characters."""
 
 from __future__ import annotations
 
@@ -29,4 +29,4 @@ def test_a_failed_job_s_status_names_the_first_line_of_its_reason_cut_short():
     shown = repr(JobStatus.from_description(failed, "us-east-1"))
 
     assert shown.startswith("JobStatus('mlp-2', Failed, 2 x ml.c5.2xlarge, failure 'AlgorithmError: xxx")
-    assert shown.endswith("xxx...')") and len(shown) < 180
+    assert shown.endswith("xxx...', its cause and fix: job.failure_cause())") and len(shown) < 220
