@@ -170,7 +170,8 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     own = [] if by_value else [_top_module(function)]
-    modules = [*own, *local_modules(function_pickle.modules | arguments_pickle.modules, Path.cwd())]
+    modules = [*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
+                                    function_pickle.imported | arguments_pickle.imported, Path.cwd())]
     module_bytes = {name: data for module in modules for name, data in module_files(module).items()}
     check_fits_together({"the function with the values it takes along": len(function_pickle.data),
                          "the arguments": len(arguments_pickle.data),

@@ -21,17 +21,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def local_modules(names: Iterable[str], folder: Path) -> list[str]:
-    """The top-level modules among `names` (dotted names too) whose files are under `folder` and not installed,
-    and the local modules those import, and theirs."""
+def local_modules(names: Iterable[str], imported: Iterable[str], folder: Path) -> list[str]:
+    """The top-level modules among `names` and `imported` (dotted names too) whose files are under `folder` and
+    not installed, and the local modules those import, and theirs. `imported` are names import statements give:
+    a folder without __init__.py (a namespace package) counts for them, as import finds it, but not for the other
+    names, which may be an attribute's (`data`, beside a data/ folder)."""
     folder = folder.resolve()
-    waiting, seen, found = _tops(names), set(), []
+    waiting, statements = _tops(names) | _tops(imported), _tops(imported)
+    seen, found = set(), []
     while waiting:
         top = waiting.pop()
         seen.add(top)
-        if top != "__main__" and _is_local(top, folder):
+        if top != "__main__" and _is_local(top, folder, namespace=top in statements):
             found.append(top)
-            waiting |= _tops(_imported_names(module_files(top).values())) - seen
+            more = _tops(_imported_names(module_files(top).values()))
+            statements |= more
+            waiting |= more - seen
     return sorted(found)
 
 
@@ -75,10 +80,11 @@ def _tops(names: Iterable[str]) -> set[str]:
     return {name.split(".")[0] for name in names if name}
 
 
-def _root(top: str) -> Path | None:
-    """`helpers.py` for a module, the package's folder for a package (a folder without __init__.py too); None
-    for a module with no file (built in, frozen) or none to be found. A module the notebook has not imported yet
-    (`import helpers` only in the function's body) is looked for as import would find it, without running it."""
+def _root(top: str, namespace: bool = True) -> Path | None:
+    """`helpers.py` for a module, the package's folder for a package (a folder without __init__.py too, unless
+    not `namespace`); None for a module with no file (built in, frozen) or none to be found. A module the notebook
+    has not imported yet (`import helpers` only in the function's body) is looked for as import would find it,
+    without running it."""
     module = sys.modules.get(top)
     if module is not None:
         locations = list(getattr(module, "__path__", None) or [])
@@ -88,16 +94,20 @@ def _root(top: str) -> Path | None:
             spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             return None
-        if spec is None or not spec.has_location:  # a namespace package too: an attribute's name, as a data/ folder
+        if spec is None:
             return None
-        location = os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
+        if not spec.has_location:  # a namespace package (its first folder), or a module with no file
+            folders = list(spec.submodule_search_locations or [])
+            location = folders[0] if folders and namespace else None
+        else:
+            location = os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
     return Path(location).resolve() if location else None
 
 
-def _is_local(top: str, folder: Path) -> bool:
+def _is_local(top: str, folder: Path, namespace: bool) -> bool:
     if top in sys.stdlib_module_names or not top.isidentifier():
         return False
-    root = _root(top)
+    root = _root(top, namespace)
     installed = {Path(prefix).resolve() for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     return (root is not None and root.exists() and root.is_relative_to(folder) and root != folder
             and not any(root.is_relative_to(prefix) for prefix in installed)

@@ -15,6 +15,7 @@ Only the code that travels gets its name back; the other lines of its file trave
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import inspect
 import io
@@ -40,11 +41,13 @@ _PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3:
 class Pickled:
     """A pickle, the lines of each file its by-value code comes from, and the modules it refers to by name (those
     of the functions and classes pickled by reference, the modules themselves, and the names by-value code uses,
-    `import helpers` in its body included): the job must be able to import them."""
+    `import helpers` in its body included): the job must be able to import them. `imported` are those its
+    by-value code's import statements name: certainly modules, where another name may be an attribute's."""
 
     data: bytes
     code_lines: Mapping[str, frozenset[int]]
     modules: frozenset[str]
+    imported: frozenset[str] = frozenset()
 
 
 def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
@@ -174,7 +177,7 @@ def _dump(value: Any, sink: _Sink) -> Pickled:
     pickler = _file_keeping_pickler()(sink)
     pickler.dump(value)
     return Pickled(b"", {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()},
-                   frozenset(pickler.modules))
+                   frozenset(pickler.modules), frozenset(pickler.imported))
 
 
 @functools.cache
@@ -188,6 +191,7 @@ def _file_keeping_pickler() -> type:
             super().__init__(file)
             self.code_lines: dict[str, set[int]] = {}
             self.modules: set[str] = set()
+            self.imported: set[str] = set()
 
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, types.ModuleType):
@@ -196,6 +200,8 @@ def _file_keeping_pickler() -> type:
                 self.modules.add(getattr(obj, "__module__", None) or "")
             elif isinstance(obj, types.CodeType):
                 self.modules.update(obj.co_names)
+                self.imported.update(instruction.argval for instruction in dis.get_instructions(obj)
+                                     if instruction.opname == "IMPORT_NAME")
             if isinstance(obj, types.CodeType) and obj.co_filename != _NO_FILE:
                 last = max((line for _, _, line in obj.co_lines() if line is not None), default=obj.co_firstlineno)
                 self.code_lines.setdefault(obj.co_filename, set()).update(range(obj.co_firstlineno, last + 1))

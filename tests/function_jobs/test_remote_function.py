@@ -477,3 +477,29 @@ def test_a_bad_value_is_reported_as_a_spec_problem_naming_the_field():
     with pytest.raises(SpecError) as error:
         orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=0, **CLOUD)(functions.where_am_i).plan()
     assert "instance.count" in str(error.value)
+
+
+def test_a_folder_without_init_that_the_function_imports_travels_and_one_named_only_as_an_attribute_does_not(
+        tmp_path, monkeypatch, cell_function):
+    """`mylib/` holds no __init__.py (a namespace package, as a notebook's folder of helpers often is), imported
+    only in the function's body, and `mylib/helpers.py` imports `tools/` (no __init__.py either) at its top: before,
+    neither travelled and the job failed with ModuleNotFoundError: No module named 'mylib'. A `data/` folder
+    beside them is no module the function imports (`config.data` is an attribute) and stays here."""
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "helpers.py").write_text("from tools.scale import double\n\n\ndef f(x):\n"
+                                                    "    return double(x)\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "scale.py").write_text("def double(x):\n    return 2 * x\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))  # a notebook's folder is on its sys.path
+    uses = cell_function("""
+        def uses(config):
+            from mylib.helpers import f
+            return f(config.data)
+        """, "uses", "<ipython-input-2-ab12cd>")
+
+    plan = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(uses).plan(None)
+
+    assert {"mylib/helpers.py", "tools/scale.py"} <= set(plan.source.files)
+    assert "data/rows.py" not in plan.source.files
