@@ -28,7 +28,7 @@ from typing import Any
 from orchestrator.contract import FUNCTION_RUNNER as RUNNER
 from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
-from orchestrator.function_jobs.local_modules import local_modules, module_files, module_folder
+from orchestrator.function_jobs.local_modules import local_modules, shipped_modules
 from orchestrator.function_jobs.pickling import (
     check_fits_together,
     pickled_arguments,
@@ -151,7 +151,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     tracebacks), requirements.txt and the files of the user's own modules the job imports: a function shipped by
     reference's module, and the modules beside the notebook that the function and arguments refer to.
     Content-addressed in smtrain's cache: the same call reuses it, and nothing is written outside the cache.
-    With it, the folder the user keeps those modules in (`_known_as`), where a failure in them is shown."""
+    With it, the folder that holds those modules here, where a failure in them is shown (shipped_modules)."""
     from orchestrator.cache_dir import writable_cache_root
 
     try:
@@ -170,20 +170,19 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     own = [] if by_value else [_top_module(function)]
-    modules = [*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
-                                    function_pickle.imported | arguments_pickle.imported, Path.cwd())]
-    module_bytes = {name: data for module in modules for name, data in module_files(module).items()}
+    modules = shipped_modules([*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
+                                                    function_pickle.imported | arguments_pickle.imported, Path.cwd())])
+    files[f"{SHIPPED}/import_folders.json"] = json.dumps(modules.import_folders).encode()
     check_fits_together({"the function with the values it takes along": len(function_pickle.data),
                          "the arguments": len(arguments_pickle.data),
-                         "your modules' files": sum(map(len, module_bytes.values()))})
-    files.update(module_bytes)
-    known_as = _known_as(own, modules)
+                         "your modules' files": sum(map(len, modules.files.values()))})
+    files.update(modules.files)
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     target = writable_cache_root() / "remote" / digest.hexdigest()[:32]
     if target.is_dir():
-        return target, known_as
+        return target, modules.known_as
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
     for name, data in files.items():
@@ -193,17 +192,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         staging.rename(target)
     except OSError:  # another call made the same directory meanwhile: the same bytes
         shutil.rmtree(staging, ignore_errors=True)
-    return target, known_as
-
-
-def _known_as(own: list[str], modules: list[str]) -> Path | None:
-    """The folder a failure in the shipped modules names them in (`helpers.py:3` there, not the cache's copy): a
-    function shipped by reference's own package's folder; else the one folder the notebook's modules come from.
-    None when none travels, or they come from several folders (the copy is named then)."""
-    if own:
-        return module_folder(own[0])
-    folders = {module_folder(module) for module in modules}
-    return folders.pop() if len(folders) == 1 else None
+    return target, modules.known_as
 
 
 def _requirements(requirements: Any, cloudpickle_version: str) -> str:

@@ -9,6 +9,11 @@ the standard library) are the image's or the requirements' business and never tr
 A local module imports others at its top (`import helper_b` in helpers.py, `from utils import io` in a package's
 file) that neither the function nor its pickle names: the closure of local modules travels, each module's import
 statements read from its source with `ast`, never run, each module read once.
+
+The modules may come from several folders (`libA/steps.py` and `libB/arith.py`, each folder on the notebook's
+sys.path): they travel in the code directory as they lie under the folder that holds them all, which a failure
+names them from (`libB/arith.py:2`, the user's file, not smtrain's cached copy), and the job imports them from
+those folders, as the notebook does.
 """
 
 from __future__ import annotations
@@ -18,7 +23,36 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ShippedModules:
+    """The user's modules as they travel: their files by name in the code directory, the folder of this machine
+    those names are relative to (None when none travels), and the code directory's folders the job imports them
+    from besides the code directory itself."""
+
+    files: dict[str, bytes]
+    known_as: Path | None
+    import_folders: list[str]
+
+
+def shipped_modules(tops: Iterable[str]) -> ShippedModules:
+    """The files of the top-level modules `tops`, laid out as they lie under the folder that holds them all."""
+    folders = {top: _module_folder(top) for top in tops}
+    if not folders:
+        return ShippedModules({}, None, [])
+    holder = Path(os.path.commonpath(list(folders.values())))
+    files: dict[str, bytes] = {}
+    import_folders = set()
+    for top, folder in folders.items():
+        inside = folder.relative_to(holder).as_posix()
+        prefix = "" if inside == "." else f"{inside}/"
+        files.update({prefix + name: data for name, data in _module_files(top).items()})
+        if prefix:
+            import_folders.add(inside)
+    return ShippedModules(files, holder, sorted(import_folders))
 
 
 def local_modules(names: Iterable[str], imported: Iterable[str], folder: Path) -> list[str]:
@@ -34,7 +68,7 @@ def local_modules(names: Iterable[str], imported: Iterable[str], folder: Path) -
         seen.add(top)
         if top != "__main__" and _is_local(top, folder, namespace=top in statements):
             found.append(top)
-            more = _tops(_imported_names(module_files(top).values()))
+            more = _tops(_imported_names(_module_files(top).values()))
             statements |= more
             waiting |= more - seen
     return sorted(found)
@@ -58,7 +92,7 @@ def _imported_names(sources: Iterable[bytes]) -> set[str]:
     return names
 
 
-def module_files(top: str) -> dict[str, bytes]:
+def _module_files(top: str) -> dict[str, bytes]:
     """The files of a top-level module or package, named as the import system finds them from the code
     directory: `helpers.py`, or `pkg/...` for every .py file of a package."""
     root = _root(top)
@@ -70,7 +104,7 @@ def module_files(top: str) -> dict[str, bytes]:
             for file in sorted(root.rglob("*.py")) if "__pycache__" not in file.parts}
 
 
-def module_folder(top: str) -> Path:
+def _module_folder(top: str) -> Path:
     """The folder a top-level module's files come from (their names in the code directory are relative to it)."""
     root = _root(top)
     return root.parent if root else Path.cwd()

@@ -503,3 +503,34 @@ def test_a_folder_without_init_that_the_function_imports_travels_and_one_named_o
 
     assert {"mylib/helpers.py", "tools/scale.py"} <= set(plan.source.files)
     assert "data/rows.py" not in plan.source.files
+
+
+@pytest.mark.slow  # a local run
+def test_helper_modules_from_several_folders_run_and_a_failure_names_the_user_s_files(tmp_path, monkeypatch,
+                                                                                      cell_function):
+    """`libA/steps.py` imports `arith`, which the notebook finds in `libB/` (both folders on its sys.path): before,
+    the failure was located in smtrain's cached copy (`~/.cache/smtrain/remote/<digest>/arith.py:2`) and the
+    remote traceback named that copy for both files."""
+    for folder, name, source in (("libA", "steps.py", "import arith\n\n\ndef step(x):\n    return arith.ratio(x)\n"),
+                                 ("libB", "arith.py", "def ratio(x):\n    return x / 0\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text(source)
+        monkeypatch.syspath_prepend(str(tmp_path / folder))
+    try:
+        fails = cell_function("""
+            import steps
+
+            def fails(x):
+                return steps.step(x)
+            """, "fails", "<ipython-input-6-0a1b2c>")
+        job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
+        job.wait()
+    finally:
+        sys.modules.pop("steps", None), sys.modules.pop("arith", None)
+
+    with pytest.raises(ZeroDivisionError) as error:
+        job.result()
+    remote = str(error.value.__cause__)
+    assert 'File "./libA/steps.py", line 5, in step\n    return arith.ratio(x)' in remote
+    assert 'File "./libB/arith.py", line 2, in ratio\n    return x / 0' in remote
+    assert job.failure_cause().location == "./libB/arith.py:2"
