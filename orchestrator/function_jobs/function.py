@@ -173,9 +173,9 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     modules = shipped_modules([*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
                                                     function_pickle.imported | arguments_pickle.imported, Path.cwd())])
     files[f"{SHIPPED}/import_folders.json"] = json.dumps(modules.import_folders).encode()
-    check_fits_together({"the function with the values it takes along": len(function_pickle.data),
-                         "the arguments": len(arguments_pickle.data),
-                         "your modules' files": sum(map(len, modules.files.values()))})
+    check_fits_together({"the function with the values it takes along": [function_pickle.data],
+                         "the arguments": [arguments_pickle.data],
+                         "your modules' files": list(modules.files.values())})
     files.update(modules.files)
     digest = hashlib.sha256()
     for name in sorted(files):

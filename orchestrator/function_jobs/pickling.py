@@ -23,12 +23,12 @@ import json
 import linecache
 import operator
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import SpecError
-from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, gzip_compressor
 
 _NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
 _PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
@@ -57,9 +57,10 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
         SpecError: a global or closure value a by-value function takes along cannot be pickled, or they pickle to
             more than a code tarball may hold (the function travels in it, as its arguments do).
     """
-    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
+    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
         pickled = _dump(function, sink)
+        sink.finish()
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {name} cannot travel to the job: {_why(error)}",
@@ -67,10 +68,10 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
                 "such an object (a lock, a client, an open file) inside the function, or define the function in "
                 "a module file so it travels by reference",
         ) from None
-    if sink.size > DEFAULT_MAX_BYTES:
+    if sink.over_limit:
         raise SpecError(
-            f"the function {name} is {sink.size / 1e6:.1f} MB pickled with the globals and closure "
-            f"values it takes along{_largest_taken_along(function)}, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
+            f"the function {name} is {sink.size / 1e6:.1f} MB pickled with the globals and closure values it takes "
+            f"along{_largest_taken_along(function)}, and gzips to more than the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
             "job's code tarball may hold (it travels in it)",
             fix='load large data inside the function, from an input: remote(inputs={"data": "s3://bucket/prefix"}, '
                 'local_inputs={"data": "a/local/folder"}), and read it there from the folder '
@@ -80,16 +81,17 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
 
 
 def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
-    """The pickle of `(args, kwargs)`, measured as it is written: arguments larger than a job's code tarball may
-    hold are refused without a second copy of them in memory.
+    """The pickle of `(args, kwargs)`, measured gzipped as it is written, as the code tarball carries it:
+    arguments larger than it may hold are refused without a second copy of them in memory.
 
     Raises:
-        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments pickle
-            to more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
+        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments gzip to
+            more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
     """
-    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
+    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
         pickled = _dump((args, kwargs), sink)
+        sink.finish()
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
@@ -98,32 +100,42 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
                 "what can travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input "
                 "(`inputs=`) and open it there",
         ) from None
-    if sink.size > DEFAULT_MAX_BYTES:
+    if sink.over_limit:
         raise SpecError(
-            f"the arguments are {sink.size / 1e6:.1f} MB pickled, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
-            "job's code tarball may hold (they travel in it)",
+            f"the arguments are {sink.size / 1e6:.1f} MB pickled and gzip to more than the "
+            f"{DEFAULT_MAX_BYTES / 1e6:.0f} MB a job's code tarball may hold (they travel in it)",
             fix=_PASS_AS_INPUT,
         )
     return replace(pickled, data=sink.getvalue())
 
 
-def check_fits_together(sizes: Mapping[str, int]) -> None:
-    """Refuses what travels in the code tarball (each part by what it is -> its bytes) when each part fits alone
-    and their sum does not: packing would refuse it with a source_dir's fixes (`.smtrainignore`,
-    `--max-source-mb`), which a function job has neither of.
+def check_fits_together(parts: Mapping[str, Sequence[bytes]]) -> None:
+    """Refuses what travels in the code tarball (each part by what it is -> its files' bytes) when each part fits
+    alone and, gzipped as uploaded, their sum does not: packing would refuse it with a source_dir's fixes
+    (`.smtrainignore`, `--max-source-mb`), which a function job has neither of.
 
     Raises:
-        SpecError: the parts together are over DEFAULT_MAX_BYTES, naming the largest.
+        SpecError: the parts together gzip to more than DEFAULT_MAX_BYTES, naming the largest.
     """
+    if sum(len(data) for files in parts.values() for data in files) <= DEFAULT_MAX_BYTES:
+        return  # gzip makes nothing notably larger: only parts over the limit as they are need compressing
+    sizes = {part: _gzipped_size(files) for part, files in parts.items()}
     total = sum(sizes.values())
     if total <= DEFAULT_MAX_BYTES:
         return
     largest = max(sizes, key=sizes.__getitem__)
     raise SpecError(
-        f"what travels in the job's code tarball ({', '.join(sizes)}) is {total / 1e6:.1f} MB together, over "
-        f"the {DEFAULT_MAX_BYTES / 1e6:.0f} MB it may hold; the largest, {largest} ({sizes[largest] / 1e6:.1f} MB)",
+        f"what travels in the job's code tarball ({', '.join(sizes)}) gzips to {total / 1e6:.1f} MB together, "
+        f"over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB it may hold; the largest, {largest} "
+        f"({sizes[largest] / 1e6:.1f} MB gzipped)",
         fix=_PASS_AS_INPUT,
     )
+
+
+def _gzipped_size(files: Sequence[bytes]) -> int:
+    """The bytes `files` gzip to one after another, as the code tarball carries them."""
+    compressor = gzip_compressor()
+    return sum(len(compressor.compress(data)) for data in files) + len(compressor.flush())
 
 
 def shipped_lines(*pickles: Pickled) -> bytes:
@@ -149,7 +161,7 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
               for name, value in kwargs.items()]
     for where, value in named:
         try:
-            _dump(value, _Sink(keep_up_to=0))
+            _dump(value, _Sink())
         except Exception as error:  # noqa: BLE001 (the same failures as the whole call's)
             return where, _why(error)
     return None
@@ -164,12 +176,12 @@ def _largest_taken_along(function: Callable[..., Any]) -> str:
         return ""
     sizes = {}
     for name, value in {**taken.globals, **taken.nonlocals}.items():
-        sink = _Sink(keep_up_to=0)
+        sink = _Sink()
         with contextlib.suppress(Exception):  # one that cannot be measured is not the one to name
             _dump(value, sink)
         sizes[name] = sink.size
     name = max(sizes, key=sizes.__getitem__, default=None)
-    return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB)" if name else ""
+    return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB pickled)" if name else ""
 
 
 def _dump(value: Any, sink: _Sink) -> Pickled:
@@ -214,27 +226,48 @@ def _file_keeping_pickler() -> type:
 
 
 class _Sink:
-    """A file that keeps what is written up to `keep_up_to` bytes and past that only counts: arguments too large
-    to travel, or pickled again only to find the one that fails, are not copied in memory."""
+    """A file that keeps what is written and measures it against `limit` as the code tarball carries it, gzipped:
+    a pickle within the limit as it is needs no compressing here (gzip makes nothing notably larger); one past it
+    is gzipped from then on as packing will, and dropped once that too is past the limit, so data too large to
+    travel is neither copied in memory nor compressed further. Without a limit it only counts: a pickle made again
+    to find the one that fails."""
 
-    def __init__(self, keep_up_to: int | None = None) -> None:
+    def __init__(self, limit: int = 0) -> None:
         self.size = 0
-        self._keep_up_to = keep_up_to
-        self._kept = io.BytesIO()
+        self.over_limit = False
+        self._limit = limit
+        self._kept: io.BytesIO | None = io.BytesIO() if limit else None
+        self._compressor: Any = None
+        self._gzipped = 0
 
     def write(self, data: Any) -> int:
         """`data` is bytes, or for a large buffer (a numpy array's, with pickle protocol 5) a PickleBuffer, which
         has no len(): its size is its memoryview's."""
-        written = memoryview(data).nbytes
-        self.size += written
-        if self._keep_up_to is None or self.size <= self._keep_up_to:
-            self._kept.write(data)
-        elif self._kept.tell():
-            self._kept = io.BytesIO()
-        return written
+        view = memoryview(data).cast("B")
+        self.size += view.nbytes
+        if self._kept is None:
+            return view.nbytes
+        self._kept.write(view)
+        if self._compressor is not None:
+            self._count(self._compressor.compress(view))
+        elif self.size > self._limit:
+            self._compressor = gzip_compressor()
+            with self._kept.getbuffer() as everything:
+                self._count(self._compressor.compress(everything))
+        return view.nbytes
+
+    def finish(self) -> None:
+        """Ends the gzip stream, once the pickle is written whole: over_limit then says it of the whole."""
+        if self._compressor is not None:
+            self._count(self._compressor.flush())
 
     def getvalue(self) -> bytes:
-        return self._kept.getvalue()
+        return self._kept.getvalue() if self._kept is not None else b""
+
+    def _count(self, gzipped: bytes) -> None:
+        self._gzipped += len(gzipped)
+        if self._gzipped > self._limit:
+            self.over_limit, self._compressor, self._kept = True, None, None
 
 
 def _why(error: Exception) -> str:

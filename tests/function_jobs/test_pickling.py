@@ -61,7 +61,8 @@ def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_
     with pytest.raises(SpecError) as error:
         job.run(os.urandom(DEFAULT_MAX_BYTES + 1_000_000), backend="local")
 
-    assert error.value.message.startswith("the arguments are 105.9 MB pickled, over the 105 MB a job's code")
+    assert error.value.message.startswith("the arguments are 105.9 MB pickled and gzip to more than the 105 MB a "
+                                          "job's code tarball may hold")
     assert "source_dir" not in str(error.value) and "--max-source-mb" not in str(error.value)
     assert 'inputs={"data": "s3://' in error.value.fix and "local_inputs=" in error.value.fix
     assert "SM_CHANNEL_DATA" in error.value.fix
@@ -73,7 +74,7 @@ def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_i
     `positional argument 0 (a ndarray) cannot travel to the job: TypeError: object of type 'pickle.PickleBuffer'
     has no len()`, however small, and a 600 MB one too, never with its size."""
     rows = np.arange(1_000_000, dtype=np.float64)
-    too_large = np.ones(DEFAULT_MAX_BYTES // 8 + 1_000_000)
+    too_large = np.random.default_rng(0).random(DEFAULT_MAX_BYTES // 8 + 3_000_000)  # gzipped: 94%
     job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
 
     (args, kwargs) = pickle.loads(pickled_arguments((rows,), {"weights": rows[:10]}).data)
@@ -81,8 +82,19 @@ def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_i
         job.run(too_large, backend="local")
 
     assert np.array_equal(args[0], rows) and np.array_equal(kwargs["weights"], rows[:10])
-    assert error.value.message.startswith("the arguments are 112.9 MB pickled, over the 105 MB")
+    assert error.value.message.startswith("the arguments are 128.9 MB pickled and gzip to more than the 105 MB")
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_what_travels_is_measured_as_it_is_uploaded_gzipped_so_a_compressible_argument_over_the_limit_travels():
+    """A 113 MB mask of zeros gzips to 0.1 MB in the code tarball: before, it was refused as `the arguments are
+    112.9 MB pickled, over the 105 MB a job's code tarball may hold`, the size before compression."""
+    mask = np.zeros(DEFAULT_MAX_BYTES // 8 + 1_000_000, dtype=np.float64)
+
+    plan = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes).plan(mask)
+
+    assert plan.source.size_bytes < 1_000_000
+    assert "smtrain_remote/arguments.pkl" in plan.source.files
 
 
 def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_nothing_is_written(tmp_path):
@@ -98,8 +110,8 @@ def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_not
         orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(backend="local")
 
     assert error.value.message.startswith("the function test_a_function_taking_along_too_large_a_global_is_refused")
-    assert "pickled with the globals and closure values it takes along: the largest, `rows` (112.9 MB), " \
-           "over the 105 MB" in error.value.message
+    assert "pickled with the globals and closure values it takes along: the largest, `rows` (112.9 MB pickled), " \
+           "and gzips to more than the 105 MB" in error.value.message
     assert "inputs=" in error.value.fix and ".smtrainignore" not in str(error.value)
     assert "--max-source-mb" not in str(error.value)
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
@@ -135,8 +147,8 @@ def test_a_function_and_arguments_each_within_the_limit_but_over_it_together_are
 
     assert error.value.message.startswith(
         "what travels in the job's code tarball (the function with the values it takes along, the arguments, "
-        "your modules' files) is 106.9 MB together, over the 105 MB it may hold")
-    assert error.value.message.endswith("the largest, the arguments (54.4 MB)")
+        "your modules' files) gzips to 106.9 MB together, over the 105 MB it may hold")
+    assert error.value.message.endswith("the largest, the arguments (54.4 MB gzipped)")
     assert 'inputs={"data": "s3://' in error.value.fix and "SM_CHANNEL_DATA" in error.value.fix
     assert ".smtrainignore" not in str(error.value) and "--max-source-mb" not in str(error.value)
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
