@@ -16,7 +16,6 @@ import difflib
 import functools
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
@@ -31,9 +30,11 @@ from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.local_modules import local_modules, shipped_modules
 from orchestrator.function_jobs.pickling import (
     check_fits_together,
+    defined_by,
     pickled_arguments,
     pickled_function,
     shipped_lines,
+    travels_by_value,
 )
 from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
@@ -126,23 +127,6 @@ class RemoteFunction:
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
-
-
-def defined_by(function: Callable[..., Any]) -> Any:
-    """What defines a callable, whose module and name are the job's: a functools.partial's function (it has no
-    name of its own), a callable object's class, or the function itself."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    return function if hasattr(function, "__qualname__") else type(function)
-
-
-def travels_by_value(function: Callable[..., Any]) -> bool:
-    """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
-    function = defined_by(function)
-    module = sys.modules.get(function.__module__ or "")
-    path = getattr(module, "__file__", None)
-    return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
-            or "<locals>" in function.__qualname__)
 
 
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -14,6 +14,7 @@ Only the code that travels gets its name back; the other lines of its file trave
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dis
 import functools
@@ -22,6 +23,8 @@ import io
 import json
 import linecache
 import operator
+import os
+import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +38,8 @@ _PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3:
                   '{"data": "a/local/folder"}), and read it in the function from the folder '
                   'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder given '
                   "as the input itself)")
+_DEFINE_FIRST = ("run the cell that defines it before planning or running the job, or define it inside the function: "
+                 "a function defined in a notebook takes along the globals it uses as they are when the job is made")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
     try:
         pickled = _dump(function, sink)
         sink.finish()
+    except _UsesUndefined as error:
+        raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=_DEFINE_FIRST) from None
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {name} cannot travel to the job: {_why(error)}",
@@ -96,9 +103,10 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
             f"{where} cannot travel to the job: {why}",
-            fix="create such an object (a lock, a generator, an open file, a client) inside the function from "
-                "what can travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input "
-                "(`inputs=`) and open it there",
+            fix=_DEFINE_FIRST if isinstance(error, _UsesUndefined) else
+            "create such an object (a lock, a generator, an open file, a client) inside the function from what can "
+            "travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input (`inputs=`) and open "
+            "it there",
         ) from None
     if sink.over_limit:
         raise SpecError(
@@ -184,6 +192,44 @@ def _largest_taken_along(function: Callable[..., Any]) -> str:
     return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB pickled)" if name else ""
 
 
+def defined_by(function: Callable[..., Any]) -> Any:
+    """What defines a callable, whose module and name are the job's: a functools.partial's function (it has no
+    name of its own), a callable object's class, or the function itself."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function if hasattr(function, "__qualname__") else type(function)
+
+
+def travels_by_value(function: Callable[..., Any]) -> bool:
+    """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
+    function = defined_by(function)
+    module = sys.modules.get(function.__module__ or "")
+    path = getattr(module, "__file__", None)
+    return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
+            or "<locals>" in function.__qualname__)
+
+
+class _UsesUndefined(Exception):
+    """A function pickled by value reads a global that its namespace does not define: cloudpickle takes along
+    only the globals that exist, so the job would fail with NameError, on SageMaker after minutes of start-up."""
+
+
+def _undefined_globals(function: types.FunctionType) -> list[str]:
+    """The global names the code of `function` (and of the functions it defines) reads that neither its
+    namespace nor the builtins define, leaving out those it assigns itself (`global x; x = ...`)."""
+    read, assigned = set(), set()
+    waiting = [function.__code__]
+    while waiting:
+        code = waiting.pop()
+        for instruction in dis.get_instructions(code):
+            if instruction.opname == "LOAD_GLOBAL":
+                read.add(instruction.argval)
+            elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                assigned.add(instruction.argval)
+        waiting += [constant for constant in code.co_consts if isinstance(constant, types.CodeType)]
+    return sorted(read - assigned - function.__globals__.keys() - vars(builtins).keys())
+
+
 def _dump(value: Any, sink: _Sink) -> Pickled:
     """Pickles `value` into `sink`; returns what its pickle refers to (its data is the sink's to give)."""
     pickler = _file_keeping_pickler()(sink)
@@ -210,6 +256,10 @@ def _file_keeping_pickler() -> type:
                 self.modules.add(obj.__name__)
             elif isinstance(obj, (types.FunctionType, type)):
                 self.modules.add(getattr(obj, "__module__", None) or "")
+            if isinstance(obj, types.FunctionType) and travels_by_value(obj) and (missing := _undefined_globals(obj)):
+                names = ", ".join(f"`{name}`" for name in missing)
+                raise _UsesUndefined(f"`{obj.__qualname__}` uses {names}, which this notebook does not define (yet): "
+                                     f"the job would fail with NameError")
             elif isinstance(obj, types.CodeType):
                 self.modules.update(obj.co_names)
                 self.imported.update(instruction.argval for instruction in dis.get_instructions(obj)
@@ -271,4 +321,6 @@ class _Sink:
 
 
 def _why(error: Exception) -> str:
+    if isinstance(error, _UsesUndefined):
+        return str(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

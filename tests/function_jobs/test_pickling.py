@@ -152,3 +152,47 @@ def test_a_function_and_arguments_each_within_the_limit_but_over_it_together_are
     assert 'inputs={"data": "s3://' in error.value.fix and "SM_CHANNEL_DATA" in error.value.fix
     assert ".smtrainignore" not in str(error.value) and "--max-source-mb" not in str(error.value)
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_a_cell_function_or_a_lambda_argument_using_a_global_not_defined_yet_is_refused_naming_it(tmp_path,
+                                                                                                  cell_function):
+    """`SCALE` is defined in a later cell the user has not run: cloudpickle takes along only the globals that exist,
+    so before, the job started (on SageMaker, minutes of provisioning) and failed with NameError."""
+    later = cell_function("""
+        def helper(x):
+            return x * SCALE
+
+        def later(x):
+            return helper(x)
+        """, "later", "<ipython-input-4-9f8e7d>")
+    uses_undefined = cell_function("ADD = lambda x: x + OFFSET", "ADD", "<ipython-input-5-1a2b3c>")
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")
+
+    with pytest.raises(SpecError) as function_error:
+        job(later).run(2, backend="local")
+    with pytest.raises(SpecError) as argument_error:
+        job(_takes).run(1, uses_undefined, backend="local")
+
+    assert function_error.value.message == (
+        "the function later cannot travel to the job: `helper` uses `SCALE`, which this notebook does not define "
+        "(yet): the job would fail with NameError")
+    assert argument_error.value.message.startswith("positional argument 1 (a function) cannot travel to the job: "
+                                                   "`<lambda>` uses `OFFSET`, which this notebook does not define")
+    assert "run the cell that defines it" in function_error.value.fix
+    assert argument_error.value.fix == function_error.value.fix
+    assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
+
+
+def test_globals_a_cell_function_assigns_itself_or_the_builtins_hold_are_not_taken_for_undefined(cell_function):
+    counts = cell_function("""
+        LIMIT = 3
+
+        def counts(rows):
+            global SEEN
+            SEEN = len(rows)
+            return [min(row, LIMIT) for row in rows], SEEN
+        """, "counts", "<ipython-input-6-4d5e6f>")
+
+    function = pickle.loads(pickled_function(counts, "counts").data)
+
+    assert function([1, 5]) == ([1, 3], 2)

@@ -19,7 +19,8 @@ import orchestrator
 from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
 from orchestrator.errors import CapabilityError, EnvironmentProblem, JobFailed, SpecError
 from orchestrator.function_jobs import runner
-from orchestrator.function_jobs.function import RUNNER, travels_by_value
+from orchestrator.function_jobs.function import RUNNER
+from orchestrator.function_jobs.pickling import travels_by_value
 from orchestrator.observing.root_cause import SourcePaths
 
 import functions  # noqa: E402  (functions.py beside this file: a module file, so shipped by reference)
