@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import inspect
 import json
 import re
 import shutil
@@ -121,12 +122,33 @@ class RemoteFunction:
         return run(self._loaded(args, kwargs, backend=backend), backend=backend)
 
     def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
+        _check_returns_its_value(self.function)
         by_value = travels_by_value(self.function)
         source_dir, known_as = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
         loaded = dataclasses.replace(_spec(self.function, self.options, source_dir), source_known_as=known_as)
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
+
+
+def _check_returns_its_value(function: Callable[..., Any]) -> None:
+    """Refuses a generator or async function before the job starts: called in the job, it returns a generator or
+    a coroutine without running its body, which cannot travel back either, so the job ran for nothing.
+
+    Raises:
+        SpecError: naming the kind of function and how to make it one whose call runs it.
+    """
+    called = function if inspect.isfunction(defined_by(function)) else getattr(function, "__call__", function)
+    name = defined_by(function).__qualname__
+    if inspect.iscoroutinefunction(called):
+        raise SpecError(f"{name} is an async function: called in the job it would return a coroutine, never run "
+                        "its body, and have no value to send back",
+                        fix=f"decorate a plain function that runs it: `def train(...): return asyncio.run({name}(...))`")
+    if inspect.isgeneratorfunction(called) or inspect.isasyncgenfunction(called):
+        raise SpecError(f"{name} is a generator function (it yields): called in the job it would return a "
+                        "generator, never run its body, and a generator cannot travel back",
+                        fix="return what it yields, e.g. collected in a list (`return list(...)`), or decorate a "
+                            "plain function that does")
 
 
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -535,3 +535,36 @@ def test_helper_modules_from_several_folders_run_and_a_failure_names_the_user_s_
     assert 'File "./libA/steps.py", line 5, in step\n    return arith.ratio(x)' in remote
     assert 'File "./libB/arith.py", line 2, in ratio\n    return x / 0' in remote
     assert job.failure_cause().location == "./libB/arith.py:2"
+
+
+def test_a_generator_or_async_function_is_refused_before_its_job_starts_and_still_runs_here(tmp_path):
+    """Before, the job ran on every rank without running the function's body (a call of either returns a generator
+    or a coroutine), then failed: `rank 0 returned a generator that cannot be pickled`."""
+    def batches(n):
+        yield from range(n)
+
+    async def fetch(n):
+        return n
+
+    class Streams:
+        def __call__(self, n):
+            yield n
+
+    refused = {}
+    for label, function in (("generator", batches), ("async", fetch), ("partial", functools.partial(batches, 2)),
+                            ("callable object", Streams())):
+        with pytest.raises(SpecError) as error:
+            orchestrator.remote(instance_type="ml.c5.xlarge")(function).run(2, backend="local")
+        refused[label] = error.value
+
+    here = "test_a_generator_or_async_function_is_refused_before_its_job_starts_and_still_runs_here.<locals>"
+    assert refused["generator"].message.startswith(f"{here}.batches is a generator function (it yields): called "
+                                                   "in the job it would return a generator, never run its body")
+    assert "`return list(...)`" in refused["generator"].fix
+    assert refused["async"].message.startswith(f"{here}.fetch is an async function: called in the job it would "
+                                               "return a coroutine")
+    assert refused["async"].fix.endswith(f"return asyncio.run({here}.fetch(...))`")
+    assert refused["partial"].message.startswith(f"{here}.batches is a generator function")
+    assert refused["callable object"].message.startswith(f"{here}.Streams is a generator function")
+    assert list(orchestrator.remote(instance_type="ml.c5.xlarge")(batches)(3)) == [0, 1, 2]
+    assert not (tmp_path / "cache" / "remote").exists() and not (tmp_path / "runs").exists()
