@@ -88,8 +88,9 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
 
 
 def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
-    """The pickle of `(args, kwargs)`, measured gzipped as it is written, as the code tarball carries it:
-    arguments larger than it may hold are refused without a second copy of them in memory.
+    """The pickle of `(args, kwargs)`, measured as it is written as the code tarball carries it (gzipped, once
+    over the limit as it is): arguments larger than it may hold are refused without a second copy of them in
+    memory.
 
     Raises:
         SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments gzip to
