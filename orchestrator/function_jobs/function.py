@@ -15,8 +15,8 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import inspect
 import json
-import os
 import re
 import shutil
 import sys
@@ -28,12 +28,14 @@ from typing import Any
 from orchestrator.contract import FUNCTION_RUNNER as RUNNER
 from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
-from orchestrator.function_jobs.local_modules import local_modules, module_files, module_folder
+from orchestrator.function_jobs.local_modules import local_modules, shipped_modules
 from orchestrator.function_jobs.pickling import (
     check_fits_together,
+    defined_by,
     pickled_arguments,
     pickled_function,
     shipped_lines,
+    travels_by_value,
 )
 from orchestrator.planning.unverified import UnverifiedOptions
 from orchestrator.redact import redact
@@ -120,6 +122,7 @@ class RemoteFunction:
         return run(self._loaded(args, kwargs, backend=backend), backend=backend)
 
     def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
+        _check_returns_its_value(self.function)
         by_value = travels_by_value(self.function)
         source_dir, known_as = _ship(self.function, args, kwargs, self.options.get("requirements"), by_value)
         loaded = dataclasses.replace(_spec(self.function, self.options, source_dir), source_known_as=known_as)
@@ -128,21 +131,24 @@ class RemoteFunction:
         return loaded
 
 
-def defined_by(function: Callable[..., Any]) -> Any:
-    """What defines a callable, whose module and name are the job's: a functools.partial's function (it has no
-    name of its own), a callable object's class, or the function itself."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    return function if hasattr(function, "__qualname__") else type(function)
+def _check_returns_its_value(function: Callable[..., Any]) -> None:
+    """Refuses a generator or async function before the job starts: called in the job, it returns a generator or
+    a coroutine without running its body, which cannot travel back either, so the job ran for nothing.
 
-
-def travels_by_value(function: Callable[..., Any]) -> bool:
-    """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
-    function = defined_by(function)
-    module = sys.modules.get(function.__module__ or "")
-    path = getattr(module, "__file__", None)
-    return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
-            or "<locals>" in function.__qualname__)
+    Raises:
+        SpecError: naming the kind of function and how to make it one whose call runs it.
+    """
+    called = function if inspect.isfunction(defined_by(function)) else getattr(function, "__call__", function)
+    name = defined_by(function).__qualname__
+    if inspect.iscoroutinefunction(called):
+        raise SpecError(f"{name} is an async function: called in the job it would return a coroutine, never run "
+                        "its body, and have no value to send back",
+                        fix=f"decorate a plain function that runs it: `def train(...): return asyncio.run({name}(...))`")
+    if inspect.isgeneratorfunction(called) or inspect.isasyncgenfunction(called):
+        raise SpecError(f"{name} is a generator function (it yields): called in the job it would return a "
+                        "generator, never run its body, and a generator cannot travel back",
+                        fix="return what it yields, e.g. collected in a list (`return list(...)`), or decorate a "
+                            "plain function that does")
 
 
 def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -151,7 +157,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     tracebacks), requirements.txt and the files of the user's own modules the job imports: a function shipped by
     reference's module, and the modules beside the notebook that the function and arguments refer to.
     Content-addressed in smtrain's cache: the same call reuses it, and nothing is written outside the cache.
-    With it, the folder the user keeps those modules in (`_known_as`), where a failure in them is shown."""
+    With it, the folder that holds those modules here, where a failure in them is shown (shipped_modules)."""
     from orchestrator.cache_dir import writable_cache_root
 
     try:
@@ -170,19 +176,19 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
     }
     own = [] if by_value else [_top_module(function)]
-    modules = [*own, *local_modules(function_pickle.modules | arguments_pickle.modules, Path.cwd())]
-    module_bytes = {name: data for module in modules for name, data in module_files(module).items()}
-    check_fits_together({"the function with the values it takes along": len(function_pickle.data),
-                         "the arguments": len(arguments_pickle.data),
-                         "your modules' files": sum(map(len, module_bytes.values()))})
-    files.update(module_bytes)
-    known_as = _known_as(own, modules)
+    modules = shipped_modules([*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
+                                                    function_pickle.imported | arguments_pickle.imported, Path.cwd())])
+    files[f"{SHIPPED}/import_folders.json"] = json.dumps(modules.import_folders).encode()
+    check_fits_together({"the function with the values it takes along": [function_pickle.data],
+                         "the arguments": [arguments_pickle.data],
+                         "your modules' files": list(modules.files.values())})
+    files.update(modules.files)
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     target = writable_cache_root() / "remote" / digest.hexdigest()[:32]
     if target.is_dir():
-        return target, known_as
+        return target, modules.known_as
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
     for name, data in files.items():
@@ -192,17 +198,7 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         staging.rename(target)
     except OSError:  # another call made the same directory meanwhile: the same bytes
         shutil.rmtree(staging, ignore_errors=True)
-    return target, known_as
-
-
-def _known_as(own: list[str], modules: list[str]) -> Path | None:
-    """The folder a failure in the shipped modules names them in (`helpers.py:3` there, not the cache's copy): a
-    function shipped by reference's own package's folder; else the one folder the notebook's modules come from.
-    None when none travels, or they come from several folders (the copy is named then)."""
-    if own:
-        return module_folder(own[0])
-    folders = {module_folder(module) for module in modules}
-    return folders.pop() if len(folders) == 1 else None
+    return target, modules.known_as
 
 
 def _requirements(requirements: Any, cloudpickle_version: str) -> str:

@@ -9,6 +9,11 @@ the standard library) are the image's or the requirements' business and never tr
 A local module imports others at its top (`import helper_b` in helpers.py, `from utils import io` in a package's
 file) that neither the function nor its pickle names: the closure of local modules travels, each module's import
 statements read from its source with `ast`, never run, each module read once.
+
+The modules may come from several folders (`libA/steps.py` and `libB/arith.py`, each folder on the notebook's
+sys.path): they travel in the code directory as they lie under the folder that holds them all, which a failure
+names them from (`libB/arith.py:2`, the user's file, not smtrain's cached copy), and the job imports them from
+those folders, as the notebook does.
 """
 
 from __future__ import annotations
@@ -18,20 +23,54 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 
-def local_modules(names: Iterable[str], folder: Path) -> list[str]:
-    """The top-level modules among `names` (dotted names too) whose files are under `folder` and not installed,
-    and the local modules those import, and theirs."""
+@dataclass(frozen=True)
+class ShippedModules:
+    """The user's modules as they travel: their files by name in the code directory, the folder of this machine
+    those names are relative to (None when none travels), and the code directory's folders the job imports them
+    from besides the code directory itself."""
+
+    files: dict[str, bytes]
+    known_as: Path | None
+    import_folders: list[str]
+
+
+def shipped_modules(tops: Iterable[str]) -> ShippedModules:
+    """The files of the top-level modules `tops`, laid out as they lie under the folder that holds them all."""
+    folders = {top: _module_folder(top) for top in tops}
+    if not folders:
+        return ShippedModules({}, None, [])
+    holder = Path(os.path.commonpath(list(folders.values())))
+    files: dict[str, bytes] = {}
+    import_folders = set()
+    for top, folder in folders.items():
+        inside = folder.relative_to(holder).as_posix()
+        prefix = "" if inside == "." else f"{inside}/"
+        files.update({prefix + name: data for name, data in _module_files(top).items()})
+        if prefix:
+            import_folders.add(inside)
+    return ShippedModules(files, holder, sorted(import_folders))
+
+
+def local_modules(names: Iterable[str], imported: Iterable[str], folder: Path) -> list[str]:
+    """The top-level modules among `names` and `imported` (dotted names too) whose files are under `folder` and
+    not installed, and the local modules those import, and theirs. `imported` are names import statements give:
+    a folder without __init__.py (a namespace package) counts for them, as import finds it, but not for the other
+    names, which may be an attribute's (`data`, beside a data/ folder)."""
     folder = folder.resolve()
-    waiting, seen, found = _tops(names), set(), []
+    waiting, statements = _tops(names) | _tops(imported), _tops(imported)
+    seen, found = set(), []
     while waiting:
         top = waiting.pop()
         seen.add(top)
-        if top != "__main__" and _is_local(top, folder):
+        if top != "__main__" and _is_local(top, folder, namespace=top in statements):
             found.append(top)
-            waiting |= _tops(_imported_names(module_files(top).values())) - seen
+            more = _tops(_imported_names(_module_files(top).values()))
+            statements |= more
+            waiting |= more - seen
     return sorted(found)
 
 
@@ -53,7 +92,7 @@ def _imported_names(sources: Iterable[bytes]) -> set[str]:
     return names
 
 
-def module_files(top: str) -> dict[str, bytes]:
+def _module_files(top: str) -> dict[str, bytes]:
     """The files of a top-level module or package, named as the import system finds them from the code
     directory: `helpers.py`, or `pkg/...` for every .py file of a package."""
     root = _root(top)
@@ -65,7 +104,7 @@ def module_files(top: str) -> dict[str, bytes]:
             for file in sorted(root.rglob("*.py")) if "__pycache__" not in file.parts}
 
 
-def module_folder(top: str) -> Path:
+def _module_folder(top: str) -> Path:
     """The folder a top-level module's files come from (their names in the code directory are relative to it)."""
     root = _root(top)
     return root.parent if root else Path.cwd()
@@ -75,10 +114,11 @@ def _tops(names: Iterable[str]) -> set[str]:
     return {name.split(".")[0] for name in names if name}
 
 
-def _root(top: str) -> Path | None:
-    """`helpers.py` for a module, the package's folder for a package (a folder without __init__.py too); None
-    for a module with no file (built in, frozen) or none to be found. A module the notebook has not imported yet
-    (`import helpers` only in the function's body) is looked for as import would find it, without running it."""
+def _root(top: str, namespace: bool = True) -> Path | None:
+    """`helpers.py` for a module, the package's folder for a package (a folder without __init__.py too, unless
+    not `namespace`); None for a module with no file (built in, frozen) or none to be found. A module the notebook
+    has not imported yet (`import helpers` only in the function's body) is looked for as import would find it,
+    without running it."""
     module = sys.modules.get(top)
     if module is not None:
         locations = list(getattr(module, "__path__", None) or [])
@@ -88,16 +128,20 @@ def _root(top: str) -> Path | None:
             spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             return None
-        if spec is None or not spec.has_location:  # a namespace package too: an attribute's name, as a data/ folder
+        if spec is None:
             return None
-        location = os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
+        if not spec.has_location:  # a namespace package (its first folder), or a module with no file
+            folders = list(spec.submodule_search_locations or [])
+            location = folders[0] if folders and namespace else None
+        else:
+            location = os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin
     return Path(location).resolve() if location else None
 
 
-def _is_local(top: str, folder: Path) -> bool:
+def _is_local(top: str, folder: Path, namespace: bool) -> bool:
     if top in sys.stdlib_module_names or not top.isidentifier():
         return False
-    root = _root(top)
+    root = _root(top, namespace)
     installed = {Path(prefix).resolve() for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     return (root is not None and root.exists() and root.is_relative_to(folder) and root != folder
             and not any(root.is_relative_to(prefix) for prefix in installed)

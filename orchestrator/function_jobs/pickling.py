@@ -14,37 +14,45 @@ Only the code that travels gets its name back; the other lines of its file trave
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import dis
 import functools
 import inspect
 import io
 import json
 import linecache
 import operator
+import os
+import sys
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.errors import SpecError
-from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, gzip_compressor
 
 _NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
 _PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
                   '{"data": "a/local/folder"}), and read it in the function from the folder '
                   'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder given '
                   "as the input itself)")
+_DEFINE_FIRST = ("run the cell that defines it before planning or running the job, or define it inside the function: "
+                 "a function defined in a notebook takes along the globals it uses as they are when the job is made")
 
 
 @dataclass(frozen=True)
 class Pickled:
     """A pickle, the lines of each file its by-value code comes from, and the modules it refers to by name (those
     of the functions and classes pickled by reference, the modules themselves, and the names by-value code uses,
-    `import helpers` in its body included): the job must be able to import them."""
+    `import helpers` in its body included): the job must be able to import them. `imported` are those its
+    by-value code's import statements name: certainly modules, where another name may be an attribute's."""
 
     data: bytes
     code_lines: Mapping[str, frozenset[int]]
     modules: frozenset[str]
+    imported: frozenset[str] = frozenset()
 
 
 def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
@@ -54,9 +62,12 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
         SpecError: a global or closure value a by-value function takes along cannot be pickled, or they pickle to
             more than a code tarball may hold (the function travels in it, as its arguments do).
     """
-    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
+    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
         pickled = _dump(function, sink)
+        sink.finish()
+    except _UsesUndefined as error:
+        raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=_DEFINE_FIRST) from None
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {name} cannot travel to the job: {_why(error)}",
@@ -64,10 +75,10 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
                 "such an object (a lock, a client, an open file) inside the function, or define the function in "
                 "a module file so it travels by reference",
         ) from None
-    if sink.size > DEFAULT_MAX_BYTES:
+    if sink.over_limit:
         raise SpecError(
-            f"the function {name} is {sink.size / 1e6:.1f} MB pickled with the globals and closure "
-            f"values it takes along{_largest_taken_along(function)}, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
+            f"the function {name} is {sink.size / 1e6:.1f} MB pickled with the globals and closure values it takes "
+            f"along{_largest_taken_along(function)}, and gzips to more than the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
             "job's code tarball may hold (it travels in it)",
             fix='load large data inside the function, from an input: remote(inputs={"data": "s3://bucket/prefix"}, '
                 'local_inputs={"data": "a/local/folder"}), and read it there from the folder '
@@ -77,50 +88,63 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
 
 
 def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
-    """The pickle of `(args, kwargs)`, measured as it is written: arguments larger than a job's code tarball may
-    hold are refused without a second copy of them in memory.
+    """The pickle of `(args, kwargs)`, measured as it is written as the code tarball carries it (gzipped, once
+    over the limit as it is): arguments larger than it may hold are refused without a second copy of them in
+    memory.
 
     Raises:
-        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments pickle
-            to more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
+        SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments gzip to
+            more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
     """
-    sink = _Sink(keep_up_to=DEFAULT_MAX_BYTES)
+    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
         pickled = _dump((args, kwargs), sink)
+        sink.finish()
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
             f"{where} cannot travel to the job: {why}",
-            fix="create such an object (a lock, a generator, an open file, a client) inside the function from "
-                "what can travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input "
-                "(`inputs=`) and open it there",
+            fix=_DEFINE_FIRST if isinstance(error, _UsesUndefined) else
+            "create such an object (a lock, a generator, an open file, a client) inside the function from what can "
+            "travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input (`inputs=`) and open "
+            "it there",
         ) from None
-    if sink.size > DEFAULT_MAX_BYTES:
+    if sink.over_limit:
         raise SpecError(
-            f"the arguments are {sink.size / 1e6:.1f} MB pickled, over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB a "
-            "job's code tarball may hold (they travel in it)",
+            f"the arguments are {sink.size / 1e6:.1f} MB pickled and gzip to more than the "
+            f"{DEFAULT_MAX_BYTES / 1e6:.0f} MB a job's code tarball may hold (they travel in it)",
             fix=_PASS_AS_INPUT,
         )
     return replace(pickled, data=sink.getvalue())
 
 
-def check_fits_together(sizes: Mapping[str, int]) -> None:
-    """Refuses what travels in the code tarball (each part by what it is -> its bytes) when each part fits alone
-    and their sum does not: packing would refuse it with a source_dir's fixes (`.smtrainignore`,
-    `--max-source-mb`), which a function job has neither of.
+def check_fits_together(parts: Mapping[str, Sequence[bytes]]) -> None:
+    """Refuses what travels in the code tarball (each part by what it is -> its files' bytes) when each part fits
+    alone and, gzipped as uploaded, their sum does not: packing would refuse it with a source_dir's fixes
+    (`.smtrainignore`, `--max-source-mb`), which a function job has neither of.
 
     Raises:
-        SpecError: the parts together are over DEFAULT_MAX_BYTES, naming the largest.
+        SpecError: the parts together gzip to more than DEFAULT_MAX_BYTES, naming the largest.
     """
+    if sum(len(data) for files in parts.values() for data in files) <= DEFAULT_MAX_BYTES:
+        return  # gzip makes nothing notably larger: only parts over the limit as they are need compressing
+    sizes = {part: _gzipped_size(files) for part, files in parts.items()}
     total = sum(sizes.values())
     if total <= DEFAULT_MAX_BYTES:
         return
     largest = max(sizes, key=sizes.__getitem__)
     raise SpecError(
-        f"what travels in the job's code tarball ({', '.join(sizes)}) is {total / 1e6:.1f} MB together, over "
-        f"the {DEFAULT_MAX_BYTES / 1e6:.0f} MB it may hold; the largest, {largest} ({sizes[largest] / 1e6:.1f} MB)",
+        f"what travels in the job's code tarball ({', '.join(sizes)}) gzips to {total / 1e6:.1f} MB together, "
+        f"over the {DEFAULT_MAX_BYTES / 1e6:.0f} MB it may hold; the largest, {largest} "
+        f"({sizes[largest] / 1e6:.1f} MB gzipped)",
         fix=_PASS_AS_INPUT,
     )
+
+
+def _gzipped_size(files: Sequence[bytes]) -> int:
+    """The bytes `files` gzip to one after another, as the code tarball carries them."""
+    compressor = gzip_compressor()
+    return sum(len(compressor.compress(data)) for data in files) + len(compressor.flush())
 
 
 def shipped_lines(*pickles: Pickled) -> bytes:
@@ -146,7 +170,7 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
               for name, value in kwargs.items()]
     for where, value in named:
         try:
-            _dump(value, _Sink(keep_up_to=0))
+            _dump(value, _Sink())
         except Exception as error:  # noqa: BLE001 (the same failures as the whole call's)
             return where, _why(error)
     return None
@@ -161,12 +185,50 @@ def _largest_taken_along(function: Callable[..., Any]) -> str:
         return ""
     sizes = {}
     for name, value in {**taken.globals, **taken.nonlocals}.items():
-        sink = _Sink(keep_up_to=0)
+        sink = _Sink()
         with contextlib.suppress(Exception):  # one that cannot be measured is not the one to name
             _dump(value, sink)
         sizes[name] = sink.size
     name = max(sizes, key=sizes.__getitem__, default=None)
-    return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB)" if name else ""
+    return f": the largest, `{name}` ({sizes[name] / 1e6:.1f} MB pickled)" if name else ""
+
+
+def defined_by(function: Callable[..., Any]) -> Any:
+    """What defines a callable, whose module and name are the job's: a functools.partial's function (it has no
+    name of its own), a callable object's class, or the function itself."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function if hasattr(function, "__qualname__") else type(function)
+
+
+def travels_by_value(function: Callable[..., Any]) -> bool:
+    """True for a function no file defines (a notebook cell, standard input) or one defined inside another."""
+    function = defined_by(function)
+    module = sys.modules.get(function.__module__ or "")
+    path = getattr(module, "__file__", None)
+    return (module is None or function.__module__ == "__main__" or path is None or not os.path.isfile(path)
+            or "<locals>" in function.__qualname__)
+
+
+class _UsesUndefined(Exception):
+    """A function pickled by value reads a global that its namespace does not define: cloudpickle takes along
+    only the globals that exist, so the job would fail with NameError, on SageMaker after minutes of start-up."""
+
+
+def _undefined_globals(function: types.FunctionType) -> list[str]:
+    """The global names the code of `function` (and of the functions it defines) reads that neither its
+    namespace nor the builtins define, leaving out those it assigns itself (`global x; x = ...`)."""
+    read, assigned = set(), set()
+    waiting = [function.__code__]
+    while waiting:
+        code = waiting.pop()
+        for instruction in dis.get_instructions(code):
+            if instruction.opname == "LOAD_GLOBAL":
+                read.add(instruction.argval)
+            elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                assigned.add(instruction.argval)
+        waiting += [constant for constant in code.co_consts if isinstance(constant, types.CodeType)]
+    return sorted(read - assigned - function.__globals__.keys() - vars(builtins).keys())
 
 
 def _dump(value: Any, sink: _Sink) -> Pickled:
@@ -174,7 +236,7 @@ def _dump(value: Any, sink: _Sink) -> Pickled:
     pickler = _file_keeping_pickler()(sink)
     pickler.dump(value)
     return Pickled(b"", {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()},
-                   frozenset(pickler.modules))
+                   frozenset(pickler.modules), frozenset(pickler.imported))
 
 
 @functools.cache
@@ -188,14 +250,21 @@ def _file_keeping_pickler() -> type:
             super().__init__(file)
             self.code_lines: dict[str, set[int]] = {}
             self.modules: set[str] = set()
+            self.imported: set[str] = set()
 
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, types.ModuleType):
                 self.modules.add(obj.__name__)
             elif isinstance(obj, (types.FunctionType, type)):
                 self.modules.add(getattr(obj, "__module__", None) or "")
+            if isinstance(obj, types.FunctionType) and travels_by_value(obj) and (missing := _undefined_globals(obj)):
+                names = ", ".join(f"`{name}`" for name in missing)
+                raise _UsesUndefined(f"`{obj.__qualname__}` uses {names}, which this notebook does not define (yet): "
+                                     f"the job would fail with NameError")
             elif isinstance(obj, types.CodeType):
                 self.modules.update(obj.co_names)
+                self.imported.update(instruction.argval for instruction in dis.get_instructions(obj)
+                                     if instruction.opname == "IMPORT_NAME")
             if isinstance(obj, types.CodeType) and obj.co_filename != _NO_FILE:
                 last = max((line for _, _, line in obj.co_lines() if line is not None), default=obj.co_firstlineno)
                 self.code_lines.setdefault(obj.co_filename, set()).update(range(obj.co_firstlineno, last + 1))
@@ -208,28 +277,51 @@ def _file_keeping_pickler() -> type:
 
 
 class _Sink:
-    """A file that keeps what is written up to `keep_up_to` bytes and past that only counts: arguments too large
-    to travel, or pickled again only to find the one that fails, are not copied in memory."""
+    """A file that keeps what is written and measures it against `limit` as the code tarball carries it, gzipped:
+    a pickle within the limit as it is needs no compressing here (gzip makes nothing notably larger); one past it
+    is gzipped from then on as packing will, and dropped once that too is past the limit, so data too large to
+    travel is neither copied in memory nor compressed further. Without a limit it only counts: a pickle made again
+    to find the one that fails."""
 
-    def __init__(self, keep_up_to: int | None = None) -> None:
+    def __init__(self, limit: int = 0) -> None:
         self.size = 0
-        self._keep_up_to = keep_up_to
-        self._kept = io.BytesIO()
+        self.over_limit = False
+        self._limit = limit
+        self._kept: io.BytesIO | None = io.BytesIO() if limit else None
+        self._compressor: Any = None
+        self._gzipped = 0
 
     def write(self, data: Any) -> int:
         """`data` is bytes, or for a large buffer (a numpy array's, with pickle protocol 5) a PickleBuffer, which
         has no len(): its size is its memoryview's."""
-        written = memoryview(data).nbytes
-        self.size += written
-        if self._keep_up_to is None or self.size <= self._keep_up_to:
-            self._kept.write(data)
-        elif self._kept.tell():
-            self._kept = io.BytesIO()
-        return written
+        view = memoryview(data).cast("B")
+        self.size += view.nbytes
+        if self._kept is None:
+            return view.nbytes
+        self._kept.write(view)
+        if self._compressor is not None:
+            self._count(self._compressor.compress(view))
+        elif self.size > self._limit:
+            self._compressor = gzip_compressor()
+            with self._kept.getbuffer() as everything:
+                self._count(self._compressor.compress(everything))
+        return view.nbytes
+
+    def finish(self) -> None:
+        """Ends the gzip stream, once the pickle is written whole: over_limit then says it of the whole."""
+        if self._compressor is not None:
+            self._count(self._compressor.flush())
 
     def getvalue(self) -> bytes:
-        return self._kept.getvalue()
+        return self._kept.getvalue() if self._kept is not None else b""
+
+    def _count(self, gzipped: bytes) -> None:
+        self._gzipped += len(gzipped)
+        if self._gzipped > self._limit:
+            self.over_limit, self._compressor, self._kept = True, None, None
 
 
 def _why(error: Exception) -> str:
+    if isinstance(error, _UsesUndefined):
+        return str(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

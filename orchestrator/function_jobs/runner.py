@@ -38,7 +38,7 @@ def host() -> str:
 
 
 def main() -> int:
-    sys.path.insert(0, HERE)  # a function shipped by reference imports its module from the code directory
+    _import_from_the_code_directory()
     import cloudpickle  # noqa: F401  (pickle.load needs its reconstructors for by-value functions)
 
     with open(os.path.join(SHIPPED, "function.pkl"), "rb") as file:
@@ -59,6 +59,14 @@ def main() -> int:
         code = 1
     _keep(me, outcome)
     return code
+
+
+def _import_from_the_code_directory() -> None:
+    """The user's modules import from the code directory, and from its folders that hold those that came from
+    several folders of the notebook's machine, as the notebook imported them."""
+    with open(os.path.join(SHIPPED, "import_folders.json")) as file:
+        folders = json.load(file)
+    sys.path[:0] = [HERE, *(os.path.join(HERE, folder) for folder in folders)]
 
 
 def _know_shipped_lines() -> None:

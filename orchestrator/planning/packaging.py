@@ -217,13 +217,19 @@ class _TooLarge(Exception):
     pass
 
 
+def gzip_compressor() -> Any:
+    """The compressor of the code tarball (the bytes `gzip.compress(..., mtime=0)` gives): what is uploaded, and
+    so what a function job measures its pickles with before they are written."""
+    return zlib.compressobj(9, zlib.DEFLATED, 31)
+
+
 class _GzipSink:
     """A write-only file that gzips what tarfile writes as it comes (the bytes `gzip.compress(..., mtime=0)`
     gives: zlib's gzip header) into a locked file of smtrain's cache, hashing the output, and stops at `max_bytes`
     of it."""
 
     def __init__(self, max_bytes: int) -> None:
-        self._compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        self._compressor = gzip_compressor()
         self._out = _locked_tarball()
         self.path = Path(self._out.name)
         self.sha256 = hashlib.sha256()

@@ -19,7 +19,8 @@ import orchestrator
 from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
 from orchestrator.errors import CapabilityError, EnvironmentProblem, JobFailed, SpecError
 from orchestrator.function_jobs import runner
-from orchestrator.function_jobs.function import RUNNER, travels_by_value
+from orchestrator.function_jobs.function import RUNNER
+from orchestrator.function_jobs.pickling import travels_by_value
 from orchestrator.observing.root_cause import SourcePaths
 
 import functions  # noqa: E402  (functions.py beside this file: a module file, so shipped by reference)
@@ -477,3 +478,93 @@ def test_a_bad_value_is_reported_as_a_spec_problem_naming_the_field():
     with pytest.raises(SpecError) as error:
         orchestrator.remote(instance_type="ml.c5.xlarge", instance_count=0, **CLOUD)(functions.where_am_i).plan()
     assert "instance.count" in str(error.value)
+
+
+def test_a_folder_without_init_that_the_function_imports_travels_and_one_named_only_as_an_attribute_does_not(
+        tmp_path, monkeypatch, cell_function):
+    """`mylib/` holds no __init__.py (a namespace package, as a notebook's folder of helpers often is), imported
+    only in the function's body, and `mylib/helpers.py` imports `tools/` (no __init__.py either) at its top: before,
+    neither travelled and the job failed with ModuleNotFoundError: No module named 'mylib'. A `data/` folder
+    beside them is no module the function imports (`config.data` is an attribute) and stays here."""
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "helpers.py").write_text("from tools.scale import double\n\n\ndef f(x):\n"
+                                                    "    return double(x)\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "scale.py").write_text("def double(x):\n    return 2 * x\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))  # a notebook's folder is on its sys.path
+    uses = cell_function("""
+        def uses(config):
+            from mylib.helpers import f
+            return f(config.data)
+        """, "uses", "<ipython-input-2-ab12cd>")
+
+    plan = orchestrator.remote(instance_type="ml.c5.xlarge", **CLOUD)(uses).plan(None)
+
+    assert {"mylib/helpers.py", "tools/scale.py"} <= set(plan.source.files)
+    assert "data/rows.py" not in plan.source.files
+
+
+@pytest.mark.slow  # a local run
+def test_helper_modules_from_several_folders_run_and_a_failure_names_the_user_s_files(tmp_path, monkeypatch,
+                                                                                      cell_function):
+    """`libA/steps.py` imports `arith`, which the notebook finds in `libB/` (both folders on its sys.path): before,
+    the failure was located in smtrain's cached copy (`~/.cache/smtrain/remote/<digest>/arith.py:2`) and the
+    remote traceback named that copy for both files."""
+    for folder, name, source in (("libA", "steps.py", "import arith\n\n\ndef step(x):\n    return arith.ratio(x)\n"),
+                                 ("libB", "arith.py", "def ratio(x):\n    return x / 0\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text(source)
+        monkeypatch.syspath_prepend(str(tmp_path / folder))
+    try:
+        fails = cell_function("""
+            import steps
+
+            def fails(x):
+                return steps.step(x)
+            """, "fails", "<ipython-input-6-0a1b2c>")
+        job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
+        job.wait()
+    finally:
+        sys.modules.pop("steps", None), sys.modules.pop("arith", None)
+
+    with pytest.raises(ZeroDivisionError) as error:
+        job.result()
+    remote = str(error.value.__cause__)
+    assert 'File "./libA/steps.py", line 5, in step\n    return arith.ratio(x)' in remote
+    assert 'File "./libB/arith.py", line 2, in ratio\n    return x / 0' in remote
+    assert job.failure_cause().location == "./libB/arith.py:2"
+
+
+def test_a_generator_or_async_function_is_refused_before_its_job_starts_and_still_runs_here(tmp_path):
+    """Before, the job ran on every rank without running the function's body (a call of either returns a generator
+    or a coroutine), then failed: `rank 0 returned a generator that cannot be pickled`."""
+    def batches(n):
+        yield from range(n)
+
+    async def fetch(n):
+        return n
+
+    class Streams:
+        def __call__(self, n):
+            yield n
+
+    refused = {}
+    for label, function in (("generator", batches), ("async", fetch), ("partial", functools.partial(batches, 2)),
+                            ("callable object", Streams())):
+        with pytest.raises(SpecError) as error:
+            orchestrator.remote(instance_type="ml.c5.xlarge")(function).run(2, backend="local")
+        refused[label] = error.value
+
+    here = "test_a_generator_or_async_function_is_refused_before_its_job_starts_and_still_runs_here.<locals>"
+    assert refused["generator"].message.startswith(f"{here}.batches is a generator function (it yields): called "
+                                                   "in the job it would return a generator, never run its body")
+    assert "`return list(...)`" in refused["generator"].fix
+    assert refused["async"].message.startswith(f"{here}.fetch is an async function: called in the job it would "
+                                               "return a coroutine")
+    assert refused["async"].fix.endswith(f"return asyncio.run({here}.fetch(...))`")
+    assert refused["partial"].message.startswith(f"{here}.batches is a generator function")
+    assert refused["callable object"].message.startswith(f"{here}.Streams is a generator function")
+    assert list(orchestrator.remote(instance_type="ml.c5.xlarge")(batches)(3)) == [0, 1, 2]
+    assert not (tmp_path / "cache" / "remote").exists() and not (tmp_path / "runs").exists()
