@@ -24,7 +24,7 @@ from orchestrator.cloud.sdk import refuse_other_region
 from orchestrator.errors import SpecError, naming_keywords
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
 from orchestrator.planning.plan import Plan
-from orchestrator.specs.loader import LoadedSpec, from_mapping, load, load_spec
+from orchestrator.specs.loader import LoadedSpec, as_read, from_mapping, load, load_spec
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.words import API_WORDS, SPEC_WORDS
 from orchestrator.wording import kind_of
@@ -78,15 +78,16 @@ def plan(spec: SpecLike | Plan, *, job_name: str | None = None, boto: Any | None
 def _loaded(spec: SpecLike) -> LoadedSpec:
     """The API's edge: a file is read, a mapping is checked as a file's contents are (each problem with its field
     and fix, as `@orchestrator.remote(spec=...)` takes one; relative paths against the working directory), a
-    JobSpec built in Python is wrapped once; each with fixes in the API's words (`specs/words.py`), as is a
-    LoadedSpec read by `specs.loader.load` (the CLI's words), while a function job's keeps its decorator's. Below
-    here every function takes a LoadedSpec (or a Plan)."""
+    JobSpec built in Python is wrapped once (one that load_spec returned, with the places it was read at); each
+    with fixes in the API's words (`specs/words.py`), as is a LoadedSpec read by `specs.loader.load` (the CLI's
+    words), while a function job's keeps its decorator's. Below here every function takes a LoadedSpec (or a
+    Plan)."""
     if isinstance(spec, (str, Path)):
         return load(spec).in_words(API_WORDS)
     if isinstance(spec, Mapping):
         return from_mapping(spec, base_dir=Path.cwd()).in_words(API_WORDS)
-    if isinstance(spec, JobSpec):
-        return LoadedSpec.of(spec).in_words(API_WORDS)
+    if isinstance(spec, JobSpec):  # what load_spec returned keeps its file's lines, as the CLI's spec does
+        return (as_read(spec) or LoadedSpec.of(spec)).in_words(API_WORDS)
     if not isinstance(spec, LoadedSpec):  # said here, not as an AttributeError from deep inside planning
         raise SpecError(f"a job is given as a spec file's path, a spec as a dict, what load_spec returned, a JobSpec "
                         f"or a Plan, not {kind_of(spec)}",
@@ -96,12 +97,17 @@ def _loaded(spec: SpecLike) -> LoadedSpec:
     return spec.in_words(API_WORDS) if spec.field_words == SPEC_WORDS else spec
 
 
-def _to_run_here(spec_or_plan: Plan | SpecLike, region: str | None) -> Plan | LoadedSpec:
-    """What a local run is given, in `region` where one is named, as `smtrain local --region X` takes it: the
-    region the job sees (its image, its ranks' AWS_REGION and SAGEMAKER_REGION) in place of the spec's, and named
-    as the keyword (`region='eu-west-1'`); a plan is then planned again from its spec."""
+def _to_run_here(spec_or_plan: Plan | SpecLike, region: str | None, settings: Options) -> Plan | LoadedSpec:
+    """What a local run with `settings` is given, in `region` where one is named, as `smtrain local --region X`
+    takes it: the region the job sees (its image, its ranks' AWS_REGION and SAGEMAKER_REGION) in place of the
+    spec's, and named as the keyword (`region='eu-west-1'`); a plan is then planned again from its spec, under its
+    job name, as `submit(plan, region=...)` keeps it."""
     if isinstance(spec_or_plan, Plan):
-        return spec_or_plan if region is None else spec_or_plan.loaded.in_region(region)
+        if region is None:
+            return spec_or_plan
+        from orchestrator.emulator.local_plan import local_plan
+
+        return local_plan(spec_or_plan.loaded.in_region(region), settings, job_name=spec_or_plan.job_name)
     loaded = _loaded(spec_or_plan)
     return loaded if region is None else loaded.in_region(region)
 
@@ -145,7 +151,8 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
             as `submit` does it).
         region: the job's region, replacing the spec's, as `--region` does on `smtrain submit` and `smtrain
             local` (see `plan`): where a SageMaker job goes; the region a local run's job sees (its image, its
-            ranks' `AWS_REGION` and `SAGEMAKER_REGION`). A plan given with it is planned again from its spec.
+            ranks' `AWS_REGION` and `SAGEMAKER_REGION`). A plan given with it is planned again from its spec,
+            under its job name.
         allow_unverified: a SageMaker job is sent past its unverified findings (see `submit`); a local run is
             never refused for them.
         options: a local run's options, by the names `emulator/run_options.py` declares (`smtrain local`'s
@@ -166,7 +173,8 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
         from orchestrator.backends.local import LocalBackend
         from orchestrator.emulator.run_options import options_from
 
-        chosen = LocalBackend(options_from(options))
+        settings = options_from(options)
+        chosen = LocalBackend(settings)
     elif backend == "sagemaker":
         local_only = [name for name in options if name not in SUBMIT_OPTIONS]
         if local_only:
@@ -177,7 +185,7 @@ def run(spec_or_plan: Plan | SpecLike, backend: str = "local", *, boto: Any | No
     else:
         raise SpecError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}",
                         fix='pass backend="local" or backend="sagemaker"')
-    job_plan = chosen.plan(_to_run_here(spec_or_plan, region))
+    job_plan = chosen.plan(_to_run_here(spec_or_plan, region, settings))
     return Job(chosen, chosen.schedule(job_plan), job_plan)
 
 
@@ -207,7 +215,7 @@ def run_local(spec_or_plan: Plan | SpecLike, options: Options | Mapping[str, Any
         raise SpecError(f"run_local's options are keywords, a dict of them or an Options, not {kind_of(options)}"
                         + (" and keywords as well" if isinstance(options, Options) else ""),
                         fix='pass e.g. run_local(spec, run_dir="runs/x", processes_per_host=1)')
-    ended = run_here(_to_run_here(spec_or_plan, region), chosen, observer)
+    ended = run_here(_to_run_here(spec_or_plan, region, chosen), chosen, observer)
     if ended.status == "Interrupted":  # Python's Ctrl-C, the only interruption a run in this call is given
         raise ended_interrupted(ended.job_name, ended.run_dir, "SIGINT")
     return ended

@@ -108,7 +108,7 @@ class JobFailed(SmtrainError):
     exit_code = 1
 
 
-_OPTION_OF = {"max_source_bytes": "--max-source-mb"}
+_OPTION_OF = {"max_source_bytes": "--max-source-mb", "names": "--metric", "period_seconds": "--period"}
 """The API's keywords whose CLI option has another name (and unit)."""
 
 

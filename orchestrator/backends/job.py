@@ -17,6 +17,7 @@ from orchestrator.backends.base import Backend
 from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
+from orchestrator.declaration import options_from
 from orchestrator.errors import Interrupted, SpecError, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
@@ -86,9 +87,11 @@ class Job:
                 returns.
 
         Raises:
+            SpecError: `poll_seconds` is no number of 0 or more, as `--poll-seconds` refuses it.
             Interrupted: Ctrl-C (a notebook's interrupt) ended the wait, not the job; its one line says where the
                 job is (read once more) and how to stop it. A KeyboardInterrupt, shown without a traceback.
         """
+        _refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.wait")
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
         try:
             final = self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
@@ -176,12 +179,12 @@ class Job:
 
         Raises:
             SpecError: `tail` is no count of 1 or more, as `smtrain logs --tail` refuses it (before, 0 gave no line
-                of a local run and the last lines of a SageMaker job).
+                of a local run and the last lines of a SageMaker job); `poll_seconds` no number of 0 or more.
             SmtrainError: `host` is not one of the job's hosts (naming them), when the lines are first asked for.
         """
-        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 1):
-            raise SpecError(f"tail={tail!r} is no count of lines",
-                            fix="pass how many of each host's last lines, 1 or more, or leave tail out for all")
+        _refuse_unless_count("tail", tail, "lines",
+                             fix="pass how many of each host's last lines, 1 or more, or leave tail out for all")
+        _refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.logs")
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:
@@ -194,27 +197,45 @@ class Job:
 
     def liveness(self, stall_timeout: float) -> JobLiveness | None:
         """Moving, slow or hung now, judged from outside (SageMaker: silence and utilization); None for a local run,
-        whose own stall timeout judges it."""
+        whose own stall timeout judges it. A `stall_timeout` that is no number of 0 or more is refused (SpecError),
+        as `--stall-timeout` refuses it."""
+        _refuse_unless_watch_option("stall_timeout", stall_timeout, "Job.liveness")
         return self.backend.liveness(self.id, stall_timeout, datetime.now(timezone.utc))
 
-    def metric_points(self, names: list[str] | None = None, period_seconds: int | None = None) -> list[MetricPoint]:
-        """The metric series as points (SageMaker: CloudWatch averages over `period_seconds`, default 60)."""
-        points = self.backend.metric_series(self.id, names, period_seconds).points
+    @naming_keywords
+    def metric_points(self, names: str | list[str] | None = None,
+                      period_seconds: int | None = None) -> list[MetricPoint]:
+        """The metric series as points (SageMaker: CloudWatch averages over `period_seconds`, default 60); `names`
+        one metric's name or a list of them (`smtrain metrics --metric`), every metric when left out.
+
+        Raises:
+            SpecError: `period_seconds` is no whole number of 1 or more, or `names` holds something other than a
+                name, as `smtrain metrics` refuses them (before, 0 or less was sent to CloudWatch, a name was read
+                a character at a time and a number failed with a TypeError).
+            SmtrainError: a name the job neither defines nor has points of (naming its metrics).
+        """
+        _refuse_unless_count("period_seconds", period_seconds, "seconds",
+                             fix="pass the seconds per CloudWatch datapoint, a whole number of 1 or more (each "
+                                 "datapoint is the average of the values logged in its period), or leave "
+                                 "period_seconds out for 60")
+        points = self.backend.metric_series(self.id, _metric_names(names), period_seconds).points
         self._latest.update((point.metric, point.value) for point in points)
         self._live.update(self.summary())
         return points
 
-    def metrics(self, names: list[str] | None = None, period_seconds: int | None = None) -> Any:
-        """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts."""
+    def metrics(self, names: str | list[str] | None = None, period_seconds: int | None = None) -> Any:
+        """The metric series as a pandas DataFrame (metric, value, timestamp, step, host), or a list of dicts; takes
+        and refuses its keywords as `metric_points`."""
         from orchestrator.observing.metric_series import to_frame
 
         return to_frame(self.metric_points(names, period_seconds))
 
-    def plot(self, names: list[str] | None = None, period_seconds: int | None = None) -> Figure:
-        """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`)."""
+    def plot(self, names: str | list[str] | None = None, period_seconds: int | None = None) -> Figure:
+        """A matplotlib figure of the job's metrics, one panel each (needs matplotlib: `smtrain[plot]`); takes and
+        refuses its keywords as `metric_points`."""
         from orchestrator.observing.metric_charts import figure
 
-        return figure(self.metric_points(names, period_seconds), names, title=self.name)
+        return figure(self.metric_points(names, period_seconds), _metric_names(names), title=self.name)
 
     def stop(self) -> bool:
         """Stops the job as StopTrainingJob does; False when it was not running."""
@@ -323,6 +344,36 @@ class Job:
     def _ipython_display_(self) -> None:
         """Shown in a notebook: a summary that later status reads (each poll of `wait`) update in place."""
         self._live.show(self.summary())
+
+
+def _refuse_unless_count(keyword: str, value: Any, counting: str, fix: str) -> None:
+    """A keyword whose CLI option takes a whole number of 1 or more (`--tail N`, `--period N`), refused otherwise
+    as the option refuses it, naming the keyword: below the API a backend reads 0 or less as "none" or sends it to
+    AWS. None leaves the option out."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise SpecError(f"{keyword}={value!r} is no count of {counting}", fix=fix)
+
+
+def _refuse_unless_watch_option(keyword: str, value: Any, owner: str) -> None:
+    """`poll_seconds` or `stall_timeout` checked as their declaration in `WatchOptions` has the CLI's flags check
+    them (a number, 0 or more): a negative pause otherwise failed inside time.sleep with a traceback."""
+    options_from(WatchOptions, {keyword: value}, owner)
+
+
+def _metric_names(names: str | list[str] | None) -> list[str] | None:
+    """The metrics asked for as a list: one name given as a str is that one metric, as `--metric NAME` is.
+
+    Raises:
+        SpecError: something other than a name among them.
+    """
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return [names]
+    if isinstance(names, (list, tuple)) and all(isinstance(name, str) for name in names):
+        return list(names)
+    raise SpecError(f"names={names!r} is no metric name nor a list of them",
+                    fix='pass one name, e.g. names="train:loss", a list of them, or leave names out for every metric')
 
 
 @naming_keywords

@@ -30,6 +30,8 @@ from orchestrator.backends.runs import (
     near_runs,
     relative_to_cwd,
 )
+from orchestrator.cloud.hang_watch import WatchOptions
+from orchestrator.declaration import options_from
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE as RESULT_FILE
@@ -301,7 +303,13 @@ class Tuning:
     def wait(self, poll_seconds: float = 60.0,
              on_status: Callable[[TuningStatus], None] | None = None) -> TuningStatus:
         """Reads the status every `poll_seconds` until the search has ended, handing `on_status` each reading
-        (`tune submit --wait` prints the changes); returns the final one."""
+        (`tune submit --wait` prints the changes); returns the final one.
+
+        Raises:
+            SpecError: `poll_seconds` is no number of 0 or more, as `tune submit --poll-seconds` refuses it (before,
+                a negative one failed inside time.sleep once the search was running).
+        """
+        options_from(WatchOptions, {"poll_seconds": poll_seconds}, "Tuning.wait")
         while True:
             current = self.status()
             if on_status is not None:

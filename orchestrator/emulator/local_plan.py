@@ -36,11 +36,13 @@ def local_target(spec: JobSpec, run_dir: Path) -> Target:
                   code_location=f"file://{run_dir}/{run_layout.SOURCE_DIR}", region_is_fallback=fallback)
 
 
-def local_plan(source: Plan | LoadedSpec, settings: Options) -> Plan:
+def local_plan(source: Plan | LoadedSpec, settings: Options, *, job_name: str | None = None) -> Plan:
     """The plan of a local run: the same `build_plan` call submit's plan makes, for this machine's target.
 
     A plan made for SageMaker is planned again for the local target under the same job name (its request names
-    S3 and a real role, which a local run replaces with file:// stand-ins and a placeholder).
+    S3 and a real role, which a local run replaces with file:// stand-ins and a placeholder). A spec is planned
+    under `job_name` where one is given (a plan's that the API moved to another region: `region=` keeps the name,
+    as it does for SageMaker), else its name plus a timestamp.
     """
     if isinstance(source, Plan):
         run_dir = run_dir_for(settings, source.job_name)
@@ -50,7 +52,7 @@ def local_plan(source: Plan | LoadedSpec, settings: Options) -> Plan:
         job_name = source.job_name
     else:
         loaded = source
-        job_name = timestamped_job_name(source.spec.name)
+        job_name = job_name or timestamped_job_name(source.spec.name)
     loaded = dataclasses.replace(loaded, spec=_with_inputs(loaded.spec, settings.inputs, loaded.field_words))
     return build_plan(loaded, local_target(loaded.spec, run_dir_for(settings, job_name)), job_name=job_name,
                       local_inputs=True)

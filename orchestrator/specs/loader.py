@@ -25,6 +25,7 @@ import sys
 import types
 import typing
 import unicodedata
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,11 +145,19 @@ class LoadedSpec:
 
         Raises:
             SpecError: `region` is not a region's name (an empty one would silently mean the environment's).
+            InvalidSpec: the spec cannot go there (no training images in it), said as loading it with `--region X`
+                says it, at the keyword: `region='mars-1': region: ...`.
         """
         if not isinstance(region, str) or not region.strip():
             raise SpecError(f"region {region!r} is no AWS region's name", fix='give one, e.g. region="eu-west-1"')
-        return dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
-                                   _overrides={**self._overrides, ("region",): keyword_shown("region", region)})
+        moved = dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
+                                    _overrides={**self._overrides, ("region",): keyword_shown("region", region)})
+        findings = check(moved.spec, moved.field_words)
+        errors = [Problem(moved.where(finding.field), finding.field, finding.message, finding.fix)
+                  for finding in findings if finding.severity == "error"]
+        if errors:
+            raise InvalidSpec(errors)
+        return dataclasses.replace(moved, findings=findings)
 
     def in_words(self, words: FieldWords) -> LoadedSpec:
         """This spec as told to a user in another form (the API's, a function job's decorator): its fixes, the
@@ -219,9 +228,37 @@ def load(path: str | Path, overrides: str | Iterable[str] = (), allow_unverified
     return _validate(raw, path, places, overridden)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """Where `load_spec` read a JobSpec: its file, each key's line and column, and the overrides."""
+
+    path: Path | None
+    positions: dict[Loc, tuple[int, int]]
+    overrides: dict[Loc, str]
+
+
+_READINGS: dict[int, _Reading] = {}
+"""By `id` of each JobSpec `load_spec` returned, while it lives (a finalizer forgets it): the spec keeps no place."""
+
+
 def load_spec(path: str | Path, overrides: str | Iterable[str] = ()) -> JobSpec:
-    """The notebook entry point: a checked JobSpec from a YAML file (see `load`)."""
-    return load(path, overrides).spec
+    """The notebook entry point: a checked JobSpec from a YAML file (see `load`). Where it was read is remembered
+    for as long as the spec lives, so that an error about it later (a plan, a submit) names the file, line and
+    override as the CLI's do (`as_read`); a copy made with changes is a spec of its own, without them."""
+    loaded = load(path, overrides)
+    spec = loaded.spec
+    _READINGS[id(spec)] = _Reading(loaded.path, loaded._positions, loaded._overrides)
+    weakref.finalize(spec, _READINGS.pop, id(spec), None)
+    return spec
+
+
+def as_read(spec: JobSpec) -> LoadedSpec | None:
+    """`spec` with the places it was read at, where `load_spec` returned this very object; None otherwise."""
+    reading = _READINGS.get(id(spec))
+    if reading is None:
+        return None
+    return LoadedSpec(spec=spec, findings=check(spec), path=reading.path, _positions=reading.positions,
+                      _overrides=reading.overrides)
 
 
 def from_mapping(data: Mapping[str, Any], base_dir: str | Path = ".") -> LoadedSpec:

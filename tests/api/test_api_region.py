@@ -3,6 +3,7 @@ session's region) and `submit_tuning`'s source limit, against moto's server."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import boto3
@@ -74,20 +75,27 @@ def test_run_on_sagemaker_sends_a_spec_naming_its_region_there(write_spec, aws):
     assert _training_jobs(ELSEWHERE) == [job.name]
 
 
-def test_a_region_without_images_is_refused_as_the_cli_refuses_it(write_spec, monkeypatch):
+def test_a_region_without_images_is_refused_as_the_cli_refuses_it(write_spec, monkeypatch, tmp_path):
+    """Before, the API said only "no SageMaker PyTorch training images are published in region 'nowhere-1'" where
+    the CLI says `--region nowhere-1: region: ...`: now the API names the keyword the value came from."""
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     spec = write_spec()
-    cli = CliRunner().invoke(main, ["plan", str(spec), "--set", "region=nowhere-1"])
+    cli = CliRunner().invoke(main, ["plan", str(spec), "--region", "nowhere-1"])
 
     for call in (lambda: orchestrator.plan(spec, region="nowhere-1"),
+                 lambda: orchestrator.plan(orchestrator.load_spec(spec), region="nowhere-1"),
                  lambda: orchestrator.submit(spec, region="nowhere-1"),
                  lambda: orchestrator.run(spec, backend="sagemaker", region="nowhere-1"),
+                 lambda: orchestrator.run(spec, region="nowhere-1", run_dir=tmp_path / "run"),
+                 lambda: orchestrator.run_local(spec, region="nowhere-1", run_dir=tmp_path / "run"),
                  lambda: orchestrator.plan_tuning(_search(spec), region="nowhere-1")):
         with pytest.raises(SpecError) as raised:
             call()
-        assert cli.exit_code == 2 and f"--set region=nowhere-1: region: {raised.value.message}" in cli.stderr
-        assert f"fix: {raised.value.fix}" in cli.stderr
-        assert "no SageMaker PyTorch training images are published in region 'nowhere-1'" in str(raised.value)
+        assert "region='nowhere-1': region: no SageMaker PyTorch training images are published in region " \
+               "'nowhere-1'" in str(raised.value)
+        assert cli.exit_code == 2
+        assert cli.stderr == f"Error: {raised.value}\n".replace("region='nowhere-1'", "--region nowhere-1")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("region", ["", "  ", 1])
@@ -149,6 +157,21 @@ def test_a_local_run_sees_the_region_named_as_smtrain_local_region_gives_it(tmp_
     assert ended.status == "Completed"
     lines = (tmp_path / "run" / "logs" / "algo-1.log").read_text().splitlines()
     assert f"region {ELSEWHERE} {ELSEWHERE}" in lines
+
+
+@pytest.mark.parametrize("start", [
+    lambda job_plan, run_dir: orchestrator.run(job_plan, region=ELSEWHERE, run_dir=run_dir).wait().name,
+    lambda job_plan, run_dir: orchestrator.run_local(job_plan, region=ELSEWHERE, run_dir=run_dir).job_name,
+], ids=["run", "run_local"])
+def test_a_plan_run_here_in_another_region_keeps_its_job_name_as_submit_keeps_it(tmp_path, start):
+    """Before, a Plan given to a local run with `region=` was planned again under a new timestamped name, while
+    `submit(plan, region=...)` (and `plan(plan, region=...)`) keep the plan's: one plan, two names."""
+    spec = write_spec_file(tmp_path, region="us-west-2", inputs={}, instance={"type": "ml.c5.2xlarge", "count": 1})
+    job_plan = orchestrator.plan(spec, job_name="kept-name-1")
+    assert orchestrator.plan(job_plan, region=ELSEWHERE).job_name == "kept-name-1"
+
+    assert start(job_plan, tmp_path / "run") == "kept-name-1"
+    assert json.loads((tmp_path / "run" / "status.json").read_text())["TrainingJobName"] == "kept-name-1"
 
 
 def test_a_local_run_s_region_is_refused_as_the_api_s_other_region_keywords_refuse_it(write_spec):
