@@ -52,11 +52,17 @@ _COUNT_OF_TOTAL = re.compile(rf"(?:{_PLACEHOLDER.pattern})\s*/\s*(?:{_PLACEHOLDE
 _WORD = re.compile(r"(?<![\\\w])[A-Za-z]\w*")
 """A printed word, not an escape's letter (`t` of `\\t`)."""
 _TRAIN_PREFIX = "train_"
-_PRINT_OPENS = re.compile(r"\bprint\(\s*[fFrRuU]*$")
-"""A line's text up to a string's opening quote, where that string is what print writes first."""
-_LINE_START = r"^(?:\[[^\]]*\]<std\w+>:)?[^A-Za-z\n]*?"
+_PRINT_OPENS = re.compile(r"(?:\bprint|\b\w*(?:log|LOG)\w*\.(?:debug|info|warning|warn|error|critical|exception|log))"
+                          r"\(\s*(?:[\w.]+\s*,\s*)?[fFrRuU]*$")
+"""A line's text up to a string's opening quote, where that string is what print, or a logger
+(`logger.info(`, `logging.info(`, `log.log(logging.INFO, `), writes first."""
+_LINE_START = (r"^(?:\[[^\]]*\]<std\w+>:)?"
+               r"(?:[^\n]*?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b(?::[\w.<>-]+:|\|[^\]\n]*\])?)?"
+               r"[^A-Za-z\n]*?")
 """A log line's start up to a printed name that begins it: mpirun's `[1,mpirank:0,algo-1]<stdout>:` prefix
-(docs/sagemaker-contract.md §11) and values (`3: loss=`), no word."""
+(docs/sagemaker-contract.md §11), what a logging format writes before the message (its time, then a level, as
+`INFO:__main__:`, `2026-11-28 10:00:00,123 - __main__ - INFO - `, transformers' `[INFO|train.py:12] ... >> `) and
+values (`3: loss=`); no word of the message."""
 _ONE_LINE_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["'](?P<flag>--[\w.-]+)["']"""
                               r"""(?P<rest>[^()\n]*)""")
 _ONE_LINE_DEFAULT = re.compile(r"""\bdefault\s*=\s*(?P<value>[^,)]+)""")
@@ -174,7 +180,7 @@ def read_script(text: str) -> ScriptReading:
         needs_subcommand=bool(_LIGHTNING_CLI.search(text)) and not _LIGHTNING_CLI_RUNS_NOTHING.search(text),
         dataclass_options=bool(_DATACLASS_PARSER.search(text)),
         frameworks=read_frameworks(text, tuple(str(option.default) for option in options
-                                               if option.name in _DEEPSPEED_OPTIONS and option.default)),
+                                               if option.name in _DEEPSPEED_OPTIONS and option.default), tree),
     )
 
 

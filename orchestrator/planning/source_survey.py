@@ -1,4 +1,6 @@
-"""Which script of a folder is the training job's entry point, and what the folder holds beside it (`smtrain init`).
+"""Which script of a folder is the training job's entry point, and what the folder holds beside it (`smtrain init`):
+its requirements, and the folder's own modules the script imports, whose framework use is the job's too (a Trainer
+built in `mytrain.py` launches the job as one built in the script does).
 
 Bounded whatever the folder holds: it looks only at what packing would ship (`left_out_of_package`: no `.git`,
 virtualenv, cache, secret, run directory or `.smtrainignore`d path), lists at most MAX_FILES_LISTED files and
@@ -9,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.errors import SpecError
-from orchestrator.planning.framework_reading import canonical_name
+from orchestrator.planning.framework_reading import canonical_name, combined, read_frameworks
 from orchestrator.planning.packaging import left_out_of_package
 from orchestrator.planning.script_reading import ScriptReading, read_script
 from orchestrator.specs.source_files import source_file_text
@@ -33,6 +35,10 @@ _EDITABLE = re.compile(r"^(?:-e|--editable)(?:\s*=\s*|\s+)")
 _LOCATED = re.compile(r"://|^[./~]")
 """A requirement given by its location (`git+https://.../transformers.git`, `./wheels/x.whl`), not its name."""
 _ARCHIVE = re.compile(r"(?:\.git|-\d[^/]*\.(?:whl|zip|tar\.gz|tgz))$")
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)(?P<origin>[\w.]*)[ \t]+import[ \t]+\(?(?P<names>[\w, \t*]+)"
+                     r"|import[ \t]+(?P<modules>[\w., \t]+))", re.MULTILINE)
+"""`from mytrain import build_trainer`, `from .model import Net` (in a package), `import helpers.data as data`:
+read by pattern, so a script that does not parse is followed too."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class SourceSurvey:
     listed_all: bool
     """False where the folder holds more than MAX_FILES_LISTED files to ship: the entry point was looked for among
     the first ones."""
+    imported_modules: tuple[str, ...] = ()
+    """The folder's own modules the entry point imports (and they import), read for their framework use."""
 
 
 def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurvey:
@@ -69,10 +77,63 @@ def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurv
     chosen = entry_point if entry_point is not None else _entry_point(directory, scripts)
     text = source_file_text(directory, chosen)
     readable = text is not None and "\x00" not in text
-    return SourceSurvey(directory=directory, entry_point=chosen,
-                        reading=read_script(text) if readable and text is not None else ScriptReading(parsed=False),
+    reading = read_script(text) if readable and text is not None else ScriptReading(parsed=False)
+    modules = _imported_modules(directory, chosen, text if readable else None, frozenset(scripts))
+    frameworks = combined({chosen: reading.frameworks, **{module: read_frameworks(module_text)
+                                                          for module, module_text in modules.items()}})
+    return SourceSurvey(directory=directory, entry_point=chosen, reading=replace(reading, frameworks=frameworks),
                         readable=readable, requirements=(directory / REQUIREMENTS).is_file(),
-                        required=_required(directory, REQUIREMENTS, follow=True), listed_all=listed_all)
+                        required=_required(directory, REQUIREMENTS, follow=True), listed_all=listed_all,
+                        imported_modules=tuple(modules))
+
+
+def _imported_modules(directory: Path, entry_point: str, text: str | None, scripts: frozenset[str]) -> dict[str, str]:
+    """The text of each of the folder's own modules that `entry_point` imports, and those import in turn, found
+    as Python finds them: beside the entry point (its folder is the first on sys.path), a relative import in its
+    package. At most MAX_SCRIPTS_READ, text files only."""
+    top = Path(entry_point).parent
+    read: dict[str, str] = {}
+    pending = [(entry_point, text)]
+    while pending:
+        importer, importer_text = pending.pop(0)
+        for module in _local_imports(importer_text or "", top, Path(importer).parent):
+            if module in scripts and module != entry_point and module not in read and len(read) < MAX_SCRIPTS_READ:
+                module_text = source_file_text(directory, module)
+                if module_text is not None and "\x00" not in module_text:
+                    read[module] = module_text
+                    pending.append((module, module_text))
+    return read
+
+
+def _local_imports(text: str, top: Path, package: Path) -> list[str]:
+    """The files (relative to the source folder) that `text`'s imports could name: `a.b` is `a.py`,
+    `a/__init__.py`, `a/b.py` or `a/b/__init__.py`; a name imported from a package may be its module."""
+    found: list[str] = []
+    for match in _IMPORT.finditer(text):
+        if match["modules"]:
+            dotted = [name.split()[0] for name in match["modules"].split(",") if name.split()]
+            base = top
+        else:
+            base = _relative_base(package, len(match["dots"])) if match["dots"] else top
+            if base is None:
+                continue
+            names = [name.split()[0] for name in match["names"].split(",") if name.split() and name.strip() != "*"]
+            dotted = [match["origin"]] if match["origin"] else []
+            dotted += [f"{match['origin']}.{name}".strip(".") for name in names]
+        for name in dotted:
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):
+                folder = base.joinpath(*parts[:depth])
+                found += [folder.with_suffix(".py").as_posix(), (folder / "__init__.py").as_posix()]
+    return found
+
+
+def _relative_base(package: Path, dots: int) -> Path | None:
+    """The folder `from .x import y` (one dot: the importer's package) or `from ..x import y` (its parent) starts
+    in; None above the source folder."""
+    if dots == 1:
+        return package
+    return package.parents[dots - 2] if dots - 2 < len(package.parents) else None
 
 
 def _required(directory: Path, relative: str, follow: bool) -> frozenset[str]:

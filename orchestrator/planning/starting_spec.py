@@ -12,10 +12,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from orchestrator.planning.framework_reading import TRAINER_METRICS, MetricDefinition, unshipped
+from orchestrator.planning.framework_reading import FrameworkReading, MetricDefinition, unshipped
 from orchestrator.planning.packaging import IGNORE_FILE, left_out_of_package
 from orchestrator.planning.script_reading import ScriptOption, ScriptReading
 from orchestrator.planning.source_survey import MAX_FILES_LISTED, REQUIREMENTS, SourceSurvey
+from orchestrator.specs.catalog import catalog, family_of, lookup
 from orchestrator.specs.model import MAX_BASE_NAME_LENGTH, api_limit, job_name_like
 from orchestrator.specs.modes import Mode, launching_mode
 
@@ -26,6 +27,8 @@ LOCAL_DATA = "data"
 _CPU = ("ml.c5.2xlarge", "a CPU host: no use of CUDA was found in the script")
 _ONE_GPU = ("ml.g5.xlarge", "one GPU: the script (or its trainer) uses CUDA, and runs once per host")
 _GPUS = ("ml.g5.12xlarge", "4 GPUs: the launcher starts one process per GPU")
+_GPU_FAMILY = "g5"
+"""The family whose instances `init` picks for a GPU count a script asks for, as for its other GPU suggestions."""
 _COMMENT_COLUMN = 36
 MAX_HYPERPARAMETERS = 64
 """The script's first options written, within SageMaker's 100 hyperparameters, some of which the SDK's own keys
@@ -61,6 +64,7 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
     mode = Mode(choices.mode) if choices.mode else launching_mode(reading.torchrun or bool(framework.launcher),
                                                                   reading.mpi)
     instance_type, instance_why = _instance(mode, reading, choices.instance_type)
+    hosts = framework.nodes or 1
     image = _newest_image(mode, instance_type, survey.directory)
     name = _job_name(survey.directory)
     channels = (reading.channels or (("train",) if reading.reads_all_channels else ()))[:api_limit("InputDataConfig",
@@ -68,6 +72,7 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
     chosen = _hyperparameters(reading)
     findings = _findings(survey, mode, bool(choices.mode), chosen)
     findings += _framework_findings(survey, image.version)
+    findings += _device_findings(framework, mode, instance_type)
     lines = [
         f"# Written by `smtrain init` from {survey.entry_point}: a start to read and change (every field: "
         "docs/specs.md).",
@@ -79,7 +84,8 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
         _field("framework_version", image.version, image.comment),
         _commented("instance:", f"{instance_why} (`smtrain instances`)"),
         f"  type: {instance_type}",
-        _commented("  count: 1", "more hosts: raise it (every host runs the same script)"),
+        _commented(f"  count: {hosts}", f"Lightning's Trainer(num_nodes={hosts})" if framework.nodes else
+                   "more hosts: raise it (every host runs the same script)"),
         _commented(f"distribution: {{mode: {mode.value}}}",
                    framework.launch_reason if framework.launcher and not choices.mode else _launched(mode)),
         *_hyperparameter_lines(chosen, survey.entry_point),
@@ -106,11 +112,42 @@ def _unshipped(folders: tuple[Path, ...], directory: Path) -> tuple[str, ...]:
 def _instance(mode: Mode, reading: ScriptReading, chosen: str | None) -> tuple[str, str]:
     if chosen:
         return chosen, "--instance-type"
+    devices = reading.frameworks.devices
+    starts_on_family = family_of(mode.rules.starting_instance or "") == _GPU_FAMILY  # torchrun's, not SMDDP's p4d
+    if devices and mode.rules.assigns_ranks and starts_on_family and (fitting := _with_gpus(devices)):
+        return fitting, (f"{devices} GPU{'s' if devices > 1 else ''}: Lightning's Trainer(devices={devices}), and "
+                         "torchrun starts one process per GPU")
     if mode.rules.starting_instance:
         return mode.rules.starting_instance, f"{mode.value} runs on GPUs, a process per GPU"
     if not reading.uses_gpu:
         return _CPU
     return _GPUS if mode.rules.assigns_ranks else _ONE_GPU
+
+
+def _with_gpus(count: int) -> str | None:
+    """The cheapest instance of the family init suggests with exactly `count` GPUs, or None where none has."""
+    fitting = [instance for instance in catalog().instances.values()
+               if family_of(instance.name) == _GPU_FAMILY and instance.gpus == count]
+    return min(fitting, key=lambda instance: instance.price_per_hour or 0).name if fitting else None
+
+
+def _device_findings(framework: FrameworkReading, mode: Mode, instance_type: str) -> list[str]:
+    """A Lightning Trainer's literal devices=N that the launcher's process count on the instance does not meet:
+    Lightning stops at its start (the world size is not devices x num_nodes)."""
+    devices = framework.devices
+    if not (devices and mode.rules.assigns_ranks):
+        return []
+    started = lookup(instance_type).devices_per_host
+    if started == devices:
+        return [f"devices: Lightning's Trainer(devices={devices}), {instance_type}'s {started} GPU"
+                f"{'s' if started > 1 else ''}, one process each"]
+    fitting = _with_gpus(devices)
+    other = (f", or run it on {fitting} (--instance-type {fitting})" if fitting else
+             f"; no {_GPU_FAMILY} instance has {devices} GPUs")
+    return [f"WARNING: Lightning's Trainer(devices={devices}) expects {devices} process{'es' if devices > 1 else ''} "
+            f"per host, and {mode.rules.launcher} starts {started} on {instance_type} (one per GPU): Lightning stops "
+            f"at its start (the world size is not devices x num_nodes). Write devices=\"auto\" (one per GPU)"
+            f"{other}"]
 
 
 def _launched(mode: Mode) -> str:
@@ -256,7 +293,7 @@ def _metric_definitions(reading: ScriptReading) -> list[MetricDefinition]:
     name."""
     printed = [MetricDefinition(metric.name, metric.regex) for metric in reading.metrics]
     found: dict[str, MetricDefinition] = {}
-    for metric in (*(TRAINER_METRICS if reading.frameworks.trainer_logs else ()), *printed):
+    for metric in (*reading.frameworks.metric_definitions, *printed):
         found.setdefault(metric.name.lower(), metric)
     return list(found.values())[:api_limit("AlgorithmSpecification.MetricDefinitions", "max")]
 
@@ -280,6 +317,9 @@ def _single_quoted(text: str) -> str:
 def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hyperparameters) -> list[str]:
     reading, script = survey.reading, survey.entry_point
     found = [f"entry point: {script}"]
+    if survey.imported_modules:
+        found.append(f"read with it for framework use: {', '.join(survey.imported_modules)} (the folder's own "
+                     "modules it imports)")
     if not survey.readable:
         found.append(f"{script} was not read (not text, over 1 MiB, or no regular file): nothing was taken from it")
     elif not reading.parsed and not reading.ipython:
@@ -329,17 +369,17 @@ def _stops_at_start(reading: ScriptReading, script: str) -> list[str]:
 
 
 def _framework_findings(survey: SourceSurvey, framework_version: str) -> list[str]:
-    """The frameworks the image would lack, at the script's line that imports each, and the DeepSpeed configs
-    the script names that would not ship with it."""
+    """The frameworks the image would lack, at the line of the script (or its module) that imports each, and the
+    DeepSpeed configs the script names that would not ship with it."""
     script, frameworks = survey.entry_point, survey.reading.frameworks
     found = []
     for missing in unshipped(frameworks.imports, survey.required, framework_version):
         where = (f"{REQUIREMENTS} does not name it: add a line `{missing.distribution}` to it" if survey.requirements
                  else f"there is no {REQUIREMENTS}: create one at the top of {survey.directory} holding "
                       f"`{missing.distribution}`")
-        found.append(f"WARNING: {script}:{missing.line} uses {missing.module}, which the PyTorch {framework_version} "
-                     f"image does not ship, and {where} (the toolkit installs it before the script starts, locally "
-                     "as on SageMaker); without it the script stops at that import")
+        found.append(f"WARNING: {missing.path}:{missing.line} uses {missing.module}, which the PyTorch "
+                     f"{framework_version} image does not ship, and {where} (the toolkit installs it before the "
+                     "script starts, locally as on SageMaker); without it the script stops at that import")
     for config in frameworks.deepspeed_configs:
         if not config.endswith(".json") or config.startswith("/"):
             continue

@@ -454,3 +454,95 @@ def test_a_lightning_script_that_ranks_by_host_count_is_still_launched_per_gpu(t
     assert yaml.safe_load(text)["distribution"] == {"mode": "torch_distributed"}
     assert "# Lightning Trainer: one process per GPU under torchrun" in text
     assert "WARNING: train.py:2 uses lightning" in result.output and "holding `lightning`" in result.output
+
+
+@pytest.mark.parametrize(("trainer_call", "instance_type", "count"), [
+    ('L.Trainer(accelerator="gpu", devices=1, max_epochs=3)', "ml.g5.xlarge", 1),
+    ("L.Trainer(devices=8, num_nodes=2)", "ml.g5.48xlarge", 2),
+])
+def test_a_lightning_script_asking_for_n_devices_gets_an_instance_that_starts_n_processes(tmp_path, monkeypatch,
+                                                                                           trainer_call, instance_type,
+                                                                                           count):
+    """torchrun starts one process per GPU of the instance: Lightning's devices=1 on a 4-GPU instance stops with its
+    world size mismatch, so the instance is the one with the GPUs the script asks for."""
+    _project(tmp_path, f"import lightning as L\n\ntrainer = {trainer_call}\ntrainer.fit(model)\n")
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    written = yaml.safe_load((tmp_path / "job.yaml").read_text())
+    assert written["distribution"] == {"mode": "torch_distributed"}
+    assert written["instance"] == {"type": instance_type, "count": count}
+    assert "WARNING: Lightning's" not in result.output
+    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
+    assert validated.exit_code == 0, validated.output
+
+
+def test_lightning_devices_no_instance_or_the_chosen_one_starts_are_said_with_the_fix(tmp_path, monkeypatch):
+    source = _project(tmp_path, "import lightning as L\n\nL.Trainer(devices=2).fit(model)\n")
+    monkeypatch.chdir(tmp_path)
+
+    two = _init(tmp_path, "src")
+
+    assert two.exit_code == 0, two.output
+    assert ("WARNING: Lightning's Trainer(devices=2) expects 2 processes per host, and torchrun starts 4 on "
+            "ml.g5.12xlarge (one per GPU): Lightning stops at its start") in two.output
+    assert 'Write devices="auto" (one per GPU); no g5 instance has 2 GPUs' in two.output
+
+    (source / "train.py").write_text("import lightning as L\n\nL.Trainer(devices=1).fit(model)\n")
+    chosen = _init(tmp_path, "src", "--instance-type", "ml.g5.12xlarge", "--force")
+
+    assert chosen.exit_code == 0, chosen.output
+    assert "torchrun starts 4 on ml.g5.12xlarge" in chosen.output
+    assert "or run it on ml.g5.xlarge (--instance-type ml.g5.xlarge)" in chosen.output
+
+
+TRL_SFT = '''\
+from trl import SFTConfig, SFTTrainer
+
+from metrics import compute_metrics
+
+trainer = SFTTrainer(model="/opt/ml/input/data/model", args=SFTConfig(output_dir="/opt/ml/model"),
+                     compute_metrics=compute_metrics)
+trainer.train()
+'''
+
+
+def test_a_trl_script_with_compute_metrics_in_its_own_module_gets_torchrun_and_its_evaluation_metrics(tmp_path,
+                                                                                                   monkeypatch):
+    source = _project(tmp_path, TRL_SFT)
+    (source / "metrics.py").write_text("def compute_metrics(eval_pred):\n"
+                                       "    return {'accuracy': accuracy(eval_pred), 'f1': f1(eval_pred)}\n")
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "job.yaml").read_text()
+    written = yaml.safe_load(text)
+    assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
+    assert "# TRL SFTTrainer: one process per GPU under torchrun" in text
+    assert "WARNING: train.py:1 uses trl, which the PyTorch 2.13.0 image does not ship" in result.output
+    assert "read with it for framework use: metrics.py" in result.output
+    metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+    evaluation = "[1,mpirank:0,algo-1]<stdout>:{'eval_loss': '0.61', 'eval_accuracy': '0.75', 'eval_f1': '0.7'}"
+    assert metrics["validation:accuracy"].search(evaluation).group(1) == "0.75"
+    assert metrics["validation:f1"].search(evaluation).group(1) == "0.7"
+    assert not metrics["validation:accuracy"].search("{'loss': 0.52, 'epoch': 1.0}")
+    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
+    assert validated.exit_code == 0, validated.output
+
+
+def test_a_trainer_built_in_a_module_of_the_source_folder_launches_the_script_per_gpu(tmp_path, monkeypatch):
+    source = _project(tmp_path, "from mytrain import build_trainer\n\nbuild_trainer().train()\n")
+    (source / "mytrain.py").write_text("import lightning as L\n\ndef build_trainer():\n"
+                                       "    return L.Trainer(devices=1)\n")
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    written = yaml.safe_load((tmp_path / "job.yaml").read_text())
+    assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.xlarge"
+    assert "WARNING: mytrain.py:1 uses lightning" in result.output

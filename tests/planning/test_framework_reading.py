@@ -102,3 +102,118 @@ def test_requirements_are_read_by_name_whatever_their_spelling(tmp_path):
 
     assert survey.required == {"transformers", "pytorch-lightning", "accelerate", "deepspeed", "lightning"}
     assert unshipped(survey.reading.frameworks.imports, survey.required, "2.10.0") == ()
+
+
+TRL = '''\
+from datasets import load_dataset
+from trl import {config}, {trainer}
+
+trainer = {trainer}(model="/opt/ml/input/data/model", args={config}(output_dir="/opt/ml/model"), train_dataset=data)
+trainer.train()
+'''
+
+
+@pytest.mark.parametrize(("trainer", "config"), [("SFTTrainer", "SFTConfig"), ("DPOTrainer", "DPOConfig"),
+                                                 ("GRPOTrainer", "GRPOConfig")])
+def test_trl_trainers_are_transformers_trainers_launched_per_gpu_with_their_log_dicts(trainer, config):
+    reading = read_frameworks(TRL.format(trainer=trainer, config=config))
+
+    assert reading.launcher == f"TRL {trainer}"
+    assert reading.trainer_logs and reading.metric_definitions[:len(TRAINER_METRICS)] == TRAINER_METRICS
+    assert reading.imports == (FrameworkImport("trl", 2),)  # trl is in no image: it must be installed
+
+
+COMPUTE_METRICS = '''\
+import numpy as np
+from transformers import Trainer, TrainingArguments
+
+def accuracy_and_f1(eval_pred):
+    predictions = np.argmax(eval_pred.predictions, axis=-1)
+    if predictions.size == 0:
+        return dict(accuracy=0.0, f1=0.0)
+    return {"accuracy": float((predictions == eval_pred.label_ids).mean()), "f1": f1(predictions), 3: "no key"}
+
+args = TrainingArguments(output_dir="/opt/ml/model", eval_strategy="epoch", metric_for_best_model="eval_mcc")
+Trainer(model=model, args=args, compute_metrics=accuracy_and_f1).train()
+'''
+EVALUATION_LINES = {
+    "eval": "{'eval_loss': 0.6102, 'eval_accuracy': 0.75, 'eval_f1': 0.7143, 'eval_mcc': 0.5, 'eval_runtime': 0.21, "
+            "'epoch': 1.0}",
+    "eval5": "{'eval_loss': '0.6102', 'eval_accuracy': '0.75', 'eval_f1': '0.7143', 'eval_mcc': '0.5', 'epoch': '1'}",
+    "mpi": "[1,mpirank:0,algo-1]<stdout>:{'eval_loss': 0.6102, 'eval_accuracy': 0.75, 'eval_f1': 0.7143, "
+           "'eval_mcc': 0.5}",
+    "train": "{'loss': 0.5213, 'grad_norm': 1.734, 'learning_rate': 4e-05, 'epoch': 1.0}",
+    "end": "{'train_runtime': 12.31, 'train_loss': 0.5821, 'epoch': 3.0}",
+    "log_metrics": "  eval_accuracy           =       0.75",
+    "other_key": "{'eval_accuracy_top5': 0.99, 'eval_f1_macro': 0.2}",
+}
+
+
+def test_the_compute_metrics_keys_are_validation_metrics_read_from_the_evaluation_log_dict_only():
+    reading = read_frameworks(COMPUTE_METRICS)
+    metrics = {metric.name: compile_metric_regex(metric.regex) for metric in reading.metric_definitions}
+
+    assert reading.evaluation_keys == ("accuracy", "f1", "mcc")
+    read = {(name, line): (found.group(1) if (found := metrics[name].search(text)) else None)
+            for name in ("validation:accuracy", "validation:f1", "validation:mcc")
+            for line, text in EVALUATION_LINES.items()}
+    assert read == {
+        **{(name, line): None for name in ("validation:accuracy", "validation:f1", "validation:mcc")
+           for line in ("train", "end", "log_metrics", "other_key")},
+        **{("validation:accuracy", line): "0.75" for line in ("eval", "eval5", "mpi")},
+        **{("validation:f1", line): "0.7143" for line in ("eval", "eval5", "mpi")},
+        **{("validation:mcc", line): "0.5" for line in ("eval", "eval5", "mpi")},
+    }
+
+
+def test_a_lightning_trainer_s_literal_devices_and_nodes_are_read():
+    cases = {  # the Trainer call, (devices, nodes)
+        'L.Trainer(accelerator="gpu", devices=1)': (1, None),
+        'pl.Trainer(devices=[0, 1], num_nodes=2)': (2, 2),
+        'Trainer(devices="4", num_nodes=int(os.environ["N"]))': (4, None),
+        'Trainer(gpus=8)': (8, None),
+        'Trainer(devices="auto")': (None, None),
+        'Trainer(devices=-1)': (None, None),
+        'Trainer(devices=args.devices)': (None, None),
+    }
+    for call, expected in cases.items():
+        reading = read_frameworks(f"import lightning as L\nfrom lightning import Trainer\ntrainer = {call}\n")
+        assert (reading.devices, reading.nodes) == expected, call
+    # a devices= of another library's Trainer is not Lightning's
+    assert read_frameworks("from transformers import Trainer\nTrainer(devices=1)\n").devices is None
+
+
+def test_a_framework_used_in_a_module_the_script_imports_from_the_source_folder_is_found(tmp_path):
+    (tmp_path / "train.py").write_text("import argparse\nfrom mytrain import build_trainer\n\n"
+                                       "build_trainer().train()\n")
+    (tmp_path / "mytrain.py").write_text("import os\nfrom helpers.metrics import compute_metrics\n\n"
+                                         "def build_trainer():\n    from transformers import Trainer\n"
+                                         "    return Trainer(model=None, compute_metrics=compute_metrics)\n")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "helpers" / "metrics.py").write_text("from .engine import x\n"
+                                                     "def compute_metrics(p):\n    return {'accuracy': 1.0}\n")
+    (tmp_path / "helpers" / "engine.py").write_text("import deepspeed\n")
+    (tmp_path / "unimported.py").write_text("import lightning\n")  # in the folder, never imported: not the job's
+
+    survey = survey_source(tmp_path)
+
+    frameworks = survey.reading.frameworks
+    assert frameworks.launcher == "transformers Trainer"
+    assert frameworks.imports == (FrameworkImport("transformers", 5, "mytrain.py"),
+                                  FrameworkImport("deepspeed", 1, "helpers/engine.py"))
+    assert frameworks.evaluation_keys == ("accuracy",)
+    assert survey.imported_modules == ("mytrain.py", "helpers/__init__.py", "helpers/metrics.py",
+                                       "helpers/engine.py")  # as Python imports them: the package first
+
+
+def test_the_modules_read_beside_the_script_are_bounded_by_the_survey_s_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr("orchestrator.planning.source_survey.MAX_SCRIPTS_READ", 3)
+    (tmp_path / "train.py").write_text("".join(f"import m{index}\n" for index in range(10)))
+    for index in range(10):
+        (tmp_path / f"m{index}.py").write_text("from transformers import Trainer\nTrainer()\n" if index == 9 else "")
+
+    survey = survey_source(tmp_path)
+
+    assert survey.imported_modules == ("m0.py", "m1.py", "m2.py")
+    assert survey.reading.frameworks.launcher is None

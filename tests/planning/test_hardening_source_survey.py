@@ -102,3 +102,15 @@ def test_an_entry_point_outside_the_folder_is_refused(tmp_path):
     (tmp_path / "src").mkdir()
     with pytest.raises(SpecError, match="is not a file in"):
         survey_source(tmp_path / "src", "../outside.py")
+
+
+def test_modules_importing_each_other_or_above_the_folder_are_each_read_once(tmp_path):
+    (tmp_path / "train.py").write_text("import a\nfrom ....outside import secret\n")
+    (tmp_path / "a.py").write_text("from b import *\nimport train\nimport a\n")
+    (tmp_path / "b.py").write_text("from a import *\nimport binary\nfrom transformers import Trainer\nTrainer()\n")
+    (tmp_path / "binary.py").write_bytes(b"\x00\x01import transformers\n")  # not text: not read
+
+    survey = survey_source(tmp_path)
+
+    assert survey.imported_modules == ("a.py", "b.py")
+    assert survey.reading.frameworks.launcher == "transformers Trainer"

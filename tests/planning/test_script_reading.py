@@ -192,3 +192,24 @@ def test_a_default_the_containers_shell_would_drop_or_split_is_left_out():
     assert options["fsdp"].left_out.startswith("its default is empty or holds a space")
     assert options["wrap"].left_out.startswith("its default is empty or holds a space")
     assert options["optim"] == ScriptOption("optim", "adamw_torch")
+
+
+def test_a_training_line_logged_with_its_metric_first_is_not_read_from_the_logged_evaluation_line():
+    """`logger.info(f"loss=...")` beside `logging.info("Evaluation: loss=...")`: the training metric's regex allows
+    what a logging format writes before the message (time, level, logger name), never a word of the message."""
+    reading = read_script('import logging\nlogger = logging.getLogger(__name__)\nfor step in range(9):\n'
+                          '    logger.info(f"loss={loss:.4f} step={step}")\n'
+                          'logging.info("Evaluation: loss=%.4f", val)\n')
+    metrics = {metric.name: compile_metric_regex(metric.regex) for metric in reading.metrics}
+    formats = {  # logging's default, a dated one, transformers' own, and under mpirun
+        "default": "INFO:__main__:{}", "dated": "2026-11-28 10:00:00,123 - __main__ - INFO - {}",
+        "transformers": "[INFO|train.py:12] 2026-11-28 10:00:00,123 >> {}",
+        "mpirun": "[1,mpirank:0,algo-1]<stderr>:INFO:root:{}", "time only": "2026-11-28 10:00:00,123 {}",
+    }
+
+    for name, line in formats.items():
+        train, evaluation = line.format("loss=0.4200 step=3"), line.format("Evaluation: loss=0.5100")
+        read = {(metric, text): (found.group(1) if (found := pattern.search(text)) else None)
+                for metric, pattern in metrics.items() for text in (train, evaluation)}
+        assert read == {("train:loss", train): "0.4200", ("train:loss", evaluation): None,
+                        ("validation:loss", train): None, ("validation:loss", evaluation): "0.5100"}, name
