@@ -29,10 +29,13 @@ IMPORT = failure_reason(1).replace('ErrorMessage ""', "ErrorMessage \"Traceback 
                                    "ModuleNotFoundError: No module named 'wandb'\n\"")
 
 
-def _failed_and_denied(stubbed, name: str, reason: str) -> None:
+def _failed_and_denied(stubbed, name: str, reason: str, log_reads: int = 1) -> None:
+    """`log_reads`: how often the logs are asked for; `orchestrator.attach` reads a failed job's cause once, as
+    `smtrain status` shows it, and the notebook's next call reads it again."""
     stubbed.stubbers["sagemaker"].add_response("describe_training_job", described(
         name, "Failed", "Failed", FailureReason=reason, TrainingStartTime=NOW, TrainingEndTime=NOW))
-    stubbed.stubbers["logs"].add_client_error("describe_log_streams", "AccessDeniedException", DENIED)
+    for _ in range(log_reads):
+        stubbed.stubbers["logs"].add_client_error("describe_log_streams", "AccessDeniedException", DENIED)
 
 
 @pytest.mark.parametrize(("reason", "headline", "fix"), [
@@ -80,7 +83,7 @@ def test_status_json_without_log_permissions_carries_the_cause_and_why_the_logs_
 
 def test_the_notebooks_failure_cause_without_log_permissions_is_the_failure_reasons(stubbed):
     """Before: `job.failure_cause()` raised AwsError for the unreadable logs, so a notebook got no cause at all."""
-    _failed_and_denied(stubbed, "denied-notebook", KILLED)
+    _failed_and_denied(stubbed, "denied-notebook", KILLED, log_reads=2)
     job = orchestrator.attach("sagemaker:denied-notebook", boto=stubbed)
 
     cause = job.failure_cause()
@@ -91,7 +94,7 @@ def test_the_notebooks_failure_cause_without_log_permissions_is_the_failure_reas
 
 def test_the_notebooks_progress_without_log_permissions_says_what_is_known_and_why_the_logs_are_not(stubbed):
     """Before: `job.progress()` raised AwsError, so a notebook cell got a traceback instead of the job's status."""
-    _failed_and_denied(stubbed, "denied-progress", KILLED)
+    _failed_and_denied(stubbed, "denied-progress", KILLED, log_reads=2)
     job = orchestrator.attach("sagemaker:denied-progress", boto=stubbed)
 
     progress = job.progress()
@@ -106,7 +109,7 @@ def test_the_notebooks_progress_without_log_permissions_says_what_is_known_and_w
 def test_without_log_permissions_a_failure_reason_that_names_nothing_leaves_the_permission_error(stubbed):
     """SageMaker's bare `AlgorithmError` names no cause: the notebook is told which permission would read it,
     never given None, which says the job did not fail."""
-    _failed_and_denied(stubbed, "denied-bare", "AlgorithmError: see the job's logs")
+    _failed_and_denied(stubbed, "denied-bare", "AlgorithmError: see the job's logs", log_reads=2)
     job = orchestrator.attach("sagemaker:denied-bare", boto=stubbed)
 
     with pytest.raises(AwsError, match="logs:DescribeLogStreams"):
