@@ -21,14 +21,23 @@ import json
 import posixpath
 import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import AWS_DEFAULT_REGION, AWS_REGION, FUNCTION_RUNNER, OPT_ML
+from orchestrator.observing.client_errors import (
+    IMAGE_PULL,
+    KMS_REFUSED,
+    MOUNT_FAILED,
+    file_system_mount_fix,
+    image_pull_fix,
+    kms_key_fix,
+)
 from orchestrator.observing.crash_lines import DUMP_START, dump_frames, shell_notice
 from orchestrator.observing.log_lines import EXCEPTION_LINE, host_order
+from orchestrator.observing.numpy_abi import is_numpy_abi_error, numpy_abi_fix
 from orchestrator.observing.pip_failure import (
     PIP_FAILURE,
     installs_requirements_txt,
@@ -261,6 +270,9 @@ class SourcePaths:
 
 
 DISK_FULL = "disk_full"
+DATA_DOWNLOAD, ARTIFACT_UPLOAD = "data_download", "artifact_upload"
+_NO_DISK_SPACE = re.compile(r"[Dd]isk space|No space left")
+"""SageMaker's words for an input download or an artifacts' packing that ran out of disk."""
 HUNG = "hung"
 """The category of a local run stopped as hung; `host` and `rank` name the rank the others wait for."""
 
@@ -455,7 +467,8 @@ def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mappin
     lines = [line for host in sorted(logs, key=host_order) for line in logs[host]]
     printed = _printing_ranks(logs, launcher)
     seen = {item.rank: item.host for item in candidates if item.rank is not None and item.launcher is None}
-    timeout = (collective_timeout(best.exception, lines, {*seen, *printed})
+    ran = {*seen, *printed, *_ranks_of_read_hosts(launcher, logs, lines)}
+    timeout = (collective_timeout(best.exception, lines, ran)
                or _gloo_timeout(best.exception, candidates, {*seen, *printed}, launcher))
     if timeout is None:
         return best, None
@@ -585,6 +598,8 @@ def classify(exception: str | None, exit_code: int | None, lines: Sequence[str] 
         return "requirements_install", pip_fix([text, *lines])
     if extension := _UNDEFINED_SYMBOL.search(text):
         return "import_error", _undefined_symbol_fix(extension[1], framework_version)
+    if is_numpy_abi_error(text):
+        return "import_error", numpy_abi_fix(lines, framework_version)
     module = _NO_MODULE.search(text) or _CANNOT_IMPORT.search(text)
     if module:
         return "import_error", _import_fix(module, framework_version)
@@ -844,16 +859,31 @@ def _host_rank(host: str, launcher: Launcher) -> int | None:
 def _rank_host(rank: int, launcher: Launcher, printer: str, lines: Sequence[str]) -> str:
     """The host a rank runs on: mpirun and torchrun place ranks in slots of `per_host`, host after host (on
     SageMaker, their command lines say how many)."""
+    hosts, per_host = _placement(launcher, lines)
+    index = rank // per_host
+    return hosts[index] if 0 <= index < len(hosts) else printer
+
+
+def _placement(launcher: Launcher, lines: Sequence[str]) -> tuple[tuple[str, ...], int]:
+    """The hosts and the ranks each runs, as mpirun's or torchrun's command line in the logs says, else the
+    launcher's (the job's description)."""
     hosts, per_host = launcher.hosts, launcher.per_host
     command = next((match for line in lines if (match := _MPI_COMMAND.search(line))), None)
     torchrun = next((match for line in lines if (match := _TORCHRUN_COMMAND.search(line))), None)
     if command:
         hosts = tuple(item.split(":")[0] for item in command[1].split(","))
-        per_host = max(1, int(command[2]) // max(1, len(hosts)))
+        per_host = int(command[2]) // max(1, len(hosts))
     elif torchrun:
         per_host = int(torchrun[1])
-    index = rank // max(per_host, 1)
-    return hosts[index] if 0 <= index < len(hosts) else printer
+    return hosts, max(per_host, 1)
+
+
+def _ranks_of_read_hosts(launcher: Launcher, logs: Mapping[str, Sequence[str]], lines: Sequence[str]) -> set[int]:
+    """The rank table's ranks on the hosts whose lines were read: a rank there that printed nothing still ran (the
+    one an NCCL watchdog waited for says nothing); a host whose stream is not there says nothing of its ranks."""
+    hosts, per_host = _placement(launcher, lines)
+    read = {host for host, said in logs.items() if said}
+    return {rank for rank in range(len(hosts) * per_host) if hosts[rank // per_host] in read}
 
 
 def _launcher_reports(host: str, text: str, launcher: Launcher, lines: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -924,6 +954,10 @@ def _first_error(lines: list[tuple[int, str]]) -> _Found | None:
             syntax = None
         if line.rstrip() == _TRACEBACK:  # indented, it is another process's (a package's build under pip)
             began, frames, syntax = True, [], None
+        elif line.startswith(_TRACEBACK) and (glued := _FRAME.match(line[len(_TRACEBACK):])):
+            # NumPy 2's refusal of a module built against 1.x prints the import's stack with its first frame on
+            # the header's line
+            began, frames, syntax = True, [(glued[1], int(glued[2]))], None
         elif not began and (headerless := _SYNTAX_FRAME.match(line.rstrip())):
             syntax = (headerless[1], int(headerless[2]))
         elif syntax is not None:
@@ -1024,18 +1058,36 @@ def instance_type_of(described: Mapping[str, Any]) -> str | None:
             or resources.get("InstanceType") or next((group.get("InstanceType") for group in groups), None))
 
 
+_FIXED_SIZE = ("on its local NVMe instance store, whose size is fixed (instance.volume_size_gb changes nothing "
+               "there)")
+_FULL_ON_NVME = {
+    DISK_FULL: ("a disk of the instance filled up: an {type} keeps /opt/ml " + _FIXED_SIZE + ": keep fewer "
+                "checkpoints (the Trainer's save_total_limit; delete old ones from /opt/ml/checkpoints once "
+                "uploaded), write large files under /opt/ml (not / or /tmp), or use an instance type with more "
+                "instance storage"),
+    DATA_DOWNLOAD: ("the inputs do not fit the instance's storage: an {type} keeps /opt/ml/input, where File mode "
+                    "copies every channel before the script starts, " + _FIXED_SIZE + ": stream the inputs instead "
+                    "(input_mode: FastFile, or Pipe; in the spec's inputs or for the whole job), or use an instance "
+                    "type with more instance storage"),
+    ARTIFACT_UPLOAD: ("the script completed, but SageMaker could not pack /opt/ml/model and /opt/ml/output into "
+                      "model.tar.gz and output.tar.gz: an {type} keeps them " + _FIXED_SIZE + ": save less there "
+                      "(checkpoints go to /opt/ml/checkpoints, uploaded as they are written), or use an instance "
+                      "type with more instance storage"),
+}
+"""The fix of each cause a full disk gives, where the disk is an instance store that volume_size_gb cannot grow."""
+
+
 def on_its_volume(cause: FailureCause | None, described: Mapping[str, Any]) -> FailureCause | None:
-    """A full disk's fix for the SageMaker job's instance type: where its /opt/ml is the local NVMe instance store,
-    VolumeSizeInGB changes nothing, so raising volume_size_gb would fail the same way again."""
+    """A full disk's fix for the SageMaker job's instance type (the script's own writes, the input download before
+    it, the artifacts' packing after it): where its /opt/ml is the local NVMe instance store, VolumeSizeInGB
+    changes nothing, so raising volume_size_gb would fail the same way again."""
     instance_type = instance_type_of(described)
-    if (cause is None or cause.category != DISK_FULL or described.get("LocalRun") or not instance_type
+    if (cause is None or cause.category not in _FULL_ON_NVME or described.get("LocalRun") or not instance_type
             or not local_nvme_volume(instance_type)):
         return cause
-    return replace(cause, fix=(f"a disk of the instance filled up: an {instance_type} keeps /opt/ml on its local "
-                               "NVMe instance store, whose size is fixed (instance.volume_size_gb changes nothing "
-                               "there): keep fewer checkpoints (the Trainer's save_total_limit; delete old ones from "
-                               "/opt/ml/checkpoints once uploaded), write large files under /opt/ml (not / or /tmp), "
-                               "or use an instance type with more instance storage"))
+    if cause.category != DISK_FULL and not _NO_DISK_SPACE.search(described.get("FailureReason") or ""):
+        return cause
+    return replace(cause, fix=_FULL_ON_NVME[cause.category].format(type=instance_type))
 
 
 def _json_value(raw: Any) -> Any:
@@ -1093,24 +1145,24 @@ def service_cause(described: Mapping[str, Any], found: FailureCause | None = Non
                             fix=("SageMaker found no spot capacity for this instance type: raise "
                                  "spot.max_wait_seconds, try another instance type or region, or run on demand "
                                  "(spot.enabled: false)"))
-    return _before_the_script(reason)
+    return _before_the_script(described)
 
 
-_DATA_DOWNLOAD = re.compile(r"ClientError: Data download failed")
-_ARTIFACT_UPLOAD = re.compile(r"ClientError: Artifact upload failed")
+_DATA_DOWNLOAD_FAILED = re.compile(r"ClientError: Data download failed")
+_ARTIFACT_UPLOAD_FAILED = re.compile(r"ClientError: Artifact upload failed")
 """SageMaker could not pack or upload /opt/ml/model and /opt/ml/output after the script ended (`ClientError: Artifact
 upload failed:Insufficient disk space`): the script itself completed."""
-_SERVICE_FAILURES = (
+_NO_ROUTE_TO_S3 = ("the instances cannot reach S3 from the job's subnets (network.subnets): give the subnets' route "
+                   "table an S3 VPC endpoint or a NAT gateway, and let their security groups and network ACL allow "
+                   "outbound traffic to S3")
+_SERVICE_FAILURES: tuple[tuple[re.Pattern[str], str, str | Callable[[Mapping[str, Any]], str]], ...] = (
     (re.compile(r"unable to assume the role|unable to perform: sts:AssumeRole"), "execution_role",
      ("SageMaker could not assume the job's execution role: give `role` as the role's full ARN, its path included "
       "(a role the console made is `arn:aws:iam::ACCOUNT:role/service-role/NAME`), and let its trust policy allow "
       "sts:AssumeRole to the service principal sagemaker.amazonaws.com; `smtrain check SPEC` checks both")),
-    (re.compile(r"Cannot pull algorithm container|manifest unknown"), "image_pull",
-     ("SageMaker could not pull or start the training image: check that image_uri exists in the job's region (an "
-      "ECR image is pulled from the job's region only: `aws ecr describe-images --region REGION ...`), that the "
-      "execution role may pull it (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer; a "
-      "repository in another account also needs its repository policy to allow the role), and that it fits "
-      "instance.volume_size_gb")),
+    (IMAGE_PULL, "image_pull", image_pull_fix),
+    (KMS_REFUSED, "kms_key", kms_key_fix),
+    (MOUNT_FAILED, "file_system_mount", file_system_mount_fix),
     (re.compile(r"CapacityError|InsufficientCapacity|[Ii]nsufficient capacity"), "capacity",
      ("SageMaker had no capacity for this instance type in the region when the job started: submit it again "
       "later, list other types in instance.preferences, use another region, or reserve capacity "
@@ -1123,20 +1175,23 @@ _SERVICE_FAILURES = (
       "SageMaker retry such a failure by itself")),
 )
 _DOWNLOAD_FIXES = (
+    (re.compile(r"(Connect|Read) timeout on endpoint URL|Could not connect to the endpoint URL|"
+                r"Unable to execute request to S3"),
+     f"SageMaker could not download an input channel: {_NO_ROUTE_TO_S3}"),
     (re.compile(r"NoSuchKey|NoSuchBucket|\(404\)|does not exist|[Nn]o S3 objects"),
      ("no S3 object is under an input channel's URI: check the spec's inputs (`aws s3 ls URI`), and that the "
       "bucket is in the job's region")),
     (re.compile(r"AccessDenied|\(403\)|Forbidden|KMS"),
      ("the execution role cannot read an input channel: allow it s3:GetObject and s3:ListBucket on the inputs' "
       "bucket (and kms:Decrypt on its key, for a KMS-encrypted bucket)")),
-    (re.compile(r"disk space|No space left"),
+    (_NO_DISK_SPACE,
      ("the inputs do not fit the instance's volume: raise instance.volume_size_gb, or stream them (inputs' "
       "input_mode: FastFile)")),
 )
 
 
 _UPLOAD_FIXES = (
-    (re.compile(r"[Dd]isk space|No space left"),
+    (_NO_DISK_SPACE,
      ("the script completed, but SageMaker could not pack /opt/ml/model and /opt/ml/output into model.tar.gz and "
       "output.tar.gz on the instance's volume: raise instance.volume_size_gb, or save less there (checkpoints go "
       "to /opt/ml/checkpoints, uploaded as they are written)")),
@@ -1144,9 +1199,7 @@ _UPLOAD_FIXES = (
      ("the script completed, but the execution role cannot write the job's output: allow it s3:PutObject on "
       "output_path's bucket and prefix (and kms:GenerateDataKey on output_kms_key, for an encrypted output)")),
     (re.compile(r"route table|VPC endpoint|NAT"),
-     ("the script completed, but the instances cannot reach S3 from the job's subnets: give the subnets' route "
-      "table an S3 VPC endpoint or a NAT gateway, and let their security groups and network ACL allow outbound "
-      "traffic to S3")),
+     f"the script completed, but {_NO_ROUTE_TO_S3}"),
 )
 
 
@@ -1165,23 +1218,25 @@ def _download_fix(reason: str) -> str:
                 "region and the role's access to them)")
 
 
-def _before_the_script(reason: str) -> FailureCause | None:
-    """What SageMaker's FailureReason names where the hosts' logs cannot: the image, the input download,
-    capacity, a quota or SageMaker's own error before (or beside) the script, often before any host wrote a line,
-    and the upload of the job's artifacts after it."""
+def _before_the_script(described: Mapping[str, Any]) -> FailureCause | None:
+    """What SageMaker's FailureReason names where the hosts' logs cannot: the image, a KMS key, a file system's
+    mount, the input download, capacity, a quota or SageMaker's own error before (or beside) the script, often
+    before any host wrote a line, and the upload of the job's artifacts after it."""
+    reason = described.get("FailureReason") or ""
     if not reason.strip() or reason.startswith("AlgorithmError"):  # the script's: its message may say anything
         return None
     said = reason.strip().splitlines()[0]
-    if _DATA_DOWNLOAD.search(reason):
-        return FailureCause(None, None, said, None, category="data_download", fix=_download_fix(reason))
-    if _ARTIFACT_UPLOAD.search(reason):
+    if _DATA_DOWNLOAD_FAILED.search(reason):
+        return FailureCause(None, None, said, None, category=DATA_DOWNLOAD, fix=_download_fix(reason))
+    if _ARTIFACT_UPLOAD_FAILED.search(reason):
         fix = next((fix for pattern, fix in _UPLOAD_FIXES if pattern.search(reason)),
                    "the script completed, but SageMaker could not upload model.tar.gz and output.tar.gz to "
                    "output_path: check that the bucket exists in the job's region and the role may write to it")
-        return FailureCause(None, None, said, None, category="artifact_upload", fix=fix)
+        return FailureCause(None, None, said, None, category=ARTIFACT_UPLOAD, fix=fix)
     for pattern, category, fix in _SERVICE_FAILURES:
         if pattern.search(reason):
-            return FailureCause(None, None, said, None, category=category, fix=fix)
+            return FailureCause(None, None, said, None, category=category,
+                                fix=fix(described) if callable(fix) else fix)
     return None
 
 

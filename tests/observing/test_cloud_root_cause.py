@@ -891,3 +891,124 @@ def test_a_container_that_exited_139_without_a_report_is_named_as_a_segfault(stu
     assert cause["headline"] == "the job was killed by signal 11 (SIGSEGV)"
     assert (cause["category"], cause["exit_code"]) == ("signal", 139)
     assert "a crash in native code" in cause["fix"]
+
+
+SITE = "/opt/conda/lib/python3.11/site-packages"
+NUMPY2_REFUSAL = [
+    "A module that was compiled using NumPy 1.x cannot be run in",
+    "NumPy 2.1.3 as it may crash. To support both 1.x and 2.x",
+    "versions of NumPy, modules must be compiled with NumPy 2.0.",
+    "Some module may need to rebuild instead e.g. with 'pybind11>=2.12'.", "",
+    "If you are a user of the module, the easiest solution will be to",
+    "downgrade to 'numpy<2' or try to upgrade the affected module.",
+    "We expect that some modules will need time to support NumPy 2.", ""]
+PANDAS_IMPORT = ['  File "/opt/ml/code/train.py", line 4, in <module>', "    import pandas as pd",
+                 f'  File "{SITE}/pandas/__init__.py", line 26, in <module>', "    from pandas.compat import (",
+                 f'  File "{SITE}/pandas/compat/pyarrow.py", line 8, in <module>', "    import pyarrow as pa",
+                 f'  File "{SITE}/pyarrow/__init__.py", line 65, in <module>', "    import pyarrow.lib as _lib"]
+
+
+def test_a_module_built_against_numpy_1_under_numpy_2_is_named_with_the_pin_that_mends_it(stubbed_sagemaker):
+    """pyarrow's wheel was built against NumPy 1.x; a requirement pulled in numpy 2.1.3. NumPy prints its refusal
+    with the import's stack, pyarrow's import fails with `_ARRAY_API not found`, then `numpy.core.multiarray failed
+    to import`. Before: a bare `exception`, no fix; now an import error naming pyarrow, `numpy<2` and the upgrade."""
+    refusal = [*NUMPY2_REFUSAL, "Traceback (most recent call last):" + PANDAS_IMPORT[0], *PANDAS_IMPORT[1:],
+               "AttributeError: _ARRAY_API not found"]
+    failure = ["Traceback (most recent call last):", *PANDAS_IMPORT, '  File "pyarrow/lib.pyx", line 36, in init '
+               "pyarrow.lib", "ImportError: numpy.core.multiarray failed to import"]
+    cause = cause_of(stubbed_sagemaker, "numpy2", {"algo-1": [*toolkit_start(PYTHON), *refusal, *failure,
+                                                               *toolkit_failure(1)]}, mode="none")
+    assert (cause["category"], cause["location"]) == ("import_error", "train.py:4")
+    assert cause["headline"] == "algo-1 (rank 0) failed: AttributeError: _ARRAY_API not found at train.py:4"
+    assert "`pyarrow` was compiled against NumPy 1.x" in cause["fix"]
+    assert "pin `numpy<2` in requirements.txt" in cause["fix"] and "upgrade pyarrow" in cause["fix"]
+
+
+def test_an_nccl_timeout_names_the_rank_that_printed_nothing_from_the_rank_table(stubbed_sagemaker):
+    """2 x ml.g5.12xlarge under torchrun, 4 ranks a host: rank 4 (algo-2) stalled before ALLREDUCE #42 and printed
+    nothing, and no launcher's report names it; the seven others timed out in it. Before: `algo-1 (rank 0) failed:
+    ... on ranks 0-3, 5-7`, a rank that waited, and rank 4 unnamed; now, as for gloo's timeout, the rank table
+    says rank 4 ran on a host whose lines were read and reported none."""
+    logs = {host: [*toolkit_start(TORCHRUN_COMMAND.format(node=node)), *steps(20),
+                   *[line for rank in range(node * 4, node * 4 + 4) if rank != 4
+                     for line in nccl_watchdog_timeout(rank, 1800000 + rank)],
+                   *toolkit_failure(1, TORCHRUN_COMMAND.format(node=node))]
+            for node, host in enumerate(("algo-1", "algo-2"))}
+    cause = cause_of(stubbed_sagemaker, "nccl-silent", logs, ResourceConfig=GPU_INSTANCE)
+    assert (cause["host"], cause["rank"]) == ("algo-2", 4)
+    assert cause["headline"].endswith("on ranks 0-3, 5-7; rank 4 reported no timeout: it never joined it")
+    assert "waited in ALLREDUCE for rank 4" in cause["fix"]
+
+    algo1_alone = cause_of(stubbed_sagemaker, "nccl-silent-one-stream", {"algo-1": logs["algo-1"]},
+                           ResourceConfig=GPU_INSTANCE)  # algo-2's stream not read: its ranks are not named
+    assert algo1_alone["headline"].endswith("on ranks 0-3")
+
+
+@pytest.mark.parametrize(("reason", "words"), [
+    pytest.param(("ClientError: Data download failed:Could not download s3://my-bucket/data/train/part-0001.parquet: "
+                  "insufficient disk space"), "input_mode: FastFile, or Pipe", id="input-download"),
+    pytest.param("ClientError: Artifact upload failed:Insufficient disk space", "save less there", id="artifact-upload"),
+])
+def test_sagemakers_own_disk_space_failures_on_local_nvme_are_not_told_to_raise_volume_size_gb(stubbed_sagemaker,
+                                                                                                reason, words):
+    """The input download before the script and the packing of model.tar.gz after it, on an ml.g5.12xlarge, whose
+    /opt/ml is its NVMe instance store. Before: `raise instance.volume_size_gb`, which SageMaker ignores there, so
+    the resubmitted job fails the same way; now what does change it, and more instance storage."""
+    cause = cause_of(stubbed_sagemaker, "sm-disk-nvme", {}, mode="none", reason=reason, ResourceConfig=GPU_INSTANCE)
+    assert cause["headline"] == f"the job failed: {reason}"
+    assert "raise instance.volume_size_gb" not in cause["fix"] and "changes nothing there" in cause["fix"]
+    assert "ml.g5.12xlarge" in cause["fix"] and words in cause["fix"] and "more instance storage" in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response(
+        "describe_training_job", failed("sm-disk", reason=reason, ResourceConfig=GPU_INSTANCE))
+    assert "raise instance.volume_size_gb" not in JobClient("sm-disk", stubbed_sagemaker).failure_cause().fix
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+FSX = {"ChannelName": "train", "DataSource": {"FileSystemDataSource": {
+    "FileSystemId": "fs-0a1b2c3d4e5f67890", "FileSystemAccessMode": "ro", "FileSystemType": "FSxLustre",
+    "DirectoryPath": "/fsx/train"}}}
+
+
+@pytest.mark.parametrize(("reason", "job", "category", "words"), [
+    pytest.param(("ClientError: Data download failed:Could not download s3://my-bucket/data/train/part-0001.parquet: "
+                  'Connect timeout on endpoint URL: "https://my-bucket.s3.us-east-1.amazonaws.com/data/train/'
+                  'part-0001.parquet"'), {}, "data_download", "an S3 VPC endpoint or a NAT gateway",
+                 id="no-route-to-s3"),
+    pytest.param(f"ClientError: Failed to attach the instance's volume: KMS key {KEY} is not accessible: AccessDenied",
+                 {"ResourceConfig": {"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30,
+                                     "VolumeKmsKeyId": KEY}},
+                 "kms_key", f"volume_kms_key {KEY}", id="kms-refused"),
+    pytest.param("ClientError: Cannot pull algorithm container. Either the image does not exist or its permissions are "
+                 "incorrect.",
+                 {"AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": (
+                     "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311")}},
+                 "image_pull", "the image is in us-west-2's ECR", id="image-in-another-region"),
+    pytest.param("ClientError: Failed to mount the file system fs-0a1b2c3d4e5f67890 on the instance.",
+                 {"InputDataConfig": [FSX]}, "file_system_mount", "FSxLustre fs-0a1b2c3d4e5f67890:/fsx/train",
+                 id="fsx-mount"),
+])
+def test_client_errors_of_the_jobs_setup_are_named_with_what_in_the_job_to_change(stubbed_sagemaker, reason, job,
+                                                                                  category, words):
+    """SageMaker's ClientErrors about the job's setup, before any host wrote a line. Before: a download without a
+    route to S3 got `check the spec's inputs`, a KMS key, an FSx mount: no cause and no fix, an image in another
+    region a list of every possibility; now each its cause and a fix naming what in the job to change."""
+    cause = cause_of(stubbed_sagemaker, f"setup-{category.replace('_', '-')}", {}, mode="none", reason=reason, **job)
+    assert (cause["category"], cause["headline"]) == (category, f"the job failed: {reason}")
+    assert words in cause["fix"]
+
+    stubbed_sagemaker.stubbers["sagemaker"].add_response("describe_training_job", failed("setup", reason=reason, **job))
+    stubbed_sagemaker.sent.clear()
+    assert JobClient("setup", stubbed_sagemaker).failure_cause().category == category
+    assert stubbed_sagemaker.sent == []
+
+
+def test_an_image_in_the_jobs_own_region_keeps_the_checks_of_an_image_that_cannot_be_pulled(stubbed_sagemaker):
+    """The region is no cause where image and job share it: the fix stays the role's and the tag's checks."""
+    reason = ("ClientError: Cannot pull algorithm container. Either the image does not exist or its permissions are "
+              "incorrect.")
+    image = {"TrainingInputMode": "File",
+             "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"}
+    cause = cause_of(stubbed_sagemaker, "same-region-pull", {}, mode="none", reason=reason,
+                     AlgorithmSpecification=image)
+    assert "ecr:BatchGetImage" in cause["fix"] and "the image is in" not in cause["fix"]
