@@ -119,6 +119,7 @@ class RemoteFunction:
         """Starts the job on `backend` and returns its `Job` at once (`job.result()` waits for the value)."""
         from orchestrator.api import run
 
+        _check_backend_is_a_place(self.function, backend)
         return run(self._loaded(args, kwargs, backend=backend), backend=backend)
 
     def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
@@ -129,6 +130,30 @@ class RemoteFunction:
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
+
+
+def _check_backend_is_a_place(function: Callable[..., Any], backend: str) -> None:
+    """`backend=` is run's own (where the job runs): a function taking an argument of that name (a DDP backend,
+    "nccl") given it through run is told why its value never reaches the function, not that it is no place to run.
+
+    Raises:
+        SpecError: naming the clash, and how to give the function its argument.
+    """
+    from orchestrator.backends.base import BACKENDS
+
+    if backend in BACKENDS:
+        return
+    try:
+        takes_backend = "backend" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): run reports the backend as it would
+        return
+    if takes_backend:
+        name = defined_by(function).__name__
+        raise SpecError(f"{name} takes an argument `backend`, but run(backend=...) says where the job runs "
+                        f"({', '.join(BACKENDS)}): {backend!r} would never reach the function",
+                        fix=f"rename the function's argument (e.g. `dist_backend`), or bind it before decorating: "
+                            f"orchestrator.remote(...)(functools.partial({name}, backend={backend!r}))"
+                            '.run(..., backend="local")')
 
 
 def _check_returns_its_value(function: Callable[..., Any]) -> None:

@@ -585,3 +585,19 @@ def test_a_function_ending_with_sys_exit_0_succeeds_and_another_exit_status_fail
     with pytest.raises(SystemExit):
         failed.result()
     assert failed.wait().status == "Failed"
+
+
+def test_a_function_taking_its_own_backend_argument_is_told_run_keeps_that_keyword_and_how_to_give_it(tmp_path):
+    """Before, `train.run(0.1, backend="gloo")` for `def train(lr, *, backend="nccl")` said only `backend 'gloo' is
+    not one of local, sagemaker`, as if the user had mistyped a place to run."""
+    def train(lr, *, backend="nccl"):
+        return backend
+
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(train)
+    with pytest.raises(SpecError) as error:
+        job.run(0.1, backend="gloo")
+
+    assert error.value.message.startswith("train takes an argument `backend`, but run(backend=...) says where the "
+                                          "job runs (local, sagemaker): 'gloo' would never reach the function")
+    assert "functools.partial(train, backend='gloo')" in error.value.fix and "dist_backend" in error.value.fix
+    assert not (tmp_path / "runs").exists()
