@@ -119,6 +119,7 @@ class RemoteFunction:
         """Starts the job on `backend` and returns its `Job` at once (`job.result()` waits for the value)."""
         from orchestrator.api import run
 
+        _check_backend_is_a_place(self.function, backend)
         return run(self._loaded(args, kwargs, backend=backend), backend=backend)
 
     def _loaded(self, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str) -> Any:
@@ -129,6 +130,30 @@ class RemoteFunction:
         if by_value:
             _check_python(loaded.spec, backend)
         return loaded
+
+
+def _check_backend_is_a_place(function: Callable[..., Any], backend: str) -> None:
+    """`backend=` is run's own (where the job runs): a function taking an argument of that name (a DDP backend,
+    "nccl") given it through run is told why its value never reaches the function, not that it is no place to run.
+
+    Raises:
+        SpecError: naming the clash, and how to give the function its argument.
+    """
+    from orchestrator.backends.base import BACKENDS
+
+    if backend in BACKENDS:
+        return
+    try:
+        takes_backend = "backend" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): run reports the backend as it would
+        return
+    if takes_backend:
+        name = defined_by(function).__name__
+        raise SpecError(f"{name} takes an argument `backend`, but run(backend=...) says where the job runs "
+                        f"({', '.join(BACKENDS)}): {backend!r} would never reach the function",
+                        fix=f"rename the function's argument (e.g. `dist_backend`), or bind it before decorating: "
+                            f"orchestrator.remote(...)(functools.partial({name}, backend={backend!r}))"
+                            '.run(..., backend="local")')
 
 
 def _check_returns_its_value(function: Callable[..., Any]) -> None:
@@ -166,39 +191,60 @@ def _ship(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         raise EnvironmentProblem("a function job needs cloudpickle in this environment",
                                  fix=install_extra("remote")) from None
 
-    function_pickle = pickled_function(function, defined_by(function).__qualname__)
-    arguments_pickle = pickled_arguments(args, kwargs)
-    files: dict[str, bytes] = {
-        RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
-        f"{SHIPPED}/function.pkl": function_pickle.data,
-        f"{SHIPPED}/arguments.pkl": arguments_pickle.data,
-        f"{SHIPPED}/lines.json": shipped_lines(function_pickle, arguments_pickle),
-        "requirements.txt": _requirements(requirements, cloudpickle.__version__).encode(),
-    }
+    pinned = _requirements(requirements, cloudpickle.__version__)
+    remote = writable_cache_root() / "remote"
+    remote.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=remote, prefix=".staging-"))
+    try:
+        known_as = _write_sources(function, args, kwargs, pinned, by_value, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    target = remote / _digest(staging)
+    try:
+        staging.rename(target)
+    except OSError:  # the same call made it before, or another made it meanwhile: the same bytes
+        shutil.rmtree(staging, ignore_errors=True)
+    return target, known_as
+
+
+def _write_sources(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   requirements: str, by_value: bool, staging: Path) -> Path | None:
+    """Writes the job's source_dir into `staging`, the pickles streamed to their files (a large argument is never
+    copied in memory); returns the folder that holds the user's modules here (shipped_modules)."""
+    shipped = staging / SHIPPED
+    shipped.mkdir()
+    function_pickle = pickled_function(function, defined_by(function).__qualname__, shipped / "function.pkl")
+    arguments_pickle = pickled_arguments(args, kwargs, shipped / "arguments.pkl")
     own = [] if by_value else [_top_module(function)]
     modules = shipped_modules([*own, *local_modules(function_pickle.modules | arguments_pickle.modules,
                                                     function_pickle.imported | arguments_pickle.imported, Path.cwd())])
-    files[f"{SHIPPED}/import_folders.json"] = json.dumps(modules.import_folders).encode()
-    check_fits_together({"the function with the values it takes along": [function_pickle.data],
-                         "the arguments": [arguments_pickle.data],
-                         "your modules' files": list(modules.files.values())})
-    files.update(modules.files)
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    target = writable_cache_root() / "remote" / digest.hexdigest()[:32]
-    if target.is_dir():
-        return target, modules.known_as
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
+    files: dict[str, bytes] = {
+        RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
+        f"{SHIPPED}/lines.json": shipped_lines(function_pickle, arguments_pickle),
+        f"{SHIPPED}/import_folders.json": json.dumps(modules.import_folders).encode(),
+        "requirements.txt": requirements.encode(),
+        **modules.files,
+    }
     for name, data in files.items():
         (staging / name).parent.mkdir(parents=True, exist_ok=True)
         (staging / name).write_bytes(data)
-    try:
-        staging.rename(target)
-    except OSError:  # another call made the same directory meanwhile: the same bytes
-        shutil.rmtree(staging, ignore_errors=True)
-    return target, modules.known_as
+    check_fits_together({"the function with the values it takes along": [shipped / "function.pkl"],
+                         "the arguments": [shipped / "arguments.pkl"],
+                         "your modules' files": [staging / name for name in modules.files]})
+    return modules.known_as
+
+
+def _digest(folder: Path) -> str:
+    """The name of a source_dir in the cache: its files' names and contents, hashed a chunk at a time."""
+    digest = hashlib.sha256()
+    for path in sorted(path for path in folder.rglob("*") if path.is_file()):
+        content = hashlib.sha256()
+        with path.open("rb") as file:
+            while chunk := file.read(1 << 20):
+                content.update(chunk)
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + content.digest())
+    return digest.hexdigest()[:32]
 
 
 def _requirements(requirements: Any, cloudpickle_version: str) -> str:

@@ -1,6 +1,7 @@
-"""The function and the arguments of a function job as cloudpickle's bytes, or a SpecError saying which of them
-cannot travel and why (not picklable, or too large for the code tarball they travel in, alone or together),
-before anything is written.
+"""The function and the arguments of a function job pickled with cloudpickle into their files, or a SpecError
+saying which of them cannot travel and why (not picklable, or too large for the code tarball they travel in, alone
+or together). A pickle streams to its file and is measured as it comes, so a large argument is never copied in
+memory (a 200 MB mask of zeros costs megabytes of buffers here, not another 200 MB).
 
 A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
 argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
@@ -9,65 +10,65 @@ cloudpickle writes "<dynamic-code>" for the file of code it pickles by value (a 
 helpers), so the job's traceback would name no file. The pickler here keeps each code object's own file name
 and notes the lines that code spans; those lines travel too (`shipped_lines`), since a notebook cell is no file
 where the job runs, and the runner gives them to linecache: the traceback shows the cell, the line and its code.
-Only the code that travels gets its name back; the other lines of its file travel empty.
+Only the code that travels gets its name back; the other lines of its file travel empty. Each by-value function
+met while pickling is checked for names the job would lack (missing_names) before its globals are pickled.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import dis
 import functools
 import inspect
-import io
 import json
 import linecache
 import operator
 import os
 import sys
 import types
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SpecError
+from orchestrator.function_jobs.missing_names import MissingInTheJob, check_names
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES, gzip_compressor
 
+_CHUNK = 1 << 20  # what is compressed or read back at once: the memory measuring a pickle costs
 _NO_FILE = "<dynamic-code>"  # cloudpickle's file name for code it pickles by value
 _PASS_AS_INPUT = ('pass large data as an input, e.g. remote(inputs={"data": "s3://bucket/prefix"}, local_inputs='
                   '{"data": "a/local/folder"}), and read it in the function from the folder '
                   'os.environ["SM_CHANNEL_DATA"] names (backend="local" uses local_inputs, or a local folder given '
                   "as the input itself)")
-_DEFINE_FIRST = ("run the cell that defines it before planning or running the job, or define it inside the function: "
-                 "a function defined in a notebook takes along the globals it uses as they are when the job is made")
 
 
 @dataclass(frozen=True)
 class Pickled:
-    """A pickle, the lines of each file its by-value code comes from, and the modules it refers to by name (those
-    of the functions and classes pickled by reference, the modules themselves, and the names by-value code uses,
-    `import helpers` in its body included): the job must be able to import them. `imported` are those its
-    by-value code's import statements name: certainly modules, where another name may be an attribute's."""
+    """What a pickle written to its file refers to: the lines of each file its by-value code comes from, and the
+    modules it refers to by name (those of the functions and classes pickled by reference, the modules themselves,
+    and the names by-value code uses, `import helpers` in its body included): the job must be able to import them.
+    `imported` are those its by-value code's import statements name: certainly modules, where another name may be
+    an attribute's."""
 
-    data: bytes
     code_lines: Mapping[str, frozenset[int]]
     modules: frozenset[str]
     imported: frozenset[str] = frozenset()
 
 
-def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
-    """The function's pickle; `name` is how the user knows it (a functools.partial has no name of its own).
+def pickled_function(function: Callable[..., Any], name: str, into: Path) -> Pickled:
+    """Pickles the function into the file `into`; `name` is how the user knows it (a functools.partial has no name
+    of its own).
 
     Raises:
         SpecError: a global or closure value a by-value function takes along cannot be pickled, or they pickle to
             more than a code tarball may hold (the function travels in it, as its arguments do).
     """
-    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
-        pickled = _dump(function, sink)
-        sink.finish()
-    except _UsesUndefined as error:
-        raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=_DEFINE_FIRST) from None
+        with _Sink(limit=DEFAULT_MAX_BYTES, into=into) as sink:
+            pickled = _dump(function, sink)
+    except MissingInTheJob as error:
+        raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=error.fix) from None
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         raise SpecError(
             f"the function {name} cannot travel to the job: {_why(error)}",
@@ -84,27 +85,25 @@ def pickled_function(function: Callable[..., Any], name: str) -> Pickled:
                 'local_inputs={"data": "a/local/folder"}), and read it there from the folder '
                 'os.environ["SM_CHANNEL_DATA"] names',
         )
-    return replace(pickled, data=sink.getvalue())
+    return pickled
 
 
-def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
-    """The pickle of `(args, kwargs)`, measured as it is written as the code tarball carries it (gzipped, once
-    over the limit as it is): arguments larger than it may hold are refused without a second copy of them in
-    memory.
+def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], into: Path) -> Pickled:
+    """Pickles `(args, kwargs)` into the file `into`, measured as it is written as the code tarball carries it
+    (gzipped, once over the limit as it is): no copy of the arguments is made in memory, however large.
 
     Raises:
         SpecError: an argument cannot be pickled (the first such, by position or keyword); the arguments gzip to
             more than a code tarball may hold (DEFAULT_MAX_BYTES: a function job has no --max-source-mb).
     """
-    sink = _Sink(limit=DEFAULT_MAX_BYTES)
     try:
-        pickled = _dump((args, kwargs), sink)
-        sink.finish()
+        with _Sink(limit=DEFAULT_MAX_BYTES, into=into) as sink:
+            pickled = _dump((args, kwargs), sink)
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the arguments cannot travel)
         where, why = _first_unpicklable(args, kwargs) or ("the arguments", _why(error))
         raise SpecError(
             f"{where} cannot travel to the job: {why}",
-            fix=_DEFINE_FIRST if isinstance(error, _UsesUndefined) else
+            fix=error.fix if isinstance(error, MissingInTheJob) else
             "create such an object (a lock, a generator, an open file, a client) inside the function from what can "
             "travel (numbers, strings, lists, dicts, arrays), or pass a path or an S3 input (`inputs=`) and open "
             "it there",
@@ -115,18 +114,18 @@ def pickled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pickled:
             f"{DEFAULT_MAX_BYTES / 1e6:.0f} MB a job's code tarball may hold (they travel in it)",
             fix=_PASS_AS_INPUT,
         )
-    return replace(pickled, data=sink.getvalue())
+    return pickled
 
 
-def check_fits_together(parts: Mapping[str, Sequence[bytes]]) -> None:
-    """Refuses what travels in the code tarball (each part by what it is -> its files' bytes) when each part fits
+def check_fits_together(parts: Mapping[str, Sequence[Path]]) -> None:
+    """Refuses what travels in the code tarball (each part by what it is -> its files) when each part fits
     alone and, gzipped as uploaded, their sum does not: packing would refuse it with a source_dir's fixes
     (`.smtrainignore`, `--max-source-mb`), which a function job has neither of.
 
     Raises:
         SpecError: the parts together gzip to more than DEFAULT_MAX_BYTES, naming the largest.
     """
-    if sum(len(data) for files in parts.values() for data in files) <= DEFAULT_MAX_BYTES:
+    if sum(path.stat().st_size for files in parts.values() for path in files) <= DEFAULT_MAX_BYTES:
         return  # gzip makes nothing notably larger: only parts over the limit as they are need compressing
     sizes = {part: _gzipped_size(files) for part, files in parts.items()}
     total = sum(sizes.values())
@@ -141,10 +140,15 @@ def check_fits_together(parts: Mapping[str, Sequence[bytes]]) -> None:
     )
 
 
-def _gzipped_size(files: Sequence[bytes]) -> int:
-    """The bytes `files` gzip to one after another, as the code tarball carries them."""
+def _gzipped_size(files: Sequence[Path]) -> int:
+    """The bytes `files` gzip to one after another, as the code tarball carries them, read a chunk at a time."""
     compressor = gzip_compressor()
-    return sum(len(compressor.compress(data)) for data in files) + len(compressor.flush())
+    size = 0
+    for path in files:
+        with path.open("rb") as file:
+            while chunk := file.read(_CHUNK):
+                size += len(compressor.compress(chunk))
+    return size + len(compressor.flush())
 
 
 def shipped_lines(*pickles: Pickled) -> bytes:
@@ -210,32 +214,11 @@ def travels_by_value(function: Callable[..., Any]) -> bool:
             or "<locals>" in function.__qualname__)
 
 
-class _UsesUndefined(Exception):
-    """A function pickled by value reads a global that its namespace does not define: cloudpickle takes along
-    only the globals that exist, so the job would fail with NameError, on SageMaker after minutes of start-up."""
-
-
-def _undefined_globals(function: types.FunctionType) -> list[str]:
-    """The global names the code of `function` (and of the functions it defines) reads that neither its
-    namespace nor the builtins define, leaving out those it assigns itself (`global x; x = ...`)."""
-    read, assigned = set(), set()
-    waiting = [function.__code__]
-    while waiting:
-        code = waiting.pop()
-        for instruction in dis.get_instructions(code):
-            if instruction.opname == "LOAD_GLOBAL":
-                read.add(instruction.argval)
-            elif instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-                assigned.add(instruction.argval)
-        waiting += [constant for constant in code.co_consts if isinstance(constant, types.CodeType)]
-    return sorted(read - assigned - function.__globals__.keys() - vars(builtins).keys())
-
-
 def _dump(value: Any, sink: _Sink) -> Pickled:
     """Pickles `value` into `sink`; returns what its pickle refers to (its data is the sink's to give)."""
     pickler = _file_keeping_pickler()(sink)
     pickler.dump(value)
-    return Pickled(b"", {filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()},
+    return Pickled({filename: frozenset(numbers) for filename, numbers in pickler.code_lines.items()},
                    frozenset(pickler.modules), frozenset(pickler.imported))
 
 
@@ -257,10 +240,8 @@ def _file_keeping_pickler() -> type:
                 self.modules.add(obj.__name__)
             elif isinstance(obj, (types.FunctionType, type)):
                 self.modules.add(getattr(obj, "__module__", None) or "")
-            if isinstance(obj, types.FunctionType) and travels_by_value(obj) and (missing := _undefined_globals(obj)):
-                names = ", ".join(f"`{name}`" for name in missing)
-                raise _UsesUndefined(f"`{obj.__qualname__}` uses {names}, which this notebook does not define (yet): "
-                                     f"the job would fail with NameError")
+            if isinstance(obj, types.FunctionType) and travels_by_value(obj):
+                check_names(obj)
             elif isinstance(obj, types.CodeType):
                 self.modules.update(obj.co_names)
                 self.imported.update(instruction.argval for instruction in dis.get_instructions(obj)
@@ -277,51 +258,60 @@ def _file_keeping_pickler() -> type:
 
 
 class _Sink:
-    """A file that keeps what is written and measures it against `limit` as the code tarball carries it, gzipped:
-    a pickle within the limit as it is needs no compressing here (gzip makes nothing notably larger); one past it
-    is gzipped from then on as packing will, and dropped once that too is past the limit, so data too large to
-    travel is neither copied in memory nor compressed further. Without a limit it only counts: a pickle made again
-    to find the one that fails."""
+    """A file that writes what is pickled to `into` and measures it against `limit` as the code tarball carries
+    it, gzipped: a pickle within the limit as it is needs no compressing (gzip makes nothing notably larger); one
+    past it is gzipped from then on as packing will (what was written before read back from the file), a chunk at
+    a time, and no longer written once that too is past the limit. Nothing is kept in memory, so a large argument
+    costs no copy of itself. Without `into` it only counts: a pickle made again to find the one that fails."""
 
-    def __init__(self, limit: int = 0) -> None:
+    def __init__(self, limit: int = 0, into: Path | None = None) -> None:
         self.size = 0
         self.over_limit = False
         self._limit = limit
-        self._kept: io.BytesIO | None = io.BytesIO() if limit else None
+        self._file: Any = into.open("w+b") if into is not None else None
         self._compressor: Any = None
         self._gzipped = 0
+
+    def __enter__(self) -> _Sink:
+        return self
+
+    def __exit__(self, *raised: Any) -> None:
+        """Ends the gzip stream once the pickle is written whole (over_limit then says it of the whole), and
+        closes the file."""
+        try:
+            if self._compressor is not None and not self.over_limit and raised[0] is None:
+                self._gzipped += len(self._compressor.flush())
+                self.over_limit = self._gzipped > self._limit
+        finally:
+            if self._file is not None:
+                self._file.close()
 
     def write(self, data: Any) -> int:
         """`data` is bytes, or for a large buffer (a numpy array's, with pickle protocol 5) a PickleBuffer, which
         has no len(): its size is its memoryview's."""
         view = memoryview(data).cast("B")
         self.size += view.nbytes
-        if self._kept is None:
+        if self._file is None or self.over_limit:
             return view.nbytes
-        self._kept.write(view)
-        if self._compressor is not None:
-            self._count(self._compressor.compress(view))
-        elif self.size > self._limit:
+        self._file.write(view)
+        if self._compressor is None and self.size > self._limit:
             self._compressor = gzip_compressor()
-            with self._kept.getbuffer() as everything:
-                self._count(self._compressor.compress(everything))
+            self._file.seek(0)
+            self._measure(iter(functools.partial(self._file.read, _CHUNK), b""))
+        elif self._compressor is not None:
+            self._measure(view[start:start + _CHUNK] for start in range(0, view.nbytes, _CHUNK))
         return view.nbytes
 
-    def finish(self) -> None:
-        """Ends the gzip stream, once the pickle is written whole: over_limit then says it of the whole."""
-        if self._compressor is not None:
-            self._count(self._compressor.flush())
-
-    def getvalue(self) -> bytes:
-        return self._kept.getvalue() if self._kept is not None else b""
-
-    def _count(self, gzipped: bytes) -> None:
-        self._gzipped += len(gzipped)
-        if self._gzipped > self._limit:
-            self.over_limit, self._compressor, self._kept = True, None, None
+    def _measure(self, chunks: Iterable[Any]) -> None:
+        """Gzips `chunks` only to count the bytes, stopping once past the limit: nothing more need be known."""
+        for chunk in chunks:
+            self._gzipped += len(self._compressor.compress(chunk))
+            if self._gzipped > self._limit:
+                self.over_limit = True
+                return
 
 
 def _why(error: Exception) -> str:
-    if isinstance(error, _UsesUndefined):
+    if isinstance(error, MissingInTheJob):
         return str(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

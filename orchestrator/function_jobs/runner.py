@@ -14,6 +14,7 @@ import pickle
 import socket
 import sys
 import traceback
+from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = os.path.join(HERE, "smtrain_remote")
@@ -49,7 +50,7 @@ def main() -> int:
     me = rank()
     outcome = {"rank": me, "host": host()}
     try:
-        outcome["value"] = function(*args, **kwargs)
+        outcome["value"] = _called(function, args, kwargs)
         code = 0
     except BaseException as error:  # noqa: BLE001 (every failure, SystemExit included, goes back to the caller)
         text = traceback.format_exc()
@@ -59,6 +60,17 @@ def main() -> int:
         code = 1
     _keep(me, outcome)
     return code
+
+
+def _called(function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """What the function returns; None when it ends with `sys.exit(0)` or `sys.exit()`, as a training script that
+    exits 0 succeeds: code brought from a script often ends so. Another exit status fails the job."""
+    try:
+        return function(*args, **kwargs)
+    except SystemExit as error:
+        if error.code in (None, 0):
+            return None
+        raise
 
 
 def _import_from_the_code_directory() -> None:

@@ -568,3 +568,36 @@ def test_a_generator_or_async_function_is_refused_before_its_job_starts_and_stil
     assert refused["callable object"].message.startswith(f"{here}.Streams is a generator function")
     assert list(orchestrator.remote(instance_type="ml.c5.xlarge")(batches)(3)) == [0, 1, 2]
     assert not (tmp_path / "cache" / "remote").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow  # a local run
+def test_a_function_ending_with_sys_exit_0_succeeds_and_another_exit_status_fails_its_job():
+    """Before, `sys.exit(0)` at the end of code brought from a training script failed the job (`algo-1 (rank 0)
+    failed: SystemExit: 0`) and job.result() raised SystemExit(0) in the notebook, which ends a plain script."""
+    def trains(status):
+        print("trained")
+        sys.exit(status)
+
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(trains)
+    succeeded, failed = job.run(0, backend="local"), job.run(3, backend="local")
+
+    assert succeeded.result() is None and succeeded.wait().status == "Completed"
+    with pytest.raises(SystemExit):
+        failed.result()
+    assert failed.wait().status == "Failed"
+
+
+def test_a_function_taking_its_own_backend_argument_is_told_run_keeps_that_keyword_and_how_to_give_it(tmp_path):
+    """Before, `train.run(0.1, backend="gloo")` for `def train(lr, *, backend="nccl")` said only `backend 'gloo' is
+    not one of local, sagemaker`, as if the user had mistyped a place to run."""
+    def train(lr, *, backend="nccl"):
+        return backend
+
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(train)
+    with pytest.raises(SpecError) as error:
+        job.run(0.1, backend="gloo")
+
+    assert error.value.message.startswith("train takes an argument `backend`, but run(backend=...) says where the "
+                                          "job runs (local, sagemaker): 'gloo' would never reach the function")
+    assert "functools.partial(train, backend='gloo')" in error.value.fix and "dist_backend" in error.value.fix
+    assert not (tmp_path / "runs").exists()
