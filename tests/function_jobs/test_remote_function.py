@@ -348,16 +348,23 @@ def test_a_module_function_s_failure_is_located_in_the_user_s_file_not_in_smtrai
     assert f'File "/opt/ml/code/{RUNNER}"' in str(error.value.__cause__)  # the runner's frame stays its own
 
 
+STEPS = "import arith\n\n\ndef step(x):\n    return arith.ratio(x)\n"
+ARITH = "def ratio(x):\n    return x / 0\n"
+
+
 @pytest.mark.slow  # a local run
-def test_a_cell_function_s_helper_module_travels_with_what_it_imports_and_its_failure_names_the_user_s_file(
-        tmp_path, monkeypatch, cell_function):
-    """`steps.py` beside the notebook imports `arithmetic.py` only at its top, which the function's pickle never
-    names: before, arithmetic.py did not travel and the job failed with ModuleNotFoundError; and a failure in a
-    helper was located in smtrain's cached copy (`~/.cache/smtrain/remote/<digest>/arithmetic.py:2`), its remote
-    traceback in the job's (`/opt/ml/code/arithmetic.py`)."""
-    (tmp_path / "steps.py").write_text("import arithmetic\n\n\ndef step(x):\n    return arithmetic.ratio(x)\n")
-    (tmp_path / "arithmetic.py").write_text("def ratio(x):\n    return x / 0\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+@pytest.mark.parametrize(("steps_folder", "arith_folder"), [(".", "."), ("libA", "libB")],
+                         ids=["one folder", "several folders"])
+def test_a_cell_function_s_helper_modules_travel_with_what_they_import_and_a_failure_names_the_user_s_files(
+        tmp_path, monkeypatch, cell_function, steps_folder, arith_folder):
+    """`steps.py` imports `arith.py` only at its top, which the function's pickle never names: before, arith.py did
+    not travel and the job failed with ModuleNotFoundError. Beside the notebook or in folders of their own on its
+    sys.path (`libA/`, `libB/`), a failure in a helper was located in smtrain's cached copy
+    (`~/.cache/smtrain/remote/<digest>/arith.py:2`), its remote traceback in the job's (`/opt/ml/code/arith.py`)."""
+    for folder, name, source in ((steps_folder, "steps.py", STEPS), (arith_folder, "arith.py", ARITH)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / name).write_text(source)
+        monkeypatch.syspath_prepend(str(tmp_path / folder))
     try:
         fails = cell_function("""
             import steps
@@ -368,14 +375,15 @@ def test_a_cell_function_s_helper_module_travels_with_what_it_imports_and_its_fa
         job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
         job.wait()
     finally:
-        sys.modules.pop("steps", None), sys.modules.pop("arithmetic", None)
+        sys.modules.pop("steps", None), sys.modules.pop("arith", None)
 
     with pytest.raises(ZeroDivisionError) as error:
         job.result()
     remote = str(error.value.__cause__)
-    assert 'File "./steps.py", line 5, in step\n    return arithmetic.ratio(x)' in remote
-    assert 'File "./arithmetic.py", line 2, in ratio\n    return x / 0' in remote
-    assert job.failure_cause().location == "./arithmetic.py:2"
+    steps, arith = (Path(".", steps_folder, "steps.py"), Path(".", arith_folder, "arith.py"))
+    assert f'File "./{steps}", line 5, in step\n    return arith.ratio(x)' in remote
+    assert f'File "./{arith}", line 2, in ratio\n    return x / 0' in remote
+    assert job.failure_cause().location == f"./{arith}:2"
 
 
 def test_the_notebook_s_own_modules_travel_with_a_cell_function_and_installed_ones_do_not(tmp_path, monkeypatch):
@@ -504,37 +512,6 @@ def test_a_folder_without_init_that_the_function_imports_travels_and_one_named_o
 
     assert {"mylib/helpers.py", "tools/scale.py"} <= set(plan.source.files)
     assert "data/rows.py" not in plan.source.files
-
-
-@pytest.mark.slow  # a local run
-def test_helper_modules_from_several_folders_run_and_a_failure_names_the_user_s_files(tmp_path, monkeypatch,
-                                                                                      cell_function):
-    """`libA/steps.py` imports `arith`, which the notebook finds in `libB/` (both folders on its sys.path): before,
-    the failure was located in smtrain's cached copy (`~/.cache/smtrain/remote/<digest>/arith.py:2`) and the
-    remote traceback named that copy for both files."""
-    for folder, name, source in (("libA", "steps.py", "import arith\n\n\ndef step(x):\n    return arith.ratio(x)\n"),
-                                 ("libB", "arith.py", "def ratio(x):\n    return x / 0\n")):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / name).write_text(source)
-        monkeypatch.syspath_prepend(str(tmp_path / folder))
-    try:
-        fails = cell_function("""
-            import steps
-
-            def fails(x):
-                return steps.step(x)
-            """, "fails", "<ipython-input-6-0a1b2c>")
-        job = orchestrator.remote(instance_type="ml.c5.xlarge")(fails).run(3, backend="local")
-        job.wait()
-    finally:
-        sys.modules.pop("steps", None), sys.modules.pop("arith", None)
-
-    with pytest.raises(ZeroDivisionError) as error:
-        job.result()
-    remote = str(error.value.__cause__)
-    assert 'File "./libA/steps.py", line 5, in step\n    return arith.ratio(x)' in remote
-    assert 'File "./libB/arith.py", line 2, in ratio\n    return x / 0' in remote
-    assert job.failure_cause().location == "./libB/arith.py:2"
 
 
 def test_a_generator_or_async_function_is_refused_before_its_job_starts_and_still_runs_here(tmp_path):
