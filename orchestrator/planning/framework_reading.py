@@ -124,7 +124,7 @@ def read_frameworks(text: str, option_configs: tuple[str, ...] = (), tree: ast.M
     configs = tuple(dict.fromkeys((*_DEEPSPEED_CONFIG.findall(text), *option_configs)))
     if trainer and configs and "deepspeed" not in imported:  # the Trainer imports it for its config, named here
         imported["deepspeed"] = _line(text, max(text.find(configs[0]), 0))
-    tree = tree if tree is not None else _parsed(text)
+    tree = tree if tree is not None else parsed_tree(text)
     lightning = "lightning" in imported or "pytorch_lightning" in imported
     return FrameworkReading(
         launcher=_launcher(text, imported, trainer),
@@ -157,7 +157,8 @@ def combined(readings: dict[str, FrameworkReading]) -> FrameworkReading:
     )
 
 
-def _parsed(text: str) -> ast.Module | None:
+def parsed_tree(text: str) -> ast.Module | None:
+    """`text`'s syntax tree, or None where it does not parse; never raises."""
     try:
         return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte

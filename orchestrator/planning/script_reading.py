@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from orchestrator.planning.framework_reading import FrameworkReading, read_frameworks
+from orchestrator.planning.framework_reading import FrameworkReading, parsed_tree, read_frameworks
 from orchestrator.redact import holds_no_secret, is_secret_name
 
 _CHANNEL = re.compile(r"SM_CHANNEL_([A-Z0-9_]*[A-Z0-9])\b")
@@ -151,8 +151,14 @@ class ScriptReading:
     """The training frameworks it imports and trains with."""
 
 
-def read_script(text: str) -> ScriptReading:
-    """What `text`, a training script's source, reads and prints; never raises on any text."""
+def read_script(text: str, modules: tuple[str, ...] = (), option_modules: tuple[str, ...] = ()) -> ScriptReading:
+    """What `text`, a training script's source, reads and prints; never raises on any text.
+
+    `modules` are the texts of the folder's own modules it imports: what they open, read and print the job does
+    too (its channels, launcher variables, CUDA use, metrics). `option_modules`, those of them whose function the
+    script calls (`from args import parse_args`; `parse_args()`), give their argparse options too: the parser
+    built there is the script's. Whether the script parses, and what stops it at its start, are its own."""
+    whole = "\n".join((text, *modules))
     unparsed_line = None
     try:
         tree: ast.Module | None = ast.parse(text)
@@ -163,17 +169,17 @@ def read_script(text: str) -> ScriptReading:
     ipython = _IPYTHON_LINE.search(text) if tree is None else None
     if ipython:
         unparsed_line = text.count("\n", 0, ipython.start()) + 1
-    options, positionals = _tree_options(tree) if tree is not None else (_line_options(text), ())
-    torchrun = bool(_TORCHRUN.search(text)) and not _HOST_RANKS.search(text)
+    options, positionals = _options(text, tree, option_modules)
+    torchrun = bool(_TORCHRUN.search(whole)) and not _HOST_RANKS.search(whole)
     return ScriptReading(
-        channels=tuple(dict.fromkeys(name.lower() for name in _CHANNEL.findall(text))),
-        reads_all_channels=bool(_ALL_CHANNELS.search(text)),
+        channels=tuple(dict.fromkeys(name.lower() for name in _CHANNEL.findall(whole))),
+        reads_all_channels=bool(_ALL_CHANNELS.search(whole)),
         torchrun=torchrun,
-        mpi=bool(_MPI.search(text)) and not torchrun,
-        uses_gpu=bool(_GPU.search(text)),
+        mpi=bool(_MPI.search(whole)) and not torchrun,
+        uses_gpu=bool(_GPU.search(whole)),
         options=options,
         positionals=positionals,
-        metrics=_printed_metrics(text),
+        metrics=_printed_metrics(whole),
         parsed=tree is not None,
         unparsed_line=unparsed_line,
         ipython=ipython is not None,
@@ -182,6 +188,20 @@ def read_script(text: str) -> ScriptReading:
         frameworks=read_frameworks(text, tuple(str(option.default) for option in options
                                                if option.name in _DEEPSPEED_OPTIONS and option.default), tree),
     )
+
+
+def _options(text: str, tree: ast.Module | None, option_modules: tuple[str, ...]
+             ) -> tuple[tuple[ScriptOption, ...], tuple[str, ...]]:
+    """The script's options and required positionals, then those of the modules whose parser it calls; an option
+    the script declares itself comes first."""
+    options: dict[str, ScriptOption] = {}
+    positionals: list[str] = []
+    for source, parsed in ((text, tree), *((module, parsed_tree(module)) for module in option_modules)):
+        found, required = _tree_options(parsed) if parsed is not None else (_line_options(source), ())
+        for option in found:
+            options.setdefault(option.name, option)
+        positionals += required
+    return tuple(options.values()), tuple(dict.fromkeys(positionals))
 
 
 def _tree_options(tree: ast.Module) -> tuple[tuple[ScriptOption, ...], tuple[str, ...]]:

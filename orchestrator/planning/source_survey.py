@@ -1,6 +1,7 @@
 """Which script of a folder is the training job's entry point, and what the folder holds beside it (`smtrain init`):
-its requirements, and the folder's own modules the script imports, whose framework use is the job's too (a Trainer
-built in `mytrain.py` launches the job as one built in the script does).
+its requirements, and the folder's own modules the script imports, whose reading is the job's too (a Trainer built
+in `mytrain.py` launches the job as one built in the script does, a channel opened in `data.py` is the job's, and
+the parser `args.py` builds, where the script calls into it, gives its options).
 
 Bounded whatever the folder holds: it looks only at what packing would ship (`left_out_of_package`: no `.git`,
 virtualenv, cache, secret, run directory or `.smtrainignore`d path), lists at most MAX_FILES_LISTED files and
@@ -59,7 +60,7 @@ class SourceSurvey:
     """False where the folder holds more than MAX_FILES_LISTED files to ship: the entry point was looked for among
     the first ones."""
     imported_modules: tuple[str, ...] = ()
-    """The folder's own modules the entry point imports (and they import), read for their framework use."""
+    """The folder's own modules the entry point imports (and they import), read with it."""
 
 
 def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurvey:
@@ -77,8 +78,10 @@ def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurv
     chosen = entry_point if entry_point is not None else _entry_point(directory, scripts)
     text = source_file_text(directory, chosen)
     readable = text is not None and "\x00" not in text
-    reading = read_script(text) if readable and text is not None else ScriptReading(parsed=False)
     modules = _imported_modules(directory, chosen, text if readable else None, frozenset(scripts))
+    called = _called_modules(text or "", Path(chosen).parent, modules)
+    reading = (read_script(text, tuple(modules.values()), tuple(modules[module] for module in called))
+               if readable and text is not None else ScriptReading(parsed=False))
     frameworks = combined({chosen: reading.frameworks, **{module: read_frameworks(module_text)
                                                           for module, module_text in modules.items()}})
     return SourceSurvey(directory=directory, entry_point=chosen, reading=replace(reading, frameworks=frameworks),
@@ -105,27 +108,53 @@ def _imported_modules(directory: Path, entry_point: str, text: str | None, scrip
     return read
 
 
+def _called_modules(text: str, top: Path, modules: dict[str, str]) -> list[str]:
+    """The modules read that the entry point imports itself and calls into (`from args import parse_args` then
+    `parse_args(`, `import args` then `args.parse_args(`): where it builds its parser, which a module it only
+    imports, or one imported in turn, need not be."""
+    called: list[str] = []
+    for bound, files in _imports(text, top, top):
+        if bound and re.search(rf"(?<![\w.]){re.escape(bound)}(?:\.\w+)*\s*\(", text):
+            called += [file for file in files if file in modules and file not in called]
+    return called
+
+
 def _local_imports(text: str, top: Path, package: Path) -> list[str]:
-    """The files (relative to the source folder) that `text`'s imports could name: `a.b` is `a.py`,
-    `a/__init__.py`, `a/b.py` or `a/b/__init__.py`; a name imported from a package may be its module."""
-    found: list[str] = []
+    """The files (relative to the source folder) that `text`'s imports could name."""
+    return [file for _, files in _imports(text, top, package) for file in files]
+
+
+def _imports(text: str, top: Path, package: Path) -> list[tuple[str, list[str]]]:
+    """Each name `text`'s imports bind, with the files (relative to the source folder) it could come from: `a.b`
+    is `a.py`, `a/__init__.py`, `a/b.py` or `a/b/__init__.py`; a name imported from a package may be its
+    module."""
+    found: list[tuple[str, list[str]]] = []
     for match in _IMPORT.finditer(text):
         if match["modules"]:
-            dotted = [name.split()[0] for name in match["modules"].split(",") if name.split()]
-            base = top
+            named = [name.split() for name in match["modules"].split(",") if name.split()]
+            bound = [(words[-1] if len(words) > 1 else words[0].split(".")[0], [words[0]]) for words in named]
+            base: Path | None = top
         else:
             base = _relative_base(package, len(match["dots"])) if match["dots"] else top
             if base is None:
                 continue
-            names = [name.split()[0] for name in match["names"].split(",") if name.split() and name.strip() != "*"]
-            dotted = [match["origin"]] if match["origin"] else []
-            dotted += [f"{match['origin']}.{name}".strip(".") for name in names]
-        for name in dotted:
-            parts = name.split(".")
-            for depth in range(1, len(parts) + 1):
-                folder = base.joinpath(*parts[:depth])
-                found += [folder.with_suffix(".py").as_posix(), (folder / "__init__.py").as_posix()]
+            origin = [match["origin"]] if match["origin"] else []
+            named = [name.split() for name in match["names"].split(",") if name.split() and name.strip() != "*"]
+            bound = [(words[-1], [*origin, f"{match['origin']}.{words[0]}".strip(".")]) for words in named]
+            bound = bound or [("", origin)]  # `from a import *`: the module is read, nothing callable named
+        for name, dotted in bound:
+            found.append((name, [file for module in dotted for file in _files(module, base)]))
     return found
+
+
+def _files(dotted: str, base: Path) -> list[str]:
+    """The files module `dotted` and the packages above it are, from `base`."""
+    parts = dotted.split(".")
+    files: list[str] = []
+    for depth in range(1, len(parts) + 1):
+        folder = base.joinpath(*parts[:depth])
+        files += [folder.with_suffix(".py").as_posix(), (folder / "__init__.py").as_posix()]
+    return files
 
 
 def _relative_base(package: Path, dots: int) -> Path | None:

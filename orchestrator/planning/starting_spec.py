@@ -318,8 +318,9 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hype
     reading, script = survey.reading, survey.entry_point
     found = [f"entry point: {script}"]
     if survey.imported_modules:
-        found.append(f"read with it for framework use: {', '.join(survey.imported_modules)} (the folder's own "
-                     "modules it imports)")
+        found.append(f"read with it: {', '.join(survey.imported_modules)} (the folder's own modules it imports: "
+                     "their framework use, channels, launcher variables, CUDA use and metrics, and the options of "
+                     "those whose parser it calls)")
     if not survey.readable:
         found.append(f"{script} was not read (not text, over 1 MiB, or no regular file): nothing was taken from it")
     elif not reading.parsed and not reading.ipython:

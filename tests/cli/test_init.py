@@ -524,7 +524,7 @@ def test_a_trl_script_with_compute_metrics_in_its_own_module_gets_torchrun_and_i
     assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
     assert "# TRL SFTTrainer: one process per GPU under torchrun" in text
     assert "WARNING: train.py:1 uses trl, which the PyTorch 2.13.0 image does not ship" in result.output
-    assert "read with it for framework use: metrics.py" in result.output
+    assert "read with it: metrics.py" in result.output
     metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
     evaluation = "[1,mpirank:0,algo-1]<stdout>:{'eval_loss': '0.61', 'eval_accuracy': '0.75', 'eval_f1': '0.7'}"
     assert metrics["validation:accuracy"].search(evaluation).group(1) == "0.75"
@@ -546,3 +546,33 @@ def test_a_trainer_built_in_a_module_of_the_source_folder_launches_the_script_pe
     written = yaml.safe_load((tmp_path / "job.yaml").read_text())
     assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.xlarge"
     assert "WARNING: mytrain.py:1 uses lightning" in result.output
+
+
+def test_a_script_split_into_modules_gets_the_channels_launcher_options_and_metrics_its_modules_hold(tmp_path,
+                                                                                                   monkeypatch):
+    source = _project(tmp_path, "from args import parse_args\nfrom data import loaders\nimport loop\n\n"
+                                "args = parse_args()\nfor epoch in range(args.epochs):\n"
+                                "    loop.train_epoch(loaders(), args.lr)\n")
+    (source / "args.py").write_text("import argparse\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n"
+                                    "    parser.add_argument('--lr', type=float, default=0.1)\n"
+                                    "    parser.add_argument('--epochs', type=int, default=3)\n"
+                                    "    return parser.parse_args()\n")
+    (source / "data.py").write_text("import os\n\ndef loaders():\n    return (os.environ['SM_CHANNEL_TRAIN'], "
+                                    "os.environ['SM_CHANNEL_TEST'])\n")
+    (source / "loop.py").write_text("import os\n\ndef train_epoch(data, lr):\n"
+                                    "    rank = int(os.environ['LOCAL_RANK'])\n    loss = 0.5\n"
+                                    "    print(f'loss={loss:.3f}')\n")
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    written = yaml.safe_load((tmp_path / "job.yaml").read_text())
+    assert set(written["inputs"]) == {"train", "test"}
+    assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
+    assert written["hyperparameters"] == {"lr": 0.1, "epochs": 3}
+    metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+    assert metrics["train:loss"].search("loss=0.512").group(1) == "0.512"
+    assert "read with it: args.py, data.py, loop.py" in result.output
+    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
+    assert validated.exit_code == 0, validated.output

@@ -114,3 +114,17 @@ def test_modules_importing_each_other_or_above_the_folder_are_each_read_once(tmp
 
     assert survey.imported_modules == ("a.py", "b.py")
     assert survey.reading.frameworks.launcher == "transformers Trainer"
+
+
+def test_a_helper_modules_argparse_is_the_scripts_only_where_the_script_calls_into_it(tmp_path):
+    (tmp_path / "train.py").write_text("from tools import SEED\nimport config as cfg\n\nopts = cfg.options()\n")
+    (tmp_path / "tools.py").write_text("import argparse\nSEED = 1\nif __name__ == '__main__':\n"
+                                       "    argparse.ArgumentParser().add_argument('--dataset-url', default='x')\n")
+    (tmp_path / "config.py").write_text("import argparse\ndef options():\n    parser = argparse.ArgumentParser()\n"
+                                        "    parser.add_argument('--batch-size', default=64)\n"
+                                        "    parser.add_argument('data_dir')\n    return parser.parse_args()\n")
+
+    survey = survey_source(tmp_path)
+
+    assert [option.name for option in survey.reading.options] == ["batch-size"]
+    assert survey.reading.positionals == ("data_dir",)

@@ -213,3 +213,15 @@ def test_a_training_line_logged_with_its_metric_first_is_not_read_from_the_logge
                 for metric, pattern in metrics.items() for text in (train, evaluation)}
         assert read == {("train:loss", train): "0.4200", ("train:loss", evaluation): None,
                         ("validation:loss", train): None, ("validation:loss", evaluation): "0.5100"}, name
+
+
+def test_what_imported_modules_read_is_the_scripts_but_their_options_only_where_it_calls_their_parser():
+    script = "from helpers import setup\nsetup()\n"
+    helper = ("import os\nimport argparse\nhosts = os.environ['SM_HOSTS']\nrank = os.environ['RANK']\n"
+              "def setup():\n    argparse.ArgumentParser().add_argument('--lr', default=0.1)\n")
+
+    only_imported = read_script(script, (helper,))
+    called = read_script(script, (helper,), (helper,))
+
+    assert not only_imported.torchrun and not only_imported.options  # ranked by SM_HOSTS in the helper: per host
+    assert [(option.name, option.default) for option in called.options] == [("lr", 0.1)]
