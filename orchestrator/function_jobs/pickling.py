@@ -4,7 +4,12 @@ or together). A pickle streams to its file and is measured as it comes, so a lar
 memory (a 200 MB mask of zeros costs megabytes of buffers here, not another 200 MB).
 
 A pickling failure comes from deep inside cloudpickle (`cannot pickle '_thread.lock' object`) and names no
-argument; the arguments are pickled again one by one to find the first that fails, so the message can name it.
+argument and no variable; the arguments, and the values a by-value function takes along (its globals, closure
+values, defaults and attributes, and those of the by-value functions among them), are pickled again one by one
+to find the first that fails, so the message can name it and the function that holds it (`lock`, a global of
+`helper`).
+An open text file is refused too, where cloudpickle would take along what it reads here as an in-memory copy
+in place of the file: the job would read a snapshot of a file it has not got, and write nowhere.
 
 cloudpickle writes "<dynamic-code>" for the file of code it pickles by value (a notebook cell's function, its
 helpers), so the job's traceback would name no file. The pickler here keeps each code object's own file name
@@ -20,10 +25,12 @@ import contextlib
 import dis
 import functools
 import inspect
+import io
 import json
 import linecache
 import operator
 import os
+import pickle
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,11 +77,13 @@ def pickled_function(function: Callable[..., Any], name: str, into: Path) -> Pic
     except MissingInTheJob as error:
         raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=error.fix) from None
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
+        culprit = _unpicklable_taken_along(function, set())
+        what, holder = (culprit[0], f"inside {culprit[1]}") if culprit else ("such an object", "inside the function")
         raise SpecError(
-            f"the function {name} cannot travel to the job: {_why(error)}",
-            fix="a function defined in a notebook takes along the globals and closure values it uses: create "
-                "such an object (a lock, a client, an open file) inside the function, or define the function in "
-                "a module file so it travels by reference",
+            f"the function {name} cannot travel to the job: {culprit[2] if culprit else _why(error)}",
+            fix=f"a function defined in a notebook takes along the globals and closure values it uses: create "
+                f"{what} {holder} (a lock, a client, a connection; for an open file, pass its path and open it "
+                "there), or define the function in a module file so it travels by reference",
         ) from None
     if sink.over_limit:
         raise SpecError(
@@ -168,16 +177,75 @@ def shipped_lines(*pickles: Pickled) -> bytes:
 
 def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
     """(which argument, why) for the first argument that cannot be pickled alone; None if each can."""
-    named = [(f"positional argument {index} (a {type(value).__name__})", value)
-             for index, value in enumerate(args)]
-    named += [(f"keyword argument {name!r} (a {type(value).__name__})", value)
-              for name, value in kwargs.items()]
+    named = [(f"positional argument {index} ({_kind_of(value)})", value) for index, value in enumerate(args)]
+    named += [(f"keyword argument {name!r} ({_kind_of(value)})", value) for name, value in kwargs.items()]
     for where, value in named:
-        try:
-            _dump(value, _Sink())
-        except Exception as error:  # noqa: BLE001 (the same failures as the whole call's)
-            return where, _why(error)
+        why = _fails(value)
+        if why is not None:
+            culprit = _unpicklable_taken_along(value, set())
+            return where, culprit[2] if culprit else why
     return None
+
+
+def _fails(value: Any) -> str | None:
+    """Why `value` alone cannot be pickled, or None when it can."""
+    try:
+        _dump(value, _Sink())
+    except Exception as error:  # noqa: BLE001 (the same failures as the whole pickle's)
+        return _why(error)
+    return None
+
+
+def _unpicklable_taken_along(function: Any, seen: set[int]) -> tuple[str, str, str] | None:
+    """(`name`, the function holding it, the message) for the first value a by-value function takes along that
+    cannot be pickled, looked for in the by-value functions it takes along first, since the one that holds the
+    value is the one to change; None when there is none to name (not a by-value function, or each value pickles).
+    `seen` holds the functions looked into already: a recursive function takes itself along."""
+    if not isinstance(function, types.FunctionType) or not travels_by_value(function) or id(function) in seen:
+        return None
+    seen.add(id(function))
+    holder = f"`{getattr(function.__code__, 'co_qualname', function.__qualname__)}`"  # a functools.wraps wrapper's own
+    for kind, name, value in _taken_along(function):
+        why = None if id(value) in seen else _fails(value)
+        if why is not None:
+            return _unpicklable_taken_along(value, seen) or (
+                f"`{name}`", holder, f"`{name}` ({_kind_of(value)}), {kind} of {holder}, cannot be pickled: {why}")
+    return None
+
+
+def _taken_along(function: types.FunctionType) -> Iterable[tuple[str, str, Any]]:
+    """(what it is to the function, its name, the value) for what cloudpickle takes along with a by-value
+    function: its closure values, the globals its code and the code nested in it read, its defaults and its
+    attributes (a functools.wraps wrapper's `__wrapped__`)."""
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        with contextlib.suppress(ValueError):  # a cell not yet assigned holds nothing
+            yield "a closure variable", name, cell.cell_contents
+    for name in _names_read(function.__code__):
+        if name in function.__globals__:
+            yield "a global", name, function.__globals__[name]
+    for name, value in zip(reversed(function.__code__.co_varnames[:function.__code__.co_argcount]),
+                           reversed(function.__defaults__ or ())):
+        yield "the default of an argument", name, value
+    for name, value in (function.__kwdefaults__ or {}).items():
+        yield "the default of an argument", name, value
+    for name, value in vars(function).items():
+        yield "an attribute", name, value
+
+
+def _names_read(code: types.CodeType) -> list[str]:
+    """The global names `code` and the code nested in it (a comprehension, an inner function) may read."""
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names += [name for name in _names_read(constant) if name not in names]
+    return names
+
+
+def _kind_of(value: Any) -> str:
+    """`a lock`, `an open file 'data.csv'`: what a value is, as the refusal names it."""
+    if isinstance(value, io.IOBase) and isinstance(getattr(value, "name", None), str):
+        return f"an open file {value.name!r}"
+    return f"a {type(value).__name__}"
 
 
 def _largest_taken_along(function: Callable[..., Any]) -> str:
@@ -240,6 +308,9 @@ def _file_keeping_pickler() -> type:
                 self.modules.add(obj.__name__)
             elif isinstance(obj, (types.FunctionType, type)):
                 self.modules.add(getattr(obj, "__module__", None) or "")
+            if isinstance(obj, io.TextIOWrapper) and obj not in (sys.stdout, sys.stderr):
+                raise pickle.PicklingError(f"an open file ({obj.name!r}) does not travel: the job would get a copy of "
+                                           "what it holds here, not the file")
             if isinstance(obj, types.FunctionType) and travels_by_value(obj):
                 check_names(obj)
             elif isinstance(obj, types.CodeType):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import sqlite3
 import threading
 import tracemalloc
 
@@ -53,6 +54,84 @@ def test_a_function_that_takes_along_an_unpicklable_global_is_refused_with_the_f
 
     assert "function" in error.value.message and "locked cannot travel" in error.value.message
     assert "cannot pickle '_thread.lock'" in error.value.message and "module file" in error.value.fix
+    assert _cache_entries(tmp_path) == []
+
+
+CELL_TAKING_ALONG_A_LOCK = """
+import functools, threading
+
+lock = threading.Lock()
+
+def helper():
+    with lock:
+        return 1
+
+def calls_helper():
+    return helper()
+
+def serialised(function):
+    @functools.wraps(function)
+    def wrapper(*args):
+        with lock:
+            return function(*args)
+    return wrapper
+
+@serialised
+def step(lr):
+    return lr
+"""
+
+
+@pytest.mark.parametrize(("name", "args", "holder"), [
+    ("calls_helper", (), "a global of `helper`"),
+    ("step", (0.1,), "a global of `serialised.<locals>.wrapper`"),  # the functools.wraps wrapper, not `step`
+])
+def test_the_value_that_cannot_travel_is_named_with_the_function_that_holds_it(name, args, holder, cell_function,
+                                                                                tmp_path):
+    """Before, only `cannot pickle '_thread.lock' object` for the decorated function: which of the values it,
+    its helpers or its decorator's wrapper take along was the user's to find, and the fix named none of them."""
+    function = cell_function(CELL_TAKING_ALONG_A_LOCK, name, "<ipython-input-5-lock>")
+
+    with pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(function).plan(*args)
+
+    assert error.value.message == (f"the function {name} cannot travel to the job: `lock` (a lock), {holder}, "
+                                   "cannot be pickled: TypeError: cannot pickle '_thread.lock' object")
+    assert f"create `lock` inside `{holder.split('`')[1]}`" in error.value.fix
+    assert _cache_entries(tmp_path) == []
+
+
+def test_a_lambda_argument_closing_over_what_cannot_travel_names_the_variable():
+    connection = sqlite3.connect(":memory:")
+    job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
+
+    with pytest.raises(SpecError) as error:
+        job.plan(1, lambda: connection.execute("select 1"))
+
+    assert error.value.message.startswith("positional argument 1 (a function) cannot travel to the job: "
+                                          "`connection` (a Connection), a closure variable of ")
+    assert "cannot pickle 'sqlite3.Connection' object" in error.value.message
+
+
+def test_an_open_file_is_refused_as_an_argument_or_taken_along_with_the_fix_to_pass_its_path(tmp_path):
+    """Before, an open text file travelled: cloudpickle took along what it held here, as an in-memory copy, and the
+    job read a snapshot of a file it has not got (and wrote nowhere), never told to pass the path."""
+    (tmp_path / "rows.csv").write_text("a,b\n1,2\n")
+    with (tmp_path / "rows.csv").open() as rows:
+        def first_line():
+            return rows.readline()
+
+        with pytest.raises(SpecError) as argument_error:
+            orchestrator.remote(instance_type="ml.c5.xlarge")(_takes).plan(rows=rows)
+        with pytest.raises(SpecError) as function_error:
+            orchestrator.remote(instance_type="ml.c5.xlarge")(first_line).plan()
+
+    opened = f"an open file {str(tmp_path / 'rows.csv')!r}"
+    assert argument_error.value.message.startswith(f"keyword argument 'rows' ({opened}) cannot travel to the job")
+    assert "pass a path" in argument_error.value.fix
+    assert f"`rows` ({opened}), a closure variable of `" in function_error.value.message
+    assert "create `rows` inside" in function_error.value.fix
+    assert "for an open file, pass its path and open it there" in function_error.value.fix
     assert _cache_entries(tmp_path) == []
 
 
