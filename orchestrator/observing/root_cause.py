@@ -468,8 +468,7 @@ def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mappin
     printed = _printing_ranks(logs, launcher)
     seen = {item.rank: item.host for item in candidates if item.rank is not None and item.launcher is None}
     ran = {*seen, *printed, *_ranks_of_read_hosts(launcher, logs, lines)}
-    timeout = (collective_timeout(best.exception, lines, ran)
-               or _gloo_timeout(best.exception, candidates, {*seen, *printed}, launcher))
+    timeout = collective_timeout(best.exception, lines, ran) or _gloo_timeout(best.exception, candidates, ran)
     if timeout is None:
         return best, None
     if not timeout.missing:
@@ -483,14 +482,12 @@ def _waited_for(best: _Candidate, candidates: Sequence[_Candidate], logs: Mappin
     return _Candidate(COLLECTIVE, host, rank, timeout.said(), own.exit_code if own else None), timeout.fix()
 
 
-def _gloo_timeout(exception: str, candidates: Sequence[_Candidate], seen: set[int],
-                  launcher: Launcher) -> CollectiveTimeout | None:
-    """gloo's timeout, waited in by each rank whose own error it is, for the ranks of the rank table (each host of
-    the launcher runs `per_host` ranks) or of the logs that reported none."""
+def _gloo_timeout(exception: str, candidates: Sequence[_Candidate], ran: set[int]) -> CollectiveTimeout | None:
+    """gloo's timeout, waited in by each rank whose own error it is, for the ranks that `ran` (as for NCCL's
+    watchdog: those the logs show and the rank table's on the hosts whose log was read) that reported none."""
     waiting = {item.rank for item in candidates if item.rank is not None and item.launcher is None
                and item.exception and is_gloo_timeout(item.exception)}
-    table = range(len(launcher.hosts) * launcher.per_host)
-    return gloo_timeout(exception, waiting, {*table, *seen})
+    return gloo_timeout(exception, waiting, ran)
 
 
 def _printing_ranks(logs: Mapping[str, Sequence[str]], launcher: Launcher) -> dict[int, str]:
@@ -879,11 +876,12 @@ def _placement(launcher: Launcher, lines: Sequence[str]) -> tuple[tuple[str, ...
 
 
 def _ranks_of_read_hosts(launcher: Launcher, logs: Mapping[str, Sequence[str]], lines: Sequence[str]) -> set[int]:
-    """The rank table's ranks on the hosts whose lines were read: a rank there that printed nothing still ran (the
-    one an NCCL watchdog waited for says nothing); a host whose stream is not there says nothing of its ranks."""
+    """The rank table's ranks on the hosts whose log was read, even where it held no line (a local run's host whose
+    one rank stalled silently until it was stopped): a rank there that printed nothing still ran (the one a
+    collective timeout, NCCL's or gloo's, waited for says nothing); a host whose stream is not there says nothing
+    of its ranks, so none of them is blamed for a log that was not read."""
     hosts, per_host = _placement(launcher, lines)
-    read = {host for host, said in logs.items() if said}
-    return {rank for rank in range(len(hosts) * per_host) if hosts[rank // per_host] in read}
+    return {rank for rank in range(len(hosts) * per_host) if hosts[rank // per_host] in logs}
 
 
 def _launcher_reports(host: str, text: str, launcher: Launcher, lines: Sequence[str]) -> list[tuple[str, int, int]]:

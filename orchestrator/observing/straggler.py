@@ -5,7 +5,7 @@ for says nothing, and its launcher later stops it. The lowest reporting rank is 
 rank the logs show that reported no timeout is, or the ranks torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1)
 names as lagging. gloo's timeout (`Timed out waiting 1800000ms for recv operation to complete`) names neither the
 collective nor a rank: the ranks that reported it are those whose error it is, and the ranks of the job's rank
-table that did not are the ones they waited for.
+table (on the hosts whose log was read) that did not are the ones they waited for.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ def is_gloo_timeout(exception: str) -> bool:
 
 def gloo_timeout(exception: str, waiting: Iterable[int], ranks: Iterable[int]) -> CollectiveTimeout | None:
     """The collective gloo timed out (`exception`), with the ranks that reported the same timeout (`waiting`) and
-    those of `ranks` (the rank table's, and every rank the logs show) that did not; None where `exception` is no
-    gloo timeout, or no rank is known to have reported it (every rank would then look absent)."""
+    those of `ranks` (every rank the logs show, and the rank table's on the hosts whose log was read) that did
+    not; None where `exception` is no gloo timeout, or no rank is known to have reported it (every rank would then
+    look absent)."""
     said = _GLOO.search(exception)
     waited = sorted(set(waiting))
     if said is None or not waited:

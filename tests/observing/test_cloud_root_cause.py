@@ -612,6 +612,20 @@ def test_a_torchrun_job_on_8_gpu_hosts_names_the_rank_on_host_2_that_never_joine
     assert cause["headline"].endswith("on ranks 0-10, 12-15; rank 11 reported no timeout: it never joined it")
 
 
+def test_a_gloo_timeout_blames_no_rank_of_a_host_whose_stream_was_not_read(stubbed_sagemaker):
+    """The same 2 x ml.p4d.24xlarge job, with only algo-1's stream read (algo-2's was not written or has expired):
+    its 8 ranks timed out in the gloo collective. Before: the rank table's ranks 8-15 of algo-2 counted as silent,
+    so `algo-2 (rank 8) failed: ... ranks 8-15 reported no timeout`, a rank whose log simply was not read; now, as
+    for NCCL's watchdog, only the ranks of hosts whose lines were read count, and the timeout is named as the
+    ranks that reported it, with no rank blamed."""
+    logs = {"algo-1": [*steps(20), *[line for rank in range(8) for line in _gloo_timeout(rank)]]}
+    cause = cause_of(stubbed_sagemaker, "gloo-p4d-one-stream", logs,
+                     ResourceConfig={"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30})
+    assert (cause["host"], cause["rank"], cause["category"]) == ("algo-1", 0, "collective_timeout")
+    assert cause["headline"] == ("algo-1 (rank 0) failed: gloo: Timed out waiting 1800000ms for recv operation to "
+                                 "complete on ranks 0-7 at train.py:30")
+
+
 def test_a_rank_killed_while_the_others_waited_in_a_collective_is_the_cause_with_the_timeout_under_it(
         stubbed_sagemaker):
     """Rank 6 (algo-2) was killed by SIGKILL; the others' watchdogs fired. Before: `algo-1 (rank 0) failed: ...

@@ -5,7 +5,8 @@ only lost the failing rank, argparse's rejection, and each classified cause with
 from __future__ import annotations
 
 import pytest
-from recorded_sagemaker_logs import DATALOADER_WORKER_KILLED, NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST
+from recorded_sagemaker_logs import (DATALOADER_WORKER_KILLED, NCCL_OUT_OF_MEMORY, NCCL_PEER_LOST,
+                                     nccl_watchdog_timeout)
 
 from orchestrator.observing.root_cause import MPI, PROCESS, TORCHRUN, Launcher, SourcePaths, read_cause
 
@@ -520,6 +521,20 @@ def test_a_gloo_timeout_names_a_rank_of_the_rank_table_whose_host_printed_nothin
     cause = read_cause({"algo-1": lines[:12], "algo-2": lines[12:]}, _torchrun(["algo-1", "algo-2"], 2))
     assert (cause.host, cause.rank, cause.category) == ("algo-2", 2, "collective_timeout")
     assert cause.exception.endswith("on ranks 0-1, 3; rank 2 reported no timeout: it never joined it")
+
+
+@pytest.mark.parametrize("timeout", [
+    pytest.param(GLOO_TIMEOUT, id="gloo"),
+    pytest.param(nccl_watchdog_timeout(0, 5001), id="nccl"),
+])
+def test_a_collective_timeout_names_the_rank_of_a_host_whose_log_was_read_and_held_nothing(timeout):
+    """A local run under torchrun, one rank a host: rank 1 stalled before the collective and smtrain stopped it
+    before algo-2's log got a line (the agent's too may say nothing). Its log was read: an empty log is still one,
+    so rank 1 is the one rank 0 waited for. Before: NCCL's named rank 0, the rank that waited, as if algo-2's log
+    were not there."""
+    cause = read_cause({"algo-1": timeout, "algo-2": []}, _torchrun(["algo-1", "algo-2"], 1))
+    assert (cause.host, cause.rank, cause.category) == ("algo-2", 1, "collective_timeout")
+    assert cause.exception.endswith("on rank 0; rank 1 reported no timeout: it never joined it")
 
 
 def test_a_gloo_timeout_yields_to_the_error_of_the_rank_it_waited_for():
