@@ -73,6 +73,26 @@ def test_every_process_of_the_run_and_none_from_before(tree):
     _wait_until(lambda: (processes.reap(), orphan not in {process.pid for process in processes.alive()})[1])
 
 
+def test_a_second_run_in_the_same_process_never_counts_the_first_runs_processes_as_its_own(tree):
+    """A notebook started two function jobs at once: the second run's tree, made before the first run launched,
+    counted the first run's launcher as one of its own, and the second run's failure SIGTERMed the first's ranks
+    (seen in the suite: `algo-1 (rank 0) was killed by signal 15` in a job that returned)."""
+    first, _, started = tree
+    second = _ProcessTree()
+    try:
+        started.append(subprocess.Popen(["sh", "-c", "sleep 300 & wait"]))
+        first.own(started[-1:])
+        started.append(subprocess.Popen(["sh", "-c", "sleep 300 & wait"]))
+        second.own(started[-1:])
+        _wait_until(lambda: len(first.alive()) == 2 and len(second.alive()) == 2)
+        assert started[0].pid in {process.pid for process in first.alive()}
+        assert started[0].pid not in {process.pid for process in second.alive()}
+        assert started[1].pid not in {process.pid for process in first.alive()}
+    finally:
+        second.close()
+    assert supervisor._child_subreaper(), "the first run still supervises: this process stays the subreaper"
+
+
 def test_no_read_of_the_whole_process_table_more_than_once_per_look(tree, monkeypatch):
     processes, _, started = tree
     for _ in range(4):

@@ -501,20 +501,58 @@ class Supervisor:
         tree.reap()  # the last to die: a notebook's kernel that Ctrl-C'd a run lives on, and would keep them as zombies
 
 
+class _RunsHere:
+    """The runs this process supervises at once (a notebook may start several) and the launchers each started: a
+    child of this process that another run launched is never one of this run's, so that run's end or stop
+    leaves it alone. The first run in notes whether this process was a child subreaper already; the last out
+    puts that back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._launched: dict[int, set[int]] = {}  # by id of the tree: the pids of its launchers
+        self._was_subreaper = False
+
+    def enter(self, tree: object) -> None:
+        with self._lock:
+            if not self._launched:
+                self._was_subreaper = _child_subreaper()
+                _set_child_subreaper(True)
+            self._launched[id(tree)] = set()
+
+    def launched(self, tree: object, pids: Iterable[int]) -> None:
+        with self._lock:
+            self._launched[id(tree)].update(pids)
+
+    def by_another(self, tree: object) -> set[int]:
+        """The launchers of every other run in this process."""
+        with self._lock:
+            return {pid for key, pids in self._launched.items() if key != id(tree) for pid in pids}
+
+    def leave(self, tree: object) -> None:
+        with self._lock:
+            self._launched.pop(id(tree), None)
+            if not self._launched and not self._was_subreaper:
+                _set_child_subreaper(False)
+
+
+_RUNS_HERE = _RunsHere()
+
+
 class _ProcessTree:
     """Every process a run started: the descendants of smtrain's process that it did not have before the run,
-    with the orphans re-parented to it as a child subreaper."""
+    with the orphans re-parented to it as a child subreaper; never those of another run in the same process."""
 
     def __init__(self) -> None:
         self._me = psutil.Process()
         self._before = {_identity(child) for child in self._me.children()}
         self._owned: dict[int, subprocess.Popen[bytes]] = {}
-        self._was_subreaper = _child_subreaper()
-        _set_child_subreaper(True)
+        _RUNS_HERE.enter(self)
 
     def own(self, processes: Iterable[subprocess.Popen[bytes]]) -> None:
         """Processes whose exit status their Popen reads: reaped through it, which keeps that status."""
+        processes = list(processes)
         self._owned.update((process.pid, process) for process in processes)
+        _RUNS_HERE.launched(self, (process.pid for process in processes))
 
     def alive(self) -> list[psutil.Process]:
         """The run's live processes: every descendant of smtrain's process under a child the run started,
@@ -537,8 +575,10 @@ class _ProcessTree:
                         live.append(process)
             except psutil.NoSuchProcess:
                 continue
+        others = _RUNS_HERE.by_another(self)
         started = {process.pid for process in descendants
-                   if parents.get(process.pid) == self._me.pid and _started_by_run(process, self._before)}
+                   if parents.get(process.pid) == self._me.pid and process.pid not in others
+                   and _started_by_run(process, self._before)}
         return [process for process in live if _top_ancestor(process.pid, parents, self._me.pid) in started]
 
     def reap(self) -> None:
@@ -554,11 +594,12 @@ class _ProcessTree:
                     continue
 
     def close(self) -> None:
-        if not self._was_subreaper:
-            _set_child_subreaper(False)
+        _RUNS_HERE.leave(self)
 
     def _new_children(self) -> list[psutil.Process]:
-        return [child for child in self._me.children() if _started_by_run(child, self._before)]
+        others = _RUNS_HERE.by_another(self)
+        return [child for child in self._me.children()
+                if child.pid not in others and _started_by_run(child, self._before)]
 
 
 _CHILDREN_LISTS = Path(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children").exists()
