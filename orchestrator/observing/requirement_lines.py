@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.specs.image_pins import canonical_name
+
 REQUIREMENTS_FILE = "requirements.txt"
 
 _NEEDED_BY = r"(?: \(from (?!versions:)([^()]+)\))?"
@@ -62,11 +64,6 @@ class RequirementLine:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
-
-
-def canonical_name(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503: case, and runs of -_. alike)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def project_name(requirement: str) -> str:

@@ -12,6 +12,8 @@ import ast
 import re
 from dataclasses import dataclass, replace
 
+from orchestrator.specs.image_pins import canonical_name
+
 _IMPORTED = re.compile(r"^[ \t]*(?:from|import)[ \t]+"
                        r"(transformers|trl|accelerate|lightning|pytorch_lightning|deepspeed)\b", re.MULTILINE)
 _DISTRIBUTIONS = {"pytorch_lightning": "pytorch-lightning"}
@@ -250,11 +252,6 @@ def unshipped(imports: tuple[FrameworkImport, ...], required: frozenset[str],
     shipped = _shipped(framework_version)
     return tuple(framework for framework in imports
                  if canonical_name(framework.distribution) not in required | shipped)
-
-
-def canonical_name(name: str) -> str:
-    """PEP 503: `PyTorch_Lightning` and `pytorch-lightning` name one distribution."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _shipped(framework_version: str) -> frozenset[str]:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.errors import SpecError
-from orchestrator.planning.framework_reading import canonical_name, combined, read_frameworks
+from orchestrator.planning.framework_reading import combined, read_frameworks
 from orchestrator.planning.packaging import left_out_of_package
 from orchestrator.planning.script_reading import ScriptReading, read_script
+from orchestrator.specs.image_pins import canonical_name
 from orchestrator.specs.source_files import source_file_text
 
 MAX_FILES_LISTED = 5000

@@ -44,20 +44,20 @@ def replaced_packages(source_dir: str | Path, framework_version: str) -> Iterato
         pin = _PIN.match(requirement)
         if pin is None:
             continue
-        name, version = _canonical(pin[1]), pin[2]
+        name, version = canonical_name(pin[1]), pin[2]
         if name in shipped and not _same_version(version, shipped[name]):
             yield ReplacedPackage(number, requirement, name, shipped[name])
 
 
 def _shipped_versions(framework_version: str) -> dict[str, str]:
     packages = image_packages(framework_version)
-    pinned = {} if packages is None else {_canonical(package.distribution): package.version
+    pinned = {} if packages is None else {canonical_name(package.distribution): package.version
                                           for package in packages.packages if package.version}
     return {**pinned, "torch": framework_version}
 
 
-def _canonical(name: str) -> str:
-    """PEP 503: `Torch_Vision` and `torch-vision` name one distribution."""
+def canonical_name(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503: `Torch_Vision` and `torch-vision` name one)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
