@@ -18,7 +18,7 @@ from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
 from orchestrator.declaration import options_from
-from orchestrator.errors import Interrupted, SpecError, naming_keywords
+from orchestrator.errors import AwsError, Interrupted, SpecError, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
 from orchestrator.observing.root_cause import FailureCause, SourcePaths
@@ -104,8 +104,6 @@ class Job:
         """A job that failed (or was stopped) by itself: its cause and fix read once, as `smtrain submit --wait` and
         `watch` print them at its end, for the handle's repr and summary. Logs that cannot be read leave it unread
         (the repr then says `job.failure_cause()`, which raises why): the final status still stands."""
-        from orchestrator.errors import AwsError
-
         if final.status in ("Failed", "Stopped"):
             try:
                 self.failure_cause()

@@ -153,8 +153,7 @@ class LoadedSpec:
         moved = dataclasses.replace(self, spec=self.spec.model_copy(update={"region": region}),
                                     _overrides={**self._overrides, ("region",): keyword_shown("region", region)})
         findings = check(moved.spec, moved.field_words)
-        errors = [Problem(moved.where(finding.field), finding.field, finding.message, finding.fix)
-                  for finding in findings if finding.severity == "error"]
+        errors = _error_problems(findings, moved.where)
         if errors:
             raise InvalidSpec(errors)
         return dataclasses.replace(moved, findings=findings)
@@ -466,15 +465,16 @@ def _validate(raw: Any, path: Path | None, places: _Places, overrides: dict[Loc,
                            for problem in sorted(problems, key=lambda problem: problem.order)]) from None
     problems = _missing_files(spec, path, positions, overrides)
     findings = check(spec)
-    problems += [
-        Problem(_where(path, positions, overrides, _loc_of(finding.field)), finding.field, finding.message,
-                finding.fix)
-        for finding in findings
-        if finding.severity == "error"
-    ]
+    problems += _error_problems(findings, lambda dotted: _where(path, positions, overrides, _loc_of(dotted)))
     if problems:
         raise InvalidSpec([_masked(problem, secrets) for problem in problems])
     return LoadedSpec(spec=spec, findings=findings, path=path, _positions=positions, _overrides=overrides)
+
+
+def _error_problems(findings: Sequence[Finding], where: Callable[[str], str]) -> list[Problem]:
+    """The findings that refuse a spec, each as a problem at the place `where` gives its field."""
+    return [Problem(where(finding.field), finding.field, finding.message, finding.fix)
+            for finding in findings if finding.severity == "error"]
 
 
 EXTENSION_PREFIX = "x-"
