@@ -163,6 +163,8 @@ MODEL_STATE_FILE = "model.pt"
 MODEL_METADATA_FILE = "model.json"
 FAILURE_FILE = "failure"
 SUCCESS_FILE = "success"
+# The file at the top of source_dir that the toolkit installs with pip before the entry point starts.
+REQUIREMENTS_FILE = "requirements.txt"
 # A function job's entry point (function_jobs/): the root-cause reader skips its frame as a launcher's.
 FUNCTION_RUNNER = "smtrain_remote_runner.py"
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.contract import FUNCTION_RUNNER as RUNNER
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.declaration import declarations
 from orchestrator.errors import EnvironmentProblem, SpecError, install_extra
 from orchestrator.function_jobs.local_modules import local_modules, shipped_modules
@@ -223,7 +224,7 @@ def _write_sources(function: Callable[..., Any], args: tuple[Any, ...], kwargs: 
         RUNNER: (Path(__file__).parent / "runner.py").read_bytes(),
         f"{SHIPPED}/lines.json": shipped_lines(function_pickle, arguments_pickle),
         f"{SHIPPED}/import_folders.json": json.dumps(modules.import_folders).encode(),
-        "requirements.txt": requirements.encode(),
+        REQUIREMENTS_FILE: requirements.encode(),
         **modules.files,
     }
     for name, data in files.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.observing.log_lines import EXCEPTION_LINE
 from orchestrator.observing.requirement_lines import dependency_path, failed_requirement, project_name, required_by
 
@@ -22,8 +23,9 @@ PIP_FAILURE = re.compile(r"^ERROR: (Could not find a version that satisfies the 
 """pip's failures: its `ERROR:` lines, and the diagnostic codes of pip >= 22 (`error: subprocess-exited-with-error`,
 `error: metadata-generation-failed`), which a failed build of a package prints instead; and a dependency no index
 has, as `_missing_dependency` says pip's line about it."""
-_TOOLKIT_INSTALL = re.compile(r"-m pip install -r requirements\.txt|\b(InstallRequirementsError|InstallModuleError)\b")
-_INSTALLS_REQUIREMENTS = re.compile(r"-m pip install\b.* -r requirements\.txt")
+_TOOLKIT_INSTALL = re.compile(rf"-m pip install -r {re.escape(REQUIREMENTS_FILE)}"
+                              r"|\b(InstallRequirementsError|InstallModuleError)\b")
+_INSTALLS_REQUIREMENTS = re.compile(rf"-m pip install\b.* -r {re.escape(REQUIREMENTS_FILE)}")
 """The toolkit's pip command where it installs requirements.txt (alone, or after the source dir's package)."""
 _SCRIPT_INVOKED = "Invoking script with the following command"
 _PIP_FAILED_STEP = re.compile(r"^× (.+?)\.?$")

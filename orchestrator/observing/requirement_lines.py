@@ -16,9 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.specs.image_pins import canonical_name
-
-REQUIREMENTS_FILE = "requirements.txt"
 
 _NEEDED_BY = r"(?: \(from (?!versions:)([^()]+)\))?"
 """pip's word for the requirement that needed a dependency it found no distribution for: `(from toppkg)` after

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.contract import AWS_DEFAULT_REGION, AWS_REGION, FUNCTION_RUNNER, OPT_ML
+from orchestrator.contract import AWS_DEFAULT_REGION, AWS_REGION, FUNCTION_RUNNER, OPT_ML, REQUIREMENTS_FILE
 from orchestrator.observing.client_errors import (
     IMAGE_PULL,
     KMS_REFUSED,
@@ -49,7 +49,6 @@ from orchestrator.observing.plain_text import plain
 from orchestrator.observing.rank_lines import rejoined
 from orchestrator.observing.refused_pairs import refused_pairs_fix
 from orchestrator.observing.requirement_lines import (
-    REQUIREMENTS_FILE,
     failed_requirement,
     pip_read_at,
     requirement_line,

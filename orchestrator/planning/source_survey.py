@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.errors import SpecError
 from orchestrator.planning.framework_reading import combined, read_frameworks
 from orchestrator.planning.packaging import left_out_of_package
@@ -26,7 +27,6 @@ MAX_FILES_LISTED = 5000
 MAX_SCRIPTS_READ = 100
 ENTRY_POINT_NAMES = ("train.py", "main.py")
 """Taken as the entry point, in this order, where the folder holds one at its top."""
-REQUIREMENTS = "requirements.txt"
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__""")
 _NOT_ENTRY_POINTS = re.compile(r"(?:^|/)(?:setup\.py|conftest\.py|test_[^/]*\.py|[^/]*_test\.py)$")
 _NAMED = 5
@@ -86,8 +86,8 @@ def survey_source(directory: Path, entry_point: str | None = None) -> SourceSurv
     frameworks = combined({chosen: reading.frameworks, **{module: read_frameworks(module_text)
                                                           for module, module_text in modules.items()}})
     return SourceSurvey(directory=directory, entry_point=chosen, reading=replace(reading, frameworks=frameworks),
-                        readable=readable, requirements=(directory / REQUIREMENTS).is_file(),
-                        required=_required(directory, REQUIREMENTS, follow=True), listed_all=listed_all,
+                        readable=readable, requirements=(directory / REQUIREMENTS_FILE).is_file(),
+                        required=_required(directory, REQUIREMENTS_FILE, follow=True), listed_all=listed_all,
                         imported_modules=tuple(modules))
 
 

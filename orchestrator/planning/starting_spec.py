@@ -12,10 +12,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.planning.framework_reading import FrameworkReading, MetricDefinition, unshipped
 from orchestrator.planning.packaging import IGNORE_FILE, left_out_of_package
 from orchestrator.planning.script_reading import ScriptOption, ScriptReading
-from orchestrator.planning.source_survey import MAX_FILES_LISTED, REQUIREMENTS, SourceSurvey
+from orchestrator.planning.source_survey import MAX_FILES_LISTED, SourceSurvey
 from orchestrator.specs.catalog import catalog, family_of, lookup
 from orchestrator.specs.model import MAX_BASE_NAME_LENGTH, api_limit, job_name_like
 from orchestrator.specs.modes import Mode, launching_mode
@@ -342,7 +343,7 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hype
     if metrics := _metric_definitions(reading):
         found.append(f"metrics: {', '.join(metric.name for metric in metrics)}")
     if survey.requirements:
-        found.append(f"{REQUIREMENTS}: installed before the script starts, locally as on SageMaker")
+        found.append(f"{REQUIREMENTS_FILE}: installed before the script starts, locally as on SageMaker")
     if not survey.listed_all:
         found.append(f"the folder ships more than {MAX_FILES_LISTED} files and folders: the script was looked for "
                      "among the first (`.smtrainignore` leaves out data and outputs)")
@@ -355,7 +356,7 @@ def _stops_at_start(reading: ScriptReading, script: str) -> list[str]:
     if reading.ipython:
         stops.append(f"WARNING: {script} holds notebook lines (`!pip ...`, `%magic`; the first at line "
                      f"{reading.unparsed_line}) that Python refuses: it stops there, locally and on SageMaker. "
-                     f"Remove them (what `!pip install` installs goes in {REQUIREMENTS}); the rest was read by "
+                     f"Remove them (what `!pip install` installs goes in {REQUIREMENTS_FILE}); the rest was read by "
                      "patterns")
     if reading.positionals:
         stops.append(f"WARNING: {script} requires the positional argument(s) {', '.join(reading.positionals)}, "
@@ -375,8 +376,9 @@ def _framework_findings(survey: SourceSurvey, framework_version: str) -> list[st
     script, frameworks = survey.entry_point, survey.reading.frameworks
     found = []
     for missing in unshipped(frameworks.imports, survey.required, framework_version):
-        where = (f"{REQUIREMENTS} does not name it: add a line `{missing.distribution}` to it" if survey.requirements
-                 else f"there is no {REQUIREMENTS}: create one at the top of {survey.directory} holding "
+        where = (f"{REQUIREMENTS_FILE} does not name it: add a line `{missing.distribution}` to it"
+                 if survey.requirements
+                 else f"there is no {REQUIREMENTS_FILE}: create one at the top of {survey.directory} holding "
                       f"`{missing.distribution}`")
         found.append(f"WARNING: {missing.path}:{missing.line} uses {missing.module}, which the PyTorch "
                      f"{framework_version} image does not ship, and {where} (the toolkit installs it before the "

@@ -16,13 +16,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from orchestrator.contract import ZERO_STAGE_TRAINERS
+from orchestrator.contract import REQUIREMENTS_FILE, ZERO_STAGE_TRAINERS
 from orchestrator.redact import holds_no_secret, is_secret_name, redact_value
 from orchestrator.specs import images
 from orchestrator.specs.catalog import InstanceType, lookup
 from orchestrator.specs.datafiles import load_data_file
 from orchestrator.specs.equals_arguments import equals_reader
-from orchestrator.specs.image_pins import REQUIREMENTS_FILE, replaced_packages
+from orchestrator.specs.image_pins import replaced_packages
 from orchestrator.specs.model import JobSpec
 from orchestrator.specs.modes import Mode
 from orchestrator.specs.overwritten_environment import overwritten_values

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.specs.image_packages import image_packages
 from orchestrator.specs.source_files import source_file_text
 
-REQUIREMENTS_FILE = "requirements.txt"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s,;]*)$")
 _COMMENT = re.compile(r"(^|\s)#.*")
 

@@ -29,11 +29,11 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from orchestrator.contract import REQUIREMENTS_FILE
 from orchestrator.emulator.instances.cache import cached_directory
 from orchestrator.emulator.launching.opt_ml import contained
 from orchestrator.emulator.launching.toolkit_launchers import EntryPointType
 from orchestrator.observing.pip_failure import pip_failure_line
-from orchestrator.observing.requirement_lines import REQUIREMENTS_FILE
 from orchestrator.specs.image_pins import canonical_name
 
 _PIP_TIMEOUT_SECONDS = 1800
