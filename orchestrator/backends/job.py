@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.backends.base import Backend
-from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome
+from orchestrator.cloud.hang_watch import WatchOptions, WatchOutcome, refuse_unless_watch_option
 from orchestrator.cloud.job_liveness import JobLiveness, is_judged
 from orchestrator.cloud.notebook import LiveSummary, Summary, cloudwatch_logs_url
-from orchestrator.declaration import options_from
 from orchestrator.errors import AwsError, Interrupted, SpecError, naming_keywords
 from orchestrator.observing.liveness import Verdict
 from orchestrator.observing.metric_series import loss_metrics
@@ -91,7 +90,7 @@ class Job:
             Interrupted: Ctrl-C (a notebook's interrupt) ended the wait, not the job; its one line says where the
                 job is (read once more) and how to stop it. A KeyboardInterrupt, shown without a traceback.
         """
-        _refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.wait")
+        refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.wait")
         pause = self.backend.poll_seconds if poll_seconds is None else poll_seconds
         try:
             final = self.follow(WatchOptions(stall_timeout=None, poll_seconds=pause), on_status, on_log).status
@@ -182,7 +181,7 @@ class Job:
         """
         _refuse_unless_count("tail", tail, "lines",
                              fix="pass how many of each host's last lines, 1 or more, or leave tail out for all")
-        _refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.logs")
+        refuse_unless_watch_option("poll_seconds", poll_seconds, "Job.logs")
         return self.backend.logs(self.id, follow=follow, host=host, tail=tail, poll_seconds=poll_seconds)
 
     def progress(self, tail_lines: int = 200) -> JobProgress:
@@ -197,7 +196,7 @@ class Job:
         """Moving, slow or hung now, judged from outside (SageMaker: silence and utilization); None for a local run,
         whose own stall timeout judges it. A `stall_timeout` that is no number of 0 or more is refused (SpecError),
         as `--stall-timeout` refuses it."""
-        _refuse_unless_watch_option("stall_timeout", stall_timeout, "Job.liveness")
+        refuse_unless_watch_option("stall_timeout", stall_timeout, "Job.liveness")
         return self.backend.liveness(self.id, stall_timeout, datetime.now(timezone.utc))
 
     @naming_keywords
@@ -350,12 +349,6 @@ def _refuse_unless_count(keyword: str, value: Any, counting: str, fix: str) -> N
     AWS. None leaves the option out."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise SpecError(f"{keyword}={value!r} is no count of {counting}", fix=fix)
-
-
-def _refuse_unless_watch_option(keyword: str, value: Any, owner: str) -> None:
-    """`poll_seconds` or `stall_timeout` checked as their declaration in `WatchOptions` has the CLI's flags check
-    them (a number, 0 or more): a negative pause otherwise failed inside time.sleep with a traceback."""
-    options_from(WatchOptions, {keyword: value}, owner)
 
 
 def _metric_names(names: str | list[str] | None) -> list[str] | None:

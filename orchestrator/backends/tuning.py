@@ -30,8 +30,7 @@ from orchestrator.backends.runs import (
     near_runs,
     relative_to_cwd,
 )
-from orchestrator.cloud.hang_watch import WatchOptions
-from orchestrator.declaration import options_from
+from orchestrator.cloud.hang_watch import refuse_unless_watch_option
 from orchestrator.errors import SmtrainError
 from orchestrator.observing import trials as trial_tables
 from orchestrator.observing.trials import SEARCH_RESULTS_FILE as RESULT_FILE
@@ -309,7 +308,7 @@ class Tuning:
             SpecError: `poll_seconds` is no number of 0 or more, as `tune submit --poll-seconds` refuses it (before,
                 a negative one failed inside time.sleep once the search was running).
         """
-        options_from(WatchOptions, {"poll_seconds": poll_seconds}, "Tuning.wait")
+        refuse_unless_watch_option("poll_seconds", poll_seconds, "Tuning.wait")
         while True:
             current = self.status()
             if on_status is not None:

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from orchestrator.cloud.job_liveness import JobLiveness
-from orchestrator.declaration import declared
+from orchestrator.declaration import declared, options_from
 from orchestrator.observing.job_status import JobStatus
 
 DEFAULT_STALL_TIMEOUT_SECONDS = 1800.0
@@ -53,6 +54,17 @@ class WatchOptions:
     liveness_seconds: float = LIVENESS_POLL_SECONDS
     clock: Callable[[], datetime] = field(default=_utc_now)
     sleep: Callable[[float], None] = field(default=time.sleep)
+
+
+def refuse_unless_watch_option(keyword: str, value: Any, owner: str) -> None:
+    """A keyword of `owner` (`Job.wait`, `Tuning.wait`: the API) that is one of these options, `poll_seconds` or
+    `stall_timeout`, checked as their declaration has the CLI's flags check them (a number, 0 or more): a negative
+    pause otherwise failed inside time.sleep with a traceback.
+
+    Raises:
+        SpecError: the value is not what the option takes, naming the keyword.
+    """
+    options_from(WatchOptions, {keyword: value}, owner)
 
 
 @dataclass(frozen=True)
