@@ -3,6 +3,7 @@ that `smtrain local` runs, that never replaces a file unasked, and that costs no
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -392,20 +393,27 @@ trainer.fit(model)
 '''
 
 
-def test_a_transformers_trainer_script_is_launched_per_gpu_with_its_log_dicts_as_metrics(tmp_path, monkeypatch):
-    _project(tmp_path, HF_TRAINER)
-    monkeypatch.chdir(tmp_path)
-
+def _written_per_gpu(tmp_path: Path, trainer: str) -> tuple[str, dict[str, re.Pattern[str]]]:
+    """`smtrain init src` for a script built on `trainer`: the spec it writes launches one process per GPU of a
+    4-GPU instance under torchrun, says why in a comment, and passes validate. Returns init's output and the
+    spec's metric regexes by name, compiled as SageMaker reads them."""
     result = _init(tmp_path, "src")
-
     assert result.exit_code == 0, result.output
     text = (tmp_path / "job.yaml").read_text()
     written = yaml.safe_load(text)
     assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
-    assert "# transformers Trainer: one process per GPU under torchrun" in text
-    assert "distribution: mode torch_distributed (transformers Trainer: one process per GPU under torchrun)" \
-        in result.output
-    metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+    assert f"# {trainer}: one process per GPU under torchrun" in text
+    _validated("job.yaml")
+    return result.output, {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+
+
+def test_a_transformers_trainer_script_is_launched_per_gpu_with_its_log_dicts_as_metrics(tmp_path, monkeypatch):
+    _project(tmp_path, HF_TRAINER)
+    monkeypatch.chdir(tmp_path)
+
+    output, metrics = _written_per_gpu(tmp_path, "transformers Trainer")
+
+    assert "distribution: mode torch_distributed (transformers Trainer: one process per GPU under torchrun)" in output
     assert list(metrics) == ["train:loss", "train:grad_norm", "train:learning_rate", "train:epoch", "validation:loss"]
     train_line = "{'loss': '0.6931', 'grad_norm': '1.25', 'learning_rate': '5e-05', 'epoch': '1'}"
     eval_line = "{'eval_loss': '0.6102', 'eval_runtime': '0.21', 'epoch': '1'}"
@@ -414,9 +422,7 @@ def test_a_transformers_trainer_script_is_launched_per_gpu_with_its_log_dicts_as
     assert metrics["validation:loss"].search(eval_line).group(1) == "0.6102"
     # the image has no transformers and there is no requirements.txt: the user is told at the import's line
     assert ("WARNING: train.py:3 uses transformers, which the PyTorch 2.13.0 image does not ship, and there is no "
-            "requirements.txt: create one at the top of src holding `transformers`") in result.output
-    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
-    assert validated.exit_code == 0, validated.output
+            "requirements.txt: create one at the top of src holding `transformers`") in output
 
 
 def test_a_framework_named_in_requirements_is_not_asked_for_and_a_deepspeed_config_must_ship(tmp_path, monkeypatch):
@@ -516,22 +522,14 @@ def test_a_trl_script_with_compute_metrics_in_its_own_module_gets_torchrun_and_i
                                        "    return {'accuracy': accuracy(eval_pred), 'f1': f1(eval_pred)}\n")
     monkeypatch.chdir(tmp_path)
 
-    result = _init(tmp_path, "src")
+    output, metrics = _written_per_gpu(tmp_path, "TRL SFTTrainer")
 
-    assert result.exit_code == 0, result.output
-    text = (tmp_path / "job.yaml").read_text()
-    written = yaml.safe_load(text)
-    assert written["distribution"] == {"mode": "torch_distributed"} and written["instance"]["type"] == "ml.g5.12xlarge"
-    assert "# TRL SFTTrainer: one process per GPU under torchrun" in text
-    assert "WARNING: train.py:1 uses trl, which the PyTorch 2.13.0 image does not ship" in result.output
-    assert "read with it: metrics.py" in result.output
-    metrics = {metric["name"]: compile_metric_regex(metric["regex"]) for metric in written["metrics"]}
+    assert "WARNING: train.py:1 uses trl, which the PyTorch 2.13.0 image does not ship" in output
+    assert "read with it: metrics.py" in output
     evaluation = "[1,mpirank:0,algo-1]<stdout>:{'eval_loss': '0.61', 'eval_accuracy': '0.75', 'eval_f1': '0.7'}"
     assert metrics["validation:accuracy"].search(evaluation).group(1) == "0.75"
     assert metrics["validation:f1"].search(evaluation).group(1) == "0.7"
     assert not metrics["validation:accuracy"].search("{'loss': 0.52, 'epoch': 1.0}")
-    validated = CliRunner().invoke(main, ["validate", "job.yaml"])
-    assert validated.exit_code == 0, validated.output
 
 
 def test_a_trainer_built_in_a_module_of_the_source_folder_launches_the_script_per_gpu(tmp_path, monkeypatch):
