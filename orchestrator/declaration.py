@@ -10,6 +10,7 @@ Standard library only: every `--help` reads it.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from os import PathLike
@@ -68,12 +69,19 @@ _PYTHON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
 """What an API keyword must be, by what its flag takes (a text option's normalize says what it accepts)."""
 
 
+def not_a_number(value: Any) -> str | None:
+    """Why a number option refuses `value`, None when it does not: NaN, which passes every comparison with a
+    minimum and then fails deep in what reads it (`time.sleep(nan)` in a follow loop). The API's keyword and the
+    CLI's flag refuse it in these words."""
+    return f"{value!r} is not a number" if isinstance(value, float) and math.isnan(value) else None
+
+
 def options_from(options: type, keywords: Mapping[str, Any], owner: str) -> Any:
     """The API's keywords as an instance of `options`, each given value normalized as its flag's would be.
 
     Raises:
-        SpecError: a keyword that is no option of `owner` (naming the nearest), a value of the wrong kind, below its
-            minimum or that cannot be normalized, an option given without the one it needs.
+        SpecError: a keyword that is no option of `owner` (naming the nearest), a value of the wrong kind (NaN for a
+            number), below its minimum or that cannot be normalized, an option given without the one it needs.
     """
     declared_options = declarations(options)
     unknown = [name for name in keywords if name not in declared_options]
@@ -88,6 +96,8 @@ def options_from(options: type, keywords: Mapping[str, Any], owner: str) -> Any:
         if wanted and value is not None and (not isinstance(value, wanted[0]) or (
                 isinstance(value, bool) and option.takes != "flag")):
             raise SpecError(f"{name}={value!r} is not {wanted[1]}", fix=f"pass {name} as {wanted[1]}")
+        if option.takes == "number" and (refusal := not_a_number(value)):
+            raise SpecError(f"{name}={refusal}", fix=f"pass {name} as a number")
         if option.minimum is not None and value is not None and value < option.minimum:
             raise SpecError(f"{name}={value!r} is below its minimum {option.minimum:g}",
                             fix=f"pass {name} of at least {option.minimum:g}")

@@ -404,7 +404,7 @@ def _declared_option(options: type, name: str, option: Declared,
                      defaults: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """One declared option as a click option: its flag, type and range, metavar, help; the value converted by
     the declaration's `normalize` (a ValueError is a usage error naming the flag, exit 2)."""
-    from orchestrator.declaration import default_of, flag_of
+    from orchestrator.declaration import default_of, flag_of, not_a_number
 
     default = defaults[name] if name in defaults else default_of(options, name)
     settings: dict[str, Any] = {"help": option.help, "metavar": option.metavar, "hidden": option.hidden}
@@ -428,6 +428,8 @@ def _declared_option(options: type, name: str, option: Declared,
             return not default  # the flag turns the option from its default
         if option.takes == "pairs":
             value = key_value_pairs(context, parameter, value)
+        if option.takes == "number" and (refusal := not_a_number(value)):
+            raise click.BadParameter(refusal, ctx=context, param=parameter)
         try:
             return option.normalize(value) if option.normalize else value
         except ValueError as error:

@@ -97,3 +97,30 @@ def test_a_negative_pause_or_stall_timeout_is_refused_as_the_cli_refuses_it(job,
 def test_a_pause_that_is_no_number_is_refused(job, pause):
     with pytest.raises(SpecError, match=f"poll_seconds={pause!r} is not a number"):
         job.wait(poll_seconds=pause)
+
+
+@pytest.mark.parametrize("call", [
+    lambda job: job.wait(poll_seconds=float("nan")),
+    lambda job: job.logs(poll_seconds=float("nan")),
+    lambda job: job.liveness(float("nan")),
+    lambda job: orchestrator.Tuning(_RecordingBackend(), "search-1").wait(poll_seconds=float("nan")),
+], ids=["wait", "logs", "liveness", "Tuning.wait"])
+def test_a_nan_pause_or_stall_timeout_is_refused_in_the_words_the_cli_refuses_it_in(job, call):
+    """Before, NaN passed the minimum's comparison on both sides: `time.sleep(nan)` then failed in the follow loop
+    with a ValueError, or a stall timeout of NaN never judged."""
+    with pytest.raises(SpecError) as refused:
+        call(job)
+
+    assert refused.value.message.endswith("=nan is not a number") and job.backend.asked == []
+
+
+@pytest.mark.parametrize("words", [
+    ["watch", "a-job", "--poll-seconds", "nan"],
+    ["logs", "a-job", "--follow", "--poll-seconds", "NaN"],
+    ["watch", "a-job", "--stall-timeout", "nan"],
+    ["local", "job.yaml", "--stall-timeout", "nan"],
+])
+def test_a_nan_number_option_is_a_usage_error_on_the_command_line(words):
+    result = CliRunner().invoke(main, words)
+
+    assert result.exit_code == 2 and f"'{words[-2]}': nan is not a number" in result.output, result.output
