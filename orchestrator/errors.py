@@ -103,7 +103,8 @@ class RunFailed(SmtrainError):
 
 class JobFailed(SmtrainError):
     """A function job (`orchestrator.function_jobs`) ended without every rank's return value: it failed or was stopped
-    before the function returned, and no rank's own exception was kept."""
+    before the function returned and no rank's own exception was kept, or a rank's function exited (`sys.exit(3)`)
+    or was interrupted, which would end the caller if raised there."""
 
     exit_code = 1
 

@@ -2,7 +2,9 @@
 
 A rank that raised kept its exception and its traceback: the first such rank's exception is raised again by the
 job's handle, as `concurrent.futures` does for a worker process, with the remote traceback as its cause, so a
-notebook shows the function's own line, and with the rank and host said in the message's notes.
+notebook shows the function's own line, and with the rank and host said in the message's notes. A rank that
+exited (`sys.exit(3)`) or was interrupted is a JobFailed instead: raised again in the caller, SystemExit would end
+the notebook's kernel or the script that waited, without a traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from orchestrator.observing.root_cause import SourcePaths
 RESULTS_FOLDER = "smtrain-remote"
 """The folder of SM_OUTPUT_DATA_DIR the runner writes to: the same name on both sides (tests/contract)."""
 _RANK_FILE = re.compile(r"rank-(\d+)\.pkl")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
 
 
 class RemoteTraceback(Exception):
@@ -68,8 +71,11 @@ def first_error(kept: list[dict[str, Any]], final: Any, job_name: str, source: S
             if hasattr(error, "add_note"):
                 error.add_note(where)
             remote_traceback = source.in_traceback(outcome["traceback"])
+            if not isinstance(error, Exception):  # SystemExit, KeyboardInterrupt: they mean the caller's end
+                error = _exited(error, outcome, job_name, remote_traceback)
+            else:
+                _shown_as_raised(error, remote_traceback, where)
             error.__cause__ = RemoteTraceback(f"{where}:\n{remote_traceback}")
-            _shown_as_raised(error, remote_traceback, where)
             return error
         if "unpicklable" in outcome:
             return JobFailed(outcome["unpicklable"], fix="return something pickle can carry (numbers, lists, "
@@ -80,6 +86,23 @@ def first_error(kept: list[dict[str, Any]], final: Any, job_name: str, source: S
         return JobFailed(f"job {job_name} returned no value: {reason}",
                          fix="see its logs: `smtrain logs` with the job's name or run directory")
     return None
+
+
+def _exited(error: BaseException, outcome: dict[str, Any], job_name: str, remote_traceback: str) -> JobFailed:
+    """The JobFailed that stands for a rank's SystemExit or KeyboardInterrupt: its exit status (`sys.exit("text")`
+    exits 1 after printing the text) or the exception's name, the rank and host, and the innermost frame of its
+    traceback, the line that exited."""
+    if isinstance(error, SystemExit):
+        status = int(error.code) if isinstance(error.code, int) else 1
+        how = f"exited with status {status}" + (f" (sys.exit({error.code!r}))" if status != error.code else "")
+    else:
+        how = f"ended with {type(error).__name__}"
+    frames = _FRAME.findall(remote_traceback)
+    at = f" at {frames[-1][0]}:{frames[-1][1]}" if frames else ""
+    return JobFailed(f"job {job_name} failed: its function {how} on rank {outcome['rank']} ({outcome['host']}){at}",
+                     fix="a function job hands back what the function returns or raises: return a value, or raise "
+                         "an exception (the caller gets it), instead of exiting; `job.failure_cause()` and the job's "
+                         "logs (`smtrain logs` with its name or run directory) say what the rank printed")
 
 
 def _shown_as_raised(error: BaseException, remote_traceback: str, where: str) -> None:

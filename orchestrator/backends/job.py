@@ -248,7 +248,9 @@ class Job:
 
         Raises:
             the function's own exception, from the lowest rank that raised, with the remote traceback as its
-            cause and the rank and host in its notes; JobFailed when the job failed before any rank returned.
+            cause and the rank and host in its notes; JobFailed when the job failed before any rank returned, or
+            when a rank's function exited with a status other than 0 or was interrupted (the remote traceback its
+            cause), where SystemExit or KeyboardInterrupt raised again would end the caller.
         """
         from orchestrator.backends.function_results import RESULTS_FOLDER, first_error, outcomes
 

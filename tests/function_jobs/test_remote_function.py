@@ -550,7 +550,8 @@ def test_a_generator_or_async_function_is_refused_before_its_job_starts_and_stil
 @pytest.mark.slow  # a local run
 def test_a_function_ending_with_sys_exit_0_succeeds_and_another_exit_status_fails_its_job():
     """Before, `sys.exit(0)` at the end of code brought from a training script failed the job (`algo-1 (rank 0)
-    failed: SystemExit: 0`) and job.result() raised SystemExit(0) in the notebook, which ends a plain script."""
+    failed: SystemExit: 0`) and job.result() raised SystemExit(0) in the notebook, which ends a plain script; and
+    `sys.exit(3)` still raised SystemExit(3) there: the kernel or the waiting script ended without a traceback."""
     def trains(status):
         print("trained")
         sys.exit(status)
@@ -559,9 +560,33 @@ def test_a_function_ending_with_sys_exit_0_succeeds_and_another_exit_status_fail
     succeeded, failed = job.run(0, backend="local"), job.run(3, backend="local")
 
     assert succeeded.result() is None and succeeded.wait().status == "Completed"
-    with pytest.raises(SystemExit):
+    with pytest.raises(JobFailed) as exited:
         failed.result()
-    assert failed.wait().status == "Failed"
+    assert exited.value.message == (f"job {failed.name} failed: its function exited with status 3 on rank 0 "
+                                    f"(algo-1) at {__file__}:{trains.__code__.co_firstlineno + 2}")
+    assert "raise an exception" in exited.value.fix and "failure_cause()" in exited.value.fix
+    assert "sys.exit(status)" in str(exited.value.__cause__) and "SystemExit: 3" in str(exited.value.__cause__)
+    assert failed.wait().status == "Failed" and failed.failure_cause().exception == "SystemExit: 3"
+
+
+@pytest.mark.parametrize(("ended", "said"), [
+    (SystemExit("no data in /opt/ml/input"), "exited with status 1 (sys.exit('no data in /opt/ml/input'))"),
+    (SystemExit(True), "exited with status 1"),
+    (KeyboardInterrupt(), "ended with KeyboardInterrupt"),
+])
+def test_a_rank_that_exited_or_was_interrupted_is_a_job_failure_not_the_caller_s_own_end(tmp_path, monkeypatch,
+                                                                                        ended, said):
+    monkeypatch.setenv("SM_OUTPUT_DATA_DIR", str(tmp_path / "output"))
+    runner._keep(0, {"rank": 0, "host": "algo-1", "value": 1})
+    runner._keep(1, {"rank": 1, "host": "algo-2", "error": ended,
+                     "traceback": f'  File "<cell-4>", line 7, in train\n{type(ended).__name__}\n'})
+    files = {file.name: file.read_bytes() for file in (tmp_path / "output" / RESULTS_FOLDER).iterdir()}
+
+    error = first_error(outcomes(files), None, "cell-job", SourcePaths())
+
+    assert type(error) is JobFailed
+    assert error.message == f"job cell-job failed: its function {said} on rank 1 (algo-2) at <cell-4>:7"
+    assert 'line 7, in train' in str(error.__cause__)
 
 
 def test_a_function_taking_its_own_backend_argument_is_told_run_keeps_that_keyword_and_how_to_give_it(tmp_path):
