@@ -21,7 +21,7 @@ _API = {
     "plan_tuning": "orchestrator.api",
     "submit_tuning": "orchestrator.api",
     "Tuning": "orchestrator.api",
-    "load_tuning": "orchestrator.specs.loader",
+    "load_tuning": "orchestrator.api",
     "tune_local": "orchestrator.api",
     "run_local": "orchestrator.api",
     "run": "orchestrator.api",

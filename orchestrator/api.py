@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the job handle and the tuning modules load when a function 
     from orchestrator.specs.loader import LoadedTuning
 
 SpecLike = JobSpec | LoadedSpec | Mapping[str, Any] | str | Path
-__all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "plan", "plan_tuning",
-           "run", "run_local", "submit", "submit_tuning", "tune_local"]
+__all__ = ["Job", "Plan", "Tuning", "TuningPlan", "attach", "build_estimator", "load_spec", "load_tuning", "plan",
+           "plan_tuning", "run", "run_local", "submit", "submit_tuning", "tune_local"]
 _LAZY_TYPES = {"Job": "orchestrator.backends.job", "Tuning": "orchestrator.backends.tuning",
                "TuningPlan": "orchestrator.planning.tuning"}
 
@@ -234,7 +234,7 @@ def tune_local(tuning: LoadedTuning | str | Path, options: SearchOptions | None 
     """
     from orchestrator.emulator.tuning.search import tune_local as tune_here
     from orchestrator.emulator.tuning.search_options import SearchOptions
-    from orchestrator.specs.loader import LoadedTuning, load_tuning
+    from orchestrator.specs.loader import LoadedTuning
 
     if options is not None and not isinstance(options, SearchOptions):
         raise SpecError(f"tune_local's options are a SearchOptions, not {kind_of(options)}",
@@ -281,13 +281,24 @@ def build_estimator(spec: SpecLike | Plan, sagemaker_session: Any | None = None,
     return estimator_for(job_plan, sagemaker_session)
 
 
+def load_tuning(path: str | Path, overrides: str | Iterable[str] = ()) -> LoadedTuning:
+    """Reads and checks a tuning spec and the job spec it names (`specs.loader.load_tuning`, `smtrain tune`'s
+    reader), `overrides` applied to the job spec as `load_spec` applies them: an error about one names it as given
+    here (`overrides=["instance.count=abc"]`), not as the CLI's `--set`."""
+    from orchestrator.specs.loader import keyword_overrides
+    from orchestrator.specs.loader import load_tuning as read_tuning
+
+    return read_tuning(path, keyword_overrides(overrides))
+
+
 @naming_keywords
 def plan_tuning(spec: LoadedTuning | str | Path, *, job_name: str | None = None, boto: Any | None = None,
                 overrides: str | Iterable[str] = (), max_source_bytes: int = DEFAULT_MAX_BYTES,
                 region: str | None = None) -> TuningPlan:
     """Plans a tuning job from a tuning spec: where it goes (as `plan`; `region` replaces the job spec's, as
     `--region X` does), then its CreateHyperParameterTuningJob request, whose training definition is the job
-    spec's single-job request. `overrides` are `--set`'s `key.path=value` for the job spec: a list, or one string.
+    spec's single-job request. `overrides` are `--set`'s `key.path=value` for the job spec: a list, or one string,
+    named in errors as given here (see `load_tuning`).
 
     Raises:
         SpecError / CapabilityError: the specs cannot be submitted, or `boto` is a session for another region
@@ -296,7 +307,7 @@ def plan_tuning(spec: LoadedTuning | str | Path, *, job_name: str | None = None,
     from orchestrator.planning.tuning import build_tuning_plan
 
     refuse_other_region(boto, region, named_by="region=")
-    from orchestrator.specs.loader import LoadedTuning, load_tuning
+    from orchestrator.specs.loader import LoadedTuning
 
     if isinstance(spec, LoadedTuning) and overrides:
         # A read tuning spec keeps no text to apply them to: dropping them would plan what the user did not ask.

@@ -38,7 +38,14 @@ from orchestrator.redact import MASK, is_secret_name, mask_text, secret_values
 from orchestrator.specs.capabilities import Finding, check
 from orchestrator.specs.field_docs import field_description
 from orchestrator.specs.model import JobSpec, is_uri, one_line
-from orchestrator.specs.option_overrides import keyword_shown, override_origin, override_shown
+from orchestrator.specs.option_overrides import (
+    KeywordOverride,
+    keyword_shown,
+    override_origin,
+    override_said,
+    override_shown,
+    said_override,
+)
 from orchestrator.specs.sdk_names import sdk_name_fix, sdk_shape_fix, sdk_spec_key
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.yaml_characters import CharacterRefusal, bad_unicode_escape, unusual_space
@@ -243,8 +250,9 @@ _READINGS: dict[int, _Reading] = {}
 def load_spec(path: str | Path, overrides: str | Iterable[str] = ()) -> JobSpec:
     """The notebook entry point: a checked JobSpec from a YAML file (see `load`). Where it was read is remembered
     for as long as the spec lives, so that an error about it later (a plan, a submit) names the file, line and
-    override as the CLI's do (`as_read`); a copy made with changes is a spec of its own, without them."""
-    loaded = load(path, overrides)
+    override as the CLI's do (`as_read`); a copy made with changes is a spec of its own, without them. An error
+    about an override names it as given here, `overrides=["instance.count=abc"]`, not as `--set`."""
+    loaded = load(path, keyword_overrides(overrides))
     spec = loaded.spec
     _READINGS[id(spec)] = _Reading(loaded.path, loaded._positions, loaded._overrides)
     weakref.finalize(spec, _READINGS.pop, id(spec), None)
@@ -796,30 +804,33 @@ def parse_override(text: str) -> tuple[Loc, Any]:
 
     dotted, sep, value_text = text.partition("=")
     if not sep or not dotted.strip():
-        raise SpecError(f"--set {text!r}: expected key.path=value", fix="for example --set instance.count=2")
+        raise SpecError(f"{override_said(text, text, quoted=True)}: expected key.path=value",
+                        fix=f"for example {override_said(text, 'instance.count=2')}")
     loc = tuple(dotted.strip().split("."))
     if len(loc) > MAX_NESTING:
-        raise SpecError(f"--set {_shortened(dotted)}=...: {len(loc)} levels deep; no spec field is deeper than "
-                        f"{MAX_NESTING}", fix="check the key path")
+        raise SpecError(f"{override_said(text, f'{_shortened(dotted)}=...')}: {len(loc)} levels deep; no spec field "
+                        f"is deeper than {MAX_NESTING}", fix="check the key path")
     if not value_text.strip():
         return loc, ""
-    shown = f"--set {dotted}={MASK if is_secret_name(dotted) else _shortened(value_text)}"
+    shown = override_said(text, f"{dotted}={MASK if is_secret_name(dotted) else _shortened(value_text)}")
     try:
         _check_shape(value_text, lambda mark: shown)
-        value = _override_value(dotted, value_text, shown)
+        value = _override_value(text, value_text, shown)
     except BareEquals as exc:
         if value_text.strip() != "=":  # `--set sep==` is the text "="; `[a, =]` would silently be a string
             raise SpecError(f"{shown}: {exc.problem}", fix="write it in quotes" + (
-                "" if is_secret_name(dotted) else f": --set '{dotted}={_quoted_at(value_text, exc.problem_mark)}'"))
+                "" if is_secret_name(dotted)
+                else f": {override_said(text, f'{dotted}={_quoted_at(value_text, exc.problem_mark)}', quoted=True)}"))
         value = value_text
     except yaml.YAMLError:
         value = value_text
     return loc, _plain(value)
 
 
-def _override_value(dotted: str, text: str, shown: str) -> Any:
-    """A `--set` value read as YAML, as the spec's own are: a key YAML reads as other text is refused, and a
-    hyperparameter's value that YAML would send as other text keeps the text written."""
+def _override_value(override: str, text: str, shown: str) -> Any:
+    """A `--set` value (`text`, of `override`) read as YAML, as the spec's own are: a key YAML reads as other text
+    is refused, and a hyperparameter's value that YAML would send as other text keeps the text written."""
+    dotted = override.partition("=")[0]
     loader = _yaml_loader_class()(text)
     try:
         node = loader.get_single_node()
@@ -830,7 +841,8 @@ def _override_value(dotted: str, text: str, shown: str) -> Any:
             quoted = f'{text[:key.start_mark.index]}"{key.value}"{text[key.end_mark.index:]}'
             secrets = secret_values({dotted: _plain(loader.construct_document(node))})  # `{API_TOKEN: x, yes: 1}`
             raise SpecError(mask_text(f"{shown}: {message}", secrets), fix="write the key in quotes" + (
-                "" if is_secret_name(dotted) else mask_text(f": --set '{dotted}={quoted}'", secrets)))
+                "" if is_secret_name(dotted)
+                else mask_text(f": {override_said(override, f'{dotted}={quoted}', quoted=True)}", secrets)))
         return loader.construct_document(as_written(node) if dotted.split(".")[0] == "hyperparameters" else node)
     finally:
         loader.dispose()
@@ -861,6 +873,12 @@ def _override_texts(overrides: str | Iterable[str]) -> tuple[str, ...]:
     return texts
 
 
+def keyword_overrides(overrides: str | Iterable[str]) -> tuple[KeywordOverride, ...]:
+    """The Python API's `overrides=` (a list of `key.path=value` strings, or one), each named in messages as given
+    there."""
+    return tuple(KeywordOverride(text) for text in _override_texts(overrides))
+
+
 def _apply_overrides(raw: Any, overrides: tuple[str, ...]) -> dict[Loc, str]:
     applied: dict[Loc, str] = {}
     for text in overrides:
@@ -871,7 +889,7 @@ def _apply_overrides(raw: Any, overrides: tuple[str, ...]) -> dict[Loc, str]:
                 break
             target = target.setdefault(key, {})
         if not isinstance(target, dict):
-            raise SpecError(f"--set {_shown_override(text)}: {'.'.join(loc[:-1])} is not a mapping",
+            raise SpecError(f"{override_said(text, _shown_override(text))}: {'.'.join(loc[:-1])} is not a mapping",
                             fix="set a key inside a mapping")
         target[loc[-1]] = value
         applied[loc] = override_shown(text, _shown_override(text))
@@ -1064,7 +1082,7 @@ def _wrong_of(error: Mapping[str, Any], loc: Loc, places: _Places, overrides: di
     return _Wrong(error["type"], loc, error.get("input"), error.get("ctx") or {},
                   any(is_secret_name(str(part)) for part in loc),
                   _as_written(loc, error.get("input"), places.texts, overrides),
-                  set_text.partition("=")[0] if (set_text := _set_text(overrides, loc)) else None,
+                  _set_text(overrides, loc),
                   holds_anchor=len(loc) == 1 and loc[0] in places.anchor_holders)
 
 
@@ -1123,7 +1141,7 @@ def _whole_number_fix(wrong: _Wrong) -> str:
     """`write it without the decimal point: count: 2`, or for 2.5 the whole numbers either side."""
     value = wrong.value
     numbers = [int(value)] if value.is_integer() else [math.floor(value), math.ceil(value)]
-    written = [f"--set {wrong.set_key}={number}" if wrong.set_key else _written_at(wrong.loc, str(number))
+    written = [_set_again(wrong.set_by, number) if wrong.set_by else _written_at(wrong.loc, str(number))
                for number in numbers]
     return ("write it without the decimal point: " if value.is_integer() else "write a whole number: ") + \
         " or ".join(written)
@@ -1138,9 +1156,14 @@ def _as_written(loc: Loc, value: Any, texts: dict[Loc, str], overrides: dict[Loc
 
 
 def _set_text(overrides: dict[Loc, str], loc: Loc) -> str | None:
-    """The `key=value` text of the `--set` that wrote `loc` (None: none did, or another option did)."""
-    written = overrides.get(loc, "")
-    return written.removeprefix("--set ") if written.startswith("--set ") else None
+    """The `key=value` text of the `--set` or `overrides=` item that wrote `loc` (None: none did, or another option
+    did), a KeywordOverride for the latter."""
+    return said_override(overrides.get(loc, ""))
+
+
+def _set_again(override: str, value: Any, quoted: bool = False) -> str:
+    """The override that gave a wrong value, given again with `value`, in its user's words."""
+    return override_said(override, f"{override.partition('=')[0]}={value}", quoted)
 
 
 @dataclass(frozen=True)
@@ -1155,9 +1178,9 @@ class _Wrong:
     """The value is shown masked."""
     written: str | None = None
     """The value's text as the user wrote it."""
-    set_key: str | None = None
-    """The key of the `--set` that gave the value, whose fix is a `--set` too (the shell would strip quotes
-    written as in the file)."""
+    set_by: str | None = None
+    """The override (`--set`, or the API's `overrides=`) that gave the value, whose fix is an override too, in the
+    same words (the shell would strip quotes written as in the file)."""
     holds_anchor: bool = False
     """A top-level key whose value defines an anchor."""
 
@@ -1230,11 +1253,11 @@ def _string_fix(wrong: _Wrong) -> str:
         return f'give it a value after the colon ("" for an empty one): {_written_at(loc, example)}'
     if loc == ("py_version",) and re.fullmatch(r"3\.\d+", wrong.written or ""):  # `py_version: 3.10` is not py310
         tag = "py" + (wrong.written or "").replace(".", "")
-        return "write the image's Python tag: " + (f"--set {wrong.set_key}={tag}" if wrong.set_key
+        return "write the image's Python tag: " + (_set_again(wrong.set_by, tag) if wrong.set_by
                                                     else f"py_version: {tag}")
     quoted = f'"{MASK if wrong.secret else (wrong.written or value)}"'
-    if wrong.set_key:
-        return f"write it in quotes: --set '{wrong.set_key}={quoted}'"
+    if wrong.set_by:
+        return f"write it in quotes: {_set_again(wrong.set_by, quoted, quoted=True)}"
     return f"write it in quotes: {_written_at(loc, quoted)}"
 
 

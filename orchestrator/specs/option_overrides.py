@@ -6,6 +6,7 @@ allow_unverified=true`: options the user never wrote."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 from typing import Any
@@ -32,6 +33,32 @@ class OptionOverride(str):
         return made
 
 
+class KeywordOverride(str):
+    """An override given to the Python API's `overrides=` (`load_spec`, `plan_tuning`, `load_tuning`): messages
+    name it as given there, `overrides=["instance.count=2"]`, where the command line's is `--set instance.count=2`.
+    A trial of a local search still runs it with `--set` (`override_words`): that is a command line."""
+
+
+def override_said(override: str, text: str, quoted: bool = False) -> str:
+    """`text` (the override's `key=value`, masked or mended for a fix) as its user gives an override:
+    `overrides=["text"]` from Python, `--set text` on the command line, `--set 'text'` where the shell would
+    strip the quotes `text` holds."""
+    if isinstance(override, KeywordOverride):
+        literal = repr(text) if '"' in text else json.dumps(text)  # double quotes, as the API's examples, if it can
+        return f"overrides=[{literal}]"
+    return f"--set '{text}'" if quoted else f"--set {text}"
+
+
+def said_override(shown: str) -> str | None:
+    """The override that `override_said` showed, its `key=value` as shown (a KeywordOverride where it came from
+    Python), for a fix to give it again in its user's words; None for an option's (`--region X`)."""
+    if shown.startswith("--set "):
+        return shown.removeprefix("--set ")
+    if shown.startswith("overrides=[") and shown.endswith("]"):
+        return KeywordOverride(ast.literal_eval(shown.removeprefix("overrides=[").removesuffix("]")))
+    return None
+
+
 def override_words(override: str) -> tuple[str, ...]:
     """The command-line words that give `override` again: its own option, or `--set` and its text."""
     return override.words if isinstance(override, OptionOverride) else ("--set", override)
@@ -39,8 +66,8 @@ def override_words(override: str) -> tuple[str, ...]:
 
 def override_shown(override: str, shown_text: str) -> str:
     """Where a message says the override came from: `--region eu-west-1` as typed, or `--set ` and `shown_text`
-    (the text with secrets masked)."""
-    return shlex.join(override.words) if isinstance(override, OptionOverride) else f"--set {shown_text}"
+    (the text with secrets masked), or from Python `overrides=["shown_text"]`."""
+    return shlex.join(override.words) if isinstance(override, OptionOverride) else override_said(override, shown_text)
 
 
 def keyword_shown(keyword: str, value: Any) -> str:

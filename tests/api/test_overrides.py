@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
 import orchestrator
+from orchestrator.cli.main import main
 from orchestrator.errors import SpecError
 from orchestrator.specs.loader import load_tuning
 from tuning_specs import TINY_SEARCH
@@ -79,3 +81,42 @@ def test_overrides_for_a_tuning_spec_read_already_are_refused_not_dropped(write_
     assert "read already" in refused.value.message
     assert "load_tuning(path, overrides)" in refused.value.fix
     assert orchestrator.plan_tuning(loaded).job.spec.instance.count == loaded.job.spec.instance.count
+
+
+@pytest.mark.parametrize(("override", "api_said", "cli_said"), [
+    ("instance.count", 'overrides=["instance.count"]: expected key.path=value\n  To fix: for example '
+                       'overrides=["instance.count=2"]',
+     "--set 'instance.count': expected key.path=value"),
+    ("instance.count=2.5", 'overrides=["instance.count=2.5"]: instance.count: Input should be a valid integer'
+                           '\n    fix: write a whole number: overrides=["instance.count=2"] or '
+                           'overrides=["instance.count=3"]',
+     "--set instance.count=2.5: instance.count: Input should be a valid integer\n    fix: write a whole number: "
+     "--set instance.count=2 or --set instance.count=3"),
+    ("framework_version=2.10", "fix: write it in quotes: overrides=['framework_version=\"2.10\"']",
+     "fix: write it in quotes: --set 'framework_version=\"2.10\"'"),
+    ("name.first=x", 'overrides=["name.first=x"]: name is not a mapping', "--set name.first=x: name is not a mapping"),
+    ("hyperparameters.opt=[a, =]", "To fix: write it in quotes: overrides=['hyperparameters.opt=[a, \"=\"]']",
+     "write it in quotes: --set 'hyperparameters.opt=[a, \"=\"]'"),
+])
+def test_an_override_s_error_names_it_as_its_caller_gave_it(write_spec, override, api_said, cli_said):
+    """Before, `load_spec(path, overrides=[...])` was told of `--set`, a flag of a command it never ran; the
+    command line keeps its words."""
+    spec = write_spec()
+    with pytest.raises(SpecError) as refused:
+        orchestrator.load_spec(spec, [override])
+    validated = CliRunner().invoke(main, ["validate", str(spec), "--set", override])
+
+    assert api_said in str(refused.value) and "--set" not in str(refused.value)
+    assert validated.exit_code == 2 and cli_said in validated.output, validated.output
+
+
+def test_a_tuning_spec_s_job_overrides_are_named_as_the_api_took_them(write_spec, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    search = _search(write_spec())
+
+    for read in (lambda: orchestrator.load_tuning(search, "instance.count=2.5"),
+                 lambda: orchestrator.plan_tuning(search, overrides="instance.count=2.5")):
+        with pytest.raises(SpecError) as refused:
+            read()
+        assert 'overrides=["instance.count=2.5"]: instance.count' in str(refused.value)
+        assert "--set" not in str(refused.value)
