@@ -201,7 +201,7 @@ def build_plan(spec: LoadedSpec, target: Target, *, job_name: str | None = None,
     if errors:
         raise CapabilityError("\n".join(f"{finding.field}: {finding.message}" for finding in errors),
                               fix="; ".join(finding.fix for finding in errors))
-    refused_inputs = [] if local_inputs else local_input_refusals(job_spec)
+    refused_inputs = [] if local_inputs else local_input_refusals(job_spec, spec.field_words)
     if refused_inputs:
         raise spec.refusal(refused_inputs)
     if target.region_is_fallback:

@@ -547,17 +547,18 @@ def submit_refusals(spec: JobSpec, findings: Iterable[Finding]) -> list[Finding]
     """What `submit` refuses in a spec that loads, so that `validate` refuses it too: a finding that blocks
     (`unverified` without allow_unverified; errors never load) and what `plan` refuses as well."""
     blocking = [past_unverified(finding, SPEC_WORDS) for finding in findings if finding.blocks(spec.allow_unverified)]
-    return [*blocking, *local_input_refusals(spec)]
+    return [*blocking, *local_input_refusals(spec, SPEC_WORDS)]
 
 
-def local_input_refusals(spec: JobSpec) -> list[Finding]:
-    """A channel given as a local path, which only `smtrain local` reads: `plan` and `submit` refuse it."""
+def local_input_refusals(spec: JobSpec, words: FieldWords) -> list[Finding]:
+    """A channel given as a local path, which only `smtrain local` reads: `plan` and `submit` refuse it, the fix
+    naming a local run's own input as its user (`words`) gives it."""
     return [Finding(
         rule="inputs-local-path", severity="error", field=f"inputs.{name}",
         message=f"{location} is a local path: a SageMaker job reads its channels from S3, so plan and "
                 "submit refuse it (smtrain local reads it)",
         fix=f"upload the data and give its s3:// prefix in `inputs`, and keep this folder for smtrain local "
-            f"as `local_inputs: {{{name}: {location}}}` (plan and submit ignore it; --input {name}=PATH "
+            f"as `local_inputs: {{{name}: {location}}}` (plan and submit ignore it; {words.one_run_input(name)} "
             "overrides it for one run)",
         source="CreateTrainingJob InputDataConfig: S3 data sources")
         for name, location in spec.channel_locations().items() if not location.startswith("s3://")]

@@ -68,6 +68,14 @@ class FieldWords:
             return f"{name}={{{value[0]!r}: {_literal(value[1])}}}"
         return f"{name}={_literal(value)}"
 
+    def one_run_input(self, name: str) -> str:
+        """A local copy of channel `name` for one local run, for layers below the run's options (a plan's refusal):
+        what `option(Options, "inputs", (name, "<local path>"))` says, `--input train=<local path>` of smtrain
+        local, or `inputs={'train': '<local path>'}` of a local run from Python (a test holds the two alike)."""
+        if self.options_as_keywords or self.keywords_of:
+            return f"inputs={{{name!r}: '<local path>'}}"
+        return f"--input {name}=<local path>"
+
     def changed(self, field: str, value: str) -> str:
         """A field of a spec already given, changed for another run: `--set instance.count=N` on the command line;
         from Python, whose `run` takes no keyword for a spec's fields, "`instance.count: N` in the spec" (or the

@@ -15,6 +15,7 @@ from orchestrator.emulator.preparing.prepared_run import PreparedRun, prepare_ru
 from orchestrator.emulator.run_options import Options
 from orchestrator.errors import SpecError
 from orchestrator.specs.loader import load
+from orchestrator.specs.words import API_WORDS, SPEC_WORDS, FieldWords
 
 pytestmark = pytest.mark.hardening
 
@@ -46,8 +47,10 @@ def test_an_object_key_that_climbs_out_of_the_channel_is_refused(tmp_path, cache
     s3.put_object(Bucket="chan-bucket", Key="data/train/ok.csv", Body=b"1\n")
     s3.put_object(Bucket="chan-bucket", Key="data/train/../../../../../escaped.txt", Body=b"owned\n")
     assert any(".." in item["Key"] for item in s3.list_objects_v2(Bucket="chan-bucket")["Contents"])
-    with pytest.raises(SpecError, match=r"has a `\.\.` path segment, so its file would land outside"):
-        _prepare(_spec(tmp_path, "s3://chan-bucket/data/train/"), Options(run_dir=tmp_path / "run"))
+    with pytest.raises(SpecError, match=r"has a `\.\.` path segment, so its file would land outside") as refused:
+        _prepare(_spec(tmp_path, "s3://chan-bucket/data/train/"), Options(run_dir=tmp_path / "run"), API_WORDS)
+    assert refused.value.fix == "rename the object, or give a local copy of the channel with inputs={'train': " \
+                                "'<local path>'}"
     assert not list(tmp_path.rglob("escaped.txt"))  # it would land in tmp_path/deep/er/, above the cache
 
 
@@ -66,20 +69,24 @@ def test_an_ordinary_channel_is_downloaded_into_the_cache(tmp_path, cache):
     assert _everything_under(cache / "s3") == {"chan-bucket/data/train/sub/ok.csv"}
 
 
-def _prepare(spec: Path, settings: Options) -> PreparedRun:
+def _prepare(spec: Path, settings: Options, words: FieldWords = SPEC_WORDS) -> PreparedRun:
     """The run prepared as `run_local` prepares it: planned for this machine first, then written out; the run
-    directory let go as `run_local` lets go of it when its run ends."""
-    prepared = prepare_run(local_plan(load(spec), settings), settings)
+    directory let go as `run_local` lets go of it when its run ends. `words`: its user's, the CLI's or the API's."""
+    prepared = prepare_run(local_plan(load(spec).in_words(words), settings), settings)
     release_directory(prepared.layout.root)
     return prepared
 
 
-def test_an_object_that_is_also_a_folder_of_others_gives_one_clear_error(tmp_path, cache):
+@pytest.mark.parametrize(("words", "local_copy"), [(SPEC_WORDS, "--input train=<local path>"),
+                                                   (API_WORDS, "inputs={'train': '<local path>'}")])
+def test_an_object_that_is_also_a_folder_of_others_gives_one_clear_error(tmp_path, cache, words, local_copy):
+    """Its fix names a local copy of the channel as the run's user gives one: before, `--input` from Python too."""
     s3 = boto3.client("s3")
     s3.put_object(Bucket="chan-bucket", Key="data/train/a", Body=b"1\n")
     s3.put_object(Bucket="chan-bucket", Key="data/train/a/b", Body=b"2\n")
-    with pytest.raises(SpecError, match=r"'a' is an object and also the folder of 'a/b'"):
-        _prepare(_spec(tmp_path, "s3://chan-bucket/data/train/"), Options(run_dir=tmp_path / "run"))
+    with pytest.raises(SpecError, match=r"'a' is an object and also the folder of 'a/b'") as refused:
+        _prepare(_spec(tmp_path, "s3://chan-bucket/data/train/"), Options(run_dir=tmp_path / "run"), words)
+    assert refused.value.fix == f"rename one of them, or give a local copy of the channel with {local_copy}"
 
 
 def test_an_object_deleted_from_s3_is_not_served_from_the_cache(tmp_path, cache):

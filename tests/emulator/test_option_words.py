@@ -54,10 +54,31 @@ def test_an_option_is_worded_as_the_command_line_gives_it_or_as_python_does():
     assert API_WORDS.option(Options, "run_dir", Path("/r")) == "run_dir='/r'"
     assert SPEC_WORDS.option(Options, "inputs", ("train", "./data")) == "--input train=./data"
     assert API_WORDS.option(Options, "inputs", ("train", "./data")) == "inputs={'train': './data'}"
+    for words in (SPEC_WORDS, API_WORDS):  # said below the run's options, by a plan, as the declaration says it
+        assert words.one_run_input("train") == words.option(Options, "inputs", ("train", "<local path>"))
     assert SPEC_WORDS.option(Options, "smoke_seconds", 60) == "--smoke 60"
     assert SPEC_WORDS.option(Options, "gpu_standin") == "--no-gpu-standin"
     assert API_WORDS.option(Options, "gpu_standin") == "gpu_standin=False"
     assert SPEC_WORDS.option(Options, "host_order", ("algo-2", "algo-1")) == "--host-order algo-2,algo-1"
+
+
+def test_a_local_path_as_a_channel_is_refused_by_plan_naming_a_local_run_s_input_as_its_user_gives_it(tmp_path,
+                                                                                                     monkeypatch):
+    """Before, `orchestrator.plan` told a Python caller that `--input train=PATH` overrides the folder for one
+    run."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    spec = _spec(tmp_path)
+    (tmp_path / "data").mkdir()
+    spec.write_text(yaml.safe_dump({**yaml.safe_load(spec.read_text()), "inputs": {"train": "data"}}))
+
+    with pytest.raises(SmtrainError) as refused:
+        orchestrator.plan(spec)
+    planned = CliRunner().invoke(main, ["plan", str(spec)])
+
+    assert "inputs={'train': '<local path>'} overrides it for one run" in str(refused.value)
+    assert "--input" not in str(refused.value)
+    assert planned.exit_code == 2
+    assert "--input train=<local path> overrides it for one run" in " ".join(planned.output.split())
 
 
 def test_a_master_host_that_is_no_host_of_the_job(tmp_path):

@@ -536,7 +536,8 @@ def _download_channel(name: str, uri: str, words: FieldWords) -> Path:
                 if _climbs(relative):
                     raise SpecError(f"input {name}: the object s3://{bucket}/{item['Key']} has a `..` path segment, "
                                     f"so its file would land outside the channel ({target})",
-                                    fix="rename the object, or give a local copy of the channel with --input")
+                                    fix="rename the object, or give a local copy of the channel with "
+                                        f"{words.option(Options, 'inputs', (name, '<local path>'))}")
                 parts = PurePosixPath(relative).parts
                 above = {"/".join(parts[:end]) for end in range(1, len(parts))}
                 if relative.endswith("/"):  # a folder marker (the S3 console's "Create folder"): no file
@@ -546,7 +547,8 @@ def _download_channel(name: str, uri: str, words: FieldWords) -> Path:
                     clash = relative if relative in folders else sorted(above & files)[0]
                     raise SpecError(f"input {name} ({uri}): {clash!r} is an object and also the folder of "
                                     f"{relative!r}; on disk one name cannot be both a file and a folder",
-                                    fix="rename one of them, or give a local copy of the channel with --input")
+                                    fix="rename one of them, or give a local copy of the channel with "
+                                        f"{words.option(Options, 'inputs', (name, '<local path>'))}")
                 if relative:
                     files.add(relative)
                     folders.update(above)
