@@ -47,7 +47,7 @@ from orchestrator.cli.options import (
     spec_argument,
     wait_option,
 )
-from orchestrator.cloud.hang_watch import DEFAULT_STALL_TIMEOUT_SECONDS, WatchOptions
+from orchestrator.cloud.hang_watch import WatchOptions
 from orchestrator.cloud.metrics import DEFAULT_PERIOD_SECONDS
 from orchestrator.observing.job_status import STATUSES
 from orchestrator.observing.metric_series import to_csv
@@ -168,12 +168,10 @@ def submit(
 @click.command()
 @_job_options
 @output_option
-@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_TIMEOUT_SECONDS, show_default=True,
-              metavar="SECONDS", help="A training job silent this long is judged: hung when every host is idle, "
-                                      "slow when some host's CPUs or GPUs work (nothing is stopped here).")
+@declared_options(WatchOptions, "stall_timeout")  # the one `watch` judges by: status says what watch would do
 @click.pass_context
 def status(ctx: click.Context, job: str, backend: str | None, region: str | None, output: str,
-           stall_timeout: float) -> None:
+           options: WatchOptions) -> None:
     """Status of JOB: status and secondary status with their history, progress (step and epoch of the total,
     from the log lines), rate and ETA, the latest loss, and for a failed job the reason and the failing host's
     last lines. A SageMaker job adds billable seconds and cost so far at the catalog's on-demand price and, while
@@ -189,7 +187,7 @@ def status(ctx: click.Context, job: str, backend: str | None, region: str | None
       smtrain status sagemaker:my-job-2026-11-28-09-35-53-379-6xu3 --region eu-west-1 -o json
     """
     chosen, job_id = _resolve(ctx, job, backend, region)
-    report = chosen.status_report(job_id, stall_timeout)
+    report = chosen.status_report(job_id, options.stall_timeout)
     if output == "json":
         echo_json(report.to_dict(datetime.now(timezone.utc)))
     else:

@@ -43,8 +43,9 @@ class WatchOptions:
         DEFAULT_STALL_TIMEOUT_SECONDS, takes="number", minimum=0, metavar="SECONDS", show_default=True,
         normalize=lambda seconds: seconds or None, word=lambda seconds: format(seconds or 0, "g"),
         help="A job whose hosts wrote no line and advanced no metric for this long is hung when every host's CPUs "
-             "and GPUs are idle (SageMaker's utilization metrics): it is stopped with the reason and each host's "
-             "last lines, exit 4. Busy devices make it slow: reported, never stopped. 0: never judged.")
+             "and GPUs are idle (SageMaker's utilization metrics): followed (watch, submit --wait), it is stopped "
+             "with the reason and each host's last lines, exit 4; `status` only says so. Busy devices make it slow: "
+             "reported, never stopped. 0: never judged.")
     stop: bool = declared(
         True, takes="flag", flag="--no-stop",
         help="Report a hung job (exit 4) but leave it running: no StopTrainingJob.")

@@ -118,6 +118,7 @@ def test_a_nan_pause_or_stall_timeout_is_refused_in_the_words_the_cli_refuses_it
     ["watch", "a-job", "--poll-seconds", "nan"],
     ["logs", "a-job", "--follow", "--poll-seconds", "NaN"],
     ["watch", "a-job", "--stall-timeout", "nan"],
+    ["status", "a-job", "--stall-timeout", "nan"],
     ["local", "job.yaml", "--stall-timeout", "nan"],
 ])
 def test_a_nan_number_option_is_a_usage_error_on_the_command_line(words):

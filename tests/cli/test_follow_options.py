@@ -80,6 +80,24 @@ def test_watch_judges_by_default_and_zero_never_judges(captured_follow):
     assert _followed_with("--stall-timeout", "0").stall_timeout is None
 
 
+def test_status_judges_by_the_declared_stall_timeout(monkeypatch):
+    """`status --stall-timeout` was a click option of its own, which took NaN; it is now watch's, as declared."""
+    stall, declared_stall = _flags("status")["--stall-timeout"], declarations(WatchOptions)["stall_timeout"]
+    assert (stall.name, stall.help, stall.metavar, stall.type.min) == (
+        "stall_timeout", declared_stall.help, declared_stall.metavar, declared_stall.minimum)
+    asked: list[float | None] = []
+
+    class Backend:
+        def status_report(self, job_id, stall_timeout):
+            asked.append(stall_timeout)
+            raise LookupError("asked: nothing to report")
+
+    monkeypatch.setattr(jobs_command, "resolve_job", lambda *args: (Backend(), "a-job"))
+    for words in ([], ["--stall-timeout", "0"], ["--stall-timeout", "60.5"]):
+        assert isinstance(CliRunner().invoke(main, ["status", "a-job", *words]).exception, LookupError)
+    assert asked == [DEFAULT_STALL_TIMEOUT_SECONDS, None, 60.5]
+
+
 def test_submit_wait_judges_no_hang_unless_asked():
     stall = _flags("submit")["--stall-timeout"]
     assert stall.default == "0" and stall.show_default
