@@ -78,12 +78,9 @@ def pickled_function(function: Callable[..., Any], name: str, into: Path) -> Pic
         raise SpecError(f"the function {name} cannot travel to the job: {error}", fix=error.fix) from None
     except Exception as error:  # noqa: BLE001 (whatever pickling raises, the function cannot travel)
         culprit = _unpicklable_taken_along(function, set())
-        what, holder = (culprit[0], f"inside {culprit[1]}") if culprit else ("such an object", "inside the function")
         raise SpecError(
-            f"the function {name} cannot travel to the job: {culprit[2] if culprit else _why(error)}",
-            fix=f"a function defined in a notebook takes along the globals and closure values it uses: create "
-                f"{what} {holder} (a lock, a client, a connection; for an open file, pass its path and open it "
-                "there), or define the function in a module file so it travels by reference",
+            f"the function {name} cannot travel to the job: {culprit.message if culprit else _why(error)}",
+            fix=culprit.fix if culprit else _function_fix("such an object", "the function"),
         ) from None
     if sink.over_limit:
         raise SpecError(
@@ -183,7 +180,7 @@ def _first_unpicklable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
         why = _fails(value)
         if why is not None:
             culprit = _unpicklable_taken_along(value, set())
-            return where, culprit[2] if culprit else why
+            return where, culprit.message if culprit else why
     return None
 
 
@@ -196,21 +193,88 @@ def _fails(value: Any) -> str | None:
     return None
 
 
-def _unpicklable_taken_along(function: Any, seen: set[int]) -> tuple[str, str, str] | None:
-    """(`name`, the function holding it, the message) for the first value a by-value function takes along that
-    cannot be pickled, looked for in the by-value functions it takes along first, since the one that holds the
-    value is the one to change; None when there is none to name (not a by-value function, or each value pickles).
-    `seen` holds the functions looked into already: a recursive function takes itself along."""
-    if not isinstance(function, types.FunctionType) or not travels_by_value(function) or id(function) in seen:
+@dataclass(frozen=True)
+class _Culprit:
+    """A value taken along that cannot be pickled: the refusal's words, naming it and what holds it, and the fix
+    saying where to create it instead."""
+
+    message: str
+    fix: str
+
+
+_SUCH_OBJECTS = "(a lock, a client, a connection; for an open file, pass its path and open it there)"
+
+
+def _function_fix(name: str, holder: str) -> str:
+    return (f"a function defined in a notebook takes along the globals and closure values it uses: create {name} "
+            f"inside {holder} {_SUCH_OBJECTS}, or define the function in a module file so it travels by reference")
+
+
+def _unpicklable_taken_along(taken: Any, seen: set[int]) -> _Culprit | None:
+    """The first value that cannot be pickled among those `taken` takes along: a by-value function's (its globals,
+    closure values, defaults, attributes), a functools.partial's (its function's, then the arguments it binds), a
+    callable object's (its class's by-value methods', then its attributes). What holds the value is the one to
+    change, so the values taken along are looked into before they are named; None when there is none to name.
+    `seen` holds what was looked into already: a recursive function takes itself along."""
+    if id(taken) in seen:
         return None
-    seen.add(id(function))
-    holder = f"`{getattr(function.__code__, 'co_qualname', function.__qualname__)}`"  # a functools.wraps wrapper's own
-    for kind, name, value in _taken_along(function):
+    if isinstance(taken, functools.partial):
+        seen.add(id(taken))
+        return _unpicklable_bound(taken, seen)
+    if isinstance(taken, types.FunctionType) and travels_by_value(taken):
+        seen.add(id(taken))
+        holder = f"`{getattr(taken.__code__, 'co_qualname', taken.__qualname__)}`"  # a functools.wraps wrapper's own
+        return _first_culprit(((f"{kind} of {holder}", name, value) for kind, name, value in _taken_along(taken)),
+                              lambda name: _function_fix(name, holder), seen)
+    if _pickles_its_attributes(taken):
+        seen.add(id(taken))
+        cls = type(taken).__qualname__
+        methods = (_unpicklable_taken_along(method, seen) for method in vars(type(taken)).values()
+                   if isinstance(method, types.FunctionType))
+        return next(filter(None, methods), None) or _first_culprit(
+            ((f"an attribute of a `{cls}` object", name, value) for name, value in vars(taken).items()),
+            lambda name: f"an object takes its attributes along: create {name} in `{cls}.__call__`, which runs in "
+                         f"the job, rather than before the object travels {_SUCH_OBJECTS}", seen)
+    return None
+
+
+def _unpicklable_bound(partial: functools.partial[Any], seen: set[int]) -> _Culprit | None:
+    """The first value that cannot be pickled in what a functools.partial takes along: its function's, then an
+    argument it binds (a positional one named by the parameter it fills)."""
+    called = getattr(partial.func, "__qualname__", type(partial.func).__qualname__)
+    try:
+        parameters = [parameter.name for parameter in inspect.signature(partial.func).parameters.values()
+                      if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # no signature to read (some builtins)
+        parameters = []
+    positional = [(parameters[index] if index < len(parameters) else f"args[{index}]", value)
+                  for index, value in enumerate(partial.args)]
+    holder = f"an argument functools.partial binds to `{called}`"
+    return _unpicklable_taken_along(partial.func, seen) or _first_culprit(
+        ((holder, name, value) for name, value in [*positional, *partial.keywords.items()]),
+        lambda name: f"a functools.partial takes the arguments it binds along: create {name} inside `{called}` "
+                     f"instead of binding it {_SUCH_OBJECTS}", seen)
+
+
+def _first_culprit(taken: Iterable[tuple[str, str, Any]], fix: Callable[[str], str],
+                   seen: set[int]) -> _Culprit | None:
+    """The first of `taken` ((what it is to its holder, its name, the value)) that cannot be pickled, looked into
+    first (what it takes along may be what fails), else named with `fix(its name)`."""
+    for relation, name, value in taken:
         why = None if id(value) in seen else _fails(value)
         if why is not None:
-            return _unpicklable_taken_along(value, seen) or (
-                f"`{name}`", holder, f"`{name}` ({_kind_of(value)}), {kind} of {holder}, cannot be pickled: {why}")
+            return _unpicklable_taken_along(value, seen) or _Culprit(
+                f"`{name}` ({_kind_of(value)}), {relation}, cannot be pickled: {why}", fix(f"`{name}`"))
     return None
+
+
+def _pickles_its_attributes(value: Any) -> bool:
+    """A callable object (not a function, class or method) that pickles as its class and its attributes, which
+    are then what it takes along: one whose class reduces itself (__reduce__, __getstate__) is left unnamed."""
+    cls = type(value)
+    return (callable(value) and not isinstance(value, type) and hasattr(value, "__dict__")
+            and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
+            and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None))  # Python 3.11 has one
 
 
 def _taken_along(function: types.FunctionType) -> Iterable[tuple[str, str, Any]]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
+import socket
 import sqlite3
 import threading
 import tracemalloc
@@ -99,6 +101,61 @@ def test_the_value_that_cannot_travel_is_named_with_the_function_that_holds_it(n
                                    "cannot be pickled: TypeError: cannot pickle '_thread.lock' object")
     assert f"create `lock` inside `{holder.split('`')[1]}`" in error.value.fix
     assert _cache_entries(tmp_path) == []
+
+
+def _train(lock, lr=0.1, client=None):
+    return lr
+
+
+class _Trainer:
+    """A callable object as a notebook makes one: it opens its connection when it is made, before it travels."""
+
+    def __init__(self) -> None:
+        self.lr = 0.1
+        self.connection = sqlite3.connect(":memory:")
+
+    def __call__(self):
+        return self.lr
+
+
+@pytest.mark.parametrize(("bind", "named", "fix"), [
+    (lambda opened: functools.partial(_train, threading.Lock()),
+     "the function _train cannot travel to the job: `lock` (a lock), an argument functools.partial binds to `_train`, cannot be pickled: TypeError: cannot "
+     "pickle '_thread.lock' object", "create `lock` inside `_train` instead of binding it"),
+    (lambda opened: functools.partial(_train, None, client=opened),
+     "the function _train cannot travel to the job: `client` (a socket), an argument functools.partial binds to `_train`, cannot be pickled: TypeError: cannot "
+     "pickle 'socket' object", "create `client` inside `_train` instead of binding it"),
+    (lambda opened: _Trainer(),
+     "the function _Trainer cannot travel to the job: `connection` (a Connection), an attribute of a `_Trainer` "
+     "object, cannot be pickled: TypeError: cannot pickle 'sqlite3.Connection' object", "create `connection` in `_Trainer.__call__`, which runs in the job"),
+], ids=["partial's positional argument", "partial's keyword argument", "callable object's attribute"])
+def test_what_a_partial_binds_or_a_callable_object_holds_is_named_with_its_holder(bind, named, fix, tmp_path):
+    """Before, only `cannot pickle '_thread.lock' object`, and a fix to define the function in a module file, which
+    a partial's arguments and an object's attributes travel with all the same."""
+    with socket.socket() as opened, pytest.raises(SpecError) as error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(bind(opened)).plan()
+
+    assert error.value.message == named
+    assert fix in error.value.fix and "module file" not in error.value.fix
+    assert _cache_entries(tmp_path) == []
+
+
+def test_a_partial_of_a_cell_function_names_what_its_function_takes_along_and_a_partial_argument_what_it_binds(
+        cell_function):
+    partial = functools.partial(cell_function(CELL_TAKING_ALONG_A_LOCK, "calls_helper", "<ipython-input-7-lock>"))
+
+    with pytest.raises(SpecError) as function_error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(partial).plan()
+    with pytest.raises(SpecError) as argument_error:
+        orchestrator.remote(instance_type="ml.c5.xlarge")(_takes).plan(functools.partial(_train, threading.Lock()))
+
+    assert function_error.value.message == ("the function calls_helper cannot travel to the job: `lock` (a lock), a "
+                                            "global of `helper`, cannot be pickled: TypeError: cannot pickle "
+                                            "'_thread.lock' object")
+    assert "create `lock` inside `helper`" in function_error.value.fix
+    assert argument_error.value.message.startswith(
+        "positional argument 0 (a partial) cannot travel to the job: `lock` (a lock), an argument functools.partial "
+        "binds to `_train`")
 
 
 def test_a_lambda_argument_closing_over_what_cannot_travel_names_the_variable():
