@@ -1,7 +1,8 @@
 """The training framework a script is built on, read from its text alone (`smtrain init`): the transformers
 Trainer (TRL's trainers are ones), an Accelerate loop, a Lightning Trainer, DeepSpeed. Each takes its ranks from
 torchrun's variables, so on SageMaker it is launched one process per GPU under torchrun (mode torch_distributed)
-although the script itself reads no RANK; a Lightning Trainer given a literal `devices=N` wants N of them per host;
+although the script itself reads no RANK; a Lightning Trainer given a literal `devices=N` wants N of them per host,
+and one given `accelerator="cpu"` trains on CPUs, once per host (torchrun's modes run on GPUs only);
 the Trainer prints its logs as dicts, whose metrics (its `compute_metrics` keys among them) get definitions that
 read their own lines only; and each package must reach the image, through requirements.txt where the image lacks
 it."""
@@ -101,6 +102,9 @@ class FrameworkReading:
     as a number (`"auto"`: one per GPU)."""
     nodes: int | None = None
     """A Lightning Trainer's literal `num_nodes=N`: the hosts it expects."""
+    on_cpu: bool = False
+    """A Lightning Trainer given `accelerator="cpu"`: it trains on CPUs, starting its devices' processes itself, so
+    no launcher starts it per GPU (`launcher` is None)."""
 
     @property
     def launch_reason(self) -> str:
@@ -128,14 +132,16 @@ def read_frameworks(text: str, option_configs: tuple[str, ...] = (), tree: ast.M
         imported["deepspeed"] = _line(text, max(text.find(configs[0]), 0))
     tree = tree if tree is not None else parsed_tree(text)
     lightning = "lightning" in imported or "pytorch_lightning" in imported
+    on_cpu = bool(lightning and tree and _lightning_accelerator(tree) == "cpu")
     return FrameworkReading(
-        launcher=_launcher(text, imported, trainer),
+        launcher=None if on_cpu else _launcher(text, imported, trainer),
         imports=tuple(FrameworkImport(module, line) for module, line in imported.items()),
         trainer_logs=trainer is not None,
         deepspeed_configs=configs,
         evaluation_keys=_evaluation_keys(tree) if tree else (),  # its Trainer may be built in another module
         devices=_lightning_number(tree, _LIGHTNING_DEVICES) if lightning and tree else None,
         nodes=_lightning_number(tree, ("num_nodes",)) if lightning and tree else None,
+        on_cpu=on_cpu,
     )
 
 
@@ -156,6 +162,7 @@ def combined(readings: dict[str, FrameworkReading]) -> FrameworkReading:
         evaluation_keys=tuple(dict.fromkeys(key for reading in found for key in reading.evaluation_keys)),
         devices=next((reading.devices for reading in found if reading.devices is not None), None),
         nodes=next((reading.nodes for reading in found if reading.nodes is not None), None),
+        on_cpu=any(reading.on_cpu for reading in found),
     )
 
 
@@ -210,6 +217,18 @@ def _lightning_number(tree: ast.Module, names: tuple[str, ...]) -> int | None:
             for keyword in node.keywords:
                 if keyword.arg in names:
                     return _count(keyword.value)
+    return None
+
+
+def _lightning_accelerator(tree: ast.Module) -> str | None:
+    """The accelerator a `Trainer(...)` call names as a literal (`accelerator="cpu"`), lower-cased; None where it
+    names none or computes it."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _names_trainer(node.func):
+            for keyword in node.keywords:
+                if keyword.arg == "accelerator" and isinstance(keyword.value, ast.Constant) \
+                        and isinstance(keyword.value.value, str):
+                    return keyword.value.value.lower()
     return None
 
 

@@ -26,6 +26,8 @@ PLACEHOLDER_BUCKET = "your-bucket"
 LOCAL_DATA = "data"
 """Where `local_inputs` points, beside the spec: `data/<channel>`."""
 _CPU = ("ml.c5.2xlarge", "a CPU host: no use of CUDA was found in the script")
+_LIGHTNING_ON_CPU = 'Lightning\'s Trainer(accelerator="cpu")'
+_LIGHTNING_CPU = (_CPU[0], f"a CPU host: {_LIGHTNING_ON_CPU} trains on CPUs, where a GPU would sit idle")
 _ONE_GPU = ("ml.g5.xlarge", "one GPU: the script (or its trainer) uses CUDA, and runs once per host")
 _GPUS = ("ml.g5.12xlarge", "4 GPUs: the launcher starts one process per GPU")
 _GPU_FAMILY = "g5"
@@ -87,8 +89,7 @@ def starting_spec(survey: SourceSurvey, spec_file: Path, choices: Choices) -> St
         f"  type: {instance_type}",
         _commented(f"  count: {hosts}", f"Lightning's Trainer(num_nodes={hosts})" if framework.nodes else
                    "more hosts: raise it (every host runs the same script)"),
-        _commented(f"distribution: {{mode: {mode.value}}}",
-                   framework.launch_reason if framework.launcher and not choices.mode else _launched(mode)),
+        _commented(f"distribution: {{mode: {mode.value}}}", _launch_reason(framework, mode, bool(choices.mode))),
         *_hyperparameter_lines(chosen, survey.entry_point),
         *_channel_lines(channels, name),
         *_metric_lines(reading),
@@ -120,6 +121,8 @@ def _instance(mode: Mode, reading: ScriptReading, chosen: str | None) -> tuple[s
                          "torchrun starts one process per GPU")
     if mode.rules.starting_instance:
         return mode.rules.starting_instance, f"{mode.value} runs on GPUs, a process per GPU"
+    if reading.frameworks.on_cpu:
+        return _LIGHTNING_CPU
     if not reading.uses_gpu:
         return _CPU
     return _GPUS if mode.rules.assigns_ranks else _ONE_GPU
@@ -149,6 +152,18 @@ def _device_findings(framework: FrameworkReading, mode: Mode, instance_type: str
             f"per host, and {mode.rules.launcher} starts {started} on {instance_type} (one per GPU): Lightning stops "
             f"at its start (the world size is not devices x num_nodes). Write devices=\"auto\" (one per GPU)"
             f"{other}"]
+
+
+def _launch_reason(framework: FrameworkReading, mode: Mode, mode_chosen: bool) -> str:
+    """Why the spec's mode starts the script so: the framework that wants it, or how the mode starts it."""
+    if mode_chosen:
+        return _launched(mode)
+    if framework.launcher:
+        return framework.launch_reason
+    if framework.on_cpu and not mode.rules.assigns_ranks:
+        return (f"{_LIGHTNING_ON_CPU}: once per host, Lightning starting its devices' processes itself (torchrun's "
+                "mode runs on GPUs only)")
+    return _launched(mode)
 
 
 def _launched(mode: Mode) -> str:
@@ -332,7 +347,9 @@ def _findings(survey: SourceSurvey, mode: Mode, mode_chosen: bool, chosen: _Hype
         found.append(f"channels: {', '.join(reading.channels) or 'train (it reads SM_CHANNELS)'}")
     launched = "--mode" if mode_chosen else (reading.frameworks.launch_reason if reading.frameworks.launcher
                                              else "it reads RANK/LOCAL_RANK/WORLD_SIZE" if reading.torchrun
-                                             else "it uses MPI" if reading.mpi else "no launcher variables read")
+                                             else "it uses MPI" if reading.mpi
+                                             else _LIGHTNING_ON_CPU if reading.frameworks.on_cpu
+                                             else "no launcher variables read")
     found.append(f"distribution: mode {mode.value} ({launched})")
     if chosen.taken:
         found.append(f"hyperparameters: {', '.join(option.name for option in chosen.taken)} (argparse defaults)")

@@ -485,6 +485,30 @@ def test_a_lightning_script_asking_for_n_devices_gets_an_instance_that_starts_n_
     assert validated.exit_code == 0, validated.output
 
 
+@pytest.mark.parametrize("script", [
+    'import lightning as L\n\nL.Trainer(accelerator="cpu", devices=2, max_epochs=3).fit(model)\n',
+    "import pytorch_lightning as pl\n\ntrainer = pl.Trainer(accelerator='CPU')\ntrainer.fit(model)\n",
+])
+def test_a_lightning_script_on_cpu_gets_a_cpu_instance_started_once_per_host(tmp_path, monkeypatch, script):
+    """Before, accelerator="cpu" got ml.g5.12xlarge under torchrun: four GPUs paid for and idle, and its devices=2
+    warned of a world size mismatch that a CPU run never has (Lightning starts its own processes)."""
+    _project(tmp_path, script)
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "job.yaml").read_text()
+    written = yaml.safe_load(text)
+    assert written["instance"] == {"type": "ml.c5.2xlarge", "count": 1} and written["distribution"] == {"mode": "none"}
+    assert ('# a CPU host: Lightning\'s Trainer(accelerator="cpu") trains on CPUs, where a GPU would sit idle'
+            in text)
+    assert "# Lightning's Trainer(accelerator=\"cpu\"): once per host, Lightning starting its devices' processes " \
+           "itself (torchrun's mode runs on GPUs only)" in text
+    assert "WARNING: Lightning's" not in result.output
+    _validated("job.yaml")
+
+
 def test_lightning_devices_no_instance_or_the_chosen_one_starts_are_said_with_the_fix(tmp_path, monkeypatch):
     source = _project(tmp_path, "import lightning as L\n\nL.Trainer(devices=2).fit(model)\n")
     monkeypatch.chdir(tmp_path)
