@@ -3,8 +3,8 @@ Trainer (TRL's trainers are ones), an Accelerate loop, a Lightning Trainer, Deep
 torchrun's variables, so on SageMaker it is launched one process per GPU under torchrun (mode torch_distributed)
 although the script itself reads no RANK; a Lightning Trainer given a literal `devices=N` wants N of them per host,
 and one given `accelerator="cpu"` trains on CPUs, once per host (torchrun's modes run on GPUs only);
-the Trainer prints its logs as dicts, whose metrics (its `compute_metrics` keys among them) get definitions that
-read their own lines only; and each package must reach the image, through requirements.txt where the image lacks
+the Trainer prints its logs as dicts, whose metrics (its `compute_metrics` keys and a TRL trainer's own keys among
+them) get definitions that read their own lines only; and each package must reach the image, through requirements.txt where the image lacks
 it."""
 
 from __future__ import annotations
@@ -51,21 +51,38 @@ class MetricDefinition:
     regex: str
 
 
-TRAINER_METRICS = (
-    MetricDefinition("train:loss", "'loss': " + TRAINER_NUMBER),
-    MetricDefinition("train:grad_norm", _TRAINER_TRAINING_LINE + "'grad_norm': " + TRAINER_NUMBER),
-    MetricDefinition("train:learning_rate", _TRAINER_TRAINING_LINE + "'learning_rate': " + TRAINER_NUMBER),
-    MetricDefinition("train:epoch", _TRAINER_TRAINING_LINE + "'epoch': " + TRAINER_NUMBER),
-    MetricDefinition("validation:loss", "'eval_loss': " + TRAINER_NUMBER),
-)
-"""The transformers Trainer's log lines, `{'loss': 0.52, 'grad_norm': 1.3, 'learning_rate': 4e-05, 'epoch': 1.0}`
-and `{'eval_loss': 0.61, 'eval_runtime': 0.2, ..., 'epoch': 1.0}` (transformers 4; 5 quotes the numbers)."""
+def training_metric(key: str) -> MetricDefinition:
+    """`train:<key>` read from the Trainer's training log dict only (the one holding `'loss'`), never from the
+    evaluation line's `'eval_<key>'` nor from a key that ends as this one does (`'objective/kl'` for `kl`)."""
+    return MetricDefinition(f"train:{key}", f"{_TRAINER_TRAINING_LINE}'{key}': {TRAINER_NUMBER}")
 
 
 def evaluation_metric(key: str) -> MetricDefinition:
     """`validation:<key>` read from the Trainer's evaluation log dict, where `compute_metrics`' `key` is logged as
     `'eval_<key>'` (transformers 4 and 5, under mpirun's prefix too)."""
     return MetricDefinition(f"validation:{key}", f"{_TRAINER_EVALUATION_LINE}{key}': {TRAINER_NUMBER}")
+
+
+TRAINER_METRICS = (
+    MetricDefinition("train:loss", "'loss': " + TRAINER_NUMBER),
+    *(training_metric(key) for key in ("grad_norm", "learning_rate", "epoch")),
+    MetricDefinition("validation:loss", "'eval_loss': " + TRAINER_NUMBER),
+)
+"""The transformers Trainer's log lines, `{'loss': 0.52, 'grad_norm': 1.3, 'learning_rate': 4e-05, 'epoch': 1.0}`
+and `{'eval_loss': 0.61, 'eval_runtime': 0.2, ..., 'epoch': 1.0}` (transformers 4; 5 quotes the numbers)."""
+
+
+TRL_LOG_KEYS = {
+    "SFTTrainer": ("mean_token_accuracy",),
+    "DPOTrainer": ("rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies"),
+    "GRPOTrainer": ("reward", "reward_std", "kl", "completions/mean_length"),
+}
+"""What TRL's trainers add to the Trainer's log dicts that a user charts: SFT's token accuracy, DPO's implicit
+rewards of the chosen and rejected answers, their margin and how often the chosen one wins, GRPO's mean reward, its
+spread within a group, the KL from the reference model (logged where beta is not 0) and the completions' length.
+Each is written after the Trainer's own keys in the training line (`{'loss': 0.47, 'grad_norm': ...,
+'rewards/margins': 1.01, ..., 'epoch': 0.41}`) and prefixed `eval_` in the evaluation line (TRL 0.2x: its
+trainers' `log` merges these into the Trainer's dict)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,8 @@ class FrameworkReading:
     as a number (`"auto"`: one per GPU)."""
     nodes: int | None = None
     """A Lightning Trainer's literal `num_nodes=N`: the hosts it expects."""
+    trl_trainers: tuple[str, ...] = ()
+    """The TRL trainers the script names (`DPOTrainer`), whose own log keys (TRL_LOG_KEYS) get definitions too."""
     on_cpu: bool = False
     """A Lightning Trainer given `accelerator="cpu"`: it trains on CPUs, starting its devices' processes itself, so
     no launcher starts it per GPU (`launcher` is None)."""
@@ -115,7 +134,10 @@ class FrameworkReading:
         """The Trainer's log dicts' metrics, its `compute_metrics` keys' among them; none without the Trainer."""
         if not self.trainer_logs:
             return ()
-        return (*TRAINER_METRICS, *(evaluation_metric(key) for key in self.evaluation_keys))
+        trl_keys = [key for trainer in self.trl_trainers for key in TRL_LOG_KEYS.get(trainer, ())]
+        return (*TRAINER_METRICS, *(metric for key in trl_keys for metric in (training_metric(key),
+                                                                               evaluation_metric(key))),
+                *(evaluation_metric(key) for key in self.evaluation_keys))
 
 
 def read_frameworks(text: str, option_configs: tuple[str, ...] = (), tree: ast.Module | None = None
@@ -142,6 +164,7 @@ def read_frameworks(text: str, option_configs: tuple[str, ...] = (), tree: ast.M
         devices=_lightning_number(tree, _LIGHTNING_DEVICES) if lightning and tree else None,
         nodes=_lightning_number(tree, ("num_nodes",)) if lightning and tree else None,
         on_cpu=on_cpu,
+        trl_trainers=tuple(dict.fromkeys(_TRL_TRAINER.findall(text))) if "trl" in imported else (),
     )
 
 
@@ -163,6 +186,7 @@ def combined(readings: dict[str, FrameworkReading]) -> FrameworkReading:
         devices=next((reading.devices for reading in found if reading.devices is not None), None),
         nodes=next((reading.nodes for reading in found if reading.nodes is not None), None),
         on_cpu=any(reading.on_cpu for reading in found),
+        trl_trainers=tuple(dict.fromkeys(trainer for reading in found for trainer in reading.trl_trainers)),
     )
 
 

@@ -556,6 +556,23 @@ def test_a_trl_script_with_compute_metrics_in_its_own_module_gets_torchrun_and_i
     assert not metrics["validation:accuracy"].search("{'loss': 0.52, 'epoch': 1.0}")
 
 
+def test_a_dpo_script_gets_the_rewards_trl_logs_as_metrics_beside_the_trainers(tmp_path, monkeypatch):
+    _project(tmp_path, TRL_SFT.replace("SFT", "DPO").replace("compute_metrics=compute_metrics", "beta=0.1"))
+    monkeypatch.chdir(tmp_path)
+
+    output, metrics = _written_per_gpu(tmp_path, "TRL DPOTrainer")
+
+    assert list(metrics)[:5] == ["train:loss", "train:grad_norm", "train:learning_rate", "train:epoch",
+                                 "validation:loss"]
+    assert {"train:rewards/margins", "validation:rewards/margins", "train:rewards/accuracies"} <= set(metrics)
+    train_line = "{'loss': 0.4668, 'rewards/chosen': -0.0648, 'rewards/margins': 1.0109, 'epoch': 0.41}"
+    eval_line = "{'eval_loss': 0.2397, 'eval_rewards/margins': 2.5933, 'epoch': 1.0}"
+    assert metrics["train:rewards/margins"].search(train_line).group(1) == "1.0109"
+    assert metrics["validation:rewards/margins"].search(eval_line).group(1) == "2.5933"
+    assert not metrics["train:rewards/margins"].search(eval_line)
+    assert "metrics: train:loss, " in output and "train:rewards/margins" in output
+
+
 def test_a_trainer_built_in_a_module_of_the_source_folder_launches_the_script_per_gpu(tmp_path, monkeypatch):
     source = _project(tmp_path, "from mytrain import build_trainer\n\nbuild_trainer().train()\n")
     (source / "mytrain.py").write_text("import lightning as L\n\ndef build_trainer():\n"

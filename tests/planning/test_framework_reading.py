@@ -123,6 +123,60 @@ def test_trl_trainers_are_transformers_trainers_launched_per_gpu_with_their_log_
     assert reading.imports == (FrameworkImport("trl", 2),)  # trl is in no image: it must be installed
 
 
+TRL_LINES = {
+    # as TRL's trainers print them through the Trainer (their keys after its own; an evaluation's prefixed eval_)
+    "SFTTrainer": ("{'loss': 1.1036, 'grad_norm': 0.8945, 'learning_rate': 1.9986e-05, 'entropy': 1.1158, "
+                   "'num_tokens': 3403502.0, 'mean_token_accuracy': 0.6849, 'epoch': 0.27}",
+                   "{'eval_loss': '1.02', 'eval_runtime': '4.2', 'eval_entropy': '1.1', "
+                   "'eval_mean_token_accuracy': '0.7012', 'epoch': '1'}"),
+    "DPOTrainer": ("{'loss': 0.4668, 'grad_norm': 5.192, 'learning_rate': 0.0001938, 'rewards/chosen': -0.0648, "
+                   "'rewards/rejected': -1.0757, 'rewards/accuracies': 0.6594, 'rewards/margins': 1.0109, "
+                   "'logps/chosen': -21.715, 'logits/chosen': -0.939, 'epoch': 0.41}",
+                   "{'eval_loss': '0.2397', 'eval_runtime': '3.1', 'eval_rewards/chosen': '-0.0136', "
+                   "'eval_rewards/rejected': '-2.6069', 'eval_rewards/accuracies': '0.8969', "
+                   "'eval_rewards/margins': '2.5933', 'epoch': '1'}"),
+    "GRPOTrainer": ("{'loss': 0.0329, 'grad_norm': 0.304, 'learning_rate': 4e-05, 'num_tokens': 21444.0, "
+                    "'completions/mean_length': 95.85, 'completions/clipped_ratio': 0.125, "
+                    "'rewards/reward_fn/mean': 0.7768, 'rewards/reward_fn/std': 0.9959, 'reward': 0.7767, "
+                    "'reward_std': 0.7151, 'frac_reward_zero_std': 0.2, 'objective/kl': 9.5, "
+                    "'kl': 2.1898e-05, 'epoch': 0.5}",
+                    "{'eval_loss': 0.01, 'eval_reward': 0.81, 'eval_reward_std': 0.62, 'eval_kl': 3e-05, "
+                    "'eval_completions/mean_length': 90.5, 'epoch': 1.0}"),
+}
+
+
+@pytest.mark.parametrize(("trainer", "train_values", "eval_values"), [
+    ("SFTTrainer", {"mean_token_accuracy": "0.6849"}, {"mean_token_accuracy": "0.7012"}),
+    ("DPOTrainer", {"rewards/chosen": "-0.0648", "rewards/rejected": "-1.0757", "rewards/margins": "1.0109",
+                    "rewards/accuracies": "0.6594"},
+     {"rewards/chosen": "-0.0136", "rewards/rejected": "-2.6069", "rewards/margins": "2.5933",
+      "rewards/accuracies": "0.8969"}),
+    ("GRPOTrainer", {"reward": "0.7767", "reward_std": "0.7151", "kl": "2.1898e-05",
+                     "completions/mean_length": "95.85"},
+     {"reward": "0.81", "reward_std": "0.62", "kl": "3e-05", "completions/mean_length": "90.5"}),
+])
+def test_a_trl_trainers_own_log_keys_are_metrics_that_read_only_their_own_lines(trainer, train_values, eval_values):
+    """Before, a DPO, GRPO or SFT script got the Trainer's loss, grad_norm, learning rate and epoch only: what TRL
+    logs beside them (DPO's reward margin, GRPO's reward, SFT's token accuracy) reached no chart."""
+    config = trainer.replace("Trainer", "Config")
+    metrics = {metric.name: compile_metric_regex(metric.regex)
+               for metric in read_frameworks(TRL.format(trainer=trainer, config=config)).metric_definitions}
+    train_line, eval_line = TRL_LINES[trainer]
+    others = [line for name, lines in TRL_LINES.items() if name != trainer for line in lines]
+
+    def read(name, line):
+        found = metrics[name].search(line)
+        return found.group(1) if found else None
+
+    assert {key: read(f"train:{key}", train_line) for key in train_values} == train_values
+    assert {key: read(f"validation:{key}", eval_line) for key in eval_values} == eval_values
+    assert all(read(f"train:{key}", eval_line) is None and read(f"validation:{key}", train_line) is None
+               for key in train_values)
+    assert all(read(f"{split}:{key}", line) is None for key in train_values for split in ("train", "validation")
+               for line in [*others, *TRAINER_LINES.values()])
+    assert read("train:loss", train_line) is not None  # the Trainer's own keys stay
+
+
 COMPUTE_METRICS = '''\
 import numpy as np
 from transformers import Trainer, TrainingArguments
