@@ -137,7 +137,14 @@ def _with_gpus(count: int) -> str | None:
 
 def _device_findings(framework: FrameworkReading, mode: Mode, instance_type: str) -> list[str]:
     """A Lightning Trainer's literal devices=N that the launcher's process count on the instance does not meet:
-    Lightning stops at its start (the world size is not devices x num_nodes)."""
+    Lightning stops at its start (the world size is not devices x num_nodes). A Lightning Trainer on CPUs over
+    several hosts, where no launcher tells each host its place."""
+    if framework.on_cpu and framework.nodes and framework.nodes > 1 and not mode.rules.assigns_ranks:
+        return [f"WARNING: {_LIGHTNING_ON_CPU} with num_nodes={framework.nodes} joins its hosts through MASTER_ADDR "
+                f"and NODE_RANK, which mode {mode.value} does not set: every host takes itself for the first and "
+                "waits for the others at 127.0.0.1 until the job's time runs out. Set them in the script before the "
+                "Trainer is built (MASTER_ADDR: json.loads(SM_HOSTS)[0]; NODE_RANK: the index of SM_CURRENT_HOST "
+                "in it; MASTER_PORT: e.g. 29500), or train on one host (num_nodes=1)"]
     devices = framework.devices
     if not (devices and mode.rules.assigns_ranks):
         return []

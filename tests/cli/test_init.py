@@ -509,6 +509,20 @@ def test_a_lightning_script_on_cpu_gets_a_cpu_instance_started_once_per_host(tmp
     _validated("job.yaml")
 
 
+def test_a_lightning_script_on_cpu_over_several_hosts_is_told_to_give_each_its_place(tmp_path, monkeypatch):
+    """Mode none sets no MASTER_ADDR or NODE_RANK: each host's Lightning takes itself for node 0 and waits."""
+    _project(tmp_path, 'import lightning as L\n\nL.Trainer(accelerator="cpu", num_nodes=2).fit(model)\n')
+    monkeypatch.chdir(tmp_path)
+
+    result = _init(tmp_path, "src")
+
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load((tmp_path / "job.yaml").read_text())["instance"] == {"type": "ml.c5.2xlarge", "count": 2}
+    assert ('WARNING: Lightning\'s Trainer(accelerator="cpu") with num_nodes=2 joins its hosts through MASTER_ADDR '
+            "and NODE_RANK, which mode none does not set") in result.output
+    assert "NODE_RANK: the index of SM_CURRENT_HOST" in result.output
+
+
 def test_lightning_devices_no_instance_or_the_chosen_one_starts_are_said_with_the_fix(tmp_path, monkeypatch):
     source = _project(tmp_path, "import lightning as L\n\nL.Trainer(devices=2).fit(model)\n")
     monkeypatch.chdir(tmp_path)
