@@ -362,7 +362,9 @@ class _Selection:
         self._directory = directory
         self._withhold = {Path(path).resolve() for path in withhold}
         self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
-        self._secrets = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in SECRETS)
+        # Asked only of what the never-shipped list leaves out, so pathspec's plain matcher will do: its re2 set
+        # took 7 ms to build, a fifth of what `smtrain plan` spends packing a small tree.
+        self._secrets = pathspec.GitIgnoreSpec.from_lines((pattern.lower() for pattern in SECRETS), backend="simple")
         self._ignored = _ignore_file_spec(directory)
         self._kernel = KernelFileSystems.mounted()
         self.withheld: list[str] = []
