@@ -11,11 +11,10 @@ import dataclasses
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import EnvironmentProblem
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
-from orchestrator.planning.plan import Plan, build_plan
 from orchestrator.planning.provenance import (
     DEFAULT,
     ENVIRONMENT,
@@ -33,6 +32,9 @@ from orchestrator.specs.capabilities import check
 from orchestrator.specs.loader import LoadedSpec
 from orchestrator.specs.words import SPEC_WORDS, FieldWords
 from orchestrator.specs.model import JobSpec, target_problem
+
+if TYPE_CHECKING:
+    from orchestrator.planning.plan import Plan
 
 ROLE_ENV = "SMTRAIN_ROLE"
 OUTPUT_PATH_ENV = "SMTRAIN_OUTPUT_PATH"
@@ -91,6 +93,8 @@ def plan_on_sagemaker(spec: LoadedSpec | Plan, boto: Any | None = None, *, job_n
     resolved where it goes, then built. `region` replaces the spec's, as `--set region=X` does. A plan made for
     another place (a local run's, or another region's) is planned again from its spec, under its job name; a
     SageMaker plan is returned as it is."""
+    from orchestrator.planning.plan import Plan, build_plan  # here: validate reads this module and plans nothing
+
     if isinstance(spec, Plan):
         if spec.target.output_path.startswith("s3://") and region in (None, spec.target.region):
             return spec

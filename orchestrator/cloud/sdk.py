@@ -10,7 +10,6 @@ bucket so the SDK never needs STS to find one.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from typing import Any
 
@@ -26,6 +25,8 @@ def import_sagemaker() -> Any:
     Raises:
         EnvironmentProblem: SDK v2 is not installed (SDK v3 has no `sagemaker.pytorch.PyTorch`).
     """
+    import logging  # here, not at the top: `smtrain plan` reaches this module and needs no logging (5 ms)
+
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     for name in ("sagemaker", "sagemaker.config", "sagemaker.telemetry"):
         logger = logging.getLogger(name)

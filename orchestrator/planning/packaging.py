@@ -24,7 +24,6 @@ import fcntl
 import hashlib
 import os
 import re
-import tarfile
 import tempfile
 import weakref
 import zlib
@@ -32,13 +31,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from orchestrator.cache_dir import writable_cache_root
 from orchestrator.contract import RUN_MARKER_FILE
 from orchestrator.errors import EnvironmentProblem, SpecError
 from orchestrator.planning.kernel_file_systems import KernelFileSystems
 from orchestrator.planning.source_progress import Advance, stage
+
+if TYPE_CHECKING:
+    import tarfile
 
 IGNORE_FILE = ".smtrainignore"
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
@@ -124,6 +126,8 @@ def package(source_dir: str | Path, max_bytes: int = DEFAULT_MAX_BYTES,
             usual cause); a file cannot be read; a symlink leads outside the tree, to something never shipped or
             nowhere; a hard link whose other names are not all packed; `.smtrainignore` is not valid.
     """
+    import tarfile  # here: validate reaches this module (for its limits) and packs nothing
+
     directory = Path(source_dir).resolve()
     selection = _Selection(directory, withhold)
     candidates = selection.files()
@@ -190,7 +194,7 @@ def _add_file(tar: tarfile.TarFile, directory: Path, relative: str, advance: Adv
     path = directory / relative
     try:
         with path.open("rb") as handle:
-            info = tarfile.TarInfo(relative)
+            info = tar.tarinfo(relative)
             info.size = os.fstat(handle.fileno()).st_size
             info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
             info.mtime = 0
@@ -362,7 +366,9 @@ class _Selection:
         self._directory = directory
         self._withhold = {Path(path).resolve() for path in withhold}
         self._never = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in NEVER_SHIPPED)
-        self._secrets = pathspec.GitIgnoreSpec.from_lines(pattern.lower() for pattern in SECRETS)
+        # Asked only of what the never-shipped list leaves out, so pathspec's plain matcher will do: its re2 set
+        # took 7 ms to build, a fifth of what `smtrain plan` spends packing a small tree.
+        self._secrets = pathspec.GitIgnoreSpec.from_lines((pattern.lower() for pattern in SECRETS), backend="simple")
         self._ignored = _ignore_file_spec(directory)
         self._kernel = KernelFileSystems.mounted()
         self.withheld: list[str] = []

@@ -80,7 +80,8 @@ def test_help_and_validate_never_import_heavy_libraries():
 def test_validate_and_plan_import_only_what_their_answer_needs(tmp_path, monkeypatch):
     """A spec (or the environment) that names the region, role and output path needs no AWS library to plan:
     no boto3 session for the region, no tuning, no emulator; nor the job handle with its log, progress and
-    root-cause readers, nor rich for a JSON answer."""
+    root-cause readers, nor rich for a JSON answer, nor psutil (packing reads Linux's mount table itself), nor
+    logging (only importing the SDK configures it); validate neither builds a plan nor imports tarfile."""
     environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
                    "AWS_EC2_METADATA_DISABLED": "true"}
     region_in_environment = {**environment, "AWS_REGION": "eu-west-1"}
@@ -96,11 +97,14 @@ def test_validate_and_plan_import_only_what_their_answer_needs(tmp_path, monkeyp
     for run, modules in runs.items():
         assert "orchestrator.specs.model" in modules, f"{run}: did not run"
         unneeded = {module for module in modules
-                    if module.split(".")[0] in {"boto3", "botocore", "sagemaker", "torch", "rich"}
+                    if module.split(".")[0] in {"boto3", "botocore", "sagemaker", "torch", "rich", "psutil",
+                                                 "logging"}
                     or module.startswith(("orchestrator.emulator", "orchestrator.cloud.tuning",
                                           "orchestrator.backends", "orchestrator.observing"))}
         assert not unneeded, f"{run} imported {sorted(unneeded)[:8]}"
         assert run == "validate" or "orchestrator.planning.plan" in modules, f"{run}: planned nothing"
+    # validate reads the role and output path rules and the packing limit, but builds and packs nothing
+    assert not {"orchestrator.planning.plan", "tarfile"} & runs["validate"], "validate planned or packed"
 
 
 def test_user_errors_have_no_traceback():
