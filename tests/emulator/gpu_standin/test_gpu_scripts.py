@@ -3,7 +3,9 @@ switched on only through the environment. The instance emulated is an ml.g5.12xl
 
 The multi-rank launches that `smtrain local` starts the same way (one process per GPU by mp.spawn, torchrun on two
 hosts, SMDDP's mpirun) are tested through it alone (tests/emulator/test_local_gpu_scripts.py): its runs check every
-rank, device, shard and collective that a launch of them from here would, and each rank costs a torch import."""
+rank, device, shard and collective that a launch of them from here would, and each rank costs a torch import. The
+model-parallel script, one process, is tested here alone: `smtrain local` puts a model's stages on the stand-in's
+cuda:0 and cuda:1 in test_local_examples.py's run of the model-parallel example."""
 
 from __future__ import annotations
 
