@@ -154,16 +154,33 @@ print(json.dumps({"param_dtype": str(policy.param_dtype), "reduce_dtype": str(po
 """
 
 
+COMPILE_PROBE = """
+import json, torch
+layer = torch.nn.Linear(4, 4).cuda()
+def step(x):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return layer(x).float().sum()
+x = torch.randn(2, 4, device="cuda")
+inside = torch.compile(step, backend="eager")
+first, again = inside(x).item(), inside(x).item()
+around = torch.compile(lambda x: layer(x.half()).sum(), backend="eager")
+with torch.autocast("cuda", dtype=torch.float16):
+    wrapped = around(x)
+print(json.dumps({"region inside, as eager": abs(first - step(x).item()) < 1e-3 and first == again,
+                  "region around": str(wrapped.dtype)}))
+"""
+
+
 @pytest.fixture(scope="module", params=["float32", ""], ids=["float32", "exact"])
 def precision_probes(request, module_standin) -> dict:
-    """The stand-in's report (the first import of torch), the autocast probe and the FSDP policy probe, in one
-    process per autocast setting (each starts torch), each its own part (`Standin.parts`)."""
+    """The stand-in's report (the first import of torch), the autocast, FSDP policy and torch.compile probes, in
+    one process per autocast setting (each starts torch), each its own part (`Standin.parts`)."""
     env = module_standin.environment(**{module_standin.env_module.AUTOCAST: request.param})
     outputs = module_standin.parts([("report", REPORT, []), ("autocast", AUTOCAST_PROBE, []),
-                                    ("policy", POLICY_PROBE, [])], env)
+                                    ("policy", POLICY_PROBE, []), ("compile", COMPILE_PROBE, [])], env)
     answers = {name: module_standin.json_lines(stdout)[-1:] or [stderr] for name, (stdout, stderr) in outputs.items()}
     return {"autocast": request.param, "report": outputs["report"][0], "autocast probe": answers["autocast"][0],
-            "policy probe": answers["policy"][0]}
+            "policy probe": answers["policy"][0], "compile probe": answers["compile"][0]}
 
 
 AUTOCAST_EXPECTED = {
@@ -181,6 +198,15 @@ def test_cuda_autocast_computes_in_float32_only_when_asked(precision_probes):
     layer works, as on the GPU, in float32); what the script converts keeps its dtype, a region nested with
     `enabled=False` casts nothing (a dtype mismatch fails as on the GPU), CPU autocast the script asks for stays."""
     assert precision_probes["autocast probe"] == AUTOCAST_EXPECTED[precision_probes["autocast"]]
+
+
+def test_a_compiled_function_with_a_cuda_autocast_region_inside_compiles_in_either_setting(precision_probes):
+    """torch.compile enters a region of the function it traces for real, then builds its guards once tracing has
+    left it: in float32, a region recorded while tracing made the guards read a region the eager code never opened
+    (IndexError: list index out of range at every compile of such a step). A region open around the compiled call
+    still casts its float16 input, in float32 (nanoGPT compiles its model inside one)."""
+    around = {"float32": "torch.float32", "": "torch.bfloat16"}[precision_probes["autocast"]]
+    assert precision_probes["compile probe"] == {"region inside, as eager": True, "region around": around}
 
 
 def test_notice_names_what_is_replaced_and_what_is_not_checked(standin):

@@ -20,7 +20,8 @@ float32) take float16 and bfloat16 inputs as float32, as autocast would have cas
 input to a float32 layer works as on the GPU, and computes in float32. What a script converts itself
 (``model.to(torch.bfloat16)``, ``x.half()``) keeps its dtype; ``torch.is_autocast_enabled()`` answers False inside
 such a region. The ops are torch's Python functions, patched: what they call inside (and ops reached from C++
-only) is not cast.
+only) is not cast, nor are the ops of a region that a ``torch.compile``'d function opens itself (one open around
+the compiled call casts them).
 """
 
 from __future__ import annotations
@@ -96,6 +97,16 @@ def _autocast_init(init, in_float32: bool):
     return on_cpu
 
 
+def _tracing() -> bool:
+    """Whether torch.compile is tracing: it enters and leaves a region of the function it compiles for real, then
+    builds its guards from the open regions as they are once tracing ended, while the ops traced inside read them
+    with the region open: a guard on a region the eager code never opened (IndexError at every compile). So a
+    region opened while tracing is not recorded; the ops traced in it are not cast (the module docstring says so),
+    while a region open before the compiled call is (nanoGPT compiles its model inside one)."""
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)  # torch >= 2.3
+    return bool(is_compiling and is_compiling())
+
+
 def _open_regions() -> list[bool]:
     if not hasattr(_regions, "casts"):
         _regions.casts = []
@@ -106,7 +117,7 @@ def _entering(enter):
     @functools.wraps(enter)
     def entering(self):
         casts = getattr(self, "_smtrain_casts_to_float32", None)
-        if casts is not None:
+        if casts is not None and not _tracing():
             _open_regions().append(casts)
         return enter(self)
 
@@ -119,7 +130,7 @@ def _leaving(leave):
         try:
             return leave(self, *exc)
         finally:
-            if getattr(self, "_smtrain_casts_to_float32", None) is not None:
+            if getattr(self, "_smtrain_casts_to_float32", None) is not None and not _tracing():
                 _open_regions().pop()
 
     return leaving
