@@ -16,12 +16,24 @@ import pytest
 
 import orchestrator
 from orchestrator.errors import SpecError
+from orchestrator.function_jobs import pickling
 from orchestrator.function_jobs.pickling import pickled_arguments, pickled_function, shipped_lines
 from orchestrator.planning.packaging import DEFAULT_MAX_BYTES
+
+SMALL_LIMIT = 10_000_000
 
 
 def _takes(*args, **kwargs):
     return len(args) + len(kwargs)
+
+
+@pytest.fixture
+def small_limit(monkeypatch) -> int:
+    """A 10 MB limit on what travels in a function job's code tarball instead of 105 MB: a test going over it
+    pickles and gzips a tenth of the data (3 to 5 CPU-s each at the real limit). The refusal of arguments over the
+    real limit keeps it (test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_...)."""
+    monkeypatch.setattr(pickling, "DEFAULT_MAX_BYTES", SMALL_LIMIT)
+    return SMALL_LIMIT
 
 
 def _cache_entries(tmp_path):
@@ -206,12 +218,12 @@ def test_arguments_larger_than_a_code_tarball_holds_are_refused_with_their_size_
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
 
 
-def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_its_size(tmp_path):
+def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_its_size(tmp_path, small_limit):
     """Before, any array over 64 kB (pickled out-of-band as a PickleBuffer, which has no len()) was refused as
     `positional argument 0 (a ndarray) cannot travel to the job: TypeError: object of type 'pickle.PickleBuffer'
     has no len()`, however small, and a 600 MB one too, never with its size."""
     rows = np.arange(1_000_000, dtype=np.float64)
-    too_large = np.random.default_rng(0).random(DEFAULT_MAX_BYTES // 8 + 3_000_000)  # gzipped: 94%
+    too_large = np.random.default_rng(0).random(small_limit // 8 + 300_000)  # gzipped: 94%
     job = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes)
 
     pickled_arguments((rows,), {"weights": rows[:10]}, tmp_path / "arguments.pkl")
@@ -220,14 +232,16 @@ def test_a_numpy_array_argument_travels_and_one_over_the_limit_is_refused_with_i
         job.run(too_large, backend="local")
 
     assert np.array_equal(args[0], rows) and np.array_equal(kwargs["weights"], rows[:10])
-    assert error.value.message.startswith("the arguments are 128.9 MB pickled and gzip to more than the 105 MB")
+    assert error.value.message.startswith("the arguments are 12.4 MB pickled and gzip to more than the 10 MB")
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
 
 
-def test_what_travels_is_measured_as_it_is_uploaded_gzipped_so_a_compressible_argument_over_the_limit_travels():
-    """A 113 MB mask of zeros gzips to 0.1 MB in the code tarball: before, it was refused as `the arguments are
-    112.9 MB pickled, over the 105 MB a job's code tarball may hold`, the size before compression."""
-    mask = np.zeros(DEFAULT_MAX_BYTES // 8 + 1_000_000, dtype=np.float64)
+def test_what_travels_is_measured_as_it_is_uploaded_gzipped_so_a_compressible_argument_over_the_limit_travels(
+        small_limit):
+    """A mask of zeros over the limit as it is gzips to 0.1 MB in the code tarball: before, a 113 MB one was refused
+    as `the arguments are 112.9 MB pickled, over the 105 MB a job's code tarball may hold`, the size before
+    compression."""
+    mask = np.zeros(small_limit // 8 + 1_000_000, dtype=np.float64)
 
     plan = orchestrator.remote(instance_type="ml.c5.xlarge")(_takes).plan(mask)
 
@@ -253,11 +267,12 @@ def test_a_large_compressible_argument_is_measured_and_packed_without_a_copy_of_
     assert peak < mask.nbytes / 4, f"{peak / 1e6:.0f} MB at the peak for a {mask.nbytes / 1e6:.0f} MB argument"
 
 
-def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_nothing_is_written(tmp_path):
+def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_nothing_is_written(tmp_path,
+                                                                                                 small_limit):
     """A notebook's data loaded in one cell and used by the function in another: before, all of it was pickled
     into smtrain's cache, and the refusal came from packing, telling the user to write a .smtrainignore in that
     cache folder or pass --max-source-mb, neither of which a function job has."""
-    rows = np.random.default_rng(0).random(DEFAULT_MAX_BYTES // 8 + 1_000_000)
+    rows = np.random.default_rng(0).random(small_limit // 8 + 100_000)
 
     def total():
         return rows.sum()
@@ -266,8 +281,8 @@ def test_a_function_taking_along_too_large_a_global_is_refused_naming_it_and_not
         orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(backend="local")
 
     assert error.value.message.startswith("the function test_a_function_taking_along_too_large_a_global_is_refused")
-    assert "pickled with the globals and closure values it takes along: the largest, `rows` (112.9 MB pickled), " \
-           "and gzips to more than the 105 MB" in error.value.message
+    assert "pickled with the globals and closure values it takes along: the largest, `rows` (10.8 MB pickled), " \
+           "and gzips to more than the 10 MB" in error.value.message
     assert "inputs=" in error.value.fix and ".smtrainignore" not in str(error.value)
     assert "--max-source-mb" not in str(error.value)
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()
@@ -289,22 +304,23 @@ def test_by_value_code_keeps_its_file_and_only_its_own_lines_travel(cell_functio
                                                          "    return x * x\n"]}
 
 
-def test_a_function_and_arguments_each_within_the_limit_but_over_it_together_are_refused_as_a_function_job(tmp_path):
+def test_a_function_and_arguments_each_within_the_limit_but_over_it_together_are_refused_as_a_function_job(tmp_path,
+                                                                                                      small_limit):
     """Before, each part passed its own check and packing refused the sum, telling the user to write a
     .smtrainignore in smtrain's cache folder or pass --max-source-mb, neither of which a function job has."""
-    rows = os.urandom(DEFAULT_MAX_BYTES // 2)  # no compression makes either part smaller in the tarball
+    rows = os.urandom(small_limit // 2)  # no compression makes either part smaller in the tarball
 
     def total(more):
         return len(rows) + len(more)
 
     with pytest.raises(SpecError) as error:
-        orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(os.urandom(DEFAULT_MAX_BYTES // 2 + 2_000_000),
+        orchestrator.remote(instance_type="ml.c5.xlarge")(total).run(os.urandom(small_limit // 2 + 200_000),
                                                                      backend="local")
 
     assert error.value.message.startswith(
         "what travels in the job's code tarball (the function with the values it takes along, the arguments, "
-        "your modules' files) gzips to 106.9 MB together, over the 105 MB it may hold")
-    assert error.value.message.endswith("the largest, the arguments (54.4 MB gzipped)")
+        "your modules' files) gzips to 10.2 MB together, over the 10 MB it may hold")
+    assert error.value.message.endswith("the largest, the arguments (5.2 MB gzipped)")
     assert 'inputs={"data": "s3://' in error.value.fix and "SM_CHANNEL_DATA" in error.value.fix
     assert ".smtrainignore" not in str(error.value) and "--max-source-mb" not in str(error.value)
     assert _cache_entries(tmp_path) == [] and not (tmp_path / "runs").exists()

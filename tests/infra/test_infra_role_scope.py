@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cfnlint.decode import cfn_yaml
-from test_infra_template import TEMPLATE, _statements
+from test_infra_template import TEMPLATE, _statements, template_reader
 
 from orchestrator.specs.datafiles import load_data_file
 
@@ -15,7 +14,7 @@ BUCKET_OBJECTS = "${Bucket.Arn}/"
 
 
 def _template() -> dict[str, Any]:
-    return cfn_yaml.load(str(TEMPLATE))
+    return template_reader().load(str(TEMPLATE))
 
 
 def _resources(statement: dict[str, Any]) -> list[str]:

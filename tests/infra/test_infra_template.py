@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cfnlint.api import lint_file
-from cfnlint.decode import cfn_yaml
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "smtrain.yaml"
 NO_VALUE = {"Ref": "AWS::NoValue"}
@@ -91,10 +89,19 @@ def wildcard_problems(template: dict[str, Any]) -> list[str]:
     return problems
 
 
+def template_reader() -> Any:
+    """cfn-lint's template reader, imported when a test reads the template: importing cfn-lint costs 0.6 CPU-s,
+    which every xdist worker would pay collecting this module; worker_groups.py keeps the modules that read the
+    template on one worker."""
+    from cfnlint.decode import cfn_yaml as reader
+
+    return reader
+
+
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
     """The template as plain dicts, with short-form tags (!Ref, !If) in their long form (Ref, Fn::If)."""
-    return json.loads(json.dumps(cfn_yaml.load(str(TEMPLATE))))
+    return json.loads(json.dumps(template_reader().load(str(TEMPLATE))))
 
 
 def _statement(template: dict[str, Any], sid: str) -> dict[str, Any]:
@@ -106,6 +113,8 @@ def _reasons(template: dict[str, Any]) -> dict[str, str]:
 
 
 def test_template_passes_cfn_lint():
+    from cfnlint.api import lint_file  # imported here: see template_reader()
+
     matches = lint_file(TEMPLATE)
     assert not matches, "cfn-lint:\n" + "\n".join(str(match) for match in matches)
 

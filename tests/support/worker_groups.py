@@ -16,6 +16,8 @@ GROUPS = {
     "sagemaker-sdk-v2": ("tests/cloud/test_sdk.py", "tests/contract/test_platform_variables.py",
                          "tests/referees/sdk/test_sdk_defaults_referee.py", "tests/referees/sdk/test_sdk_referee.py",
                          "tests/referees/sdk/test_tuning_referee.py", "tests/specs/test_capabilities.py"),
+    # They import cfn-lint to read smtrain's CloudFormation template: about 0.6 CPU-s.
+    "cfn-lint": ("tests/infra/test_infra_role_scope.py", "tests/infra/test_infra_template.py"),
 }
 _GROUP_OF_MODULE = {module: group for group, modules in GROUPS.items() for module in modules}
 
