@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from orchestrator import python_source
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _imported_names(sources: Iterable[bytes]) -> set[str]:
     names = set()
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = python_source.parse(source)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):

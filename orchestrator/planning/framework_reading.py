@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from orchestrator.specs.image_pins import canonical_name
+from orchestrator import python_source
 
 _IMPORTED = re.compile(r"^[ \t]*(?:from|import)[ \t]+"
                        r"(transformers|trl|accelerate|lightning|pytorch_lightning|deepspeed)\b", re.MULTILINE)
@@ -193,7 +194,7 @@ def combined(readings: dict[str, FrameworkReading]) -> FrameworkReading:
 def parsed_tree(text: str) -> ast.Module | None:
     """`text`'s syntax tree, or None where it does not parse; never raises."""
     try:
-        return ast.parse(text)
+        return python_source.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return None
 

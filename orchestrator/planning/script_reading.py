@@ -12,6 +12,7 @@ from typing import Any
 
 from orchestrator.planning.framework_reading import FrameworkReading, parsed_tree, read_frameworks
 from orchestrator.redact import holds_no_secret, is_secret_name
+from orchestrator import python_source
 
 _CHANNEL = re.compile(r"SM_CHANNEL_([A-Z0-9_]*[A-Z0-9])\b")
 _ALL_CHANNELS = re.compile(r"\bSM_CHANNELS\b|SM_CHANNEL_\{")
@@ -161,7 +162,7 @@ def read_script(text: str, modules: tuple[str, ...] = (), option_modules: tuple[
     whole = "\n".join((text, *modules))
     unparsed_line = None
     try:
-        tree: ast.Module | None = ast.parse(text)
+        tree: ast.Module | None = python_source.parse(text)
     except SyntaxError as error:
         tree, unparsed_line = None, error.lineno
     except (ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
@@ -282,7 +283,7 @@ def _line_options(text: str) -> tuple[ScriptOption, ...]:
         read = _Read(action=next((action for action in _NO_VALUE_ACTIONS if action in rest), None),
                      type_name=typed["name"] if typed else None, required=bool(_ONE_LINE_REQUIRED.search(rest)))
         try:
-            found.setdefault(name, _option(name, ast.parse(default["value"].strip(), mode="eval").body
+            found.setdefault(name, _option(name, python_source.parse(default["value"].strip(), mode="eval").body
                                            if default else None, read))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             found.setdefault(name, ScriptOption(name, left_out="its default is computed, not written"))

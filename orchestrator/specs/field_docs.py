@@ -16,13 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
+from orchestrator import python_source
 
 
 @cache
 def _module_docstrings(module_name: str) -> dict[str, dict[str, str]]:
     """{class name: {field name: its docstring}} for every class of the module, as pydantic reads them: a string
     statement right after an annotated assignment."""
-    tree = ast.parse(inspect.getsource(sys.modules[module_name]))
+    tree = python_source.parse(inspect.getsource(sys.modules[module_name]))
     documented: dict[str, dict[str, str]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from orchestrator.specs.image_packages import ImagePackages, ShippedPackage, image_packages
+from orchestrator import python_source
 
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -40,7 +41,7 @@ def script_imports(source_dir: Path, files: tuple[str, ...], among: Iterable[str
             text = (source_dir / name).read_text(encoding="utf-8")
             if mentions is not None and not mentions.search(text):
                 continue
-            tree = ast.parse(text)
+            tree = python_source.parse(text)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
         for node in sorted(_import_statements(tree.body), key=lambda statement: statement.lineno):
