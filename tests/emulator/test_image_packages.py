@@ -49,8 +49,8 @@ def test_only_the_files_that_name_a_module_asked_about_are_parsed(tmp_path, monk
     (tmp_path / "data.py").write_text("import pandas\n")
     (tmp_path / "notes.py").write_text("def broken(:\n")  # never parsed: it names none of them
     parsed = []
-    monkeypatch.setattr(image_match.ast, "parse", lambda text, parse=image_match.ast.parse: parsed.append(text)
-                        or parse(text))
+    monkeypatch.setattr(image_match.python_source, "parse",
+                        lambda text, parse=image_match.python_source.parse: parsed.append(text) or parse(text))
     imports = script_imports(tmp_path, ("data.py", "notes.py", "train.py"), among=["torchvision", "cv2"])
     assert imports == {"os": f"{tmp_path / 'train.py'}:1", "torchvision": f"{tmp_path / 'train.py'}:2"}
     assert len(parsed) == 1
