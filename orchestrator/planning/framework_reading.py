@@ -4,17 +4,18 @@ torchrun's variables, so on SageMaker it is launched one process per GPU under t
 although the script itself reads no RANK; a Lightning Trainer given a literal `devices=N` wants N of them per host,
 and one given `accelerator="cpu"` trains on CPUs, once per host (torchrun's modes run on GPUs only);
 the Trainer prints its logs as dicts, whose metrics (its `compute_metrics` keys and a TRL trainer's own keys among
-them) get definitions that read their own lines only; and each package must reach the image, through requirements.txt where the image lacks
-it."""
+them) get definitions that read their own lines only; and each package must reach the image, through
+requirements.txt where the image lacks it."""
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from orchestrator.specs.image_pins import canonical_name
 from orchestrator import python_source
+from orchestrator.specs.image_pins import canonical_name
 
 _IMPORTED = re.compile(r"^[ \t]*(?:from|import)[ \t]+"
                        r"(transformers|trl|accelerate|lightning|pytorch_lightning|deepspeed)\b", re.MULTILINE)
@@ -237,24 +238,22 @@ def _dict_keys(node: ast.expr | None) -> list[str]:
 def _lightning_number(tree: ast.Module, names: tuple[str, ...]) -> int | None:
     """The first of `names` a `Trainer(...)` call gives as a whole number (`devices=1`, `devices="2"`) or a list
     (`devices=[0, 1]`: two); None where it is computed or "auto" (-1 too: every GPU)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _names_trainer(node.func):
-            for keyword in node.keywords:
-                if keyword.arg in names:
-                    return _count(keyword.value)
-    return None
+    return next((_count(keyword.value) for keyword in _trainer_keywords(tree) if keyword.arg in names), None)
 
 
 def _lightning_accelerator(tree: ast.Module) -> str | None:
     """The accelerator a `Trainer(...)` call names as a literal (`accelerator="cpu"`), lower-cased; None where it
     names none or computes it."""
+    return next((keyword.value.value.lower() for keyword in _trainer_keywords(tree)
+                 if keyword.arg == "accelerator" and isinstance(keyword.value, ast.Constant)
+                 and isinstance(keyword.value.value, str)), None)
+
+
+def _trainer_keywords(tree: ast.Module) -> Iterator[ast.keyword]:
+    """The keywords of every `Trainer(...)` call, in the tree's order."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _names_trainer(node.func):
-            for keyword in node.keywords:
-                if keyword.arg == "accelerator" and isinstance(keyword.value, ast.Constant) \
-                        and isinstance(keyword.value.value, str):
-                    return keyword.value.value.lower()
-    return None
+            yield from node.keywords
 
 
 def _names_trainer(called: ast.expr) -> bool:
