@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
 from orchestrator import python_source
 
 

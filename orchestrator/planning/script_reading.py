@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from orchestrator import python_source
 from orchestrator.planning.framework_reading import FrameworkReading, parsed_tree, read_frameworks
 from orchestrator.redact import holds_no_secret, is_secret_name
-from orchestrator import python_source
 
 _CHANNEL = re.compile(r"SM_CHANNEL_([A-Z0-9_]*[A-Z0-9])\b")
 _ALL_CHANNELS = re.compile(r"\bSM_CHANNELS\b|SM_CHANNEL_\{")

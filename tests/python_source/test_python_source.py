@@ -42,6 +42,7 @@ RACE = textwrap.dedent("""
 def test_threads_parsing_at_once_take_turns(tmp_path):
     script = tmp_path / "race.py"
     script.write_text(RACE)
-    done = subprocess.run([sys.executable, str(script), str(REPO / "orchestrator" / "emulator" / "supervising" / "supervisor.py")], capture_output=True, text=True,
-                          timeout=300, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, check=False)
+    parsed = REPO / "orchestrator" / "emulator" / "supervising" / "supervisor.py"
+    done = subprocess.run([sys.executable, str(script), str(parsed)], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, check=False)
     assert done.stdout.strip() == "0 []", (done.stdout, done.stderr[-2000:])

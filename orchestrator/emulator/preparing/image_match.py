@@ -18,8 +18,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from orchestrator.specs.image_packages import ImagePackages, ShippedPackage, image_packages
 from orchestrator import python_source
+from orchestrator.specs.image_packages import ImagePackages, ShippedPackage, image_packages
 
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
